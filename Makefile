@@ -1,0 +1,29 @@
+# pocketmq: `make run` starts it, `make test` proves it, `make bench` measures it.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test bench lint clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(PY) -m storage demo .pocketmq-demo --messages 1000
+	$(PY) -m storage inspect .pocketmq-demo --limit 5
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+test: $(STAMP) lint
+	$(PY) -m pytest -q -n 2 --dist loadfile
+
+bench: $(STAMP)
+	$(PY) bench/storage.py
+
+clean:
+	rm -rf $(VENV) .pocketmq .pocketmq-demo

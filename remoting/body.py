@@ -1,0 +1,421 @@
+"""Command bodies: msgpack maps/lists keyed by RocketMQ's JSON field names, and the route-side body classes.
+
+Where RocketMQ sends a JSON object (fastjson of a Java class) we send the msgpack map with the same keys,
+e.g. ``{"queueDatas": [...], "brokerDatas": [...]}``. Two deliberate differences from JSON: ``brokerAddrs``
+keys are msgpack ints (brokerId), not decimal strings (still accepted on decode), and sets are lists.
+
+Every body class has ``to_dict()`` and ``from_dict(obj)``; ``from_dict`` validates types and raises BodyError
+with the path of the offending value.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+import msgpack
+
+from .codes import MASTER_ID, PermName
+from .errors import BodyError
+
+
+class _BodyClass(Protocol):
+    @classmethod
+    def from_dict(cls, obj: object, path: str = ...) -> Any: ...
+
+
+B = TypeVar("B")
+_MISSING: Any = object()
+
+
+def encode_body(obj: object) -> bytes:
+    """msgpack of ``obj``; body classes are converted with their ``to_dict()``."""
+    to_dict = getattr(obj, "to_dict", None)
+    if to_dict is not None:
+        obj = to_dict()
+    return msgpack.packb(obj, use_bin_type=True)
+
+
+def decode_body(data: bytes | None, cls: Callable[..., B] | type[B] | None = None) -> Any:
+    """Decode a body; with ``cls`` (a body class) return ``cls.from_dict(...)``. Raises BodyError."""
+    if data is None:
+        raise BodyError("", "missing")
+    try:
+        obj = msgpack.unpackb(data, raw=False, strict_map_key=False)
+    except Exception as e:
+        raise BodyError("", f"undecodable msgpack ({type(e).__name__}: {e})") from None
+    if cls is None:
+        return obj
+    return cls.from_dict(obj)  # type: ignore[union-attr]
+
+
+def now_millis() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Reader:
+    """Typed access to one decoded map, for ``from_dict`` implementations (errors carry the path)."""
+
+    __slots__ = ("_d", "_path")
+
+    def __init__(self, obj: object, path: str = "") -> None:
+        if not isinstance(obj, dict):
+            raise BodyError(path, f"expected a map, got {type(obj).__name__}")
+        self._d = obj
+        self._path = path
+
+    def at(self, key: str) -> str:
+        return f"{self._path}.{key}" if self._path else key
+
+    def _get(self, key: str, default: Any) -> Any:
+        v = self._d.get(key)
+        if v is None:
+            if default is _MISSING:
+                raise BodyError(self.at(key), "is missing")
+            return default
+        return v
+
+    def str(self, key: str, default: Any = _MISSING) -> Any:
+        v = self._get(key, default)
+        if v is not default and not isinstance(v, str):
+            raise BodyError(self.at(key), f"expected a str, got {type(v).__name__}")
+        return v
+
+    def int(self, key: str, default: Any = _MISSING) -> Any:
+        v = self._get(key, default)
+        if v is not default and (type(v) is bool or not isinstance(v, int)):
+            raise BodyError(self.at(key), f"expected an int, got {type(v).__name__}")
+        return v
+
+    def bool(self, key: str, default: Any = _MISSING) -> Any:
+        v = self._get(key, default)
+        if v is not default and not isinstance(v, bool):
+            raise BodyError(self.at(key), f"expected a bool, got {type(v).__name__}")
+        return v
+
+    def list(self, key: str, default: Any = _MISSING) -> Any:
+        v = self._get(key, default)
+        if v is not default and not isinstance(v, list):
+            raise BodyError(self.at(key), f"expected a list, got {type(v).__name__}")
+        return v
+
+    def map(self, key: str, default: Any = _MISSING) -> Any:
+        v = self._get(key, default)
+        if v is not default and not isinstance(v, dict):
+            raise BodyError(self.at(key), f"expected a map, got {type(v).__name__}")
+        return v
+
+    def str_list(self, key: str, default: Any = _MISSING) -> Any:
+        items = self.list(key, default)
+        if items is default:
+            return items
+        for i, v in enumerate(items):
+            if not isinstance(v, str):
+                raise BodyError(f"{self.at(key)}[{i}]", f"expected a str, got {type(v).__name__}")
+        return items
+
+    def objects(self, key: str, cls: type[_BodyClass], default: Any = _MISSING) -> Any:
+        items = self.list(key, default)
+        if items is default:
+            return items
+        return [cls.from_dict(v, f"{self.at(key)}[{i}]") for i, v in enumerate(items)]
+
+    def object_map(self, key: str, cls: type[_BodyClass], default: Any = _MISSING) -> Any:
+        m = self.map(key, default)
+        if m is default:
+            return m
+        out = {}
+        for k, v in m.items():
+            if not isinstance(k, str):
+                raise BodyError(self.at(key), f"key {k!r} is not a str")
+            out[k] = cls.from_dict(v, f"{self.at(key)}.{k}")
+        return out
+
+
+# --- topic config (broker -> name server) ------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class DataVersion:
+    """Version of a broker's topic config; a name server rebuilds queue data only when it changes."""
+
+    timestamp: int = field(default_factory=now_millis)
+    counter: int = 0
+
+    def next_version(self, now_ms: int | None = None) -> None:
+        self.timestamp = now_millis() if now_ms is None else now_ms
+        self.counter += 1
+
+    def copy(self) -> DataVersion:
+        return DataVersion(self.timestamp, self.counter)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"timestamp": self.timestamp, "counter": self.counter}
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> DataVersion:
+        r = Reader(obj, path)
+        return cls(r.int("timestamp", 0), r.int("counter", 0))
+
+
+@dataclass(slots=True)
+class TopicConfig:
+    topic_name: str
+    read_queue_nums: int = 16
+    write_queue_nums: int = 16
+    perm: int = PermName.PERM_READ | PermName.PERM_WRITE
+    topic_filter_type: str = "SINGLE_TAG"
+    topic_sys_flag: int = 0
+    order: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "topicName": self.topic_name,
+            "readQueueNums": self.read_queue_nums,
+            "writeQueueNums": self.write_queue_nums,
+            "perm": self.perm,
+            "topicFilterType": self.topic_filter_type,
+            "topicSysFlag": self.topic_sys_flag,
+            "order": self.order,
+        }
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> TopicConfig:
+        r = Reader(obj, path)
+        return cls(
+            topic_name=r.str("topicName"),
+            read_queue_nums=r.int("readQueueNums", 16),
+            write_queue_nums=r.int("writeQueueNums", 16),
+            perm=r.int("perm", PermName.PERM_READ | PermName.PERM_WRITE),
+            topic_filter_type=r.str("topicFilterType", "SINGLE_TAG"),
+            topic_sys_flag=r.int("topicSysFlag", 0),
+            order=r.bool("order", False),
+        )
+
+
+@dataclass(slots=True)
+class TopicConfigSerializeWrapper:
+    """A broker's topic table plus its version (also the shape of topics.json and GET_ALL_TOPIC_CONFIG)."""
+
+    topic_config_table: dict[str, TopicConfig] = field(default_factory=dict)
+    data_version: DataVersion = field(default_factory=DataVersion)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "topicConfigTable": {k: v.to_dict() for k, v in self.topic_config_table.items()},
+            "dataVersion": self.data_version.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> TopicConfigSerializeWrapper:
+        r = Reader(obj, path)
+        dv = r.map("dataVersion", None)
+        return cls(
+            topic_config_table=r.object_map("topicConfigTable", TopicConfig, {}),
+            data_version=DataVersion.from_dict(dv, r.at("dataVersion"))
+            if dv is not None
+            else DataVersion(0, 0),
+        )
+
+
+@dataclass(slots=True)
+class RegisterBrokerBody:
+    """REGISTER_BROKER body. With the header's ``compressed`` set, the msgpack bytes are zlib-deflated."""
+
+    topic_config_serialize_wrapper: TopicConfigSerializeWrapper = field(
+        default_factory=TopicConfigSerializeWrapper
+    )
+    filter_server_list: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "topicConfigSerializeWrapper": self.topic_config_serialize_wrapper.to_dict(),
+            "filterServerList": list(self.filter_server_list),
+        }
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> RegisterBrokerBody:
+        r = Reader(obj, path)
+        w = r.map("topicConfigSerializeWrapper", None)
+        return cls(
+            topic_config_serialize_wrapper=TopicConfigSerializeWrapper.from_dict(
+                w, r.at("topicConfigSerializeWrapper")
+            )
+            if w is not None
+            else TopicConfigSerializeWrapper(data_version=DataVersion(0, 0)),
+            filter_server_list=r.str_list("filterServerList", []),
+        )
+
+    def encode(self, compress: bool = False) -> bytes:
+        data = encode_body(self)
+        return zlib.compress(data) if compress else data
+
+    @classmethod
+    def decode(cls, data: bytes | None, compressed: bool = False) -> RegisterBrokerBody:
+        if data is None:
+            # No body: an empty table with version 0, as RocketMQ's name server assumes.
+            return cls(TopicConfigSerializeWrapper(data_version=DataVersion(0, 0)))
+        if compressed:
+            try:
+                data = zlib.decompress(data)
+            except zlib.error as e:
+                raise BodyError("", f"bad zlib data ({e})") from None
+        return decode_body(data, cls)
+
+
+def body_crc32(data: bytes | None) -> int:
+    """RocketMQ's UtilAll.crc32: CRC-32 masked to a non-negative Java int (0 for an empty body)."""
+    if not data:
+        return 0
+    return zlib.crc32(data) & 0x7FFFFFFF
+
+
+# --- routes (name server -> clients) -----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class QueueData:
+    broker_name: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+    topic_sys_flag: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "brokerName": self.broker_name,
+            "readQueueNums": self.read_queue_nums,
+            "writeQueueNums": self.write_queue_nums,
+            "perm": self.perm,
+            "topicSysFlag": self.topic_sys_flag,
+        }
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> QueueData:
+        r = Reader(obj, path)
+        return cls(
+            broker_name=r.str("brokerName"),
+            read_queue_nums=r.int("readQueueNums"),
+            write_queue_nums=r.int("writeQueueNums"),
+            perm=r.int("perm"),
+            topic_sys_flag=r.int("topicSysFlag", 0),
+        )
+
+
+@dataclass(slots=True)
+class BrokerData:
+    cluster: str
+    broker_name: str
+    broker_addrs: dict[int, str] = field(default_factory=dict)  # brokerId -> "ip:port"; 0 = master
+
+    def select_broker_addr(self) -> str | None:
+        """The master's address, else any slave's (RocketMQ picks a random one)."""
+        addr = self.broker_addrs.get(MASTER_ID)
+        if addr is None and self.broker_addrs:
+            addr = self.broker_addrs[min(self.broker_addrs)]
+        return addr
+
+    def copy(self) -> BrokerData:
+        return BrokerData(self.cluster, self.broker_name, dict(self.broker_addrs))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cluster": self.cluster,
+            "brokerName": self.broker_name,
+            "brokerAddrs": dict(self.broker_addrs),
+        }
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> BrokerData:
+        r = Reader(obj, path)
+        addrs: dict[int, str] = {}
+        for k, v in r.map("brokerAddrs", {}).items():
+            # JSON-born maps carry the id as a decimal string.
+            if isinstance(k, str) and k.lstrip("-").isdigit():
+                k = int(k)
+            if type(k) is not int or not isinstance(v, str):
+                raise BodyError(r.at("brokerAddrs"), f"expected brokerId -> address, got {k!r}: {v!r}")
+            addrs[k] = v
+        return cls(cluster=r.str("cluster"), broker_name=r.str("brokerName"), broker_addrs=addrs)
+
+
+@dataclass(slots=True)
+class TopicRouteData:
+    queue_datas: list[QueueData] = field(default_factory=list)
+    broker_datas: list[BrokerData] = field(default_factory=list)
+    filter_server_table: dict[str, list[str]] = field(default_factory=dict)  # brokerAddr -> filter servers
+    order_topic_conf: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "queueDatas": [q.to_dict() for q in self.queue_datas],
+            "brokerDatas": [b.to_dict() for b in self.broker_datas],
+            "filterServerTable": {k: list(v) for k, v in self.filter_server_table.items()},
+        }
+        if self.order_topic_conf is not None:
+            d["orderTopicConf"] = self.order_topic_conf
+        return d
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> TopicRouteData:
+        r = Reader(obj, path)
+        fst = r.map("filterServerTable", {})
+        table: dict[str, list[str]] = {}
+        for k, v in fst.items():
+            if not isinstance(k, str) or not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                raise BodyError(r.at("filterServerTable"), f"expected address -> [address], got {k!r}")
+            table[k] = v
+        return cls(
+            queue_datas=r.objects("queueDatas", QueueData, []),
+            broker_datas=r.objects("brokerDatas", BrokerData, []),
+            filter_server_table=table,
+            order_topic_conf=r.str("orderTopicConf", None),
+        )
+
+
+@dataclass(slots=True)
+class ClusterInfo:
+    """GET_BROKER_CLUSTER_INFO body."""
+
+    broker_addr_table: dict[str, BrokerData] = field(default_factory=dict)  # brokerName -> BrokerData
+    cluster_addr_table: dict[str, set[str]] = field(default_factory=dict)  # cluster -> brokerNames
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "brokerAddrTable": {k: v.to_dict() for k, v in self.broker_addr_table.items()},
+            "clusterAddrTable": {k: sorted(v) for k, v in self.cluster_addr_table.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> ClusterInfo:
+        r = Reader(obj, path)
+        clusters: dict[str, set[str]] = {}
+        for k, v in r.map("clusterAddrTable", {}).items():
+            if not isinstance(k, str) or not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                raise BodyError(r.at("clusterAddrTable"), f"expected cluster -> [brokerName], got {k!r}")
+            clusters[k] = set(v)
+        return cls(
+            broker_addr_table=r.object_map("brokerAddrTable", BrokerData, {}), cluster_addr_table=clusters
+        )
+
+
+@dataclass(slots=True)
+class TopicList:
+    """GET_ALL_TOPIC_LIST_FROM_NAMESERVER body (and the broker's topic-name lists)."""
+
+    topic_list: list[str] = field(default_factory=list)
+    broker_addr: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"topicList": list(self.topic_list)}
+        if self.broker_addr is not None:
+            d["brokerAddr"] = self.broker_addr
+        return d
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> TopicList:
+        r = Reader(obj, path)
+        return cls(topic_list=r.str_list("topicList", []), broker_addr=r.str("brokerAddr", None))

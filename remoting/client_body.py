@@ -1,0 +1,192 @@
+"""Bodies exchanged between clients and brokers: heartbeats, queue locks, consumer lists.
+
+Same conventions as ``body``: msgpack maps with RocketMQ's JSON field names, Java sets sent as lists, enum
+values as their Java names (``"CLUSTERING"``, ``"CONSUME_PASSIVELY"`` ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .body import Reader, now_millis
+from .errors import BodyError
+
+
+@dataclass(frozen=True, slots=True)
+class MessageQueue:
+    topic: str
+    broker_name: str
+    queue_id: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"topic": self.topic, "brokerName": self.broker_name, "queueId": self.queue_id}
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> MessageQueue:
+        r = Reader(obj, path)
+        return cls(r.str("topic"), r.str("brokerName"), r.int("queueId"))
+
+
+def _mq_set(r: Reader, key: str) -> set[MessageQueue]:
+    return set(r.objects(key, MessageQueue, []))
+
+
+def _sorted_mqs(mqs: set[MessageQueue]) -> list[dict[str, Any]]:
+    # Sorted so that equal sets encode to equal bytes.
+    return [mq.to_dict() for mq in sorted(mqs, key=lambda q: (q.topic, q.broker_name, q.queue_id))]
+
+
+@dataclass(slots=True)
+class LockBatchRequestBody:
+    """LOCK_BATCH_MQ request body; UNLOCK_BATCH_MQ uses the same shape (UnlockBatchRequestBody)."""
+
+    consumer_group: str
+    client_id: str
+    mq_set: set[MessageQueue] = field(default_factory=set)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "consumerGroup": self.consumer_group,
+            "clientId": self.client_id,
+            "mqSet": _sorted_mqs(self.mq_set),
+        }
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> LockBatchRequestBody:
+        r = Reader(obj, path)
+        return cls(r.str("consumerGroup"), r.str("clientId"), _mq_set(r, "mqSet"))
+
+
+UnlockBatchRequestBody = LockBatchRequestBody
+
+
+@dataclass(slots=True)
+class LockBatchResponseBody:
+    lock_ok_mq_set: set[MessageQueue] = field(default_factory=set)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"lockOKMQSet": _sorted_mqs(self.lock_ok_mq_set)}
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> LockBatchResponseBody:
+        return cls(_mq_set(Reader(obj, path), "lockOKMQSet"))
+
+
+@dataclass(slots=True)
+class SubscriptionData:
+    topic: str
+    sub_string: str = "*"
+    tags_set: list[str] = field(default_factory=list)
+    code_set: list[int] = field(default_factory=list)  # Java String.hashCode() of each tag
+    sub_version: int = field(default_factory=now_millis)
+    expression_type: str = "TAG"
+    class_filter_mode: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "subString": self.sub_string,
+            "tagsSet": list(self.tags_set),
+            "codeSet": list(self.code_set),
+            "subVersion": self.sub_version,
+            "expressionType": self.expression_type,
+            "classFilterMode": self.class_filter_mode,
+        }
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> SubscriptionData:
+        r = Reader(obj, path)
+        codes = r.list("codeSet", [])
+        if not all(type(c) is int for c in codes):
+            raise BodyError(r.at("codeSet"), "expected a list of ints")
+        return cls(
+            topic=r.str("topic"),
+            sub_string=r.str("subString", "*"),
+            tags_set=r.str_list("tagsSet", []),
+            code_set=codes,
+            sub_version=r.int("subVersion", 0),
+            expression_type=r.str("expressionType", "TAG"),
+            class_filter_mode=r.bool("classFilterMode", False),
+        )
+
+
+@dataclass(slots=True)
+class ProducerData:
+    group_name: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"groupName": self.group_name}
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> ProducerData:
+        return cls(Reader(obj, path).str("groupName"))
+
+
+@dataclass(slots=True)
+class ConsumerData:
+    group_name: str
+    consume_type: str = "CONSUME_PASSIVELY"  # push consumer; CONSUME_ACTIVELY = pull consumer
+    message_model: str = "CLUSTERING"  # or BROADCASTING
+    consume_from_where: str = "CONSUME_FROM_LAST_OFFSET"
+    subscription_data_set: list[SubscriptionData] = field(default_factory=list)
+    unit_mode: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "groupName": self.group_name,
+            "consumeType": self.consume_type,
+            "messageModel": self.message_model,
+            "consumeFromWhere": self.consume_from_where,
+            "subscriptionDataSet": [s.to_dict() for s in self.subscription_data_set],
+            "unitMode": self.unit_mode,
+        }
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> ConsumerData:
+        r = Reader(obj, path)
+        return cls(
+            group_name=r.str("groupName"),
+            consume_type=r.str("consumeType", "CONSUME_PASSIVELY"),
+            message_model=r.str("messageModel", "CLUSTERING"),
+            consume_from_where=r.str("consumeFromWhere", "CONSUME_FROM_LAST_OFFSET"),
+            subscription_data_set=r.objects("subscriptionDataSet", SubscriptionData, []),
+            unit_mode=r.bool("unitMode", False),
+        )
+
+
+@dataclass(slots=True)
+class HeartbeatData:
+    """HEART_BEAT (34) body."""
+
+    client_id: str
+    producer_data_set: list[ProducerData] = field(default_factory=list)
+    consumer_data_set: list[ConsumerData] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "clientID": self.client_id,
+            "producerDataSet": [p.to_dict() for p in self.producer_data_set],
+            "consumerDataSet": [c.to_dict() for c in self.consumer_data_set],
+        }
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> HeartbeatData:
+        r = Reader(obj, path)
+        return cls(
+            client_id=r.str("clientID"),
+            producer_data_set=r.objects("producerDataSet", ProducerData, []),
+            consumer_data_set=r.objects("consumerDataSet", ConsumerData, []),
+        )
+
+
+@dataclass(slots=True)
+class GetConsumerListByGroupResponseBody:
+    consumer_id_list: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"consumerIdList": list(self.consumer_id_list)}
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> GetConsumerListByGroupResponseBody:
+        return cls(Reader(obj, path).str_list("consumerIdList", []))

@@ -1,0 +1,222 @@
+"""Sans-IO framing of RemotingCommands: bytes in, commands out (no sockets, no event loop).
+
+A frame is a 4-byte big-endian length N followed by N bytes holding one msgpack map::
+
+    {"code": int, "language": int, "version": int, "opaque": int, "flag": int,
+     "remark": str, "extFields": {str: str|int|bool|float}, "body": bin}
+
+``remark``, ``extFields`` and ``body`` are left out when empty/None. ``code`` and ``opaque`` are required on
+decode; ``flag``/``version`` default to 0 and ``language`` to OTHER; unknown keys are ignored so peers may add
+fields.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+
+import msgpack
+
+from .codes import LanguageCode
+from .command import RemotingCommand
+from .errors import FrameTooLarge, MalformedFrame
+
+DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024  # RocketMQ's com.rocketmq.remoting.frameMaxLength
+
+_LEN = struct.Struct(">I")
+_SCALARS = (str, int, float)  # bool is an int subclass
+_BODY_KEY = msgpack.packb("body")
+_LANGUAGE_OTHER = int(LanguageCode.OTHER)
+
+
+def _bin_header(n: int) -> bytes:
+    if n < 0x100:
+        return b"\xc4" + n.to_bytes(1, "big")
+    if n < 0x10000:
+        return b"\xc5" + n.to_bytes(2, "big")
+    return b"\xc6" + n.to_bytes(4, "big")
+
+
+def encode(cmd: RemotingCommand, max_frame_size: int | None = None) -> bytes:
+    """One complete frame for ``cmd``.
+
+    Raises TypeError for header values that are not msgpack scalars and FrameTooLarge when the frame would
+    exceed ``max_frame_size`` (the peer would drop the connection).
+    """
+    head: dict[str, object] = {
+        "code": int(cmd.code),
+        "language": int(cmd.language),
+        "version": int(cmd.version),
+        "opaque": int(cmd.opaque),
+        "flag": int(cmd.flag),
+    }
+    if cmd.remark is not None:
+        if not isinstance(cmd.remark, str):
+            raise TypeError(f"remark must be str, not {type(cmd.remark).__name__}")
+        head["remark"] = cmd.remark
+    ext = cmd.ext_fields
+    if ext:
+        has_none = False
+        for k, v in ext.items():
+            if v is None:
+                has_none = True
+            elif not isinstance(v, _SCALARS):
+                raise TypeError(f"ext field {k!r} must be str, int, bool or float, not {type(v).__name__}")
+            if not isinstance(k, str):
+                raise TypeError(f"ext field name must be str, not {type(k).__name__}: {k!r}")
+        if has_none:
+            ext = {k: v for k, v in ext.items() if v is not None}
+        if ext:
+            head["extFields"] = ext
+    packed = msgpack.packb(head, use_bin_type=True)
+    body = cmd.body
+    if body is None:
+        size = len(packed)
+        if max_frame_size is not None and size > max_frame_size:
+            raise FrameTooLarge(size, max_frame_size)
+        return _LEN.pack(size) + packed
+    if not isinstance(body, bytes | bytearray):
+        raise TypeError(f"body must be bytes, not {type(body).__name__}")
+    # The map has at most 7 entries, so it is a fixmap whose first byte (0x80 | n) holds the count.
+    # Appending the body entry by hand instead of packing it saves one copy of a possibly large body.
+    bin_header = _bin_header(len(body))
+    size = len(packed) + len(_BODY_KEY) + len(bin_header) + len(body)
+    if max_frame_size is not None and size > max_frame_size:
+        raise FrameTooLarge(size, max_frame_size)
+    return b"".join(
+        (_LEN.pack(size), bytes((packed[0] + 1,)), memoryview(packed)[1:], _BODY_KEY, bin_header, body)
+    )
+
+
+class FrameDecoder:
+    """Incremental decoder: feed bytes with ``receive_data``, take commands with ``next_event``.
+
+    Any split of the stream works. ``next_event`` returns None when more data is needed and raises
+    FrameTooLarge (fatal: every later call raises it again) or MalformedFrame (the bad frame is consumed, so
+    decoding may go on, although the transport closes the connection).
+    """
+
+    __slots__ = ("max_frame_size", "_buf", "_pos", "_fatal")
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        self.max_frame_size = max_frame_size
+        # One growing buffer plus a read position: frames are parsed in place and the consumed prefix is
+        # dropped once per receive, so many small frames in one chunk cost linear time.
+        self._buf = bytearray()
+        self._pos = 0
+        self._fatal: FrameTooLarge | None = None
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet returned as commands."""
+        return len(self._buf) - self._pos
+
+    def receive_data(self, data: bytes | bytearray | memoryview) -> None:
+        self._buf += data
+
+    def next_event(self) -> RemotingCommand | None:
+        if self._fatal is not None:
+            raise self._fatal
+        buf = self._buf
+        pos = self._pos
+        avail = len(buf) - pos
+        if avail >= 4:
+            (length,) = _LEN.unpack_from(buf, pos)
+            if length > self.max_frame_size:
+                self._fatal = FrameTooLarge(length, self.max_frame_size)
+                raise self._fatal
+            if avail >= 4 + length:
+                start = pos + 4
+                self._pos = start + length
+                with memoryview(buf) as view:
+                    frame = view[start : start + length]
+                    try:
+                        obj = _unpack(frame)
+                    finally:
+                        frame.release()
+                return _to_command(obj)
+        # Need more data: drop what was consumed (front deletion of a bytearray is cheap in CPython).
+        if pos:
+            del buf[:pos]
+            self._pos = 0
+        return None
+
+    def __iter__(self) -> Iterator[RemotingCommand]:
+        while (cmd := self.next_event()) is not None:
+            yield cmd
+
+
+def decode_frames(data: bytes, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> list[RemotingCommand]:
+    """All complete frames in ``data`` (a convenience for tests and tools)."""
+    decoder = FrameDecoder(max_frame_size)
+    decoder.receive_data(data)
+    return list(decoder)
+
+
+def _unpack(frame: memoryview) -> object:
+    try:
+        # strict_map_key=False: a map with a non-str key should still let us read the opaque and report a
+        # precise error, instead of failing the whole frame.
+        return msgpack.unpackb(frame, raw=False, strict_map_key=False)
+    except Exception as e:  # msgpack raises many types: ValueError, ExtraData, FormatError, TypeError...
+        detail = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+        raise MalformedFrame(f"undecodable msgpack ({detail})") from None
+
+
+def _to_command(obj: object) -> RemotingCommand:
+    if not isinstance(obj, dict):
+        raise MalformedFrame(f"payload is a {type(obj).__name__}, not a map")
+    opaque = obj.get("opaque")
+    flag = obj.get("flag", 0)
+    readable_opaque = opaque if type(opaque) is int else None
+    readable_flag = flag if type(flag) is int else None
+
+    def bad(reason: str) -> MalformedFrame:
+        return MalformedFrame(reason, readable_opaque, readable_flag)
+
+    code = obj.get("code")
+    if type(code) is not int:
+        raise bad(f"'code' must be an int, got {type(code).__name__}")
+    if readable_opaque is None:
+        raise bad(f"'opaque' must be an int, got {type(opaque).__name__}")
+    if readable_flag is None:
+        raise bad(f"'flag' must be an int, got {type(flag).__name__}")
+    language = obj.get("language", _LANGUAGE_OTHER)
+    if type(language) is not int:
+        raise bad(f"'language' must be an int, got {type(language).__name__}")
+    version = obj.get("version", 0)
+    if type(version) is not int:
+        raise bad(f"'version' must be an int, got {type(version).__name__}")
+    remark = obj.get("remark")
+    if remark is not None and type(remark) is not str:
+        raise bad(f"'remark' must be a str, got {type(remark).__name__}")
+    body = obj.get("body")
+    if body is not None and type(body) is not bytes:
+        raise bad(f"'body' must be bin, got {type(body).__name__}")
+    ext = obj.get("extFields")
+    if ext is None:
+        ext = {}
+    elif type(ext) is not dict:
+        raise bad(f"'extFields' must be a map, got {type(ext).__name__}")
+    else:
+        drop = None
+        for k, v in ext.items():
+            if type(k) is not str:
+                raise bad(f"'extFields' key {k!r} is not a str")
+            if v is None:
+                drop = [*(drop or ()), k]
+            elif not isinstance(v, _SCALARS):
+                raise bad(f"'extFields' value of {k!r} is a {type(v).__name__}, not a scalar")
+        if drop:
+            for k in drop:
+                del ext[k]
+    return RemotingCommand(
+        code=code,
+        language=language,
+        version=version,
+        opaque=readable_opaque,
+        flag=readable_flag,
+        remark=remark,
+        ext_fields=ext,
+        body=body,
+    )

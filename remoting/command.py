@@ -1,0 +1,118 @@
+"""RemotingCommand: one request or response, independent of how it is framed."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeVar
+
+from .codes import FLAG_ONEWAY, FLAG_RESPONSE, VERSION, LanguageCode, ResponseCode
+
+if TYPE_CHECKING:
+    from .header import CommandHeader
+
+H = TypeVar("H", bound="CommandHeader")
+
+# Opaques are Java ints on the wire, so stay within 1..2**31-1. itertools.count is atomic under the GIL, which
+# makes the counter safe to share between threads and event loops in one process.
+_OPAQUE_MAX = 0x7FFFFFFF
+_opaque_counter = itertools.count(1)
+
+
+def next_opaque() -> int:
+    return (next(_opaque_counter) - 1) % _OPAQUE_MAX + 1
+
+
+ExtFields = dict[str, object]
+
+
+def _ext(ext_fields: Mapping[str, object] | CommandHeader | None) -> ExtFields:
+    if ext_fields is None:
+        return {}
+    to_ext = getattr(ext_fields, "to_ext", None)
+    if to_ext is not None:
+        return to_ext()
+    return {k: v for k, v in ext_fields.items() if v is not None}  # type: ignore[union-attr]
+
+
+@dataclass(slots=True, repr=False)
+class RemotingCommand:
+    code: int
+    language: int = int(LanguageCode.PYTHON)
+    version: int = VERSION
+    opaque: int = 0
+    flag: int = 0
+    remark: str | None = None
+    # Header map (RocketMQ's extFields). Values are msgpack scalars: str, int, bool, float.
+    ext_fields: ExtFields = field(default_factory=dict)
+    body: bytes | None = None
+
+    @classmethod
+    def request(
+        cls,
+        code: int,
+        ext_fields: Mapping[str, object] | CommandHeader | None = None,
+        body: bytes | None = None,
+        oneway: bool = False,
+    ) -> RemotingCommand:
+        """A request with a fresh opaque. ``ext_fields`` may be a dict or a header dataclass."""
+        return cls(
+            code=code,
+            opaque=next_opaque(),
+            flag=FLAG_ONEWAY if oneway else 0,
+            ext_fields=_ext(ext_fields),
+            body=body,
+        )
+
+    @classmethod
+    def response(
+        cls,
+        code: int = ResponseCode.SUCCESS,
+        remark: str | None = None,
+        ext_fields: Mapping[str, object] | CommandHeader | None = None,
+        body: bytes | None = None,
+        opaque: int = 0,
+    ) -> RemotingCommand:
+        """A response. A server returning it from a handler fills in ``opaque`` from the request."""
+        return cls(
+            code=code,
+            opaque=opaque,
+            flag=FLAG_RESPONSE,
+            remark=remark,
+            ext_fields=_ext(ext_fields),
+            body=body,
+        )
+
+    @classmethod
+    def response_to(
+        cls,
+        request: RemotingCommand,
+        code: int = ResponseCode.SUCCESS,
+        remark: str | None = None,
+        ext_fields: Mapping[str, object] | CommandHeader | None = None,
+        body: bytes | None = None,
+    ) -> RemotingCommand:
+        return cls.response(code, remark, ext_fields, body, opaque=request.opaque)
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & FLAG_RESPONSE)
+
+    @property
+    def is_oneway(self) -> bool:
+        return bool(self.flag & FLAG_ONEWAY)
+
+    def decode_header(self, header_cls: type[H]) -> H:
+        """Parse ``ext_fields`` into ``header_cls``; raises HeaderError."""
+        return header_cls.from_ext(self.ext_fields)
+
+    def __repr__(self) -> str:
+        # Bodies can be megabytes (pull results); print only their size.
+        kind = "response" if self.is_response else ("oneway" if self.is_oneway else "request")
+        body = "None" if self.body is None else f"<{len(self.body)} bytes>"
+        return (
+            f"RemotingCommand({kind} code={int(self.code)} opaque={self.opaque} flag={self.flag} "
+            f"language={int(self.language)} version={self.version} remark={self.remark!r} "
+            f"ext_fields={self.ext_fields!r} body={body})"
+        )

@@ -1,0 +1,472 @@
+"""Typed custom headers (RocketMQ's CommandCustomHeader classes) carried in a command's ext fields.
+
+A header is a slots dataclass deriving from CommandHeader. Attributes are snake_case; the wire name is the
+camelCase form (``queue_id`` -> ``queueId``) unless a field overrides it with ``wire("clientID")``. Supported
+field types are str, int, bool and float, each optionally ``| None``. A field without a default is required.
+
+``from_ext`` accepts the native msgpack types and also the decimal/"true"/"false" strings that RocketMQ's own
+codecs send, so headers built by a Java-style client parse too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Self, TypeVar
+
+from .codes import RequestCode
+from .errors import HeaderError
+
+_INT_RE = re.compile(r"[+-]?[0-9]+")
+_FLOAT_RE = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+def wire(name: str, **kwargs: Any) -> Any:
+    """A dataclass field whose wire name is not the camelCase of its attribute name."""
+    return field(metadata={"wire": name}, **kwargs)
+
+
+def _camel(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+def _show(v: object) -> str:
+    r = repr(v)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def _parse_int(wire_name: str, v: object) -> int:
+    if type(v) is int:
+        return v
+    if type(v) is str and _INT_RE.fullmatch(v):
+        return int(v)
+    raise HeaderError(wire_name, f"expected an int, got {type(v).__name__} {_show(v)}")
+
+
+def _parse_str(wire_name: str, v: object) -> str:
+    if type(v) is str:
+        return v
+    raise HeaderError(wire_name, f"expected a str, got {type(v).__name__} {_show(v)}")
+
+
+def _parse_bool(wire_name: str, v: object) -> bool:
+    if type(v) is bool:
+        return v
+    if type(v) is str and v.lower() in ("true", "false"):
+        return v.lower() == "true"
+    raise HeaderError(wire_name, f"expected a bool, got {type(v).__name__} {_show(v)}")
+
+
+def _parse_float(wire_name: str, v: object) -> float:
+    if type(v) is float or type(v) is int:
+        return float(v)
+    if type(v) is str and _FLOAT_RE.fullmatch(v):
+        return float(v)
+    raise HeaderError(wire_name, f"expected a float, got {type(v).__name__} {_show(v)}")
+
+
+_PARSERS: dict[type, Callable[[str, object], object]] = {
+    int: _parse_int,
+    str: _parse_str,
+    bool: _parse_bool,
+    float: _parse_float,
+}
+# What to_ext accepts per declared type (bool is refused where an int is declared: it is almost surely a bug).
+_ACCEPTS: dict[type, Callable[[object], bool]] = {
+    int: lambda v: type(v) is not bool and isinstance(v, int),
+    str: lambda v: isinstance(v, str),
+    bool: lambda v: isinstance(v, bool),
+    float: lambda v: type(v) is not bool and isinstance(v, int | float),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _FieldSpec:
+    attr: str
+    wire: str
+    kind: type
+    required: bool
+
+
+_SPECS: dict[type, tuple[_FieldSpec, ...]] = {}
+T = TypeVar("T", bound="CommandHeader")
+
+
+def _specs(cls: type) -> tuple[_FieldSpec, ...]:
+    specs = _SPECS.get(cls)
+    if specs is not None:
+        return specs
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"{cls.__name__} is not a dataclass")
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        hint = hints[f.name]
+        args = typing.get_args(hint) if isinstance(hint, types.UnionType) or typing.get_origin(hint) else ()
+        kinds = [a for a in args if a is not type(None)] if args else [hint]
+        if len(kinds) != 1 or kinds[0] not in _PARSERS:
+            raise TypeError(f"{cls.__name__}.{f.name}: unsupported header field type {hint!r}")
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        out.append(_FieldSpec(f.name, f.metadata.get("wire", _camel(f.name)), kinds[0], required))
+    specs = _SPECS[cls] = tuple(out)
+    return specs
+
+
+def to_ext(header: CommandHeader) -> dict[str, object]:
+    """The ext-fields map of ``header``: wire name -> value, None values left out."""
+    ext: dict[str, object] = {}
+    for spec in _specs(type(header)):
+        v = getattr(header, spec.attr)
+        if v is None:
+            if spec.required:
+                raise HeaderError(spec.wire, "is required but is None")
+            continue
+        if not _ACCEPTS[spec.kind](v):
+            raise HeaderError(spec.wire, f"expected {spec.kind.__name__}, got {type(v).__name__} {_show(v)}")
+        ext[spec.wire] = v
+    return ext
+
+
+def from_ext(cls: type[T], ext: Mapping[str, object] | None) -> T:
+    """Parse and validate ``ext`` into ``cls``; raises HeaderError naming the first bad field."""
+    ext = ext or {}
+    kwargs: dict[str, object] = {}
+    for spec in _specs(cls):
+        v = ext.get(spec.wire)
+        if v is None:
+            if spec.required:
+                raise HeaderError(spec.wire, "is missing")
+            continue
+        kwargs[spec.attr] = _PARSERS[spec.kind](spec.wire, v)
+    return cls(**kwargs)
+
+
+class CommandHeader:
+    """Base of header dataclasses; gives them ``to_ext()`` and ``from_ext(ext)``."""
+
+    __slots__ = ()
+
+    def to_ext(self) -> dict[str, object]:
+        return to_ext(self)
+
+    @classmethod
+    def from_ext(cls, ext: Mapping[str, object] | None) -> Self:
+        return from_ext(cls, ext)
+
+
+# --- name server -------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class RegisterBrokerRequestHeader(CommandHeader):
+    broker_name: str
+    broker_addr: str
+    cluster_name: str
+    ha_server_addr: str
+    broker_id: int
+    compressed: bool = False  # body is zlib-deflated msgpack
+    body_crc32: int = 0  # 0 = not checked; else zlib.crc32(body) & 0x7FFFFFFF (RocketMQ's UtilAll.crc32)
+
+
+@dataclass(slots=True)
+class RegisterBrokerResponseHeader(CommandHeader):
+    ha_server_addr: str | None = None
+    master_addr: str | None = None
+
+
+@dataclass(slots=True)
+class UnRegisterBrokerRequestHeader(CommandHeader):
+    broker_name: str
+    broker_addr: str
+    cluster_name: str
+    broker_id: int
+
+
+@dataclass(slots=True)
+class QueryDataVersionRequestHeader(CommandHeader):
+    """QUERY_DATA_VERSION (322): a broker asks whether the name server holds its current topic config."""
+
+    broker_name: str
+    broker_addr: str
+    cluster_name: str
+    broker_id: int
+
+
+@dataclass(slots=True)
+class QueryDataVersionResponseHeader(CommandHeader):
+    changed: bool
+
+
+@dataclass(slots=True)
+class GetRouteInfoRequestHeader(CommandHeader):
+    topic: str
+
+
+@dataclass(slots=True)
+class DeleteTopicFromNamesrvRequestHeader(CommandHeader):
+    topic: str
+    cluster_name: str | None = None  # 5.x: limit the deletion to one cluster
+
+
+# --- producer -> broker ------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class SendMessageRequestHeader(CommandHeader):
+    producer_group: str
+    topic: str
+    default_topic: str
+    default_topic_queue_nums: int
+    queue_id: int
+    sys_flag: int
+    born_timestamp: int
+    flag: int
+    properties: str | None = None
+    reconsume_times: int | None = None
+    unit_mode: bool = False
+    batch: bool = False
+    max_reconsume_times: int | None = None
+    broker_name: str | None = wire("bname", default=None)
+
+
+@dataclass(slots=True)
+class SendMessageRequestHeaderV2(CommandHeader):
+    """The single-letter form used by SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE / SEND_REPLY_MESSAGE_V2."""
+
+    a: str  # producerGroup
+    b: str  # topic
+    c: str  # defaultTopic
+    d: int  # defaultTopicQueueNums
+    e: int  # queueId
+    f: int  # sysFlag
+    g: int  # bornTimestamp
+    h: int  # flag
+    i: str | None = None  # properties
+    j: int | None = None  # reconsumeTimes
+    k: bool = False  # unitMode
+    l: int | None = None  # maxReconsumeTimes  # noqa: E741 (RocketMQ's name)
+    m: bool = False  # batch
+    n: str | None = None  # brokerName
+
+    @classmethod
+    def from_v1(cls, v1: SendMessageRequestHeader) -> SendMessageRequestHeaderV2:
+        return cls(
+            a=v1.producer_group,
+            b=v1.topic,
+            c=v1.default_topic,
+            d=v1.default_topic_queue_nums,
+            e=v1.queue_id,
+            f=v1.sys_flag,
+            g=v1.born_timestamp,
+            h=v1.flag,
+            i=v1.properties,
+            j=v1.reconsume_times,
+            k=v1.unit_mode,
+            l=v1.max_reconsume_times,
+            m=v1.batch,
+            n=v1.broker_name,
+        )
+
+    def to_v1(self) -> SendMessageRequestHeader:
+        return SendMessageRequestHeader(
+            producer_group=self.a,
+            topic=self.b,
+            default_topic=self.c,
+            default_topic_queue_nums=self.d,
+            queue_id=self.e,
+            sys_flag=self.f,
+            born_timestamp=self.g,
+            flag=self.h,
+            properties=self.i,
+            reconsume_times=self.j,
+            unit_mode=self.k,
+            max_reconsume_times=self.l,
+            batch=self.m,
+            broker_name=self.n,
+        )
+
+
+_V2_SEND_CODES = frozenset(
+    {RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2}
+)
+
+
+def parse_send_message_request_header(
+    code: int, ext: Mapping[str, object] | None
+) -> SendMessageRequestHeader:
+    """The V1 header of a send request, whichever form the request code implies."""
+    if code in _V2_SEND_CODES:
+        return SendMessageRequestHeaderV2.from_ext(ext).to_v1()
+    return SendMessageRequestHeader.from_ext(ext)
+
+
+@dataclass(slots=True)
+class SendMessageResponseHeader(CommandHeader):
+    msg_id: str
+    queue_id: int
+    queue_offset: int
+    transaction_id: str | None = None
+
+
+# --- consumer -> broker ------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class PullMessageRequestHeader(CommandHeader):
+    consumer_group: str
+    topic: str
+    queue_id: int
+    queue_offset: int
+    max_msg_nums: int
+    sys_flag: int
+    commit_offset: int
+    suspend_timeout_millis: int
+    sub_version: int
+    subscription: str | None = None
+    expression_type: str | None = None
+
+
+@dataclass(slots=True)
+class PullMessageResponseHeader(CommandHeader):
+    suggest_which_broker_id: int
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+
+
+@dataclass(slots=True)
+class QueryConsumerOffsetRequestHeader(CommandHeader):
+    consumer_group: str
+    topic: str
+    queue_id: int
+
+
+@dataclass(slots=True)
+class QueryConsumerOffsetResponseHeader(CommandHeader):
+    offset: int
+
+
+@dataclass(slots=True)
+class UpdateConsumerOffsetRequestHeader(CommandHeader):
+    consumer_group: str
+    topic: str
+    queue_id: int
+    commit_offset: int
+
+
+@dataclass(slots=True)
+class GetMaxOffsetRequestHeader(CommandHeader):
+    topic: str
+    queue_id: int
+
+
+@dataclass(slots=True)
+class GetMaxOffsetResponseHeader(CommandHeader):
+    offset: int
+
+
+@dataclass(slots=True)
+class GetMinOffsetRequestHeader(CommandHeader):
+    topic: str
+    queue_id: int
+
+
+@dataclass(slots=True)
+class GetMinOffsetResponseHeader(CommandHeader):
+    offset: int
+
+
+@dataclass(slots=True)
+class SearchOffsetRequestHeader(CommandHeader):
+    topic: str
+    queue_id: int
+    timestamp: int
+
+
+@dataclass(slots=True)
+class SearchOffsetResponseHeader(CommandHeader):
+    offset: int
+
+
+@dataclass(slots=True)
+class GetEarliestMsgStoretimeRequestHeader(CommandHeader):
+    topic: str
+    queue_id: int
+
+
+@dataclass(slots=True)
+class GetEarliestMsgStoretimeResponseHeader(CommandHeader):
+    timestamp: int
+
+
+@dataclass(slots=True)
+class ViewMessageRequestHeader(CommandHeader):
+    offset: int  # commit-log offset decoded from an offsetMsgId
+
+
+@dataclass(slots=True)
+class QueryMessageRequestHeader(CommandHeader):
+    topic: str
+    key: str
+    max_num: int
+    begin_timestamp: int
+    end_timestamp: int
+
+
+@dataclass(slots=True)
+class QueryMessageResponseHeader(CommandHeader):
+    index_last_update_timestamp: int
+    index_last_update_phyoffset: int
+
+
+@dataclass(slots=True)
+class GetConsumerListByGroupRequestHeader(CommandHeader):
+    consumer_group: str
+
+
+@dataclass(slots=True)
+class UnregisterClientRequestHeader(CommandHeader):
+    client_id: str = wire("clientID")
+    producer_group: str | None = None
+    consumer_group: str | None = None
+
+
+@dataclass(slots=True)
+class ConsumerSendMsgBackRequestHeader(CommandHeader):
+    offset: int
+    group: str
+    delay_level: int
+    origin_msg_id: str | None = None
+    origin_topic: str | None = None
+    unit_mode: bool = False
+    max_reconsume_times: int | None = None
+
+
+@dataclass(slots=True)
+class NotifyConsumerIdsChangedRequestHeader(CommandHeader):
+    consumer_group: str
+
+
+# --- admin -> broker ---------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class CreateTopicRequestHeader(CommandHeader):
+    topic: str
+    default_topic: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+    topic_filter_type: str = "SINGLE_TAG"
+    topic_sys_flag: int | None = None
+    order: bool = False
+
+
+@dataclass(slots=True)
+class DeleteTopicRequestHeader(CommandHeader):
+    topic: str

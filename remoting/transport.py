@@ -1,0 +1,423 @@
+"""asyncio side of remoting: one Channel per TCP connection, and the request dispatch shared by both ends.
+
+Built on ``asyncio.Protocol`` (no streams): ``data_received`` feeds the sans-IO FrameDecoder, responses
+complete the pending ``invoke`` with the same opaque, and each request runs its processor in its own task,
+so a parked long-polling request never blocks later requests on the same connection.
+
+Writes are queued and flushed once per event-loop iteration (one syscall for a burst of small frames).
+Backpressure: ``invoke`` and handler responses wait while the transport's buffer is above its high-water mark,
+and a connection with too many requests in flight stops being read until they finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+
+from .codec import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, encode
+from .codes import FLAG_ONEWAY, FLAG_RESPONSE, ResponseCode
+from .command import RemotingCommand
+from .errors import (
+    FrameError,
+    FrameTooLarge,
+    MalformedFrame,
+    RemotingConnectError,
+    RemotingSendRequestError,
+    RemotingTimeoutError,
+)
+
+log = logging.getLogger("remoting")
+
+Handler = Callable[["Channel", RemotingCommand], Awaitable[RemotingCommand | None]]
+CloseListener = Callable[["Channel"], object]
+
+# Queued output above this is flushed at once rather than at the end of the loop iteration.
+_FLUSH_NOW_BYTES = 256 * 1024
+DEFAULT_MAX_INFLIGHT = 1024
+
+
+def format_address(sockname: object) -> str:
+    if isinstance(sockname, tuple) and len(sockname) >= 2:
+        return f"{sockname[0]}:{sockname[1]}"
+    return str(sockname)
+
+
+def parse_address(addr: str) -> tuple[str, int]:
+    """``"host:port"`` or ``"[v6]:port"`` -> (host, port)."""
+    host, sep, port = addr.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"bad address {addr!r}, expected host:port")
+    return host.strip("[]"), int(port)
+
+
+class Channel:
+    """One connection, from either side: send responses, invoke requests, close."""
+
+    __slots__ = (
+        "_endpoint",
+        "_transport",
+        "_loop",
+        "_pending",
+        "_out",
+        "_out_bytes",
+        "_flush_handle",
+        "_write_paused",
+        "_drain_waiters",
+        "_closing",
+        "_closed",
+        "_inflight",
+        "_reading_paused",
+        "remote_address",
+        "local_address",
+        "attrs",
+    )
+
+    def __init__(self, endpoint: Endpoint, transport: asyncio.Transport) -> None:
+        self._endpoint = endpoint
+        self._transport = transport
+        self._loop = asyncio.get_running_loop()
+        self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        self._out: list[bytes] = []
+        self._out_bytes = 0
+        self._flush_handle: asyncio.Handle | None = None
+        self._write_paused = False
+        self._drain_waiters: list[asyncio.Future[None]] = []
+        self._closing = False
+        self._closed: asyncio.Future[None] = self._loop.create_future()
+        self._inflight = 0
+        self._reading_paused = False
+        self.remote_address = format_address(transport.get_extra_info("peername"))
+        self.local_address = format_address(transport.get_extra_info("sockname"))
+        self.attrs: dict[str, object] = {}  # free for the application (e.g. the broker's client id)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closing else "open"
+        return f"<Channel {self.local_address} -> {self.remote_address} {state}>"
+
+    @property
+    def closed(self) -> bool:
+        """True once ``close()`` was called or the connection was lost."""
+        return self._closing
+
+    async def wait_closed(self) -> None:
+        await asyncio.shield(self._closed)
+
+    # --- sending ---
+
+    def send_response(self, response: RemotingCommand) -> bool:
+        """Queue a response (e.g. the late answer to a parked request). False if the channel is closed.
+
+        A response that cannot be encoded (too large, bad header value) is replaced by SYSTEM_ERROR so the
+        requester is not left waiting.
+        """
+        if self._closing:
+            log.debug("drop response to closed %r: %r", self, response)
+            return False
+        response.flag |= FLAG_RESPONSE
+        try:
+            data = encode(response, self._endpoint.max_frame_size)
+        except (FrameError, TypeError, ValueError, OverflowError) as e:
+            log.error("cannot encode response %r: %s", response, e)
+            error = RemotingCommand.response(
+                ResponseCode.SYSTEM_ERROR, remark=f"cannot encode response: {e}", opaque=response.opaque
+            )
+            data = encode(error)
+        self._write(data)
+        return True
+
+    async def invoke(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
+        """Send ``request`` and wait for the response with the same opaque.
+
+        Raises RemotingTimeoutError after ``timeout`` seconds, RemotingConnectError if the channel is already
+        closed, RemotingSendRequestError if the connection drops while waiting.
+        """
+        if request.is_response or request.is_oneway:
+            raise ValueError("invoke needs a two-way request; use invoke_oneway / send_response")
+        if self._closing:
+            raise RemotingConnectError(f"channel to {self.remote_address} is closed")
+        opaque = request.opaque
+        if opaque in self._pending:
+            raise ValueError(f"opaque {opaque} is already in flight on {self!r}")
+        data = encode(request, self._endpoint.max_frame_size)
+        fut: asyncio.Future[RemotingCommand] = self._loop.create_future()
+        self._pending[opaque] = fut
+        try:
+            async with asyncio.timeout(timeout):
+                if self._write_paused:
+                    await self._drain()
+                self._write(data)
+                return await fut
+        except TimeoutError:
+            raise RemotingTimeoutError(
+                f"no response from {self.remote_address} within {timeout}s "
+                f"(code {request.code}, opaque {opaque})"
+            ) from None
+        finally:
+            self._pending.pop(opaque, None)
+
+    async def invoke_oneway(self, request: RemotingCommand) -> None:
+        """Send ``request`` with the one-way flag; no response is expected."""
+        if request.is_response:
+            raise ValueError("invoke_oneway needs a request")
+        request.flag |= FLAG_ONEWAY
+        data = encode(request, self._endpoint.max_frame_size)
+        if self._write_paused:
+            await self._drain()
+        self._write(data)
+
+    def close(self) -> None:
+        """Flush queued output and close. Pending invokes fail once the connection is gone."""
+        if self._closing:
+            return
+        self._flush()
+        self._closing = True
+        self._transport.close()
+
+    def _write(self, data: bytes) -> None:
+        if self._closing:
+            raise RemotingConnectError(f"channel to {self.remote_address} is closed")
+        self._out.append(data)
+        self._out_bytes += len(data)
+        if self._out_bytes >= _FLUSH_NOW_BYTES:
+            self._flush()
+        elif self._flush_handle is None:
+            self._flush_handle = self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        out = self._out
+        if not out:
+            return
+        self._out = []
+        self._out_bytes = 0
+        if self._transport.is_closing():
+            return
+        if len(out) == 1:
+            self._transport.write(out[0])
+        else:
+            self._transport.writelines(out)
+
+    async def _drain(self) -> None:
+        while self._write_paused and not self._closing:
+            waiter: asyncio.Future[None] = self._loop.create_future()
+            self._drain_waiters.append(waiter)
+            await waiter
+
+    def _wake_drain_waiters(self) -> None:
+        waiters, self._drain_waiters = self._drain_waiters, []
+        for w in waiters:
+            if not w.done():
+                w.set_result(None)
+
+    # --- events from the protocol ---
+
+    def _on_response(self, response: RemotingCommand) -> None:
+        fut = self._pending.pop(response.opaque, None)
+        if fut is None or fut.done():
+            # Late answer to a timed-out invoke, or a peer bug: nothing waits for it.
+            log.debug("response without a waiter on %r: %r", self, response)
+            return
+        fut.set_result(response)
+
+    def _on_pause_writing(self) -> None:
+        self._write_paused = True
+
+    def _on_resume_writing(self) -> None:
+        self._write_paused = False
+        self._wake_drain_waiters()
+
+    def _on_connection_lost(self, exc: Exception | None) -> None:
+        self._closing = True
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        self._out = []
+        pending, self._pending = self._pending, {}
+        reason = f": {exc}" if exc else ""
+        for opaque, fut in pending.items():
+            if not fut.done():
+                fut.set_exception(
+                    RemotingSendRequestError(
+                        f"connection to {self.remote_address} closed before the response "
+                        f"(opaque {opaque}){reason}"
+                    )
+                )
+        self._write_paused = False
+        self._wake_drain_waiters()
+        if not self._closed.done():
+            self._closed.set_result(None)
+
+    def _request_started(self, max_inflight: int) -> None:
+        self._inflight += 1
+        if self._inflight >= max_inflight and not self._reading_paused and not self._transport.is_closing():
+            self._reading_paused = True
+            self._transport.pause_reading()
+
+    def _request_finished(self, max_inflight: int) -> None:
+        self._inflight -= 1
+        if self._reading_paused and self._inflight <= max_inflight // 2 and not self._transport.is_closing():
+            self._reading_paused = False
+            self._transport.resume_reading()
+
+
+class _Protocol(asyncio.Protocol):
+    __slots__ = ("_endpoint", "_decoder", "channel")
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self._endpoint = endpoint
+        self._decoder = FrameDecoder(endpoint.max_frame_size)
+        self.channel: Channel | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # No isinstance check: uvloop's transports do not derive from asyncio.Transport.
+        self.channel = Channel(self._endpoint, transport)  # type: ignore[arg-type]
+        self._endpoint._channel_opened(self.channel)
+
+    def data_received(self, data: bytes) -> None:
+        channel = self.channel
+        assert channel is not None
+        if channel.closed:
+            return
+        decoder = self._decoder
+        decoder.receive_data(data)
+        endpoint = self._endpoint
+        try:
+            while (cmd := decoder.next_event()) is not None:
+                if cmd.is_response:
+                    channel._on_response(cmd)
+                else:
+                    endpoint._dispatch(channel, cmd)
+                if channel.closed:
+                    return
+        except MalformedFrame as e:
+            endpoint._on_malformed_frame(channel, e)
+        except FrameTooLarge as e:
+            log.warning("closing %r: %s", channel, e)
+            channel.close()
+        except Exception:
+            log.exception("closing %r after an unexpected error while reading", channel)
+            channel.close()
+
+    def eof_received(self) -> bool:
+        return False  # let the transport close; a half-open remoting connection is useless
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.channel is not None:
+            self.channel._on_connection_lost(exc)
+            self._endpoint._channel_closed(self.channel)
+
+    def pause_writing(self) -> None:
+        if self.channel is not None:
+            self.channel._on_pause_writing()
+
+    def resume_writing(self) -> None:
+        if self.channel is not None:
+            self.channel._on_resume_writing()
+
+
+class Endpoint:
+    """What servers and clients share: the processor table, request dispatch and channel bookkeeping."""
+
+    def __init__(
+        self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, max_inflight: int = DEFAULT_MAX_INFLIGHT
+    ):
+        self.max_frame_size = max_frame_size
+        self.max_inflight = max_inflight
+        self._processors: dict[int, Handler] = {}
+        self._default_processor: Handler | None = None
+        self._close_listeners: list[CloseListener] = []
+        self._channels: set[Channel] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def register_processor(self, code: int, handler: Handler) -> None:
+        """``async def handler(channel, request) -> RemotingCommand | None`` for requests with ``code``."""
+        self._processors[int(code)] = handler
+
+    def register_default_processor(self, handler: Handler) -> None:
+        """Handler for codes without a processor of their own (else REQUEST_CODE_NOT_SUPPORTED)."""
+        self._default_processor = handler
+
+    def on_channel_close(self, listener: CloseListener) -> None:
+        """Call ``listener(channel)`` when a connection closes; a coroutine result is run as a task."""
+        self._close_listeners.append(listener)
+
+    @property
+    def channels(self) -> frozenset[Channel]:
+        return frozenset(self._channels)
+
+    def _protocol_factory(self) -> _Protocol:
+        return _Protocol(self)
+
+    def _channel_opened(self, channel: Channel) -> None:
+        self._channels.add(channel)
+
+    def _channel_closed(self, channel: Channel) -> None:
+        self._channels.discard(channel)
+        for listener in self._close_listeners:
+            try:
+                result = listener(channel)
+                if inspect.isawaitable(result):
+                    self._track(asyncio.ensure_future(result))
+            except Exception:
+                log.exception("channel close listener %r failed", listener)
+
+    def _dispatch(self, channel: Channel, request: RemotingCommand) -> None:
+        handler = self._processors.get(request.code, self._default_processor)
+        if handler is None:
+            if not request.is_oneway:
+                channel.send_response(
+                    RemotingCommand.response(
+                        ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                        remark=f"request type {request.code} not supported",
+                        opaque=request.opaque,
+                    )
+                )
+            return
+        channel._request_started(self.max_inflight)
+        task = asyncio.get_running_loop().create_task(self._run(handler, channel, request))
+        self._track(task)
+        task.add_done_callback(lambda _t: channel._request_finished(self.max_inflight))
+
+    async def _run(self, handler: Handler, channel: Channel, request: RemotingCommand) -> None:
+        try:
+            response = await handler(channel, request)
+            if response is not None and not isinstance(response, RemotingCommand):
+                raise TypeError(f"processor returned {type(response).__name__}, not RemotingCommand")
+        except Exception as e:
+            log.exception("processor for code %s failed on %r", request.code, channel)
+            response = RemotingCommand.response(ResponseCode.SYSTEM_ERROR, remark=str(e) or type(e).__name__)
+        if response is None or request.is_oneway or channel.closed:
+            return
+        response.opaque = request.opaque
+        if channel._write_paused:
+            await channel._drain()
+        channel.send_response(response)
+
+    def _on_malformed_frame(self, channel: Channel, error: MalformedFrame) -> None:
+        log.warning("closing %r: %s", channel, error)
+        flag = error.flag
+        if error.opaque is not None and flag is not None and not flag & (FLAG_RESPONSE | FLAG_ONEWAY):
+            channel.send_response(
+                RemotingCommand.response(ResponseCode.SYSTEM_ERROR, remark=str(error), opaque=error.opaque)
+            )
+        channel.close()
+
+    def _track(self, task: asyncio.Future[None]) -> None:
+        self._tasks.add(task)  # type: ignore[arg-type]
+        task.add_done_callback(self._tasks.discard)  # type: ignore[arg-type]
+
+    async def _close_all(self) -> None:
+        channels = list(self._channels)
+        for ch in channels:
+            ch.close()
+        if channels:
+            await asyncio.wait([asyncio.ensure_future(ch.wait_closed()) for ch in channels], timeout=5)
+        tasks = [t for t in self._tasks if not t.done()]
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)

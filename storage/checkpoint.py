@@ -1,0 +1,44 @@
+"""StoreCheckpoint: how far each kind of file is known to be on disk, as store timestamps.
+
+A 4096-byte mapped file; bytes 0-7 physicMsgTimestamp, 8-15 logicsMsgTimestamp,
+16-23 indexMsgTimestamp, the rest zero.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+
+from .constants import OS_PAGE_SIZE
+
+_FIELDS = struct.Struct(">qqq")
+
+
+class StoreCheckpoint:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        if os.fstat(self._fd).st_size != OS_PAGE_SIZE:
+            os.ftruncate(self._fd, OS_PAGE_SIZE)
+        self.mm = mmap.mmap(self._fd, OS_PAGE_SIZE)
+        self.physic_msg_timestamp, self.logics_msg_timestamp, self.index_msg_timestamp = _FIELDS.unpack_from(
+            self.mm, 0)
+
+    def flush(self) -> None:
+        _FIELDS.pack_into(self.mm, 0, self.physic_msg_timestamp, self.logics_msg_timestamp,
+                          self.index_msg_timestamp)
+        self.mm.flush()
+
+    def get_min_timestamp(self) -> int:
+        """min(physic, logics) - 3 s: the newest point all files are certainly past (RocketMQ's margin)."""
+        return max(min(self.physic_msg_timestamp, self.logics_msg_timestamp) - 3000, 0)
+
+    def get_min_timestamp_index(self) -> int:
+        return min(self.get_min_timestamp(), self.index_msg_timestamp)
+
+    def shutdown(self) -> None:
+        self.flush()
+        self.mm.close()
+        os.close(self._fd)

@@ -1,0 +1,181 @@
+"""The commit-log record format (CommitLog.calMsgLength / MessageDecoder), usable from any package.
+
+Layout (IPv4 hosts; each IPv6 host widens its field from 8 to 20 bytes):
+
+    0 TOTALSIZE i   4 MAGICCODE I   8 BODYCRC i   12 QUEUEID i   16 FLAG i   20 QUEUEOFFSET q
+    28 PHYSICALOFFSET q   36 SYSFLAG i   40 BORNTIMESTAMP q   48 BORNHOST 8   56 STORETIMESTAMP q
+    64 STOREHOST 8   72 RECONSUMETIMES i   76 PREPARED TRANSACTION OFFSET q   84 BODY len i + bytes
+    then TOPIC len B + bytes, then PROPERTIES len h + bytes
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterator
+
+from .constants import (
+    BLANK_MAGIC_CODE,
+    BORNHOST_V6_FLAG,
+    COMPRESSED_FLAG,
+    MESSAGE_MAGIC_CODE,
+    STOREHOSTADDRESS_V6_FLAG,
+)
+from .message import MessageExt, string_to_properties, unpack_host
+
+QUEUE_OFFSET_POS = 20
+PHYSICAL_OFFSET_POS = 28
+SYSFLAG_POS = 36
+BORN_HOST_POS = 48
+
+_STRUCTS: dict[tuple[int, int], struct.Struct] = {}
+
+
+def header_struct(born_len: int, store_len: int) -> struct.Struct:
+    """The fixed part of a record, TOTALSIZE through BODY length, for the given host widths (8 or 20)."""
+    key = (born_len, store_len)
+    s = _STRUCTS.get(key)
+    if s is None:
+        s = _STRUCTS[key] = struct.Struct(f">iIiiiqqiq{born_len}sq{store_len}siqi")
+    return s
+
+
+HEADER_V4 = header_struct(8, 8)  # 88 bytes: the common case, precompiled for the hot paths
+_SHORT = struct.Struct(">h")
+_MSG_ID_V4 = struct.Struct(">8sq")
+
+
+def host_lengths(sys_flag: int) -> tuple[int, int]:
+    return (20 if sys_flag & BORNHOST_V6_FLAG else 8, 20 if sys_flag & STOREHOSTADDRESS_V6_FLAG else 8)
+
+
+def record_length(sys_flag: int, body_len: int, topic_len: int, props_len: int) -> int:
+    """calMsgLength: 91 fixed bytes (IPv4) + body + topic + properties; +12 per IPv6 host."""
+    born, store = host_lengths(sys_flag)
+    return 75 + born + store + body_len + topic_len + props_len
+
+
+def body_crc(body: bytes) -> int:
+    """UtilAll.crc32: CRC32 masked to a non-negative Java int."""
+    return zlib.crc32(body) & 0x7FFFFFFF
+
+
+def create_message_id(store_host: bytes, physical_offset: int) -> str:
+    """offsetMsgId: store address + port + physical offset as upper-case hex (32 chars for IPv4)."""
+    if len(store_host) == 8:
+        return _MSG_ID_V4.pack(store_host, physical_offset).hex().upper()
+    return (store_host + physical_offset.to_bytes(8, "big", signed=True)).hex().upper()
+
+
+def decode_message_id(msg_id: str) -> tuple[str, int]:
+    """(store host "ip:port", physical offset) from an offsetMsgId; 32 chars is IPv4, else IPv6."""
+    raw = bytes.fromhex(msg_id)
+    host_len = 8 if len(msg_id) == 32 else 20
+    if len(raw) != host_len + 8:
+        raise ValueError(f"not an offsetMsgId: {msg_id!r}")
+    return unpack_host(raw[:host_len]), int.from_bytes(raw[host_len:], "big", signed=True)
+
+
+def encode(
+    *,
+    topic: str,
+    body: bytes,
+    properties: str = "",
+    queue_id: int = 0,
+    flag: int = 0,
+    queue_offset: int = 0,
+    physical_offset: int = 0,
+    sys_flag: int = 0,
+    born_timestamp: int = 0,
+    born_host: bytes,
+    store_timestamp: int = 0,
+    store_host: bytes,
+    reconsume_times: int = 0,
+    prepared_transaction_offset: int = 0,
+) -> bytes:
+    """One complete record. The store writes records in place (commit_log.py); this is for everyone else."""
+    if len(born_host) == 20:
+        sys_flag |= BORNHOST_V6_FLAG
+    if len(store_host) == 20:
+        sys_flag |= STOREHOSTADDRESS_V6_FLAG
+    topic_b = topic.encode()
+    props_b = properties.encode()
+    if len(topic_b) > 255:
+        raise ValueError("topic longer than 255 bytes cannot be stored with a 1-byte length")
+    if len(props_b) > 32767:
+        raise ValueError("properties longer than 32767 bytes")
+    size = record_length(sys_flag, len(body), len(topic_b), len(props_b))
+    head = header_struct(len(born_host), len(store_host))
+    out = bytearray(size)
+    head.pack_into(
+        out, 0, size, MESSAGE_MAGIC_CODE, body_crc(body), queue_id, flag, queue_offset, physical_offset,
+        sys_flag, born_timestamp, born_host, store_timestamp, store_host, reconsume_times,
+        prepared_transaction_offset, len(body),
+    )
+    pos = head.size
+    out[pos:pos + len(body)] = body
+    pos += len(body)
+    out[pos] = len(topic_b)
+    out[pos + 1:pos + 1 + len(topic_b)] = topic_b
+    pos += 1 + len(topic_b)
+    _SHORT.pack_into(out, pos, len(props_b))
+    out[pos + 2:] = props_b
+    return bytes(out)
+
+
+class CorruptRecordError(ValueError):
+    pass
+
+
+def decode(buf, offset: int = 0, *, check_crc: bool = False, decompress: bool = False) -> MessageExt:
+    """Decode the record at `offset` of `buf` (bytes, bytearray, memoryview or mmap)."""
+    if len(buf) - offset < 8:
+        raise CorruptRecordError(f"truncated record at {offset}")
+    sys_flag = struct.unpack_from(">i", buf, offset + SYSFLAG_POS)[0] if len(buf) - offset >= 40 else 0
+    head = header_struct(*host_lengths(sys_flag))
+    if len(buf) - offset < head.size:
+        raise CorruptRecordError(f"truncated record at {offset}")
+    (size, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts, born_host, store_ts,
+     store_host, reconsume, prepared, body_len) = head.unpack_from(buf, offset)
+    if magic != MESSAGE_MAGIC_CODE:
+        raise CorruptRecordError(f"bad magic code {magic:#010x} at {offset}")
+    if size < head.size or offset + size > len(buf) or body_len < 0:
+        raise CorruptRecordError(f"bad record size {size} at {offset}")
+    pos = offset + head.size
+    body = bytes(buf[pos:pos + body_len])
+    pos += body_len
+    topic_len = buf[pos]
+    topic = bytes(buf[pos + 1:pos + 1 + topic_len]).decode()
+    pos += 1 + topic_len
+    props_len = _SHORT.unpack_from(buf, pos)[0]
+    props = bytes(buf[pos + 2:pos + 2 + props_len]).decode()
+    if pos + 2 + props_len - offset != size:
+        raise CorruptRecordError(f"record at {offset} does not add up to its TOTALSIZE {size}")
+    if check_crc and body_crc(body) != crc:
+        raise CorruptRecordError(f"body CRC mismatch at {offset}")
+    if decompress and sys_flag & COMPRESSED_FLAG:
+        body = zlib.decompress(body)
+    return MessageExt(
+        store_size=size, body_crc=crc, queue_id=queue_id, flag=flag, queue_offset=queue_offset,
+        commit_log_offset=phys, sys_flag=sys_flag, born_timestamp=born_ts, born_host=unpack_host(born_host),
+        store_timestamp=store_ts, store_host=unpack_host(store_host), reconsume_times=reconsume,
+        prepared_transaction_offset=prepared, body=body, topic=topic,
+        properties=string_to_properties(props), msg_id=create_message_id(store_host, phys),
+    )
+
+
+def iter_records(buf, *, decompress: bool = False) -> Iterator[MessageExt]:
+    """MessageDecoder.decodes: the records of a concatenation, e.g. a pull response body."""
+    offset = 0
+    end = len(buf)
+    while offset + 8 <= end:
+        size, magic = struct.unpack_from(">iI", buf, offset)
+        if magic == BLANK_MAGIC_CODE:
+            break
+        msg = decode(buf, offset, decompress=decompress)
+        yield msg
+        offset += size
+
+
+def decode_all(buf, *, decompress: bool = False) -> list[MessageExt]:
+    return list(iter_records(buf, decompress=decompress))

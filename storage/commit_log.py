@@ -1,0 +1,315 @@
+"""CommitLog: every message of every topic, appended to one log of mapped files.
+
+The put path packs each record straight into the mapped file: one struct.pack_into for the fixed
+88 bytes, then slices for body, topic and properties. The queue offset, physical offset and store
+timestamp are assigned inside the put lock, so the log is ordered by all three.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+from time import time_ns
+from zlib import crc32
+
+from .codec import SYSFLAG_POS
+from .config import MessageStoreConfig, parse_delay_levels
+from .constants import (
+    BLANK_MAGIC_CODE,
+    BORNHOST_V6_FLAG,
+    END_FILE_MIN_BLANK_LENGTH,
+    MAX_PROPERTIES_LENGTH,
+    MESSAGE_MAGIC_CODE,
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_REAL_QUEUE_ID,
+    PROPERTY_REAL_TOPIC,
+    STOREHOSTADDRESS_V6_FLAG,
+    TOPIC_MAX_LENGTH,
+    TRANSACTION_PREPARED_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    TRANSACTION_TYPE_MASK,
+)
+from .mapped_file import MappedFile
+from .mapped_file_queue import MappedFileQueue
+from .message import Message
+from .results import AppendMessageResult, AppendMessageStatus, PutMessageResult, PutMessageStatus
+
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+
+_BLANK = struct.Struct(">iI")
+_CRC_MASK = 0x7FFFFFFF
+_V6_BITS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
+_NOT_COUNTED = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
+
+
+def _nothing() -> None:
+    pass
+
+
+_RECORDS: dict[tuple[int, int, int, int, int], struct.Struct] = {}
+
+
+def _record_struct(key: tuple[int, int, int, int, int]) -> struct.Struct:
+    """One struct for a whole record of this shape (body, topic, properties and host lengths), so
+    the put path writes a record with a single pack_into. Shapes repeat, so the cache hits."""
+    blen, tlen, plen, born, store = key
+    if len(_RECORDS) >= 4096:
+        _RECORDS.clear()
+    rec = _RECORDS[key] = struct.Struct(f">iIiiiqqiq{born}sq{store}siqi{blen}sB{tlen}sh{plen}s")
+    return rec
+
+
+class CommitLog:
+    def __init__(self, config: MessageStoreConfig) -> None:
+        self.config = config
+        self.mapped_file_queue = MappedFileQueue(config.store_path_commit_log, config.mapped_file_size_commit_log)
+        self.file_size = config.mapped_file_size_commit_log
+        # topicQueueTable: (topic, queue id) -> next queue offset. Rebuilt from the consume queues at start.
+        self.topic_queue_table: dict[tuple[str, int], int] = {}
+        self.put_lock = threading.Lock()
+        self.delay_levels = parse_delay_levels(config.message_delay_level)
+        self._store_host = config.store_host_bytes
+        self._topic_entries: dict[str, bytes] = {}
+        self._last_store_timestamp = 0
+        self._max_body = config.max_message_size
+        self._current: MappedFile | None = None  # the file being appended to
+        # Called (outside the put lock) after every successful append: wakes the dispatcher.
+        self.on_append = _nothing
+
+    # -- put --------------------------------------------------------------------------------------
+    def _topic_bytes(self, topic: str) -> bytes:
+        raw = self._topic_entries.get(topic)
+        if raw is None:
+            raw = topic.encode()
+            if len(self._topic_entries) < 100_000:
+                self._topic_entries[topic] = raw
+        return raw
+
+    def _reroute_delay(self, msg: Message) -> None:
+        """A message with DELAY > 0 goes to SCHEDULE_TOPIC_XXXX, queue level - 1; its real address is kept."""
+        try:
+            level = int(msg.properties[PROPERTY_DELAY_TIME_LEVEL])
+        except ValueError:
+            return
+        if level <= 0 or msg.sys_flag & TRANSACTION_TYPE_MASK in _NOT_COUNTED:
+            return
+        level = min(level, len(self.delay_levels))
+        props = dict(msg.properties)
+        props[PROPERTY_DELAY_TIME_LEVEL] = str(level)
+        props[PROPERTY_REAL_TOPIC] = msg.topic
+        props[PROPERTY_REAL_QUEUE_ID] = str(msg.queue_id)
+        msg.properties = props
+        msg.properties_string = None
+        msg.topic = SCHEDULE_TOPIC
+        msg.queue_id = level - 1
+
+    def _check(self, msg: Message, props_len: int) -> PutMessageResult | None:
+        if len(msg.topic) > TOPIC_MAX_LENGTH:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="topic name longer than 127 chars")
+        if len(msg.body) > self.config.max_message_size:
+            return PutMessageResult(
+                PutMessageStatus.MESSAGE_ILLEGAL,
+                remark=f"message body {len(msg.body)} bytes exceeds maxMessageSize {self.config.max_message_size}",
+            )
+        if props_len > MAX_PROPERTIES_LENGTH:
+            return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED,
+                                    remark=f"properties {props_len} bytes exceed {MAX_PROPERTIES_LENGTH}")
+        return None
+
+    def _writable_file(self, size: int) -> MappedFile:
+        """The current file if `size` bytes (plus the blank record) still fit, else the next one."""
+        mf = self._current
+        if mf is None or mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            mf = self.mapped_file_queue.get_last_mapped_file()
+            if mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+                mf = self._roll(mf)
+            self._current = mf
+        return mf
+
+    def put_message(self, msg: Message) -> PutMessageResult:
+        props = msg.properties
+        if props and PROPERTY_DELAY_TIME_LEVEL in props:
+            self._reroute_delay(msg)
+            props = msg.properties
+        if msg.properties_string is not None:
+            props_b = msg.properties_string.encode()
+        elif props:
+            props_b = "".join([f"{k}\x01{v}\x02" for k, v in props.items()]).encode()
+        else:
+            props_b = b""
+        body = msg.body
+        topic_b = self._topic_entries.get(msg.topic) or self._topic_bytes(msg.topic)
+        blen, tlen, plen = len(body), len(topic_b), len(props_b)
+        if blen > self._max_body or plen > MAX_PROPERTIES_LENGTH or tlen > TOPIC_MAX_LENGTH:
+            return self._check(msg, plen)
+        born_host = msg.born_host
+        store_host = msg.store_host or self._store_host
+        sys_flag = msg.sys_flag
+        key = (blen, tlen, plen, len(born_host), len(store_host))
+        rec = _RECORDS.get(key) or _record_struct(key)
+        size = rec.size
+        if sys_flag & _V6_BITS or key[3] != 8 or key[4] != 8:
+            sys_flag = (sys_flag & ~_V6_BITS) | (BORNHOST_V6_FLAG if key[3] == 20 else 0) | (
+                STOREHOSTADDRESS_V6_FLAG if key[4] == 20 else 0)
+        if size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
+                                    remark=f"record of {size} bytes does not fit a commit log file")
+        crc = crc32(body) & _CRC_MASK
+        qkey = (msg.topic, msg.queue_id)
+        counted = not sys_flag & TRANSACTION_PREPARED_TYPE  # prepared and rollback records take no queue slot
+        with self.put_lock:
+            mf = self._current
+            if mf is None or mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+                mf = self._writable_file(size)
+            pos = mf.wrote_position
+            store_ts = time_ns() // 1_000_000
+            if store_ts < self._last_store_timestamp:
+                store_ts = self._last_store_timestamp  # keep store time monotonic in log order
+            self._last_store_timestamp = store_ts
+            queue_offset = self.topic_queue_table.get(qkey, 0) if counted else 0
+            phys = mf.file_from_offset + pos
+            rec.pack_into(mf.mm, pos, size, MESSAGE_MAGIC_CODE, crc, msg.queue_id, msg.flag, queue_offset, phys,
+                          sys_flag, msg.born_timestamp, born_host, store_ts, store_host, msg.reconsume_times,
+                          msg.prepared_transaction_offset, blen, body, tlen, topic_b, plen, props_b)
+            mf.wrote_position = pos + size
+            mf.store_timestamp = store_ts
+            if counted:
+                self.topic_queue_table[qkey] = queue_offset + 1
+        self.on_append()
+        return PutMessageResult(PutMessageStatus.PUT_OK, AppendMessageResult(
+            AppendMessageStatus.PUT_OK, phys, size, store_host, queue_offset, store_ts))
+
+    def put_messages(self, msgs: list[Message]) -> PutMessageResult:
+        """Append a batch atomically: one file, consecutive queue offsets (all messages share topic and queue)."""
+        if not msgs:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch")
+        first = msgs[0]
+        topic, queue_id = first.topic, first.queue_id
+        topic_b = self._topic_bytes(topic)
+        tlen = len(topic_b)
+        store_host = first.store_host or self._store_host
+        slen = len(store_host)
+        max_body = self._max_body
+        encoded = []
+        total = 0
+        for m in msgs:
+            props = m.properties
+            if props and PROPERTY_DELAY_TIME_LEVEL in props:
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="a batch cannot carry a delay level")
+            if m.properties_string is not None:
+                props_b = m.properties_string.encode()
+            elif props:
+                props_b = "".join([f"{k}\x01{v}\x02" for k, v in props.items()]).encode()
+            else:
+                props_b = b""
+            if m.topic != topic or m.queue_id != queue_id:
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
+                                        remark="all messages of a batch must share topic and queue")
+            body = m.body
+            key = (len(body), tlen, len(props_b), len(m.born_host), slen)
+            if key[0] > max_body or key[2] > MAX_PROPERTIES_LENGTH or tlen > TOPIC_MAX_LENGTH:
+                return self._check(m, key[2])
+            rec = _RECORDS.get(key) or _record_struct(key)
+            sys_flag = m.sys_flag
+            if sys_flag & _V6_BITS or key[3] != 8 or slen != 8:
+                sys_flag = (sys_flag & ~_V6_BITS) | (BORNHOST_V6_FLAG if key[3] == 20 else 0) | (
+                    STOREHOSTADDRESS_V6_FLAG if slen == 20 else 0)
+            encoded.append((rec, m, body, props_b, sys_flag, crc32(body) & _CRC_MASK))
+            total += rec.size
+        if total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
+                                    remark=f"batch of {total} bytes does not fit a commit log file")
+        qkey = (topic, queue_id)
+        offsets = []
+        append = offsets.append
+        with self.put_lock:
+            mf = self._writable_file(total)
+            pos = mf.wrote_position
+            store_ts = max(time_ns() // 1_000_000, self._last_store_timestamp)
+            self._last_store_timestamp = store_ts
+            first_queue_offset = queue_offset = self.topic_queue_table.get(qkey, 0)
+            base = mf.file_from_offset
+            mm = mf.mm
+            for rec, m, body, props_b, sys_flag, crc in encoded:
+                size = rec.size
+                append(base + pos)
+                rec.pack_into(mm, pos, size, MESSAGE_MAGIC_CODE, crc, queue_id, m.flag, queue_offset, base + pos,
+                              sys_flag, m.born_timestamp, m.born_host, store_ts, store_host, m.reconsume_times,
+                              m.prepared_transaction_offset, len(body), body, tlen, topic_b, len(props_b), props_b)
+                pos += size
+                queue_offset += 1
+            mf.wrote_position = pos
+            mf.store_timestamp = store_ts
+            self.topic_queue_table[qkey] = queue_offset
+        self.on_append()
+        return PutMessageResult(PutMessageStatus.PUT_OK, AppendMessageResult(
+            AppendMessageStatus.PUT_OK, offsets[0], total, store_host, first_queue_offset, store_ts,
+            msg_num=len(msgs), record_offsets=offsets))
+
+    def _roll(self, mf: MappedFile) -> MappedFile:
+        """END_OF_FILE: fill the rest of the file with the 8-byte blank record and start the next file."""
+        pos = mf.wrote_position
+        _BLANK.pack_into(mf.mm, pos, self.file_size - pos, BLANK_MAGIC_CODE)
+        mf.wrote_position = self.file_size
+        return self.mapped_file_queue.get_last_mapped_file()
+
+    # -- read -------------------------------------------------------------------------------------
+    def get_min_offset(self) -> int:
+        return self.mapped_file_queue.get_min_offset()
+
+    def get_max_offset(self) -> int:
+        return self.mapped_file_queue.get_max_offset()
+
+    def roll_next_file(self, offset: int) -> int:
+        return offset + self.file_size - offset % self.file_size
+
+    def get_message(self, offset: int, size: int) -> bytes | None:
+        """The raw record at `offset` (a copy sliced from the mapped file), or None when it is gone."""
+        mf = self.mapped_file_queue.find_mapped_file_by_offset(offset)
+        if mf is None:
+            return None
+        pos = offset - mf.file_from_offset
+        if pos + size > mf.wrote_position:
+            return None
+        try:
+            return mf.mm[pos:pos + size]
+        except ValueError:  # the file was deleted (mmap closed) under us
+            return None
+
+    def read_size_at(self, offset: int) -> int:
+        """TOTALSIZE of the record at `offset`, or -1."""
+        mf = self.mapped_file_queue.find_mapped_file_by_offset(offset)
+        if mf is None:
+            return -1
+        pos = offset - mf.file_from_offset
+        if pos + 8 > mf.wrote_position:
+            return -1
+        try:
+            size, magic = _BLANK.unpack_from(mf.mm, pos)
+        except ValueError:
+            return -1
+        return size if magic == MESSAGE_MAGIC_CODE else -1
+
+    def pickup_store_timestamp(self, offset: int, size: int) -> int:
+        """STORETIMESTAMP of the record at `offset` (its position moves with an IPv6 born host)."""
+        mf = self.mapped_file_queue.find_mapped_file_by_offset(offset)
+        if mf is None:
+            return -1
+        pos = offset - mf.file_from_offset
+        try:
+            sys_flag = struct.unpack_from(">i", mf.mm, pos + SYSFLAG_POS)[0]
+            ts_pos = pos + (68 if sys_flag & BORNHOST_V6_FLAG else 56)
+            return struct.unpack_from(">q", mf.mm, ts_pos)[0]
+        except (ValueError, struct.error):
+            return -1
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def load(self) -> None:
+        self.mapped_file_queue.load()
+        self._current = None
+
+    def flush(self, least_pages: int = 0) -> bool:
+        return self.mapped_file_queue.flush(least_pages)
+
+    def shutdown(self) -> None:
+        self.mapped_file_queue.shutdown()

@@ -1,0 +1,98 @@
+"""MessageStoreConfig: RocketMQ's store settings and defaults, with intervals in seconds."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from enum import Enum
+
+from .message import pack_host
+
+
+class FlushDiskType(str, Enum):
+    ASYNC_FLUSH = "ASYNC_FLUSH"
+    SYNC_FLUSH = "SYNC_FLUSH"
+
+
+DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+
+
+@dataclass
+class MessageStoreConfig:
+    store_path_root_dir: str = field(default_factory=lambda: os.path.join(os.path.expanduser("~"), "store"))
+    store_host: str = "127.0.0.1"
+    store_port: int = 10911
+
+    mapped_file_size_commit_log: int = 1024 * 1024 * 1024
+    mapped_file_size_consume_queue: int = 300_000 * 20
+    max_hash_slot_num: int = 5_000_000
+    max_index_num: int = 5_000_000 * 4
+    max_msgs_num_batch: int = 64  # cap on index query results
+    message_index_enable: bool = True
+
+    max_message_size: int = 4 * 1024 * 1024
+
+    flush_disk_type: FlushDiskType = FlushDiskType.ASYNC_FLUSH
+    flush_interval_commit_log: float = 0.5
+    flush_commit_log_least_pages: int = 4
+    flush_commit_log_thorough_interval: float = 10.0
+    sync_flush_timeout: float = 5.0
+    flush_interval_consume_queue: float = 1.0
+    flush_consume_queue_least_pages: int = 2
+    flush_consume_queue_thorough_interval: float = 60.0
+
+    check_crc_on_recover: bool = True
+
+    # Pull limits (DefaultMessageStore.getMessage / isTheBatchFull).
+    max_transfer_count_on_message_in_memory: int = 32
+    max_transfer_bytes_on_message_in_memory: int = 256 * 1024
+
+    # Cleanup (CleanCommitLogService / CleanConsumeQueueService).
+    file_reserved_time: float = 72.0  # hours
+    delete_when: str = "04"
+    disk_max_used_space_ratio: int = 75  # percent
+    disk_space_clean_forcibly_ratio: float = 0.85
+    disk_space_warning_level_ratio: float = 0.90
+    clean_resource_interval: float = 10.0
+    clean_file_forcibly_enable: bool = True
+    delete_files_batch_max: int = 10
+
+    message_delay_level: str = DEFAULT_DELAY_LEVELS
+
+    def __post_init__(self) -> None:
+        # The getter in RocketMQ rounds the consume-queue file size up to whole 20-byte entries.
+        self.mapped_file_size_consume_queue = -(-self.mapped_file_size_consume_queue // 20) * 20
+        self.flush_disk_type = FlushDiskType(self.flush_disk_type)
+
+    @property
+    def store_host_bytes(self) -> bytes:
+        return pack_host(self.store_host, self.store_port)
+
+    @property
+    def store_path_commit_log(self) -> str:
+        return os.path.join(self.store_path_root_dir, "commitlog")
+
+    @property
+    def store_path_consume_queue(self) -> str:
+        return os.path.join(self.store_path_root_dir, "consumequeue")
+
+    @property
+    def store_path_index(self) -> str:
+        return os.path.join(self.store_path_root_dir, "index")
+
+    def effective_disk_max_used_space_ratio(self) -> int:
+        return min(max(self.disk_max_used_space_ratio, 10), 95)
+
+
+_UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_delay_levels(spec: str) -> list[int]:
+    """messageDelayLevel → delay in ms per level (level 1 is index 0). Accepts "ms" too, for tests."""
+    out = []
+    for token in spec.split():
+        if token.endswith("ms"):
+            out.append(int(token[:-2]))
+        else:
+            out.append(int(token[:-1]) * _UNITS[token[-1]])
+    return out

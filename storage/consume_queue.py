@@ -1,0 +1,234 @@
+"""ConsumeQueue: the per topic-queue index into the commit log, 20 bytes per message.
+
+Entry n (the message with queue offset n) sits at byte n * 20: commit-log offset (8),
+record size (4), tags hash code (8).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Callable
+
+from .constants import CQ_STORE_UNIT_SIZE
+from .mapped_file_queue import MappedFileQueue
+
+CQ_ENTRY = struct.Struct(">qiq")
+_PRE_BLANK = CQ_ENTRY.pack(0, 0x7FFFFFFF, 0)
+
+
+class ConsumeQueue:
+    def __init__(self, topic: str, queue_id: int, root: str, file_size: int) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        self.file_size = file_size
+        self.mapped_file_queue = MappedFileQueue(os.path.join(root, topic, str(queue_id)), file_size)
+        self.max_physic_offset = -1  # end (offset + size) of the last commit-log record indexed here
+        self.min_logic_offset = 0  # in bytes
+        # The delay topic's tags code holds the delivery time instead of a tag hash.
+        self.is_schedule = topic == "SCHEDULE_TOPIC_XXXX"
+
+    def __repr__(self) -> str:
+        return f"ConsumeQueue({self.topic}, {self.queue_id}, max={self.get_max_offset_in_queue()})"
+
+    # -- load and recover -------------------------------------------------------------------------
+    def load(self) -> None:
+        self.mapped_file_queue.load()
+
+    def _count_valid(self, mf, limit: int, valid) -> int:
+        """Entries are written front to back, so the valid ones form a prefix: binary-search its length."""
+        lo, hi = 0, limit // CQ_STORE_UNIT_SIZE
+        mm = mf.mm
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if valid(*CQ_ENTRY.unpack_from(mm, mid * CQ_STORE_UNIT_SIZE)):
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def _last_real_end(self, mf, count: int) -> int:
+        """offset + size of the last entry before `count` that is not a pre-blank, or -1."""
+        for i in range(count - 1, -1, -1):
+            phys, size, _t = CQ_ENTRY.unpack_from(mf.mm, i * CQ_STORE_UNIT_SIZE)
+            if size != 0x7FFFFFFF:
+                return phys + size
+        return -1
+
+    def recover(self) -> None:
+        """From the third-last file, read entries until one has offset < 0 or size <= 0; cut there."""
+        mfq = self.mapped_file_queue
+        files = mfq.files
+        if not files:
+            return
+        start = max(0, len(files) - 3)
+        end_offset = files[start].file_from_offset
+        max_phys = -1
+        for mf in files[start:]:
+            count = self._count_valid(mf, self.file_size, lambda phys, size, _t: phys >= 0 and size > 0)
+            end_offset = mf.file_from_offset + count * CQ_STORE_UNIT_SIZE
+            max_phys = max(max_phys, self._last_real_end(mf, count))
+            if count * CQ_STORE_UNIT_SIZE < self.file_size:
+                break
+        mfq.set_positions_after_recovery(end_offset)
+        self.max_physic_offset = max_phys
+        first = mfq.first()
+        if first is not None:
+            self.min_logic_offset = max(self.min_logic_offset, first.file_from_offset)
+
+    def truncate_dirty_logic_files(self, phy_offset: int) -> None:
+        """Drop entries that point at or past `phy_offset` (the recovered end of the commit log)."""
+        mfq = self.mapped_file_queue
+        max_phys = -1
+        for mf in mfq.files:
+            keep = self._count_valid(mf, mf.wrote_position,
+                                     lambda phys, size, _t: size == 0x7FFFFFFF or phys < phy_offset)
+            if keep * CQ_STORE_UNIT_SIZE < mf.wrote_position:
+                cut = mf.file_from_offset + keep * CQ_STORE_UNIT_SIZE
+                mfq.truncate_dirty_files(cut)
+                self.min_logic_offset = min(self.min_logic_offset, cut)
+                max_phys = max(max_phys, self._last_real_end(mf, keep))
+                break
+            max_phys = max(max_phys, self._last_real_end(mf, keep))
+        self.max_physic_offset = max_phys
+
+    # -- write ------------------------------------------------------------------------------------
+    def put_message_position_info(self, offset: int, size: int, tags_code: int, cq_offset: int) -> bool:
+        """Write entry `cq_offset`; entries already present (re-dispatch after a crash) are skipped."""
+        if offset + size <= self.max_physic_offset:
+            return True
+        expect = cq_offset * CQ_STORE_UNIT_SIZE
+        mfq = self.mapped_file_queue
+        mf = mfq.last()
+        if mf is None or mf.is_full() or not (mf.file_from_offset <= expect < mf.file_end_offset):
+            if mf is not None and expect < mf.file_from_offset + mf.wrote_position:
+                return True  # behind the write position: already built
+            mf = mfq.get_last_mapped_file(expect)
+            if mf.wrote_position == 0 and len(mfq.files) == 1 and expect != mf.file_from_offset:
+                self._fill_pre_blank(mf, expect)
+        current = mf.file_from_offset + mf.wrote_position
+        if expect < current:
+            return True
+        pos = expect - mf.file_from_offset
+        if pos + CQ_STORE_UNIT_SIZE > self.file_size:
+            return False
+        CQ_ENTRY.pack_into(mf.mm, pos, offset, size, tags_code)
+        mf.wrote_position = pos + CQ_STORE_UNIT_SIZE
+        self.max_physic_offset = offset + size
+        return True
+
+    def _fill_pre_blank(self, mf, until: int) -> None:
+        """A queue whose first file starts mid-way: fill the slots before `until` with (0, MAX_INT, 0)."""
+        pos = 0
+        end = until - mf.file_from_offset
+        mm = mf.mm
+        while pos < end:
+            mm[pos:pos + CQ_STORE_UNIT_SIZE] = _PRE_BLANK
+            pos += CQ_STORE_UNIT_SIZE
+        mf.wrote_position = end
+        mf.flushed_position = end
+        self.min_logic_offset = until
+        self.mapped_file_queue.flushed_where = until
+
+    # -- read -------------------------------------------------------------------------------------
+    def get_min_offset_in_queue(self) -> int:
+        return self.min_logic_offset // CQ_STORE_UNIT_SIZE
+
+    def get_max_offset_in_queue(self) -> int:
+        return self.mapped_file_queue.get_max_offset() // CQ_STORE_UNIT_SIZE
+
+    def get_entries(self, start_index: int, max_count: int) -> bytes:
+        """Up to `max_count` raw 20-byte entries from `start_index`, within one file."""
+        pos = start_index * CQ_STORE_UNIT_SIZE
+        mf = self.mapped_file_queue.find_mapped_file_by_offset(pos)
+        if mf is None:
+            return b""
+        rel = pos - mf.file_from_offset
+        end = min(mf.wrote_position, rel + max_count * CQ_STORE_UNIT_SIZE)
+        if end <= rel:
+            return b""
+        try:
+            return mf.mm[rel:end]
+        except ValueError:
+            return b""
+
+    def get_entry(self, index: int) -> tuple[int, int, int] | None:
+        raw = self.get_entries(index, 1)
+        return CQ_ENTRY.unpack(raw) if raw else None
+
+    def get_last_offset(self) -> int:
+        """Physical offset of the last entry, or -1."""
+        n = self.get_max_offset_in_queue()
+        if n <= self.get_min_offset_in_queue():
+            return -1
+        entry = self.get_entry(n - 1)
+        return entry[0] if entry else -1
+
+    def get_offset_in_queue_by_time(self, timestamp: int, store_time: Callable[[int, int], int],
+                                    min_phy_offset: int) -> int:
+        """The first queue offset whose message was stored at or after `timestamp` (binary search).
+
+        Past the last message's time: the max offset; before the first: the min offset.
+        """
+        lo = self.get_min_offset_in_queue()
+        hi = self.get_max_offset_in_queue()
+        if hi <= lo:
+            return lo
+        # Entries whose commit-log data was deleted cannot be timed: start after them.
+        while lo < hi:
+            e = self.get_entry(lo)
+            if e is None or e[0] >= min_phy_offset and e[1] != 0x7FFFFFFF:
+                break
+            lo += 1
+        left, right = lo, hi
+        while left < right:
+            mid = (left + right) // 2
+            e = self.get_entry(mid)
+            ts = store_time(e[0], e[1]) if e else -1
+            if ts < 0:
+                left = mid + 1
+            elif ts < timestamp:
+                left = mid + 1
+            else:
+                right = mid
+        return left
+
+    # -- flush and cleanup ------------------------------------------------------------------------
+    def flush(self, least_pages: int) -> bool:
+        return self.mapped_file_queue.flush(least_pages)
+
+    def delete_expired_file(self, min_commit_log_offset: int) -> int:
+        """Delete leading files whose last entry points below the commit log's min offset."""
+        mfq = self.mapped_file_queue
+        count = 0
+        for mf in mfq.files[:-1]:
+            last = mf.mm[self.file_size - CQ_STORE_UNIT_SIZE:self.file_size]
+            phys = CQ_ENTRY.unpack(last)[0]
+            if phys < min_commit_log_offset:
+                count += 1
+            else:
+                break
+        if count:
+            mfq.delete_first_files(count)
+        self.correct_min_offset(min_commit_log_offset)
+        return count
+
+    def correct_min_offset(self, min_commit_log_offset: int) -> None:
+        """Move min_logic_offset to the first entry whose commit-log data still exists."""
+        mf = self.mapped_file_queue.first()
+        if mf is None:
+            return
+        data = mf.mm[:mf.wrote_position]
+        for i, (phys, size, _t) in enumerate(CQ_ENTRY.iter_unpack(data)):
+            if size != 0x7FFFFFFF and phys >= min_commit_log_offset:
+                self.min_logic_offset = max(self.min_logic_offset, mf.file_from_offset + i * CQ_STORE_UNIT_SIZE)
+                return
+        self.min_logic_offset = max(self.min_logic_offset, mf.file_from_offset + mf.wrote_position)
+
+    def destroy(self) -> None:
+        self.mapped_file_queue.destroy()
+        self.max_physic_offset = -1
+        self.min_logic_offset = 0
+
+    def shutdown(self) -> None:
+        self.mapped_file_queue.shutdown()

@@ -1,0 +1,151 @@
+"""IndexFile: a hash index from "topic#key" to commit-log offsets, in one fixed-size file.
+
+    header (40 bytes) | hash slots (4 bytes each) | index entries (20 bytes each)
+
+A slot holds the number of the newest entry for its bucket; each entry links to the previous one
+of the same bucket, so a lookup walks a chain from newest to oldest.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+
+from .constants import INDEX_ENTRY_SIZE, INDEX_HASH_SLOT_SIZE, INDEX_HEADER_SIZE
+from .java_hash import java_string_hash
+
+HEADER = struct.Struct(">qqqqii")
+ENTRY = struct.Struct(">iqii")
+_INT = struct.Struct(">i")
+_MAX_INT = 0x7FFFFFFF
+
+
+def key_hash(key: str) -> int:
+    """abs(String.hashCode), and 0 for Integer.MIN_VALUE whose abs is still negative."""
+    h = abs(java_string_hash(key))
+    return 0 if h > _MAX_INT else h
+
+
+class IndexFile:
+    __slots__ = ("path", "hash_slot_num", "index_num", "file_size", "mm", "_fd", "begin_timestamp",
+                 "end_timestamp", "begin_phy_offset", "end_phy_offset", "hash_slot_count", "index_count",
+                 "_entries_base")
+
+    def __init__(self, path: str, hash_slot_num: int, index_num: int) -> None:
+        self.path = path
+        self.hash_slot_num = hash_slot_num
+        self.index_num = index_num
+        self.file_size = INDEX_HEADER_SIZE + hash_slot_num * INDEX_HASH_SLOT_SIZE + index_num * INDEX_ENTRY_SIZE
+        self._entries_base = INDEX_HEADER_SIZE + hash_slot_num * INDEX_HASH_SLOT_SIZE
+        exists = os.path.exists(path)
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            size = os.fstat(self._fd).st_size
+            if not exists or size == 0:
+                os.ftruncate(self._fd, self.file_size)
+            elif size != self.file_size:
+                raise ValueError(f"{path} is {size} bytes, expected {self.file_size} for this slot/index count")
+            self.mm = mmap.mmap(self._fd, self.file_size)
+        except BaseException:
+            os.close(self._fd)
+            raise
+        (self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
+         self.hash_slot_count, self.index_count) = HEADER.unpack_from(self.mm, 0)
+        if self.index_count <= 0:
+            self.index_count = 1  # entry 0 is never used: 0 means "empty" in slots and links
+            self._write_header()
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
+    def _write_header(self) -> None:
+        HEADER.pack_into(self.mm, 0, self.begin_timestamp, self.end_timestamp, self.begin_phy_offset,
+                         self.end_phy_offset, self.hash_slot_count, self.index_count)
+
+    def is_full(self) -> bool:
+        return self.index_count >= self.index_num
+
+    def entry_count(self) -> int:
+        return self.index_count - 1
+
+    def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
+        return self.put_hashed(key_hash(key), phy_offset, store_timestamp)
+
+    def put_hashed(self, h: int, phy_offset: int, store_timestamp: int) -> bool:
+        """put_key for a key whose hash (key_hash) is already known."""
+        if self.index_count >= self.index_num:
+            return False
+        slot_pos = INDEX_HEADER_SIZE + (h % self.hash_slot_num) * INDEX_HASH_SLOT_SIZE
+        mm = self.mm
+        slot_value = _INT.unpack_from(mm, slot_pos)[0]
+        if slot_value <= 0 or slot_value > self.index_count:
+            slot_value = 0
+        if self.begin_timestamp <= 0:
+            time_diff = 0
+        else:
+            time_diff = min(max((store_timestamp - self.begin_timestamp) // 1000, 0), _MAX_INT)
+        n = self.index_count
+        ENTRY.pack_into(mm, self._entries_base + n * INDEX_ENTRY_SIZE, h, phy_offset, time_diff, slot_value)
+        _INT.pack_into(mm, slot_pos, n)
+        if n <= 1:
+            self.begin_phy_offset = phy_offset
+            self.begin_timestamp = store_timestamp
+        if slot_value == 0:
+            self.hash_slot_count += 1
+        self.index_count = n + 1
+        self.end_phy_offset = phy_offset
+        self.end_timestamp = store_timestamp
+        self._write_header()
+        return True
+
+    def is_time_matched(self, begin: int, end: int) -> bool:
+        return (begin < self.begin_timestamp and end > self.end_timestamp) or (
+            self.begin_timestamp <= begin <= self.end_timestamp) or (
+            self.begin_timestamp <= end <= self.end_timestamp)
+
+    def select_phy_offset(self, out: list[int], key: str, max_num: int, begin: int, end: int) -> None:
+        h = key_hash(key)
+        mm = self.mm
+        slot_value = _INT.unpack_from(mm, INDEX_HEADER_SIZE + (h % self.hash_slot_num) * INDEX_HASH_SLOT_SIZE)[0]
+        if slot_value <= 0 or slot_value > self.index_count or self.index_count <= 1:
+            return
+        nxt = slot_value
+        while len(out) < max_num:
+            kh, phy, diff, prev = ENTRY.unpack_from(mm, self._entries_base + nxt * INDEX_ENTRY_SIZE)
+            if diff < 0:
+                break
+            time_read = self.begin_timestamp + diff * 1000
+            if kh == h and begin <= time_read <= end:
+                out.append(phy)
+            if prev <= 0 or prev > self.index_count or prev == nxt or time_read < begin:
+                break
+            nxt = prev
+
+    def slot_value(self, slot: int) -> int:
+        return _INT.unpack_from(self.mm, INDEX_HEADER_SIZE + slot * INDEX_HASH_SLOT_SIZE)[0]
+
+    def entry(self, n: int) -> tuple[int, int, int, int]:
+        """(keyHash, phyOffset, timeDiff, prevIndex) of entry n."""
+        return ENTRY.unpack_from(self.mm, self._entries_base + n * INDEX_ENTRY_SIZE)
+
+    def flush(self) -> None:
+        self._write_header()
+        self.mm.flush()
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            try:
+                self.mm.close()
+            except BufferError:
+                pass
+            os.close(self._fd)
+            self._fd = -1
+
+    def destroy(self) -> None:
+        self.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass

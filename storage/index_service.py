@@ -1,0 +1,167 @@
+"""IndexService: the run of index files, newest last; builds entries and answers key queries."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from .constants import TRANSACTION_ROLLBACK_TYPE, TRANSACTION_TYPE_MASK
+from .index_file import IndexFile
+from .java_hash import extend_hash, java_string_hash
+
+
+def time_millis_to_file_name(ms: int) -> str:
+    """UtilAll.timeMillisToHumanString: yyyyMMddHHmmssSSS in local time."""
+    return time.strftime("%Y%m%d%H%M%S", time.localtime(ms / 1000)) + f"{ms % 1000:03d}"
+
+
+class IndexService:
+    def __init__(self, store_path: str, hash_slot_num: int, index_num: int, max_msgs_num_batch: int = 64) -> None:
+        self.store_path = store_path
+        self.hash_slot_num = hash_slot_num
+        self.index_num = index_num
+        self.max_msgs_num_batch = max_msgs_num_batch
+        self.files: list[IndexFile] = []
+        self._lock = threading.Lock()
+        self._prefix_hashes: dict[bytes, int] = {}
+
+    def load(self) -> None:
+        if not os.path.isdir(self.store_path):
+            return
+        for name in sorted(os.listdir(self.store_path)):
+            if name.isdigit() and len(name) == 17:
+                self.files.append(IndexFile(os.path.join(self.store_path, name), self.hash_slot_num, self.index_num))
+
+    def drop_files_after(self, phy_offset: int) -> int | None:
+        """After the commit log was cut at `phy_offset`, destroy index files that point past it.
+
+        Returns the offset from which they must be rebuilt, or None when nothing was dropped.
+        """
+        rebuild = None
+        with self._lock:
+            while self.files and self.files[-1].entry_count() > 0 and self.files[-1].end_phy_offset >= phy_offset:
+                f = self.files.pop()
+                rebuild = f.begin_phy_offset if rebuild is None else min(rebuild, f.begin_phy_offset)
+                f.destroy()
+        return rebuild
+
+    def last_indexed_offset(self) -> int | None:
+        """Commit-log offset of the newest indexed record, or None when the index is empty."""
+        for f in reversed(self.files):
+            if f.entry_count() > 0:
+                return f.end_phy_offset
+        return None
+
+    def _writable_file(self) -> IndexFile:
+        last = self.files[-1] if self.files else None
+        if last is not None and not last.is_full():
+            return last
+        os.makedirs(self.store_path, exist_ok=True)
+        ms = int(time.time() * 1000)
+        while True:
+            path = os.path.join(self.store_path, time_millis_to_file_name(ms))
+            if not os.path.exists(path) and (last is None or os.path.basename(path) > last.name):
+                break
+            ms += 1
+        f = IndexFile(path, self.hash_slot_num, self.index_num)
+        if last is not None:
+            # The new file continues where the full one ended, as RocketMQ seeds it.
+            f.begin_phy_offset = f.end_phy_offset = last.end_phy_offset
+            f.begin_timestamp = f.end_timestamp = last.end_timestamp
+            last.flush()
+        with self._lock:
+            self.files = [*self.files, f]
+        return f
+
+    def build_index(self, topic: str, keys: list[str], uniq_key: str | None, phy_offset: int,
+                    store_timestamp: int, sys_flag: int) -> None:
+        if sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_ROLLBACK_TYPE:
+            return
+        f = self._writable_file()
+        if f.entry_count() > 0 and phy_offset <= f.end_phy_offset:
+            return  # already indexed (re-dispatch after recovery)
+        if uniq_key:
+            f = self._put(f, f"{topic}#{uniq_key}", phy_offset, store_timestamp)
+        for key in keys:
+            if key:
+                f = self._put(f, f"{topic}#{key}", phy_offset, store_timestamp)
+
+    def build_index_raw(self, topic: str, topic_b: bytes, keys: bytes | None, uniq_key: bytes | None,
+                        phy_offset: int, store_timestamp: int, sys_flag: int) -> None:
+        """build_index for the dispatcher: keys as raw property bytes, hashed without decoding."""
+        if sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_ROLLBACK_TYPE:
+            return
+        f = self.files[-1] if self.files else None
+        if f is None or f.index_count >= f.index_num:
+            f = self._writable_file()
+        if f.index_count > 1 and phy_offset <= f.end_phy_offset:
+            return  # already indexed (re-dispatch after recovery)
+        prefix = self._prefix_hashes.get(topic_b)
+        if prefix is None:
+            prefix = java_string_hash(topic + "#") & 0xFFFFFFFF
+            if len(self._prefix_hashes) < 100_000:
+                self._prefix_hashes[topic_b] = prefix
+        for key in ([uniq_key] if uniq_key else []) + (keys.split(b" ") if keys else []):
+            if not key:
+                continue
+            h = extend_hash(prefix, key)
+            if h is None:
+                h = java_string_hash(f"{topic}#{key.decode(errors='replace')}") & 0xFFFFFFFF
+            # abs(int) of the signed value; Integer.MIN_VALUE stays negative in Java and becomes 0
+            h = 0x100000000 - h if h & 0x80000000 else h
+            if h > 0x7FFFFFFF:
+                h = 0
+            while not f.put_hashed(h, phy_offset, store_timestamp):
+                f = self._writable_file()
+
+    def _put(self, f: IndexFile, key: str, phy_offset: int, store_timestamp: int) -> IndexFile:
+        while not f.put_key(key, phy_offset, store_timestamp):
+            f = self._writable_file()
+        return f
+
+    def query_offset(self, topic: str, key: str, max_num: int, begin: int, end: int) -> tuple[list[int], int, int]:
+        """Commit-log offsets for `key` stored within [begin, end] ms, newest files first.
+
+        Returns (offsets, last update timestamp, last update offset). Hash collisions are possible:
+        callers check the records.
+        """
+        max_num = min(max_num, self.max_msgs_num_batch)
+        out: list[int] = []
+        files = self.files
+        last_ts = last_phy = 0
+        if files:
+            last_ts, last_phy = files[-1].end_timestamp, files[-1].end_phy_offset
+        full_key = f"{topic}#{key}"
+        for f in reversed(files):
+            if f.is_time_matched(begin, end):
+                f.select_phy_offset(out, full_key, max_num, begin, end)
+            if f.begin_timestamp < begin or len(out) >= max_num:
+                break
+        return out, last_ts, last_phy
+
+    def delete_expired_file(self, min_phy_offset: int) -> int:
+        """Delete all files but the newest whose entries all point below the commit log's min offset."""
+        with self._lock:
+            files = self.files
+            gone = [f for f in files[:-1] if f.end_phy_offset < min_phy_offset]
+            if gone:
+                self.files = [f for f in files if f not in gone]
+        for f in gone:
+            f.destroy()
+        return len(gone)
+
+    def flush(self) -> None:
+        for f in self.files:
+            f.flush()
+
+    def destroy(self) -> None:
+        with self._lock:
+            files, self.files = self.files, []
+        for f in files:
+            f.destroy()
+
+    def shutdown(self) -> None:
+        for f in self.files:
+            f.flush()
+            f.close()

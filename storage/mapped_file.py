@@ -1,0 +1,106 @@
+"""MappedFile: one fixed-size, memory-mapped file named by the offset of its first byte."""
+
+from __future__ import annotations
+
+import mmap
+import os
+
+from .constants import OS_PAGE_SIZE
+
+_ZERO_CHUNK = bytes(1 << 20)
+
+
+def offset_to_file_name(offset: int) -> str:
+    """UtilAll.offset2FileName: 20 zero-padded decimal digits."""
+    return f"{offset:020d}"
+
+
+class MappedFile:
+    __slots__ = ("path", "file_from_offset", "file_size", "mm", "_fd", "wrote_position",
+                 "flushed_position", "store_timestamp", "available")
+
+    def __init__(self, path: str, file_size: int, *, create: bool = True) -> None:
+        self.path = path
+        self.file_size = file_size
+        self.file_from_offset = int(os.path.basename(path))
+        flags = os.O_RDWR | (os.O_CREAT if create else 0)
+        self._fd = os.open(path, flags, 0o644)
+        try:
+            actual = os.fstat(self._fd).st_size
+            if actual == 0 and create:
+                # Sparse: blocks are allocated as records land, so an empty 1 GiB file costs nothing.
+                os.ftruncate(self._fd, file_size)
+            elif actual != file_size:
+                raise ValueError(f"{path} is {actual} bytes, expected {file_size}: not a store file of this size")
+            self.mm = mmap.mmap(self._fd, file_size)
+        except BaseException:
+            os.close(self._fd)
+            raise
+        self.wrote_position = 0
+        self.flushed_position = 0
+        self.store_timestamp = 0  # store time of the last record appended, for the checkpoint
+        self.available = True
+
+    def __repr__(self) -> str:
+        return f"MappedFile({os.path.basename(self.path)}, wrote={self.wrote_position})"
+
+    @property
+    def file_end_offset(self) -> int:
+        return self.file_from_offset + self.file_size
+
+    def is_full(self) -> bool:
+        return self.wrote_position >= self.file_size
+
+    def read(self, pos: int, size: int) -> bytes:
+        return self.mm[pos:pos + size]
+
+    def is_able_to_flush(self, least_pages: int) -> bool:
+        if self.flushed_position >= self.wrote_position:
+            return False
+        if self.is_full() or least_pages <= 0:
+            return True
+        return (self.wrote_position // OS_PAGE_SIZE - self.flushed_position // OS_PAGE_SIZE) >= least_pages
+
+    def flush(self, least_pages: int) -> int:
+        """msync the unflushed pages when enough have accumulated; returns the flushed position."""
+        if self.is_able_to_flush(least_pages):
+            wrote = self.wrote_position
+            start = self.flushed_position - self.flushed_position % OS_PAGE_SIZE
+            self.mm.flush(start, wrote - start)
+            self.flushed_position = wrote
+        return self.flushed_position
+
+    def truncate_to(self, pos: int) -> None:
+        """Forget everything from `pos` on and zero it, so a later recovery cannot read stale records there."""
+        self.wrote_position = self.flushed_position = pos
+        end = self.file_size
+        chunk = len(_ZERO_CHUNK)
+        while pos < end:
+            n = min(chunk, end - pos)
+            if self.mm[pos:pos + n] == _ZERO_CHUNK[:n]:
+                # Files are written front to back, so a long zero run means the rest is unwritten too.
+                if n == chunk:
+                    break
+            else:
+                self.mm[pos:pos + n] = _ZERO_CHUNK[:n]
+            pos += n
+        self.mm.flush()
+
+    def close(self) -> None:
+        if self.available:
+            self.available = False
+            try:
+                self.mm.close()
+            except BufferError:
+                pass  # a reader still holds a view; the mapping goes when it does
+            os.close(self._fd)
+
+    def destroy(self) -> None:
+        self.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+    def last_modified(self) -> float:
+        return os.path.getmtime(self.path)

@@ -1,0 +1,138 @@
+"""MappedFileQueue: the ordered run of MappedFiles that together form one logical log."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from .mapped_file import MappedFile, offset_to_file_name
+
+
+class MappedFileQueue:
+    def __init__(self, store_path: str, file_size: int) -> None:
+        self.store_path = store_path
+        self.file_size = file_size
+        self.files: list[MappedFile] = []
+        self.flushed_where = 0
+        self._lock = threading.Lock()  # guards the list against concurrent create / delete
+
+    # -- loading --------------------------------------------------------------------------------
+    def load(self) -> None:
+        if not os.path.isdir(self.store_path):
+            return
+        names = sorted(n for n in os.listdir(self.store_path) if n.isdigit() and len(n) == 20)
+        for name in names:
+            mf = MappedFile(os.path.join(self.store_path, name), self.file_size, create=False)
+            # Positions are set by recovery; until then assume every loaded file is full.
+            mf.wrote_position = mf.flushed_position = self.file_size
+            self.files.append(mf)
+
+    # -- lookup ---------------------------------------------------------------------------------
+    def first(self) -> MappedFile | None:
+        files = self.files
+        return files[0] if files else None
+
+    def last(self) -> MappedFile | None:
+        files = self.files
+        return files[-1] if files else None
+
+    def get_last_mapped_file(self, start_offset: int = 0) -> MappedFile:
+        """The file to append to: the last one, or a new one after it when it is full (or none exists)."""
+        last = self.last()
+        if last is not None and not last.is_full():
+            return last
+        if last is None:
+            create_offset = start_offset - start_offset % self.file_size
+        else:
+            create_offset = last.file_from_offset + self.file_size
+        return self._create(create_offset)
+
+    def _create(self, offset: int) -> MappedFile:
+        os.makedirs(self.store_path, exist_ok=True)
+        mf = MappedFile(os.path.join(self.store_path, offset_to_file_name(offset)), self.file_size)
+        with self._lock:
+            self.files = [*self.files, mf]
+        return mf
+
+    def find_mapped_file_by_offset(self, offset: int, return_first_on_not_found: bool = False) -> MappedFile | None:
+        files = self.files  # copy-on-write list: a stable snapshot without locking
+        if not files:
+            return None
+        first = files[0]
+        idx = offset // self.file_size - first.file_from_offset // self.file_size
+        if 0 <= idx < len(files):
+            mf = files[idx]
+            if mf.file_from_offset <= offset < mf.file_from_offset + self.file_size:
+                return mf
+        return first if return_first_on_not_found else None
+
+    def get_min_offset(self) -> int:
+        first = self.first()
+        return first.file_from_offset if first is not None else -1
+
+    def get_max_offset(self) -> int:
+        last = self.last()
+        return last.file_from_offset + last.wrote_position if last is not None else 0
+
+    # -- flushing -------------------------------------------------------------------------------
+    def flush(self, least_pages: int) -> bool:
+        """Flush the file holding flushed_where; returns True when nothing was left to flush."""
+        mf = self.find_mapped_file_by_offset(self.flushed_where, self.flushed_where == 0)
+        if mf is None or not mf.available:
+            return True
+        where = mf.file_from_offset + mf.flush(least_pages)
+        done = where == self.flushed_where
+        self.flushed_where = where
+        return done
+
+    def flush_all(self) -> None:
+        for _ in range(len(self.files) + 1):
+            self.flush(0)
+            if self.flushed_where >= self.get_max_offset():
+                break
+
+    # -- truncation and deletion ----------------------------------------------------------------
+    def truncate_dirty_files(self, offset: int) -> None:
+        """Keep data below `offset`: trim the file holding it, destroy the files after it."""
+        keep: list[MappedFile] = []
+        for mf in self.files:
+            if mf.file_from_offset + self.file_size <= offset:
+                keep.append(mf)
+            elif mf.file_from_offset <= offset:
+                mf.truncate_to(offset - mf.file_from_offset)
+                keep.append(mf)
+            else:
+                mf.destroy()
+        with self._lock:
+            self.files = keep
+        self.flushed_where = min(self.flushed_where, offset) if self.flushed_where else offset
+
+    def set_positions_after_recovery(self, offset: int) -> None:
+        for mf in self.files:
+            end = mf.file_from_offset + self.file_size
+            if end <= offset:
+                mf.wrote_position = mf.flushed_position = self.file_size
+        self.truncate_dirty_files(offset)
+        self.flushed_where = offset
+
+    def delete_first_files(self, count: int) -> list[MappedFile]:
+        """Destroy the first `count` files (never the last one)."""
+        with self._lock:
+            count = min(count, len(self.files) - 1)
+            if count <= 0:
+                return []
+            gone, self.files = self.files[:count], self.files[count:]
+        for mf in gone:
+            mf.destroy()
+        return gone
+
+    def destroy(self) -> None:
+        with self._lock:
+            files, self.files = self.files, []
+        for mf in files:
+            mf.destroy()
+        self.flushed_where = 0
+
+    def shutdown(self) -> None:
+        for mf in self.files:
+            mf.close()

@@ -1,0 +1,29 @@
+"""MessageFilter: how get_message asks the caller which entries to return (tags, SQL92 ...)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class MessageFilter(Protocol):
+    # True when the filter must see the record itself (property filters), not just the tags code.
+    needs_commit_log: bool
+
+    def is_matched_by_consume_queue(self, tags_code: int) -> bool: ...
+
+    def is_matched_by_commit_log(self, record: bytes) -> bool: ...
+
+
+class TagsFilter:
+    """Matches by tags hash code, as the broker does for `TagA || TagB` subscriptions."""
+
+    needs_commit_log = False
+
+    def __init__(self, codes: set[int] | None) -> None:
+        self.codes = codes  # None or empty: everything
+
+    def is_matched_by_consume_queue(self, tags_code: int) -> bool:
+        return not self.codes or tags_code in self.codes
+
+    def is_matched_by_commit_log(self, record: bytes) -> bool:
+        return True

@@ -1,0 +1,550 @@
+"""DefaultMessageStore: the facade the broker talks to, in the shape of RocketMQ's MessageStore.
+
+    store = DefaultMessageStore(MessageStoreConfig(store_path_root_dir=path))
+    store.load(); store.start()
+    store.put_message(Message(topic="T", body=b"hi"))
+    store.get_message("group", "T", 0, 0, 32)
+    store.shutdown()
+
+or `with DefaultMessageStore(...) as store:` which does load + start + shutdown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import struct
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+
+from .clean_service import CleanService, disk_usage_ratio
+from .codec import CorruptRecordError, decode
+from .commit_log import CommitLog
+from .config import FlushDiskType, MessageStoreConfig
+from .constants import CQ_STORE_UNIT_SIZE, PROPERTY_WAIT_STORE_MSG_OK
+from .consume_queue import CQ_ENTRY, ConsumeQueue
+from .flush_service import FlushConsumeQueueService, FlushRealTimeService, GroupCommitService
+from .index_service import IndexService
+from .checkpoint import StoreCheckpoint
+from .message import Message, MessageExt
+from .message_filter import MessageFilter
+from .recovery import recover_abnormally, recover_normally
+from .results import (
+    GetMessageResult,
+    GetMessageStatus,
+    PutMessageResult,
+    PutMessageStatus,
+    QueryMessageResult,
+)
+from .reput_service import ReputMessageService, _prop
+from .running_flags import RunningFlags
+from .validators import topic_error
+
+log = logging.getLogger(__name__)
+
+_PRE_BLANK_SIZE = 0x7FFFFFFF
+
+
+class StoreLockedError(RuntimeError):
+    pass
+
+
+class DefaultMessageStore:
+    def __init__(self, config: MessageStoreConfig | None = None, **overrides) -> None:
+        if config is None:
+            config = MessageStoreConfig(**overrides)
+        elif overrides:
+            raise TypeError("pass either a config or keyword overrides, not both")
+        self.config = config
+        self.commit_log = CommitLog(config)
+        self.delay_levels = self.commit_log.delay_levels
+        self.consume_queue_table: dict[tuple[str, int], ConsumeQueue] = {}
+        self.dispatch_cq_table: dict[tuple[bytes, int], ConsumeQueue] = {}
+        self.index_service = IndexService(config.store_path_index, config.max_hash_slot_num, config.max_index_num,
+                                          config.max_msgs_num_batch)
+        self.checkpoint: StoreCheckpoint | None = None
+        self.running_flags = RunningFlags()
+        self.reput_service = ReputMessageService(self)
+        self.commit_log.on_append = self.reput_service.wakeup
+        self.sync_flush = config.flush_disk_type == FlushDiskType.SYNC_FLUSH
+        self.flush_service = GroupCommitService(self) if self.sync_flush else FlushRealTimeService(self)
+        self.flush_cq_service = FlushConsumeQueueService(self)
+        self.clean_service = CleanService(self)
+        # Injectable for tests: path -> used fraction of its disk (0..1).
+        self.disk_usage = disk_usage_ratio
+        self.last_exit_ok = True
+        self._valid_topics: set[str] = set()
+        self._lock_fd: int | None = None
+        self._loaded = False
+        self._running = False
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    @property
+    def root(self) -> str:
+        return self.config.store_path_root_dir
+
+    @property
+    def abort_file(self) -> str:
+        return os.path.join(self.root, "abort")
+
+    def __enter__(self) -> DefaultMessageStore:
+        self.load()
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
+
+    def _acquire_lock(self) -> None:
+        os.makedirs(self.root, exist_ok=True)
+        fd = os.open(os.path.join(self.root, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise StoreLockedError(f"Lock failed, MQ already started: {self.root} is in use by another process")
+        self._lock_fd = fd
+
+    def _release_lock(self) -> None:
+        if self._lock_fd is not None:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def load(self) -> bool:
+        """Map every file and recover; after a crash (abort file present) re-check from the checkpoint."""
+        self._acquire_lock()
+        try:
+            self.last_exit_ok = not os.path.exists(self.abort_file)
+            self.commit_log.load()
+            self._load_consume_queues()
+            self.checkpoint = StoreCheckpoint(os.path.join(self.root, "checkpoint"))
+            self.index_service.load()
+            self._recover()
+        except BaseException:
+            self._close_files()
+            self._release_lock()
+            raise
+        self._loaded = True
+        return True
+
+    def _load_consume_queues(self) -> None:
+        root = self.config.store_path_consume_queue
+        if not os.path.isdir(root):
+            return
+        for topic in sorted(os.listdir(root)):
+            if topic_error(topic) is not None:
+                log.warning("ignoring %s in %s: not a topic name", topic, root)
+                continue
+            for qid in sorted(os.listdir(os.path.join(root, topic))):
+                if qid.isdigit():
+                    cq = self._new_consume_queue(topic, int(qid))
+                    cq.load()
+
+    def _recover(self) -> None:
+        for cq in self.consume_queue_table.values():
+            cq.recover()
+        check_crc = self.config.check_crc_on_recover
+        dispatch_from = None
+        if self.last_exit_ok:
+            end = recover_normally(self.commit_log, check_crc)
+        else:
+            end, dispatch_from = recover_abnormally(self.commit_log, self.checkpoint.get_min_timestamp(), check_crc)
+        # Nothing may point past the recovered end of the log.
+        for cq in self.consume_queue_table.values():
+            if cq.max_physic_offset > end:
+                cq.truncate_dirty_logic_files(end)
+        rebuild_index_from = self.index_service.drop_files_after(end)
+        min_offset = max(self.commit_log.get_min_offset(), 0)
+        reput_from = max((cq.max_physic_offset for cq in self.consume_queue_table.values()), default=-1)
+        if reput_from < 0:
+            reput_from = min_offset
+        for candidate in (dispatch_from, rebuild_index_from):
+            if candidate is not None:
+                reput_from = min(reput_from, candidate)
+        self.reput_service.reput_from_offset = max(reput_from, min_offset)
+
+    def _recover_topic_queue_table(self) -> None:
+        min_phy = self.commit_log.get_min_offset()
+        table = {}
+        for key, cq in self.consume_queue_table.items():
+            table[key] = cq.get_max_offset_in_queue()
+            if min_phy > 0:
+                cq.correct_min_offset(min_phy)
+        self.commit_log.topic_queue_table = table
+
+    def start(self) -> None:
+        if not self._loaded:
+            self.load()
+        self.reput_service.start()
+        # Like RocketMQ, serve nothing until dispatch has caught up with the recovered log.
+        self.reput_service.wait_caught_up(self.commit_log.get_max_offset(), None)
+        self._recover_topic_queue_table()
+        self.flush_service.start()
+        self.flush_cq_service.start()
+        self.clean_service.start()
+        with open(self.abort_file, "w"):
+            pass
+        self._running = True
+
+    def shutdown(self) -> None:
+        if not self._loaded:
+            return
+        was_running = self._running
+        self._running = False
+        caught_up = True
+        if was_running:
+            self.clean_service.shutdown()
+            self.flush_service.shutdown()
+            caught_up = self.reput_service.wait_caught_up(self.commit_log.get_max_offset(), 10.0)
+            self.reput_service.shutdown()
+            self.flush_cq_service.shutdown()
+        self.commit_log.mapped_file_queue.flush_all()
+        for cq in self.consume_queue_table.values():
+            cq.mapped_file_queue.flush_all()
+        self.index_service.flush()
+        cp = self.checkpoint
+        cp.physic_msg_timestamp = max(cp.physic_msg_timestamp, self.commit_log._last_store_timestamp)
+        last_index = self.index_service.files[-1] if self.index_service.files else None
+        if last_index is not None:
+            cp.index_msg_timestamp = last_index.end_timestamp
+        cp.flush()
+        if was_running and caught_up and self.running_flags.is_writeable():
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.abort_file)
+        self._close_files()
+        self._release_lock()
+        self._loaded = False
+
+    def _close_files(self) -> None:
+        self.commit_log.shutdown()
+        for cq in self.consume_queue_table.values():
+            cq.shutdown()
+        self.index_service.shutdown()
+        if self.checkpoint is not None:
+            self.checkpoint.shutdown()
+            self.checkpoint = None
+
+    @property
+    def is_running(self) -> bool:
+        return self._running
+
+    # -- consume queues ---------------------------------------------------------------------------
+    def _new_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        cq = ConsumeQueue(topic, queue_id, self.config.store_path_consume_queue,
+                          self.config.mapped_file_size_consume_queue)
+        self.consume_queue_table[(topic, queue_id)] = cq
+        self.dispatch_cq_table[(topic.encode(), queue_id)] = cq
+        return cq
+
+    def find_consume_queue_for_dispatch(self, topic: str, queue_id: int) -> ConsumeQueue:
+        cq = self.consume_queue_table.get((topic, queue_id))
+        return cq if cq is not None else self._new_consume_queue(topic, queue_id)
+
+    def get_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        return self.consume_queue_table.get((topic, queue_id))
+
+    def get_topics(self) -> set[str]:
+        return {t for t, _ in self.consume_queue_table}
+
+    def delivery_timestamp(self, props: bytes, store_ts: int) -> int:
+        """Tags code of a SCHEDULE_TOPIC_XXXX entry: when the delayed message is due."""
+        raw = _prop(props, b"DELAY\x01")
+        try:
+            level = int(raw) if raw else 0
+        except ValueError:
+            level = 0
+        if level <= 0:
+            return store_ts
+        return store_ts + self.delay_levels[min(level, len(self.delay_levels)) - 1]
+
+    # -- put --------------------------------------------------------------------------------------
+    @property
+    def _writable(self) -> bool:
+        return self._running and not self.running_flags.flag
+
+    def _check_store_status(self, topic: str) -> PutMessageResult | None:
+        if not self._running:
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="the message store is not running")
+        if not self.running_flags.is_writeable():
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE,
+                                    remark=self.running_flags.why_not_writeable())
+        if topic not in self._valid_topics:
+            reason = topic_error(topic)
+            if reason is not None:
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=reason)
+            if len(self._valid_topics) < 100_000:
+                self._valid_topics.add(topic)
+        return None
+
+    def put_message(self, msg: Message) -> PutMessageResult:
+        """Append one message. Under SYNC_FLUSH this returns once the flush covers it."""
+        if not (self._writable and msg.topic in self._valid_topics):
+            bad = self._check_store_status(msg.topic)
+            if bad is not None:
+                return bad
+        result = self.commit_log.put_message(msg)
+        if self.sync_flush and result.is_ok:
+            self._wait_flush(result, msg.properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false")
+        return result
+
+    def put_messages(self, msgs: list[Message]) -> PutMessageResult:
+        """Append a batch atomically (one file, consecutive queue offsets)."""
+        topic = msgs[0].topic if msgs else ""
+        if not (self._writable and topic in self._valid_topics):
+            bad = self._check_store_status(topic)
+            if bad is not None:
+                return bad
+        result = self.commit_log.put_messages(msgs)
+        if self.sync_flush and result.is_ok:
+            self._wait_flush(result, msgs[0].properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false")
+        return result
+
+    def _wait_flush(self, result: PutMessageResult, wait: bool) -> None:
+        ar = result.append_result
+        flushed = self.flush_service.submit(ar.wrote_offset + ar.wrote_bytes)
+        if wait:
+            try:
+                ok = flushed.result(self.config.sync_flush_timeout)
+            except FutureTimeout:
+                ok = False
+            if not ok:
+                result.status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+
+    def async_put_message(self, msg: Message) -> Future:
+        """asyncPutMessage: a Future of the PutMessageResult, done once the flush policy is satisfied
+        (at once under ASYNC_FLUSH; after the group commit under SYNC_FLUSH), so an event loop can
+        await it without blocking."""
+        bad = self._check_store_status(msg.topic)
+        result = bad if bad is not None else self.commit_log.put_message(msg)
+        return self._after_put(result, msg.properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false")
+
+    def async_put_messages(self, msgs: list[Message]) -> Future:
+        bad = self._check_store_status(msgs[0].topic if msgs else "")
+        result = bad if bad is not None else self.commit_log.put_messages(msgs)
+        wait = bool(msgs) and msgs[0].properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false"
+        return self._after_put(result, wait)
+
+    def _after_put(self, result: PutMessageResult, wait_store_msg_ok: bool) -> Future:
+        out: Future = Future()
+        if not (result.is_ok and self.sync_flush):
+            out.set_result(result)
+            return out
+        ar = result.append_result
+        flushed = self.flush_service.submit(ar.wrote_offset + ar.wrote_bytes)
+        if not wait_store_msg_ok:
+            out.set_result(result)
+            return out
+
+        def done(f: Future) -> None:
+            if not f.result():
+                result.status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+            out.set_result(result)
+
+        flushed.add_done_callback(done)
+        return out
+
+    def flush_commit_log(self, least_pages: int) -> None:
+        ts = self.commit_log._last_store_timestamp
+        self.commit_log.flush(least_pages)
+        if self.checkpoint is not None and ts:
+            self.checkpoint.physic_msg_timestamp = ts
+
+    # -- get --------------------------------------------------------------------------------------
+    def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int,
+                    message_filter: MessageFilter | None = None) -> GetMessageResult:
+        """Read up to `max_msg_nums` raw records of a queue from `offset` (at most 32 / 256 KiB)."""
+        cq = self.consume_queue_table.get((topic, queue_id))
+        if cq is None:
+            return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, next_begin_offset=0)
+        min_offset = cq.get_min_offset_in_queue()
+        max_offset = cq.get_max_offset_in_queue()
+        result = GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, min_offset=min_offset, max_offset=max_offset)
+        if max_offset == 0:
+            result.next_begin_offset = 0
+        elif offset < min_offset:
+            result.status, result.next_begin_offset = GetMessageStatus.OFFSET_TOO_SMALL, min_offset
+        elif offset == max_offset:
+            result.status, result.next_begin_offset = GetMessageStatus.OFFSET_OVERFLOW_ONE, offset
+        elif offset > max_offset:
+            result.status, result.next_begin_offset = GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset
+        else:
+            self._read_queue(cq, offset, max_msg_nums, message_filter, result)
+        return result
+
+    def _read_queue(self, cq: ConsumeQueue, offset: int, max_msg_nums: int, message_filter: MessageFilter | None,
+                    result: GetMessageResult) -> None:
+        cfg = self.config
+        max_count = max(16000, max_msg_nums * CQ_STORE_UNIT_SIZE) // CQ_STORE_UNIT_SIZE
+        entries = cq.get_entries(offset, max_count)
+        if not entries:
+            # The queue file holding `offset` is gone: continue at the next file's first entry.
+            per_file = cq.file_size // CQ_STORE_UNIT_SIZE
+            result.status = GetMessageStatus.OFFSET_FOUND_NULL
+            result.next_begin_offset = (offset // per_file + 1) * per_file
+            return
+        status = GetMessageStatus.NO_MATCHED_MESSAGE
+        commit_log = self.commit_log
+        min_phy = commit_log.get_min_offset()
+        max_bytes = cfg.max_transfer_bytes_on_message_in_memory
+        max_msgs = min(max_msg_nums, cfg.max_transfer_count_on_message_in_memory)
+        buffers = result.buffers
+        total = count = scanned = 0
+        run_start = run_end = -1  # a run of adjacent records, read as one slice
+        for phys, size, tags in CQ_ENTRY.iter_unpack(entries):
+            if count and (count >= max_msgs or total + size > max_bytes):
+                break
+            scanned += 1
+            if size == _PRE_BLANK_SIZE:
+                continue
+            if message_filter is not None and not message_filter.is_matched_by_consume_queue(tags):
+                continue
+            if phys < min_phy:
+                if not count:
+                    status = GetMessageStatus.MESSAGE_WAS_REMOVING
+                continue
+            if message_filter is not None and message_filter.needs_commit_log:
+                record = commit_log.get_message(phys, size)
+                if record is None or not message_filter.is_matched_by_commit_log(record):
+                    continue
+            if phys == run_end and self._same_file(run_start, phys + size):
+                run_end = phys + size
+            else:
+                if run_start >= 0 and not self._flush_run(buffers, run_start, run_end):
+                    break
+                run_start, run_end = phys, phys + size
+            total += size
+            count += 1
+            status = GetMessageStatus.FOUND
+        if run_start >= 0 and not self._flush_run(buffers, run_start, run_end):
+            status = GetMessageStatus.MESSAGE_WAS_REMOVING if not buffers else status
+        result.status = status
+        result.next_begin_offset = offset + scanned
+        result.message_count = count
+        result.buffer_total_size = sum(len(b) for b in buffers)
+
+    def _same_file(self, start: int, end: int) -> bool:
+        size = self.commit_log.file_size
+        return start // size == (end - 1) // size
+
+    def _flush_run(self, buffers: list[bytes], start: int, end: int) -> bool:
+        data = self.commit_log.get_message(start, end - start)
+        if data is None:
+            return False
+        buffers.append(data)
+        return True
+
+    # -- offsets and lookups ----------------------------------------------------------------------
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.consume_queue_table.get((topic, queue_id))
+        return cq.get_max_offset_in_queue() if cq is not None else 0
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.consume_queue_table.get((topic, queue_id))
+        return cq.get_min_offset_in_queue() if cq is not None else -1
+
+    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, consume_queue_offset: int) -> int:
+        cq = self.consume_queue_table.get((topic, queue_id))
+        entry = cq.get_entry(consume_queue_offset) if cq is not None else None
+        return entry[0] if entry else 0
+
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
+        cq = self.consume_queue_table.get((topic, queue_id))
+        if cq is None:
+            return 0
+        return cq.get_offset_in_queue_by_time(timestamp, self.commit_log.pickup_store_timestamp,
+                                              self.commit_log.get_min_offset())
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, consume_queue_offset: int) -> int:
+        cq = self.consume_queue_table.get((topic, queue_id))
+        entry = cq.get_entry(consume_queue_offset) if cq is not None else None
+        return self.commit_log.pickup_store_timestamp(entry[0], entry[1]) if entry else -1
+
+    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        return self.get_message_store_timestamp(topic, queue_id, self.get_min_offset_in_queue(topic, queue_id))
+
+    def get_min_phy_offset(self) -> int:
+        return self.commit_log.get_min_offset()
+
+    def get_max_phy_offset(self) -> int:
+        return self.commit_log.get_max_offset()
+
+    def select_one_message_by_offset(self, commit_log_offset: int, size: int | None = None) -> bytes | None:
+        if size is None:
+            size = self.commit_log.read_size_at(commit_log_offset)
+            if size <= 0:
+                return None
+        return self.commit_log.get_message(commit_log_offset, size)
+
+    def look_message_by_offset(self, commit_log_offset: int, size: int | None = None) -> MessageExt | None:
+        raw = self.select_one_message_by_offset(commit_log_offset, size)
+        if raw is None:
+            return None
+        try:
+            return decode(raw)
+        except (CorruptRecordError, struct.error, UnicodeDecodeError):
+            return None
+
+    def query_message(self, topic: str, key: str, max_num: int, begin: int, end: int) -> QueryMessageResult:
+        """Records whose KEYS (or UNIQ_KEY) contain `key`, stored between begin and end (ms)."""
+        offsets, last_ts, last_phy = self.index_service.query_offset(topic, key, max_num, begin, end)
+        result = QueryMessageResult(index_last_update_timestamp=last_ts, index_last_update_phyoffset=last_phy)
+        seen = set()
+        for phy in offsets:
+            if phy in seen:
+                continue
+            seen.add(phy)
+            raw = self.select_one_message_by_offset(phy)
+            if raw is None or not self._record_has_key(raw, topic, key):
+                continue  # a hash collision, or data deleted since it was indexed
+            result.buffers.append(raw)
+        return result
+
+    @staticmethod
+    def _record_has_key(raw: bytes, topic: str, key: str) -> bool:
+        try:
+            msg = decode(raw)
+        except (CorruptRecordError, struct.error, UnicodeDecodeError):
+            return False
+        return msg.topic == topic and (key in msg.keys or msg.uniq_key == key)
+
+    # -- dispatch progress ------------------------------------------------------------------------
+    def dispatch_behind_bytes(self) -> int:
+        return self.reput_service.behind()
+
+    def wait_dispatched(self, timeout: float | None = 10.0) -> bool:
+        """Block until everything appended so far is in the consume queues and index."""
+        return self.reput_service.wait_caught_up(self.commit_log.get_max_offset(), timeout)
+
+    @property
+    def message_arriving_listener(self):
+        return self.reput_service.listener
+
+    @message_arriving_listener.setter
+    def message_arriving_listener(self, listener) -> None:
+        self.reput_service.listener = listener
+
+    # -- topics and cleanup -----------------------------------------------------------------------
+    def delete_topics(self, topics: set[str]) -> int:
+        """Destroy the consume queues of `topics` (their commit-log records expire as usual)."""
+        count = 0
+        for key in [k for k in self.consume_queue_table if k[0] in topics]:
+            cq = self.consume_queue_table.pop(key)
+            self.dispatch_cq_table.pop((key[0].encode(), key[1]), None)
+            self.commit_log.topic_queue_table.pop(key, None)
+            cq.destroy()
+            count += 1
+        for topic in topics:
+            path = os.path.join(self.config.store_path_consume_queue, topic)
+            if topic_error(topic) is None and os.path.isdir(path):
+                with contextlib.suppress(OSError):
+                    for qid in os.listdir(path):
+                        os.rmdir(os.path.join(path, qid))
+                    os.rmdir(path)
+        return count
+
+    def execute_delete_files_manually(self) -> None:
+        """TRIGGER_DELETE_FILES: the next 20 cleaning rounds delete expired files at any hour."""
+        self.clean_service.manual_delete_remaining = 20

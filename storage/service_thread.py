@@ -1,0 +1,51 @@
+"""ServiceThread: RocketMQ's background-service shape (a thread, wakeup, stop) on threading."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+log = logging.getLogger(__name__)
+
+
+class ServiceThread:
+    name = "service"
+
+    def __init__(self) -> None:
+        self._stopped = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped.is_set()
+
+    def start(self) -> None:
+        self._stopped.clear()
+        self._thread = threading.Thread(target=self._main, name=f"pocketmq-{self.name}", daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        try:
+            self.run()
+        except Exception:  # a dying service must say so; the store keeps serving what it can
+            log.exception("%s stopped on an error", self.name)
+
+    def wakeup(self) -> None:
+        if not self._wake.is_set():
+            self._wake.set()
+
+    def wait_for_running(self, interval: float) -> None:
+        """Sleep up to `interval`, returning early on wakeup() or shutdown."""
+        self._wake.wait(interval)
+        self._wake.clear()
+
+    def run(self) -> None:
+        raise NotImplementedError
+
+    def shutdown(self, join_timeout: float = 10.0) -> None:
+        self._stopped.set()
+        self._wake.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(join_timeout)
+        self._thread = None

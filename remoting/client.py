@@ -45,7 +45,13 @@ class RemotingClient(Endpoint):
             self._connecting[addr] = task
             task.add_done_callback(lambda t: self._connect_done(addr, t))
         # Shielded: one caller giving up must not abort the attempt the others wait on.
-        return await asyncio.shield(task)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if task.cancelled() and self._closed and not (current and current.cancelling()):
+                raise RemotingConnectError("client closed while connecting") from None
+            raise
 
     async def invoke(self, addr: str, request: RemotingCommand, timeout: float) -> RemotingCommand:
         """Request/response to ``addr``; ``timeout`` covers connecting and waiting."""

@@ -46,6 +46,17 @@ def _nothing() -> None:
     pass
 
 
+def _v4_size(rec: struct.Struct, blen: int, tlen: int, plen: int) -> int:
+    """The size this record would have with IPv4 hosts (differs from rec.size when a host is IPv6)."""
+    return 91 + blen + tlen + plen
+
+
+def _host_flags(sys_flag: int, born_len: int, store_len: int) -> int:
+    """SYSFLAG with the IPv6 bits set to match the hosts actually written."""
+    return (sys_flag & ~_V6_BITS) | (BORNHOST_V6_FLAG if born_len == 20 else 0) | (
+        STOREHOSTADDRESS_V6_FLAG if store_len == 20 else 0)
+
+
 _RECORDS: dict[tuple[int, int, int, int, int], struct.Struct] = {}
 
 
@@ -149,8 +160,7 @@ class CommitLog:
         rec = _RECORDS.get(key) or _record_struct(key)
         size = rec.size
         if sys_flag & _V6_BITS or key[3] != 8 or key[4] != 8:
-            sys_flag = (sys_flag & ~_V6_BITS) | (BORNHOST_V6_FLAG if key[3] == 20 else 0) | (
-                STOREHOSTADDRESS_V6_FLAG if key[4] == 20 else 0)
+            sys_flag = _host_flags(sys_flag, key[3], key[4])
         if size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
                                     remark=f"record of {size} bytes does not fit a commit log file")
@@ -190,7 +200,8 @@ class CommitLog:
         store_host = first.store_host or self._store_host
         slen = len(store_host)
         max_body = self._max_body
-        encoded = []
+        recs = []
+        props_list = []
         total = 0
         for m in msgs:
             props = m.properties
@@ -205,16 +216,12 @@ class CommitLog:
             if m.topic != topic or m.queue_id != queue_id:
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
                                         remark="all messages of a batch must share topic and queue")
-            body = m.body
-            key = (len(body), tlen, len(props_b), len(m.born_host), slen)
+            key = (len(m.body), tlen, len(props_b), len(m.born_host), slen)
             if key[0] > max_body or key[2] > MAX_PROPERTIES_LENGTH or tlen > TOPIC_MAX_LENGTH:
                 return self._check(m, key[2])
             rec = _RECORDS.get(key) or _record_struct(key)
-            sys_flag = m.sys_flag
-            if sys_flag & _V6_BITS or key[3] != 8 or slen != 8:
-                sys_flag = (sys_flag & ~_V6_BITS) | (BORNHOST_V6_FLAG if key[3] == 20 else 0) | (
-                    STOREHOSTADDRESS_V6_FLAG if slen == 20 else 0)
-            encoded.append((rec, m, body, props_b, sys_flag, crc32(body) & _CRC_MASK))
+            recs.append(rec)
+            props_list.append(props_b)
             total += rec.size
         if total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
@@ -230,13 +237,18 @@ class CommitLog:
             first_queue_offset = queue_offset = self.topic_queue_table.get(qkey, 0)
             base = mf.file_from_offset
             mm = mf.mm
-            for rec, m, body, props_b, sys_flag, crc in encoded:
-                size = rec.size
-                append(base + pos)
-                rec.pack_into(mm, pos, size, MESSAGE_MAGIC_CODE, crc, queue_id, m.flag, queue_offset, base + pos,
-                              sys_flag, m.born_timestamp, m.born_host, store_ts, store_host, m.reconsume_times,
-                              m.prepared_transaction_offset, len(body), body, tlen, topic_b, len(props_b), props_b)
-                pos += size
+            for m, rec, props_b in zip(msgs, recs, props_list, strict=True):
+                body = m.body
+                sys_flag = m.sys_flag
+                if sys_flag & _V6_BITS or rec.size != _v4_size(rec, len(body), tlen, len(props_b)):
+                    sys_flag = _host_flags(sys_flag, len(m.born_host), slen)
+                phys = base + pos
+                append(phys)
+                rec.pack_into(mm, pos, rec.size, MESSAGE_MAGIC_CODE, crc32(body) & _CRC_MASK, queue_id, m.flag,
+                              queue_offset, phys, sys_flag, m.born_timestamp, m.born_host, store_ts, store_host,
+                              m.reconsume_times, m.prepared_transaction_offset, len(body), body, tlen, topic_b,
+                              len(props_b), props_b)
+                pos += rec.size
                 queue_offset += 1
             mf.wrote_position = pos
             mf.store_timestamp = store_ts

@@ -185,9 +185,7 @@ class ConsumeQueue:
             mid = (left + right) // 2
             e = self.get_entry(mid)
             ts = store_time(e[0], e[1]) if e else -1
-            if ts < 0:
-                left = mid + 1
-            elif ts < timestamp:
+            if ts < timestamp:  # also when the record's time cannot be read (-1)
                 left = mid + 1
             else:
                 right = mid

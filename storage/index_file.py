@@ -55,6 +55,8 @@ class IndexFile:
         if self.index_count <= 0:
             self.index_count = 1  # entry 0 is never used: 0 means "empty" in slots and links
             self._write_header()
+        else:
+            self._roll_forward()
 
     @property
     def name(self) -> str:
@@ -74,31 +76,62 @@ class IndexFile:
         return self.put_hashed(key_hash(key), phy_offset, store_timestamp)
 
     def put_hashed(self, h: int, phy_offset: int, store_timestamp: int) -> bool:
-        """put_key for a key whose hash (key_hash) is already known."""
-        if self.index_count >= self.index_num:
+        """put_key for a key whose hash (key_hash) is already known.
+
+        The header is written at the first entry and then by sync_header() (once per dispatch
+        round), not per entry; load() rolls forward over entries a crash left past the header.
+        """
+        n = self.index_count
+        if n >= self.index_num:
             return False
         slot_pos = INDEX_HEADER_SIZE + (h % self.hash_slot_num) * INDEX_HASH_SLOT_SIZE
         mm = self.mm
         slot_value = _INT.unpack_from(mm, slot_pos)[0]
-        if slot_value <= 0 or slot_value > self.index_count:
+        if slot_value <= 0 or slot_value > n:
             slot_value = 0
-        if self.begin_timestamp <= 0:
+            self.hash_slot_count += 1
+        begin = self.begin_timestamp
+        if begin <= 0:
             time_diff = 0
         else:
-            time_diff = min(max((store_timestamp - self.begin_timestamp) // 1000, 0), _MAX_INT)
-        n = self.index_count
+            time_diff = (store_timestamp - begin) // 1000
+            if time_diff < 0:
+                time_diff = 0
+            elif time_diff > _MAX_INT:
+                time_diff = _MAX_INT
         ENTRY.pack_into(mm, self._entries_base + n * INDEX_ENTRY_SIZE, h, phy_offset, time_diff, slot_value)
         _INT.pack_into(mm, slot_pos, n)
-        if n <= 1:
-            self.begin_phy_offset = phy_offset
-            self.begin_timestamp = store_timestamp
-        if slot_value == 0:
-            self.hash_slot_count += 1
         self.index_count = n + 1
         self.end_phy_offset = phy_offset
         self.end_timestamp = store_timestamp
-        self._write_header()
+        if n <= 1:
+            self.begin_phy_offset = phy_offset
+            self.begin_timestamp = store_timestamp
+            self._write_header()
         return True
+
+    def sync_header(self) -> None:
+        """Write the in-memory header fields to the mapped file."""
+        self._write_header()
+
+    def _roll_forward(self) -> None:
+        """Entries are written before the header that counts them: after a crash, count the
+        entries found past indexCount (a never-written entry is all zeros)."""
+        n = self.index_count
+        found = False
+        while n < self.index_num:
+            kh, phy, diff, prev = ENTRY.unpack_from(self.mm, self._entries_base + n * INDEX_ENTRY_SIZE)
+            if not (kh or phy or diff or prev) or prev >= n:
+                break
+            if prev == 0:
+                self.hash_slot_count += 1
+            self.end_phy_offset = phy
+            self.end_timestamp = max(self.end_timestamp, self.begin_timestamp + diff * 1000)
+            n += 1
+            found = True
+        if found:
+            self.index_count = n
+            self._write_header()
 
     def is_time_matched(self, begin: int, end: int) -> bool:
         return (begin < self.begin_timestamp and end > self.end_timestamp) or (

@@ -69,6 +69,7 @@ class IndexService:
             # The new file continues where the full one ended, as RocketMQ seeds it.
             f.begin_phy_offset = f.end_phy_offset = last.end_phy_offset
             f.begin_timestamp = f.end_timestamp = last.end_timestamp
+            f.sync_header()
             last.flush()
         with self._lock:
             self.files = [*self.files, f]
@@ -150,6 +151,10 @@ class IndexService:
         for f in gone:
             f.destroy()
         return len(gone)
+
+    def sync_header(self) -> None:
+        if self.files:
+            self.files[-1].sync_header()
 
     def flush(self) -> None:
         for f in self.files:

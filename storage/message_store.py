@@ -19,6 +19,7 @@ import struct
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 
+from .checkpoint import StoreCheckpoint
 from .clean_service import CleanService, disk_usage_ratio
 from .codec import CorruptRecordError, decode
 from .commit_log import CommitLog
@@ -27,10 +28,10 @@ from .constants import CQ_STORE_UNIT_SIZE, PROPERTY_WAIT_STORE_MSG_OK
 from .consume_queue import CQ_ENTRY, ConsumeQueue
 from .flush_service import FlushConsumeQueueService, FlushRealTimeService, GroupCommitService
 from .index_service import IndexService
-from .checkpoint import StoreCheckpoint
 from .message import Message, MessageExt
 from .message_filter import MessageFilter
 from .recovery import recover_abnormally, recover_normally
+from .reput_service import ReputMessageService, _prop
 from .results import (
     GetMessageResult,
     GetMessageStatus,
@@ -38,7 +39,6 @@ from .results import (
     PutMessageStatus,
     QueryMessageResult,
 )
-from .reput_service import ReputMessageService, _prop
 from .running_flags import RunningFlags
 from .validators import topic_error
 

@@ -188,6 +188,8 @@ class ReputMessageService(ServiceThread):
                     listener(cq.topic, qid, qoff + 1, code, store_ts, props)
                 pos += size
         finally:
+            if index is not None:
+                index.sync_header()
             self.reput_from_offset = base + pos
             if store_ts:
                 store.checkpoint.logics_msg_timestamp = store_ts

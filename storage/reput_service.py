@@ -62,6 +62,27 @@ class ReputMessageService(ServiceThread):
         self._progress = threading.Condition()
         self._waiters = 0
         self._tags_codes: dict[bytes, int] = {}
+        # Properties repeat when messages carry no unique key: map short property strings straight
+        # to their tags code and skip the scan.
+        self._props_codes: dict[bytes, int] = {}
+
+    def _tags_code_of(self, props: bytes) -> int:
+        if not props:
+            return 0
+        i = props.find(b"TAGS\x01")
+        if i == 0 or i > 0 and props[i - 1] == 2:
+            j = props.find(b"\x02", i)
+            tags = props[i + 5:j] if j > 0 else props[i + 5:]
+        else:
+            tags = _prop(props, b"TAGS\x01") if i > 0 else None
+        if not tags:
+            return 0
+        code = self._tags_codes.get(tags)
+        if code is None:
+            code = tags_code(tags.decode(errors="replace"))
+            if len(self._tags_codes) < 65536:
+                self._tags_codes[tags] = code
+        return code
 
     def behind(self) -> int:
         return self.store.commit_log.get_max_offset() - self.reput_from_offset
@@ -112,7 +133,7 @@ class ReputMessageService(ServiceThread):
         cq_table = store.dispatch_cq_table
         index = store.index_service if store.config.message_index_enable else None
         listener = self.listener
-        tags_cache = self._tags_codes
+        props_codes = self._props_codes
         mm = mf.mm
         base = mf.file_from_offset
         pos = self.reput_from_offset - base
@@ -145,20 +166,14 @@ class ReputMessageService(ServiceThread):
                 # tail = topic length, topic, properties length (2 bytes), properties
                 tlen = tail[0]
                 props = tail[3 + tlen:]
-                code = 0
-                if props:
-                    i = props.find(b"TAGS\x01")
-                    if i == 0 or i > 0 and props[i - 1] == 2:
-                        j = props.find(b"\x02", i)
-                        tags = props[i + 5:j] if j > 0 else props[i + 5:]
-                    else:
-                        tags = _prop(props, b"TAGS\x01") if i > 0 else None
-                    if tags:
-                        code = tags_cache.get(tags)
-                        if code is None:
-                            code = tags_code(tags.decode())
-                            if len(tags_cache) < 65536:
-                                tags_cache[tags] = code
+                code = props_codes.get(props)
+                if code is None:
+                    code = self._tags_code_of(props)
+                    keyed = index is not None and (b"KEYS\x01" in props or b"UNIQ_KEY\x01" in props)
+                    if not keyed and len(props) <= 64 and len(props_codes) < 4096:
+                        props_codes[props] = code
+                else:
+                    keyed = False  # only properties without keys are cached
                 key = (tail[1:1 + tlen], qid)
                 if key != last_key:
                     cq = cq_table.get(key)
@@ -169,16 +184,17 @@ class ReputMessageService(ServiceThread):
                     code = store.delivery_timestamp(props, store_ts)
                 # Index before the queue entry: after a crash, dispatch resumes after the last queue
                 # entry, so everything up to it must already be indexed.
-                if index is not None and props:
+                if keyed:
                     keys = _prop(props, b"KEYS\x01")
                     uniq = _prop(props, b"UNIQ_KEY\x01")
                     if keys or uniq:
                         index.build_index_raw(cq.topic, key[0], keys, uniq, phys, store_ts, sys_flag)
                 if not sys_flag & TRANSACTION_PREPARED_TYPE and phys + size > cq.max_physic_offset:
-                    # Fast path: the entry lands right at the end of the queue's current file.
-                    qf = cq.mapped_file_queue.files[-1] if cq.mapped_file_queue.files else None
+                    files = cq.mapped_file_queue.files
+                    qf = files[-1] if files else None
                     wp = qoff * 20 - qf.file_from_offset if qf is not None else -1
-                    if qf is not None and wp == qf.wrote_position and wp + 20 <= qf.file_size:
+                    if wp == qf.wrote_position and wp < qf.file_size if qf is not None else False:
+                        # Fast path: the entry lands right at the end of the queue's current file.
                         pack_entry(qf.mm, wp, phys, size, code)
                         qf.wrote_position = wp + 20
                         cq.max_physic_offset = phys + size

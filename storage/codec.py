@@ -139,22 +139,36 @@ def decode(buf, offset: int = 0, *, check_crc: bool = False, decompress: bool = 
      store_host, reconsume, prepared, body_len) = head.unpack_from(buf, offset)
     if magic != MESSAGE_MAGIC_CODE:
         raise CorruptRecordError(f"bad magic code {magic:#010x} at {offset}")
-    if size < head.size or offset + size > len(buf) or body_len < 0:
+    end = offset + size
+    if size < head.size or end > len(buf) or body_len < 0:
         raise CorruptRecordError(f"bad record size {size} at {offset}")
+    # Every length must stay inside the record: a damaged one (or bytes that only look like a
+    # record, e.g. at an offset a client made up) must fail here, not with an IndexError.
     pos = offset + head.size
+    if pos + body_len + 3 > end:
+        raise CorruptRecordError(f"body length {body_len} runs past the record at {offset}")
     body = bytes(buf[pos:pos + body_len])
     pos += body_len
     topic_len = buf[pos]
-    topic = bytes(buf[pos + 1:pos + 1 + topic_len]).decode()
+    if pos + 1 + topic_len + 2 > end:
+        raise CorruptRecordError(f"topic length {topic_len} runs past the record at {offset}")
+    raw_topic = bytes(buf[pos + 1:pos + 1 + topic_len])
     pos += 1 + topic_len
     props_len = _SHORT.unpack_from(buf, pos)[0]
-    props = bytes(buf[pos + 2:pos + 2 + props_len]).decode()
-    if pos + 2 + props_len - offset != size:
+    if props_len < 0 or pos + 2 + props_len != end:
         raise CorruptRecordError(f"record at {offset} does not add up to its TOTALSIZE {size}")
+    try:
+        topic = raw_topic.decode()
+        props = bytes(buf[pos + 2:end]).decode()
+    except UnicodeDecodeError as e:
+        raise CorruptRecordError(f"record at {offset} has a topic or properties that are not UTF-8") from e
     if check_crc and body_crc(body) != crc:
         raise CorruptRecordError(f"body CRC mismatch at {offset}")
     if decompress and sys_flag & COMPRESSED_FLAG:
-        body = zlib.decompress(body)
+        try:
+            body = zlib.decompress(body)
+        except zlib.error as e:
+            raise CorruptRecordError(f"compressed body at {offset} does not inflate: {e}") from e
     return MessageExt(
         store_size=size, body_crc=crc, queue_id=queue_id, flag=flag, queue_offset=queue_offset,
         commit_log_offset=phys, sys_flag=sys_flag, born_timestamp=born_ts, born_host=unpack_host(born_host),

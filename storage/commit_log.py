@@ -38,6 +38,7 @@ SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 
 _BLANK = struct.Struct(">iI")
 _CRC_MASK = 0x7FFFFFFF
+_MAX_INT = 0x7FFFFFFF
 _V6_BITS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
 _NOT_COUNTED = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
 
@@ -102,8 +103,8 @@ class CommitLog:
             level = int(msg.properties[PROPERTY_DELAY_TIME_LEVEL])
         except ValueError:
             return
-        if level <= 0 or msg.sys_flag & TRANSACTION_TYPE_MASK in _NOT_COUNTED:
-            return
+        if level <= 0 or msg.sys_flag & TRANSACTION_TYPE_MASK in _NOT_COUNTED or msg.topic == SCHEDULE_TOPIC:
+            return  # (already rerouted: a caller retrying the same Message must not nest it twice)
         level = min(level, len(self.delay_levels))
         props = dict(msg.properties)
         props[PROPERTY_DELAY_TIME_LEVEL] = str(level)
@@ -114,7 +115,7 @@ class CommitLog:
         msg.topic = SCHEDULE_TOPIC
         msg.queue_id = level - 1
 
-    def _check(self, msg: Message, props_len: int) -> PutMessageResult | None:
+    def _check(self, msg: Message, props_len: int) -> PutMessageResult:
         if len(msg.topic) > TOPIC_MAX_LENGTH:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="topic name longer than 127 chars")
         if len(msg.body) > self.config.max_message_size:
@@ -125,7 +126,9 @@ class CommitLog:
         if props_len > MAX_PROPERTIES_LENGTH:
             return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED,
                                     remark=f"properties {props_len} bytes exceed {MAX_PROPERTIES_LENGTH}")
-        return None
+        if not 0 <= msg.queue_id <= _MAX_INT:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=f"queue id {msg.queue_id} out of range")
+        return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="topic name longer than 127 bytes")
 
     def _writable_file(self, size: int) -> MappedFile:
         """The current file if `size` bytes (plus the blank record) still fit, else the next one."""
@@ -151,7 +154,8 @@ class CommitLog:
         body = msg.body
         topic_b = self._topic_entries.get(msg.topic) or self._topic_bytes(msg.topic)
         blen, tlen, plen = len(body), len(topic_b), len(props_b)
-        if blen > self._max_body or plen > MAX_PROPERTIES_LENGTH or tlen > TOPIC_MAX_LENGTH:
+        if (blen > self._max_body or plen > MAX_PROPERTIES_LENGTH or tlen > TOPIC_MAX_LENGTH
+                or not 0 <= msg.queue_id <= _MAX_INT):
             return self._check(msg, plen)
         born_host = msg.born_host
         store_host = msg.store_host or self._store_host
@@ -217,7 +221,8 @@ class CommitLog:
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
                                         remark="all messages of a batch must share topic and queue")
             key = (len(m.body), tlen, len(props_b), len(m.born_host), slen)
-            if key[0] > max_body or key[2] > MAX_PROPERTIES_LENGTH or tlen > TOPIC_MAX_LENGTH:
+            if (key[0] > max_body or key[2] > MAX_PROPERTIES_LENGTH or tlen > TOPIC_MAX_LENGTH
+                    or not 0 <= queue_id <= _MAX_INT):
                 return self._check(m, key[2])
             rec = _RECORDS.get(key) or _record_struct(key)
             recs.append(rec)

@@ -7,6 +7,7 @@ waiter the flush covered (group commit). FlushConsumeQueueService does the same 
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from concurrent.futures import Future
@@ -16,6 +17,8 @@ from .service_thread import ServiceThread
 
 if TYPE_CHECKING:
     from .message_store import DefaultMessageStore
+
+log = logging.getLogger(__name__)
 
 
 class FlushRealTimeService(ServiceThread):
@@ -47,13 +50,25 @@ class GroupCommitService(ServiceThread):
         self.store = store
         self._lock = threading.Lock()
         self._requests: list[tuple[int, Future]] = []
+        self._closed = False  # shut down: nobody is left to flush for a request
+
+    def start(self) -> None:
+        with self._lock:
+            self._closed = False
+        super().start()
 
     def submit(self, next_offset: int) -> Future:
-        """A future that completes with True once the log is flushed up to `next_offset`."""
+        """A future that completes with True once the log is flushed up to `next_offset`
+        (False if the service could not get it there)."""
         fut: Future = Future()
         with self._lock:
-            self._requests.append((next_offset, fut))
-        self.wakeup()
+            closed = self._closed
+            if not closed:
+                self._requests.append((next_offset, fut))
+        if closed:
+            fut.set_result(self.store.commit_log.mapped_file_queue.flushed_where >= next_offset)
+        else:
+            self.wakeup()
         return fut
 
     def run(self) -> None:
@@ -62,21 +77,41 @@ class GroupCommitService(ServiceThread):
             self._do_commit()
         self._do_commit()
 
+    def shutdown(self, join_timeout: float = 10.0) -> None:
+        super().shutdown(join_timeout)
+        # Answer whatever arrived after the last round, and everything from now on, at once:
+        # a waiter (an awaiting broker above all) must never hang on a stopped service.
+        with self._lock:
+            self._closed = True
+            requests, self._requests = self._requests, []
+        self._answer(requests)
+
+    def _answer(self, requests: list[tuple[int, Future]]) -> None:
+        flushed = self.store.commit_log.mapped_file_queue.flushed_where
+        for off, fut in requests:
+            if not fut.done():
+                fut.set_result(flushed >= off)
+
     def _do_commit(self) -> None:
         with self._lock:
             requests, self._requests = self._requests, []
         if not requests:
             return
         target = max(off for off, _ in requests)
-        # The data may span two files, so up to two flush rounds (RocketMQ does the same).
-        for _ in range(2):
-            if self.store.commit_log.mapped_file_queue.flushed_where >= target:
-                break
-            self.store.flush_commit_log(0)
-        flushed = self.store.commit_log.mapped_file_queue.flushed_where
-        for off, fut in requests:
-            if not fut.done():
-                fut.set_result(flushed >= off)
+        # One flush round covers one file. RocketMQ gives each request two rounds (its data may
+        # span two files); here one pass serves every waiter, whose data together may span many
+        # files, so flush file after file for as long as that makes progress.
+        mfq = self.store.commit_log.mapped_file_queue
+        try:
+            while mfq.flushed_where < target:
+                before = mfq.flushed_where
+                self.store.flush_commit_log(0)
+                if mfq.flushed_where == before:
+                    break
+        except Exception:  # e.g. msync failing: answer these waiters (FLUSH_DISK_TIMEOUT), keep serving
+            log.exception("group commit: flushing the commit log failed")
+        finally:
+            self._answer(requests)
 
 
 class FlushConsumeQueueService(ServiceThread):

@@ -16,6 +16,12 @@ def time_millis_to_file_name(ms: int) -> str:
     return time.strftime("%Y%m%d%H%M%S", time.localtime(ms / 1000)) + f"{ms % 1000:03d}"
 
 
+def _next_name(name: str) -> str:
+    """The file name 1 ms after `name` (yyyyMMddHHmmssSSS, local time)."""
+    t = time.mktime(time.strptime(name[:14], "%Y%m%d%H%M%S"))
+    return time_millis_to_file_name(int(t) * 1000 + int(name[14:]) + 1)
+
+
 class IndexService:
     def __init__(self, store_path: str, hash_slot_num: int, index_num: int, max_msgs_num_batch: int = 64) -> None:
         self.store_path = store_path
@@ -27,6 +33,7 @@ class IndexService:
         self._prefix_hashes: dict[bytes, int] = {}
 
     def load(self) -> None:
+        self.files = []
         if not os.path.isdir(self.store_path):
             return
         for name in sorted(os.listdir(self.store_path)):
@@ -59,11 +66,10 @@ class IndexService:
             return last
         os.makedirs(self.store_path, exist_ok=True)
         ms = int(time.time() * 1000)
-        while True:
-            path = os.path.join(self.store_path, time_millis_to_file_name(ms))
-            if not os.path.exists(path) and (last is None or os.path.basename(path) > last.name):
-                break
-            ms += 1
+        path = os.path.join(self.store_path, time_millis_to_file_name(ms))
+        if last is not None and os.path.basename(path) <= last.name:
+            # Names must sort in creation order even if the clock stepped back: go 1 ms past the last.
+            path = os.path.join(self.store_path, _next_name(last.name))
         f = IndexFile(path, self.hash_slot_num, self.index_num)
         if last is not None:
             # The new file continues where the full one ended, as RocketMQ seeds it.

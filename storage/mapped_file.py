@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 
@@ -71,20 +72,47 @@ class MappedFile:
         return self.flushed_position
 
     def truncate_to(self, pos: int) -> None:
-        """Forget everything from `pos` on and zero it, so a later recovery cannot read stale records there."""
+        """Forget everything from `pos` on and zero it, so a later recovery cannot read stale records there.
+
+        Every byte up to the end of the file is checked: a run of zeros (a hole, or a legal message
+        body) says nothing about what follows it. Holes of a sparse file are skipped, not read.
+        """
         self.wrote_position = self.flushed_position = pos
-        end = self.file_size
         chunk = len(_ZERO_CHUNK)
-        while pos < end:
-            n = min(chunk, end - pos)
-            if self.mm[pos:pos + n] == _ZERO_CHUNK[:n]:
-                # Files are written front to back, so a long zero run means the rest is unwritten too.
-                if n == chunk:
-                    break
-            else:
-                self.mm[pos:pos + n] = _ZERO_CHUNK[:n]
-            pos += n
+        for start, stop in self._data_ranges(pos, self.file_size):
+            p = start
+            while p < stop:
+                n = min(chunk, stop - p)
+                if self.mm[p:p + n] != _ZERO_CHUNK[:n]:
+                    self.mm[p:p + n] = _ZERO_CHUNK[:n]
+                p += n
         self.mm.flush()
+
+    def _data_ranges(self, pos: int, end: int) -> list[tuple[int, int]]:
+        """The parts of [pos, end) that may hold data: all but the file's holes (SEEK_DATA /
+        SEEK_HOLE see dirty mapped pages too), or all of it where the OS cannot tell."""
+        seek_data = getattr(os, "SEEK_DATA", None)
+        seek_hole = getattr(os, "SEEK_HOLE", None)
+        if seek_data is None or seek_hole is None:
+            return [(pos, end)]
+        out = []
+        p = pos
+        try:
+            while p < end:
+                try:
+                    data = os.lseek(self._fd, p, seek_data)
+                except OSError as e:
+                    if e.errno == errno.ENXIO:  # no data after p
+                        break
+                    raise
+                if data >= end:
+                    break
+                hole = os.lseek(self._fd, data, seek_hole)
+                out.append((data, min(hole, end)))
+                p = hole
+        except OSError:
+            return [(pos, end)]
+        return out
 
     def close(self) -> None:
         if self.available:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 
 from .mapped_file import MappedFile, offset_to_file_name
+
+log = logging.getLogger(__name__)
 
 
 class MappedFileQueue:
@@ -18,9 +21,21 @@ class MappedFileQueue:
 
     # -- loading --------------------------------------------------------------------------------
     def load(self) -> None:
+        # Start from nothing: after a shutdown the list still holds the closed files.
+        with self._lock:
+            self.files = []
+        self.flushed_where = 0
         if not os.path.isdir(self.store_path):
             return
         names = sorted(n for n in os.listdir(self.store_path) if n.isdigit() and len(n) == 20)
+        if names:
+            last = os.path.join(self.store_path, names[-1])
+            if os.path.getsize(last) == 0:
+                # A crash between creating the newest file and sizing it (MappedFile.__init__) leaves
+                # it empty. It never held data; without this the store could never load again.
+                log.warning("removing %s: an empty file left by a crash while it was being created", last)
+                os.unlink(last)
+                names.pop()
         for name in names:
             mf = MappedFile(os.path.join(self.store_path, name), self.file_size, create=False)
             # Positions are set by recovery; until then assume every loaded file is full.

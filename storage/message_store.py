@@ -116,6 +116,8 @@ class DefaultMessageStore:
     def load(self) -> bool:
         """Map every file and recover; after a crash (abort file present) re-check from the checkpoint."""
         self._acquire_lock()
+        self.consume_queue_table.clear()
+        self.dispatch_cq_table.clear()
         try:
             self.last_exit_ok = not os.path.exists(self.abort_file)
             self.commit_log.load()
@@ -417,6 +419,7 @@ class DefaultMessageStore:
                 run_start, run_end = phys, phys + size
             total += size
             count += 1
+            result.queue_offsets.append(offset + scanned - 1)
             status = GetMessageStatus.FOUND
         if run_start >= 0 and not self._flush_run(buffers, run_start, run_end):
             status = GetMessageStatus.MESSAGE_WAS_REMOVING if not buffers else status

@@ -8,6 +8,7 @@ struct call per record and reads properties as bytes, without building message o
 
 from __future__ import annotations
 
+import logging
 import struct
 import threading
 from collections.abc import Callable
@@ -26,6 +27,8 @@ from .service_thread import ServiceThread
 
 if TYPE_CHECKING:
     from .message_store import DefaultMessageStore
+
+log = logging.getLogger(__name__)
 
 # size, magic, queue id, queue offset, physical offset, sys flag, store timestamp, body length (IPv4 hosts)
 DISPATCH_V4 = struct.Struct(">iI4xi4xqqi8x8xq8x4x8xi")
@@ -100,7 +103,12 @@ class ReputMessageService(ServiceThread):
         try:
             while not self.stopped:
                 self.wait_for_running(0.01)
-                self.do_reput()
+                try:
+                    self.do_reput()
+                except Exception:
+                    # RocketMQ logs and keeps dispatching; the failed record is retried next round.
+                    log.exception("dispatch failed at offset %d; retrying", self.reput_from_offset)
+                    self._stopped.wait(0.1)
         finally:
             self._stopped.set()
             with self._progress:
@@ -201,7 +209,10 @@ class ReputMessageService(ServiceThread):
                     else:
                         cq.put_message_position_info(phys, size, code, qoff)
                 if listener is not None:
-                    listener(cq.topic, qid, qoff + 1, code, store_ts, props)
+                    try:
+                        listener(cq.topic, qid, qoff + 1, code, store_ts, props)
+                    except Exception:  # a listener's bug must not stop dispatch (nor repeat the record)
+                        log.exception("message arriving listener failed")
                 pos += size
         finally:
             if index is not None:

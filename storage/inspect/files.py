@@ -1,0 +1,125 @@
+"""Read-only access to store files, and the small formatting helpers every section uses.
+
+Nothing here opens a file for writing, creates a directory or takes a lock: inspect must be safe
+to run next to a live store, and must leave a crashed store exactly as the crash left it.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import time
+from contextlib import ExitStack
+
+FILE_NAME_DIGITS = 20  # commit-log and consume-queue files: the start offset, zero-padded
+INDEX_NAME_DIGITS = 17  # index files: creation time as yyyyMMddHHmmssSSS
+
+
+class ReadOnlyFiles:
+    """Maps files read-only and unmaps them all on close. A zero-length file maps to b""."""
+
+    def __init__(self) -> None:
+        self._stack = ExitStack()
+        self._maps: dict[str, mmap.mmap | bytes] = {}
+
+    def __enter__(self) -> ReadOnlyFiles:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def map(self, path: str) -> mmap.mmap | bytes:
+        mm = self._maps.get(path)
+        if mm is None:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                size = os.fstat(fd).st_size
+                mm = mmap.mmap(fd, size, access=mmap.ACCESS_READ) if size else b""
+            finally:
+                os.close(fd)  # the mapping keeps its own reference to the file
+            if isinstance(mm, mmap.mmap):
+                self._stack.callback(mm.close)
+            self._maps[path] = mm
+        return mm
+
+    def close(self) -> None:
+        self._maps.clear()
+        self._stack.close()
+
+
+def numbered_files(directory: str, digits: int = FILE_NAME_DIGITS) -> list[str]:
+    """Names of the files in `directory` that are `digits` decimal digits long, in order."""
+    if not os.path.isdir(directory):
+        return []
+    return sorted(n for n in os.listdir(directory) if len(n) == digits and n.isdigit()
+                  and os.path.isfile(os.path.join(directory, n)))
+
+
+def file_sizes(path: str) -> dict:
+    """Apparent size and bytes actually allocated: store files are sparse until written."""
+    st = os.stat(path)
+    return {"size": st.st_size, "allocated": st.st_blocks * 512}
+
+
+def fmt_ms(ms: int) -> str:
+    """A millisecond timestamp as local time, e.g. 2024-06-01 12:00:00.123; 0 reads as "never"."""
+    if ms <= 0:
+        return "never"
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000)) + f".{ms % 1000:03d}"
+    except (OverflowError, OSError, ValueError):
+        return "out of range"
+
+
+def fmt_bytes(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            value = n / scale
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{n} B"
+
+
+def index_name_time(name: str) -> str:
+    """An index file's name (yyyyMMddHHmmssSSS) in the same form as fmt_ms."""
+    return f"{name[0:4]}-{name[4:6]}-{name[6:8]} {name[8:10]}:{name[10:12]}:{name[12:14]}.{name[14:17]}"
+
+
+def preview(data: bytes, width: int = 60) -> str:
+    """Bytes as text for a one-line preview: UTF-8 when it decodes, escapes otherwise."""
+    try:
+        text = data.decode()
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")
+    text = "".join(c if c.isprintable() else _escape(c) for c in text)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _escape(c: str) -> str:
+    return {"\x01": "\\x01", "\x02": "\\x02", "\n": "\\n", "\t": "\\t"}.get(c, f"\\x{ord(c):02x}")
+
+
+def lock_holder(lock_path: str) -> int | None:
+    """The pid holding an flock on `lock_path`, read from /proc/locks (Linux), or None.
+
+    Asking the kernel this way takes no lock ourselves, so a store starting at the same moment
+    never sees inspect as a competitor.
+    """
+    try:
+        st = os.stat(lock_path)
+        with open("/proc/locks") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    want = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
+    for line in lines:
+        parts = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 8277 fe:00:2147008 0 EOF"; blocked waiters show "->" first.
+        if len(parts) < 6 or parts[1] != "FLOCK":
+            continue
+        try:
+            major, minor, inode = parts[5].split(":")
+            if (int(major, 16), int(minor, 16), int(inode)) == want:
+                return int(parts[4])
+        except ValueError:
+            continue
+    return None

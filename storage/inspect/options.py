@@ -1,0 +1,21 @@
+"""What inspect shows: the command-line options as one value passed to every section."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SECTIONS = ("commitlog", "consumequeue", "index", "checkpoint")
+
+
+@dataclass
+class Options:
+    """What to show. sections: any of commitlog, consumequeue, index, checkpoint."""
+
+    sections: frozenset[str]
+    topic: str | None = None
+    queue: int | None = None
+    limit: int | None = None  # None: no limit
+    offset: int | None = None
+    hex: bool = False
+    hash_slots: int = 5_000_000
+    index_num: int = 20_000_000

@@ -1,0 +1,232 @@
+"""Commit-log records, read without the store: walking a file, and a record taken apart field by field.
+
+Whether a record is valid is decided by recovery's own check (storage.recovery.check_record), so
+where inspect says "the log ends here" is where a restart would truncate it.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+from ..codec import CorruptRecordError, body_crc, decode, host_lengths
+from ..constants import (
+    BLANK_MAGIC_CODE,
+    BORNHOST_V6_FLAG,
+    COMPRESSED_FLAG,
+    MESSAGE_MAGIC_CODE,
+    MULTI_TAGS_FLAG,
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
+    STOREHOSTADDRESS_V6_FLAG,
+    TRANSACTION_TYPE_MASK,
+)
+from ..message import MessageExt, unpack_host
+from ..recovery import check_record
+from .files import fmt_ms, preview
+
+_SIZE_MAGIC = struct.Struct(">iI")
+_INT = struct.Struct(">i")
+
+_TRANSACTION_TYPES = {0x4: "TRANSACTION_PREPARED_TYPE", 0x8: "TRANSACTION_COMMIT_TYPE",
+                      0xC: "TRANSACTION_ROLLBACK_TYPE"}
+_FLAG_BITS = ((COMPRESSED_FLAG, "COMPRESSED_FLAG"), (MULTI_TAGS_FLAG, "MULTI_TAGS_FLAG"),
+              (BORNHOST_V6_FLAG, "BORNHOST_V6_FLAG"), (STOREHOSTADDRESS_V6_FLAG, "STOREHOSTADDRESS_V6_FLAG"),
+              (0x40, "NEED_UNWRAP_FLAG"), (0x80, "INNER_BATCH_FLAG"))
+
+
+def sys_flag_names(sys_flag: int) -> list[str]:
+    names = [name for bit, name in _FLAG_BITS if sys_flag & bit]
+    if sys_flag & TRANSACTION_TYPE_MASK:
+        names.append(_TRANSACTION_TYPES[sys_flag & TRANSACTION_TYPE_MASK])
+    return names
+
+
+# -- walking a file -------------------------------------------------------------------------------
+
+def walk_file(mm, base: int) -> tuple[list[tuple[int, int]], dict]:
+    """The records of one commit-log file as (position in file, size), and how the file ends.
+
+    The end is one of: {"kind": "blank", ...} the end-of-file filler; {"kind": "unwritten"} zeros
+    (nothing was ever written there); {"kind": "full"} the last record reaches the file's end;
+    {"kind": "invalid", "reason": ...} a record recovery would reject (a restart truncates here);
+    {"kind": "empty"} a 0-byte file, which a crash while creating the file can leave.
+    """
+    records: list[tuple[int, int]] = []
+    pos, size = 0, len(mm)
+    if not size:
+        return records, {"kind": "empty", "offset": base}
+    while pos + 8 <= size:
+        total, magic = _SIZE_MAGIC.unpack_from(mm, pos)
+        if magic == BLANK_MAGIC_CODE:
+            return records, {"kind": "blank", "offset": base + pos, "size": total, "magic": f"0x{magic:08X}"}
+        if total == 0 and magic == 0:
+            return records, {"kind": "unwritten", "offset": base + pos}
+        verdict, _ts = check_record(mm, pos, base, size, True)
+        if verdict <= 0:
+            return records, {"kind": "invalid", "offset": base + pos, "reason": diagnose(mm, pos, base)}
+        records.append((pos, verdict))
+        pos += verdict
+    return records, {"kind": "full", "offset": base + pos}
+
+
+def diagnose(mm, pos: int, base: int) -> str:
+    """Why recovery's check rejects the record at `pos`, in words."""
+    total, magic = _SIZE_MAGIC.unpack_from(mm, pos)
+    if magic != MESSAGE_MAGIC_CODE:
+        return f"MAGICCODE {magic:#010x} is neither a message (0xDAA320A7) nor the blank record (0xCBD43194)"
+    if total < 91 or pos + total > len(mm):
+        return f"TOTALSIZE {total} does not fit between byte {pos} and the end of the file"
+    try:
+        msg = decode(mm, pos, check_crc=True)
+    except (CorruptRecordError, struct.error, UnicodeDecodeError, IndexError) as e:
+        return str(e)
+    if msg.commit_log_offset != base + pos:
+        return f"PHYSICALOFFSET {msg.commit_log_offset} is not the record's position {base + pos}"
+    return "the field lengths do not add up to TOTALSIZE"
+
+
+# -- one record as a summary ----------------------------------------------------------------------
+
+def body_text(msg: MessageExt, width: int = 60) -> str:
+    """A preview of the body, decompressed first when SYSFLAG says it is compressed."""
+    if msg.sys_flag & COMPRESSED_FLAG:
+        try:
+            raw = zlib.decompress(msg.body)
+        except zlib.error:
+            return f"<{len(msg.body)} bytes, COMPRESSED_FLAG set but not zlib data>"
+        return f"<zlib, {len(msg.body)} -> {len(raw)} bytes> " + preview(raw, width)
+    return preview(msg.body, width)
+
+
+def summary(msg: MessageExt, file_name: str, pos: int) -> dict:
+    """The fields of a record that the listing shows, as a JSON-ready dict. `offset` is where the
+    record is; `physical_offset` is what its PHYSICALOFFSET field says (recovery checks they agree)."""
+    return {
+        "offset": int(file_name) + pos,
+        "file": file_name,
+        "position": pos,
+        "total_size": msg.store_size,
+        "magic": f"0x{MESSAGE_MAGIC_CODE:08X}",
+        "body_crc": msg.body_crc,
+        "queue_id": msg.queue_id,
+        "flag": msg.flag,
+        "queue_offset": msg.queue_offset,
+        "physical_offset": msg.commit_log_offset,
+        "sys_flag": msg.sys_flag,
+        "sys_flag_names": sys_flag_names(msg.sys_flag),
+        "born_timestamp": msg.born_timestamp,
+        "born_host": msg.born_host,
+        "store_timestamp": msg.store_timestamp,
+        "store_time": fmt_ms(msg.store_timestamp),
+        "store_host": msg.store_host,
+        "reconsume_times": msg.reconsume_times,
+        "prepared_transaction_offset": msg.prepared_transaction_offset,
+        "topic": msg.topic,
+        "tags": msg.tags,
+        "keys": msg.keys,
+        "uniq_key": msg.uniq_key,
+        "properties": msg.properties,
+        "body_length": len(msg.body),
+        "body_preview": body_text(msg),
+        "msg_id": msg.msg_id,
+    }
+
+
+# -- one record, field by field -------------------------------------------------------------------
+
+def _field(fields: list, rel: int, raw: bytes, name: str, value, text: str) -> None:
+    fields.append({"pos": rel, "len": len(raw), "field": name, "value": value, "text": text,
+                   "hex": raw.hex()})
+
+
+def annotate(mm, pos: int) -> list[dict]:
+    """The record at `pos` field by field: position within the record, length, RocketMQ's field
+    name, value and bytes. Properties are split into their NAME 0x01 VALUE 0x02 pairs, listed
+    after the PROPERTIES field with names indented by two spaces."""
+    rec = bytes(mm[pos:pos + _INT.unpack_from(mm, pos)[0]])
+    sys_flag = _INT.unpack_from(rec, 36)[0]
+    born_len, store_len = host_lengths(sys_flag)
+    out: list[dict] = []
+    at = 0
+
+    def take(n: int) -> bytes:
+        nonlocal at
+        raw = rec[at:at + n]
+        if len(raw) < n:
+            raise CorruptRecordError(f"record ends inside a field at byte {at}")
+        at += n
+        return raw
+
+    def num(name: str, n: int, describe=None, signed: bool = True) -> int:
+        start = at
+        raw = take(n)
+        value = int.from_bytes(raw, "big", signed=signed)
+        _field(out, start, raw, name, value, describe(value) if describe else str(value))
+        return value
+
+    def host(name: str, n: int) -> None:
+        start = at
+        raw = take(n)
+        addr = unpack_host(raw)
+        _field(out, start, raw, name, addr, f"{addr} ({'IPv6: 16 + 4' if n == 20 else 'IPv4: 4 + 4'} bytes)")
+
+    num("TOTALSIZE", 4, lambda v: f"{v} bytes, this field included")
+    num("MAGICCODE", 4, lambda v: f"0x{v & 0xFFFFFFFF:08X} = MESSAGE_MAGIC_CODE"
+        if v & 0xFFFFFFFF == MESSAGE_MAGIC_CODE else f"0x{v & 0xFFFFFFFF:08X} (unexpected)")
+    crc_at = at
+    num("BODYCRC", 4)
+    num("QUEUEID", 4)
+    num("FLAG", 4, lambda v: f"{v} (the producer's Message.flag)")
+    num("QUEUEOFFSET", 8, lambda v: f"{v} (entry {v} of the consume queue)")
+    num("PHYSICALOFFSET", 8, lambda v: f"{v} (where this record starts in the commit log)")
+    num("SYSFLAG", 4, lambda v: f"{v:#x}" + (f" = {' | '.join(sys_flag_names(v))}" if v else " (no flags)"))
+    num("BORNTIMESTAMP", 8, lambda v: f"{v} = {fmt_ms(v)}")
+    host("BORNHOST", born_len)
+    num("STORETIMESTAMP", 8, lambda v: f"{v} = {fmt_ms(v)}")
+    host("STOREHOSTADDRESS", store_len)
+    num("RECONSUMETIMES", 4)
+    num("PREPAREDTRANSACTIONOFFSET", 8)
+    body_len = num("BODYLENGTH", 4)
+    start = at
+    body = take(body_len)
+    crc_ok = body_crc(body) == _INT.unpack_from(rec, crc_at)[0]
+    out[2]["text"] = f"{out[2]['value']} (CRC32 of BODY & 0x7FFFFFFF: {'matches' if crc_ok else 'MISMATCH'})"
+    _field(out, start, body, "BODY", None, _body_note(body, sys_flag))
+    topic_len = num("TOPICLENGTH", 1, signed=False)
+    start = at
+    topic = take(topic_len)
+    _field(out, start, topic, "TOPIC", topic.decode(errors="replace"), topic.decode(errors="replace"))
+    props_len = num("PROPERTIESLENGTH", 2)
+    start = at
+    props = take(props_len)
+    pairs = [p for p in props.split(PROPERTY_SEPARATOR.encode()) if p]
+    _field(out, start, props, "PROPERTIES", None,
+           f"{len(pairs)} pairs, each NAME 0x01 VALUE 0x02" if pairs else "none")
+    _property_pairs(out, props, start)
+    if at != len(rec):
+        raise CorruptRecordError(f"fields end at byte {at}, TOTALSIZE says {len(rec)}")
+    return out
+
+
+def _body_note(body: bytes, sys_flag: int) -> str:
+    if sys_flag & COMPRESSED_FLAG:
+        try:
+            raw = zlib.decompress(body)
+            return f"zlib-compressed; {len(raw)} bytes inflated: " + preview(raw, 48)
+        except zlib.error:
+            return "COMPRESSED_FLAG set, but not zlib data"
+    return preview(body, 60)
+
+
+def _property_pairs(out: list[dict], props: bytes, start: int) -> None:
+    sep = PROPERTY_SEPARATOR.encode()
+    at = 0
+    while at < len(props):
+        end = props.find(sep, at)
+        end = len(props) if end < 0 else end + 1
+        pair = props[at:end]
+        name, _, value = pair.rstrip(sep).partition(NAME_VALUE_SEPARATOR.encode())
+        text = value.decode(errors="replace")
+        _field(out, start + at, pair, "  " + name.decode(errors="replace"), text, text)
+        at = end

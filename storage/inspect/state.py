@@ -1,0 +1,42 @@
+"""The checkpoint file, and the abort and lock files that say whether a store is running."""
+
+from __future__ import annotations
+
+import os
+import struct
+
+from .files import ReadOnlyFiles, fmt_ms, lock_holder
+
+CHECKPOINT_FIELDS = struct.Struct(">qqq")  # physicMsgTimestamp, logicsMsgTimestamp, indexMsgTimestamp
+KNOWN_ENTRIES = ("commitlog", "consumequeue", "index", "checkpoint", "abort", "lock", "config")
+
+
+def checkpoint_section(root: str, files: ReadOnlyFiles) -> dict:
+    path = os.path.join(root, "checkpoint")
+    if not os.path.isfile(path):
+        return {"present": False}
+    mm = files.map(path)
+    out: dict = {"present": True, "size": len(mm)}
+    if len(mm) < CHECKPOINT_FIELDS.size:
+        return {**out, "error": f"shorter than the {CHECKPOINT_FIELDS.size} bytes of its three timestamps"}
+    physic, logics, index = CHECKPOINT_FIELDS.unpack_from(mm, 0)
+    for name, ms in (("physic_msg_timestamp", physic), ("logics_msg_timestamp", logics),
+                     ("index_msg_timestamp", index)):
+        out[name] = ms
+        out[name.replace("timestamp", "time")] = fmt_ms(ms)
+    # StoreCheckpoint.getMinTimestamp: abnormal recovery re-checks the log from this point on.
+    min_ts = max(min(physic, logics) - 3000, 0)
+    out["min_timestamp"] = min_ts
+    out["min_time"] = fmt_ms(min_ts)
+    out["rest_zero"] = not any(mm[CHECKPOINT_FIELDS.size:])
+    return out
+
+
+def state_section(root: str) -> dict:
+    lock = os.path.join(root, "lock")
+    present = os.path.exists(lock)
+    return {
+        "abort": os.path.exists(os.path.join(root, "abort")),
+        "lock": {"present": present, "held_by_pid": lock_holder(lock) if present else None},
+        "other_entries": sorted(set(os.listdir(root)) - set(KNOWN_ENTRIES)),
+    }

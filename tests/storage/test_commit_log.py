@@ -1,0 +1,304 @@
+"""Commit log through DefaultMessageStore (reference §1.4, §1.5, §1.7, §7.8): files, rolling,
+queue offsets, batches, ids, put-time checks, IPv6 hosts, delay-level rerouting."""
+
+from __future__ import annotations
+
+import os
+import struct
+
+import pytest
+
+from storage import Message, PutMessageStatus, decode, decode_all, decode_message_id, pack_host
+from storage.config import parse_delay_levels
+
+from .conftest import (
+    BLANK_MAGIC,
+    COMMIT_LOG_FILE_SIZE,
+    MESSAGE_MAGIC,
+    commit_log_dir,
+    commit_log_files,
+    msg,
+    put_ok,
+    read_cq_entries,
+    scan_commit_log,
+)
+
+
+def walk_file(path: str):
+    """[(pos, size, magic)] of the entries of one commit-log file up to the first zero TOTALSIZE."""
+    with open(path, "rb") as f:
+        data = f.read()
+    out = []
+    pos = 0
+    while pos + 8 <= len(data):
+        size, magic = struct.unpack_from(">iI", data, pos)
+        if size == 0:
+            break
+        out.append((pos, size, magic))
+        if magic == BLANK_MAGIC:
+            break
+        pos += size
+    return data, out
+
+
+def test_files_are_named_by_20_digit_start_offset_and_have_the_configured_size(store, store_root):
+    for i in range(400):
+        put_ok(store, msg(body=bytes([i % 256]) * 400))
+    names = sorted(os.listdir(commit_log_dir(store_root)))
+    assert len(names) >= 3
+    assert names == [f"{i * COMMIT_LOG_FILE_SIZE:020d}" for i in range(len(names))]
+    assert names[1] == "00000000000000065536"
+    for name in names:
+        assert os.path.getsize(os.path.join(commit_log_dir(store_root), name)) == COMMIT_LOG_FILE_SIZE
+
+
+def test_rolling_writes_blank_record_with_remaining_bytes(store, store_root):
+    sizes = [37, 1500, 250, 4000, 999, 64, 3333]
+    i = 0
+    while not os.path.isdir(commit_log_dir(store_root)) or len(commit_log_files(store_root)) < 4:
+        put_ok(store, msg(body=b"z" * sizes[i % len(sizes)], queue_id=i % 3))
+        i += 1
+    files = commit_log_files(store_root)
+    for n, path in enumerate(files[:-1]):
+        data, entries = walk_file(path)
+        pos, size, magic = entries[-1]
+        assert magic == BLANK_MAGIC, f"{path} does not end with the blank record"
+        assert size == COMMIT_LOG_FILE_SIZE - pos  # TOTALSIZE = all remaining bytes
+        assert all(m == MESSAGE_MAGIC for _, _, m in entries[:-1])
+        # the roll was needed: the next record + the 8-byte blank would not have fit
+        _, next_entries = walk_file(files[n + 1])
+        next_size = next_entries[0][1]
+        assert pos + next_size + 8 > COMMIT_LOG_FILE_SIZE
+        assert data[pos + 8:] == bytes(COMMIT_LOG_FILE_SIZE - pos - 8)  # the rest is left zeroed
+        first = decode(walk_file(files[n + 1])[0], 0)
+        assert first.commit_log_offset == (n + 1) * COMMIT_LOG_FILE_SIZE
+    assert store.wait_dispatched()
+    # every record is still reachable through its queue
+    for qid in range(3):
+        got = [decode(store.select_one_message_by_offset(p, s)).queue_offset
+               for p, s, _ in read_cq_entries(store_root, "TopicA", qid)]
+        assert got == list(range(len(got)))
+
+
+def test_records_carry_their_physical_offset_and_monotonic_store_time(store, store_root):
+    results = [put_ok(store, msg(body=os.urandom(700), queue_id=i % 2)) for i in range(250)]
+    records = scan_commit_log(store_root)
+    assert [p for p, _ in records] == [r.wrote_offset for r in results]
+    assert all(m.commit_log_offset == p for p, m in records)
+    assert [m.store_size for _, m in records] == [r.wrote_bytes for r in results]
+    times = [m.store_timestamp for _, m in records]
+    assert times == sorted(times)
+    assert [r.store_timestamp for r in results] == times
+
+
+def test_queue_offsets_are_consecutive_per_topic_queue(store, store_root):
+    seen: dict[tuple[str, int], list[int]] = {}
+    for i in range(300):
+        topic = ("TopicA", "TopicB", "%RETRY%group_1")[i % 3]
+        qid = (i // 3) % 4
+        r = put_ok(store, msg(topic=topic, queue_id=qid, body=f"{i}".encode()))
+        seen.setdefault((topic, qid), []).append(r.logics_offset)
+    for key, offsets in seen.items():
+        assert offsets == list(range(len(offsets))), key
+    # the QUEUEOFFSET written in each record is the one the put returned
+    by_body = {}
+    for _p, m in scan_commit_log(store_root):
+        by_body.setdefault((m.topic, m.queue_id), []).append(m.queue_offset)
+    assert by_body == seen
+
+
+def test_prepared_and_rollback_records_take_no_queue_slot(store, store_root):
+    a = put_ok(store, msg(body=b"a"))
+    prepared = put_ok(store, Message(topic="TopicA", body=b"half", sys_flag=0x4))
+    rollback = put_ok(store, Message(topic="TopicA", body=b"rb", sys_flag=0xC))
+    commit = put_ok(store, Message(topic="TopicA", body=b"commit", sys_flag=0x8))
+    b = put_ok(store, msg(body=b"b"))
+    assert (a.logics_offset, prepared.logics_offset, rollback.logics_offset) == (0, 0, 0)
+    assert (commit.logics_offset, b.logics_offset) == (1, 2)
+    assert store.wait_dispatched()
+    entries = read_cq_entries(store_root, "TopicA", 0)
+    assert [e[0] for e in entries] == [a.wrote_offset, commit.wrote_offset, b.wrote_offset]
+
+
+def test_batch_lands_in_one_file_with_consecutive_offsets_even_when_it_forces_a_roll(store, store_root):
+    first = put_ok(store, msg(body=b"before", queue_id=1))
+    # fill the first file until a 10 x 1400-byte batch no longer fits in it
+    while True:
+        r = put_ok(store, msg(body=b"f" * 900, queue_id=1))
+        end = r.wrote_offset + r.wrote_bytes
+        if COMMIT_LOG_FILE_SIZE - end < 12_000:
+            break
+    assert end < COMMIT_LOG_FILE_SIZE
+    batch = [msg(body=f"batch-{i}-".encode().ljust(1300, b"."), queue_id=1, KEYS=f"bk{i}") for i in range(10)]
+    res = store.put_messages(batch)
+    assert res.status == PutMessageStatus.PUT_OK
+    ar = res.append_result
+    offsets = [decode_message_id(x)[1] for x in ar.msg_id.split(",")]
+    assert len(offsets) == 10
+    assert all(o // COMMIT_LOG_FILE_SIZE == 1 for o in offsets)  # all in the second file
+    assert offsets[0] == COMMIT_LOG_FILE_SIZE  # it rolled: the batch starts the new file
+    assert ar.logics_offset == r.logics_offset + 1
+    assert first.logics_offset == 0
+    _, entries = walk_file(commit_log_files(store_root)[0])
+    assert entries[-1][2] == BLANK_MAGIC and entries[-1][0] == end
+    records = {p: m for p, m in scan_commit_log(store_root)}
+    for i, off in enumerate(offsets):
+        m = records[off]
+        assert m.body == f"batch-{i}-".encode().ljust(1300, b".")
+        assert m.queue_offset == ar.logics_offset + i and m.queue_id == 1
+        assert m.properties["KEYS"] == f"bk{i}"
+    for a, b in zip(offsets, offsets[1:], strict=False):
+        assert b == a + records[a].store_size  # contiguous
+    assert ar.wrote_bytes == sum(records[o].store_size for o in offsets) > COMMIT_LOG_FILE_SIZE - end
+    assert store.wait_dispatched()
+    assert store.get_max_offset_in_queue("TopicA", 1) == ar.logics_offset + 10
+    after = put_ok(store, msg(body=b"after", queue_id=1))
+    assert after.logics_offset == ar.logics_offset + 10
+
+
+def test_batch_must_share_topic_and_queue_and_carry_no_delay(store):
+    r = store.put_messages([msg(queue_id=0), msg(queue_id=1)])
+    assert r.status == PutMessageStatus.MESSAGE_ILLEGAL
+    r = store.put_messages([msg(topic="TopicA"), msg(topic="TopicB")])
+    assert r.status == PutMessageStatus.MESSAGE_ILLEGAL
+    r = store.put_messages([msg(DELAY="2"), msg()])
+    assert r.status == PutMessageStatus.MESSAGE_ILLEGAL
+    assert store.get_max_phy_offset() == 0
+
+
+def test_offset_msg_id_decodes_to_physical_offset_and_store_host(stores):
+    store = stores.open(store_host="10.0.0.1", store_port=10911)
+    results = [put_ok(store, msg(body=f"m{i}".encode() * 50)) for i in range(30)]
+    for r in results:
+        host, phys = decode_message_id(r.msg_id)
+        assert (host, phys) == ("10.0.0.1:10911", r.wrote_offset)
+        assert len(r.msg_id) == 32 and r.msg_id.startswith("0A00000100002A9F")
+        m = store.look_message_by_offset(phys)
+        assert m.commit_log_offset == phys and m.msg_id == r.msg_id
+
+
+def test_oversized_body_is_illegal_with_remark_and_store_keeps_working(stores):
+    store = stores.open(max_message_size=2048)
+    ok = put_ok(store, msg(body=b"a" * 2048))
+    r = store.put_message(msg(body=b"a" * 2049))
+    assert r.status == PutMessageStatus.MESSAGE_ILLEGAL and r.append_result is None
+    assert "2049" in r.remark and r.remark
+    r = store.put_messages([msg(body=b"x"), msg(body=b"a" * 4096)])
+    assert r.status == PutMessageStatus.MESSAGE_ILLEGAL and r.remark
+    after = put_ok(store, msg(body=b"after"))
+    assert after.logics_offset == ok.logics_offset + 1  # nothing half-written in between
+    assert after.wrote_offset == ok.wrote_offset + ok.wrote_bytes
+    assert store.wait_dispatched()
+    assert store.get_message("g", "TopicA", 0, 0, 32).message_count == 2
+
+
+def test_record_bigger_than_a_commit_log_file_is_illegal(store):
+    r = store.put_message(msg(body=b"b" * COMMIT_LOG_FILE_SIZE))  # under the 4 MiB body limit
+    assert r.status == PutMessageStatus.MESSAGE_ILLEGAL and r.remark
+    put_ok(store, msg(body=b"fine"))
+
+
+@pytest.mark.parametrize("topic", ["", "bad topic", "a/b", "../../etc", "x" * 128, "tópico", "T\x00"])
+def test_invalid_topic_name_is_illegal(store, store_root, topic):
+    r = store.put_message(msg(topic=topic))
+    assert r.status == PutMessageStatus.MESSAGE_ILLEGAL and r.remark
+    r = store.put_messages([msg(topic=topic)])
+    assert r.status == PutMessageStatus.MESSAGE_ILLEGAL
+    assert store.get_max_phy_offset() == 0
+    assert not os.path.exists(os.path.join(str(store_root), "etc"))
+    put_ok(store, msg(topic="x" * 127))  # 127 is the limit
+
+
+def test_properties_size_limit_is_in_bytes(store):
+    # "K" 0x01 value 0x02 = 3 + len(value) bytes
+    put_ok(store, msg(K="v" * (32767 - 3)))
+    r = store.put_message(msg(K="v" * (32768 - 3)))
+    assert r.status == PutMessageStatus.PROPERTIES_SIZE_EXCEEDED and r.remark
+    r = store.put_message(msg(K="é" * 16383))  # 16386 chars, 32769 UTF-8 bytes
+    assert r.status == PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+    r = store.put_messages([msg(K="v" * 40000)])
+    assert r.status == PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+    put_ok(store, msg(body=b"still fine"))
+
+
+def test_ipv6_born_host_sets_sysflag_and_decodes(store, store_root):
+    m = Message(topic="TopicV6", body=b"from v6", born_host=pack_host("fe80::1:2", 40000), born_timestamp=1234,
+                properties={"TAGS": "T6", "KEYS": "v6key"})
+    r = put_ok(store, m)
+    put_ok(store, msg(topic="TopicV6", body=b"v4 after"))
+    raw = store.select_one_message_by_offset(r.wrote_offset)
+    assert struct.unpack_from(">i", raw, 36)[0] & 0x30 == 0x10
+    got = decode(raw, check_crc=True)
+    assert got.born_host == "[fe80::1:2]:40000" and got.body == b"from v6" and got.born_timestamp == 1234
+    assert got.store_timestamp == r.store_timestamp
+    assert store.wait_dispatched()
+    res = store.get_message("g", "TopicV6", 0, 0, 32)
+    assert [x.body for x in decode_all(res.body)] == [b"from v6", b"v4 after"]
+    assert store.get_message_store_timestamp("TopicV6", 0, 0) == r.store_timestamp
+    assert len(store.query_message("TopicV6", "v6key", 10, 0, 2**62).buffers) == 1
+
+
+def test_ipv6_store_host_sets_sysflag_and_long_msg_id(store):
+    m = Message(topic="TopicV6", body=b"x", born_host=pack_host("::1", 1), store_host=pack_host("2001:db8::7", 10911))
+    r = put_ok(store, m)
+    assert len(r.msg_id) == 56
+    assert decode_message_id(r.msg_id) == ("[2001:db8::7]:10911", r.wrote_offset)
+    raw = store.select_one_message_by_offset(r.wrote_offset)
+    assert struct.unpack_from(">i", raw, 36)[0] & 0x30 == 0x30
+
+
+def test_delay_level_reroutes_to_schedule_topic(store, store_root):
+    levels = parse_delay_levels(store.config.message_delay_level)
+    r = put_ok(store, msg(topic="TopicA", queue_id=5, body=b"later", DELAY="3", TAGS="TagA"))
+    assert store.wait_dispatched()
+    m = store.look_message_by_offset(r.wrote_offset)
+    assert m.topic == "SCHEDULE_TOPIC_XXXX" and m.queue_id == 2
+    assert m.properties["REAL_TOPIC"] == "TopicA" and m.properties["REAL_QID"] == "5"
+    assert m.properties["DELAY"] == "3" and m.properties["TAGS"] == "TagA"
+    assert store.get_max_offset_in_queue("TopicA", 5) == 0
+    entries = read_cq_entries(store_root, "SCHEDULE_TOPIC_XXXX", 2)
+    assert entries == [(r.wrote_offset, r.wrote_bytes, m.store_timestamp + levels[2])]
+    assert levels[2] == 10_000
+
+
+def test_delay_level_above_max_is_capped_and_zero_is_not_delayed(store, store_root):
+    levels = parse_delay_levels(store.config.message_delay_level)
+    r = put_ok(store, msg(body=b"capped", DELAY="99"))
+    z = put_ok(store, msg(body=b"now", DELAY="0"))
+    assert store.wait_dispatched()
+    m = store.look_message_by_offset(r.wrote_offset)
+    assert m.topic == "SCHEDULE_TOPIC_XXXX" and m.queue_id == len(levels) - 1 == 17
+    assert m.properties["DELAY"] == "18"
+    (entry,) = read_cq_entries(store_root, "SCHEDULE_TOPIC_XXXX", 17)
+    assert entry[2] == m.store_timestamp + 2 * 3600 * 1000
+    assert store.look_message_by_offset(z.wrote_offset).topic == "TopicA"
+    assert store.get_max_offset_in_queue("TopicA", 0) == 1
+
+
+def test_look_message_by_made_up_offsets_never_raises(store):
+    # a body that looks like a record header whose lengths run far past it (VIEW_MESSAGE_BY_ID
+    # takes the offset from the client, so it may point anywhere, e.g. into a body)
+    fake = bytearray(200)
+    struct.pack_into(">iI", fake, 0, 150, MESSAGE_MAGIC)
+    struct.pack_into(">i", fake, 84, 100_000)  # body length
+    r = put_ok(store, msg(body=bytes(fake)))
+    real = put_ok(store, msg(body=b"real"))
+    assert store.look_message_by_offset(r.wrote_offset + 88) is None
+    for off in (-1, 1, r.wrote_offset + 3, real.wrote_offset + real.wrote_bytes, 10**12):
+        assert store.look_message_by_offset(off) is None
+    assert store.look_message_by_offset(real.wrote_offset).body == b"real"
+
+
+def test_batch_with_ipv6_born_hosts(store):
+    v6 = pack_host("2001:db8::9", 1234)
+    res = store.put_messages([Message(topic="TopicA", body=b"b%d" % i, born_host=v6 if i % 2 else pack_host(
+        "10.1.1.1", 1)) for i in range(4)])
+    assert res.status == PutMessageStatus.PUT_OK
+    offsets = [decode_message_id(x)[1] for x in res.append_result.msg_id.split(",")]
+    got = [decode(store.select_one_message_by_offset(o), check_crc=True) for o in offsets]
+    assert [m.body for m in got] == [b"b0", b"b1", b"b2", b"b3"]
+    assert [m.sys_flag & 0x30 for m in got] == [0, 0x10, 0, 0x10]
+    assert got[1].born_host == "[2001:db8::9]:1234" and got[2].born_host == "10.1.1.1:1"
+    assert [m.queue_offset for m in got] == [0, 1, 2, 3]
+    assert store.wait_dispatched()
+    assert store.get_message("g", "TopicA", 0, 0, 32).message_count == 4

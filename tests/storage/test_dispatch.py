@@ -1,0 +1,117 @@
+"""Dispatch (reference §5.1): the reput thread builds queues and index and notifies a listener."""
+
+from __future__ import annotations
+
+import threading
+
+from storage import Message, decode_all
+from storage.config import parse_delay_levels
+from storage.java_hash import tags_code
+
+from .conftest import msg, put_ok, read_cq_entries, scan_commit_log
+
+
+def test_wait_dispatched_and_behind_bytes(store):
+    for i in range(300):
+        put_ok(store, msg(queue_id=i % 4, body=b"d" * 500, KEYS=f"k{i}"))
+    assert store.wait_dispatched() is True
+    assert store.dispatch_behind_bytes() == 0
+    assert sum(store.get_max_offset_in_queue("TopicA", q) for q in range(4)) == 300
+    assert store.reput_service.reput_from_offset == store.get_max_phy_offset()
+
+
+def test_arriving_listener_called_once_per_message_in_log_order(store, store_root):
+    calls = []
+    store.message_arriving_listener = lambda *args: calls.append(args)
+    levels = parse_delay_levels(store.config.message_delay_level)
+    expected = []
+    for i in range(200):
+        topic = "TopicA" if i % 2 else "TopicB"
+        props = {"TAGS": f"Tag{i % 3}", "KEYS": f"key-{i}", "custom": "x" * (i % 5 + 1)}
+        if i == 77:
+            props["DELAY"] = "1"
+        r = put_ok(store, Message(topic=topic, body=b"%d" % i, queue_id=i % 3, properties=props))
+        expected.append(r)
+    assert store.wait_dispatched()
+    assert len(calls) == 200
+    records = scan_commit_log(store_root)
+    assert [r.wrote_offset for r in expected] == [p for p, _ in records]
+    for (topic, qid, next_offset, code, store_ts, raw_props), (_p, m) in zip(calls, records, strict=True):
+        assert (topic, qid) == (m.topic, m.queue_id)
+        assert next_offset == m.queue_offset + 1
+        assert store_ts == m.store_timestamp
+        raw = store.select_one_message_by_offset(m.commit_log_offset)
+        assert bytes(raw_props) == raw[len(raw) - len(raw_props):]  # the record's own properties bytes
+        assert bytes(raw_props).decode() == "".join(f"{k}\x01{v}\x02" for k, v in m.properties.items())
+        if m.topic == "SCHEDULE_TOPIC_XXXX":
+            assert code == m.store_timestamp + levels[0]
+        else:
+            assert code == tags_code(m.tags)
+    assert sum(1 for c in calls if c[0] == "SCHEDULE_TOPIC_XXXX") == 1
+
+
+def test_listener_sees_untagged_messages_with_code_zero(store):
+    calls = []
+    store.message_arriving_listener = lambda *args: calls.append(args)
+    put_ok(store, msg(body=b"plain"))
+    put_ok(store, msg(body=b"tagged last", KEYS="a", TAGS="Z"))
+    put_ok(store, msg(body=b"tag value contains TAGS", custom="xTAGS\x01no", TAGS="real"))
+    assert store.wait_dispatched()
+    assert [c[3] for c in calls] == [0, tags_code("Z"), tags_code("real")]
+    assert [c[2] for c in calls] == [1, 2, 3]
+
+
+def test_concurrent_producers_get_dense_unique_queue_offsets(store, store_root):
+    errors = []
+
+    def produce(worker: int) -> None:
+        try:
+            for i in range(150):
+                put_ok(store, msg(queue_id=i % 2, body=f"{worker}-{i}".encode()))
+        except BaseException as e:  # surfaced below
+            errors.append(e)
+
+    threads = [threading.Thread(target=produce, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert store.wait_dispatched()
+    for qid in (0, 1):
+        entries = read_cq_entries(store_root, "TopicA", qid)
+        assert len(entries) == 300
+        phys = [e[0] for e in entries]
+        assert phys == sorted(phys)  # queue order is log order
+        records = {p: m for p, m in scan_commit_log(store_root)}
+        assert [records[p].queue_offset for p in phys] == list(range(300))
+    # each worker's messages are in its own send order within each queue
+    for qid in (0, 1):
+        res_bodies = []
+        off = 0
+        while off < 300:
+            res = store.get_message("g", "TopicA", qid, off, 32)
+            res_bodies += [m.body.decode() for m in decode_all(res.body)]
+            off = res.next_begin_offset
+        for w in range(4):
+            seq = [int(b.split("-")[1]) for b in res_bodies if b.startswith(f"{w}-")]
+            assert seq == sorted(seq) and len(seq) == 75
+
+
+def test_a_failing_listener_does_not_stop_dispatch(store):
+    calls = []
+
+    def listener(*args):
+        calls.append(args)
+        if len(calls) == 1:
+            raise RuntimeError("listener bug")
+
+    store.message_arriving_listener = listener
+    for i in range(10):
+        put_ok(store, msg(body=str(i).encode()))
+    assert store.wait_dispatched(timeout=10)
+    assert store.get_max_offset_in_queue("TopicA", 0) == 10
+    put_ok(store, msg(body=b"later"))
+    assert store.wait_dispatched(timeout=10)
+    assert store.get_max_offset_in_queue("TopicA", 0) == 11
+    assert [c[2] for c in calls[-10:]] == list(range(2, 12))  # every message reached the listener

@@ -1,0 +1,202 @@
+"""Index files (reference §3): header, slots, chains, queries by key and time, rolling."""
+
+from __future__ import annotations
+
+import os
+import struct
+import time
+
+from storage import Message, decode, decode_all
+from storage.index_file import key_hash
+
+from .conftest import HASH_SLOTS, INDEX_NUM, msg, put_ok, wait_until
+
+FAR_FUTURE = 2**62
+
+
+class IndexImage:
+    """An index file parsed straight from disk."""
+
+    def __init__(self, path: str, slots: int, index_num: int) -> None:
+        with open(path, "rb") as f:
+            self.data = f.read()
+        self.slots = slots
+        self.index_num = index_num
+        assert len(self.data) == 40 + slots * 4 + index_num * 20
+        (self.begin_ts, self.end_ts, self.begin_phy, self.end_phy, self.hash_slot_count,
+         self.index_count) = struct.unpack_from(">qqqqii", self.data, 0)
+
+    def slot(self, n: int) -> int:
+        return struct.unpack_from(">i", self.data, 40 + n * 4)[0]
+
+    def entry(self, n: int) -> tuple[int, int, int, int]:
+        return struct.unpack_from(">iqii", self.data, 40 + self.slots * 4 + n * 20)
+
+    def chain(self, slot: int) -> list[int]:
+        out, n = [], self.slot(slot)
+        while n:
+            out.append(n)
+            n = self.entry(n)[3]
+        return out
+
+
+def index_files(root) -> list[str]:
+    d = os.path.join(str(root), "index")
+    return sorted(os.path.join(d, n) for n in os.listdir(d))
+
+
+def bodies(result) -> list[bytes]:
+    return [decode(b).body for b in result.buffers]
+
+
+def test_header_layout_slots_and_entries(store, store_root):
+    puts = []
+    for i in range(20):
+        puts.append(put_ok(store, msg(body=f"m{i}".encode(), KEYS=f"key{i % 5} shared", UNIQ_KEY=f"U{i:04d}")))
+    put_ok(store, msg(body=b"no keys"))
+    assert store.wait_dispatched()
+    (path,) = index_files(store_root)
+    img = IndexImage(path, HASH_SLOTS, INDEX_NUM)
+    assert img.index_count == 1 + 20 * 3  # starts at 1: entry 0 is never used
+    assert img.begin_ts == puts[0].store_timestamp and img.end_ts == puts[-1].store_timestamp
+    assert img.begin_phy == puts[0].wrote_offset and img.end_phy == puts[-1].wrote_offset
+    keys = [f"TopicA#U{i:04d}" for i in range(20)] + ["TopicA#shared"] + [f"TopicA#key{i}" for i in range(5)]
+    used_slots = {key_hash(k) % HASH_SLOTS for k in keys}
+    assert img.hash_slot_count == len(used_slots)
+    assert sum(1 for s in range(HASH_SLOTS) if img.slot(s)) == len(used_slots)
+    assert img.entry(0) == (0, 0, 0, 0)
+    # entries are written in dispatch order: UNIQ_KEY first, then each KEYS token
+    n = 1
+    for i, r in enumerate(puts):
+        for k in (f"U{i:04d}", f"key{i % 5}", "shared"):
+            kh, phy, diff, _prev = img.entry(n)
+            assert kh == key_hash(f"TopicA#{k}") and phy == r.wrote_offset
+            assert diff == (r.store_timestamp - img.begin_ts) // 1000
+            n += 1
+    # every key is reachable from its slot = abs(hash("topic#key")) % slots
+    for k in keys:
+        chain = img.chain(key_hash(k) % HASH_SLOTS)
+        assert any(img.entry(e)[0] == key_hash(k) for e in chain)
+
+
+def test_checkpoint_style_header_is_on_disk_after_shutdown(stores, store_root):
+    store = stores.open()
+    r = put_ok(store, msg(KEYS="a b"))
+    store.shutdown()
+    img = IndexImage(index_files(store_root)[0], HASH_SLOTS, INDEX_NUM)
+    assert (img.index_count, img.begin_phy, img.end_phy, img.end_ts) == (3, r.wrote_offset, r.wrote_offset,
+                                                                         r.store_timestamp)
+
+
+def test_collisions_chain_through_prev_newest_first(stores, store_root):
+    store = stores.open(max_hash_slot_num=1)  # every key lands in slot 0
+    puts = [put_ok(store, msg(body=str(i).encode(), KEYS=f"k{i}")) for i in range(30)]
+    assert store.wait_dispatched()
+    img = IndexImage(index_files(store_root)[0], 1, INDEX_NUM)
+    assert img.hash_slot_count == 1
+    assert img.chain(0) == list(range(30, 0, -1))  # newest entry in the slot, prev links back to 1
+    assert [img.entry(n)[1] for n in img.chain(0)] == [r.wrote_offset for r in reversed(puts)]
+    for i in range(30):
+        assert bodies(store.query_message("TopicA", f"k{i}", 32, 0, FAR_FUTURE)) == [str(i).encode()]
+
+
+def test_natural_collisions_within_64_slots(store, store_root):
+    # find keys that share a slot (different hashes) with TopicA#c0
+    target = key_hash("TopicA#c0") % HASH_SLOTS
+    same_slot = [f"c{i}" for i in range(2000) if key_hash(f"TopicA#c{i}") % HASH_SLOTS == target][:4]
+    assert len(same_slot) == 4
+    puts = [put_ok(store, msg(body=k.encode(), KEYS=k)) for k in same_slot]
+    put_ok(store, msg(body=b"other", KEYS="zzz"))
+    assert store.wait_dispatched()
+    img = IndexImage(index_files(store_root)[0], HASH_SLOTS, INDEX_NUM)
+    chain = img.chain(target)
+    assert [img.entry(n)[1] for n in chain][:4] == [r.wrote_offset for r in reversed(puts)]
+    for k in same_slot:
+        assert bodies(store.query_message("TopicA", k, 32, 0, FAR_FUTURE)) == [k.encode()]
+
+
+def test_query_finds_keys_and_uniq_key_and_filters_hash_collisions(store):
+    put_ok(store, msg(body=b"one", KEYS="order-1 customer-9"))
+    put_ok(store, msg(body=b"two", KEYS="order-2  customer-9"))  # double space: empty token ignored
+    put_ok(store, msg(body=b"three", UNIQ_KEY="7F0000010001", KEYS="order-3"))
+    put_ok(store, msg(topic="TopicB", body=b"other topic", KEYS="order-1"))
+    put_ok(store, msg(body=b"Aa", KEYS="Aa"))
+    put_ok(store, msg(body=b"BB", KEYS="BB"))  # "TopicA#Aa" and "TopicA#BB" have the same hash
+    assert key_hash("TopicA#Aa") == key_hash("TopicA#BB")
+    assert store.wait_dispatched()
+    q = store.query_message
+    assert bodies(q("TopicA", "order-1", 32, 0, FAR_FUTURE)) == [b"one"]
+    assert sorted(bodies(q("TopicA", "customer-9", 32, 0, FAR_FUTURE))) == [b"one", b"two"]
+    assert bodies(q("TopicA", "7F0000010001", 32, 0, FAR_FUTURE)) == [b"three"]
+    assert bodies(q("TopicA", "order-3", 32, 0, FAR_FUTURE)) == [b"three"]
+    assert bodies(q("TopicB", "order-1", 32, 0, FAR_FUTURE)) == [b"other topic"]
+    assert bodies(q("TopicA", "Aa", 32, 0, FAR_FUTURE)) == [b"Aa"]
+    assert bodies(q("TopicA", "BB", 32, 0, FAR_FUTURE)) == [b"BB"]
+    assert bodies(q("TopicA", "nope", 32, 0, FAR_FUTURE)) == []
+    assert bodies(q("TopicA", "", 32, 0, FAR_FUTURE)) == []
+    res = q("TopicA", "order-1", 32, 0, FAR_FUTURE)
+    assert res.index_last_update_timestamp > 0 and res.index_last_update_phyoffset > 0
+
+
+def test_rollback_records_are_not_indexed(store):
+    put_ok(store, Message(topic="TopicA", body=b"rolled back", sys_flag=0xC, properties={"KEYS": "tx"}))
+    put_ok(store, Message(topic="TopicA", body=b"prepared", sys_flag=0x4, properties={"KEYS": "tx"}))
+    assert store.wait_dispatched()
+    assert bodies(store.query_message("TopicA", "tx", 32, 0, FAR_FUTURE)) == [b"prepared"]
+
+
+def test_query_respects_max_num_newest_first_and_batch_cap(store):
+    puts = [put_ok(store, msg(body=str(i).encode(), KEYS="dup")) for i in range(100)]
+    assert store.wait_dispatched()
+    res = store.query_message("TopicA", "dup", 5, 0, FAR_FUTURE)
+    assert bodies(res) == [str(i).encode() for i in range(99, 94, -1)]
+    res = store.query_message("TopicA", "dup", 1000, 0, FAR_FUTURE)
+    assert len(res.buffers) == store.config.max_msgs_num_batch == 64
+    assert len(set(bodies(res))) == 64
+    assert len(puts) == 100
+
+
+def test_query_respects_the_time_range(store):
+    a = put_ok(store, msg(body=b"early", KEYS="K"))
+    # index times have second resolution: wait (for a condition, not a fixed time) 2 s of store time
+    wait_until(lambda: time.time() * 1000 >= a.store_timestamp + 2100, timeout=10)
+    b = put_ok(store, msg(body=b"late", KEYS="K"))
+    assert b.store_timestamp - a.store_timestamp >= 2000
+    assert store.wait_dispatched()
+    q = store.query_message
+    assert sorted(bodies(q("TopicA", "K", 32, 0, FAR_FUTURE))) == [b"early", b"late"]
+    assert bodies(q("TopicA", "K", 32, a.store_timestamp, a.store_timestamp + 1000)) == [b"early"]
+    assert bodies(q("TopicA", "K", 32, a.store_timestamp + 1500, FAR_FUTURE)) == [b"late"]
+    assert bodies(q("TopicA", "K", 32, 0, a.store_timestamp - 1)) == []
+    assert bodies(q("TopicA", "K", 32, b.store_timestamp + 5000, FAR_FUTURE)) == []
+
+
+def test_index_rolls_to_a_new_file_when_full(store, store_root):
+    t0 = time.time()
+    puts = [put_ok(store, msg(body=f"r{i}".encode(), KEYS=f"roll-{i}")) for i in range(600)]
+    assert store.wait_dispatched()
+    t1 = time.time()
+    files = index_files(store_root)
+    assert len(files) == 3  # 255 entries per file (indexCount starts at 1, full at 256)
+    names = [os.path.basename(p) for p in files]
+    for name in names:
+        assert len(name) == 17 and name.isdigit()
+        created = time.mktime(time.strptime(name[:14], "%Y%m%d%H%M%S")) + int(name[14:]) / 1000
+        assert t0 - 2 <= created <= t1 + 2
+    assert names == sorted(names) and len(set(names)) == 3
+    imgs = [IndexImage(p, HASH_SLOTS, INDEX_NUM) for p in files]
+    assert [i.index_count for i in imgs] == [256, 256, 1 + 600 - 2 * 255]
+    assert imgs[0].end_phy == puts[254].wrote_offset and imgs[1].begin_phy == puts[255].wrote_offset
+    assert imgs[1].end_phy == puts[509].wrote_offset and imgs[2].begin_phy == puts[510].wrote_offset
+    for i in (0, 1, 254, 255, 256, 509, 510, 599):
+        assert bodies(store.query_message("TopicA", f"roll-{i}", 32, 0, FAR_FUTURE)) == [f"r{i}".encode()]
+    for i in range(600):
+        assert len(store.query_message("TopicA", f"roll-{i}", 32, 0, FAR_FUTURE).buffers) == 1
+
+
+def test_query_body_is_raw_records(store):
+    r = put_ok(store, msg(body=b"raw", KEYS="raw-key", TAGS="T"))
+    assert store.wait_dispatched()
+    res = store.query_message("TopicA", "raw-key", 32, 0, FAR_FUTURE)
+    assert res.body == store.select_one_message_by_offset(r.wrote_offset, r.wrote_bytes)
+    assert [m.body for m in decode_all(res.body)] == [b"raw"]

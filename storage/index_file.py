@@ -28,7 +28,7 @@ def key_hash(key: str) -> int:
 
 
 class IndexFile:
-    __slots__ = ("path", "hash_slot_num", "index_num", "file_size", "mm", "_fd", "begin_timestamp",
+    __slots__ = ("path", "hash_slot_num", "index_num", "file_size", "mm", "_open", "begin_timestamp",
                  "end_timestamp", "begin_phy_offset", "end_phy_offset", "hash_slot_count", "index_count",
                  "_entries_base")
 
@@ -39,17 +39,17 @@ class IndexFile:
         self.file_size = INDEX_HEADER_SIZE + hash_slot_num * INDEX_HASH_SLOT_SIZE + index_num * INDEX_ENTRY_SIZE
         self._entries_base = INDEX_HEADER_SIZE + hash_slot_num * INDEX_HASH_SLOT_SIZE
         exists = os.path.exists(path)
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            size = os.fstat(self._fd).st_size
+            size = os.fstat(fd).st_size
             if not exists or size == 0:
-                os.ftruncate(self._fd, self.file_size)
+                os.ftruncate(fd, self.file_size)
             elif size != self.file_size:
                 raise ValueError(f"{path} is {size} bytes, expected {self.file_size} for this slot/index count")
-            self.mm = mmap.mmap(self._fd, self.file_size)
-        except BaseException:
-            os.close(self._fd)
-            raise
+            self.mm = mmap.mmap(fd, self.file_size)
+        finally:
+            os.close(fd)  # the mapping holds its own descriptor
+        self._open = True
         (self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
          self.hash_slot_count, self.index_count) = HEADER.unpack_from(self.mm, 0)
         if self.index_count <= 0:
@@ -168,13 +168,12 @@ class IndexFile:
         self.mm.flush()
 
     def close(self) -> None:
-        if self._fd >= 0:
+        if self._open:
+            self._open = False
             try:
                 self.mm.close()
             except BufferError:
                 pass
-            os.close(self._fd)
-            self._fd = -1
 
     def destroy(self) -> None:
         self.close()

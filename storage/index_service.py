@@ -86,7 +86,7 @@ class IndexService:
         if sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_ROLLBACK_TYPE:
             return
         f = self._writable_file()
-        if f.entry_count() > 0 and phy_offset <= f.end_phy_offset:
+        if f.entry_count() > 0 and phy_offset < f.end_phy_offset:
             return  # already indexed (re-dispatch after recovery)
         if uniq_key:
             f = self._put(f, f"{topic}#{uniq_key}", phy_offset, store_timestamp)
@@ -102,7 +102,7 @@ class IndexService:
         f = self.files[-1] if self.files else None
         if f is None or f.index_count >= f.index_num:
             f = self._writable_file()
-        if f.index_count > 1 and phy_offset <= f.end_phy_offset:
+        if f.index_count > 1 and phy_offset < f.end_phy_offset:
             return  # already indexed (re-dispatch after recovery)
         prefix = self._prefix_hashes.get(topic_b)
         if prefix is None:

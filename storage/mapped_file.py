@@ -17,7 +17,7 @@ def offset_to_file_name(offset: int) -> str:
 
 
 class MappedFile:
-    __slots__ = ("path", "file_from_offset", "file_size", "mm", "_fd", "wrote_position",
+    __slots__ = ("path", "file_from_offset", "file_size", "mm", "wrote_position",
                  "flushed_position", "store_timestamp", "available")
 
     def __init__(self, path: str, file_size: int, *, create: bool = True) -> None:
@@ -25,18 +25,19 @@ class MappedFile:
         self.file_size = file_size
         self.file_from_offset = int(os.path.basename(path))
         flags = os.O_RDWR | (os.O_CREAT if create else 0)
-        self._fd = os.open(path, flags, 0o644)
+        fd = os.open(path, flags, 0o644)
         try:
-            actual = os.fstat(self._fd).st_size
+            actual = os.fstat(fd).st_size
             if actual == 0 and create:
                 # Sparse: blocks are allocated as records land, so an empty 1 GiB file costs nothing.
-                os.ftruncate(self._fd, file_size)
+                os.ftruncate(fd, file_size)
             elif actual != file_size:
                 raise ValueError(f"{path} is {actual} bytes, expected {file_size}: not a store file of this size")
-            self.mm = mmap.mmap(self._fd, file_size)
-        except BaseException:
-            os.close(self._fd)
-            raise
+            self.mm = mmap.mmap(fd, file_size)
+        finally:
+            # The mapping keeps a descriptor of its own; holding ours too would double the open
+            # files, and a store of many small files would hit the process limit.
+            os.close(fd)
         self.wrote_position = 0
         self.flushed_position = 0
         self.store_timestamp = 0  # store time of the last record appended, for the checkpoint
@@ -98,20 +99,26 @@ class MappedFile:
         out = []
         p = pos
         try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError:
+            return [(pos, end)]
+        try:
             while p < end:
                 try:
-                    data = os.lseek(self._fd, p, seek_data)
+                    data = os.lseek(fd, p, seek_data)
                 except OSError as e:
                     if e.errno == errno.ENXIO:  # no data after p
                         break
                     raise
                 if data >= end:
                     break
-                hole = os.lseek(self._fd, data, seek_hole)
+                hole = os.lseek(fd, data, seek_hole)
                 out.append((data, min(hole, end)))
                 p = hole
         except OSError:
             return [(pos, end)]
+        finally:
+            os.close(fd)
         return out
 
     def close(self) -> None:
@@ -121,7 +128,6 @@ class MappedFile:
                 self.mm.close()
             except BufferError:
                 pass  # a reader still holds a view; the mapping goes when it does
-            os.close(self._fd)
 
     def destroy(self) -> None:
         self.close()

@@ -88,8 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     report = inspect_store(root, options_from(args))
     if args.json:
-        json.dump(report, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        # One line, no indent: json's C encoder only runs without indent, and stores can be large.
+        sys.stdout.write(json.dumps(report) + "\n")
     else:
         sys.stdout.write(render(report))
     return 0

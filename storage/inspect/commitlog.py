@@ -45,6 +45,14 @@ class CommitLogFiles:
         self.walk(name)
         return (name, pos) if pos in self._starts[name] else None
 
+    def end_offset(self) -> int:
+        """Where the valid data of the log ends, as read now."""
+        if not self.names:
+            return 0
+        name = self.names[-1]
+        end = self.walk(name)[1]
+        return int(name) + len(self.map(name)) if end["kind"] == "blank" else end["offset"]
+
     def record_at(self, offset: int) -> MessageExt | None:
         """The valid record starting at `offset`, or None (deleted, truncated, or not a record start)."""
         if offset not in self._decoded:

@@ -75,7 +75,9 @@ def resolve(topic: str, queue_id: int, entry: Entry, log: CommitLogFiles, raw: b
         return out
     msg = log.record_at(phys)
     if msg is None:
-        out["check"] = "no record starts at this commit-log offset (deleted, or cut off by recovery)"
+        out["check"] = ("past the end of the commit log as read (a running store appended since)"
+                        if phys >= log.end_offset() else
+                        "no record starts at this commit-log offset (deleted, or cut off by recovery)")
         return out
     problems = _disagreements(topic, queue_id, index, size, msg)
     if topic == SCHEDULE_TOPIC:

@@ -6,6 +6,7 @@ to run next to a live store, and must leave a crashed store exactly as the crash
 
 from __future__ import annotations
 
+import codecs
 import mmap
 import os
 import time
@@ -86,11 +87,16 @@ def index_name_time(name: str) -> str:
 
 def preview(data: bytes, width: int = 60) -> str:
     """Bytes as text for a one-line preview: UTF-8 when it decodes, escapes otherwise."""
+    data = data[:width * 4]  # enough for `width` characters; a body can be megabytes
     try:
         text = data.decode()
     except UnicodeDecodeError:
-        text = data.decode("latin-1")
-    text = "".join(c if c.isprintable() else _escape(c) for c in text)
+        try:
+            # final=False: a character cut in two by the slice above is not an error.
+            text = codecs.getincrementaldecoder("utf-8")().decode(data, final=False)
+        except UnicodeDecodeError:
+            text = data.decode("latin-1")
+    text = "".join(c if c.isprintable() else _escape(c) for c in text[:width + 1])
     return text if len(text) <= width else text[:width - 3] + "..."
 
 

@@ -51,7 +51,7 @@ def plausible(mm, slots: int, num: int, header: dict) -> bool:
     """Does the header agree with the entries when the file is read with this geometry?
 
     Entry 0 is never written; entry 1 starts a chain (prev 0) at beginPhyOffset and its slot points
-    into the file; the last counted entry holds endPhyOffset.
+    into the file (possibly past indexCount, after a crash); the last counted entry holds endPhyOffset.
     """
     count = header["index_count"]
     if slots <= 0 or num <= 0 or file_size_for(slots, num) != len(mm) or count > num:
@@ -61,7 +61,7 @@ def plausible(mm, slots: int, num: int, header: dict) -> bool:
     kh, phy, _diff, prev = _entry(mm, slots, 1)
     last = _entry(mm, slots, count - 1)
     return (_entry(mm, slots, 0) == (0, 0, 0, 0) and prev == 0 and phy == header["begin_phy_offset"]
-            and 0 < _slot(mm, kh % slots) < count and last[1] == header["end_phy_offset"]
+            and 0 < _slot(mm, kh % slots) < num and last[1] == header["end_phy_offset"]
             and 0 <= last[3] < count - 1)
 
 
@@ -158,6 +158,7 @@ def index_file_entry(path: str, files: ReadOnlyFiles, log: CommitLogFiles, opts:
     count = max(header["index_count"], 1)
     out["geometry"] = {"hash_slots": slots, "index_num": num, "source": source}
     out["entries_past_header"] = entries_past_header(mm, slots, num, count)
+    count += out["entries_past_header"]  # show them, as loading the file would count them in
     used = sorted({_entry(mm, slots, n)[0] % slots for n in range(1, count)})
     out["used_slots"] = len(used)
     matched = []

@@ -88,15 +88,15 @@ def diagnose(mm, pos: int, base: int) -> str:
 
 # -- one record as a summary ----------------------------------------------------------------------
 
-def body_text(msg: MessageExt, width: int = 60) -> str:
+def body_text(body: bytes, sys_flag: int, width: int = 60) -> str:
     """A preview of the body, decompressed first when SYSFLAG says it is compressed."""
-    if msg.sys_flag & COMPRESSED_FLAG:
+    if sys_flag & COMPRESSED_FLAG:
         try:
-            raw = zlib.decompress(msg.body)
+            raw = zlib.decompress(body)
         except zlib.error:
-            return f"<{len(msg.body)} bytes, COMPRESSED_FLAG set but not zlib data>"
-        return f"<zlib, {len(msg.body)} -> {len(raw)} bytes> " + preview(raw, width)
-    return preview(msg.body, width)
+            return f"<{len(body)} bytes, COMPRESSED_FLAG set but not zlib data>"
+        return f"<zlib, {len(body)} -> {len(raw)} bytes> " + preview(raw, width)
+    return preview(body, width)
 
 
 def summary(msg: MessageExt, file_name: str, pos: int) -> dict:
@@ -128,7 +128,7 @@ def summary(msg: MessageExt, file_name: str, pos: int) -> dict:
         "uniq_key": msg.uniq_key,
         "properties": msg.properties,
         "body_length": len(msg.body),
-        "body_preview": body_text(msg),
+        "body_preview": body_text(msg.body, msg.sys_flag),
         "msg_id": msg.msg_id,
     }
 
@@ -192,7 +192,7 @@ def annotate(mm, pos: int) -> list[dict]:
     body = take(body_len)
     crc_ok = body_crc(body) == _INT.unpack_from(rec, crc_at)[0]
     out[2]["text"] = f"{out[2]['value']} (CRC32 of BODY & 0x7FFFFFFF: {'matches' if crc_ok else 'MISMATCH'})"
-    _field(out, start, body, "BODY", None, _body_note(body, sys_flag))
+    _field(out, start, body, "BODY", None, body_text(body, sys_flag))
     topic_len = num("TOPICLENGTH", 1, signed=False)
     start = at
     topic = take(topic_len)
@@ -207,16 +207,6 @@ def annotate(mm, pos: int) -> list[dict]:
     if at != len(rec):
         raise CorruptRecordError(f"fields end at byte {at}, TOTALSIZE says {len(rec)}")
     return out
-
-
-def _body_note(body: bytes, sys_flag: int) -> str:
-    if sys_flag & COMPRESSED_FLAG:
-        try:
-            raw = zlib.decompress(body)
-            return f"zlib-compressed; {len(raw)} bytes inflated: " + preview(raw, 48)
-        except zlib.error:
-            return "COMPRESSED_FLAG set, but not zlib data"
-    return preview(body, 60)
 
 
 def _property_pairs(out: list[dict], props: bytes, start: int) -> None:

@@ -101,8 +101,8 @@ def _file_end(lines: list[str], end: dict, file_end: int) -> None:
     elif kind == "empty":
         lines.append("    empty file (0 bytes), as a crash while the file was being created leaves it")
     elif kind == "invalid":
-        lines.append(f"    offset {end['offset']}  INVALID record: {end['reason']} "
-                     "(recovery would truncate the log here)")
+        lines.append(f"    offset {end['offset']}  INVALID record: {end['reason']} (a restart would "
+                     "truncate the log here; in a running store it may be a record being written)")
 
 
 def _fields(lines: list[str], fields: list[dict]) -> None:

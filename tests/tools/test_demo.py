@@ -1,0 +1,91 @@
+"""python -m storage demo: what it writes, and how it treats the directory it is given."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+
+from storage.codec import decode
+from storage.demo import main as demo_main
+from storage.inspect.files import ReadOnlyFiles
+
+from .conftest import demo, expected_messages, inspect_json, per_queue, run_tool
+
+
+def test_summary_counts_every_queue(tmp_path: Path) -> None:
+    out = demo(tmp_path / "s", "--small", "--messages", "200")
+    for (topic, queue_id), n in per_queue(expected_messages(200)).items():
+        assert f"  {topic + '/' + str(queue_id):<22} {n:>5}" in out
+    assert "2 delayed (stored in SCHEDULE_TOPIC_XXXX)" in out
+    assert f"Next: python -m storage inspect {tmp_path / 's'} --limit 5" in out
+    assert not (tmp_path / "s" / "abort").exists(), "a clean shutdown removes the abort file"
+
+
+def test_running_twice_replaces_the_store(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    demo(path, "--small", "--messages", "30")
+    out = demo(path, "--small", "--messages", "30")
+    assert "(the previous demo store was removed)" in out
+    assert inspect_json(path, "--commitlog")["commitlog"]["records_total"] == 30
+
+
+def test_refuses_a_directory_that_is_not_a_store(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    code, _ = run_tool(demo_main, [str(tmp_path), "--messages", "5"])
+    assert code == 1
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+    assert not (tmp_path / "commitlog").exists()
+
+
+def test_refuses_a_store_whose_lock_is_held(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    demo(path, "--small", "--messages", "5")
+    fd = os.open(path / "lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        code, _ = run_tool(demo_main, [str(path), "--small", "--messages", "5"])
+    finally:
+        os.close(fd)
+    assert code == 1
+    assert inspect_json(path, "--commitlog")["commitlog"]["records_total"] == 5
+
+
+def _records_without_timestamps(path: Path) -> list:
+    out = []
+    with ReadOnlyFiles() as files:
+        for name in sorted(os.listdir(path / "commitlog")):
+            mm = files.map(str(path / "commitlog" / name))
+            pos = 0
+            while pos + 8 <= len(mm) and mm[pos + 4:pos + 8] == bytes.fromhex("daa320a7"):
+                msg = decode(mm, pos)
+                msg.born_timestamp = msg.store_timestamp = 0
+                out.append(msg)
+                pos += msg.store_size
+    return out
+
+
+def test_output_is_the_same_apart_from_timestamps(tmp_path: Path) -> None:
+    demo(tmp_path / "a", "--small", "--messages", "120")
+    demo(tmp_path / "b", "--small", "--messages", "120")
+    a, b = _records_without_timestamps(tmp_path / "a"), _records_without_timestamps(tmp_path / "b")
+    assert len(a) == 120
+    assert a == b
+
+
+def test_sync_flush(tmp_path: Path) -> None:
+    out = demo(tmp_path / "s", "--small", "--messages", "40", "--flush", "sync")
+    assert "pocketmq demo: 40 messages" in out
+    assert inspect_json(tmp_path / "s", "--commitlog")["commitlog"]["records_total"] == 40
+
+
+def test_default_sizes_are_rocketmqs_and_sparse(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    out = demo(path, "--messages", "30")
+    assert "commit log files    1,073,741,824 bytes (1 GiB)" in out
+    log = path / "commitlog" / ("0" * 20)
+    assert log.stat().st_size == 1 << 30
+    assert log.stat().st_blocks * 512 < 1 << 20, "an almost empty 1 GiB file takes almost no disk"
+    index = inspect_json(path, "--index")["index"]["files"]
+    assert [f["size"] for f in index] == [420_000_040]
+    assert index[0]["geometry"] == {"hash_slots": 5_000_000, "index_num": 20_000_000, "source": "options"}

@@ -190,3 +190,47 @@ class GetConsumerListByGroupResponseBody:
     @classmethod
     def from_dict(cls, obj: object, path: str = "") -> GetConsumerListByGroupResponseBody:
         return cls(Reader(obj, path).str_list("consumerIdList", []))
+
+
+@dataclass(slots=True)
+class SubscriptionGroupConfig:
+    """A consumer group's broker-side settings: UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) body and the
+    values of subscriptionGroup.json (RocketMQ 4.9.8 fields and defaults)."""
+
+    group_name: str
+    consume_enable: bool = True
+    consume_from_min_enable: bool = True
+    consume_broadcast_enable: bool = True
+    retry_queue_nums: int = 1
+    retry_max_times: int = 16
+    broker_id: int = 0
+    which_broker_when_consume_slowly: int = 1
+    notify_consumer_ids_changed_enable: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "groupName": self.group_name,
+            "consumeEnable": self.consume_enable,
+            "consumeFromMinEnable": self.consume_from_min_enable,
+            "consumeBroadcastEnable": self.consume_broadcast_enable,
+            "retryQueueNums": self.retry_queue_nums,
+            "retryMaxTimes": self.retry_max_times,
+            "brokerId": self.broker_id,
+            "whichBrokerWhenConsumeSlowly": self.which_broker_when_consume_slowly,
+            "notifyConsumerIdsChangedEnable": self.notify_consumer_ids_changed_enable,
+        }
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> SubscriptionGroupConfig:
+        r = Reader(obj, path)
+        return cls(
+            group_name=r.str("groupName"),
+            consume_enable=r.bool("consumeEnable", True),
+            consume_from_min_enable=r.bool("consumeFromMinEnable", True),
+            consume_broadcast_enable=r.bool("consumeBroadcastEnable", True),
+            retry_queue_nums=r.int("retryQueueNums", 1),
+            retry_max_times=r.int("retryMaxTimes", 16),
+            broker_id=r.int("brokerId", 0),
+            which_broker_when_consume_slowly=r.int("whichBrokerWhenConsumeSlowly", 1),
+            notify_consumer_ids_changed_enable=r.bool("notifyConsumerIdsChangedEnable", True),
+        )

@@ -32,6 +32,7 @@ from remoting.client_body import (
     MessageQueue,
     ProducerData,
     SubscriptionData,
+    SubscriptionGroupConfig,
 )
 from remoting.codes import PermName, RequestCode, ResponseCode
 from remoting.command import RemotingCommand
@@ -321,6 +322,22 @@ def test_client_bodies_round_trip() -> None:
     assert decode_body(encode_body(ids), GetConsumerListByGroupResponseBody) == ids
     with pytest.raises(BodyError, match="codeSet"):
         SubscriptionData.from_dict({"topic": "T", "codeSet": ["x"]})
+
+
+def test_subscription_group_config_defaults_and_round_trip() -> None:
+    cfg = SubscriptionGroupConfig("CG", retry_max_times=3, consume_broadcast_enable=False)
+    raw = decode_body(encode_body(cfg))
+    assert raw["groupName"] == "CG" and raw["retryMaxTimes"] == 3 and raw["consumeBroadcastEnable"] is False
+    assert decode_body(encode_body(cfg), SubscriptionGroupConfig) == cfg
+    defaults = SubscriptionGroupConfig.from_dict({"groupName": "G"})
+    assert (defaults.retry_queue_nums, defaults.retry_max_times, defaults.which_broker_when_consume_slowly) == (
+        1,
+        16,
+        1,
+    )
+    assert defaults.consume_enable and defaults.notify_consumer_ids_changed_enable
+    with pytest.raises(BodyError, match="retryMaxTimes"):
+        SubscriptionGroupConfig.from_dict({"groupName": "G", "retryMaxTimes": "3"})
 
 
 def test_header_dataclasses_are_slotted() -> None:

@@ -1,0 +1,70 @@
+"""ClientConfig: what every producer and consumer shares (RocketMQ's ClientConfig), and the client id."""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+from dataclasses import dataclass, field
+
+from .exceptions import ClientErrorCode, MQClientException
+
+
+@functools.cache
+def get_client_ip() -> str:
+    """A non-loopback IPv4 address of this host if there is one, else 127.0.0.1 (UtilAll.getIP)."""
+    # A UDP "connect" sends nothing; it only makes the kernel pick the outgoing interface.
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("10.255.255.255", 1))
+            ip = s.getsockname()[0]
+            if ip and not ip.startswith("127.") and ip != "0.0.0.0":
+                return ip
+    except OSError:
+        pass
+    try:
+        ip = socket.gethostbyname(socket.gethostname())
+        if ip and not ip.startswith("127."):
+            return ip
+    except OSError:
+        pass
+    return "127.0.0.1"
+
+
+@dataclass(slots=True)
+class ClientConfig:
+    """Settings of one MQClientInstance. Times are seconds (RocketMQ uses milliseconds)."""
+
+    namesrv_addr: str  # "host:port;host:port"
+    client_ip: str = field(default_factory=get_client_ip)
+    # RocketMQ's default "DEFAULT" becomes the pid (4.9.8 appends #nanoTime, giving each client its own
+    # instance); None means the same here, so producers and consumers of one process share an instance.
+    instance_name: str | None = None
+    unit_name: str | None = None
+    poll_name_server_interval: float = 30.0
+    heartbeat_broker_interval: float = 30.0
+    persist_consumer_offset_interval: float = 5.0
+    mq_client_api_timeout: float = 3.0  # name server queries, heartbeats, offsets
+    connect_timeout: float = 3.0
+
+    def __post_init__(self) -> None:
+        if not self.namesrv_addr_list():
+            raise MQClientException(
+                "No name server address, please set namesrv_addr (\"host:port;host:port\")",
+                response_code=ClientErrorCode.NO_NAME_SERVER_EXCEPTION,
+            )
+
+    def namesrv_addr_list(self) -> list[str]:
+        return [a.strip() for a in (self.namesrv_addr or "").split(";") if a.strip()]
+
+    def effective_instance_name(self) -> str:
+        if self.instance_name is None or self.instance_name == "DEFAULT":
+            return str(os.getpid())
+        return self.instance_name
+
+    def build_mq_client_id(self) -> str:
+        """``clientIP@instanceName[@unitName]``, the id brokers know this client by."""
+        client_id = f"{self.client_ip}@{self.effective_instance_name()}"
+        if self.unit_name:
+            client_id += f"@{self.unit_name}"
+        return client_id

@@ -1,0 +1,136 @@
+"""The `pocketmq` command: run servers (`dev`, `namesrv`, `broker`) and poke at them (`send`, `consume`)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+
+from .runtime import run
+from .tools import add_tool_commands
+
+
+def _add_dev(sub) -> None:
+    p = sub.add_parser("dev", help="a name server and a broker in one process (what `make run` starts)")
+    p.add_argument("--store", default=".pocketmq", help="folder for the broker's store (default ./.pocketmq)")
+    p.add_argument("--namesrv-port", type=int, default=9876, help="0 picks a free port")
+    p.add_argument("--broker-port", type=int, default=10911, help="0 picks a free port")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind and advertise (default loopback)")
+    p.add_argument("-c", "--config", help="broker properties file (its values win over the defaults)")
+    p.set_defaults(func=_dev)
+
+
+def _add_namesrv(sub) -> None:
+    p = sub.add_parser("namesrv", help="run a name server")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=9876)
+    p.set_defaults(func=_namesrv)
+
+
+def _add_broker(sub) -> None:
+    p = sub.add_parser("broker", help="run a broker from a RocketMQ-style properties file")
+    p.add_argument("-c", "--config", required=True, help="properties file, e.g. configs/broker.conf")
+    p.add_argument("-n", "--namesrv-addr", help="name server address(es), ';'-separated; wins over the file")
+    p.set_defaults(func=_broker)
+
+
+async def _wait_for_signal() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+
+async def _dev(args) -> int:
+    from broker.broker_controller import BrokerController
+    from broker.config import BrokerConfig
+    from namesrv.config import NamesrvConfig
+    from namesrv.namesrv_controller import NamesrvController
+
+    namesrv = NamesrvController(NamesrvConfig(listen_host=args.host, listen_port=args.namesrv_port))
+    await namesrv.start()
+    overrides = dict(
+        broker_ip1=args.host, listen_port=args.broker_port, namesrv_addr=namesrv.address,
+        store_path_root_dir=os.path.join(os.path.abspath(args.store), "store"),
+    )
+    try:
+        config = BrokerConfig.from_properties(args.config, **overrides) if args.config else BrokerConfig(**overrides)
+        broker = BrokerController(config)
+        await broker.start()
+    except BaseException:
+        await namesrv.shutdown()
+        raise
+    print(f"pocketmq dev: name server {namesrv.address}, broker {config.broker_name} at {broker.address}")
+    print(f"  store: {config.store_root}")
+    print(f"  try:   pocketmq send -n {namesrv.address} -t TopicTest -p hello")
+    print(f"         pocketmq consume -n {namesrv.address} -t TopicTest --count 1")
+    print("  Ctrl-C stops it cleanly.", flush=True)
+    try:
+        await _wait_for_signal()
+    finally:
+        print("pocketmq dev: shutting down", flush=True)
+        await broker.shutdown()
+        await namesrv.shutdown()
+    return 0
+
+
+async def _namesrv(args) -> int:
+    from namesrv.config import NamesrvConfig
+    from namesrv.namesrv_controller import NamesrvController
+
+    namesrv = NamesrvController(NamesrvConfig(listen_host=args.host, listen_port=args.port))
+    await namesrv.start()
+    print(f"pocketmq name server listening on {namesrv.address}", flush=True)
+    try:
+        await _wait_for_signal()
+    finally:
+        await namesrv.shutdown()
+    return 0
+
+
+async def _broker(args) -> int:
+    from broker.broker_controller import BrokerController
+    from broker.config import BrokerConfig
+
+    overrides = {"namesrv_addr": args.namesrv_addr} if args.namesrv_addr else {}
+    config = BrokerConfig.from_properties(args.config, **overrides)
+    broker = BrokerController(config)
+    await broker.start()
+    print(f"pocketmq broker {config.broker_name} listening on {broker.address}, store {config.store_root}",
+          flush=True)
+    try:
+        await _wait_for_signal()
+    finally:
+        await broker.shutdown()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pocketmq", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_dev(sub)
+    _add_namesrv(sub)
+    _add_broker(sub)
+    add_tool_commands(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return run(args.func(args)) or 0
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""A whole cluster (one name server, one broker) in-process, on free ports, in a folder of its own.
+
+    async with EmbeddedCluster(tmp_path) as cluster:
+        producer = Producer("group", cluster.namesrv_addr)
+
+EmbeddedCluster runs on the caller's event loop. ThreadedCluster runs the same cluster on an event loop
+of its own in a background thread, so synchronous tests and tests on any other loop can use it too
+(clients only ever reach it over sockets); the pytest fixture uses it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from typing import Any
+
+from broker.broker_controller import BrokerController
+from broker.config import BrokerConfig
+from namesrv.config import NamesrvConfig
+from namesrv.namesrv_controller import NamesrvController
+
+from .runtime import loop_factory
+
+# Small files: a test cluster starts in milliseconds and its sparse files stay small on disk.
+TEST_STORE_DEFAULTS: dict[str, Any] = {
+    "mapped_file_size_commit_log": 16 * 1024 * 1024,
+    "mapped_file_size_consume_queue": 30_000 * 20,
+    "max_hash_slot_num": 50_000,
+    "max_index_num": 200_000,
+}
+
+
+class EmbeddedCluster:
+    """Name server + broker on 127.0.0.1, ports chosen by the OS, store under `root`/store.
+
+    Keyword arguments are BrokerConfig fields (snake_case) and override the test defaults, e.g.
+    ``EmbeddedCluster(tmp_path, auto_create_topic_enable=False)``.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], **broker_overrides: Any) -> None:
+        self.root = os.fspath(root)
+        self.broker_overrides = broker_overrides
+        self.namesrv: NamesrvController | None = None
+        self.broker: BrokerController | None = None
+
+    @property
+    def namesrv_addr(self) -> str:
+        assert self.namesrv is not None, "the cluster is not started"
+        return self.namesrv.address
+
+    @property
+    def broker_addr(self) -> str:
+        assert self.broker is not None, "the cluster is not started"
+        return self.broker.address
+
+    @property
+    def store(self):
+        assert self.broker is not None, "the cluster is not started"
+        return self.broker.store
+
+    def broker_config(self) -> BrokerConfig:
+        settings: dict[str, Any] = dict(TEST_STORE_DEFAULTS)
+        settings.update(listen_port=0, store_path_root_dir=os.path.join(self.root, "store"))
+        settings.update(self.broker_overrides)
+        settings["namesrv_addr"] = self.namesrv_addr
+        return BrokerConfig(**settings)
+
+    async def start(self) -> EmbeddedCluster:
+        """Returns once the broker has registered with the name server."""
+        self.namesrv = NamesrvController(NamesrvConfig(listen_port=0))
+        await self.namesrv.start()
+        try:
+            self.broker = BrokerController(self.broker_config())
+            await self.broker.start()
+        except BaseException:
+            await self.namesrv.shutdown()
+            raise
+        return self
+
+    async def stop(self) -> None:
+        try:
+            if self.broker is not None:
+                await self.broker.shutdown()
+        finally:
+            if self.namesrv is not None:
+                await self.namesrv.shutdown()
+
+    async def wait_dispatched(self, timeout: float = 10.0) -> bool:
+        """Wait until every stored message is in the consume queues (so pulls see it)."""
+        return await asyncio.to_thread(self.store.wait_dispatched, timeout)
+
+    async def __aenter__(self) -> EmbeddedCluster:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+
+class ThreadedCluster:
+    """EmbeddedCluster on its own event loop in a daemon thread; start() and stop() block."""
+
+    def __init__(self, root: str | os.PathLike[str], **broker_overrides: Any) -> None:
+        self.cluster = EmbeddedCluster(root, **broker_overrides)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def namesrv_addr(self) -> str:
+        return self.cluster.namesrv_addr
+
+    @property
+    def broker_addr(self) -> str:
+        return self.cluster.broker_addr
+
+    @property
+    def store(self):
+        return self.cluster.store
+
+    def _call(self, coro, timeout: float = 30.0):
+        assert self._loop is not None
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+
+    def start(self) -> ThreadedCluster:
+        self._loop = loop_factory()()
+        ready = threading.Event()
+
+        def serve() -> None:
+            asyncio.set_event_loop(self._loop)
+            self._loop.call_soon(ready.set)
+            self._loop.run_forever()
+
+        self._thread = threading.Thread(target=serve, name="pocketmq-cluster", daemon=True)
+        self._thread.start()
+        ready.wait()
+        try:
+            self._call(self.cluster.start())
+        except BaseException:
+            self._shutdown_loop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        try:
+            self._call(self.cluster.stop())
+        finally:
+            self._shutdown_loop()
+
+    def _shutdown_loop(self) -> None:
+        loop, self._loop = self._loop, None
+        if loop is None:
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join(10)
+        loop.close()
+
+    def wait_dispatched(self, timeout: float = 10.0) -> bool:
+        return self.cluster.store.wait_dispatched(timeout)
+
+    def __enter__(self) -> ThreadedCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,155 @@
+"""Topics, subscription groups, admin offset queries and message lookups."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from broker import BrokerConfig
+from broker.topic_config_manager import TopicConfigManager
+from remoting.body import TopicConfigSerializeWrapper, decode_body, encode_body
+from remoting.client_body import SubscriptionGroupConfig
+from remoting.codes import RequestCode, ResponseCode
+from remoting.header import (
+    DeleteTopicRequestHeader,
+    GetEarliestMsgStoretimeRequestHeader,
+    GetMaxOffsetRequestHeader,
+    GetMinOffsetRequestHeader,
+    QueryMessageRequestHeader,
+    SearchOffsetRequestHeader,
+    ViewMessageRequestHeader,
+)
+from storage.codec import decode_all, decode_message_id
+
+
+def test_builtin_topics(tmp_path) -> None:
+    table = TopicConfigManager(BrokerConfig(store_path_root_dir=str(tmp_path))).topic_config_table
+    assert (table["TBW102"].perm, table["TBW102"].write_queue_nums) == (7, 8)
+    assert table["SCHEDULE_TOPIC_XXXX"].read_queue_nums == 18
+    assert (table["SELF_TEST_TOPIC"].write_queue_nums, table["OFFSET_MOVED_EVENT"].write_queue_nums) == (1, 1)
+    assert table["BenchmarkTest"].write_queue_nums == 1024
+    assert (table["DefaultCluster"].perm, table["broker-a"].perm, table["broker-a"].write_queue_nums) == (7, 7, 1)
+    assert "DefaultCluster_REPLY_TOPIC" in table and "RMQ_SYS_TRACE_TOPIC" not in table
+    no_auto = BrokerConfig(store_path_root_dir=str(tmp_path), auto_create_topic_enable=False)
+    assert "TBW102" not in TopicConfigManager(no_auto).topic_config_table
+
+
+async def test_created_topic_is_persisted_in_rocketmq_shape(cluster) -> None:
+    broker = await cluster.broker()
+    mq = cluster.mq(broker)
+    before = broker.topic_config_manager.data_version.counter
+    resp = await mq.create_topic("TopicPersist", queues=3, perm=4, order=True)
+    assert resp.code == ResponseCode.SUCCESS
+    with open(broker.topic_config_manager.config_file_path) as f:
+        data = json.load(f)
+    assert set(data) == {"dataVersion", "topicConfigTable"}
+    assert data["dataVersion"]["counter"] == before + 1
+    assert data["topicConfigTable"]["TopicPersist"] == {
+        "topicName": "TopicPersist",
+        "readQueueNums": 3,
+        "writeQueueNums": 3,
+        "perm": 4,
+        "topicFilterType": "SINGLE_TAG",
+        "topicSysFlag": 0,
+        "order": True,
+    }
+    broker = await cluster.restart(broker)
+    tc = broker.topic_config_manager.select_topic_config("TopicPersist")
+    assert (tc.write_queue_nums, tc.perm, tc.order) == (3, 4, True)
+    assert broker.topic_config_manager.data_version.counter == before + 1
+
+
+async def test_create_topic_refusals(broker, mq) -> None:
+    for topic in ("TBW102", "SCHEDULE_TOPIC_XXXX", "DefaultCluster", "broker-a", "rmq_sys_mine"):
+        resp = await mq.create_topic(topic)
+        assert resp.code == ResponseCode.SYSTEM_ERROR and "system topic" in resp.remark, topic
+    resp = await mq.create_topic("bad/topic")
+    assert resp.code == ResponseCode.SYSTEM_ERROR and "illegal characters" in resp.remark
+    resp = await mq.create_topic("Negative", queues=-1)
+    assert resp.code == ResponseCode.SYSTEM_ERROR
+
+
+async def test_delete_topic_removes_config_queues_and_offsets(broker, mq, dispatched) -> None:
+    await mq.create_topic("TopicDel", queues=2)
+    await mq.send("TopicDel", b"x", queue_id=1)
+    await mq.update_offset("G", "TopicDel", 1, 1)
+    await dispatched(broker)
+    assert broker.store.get_max_offset_in_queue("TopicDel", 1) == 1
+    resp = await mq.invoke(RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader("TopicDel"))
+    assert resp.code == ResponseCode.SUCCESS
+    assert broker.topic_config_manager.select_topic_config("TopicDel") is None
+    assert broker.store.get_max_offset_in_queue("TopicDel", 1) == 0
+    assert broker.consumer_offset_manager.query_offset("G", "TopicDel", 1) == -1
+    resp = await mq.invoke(RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader(""))
+    assert resp.code == ResponseCode.SYSTEM_ERROR
+
+
+async def test_get_all_topic_config(broker, mq) -> None:
+    await mq.create_topic("TopicListed")
+    resp = await mq.invoke(RequestCode.GET_ALL_TOPIC_CONFIG)
+    wrapper = decode_body(resp.body, TopicConfigSerializeWrapper)
+    assert "TopicListed" in wrapper.topic_config_table and "TBW102" in wrapper.topic_config_table
+    assert wrapper.data_version == broker.topic_config_manager.data_version
+
+
+async def test_subscription_groups_are_persisted(cluster) -> None:
+    broker = await cluster.broker()
+    mq = cluster.mq(broker)
+    cfg = SubscriptionGroupConfig("GroupCfg", retry_max_times=2, consume_broadcast_enable=False)
+    resp = await mq.invoke(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=encode_body(cfg))
+    assert resp.code == ResponseCode.SUCCESS
+    with open(broker.subscription_group_manager.config_file_path) as f:
+        data = json.load(f)
+    assert data["subscriptionGroupTable"]["GroupCfg"]["retryMaxTimes"] == 2
+    assert "TOOLS_CONSUMER" in data["subscriptionGroupTable"] and "dataVersion" in data
+    broker = await cluster.restart(broker)
+    assert broker.subscription_group_manager.subscription_group_table["GroupCfg"] == cfg
+    listed = await cluster.mq(broker).invoke(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+    assert decode_body(listed.body)["subscriptionGroupTable"]["GroupCfg"]["consumeBroadcastEnable"] is False
+    resp = await cluster.mq(broker).invoke(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=b"\xc1")
+    assert resp.code == ResponseCode.SYSTEM_ERROR and "bad request" in resp.remark
+
+
+async def test_queue_offset_queries(broker, mq, dispatched) -> None:
+    await mq.create_topic("TopicOffsets")
+    before = time.time_ns() // 1_000_000
+    for i in range(3):
+        await mq.send("TopicOffsets", f"m{i}".encode())
+    await dispatched(broker)
+    resp = await mq.invoke(RequestCode.GET_MAX_OFFSET, GetMaxOffsetRequestHeader("TopicOffsets", 0))
+    assert resp.ext_fields["offset"] == 3
+    resp = await mq.invoke(RequestCode.GET_MIN_OFFSET, GetMinOffsetRequestHeader("TopicOffsets", 0))
+    assert resp.ext_fields["offset"] == 0
+    resp = await mq.invoke(RequestCode.GET_MIN_OFFSET, GetMinOffsetRequestHeader("NoQueue", 5))
+    assert resp.code == ResponseCode.SUCCESS and resp.ext_fields["offset"] == 0
+    resp = await mq.invoke(
+        RequestCode.GET_EARLIEST_MSG_STORETIME, GetEarliestMsgStoretimeRequestHeader("TopicOffsets", 0)
+    )
+    earliest = resp.ext_fields["timestamp"]
+    assert before <= earliest <= time.time_ns() // 1_000_000
+    resp = await mq.invoke(
+        RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, SearchOffsetRequestHeader("TopicOffsets", 0, earliest)
+    )
+    assert resp.code == ResponseCode.SUCCESS and resp.ext_fields["offset"] == 0
+    resp = await mq.invoke(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, SearchOffsetRequestHeader("TopicOffsets", 0, 2**62))
+    assert resp.ext_fields["offset"] == 3
+
+
+async def test_query_message_by_key_and_view_by_id(broker, mq, dispatched) -> None:
+    sent = await mq.send("TopicKeys", b"keyed", keys="order-1 order-2")
+    await mq.send("TopicKeys", b"other", keys="order-3")
+    await dispatched(broker)
+    header = QueryMessageRequestHeader("TopicKeys", "order-2", 32, 0, 2**62)
+    resp = await mq.invoke(RequestCode.QUERY_MESSAGE, header)
+    assert resp.code == ResponseCode.SUCCESS
+    assert [m.body for m in decode_all(resp.body)] == [b"keyed"]
+    assert resp.ext_fields["indexLastUpdateTimestamp"] > 0
+    missing = await mq.invoke(RequestCode.QUERY_MESSAGE, QueryMessageRequestHeader("TopicKeys", "nope", 32, 0, 2**62))
+    assert missing.code == ResponseCode.QUERY_NOT_FOUND
+
+    _, offset = decode_message_id(sent.ext_fields["msgId"])
+    resp = await mq.invoke(RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(offset))
+    [msg] = decode_all(resp.body)
+    assert msg.body == b"keyed" and msg.msg_id == sent.ext_fields["msgId"]
+    resp = await mq.invoke(RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(offset + 1))
+    assert resp.code == ResponseCode.SYSTEM_ERROR and "can not find message" in resp.remark

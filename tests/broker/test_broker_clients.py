@@ -1,0 +1,123 @@
+"""Heartbeats, consumer lists, NOTIFY_CONSUMER_IDS_CHANGED and the removal of closed or silent clients."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from remoting.body import decode_body
+from remoting.client_body import GetConsumerListByGroupResponseBody
+from remoting.codes import RequestCode, ResponseCode
+from remoting.header import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader
+
+
+class Notifications:
+    """Collects the NOTIFY_CONSUMER_IDS_CHANGED requests a client receives."""
+
+    def __init__(self, mq) -> None:
+        self.groups: list[str] = []
+        self.oneway_flags: list[bool] = []
+        mq.client.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_notify)
+
+    async def _on_notify(self, channel, request):
+        self.groups.append(request.ext_fields["consumerGroup"])
+        self.oneway_flags.append(request.is_oneway)
+        return None
+
+
+async def consumer_ids(mq, group: str) -> list[str] | None:
+    resp = await mq.invoke(RequestCode.GET_CONSUMER_LIST_BY_GROUP, GetConsumerListByGroupRequestHeader(group))
+    if resp.code != ResponseCode.SUCCESS:
+        return None
+    return decode_body(resp.body, GetConsumerListByGroupResponseBody).consumer_id_list
+
+
+@pytest.mark.both_loops
+async def test_second_consumer_joining_notifies_the_first(cluster, broker, poll) -> None:
+    first, second = cluster.mq(broker), cluster.mq(broker)
+    seen = Notifications(first)
+    assert (await first.heartbeat("client-1", {"GroupN": {"TopicN": "*"}})).code == ResponseCode.SUCCESS
+    assert await consumer_ids(first, "GroupN") == ["client-1"]
+    # The retry topic of the group is created at its first heartbeat, with retryQueueNums (1) queues.
+    retry = broker.topic_config_manager.select_topic_config("%RETRY%GroupN")
+    assert (retry.read_queue_nums, retry.write_queue_nums, retry.perm) == (1, 1, 6)
+
+    await poll(lambda: seen.groups == ["GroupN"])  # its own registration is a change too
+    await second.heartbeat("client-2", {"GroupN": {"TopicN": "*"}})
+    await poll(lambda: seen.groups == ["GroupN", "GroupN"])
+    assert all(seen.oneway_flags)
+    assert sorted(await consumer_ids(first, "GroupN")) == ["client-1", "client-2"]
+
+    # A repeated heartbeat changes nothing and notifies no one.
+    await second.heartbeat("client-2", {"GroupN": {"TopicN": "*"}})
+    await first.heartbeat("client-1", {"GroupN": {"TopicN": "*"}})
+    await asyncio.sleep(0.05)
+    assert len(seen.groups) == 2
+
+
+async def test_channel_close_removes_the_client_and_notifies_the_rest(cluster, broker, poll) -> None:
+    first, second = cluster.mq(broker), cluster.mq(broker)
+    seen = Notifications(first)
+    await first.heartbeat("client-1", {"GroupC": {"TopicC": "*"}}, producer_groups=("PG1",))
+    await second.heartbeat("client-2", {"GroupC": {"TopicC": "*"}}, producer_groups=("PG1",))
+    await poll(lambda: len(seen.groups) == 2)
+    assert len(broker.producer_manager.group_channel_table["PG1"]) == 2
+    await second.client.close()
+    await poll(lambda: len(seen.groups) == 3)
+    assert await consumer_ids(first, "GroupC") == ["client-1"]
+    assert len(broker.producer_manager.group_channel_table["PG1"]) == 1
+    await first.client.close()
+    await poll(lambda: broker.consumer_manager.get_consumer_group_info("GroupC") is None)
+    assert "PG1" not in broker.producer_manager.group_channel_table
+
+
+async def test_unregister_client(cluster, broker, poll) -> None:
+    first, second = cluster.mq(broker), cluster.mq(broker)
+    seen = Notifications(first)
+    await first.heartbeat("client-1", {"GroupU": {"TopicU": "*"}})
+    await second.heartbeat("client-2", {"GroupU": {"TopicU": "*"}})
+    await poll(lambda: len(seen.groups) == 2)
+    header = UnregisterClientRequestHeader(client_id="client-2", consumer_group="GroupU")
+    assert (await second.invoke(RequestCode.UNREGISTER_CLIENT, header)).code == ResponseCode.SUCCESS
+    await poll(lambda: len(seen.groups) == 3)
+    assert await consumer_ids(first, "GroupU") == ["client-1"]
+
+
+async def test_silent_clients_expire(cluster, poll) -> None:
+    broker = await cluster.broker(channel_expired_timeout=0.6, client_housekeeping_interval=0.05)
+    alive, silent = cluster.mq(broker), cluster.mq(broker)
+    seen = Notifications(alive)
+    await silent.heartbeat("silent", {"GroupE": {"TopicE": "*"}})
+    await alive.heartbeat("alive", {"GroupE": {"TopicE": "*"}})
+    silent_channel = await silent.client.get_channel(silent.addr)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 5
+    # Keep one client heartbeating; the other goes quiet and is dropped (its connection closed).
+    while not silent_channel.closed:
+        assert loop.time() < deadline, "the silent client was never expired"
+        await alive.heartbeat("alive", {"GroupE": {"TopicE": "*"}})
+        await asyncio.sleep(0.03)
+    assert await consumer_ids(alive, "GroupE") == ["alive"]
+    await poll(lambda: len(seen.groups) >= 2)  # told about the departure
+
+
+async def test_consumer_list_of_unknown_group_and_bad_heartbeat(broker, mq) -> None:
+    resp = await mq.invoke(RequestCode.GET_CONSUMER_LIST_BY_GROUP, GetConsumerListByGroupRequestHeader("Nobody"))
+    assert resp.code == ResponseCode.SYSTEM_ERROR and "no consumer for this group" in resp.remark
+    resp = await mq.invoke(RequestCode.HEART_BEAT, body=b"\x93\x01\x02\x03")
+    assert resp.code == ResponseCode.SYSTEM_ERROR and "bad request" in resp.remark
+    resp = await mq.invoke(RequestCode.HEART_BEAT)
+    assert resp.code == ResponseCode.SYSTEM_ERROR
+    assert (await mq.heartbeat("c", {"GroupOk": {"T": "*"}})).code == ResponseCode.SUCCESS
+
+
+async def test_notifications_can_be_disabled(cluster, poll) -> None:
+    broker = await cluster.broker(notify_consumer_ids_changed_enable=False)
+    first, second = cluster.mq(broker), cluster.mq(broker)
+    seen = Notifications(first)
+    await first.heartbeat("client-1", {"GroupQ": {"TopicQ": "*"}})
+    await second.heartbeat("client-2", {"GroupQ": {"TopicQ": "*"}})
+    assert sorted(await consumer_ids(first, "GroupQ")) == ["client-1", "client-2"]
+    await asyncio.sleep(0.05)
+    assert seen.groups == [] and broker.consumer_ids_change_listener.notifications_sent == 0

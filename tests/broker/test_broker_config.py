@@ -1,0 +1,122 @@
+"""BrokerConfig: the RocketMQ-style properties file and the store settings derived from it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from broker import BrokerConfig, BrokerConfigError
+from broker.__main__ import parse_args
+from storage.config import FlushDiskType
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_properties_file_keys_units_and_types(tmp_path) -> None:
+    conf = tmp_path / "broker.conf"
+    conf.write_text(
+        "# comment\n"
+        "! also a comment\n"
+        "\n"
+        "brokerClusterName = ClusterX\n"
+        "brokerName=broker-x\n"
+        "brokerIP1=127.0.0.2\n"
+        "listenPort=0\n"
+        "namesrvAddr=127.0.0.1:9876;127.0.0.1:9877\n"
+        f"storePathRootDir={tmp_path}/store\n"
+        "flushDiskType=SYNC_FLUSH\n"
+        "mappedFileSizeCommitLog=65536\n"
+        "autoCreateTopicEnable=FALSE\n"
+        "defaultTopicQueueNums=4\n"
+        "registerNameServerPeriod=250\n"
+        "flushConsumerOffsetInterval=20\n"
+        "shortPollingTimeMills=100\n"
+        "channelExpiredTimeout=500\n"
+        "maxMessageSize=1024\n"
+    )
+    c = BrokerConfig.from_properties(conf)
+    assert (c.broker_cluster_name, c.broker_name, c.broker_ip1, c.listen_port) == (
+        "ClusterX",
+        "broker-x",
+        "127.0.0.2",
+        0,
+    )
+    assert c.namesrv_addr_list == ["127.0.0.1:9876", "127.0.0.1:9877"]
+    assert c.auto_create_topic_enable is False and c.default_topic_queue_nums == 4
+    # RocketMQ's millisecond keys become seconds.
+    assert (c.register_name_server_period, c.flush_consumer_offset_interval) == (0.25, 0.02)
+    assert (c.short_polling_time, c.channel_expired_timeout) == (0.1, 0.5)
+    store = c.to_store_config()
+    assert store.flush_disk_type == FlushDiskType.SYNC_FLUSH and store.mapped_file_size_commit_log == 65536
+    assert store.max_message_size == 1024 and store.store_path_root_dir == str(tmp_path / "store")
+    assert store.store_host == "127.0.0.2"
+    assert c.config_dir == str(tmp_path / "store" / "config")
+    # to_properties is the inverse.
+    assert BrokerConfig.from_properties_text(c.to_properties()) == c
+
+
+def test_defaults_match_rocketmq() -> None:
+    c = BrokerConfig()
+    assert (c.broker_cluster_name, c.broker_name, c.broker_id, c.listen_port) == (
+        "DefaultCluster",
+        "broker-a",
+        0,
+        10911,
+    )
+    assert (c.default_topic_queue_nums, c.broker_permission, c.register_name_server_period) == (8, 6, 30.0)
+    assert (c.flush_consumer_offset_interval, c.channel_expired_timeout, c.client_housekeeping_interval) == (
+        5.0,
+        120.0,
+        10.0,
+    )
+    assert c.auto_create_topic_enable and c.auto_create_subscription_group and c.long_polling_enable
+    assert c.max_message_size == 4 * 1024 * 1024 and c.namesrv_addr_list == []
+
+
+def test_unknown_key_is_an_error_naming_key_and_line(tmp_path) -> None:
+    conf = tmp_path / "broker.conf"
+    conf.write_text("brokerName=b\nautoCreateTopicEnabel=true\n")
+    with pytest.raises(
+        BrokerConfigError,
+        match=r"broker.conf:2: unknown broker config key 'autoCreateTopicEnabel'"
+        r".*did you mean 'autoCreateTopicEnable'",
+    ):
+        BrokerConfig.from_properties(conf)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("haListenPort=10912", "not supported by pocketmq"),
+        ("autoCreateTopicEnable=yes", "expected true or false"),
+        ("listenPort=ten", "bad value for listenPort"),
+        ("flushDiskType=SOMETIMES", "ASYNC_FLUSH or SYNC_FLUSH"),
+        ("brokerRole=SLAVE", "masters only"),
+        ("brokerId=1", "masters only"),
+    ],
+)
+def test_bad_lines_are_clear_errors(text, message) -> None:
+    with pytest.raises(BrokerConfigError, match=message):
+        BrokerConfig.from_properties_text(text)
+
+
+def test_shipped_example_config_loads() -> None:
+    c = BrokerConfig.from_properties(REPO / "configs" / "broker.conf")
+    assert c.broker_ip1 == "127.0.0.1" and c.namesrv_addr_list == ["127.0.0.1:9876"]
+    assert c.store_root == os.path.abspath(".pocketmq/store")
+
+
+def test_cli_arguments(tmp_path, capsys) -> None:
+    conf = tmp_path / "b.conf"
+    conf.write_text("namesrvAddr=1.2.3.4:9876\nlistenPort=0\n")
+    c = parse_args(["-c", str(conf), "-n", "127.0.0.1:1;127.0.0.1:2"])
+    assert c.namesrv_addr_list == ["127.0.0.1:1", "127.0.0.1:2"] and c.listen_port == 0
+    with pytest.raises(SystemExit) as exit_info:
+        parse_args(["-c", str(conf), "-p"])
+    assert exit_info.value.code == 0 and "namesrvAddr=1.2.3.4:9876" in capsys.readouterr().out
+    conf.write_text("bogus=1\n")
+    with pytest.raises(SystemExit) as exit_info:
+        parse_args(["-c", str(conf)])
+    assert exit_info.value.code == 2 and "bogus" in capsys.readouterr().err

@@ -1,0 +1,141 @@
+"""Long polling: pulls with FLAG_SUSPEND park on PULL_NOT_FOUND and are answered by arrivals or timeouts."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from remoting.codes import ResponseCode
+from remoting.errors import RemotingError
+from storage.codec import decode_all
+
+FLAG_SUSPEND = 0x2
+FLAG_SUBSCRIPTION = 0x4
+PARKED = FLAG_SUSPEND | FLAG_SUBSCRIPTION
+
+pytestmark = pytest.mark.both_loops
+
+
+def parked(broker) -> int:
+    return broker.pull_request_hold_service.parked_count
+
+
+async def test_parked_pull_returns_as_soon_as_a_message_arrives(cluster, broker, poll) -> None:
+    consumer, producer = cluster.mq(broker), cluster.mq(broker)
+    await producer.create_topic("TopicLp", queues=2)
+    loop = asyncio.get_running_loop()
+    pull = asyncio.create_task(consumer.pull("G", "TopicLp", 1, 0, sys_flag=PARKED, suspend_ms=5000, timeout=10))
+    await poll(lambda: parked(broker) == 1)
+    assert not pull.done()
+    started = loop.time()
+    assert (await producer.send("TopicLp", b"wake up", queue_id=1)).code == ResponseCode.SUCCESS
+    resp = await asyncio.wait_for(pull, 4.0)
+    elapsed = loop.time() - started
+    assert resp.code == ResponseCode.SUCCESS
+    assert [m.body for m in decode_all(resp.body)] == [b"wake up"]
+    assert resp.ext_fields["nextBeginOffset"] == 1
+    # Answered by the arrival, well before the 5 s suspend timeout.
+    assert elapsed < 2.0
+    assert parked(broker) == 0 and broker.pull_request_hold_service.wakeups == 1
+
+
+async def test_parked_pull_times_out_with_pull_not_found(cluster, broker) -> None:
+    mq = cluster.mq(broker)
+    await mq.create_topic("TopicLpIdle")
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    resp = await mq.pull("G", "TopicLpIdle", 0, 0, sys_flag=PARKED, suspend_ms=150, timeout=4.0)
+    assert resp.code == ResponseCode.PULL_NOT_FOUND
+    assert loop.time() - started >= 0.14  # held for its suspend time, not answered at once
+    assert resp.ext_fields["nextBeginOffset"] == 0
+    assert parked(broker) == 0 and broker.pull_request_hold_service.wakeups == 0
+
+
+async def test_without_suspend_flag_not_found_is_immediate(cluster, broker) -> None:
+    mq = cluster.mq(broker)
+    await mq.create_topic("TopicNoSuspend")
+    resp = await mq.pull("G", "TopicNoSuspend", 0, 0, sys_flag=FLAG_SUBSCRIPTION, suspend_ms=5000)
+    assert resp.code == ResponseCode.PULL_NOT_FOUND and parked(broker) == 0
+
+
+async def test_parked_pull_ignores_arrivals_its_filter_rejects(cluster, broker, poll, dispatched) -> None:
+    consumer, producer = cluster.mq(broker), cluster.mq(broker)
+    await producer.create_topic("TopicLpTags")
+    pull = asyncio.create_task(
+        consumer.pull("G", "TopicLpTags", 0, 0, sys_flag=PARKED, subscription="Wanted", suspend_ms=5000, timeout=10)
+    )
+    await poll(lambda: parked(broker) == 1)
+    await producer.send("TopicLpTags", b"other", tags="Other")
+    await dispatched(broker)
+    await asyncio.sleep(0.05)  # give a (wrong) wake-up the chance to happen
+    assert not pull.done() and parked(broker) == 1
+    await producer.send("TopicLpTags", b"wanted", tags="Wanted")
+    resp = await asyncio.wait_for(pull, 4.0)
+    assert resp.code == ResponseCode.SUCCESS
+    assert [m.body for m in decode_all(resp.body)] == [b"wanted"]
+    assert resp.ext_fields["nextBeginOffset"] == 2
+
+
+async def test_only_the_queue_that_got_a_message_wakes(cluster, broker, poll) -> None:
+    c0, c1, producer = cluster.mq(broker), cluster.mq(broker), cluster.mq(broker)
+    await producer.create_topic("TopicLpQ", queues=2)
+    p0 = asyncio.create_task(c0.pull("G", "TopicLpQ", 0, 0, sys_flag=PARKED, suspend_ms=5000, timeout=10))
+    p1 = asyncio.create_task(c1.pull("G", "TopicLpQ", 1, 0, sys_flag=PARKED, suspend_ms=5000, timeout=10))
+    await poll(lambda: parked(broker) == 2)
+    await producer.send("TopicLpQ", b"for q1", queue_id=1)
+    assert (await asyncio.wait_for(p1, 4.0)).code == ResponseCode.SUCCESS
+    assert not p0.done() and parked(broker) == 1
+    await producer.send("TopicLpQ", b"for q0", queue_id=0)
+    assert (await asyncio.wait_for(p0, 4.0)).code == ResponseCode.SUCCESS
+
+
+async def test_many_arrivals_answer_every_parked_pull(cluster, broker, poll) -> None:
+    consumers = [cluster.mq(broker) for _ in range(5)]
+    producer = cluster.mq(broker)
+    await producer.create_topic("TopicLpMany", queues=1)
+    pulls = [
+        asyncio.create_task(c.pull(f"G{i}", "TopicLpMany", 0, 0, sys_flag=PARKED, suspend_ms=5000, timeout=10))
+        for i, c in enumerate(consumers)
+    ]
+    await poll(lambda: parked(broker) == 5)
+    await asyncio.gather(*(producer.send("TopicLpMany", f"m{i}".encode()) for i in range(20)))
+    results = await asyncio.wait_for(asyncio.gather(*pulls), 4.0)
+    assert all(r.code == ResponseCode.SUCCESS and decode_all(r.body) for r in results)
+
+
+async def test_a_closed_channel_drops_its_parked_pull(cluster, broker, poll) -> None:
+    mq = cluster.mq(broker)
+    await mq.create_topic("TopicLpClose")
+    pull = asyncio.create_task(mq.pull("G", "TopicLpClose", 0, 0, sys_flag=PARKED, suspend_ms=5000))
+    await poll(lambda: parked(broker) == 1)
+    await mq.client.close()
+    await poll(lambda: parked(broker) == 0)
+    with pytest.raises(RemotingError):
+        await pull
+
+
+async def test_short_polling_holds_for_short_polling_time(cluster) -> None:
+    broker = await cluster.broker(long_polling_enable=False, short_polling_time=0.1)
+    mq = cluster.mq(broker)
+    await mq.create_topic("TopicSp")
+    # The requested 60 s suspend is replaced by shortPollingTimeMills.
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    resp = await mq.pull("G", "TopicSp", 0, 0, sys_flag=PARKED, suspend_ms=60_000, timeout=4.0)
+    assert resp.code == ResponseCode.PULL_NOT_FOUND
+    assert loop.time() - started >= 0.09
+
+
+async def test_periodic_recheck_answers_a_pull_whose_arrival_was_missed(cluster, poll) -> None:
+    broker = await cluster.broker(pull_request_hold_check_interval=0.05)
+    consumer, producer = cluster.mq(broker), cluster.mq(broker)
+    await producer.create_topic("TopicRecheck")
+    hold = broker.pull_request_hold_service
+    # Stop arrival notifications reaching the hold service: only the re-check can answer now.
+    broker.store.message_arriving_listener = None
+    pull = asyncio.create_task(consumer.pull("G", "TopicRecheck", 0, 0, sys_flag=PARKED, suspend_ms=5000, timeout=10))
+    await poll(lambda: hold.parked_count == 1)
+    await producer.send("TopicRecheck", b"late")
+    resp = await asyncio.wait_for(pull, 4.0)
+    assert resp.code == ResponseCode.SUCCESS and hold.wakeups == 1

@@ -1,0 +1,89 @@
+"""Registration with real name servers: routes appear, follow topic changes and go away at shutdown."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from namesrv.config import NamesrvConfig
+from namesrv.namesrv_controller import NamesrvController
+from remoting.codes import ResponseCode
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.both_loops
+async def test_registration_makes_topics_routable_and_shutdown_removes_them(cluster) -> None:
+    ns = await cluster.namesrv()
+    broker = await cluster.broker(namesrv_addr=ns.address)
+    mq = cluster.mq(broker)
+    assert [r.ok for r in broker.last_register_results] == [True]
+
+    route = await mq.route_data(ns.address, "TBW102")
+    assert route is not None
+    [bd] = route.broker_datas
+    assert (bd.cluster, bd.broker_name, bd.broker_addrs) == ("DefaultCluster", "broker-a", {0: broker.address})
+    [qd] = route.queue_datas
+    assert (qd.broker_name, qd.write_queue_nums, qd.perm) == ("broker-a", 8, 7)
+
+    # A created topic is routable as soon as UPDATE_AND_CREATE_TOPIC returns.
+    assert (await mq.create_topic("TopicRouted", queues=3)).code == ResponseCode.SUCCESS
+    route = await mq.route_data(ns.address, "TopicRouted")
+    assert route is not None and route.queue_datas[0].write_queue_nums == 3
+
+    await broker.shutdown()
+    assert (await mq.route(ns.address, "TopicRouted")).code == ResponseCode.TOPIC_NOT_EXIST
+    assert ns.route_info_manager.broker_live_table == {}
+
+
+async def test_auto_created_topic_is_registered_right_away(cluster, poll) -> None:
+    ns = await cluster.namesrv()
+    broker = await cluster.broker(namesrv_addr=ns.address)
+    mq = cluster.mq(broker)
+    assert (await mq.send("TopicAutoRouted", default_topic_queue_nums=2)).code == ResponseCode.SUCCESS
+
+    # The periodic registration is 30 s away: only the change-triggered one can make this pass.
+    await poll(lambda: "TopicAutoRouted" in ns.route_info_manager.topic_queue_table)
+    route = await mq.route_data(ns.address, "TopicAutoRouted")
+    assert route is not None and route.queue_datas[0].read_queue_nums == 2
+
+
+async def test_two_name_servers_both_get_the_route(cluster) -> None:
+    ns1, ns2 = await cluster.namesrv(), await cluster.namesrv()
+    broker = await cluster.broker(namesrv_addr=f"{ns1.address};{ns2.address}")
+    mq = cluster.mq(broker)
+    await mq.create_topic("TopicTwice")
+    for ns in (ns1, ns2):
+        route = await mq.route_data(ns.address, "TopicTwice")
+        assert route is not None and route.broker_datas[0].broker_addrs == {0: broker.address}
+    await broker.shutdown()
+    for ns in (ns1, ns2):
+        assert (await mq.route(ns.address, "TopicTwice")).code == ResponseCode.TOPIC_NOT_EXIST
+
+
+async def test_unreachable_name_server_is_retried_each_period(cluster, poll) -> None:
+    port = free_port()
+    late_addr = f"127.0.0.1:{port}"
+    broker = await cluster.broker(namesrv_addr=late_addr, register_name_server_period=0.05)
+    # Start-up does not fail: the registration result records the error.
+    assert [r.ok for r in broker.last_register_results] == [False]
+    ns = NamesrvController(NamesrvConfig(listen_port=port))
+    await ns.start()
+    cluster.namesrvs.append(ns)
+    await poll(lambda: broker.address in ns.route_info_manager.broker_live_table)
+
+
+async def test_read_only_broker_advertises_read_only_topics(cluster) -> None:
+    ns = await cluster.namesrv()
+    broker = await cluster.broker(namesrv_addr=ns.address, broker_permission=4)
+    mq = cluster.mq(broker)
+    await mq.create_topic("TopicRo", perm=6)
+    route = await mq.route_data(ns.address, "TopicRo")
+    assert route.queue_datas[0].perm == 4
+    # The broker keeps the topic's own permission; only the advertisement is narrowed.
+    assert broker.topic_config_manager.select_topic_config("TopicRo").perm == 6

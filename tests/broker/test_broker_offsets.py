@@ -1,0 +1,109 @@
+"""Consumer offsets: QUERY/UPDATE_CONSUMER_OFFSET semantics and consumerOffset.json persistence."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from broker.config_file import load_json_file, parse_json
+from remoting.body import decode_body
+from remoting.codes import RequestCode, ResponseCode
+
+
+def offsets_path(broker) -> str:
+    return broker.consumer_offset_manager.config_file_path
+
+
+async def test_update_then_query(broker, mq, poll) -> None:
+    await mq.update_offset("G", "T", 1, 42)
+    resp = await mq.query_offset("G", "T", 1)
+    assert resp.code == ResponseCode.SUCCESS and resp.ext_fields["offset"] == 42
+    # One-way updates (how clients send them) are applied too.
+    await mq.update_offset("G", "T", 1, 43, oneway=True)
+    await poll(lambda: broker.consumer_offset_manager.query_offset("G", "T", 1) == 43)
+
+
+async def test_query_without_stored_offset(cluster, dispatched) -> None:
+    broker = await cluster.broker()
+    mq = cluster.mq(broker)
+    # No offset and the queue still starts at 0 in memory: a new group starts from the beginning.
+    resp = await mq.query_offset("NewGroup", "TopicQ", 0)
+    assert resp.code == ResponseCode.SUCCESS and resp.ext_fields["offset"] == 0
+    await mq.send("TopicQ", b"x")
+    await dispatched(broker)
+    resp = await mq.query_offset("NewGroup", "TopicQ", 0)
+    assert resp.code == ResponseCode.SUCCESS and resp.ext_fields["offset"] == 0
+
+    # When the message at offset 0 counts as "on disk" there is no answer: the client decides.
+    on_disk = await cluster.broker("ondisk", access_message_in_memory_max_ratio=0)
+    mq2 = cluster.mq(on_disk)
+    await mq2.send("TopicQ", b"x")
+    await mq2.send("TopicQ", b"y")
+    await dispatched(on_disk)
+    resp = await mq2.query_offset("NewGroup", "TopicQ", 0)
+    assert resp.code == ResponseCode.QUERY_NOT_FOUND
+
+
+async def test_offsets_survive_a_restart(cluster) -> None:
+    broker = await cluster.broker()
+    mq = cluster.mq(broker)
+    await mq.update_offset("G1", "TopicA", 0, 5)
+    await mq.update_offset("G1", "TopicA", 3, 9)
+    await mq.update_offset("G2", "TopicA", 0, 1)
+    path = offsets_path(broker)
+    broker = await cluster.restart(broker)
+    with open(path) as f:
+        on_disk = json.load(f)
+    assert on_disk == {"offsetTable": {"TopicA@G1": {"0": 5, "3": 9}, "TopicA@G2": {"0": 1}}}
+    mq = cluster.mq(broker)
+    assert (await mq.query_offset("G1", "TopicA", 3)).ext_fields["offset"] == 9
+    assert (await mq.query_offset("G2", "TopicA", 0)).ext_fields["offset"] == 1
+
+    # The next write keeps the previous version as .bak and leaves no temp file behind.
+    await mq.update_offset("G1", "TopicA", 0, 6)
+    await cluster.restart(broker)
+    assert load_json_file(path + ".bak")["offsetTable"]["TopicA@G1"]["0"] == 5
+    assert load_json_file(path)["offsetTable"]["TopicA@G1"]["0"] == 6
+    assert not os.path.exists(path + ".tmp")
+
+
+async def test_offsets_are_flushed_periodically(cluster, poll) -> None:
+    broker = await cluster.broker(flush_consumer_offset_interval=0.05)
+    mq = cluster.mq(broker)
+    path = offsets_path(broker)
+    await mq.update_offset("GP", "TopicP", 0, 11)
+
+    def flushed() -> bool:
+        data = load_json_file(path)
+        return data is not None and data["offsetTable"].get("TopicP@GP") == {"0": 11}
+
+    await poll(flushed)
+
+
+async def test_corrupt_offset_file_falls_back_to_bak(cluster) -> None:
+    broker = await cluster.broker()
+    mq = cluster.mq(broker)
+    await mq.update_offset("G", "TopicB", 0, 3)
+    await broker.consumer_offset_manager.persist()
+    await mq.update_offset("G", "TopicB", 0, 4)
+    path = offsets_path(broker)
+    await broker.shutdown()  # main file: 4, .bak: 3
+    assert load_json_file(path + ".bak")["offsetTable"]["TopicB@G"] == {"0": 3}
+    with open(path, "w") as f:
+        f.write('{"offsetTable": {"TopicB@G": {"0": ')  # a torn write
+    broker = await cluster.restart(broker)
+    assert broker.consumer_offset_manager.query_offset("G", "TopicB", 0) == 3
+
+
+def test_fastjson_style_integer_keys_load() -> None:
+    text = '{\n\t"offsetTable":{\n\t\t"TopicTest@cg":{0:250,1:251,-1:3}\n\t}\n}'
+    assert parse_json(text) == {"offsetTable": {"TopicTest@cg": {"0": 250, "1": 251, "-1": 3}}}
+
+
+async def test_get_all_consumer_offset(broker, mq) -> None:
+    resp = await mq.invoke(RequestCode.GET_ALL_CONSUMER_OFFSET)
+    assert resp.code == ResponseCode.SYSTEM_ERROR
+    await mq.update_offset("G", "TopicAll", 2, 8)
+    resp = await mq.invoke(RequestCode.GET_ALL_CONSUMER_OFFSET)
+    assert resp.code == ResponseCode.SUCCESS
+    assert decode_body(resp.body) == {"offsetTable": {"TopicAll@G": {2: 8}}}

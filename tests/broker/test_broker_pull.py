@@ -1,0 +1,167 @@
+"""PULL_MESSAGE without suspension: pre-checks, the status -> code table, tag filtering, offset commits."""
+
+from __future__ import annotations
+
+from broker.filter import ExpressionMessageFilter, build_subscription_data
+from broker.processor.pull_message_processor import pull_response_code
+from remoting.body import encode_body
+from remoting.client_body import SubscriptionGroupConfig
+from remoting.codes import RequestCode, ResponseCode
+from remoting.header import GetMaxOffsetRequestHeader
+from storage.codec import decode_all
+from storage.java_hash import java_string_hash
+from storage.results import GetMessageStatus
+
+FLAG_COMMIT_OFFSET = 0x1
+FLAG_SUBSCRIPTION = 0x4
+
+
+async def fill(mq, topic: str, tags: list[str | None], queue_id: int = 0) -> None:
+    for i, tag in enumerate(tags):
+        resp = await mq.send(topic, f"m{i}".encode(), queue_id=queue_id, tags=tag)
+        assert resp.code == ResponseCode.SUCCESS, resp.remark
+
+
+def test_status_to_code_table() -> None:
+    S, R = GetMessageStatus, ResponseCode
+    table = {
+        S.FOUND: R.SUCCESS,
+        S.NO_MATCHED_MESSAGE: R.PULL_RETRY_IMMEDIATELY,
+        S.MESSAGE_WAS_REMOVING: R.PULL_RETRY_IMMEDIATELY,
+        S.OFFSET_TOO_SMALL: R.PULL_OFFSET_MOVED,
+        S.OFFSET_OVERFLOW_BADLY: R.PULL_OFFSET_MOVED,
+        S.OFFSET_OVERFLOW_ONE: R.PULL_NOT_FOUND,
+        S.OFFSET_FOUND_NULL: R.PULL_NOT_FOUND,
+    }
+    for status, code in table.items():
+        assert pull_response_code(status, 5) == code, status
+    for status in (S.NO_MESSAGE_IN_QUEUE, S.NO_MATCHED_LOGIC_QUEUE):
+        assert pull_response_code(status, 0) == R.PULL_NOT_FOUND
+        assert pull_response_code(status, 3) == R.PULL_OFFSET_MOVED
+
+
+def test_subscription_expression_parsing() -> None:
+    sub = build_subscription_data("T", " TagA ||TagB|| TagA ", "TAG", 9)
+    assert sub.tags_set == ["TagA", "TagB"] and sub.code_set == [java_string_hash("TagA"), java_string_hash("TagB")]
+    assert sub.sub_version == 9
+    every = ExpressionMessageFilter(build_subscription_data("T", "*"))
+    assert every.is_matched_by_consume_queue(12345) and every.is_matched_by_consume_queue(0)
+    assert ExpressionMessageFilter(build_subscription_data("T", None)).match_all
+    nothing = ExpressionMessageFilter(build_subscription_data("T", "||"))
+    assert not nothing.is_matched_by_consume_queue(0) and not nothing.is_matched_by_consume_queue(1)
+
+
+async def test_tag_filter_by_hash_code(broker, mq, dispatched) -> None:
+    await fill(mq, "TopicTags", ["TagA", "TagB", None, "TagC", "TagA"])
+    await dispatched(broker)
+    resp = await mq.pull("G", "TopicTags", 0, 0, subscription="TagA || TagC")
+    assert resp.code == ResponseCode.SUCCESS
+    assert [(m.body, m.tags) for m in decode_all(resp.body)] == [(b"m0", "TagA"), (b"m3", "TagC"), (b"m4", "TagA")]
+    assert resp.ext_fields["nextBeginOffset"] == 5
+
+    everything = await mq.pull("G", "TopicTags", 0, 0, subscription="*")
+    assert len(decode_all(everything.body)) == 5
+
+    # Entries scanned but none matched: retry at once from past them.
+    none = await mq.pull("G", "TopicTags", 0, 1, subscription="TagZ")
+    assert none.code == ResponseCode.PULL_RETRY_IMMEDIATELY and none.ext_fields["nextBeginOffset"] == 5
+    assert none.body is None
+
+
+async def test_pull_status_mapping_over_the_wire(broker, mq, dispatched) -> None:
+    await fill(mq, "TopicStatus", [None] * 3)
+    await dispatched(broker)
+    over_one = await mq.pull("G", "TopicStatus", 0, 3)
+    assert over_one.code == ResponseCode.PULL_NOT_FOUND and over_one.ext_fields["nextBeginOffset"] == 3
+    badly = await mq.pull("G", "TopicStatus", 0, 10)
+    assert badly.code == ResponseCode.PULL_OFFSET_MOVED
+    assert (badly.ext_fields["nextBeginOffset"], badly.ext_fields["maxOffset"]) == (3, 3)
+    too_small = await mq.pull("G", "TopicStatus", 0, -5)
+    assert too_small.code == ResponseCode.PULL_OFFSET_MOVED and too_small.ext_fields["nextBeginOffset"] == 0
+    # A queue that holds nothing: offset 0 is "no new message", any other offset has moved.
+    empty0 = await mq.pull("G", "TopicStatus", 1, 0)
+    assert empty0.code == ResponseCode.PULL_NOT_FOUND
+    empty5 = await mq.pull("G", "TopicStatus", 1, 5)
+    assert empty5.code == ResponseCode.PULL_OFFSET_MOVED and empty5.ext_fields["nextBeginOffset"] == 0
+    assert over_one.ext_fields["suggestWhichBrokerId"] == 0
+
+    # Each moved offset is recorded in OFFSET_MOVED_EVENT, as a master does.
+    await dispatched(broker)
+    resp = await mq.invoke(RequestCode.GET_MAX_OFFSET, GetMaxOffsetRequestHeader("OFFSET_MOVED_EVENT", 0))
+    assert resp.ext_fields["offset"] == 3
+
+
+async def test_max_msg_nums_limits_the_batch(broker, mq, dispatched) -> None:
+    await fill(mq, "TopicMax", [None] * 6)
+    await dispatched(broker)
+    resp = await mq.pull("G", "TopicMax", 0, 1, max_nums=2)
+    assert [m.queue_offset for m in decode_all(resp.body)] == [1, 2]
+    assert resp.ext_fields["nextBeginOffset"] == 3
+
+
+async def test_pull_pre_checks(broker, mq) -> None:
+    resp = await mq.pull("G", "NoSuchTopic", 0, 0)
+    assert resp.code == ResponseCode.TOPIC_NOT_EXIST
+    await mq.create_topic("TopicChecks", queues=2)
+    resp = await mq.pull("G", "TopicChecks", 2, 0)
+    assert resp.code == ResponseCode.SYSTEM_ERROR and "queueId[2] is illegal" in resp.remark
+    resp = await mq.pull("G", "TopicChecks", 0, 0, expression_type="SQL92", subscription="a > 1")
+    assert resp.code == ResponseCode.SYSTEM_ERROR and "SQL92" in resp.remark
+    resp = await mq.pull("G", "TopicChecks", 0, 0, expression_type="XPATH")
+    assert resp.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
+    # Without FLAG_SUBSCRIPTION the subscription must come from a heartbeat.
+    resp = await mq.pull("G", "TopicChecks", 0, 0, sys_flag=0)
+    assert resp.code == ResponseCode.SUBSCRIPTION_NOT_EXIST
+    resp = await mq.pull("bad group!", "TopicChecks", 0, 0)
+    assert resp.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
+    resp = await mq.invoke(RequestCode.PULL_MESSAGE, {"consumerGroup": "G", "topic": "TopicChecks"})
+    assert resp.code == ResponseCode.SYSTEM_ERROR and "queueId" in resp.remark
+
+
+async def test_disabled_group_and_unknown_group_without_auto_create(cluster) -> None:
+    broker = await cluster.broker(auto_create_subscription_group=False)
+    mq = cluster.mq(broker)
+    await mq.create_topic("TopicG")
+    resp = await mq.pull("NewGroup", "TopicG", 0, 0)
+    assert resp.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
+    body = encode_body(SubscriptionGroupConfig("Disabled", consume_enable=False))
+    assert (await mq.invoke(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body)).code == 0
+    resp = await mq.pull("Disabled", "TopicG", 0, 0)
+    assert resp.code == ResponseCode.NO_PERMISSION
+    # CID_RMQ_SYS_ groups are created even without autoCreateSubscriptionGroup.
+    assert (await mq.pull("CID_RMQ_SYS_X", "TopicG", 0, 0)).code == ResponseCode.PULL_NOT_FOUND
+
+
+async def test_heartbeat_subscription_filters_pulls_without_subscription_flag(broker, mq, dispatched) -> None:
+    await fill(mq, "TopicHb", ["A", "B", "A"])
+    await dispatched(broker)
+    assert (await mq.heartbeat("c1", {"GHb": {"TopicHb": "B"}}, sub_version=5)).code == 0
+    resp = await mq.pull("GHb", "TopicHb", 0, 0, sys_flag=0, subscription=None, sub_version=5)
+    assert resp.code == ResponseCode.SUCCESS
+    assert [m.tags for m in decode_all(resp.body)] == ["B"]
+    stale = await mq.pull("GHb", "TopicHb", 0, 0, sys_flag=0, sub_version=6)
+    assert stale.code == ResponseCode.SUBSCRIPTION_NOT_LATEST
+    await mq.create_topic("TopicOther")
+    unsubscribed = await mq.pull("GHb", "TopicOther", 0, 0, sys_flag=0)
+    assert unsubscribed.code == ResponseCode.SUBSCRIPTION_NOT_EXIST
+
+
+async def test_broadcast_group_refused_when_group_disallows_it(broker, mq) -> None:
+    await mq.create_topic("TopicBc")
+    body = encode_body(SubscriptionGroupConfig("GBc", consume_broadcast_enable=False))
+    await mq.invoke(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body)
+    await mq.heartbeat("c1", {"GBc": {"TopicBc": "*"}}, message_model="BROADCASTING")
+    resp = await mq.pull("GBc", "TopicBc", 0, 0, sys_flag=0)
+    assert resp.code == ResponseCode.NO_PERMISSION and "broadcast" in resp.remark
+
+
+async def test_commit_offset_piggybacks_on_pull(broker, mq, dispatched) -> None:
+    await fill(mq, "TopicCommit", [None] * 2)
+    await dispatched(broker)
+    flags = FLAG_SUBSCRIPTION | FLAG_COMMIT_OFFSET
+    resp = await mq.pull("GC", "TopicCommit", 0, 0, sys_flag=flags, commit_offset=7)
+    assert resp.code == ResponseCode.SUCCESS
+    assert (await mq.query_offset("GC", "TopicCommit", 0)).ext_fields["offset"] == 7
+    # Without the flag the header's commitOffset is ignored.
+    await mq.pull("GC", "TopicCommit", 0, 0, sys_flag=FLAG_SUBSCRIPTION, commit_offset=1)
+    assert (await mq.query_offset("GC", "TopicCommit", 0)).ext_fields["offset"] == 7

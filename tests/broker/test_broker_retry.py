@@ -1,0 +1,134 @@
+"""Delayed delivery (SCHEDULE_TOPIC_XXXX), CONSUMER_SEND_MSG_BACK retries and DLQ, orderly queue locks."""
+
+from __future__ import annotations
+
+import asyncio
+
+from broker.client.rebalance_lock_manager import RebalanceLockManager
+from remoting.body import decode_body, encode_body
+from remoting.client_body import LockBatchRequestBody, LockBatchResponseBody, MessageQueue
+from remoting.codes import RequestCode, ResponseCode
+from remoting.header import ConsumerSendMsgBackRequestHeader
+from storage.codec import decode_all, decode_message_id
+
+FLAG_SUSPEND_SUBSCRIPTION = 0x2 | 0x4
+LEVELS = "200ms 300ms 400ms"
+
+
+async def test_delayed_message_is_delivered_after_its_delay(cluster, poll, dispatched) -> None:
+    broker = await cluster.broker(message_delay_level=LEVELS)
+    producer, consumer = cluster.mq(broker), cluster.mq(broker)
+    await producer.create_topic("TopicDelay", queues=2)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    pull = asyncio.create_task(
+        consumer.pull("G", "TopicDelay", 1, 0, sys_flag=FLAG_SUSPEND_SUBSCRIPTION, suspend_ms=5000, timeout=10)
+    )
+    sent = await producer.send("TopicDelay", b"later", queue_id=1, properties=producer.props("T", DELAY="1"))
+    assert sent.code == ResponseCode.SUCCESS and sent.ext_fields["queueId"] == 1
+    await dispatched(broker)
+    assert broker.store.get_max_offset_in_queue("SCHEDULE_TOPIC_XXXX", 0) == 1
+    resp = await asyncio.wait_for(pull, 5.0)
+    assert resp.code == ResponseCode.SUCCESS
+    [msg] = decode_all(resp.body)
+    # Never early: a message is due 200 ms after it was stored.
+    assert loop.time() - started >= 0.19
+    assert msg.body == b"later" and msg.topic == "TopicDelay" and msg.queue_id == 1
+    assert "DELAY" not in msg.properties and msg.properties["WAIT"] == "false"
+    assert (msg.properties["REAL_TOPIC"], msg.properties["REAL_QID"], msg.tags) == ("TopicDelay", "1", "T")
+    await poll(lambda: broker.schedule_message_service.offset_table.get(1) == 1)
+
+    # Progress is kept in delayOffset.json across a restart: nothing is delivered twice.
+    broker = await cluster.restart(broker)
+    resp = await cluster.mq(broker).invoke(RequestCode.GET_ALL_DELAY_OFFSET)
+    assert decode_body(resp.body) == {"offsetTable": {1: 1}}
+    await asyncio.sleep(0.05)
+    assert broker.store.get_max_offset_in_queue("TopicDelay", 1) == 1
+
+
+async def test_delay_levels_above_the_maximum_are_capped(cluster, dispatched) -> None:
+    broker = await cluster.broker(message_delay_level=LEVELS)
+    mq = cluster.mq(broker)
+    await mq.send("TopicCap", b"x", properties=mq.props(DELAY="99"))
+    await dispatched(broker)
+    assert broker.store.get_max_offset_in_queue("SCHEDULE_TOPIC_XXXX", 2) == 1
+
+
+async def send_and_pull(broker, mq, dispatched, topic: str, body: bytes) -> str:
+    await mq.send(topic, body)
+    await dispatched(broker)
+    [msg] = decode_all((await mq.pull("GR", topic, 0, 0)).body)
+    return msg.msg_id
+
+
+async def send_back(mq, msg_id: str, delay_level: int, max_reconsume: int = 16) -> int:
+    _, offset = decode_message_id(msg_id)
+    header = ConsumerSendMsgBackRequestHeader(
+        offset=offset, group="GR", delay_level=delay_level, origin_msg_id=msg_id, max_reconsume_times=max_reconsume
+    )
+    return (await mq.invoke(RequestCode.CONSUMER_SEND_MSG_BACK, header)).code
+
+
+async def test_send_back_goes_to_the_retry_topic_after_the_delay(cluster, poll, dispatched) -> None:
+    broker = await cluster.broker(message_delay_level=LEVELS)
+    mq = cluster.mq(broker)
+    msg_id = await send_and_pull(broker, mq, dispatched, "TopicRetry", b"failed once")
+    assert await send_back(mq, msg_id, delay_level=1) == ResponseCode.SUCCESS
+    await poll(lambda: broker.store.get_max_offset_in_queue("%RETRY%GR", 0) == 1)
+    [retry] = decode_all((await mq.pull("GR", "%RETRY%GR", 0, 0)).body)
+    assert retry.body == b"failed once" and retry.reconsume_times == 1
+    assert retry.properties["RETRY_TOPIC"] == "TopicRetry"
+    assert retry.properties["ORIGIN_MESSAGE_ID"] == msg_id
+
+    # The retry of the retry keeps the first origin id and counts on.
+    assert await send_back(mq, retry.msg_id, delay_level=1) == ResponseCode.SUCCESS
+    await poll(lambda: broker.store.get_max_offset_in_queue("%RETRY%GR", 0) == 2)
+    [second] = decode_all((await mq.pull("GR", "%RETRY%GR", 0, 1)).body)
+    assert second.reconsume_times == 2 and second.properties["ORIGIN_MESSAGE_ID"] == msg_id
+    assert second.properties["RETRY_TOPIC"] == "TopicRetry"
+
+
+async def test_send_back_to_the_dlq(cluster, poll, dispatched) -> None:
+    broker = await cluster.broker(message_delay_level=LEVELS)
+    mq = cluster.mq(broker)
+    msg_id = await send_and_pull(broker, mq, dispatched, "TopicDlq", b"poison")
+    assert await send_back(mq, msg_id, delay_level=-1) == ResponseCode.SUCCESS
+    msg_id2 = await send_and_pull(broker, mq, dispatched, "TopicDlq2", b"tired")
+    assert await send_back(mq, msg_id2, delay_level=1, max_reconsume=0) == ResponseCode.SUCCESS
+    await poll(lambda: broker.store.get_max_offset_in_queue("%DLQ%GR", 0) == 2)
+    dlq = decode_all((await mq.pull("GR", "%DLQ%GR", 0, 0)).body)
+    assert [m.body for m in dlq] == [b"poison", b"tired"]
+    assert broker.topic_config_manager.select_topic_config("%DLQ%GR").perm == 6
+    assert broker.store.get_max_offset_in_queue("SCHEDULE_TOPIC_XXXX", 0) == 0
+
+    _, offset = decode_message_id(msg_id)
+    bad = ConsumerSendMsgBackRequestHeader(offset=offset + 3, group="GR", delay_level=0)
+    resp = await mq.invoke(RequestCode.CONSUMER_SEND_MSG_BACK, bad)
+    assert resp.code == ResponseCode.SYSTEM_ERROR and "look message by offset failed" in resp.remark
+
+
+async def test_queue_locks(broker, mq) -> None:
+    q0, q1 = MessageQueue("T", "broker-a", 0), MessageQueue("T", "broker-a", 1)
+
+    async def lock(client: str, *mqs: MessageQueue) -> set[MessageQueue]:
+        body = encode_body(LockBatchRequestBody("GL", client, set(mqs)))
+        resp = await mq.invoke(RequestCode.LOCK_BATCH_MQ, body=body)
+        return decode_body(resp.body, LockBatchResponseBody).lock_ok_mq_set
+
+    assert await lock("c1", q0, q1) == {q0, q1}
+    assert await lock("c2", q0, q1) == set()
+    assert await lock("c1", q0) == {q0}  # renewal by the holder
+    resp = await mq.invoke(RequestCode.UNLOCK_BATCH_MQ, body=encode_body(LockBatchRequestBody("GL", "c1", {q1})))
+    assert resp.code == ResponseCode.SUCCESS
+    assert await lock("c2", q0, q1) == {q1}
+
+
+def test_queue_locks_expire_unless_renewed() -> None:
+    locks = RebalanceLockManager(lock_max_live_time=60.0)
+    q = MessageQueue("T", "b", 0)
+    assert locks.try_lock_batch("G", {q}, "c1", now=100.0) == {q}
+    assert locks.try_lock_batch("G", {q}, "c2", now=159.0) == set()
+    assert locks.try_lock_batch("G", {q}, "c1", now=159.0) == {q}  # renewed
+    assert locks.try_lock_batch("G", {q}, "c2", now=218.0) == set()
+    assert locks.try_lock_batch("G", {q}, "c2", now=219.5) == {q}  # expired: taken over
+    assert locks.is_locked("G", q, "c2", now=219.5) and not locks.is_locked("G", q, "c1", now=219.5)

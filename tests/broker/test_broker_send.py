@@ -1,0 +1,198 @@
+"""SEND_MESSAGE / SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE: checks, response codes, and what ends up stored."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from broker.message_batch import BatchItem, MessageBatchError, decode_message_batch, encode_message_batch
+from remoting.codes import RequestCode, ResponseCode
+from remoting.header import ViewMessageRequestHeader
+from storage.codec import decode_all, decode_message_id
+from storage.message import properties_to_string
+
+
+@pytest.mark.parametrize("code", [RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2])
+async def test_send_then_pull_back_the_identical_record(broker, mq, dispatched, code) -> None:
+    props = mq.props("TagA", "k1 k2", UNIQ_KEY="ABCDEF0123")
+    resp = await mq.send("TopicSend", b"\x00payload\xff", queue_id=2, properties=props, code=code, flag=7)
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    assert resp.ext_fields["queueId"] == 2 and resp.ext_fields["queueOffset"] == 0
+    host, phy = decode_message_id(resp.ext_fields["msgId"])
+    assert host == broker.address
+    await dispatched(broker)
+
+    pulled = await mq.pull("G", "TopicSend", 2, 0)
+    assert pulled.code == ResponseCode.SUCCESS
+    assert (pulled.ext_fields["nextBeginOffset"], pulled.ext_fields["maxOffset"]) == (1, 1)
+    [msg] = decode_all(pulled.body)
+    assert msg.body == b"\x00payload\xff" and msg.flag == 7 and msg.topic == "TopicSend"
+    assert msg.queue_id == 2 and msg.queue_offset == 0 and msg.commit_log_offset == phy
+    assert msg.store_host == broker.address
+    assert msg.born_host == await mq.local_address()
+    # The producer's encoded properties are stored verbatim.
+    assert msg.properties == {"TAGS": "TagA", "KEYS": "k1 k2", "UNIQ_KEY": "ABCDEF0123"}
+    assert pulled.body.endswith(props.encode())
+
+    # The same bytes as the record VIEW_MESSAGE_BY_ID reads straight from the commit log.
+    viewed = await mq.invoke(RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(phy))
+    assert viewed.code == ResponseCode.SUCCESS and viewed.body == pulled.body
+
+
+async def test_batch_send_stores_consecutive_records(broker, mq, dispatched) -> None:
+    items = [
+        BatchItem(1, b"first", properties_to_string({"TAGS": "A", "UNIQ_KEY": "U1"})),
+        BatchItem(2, b"", properties_to_string({"UNIQ_KEY": "U2"})),
+        BatchItem(3, b"x" * 300, ""),
+    ]
+    await mq.send("TopicBatch", b"before", queue_id=1)
+    resp = await mq.send_batch("TopicBatch", items, queue_id=1)
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    ids = resp.ext_fields["msgId"].split(",")
+    assert len(ids) == 3 and resp.ext_fields["queueOffset"] == 1
+    offsets = [decode_message_id(i)[1] for i in ids]
+    assert offsets == sorted(offsets) and len(set(offsets)) == 3
+    await dispatched(broker)
+    pulled = await mq.pull("G", "TopicBatch", 1, 1)
+    msgs = decode_all(pulled.body)
+    assert [(m.flag, m.body, m.queue_offset) for m in msgs] == [(1, b"first", 1), (2, b"", 2), (3, b"x" * 300, 3)]
+    assert msgs[0].properties == {"TAGS": "A", "UNIQ_KEY": "U1"} and msgs[2].properties == {}
+    assert [m.commit_log_offset for m in msgs] == offsets
+
+
+def test_batch_codec_checks_total_size_and_lengths() -> None:
+    data = encode_message_batch([BatchItem(0, b"ab", "K\x01V\x02"), BatchItem(5, b"", "")])
+    assert [(i.flag, i.body, i.properties) for i in decode_message_batch(data)] == [
+        (0, b"ab", "K\x01V\x02"),
+        (5, b"", ""),
+    ]
+    bad_total = struct.pack(">i", 99) + data[4:]
+    with pytest.raises(MessageBatchError, match="TOTALSIZE"):
+        decode_message_batch(bad_total)
+    with pytest.raises(MessageBatchError, match="truncated|past the end"):
+        decode_message_batch(data[:-3])
+
+
+async def test_bad_batches_are_message_illegal(broker, mq) -> None:
+    await mq.create_topic("TopicBatchBad")
+    resp = await mq.invoke(
+        RequestCode.SEND_BATCH_MESSAGE,
+        {"a": "PG", "b": "TopicBatchBad", "c": "TBW102", "d": 4, "e": 0, "f": 0, "g": 0, "h": 0, "m": True},
+        b"\x00\x00\x00\x30garbage",
+    )
+    assert resp.code == ResponseCode.MESSAGE_ILLEGAL and "batch" in resp.remark
+    resp = await mq.send_batch("%RETRY%G1", [BatchItem(0, b"x", "")])
+    assert resp.code == ResponseCode.MESSAGE_ILLEGAL and "retry" in resp.remark
+    delayed = [BatchItem(0, b"x", ""), BatchItem(0, b"y", properties_to_string({"DELAY": "2"}))]
+    resp = await mq.send_batch("TopicBatchBad", delayed)
+    assert resp.code == ResponseCode.MESSAGE_ILLEGAL and "delay" in resp.remark
+
+
+@pytest.mark.parametrize(
+    ("topic", "remark"),
+    [("bad topic!", "illegal characters"), ("t" * 128, "longer than"), ("", "blank")],
+)
+async def test_invalid_topic_is_system_error_with_reason(broker, mq, topic, remark) -> None:
+    resp = await mq.send(topic)
+    # RocketMQ 4.9.8 msgCheck answers SYSTEM_ERROR for an invalid topic name.
+    assert resp.code == ResponseCode.SYSTEM_ERROR
+    assert remark in resp.remark
+
+
+@pytest.mark.parametrize("topic", ["SCHEDULE_TOPIC_XXXX", "OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC"])
+async def test_system_topics_refuse_sends(broker, mq, topic) -> None:
+    resp = await mq.send(topic)
+    assert resp.code == ResponseCode.NO_PERMISSION and "forbidden" in resp.remark
+
+
+async def test_unknown_topic_without_auto_create_is_topic_not_exist(cluster) -> None:
+    broker = await cluster.broker(auto_create_topic_enable=False)
+    mq = cluster.mq(broker)
+    assert broker.topic_config_manager.select_topic_config("TBW102") is None
+    resp = await mq.send("NoSuchTopic")
+    assert resp.code == ResponseCode.TOPIC_NOT_EXIST and "NoSuchTopic" in resp.remark
+    assert broker.topic_config_manager.select_topic_config("NoSuchTopic") is None
+
+
+async def test_auto_create_takes_min_of_client_and_default_queue_nums(broker, mq) -> None:
+    resp = await mq.send("AutoTopic", default_topic_queue_nums=3)
+    assert resp.code == ResponseCode.SUCCESS
+    tc = broker.topic_config_manager.select_topic_config("AutoTopic")
+    assert (tc.read_queue_nums, tc.write_queue_nums, tc.perm) == (3, 3, 6)
+    await mq.send("AutoTopic2", default_topic_queue_nums=100)
+    assert broker.topic_config_manager.select_topic_config("AutoTopic2").write_queue_nums == 8  # TBW102's
+
+
+async def test_auto_create_from_a_default_topic_without_inherit_fails(broker, mq) -> None:
+    await mq.create_topic("PlainDefault")
+    resp = await mq.send("ChildTopic", default_topic="PlainDefault")
+    assert resp.code == ResponseCode.TOPIC_NOT_EXIST
+
+
+async def test_retry_topic_falls_back_to_one_queue(broker, mq) -> None:
+    resp = await mq.send("%RETRY%GroupR", default_topic="NoDefault")
+    assert resp.code == ResponseCode.SUCCESS
+    tc = broker.topic_config_manager.select_topic_config("%RETRY%GroupR")
+    assert (tc.read_queue_nums, tc.write_queue_nums, tc.perm) == (1, 1, 6)
+
+
+async def test_retry_send_past_max_reconsume_goes_to_dlq(broker, mq, poll) -> None:
+    resp = await mq.send("%RETRY%GroupD", default_topic="NoDefault", reconsume_times=3, max_reconsume_times=3)
+    assert resp.code == ResponseCode.SUCCESS
+    await poll(lambda: broker.store.get_max_offset_in_queue("%DLQ%GroupD", 0) == 1)
+    assert broker.topic_config_manager.select_topic_config("%DLQ%GroupD").perm == 6
+    assert broker.store.get_max_offset_in_queue("%RETRY%GroupD", 0) == 0
+
+
+async def test_oversized_body_is_message_illegal(cluster) -> None:
+    broker = await cluster.broker(max_message_size=1024)
+    mq = cluster.mq(broker)
+    assert (await mq.send("Big", b"x" * 1024)).code == ResponseCode.SUCCESS
+    resp = await mq.send("Big", b"x" * 1025)
+    assert resp.code == ResponseCode.MESSAGE_ILLEGAL and "1025" in resp.remark
+    resp = await mq.send_batch("Big", [BatchItem(0, b"y" * 600, ""), BatchItem(0, b"y" * 600, "")])
+    assert resp.code == ResponseCode.MESSAGE_ILLEGAL
+
+
+async def test_queue_id_checks(broker, mq) -> None:
+    await mq.create_topic("TopicQ", queues=4)
+    resp = await mq.send("TopicQ", queue_id=4)
+    assert resp.code == ResponseCode.SYSTEM_ERROR and "queueId[4] is illegal" in resp.remark
+    seen = set()
+    for _ in range(20):
+        resp = await mq.send("TopicQ", queue_id=-1)
+        assert resp.code == ResponseCode.SUCCESS
+        seen.add(resp.ext_fields["queueId"])
+    assert seen <= {0, 1, 2, 3} and len(seen) > 1
+
+
+async def test_missing_header_field_and_body(broker, mq) -> None:
+    resp = await mq.invoke(RequestCode.SEND_MESSAGE_V2, {"a": "PG", "b": "T", "c": "TBW102", "d": 4})
+    assert resp.code == ResponseCode.SYSTEM_ERROR and "'e'" in resp.remark and "missing" in resp.remark
+    resp = await mq.invoke(RequestCode.SEND_MESSAGE, {"topic": "T", "queueId": "zero"})
+    assert resp.code == ResponseCode.SYSTEM_ERROR and "bad request" in resp.remark
+    resp = await mq.send("TopicNoBody", None)
+    assert resp.code == ResponseCode.MESSAGE_ILLEGAL
+    assert (await mq.send("TopicNoBody", b"fine")).code == ResponseCode.SUCCESS
+
+
+async def test_transaction_half_messages_are_refused(broker, mq) -> None:
+    resp = await mq.send("TopicTx", properties=mq.props(TRAN_MSG="true"), sys_flag=0x4)
+    assert resp.code == ResponseCode.NO_PERMISSION and "transaction" in resp.remark
+
+
+async def test_full_disk_is_service_not_available(broker, mq) -> None:
+    broker.store.running_flags.make_disk_full()
+    try:
+        resp = await mq.send("TopicDisk")
+    finally:
+        broker.store.running_flags.make_disk_ok()
+    assert resp.code == ResponseCode.SERVICE_NOT_AVAILABLE and "disk" in resp.remark
+    assert (await mq.send("TopicDisk")).code == ResponseCode.SUCCESS
+
+
+async def test_oneway_send_is_stored(broker, mq, poll) -> None:
+    header = {"a": "PG", "b": "TopicOneway", "c": "TBW102", "d": 4, "e": 0, "f": 0, "g": 0, "h": 0}
+    await mq.oneway(RequestCode.SEND_MESSAGE_V2, header, b"fire and forget")
+    await poll(lambda: broker.store.get_max_offset_in_queue("TopicOneway", 0) == 1)

@@ -1,0 +1,59 @@
+"""Client test setup: fake name server and brokers (client_fakes), and the real cluster when it exists."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+import uvloop
+from client_fakes import FakeBroker, FakeNamesrv
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "both_loops: run on the default asyncio loop and on uvloop")
+
+
+def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> dict[str, Callable[[], object]]:
+    if item.get_closest_marker("both_loops") is not None:
+        return {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
+    return {"asyncio": asyncio.new_event_loop}
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0, interval: float = 0.005) -> None:
+    """Poll ``predicate`` until true; fail after ``timeout`` seconds (a generous bound, not a sleep)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        await asyncio.sleep(interval)
+
+
+@pytest.fixture
+def poll() -> Callable[..., object]:
+    return wait_until
+
+
+@pytest.fixture
+async def namesrv() -> AsyncIterator[FakeNamesrv]:
+    ns = FakeNamesrv()
+    await ns.server.start()
+    yield ns
+    await ns.server.stop()
+
+
+@pytest.fixture
+async def broker_a() -> AsyncIterator[FakeBroker]:
+    b = FakeBroker("broker-a")
+    await b.server.start()
+    yield b
+    await b.server.stop()
+
+
+@pytest.fixture
+async def broker_b() -> AsyncIterator[FakeBroker]:
+    b = FakeBroker("broker-b")
+    await b.server.start()
+    yield b
+    await b.server.stop()

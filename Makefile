@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench lint clean
+.PHONY: run demo test bench lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -12,9 +12,13 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-# For now: the storage demo and inspector (the broker and name server come with the messaging issue).
-# The demo replaces the store in .pocketmq-demo, so this runs any number of times.
+# A name server and a broker in one process, store in ./.pocketmq; Ctrl-C stops it cleanly.
 run: $(STAMP)
+	$(VENV)/bin/pocketmq dev
+
+# The storage demo and inspector: a small store written and shown file by file. The demo replaces the
+# store in .pocketmq-demo, so this runs any number of times.
+demo: $(STAMP)
 	$(PY) -m storage demo .pocketmq-demo --small --messages 200
 	$(PY) -m storage inspect .pocketmq-demo --limit 5
 

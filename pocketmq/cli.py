@@ -130,6 +130,11 @@ def main(argv: list[str] | None = None) -> int:
         return run(args.func(args)) or 0
     except KeyboardInterrupt:
         return 130
+    except Exception as e:  # a clear one-line error for people; the traceback with -v
+        if args.verbose:
+            raise
+        print(f"pocketmq {args.command}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -1,0 +1,61 @@
+"""`pocketmq dev`, `send` and `consume` as separate processes, the way a developer runs them."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+
+import pytest
+
+CLI = [sys.executable, "-m", "pocketmq"]
+
+
+@pytest.fixture
+def dev_server(tmp_path):
+    proc = subprocess.Popen([*CLI, "dev", "--store", str(tmp_path / "dev"), "--namesrv-port", "0",
+                             "--broker-port", "0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    first = proc.stdout.readline()
+    match = re.search(r"name server (\S+), broker \S+ at (\S+)", first)
+    if not match:
+        proc.kill()
+        pytest.fail(f"unexpected first line from pocketmq dev: {first!r} {proc.stdout.read()}")
+    yield proc, match.group(1), tmp_path / "dev" / "store"
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=60)
+
+
+def test_dev_send_consume_and_clean_shutdown(dev_server):
+    proc, namesrv, store = dev_server
+    sent = run("send", "-n", namesrv, "-t", "CliTopic", "-p", "hello cli", "-c", "TagA", "-k", "order-1",
+               "--count", "2")
+    assert sent.returncode == 0, sent.stderr
+    assert sent.stdout.count("SEND_OK") == 2
+
+    got = run("consume", "-n", namesrv, "-t", "CliTopic", "-g", "cli-group", "--count", "2", "--wait", "20")
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert got.stdout.count("body=hello cli") == 2
+    assert "tags=TagA" in got.stdout and "keys=order-1" in got.stdout
+
+    # The group's offsets were committed: nothing new for it now.
+    again = run("consume", "-n", namesrv, "-t", "CliTopic", "-g", "cli-group")
+    assert again.returncode == 0 and "body=" not in again.stdout
+
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(30) == 0
+    assert not os.path.exists(store / "abort")  # Ctrl-C shut the store down cleanly
+
+
+def test_consume_count_gives_up_with_an_error(dev_server):
+    _, namesrv, _ = dev_server
+    assert run("send", "-n", namesrv, "-t", "Lonely", "-p", "x").returncode == 0
+    got = run("consume", "-n", namesrv, "-t", "Lonely", "-g", "g", "--count", "2", "--wait", "1")
+    assert got.returncode == 1
+    assert "only 1 of 2 messages" in got.stdout

@@ -1,0 +1,75 @@
+"""The in-process cluster and the pytest fixture, as a user's tests would use them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from client import (
+    Message,
+    MQClientException,
+    Producer,
+    PullConsumer,
+    PullStatus,
+    SyncProducer,
+    SyncPullConsumer,
+)
+from pocketmq import EmbeddedCluster
+
+
+async def test_embedded_cluster_round_trip(tmp_path):
+    async with EmbeddedCluster(tmp_path) as cluster:
+        assert cluster.namesrv_addr.startswith("127.0.0.1:")
+        assert cluster.broker_addr.startswith("127.0.0.1:")
+        async with Producer("p", cluster.namesrv_addr) as producer:
+            sent = await producer.send(Message("Embedded", b"one", tags="A"))
+        assert await cluster.wait_dispatched()
+        async with PullConsumer("c", cluster.namesrv_addr) as consumer:
+            result = await consumer.pull(sent.message_queue, "*", sent.queue_offset)
+        assert result.pull_status is PullStatus.FOUND
+        assert [m.body for m in result.msg_found_list] == [b"one"]
+    # A clean stop: the store is closed without the abort file a crash leaves.
+    assert not os.path.exists(tmp_path / "store" / "abort")
+    assert os.path.exists(tmp_path / "store" / "commitlog")
+
+
+async def test_embedded_cluster_passes_broker_settings(tmp_path):
+    async with EmbeddedCluster(tmp_path, auto_create_topic_enable=False) as cluster:
+        assert cluster.broker.broker_config.auto_create_topic_enable is False
+        async with Producer("p", cluster.namesrv_addr, send_timeout=1.0) as producer:
+            with pytest.raises(MQClientException):
+                await producer.send(Message("NeverCreated", b"x"))
+
+
+def test_fixture_serves_sync_code(pocketmq_cluster):
+    with SyncProducer("p", pocketmq_cluster.namesrv_addr) as producer:
+        sent = producer.send(Message("FixtureTopic", b"hello", keys="k-1"))
+    assert pocketmq_cluster.wait_dispatched()
+    with SyncPullConsumer("c", pocketmq_cluster.namesrv_addr) as consumer:
+        result = consumer.pull(sent.message_queue, "*", sent.queue_offset)
+    assert [(m.body, m.keys) for m in result.msg_found_list] == [(b"hello", ["k-1"])]
+
+
+async def test_fixture_serves_async_code_on_another_loop(pocketmq_cluster):
+    async with Producer("p", pocketmq_cluster.namesrv_addr) as producer:
+        result = await producer.send(Message("FixtureAsync", b"x"))
+    assert result.queue_offset == 0
+
+
+def test_plugin_is_registered_for_users(tmp_path):
+    """A user's project gets the fixture from the installed entry point, with no conftest of its own."""
+    (tmp_path / "test_user.py").write_text(textwrap.dedent("""
+        from client import Message, SyncProducer
+
+        def test_send(pocketmq_cluster):
+            with SyncProducer("g", pocketmq_cluster.namesrv_addr) as producer:
+                assert producer.send(Message("UserTopic", b"hi")).queue_offset == 0
+    """))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 passed" in proc.stdout

@@ -7,7 +7,7 @@ from .codec import create_message_id, decode, decode_all, decode_message_id, enc
 from .config import FlushDiskType, MessageStoreConfig
 from .message import Message, MessageExt, pack_host, properties_to_string, string_to_properties, unpack_host
 from .message_filter import MessageFilter, TagsFilter
-from .message_store import DefaultMessageStore, StoreLockedError
+from .message_store import DefaultMessageStore
 from .results import (
     GetMessageResult,
     GetMessageStatus,
@@ -15,6 +15,7 @@ from .results import (
     PutMessageStatus,
     QueryMessageResult,
 )
+from .store_lock import StoreLockedError
 from .validators import InvalidTopicError, check_topic, topic_error
 
 __all__ = [

@@ -7,6 +7,7 @@ END_FILE_MIN_BLANK_LENGTH = 8  # TOTALSIZE + MAGICCODE of the filler
 OS_PAGE_SIZE = 4096
 
 CQ_STORE_UNIT_SIZE = 20  # consume queue entry: phy offset 8, size 4, tags code 8
+CQ_PRE_BLANK_SIZE = 0x7FFFFFFF  # size field of the filler entries before a queue's first real one
 INDEX_HEADER_SIZE = 40
 INDEX_HASH_SLOT_SIZE = 4
 INDEX_ENTRY_SIZE = 20

@@ -10,11 +10,11 @@ import os
 import struct
 from collections.abc import Callable
 
-from .constants import CQ_STORE_UNIT_SIZE
+from .constants import CQ_PRE_BLANK_SIZE, CQ_STORE_UNIT_SIZE
 from .mapped_file_queue import MappedFileQueue
 
 CQ_ENTRY = struct.Struct(">qiq")
-_PRE_BLANK = CQ_ENTRY.pack(0, 0x7FFFFFFF, 0)
+_PRE_BLANK = CQ_ENTRY.pack(0, CQ_PRE_BLANK_SIZE, 0)
 
 
 class ConsumeQueue:
@@ -51,7 +51,7 @@ class ConsumeQueue:
         """offset + size of the last entry before `count` that is not a pre-blank, or -1."""
         for i in range(count - 1, -1, -1):
             phys, size, _t = CQ_ENTRY.unpack_from(mf.mm, i * CQ_STORE_UNIT_SIZE)
-            if size != 0x7FFFFFFF:
+            if size != CQ_PRE_BLANK_SIZE:
                 return phys + size
         return -1
 
@@ -82,7 +82,7 @@ class ConsumeQueue:
         max_phys = -1
         for mf in mfq.files:
             keep = self._count_valid(mf, mf.wrote_position,
-                                     lambda phys, size, _t: size == 0x7FFFFFFF or phys < phy_offset)
+                                     lambda phys, size, _t: size == CQ_PRE_BLANK_SIZE or phys < phy_offset)
             if keep * CQ_STORE_UNIT_SIZE < mf.wrote_position:
                 cut = mf.file_from_offset + keep * CQ_STORE_UNIT_SIZE
                 mfq.truncate_dirty_files(cut)
@@ -177,7 +177,7 @@ class ConsumeQueue:
         # Entries whose commit-log data was deleted cannot be timed: start after them.
         while lo < hi:
             e = self.get_entry(lo)
-            if e is None or e[0] >= min_phy_offset and e[1] != 0x7FFFFFFF:
+            if e is None or e[0] >= min_phy_offset and e[1] != CQ_PRE_BLANK_SIZE:
                 break
             lo += 1
         left, right = lo, hi
@@ -218,7 +218,7 @@ class ConsumeQueue:
             return
         data = mf.mm[:mf.wrote_position]
         for i, (phys, size, _t) in enumerate(CQ_ENTRY.iter_unpack(data)):
-            if size != 0x7FFFFFFF and phys >= min_commit_log_offset:
+            if size != CQ_PRE_BLANK_SIZE and phys >= min_commit_log_offset:
                 self.min_logic_offset = max(self.min_logic_offset, mf.file_from_offset + i * CQ_STORE_UNIT_SIZE)
                 return
         self.min_logic_offset = max(self.min_logic_offset, mf.file_from_offset + mf.wrote_position)

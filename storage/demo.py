@@ -26,7 +26,8 @@ from .constants import COMPRESSED_FLAG, CQ_STORE_UNIT_SIZE
 from .inspect.files import fmt_bytes
 from .inspect.indexfile import file_size_for
 from .message import Message, pack_host
-from .message_store import DefaultMessageStore, StoreLockedError
+from .message_store import DefaultMessageStore
+from .store_lock import StoreLockedError
 
 SEED = 20240601
 TOPICS = {"OrderEvents": 4, "Payments": 2}

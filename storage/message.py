@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import socket
+import ipaddress
 import struct
 from dataclasses import dataclass, field
 
@@ -20,19 +20,15 @@ _PORT = struct.Struct(">i")
 
 def pack_host(host: str, port: int) -> bytes:
     """A socket address as RocketMQ stores it: 4 (IPv4) or 16 (IPv6) address bytes, then a 4-byte port."""
-    try:
-        addr = socket.inet_pton(socket.AF_INET, host)
-    except OSError:
-        addr = socket.inet_pton(socket.AF_INET6, host)
-    return addr + _PORT.pack(port)
+    return ipaddress.ip_address(host.strip("[]")).packed + _PORT.pack(port)
 
 
 def unpack_host(raw: bytes) -> str:
     """The inverse of pack_host, as "ip:port" ("[ip]:port" for IPv6)."""
     port = _PORT.unpack_from(raw, len(raw) - 4)[0]
     if len(raw) == 8:
-        return f"{socket.inet_ntop(socket.AF_INET, raw[:4])}:{port}"
-    return f"[{socket.inet_ntop(socket.AF_INET6, raw[:16])}]:{port}"
+        return f"{ipaddress.IPv4Address(raw[:4])}:{port}"
+    return f"[{ipaddress.IPv6Address(raw[:16])}]:{port}"
 
 
 LOOPBACK_HOST = pack_host("127.0.0.1", 0)

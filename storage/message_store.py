@@ -12,7 +12,6 @@ or `with DefaultMessageStore(...) as store:` which does load + start + shutdown.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import struct
@@ -24,9 +23,10 @@ from .clean_service import CleanService, disk_usage_ratio
 from .codec import CorruptRecordError, decode
 from .commit_log import CommitLog
 from .config import FlushDiskType, MessageStoreConfig
-from .constants import CQ_STORE_UNIT_SIZE, PROPERTY_WAIT_STORE_MSG_OK
-from .consume_queue import CQ_ENTRY, ConsumeQueue
+from .constants import PROPERTY_WAIT_STORE_MSG_OK
+from .consume_queue import ConsumeQueue
 from .flush_service import FlushConsumeQueueService, FlushRealTimeService, GroupCommitService
+from .get_message import read_queue
 from .index_service import IndexService
 from .message import Message, MessageExt
 from .message_filter import MessageFilter
@@ -40,15 +40,11 @@ from .results import (
     QueryMessageResult,
 )
 from .running_flags import RunningFlags
+from .store_lock import StoreLock
 from .validators import topic_error
 
 log = logging.getLogger(__name__)
 
-_PRE_BLANK_SIZE = 0x7FFFFFFF
-
-
-class StoreLockedError(RuntimeError):
-    pass
 
 
 class DefaultMessageStore:
@@ -76,7 +72,7 @@ class DefaultMessageStore:
         self.disk_usage = disk_usage_ratio
         self.last_exit_ok = True
         self._valid_topics: set[str] = set()
-        self._lock_fd: int | None = None
+        self._lock: StoreLock | None = None
         self._loaded = False
         self._running = False
 
@@ -97,25 +93,9 @@ class DefaultMessageStore:
     def __exit__(self, *exc) -> None:
         self.shutdown()
 
-    def _acquire_lock(self) -> None:
-        os.makedirs(self.root, exist_ok=True)
-        fd = os.open(os.path.join(self.root, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            raise StoreLockedError(f"Lock failed, MQ already started: {self.root} is in use by another process")
-        self._lock_fd = fd
-
-    def _release_lock(self) -> None:
-        if self._lock_fd is not None:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-            os.close(self._lock_fd)
-            self._lock_fd = None
-
     def load(self) -> bool:
         """Map every file and recover; after a crash (abort file present) re-check from the checkpoint."""
-        self._acquire_lock()
+        self._lock = StoreLock.acquire(self.root)
         self.consume_queue_table.clear()
         self.dispatch_cq_table.clear()
         try:
@@ -219,6 +199,11 @@ class DefaultMessageStore:
         self._close_files()
         self._release_lock()
         self._loaded = False
+
+    def _release_lock(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def _close_files(self) -> None:
         self.commit_log.shutdown()
@@ -373,71 +358,8 @@ class DefaultMessageStore:
         elif offset > max_offset:
             result.status, result.next_begin_offset = GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset
         else:
-            self._read_queue(cq, offset, max_msg_nums, message_filter, result)
+            read_queue(self.commit_log, self.config, cq, offset, max_msg_nums, message_filter, result)
         return result
-
-    def _read_queue(self, cq: ConsumeQueue, offset: int, max_msg_nums: int, message_filter: MessageFilter | None,
-                    result: GetMessageResult) -> None:
-        cfg = self.config
-        max_count = max(16000, max_msg_nums * CQ_STORE_UNIT_SIZE) // CQ_STORE_UNIT_SIZE
-        entries = cq.get_entries(offset, max_count)
-        if not entries:
-            # The queue file holding `offset` is gone: continue at the next file's first entry.
-            per_file = cq.file_size // CQ_STORE_UNIT_SIZE
-            result.status = GetMessageStatus.OFFSET_FOUND_NULL
-            result.next_begin_offset = (offset // per_file + 1) * per_file
-            return
-        status = GetMessageStatus.NO_MATCHED_MESSAGE
-        commit_log = self.commit_log
-        min_phy = commit_log.get_min_offset()
-        max_bytes = cfg.max_transfer_bytes_on_message_in_memory
-        max_msgs = min(max_msg_nums, cfg.max_transfer_count_on_message_in_memory)
-        buffers = result.buffers
-        total = count = scanned = 0
-        run_start = run_end = -1  # a run of adjacent records, read as one slice
-        for phys, size, tags in CQ_ENTRY.iter_unpack(entries):
-            if count and (count >= max_msgs or total + size > max_bytes):
-                break
-            scanned += 1
-            if size == _PRE_BLANK_SIZE:
-                continue
-            if message_filter is not None and not message_filter.is_matched_by_consume_queue(tags):
-                continue
-            if phys < min_phy:
-                if not count:
-                    status = GetMessageStatus.MESSAGE_WAS_REMOVING
-                continue
-            if message_filter is not None and message_filter.needs_commit_log:
-                record = commit_log.get_message(phys, size)
-                if record is None or not message_filter.is_matched_by_commit_log(record):
-                    continue
-            if phys == run_end and self._same_file(run_start, phys + size):
-                run_end = phys + size
-            else:
-                if run_start >= 0 and not self._flush_run(buffers, run_start, run_end):
-                    break
-                run_start, run_end = phys, phys + size
-            total += size
-            count += 1
-            result.queue_offsets.append(offset + scanned - 1)
-            status = GetMessageStatus.FOUND
-        if run_start >= 0 and not self._flush_run(buffers, run_start, run_end):
-            status = GetMessageStatus.MESSAGE_WAS_REMOVING if not buffers else status
-        result.status = status
-        result.next_begin_offset = offset + scanned
-        result.message_count = count
-        result.buffer_total_size = sum(len(b) for b in buffers)
-
-    def _same_file(self, start: int, end: int) -> bool:
-        size = self.commit_log.file_size
-        return start // size == (end - 1) // size
-
-    def _flush_run(self, buffers: list[bytes], start: int, end: int) -> bool:
-        data = self.commit_log.get_message(start, end - start)
-        if data is None:
-            return False
-        buffers.append(data)
-        return True
 
     # -- offsets and lookups ----------------------------------------------------------------------
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:

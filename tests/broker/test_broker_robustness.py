@@ -16,8 +16,8 @@ import pytest
 from broker import BrokerConfig, BrokerController
 from remoting.codes import RequestCode, ResponseCode
 from remoting.transport import parse_address
+from storage import StoreLockedError
 from storage.codec import decode_all
-from storage.message_store import StoreLockedError
 
 REPO = Path(__file__).resolve().parents[2]
 

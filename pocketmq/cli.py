@@ -27,7 +27,10 @@ def _add_dev(sub) -> None:
 def _add_namesrv(sub) -> None:
     p = sub.add_parser("namesrv", help="run a name server")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=9876)
+    p.add_argument("--port", type=int, default=9876, help="0 picks a free port")
+    p.add_argument("--scan-interval", type=float, default=10.0, help="seconds between expiry scans")
+    p.add_argument("--broker-expire", type=float, default=120.0,
+                   help="seconds of silence after which a broker is dropped")
     p.set_defaults(func=_namesrv)
 
 
@@ -35,6 +38,7 @@ def _add_broker(sub) -> None:
     p = sub.add_parser("broker", help="run a broker from a RocketMQ-style properties file")
     p.add_argument("-c", "--config", required=True, help="properties file, e.g. configs/broker.conf")
     p.add_argument("-n", "--namesrv-addr", help="name server address(es), ';'-separated; wins over the file")
+    p.add_argument("-p", "--print-config", action="store_true", help="print the effective settings and exit")
     p.set_defaults(func=_broker)
 
 
@@ -84,7 +88,9 @@ async def _namesrv(args) -> int:
     from namesrv.config import NamesrvConfig
     from namesrv.namesrv_controller import NamesrvController
 
-    namesrv = NamesrvController(NamesrvConfig(listen_host=args.host, listen_port=args.port))
+    namesrv = NamesrvController(NamesrvConfig(
+        listen_host=args.host, listen_port=args.port, scan_not_active_broker_interval=args.scan_interval,
+        broker_channel_expired_time=args.broker_expire))
     await namesrv.start()
     print(f"pocketmq name server listening on {namesrv.address}", flush=True)
     try:
@@ -100,6 +106,9 @@ async def _broker(args) -> int:
 
     overrides = {"namesrv_addr": args.namesrv_addr} if args.namesrv_addr else {}
     config = BrokerConfig.from_properties(args.config, **overrides)
+    if args.print_config:
+        sys.stdout.write(config.to_properties())
+        return 0
     broker = BrokerController(config)
     await broker.start()
     print(f"pocketmq broker {config.broker_name} listening on {broker.address}, store {config.store_root}",
@@ -108,6 +117,7 @@ async def _broker(args) -> int:
         await _wait_for_signal()
     finally:
         await broker.shutdown()
+        print("pocketmq broker shut down cleanly", flush=True)
     return 0
 
 

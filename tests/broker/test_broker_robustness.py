@@ -82,12 +82,12 @@ async def test_cli_boots_and_shuts_down_cleanly_on_ctrl_c(tmp_path) -> None:
         "mappedFileSizeConsumeQueue=20000\nmaxHashSlotNum=64\nmaxIndexNum=256\n"
     )
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "broker", "-c", str(conf),
+        sys.executable, "-m", "pocketmq", "broker", "-c", str(conf),
         cwd=REPO, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:
         line = await asyncio.wait_for(proc.stdout.readline(), 20.0)
-        assert b"boot success" in line, line
+        assert b"listening on" in line, line
         assert (store / "abort").exists()
         proc.send_signal(signal.SIGINT)
         out, err = await asyncio.wait_for(proc.communicate(), 20.0)

@@ -84,13 +84,18 @@ async def _dev(args) -> int:
     return 0
 
 
-async def _namesrv(args) -> int:
+def namesrv_config(args):
     from namesrv.config import NamesrvConfig
+
+    return NamesrvConfig(listen_host=args.host, listen_port=args.port,
+                         scan_not_active_broker_interval=args.scan_interval,
+                         broker_channel_expired_time=args.broker_expire)
+
+
+async def _namesrv(args) -> int:
     from namesrv.namesrv_controller import NamesrvController
 
-    namesrv = NamesrvController(NamesrvConfig(
-        listen_host=args.host, listen_port=args.port, scan_not_active_broker_interval=args.scan_interval,
-        broker_channel_expired_time=args.broker_expire))
+    namesrv = NamesrvController(namesrv_config(args))
     await namesrv.start()
     print(f"pocketmq name server listening on {namesrv.address}", flush=True)
     try:

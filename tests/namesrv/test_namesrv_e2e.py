@@ -10,7 +10,6 @@ import msgpack
 import pytest
 import uvloop
 
-from namesrv.__main__ import parse_args
 from namesrv.config import NamesrvConfig
 from namesrv.namesrv_controller import NamesrvController
 from remoting.body import (
@@ -317,10 +316,3 @@ def test_runs_on_uvloop() -> None:
 
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         assert runner.run(scenario()) == ResponseCode.SUCCESS
-
-
-def test_command_line_options() -> None:
-    cfg = parse_args(["--host", "0.0.0.0", "--port", "0", "--scan-interval", "0.5", "--broker-expire", "3"])
-    assert (cfg.listen_host, cfg.listen_port) == ("0.0.0.0", 0)
-    assert (cfg.scan_not_active_broker_interval, cfg.broker_channel_expired_time) == (0.5, 3.0)
-    assert parse_args([]) == NamesrvConfig()

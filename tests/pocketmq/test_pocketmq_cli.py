@@ -59,3 +59,23 @@ def test_consume_count_gives_up_with_an_error(dev_server):
     got = run("consume", "-n", namesrv, "-t", "Lonely", "-g", "g", "--count", "2", "--wait", "1")
     assert got.returncode == 1
     assert "only 1 of 2 messages" in got.stdout
+
+
+def test_namesrv_command_line_options():
+    from namesrv.config import NamesrvConfig
+    from pocketmq.cli import build_parser, namesrv_config
+
+    parse = build_parser().parse_args
+    cfg = namesrv_config(parse(["namesrv", "--host", "0.0.0.0", "--port", "0", "--scan-interval", "0.5",
+                                "--broker-expire", "3"]))
+    assert (cfg.listen_host, cfg.listen_port) == ("0.0.0.0", 0)
+    assert (cfg.scan_not_active_broker_interval, cfg.broker_channel_expired_time) == (0.5, 3.0)
+    assert namesrv_config(parse(["namesrv"])) == NamesrvConfig(listen_host="127.0.0.1", listen_port=9876)
+
+
+def test_broker_print_config(tmp_path):
+    conf = tmp_path / "b.conf"
+    conf.write_text("brokerName=broker-x\nlistenPort=0\n")
+    out = run("broker", "-c", str(conf), "-p")
+    assert out.returncode == 0, out.stderr
+    assert "brokerName=broker-x" in out.stdout and "listenPort=0" in out.stdout

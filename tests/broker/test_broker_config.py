@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from broker import BrokerConfig, BrokerConfigError
-from broker.__main__ import parse_args
+from pocketmq.cli import main as pocketmq_main
 from storage.config import FlushDiskType
 
 REPO = Path(__file__).resolve().parents[2]
@@ -111,12 +111,11 @@ def test_shipped_example_config_loads() -> None:
 def test_cli_arguments(tmp_path, capsys) -> None:
     conf = tmp_path / "b.conf"
     conf.write_text("namesrvAddr=1.2.3.4:9876\nlistenPort=0\n")
-    c = parse_args(["-c", str(conf), "-n", "127.0.0.1:1;127.0.0.1:2"])
-    assert c.namesrv_addr_list == ["127.0.0.1:1", "127.0.0.1:2"] and c.listen_port == 0
-    with pytest.raises(SystemExit) as exit_info:
-        parse_args(["-c", str(conf), "-p"])
-    assert exit_info.value.code == 0 and "namesrvAddr=1.2.3.4:9876" in capsys.readouterr().out
+    assert pocketmq_main(["broker", "-c", str(conf), "-n", "127.0.0.1:1;127.0.0.1:2", "-p"]) == 0
+    out = capsys.readouterr().out
+    assert "namesrvAddr=127.0.0.1:1;127.0.0.1:2" in out and "listenPort=0" in out
+    assert pocketmq_main(["broker", "-c", str(conf), "-p"]) == 0
+    assert "namesrvAddr=1.2.3.4:9876" in capsys.readouterr().out
     conf.write_text("bogus=1\n")
-    with pytest.raises(SystemExit) as exit_info:
-        parse_args(["-c", str(conf)])
-    assert exit_info.value.code == 2 and "bogus" in capsys.readouterr().err
+    assert pocketmq_main(["broker", "-c", str(conf)]) == 1
+    assert "bogus" in capsys.readouterr().err

@@ -1,0 +1,553 @@
+#!/usr/bin/env python3
+"""Storage benchmark: put / get / dispatch / index / append-flatness / recovery figures for pocketmq.
+
+    python bench/storage.py [--quick] [--sizes 100,1024,4096] [--count N] [--repeat 3] [--dir DIR]
+
+Prints tables, then as its last line one JSON object of the figures. It measures; it asserts nothing.
+Put figures are the best of --repeat runs. The baseline, a bare struct + CRC + mmap loop writing the
+same records, takes turns with the store's runs in the same process (the store drained and flushed
+first, so its threads are idle), and every ratio divides by the baseline of the same body size and
+properties.
+See bench/README.md for what each figure means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import mmap
+import multiprocessing
+import os
+import random
+import resource
+import shutil
+import signal
+import statistics
+import struct
+import sys
+import tempfile
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from storage import (  # noqa: E402
+    DefaultMessageStore,
+    Message,
+    MessageStoreConfig,
+    pack_host,
+    properties_to_string,
+)
+
+TOPIC = "BenchTopic"
+GROUP = "bench-group"
+QUEUES = 4
+BATCH = 32
+MAGIC = 0xDAA320A7
+HEADER = struct.Struct(">iIiiiqqiq8sq8siqi")  # the 88 fixed bytes, IPv4 hosts
+SHORT = struct.Struct(">h")
+BORN_HOST = pack_host("10.0.0.7", 53112)
+STORE_HOST = pack_host(MessageStoreConfig.store_host, MessageStoreConfig.store_port)  # the defaults
+MIN_FREE = 3 << 30
+VARIANTS = ("tags", "tags+str", "keys")  # TAGS only; TAGS pre-encoded as properties_string; TAGS + unique KEYS
+perf = time.perf_counter
+
+
+# -- messages and the baseline ----------------------------------------------------------------------
+def make_messages(n: int, body: bytes, variant: str, tag: str) -> list[Message]:
+    """n messages of one topic, 4 queues (a batch of 32 shares a queue), as a producer would send them.
+    Without keys they may share one properties dict: the store only reads it."""
+    now = time.time_ns() // 1_000_000
+    tags = {"TAGS": "TagA"}
+    tags_str = properties_to_string(tags) if variant == "tags+str" else None
+    out = []
+    for i in range(n):
+        props = {"TAGS": "TagA", "KEYS": f"ORDER-{tag}-{i}"} if variant == "keys" else tags
+        out.append(Message(topic=TOPIC, body=body, properties=props, queue_id=(i // BATCH) % QUEUES,
+                           born_timestamp=now, born_host=BORN_HOST, properties_string=tags_str))
+    return out
+
+
+def record_size(m: Message) -> int:
+    return 91 + len(m.body) + len(m.topic.encode()) + len(properties_to_string(m.properties).encode())
+
+
+def baseline(msgs: Sequence[Message], path: str) -> tuple[float, int]:
+    """(seconds, bytes) of the bare loop: per record CRC, one pack_into of the header, then body, topic and
+    properties by slice assignment, into the mmap of a fresh sparse file. Properties come pre-encoded.
+    The file stays (the caller deletes it later), so that, like the store's, its pages are new ones and
+    not those of a file just deleted, which are cheaper to fault in."""
+    props = [properties_to_string(m.properties).encode() for m in msgs]
+    topic_b = TOPIC.encode()
+    tlen = len(topic_b)
+    total = sum(91 + len(m.body) + tlen + len(p) for m, p in zip(msgs, props, strict=True))
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.ftruncate(fd, total)
+    mm = mmap.mmap(fd, total)
+    pack, pack_short, crc32 = HEADER.pack_into, SHORT.pack_into, zlib.crc32
+    store_ts = time.time_ns() // 1_000_000
+    gc.collect()
+    t0 = perf()
+    pos = 0
+    for i, (m, pb) in enumerate(zip(msgs, props, strict=True)):
+        body = m.body
+        blen, plen = len(body), len(pb)
+        size = 91 + blen + tlen + plen
+        pack(mm, pos, size, MAGIC, crc32(body) & 0x7FFFFFFF, m.queue_id, m.flag, i, pos, m.sys_flag,
+             m.born_timestamp, m.born_host, store_ts, STORE_HOST, m.reconsume_times,
+             m.prepared_transaction_offset, blen)
+        p = pos + 88
+        mm[p:p + blen] = body
+        p += blen
+        mm[p] = tlen
+        mm[p + 1:p + 1 + tlen] = topic_b
+        p += 1 + tlen
+        pack_short(mm, p, plen)
+        mm[p + 2:p + 2 + plen] = pb
+        pos = p + 2 + plen
+    elapsed = perf() - t0
+    mm.close()
+    os.close(fd)
+    return elapsed, total
+
+
+# -- the store --------------------------------------------------------------------------------------
+def open_store(root: str, **overrides) -> DefaultMessageStore:
+    store = DefaultMessageStore(MessageStoreConfig(store_path_root_dir=root, **overrides))
+    store.load()
+    store.start()
+    return store
+
+
+@dataclass
+class PutRun:
+    seconds: float
+    nbytes: int
+    lags: list[int]
+    drain_s: float
+
+
+def timed_puts(store: DefaultMessageStore, msgs: list[Message], batch: bool, sample_every: int) -> PutRun:
+    """Put all msgs (one by one or in batches of 32), sampling the dispatch lag every `sample_every`
+    messages; then time how long the dispatcher takes to drain what is left."""
+    units: list = [msgs[i:i + BATCH] for i in range(0, len(msgs), BATCH)] if batch else msgs
+    per = max(1, sample_every // BATCH) if batch else sample_every
+    chunks = [units[i:i + per] for i in range(0, len(units), per)]
+    put: Callable = store.put_messages if batch else store.put_message
+    behind = store.dispatch_behind_bytes
+    lags = []
+    start = store.get_max_phy_offset()
+    gc.collect()
+    t0 = perf()
+    for chunk in chunks:
+        for unit in chunk:
+            put(unit)
+        lags.append(behind())
+    seconds = perf() - t0
+    t0 = perf()
+    store.wait_dispatched(120.0)
+    return PutRun(seconds, store.get_max_phy_offset() - start, lags, perf() - t0)
+
+
+def lag_growing(lags: list[int], floor: float) -> bool:
+    """The lag grows when the median of the last third of the samples is over twice that of the first
+    third and above `floor` bytes (below it, the lag is the GIL's time slicing: see add_row)."""
+    k = max(1, len(lags) // 3)
+    first, last = statistics.median(lags[:k]), statistics.median(lags[-k:])
+    return last > floor and last > 2 * first
+
+
+def queue_total(store: DefaultMessageStore) -> int:
+    return sum(store.get_max_offset_in_queue(TOPIC, q) for q in range(QUEUES))
+
+
+def major_faults() -> int:
+    """Page faults of this process that had to read from disk (pages the kernel had evicted)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_majflt
+
+
+def get_rate(store: DefaultMessageStore, limit: int) -> tuple[float, float, int]:
+    """(msgs/s, bytes/s, major faults) pulling every queue from offset 0 with get_message(..., 32)."""
+    count = nbytes = 0
+    faults = major_faults()
+    t0 = perf()
+    for q in range(QUEUES):
+        offset, end = 0, min(store.get_max_offset_in_queue(TOPIC, q), limit // QUEUES)
+        while offset < end:
+            r = store.get_message(GROUP, TOPIC, q, offset, 32)
+            count += r.message_count
+            nbytes += r.buffer_total_size
+            offset = r.next_begin_offset
+    s = perf() - t0
+    return count / s, nbytes / s, major_faults() - faults
+
+
+def query_latency(store: DefaultMessageStore, keys: list[str], samples: int) -> tuple[float, float, float, int]:
+    """(p50 µs, p99 µs, hit fraction, major faults) of query_message for random existing keys."""
+    end = time.time_ns() // 1_000_000 + 3_600_000
+    rng = random.Random(7)
+    times, hits = [], 0
+    faults = major_faults()
+    for key in rng.sample(keys, min(samples, len(keys))):
+        t0 = time.perf_counter_ns()
+        r = store.query_message(TOPIC, key, 32, 0, end)
+        times.append((time.perf_counter_ns() - t0) / 1000)
+        hits += len(r.buffers) > 0
+    q = statistics.quantiles(times, n=100)
+    return q[49], q[98], hits / len(times), major_faults() - faults
+
+
+# -- put / get / index figures ----------------------------------------------------------------------
+@dataclass
+class Cell:
+    """The runs of one (mode, props, size) line; rates are reported as the best run."""
+
+    runs: list[tuple[float, float]] = field(default_factory=list)  # (msgs/s, bytes/s)
+    lags: list[list[int]] = field(default_factory=list)
+    drains: list[float] = field(default_factory=list)
+
+    @property
+    def best(self) -> tuple[float, float]:
+        return max(self.runs)
+
+
+def bench_size(root: str, size: int, n: int, repeat: int, figures: dict, rows: list[list]) -> tuple[list, list]:
+    """Put figures for one body size, for every props variant; returns (get row, index row)."""
+    body = random.Random(size).randbytes(size)
+    sample_every = max(BATCH, n // 15 // BATCH * BATCH)
+    baselines: dict[str, Cell] = {}
+    baseline_dir = os.path.join(root, f"baseline-{size}")
+    os.makedirs(baseline_dir)
+    get_row: list = []
+    index_row: list = []
+    for variant in VARIANTS:
+        shape = "keys" if variant == "keys" else "tags"  # tags+str writes the same records as tags
+        base = None if shape in baselines else baselines.setdefault(shape, Cell())
+        store_dir = os.path.join(root, f"put-{size}-{variant.replace('+', '-')}")
+        store = open_store(store_dir)
+        # Warm up: the first message of a queue creates its files, which is not what we measure here.
+        warm_up = make_messages(BATCH * QUEUES, body, variant, "warm-up")
+        for i in range(0, len(warm_up), BATCH):
+            store.put_messages(warm_up[i:i + BATCH])
+        store.wait_dispatched(60.0)
+        cells = {"single": Cell(), "batch32": Cell()}
+        keys: list[str] = []
+        same = make_messages(n, body, variant, "") if variant != "keys" else []  # reusable: no unique keys
+        for rep in range(repeat):
+            if base is not None:
+                # The baseline takes turns with the store, its threads idle: nothing left to dispatch or flush.
+                store.wait_dispatched(120.0)
+                store.flush_commit_log(0)
+                msgs = make_messages(n, body, shape, f"base-{rep}")
+                s, nbytes = baseline(msgs, os.path.join(baseline_dir, f"{shape}-{rep}"))
+                base.runs.append((n / s, nbytes / s))
+            for mode, cell in cells.items():
+                msgs = same or make_messages(n, body, variant, f"{rep}-{mode}")
+                run = timed_puts(store, msgs, mode == "batch32", sample_every)
+                cell.runs.append((n / run.seconds, run.nbytes / run.seconds))
+                cell.lags.append(run.lags)
+                cell.drains.append(run.drain_s)
+                if variant == "keys":
+                    keys.extend(m.properties["KEYS"] for m in msgs)
+        expected = BATCH * QUEUES + 2 * repeat * n
+        if queue_total(store) != expected:
+            print(f"WARNING: {size} B {variant}: {queue_total(store):,} messages in the queues, {expected:,} put")
+        if base is not None:
+            add_row(figures, rows, "baseline", shape, size, base, base)
+        for mode, cell in cells.items():
+            add_row(figures, rows, mode, variant, size, cell, baselines[shape])
+        if variant == "tags":
+            mps, bps, faults = max(get_rate(store, repeat * 2 * n) for _ in range(repeat))
+            get_row = [size, mps, bps / 1e6, faults]
+            figures[f"get_{size}_msgs_per_s"] = round(mps)
+            figures[f"get_{size}_mb_per_s"] = round(bps / 1e6, 1)
+            figures[f"get_{size}_major_faults"] = faults
+        if variant == "keys":
+            p50, p99, hit, faults = query_latency(store, keys, 300 if n < 50_000 else 2000)
+            index_row = [size, len(keys), p50, p99, hit, faults]
+            figures[f"index_query_{size}_p50_us"] = round(p50, 1)
+            figures[f"index_query_{size}_p99_us"] = round(p99, 1)
+            figures[f"index_query_{size}_major_faults"] = faults
+        store.shutdown()
+        shutil.rmtree(store_dir)
+    shutil.rmtree(baseline_dir)
+    return get_row, index_row
+
+
+def add_row(figures: dict, rows: list[list], mode: str, variant: str, size: int, cell: Cell, base: Cell) -> None:
+    rate, byte_rate = cell.best
+    ratio = rate / base.best[0]
+    stem = f"{mode}_{variant.replace('+', '_')}_{size}"
+    figures[f"{stem}_msgs_per_s"] = round(rate)
+    figures[f"{stem}_mb_per_s"] = round(byte_rate / 1e6, 1)
+    if mode == "baseline":
+        rows.append([mode, variant, size, rate, byte_rate / 1e6, 1.0, "", "", "", ""])
+        return
+    # The dispatcher gets the GIL in 5 ms slices, so a lag worth ~20 ms of puts is just scheduling.
+    growing = any(lag_growing(lags, max(1 << 20, 0.02 * byte_rate)) for lags in cell.lags)
+    lag_max = max(max(lags) for lags in cell.lags)
+    figures[f"{stem}_ratio"] = round(ratio, 3)
+    figures[f"{stem}_lag_max_bytes"] = lag_max
+    figures[f"{stem}_lag_growing"] = growing
+    rows.append([mode, variant, size, rate, byte_rate / 1e6, ratio, lag_max / 1024, cell.lags[-1][-1] / 1024,
+                 growing, max(cell.drains) * 1000])
+
+
+# -- append flatness --------------------------------------------------------------------------------
+def bench_flatness(root: str, file_size: int, files: int) -> tuple[list[float], list[int]]:
+    """Batch-put 100 B TAGS messages through `files` commit-log files of `file_size` bytes;
+    (msgs/s per file, dispatch lag in bytes at each file's end)."""
+    store_dir = os.path.join(root, "flat")
+    store = open_store(store_dir, mapped_file_size_commit_log=file_size)
+    msgs = make_messages(BATCH * 1024, bytes(100), "tags", "flat")
+    batches = [msgs[i:i + BATCH] for i in range(0, len(msgs), BATCH)]
+    per_file = file_size // record_size(msgs[0])
+    mfq = store.commit_log.mapped_file_queue
+    put, behind = store.put_messages, store.dispatch_behind_bytes
+    rates, lags = [], []
+    gc.collect()
+    t0 = perf()
+    count = 1
+    while count <= files:
+        for b in batches:
+            put(b)
+            if len(mfq.files) != count:  # the batch just put opened the next file
+                t1 = perf()
+                rates.append(per_file / (t1 - t0))
+                lags.append(behind())
+                t0, count = t1, count + 1
+                if count > files:
+                    break
+    store.wait_dispatched(120.0)
+    store.shutdown()
+    shutil.rmtree(store_dir)
+    return rates, lags
+
+
+# -- recovery ---------------------------------------------------------------------------------------
+def _fill_and_hang(root: str, file_size: int, body_size: int, conn) -> None:
+    """Child process: fill one commit-log file with 1 KiB TAGS messages, report, then wait to be killed."""
+    store = open_store(root, mapped_file_size_commit_log=file_size)
+    msgs = make_messages(BATCH * 256, bytes(body_size), "tags", "recovery")
+    batches = [msgs[i:i + BATCH] for i in range(0, len(msgs), BATCH)]
+    batch_bytes = BATCH * record_size(msgs[0])
+    count = 0
+    while store.get_max_phy_offset() + 2 * batch_bytes < file_size:
+        for b in batches:
+            store.put_messages(b)
+            count += BATCH
+            if store.get_max_phy_offset() + 2 * batch_bytes >= file_size:
+                break
+    conn.send((count, store.get_max_phy_offset(), store.dispatch_behind_bytes()))
+    time.sleep(3600)
+
+
+def bench_recovery(root: str, file_size: int, body_size: int) -> dict:
+    """SIGKILL a writer that filled `file_size` bytes of commit log, then time load() + start()
+    (start() returns once dispatch has caught up); then a clean shutdown and a normal restart."""
+    store_dir = os.path.join(root, "recovery")
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_fill_and_hang, args=(store_dir, file_size, body_size, child), daemon=True)
+    t0 = perf()
+    proc.start()
+    deadline = perf() + 900
+    while not parent.poll(0.2):
+        alive = proc.is_alive()
+        if not alive or perf() > deadline:
+            proc.kill()
+            proc.join()
+            raise RuntimeError(f"the recovery writer {'took over 15 min' if alive else 'died'}")
+    written, log_bytes, lag_at_kill = parent.recv()
+    fill_s = perf() - t0
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.join()
+    with open(os.path.join(store_dir, "checkpoint"), "rb") as f:
+        physic_ts, logics_ts = struct.unpack(">qq", f.read(16))
+    out = {"written": written, "log_bytes": log_bytes, "lag_at_kill": lag_at_kill, "fill_s": fill_s,
+           "checkpoint_stale": physic_ts == 0 or logics_ts == 0}
+    for kind in ("abnormal", "normal"):
+        gc.collect()
+        t0 = perf()
+        store = DefaultMessageStore(MessageStoreConfig(store_path_root_dir=store_dir,
+                                                       mapped_file_size_commit_log=file_size))
+        store.load()
+        t1 = perf()
+        store.start()
+        t2 = perf()
+        out[kind] = (t2 - t0, t1 - t0, t2 - t1, queue_total(store), store.get_max_phy_offset())
+        store.shutdown()
+    shutil.rmtree(store_dir)
+    return out
+
+
+# -- output -----------------------------------------------------------------------------------------
+def fmt(v: object) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}" if abs(v) < 10 else f"{v:.1f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def table(title: str, header: list[str], rows: list[list]) -> None:
+    cells = [header] + [[fmt(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    print(f"\n{title}")
+    for n, r in enumerate(cells):
+        # The first two columns are labels (left-aligned), the rest figures (right-aligned).
+        line = [c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))]
+        print("  " + "  ".join(line))
+        if n == 0:
+            print("  " + "  ".join("-" * w for w in widths))
+
+
+def human(n: int) -> str:
+    return f"{n >> 30} GiB" if n >= 1 << 30 else f"{n >> 20} MiB"
+
+
+def busy_cpu_s() -> float:
+    """CPU seconds all processes have used since boot (from /proc/stat; 0 where there is none)."""
+    try:
+        with open("/proc/stat") as f:
+            user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, f.readline().split()[1:9])
+    except (OSError, ValueError):
+        return 0.0
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_s() -> float:
+    """CPU seconds of this process and its finished children (the recovery writer)."""
+    return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
+                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
+def first_touch_us(root: str, size: int = 32 << 20) -> float:
+    """µs per 4 KiB page to dirty a fresh sparse file through mmap: the page-fault cost every append pays.
+    (In a VM whose guest memory is backed lazily this varies a lot from run to run.)"""
+    path = os.path.join(root, "touch.bin")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.ftruncate(fd, size)
+    mm = mmap.mmap(fd, size)
+    t0 = perf()
+    for pos in range(0, size, 4096):
+        mm[pos] = 1
+    elapsed = perf() - t0
+    mm.close()
+    os.close(fd)
+    os.unlink(path)
+    return elapsed / (size // 4096) * 1e6
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small run, under 30 s")
+    ap.add_argument("--sizes", default="100,1024,4096", help="body sizes in bytes (default 100,1024,4096)")
+    ap.add_argument("--count", type=int, help="messages per put run at 100 B (bigger bodies: capped by bytes)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per put figure; the best is reported")
+    ap.add_argument("--dir", help="parent of the temp store dir (default: the system temp dir)")
+    args = ap.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    n100 = args.count or (24_000 if args.quick else 200_000)
+    byte_cap = (8 if args.quick else 96) << 20  # bytes per put run
+    flat_file = (8 if args.quick else 64) << 20
+    recovery_size = (64 << 20) if args.quick else (1 << 30)
+    recovery_body = 1024
+
+    parent = args.dir or tempfile.gettempdir()
+    free = shutil.disk_usage(parent).free
+    if free < MIN_FREE:
+        print(f"skipped: {free / 2**30:.1f} GiB free under {parent}, the benchmark needs 3 GiB")
+        print(json.dumps({"skipped": True, "free_gib": round(free / 2**30, 1)}))
+        return
+    root = tempfile.mkdtemp(prefix="pocketmq-bench-", dir=parent)
+    figures: dict = {}
+    put_rows: list[list] = []
+    get_rows, index_rows = [], []
+    t_start, busy_start, own_start = perf(), busy_cpu_s(), own_cpu_s()
+    print(f"pocketmq storage bench: {'quick' if args.quick else 'full'} run, Python {sys.version.split()[0]},"
+          f" {os.cpu_count()} CPUs, store under {root}")
+    try:
+        touch = first_touch_us(root)
+        for size in sizes:
+            n = max(BATCH * 8, min(n100, byte_cap // (size + 120)) // BATCH * BATCH)
+            get_row, index_row = bench_size(root, size, n, args.repeat, figures, put_rows)
+            get_rows.append(["get", "tags", *get_row])
+            index_rows.append(["query", "keys", *index_row])
+        rates, flat_lags = bench_flatness(root, flat_file, 10)
+        rec = bench_recovery(root, recovery_size, recovery_body)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+    print(f"first write to a fresh mapped page: {touch:.1f} µs/page")
+    table(f"Put: best of {args.repeat} runs; MB/s of commit-log records; ratio = msgs/s / baseline's (same size,"
+          " same records); dispatch lag sampled during the puts, drain = wait_dispatched() after",
+          ["mode", "props", "body B", "msgs/s", "MB/s", "ratio", "lag max KiB", "lag end KiB", "lag grows",
+           "drain ms"], put_rows)
+    table(f"Get: get_message(32) over the 4 queues just written, best of {args.repeat}; major faults = pages"
+          " read back from disk (the kernel had evicted them)",
+          ["", "", "body B", "msgs/s", "MB/s", "major faults"], get_rows)
+    table("Index query: query_message(key) for random existing KEYS",
+          ["", "", "body B", "keys", "p50 µs", "p99 µs", "hit rate", "major faults"], index_rows)
+    table(f"Append flatness: batch-32 put, 100 B TAGS, {human(flat_file)} commit-log files, dispatch lag at each"
+          " file's end", ["file", "", "msgs/s", "lag KiB"],
+          [[i + 1, "", r, lag / 1024] for i, (r, lag) in enumerate(zip(rates, flat_lags, strict=True))])
+    spread = (max(rates) - min(rates)) / statistics.mean(rates)
+    print(f"  file 10 / file 1 = {rates[-1] / rates[0]:.3f}; spread (max - min) / mean = {spread:.3f}")
+
+    label = human(recovery_size).replace(" ", "").lower()
+    scaled = "" if recovery_size == 1 << 30 else " (scaled down from 1 GiB for --quick)"
+    table(f"Recovery of a {human(recovery_size)} commit log{scaled}, {recovery_body} B bodies, TAGS only: a child"
+          f" process filled it ({rec['written']:,} msgs, {rec['log_bytes']:,} B in {rec['fill_s']:.1f} s, dispatch"
+          f" lag then {rec['lag_at_kill']:,} B) and was SIGKILLed, leaving the abort file; checkpoint"
+          f" {'never flushed (stale)' if rec['checkpoint_stale'] else 'as last flushed'}; the log is still in the page"
+          " cache, as after a process crash (not a machine crash). total = load + start (start returns once"
+          " dispatch has caught up); normal = clean shutdown, then restart.",
+          ["restart", "", "total s", "load s", "start s", "msgs in queues", "log bytes"],
+          [[kind, "", *rec[kind]] for kind in ("abnormal", "normal")])
+
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    wall = perf() - t_start
+    own = own_cpu_s() - own_start
+    # Busy CPU time of everything else on the machine (kernel work on our behalf, e.g. writeback, included).
+    others = max(0.0, busy_cpu_s() - busy_start - own) / (wall * (os.cpu_count() or 1))
+    print(f"\nmax RSS {rss_mb:.0f} MB (counts the mapped commit-log pages this process touched); wall time"
+          f" {wall:.1f} s, CPU {own:.1f} s; other processes kept {others:.0%} of the CPUs busy"
+          f"{' (they competed with the bench: its figures are low and noisy)' if others > 0.15 else ''}")
+
+    main_size = 100 if 100 in sizes else sizes[0]
+    stem = f"tags_{main_size}"
+    figures.update({
+        "body_size_main": main_size,
+        "baseline_msgs_per_s": figures[f"baseline_{stem}_msgs_per_s"],
+        "single_put_ratio": figures[f"single_{stem}_ratio"],
+        "batch_put_ratio": figures[f"batch32_{stem}_ratio"],
+        "dispatch_lag_max_bytes": figures[f"batch32_{stem}_lag_max_bytes"],
+        "dispatch_lag_growing": figures[f"batch32_{stem}_lag_growing"],
+        "get_msgs_per_s": figures[f"get_{main_size}_msgs_per_s"],
+        "index_query_p50_us": figures[f"index_query_{main_size}_p50_us"],
+        "index_query_p99_us": figures[f"index_query_{main_size}_p99_us"],
+        "append_file_size": flat_file,
+        "append_rate_file1": round(rates[0]),
+        "append_rate_file10": round(rates[-1]),
+        "append_flat_spread": round(spread, 3),
+        f"recovery_{label}_abnormal_s": round(rec["abnormal"][0], 3),
+        f"restart_{label}_normal_s": round(rec["normal"][0], 3),
+        "recovery_body_size": recovery_body,
+        "first_touch_us_per_page": round(touch, 2),
+        "repeat": args.repeat,
+        "rss_mb": round(rss_mb),
+        "others_cpu_share": round(others, 3),
+        "quick": args.quick,
+    })
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()

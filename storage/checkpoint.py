@@ -13,9 +13,29 @@ import struct
 from .constants import OS_PAGE_SIZE
 
 _FIELDS = struct.Struct(">qqq")
+_LONG = struct.Struct(">q")
+
+
+def _field(pos: int) -> property:
+    """A timestamp that lives in the mapped page: every update lands there at once, so after a process
+    crash (the page cache survives it) recovery starts from recent values, not from the last flush."""
+    name = f"_f{pos}"
+
+    def get(self) -> int:
+        return getattr(self, name)
+
+    def put(self, value: int) -> None:
+        setattr(self, name, value)
+        _LONG.pack_into(self.mm, pos, value)
+
+    return property(get, put)
 
 
 class StoreCheckpoint:
+    physic_msg_timestamp = _field(0)
+    logics_msg_timestamp = _field(8)
+    index_msg_timestamp = _field(16)
+
     def __init__(self, path: str) -> None:
         self.path = path
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -23,8 +43,7 @@ class StoreCheckpoint:
         if os.fstat(self._fd).st_size != OS_PAGE_SIZE:
             os.ftruncate(self._fd, OS_PAGE_SIZE)
         self.mm = mmap.mmap(self._fd, OS_PAGE_SIZE)
-        self.physic_msg_timestamp, self.logics_msg_timestamp, self.index_msg_timestamp = _FIELDS.unpack_from(
-            self.mm, 0)
+        self._f0, self._f8, self._f16 = _FIELDS.unpack_from(self.mm, 0)
 
     def flush(self) -> None:
         _FIELDS.pack_into(self.mm, 0, self.physic_msg_timestamp, self.logics_msg_timestamp,

@@ -14,6 +14,7 @@ import struct
 
 from .constants import INDEX_ENTRY_SIZE, INDEX_HASH_SLOT_SIZE, INDEX_HEADER_SIZE
 from .java_hash import java_string_hash
+from .mapped_file import sync_file
 
 HEADER = struct.Struct(">qqqqii")
 ENTRY = struct.Struct(">iqii")
@@ -165,7 +166,7 @@ class IndexFile:
 
     def flush(self) -> None:
         self._write_header()
-        self.mm.flush()
+        sync_file(self.path)
 
     def close(self) -> None:
         if self._open:

@@ -47,11 +47,6 @@ def _nothing() -> None:
     pass
 
 
-def _v4_size(rec: struct.Struct, blen: int, tlen: int, plen: int) -> int:
-    """The size this record would have with IPv4 hosts (differs from rec.size when a host is IPv6)."""
-    return 91 + blen + tlen + plen
-
-
 def _host_flags(sys_flag: int, born_len: int, store_len: int) -> int:
     """SYSFLAG with the IPv6 bits set to match the hosts actually written."""
     return (sys_flag & ~_V6_BITS) | (BORNHOST_V6_FLAG if born_len == 20 else 0) | (
@@ -206,6 +201,7 @@ class CommitLog:
         max_body = self._max_body
         recs = []
         props_list = []
+        flags = []
         total = 0
         for m in msgs:
             props = m.properties
@@ -225,8 +221,12 @@ class CommitLog:
                     or not 0 <= queue_id <= _MAX_INT):
                 return self._check(m, key[2])
             rec = _RECORDS.get(key) or _record_struct(key)
+            sys_flag = m.sys_flag
+            if sys_flag & _V6_BITS or key[3] != 8 or slen != 8:
+                sys_flag = _host_flags(sys_flag, key[3], slen)
             recs.append(rec)
             props_list.append(props_b)
+            flags.append(sys_flag)
             total += rec.size
         if total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
@@ -242,11 +242,8 @@ class CommitLog:
             first_queue_offset = queue_offset = self.topic_queue_table.get(qkey, 0)
             base = mf.file_from_offset
             mm = mf.mm
-            for m, rec, props_b in zip(msgs, recs, props_list, strict=True):
+            for m, rec, props_b, sys_flag in zip(msgs, recs, props_list, flags, strict=True):
                 body = m.body
-                sys_flag = m.sys_flag
-                if sys_flag & _V6_BITS or rec.size != _v4_size(rec, len(body), tlen, len(props_b)):
-                    sys_flag = _host_flags(sys_flag, len(m.born_host), slen)
                 phys = base + pos
                 append(phys)
                 rec.pack_into(mm, pos, rec.size, MESSAGE_MAGIC_CODE, crc32(body) & _CRC_MASK, queue_id, m.flag,

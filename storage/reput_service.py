@@ -37,6 +37,19 @@ _DISPATCH_V6 = {
 }
 _SHORT = struct.Struct(">H")
 _SIZE_MAGIC = struct.Struct(">iI")
+_SYSFLAG = struct.Struct(">i")
+_RUN_BYTES = 256 * 1024  # a run is read with one slice copy; keep it cache-sized
+
+
+def _run_struct(cache: dict, shape: tuple[int, int, int]) -> struct.Struct:
+    """A whole IPv4 record of this (body, topic, properties) shape, decoding only what dispatch needs:
+    size, magic, queue id, queue offset, physical offset, sys flag, store time, body length, topic
+    length, topic, properties length, properties."""
+    blen, tlen, plen = shape
+    if len(cache) >= 4096:
+        cache.clear()
+    rs = cache[shape] = struct.Struct(f">iI4xi4xqqi8x8xq8x4x8xi{blen}xB{tlen}sH{plen}s")
+    return rs
 _V6 = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
 
 # Listener: (topic, queue id, next logic offset, tags code, store timestamp, raw properties)
@@ -68,6 +81,7 @@ class ReputMessageService(ServiceThread):
         # Properties repeat when messages carry no unique key: map short property strings straight
         # to their tags code and skip the scan.
         self._props_codes: dict[bytes, int] = {}
+        self._run_structs: dict[tuple[int, int, int], struct.Struct] = {}
 
     def _tags_code_of(self, props: bytes) -> int:
         if not props:
@@ -142,6 +156,7 @@ class ReputMessageService(ServiceThread):
         index = store.index_service if store.config.message_index_enable else None
         listener = self.listener
         props_codes = self._props_codes
+        runs = self._run_structs
         mm = mf.mm
         base = mf.file_from_offset
         pos = self.reput_from_offset - base
@@ -164,59 +179,83 @@ class ReputMessageService(ServiceThread):
                         return
                     # Recovery guarantees valid records below the write position; stop rather than guess.
                     raise RuntimeError(f"dispatch found a bad record at {base + pos}")
-                if sys_flag & _V6:
-                    b = 20 if sys_flag & BORNHOST_V6_FLAG else 8
-                    s = 20 if sys_flag & STOREHOSTADDRESS_V6_FLAG else 8
-                    size, magic, qid, qoff, phys, sys_flag, store_ts, blen = _DISPATCH_V6[(b, s)].unpack_from(mm, pos)
-                    tail = mm[pos + 72 + b + s + blen:pos + size]
+                v6 = sys_flag & _V6
+                if v6:
+                    records = [self._decode_v6(mm, pos)]
+                    blen, tlen, plen = records[0][7], records[0][8], records[0][10]
                 else:
-                    tail = mm[pos + 88 + blen:pos + size]
-                # tail = topic length, topic, properties length (2 bytes), properties
-                tlen = tail[0]
-                props = tail[3 + tlen:]
-                code = props_codes.get(props)
-                if code is None:
-                    code = self._tags_code_of(props)
-                    keyed = index is not None and (b"KEYS\x01" in props or b"UNIQ_KEY\x01" in props)
-                    if not keyed and len(props) <= 64 and len(props_codes) < 4096:
-                        props_codes[props] = code
-                else:
-                    keyed = False  # only properties without keys are cached
-                key = (tail[1:1 + tlen], qid)
-                if key != last_key:
-                    cq = cq_table.get(key)
-                    if cq is None:
-                        cq = store.find_consume_queue_for_dispatch(key[0].decode(), qid)
-                    last_key = key
-                if cq.is_schedule:
-                    code = store.delivery_timestamp(props, store_ts)
-                # Index before the queue entry: after a crash, dispatch resumes after the last queue
-                # entry, so everything up to it must already be indexed.
-                if keyed:
-                    keys = _prop(props, b"KEYS\x01")
-                    uniq = _prop(props, b"UNIQ_KEY\x01")
-                    if keys or uniq:
-                        index.build_index_raw(cq.topic, key[0], keys, uniq, phys, store_ts, sys_flag)
-                if not sys_flag & TRANSACTION_PREPARED_TYPE and phys + size > cq.max_physic_offset:
-                    files = cq.mapped_file_queue.files
-                    qf = files[-1] if files else None
-                    wp = qoff * 20 - qf.file_from_offset if qf is not None else -1
-                    if wp == qf.wrote_position and wp < qf.file_size if qf is not None else False:
-                        # Fast path: the entry lands right at the end of the queue's current file.
-                        pack_entry(qf.mm, wp, phys, size, code)
-                        qf.wrote_position = wp + 20
-                        cq.max_physic_offset = phys + size
+                    # Records of one shape (body, topic and properties lengths) usually come in runs:
+                    # decode up to 64 of them with one iter_unpack over one slice. Each is checked
+                    # against the shape below, so the run stops at the first record that differs.
+                    tlen = mm[pos + 88 + blen]
+                    plen = _SHORT.unpack_from(mm, pos + 89 + blen + tlen)[0]
+                    shape = (blen, tlen, plen)
+                    rs = runs.get(shape)
+                    if rs is None:
+                        rs = _run_struct(runs, shape)
+                    n = min((end - pos) // size, _RUN_BYTES // size + 1, 64)
+                    records = rs.iter_unpack(mm[pos:pos + n * size])
+                for (size_, magic, qid, qoff, phys, sys_flag, store_ts, blen_, tlen_, topic_b, plen_,
+                     props) in records:
+                    if (magic != MESSAGE_MAGIC_CODE or size_ != size or blen_ != blen or tlen_ != tlen
+                            or plen_ != plen or sys_flag & _V6 != v6):
+                        break
+                    code = props_codes.get(props)
+                    if code is None:
+                        code = self._tags_code_of(props)
+                        keyed = index is not None and (b"KEYS\x01" in props or b"UNIQ_KEY\x01" in props)
+                        if not keyed and plen <= 64 and len(props_codes) < 4096:
+                            props_codes[props] = code
                     else:
-                        cq.put_message_position_info(phys, size, code, qoff)
-                if listener is not None:
-                    try:
-                        listener(cq.topic, qid, qoff + 1, code, store_ts, props)
-                    except Exception:  # a listener's bug must not stop dispatch (nor repeat the record)
-                        log.exception("message arriving listener failed")
-                pos += size
+                        keyed = False  # only properties without keys are cached
+                    key = (topic_b, qid)
+                    if key != last_key:
+                        cq = cq_table.get(key)
+                        if cq is None:
+                            cq = store.find_consume_queue_for_dispatch(topic_b.decode(), qid)
+                        last_key = key
+                    if cq.is_schedule:
+                        code = store.delivery_timestamp(props, store_ts)
+                    # Index before the queue entry: after a crash, dispatch resumes after the last queue
+                    # entry, so everything up to it must already be indexed.
+                    if keyed:
+                        keys = _prop(props, b"KEYS\x01")
+                        uniq = _prop(props, b"UNIQ_KEY\x01")
+                        if keys or uniq:
+                            index.build_index_raw(cq.topic, topic_b, keys, uniq, phys, store_ts, sys_flag)
+                    if not sys_flag & TRANSACTION_PREPARED_TYPE and phys + size > cq.max_physic_offset:
+                        files = cq.mapped_file_queue.files
+                        qf = files[-1] if files else None
+                        wp = qoff * 20 - qf.file_from_offset if qf is not None else -1
+                        if wp == qf.wrote_position and wp < qf.file_size if qf is not None else False:
+                            # Fast path: the entry lands right at the end of the queue's current file.
+                            pack_entry(qf.mm, wp, phys, size, code)
+                            qf.wrote_position = wp + 20
+                            cq.max_physic_offset = phys + size
+                        else:
+                            cq.put_message_position_info(phys, size, code, qoff)
+                    if listener is not None:
+                        try:
+                            listener(cq.topic, qid, qoff + 1, code, store_ts, props)
+                        except Exception:  # a listener's bug must not stop dispatch (nor repeat the record)
+                            log.exception("message arriving listener failed")
+                    pos += size
         finally:
             if index is not None:
                 index.sync_header()
             self.reput_from_offset = base + pos
             if store_ts:
                 store.checkpoint.logics_msg_timestamp = store_ts
+
+    @staticmethod
+    def _decode_v6(mm, pos: int) -> tuple:
+        """One record with an IPv6 host, in the layout of the run structs' tuples."""
+        sys_flag = _SYSFLAG.unpack_from(mm, pos + 36)[0]
+        b = 20 if sys_flag & BORNHOST_V6_FLAG else 8
+        s = 20 if sys_flag & STOREHOSTADDRESS_V6_FLAG else 8
+        size, magic, qid, qoff, phys, sys_flag, store_ts, blen = _DISPATCH_V6[(b, s)].unpack_from(mm, pos)
+        tail = mm[pos + 72 + b + s + blen:pos + size]
+        tlen = tail[0]
+        plen = _SHORT.unpack_from(tail, 1 + tlen)[0]
+        return (size, magic, qid, qoff, phys, sys_flag, store_ts, blen, tlen, tail[1:1 + tlen], plen,
+                tail[3 + tlen:])

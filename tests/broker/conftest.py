@@ -50,16 +50,6 @@ def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> d
     return {"asyncio": asyncio.new_event_loop}
 
 
-async def wait_until(predicate: Callable[[], bool], timeout: float = GUARD, interval: float = 0.005) -> None:
-    """Poll ``predicate`` until true; fail after ``timeout`` seconds (a generous bound, not a sleep)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        await asyncio.sleep(interval)
-
-
 def small_config(root: Any, **overrides: Any) -> BrokerConfig:
     params: dict[str, Any] = dict(
         store_path_root_dir=str(root),
@@ -301,9 +291,6 @@ def mq(cluster: Cluster, broker: BrokerController) -> MQ:
     return cluster.mq(broker)
 
 
-@pytest.fixture
-def poll() -> Callable[..., Any]:
-    return wait_until
 
 
 async def wait_dispatched(broker: BrokerController) -> None:

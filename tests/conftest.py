@@ -1,0 +1,24 @@
+"""Helpers every test folder shares."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0, interval: float = 0.005) -> None:
+    """Poll ``predicate`` until true; fail after ``timeout`` seconds (a generous bound, not a sleep)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        await asyncio.sleep(interval)
+
+
+@pytest.fixture
+def poll() -> Callable[..., object]:
+    """``await poll(lambda: cond)``: wait for a condition with a deadline instead of sleeping."""
+    return wait_until

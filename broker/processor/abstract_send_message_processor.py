@@ -106,6 +106,20 @@ class AbstractSendMessageProcessor(BrokerProcessor):
             ), None
         return None, tc
 
+    def check_and_choose_queue(
+        self, channel: Channel, request: RemotingCommand, header: SendMessageRequestHeader
+    ) -> tuple[RemotingCommand | None, TopicConfig | None, int]:
+        """msgCheck, then the queue the message goes to: (error response, None, -1) or (None, topic, queue)."""
+        error, tc = self.msg_check(channel, request, header)
+        if error is not None:
+            return error, None, -1
+        assert tc is not None
+        queue_id = self.choose_queue_id(header.queue_id, tc)
+        if queue_id is None:
+            no_queue = response(request, ResponseCode.SYSTEM_ERROR, f"topic[{header.topic}] has no write queue")
+            return no_queue, None, -1
+        return None, tc, queue_id
+
     def choose_queue_id(self, header_queue_id: int, tc: TopicConfig) -> int | None:
         """A negative queueId means "any": pick one of the write queues (None when the topic has none)."""
         if header_queue_id >= 0:

@@ -61,13 +61,10 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
     async def send_message(
         self, channel: Channel, request: RemotingCommand, header: SendMessageRequestHeader
     ) -> RemotingCommand:
-        error, tc = self.msg_check(channel, request, header)
+        error, tc, queue_id = self.check_and_choose_queue(channel, request, header)
         if error is not None:
             return error
         assert tc is not None
-        queue_id = self.choose_queue_id(header.queue_id, tc)
-        if queue_id is None:
-            return response(request, ResponseCode.SYSTEM_ERROR, f"topic[{header.topic}] has no write queue")
         body = request.body
         if body is None:
             return response(request, ResponseCode.MESSAGE_ILLEGAL, "the message has no body")
@@ -145,13 +142,10 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
     async def send_batch_message(
         self, channel: Channel, request: RemotingCommand, header: SendMessageRequestHeader
     ) -> RemotingCommand:
-        error, tc = self.msg_check(channel, request, header)
+        error, tc, queue_id = self.check_and_choose_queue(channel, request, header)
         if error is not None:
             return error
         assert tc is not None
-        queue_id = self.choose_queue_id(header.queue_id, tc)
-        if queue_id is None:
-            return response(request, ResponseCode.SYSTEM_ERROR, f"topic[{header.topic}] has no write queue")
         if header.topic.startswith(tv.RETRY_GROUP_TOPIC_PREFIX):
             return response(
                 request, ResponseCode.MESSAGE_ILLEGAL, f"batch request does not support retry group {header.topic}"

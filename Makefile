@@ -28,8 +28,15 @@ lint: $(STAMP)
 test: $(STAMP) lint
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
+# The peers of bench/e2e.py (Redis 7, NATS JetStream) come from Debian when missing; their Python clients
+# from the `bench` extra. The benches themselves install nothing.
 bench: $(STAMP)
+	@command -v redis-server >/dev/null && command -v nats-server >/dev/null || \
+	  { apt-get update -qq && apt-get install -y -qq redis-server nats-server; } || \
+	  echo "make bench: could not install redis-server/nats-server; bench/e2e.py will skip those peers"
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	$(PY) bench/storage.py
+	$(PY) bench/e2e.py
 
 clean:
 	rm -rf $(VENV) .pocketmq .pocketmq-demo

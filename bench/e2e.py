@@ -1,0 +1,606 @@
+"""End-to-end benchmark: pocketmq against Redis Streams and NATS JetStream, over loopback, from Python.
+
+    python bench/e2e.py            # 50,000 messages of 128 B per workload, 10 s of latency, ~2 min
+    python bench/e2e.py --quick    # 5,000 messages, 3 s of latency, < 60 s
+
+Each server runs as its own process (its own process group, bound to 127.0.0.1, on a free port, storing in
+a temp dir) only while its workloads run, so the three never compete for the two cores. The clients run in
+this process on uvloop. Workloads, per system:
+
+  (a) sync send   one producer, each send awaited
+  (b) batch send  batches of 32 (pocketmq send_batch, a Redis pipeline, 32 NATS publish_async acks awaited)
+  (c) consume     the messages (a) wrote, by a group, 32 per fetch, each fetch acked / committed and awaited
+  (d) latency     a producer paced at 1,000 msgs/s stamps perf_counter_ns in the body; a consumer receives
+
+Prints a table (RocketMQ's benchmark columns) and, as the last line, one JSON object with every figure.
+A peer whose server or Python package is missing is skipped (figures null); this script installs nothing
+(`make bench` does). bench/README.md explains every figure and choice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+# `python bench/e2e.py` puts bench/ first on sys.path, where bench/storage.py would shadow the `storage`
+# package; the repository root takes its place (which also works without an installed pocketmq).
+_BENCH = Path(__file__).resolve().parent
+if sys.path and Path(sys.path[0] or ".").resolve() == _BENCH:
+    sys.path[0] = str(_BENCH.parent)
+
+BATCH = 32
+BODY_BYTES = 128
+LATENCY_RATE = 1000  # msgs/s
+WARMUP = 200  # untimed sends per send workload (connections, topic creation); (c) consumes them too
+STAMP = struct.Struct(">qq")  # (sequence number, perf_counter_ns at send) at the head of a latency body
+SBIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")  # Debian puts nats-server in /usr/sbin
+REDIS_PERSISTENCE = "appendonly yes, appendfsync everysec"
+
+OnBody = Callable[[bytes], None]
+
+
+# --- servers ----------------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def find_binary(name: str) -> str | None:
+    return shutil.which(name, path=os.pathsep.join([os.environ.get("PATH", ""), *SBIN]))
+
+
+@contextlib.contextmanager
+def server(name: str, argv: list[str], log: Path, ready: str, timeout: float = 30.0) -> Iterator[None]:
+    """Run ``argv`` in its own session until the block ends; ready once ``ready`` shows in its output.
+
+    Its own session keeps Ctrl-C in the terminal from reaching it half-way through a run: we stop the whole
+    group ourselves (SIGTERM, then SIGKILL), on every way out of the block.
+    """
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while ready.encode() not in log.read_bytes():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                tail = log.read_bytes()[-2000:].decode(errors="replace")
+                raise RuntimeError(f"{name} did not start (exit {proc.poll()}):\n{tail}")
+            time.sleep(0.05)
+        yield
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def version(binary: str) -> str | None:
+    path = find_binary(binary)
+    if path is None:
+        return None
+    try:
+        return subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+# --- clients: one adapter per system, same five calls -----------------------------------------------------
+
+
+class System(Protocol):
+    async def send(self, topic: str, body: bytes) -> None: ...
+
+    async def send_batch(self, topic: str, bodies: list[bytes]) -> None: ...
+
+    async def open_group(self, topic: str) -> None: ...
+
+    async def fetch(self) -> int:
+        """One fetch of up to BATCH messages of the group opened last, acked; the number received."""
+        ...
+
+    async def receive(self, topic: str, on_body: OnBody, stop: asyncio.Event) -> None:
+        """Receive new messages of ``topic`` as fast as possible until ``stop`` is set."""
+        ...
+
+
+class PocketMQ:
+    def __init__(self, namesrv: str) -> None:
+        from client import Message, Producer, PullConsumer, PullStatus, SendStatus
+
+        self._message, self._found, self._ok = Message, PullStatus.FOUND, SendStatus.SEND_OK
+        self.producer = Producer("bench-producers", namesrv)
+        self.consumer = PullConsumer("bench-consumers", namesrv)
+        self._queues: list[Any] = []
+        self._next: dict[Any, int] = {}
+        self._turn = 0
+
+    async def __aenter__(self) -> PocketMQ:
+        await self.producer.start()
+        await self.consumer.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.consumer.shutdown()
+        await self.producer.shutdown()
+
+    async def send(self, topic: str, body: bytes) -> None:
+        result = await self.producer.send(self._message(topic, body))
+        if result.send_status is not self._ok:
+            raise RuntimeError(result.send_status)
+
+    async def send_batch(self, topic: str, bodies: list[bytes]) -> None:
+        result = await self.producer.send_batch([self._message(topic, b) for b in bodies])
+        if result.send_status is not self._ok:
+            raise RuntimeError(result.send_status)
+
+    async def open_group(self, topic: str) -> None:
+        self._queues = await self.consumer.fetch_subscribe_message_queues(topic)
+        self._next = {mq: max(await self.consumer.fetch_consume_offset(mq), 0) for mq in self._queues}
+
+    async def fetch(self) -> int:
+        # Round-robin over the topic's queues, one pull in flight, the offset committed (awaited) after each.
+        mq = self._queues[self._turn % len(self._queues)]
+        self._turn += 1
+        result = await self.consumer.pull(mq, "*", self._next[mq], BATCH)
+        if result.pull_status is not self._found:
+            return 0
+        self._next[mq] = result.next_begin_offset
+        await self.consumer.update_consume_offset(mq, result.next_begin_offset)
+        return len(result.msg_found_list)
+
+    async def receive(self, topic: str, on_body: OnBody, stop: asyncio.Event) -> None:
+        # One long poll in flight per queue, as RocketMQ's push consumer does; offsets are cached and
+        # persisted in the background (update_consume_offset(flush=False)), as the push consumer does too.
+        # The first send created the topic on the broker; the name server learns of it from the broker's
+        # next registration, a moment later.
+        for _ in range(100):
+            try:
+                queues = await self.consumer.fetch_subscribe_message_queues(topic)
+                break
+            except Exception:
+                await asyncio.sleep(0.05)
+        else:
+            queues = await self.consumer.fetch_subscribe_message_queues(topic)
+
+        async def one_queue(mq: Any) -> None:
+            offset = await self.consumer.max_offset(mq)
+            while not stop.is_set():
+                result = await self.consumer.pull_blocking(mq, "*", offset, BATCH, timeout=0.5)
+                for m in result.msg_found_list:
+                    on_body(m.body)
+                offset = result.next_begin_offset
+                await self.consumer.update_consume_offset(mq, offset, flush=False)
+
+        await asyncio.gather(*(one_queue(mq) for mq in queues))
+
+
+class RedisStreams:
+    def __init__(self, port: int) -> None:
+        import redis.asyncio as redis
+
+        self._connect = lambda: redis.Redis(host="127.0.0.1", port=port, protocol=2)
+        self.r = self._connect()
+        self._stream = ""
+
+    async def __aenter__(self) -> RedisStreams:
+        await self.r.ping()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.r.aclose()
+
+    async def send(self, topic: str, body: bytes) -> None:
+        await self.r.xadd(topic, {"d": body})
+
+    async def send_batch(self, topic: str, bodies: list[bytes]) -> None:
+        pipe = self.r.pipeline(transaction=False)  # one write, BATCH replies, no MULTI/EXEC
+        for b in bodies:
+            pipe.xadd(topic, {"d": b})
+        await pipe.execute()
+
+    async def open_group(self, topic: str) -> None:
+        await self.r.xgroup_create(topic, "bench", id="0")
+        self._stream = topic
+
+    async def fetch(self) -> int:
+        reply = await self.r.xreadgroup("bench", "c1", {self._stream: ">"}, count=BATCH)
+        ids = [i for _, entries in reply for i, _ in entries]
+        if ids:
+            await self.r.xack(self._stream, "bench", *ids)
+        return len(ids)
+
+    async def receive(self, topic: str, on_body: OnBody, stop: asyncio.Event) -> None:
+        r = self._connect()  # a blocking XREADGROUP holds its connection: not the producer's
+        try:
+            await r.xgroup_create(topic, "latency", id="$", mkstream=True)
+            while not stop.is_set():
+                reply = await r.xreadgroup("latency", "c1", {topic: ">"}, count=BATCH, block=500)
+                ids = []
+                for _, entries in reply:
+                    for i, fields in entries:
+                        on_body(fields[b"d"])
+                        ids.append(i)
+                if ids:
+                    await r.xack(topic, "latency", *ids)
+        finally:
+            await r.aclose()
+
+
+class NatsJetStream:
+    def __init__(self, port: int) -> None:
+        self._url = f"nats://127.0.0.1:{port}"
+        self.nc: Any = None
+        self.js: Any = None
+        self._sub: Any = None
+        self._streams: set[str] = set()
+
+    async def __aenter__(self) -> NatsJetStream:
+        import nats
+
+        self.nc = await nats.connect(self._url)
+        self.js = self.nc.jetstream()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.nc.close()
+
+    async def _stream(self, topic: str) -> None:
+        from nats.js.api import StorageType
+
+        # One file-store stream per workload, as pocketmq and Redis get a topic / stream each; created on
+        # first use, as the others create theirs.
+        await self.js.add_stream(name=topic.upper(), subjects=[topic], storage=StorageType.FILE)
+        self._streams.add(topic)
+
+    async def send(self, topic: str, body: bytes) -> None:
+        if topic not in self._streams:
+            await self._stream(topic)
+        await self.js.publish(topic, body)
+
+    async def send_batch(self, topic: str, bodies: list[bytes]) -> None:
+        # publish_async writes the BATCH messages back to back and returns their ack futures: a pipeline,
+        # as the Redis one is; the batch is done when every ack is in.
+        if topic not in self._streams:
+            await self._stream(topic)
+        futures = [await self.js.publish_async(topic, b) for b in bodies]
+        await asyncio.gather(*futures)
+
+    async def open_group(self, topic: str) -> None:
+        from nats.js.api import AckPolicy, ConsumerConfig
+
+        config = ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, max_ack_pending=-1)
+        self._sub = await self.js.pull_subscribe(topic, durable="bench", config=config)
+
+    async def fetch(self) -> int:
+        import nats.errors
+
+        try:
+            msgs = await self._sub.fetch(BATCH, timeout=1.0)
+        except nats.errors.TimeoutError:
+            return 0
+        # msg.ack() writes the ack without waiting for a reply. The server reads one connection in order,
+        # so the acks are applied before it serves the next fetch, as an awaited commit would be. (AckPolicy.ALL
+        # with one awaited ack per fetch measured the same, within noise; awaiting 32 acks, half as fast.)
+        for m in msgs:
+            await m.ack()
+        return len(msgs)
+
+    async def receive(self, topic: str, on_body: OnBody, stop: asyncio.Event) -> None:
+        from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+        # A push consumer: the server sends each message as it is stored, NATS's lowest-latency way to read
+        # a stream (a pull fetch(32) would wait to fill its batch).
+        async def on_msg(msg: Any) -> None:
+            on_body(msg.data)
+            await msg.ack()
+
+        config = ConsumerConfig(deliver_policy=DeliverPolicy.NEW, ack_policy=AckPolicy.EXPLICIT)
+        sub = await self.js.subscribe(topic, durable="latency", cb=on_msg, manual_ack=True, config=config)
+        try:
+            await stop.wait()
+        finally:
+            await sub.unsubscribe()
+
+
+# --- workloads --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Calls:
+    """Awaited calls of one workload: rate in messages per second, RT per call."""
+
+    messages: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+    rt_ns: list[int] = field(default_factory=list)
+
+    def figures(self, rate_key: str) -> dict[str, float | int]:
+        rt = self.rt_ns or [0]
+        return {
+            rate_key: round(self.messages / self.seconds) if self.seconds else 0,
+            "max_rt_ms": round(max(rt) / 1e6, 3),
+            "avg_rt_ms": round(statistics.fmean(rt) / 1e6, 3),
+            "failed": self.failed,
+        }
+
+
+async def timed(calls: int, per_call: int, call: Callable[[], Awaitable[Any]]) -> Calls:
+    out = Calls()
+    clock = time.perf_counter_ns
+    begin = clock()
+    for _ in range(calls):
+        start = clock()
+        try:
+            n = await call()
+        except Exception:
+            out.failed += per_call
+        else:
+            out.messages += per_call if n is None else n
+        out.rt_ns.append(clock() - start)
+    out.seconds = (clock() - begin) / 1e9
+    return out
+
+
+async def consume_all(system: System, expected: int, timeout: float) -> Calls:
+    out = Calls()
+    clock = time.perf_counter_ns
+    begin = clock()
+    deadline = time.monotonic() + timeout
+    while out.messages < expected and time.monotonic() < deadline:
+        start = clock()
+        try:
+            out.messages += await system.fetch()
+        except Exception:
+            out.failed += 1  # failed fetches, not messages: nothing tells how many a failed fetch held
+        out.rt_ns.append(clock() - start)
+    out.seconds = (clock() - begin) / 1e9
+    return out
+
+
+async def latency(system: System, topic: str, seconds: float, body: bytes) -> dict[str, float | int | None]:
+    """Pace sends at LATENCY_RATE for ``seconds``; send -> receive per message, in this one process."""
+    count = int(seconds * LATENCY_RATE)
+    skip = LATENCY_RATE // 2  # the first half second warms up and is not counted
+    pad = body[STAMP.size:]
+    received: list[int] = []
+    clock = time.perf_counter_ns
+
+    def on_body(b: bytes) -> None:
+        seq, stamp = STAMP.unpack_from(b)
+        if seq >= skip:
+            received.append(clock() - stamp)
+
+    await system.send(topic, STAMP.pack(-1, 0) + pad)  # creates the topic / stream before the consumer
+    stop = asyncio.Event()
+    consumer = asyncio.create_task(system.receive(topic, on_body, stop))
+    await asyncio.sleep(0.5)  # the consumer is subscribed / parked
+    if consumer.done():
+        consumer.result()  # it failed: raise why
+    failed = 0
+    begin = time.perf_counter()
+    for seq in range(count):
+        # An absolute schedule: a late send does not push the later ones back (libuv timers are 1 ms).
+        delay = begin + seq / LATENCY_RATE - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        try:
+            await system.send(topic, STAMP.pack(seq, clock()) + pad)
+        except Exception:
+            failed += 1
+    sent_rate = count / (time.perf_counter() - begin)
+    wait_until = time.monotonic() + 5
+    while len(received) < count - skip - failed and time.monotonic() < wait_until:
+        await asyncio.sleep(0.01)
+    stop.set()
+    await asyncio.wait_for(consumer, 10)
+    ms = sorted(x / 1e6 for x in received)
+    pick = (lambda q: round(ms[min(len(ms) - 1, int(q * len(ms)))], 3)) if ms else (lambda q: None)
+    return {"p50_ms": pick(0.50), "p99_ms": pick(0.99), "max_ms": round(ms[-1], 3) if ms else None,
+            "sent": count - skip, "received": len(ms), "failed": failed, "rate": round(sent_rate)}
+
+
+async def run_workloads(system: System, n: int, latency_s: float) -> dict[str, dict[str, Any]]:
+    body = os.urandom(BODY_BYTES)
+    bodies = [body] * BATCH
+    out: dict[str, dict[str, Any]] = {}
+    for _ in range(WARMUP):
+        await system.send("bench-a", body)
+    out["sync_send"] = (await timed(n, 1, lambda: system.send("bench-a", body))).figures("tps")
+    for _ in range(WARMUP // BATCH):
+        await system.send_batch("bench-b", bodies)
+    out["batch_send"] = (await timed(n // BATCH, BATCH, lambda: system.send_batch("bench-b", bodies))).figures("tps")
+    await system.open_group("bench-a")
+    out["consume"] = (await consume_all(system, n + WARMUP, timeout=max(60, n / 500))).figures("msgs_per_s")
+    out["latency"] = await latency(system, "bench-d", latency_s, body)
+    return out
+
+
+# --- running each system ----------------------------------------------------------------------------------
+
+
+def run_pocketmq(tmp: Path, n: int, latency_s: float) -> dict[str, Any]:
+    from pocketmq.runtime import run
+
+    namesrv_port, broker_port = free_port(), free_port()
+    argv = [sys.executable, "-m", "pocketmq", "dev", "--store", str(tmp / "pocketmq"),
+            "--namesrv-port", str(namesrv_port), "--broker-port", str(broker_port)]
+    with server("pocketmq", argv, tmp / "pocketmq.log", "stops it cleanly"):
+
+        async def main() -> dict[str, Any]:
+            async with PocketMQ(f"127.0.0.1:{namesrv_port}") as system:
+                return await run_workloads(system, n, latency_s)
+
+        return run(main())
+
+
+def run_redis(tmp: Path, n: int, latency_s: float) -> dict[str, Any]:
+    from pocketmq.runtime import run
+
+    port = free_port()
+    (tmp / "redis").mkdir()
+    argv = [find_binary("redis-server") or "redis-server", "--bind", "127.0.0.1", "--port", str(port),
+            "--dir", str(tmp / "redis"), "--save", "", "--appendonly", "yes", "--appendfsync", "everysec"]
+    with server("redis-server", argv, tmp / "redis.log", "Ready to accept connections"):
+
+        async def main() -> dict[str, Any]:
+            async with RedisStreams(port) as system:
+                return await run_workloads(system, n, latency_s)
+
+        return run(main())
+
+
+def run_nats(tmp: Path, n: int, latency_s: float) -> dict[str, Any]:
+    from pocketmq.runtime import run
+
+    port = free_port()
+    argv = [find_binary("nats-server") or "nats-server", "-a", "127.0.0.1", "-p", str(port), "-js",
+            "-sd", str(tmp / "nats")]
+    with server("nats-server", argv, tmp / "nats.log", "Server is ready"):
+
+        async def main() -> dict[str, Any]:
+            async with NatsJetStream(port) as system:
+                return await run_workloads(system, n, latency_s)
+
+        return run(main())
+
+
+def missing(binary: str, module: str) -> str | None:
+    """Why a peer cannot run here, or None."""
+    if find_binary(binary) is None:
+        return f"{binary} not found (make bench installs it with apt-get)"
+    try:
+        __import__(module)
+    except ImportError:
+        return f"Python package for {module} missing (make bench: pip install -e '.[bench]')"
+    return None
+
+
+# --- report -----------------------------------------------------------------------------------------------
+
+SYSTEMS = ("pocketmq", "redis", "nats")
+# Every figure of a system, by workload: the JSON has each as "{system}_{workload}_{key}" (null if skipped).
+SEND = ("tps", "max_rt_ms", "avg_rt_ms", "failed")
+FIGURES = {
+    "sync_send": SEND,
+    "batch_send": SEND,
+    "consume": ("msgs_per_s", "max_rt_ms", "avg_rt_ms", "failed"),
+    "latency": ("p50_ms", "p99_ms", "max_ms", "sent", "received", "failed", "rate"),
+}
+
+
+def fmt(v: Any, spec: str) -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def print_table(results: dict[str, dict[str, Any] | None]) -> None:
+    def rows(workload: str, title: str, rate: str, failed: str = "Send Failed") -> None:
+        print(f"\n{title}")
+        print(f"  {'system':<10}{rate:>14}{'Max RT(ms)':>13}{'Average RT(ms)':>16}{failed:>13}")
+        for s in SYSTEMS:
+            f = (results[s] or {}).get(workload, {})
+            rate_key = "msgs_per_s" if workload == "consume" else "tps"
+            print(f"  {s:<10}{fmt(f.get(rate_key), ',d'):>14}{fmt(f.get('max_rt_ms'), '.3f'):>13}"
+                  f"{fmt(f.get('avg_rt_ms'), '.3f'):>16}{fmt(f.get('failed'), 'd'):>13}")
+
+    rows("sync_send", "(a) one producer, each send awaited (RT per send)", "Send TPS")
+    rows("batch_send", f"(b) batches of {BATCH} (RT per batch; TPS in messages)", "Send TPS")
+    rows("consume", f"(c) consume in a group, {BATCH} per fetch, acked (RT per fetch+ack; failed = fetches)",
+         "Consume TPS", "Failed")
+    print(f"\n(d) end-to-end latency at {LATENCY_RATE:,} msgs/s (send -> receive)")
+    print(f"  {'system':<10}{'p50(ms)':>10}{'p99(ms)':>10}{'max(ms)':>10}{'received':>15}{'sent/s':>9}")
+    for s in SYSTEMS:
+        f = (results[s] or {}).get("latency", {})
+        got = f"{f['received']}/{f['sent']}" if f else "-"
+        print(f"  {s:<10}{fmt(f.get('p50_ms'), '.3f'):>10}{fmt(f.get('p99_ms'), '.3f'):>10}"
+              f"{fmt(f.get('max_ms'), '.3f'):>10}{got:>15}{fmt(f.get('rate'), 'd'):>9}")
+
+
+def ratio(results: dict[str, dict[str, Any] | None], workload: str, key: str) -> float | None:
+    ours = (results["pocketmq"] or {}).get(workload, {}).get(key)
+    peers = [r[workload][key] for s, r in results.items() if s != "pocketmq" and r and r[workload].get(key)]
+    return round(ours / max(peers), 3) if ours is not None and peers else None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="5,000 messages and 3 s of latency (< 60 s)")
+    parser.add_argument("--messages", type=int, help="messages per send workload (default 50,000; 5,000 quick)")
+    parser.add_argument("--latency-seconds", type=float, help="length of the paced phase (default 10; 3 quick)")
+    parser.add_argument("--only", choices=SYSTEMS, action="append", help="run only this system (repeatable)")
+    args = parser.parse_args()
+    n = args.messages or (5_000 if args.quick else 50_000)
+    latency_s = args.latency_seconds or (3.0 if args.quick else 10.0)
+    # SIGTERM unwinds like Ctrl-C, so the servers' finally blocks run either way.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    started = time.monotonic()
+
+    runners = {"pocketmq": run_pocketmq, "redis": run_redis, "nats": run_nats}
+    results: dict[str, dict[str, Any] | None] = dict.fromkeys(SYSTEMS)
+    notes: dict[str, str] = {}
+    reasons = {"redis": missing("redis-server", "redis.asyncio"), "nats": missing("nats-server", "nats")}
+    with tempfile.TemporaryDirectory(prefix="pocketmq-e2e-") as tmp:
+        for s in SYSTEMS:
+            reason = "not selected (--only)" if args.only and s not in args.only else reasons.get(s)
+            if reason:
+                notes[s] = reason
+                print(f"{s}: skipped: {reason}", file=sys.stderr)
+                continue
+            print(f"{s}: running ({n:,} messages per workload) ...", file=sys.stderr, flush=True)
+            try:
+                results[s] = runners[s](Path(tmp), n, latency_s)
+            except Exception as e:  # one peer failing must not cost the others' figures
+                notes[s] = f"failed: {type(e).__name__}: {e}"
+                print(f"{s}: {notes[s]}", file=sys.stderr)
+
+    print(f"pocketmq e2e: {n:,} messages of {BODY_BYTES} B per workload, batch {BATCH}, loopback, uvloop; "
+          f"redis: {REDIS_PERSISTENCE}; nats: JetStream file store")
+    print_table(results)
+    figures = {f"{s}_{w}_{k}": (results[s] or {}).get(w, {}).get(k)
+               for s in SYSTEMS for w, keys in FIGURES.items() for k in keys}
+    summary = {
+        "sync_send_ratio": ratio(results, "sync_send", "tps"),
+        "batch_send_ratio": ratio(results, "batch_send", "tps"),
+        "consume_ratio": ratio(results, "consume", "msgs_per_s"),
+        "latency_p99_ms": figures.get("pocketmq_latency_p99_ms"),
+    }
+    targets = {"sync_send_ratio": 2.0, "batch_send_ratio": 4.0, "consume_ratio": 3.0}
+    met = {f"{k}_target_met": None if summary[k] is None else summary[k] >= t for k, t in targets.items()}
+    p99 = summary["latency_p99_ms"]
+    met["latency_p99_target_met"] = None if p99 is None else p99 < 5.0
+    print("\npocketmq / best peer: " + ", ".join(f"{k} {fmt(v, '')} (target {targets.get(k, '< 5 ms')})"
+                                                 for k, v in summary.items()))
+    print(json.dumps({
+        **summary, **met, **figures,
+        "messages": n, "body_bytes": BODY_BYTES, "batch": BATCH, "latency_rate": LATENCY_RATE,
+        "latency_seconds": latency_s, "quick": args.quick, "redis_persistence": REDIS_PERSISTENCE,
+        "redis_version": version("redis-server"), "nats_version": version("nats-server"),
+        "skipped": notes, "elapsed_s": round(time.monotonic() - started, 1),
+    }))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

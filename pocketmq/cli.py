@@ -42,13 +42,14 @@ def _add_broker(sub) -> None:
     p.set_defaults(func=_broker)
 
 
-async def _wait_for_signal() -> None:
+def _stop_on_signal() -> asyncio.Event:
+    """Install the Ctrl-C/SIGTERM handlers; call it before announcing "listening", which callers may act on at once."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    return stop
 
 
 async def _dev(args) -> int:
@@ -57,6 +58,7 @@ async def _dev(args) -> int:
     from namesrv.config import NamesrvConfig
     from namesrv.namesrv_controller import NamesrvController
 
+    stop = _stop_on_signal()
     namesrv = NamesrvController(NamesrvConfig(listen_host=args.host, listen_port=args.namesrv_port))
     await namesrv.start()
     overrides = dict(
@@ -76,7 +78,7 @@ async def _dev(args) -> int:
     print(f"         pocketmq consume -n {namesrv.address} -t TopicTest --count 1")
     print("  Ctrl-C stops it cleanly.", flush=True)
     try:
-        await _wait_for_signal()
+        await stop.wait()
     finally:
         print("pocketmq dev: shutting down", flush=True)
         await broker.shutdown()
@@ -95,11 +97,12 @@ def namesrv_config(args):
 async def _namesrv(args) -> int:
     from namesrv.namesrv_controller import NamesrvController
 
+    stop = _stop_on_signal()
     namesrv = NamesrvController(namesrv_config(args))
     await namesrv.start()
     print(f"pocketmq name server listening on {namesrv.address}", flush=True)
     try:
-        await _wait_for_signal()
+        await stop.wait()
     finally:
         await namesrv.shutdown()
     return 0
@@ -114,12 +117,13 @@ async def _broker(args) -> int:
     if args.print_config:
         sys.stdout.write(config.to_properties())
         return 0
+    stop = _stop_on_signal()
     broker = BrokerController(config)
     await broker.start()
     print(f"pocketmq broker {config.broker_name} listening on {broker.address}, store {config.store_root}",
           flush=True)
     try:
-        await _wait_for_signal()
+        await stop.wait()
     finally:
         await broker.shutdown()
         print("pocketmq broker shut down cleanly", flush=True)

@@ -4,6 +4,11 @@ Built on ``asyncio.Protocol`` (no streams): ``data_received`` feeds the sans-IO 
 complete the pending ``invoke`` with the same opaque, and each request runs its processor in its own task,
 so a parked long-polling request never blocks later requests on the same connection.
 
+Inline processors are the exception: plain functions called right in ``data_received``, for requests answered
+from memory (a send under ASYNC_FLUSH, an offset update). No task, no extra loop iteration; the responses to
+every frame of one read go out in one write at the end of ``data_received``. An inline processor that has to
+wait returns an awaitable instead, which then finishes in a task like any other processor.
+
 Writes are queued and flushed once per event-loop iteration (one syscall for a burst of small frames).
 Backpressure: ``invoke`` and handler responses wait while the transport's buffer is above its high-water mark,
 and a connection with too many requests in flight stops being read until they finish.
@@ -31,6 +36,8 @@ from .errors import (
 log = logging.getLogger("remoting")
 
 Handler = Callable[["Channel", RemotingCommand], Awaitable[RemotingCommand | None]]
+# Returns the response (None: no response), or an awaitable of it when the request has to wait for something.
+InlineHandler = Callable[["Channel", RemotingCommand], "RemotingCommand | Awaitable[RemotingCommand | None] | None"]
 CloseListener = Callable[["Channel"], object]
 
 # Queued output above this is flushed at once rather than at the end of the loop iteration.
@@ -68,6 +75,7 @@ class Channel:
         "_closing",
         "_closed",
         "_inflight",
+        "_unstarted",
         "_reading_paused",
         "remote_address",
         "local_address",
@@ -87,6 +95,7 @@ class Channel:
         self._closing = False
         self._closed: asyncio.Future[None] = self._loop.create_future()
         self._inflight = 0
+        self._unstarted = 0  # request tasks created but not yet running: later inline requests queue behind them
         self._reading_paused = False
         self.remote_address = format_address(transport.get_extra_info("peername"))
         self.local_address = format_address(transport.get_extra_info("sockname"))
@@ -293,6 +302,8 @@ class _Protocol(asyncio.Protocol):
                     endpoint._dispatch(channel, cmd)
                 if channel.closed:
                     return
+            if channel._out:
+                channel._flush()  # what inline processors answered, in one write, without waiting a loop turn
         except MalformedFrame as e:
             endpoint._on_malformed_frame(channel, e)
         except FrameTooLarge as e:
@@ -328,6 +339,7 @@ class Endpoint:
         self.max_frame_size = max_frame_size
         self.max_inflight = max_inflight
         self._processors: dict[int, Handler] = {}
+        self._inline_processors: dict[int, InlineHandler] = {}
         self._default_processor: Handler | None = None
         self._close_listeners: list[CloseListener] = []
         self._channels: set[Channel] = set()
@@ -335,7 +347,20 @@ class Endpoint:
 
     def register_processor(self, code: int, handler: Handler) -> None:
         """``async def handler(channel, request) -> RemotingCommand | None`` for requests with ``code``."""
+        self._inline_processors.pop(int(code), None)
         self._processors[int(code)] = handler
+
+    def register_inline_processor(self, code: int, handler: InlineHandler) -> None:
+        """``def handler(channel, request)`` for requests with ``code``, called as the request is read.
+
+        It returns the response (None: none), or an awaitable of it that finishes in a task. It must never block:
+        anything that may wait (a disk read, a flush under SYNC_FLUSH) belongs in the awaitable. Exceptions
+        become SYSTEM_ERROR as with ``register_processor``. While earlier requests of the connection still wait
+        for their task to start, or the peer is not reading its responses, it runs in a task too, so requests
+        of one connection start in the order they came and the write backpressure holds.
+        """
+        self._inline_processors[int(code)] = handler
+        self._processors[int(code)] = _inline_in_task(handler)  # the way it runs when it cannot run inline
 
     def register_default_processor(self, handler: Handler) -> None:
         """Handler for codes without a processor of their own (else REQUEST_CODE_NOT_SUPPORTED)."""
@@ -366,7 +391,19 @@ class Endpoint:
                 log.exception("channel close listener %r failed", listener)
 
     def _dispatch(self, channel: Channel, request: RemotingCommand) -> None:
-        handler = self._processors.get(request.code, self._default_processor)
+        code = request.code
+        inline = self._inline_processors.get(code)
+        if inline is not None and not (channel._unstarted or channel._write_paused):
+            try:
+                result = inline(channel, request)
+            except Exception as e:
+                result = _failed(channel, request, e)
+            if result is None or isinstance(result, RemotingCommand):
+                _reply(channel, request, result)
+            else:
+                self._start(_awaiting(result), channel, request)
+            return
+        handler = self._processors.get(code, self._default_processor)
         if handler is None:
             if not request.is_oneway:
                 channel.send_response(
@@ -377,25 +414,28 @@ class Endpoint:
                     )
                 )
             return
+        self._start(handler, channel, request)
+
+    def _start(self, handler: Handler, channel: Channel, request: RemotingCommand) -> None:
         channel._request_started(self.max_inflight)
+        channel._unstarted += 1
         task = asyncio.get_running_loop().create_task(self._run(handler, channel, request))
         self._track(task)
         task.add_done_callback(lambda _t: channel._request_finished(self.max_inflight))
 
     async def _run(self, handler: Handler, channel: Channel, request: RemotingCommand) -> None:
+        channel._unstarted -= 1
         try:
             response = await handler(channel, request)
             if response is not None and not isinstance(response, RemotingCommand):
                 raise TypeError(f"processor returned {type(response).__name__}, not RemotingCommand")
         except Exception as e:
-            log.exception("processor for code %s failed on %r", request.code, channel)
-            response = RemotingCommand.response(ResponseCode.SYSTEM_ERROR, remark=str(e) or type(e).__name__)
+            response = _failed(channel, request, e)
         if response is None or request.is_oneway or channel.closed:
             return
-        response.opaque = request.opaque
         if channel._write_paused:
             await channel._drain()
-        channel.send_response(response)
+        _reply(channel, request, response)
 
     def _on_malformed_frame(self, channel: Channel, error: MalformedFrame) -> None:
         log.warning("closing %r: %s", channel, error)
@@ -421,3 +461,32 @@ class Endpoint:
             t.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _failed(channel: Channel, request: RemotingCommand, error: Exception) -> RemotingCommand:
+    log.exception("processor for code %s failed on %r", request.code, channel, exc_info=error)
+    return RemotingCommand.response(ResponseCode.SYSTEM_ERROR, remark=str(error) or type(error).__name__)
+
+
+def _reply(channel: Channel, request: RemotingCommand, response: RemotingCommand | None) -> None:
+    if response is None or request.is_oneway or channel.closed:
+        return
+    response.opaque = request.opaque
+    channel.send_response(response)
+
+
+def _inline_in_task(inline: InlineHandler) -> Handler:
+    async def run(channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+        result = inline(channel, request)
+        if result is None or isinstance(result, RemotingCommand):
+            return result
+        return await result
+
+    return run
+
+
+def _awaiting(result: Awaitable[RemotingCommand | None]) -> Handler:
+    async def run(_channel: Channel, _request: RemotingCommand) -> RemotingCommand | None:
+        return await result
+
+    return run

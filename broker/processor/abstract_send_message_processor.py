@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Awaitable
+from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 from remoting.body import TopicConfig
@@ -150,6 +152,20 @@ class AbstractSendMessageProcessor(BrokerProcessor):
     async def put_messages(self, msgs: list[Message]) -> PutMessageResult:
         fut = self.controller.store.async_put_messages(msgs)
         return fut.result() if fut.done() else await asyncio.wrap_future(fut)
+
+    def answer_put(
+        self, fut: Future[PutMessageResult], request: RemotingCommand, queue_id: int
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        """The response to a put: at once when the store is done with it (ASYNC_FLUSH), else an awaitable
+        of it; under SYNC_FLUSH the flush thread completes the future, the event loop never waits on it."""
+        if fut.done():
+            return self.handle_put_message_result(fut.result(), request, queue_id)
+        return self._answer_put_later(fut, request, queue_id)
+
+    async def _answer_put_later(
+        self, fut: Future[PutMessageResult], request: RemotingCommand, queue_id: int
+    ) -> RemotingCommand:
+        return self.handle_put_message_result(await asyncio.wrap_future(fut), request, queue_id)
 
     def handle_put_message_result(
         self, result: PutMessageResult, request: RemotingCommand, queue_id: int

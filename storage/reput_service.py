@@ -76,6 +76,8 @@ class ReputMessageService(ServiceThread):
         self.reput_from_offset = 0
         self.listener: ArrivingListener | None = None
         self._progress = threading.Condition()
+        # One dispatch round at a time: this thread's, or a caller's (dispatch_now).
+        self._round = threading.Lock()
         self._waiters = 0
         self._tags_codes: dict[bytes, int] = {}
         # Properties repeat when messages carry no unique key: map short property strings straight
@@ -118,7 +120,8 @@ class ReputMessageService(ServiceThread):
             while not self.stopped:
                 self.wait_for_running(0.01)
                 try:
-                    self.do_reput()
+                    with self._round:
+                        self.do_reput()
                 except Exception:
                     # RocketMQ logs and keeps dispatching; the failed record is retried next round.
                     log.exception("dispatch failed at offset %d; retrying", self.reput_from_offset)
@@ -127,6 +130,23 @@ class ReputMessageService(ServiceThread):
             self._stopped.set()
             with self._progress:
                 self._progress.notify_all()
+
+    def dispatch_now(self) -> None:
+        """One dispatch round in the calling thread, or, while this thread is in one, a wakeup for another.
+
+        An event loop that appends calls this after its puts: the work is the same, but waking this thread
+        and handing it the GIL for every message costs more than the dispatch itself.
+        """
+        if not self._round.acquire(blocking=False):
+            self.wakeup()
+            return
+        try:
+            self.do_reput()
+        except Exception:
+            log.exception("dispatch failed at offset %d; the dispatcher thread retries", self.reput_from_offset)
+            self.wakeup()
+        finally:
+            self._round.release()
 
     def do_reput(self) -> None:
         commit_log = self.store.commit_log

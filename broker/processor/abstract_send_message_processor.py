@@ -153,11 +153,19 @@ class AbstractSendMessageProcessor(BrokerProcessor):
         fut = self.controller.store.async_put_messages(msgs)
         return fut.result() if fut.done() else await asyncio.wrap_future(fut)
 
-    def answer_put(
-        self, fut: Future[PutMessageResult], request: RemotingCommand, queue_id: int
+    def put_and_answer(
+        self, msgs: Message | list[Message], request: RemotingCommand, queue_id: int
     ) -> RemotingCommand | Awaitable[RemotingCommand]:
-        """The response to a put: at once when the store is done with it (ASYNC_FLUSH), else an awaitable
-        of it; under SYNC_FLUSH the flush thread completes the future, the event loop never waits on it."""
+        """Append, then the response: at once under ASYNC_FLUSH, else an awaitable of it. Under SYNC_FLUSH the
+        flush thread completes the store's future (group commit); the event loop never waits on it."""
+        store = self.controller.store
+        batch = isinstance(msgs, list)
+        if not store.sync_flush:
+            # Nothing to wait for: the plain put returns as soon as the record is in the mapped file, without
+            # the thread-safe Future the async put would build and complete for it.
+            result = store.put_messages(msgs) if batch else store.put_message(msgs)
+            return self.handle_put_message_result(result, request, queue_id)
+        fut = store.async_put_messages(msgs) if batch else store.async_put_message(msgs)
         if fut.done():
             return self.handle_put_message_result(fut.result(), request, queue_id)
         return self._answer_put_later(fut, request, queue_id)

@@ -120,7 +120,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             reconsume_times=header.reconsume_times or 0,
             properties_string=props_string,
         )
-        return self.answer_put(self.controller.store.async_put_message(msg), request, queue_id)
+        return self.put_and_answer(msg, request, queue_id)
 
     def _handle_retry_and_dlq(
         self, request: RemotingCommand, header: SendMessageRequestHeader, props: dict[str, str]
@@ -174,7 +174,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         except MessageBatchError as e:
             return response(request, ResponseCode.MESSAGE_ILLEGAL, f"bad batch body: {e}")
         msgs = self._batch_messages(channel, header, tc, queue_id, items)
-        return self.answer_put(self.controller.store.async_put_messages(msgs), request, queue_id)
+        return self.put_and_answer(msgs, request, queue_id)
 
     def _batch_messages(
         self,

@@ -55,6 +55,9 @@ class RemotingClient(Endpoint):
 
     async def invoke(self, addr: str, request: RemotingCommand, timeout: float) -> RemotingCommand:
         """Request/response to ``addr``; ``timeout`` covers connecting and waiting."""
+        channel = self._by_addr.get(addr)
+        if channel is not None and not channel.closed and not self._closed:
+            return await channel.invoke(request, timeout)  # connected: the whole timeout is the wait's
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         channel = await self.get_channel(addr, min(self.connect_timeout, timeout))

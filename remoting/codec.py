@@ -58,11 +58,13 @@ def encode(cmd: RemotingCommand, max_frame_size: int | None = None) -> bytes:
     if ext:
         has_none = False
         for k, v in ext.items():
-            if v is None:
-                has_none = True
-            elif not isinstance(v, _SCALARS):
-                raise TypeError(f"ext field {k!r} must be str, int, bool or float, not {type(v).__name__}")
-            if not isinstance(k, str):
+            t = type(v)
+            if t is not str and t is not int:  # the exact types first: every header field of every frame
+                if v is None:
+                    has_none = True
+                elif not isinstance(v, _SCALARS):
+                    raise TypeError(f"ext field {k!r} must be str, int, bool or float, not {type(v).__name__}")
+            if type(k) is not str and not isinstance(k, str):
                 raise TypeError(f"ext field name must be str, not {type(k).__name__}: {k!r}")
         if has_none:
             ext = {k: v for k, v in ext.items() if v is not None}
@@ -203,6 +205,9 @@ def _to_command(obj: object) -> RemotingCommand:
         for k, v in ext.items():
             if type(k) is not str:
                 raise bad(f"'extFields' key {k!r} is not a str")
+            t = type(v)
+            if t is str or t is int:
+                continue
             if v is None:
                 drop = [*(drop or ()), k]
             elif not isinstance(v, _SCALARS):
@@ -210,13 +215,5 @@ def _to_command(obj: object) -> RemotingCommand:
         if drop:
             for k in drop:
                 del ext[k]
-    return RemotingCommand(
-        code=code,
-        language=language,
-        version=version,
-        opaque=readable_opaque,
-        flag=readable_flag,
-        remark=remark,
-        ext_fields=ext,
-        body=body,
-    )
+    # Positional: code, language, version, opaque, flag, remark, ext_fields, body.
+    return RemotingCommand(code, language, version, readable_opaque, readable_flag, remark, ext, body)

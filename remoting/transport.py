@@ -150,21 +150,26 @@ class Channel:
         if opaque in self._pending:
             raise ValueError(f"opaque {opaque} is already in flight on {self!r}")
         data = encode(request, self._endpoint.max_frame_size)
-        fut: asyncio.Future[RemotingCommand] = self._loop.create_future()
-        self._pending[opaque] = fut
+        loop = self._loop
+        fut: asyncio.Future[RemotingCommand] = loop.create_future()
+        pending = self._pending
+        pending[opaque] = fut
+        # The timeout is a timer that fails the future (cheaper than an asyncio.timeout scope per request);
+        # waiting for the write buffer to drain counts against it too.
+        timer = loop.call_later(timeout, _expire, fut, self, request, timeout)
         try:
-            async with asyncio.timeout(timeout):
-                if self._write_paused:
-                    await self._drain()
+            if self._write_paused:
+                await self._drain_or_expire(fut)
+            if len(pending) == 1 and not self._out:
+                # Alone in flight: out at once. With others in flight, the requests of one loop turn share a
+                # write (see _write).
+                self._transport.write(data)
+            else:
                 self._write(data)
-                return await fut
-        except TimeoutError:
-            raise RemotingTimeoutError(
-                f"no response from {self.remote_address} within {timeout}s "
-                f"(code {request.code}, opaque {opaque})"
-            ) from None
+            return await fut
         finally:
-            self._pending.pop(opaque, None)
+            timer.cancel()
+            pending.pop(opaque, None)
 
     async def invoke_oneway(self, request: RemotingCommand) -> None:
         """Send ``request`` with the one-way flag; no response is expected."""
@@ -209,6 +214,15 @@ class Channel:
             self._transport.write(out[0])
         else:
             self._transport.writelines(out)
+
+    async def _drain_or_expire(self, fut: asyncio.Future[RemotingCommand]) -> None:
+        drain = asyncio.ensure_future(self._drain())
+        try:
+            await asyncio.wait((drain, fut), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            drain.cancel()
+        if fut.done():
+            fut.result()  # raises: expired, or the connection was lost
 
     async def _drain(self) -> None:
         while self._write_paused and not self._closing:
@@ -490,3 +504,13 @@ def _awaiting(result: Awaitable[RemotingCommand | None]) -> Handler:
         return await result
 
     return run
+
+
+def _expire(fut: asyncio.Future[RemotingCommand], channel: Channel, request: RemotingCommand, timeout: float) -> None:
+    if not fut.done():
+        fut.set_exception(
+            RemotingTimeoutError(
+                f"no response from {channel.remote_address} within {timeout}s "
+                f"(code {request.code}, opaque {request.opaque})"
+            )
+        )

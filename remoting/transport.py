@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 
 from .codec import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, encode
 from .codes import FLAG_ONEWAY, FLAG_RESPONSE, ResponseCode
@@ -410,6 +410,17 @@ class Endpoint:
         if inline is not None and not (channel._unstarted or channel._write_paused):
             try:
                 result = inline(channel, request)
+                if type(result) is _COROUTINE:
+                    # Started at once, like an eager task: one that finishes without waiting needs no task.
+                    try:
+                        waiting_on = result.send(None)
+                    except StopIteration as done:
+                        result = done.value
+                        if result is not None and not isinstance(result, RemotingCommand):
+                            raise TypeError(f"processor returned {type(result).__name__}, not RemotingCommand")
+                    else:
+                        self._start(_resuming(result, waiting_on), channel, request)
+                        return
             except Exception as e:
                 result = _failed(channel, request, e)
             if result is None or isinstance(result, RemotingCommand):
@@ -495,6 +506,50 @@ def _inline_in_task(inline: InlineHandler) -> Handler:
         if result is None or isinstance(result, RemotingCommand):
             return result
         return await result
+
+    return run
+
+
+async def _coroutine() -> None:
+    pass
+
+
+_c = _coroutine()
+_COROUTINE = type(_c)
+_c.close()
+
+
+class _Resume:
+    """Awaitable that goes on with a coroutine started outside any task, which is waiting on ``waiting_on``:
+    hands that future to the task first (what the coroutine's own ``await`` expects), then relays every send
+    and throw (cancellation included), as ``yield from`` would have from the start."""
+
+    __slots__ = ("_coro", "_waiting_on")
+
+    def __init__(self, coro: Coroutine[object, object, RemotingCommand | None], waiting_on: object) -> None:
+        self._coro = coro
+        self._waiting_on = waiting_on
+
+    def __await__(self) -> Generator[object, object, RemotingCommand | None]:
+        coro, waiting_on = self._coro, self._waiting_on
+        while True:
+            try:
+                value = yield waiting_on
+            except BaseException as e:
+                try:
+                    waiting_on = coro.throw(e)
+                except StopIteration as done:
+                    return done.value
+            else:
+                try:
+                    waiting_on = coro.send(value)
+                except StopIteration as done:
+                    return done.value
+
+
+def _resuming(coro: Coroutine[object, object, RemotingCommand | None], waiting_on: object) -> Handler:
+    async def run(_channel: Channel, _request: RemotingCommand) -> RemotingCommand | None:
+        return await _Resume(coro, waiting_on)
 
     return run
 

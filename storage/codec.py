@@ -42,6 +42,8 @@ def header_struct(born_len: int, store_len: int) -> struct.Struct:
 
 HEADER_V4 = header_struct(8, 8)  # 88 bytes: the common case, precompiled for the hot paths
 _SHORT = struct.Struct(">h")
+_INT = struct.Struct(">i")
+_SIZE_MAGIC = struct.Struct(">iI")
 _MSG_ID_V4 = struct.Struct(">8sq")
 
 
@@ -131,7 +133,7 @@ def decode(buf, offset: int = 0, *, check_crc: bool = False, decompress: bool = 
     """Decode the record at `offset` of `buf` (bytes, bytearray, memoryview or mmap)."""
     if len(buf) - offset < 8:
         raise CorruptRecordError(f"truncated record at {offset}")
-    sys_flag = struct.unpack_from(">i", buf, offset + SYSFLAG_POS)[0] if len(buf) - offset >= 40 else 0
+    sys_flag = _INT.unpack_from(buf, offset + SYSFLAG_POS)[0] if len(buf) - offset >= 40 else 0
     head = header_struct(*host_lengths(sys_flag))
     if len(buf) - offset < head.size:
         raise CorruptRecordError(f"truncated record at {offset}")
@@ -183,7 +185,7 @@ def iter_records(buf, *, decompress: bool = False) -> Iterator[MessageExt]:
     offset = 0
     end = len(buf)
     while offset + 8 <= end:
-        size, magic = struct.unpack_from(">iI", buf, offset)
+        size, magic = _SIZE_MAGIC.unpack_from(buf, offset)
         if magic == BLANK_MAGIC_CODE:
             break
         msg = decode(buf, offset, decompress=decompress)

@@ -36,6 +36,10 @@ class ConsumerManageProcessor(BrokerProcessor):
         self.handlers[RequestCode.QUERY_CONSUMER_OFFSET] = self.query_consumer_offset
         self.handlers[RequestCode.UPDATE_CONSUMER_OFFSET] = self.update_consumer_offset
         self.handlers[RequestCode.GET_CONSUMER_LIST_BY_GROUP] = self.get_consumer_list_by_group
+        # Offsets live in memory: answered as they are read (a query that must look at the store still awaits
+        # a pull thread, in a task).
+        self.inline_handlers[RequestCode.QUERY_CONSUMER_OFFSET] = self.query_consumer_offset
+        self.inline_handlers[RequestCode.UPDATE_CONSUMER_OFFSET] = self.update_consumer_offset
         self._memory = total_physical_memory()
 
     async def query_consumer_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:

@@ -63,6 +63,8 @@ class PullMessageProcessor(BrokerProcessor):
     def __init__(self, controller: BrokerController) -> None:
         super().__init__(controller)
         self.handlers[RequestCode.PULL_MESSAGE] = self.pull_message
+        # Started as it is read: a pull of what is in memory, or one that parks, finishes without a task.
+        self.inline_handlers[RequestCode.PULL_MESSAGE] = self.pull_message
 
     async def pull_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
         return await self._process(channel, request, broker_allow_suspend=True)
@@ -122,8 +124,8 @@ class PullMessageProcessor(BrokerProcessor):
             return sub_or_error
         message_filter = ExpressionMessageFilter(sub_or_error)
 
-        result: GetMessageResult = await c.run_in_pull_executor(
-            c.store.get_message, group, topic, queue_id, header.queue_offset, header.max_msg_nums, message_filter
+        result: GetMessageResult = await c.get_message(
+            group, topic, queue_id, header.queue_offset, header.max_msg_nums, message_filter
         )
         code = pull_response_code(result.status, header.queue_offset)
         resp_header = PullMessageResponseHeader(

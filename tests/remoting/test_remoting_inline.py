@@ -1,0 +1,166 @@
+"""Inline processors: called as the request is read, with no task unless they have to wait (both loops)."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from remoting.client import RemotingClient
+from remoting.codec import decode_frames, encode
+from remoting.codes import ResponseCode
+from remoting.command import RemotingCommand
+from remoting.errors import RemotingSendRequestError
+from remoting.server import RemotingServer
+from remoting.transport import Channel, parse_address
+
+NOW, BOOM, WRONG, LATER, WAIT, SLOW, RECORD = 2001, 2002, 2003, 2004, 2005, 2006, 2007
+GUARD = 5.0
+
+
+class App:
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, object, bool]] = []  # (code, the "i" field, ran inside a task)
+        self.release = asyncio.Event()
+        self.waiting = 0
+
+    def _seen(self, req: RemotingCommand) -> None:
+        self.calls.append((req.code, req.ext_fields.get("i"), asyncio.current_task() is not None))
+
+    def install(self, srv: RemotingServer) -> None:
+        for code in (NOW, BOOM, WRONG, LATER, WAIT, RECORD):
+            srv.register_inline_processor(code, getattr(self, f"on_{code}"))
+        srv.register_processor(SLOW, self.slow)
+
+    def on_2001(self, ch: Channel, req: RemotingCommand) -> RemotingCommand:  # NOW: plain function
+        self._seen(req)
+        return RemotingCommand.response_to(req, ResponseCode.SUCCESS, remark="now", ext_fields=req.ext_fields)
+
+    def on_2002(self, ch: Channel, req: RemotingCommand) -> RemotingCommand:  # BOOM
+        raise RuntimeError("inline on fire")
+
+    def on_2003(self, ch: Channel, req: RemotingCommand) -> object:  # WRONG: neither a command nor awaitable
+        return 42
+
+    async def on_2004(self, ch: Channel, req: RemotingCommand) -> RemotingCommand:  # LATER: never waits
+        self._seen(req)
+        return RemotingCommand.response_to(req, ResponseCode.SUCCESS, remark="later")
+
+    async def on_2005(self, ch: Channel, req: RemotingCommand) -> RemotingCommand:  # WAIT: waits, then fails
+        self.waiting += 1
+        await self.release.wait()
+        self._seen(req)
+        if req.ext_fields.get("fail"):
+            raise ValueError("failed after waiting")
+        return RemotingCommand.response_to(req, ResponseCode.SUCCESS, remark="waited")
+
+    async def slow(self, ch: Channel, req: RemotingCommand) -> RemotingCommand:  # a task-based processor
+        self._seen(req)
+        return RemotingCommand.response_to(req, ResponseCode.SUCCESS)
+
+    def on_2007(self, ch: Channel, req: RemotingCommand) -> None:  # RECORD: oneway-style
+        self._seen(req)
+        return None
+
+
+@pytest.fixture
+def app() -> App:
+    return App()
+
+
+@pytest.fixture
+async def server(app: App) -> AsyncIterator[RemotingServer]:
+    srv = RemotingServer()
+    app.install(srv)
+    await srv.start()
+    yield srv
+    await srv.stop()
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[RemotingClient]:
+    c = RemotingClient()
+    yield c
+    await c.close()
+
+
+async def read_commands(reader: asyncio.StreamReader, n: int) -> list[RemotingCommand]:
+    out: list[RemotingCommand] = []
+    while len(out) < n:
+        prefix = await asyncio.wait_for(reader.readexactly(4), GUARD)
+        (size,) = struct.unpack(">I", prefix)
+        out += decode_frames(prefix + await asyncio.wait_for(reader.readexactly(size), GUARD))
+    return out
+
+
+async def test_plain_and_coroutine_processors_answer_without_a_task(
+    app: App, server: RemotingServer, client: RemotingClient
+) -> None:
+    now = await client.invoke(server.address, RemotingCommand.request(NOW, {"i": 1}), GUARD)
+    later = await client.invoke(server.address, RemotingCommand.request(LATER, {"i": 2}), GUARD)
+    assert (now.code, now.remark, now.ext_fields) == (ResponseCode.SUCCESS, "now", {"i": 1})
+    assert (later.code, later.remark) == (ResponseCode.SUCCESS, "later")
+    assert app.calls == [(NOW, 1, False), (LATER, 2, False)]  # both ran in data_received, outside any task
+
+
+async def test_errors_are_answered_and_the_connection_stays(server: RemotingServer, client: RemotingClient) -> None:
+    boom = await client.invoke(server.address, RemotingCommand.request(BOOM), GUARD)
+    assert boom.code == ResponseCode.SYSTEM_ERROR and "inline on fire" in boom.remark
+    wrong = await client.invoke(server.address, RemotingCommand.request(WRONG), GUARD)
+    assert wrong.code == ResponseCode.SYSTEM_ERROR
+    unknown = await client.invoke(server.address, RemotingCommand.request(4242), GUARD)
+    assert unknown.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+    assert (await client.invoke(server.address, RemotingCommand.request(NOW), GUARD)).code == ResponseCode.SUCCESS
+    assert len(server.channels) == 1
+
+
+async def test_a_processor_that_waits_goes_on_in_a_task_and_the_connection_keeps_serving(
+    app: App, server: RemotingServer, client: RemotingClient, poll: Callable
+) -> None:
+    ok = asyncio.create_task(client.invoke(server.address, RemotingCommand.request(WAIT, {"i": 1}), GUARD))
+    failing = asyncio.create_task(
+        client.invoke(server.address, RemotingCommand.request(WAIT, {"i": 2, "fail": True}), GUARD)
+    )
+    await poll(lambda: app.waiting == 2)
+    served = await client.invoke(server.address, RemotingCommand.request(NOW, {"i": 3}), GUARD)
+    assert served.code == ResponseCode.SUCCESS and not ok.done() and not failing.done()
+    app.release.set()
+    assert (await ok).remark == "waited"
+    assert (await failing).code == ResponseCode.SYSTEM_ERROR and "failed after waiting" in (await failing).remark
+    # The part after the wait ran in the task that took the coroutine over.
+    assert sorted(c for c in app.calls if c[0] == WAIT) == [(WAIT, 1, True), (WAIT, 2, True)]
+
+
+async def test_requests_of_one_connection_start_in_the_order_they_came(app: App, server: RemotingServer) -> None:
+    # One write, three frames: a task-based request, then two inline ones. The inline ones must not overtake
+    # the first, whose task has not started yet when they are read.
+    reader, writer = await asyncio.open_connection(*parse_address(server.address))
+    frames = [RemotingCommand.request(SLOW, {"i": 0}), RemotingCommand.request(NOW, {"i": 1}),
+              RemotingCommand.request(RECORD, {"i": 2}, oneway=True), RemotingCommand.request(NOW, {"i": 3})]
+    writer.write(b"".join(encode(f) for f in frames))
+    answers = await read_commands(reader, 3)  # the one-way request is not answered
+    assert sorted(a.opaque for a in answers) == sorted(f.opaque for f in frames if not f.is_oneway)
+    assert [c[1] for c in app.calls] == [0, 1, 2, 3]
+    writer.close()
+
+
+async def test_stopping_the_server_ends_a_processor_still_waiting(
+    app: App, server: RemotingServer, client: RemotingClient, poll: Callable
+) -> None:
+    waiting = asyncio.create_task(client.invoke(server.address, RemotingCommand.request(WAIT), 60))
+    await poll(lambda: app.waiting == 1)
+    await asyncio.wait_for(server.stop(), GUARD)  # cancels the task that took the coroutine over
+    with pytest.raises(RemotingSendRequestError):
+        await asyncio.wait_for(waiting, GUARD)
+    assert app.calls == []  # it never got past its wait
+
+
+async def test_register_processor_replaces_an_inline_one(server: RemotingServer, client: RemotingClient) -> None:
+    async def plain(ch: Channel, req: RemotingCommand) -> RemotingCommand:
+        return RemotingCommand.response_to(req, ResponseCode.SUCCESS, remark="in a task")
+
+    server.register_processor(NOW, plain)
+    resp = await client.invoke(server.address, RemotingCommand.request(NOW), GUARD)
+    assert resp.remark == "in a task"

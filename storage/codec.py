@@ -184,13 +184,52 @@ def iter_records(buf, *, decompress: bool = False) -> Iterator[MessageExt]:
     """MessageDecoder.decodes: the records of a concatenation, e.g. a pull response body."""
     offset = 0
     end = len(buf)
+    fast = type(buf) is bytes
     while offset + 8 <= end:
         size, magic = _SIZE_MAGIC.unpack_from(buf, offset)
         if magic == BLANK_MAGIC_CODE:
             break
-        msg = decode(buf, offset, decompress=decompress)
+        msg = _decode_v4(buf, offset, end, decompress) if fast and magic == MESSAGE_MAGIC_CODE else None
+        if msg is None:
+            msg = decode(buf, offset, decompress=decompress)
         yield msg
         offset += size
+
+
+_V6_BITS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
+
+
+def _decode_v4(buf, offset: int, end: int, decompress: bool) -> MessageExt | None:
+    """decode() for the common record (IPv4 hosts, uncompressed or inflating cleanly, UTF-8 text), with the
+    same checks in fewer steps: a pull answer decodes 32 of them at a time. None: let decode() take it
+    (and say what is wrong with it)."""
+    if end - offset < 88:
+        return None
+    (size, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts, born_host, store_ts,
+     store_host, reconsume, prepared, body_len) = HEADER_V4.unpack_from(buf, offset)
+    record_end = offset + size
+    pos = offset + 88
+    if sys_flag & _V6_BITS or size < 88 or record_end > end or body_len < 0 or pos + body_len + 3 > record_end:
+        return None
+    body = buf[pos:pos + body_len]
+    pos += body_len
+    topic_len = buf[pos]
+    props_pos = pos + 1 + topic_len
+    if props_pos + 2 > record_end:
+        return None
+    props_len = _SHORT.unpack_from(buf, props_pos)[0]
+    if props_len < 0 or props_pos + 2 + props_len != record_end:
+        return None
+    try:
+        topic = buf[pos + 1:props_pos].decode()
+        props = buf[props_pos + 2:record_end].decode()
+        if decompress and sys_flag & COMPRESSED_FLAG:
+            body = zlib.decompress(body)
+    except (UnicodeDecodeError, zlib.error):
+        return None
+    return MessageExt(size, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts, unpack_host(born_host),
+                      store_ts, unpack_host(store_host), reconsume, prepared, bytes(body), topic,
+                      string_to_properties(props), create_message_id(store_host, phys))
 
 
 def decode_all(buf, *, decompress: bool = False) -> list[MessageExt]:

@@ -514,6 +514,15 @@ def run_nats(tmp: Path, n: int, latency_s: float) -> dict[str, Any]:
         return run(main())
 
 
+def redis_parser() -> str | None:
+    """Which reply parser redis-py uses: "hiredis" (its C parser, `redis[hiredis]`) or "python"."""
+    try:
+        from redis.utils import HIREDIS_AVAILABLE
+    except ImportError:
+        return None
+    return "hiredis" if HIREDIS_AVAILABLE else "python"
+
+
 def missing(binary: str, module: str) -> str | None:
     """Why a peer cannot run here, or None."""
     if find_binary(binary) is None:
@@ -603,7 +612,7 @@ def main() -> int:
                 print(f"{s}: {notes[s]}", file=sys.stderr)
 
     print(f"pocketmq e2e: {n:,} messages of {BODY_BYTES} B per workload, batch {BATCH}, loopback, uvloop; "
-          f"redis: {REDIS_PERSISTENCE}; nats: JetStream file store")
+          f"redis: {REDIS_PERSISTENCE}, redis-py parser {redis_parser()}; nats: JetStream file store")
     print_table(results)
     figures = {f"{s}_{w}_{k}": (results[s] or {}).get(w, {}).get(k)
                for s in SYSTEMS for w, keys in FIGURES.items() for k in keys}
@@ -624,6 +633,7 @@ def main() -> int:
         "messages": n, "body_bytes": BODY_BYTES, "batch": BATCH, "latency_rate": LATENCY_RATE,
         "latency_seconds": latency_s, "quick": args.quick, "redis_persistence": REDIS_PERSISTENCE,
         "redis_version": version("redis-server"), "nats_version": version("nats-server"),
+        "redis_py_parser": redis_parser(),
         "skipped": notes, "elapsed_s": round(time.monotonic() - started, 1),
     }))
     return 0

@@ -76,6 +76,7 @@ class Channel:
         "_closed",
         "_inflight",
         "_unstarted",
+        "_reading",
         "_reading_paused",
         "remote_address",
         "local_address",
@@ -96,6 +97,7 @@ class Channel:
         self._closed: asyncio.Future[None] = self._loop.create_future()
         self._inflight = 0
         self._unstarted = 0  # request tasks created but not yet running: later inline requests queue behind them
+        self._reading = False  # inside data_received, which writes what was queued when it is done
         self._reading_paused = False
         self.remote_address = format_address(transport.get_extra_info("peername"))
         self.local_address = format_address(transport.get_extra_info("sockname"))
@@ -196,7 +198,7 @@ class Channel:
         self._out_bytes += len(data)
         if self._out_bytes >= _FLUSH_NOW_BYTES:
             self._flush()
-        elif self._flush_handle is None:
+        elif self._flush_handle is None and not self._reading:  # data_received flushes when it is done
             self._flush_handle = self._loop.call_soon(self._flush)
 
     def _flush(self) -> None:
@@ -308,6 +310,7 @@ class _Protocol(asyncio.Protocol):
         decoder = self._decoder
         decoder.receive_data(data)
         endpoint = self._endpoint
+        channel._reading = True
         try:
             while (cmd := decoder.next_event()) is not None:
                 if cmd.is_response:
@@ -316,8 +319,6 @@ class _Protocol(asyncio.Protocol):
                     endpoint._dispatch(channel, cmd)
                 if channel.closed:
                     return
-            if channel._out:
-                channel._flush()  # what inline processors answered, in one write, without waiting a loop turn
         except MalformedFrame as e:
             endpoint._on_malformed_frame(channel, e)
         except FrameTooLarge as e:
@@ -326,6 +327,10 @@ class _Protocol(asyncio.Protocol):
         except Exception:
             log.exception("closing %r after an unexpected error while reading", channel)
             channel.close()
+        finally:
+            channel._reading = False
+            if channel._out and not channel._closing:
+                channel._flush()  # what inline processors answered, in one write, without waiting a loop turn
 
     def eof_received(self) -> bool:
         return False  # let the transport close; a half-open remoting connection is useless

@@ -32,8 +32,12 @@ class LoopDispatchTrigger:
             self._store.reput_service.wakeup()  # not the loop's append: the dispatcher thread's job
             return
         if not self._scheduled:
+            try:
+                self._loop.call_soon(self._dispatch)
+            except RuntimeError:  # the loop is closed: never fail the append that got us here
+                self._store.reput_service.wakeup()
+                return
             self._scheduled = True
-            self._loop.call_soon(self._dispatch)
 
     def close(self) -> None:
         self._closed = True

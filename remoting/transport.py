@@ -20,6 +20,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Generator
+from types import CoroutineType
 
 from .codec import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, encode
 from .codes import FLAG_ONEWAY, FLAG_RESPONSE, ResponseCode
@@ -162,7 +163,7 @@ class Channel:
         try:
             if self._write_paused:
                 await self._drain_or_expire(fut)
-            if len(pending) == 1 and not self._out:
+            if len(pending) == 1 and not self._out and not self._transport.is_closing():
                 # Alone in flight: out at once. With others in flight, the requests of one loop turn share a
                 # write (see _write).
                 self._transport.write(data)
@@ -415,7 +416,7 @@ class Endpoint:
         if inline is not None and not (channel._unstarted or channel._write_paused):
             try:
                 result = inline(channel, request)
-                if type(result) is _COROUTINE:
+                if type(result) is CoroutineType:
                     # Started at once, like an eager task: one that finishes without waiting needs no task.
                     try:
                         waiting_on = result.send(None)
@@ -513,15 +514,6 @@ def _inline_in_task(inline: InlineHandler) -> Handler:
         return await result
 
     return run
-
-
-async def _coroutine() -> None:
-    pass
-
-
-_c = _coroutine()
-_COROUTINE = type(_c)
-_c.close()
 
 
 class _Resume:

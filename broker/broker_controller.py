@@ -275,10 +275,12 @@ class BrokerController:
         "In memory" is RocketMQ's rule (checkInDiskByCommitOffset): the record lies within the newest
         accessMessageInMemoryMaxRatio % of physical memory worth of commit log. A consumer keeping up reads
         what was just written; a pull thread would only add two thread handoffs (the read copies from the
-        mapped file while holding the GIL wherever it runs). Reads of older data keep the pull threads.
+        mapped file while holding the GIL wherever it runs). Reads of older data keep the pull threads, and
+        so do filters that read every candidate record (SQL92): that is CPU work for up to hundreds of records,
+        and on a pull thread the loop still gets the GIL every switch interval meanwhile.
         """
         store = self.store
-        if self._in_memory(topic, queue_id, offset):
+        if not getattr(message_filter, "needs_commit_log", False) and self._in_memory(topic, queue_id, offset):
             return store.get_message(group, topic, queue_id, offset, max_msg_nums, message_filter)
         return await self.run_in_pull_executor(
             store.get_message, group, topic, queue_id, offset, max_msg_nums, message_filter

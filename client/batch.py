@@ -17,10 +17,11 @@ from .exceptions import MQClientException
 from .message import Message
 from .message_const import RETRY_GROUP_TOPIC_PREFIX
 from .message_id import set_uniq_id
-from .validators import check_message
+from .validators import check_body, check_message
 
 _HEAD = struct.Struct(">iiiii")  # TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BODY length
 _SHORT = struct.Struct(">h")
+_FIXED = _HEAD.size + _SHORT.size
 
 
 class MessageBatch(Message):
@@ -39,16 +40,23 @@ class MessageBatch(Message):
 
 
 def encode_message(msg: Message) -> bytes:
+    return b"".join(_message_parts(msg))
+
+
+def encode_messages(msgs: Iterable[Message]) -> bytes:
+    parts: list[bytes] = []
+    for m in msgs:
+        parts += _message_parts(m)
+    return b"".join(parts)  # one copy of every body, not two
+
+
+def _message_parts(msg: Message) -> tuple[bytes, bytes, bytes, bytes]:
     props = properties_to_string(msg.properties).encode()
     if len(props) > MAX_PROPERTIES_LENGTH:
         raise MQClientException(f"the properties of a batched message exceed {MAX_PROPERTIES_LENGTH} bytes")
     body = bytes(msg.body)
-    size = _HEAD.size + len(body) + _SHORT.size + len(props)
-    return b"".join((_HEAD.pack(size, 0, 0, msg.flag, len(body)), body, _SHORT.pack(len(props)), props))
-
-
-def encode_messages(msgs: Iterable[Message]) -> bytes:
-    return b"".join(encode_message(m) for m in msgs)
+    size = _FIXED + len(body) + len(props)
+    return _HEAD.pack(size, 0, 0, msg.flag, len(body)), body, _SHORT.pack(len(props)), props
 
 
 def generate_from_list(msgs: Iterable[Message], max_message_size: int) -> MessageBatch:
@@ -68,7 +76,9 @@ def generate_from_list(msgs: Iterable[Message], max_message_size: int) -> Messag
             raise MQClientException("The topic of the messages in one batch should be the same")
         if m.wait_store_msg_ok != first.wait_store_msg_ok:
             raise MQClientException("The waitStoreMsgOK of the messages in one batch should the same")
+    # Every message has the first one's topic (checked above): validate it once, then each body.
+    check_message(first, max_message_size)
     for m in messages:
-        check_message(m, max_message_size)
+        check_body(m.body, max_message_size)
         set_uniq_id(m)
     return MessageBatch(messages)

@@ -61,7 +61,11 @@ def check_message(msg: object, max_message_size: int) -> None:
         raise MQClientException(
             f"Sending message to topic[{topic}] is forbidden.", response_code=ResponseCode.NO_PERMISSION
         )
-    body = getattr(msg, "body", None)
+    check_body(getattr(msg, "body", None), max_message_size)
+
+
+def check_body(body: object, max_message_size: int) -> None:
+    """The body half of check_message."""
     if body is None:
         raise MQClientException("the message body is null", response_code=ResponseCode.MESSAGE_ILLEGAL)
     if not isinstance(body, bytes | bytearray | memoryview):

@@ -563,7 +563,7 @@ def print_table(results: dict[str, dict[str, Any] | None]) -> None:
 
     rows("sync_send", "(a) one producer, each send awaited (RT per send)", "Send TPS")
     rows("batch_send", f"(b) batches of {BATCH} (RT per batch; TPS in messages)", "Send TPS")
-    rows("consume", f"(c) consume in a group, {BATCH} per fetch, acked (RT per fetch+ack; failed = fetches)",
+    rows("consume", f"(c) consume in a group, {BATCH} per fetch, each acked (RT per fetch; failed = fetches)",
          "Consume TPS", "Failed")
     print(f"\n(d) end-to-end latency at {LATENCY_RATE:,} msgs/s (send -> receive)")
     print(f"  {'system':<10}{'p50(ms)':>10}{'p99(ms)':>10}{'max(ms)':>10}{'received':>15}{'sent/s':>9}")

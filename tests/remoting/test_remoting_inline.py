@@ -12,7 +12,7 @@ from remoting.client import RemotingClient
 from remoting.codec import decode_frames, encode
 from remoting.codes import ResponseCode
 from remoting.command import RemotingCommand
-from remoting.errors import RemotingSendRequestError
+from remoting.errors import RemotingSendRequestError, RemotingTimeoutError
 from remoting.server import RemotingServer
 from remoting.transport import Channel, parse_address
 
@@ -164,3 +164,36 @@ async def test_register_processor_replaces_an_inline_one(server: RemotingServer,
     server.register_processor(NOW, plain)
     resp = await client.invoke(server.address, RemotingCommand.request(NOW), GUARD)
     assert resp.remark == "in a task"
+
+
+async def test_invoke_times_out_while_waiting_for_a_peer_that_does_not_read(poll: Callable) -> None:
+    # A peer that accepts and never reads: the socket buffers fill, the transport pauses writing, and invoke's
+    # timeout (a timer now, not a timeout scope) must still cover the wait for the buffer to drain.
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def never_read(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)
+
+    deaf = await asyncio.start_server(never_read, "127.0.0.1", 0)
+    addr = f"127.0.0.1:{deaf.sockets[0].getsockname()[1]}"
+    try:
+        async with RemotingClient() as c:
+            channel = await c.get_channel(addr)
+            filling = [
+                asyncio.create_task(channel.invoke(RemotingCommand.request(NOW, body=b"x" * (1 << 20)), 30))
+                for _ in range(64)
+            ]
+            await poll(lambda: channel._write_paused)
+            with pytest.raises(RemotingTimeoutError):
+                await asyncio.wait_for(channel.invoke(RemotingCommand.request(NOW), 0.1), GUARD)
+            for task in filling:
+                task.cancel()
+            await asyncio.gather(*filling, return_exceptions=True)
+            assert channel._pending == {}
+            for w in accepted:
+                w.close()  # the peer goes away: our side can close without flushing what it never read
+            await poll(lambda: channel.closed)
+    finally:
+        for w in accepted:
+            w.close()
+        deaf.close()

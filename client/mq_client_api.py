@@ -14,11 +14,18 @@ from dataclasses import dataclass
 
 from remoting.body import TopicRouteData, decode_body, encode_body
 from remoting.client import RemotingClient
-from remoting.client_body import GetConsumerListByGroupResponseBody, HeartbeatData, MessageQueue
+from remoting.client_body import (
+    GetConsumerListByGroupResponseBody,
+    HeartbeatData,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    MessageQueue,
+)
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 from remoting.header import (
+    ConsumerSendMsgBackRequestHeader,
     GetConsumerListByGroupRequestHeader,
     GetEarliestMsgStoretimeRequestHeader,
     GetEarliestMsgStoretimeResponseHeader,
@@ -251,6 +258,27 @@ class MQClientAPIImpl:
         request = RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, header)
         response = await self._invoke_ok(addr, request, timeout)
         return decode_body(response.body, GetConsumerListByGroupResponseBody).consumer_id_list
+
+    async def consumer_send_message_back(
+        self, addr: str, header: ConsumerSendMsgBackRequestHeader, timeout: float
+    ) -> None:
+        """CONSUMER_SEND_MSG_BACK: the broker stores a copy in %RETRY%group (delayed) or %DLQ%group."""
+        request = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, header)
+        await self._invoke_ok(addr, request, timeout)
+
+    async def lock_batch_mq(self, addr: str, body: LockBatchRequestBody, timeout: float) -> set[MessageQueue]:
+        """LOCK_BATCH_MQ: the queues of ``body`` the broker now holds for ``body.client_id``."""
+        request = RemotingCommand.request(RequestCode.LOCK_BATCH_MQ, body=encode_body(body))
+        response = await self._invoke_ok(addr, request, timeout)
+        return decode_body(response.body, LockBatchResponseBody).lock_ok_mq_set
+
+    async def unlock_batch_mq(self, addr: str, body: LockBatchRequestBody, timeout: float, oneway: bool) -> None:
+        if oneway:
+            request = RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, body=encode_body(body), oneway=True)
+            await self.remoting_client.invoke_oneway(addr, request)
+        else:
+            request = RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, body=encode_body(body))
+            await self._invoke_ok(addr, request, timeout)
 
     # --- both ----------------------------------------------------------------------------------------------
 

@@ -278,3 +278,6 @@ class PullConsumer:
     async def persist_consumer_offset(self) -> None:
         if self._offset_store is not None:
             await self._offset_store.persist_all()
+
+    async def do_rebalance(self) -> None:
+        """The application picks its queues itself: nothing to rebalance."""

@@ -1,4 +1,4 @@
-"""Blocking wrappers for scripts: SyncProducer and SyncPullConsumer.
+"""Blocking wrappers for scripts: SyncProducer, SyncPullConsumer and SyncPushConsumer.
 
 Each runs its client on a private event loop in a daemon thread and waits for every call, so plain code
 without asyncio can send and pull:
@@ -23,6 +23,7 @@ from remoting.client_body import MessageQueue
 from .message import Message, PullResult, SendResult
 from .producer import Producer, SendCallback
 from .pull_consumer import PullConsumer
+from .push_consumer import PushConsumer
 from .selector import MessageQueueSelector
 
 T = TypeVar("T")
@@ -185,3 +186,56 @@ class SyncPullConsumer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class SyncPushConsumer:
+    """A PushConsumer on a private event loop; arguments are PushConsumer's.
+
+        consumer = SyncPushConsumer("CG", "127.0.0.1:9876")
+        consumer.subscribe("TopicTest", "*")
+        consumer.register_message_listener(on_messages)  # plain functions run on the consumer's threads
+        with consumer:  # start() ... shutdown()
+            ...
+    """
+
+    def __init__(self, group: str, namesrv_addr: str, **kwargs: Any) -> None:
+        self.consumer = PushConsumer(group, namesrv_addr, **kwargs)
+        self._runner: _LoopThread | None = None
+
+    def subscribe(self, topic: str, expression: str | None = "*", expression_type: str = "TAG") -> None:
+        self.consumer.subscribe(topic, expression, expression_type)
+
+    def register_message_listener(self, listener: Any) -> None:
+        self.consumer.register_message_listener(listener)
+
+    def register_message_listener_orderly(self, listener: Any) -> None:
+        self.consumer.register_message_listener_orderly(listener)
+
+    def start(self) -> None:
+        if self._runner is not None:
+            raise RuntimeError("the consumer was started already")
+        self._runner = _LoopThread(f"SyncPushConsumer-{self.consumer.group}")
+        try:
+            self._runner.run(self.consumer.start())
+        except BaseException:
+            self._runner.stop()
+            raise
+
+    def shutdown(self) -> None:
+        runner = self._runner
+        if runner is None or runner.loop.is_closed():
+            return
+        try:
+            runner.run(self.consumer.shutdown())
+        finally:
+            runner.stop()
+
+    close = shutdown
+
+    def __enter__(self) -> SyncPushConsumer:
+        if self._runner is None:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()

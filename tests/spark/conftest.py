@@ -1,0 +1,78 @@
+"""Spark tests: one local[2] session and one cluster for the whole run, and admin requests as mqadmin sends them.
+
+Only tests/spark/test_spark_session.py starts the JVM (tests/conftest.py runs it first, so under
+``-n 2 --dist loadfile`` one worker holds Spark while the other runs the rest). The other files here need
+pyspark importable but no JVM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("pyarrow")
+
+from pocketmq.embedded import ThreadedCluster  # noqa: E402
+from remoting.client import RemotingClient  # noqa: E402
+from remoting.codes import RequestCode, ResponseCode  # noqa: E402
+from remoting.command import RemotingCommand  # noqa: E402
+from remoting.header import (  # noqa: E402
+    CreateTopicRequestHeader,
+    DeleteTopicFromNamesrvRequestHeader,
+    DeleteTopicRequestHeader,
+)
+
+
+def _invoke(addr: str, request: RemotingCommand) -> RemotingCommand:
+    async def go() -> RemotingCommand:
+        client = RemotingClient()
+        try:
+            return await client.invoke(addr, request, 10)
+        finally:
+            await client.close()
+
+    response = asyncio.run(go())
+    assert response.code == ResponseCode.SUCCESS, response
+    return response
+
+
+def create_topic(cluster, topic: str, queues: int) -> None:
+    """UPDATE_AND_CREATE_TOPIC (creates, or changes the queue count of, a topic)."""
+    header = CreateTopicRequestHeader(topic, "TBW102", queues, queues, 6)
+    _invoke(cluster.broker_addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header))
+
+
+def delete_topic(cluster, topic: str) -> None:
+    """As `mqadmin deleteTopic`: the broker drops the topic and its data, then the name server its route."""
+    _invoke(cluster.broker_addr, RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_BROKER,
+                                                         DeleteTopicRequestHeader(topic)))
+    _invoke(cluster.namesrv_addr, RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_NAMESRV,
+                                                          DeleteTopicFromNamesrvRequestHeader(topic)))
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 30.0, interval: float = 0.05) -> None:
+    """Poll ``predicate`` until true (a generous bound, not a sleep); the Spark tests are not async."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        time.sleep(interval)
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory) -> Iterator[ThreadedCluster]:
+    with ThreadedCluster(tmp_path_factory.mktemp("spark-cluster")) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from pyspark_pocketmq import local_session
+
+    session = local_session("pocketmq-tests")
+    yield session
+    session.stop()

@@ -6,7 +6,9 @@ topics of its own on the shared cluster.
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import pathlib
 
 import pytest
 from conftest import create_topic, delete_topic
@@ -223,3 +225,25 @@ def test_stream_over_deleted_data_fails_unless_told_otherwise(spark, spark_clust
     with pytest.raises(Exception, match="Doomed/broker-a/0 is gone.*failOnDataLoss"):
         run_stream(spark, spark_cluster, tmp_path / "ckpt", seen, **opts)
     assert run_stream(spark, spark_cluster, tmp_path / "ckpt", seen, failOnDataLoss="false", **opts) == []
+
+
+def test_example_pipeline_aggregates_orders_per_minute_into_a_topic(spark, spark_cluster, tmp_path):
+    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "spark_pipeline.py"
+    spec = importlib.util.spec_from_file_location("spark_pipeline", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    ns, checkpoint = spark_cluster.namesrv_addr, str(tmp_path / "ckpt")
+    topics = dict(source="PipelineOrders", target="PipelineStats")
+
+    first = example.order_events(40)
+    example.produce(ns, first, topics["source"])
+    example.start_aggregation(spark, ns, checkpoint, **topics).awaitTermination(120)
+    assert example.current_stats(spark, ns, topics["target"]) == example.expected_stats(first)
+
+    # More orders, some in a minute already reported: the next trigger brings that minute up to date.
+    more = example.order_events(20, first=40)
+    example.produce(ns, more, topics["source"])
+    example.start_aggregation(spark, ns, checkpoint, **topics).awaitTermination(120)
+    stats = example.current_stats(spark, ns, topics["target"])
+    assert stats == example.expected_stats(first + more)
+    assert stats["2024-05-01 10:04"]["orders"] == 8  # events 35..42 straddle the two runs

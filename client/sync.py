@@ -160,6 +160,12 @@ class SyncPullConsumer:
              ) -> PullResult:
         return self._runner.run(self.consumer.pull(mq, sub_expression, offset, max_nums, **kwargs))
 
+    def pull_async(self, mq: MessageQueue, sub_expression: str | None, offset: int, max_nums: int = 32,
+                   **kwargs: Any) -> concurrent.futures.Future[PullResult]:
+        """pull without waiting: a concurrent.futures.Future of the result, so the next request can be on the
+        wire while the caller works on the previous answer."""
+        return self._runner.submit(self.consumer.pull(mq, sub_expression, offset, max_nums, **kwargs))
+
     def pull_blocking(
         self, mq: MessageQueue, sub_expression: str | None, offset: int, max_nums: int = 32,
         timeout: float | None = None, **kwargs: Any,

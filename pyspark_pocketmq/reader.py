@@ -49,8 +49,9 @@ class QueueRange(InputPartition):
 def read_range(opts: SourceOptions, schema: StructType, part: QueueRange) -> Iterator[pa.RecordBatch]:
     """Pull [start, end) of one queue as Arrow batches; the same range always gives the same rows.
 
-    Offsets that are gone (before the queue's min offset, or past its end) and, when every tag is read, the
-    offsets the broker skips (deleted data) are data loss, handled as failOnDataLoss says.
+    One pull is always in flight ahead of the one being turned into rows, so the broker works on the next
+    answer meanwhile. Offsets that are gone (before the queue's min offset, or past its end) and, when every
+    tag is read, the offsets the broker skips (deleted data) are data loss, handled as failOnDataLoss says.
     """
     builder = BatchBuilder(arrow_schema(schema), part.broker_name)
     mq = to_mq(part.queue)
@@ -59,19 +60,27 @@ def read_range(opts: SourceOptions, schema: StructType, part: QueueRange) -> Ite
     where = f"{part.topic}/{part.broker_name}/{part.queue_id}"
     with SyncPullConsumer(READER_GROUP, opts.endpoints, instance_name=private_instance("reader"),
                           consumer_pull_timeout=opts.pull_timeout) as consumer:
+
+        def pull(offset: int):
+            size = min(opts.pull_batch_size, part.end - offset)
+            return consumer.pull_async(mq, opts.sub_expression, offset, size) if size > 0 else None
+
         offset = part.start
-        while offset < part.end:
-            result = consumer.pull(mq, opts.sub_expression, offset, min(opts.pull_batch_size, part.end - offset))
+        pending = pull(offset)
+        while pending is not None:
+            result = pending.result()
             following = result.next_begin_offset
-            if result.pull_status in (PullStatus.NO_NEW_MSG, PullStatus.OFFSET_ILLEGAL):
-                if offset < following < part.end and offset < result.max_offset:
-                    report_data_loss(fail, f"{where}: offsets {offset}..{following - 1} are gone")
-                    offset = following
-                    continue
+            gone = result.pull_status in (PullStatus.NO_NEW_MSG, PullStatus.OFFSET_ILLEGAL)
+            if gone and not (offset < following < part.end and offset < result.max_offset):
                 report_data_loss(fail, f"{where}: offsets {offset}..{part.end - 1} are gone "
                                        f"(the queue now holds {result.min_offset}..{result.max_offset - 1})")
                 break
-            expected = offset
+            if following <= offset:
+                raise RuntimeError(f"{where}: the broker did not move past offset {offset}")
+            pending = pull(following)
+            expected = following if gone else offset
+            if gone:
+                report_data_loss(fail, f"{where}: offsets {offset}..{following - 1} are gone")
             for m in result.msg_found_list:
                 if m.queue_offset >= part.end:
                     break
@@ -79,8 +88,6 @@ def read_range(opts: SourceOptions, schema: StructType, part: QueueRange) -> Ite
                     report_data_loss(fail, f"{where}: offsets {expected}..{m.queue_offset - 1} are gone")
                 builder.add(m)
                 expected = m.queue_offset + 1
-            if following <= offset:
-                raise RuntimeError(f"{where}: the broker did not move past offset {offset}")
             if every_tag and expected < min(following, part.end):
                 report_data_loss(fail, f"{where}: offsets {expected}..{min(following, part.end) - 1} are gone")
             offset = following

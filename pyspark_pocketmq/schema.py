@@ -16,7 +16,14 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from client.message_const import PROPERTY_KEYS, PROPERTY_MAX_OFFSET, PROPERTY_MIN_OFFSET, PROPERTY_TAGS
+from client.message_const import (
+    KEY_SEPARATOR,
+    PROPERTY_KEYS,
+    PROPERTY_MAX_OFFSET,
+    PROPERTY_MIN_OFFSET,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+)
 from storage.message import MessageExt
 
 if TYPE_CHECKING:
@@ -83,9 +90,10 @@ class BatchBuilder:
         broker.append(self.broker_name)
         queue_id.append(m.queue_id)
         queue_offset.append(m.queue_offset)
-        msg_id.append(m.uniq_key or m.msg_id)
+        msg_id.append(properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or m.msg_id)
         tags.append(properties.get(PROPERTY_TAGS))
-        keys.append(m.keys)
+        joined = properties.get(PROPERTY_KEYS)
+        keys.append([k for k in joined.split(KEY_SEPARATOR) if k] if joined else [])
         body.append(m.body)
         born.append(m.born_timestamp * 1000)
         store.append(m.store_timestamp * 1000)

@@ -1,5 +1,5 @@
-"""Lookups across a topic's brokers: query by key through the index, the name server's topic list, and
-send_batch_async of the blocking producer — against a real cluster."""
+"""Lookups across a topic's brokers: query by key through the index, the name server's topic list; and the
+blocking clients' send_batch_async / pull_async — against a real cluster."""
 
 from __future__ import annotations
 
@@ -34,5 +34,9 @@ def test_fetch_topic_list_lists_created_topics(tmp_path: Any) -> None:
     with embedded.ThreadedCluster(tmp_path) as cluster:
         with SyncProducer("PG", cluster.namesrv_addr) as producer:
             producer.send(Message("Listed", b"x"))
+        assert cluster.wait_dispatched()
         with SyncPullConsumer("CG", cluster.namesrv_addr) as consumer:
             assert "Listed" in consumer.fetch_topic_list()
+            mq = consumer.fetch_subscribe_message_queues("Listed")
+            futures = [consumer.pull_async(q, "*", 0) for q in mq]  # all on the wire before any answer is read
+            assert sum(len(f.result(10).msg_found_list) for f in futures) == 1

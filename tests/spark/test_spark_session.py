@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import pathlib
+import re
 
 import pytest
 from conftest import create_topic, delete_topic
@@ -247,3 +248,19 @@ def test_example_pipeline_aggregates_orders_per_minute_into_a_topic(spark, spark
     stats = example.current_stats(spark, ns, topics["target"])
     assert stats == example.expected_stats(first + more)
     assert stats["2024-05-01 10:04"]["orders"] == 8  # events 35..42 straddle the two runs
+
+
+def test_the_quick_start_in_docs_runs_as_written(spark, spark_cluster, tmp_path, capsys):
+    doc = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "spark.md").read_text()
+    produce, pipeline = re.findall(r"```python\n(.*?)```", doc, flags=re.S)[:2]
+
+    def run(code: str) -> None:
+        code = code.replace("127.0.0.1:9876", spark_cluster.namesrv_addr).replace("/tmp/orders-upper",
+                                                                                 str(tmp_path / "ckpt"))
+        exec(compile(code, "docs/spark.md", "exec"), {})
+
+    run(produce.replace('"Orders"', '"DocOrders"'))
+    assert spark_cluster.wait_dispatched()
+    run(pipeline.replace('"Orders"', '"DocOrders"').replace('"OrdersUpper"', '"DocOrdersUpper"'))
+    assert "|order 1|created|[o-1]|" in capsys.readouterr().out
+    assert sorted(m.body for m in stored(spark_cluster, "DocOrdersUpper")) == [b"ORDER 0", b"ORDER 1", b"ORDER 2"]

@@ -39,13 +39,14 @@ spark-demo: $(STAMP) java
 
 # The peers of bench/e2e.py (Redis 7, NATS JetStream) come from Debian when missing; their Python clients
 # from the `bench` extra. The benches themselves install nothing.
-bench: $(STAMP)
+bench: $(STAMP) java
 	@command -v redis-server >/dev/null && command -v nats-server >/dev/null || \
 	  { apt-get update -qq && apt-get install -y -qq redis-server nats-server; } || \
 	  echo "make bench: could not install redis-server/nats-server; bench/e2e.py will skip those peers"
-	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	$(PY) -m pip install --quiet -e '.[dev,bench,spark]'
 	$(PY) bench/storage.py
 	$(PY) bench/e2e.py
+	$(PY) bench/spark.py
 
 clean:
 	rm -rf $(VENV) .pocketmq .pocketmq-demo

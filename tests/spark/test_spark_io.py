@@ -7,11 +7,11 @@ import io
 from typing import Any
 
 import pytest
-from conftest import create_topic, delete_topic
+from conftest import create_topic, delete_topic, stored_messages
 from pyspark.serializers import read_int
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, MapType, StringType, StructField, StructType
 
-from client import Message, MessageQueue, SyncProducer, SyncPullConsumer
+from client import Message, MessageQueue, SyncProducer
 from pyspark_pocketmq import RocketMQDataSource
 from pyspark_pocketmq.options import parse_sink_options, parse_source_options
 from pyspark_pocketmq.planning import DataLossError
@@ -32,18 +32,6 @@ def source(cluster, **kw: str):
 
 def read_rows(opts, part: QueueRange) -> list[dict[str, Any]]:
     return [row for batch in read_range(opts, SCHEMA, part) for row in batch.to_pylist()]
-
-
-def all_messages(cluster, topic: str) -> list:
-    with SyncPullConsumer("check", cluster.namesrv_addr) as c:
-        out = []
-        for mq in c.fetch_subscribe_message_queues(topic):
-            offset, end = 0, c.max_offset(mq)
-            while offset < end:
-                result = c.pull(mq, "*", offset, 32)
-                out += result.msg_found_list
-                offset = result.next_begin_offset
-        return out
 
 
 def test_read_range_gives_the_range_with_every_field(pocketmq_cluster):
@@ -102,7 +90,7 @@ def test_idempotent_write_skips_what_an_earlier_attempt_stored(pocketmq_cluster)
     # A replay of the whole, completed task sends nothing.
     assert write_rows(retry, cols, rows, 0, "q:7:0").sent == 0
 
-    stored = all_messages(pocketmq_cluster, "Out")
+    stored = stored_messages(pocketmq_cluster, "Out")
     assert sorted(m.body for m in stored) == sorted(r[0] for r in rows)  # each row once
     m = next(m for m in stored if m.body == b"r3")
     assert m.keys == ["k3", "q:7:0:3"] and m.tags == "t" and m.properties["i"] == "3"
@@ -116,7 +104,7 @@ def test_at_least_once_write_repeats_rows_on_replay(pocketmq_cluster):
     assert write_rows(opts, cols, rows, 0).sent == 30
     assert write_rows(opts, cols, rows[:10], 0).sent == 10
     assert pocketmq_cluster.wait_dispatched()
-    assert len(all_messages(pocketmq_cluster, "Out")) == 40  # the default guarantee: duplicates possible
+    assert len(stored_messages(pocketmq_cluster, "Out")) == 40  # the default guarantee: duplicates possible
 
 
 def test_rows_go_to_the_queue_the_queue_id_column_names(pocketmq_cluster):
@@ -126,7 +114,7 @@ def test_rows_go_to_the_queue_the_queue_id_column_names(pocketmq_cluster):
     rows = [(b"a", "Other", None, None, None, 2), (b"b", None, None, "x y", None, 2), (b"c", None, None, None, None, 3)]
     write_rows(opts, cols, rows, 0)
     assert pocketmq_cluster.wait_dispatched()
-    assert sorted((m.queue_id, m.body, tuple(m.keys)) for m in all_messages(pocketmq_cluster, "Pinned")) == [
+    assert sorted((m.queue_id, m.body, tuple(m.keys)) for m in stored_messages(pocketmq_cluster, "Pinned")) == [
         (2, b"a", ()), (2, b"b", ("x", "y")), (3, b"c", ())]
     with pytest.raises(ValueError, match="no queue 9"):
         write_rows(opts, cols, [(b"d", None, None, None, None, 9)], 0)

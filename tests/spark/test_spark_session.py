@@ -12,7 +12,7 @@ import pathlib
 import re
 
 import pytest
-from conftest import create_topic, delete_topic
+from conftest import create_topic, delete_topic, stored_messages
 
 from client import Message, MessageQueue, SyncProducer, SyncPullConsumer
 
@@ -146,18 +146,6 @@ def stream_to_topic(spark, cluster, checkpoint, target: str, idempotent: bool):
             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
 
 
-def stored(cluster, topic: str) -> list:
-    with SyncPullConsumer("spark-tests-check", cluster.namesrv_addr) as consumer:
-        out = []
-        for mq in consumer.fetch_subscribe_message_queues(topic):
-            offset, end = 0, consumer.max_offset(mq)
-            while offset < end:
-                result = consumer.pull(mq, "*", offset, 32)
-                out += result.msg_found_list
-                offset = result.next_begin_offset
-        return out
-
-
 @pytest.mark.parametrize("idempotent", [True, False], ids=["idempotent", "at-least-once"])
 def test_a_sink_failure_mid_batch_replays_the_same_offsets(spark, spark_cluster, tmp_path, idempotent):
     """The sink fails for real in micro-batch 1: the target topic has no queue 3 yet, so one task stops after
@@ -176,7 +164,7 @@ def test_a_sink_failure_mid_batch_replays_the_same_offsets(spark, spark_cluster,
     planned = (ckpt / "offsets" / "1").read_text().splitlines()[-1]
     assert json.loads(planned) == {"Payments": {"broker-a": {"0": 6, "1": 6}}}
     assert not (ckpt / "commits" / "1").exists()
-    before = stored(spark_cluster, target)
+    before = stored_messages(spark_cluster, target)
     assert 6 < len(before) < 12  # batch 0 and part of batch 1
 
     create_topic(spark_cluster, target, 4)
@@ -187,11 +175,11 @@ def test_a_sink_failure_mid_batch_replays_the_same_offsets(spark, spark_cluster,
     assert (batch["batchId"], json.loads(batch["sources"][0]["startOffset"]), json.loads(planned)) == (
         1, {"Payments": {"broker-a": {"0": 3, "1": 3}}}, json.loads(batch["sources"][0]["endOffset"]))
 
-    bodies = sorted(m.body.decode() for m in stored(spark_cluster, target))
+    bodies = sorted(m.body.decode() for m in stored_messages(spark_cluster, target))
     expected = sorted(f"Payments-{q}-{i}" for q in (0, 1) for i in range(6))
     if idempotent:
         assert bodies == expected
-        assert {m.queue_id for m in stored(spark_cluster, target) if m.body == b"Payments-1-4"} == {3}
+        assert {m.queue_id for m in stored_messages(spark_cluster, target) if m.body == b"Payments-1-4"} == {3}
     else:
         assert set(bodies) == set(expected) and len(bodies) > 12
 
@@ -263,4 +251,5 @@ def test_the_quick_start_in_docs_runs_as_written(spark, spark_cluster, tmp_path,
     assert spark_cluster.wait_dispatched()
     run(pipeline.replace('"Orders"', '"DocOrders"').replace('"OrdersUpper"', '"DocOrdersUpper"'))
     assert "|order 1|created|[o-1]|" in capsys.readouterr().out
-    assert sorted(m.body for m in stored(spark_cluster, "DocOrdersUpper")) == [b"ORDER 0", b"ORDER 1", b"ORDER 2"]
+    upper = sorted(m.body for m in stored_messages(spark_cluster, "DocOrdersUpper"))
+    assert upper == [b"ORDER 0", b"ORDER 1", b"ORDER 2"]

@@ -175,11 +175,17 @@ def write_rows(opts: SinkOptions, cols: SinkColumns, rows: Iterable[tuple], part
         sender = _Sender(producer)
         if dedup_prefix is None:
             in_flight: collections.deque[concurrent.futures.Future] = collections.deque()
-            for unit in _units(rows, cols, opts, None):
-                in_flight.append(producer.send_batch_async(unit.messages, sender.queue(unit.topic, unit.queue_id)))
-                sent += len(unit.messages)
-                if len(in_flight) >= SENDS_IN_FLIGHT:
-                    in_flight.popleft().result()
+            try:
+                for unit in _units(rows, cols, opts, None):
+                    queue = sender.queue(unit.topic, unit.queue_id)
+                    in_flight.append(producer.send_batch_async(unit.messages, queue))
+                    sent += len(unit.messages)
+                    if len(in_flight) >= SENDS_IN_FLIGHT:
+                        in_flight.popleft().result()
+            finally:
+                # Batches already on their way finish before the task ends, also when it fails: closing the
+                # producer would cancel them half-sent.
+                concurrent.futures.wait(in_flight)
             for f in in_flight:
                 f.result()
             return WriteSummary(partition_id, sent, 0)

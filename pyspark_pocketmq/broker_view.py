@@ -11,7 +11,8 @@ from client import MessageQueue, MQClientException, SyncPullConsumer
 from remoting.codes import ResponseCode
 
 from .offsets import Offsets, QueueRef
-from .options import InvalidOptionError, Subscription
+from .options import InvalidOptionError, OffsetSpec, Subscription
+from .planning import resolve_offsets
 
 READER_GROUP = "pocketmq-spark-reader"
 
@@ -108,6 +109,16 @@ class BrokerView:
     def offsets_by_time(self, queues: Iterable[QueueRef], timestamp_ms: int) -> Offsets:
         """Per queue, the first offset stored at or after ``timestamp_ms`` (the end when there is none)."""
         return {q: self._consumer.seek_by_timestamp(to_mq(q), timestamp_ms) for q in queues}
+
+    def resolve(self, spec: OffsetSpec, timestamp_ms: int | None, queues: list[QueueRef], default: int,
+                name: str) -> Offsets:
+        """Concrete offsets for a starting/ending option: by store time when a timestamp is given, else
+        "earliest" / "latest" / JSON (queues the JSON leaves out get ``default``)."""
+        if timestamp_ms is not None:
+            return self.offsets_by_time(queues, timestamp_ms)
+        earliest = self.min_offsets(queues) if spec != "latest" else {}
+        latest = self.max_offsets(queues) if spec != "earliest" else {}
+        return resolve_offsets(spec, queues, earliest, latest, default, name)
 
     def commit_to_group(self, group: str, offsets: Mapping[QueueRef, int]) -> None:
         """Store ``offsets`` as ``group``'s consume offsets on the brokers (for lag dashboards only)."""

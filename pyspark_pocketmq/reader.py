@@ -18,7 +18,7 @@ from client import PullStatus, SyncPullConsumer
 from .broker_view import READER_GROUP, BrokerView, private_instance, to_mq
 from .offsets import EARLIEST, LATEST, OffsetRange, QueueRef
 from .options import SourceOptions
-from .planning import plan_ranges, report_data_loss, resolve_offsets
+from .planning import plan_ranges, report_data_loss
 from .schema import BatchBuilder, arrow_schema
 
 if TYPE_CHECKING:
@@ -106,15 +106,8 @@ class BatchReader(DataSourceReader):
         opts = self.opts
         with BrokerView(opts.endpoints, opts.pull_timeout) as view:
             queues = view.queues(opts.subscription)
-            earliest, latest = view.min_offsets(queues), view.max_offsets(queues)
-            if opts.starting_timestamp is not None:
-                start = view.offsets_by_time(queues, opts.starting_timestamp)
-            else:
-                start = resolve_offsets(opts.starting_offsets, queues, earliest, latest, EARLIEST, "startingOffsets")
-            if opts.ending_timestamp is not None:
-                end = view.offsets_by_time(queues, opts.ending_timestamp)
-            else:
-                end = resolve_offsets(opts.ending_offsets, queues, earliest, latest, LATEST, "endingOffsets")
+            start = view.resolve(opts.starting_offsets, opts.starting_timestamp, queues, EARLIEST, "startingOffsets")
+            end = view.resolve(opts.ending_offsets, opts.ending_timestamp, queues, LATEST, "endingOffsets")
         ranges = plan_ranges(start, end, opts.min_partitions, opts.max_records_per_partition)
         return [QueueRange.of(r) for r in ranges]
 

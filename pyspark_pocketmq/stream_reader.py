@@ -17,7 +17,7 @@ from pyspark.sql.types import StructType
 from .broker_view import BrokerView
 from .offsets import EARLIEST, Offsets, from_json_dict, prorate, to_json_dict
 from .options import SourceOptions
-from .planning import plan_ranges, resolve_offsets, stream_end
+from .planning import plan_ranges, stream_end
 from .reader import QueueRange, read_range
 
 if TYPE_CHECKING:
@@ -55,12 +55,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Where a new query starts (a restarted one starts from its checkpoint instead)."""
         opts, view = self.opts, self.view
         queues = view.queues(opts.subscription)
-        if opts.starting_timestamp is not None:
-            start = view.offsets_by_time(queues, opts.starting_timestamp)
-        else:
-            earliest = view.min_offsets(queues) if opts.starting_offsets != "latest" else {}
-            latest = view.max_offsets(queues) if opts.starting_offsets != "earliest" else {}
-            start = resolve_offsets(opts.starting_offsets, queues, earliest, latest, EARLIEST, "startingOffsets")
+        start = view.resolve(opts.starting_offsets, opts.starting_timestamp, queues, EARLIEST, "startingOffsets")
         return to_json_dict(start)
 
     def getDefaultReadLimit(self) -> ReadLimit:

@@ -95,7 +95,7 @@ def row_to_message(row: tuple, cols: SinkColumns, topic_option: str | None, dedu
     if not topic:
         raise ValueError("rocketmq sink: a row has no topic (null 'topic' column and no 'topic' option)")
     keys = row[cols.keys] if cols.keys is not None else None
-    keys = (keys.split() if isinstance(keys, str) else list(keys)) if keys else []
+    keys = (keys.split() if isinstance(keys, str) else [k for k in keys if k]) if keys else []
     if dedup_key is not None:
         keys.append(dedup_key)
     props = row[cols.properties] if cols.properties is not None else None

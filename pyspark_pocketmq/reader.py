@@ -81,13 +81,15 @@ def read_range(opts: SourceOptions, schema: StructType, part: QueueRange) -> Ite
             expected = following if gone else offset
             if gone:
                 report_data_loss(fail, f"{where}: offsets {offset}..{following - 1} are gone")
-            for m in result.msg_found_list:
-                if m.queue_offset >= part.end:
-                    break
-                if every_tag and m.queue_offset > expected:
-                    report_data_loss(fail, f"{where}: offsets {expected}..{m.queue_offset - 1} are gone")
-                builder.add(m)
-                expected = m.queue_offset + 1
+            msgs = result.msg_found_list
+            if msgs and msgs[-1].queue_offset >= part.end:
+                msgs = [m for m in msgs if m.queue_offset < part.end]
+            if every_tag:
+                for m in msgs:
+                    if m.queue_offset > expected:
+                        report_data_loss(fail, f"{where}: offsets {expected}..{m.queue_offset - 1} are gone")
+                    expected = m.queue_offset + 1
+            builder.add(msgs)
             if every_tag and expected < min(following, part.end):
                 report_data_loss(fail, f"{where}: offsets {expected}..{min(following, part.end) - 1} are gone")
             offset = following

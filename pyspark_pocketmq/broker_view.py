@@ -16,8 +16,8 @@ from .planning import resolve_offsets
 
 READER_GROUP = "pocketmq-spark-reader"
 
-# Topics the broker and name server make for themselves (TopicValidator's names, MixAll's prefixes): a
-# subscribePattern never matches them.
+# Topics the broker and name server make for themselves (TopicValidator's names, MixAll's prefixes; the list
+# in broker/topic_validator.py, which this layer may not import): a subscribePattern never matches them.
 SYSTEM_TOPICS = frozenset({
     "TBW102", "SCHEDULE_TOPIC_XXXX", "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRACE_TOPIC",
     "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC", "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT",
@@ -63,6 +63,7 @@ class BrokerView:
         try:
             mqs = self._consumer.fetch_subscribe_message_queues(topic)
         except MQClientException as e:
+            # No route at all, or a route without readable queues (the client says so in words only).
             if e.response_code == ResponseCode.TOPIC_NOT_EXIST or "Namesrv return empty" in str(e):
                 return []
             raise

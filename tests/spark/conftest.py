@@ -8,8 +8,7 @@ pyspark importable but no JVM.
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -56,15 +55,6 @@ def delete_topic(cluster, topic: str) -> None:
                                                          DeleteTopicRequestHeader(topic)))
     _invoke(cluster.namesrv_addr, RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_NAMESRV,
                                                           DeleteTopicFromNamesrvRequestHeader(topic)))
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 30.0, interval: float = 0.05) -> None:
-    """Poll ``predicate`` until true (a generous bound, not a sleep); the Spark tests are not async."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(interval)
 
 
 def stored_messages(cluster, topic: str) -> list:

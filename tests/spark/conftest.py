@@ -1,7 +1,7 @@
 """Spark tests: one local[2] session and one cluster for the whole run, and admin requests as mqadmin sends them.
 
-Only tests/spark/test_spark_session.py starts the JVM (tests/conftest.py runs it first, so under
-``-n 2 --dist loadfile`` one worker holds Spark while the other runs the rest). The other files here need
+Only tests/spark/test_spark_session.py starts the JVM: under ``-n 2 --dist loadfile`` that file goes to one
+worker, so a run holds one JVM while the other worker goes on with the rest. The other files here need
 pyspark importable but no JVM.
 """
 

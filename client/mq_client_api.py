@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import zlib
 from dataclasses import dataclass
 
-from remoting.body import TopicRouteData, decode_body, encode_body
+from remoting.body import TopicList, TopicRouteData, decode_body, encode_body
 from remoting.client import RemotingClient
 from remoting.client_body import (
     GetConsumerListByGroupResponseBody,
@@ -38,6 +39,7 @@ from remoting.header import (
     PullMessageResponseHeader,
     QueryConsumerOffsetRequestHeader,
     QueryConsumerOffsetResponseHeader,
+    QueryMessageRequestHeader,
     SearchOffsetRequestHeader,
     SearchOffsetResponseHeader,
     SendMessageRequestHeader,
@@ -46,6 +48,8 @@ from remoting.header import (
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
+from storage.codec import CorruptRecordError, decode_all
+from storage.message import MessageExt
 
 from .client_config import ClientConfig
 from .exceptions import MQBrokerException, MQClientException
@@ -187,6 +191,14 @@ class MQClientAPIImpl:
             )
         raise MQClientException(f"get route of {topic}: {response.remark}", response_code=response.code)
 
+    async def get_topic_list_from_name_server(self, timeout: float) -> list[str]:
+        """Every topic a name server knows (GET_ALL_TOPIC_LIST_FROM_NAMESERVER), system topics included."""
+        request = RemotingCommand.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        response = await self.invoke_namesrv(request, timeout)
+        if response.code != ResponseCode.SUCCESS or response.body is None:
+            raise MQClientException(f"get all topic list: {response.remark}", response_code=response.code)
+        return decode_body(response.body, TopicList).topic_list
+
     # --- producer ------------------------------------------------------------------------------------------
 
     async def send_message(
@@ -209,6 +221,19 @@ class MQClientAPIImpl:
     async def pull_message(self, addr: str, header: PullMessageRequestHeader, timeout: float) -> PullResultExt:
         request = RemotingCommand.request(RequestCode.PULL_MESSAGE, header)
         return process_pull_response(await self.remoting_client.invoke(addr, request, timeout), addr)
+
+    async def query_message(self, addr: str, header: QueryMessageRequestHeader, timeout: float) -> list[MessageExt]:
+        """Messages of one broker whose KEYS (or UNIQ_KEY) hold ``header.key``; [] on QUERY_NOT_FOUND."""
+        request = RemotingCommand.request(RequestCode.QUERY_MESSAGE, header)
+        response = await self.remoting_client.invoke(addr, request, timeout)
+        if response.code == ResponseCode.QUERY_NOT_FOUND:
+            return []
+        if response.code != ResponseCode.SUCCESS:
+            raise MQBrokerException(response.code, response.remark, addr)
+        try:
+            return decode_all(response.body or b"", decompress=True)
+        except (CorruptRecordError, zlib.error, ValueError) as e:
+            raise MQClientException(f"undecodable query result from {addr}: {e}") from e
 
     async def _invoke_ok(self, addr: str, request: RemotingCommand, timeout: float) -> RemotingCommand:
         response = await self.remoting_client.invoke(addr, request, timeout)

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from remoting.client_body import MessageQueue
 
-from .message import Message, PullResult, SendResult
+from .message import Message, MessageExt, PullResult, SendResult
 from .producer import Producer, SendCallback
 from .pull_consumer import PullConsumer
 from .push_consumer import PushConsumer
@@ -108,8 +108,19 @@ class SyncProducer:
     def send_batch(self, msgs: Iterable[Message], queue: MessageQueue | None = None, **kwargs: Any) -> SendResult:
         return self._runner.run(self.producer.send_batch(list(msgs), queue, **kwargs))
 
+    def send_batch_async(
+        self, msgs: Iterable[Message], queue: MessageQueue | None = None, **kwargs: Any
+    ) -> concurrent.futures.Future[SendResult]:
+        """send_batch without waiting: a concurrent.futures.Future of the batch's SendResult."""
+        return self._runner.submit(self.producer.send_batch(list(msgs), queue, **kwargs))
+
     def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
         return self._runner.run(self.producer.fetch_publish_message_queues(topic))
+
+    def query_message(
+        self, topic: str, key: str, max_num: int = 32, begin: int = 0, end: int | None = None
+    ) -> list[MessageExt]:
+        return self._runner.run(self.producer.query_message(topic, key, max_num, begin, end))
 
     def close(self) -> None:
         if self._runner.loop.is_closed():
@@ -143,9 +154,18 @@ class SyncPullConsumer:
     def fetch_subscribe_message_queues(self, topic: str) -> list[MessageQueue]:
         return self._runner.run(self.consumer.fetch_subscribe_message_queues(topic))
 
+    def fetch_topic_list(self) -> list[str]:
+        return self._runner.run(self.consumer.fetch_topic_list())
+
     def pull(self, mq: MessageQueue, sub_expression: str | None, offset: int, max_nums: int = 32, **kwargs: Any
              ) -> PullResult:
         return self._runner.run(self.consumer.pull(mq, sub_expression, offset, max_nums, **kwargs))
+
+    def pull_async(self, mq: MessageQueue, sub_expression: str | None, offset: int, max_nums: int = 32,
+                   **kwargs: Any) -> concurrent.futures.Future[PullResult]:
+        """pull without waiting: a concurrent.futures.Future of the result, so the next request can be on the
+        wire while the caller works on the previous answer."""
+        return self._runner.submit(self.consumer.pull(mq, sub_expression, offset, max_nums, **kwargs))
 
     def pull_blocking(
         self, mq: MessageQueue, sub_expression: str | None, offset: int, max_nums: int = 32,

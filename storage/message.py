@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import struct
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ def pack_host(host: str, port: int) -> bytes:
     return ipaddress.ip_address(host.strip("[]")).packed + _PORT.pack(port)
 
 
+@functools.lru_cache(maxsize=4096)  # decoding a pull's records meets the same few hosts again and again
 def unpack_host(raw: bytes) -> str:
     """The inverse of pack_host, as "ip:port" ("[ip]:port" for IPv6)."""
     port = _PORT.unpack_from(raw, len(raw) - 4)[0]

@@ -4,13 +4,18 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test bench lint clean
+.PHONY: run demo test bench lint clean java spark-demo
 
+# The spark extra (PySpark, pyarrow) too: the suite tests the Spark data source.
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,spark]'
 	touch $(STAMP)
+
+# Spark needs Java 17 (or 21); a fresh Debian/Ubuntu machine gets it from apt.
+java:
+	@command -v java >/dev/null || { apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless; }
 
 # A name server and a broker in one process, store in ./.pocketmq; Ctrl-C stops it cleanly.
 run: $(STAMP)
@@ -25,18 +30,23 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
-test: $(STAMP) lint
+test: $(STAMP) lint java
 	$(PY) -m pytest -q -n 2 --dist loadfile
+
+# Order events streamed through Spark into per-minute aggregates, on a cluster of its own (examples/).
+spark-demo: $(STAMP) java
+	$(PY) examples/spark_pipeline.py
 
 # The peers of bench/e2e.py (Redis 7, NATS JetStream) come from Debian when missing; their Python clients
 # from the `bench` extra. The benches themselves install nothing.
-bench: $(STAMP)
+bench: $(STAMP) java
 	@command -v redis-server >/dev/null && command -v nats-server >/dev/null || \
 	  { apt-get update -qq && apt-get install -y -qq redis-server nats-server; } || \
 	  echo "make bench: could not install redis-server/nats-server; bench/e2e.py will skip those peers"
-	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	$(PY) -m pip install --quiet -e '.[dev,bench,spark]'
 	$(PY) bench/storage.py
 	$(PY) bench/e2e.py
+	$(PY) bench/spark.py
 
 clean:
 	rm -rf $(VENV) .pocketmq .pocketmq-demo

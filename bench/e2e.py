@@ -13,6 +13,8 @@ this process on uvloop. Workloads, per system:
                   server before the next fetch, none waits for a reply (pocketmq: one-way offset commit; Redis:
                   XACK pipelined with the next XREADGROUP; NATS: ack), and the last ones are settled in the time
   (d) latency     a producer paced at 1,000 msgs/s stamps perf_counter_ns in the body; a consumer receives
+  (e) push        pocketmq only: PushConsumers of a new group (no-op listener, clustering, RocketMQ's
+                  defaults) consume what (a) wrote, with 1 and with 3 consumers; compared with the peers' (c)
 
 Prints a table (RocketMQ's benchmark columns) and, as the last line, one JSON object with every figure.
 A peer whose server or Python package is missing is skipped (figures null); this script installs nothing
@@ -465,6 +467,48 @@ async def run_workloads(system: System, n: int, latency_s: float) -> dict[str, d
     return out
 
 
+async def push_consume(namesrv: str, topic: str, expected: int, consumers: int) -> dict[str, Any]:
+    """(e): ``consumers`` PushConsumers of a fresh group (one process, one loop) read ``topic`` from its first
+    offset. They start suspended, so the group's first rebalance already sees every member; msgs/s counts
+    distinct messages from resume() to the last one's listener call (the rebalance included)."""
+    from client import ConsumeConcurrentlyStatus, PushConsumer
+
+    group = f"bench-push-{consumers}"
+    done = asyncio.Event()
+    seen: set[tuple[int, int]] = set()
+    deliveries = 0
+
+    async def no_op(msgs: list[Any], context: Any) -> ConsumeConcurrentlyStatus:
+        nonlocal deliveries
+        deliveries += len(msgs)
+        seen.update((m.queue_id, m.queue_offset) for m in msgs)
+        if len(seen) >= expected:
+            done.set()
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    group_members = []
+    for i in range(consumers):
+        c = PushConsumer(group, namesrv, instance_name=f"{group}-{i}", consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        c.subscribe(topic, "*")
+        c.register_message_listener(no_op)
+        c.suspend()
+        group_members.append(c)
+    try:
+        for c in group_members:
+            await c.start()
+        begin = time.perf_counter()
+        for c in group_members:
+            c.resume()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(done.wait(), max(60, expected / 500))
+        seconds = time.perf_counter() - begin
+    finally:
+        for c in group_members:
+            await c.shutdown()
+    return {"msgs_per_s": round(len(seen) / seconds), "received": len(seen), "expected": expected,
+            "duplicates": deliveries - len(seen)}
+
+
 # --- running each system ----------------------------------------------------------------------------------
 
 
@@ -477,8 +521,12 @@ def run_pocketmq(tmp: Path, n: int, latency_s: float) -> dict[str, Any]:
     with server("pocketmq", argv, tmp / "pocketmq.log", "stops it cleanly"):
 
         async def main() -> dict[str, Any]:
-            async with PocketMQ(f"127.0.0.1:{namesrv_port}") as system:
-                return await run_workloads(system, n, latency_s)
+            namesrv = f"127.0.0.1:{namesrv_port}"
+            async with PocketMQ(namesrv) as system:
+                out = await run_workloads(system, n, latency_s)
+            for consumers in (1, 3):
+                out[f"push_consume_{consumers}"] = await push_consume(namesrv, "bench-a", n + WARMUP, consumers)
+            return out
 
         return run(main())
 
@@ -544,6 +592,8 @@ FIGURES = {
     "batch_send": SEND,
     "consume": ("msgs_per_s", "max_rt_ms", "avg_rt_ms", "failed"),
     "latency": ("p50_ms", "p99_ms", "max_ms", "sent", "received", "failed", "rate"),
+    "push_consume_1": ("msgs_per_s", "received", "expected", "duplicates"),
+    "push_consume_3": ("msgs_per_s", "received", "expected", "duplicates"),
 }
 
 
@@ -572,11 +622,26 @@ def print_table(results: dict[str, dict[str, Any] | None]) -> None:
         got = f"{f['received']}/{f['sent']}" if f else "-"
         print(f"  {s:<10}{fmt(f.get('p50_ms'), '.3f'):>10}{fmt(f.get('p99_ms'), '.3f'):>10}"
               f"{fmt(f.get('max_ms'), '.3f'):>10}{got:>15}{fmt(f.get('rate'), 'd'):>9}")
+    print("\n(e) push consumers (pocketmq only): a new group reads (a)'s messages, no-op listener")
+    print(f"  {'consumers':<10}{'Consume TPS':>14}{'received':>15}   vs best peer's (c)")
+    for k in (1, 3):
+        f = (results["pocketmq"] or {}).get(f"push_consume_{k}", {})
+        got = f"{f['received']}/{f['expected']}" if f else "-"
+        print(f"  {k:<10}{fmt(f.get('msgs_per_s'), ',d'):>14}{got:>15}   "
+              f"{fmt(push_ratio(results, k), '')}x")
 
 
 def ratio(results: dict[str, dict[str, Any] | None], workload: str, key: str) -> float | None:
     ours = (results["pocketmq"] or {}).get(workload, {}).get(key)
     peers = [r[workload][key] for s, r in results.items() if s != "pocketmq" and r and r[workload].get(key)]
+    return round(ours / max(peers), 3) if ours is not None and peers else None
+
+
+def push_ratio(results: dict[str, dict[str, Any] | None], consumers: int) -> float | None:
+    """pocketmq's push consume rate over the best peer's (c) consume rate."""
+    ours = (results["pocketmq"] or {}).get(f"push_consume_{consumers}", {}).get("msgs_per_s")
+    peers = [r["consume"]["msgs_per_s"] for s, r in results.items() if s != "pocketmq" and r
+             and r["consume"].get("msgs_per_s")]
     return round(ours / max(peers), 3) if ours is not None and peers else None
 
 
@@ -620,9 +685,11 @@ def main() -> int:
         "sync_send_ratio": ratio(results, "sync_send", "tps"),
         "batch_send_ratio": ratio(results, "batch_send", "tps"),
         "consume_ratio": ratio(results, "consume", "msgs_per_s"),
+        "push_consume_ratio": max((r for r in (push_ratio(results, 1), push_ratio(results, 3)) if r is not None),
+                                  default=None),
         "latency_p99_ms": figures.get("pocketmq_latency_p99_ms"),
     }
-    targets = {"sync_send_ratio": 2.0, "batch_send_ratio": 4.0, "consume_ratio": 3.0}
+    targets = {"sync_send_ratio": 2.0, "batch_send_ratio": 4.0, "consume_ratio": 3.0, "push_consume_ratio": 3.0}
     met = {f"{k}_target_met": None if summary[k] is None else summary[k] >= t for k, t in targets.items()}
     p99 = summary["latency_p99_ms"]
     met["latency_p99_target_met"] = None if p99 is None else p99 < 5.0

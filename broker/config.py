@@ -102,6 +102,9 @@ class BrokerConfig:
     # PullRequestHoldService's safety re-check of parked pulls (RocketMQ: 5 s, not configurable there).
     pull_request_hold_check_interval: float = _f(5.0, "pullRequestHoldCheckInterval", "ms")
     pull_thread_pool_nums: int = _f(4, "pullMessageThreadPoolNums")  # threads doing store reads
+    # SQL92 subscriptions. RocketMQ's default is false (SQL92 pulls answered SYSTEM_ERROR); pocketmq is a
+    # development broker, so filters work out of the box. Set false to reproduce a default RocketMQ broker.
+    enable_property_filter: bool = _f(True, "enablePropertyFilter")
 
     # --- delayed messages ---
     flush_delay_offset_interval: float = _f(10.0, "flushDelayOffsetInterval", "ms")
@@ -205,7 +208,6 @@ _ROCKETMQ_UNSUPPORTED = {
     "brokerIP2": "no HA/replication",
     "haListenPort": "no HA/replication",
     "storePathCommitLog": "the commit log always lives under storePathRootDir/commitlog",
-    "enablePropertyFilter": "SQL92 filtering is not implemented",
     "transientStorePoolEnable": "no transient store pool",
     "slaveReadEnable": "no slaves",
     "enableDLegerCommitLog": "no DLedger",

@@ -44,6 +44,7 @@ class ClientConfig:
     poll_name_server_interval: float = 30.0
     heartbeat_broker_interval: float = 30.0
     persist_consumer_offset_interval: float = 5.0
+    rebalance_interval: float = 20.0  # RebalanceService's period (rocketmq.client.rebalance.waitInterval)
     mq_client_api_timeout: float = 3.0  # name server queries, heartbeats, offsets
     connect_timeout: float = 3.0
 

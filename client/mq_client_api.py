@@ -10,15 +10,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import zlib
 from dataclasses import dataclass
 
-from remoting.body import TopicRouteData, decode_body, encode_body
+from remoting.body import TopicList, TopicRouteData, decode_body, encode_body
 from remoting.client import RemotingClient
-from remoting.client_body import GetConsumerListByGroupResponseBody, HeartbeatData, MessageQueue
+from remoting.client_body import (
+    GetConsumerListByGroupResponseBody,
+    HeartbeatData,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    MessageQueue,
+)
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 from remoting.header import (
+    ConsumerSendMsgBackRequestHeader,
     GetConsumerListByGroupRequestHeader,
     GetEarliestMsgStoretimeRequestHeader,
     GetEarliestMsgStoretimeResponseHeader,
@@ -31,6 +39,7 @@ from remoting.header import (
     PullMessageResponseHeader,
     QueryConsumerOffsetRequestHeader,
     QueryConsumerOffsetResponseHeader,
+    QueryMessageRequestHeader,
     SearchOffsetRequestHeader,
     SearchOffsetResponseHeader,
     SendMessageRequestHeader,
@@ -39,6 +48,8 @@ from remoting.header import (
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
+from storage.codec import CorruptRecordError, decode_all
+from storage.message import MessageExt
 
 from .client_config import ClientConfig
 from .exceptions import MQBrokerException, MQClientException
@@ -180,6 +191,14 @@ class MQClientAPIImpl:
             )
         raise MQClientException(f"get route of {topic}: {response.remark}", response_code=response.code)
 
+    async def get_topic_list_from_name_server(self, timeout: float) -> list[str]:
+        """Every topic a name server knows (GET_ALL_TOPIC_LIST_FROM_NAMESERVER), system topics included."""
+        request = RemotingCommand.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        response = await self.invoke_namesrv(request, timeout)
+        if response.code != ResponseCode.SUCCESS or response.body is None:
+            raise MQClientException(f"get all topic list: {response.remark}", response_code=response.code)
+        return decode_body(response.body, TopicList).topic_list
+
     # --- producer ------------------------------------------------------------------------------------------
 
     async def send_message(
@@ -202,6 +221,19 @@ class MQClientAPIImpl:
     async def pull_message(self, addr: str, header: PullMessageRequestHeader, timeout: float) -> PullResultExt:
         request = RemotingCommand.request(RequestCode.PULL_MESSAGE, header)
         return process_pull_response(await self.remoting_client.invoke(addr, request, timeout), addr)
+
+    async def query_message(self, addr: str, header: QueryMessageRequestHeader, timeout: float) -> list[MessageExt]:
+        """Messages of one broker whose KEYS (or UNIQ_KEY) hold ``header.key``; [] on QUERY_NOT_FOUND."""
+        request = RemotingCommand.request(RequestCode.QUERY_MESSAGE, header)
+        response = await self.remoting_client.invoke(addr, request, timeout)
+        if response.code == ResponseCode.QUERY_NOT_FOUND:
+            return []
+        if response.code != ResponseCode.SUCCESS:
+            raise MQBrokerException(response.code, response.remark, addr)
+        try:
+            return decode_all(response.body or b"", decompress=True)
+        except (CorruptRecordError, zlib.error, ValueError) as e:
+            raise MQClientException(f"undecodable query result from {addr}: {e}") from e
 
     async def _invoke_ok(self, addr: str, request: RemotingCommand, timeout: float) -> RemotingCommand:
         response = await self.remoting_client.invoke(addr, request, timeout)
@@ -251,6 +283,27 @@ class MQClientAPIImpl:
         request = RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, header)
         response = await self._invoke_ok(addr, request, timeout)
         return decode_body(response.body, GetConsumerListByGroupResponseBody).consumer_id_list
+
+    async def consumer_send_message_back(
+        self, addr: str, header: ConsumerSendMsgBackRequestHeader, timeout: float
+    ) -> None:
+        """CONSUMER_SEND_MSG_BACK: the broker stores a copy in %RETRY%group (delayed) or %DLQ%group."""
+        request = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, header)
+        await self._invoke_ok(addr, request, timeout)
+
+    async def lock_batch_mq(self, addr: str, body: LockBatchRequestBody, timeout: float) -> set[MessageQueue]:
+        """LOCK_BATCH_MQ: the queues of ``body`` the broker now holds for ``body.client_id``."""
+        request = RemotingCommand.request(RequestCode.LOCK_BATCH_MQ, body=encode_body(body))
+        response = await self._invoke_ok(addr, request, timeout)
+        return decode_body(response.body, LockBatchResponseBody).lock_ok_mq_set
+
+    async def unlock_batch_mq(self, addr: str, body: LockBatchRequestBody, timeout: float, oneway: bool) -> None:
+        if oneway:
+            request = RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, body=encode_body(body), oneway=True)
+            await self.remoting_client.invoke_oneway(addr, request)
+        else:
+            request = RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, body=encode_body(body))
+            await self._invoke_ok(addr, request, timeout)
 
     # --- both ----------------------------------------------------------------------------------------------
 

@@ -2,6 +2,8 @@
 
 An instance owns the connections (one pooled RemotingClient), the route cache fed by the name servers, the
 broker address table, and the timers: route refresh, heartbeats to every broker, consumer offset persistence.
+For push consumers it also runs the PullMessageService (one queue of pull requests for all of them) and the
+RebalanceService, which a broker's NOTIFY_CONSUMER_IDS_CHANGED wakes at once.
 Producers and consumers register by group; the instance stops when the last one unregisters.
 """
 
@@ -16,12 +18,18 @@ from typing import Protocol
 
 from remoting.body import BrokerData, QueueData, TopicRouteData
 from remoting.client_body import ConsumerData, HeartbeatData, MessageQueue, ProducerData
-from remoting.codes import MASTER_ID, ResponseCode
-from remoting.errors import RemotingError
+from remoting.codes import MASTER_ID, RequestCode, ResponseCode
+from remoting.command import RemotingCommand
+from remoting.errors import HeaderError, RemotingError
+from remoting.header import NotifyConsumerIdsChangedRequestHeader
+from remoting.transport import Channel
 
 from .client_config import ClientConfig
 from .exceptions import MQBrokerException, MQClientException
 from .mq_client_api import MQClientAPIImpl
+from .pull_message_service import PullMessageService
+from .pull_request import PullRequest
+from .rebalance_service import RebalanceService
 from .topic_publish_info import (
     TopicPublishInfo,
     topic_route_data_to_publish_info,
@@ -49,6 +57,8 @@ class ConsumerInner(Protocol):
     def update_topic_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None: ...
 
     async def persist_consumer_offset(self) -> None: ...
+
+    async def do_rebalance(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +90,14 @@ class MQClientInstance:
         self._on_shutdown = on_shutdown
         self.started = False
         self.stopped = False
+        self.pull_message_service = PullMessageService(self._dispatch_pull_request, f"{client_id}-pull")
+        self.rebalance_service = RebalanceService(
+            self.do_rebalance, config.rebalance_interval, f"{client_id}-rebalance"
+        )
+        # ClientRemotingProcessor: the one broker-to-client request a consumer acts on.
+        self.mq_client_api.remoting_client.register_processor(
+            RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._notify_consumer_ids_changed
+        )
 
     # --- lifecycle -----------------------------------------------------------------------------------------
 
@@ -95,6 +113,8 @@ class MQClientInstance:
             self._every(1.0, cfg.heartbeat_broker_interval, self._clean_and_heartbeat),
             self._every(10.0, cfg.persist_consumer_offset_interval, self.persist_all_consumer_offset),
         ]
+        self.pull_message_service.start()
+        self.rebalance_service.start()
         log.info("client instance %s started", self.client_id)
 
     async def shutdown(self) -> None:
@@ -108,6 +128,8 @@ class MQClientInstance:
         for t in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await t
+        await self.pull_message_service.shutdown()
+        await self.rebalance_service.shutdown()
         await self.mq_client_api.shutdown()
         if self._on_shutdown is not None:
             self._on_shutdown()
@@ -318,3 +340,33 @@ class MQClientInstance:
     async def persist_all_consumer_offset(self) -> None:
         for c in list(self.consumer_table.values()):
             await c.persist_consumer_offset()
+
+    # --- push consumers ------------------------------------------------------------------------------------
+
+    async def do_rebalance(self) -> None:
+        for group, c in list(self.consumer_table.items()):
+            try:
+                await c.do_rebalance()
+            except Exception:
+                log.exception("rebalance of group %s failed", group)
+
+    def rebalance_immediately(self) -> None:
+        self.rebalance_service.wakeup()
+
+    def _dispatch_pull_request(self, request: PullRequest) -> None:
+        consumer = self.consumer_table.get(request.consumer_group)
+        pull = getattr(consumer, "pull_message", None)
+        if pull is not None:
+            pull(request)
+        else:
+            log.warning("no push consumer of group %s for %s", request.consumer_group, request.message_queue)
+
+    async def _notify_consumer_ids_changed(self, channel: Channel, request: RemotingCommand) -> None:
+        try:
+            group = request.decode_header(NotifyConsumerIdsChangedRequestHeader).consumer_group
+        except HeaderError:
+            group = "?"  # rebalancing every group is right anyway
+        log.info("receive broker's notification[%s], the consumer group: %s changed, rebalance immediately",
+                 channel.remote_address, group)
+        self.rebalance_immediately()
+        return None

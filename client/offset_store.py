@@ -1,9 +1,14 @@
-"""RemoteBrokerOffsetStore: a consumer group's offsets, cached here and stored by the queue's master broker."""
+"""Offset stores: where a consumer group's next offsets live.
+
+RemoteBrokerOffsetStore (CLUSTERING): cached here and stored by the queue's master broker.
+LocalFileOffsetStore (BROADCASTING, in local_file_offset_store.py): a file per client and group.
+"""
 
 from __future__ import annotations
 
 import enum
 import logging
+from typing import Protocol
 
 from remoting.client_body import MessageQueue
 from remoting.codes import MASTER_ID, ResponseCode
@@ -20,6 +25,22 @@ class ReadOffsetType(enum.Enum):
     READ_FROM_MEMORY = "READ_FROM_MEMORY"
     READ_FROM_STORE = "READ_FROM_STORE"
     MEMORY_FIRST_THEN_STORE = "MEMORY_FIRST_THEN_STORE"
+
+
+class OffsetStore(Protocol):
+    """What consumers need of an offset store (RocketMQ's OffsetStore interface)."""
+
+    offset_table: dict[MessageQueue, int]
+
+    def update_offset(self, mq: MessageQueue, offset: int, increase_only: bool = False) -> None: ...
+
+    async def read_offset(self, mq: MessageQueue, kind: ReadOffsetType) -> int: ...
+
+    def remove_offset(self, mq: MessageQueue) -> None: ...
+
+    async def persist(self, mq: MessageQueue) -> None: ...
+
+    async def persist_all(self) -> None: ...
 
 
 class RemoteBrokerOffsetStore:

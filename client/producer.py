@@ -24,7 +24,8 @@ from .batch import generate_from_list
 from .client_config import ClientConfig
 from .exceptions import ClientErrorCode, MQBrokerException, MQClientException
 from .fault_strategy import MQFaultStrategy
-from .message import Message, SendResult, SendStatus
+from .message import Message, MessageExt, SendResult, SendStatus
+from .mq_admin import query_message
 from .mq_client_instance import MQClientInstance
 from .mq_client_manager import MQClientManager
 from .selector import MessageQueueSelector
@@ -201,6 +202,12 @@ class Producer:
     async def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
         info = await self._try_to_find_topic_publish_info(topic)
         return list(info.message_queue_list)
+
+    async def query_message(
+        self, topic: str, key: str, max_num: int = 32, begin: int = 0, end: int | None = None
+    ) -> list[MessageExt]:
+        """Stored messages of ``topic`` with ``key`` among their KEYS, through the brokers' index (queryMessage)."""
+        return await query_message(self.instance, topic, key, max_num, begin, end)
 
     async def _send(
         self,

@@ -22,6 +22,7 @@ from .client_config import ClientConfig
 from .exceptions import MQClientException
 from .filter_api import EXPRESSION_TYPE_TAG, SUB_ALL, build_subscription_data
 from .message import PullResult
+from .mq_admin import fetch_all_topic_list
 from .mq_client_instance import MQClientInstance
 from .mq_client_manager import MQClientManager
 from .offset_store import ReadOffsetType, RemoteBrokerOffsetStore
@@ -123,6 +124,10 @@ class PullConsumer:
         if not mqs:
             raise MQClientException(f"Can not find Message Queue for this topic, {topic} Namesrv return empty")
         return mqs
+
+    async def fetch_topic_list(self) -> list[str]:
+        """Every topic the name servers know, system topics included (MQAdminExt.fetchAllTopicList)."""
+        return await fetch_all_topic_list(self.instance)
 
     # --- pulling -------------------------------------------------------------------------------------------
 
@@ -278,3 +283,6 @@ class PullConsumer:
     async def persist_consumer_offset(self) -> None:
         if self._offset_store is not None:
             await self._offset_store.persist_all()
+
+    async def do_rebalance(self) -> None:
+        """The application picks its queues itself: nothing to rebalance."""

@@ -1,4 +1,4 @@
-"""Blocking wrappers for scripts: SyncProducer and SyncPullConsumer.
+"""Blocking wrappers for scripts: SyncProducer, SyncPullConsumer and SyncPushConsumer.
 
 Each runs its client on a private event loop in a daemon thread and waits for every call, so plain code
 without asyncio can send and pull:
@@ -20,9 +20,10 @@ from typing import Any, TypeVar
 
 from remoting.client_body import MessageQueue
 
-from .message import Message, PullResult, SendResult
+from .message import Message, MessageExt, PullResult, SendResult
 from .producer import Producer, SendCallback
 from .pull_consumer import PullConsumer
+from .push_consumer import PushConsumer
 from .selector import MessageQueueSelector
 
 T = TypeVar("T")
@@ -107,8 +108,19 @@ class SyncProducer:
     def send_batch(self, msgs: Iterable[Message], queue: MessageQueue | None = None, **kwargs: Any) -> SendResult:
         return self._runner.run(self.producer.send_batch(list(msgs), queue, **kwargs))
 
+    def send_batch_async(
+        self, msgs: Iterable[Message], queue: MessageQueue | None = None, **kwargs: Any
+    ) -> concurrent.futures.Future[SendResult]:
+        """send_batch without waiting: a concurrent.futures.Future of the batch's SendResult."""
+        return self._runner.submit(self.producer.send_batch(list(msgs), queue, **kwargs))
+
     def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
         return self._runner.run(self.producer.fetch_publish_message_queues(topic))
+
+    def query_message(
+        self, topic: str, key: str, max_num: int = 32, begin: int = 0, end: int | None = None
+    ) -> list[MessageExt]:
+        return self._runner.run(self.producer.query_message(topic, key, max_num, begin, end))
 
     def close(self) -> None:
         if self._runner.loop.is_closed():
@@ -142,9 +154,18 @@ class SyncPullConsumer:
     def fetch_subscribe_message_queues(self, topic: str) -> list[MessageQueue]:
         return self._runner.run(self.consumer.fetch_subscribe_message_queues(topic))
 
+    def fetch_topic_list(self) -> list[str]:
+        return self._runner.run(self.consumer.fetch_topic_list())
+
     def pull(self, mq: MessageQueue, sub_expression: str | None, offset: int, max_nums: int = 32, **kwargs: Any
              ) -> PullResult:
         return self._runner.run(self.consumer.pull(mq, sub_expression, offset, max_nums, **kwargs))
+
+    def pull_async(self, mq: MessageQueue, sub_expression: str | None, offset: int, max_nums: int = 32,
+                   **kwargs: Any) -> concurrent.futures.Future[PullResult]:
+        """pull without waiting: a concurrent.futures.Future of the result, so the next request can be on the
+        wire while the caller works on the previous answer."""
+        return self._runner.submit(self.consumer.pull(mq, sub_expression, offset, max_nums, **kwargs))
 
     def pull_blocking(
         self, mq: MessageQueue, sub_expression: str | None, offset: int, max_nums: int = 32,
@@ -185,3 +206,56 @@ class SyncPullConsumer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class SyncPushConsumer:
+    """A PushConsumer on a private event loop; arguments are PushConsumer's.
+
+        consumer = SyncPushConsumer("CG", "127.0.0.1:9876")
+        consumer.subscribe("TopicTest", "*")
+        consumer.register_message_listener(on_messages)  # plain functions run on the consumer's threads
+        with consumer:  # start() ... shutdown()
+            ...
+    """
+
+    def __init__(self, group: str, namesrv_addr: str, **kwargs: Any) -> None:
+        self.consumer = PushConsumer(group, namesrv_addr, **kwargs)
+        self._runner: _LoopThread | None = None
+
+    def subscribe(self, topic: str, expression: str | None = "*", expression_type: str = "TAG") -> None:
+        self.consumer.subscribe(topic, expression, expression_type)
+
+    def register_message_listener(self, listener: Any) -> None:
+        self.consumer.register_message_listener(listener)
+
+    def register_message_listener_orderly(self, listener: Any) -> None:
+        self.consumer.register_message_listener_orderly(listener)
+
+    def start(self) -> None:
+        if self._runner is not None:
+            raise RuntimeError("the consumer was started already")
+        self._runner = _LoopThread(f"SyncPushConsumer-{self.consumer.group}")
+        try:
+            self._runner.run(self.consumer.start())
+        except BaseException:
+            self._runner.stop()
+            raise
+
+    def shutdown(self) -> None:
+        runner = self._runner
+        if runner is None or runner.loop.is_closed():
+            return
+        try:
+            runner.run(self.consumer.shutdown())
+        finally:
+            runner.stop()
+
+    close = shutdown
+
+    def __enter__(self) -> SyncPushConsumer:
+        if self._runner is None:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()

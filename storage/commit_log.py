@@ -53,6 +53,23 @@ def _host_flags(sys_flag: int, born_len: int, store_len: int) -> int:
         STOREHOSTADDRESS_V6_FLAG if store_len == 20 else 0)
 
 
+_ONE_PROPERTY: dict[tuple[str, str], bytes] = {}
+
+
+def _encode_properties(props: dict[str, str]) -> bytes:
+    """NAME\x01VALUE\x02 per property. Most messages carry just TAGS, from a small set, so a
+    one-property encoding is cached (a producer that sends a properties string skips this)."""
+    if len(props) == 1:
+        item = next(iter(props.items()))
+        raw = _ONE_PROPERTY.get(item)
+        if raw is None:
+            raw = f"{item[0]}\x01{item[1]}\x02".encode()
+            if len(_ONE_PROPERTY) < 4096:
+                _ONE_PROPERTY[item] = raw
+        return raw
+    return "".join([f"{k}\x01{v}\x02" for k, v in props.items()]).encode()
+
+
 _RECORDS: dict[tuple[int, int, int, int, int], struct.Struct] = {}
 
 
@@ -142,10 +159,8 @@ class CommitLog:
             props = msg.properties
         if msg.properties_string is not None:
             props_b = msg.properties_string.encode()
-        elif props:
-            props_b = "".join([f"{k}\x01{v}\x02" for k, v in props.items()]).encode()
         else:
-            props_b = b""
+            props_b = _encode_properties(props) if props else b""
         body = msg.body
         topic_b = self._topic_entries.get(msg.topic) or self._topic_bytes(msg.topic)
         blen, tlen, plen = len(body), len(topic_b), len(props_b)
@@ -209,10 +224,8 @@ class CommitLog:
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="a batch cannot carry a delay level")
             if m.properties_string is not None:
                 props_b = m.properties_string.encode()
-            elif props:
-                props_b = "".join([f"{k}\x01{v}\x02" for k, v in props.items()]).encode()
             else:
-                props_b = b""
+                props_b = _encode_properties(props) if props else b""
             if m.topic != topic or m.queue_id != queue_id:
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
                                         remark="all messages of a batch must share topic and queue")

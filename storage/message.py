@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import struct
 from dataclasses import dataclass, field
@@ -23,22 +24,13 @@ def pack_host(host: str, port: int) -> bytes:
     return ipaddress.ip_address(host.strip("[]")).packed + _PORT.pack(port)
 
 
-_HOSTS: dict[bytes, str] = {}  # a pull decodes the same few hosts over and over
-
-
+@functools.lru_cache(maxsize=4096)  # decoding a pull's records meets the same few hosts again and again
 def unpack_host(raw: bytes) -> str:
     """The inverse of pack_host, as "ip:port" ("[ip]:port" for IPv6)."""
-    text = _HOSTS.get(raw)
-    if text is not None:
-        return text
     port = _PORT.unpack_from(raw, len(raw) - 4)[0]
     if len(raw) == 8:
-        text = f"{raw[0]}.{raw[1]}.{raw[2]}.{raw[3]}:{port}"
-    else:
-        text = f"[{ipaddress.IPv6Address(raw[:16])}]:{port}"
-    if len(_HOSTS) < 4096:
-        _HOSTS[bytes(raw)] = text
-    return text
+        return f"{raw[0]}.{raw[1]}.{raw[2]}.{raw[3]}:{port}"
+    return f"[{ipaddress.IPv6Address(raw[:16])}]:{port}"
 
 
 LOOPBACK_HOST = pack_host("127.0.0.1", 0)

@@ -13,6 +13,9 @@ class MessageFilter(Protocol):
 
     def is_matched_by_commit_log(self, record: bytes) -> bool: ...
 
+    # The same decision from the record's raw PROPERTIES bytes (what the dispatcher hands long polling).
+    def is_matched_by_properties(self, raw_properties: bytes) -> bool: ...
+
 
 class TagsFilter:
     """Matches by tags hash code, as the broker does for `TagA || TagB` subscriptions."""
@@ -26,4 +29,7 @@ class TagsFilter:
         return not self.codes or tags_code in self.codes
 
     def is_matched_by_commit_log(self, record: bytes) -> bool:
+        return True
+
+    def is_matched_by_properties(self, raw_properties: bytes) -> bool:
         return True

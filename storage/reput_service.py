@@ -185,8 +185,14 @@ class ReputMessageService(ServiceThread):
         pack_entry = CQ_ENTRY.pack_into
         limit = mf.file_size - 88
         store_ts = 0
-        last_key = None
-        cq = None
+        # The queue being appended to, kept in locals while records keep landing in it: its last file
+        # (qf, with mapped buffer qmm, start qbase and size qend) and its max physical offset (qmax,
+        # written back when the queue changes and at the end). qf.wrote_position is stored on every
+        # entry, as a reader woken by the listener below must already see the entry.
+        cur_topic = cur_qid = cq = qf = qmm = None
+        qbase = qend = 0
+        qmax = -1
+        is_sched = False
         try:
             while pos < end:
                 if pos <= limit:
@@ -206,7 +212,8 @@ class ReputMessageService(ServiceThread):
                 else:
                     # Records of one shape (body, topic and properties lengths) usually come in runs:
                     # decode up to 64 of them with one iter_unpack over one slice. Each is checked
-                    # against the shape below, so the run stops at the first record that differs.
+                    # against the shape below, so the run stops at the first record that differs
+                    # (same size, body and topic lengths imply the same properties length).
                     tlen = mm[pos + 88 + blen]
                     plen = _SHORT.unpack_from(mm, pos + 89 + blen + tlen)[0]
                     shape = (blen, tlen, plen)
@@ -215,10 +222,10 @@ class ReputMessageService(ServiceThread):
                         rs = _run_struct(runs, shape)
                     n = min((end - pos) // size, _RUN_BYTES // size + 1, 64)
                     records = rs.iter_unpack(mm[pos:pos + n * size])
-                for (size_, magic, qid, qoff, phys, sys_flag, store_ts, blen_, tlen_, topic_b, plen_,
+                for (size_, magic, qid, qoff, phys, sys_flag, store_ts, blen_, tlen_, topic_b, _plen,
                      props) in records:
                     if (magic != MESSAGE_MAGIC_CODE or size_ != size or blen_ != blen or tlen_ != tlen
-                            or plen_ != plen or sys_flag & _V6 != v6):
+                            or sys_flag & _V6 != v6):
                         break
                     code = props_codes.get(props)
                     if code is None:
@@ -228,13 +235,18 @@ class ReputMessageService(ServiceThread):
                             props_codes[props] = code
                     else:
                         keyed = False  # only properties without keys are cached
-                    key = (topic_b, qid)
-                    if key != last_key:
-                        cq = cq_table.get(key)
+                    if qid != cur_qid or topic_b != cur_topic:
+                        if cq is not None:
+                            cq.max_physic_offset = qmax
+                        cq = cq_table.get((topic_b, qid))
                         if cq is None:
                             cq = store.find_consume_queue_for_dispatch(topic_b.decode(), qid)
-                        last_key = key
-                    if cq.is_schedule:
+                        cur_topic, cur_qid, is_sched, qmax = topic_b, qid, cq.is_schedule, cq.max_physic_offset
+                        files = cq.mapped_file_queue.files
+                        qf = files[-1] if files else None
+                        if qf is not None:
+                            qmm, qbase, qend = qf.mm, qf.file_from_offset, qf.file_size
+                    if is_sched:
                         code = store.delivery_timestamp(props, store_ts)
                     # Index before the queue entry: after a crash, dispatch resumes after the last queue
                     # entry, so everything up to it must already be indexed.
@@ -243,17 +255,21 @@ class ReputMessageService(ServiceThread):
                         uniq = _prop(props, b"UNIQ_KEY\x01")
                         if keys or uniq:
                             index.build_index_raw(cq.topic, topic_b, keys, uniq, phys, store_ts, sys_flag)
-                    if not sys_flag & TRANSACTION_PREPARED_TYPE and phys + size > cq.max_physic_offset:
-                        files = cq.mapped_file_queue.files
-                        qf = files[-1] if files else None
-                        wp = qoff * 20 - qf.file_from_offset if qf is not None else -1
-                        if wp == qf.wrote_position and wp < qf.file_size if qf is not None else False:
+                    if not sys_flag & TRANSACTION_PREPARED_TYPE and phys + size > qmax:
+                        wp = qoff * 20 - qbase
+                        if qf is not None and wp == qf.wrote_position and wp < qend:
                             # Fast path: the entry lands right at the end of the queue's current file.
-                            pack_entry(qf.mm, wp, phys, size, code)
+                            pack_entry(qmm, wp, phys, size, code)
                             qf.wrote_position = wp + 20
-                            cq.max_physic_offset = phys + size
+                            qmax = phys + size
                         else:
+                            cq.max_physic_offset = qmax
                             cq.put_message_position_info(phys, size, code, qoff)
+                            qmax = cq.max_physic_offset
+                            files = cq.mapped_file_queue.files
+                            qf = files[-1] if files else None
+                            if qf is not None:
+                                qmm, qbase, qend = qf.mm, qf.file_from_offset, qf.file_size
                     if listener is not None:
                         try:
                             listener(cq.topic, qid, qoff + 1, code, store_ts, props)
@@ -261,6 +277,8 @@ class ReputMessageService(ServiceThread):
                             log.exception("message arriving listener failed")
                     pos += size
         finally:
+            if cq is not None:
+                cq.max_physic_offset = qmax
             if index is not None:
                 index.sync_header()
             self.reput_from_offset = base + pos

@@ -33,6 +33,7 @@ from .pull_request import PullRequest
 log = logging.getLogger("broker")
 
 Key = tuple[str, int]
+Arrival = tuple[int, int, bytes]  # next logic offset, tags code, raw properties
 Wakeup = Callable[[Channel, RemotingCommand], Coroutine[Any, Any, None]]
 
 
@@ -51,7 +52,7 @@ class PullRequestHoldService:
         # topic@queueId -> parked requests. Read (membership only) from the dispatcher thread.
         self.pull_request_table: dict[Key, list[PullRequest]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._arrivals: list[tuple[Key, int, int]] = []
+        self._arrivals: list[tuple[Key, int, int, bytes]] = []
         self._arrivals_lock = threading.Lock()
         self._drain_scheduled = False
         self.wakeups = 0  # requests answered because of an arrival or a re-check (not a timeout)
@@ -109,7 +110,7 @@ class PullRequestHoldService:
         if key not in self.pull_request_table:
             return
         with self._arrivals_lock:
-            self._arrivals.append((key, next_offset, tags_code))
+            self._arrivals.append((key, next_offset, tags_code, properties))
             if self._drain_scheduled:
                 return
             self._drain_scheduled = True
@@ -125,17 +126,19 @@ class PullRequestHoldService:
         with self._arrivals_lock:
             arrivals, self._arrivals = self._arrivals, []
             self._drain_scheduled = False
-        by_key: dict[Key, list[tuple[int, int]]] = {}
-        for key, next_offset, tags_code in arrivals:
-            by_key.setdefault(key, []).append((next_offset, tags_code))
+        by_key: dict[Key, list[Arrival]] = {}
+        for key, next_offset, tags_code, properties in arrivals:
+            by_key.setdefault(key, []).append((next_offset, tags_code, properties))
         for key, items in by_key.items():
-            self.notify_message_arriving(key, max(n for n, _ in items), items)
+            self.notify_message_arriving(key, max(a[0] for a in items), items)
 
-    def notify_message_arriving(self, key: Key, max_offset: int, arrivals: list[tuple[int, int]] | None) -> None:
+    def notify_message_arriving(self, key: Key, max_offset: int, arrivals: list[Arrival] | None) -> None:
         """Wake the requests of ``key`` that a new message satisfies.
 
-        ``arrivals`` are (next logic offset, tags code) pairs of the new messages; None means "unknown"
-        (the periodic re-check), in which case any new data wakes the request, as in RocketMQ.
+        ``arrivals`` are (next logic offset, tags code, raw properties) of the new messages: a filter that needs
+        the properties (SQL92) tests them, as RocketMQ's notifyMessageArriving does with isMatchedByCommitLog.
+        None means "unknown" (the periodic re-check), in which case any new data wakes the request, as in
+        RocketMQ.
         """
         requests = self.pull_request_table.get(key)
         if not requests:
@@ -150,11 +153,7 @@ class PullRequestHoldService:
             if newest <= r.pull_from_offset:
                 newest = self._get_max_offset(*key)
             if newest > r.pull_from_offset and (
-                arrivals is None
-                or any(
-                    n > r.pull_from_offset and r.message_filter.is_matched_by_consume_queue(code)
-                    for n, code in arrivals
-                )
+                arrivals is None or any(_wakes(r, n, code, props) for n, code, props in arrivals)
             ):
                 self.wakeups += 1
                 self._wake(r)
@@ -189,3 +188,12 @@ class PullRequestHoldService:
             self.pull_request_table[key] = requests
         else:
             self.pull_request_table.pop(key, None)
+
+
+def _wakes(r: PullRequest, next_offset: int, tags_code: int, properties: bytes) -> bool:
+    f = r.message_filter
+    return (
+        next_offset > r.pull_from_offset
+        and f.is_matched_by_consume_queue(tags_code)
+        and (not f.needs_commit_log or f.is_matched_by_properties(properties))
+    )

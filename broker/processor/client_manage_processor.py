@@ -6,13 +6,14 @@ from typing import TYPE_CHECKING
 
 from remoting.body import decode_body
 from remoting.client_body import HeartbeatData
-from remoting.codes import PermName, RequestCode, TopicSysFlag
+from remoting.codes import PermName, RequestCode, ResponseCode, TopicSysFlag
 from remoting.command import RemotingCommand
 from remoting.header import UnregisterClientRequestHeader
 from remoting.transport import Channel
 
 from .. import topic_validator as tv
 from ..client.client_channel_info import ClientChannelInfo
+from ..filter import EXPRESSION_TYPE_SQL92, SubscriptionParseError, compile_sql92_subscription
 from .base import BrokerProcessor, log, response
 
 if TYPE_CHECKING:
@@ -61,6 +62,11 @@ class ClientManageProcessor(BrokerProcessor):
                 )
         for pdata in heartbeat.producer_data_set:
             c.producer_manager.register_producer(pdata.group_name, info)
+        problems = _malformed_sql92(heartbeat)
+        if problems:
+            # Registered all the same (as RocketMQ does: one bad subscription must not expire the client's other
+            # groups); the code tells the client now rather than at every pull.
+            return response(request, ResponseCode.SUBSCRIPTION_PARSE_FAILED, "; ".join(problems))
         return response(request)
 
     async def unregister_client(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
@@ -74,3 +80,15 @@ class ClientManageProcessor(BrokerProcessor):
             notify = sgc.notify_consumer_ids_changed_enable if sgc is not None else True
             c.consumer_manager.unregister_consumer(header.consumer_group, info, notify)
         return response(request)
+
+
+def _malformed_sql92(heartbeat: HeartbeatData) -> list[str]:
+    problems = []
+    for data in heartbeat.consumer_data_set:
+        for sub in data.subscription_data_set:
+            if sub.expression_type == EXPRESSION_TYPE_SQL92:
+                try:
+                    compile_sql92_subscription(sub.sub_string)
+                except SubscriptionParseError as e:
+                    problems.append(f"group {data.group_name} topic {sub.topic}: {e}")
+    return problems

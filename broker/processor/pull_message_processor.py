@@ -1,4 +1,5 @@
-"""PullMessageProcessor: PULL_MESSAGE (11), with tag filtering, piggybacked offset commits and long polling."""
+"""PullMessageProcessor: PULL_MESSAGE (11), with tag and SQL92 filtering, piggybacked offset commits and long
+polling."""
 
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ from .. import topic_validator as tv
 from ..filter import (
     EXPRESSION_TYPE_SQL92,
     EXPRESSION_TYPE_TAG,
-    ExpressionMessageFilter,
+    MessageFilter,
     SubscriptionParseError,
     build_subscription_data,
+    message_filter_for,
 )
 from ..longpolling.pull_request import PullRequest
 from .base import BrokerProcessor, log, response
@@ -122,7 +124,9 @@ class PullMessageProcessor(BrokerProcessor):
         sub_or_error = self._subscription(request, header, has_subscription, sgc.consume_broadcast_enable)
         if isinstance(sub_or_error, RemotingCommand):
             return sub_or_error
-        message_filter = ExpressionMessageFilter(sub_or_error)
+        message_filter = self._message_filter(request, sub_or_error)
+        if isinstance(message_filter, RemotingCommand):
+            return message_filter
 
         result: GetMessageResult = await c.get_message(
             group, topic, queue_id, header.queue_offset, header.max_msg_nums, message_filter
@@ -171,19 +175,19 @@ class PullMessageProcessor(BrokerProcessor):
         """The subscription to filter by: the request's own (FLAG_SUBSCRIPTION) or the one the heartbeat
         registered for this group and topic."""
         if has_subscription:
-            try:
-                return build_subscription_data(
-                    header.topic, header.subscription, header.expression_type, header.sub_version
-                )
-            except SubscriptionParseError:
-                if (header.expression_type or "") == EXPRESSION_TYPE_SQL92:
-                    return self._sql92_unsupported(request)
+            if (header.expression_type or EXPRESSION_TYPE_TAG) not in (EXPRESSION_TYPE_TAG, EXPRESSION_TYPE_SQL92):
                 return response(
                     request,
                     ResponseCode.SUBSCRIPTION_PARSE_FAILED,
                     f"parse the consumer's subscription[{header.subscription}] failed, "
                     f"expression type {header.expression_type!r}",
                 )
+            if header.expression_type == EXPRESSION_TYPE_SQL92:
+                # Compiled by _message_filter, after the enablePropertyFilter check.
+                return SubscriptionData(
+                    header.topic, header.subscription or "", [], [], header.sub_version, EXPRESSION_TYPE_SQL92
+                )
+            return build_subscription_data(header.topic, header.subscription, EXPRESSION_TYPE_TAG, header.sub_version)
         group_info = self.controller.consumer_manager.get_consumer_group_info(header.consumer_group)
         if group_info is None:
             return response(request, ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's group info not exist")
@@ -198,25 +202,31 @@ class PullMessageProcessor(BrokerProcessor):
             return response(request, ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's subscription not exist")
         if sub.sub_version < header.sub_version:
             return response(request, ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
-        if sub.expression_type != EXPRESSION_TYPE_TAG:
-            return self._sql92_unsupported(request, sub.expression_type)
         return sub
 
-    @staticmethod
-    def _sql92_unsupported(request: RemotingCommand, expression_type: str = EXPRESSION_TYPE_SQL92) -> RemotingCommand:
-        # RocketMQ answers this when enablePropertyFilter=false (its default); pocketmq has no SQL92 filter.
-        return response(
-            request,
-            ResponseCode.SYSTEM_ERROR,
-            f"The broker does not support consumer to filter message by {expression_type}",
-        )
+    def _message_filter(self, request: RemotingCommand, sub: SubscriptionData) -> MessageFilter | RemotingCommand:
+        """TAG: the hash-code filter. SQL92: refused unless enablePropertyFilter (RocketMQ's SYSTEM_ERROR), then
+        compiled (cached per expression); a malformed expression answers SUBSCRIPTION_PARSE_FAILED."""
+        if sub.expression_type not in (EXPRESSION_TYPE_TAG, EXPRESSION_TYPE_SQL92) or (
+            sub.expression_type == EXPRESSION_TYPE_SQL92 and not self.controller.broker_config.enable_property_filter
+        ):
+            return response(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"The broker does not support consumer to filter message by {sub.expression_type}",
+            )
+        try:
+            return message_filter_for(sub)
+        except SubscriptionParseError as e:
+            log.info("refused a SQL92 subscription to %s: %s", sub.topic, e)
+            return response(request, ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(e))
 
     def _suspend(
         self,
         channel: Channel,
         request: RemotingCommand,
         header: PullMessageRequestHeader,
-        message_filter: ExpressionMessageFilter,
+        message_filter: MessageFilter,
     ) -> None:
         bc = self.controller.broker_config
         timeout_millis = (

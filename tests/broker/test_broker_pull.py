@@ -105,8 +105,8 @@ async def test_pull_pre_checks(broker, mq) -> None:
     await mq.create_topic("TopicChecks", queues=2)
     resp = await mq.pull("G", "TopicChecks", 2, 0)
     assert resp.code == ResponseCode.SYSTEM_ERROR and "queueId[2] is illegal" in resp.remark
-    resp = await mq.pull("G", "TopicChecks", 0, 0, expression_type="SQL92", subscription="a > 1")
-    assert resp.code == ResponseCode.SYSTEM_ERROR and "SQL92" in resp.remark
+    resp = await mq.pull("G", "TopicChecks", 0, 0, expression_type="SQL92", subscription="a >")
+    assert resp.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED and "SQL92" in resp.remark
     resp = await mq.pull("G", "TopicChecks", 0, 0, expression_type="XPATH")
     assert resp.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
     # Without FLAG_SUBSCRIPTION the subscription must come from a heartbeat.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 import uvloop
@@ -44,3 +45,14 @@ async def broker_b() -> AsyncIterator[FakeBroker]:
     await b.server.start()
     yield b
     await b.server.stop()
+
+
+@pytest.fixture
+async def push_cluster(tmp_path: Any) -> AsyncIterator[Any]:
+    """A real name server + broker with the push tests' fast settings (push_helpers.FAST_BROKER)."""
+    from push_helpers import FAST_BROKER
+
+    from pocketmq.embedded import EmbeddedCluster
+
+    async with EmbeddedCluster(tmp_path, **FAST_BROKER) as c:
+        yield c

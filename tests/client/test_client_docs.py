@@ -21,10 +21,10 @@ def runnable_examples() -> list[str]:
 
 
 def test_the_doc_has_runnable_examples() -> None:
-    assert len(runnable_examples()) == 2
+    assert len(runnable_examples()) == 3
 
 
-@pytest.mark.parametrize("index", range(2))
+@pytest.mark.parametrize("index", range(3))
 def test_doc_example_runs(index: int, tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     code = runnable_examples()[index]
     with embedded.ThreadedCluster(tmp_path) as cluster:
@@ -33,3 +33,5 @@ def test_doc_example_runs(index: int, tmp_path: Any, capsys: pytest.CaptureFixtu
     if index == 0:
         assert "SendStatus.SEND_OK" in out
         assert "created ['o-1'] b'order 1'" in out
+    if index == 2:  # the push consumer
+        assert "[b'order 0', b'order 1', b'order 2']" in out

@@ -23,6 +23,18 @@ def test_readme_python_example_sends_and_consumes(pocketmq_cluster, tmp_path):
     assert "[('created', ['o-1'], b'order 1')]" in proc.stdout
 
 
+def test_readme_push_consumer_example_consumes_what_the_first_example_sent(pocketmq_cluster, tmp_path):
+    blocks = python_blocks()
+    send = next(b for b in blocks if "asyncio.run(main())" in b)
+    push = next(b for b in blocks if "PushConsumer" in b)
+    for name, code in (("send.py", send), ("push.py", push)):
+        (tmp_path / name).write_text(code.replace("127.0.0.1:9876", pocketmq_cluster.namesrv_addr))
+    for name in ("send.py", "push.py"):
+        proc = subprocess.run([sys.executable, str(tmp_path / name)], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+    assert "[('created', b'order 1')]" in proc.stdout
+
+
 def test_readme_fixture_example_passes_in_a_user_project(tmp_path):
     example = next(b for b in python_blocks() if "def test_" in b)
     (tmp_path / "test_readme_user.py").write_text(example)

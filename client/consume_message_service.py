@@ -1,0 +1,97 @@
+"""ConsumeMessageService (what the pull side hands pulled messages to) and ConsumeExecutor, its bounded pool.
+
+RocketMQ runs consume requests on a fixed pool of ``consumeThreadMax`` threads fed by an unbounded queue.
+ConsumeExecutor is the same shape on asyncio: ``size`` worker tasks take jobs from an unbounded queue, so at
+most ``size`` listener calls run at once. Async listeners run on the workers themselves; plain functions run
+on a thread pool of the same size (``run_sync``), so a blocking listener never stalls the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
+
+from remoting.client_body import MessageQueue
+from storage.message import MessageExt
+
+from .process_queue import ProcessQueue
+
+log = logging.getLogger("client")
+T = TypeVar("T")
+
+Job = Callable[[], Awaitable[None]]
+
+
+class ConsumeMessageService(Protocol):
+    def start(self) -> None: ...
+
+    async def shutdown(self, await_termination: float) -> None: ...
+
+    def submit_consume_request(
+        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch_to_consume: bool
+    ) -> None: ...
+
+
+class ConsumeExecutor:
+    def __init__(self, size: int, name: str) -> None:
+        self.size = size
+        self.name = name
+        self._queue: asyncio.Queue[Job] = asyncio.Queue()
+        self._workers: list[asyncio.Task[None]] = []
+        self._busy = 0
+        self._threads: concurrent.futures.ThreadPoolExecutor | None = None
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._workers = [loop.create_task(self._work(), name=f"{self.name}-{i}") for i in range(self.size)]
+
+    def submit(self, job: Job) -> None:
+        self._queue.put_nowait(job)
+
+    @property
+    def queued(self) -> int:
+        return self._queue.qsize()
+
+    @property
+    def active(self) -> int:
+        return self._busy
+
+    async def run_sync(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a blocking listener on the pool's threads (created on first use)."""
+        if self._threads is None:
+            self._threads = concurrent.futures.ThreadPoolExecutor(self.size, thread_name_prefix=self.name)
+        return await asyncio.get_running_loop().run_in_executor(self._threads, functools.partial(fn, *args))
+
+    async def _work(self) -> None:
+        while True:
+            job = await self._queue.get()
+            self._busy += 1
+            try:
+                await job()
+            except Exception:
+                log.exception("%s: consume request failed", self.name)
+            finally:
+                self._busy -= 1
+
+    async def shutdown(self, await_termination: float) -> None:
+        """Let queued and running jobs finish for up to ``await_termination`` seconds, then cancel the rest."""
+        if await_termination > 0:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + await_termination
+            while (self._busy or self._queue.qsize()) and loop.time() < deadline:
+                await asyncio.sleep(0.01)
+        workers, self._workers = self._workers, []
+        for w in workers:
+            w.cancel()
+        for w in workers:
+            with contextlib.suppress(asyncio.CancelledError):
+                await w
+        if self._threads is not None:
+            # Threads still inside a listener finish on their own; nobody waits for them.
+            self._threads.shutdown(wait=False, cancel_futures=True)
+            self._threads = None

@@ -1,0 +1,132 @@
+"""What the driver asks the cluster while planning: which queues a subscription covers, their offset
+ranges, offsets by store time, and (optionally) a consumer group's offsets to mirror progress into."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterable, Mapping
+
+from client import MessageQueue, MQClientException, SyncPullConsumer
+from remoting.codes import ResponseCode
+
+from .offsets import Offsets, QueueRef
+from .options import InvalidOptionError, OffsetSpec, Subscription
+from .planning import resolve_offsets
+
+READER_GROUP = "pocketmq-spark-reader"
+
+# Topics the broker and name server make for themselves (TopicValidator's names, MixAll's prefixes; the list
+# in broker/topic_validator.py, which this layer may not import): a subscribePattern never matches them.
+SYSTEM_TOPICS = frozenset({
+    "TBW102", "SCHEDULE_TOPIC_XXXX", "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRACE_TOPIC",
+    "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC", "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT",
+})
+_SYSTEM_PREFIXES = ("%RETRY%", "%DLQ%", "rmq_sys_", "RMQ_SYS_")
+
+
+def private_instance(role: str) -> str:
+    """A client instance name of its own, so no two Spark-side clients in one process share an instance."""
+    return f"spark-{role}-{uuid.uuid4().hex[:12]}"
+
+
+def to_mq(q: QueueRef) -> MessageQueue:
+    return MessageQueue(q.topic, q.broker_name, q.queue_id)
+
+
+class BrokerView:
+    """One client connection for planning; not picklable, so readers keep it out of what they pickle."""
+
+    def __init__(self, endpoints: str, timeout: float) -> None:
+        self.endpoints = endpoints
+        self._consumer = SyncPullConsumer(
+            READER_GROUP, endpoints, instance_name=private_instance("view"), consumer_pull_timeout=timeout
+        )
+        self._group_consumers: dict[str, SyncPullConsumer] = {}
+
+    def close(self) -> None:
+        for c in self._group_consumers.values():
+            c.close()
+        self._group_consumers.clear()
+        self._consumer.close()
+
+    def __enter__(self) -> BrokerView:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- queues --------------------------------------------------------------------------------------------
+
+    def topic_queues(self, topic: str) -> list[QueueRef]:
+        """The topic's readable queues; none while the topic does not exist."""
+        try:
+            mqs = self._consumer.fetch_subscribe_message_queues(topic)
+        except MQClientException as e:
+            # No route at all, or a route without readable queues (the client says so in words only).
+            if e.response_code == ResponseCode.TOPIC_NOT_EXIST or "Namesrv return empty" in str(e):
+                return []
+            raise
+        return sorted(QueueRef(m.topic, m.broker_name, m.queue_id) for m in mqs)
+
+    def queues(self, subscription: Subscription) -> list[QueueRef]:
+        if subscription.pattern is not None:
+            pattern = re.compile(subscription.pattern)
+            topics = [t for t in self._consumer.fetch_topic_list()
+                      if pattern.fullmatch(t) and t not in SYSTEM_TOPICS and not t.startswith(_SYSTEM_PREFIXES)]
+            out = []
+            for t in topics:
+                queues = self.topic_queues(t)
+                # A broker's and a cluster's own topics carry that name; they hold no user data.
+                if not any(q.broker_name == t for q in queues):
+                    out.extend(queues)
+            return sorted(out)
+        if subscription.assigned:
+            return self._assigned_queues(subscription.assigned)
+        return sorted(q for t in subscription.topics for q in self.topic_queues(t))
+
+    def _assigned_queues(self, assigned: Iterable[tuple[str, str | None, int]]) -> list[QueueRef]:
+        by_topic: dict[str, list[QueueRef]] = {}
+        out: set[QueueRef] = set()
+        for topic, broker, queue_id in assigned:
+            if topic not in by_topic:
+                by_topic[topic] = self.topic_queues(topic)
+            existing = by_topic[topic]
+            found = [q for q in existing if q.queue_id == queue_id and broker in (None, q.broker_name)]
+            if not found:
+                where = f"{topic}/{broker}/{queue_id}" if broker else f"{topic}/{queue_id}"
+                raise InvalidOptionError(f"option 'assign': queue {where} does not exist")
+            out.update(found)
+        return sorted(out)
+
+    # --- offsets -------------------------------------------------------------------------------------------
+
+    def min_offsets(self, queues: Iterable[QueueRef]) -> Offsets:
+        return {q: max(self._consumer.min_offset(to_mq(q)), 0) for q in queues}
+
+    def max_offsets(self, queues: Iterable[QueueRef]) -> Offsets:
+        return {q: self._consumer.max_offset(to_mq(q)) for q in queues}
+
+    def offsets_by_time(self, queues: Iterable[QueueRef], timestamp_ms: int) -> Offsets:
+        """Per queue, the first offset stored at or after ``timestamp_ms`` (the end when there is none)."""
+        return {q: self._consumer.seek_by_timestamp(to_mq(q), timestamp_ms) for q in queues}
+
+    def resolve(self, spec: OffsetSpec, timestamp_ms: int | None, queues: list[QueueRef], default: int,
+                name: str) -> Offsets:
+        """Concrete offsets for a starting/ending option: by store time when a timestamp is given, else
+        "earliest" / "latest" / JSON (queues the JSON leaves out get ``default``)."""
+        if timestamp_ms is not None:
+            return self.offsets_by_time(queues, timestamp_ms)
+        earliest = self.min_offsets(queues) if spec != "latest" else {}
+        latest = self.max_offsets(queues) if spec != "earliest" else {}
+        return resolve_offsets(spec, queues, earliest, latest, default, name)
+
+    def commit_to_group(self, group: str, offsets: Mapping[QueueRef, int]) -> None:
+        """Store ``offsets`` as ``group``'s consume offsets on the brokers (for lag dashboards only)."""
+        consumer = self._group_consumers.get(group)
+        if consumer is None:
+            consumer = SyncPullConsumer(group, self.endpoints, instance_name=private_instance("group"))
+            self._group_consumers[group] = consumer
+        for q, offset in sorted(offsets.items()):
+            consumer.update_consume_offset(to_mq(q), offset, flush=False)
+        consumer.persist()

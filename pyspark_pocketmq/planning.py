@@ -1,0 +1,77 @@
+"""From options and the brokers' offset ranges to the offsets a query reads: resolving "earliest" / "latest"
+/ JSON / timestamps, the streaming end of a micro-batch, and what counts as data loss. Pure functions."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+
+from .offsets import EARLIEST, LATEST, OffsetRange, Offsets, QueueRef, split_ranges
+from .options import InvalidOptionError, OffsetSpec
+
+log = logging.getLogger("pyspark_pocketmq")
+
+
+class DataLossError(RuntimeError):
+    """Offsets a query should read are gone (deleted by retention, or the queue itself is gone)."""
+
+
+def report_data_loss(fail: bool, message: str) -> None:
+    if fail:
+        raise DataLossError(
+            f"{message}. Some data may have been lost: it was deleted before it was read, or the topic or "
+            "queue was deleted. If you want the query to go on, set the option failOnDataLoss to false."
+        )
+    log.warning("%s; going on because failOnDataLoss is false", message)
+
+
+def resolve_offsets(
+    spec: OffsetSpec, queues: Iterable[QueueRef], earliest: Mapping[QueueRef, int], latest: Mapping[QueueRef, int],
+    default: int, name: str,
+) -> Offsets:
+    """Concrete offsets of ``queues`` for an "earliest" / "latest" / JSON spec; queues the JSON leaves out get
+    ``default`` (EARLIEST or LATEST). A JSON naming a queue that does not exist is an error."""
+    queues = list(queues)
+    if spec == "earliest":
+        return {q: earliest[q] for q in queues}
+    if spec == "latest":
+        return {q: latest[q] for q in queues}
+    unknown = sorted(set(spec) - set(queues))
+    if unknown:
+        names = ", ".join(f"{q.topic}/{q.broker_name}/{q.queue_id}" for q in unknown)
+        raise InvalidOptionError(f"option '{name}' names queues that do not exist: {names}")
+    out: Offsets = {}
+    for q in queues:
+        value = spec.get(q, default)
+        out[q] = earliest[q] if value == EARLIEST else latest[q] if value == LATEST else value
+    return out
+
+
+def stream_end(start: Mapping[QueueRef, int], latest: Mapping[QueueRef, int], fail_on_data_loss: bool) -> Offsets:
+    """The end of the next micro-batch before any read limit: every queue up to its latest offset.
+
+    A queue new since ``start`` reads from 0, i.e. its beginning. A queue that is gone, or that now ends
+    before where the query already is (deleted and created again), is data loss: with failOnDataLoss false
+    the first keeps its offset (nothing more is read from it) and the second goes on from its new end.
+    """
+    end: Offsets = {}
+    for q in sorted(latest):
+        if q in start and latest[q] < start[q]:
+            report_data_loss(
+                fail_on_data_loss, f"queue {q.topic}/{q.broker_name}/{q.queue_id} now ends at {latest[q]}, before "
+                f"offset {start[q]} already read (was it deleted and created again?)",
+            )
+        end[q] = latest[q]
+    for q in sorted(set(start) - set(latest)):
+        report_data_loss(fail_on_data_loss, f"queue {q.topic}/{q.broker_name}/{q.queue_id} is gone")
+        end[q] = start[q]
+    return end
+
+
+def plan_ranges(
+    start: Mapping[QueueRef, int], end: Mapping[QueueRef, int], min_partitions: int | None,
+    max_records: int | None,
+) -> list[OffsetRange]:
+    """The pieces a read is split into: one per queue with offsets to read, more when asked for."""
+    ranges = [OffsetRange(q, start.get(q, 0), end[q]) for q in sorted(end)]
+    return split_ranges(ranges, min_partitions, max_records)

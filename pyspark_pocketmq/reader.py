@@ -1,0 +1,119 @@
+"""Batch reads: the planner turns options into queue ranges; each Spark task pulls one range.
+
+Runs in Spark's Python workers. Readers and partitions are pickled from the planner to the tasks, so they
+hold options and offsets only; every read opens its own connection and closes it when done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
+
+from client import PullStatus, SyncPullConsumer
+
+from .broker_view import READER_GROUP, BrokerView, private_instance, to_mq
+from .offsets import EARLIEST, LATEST, OffsetRange, QueueRef
+from .options import SourceOptions
+from .planning import plan_ranges, report_data_loss
+from .schema import BatchBuilder, arrow_schema
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+ROWS_PER_BATCH = 4096  # rows per Arrow batch handed to Spark
+
+
+@dataclass(frozen=True)
+class QueueRange(InputPartition):
+    """Offsets [start, end) of one queue: what one Spark task reads."""
+
+    topic: str
+    broker_name: str
+    queue_id: int
+    start: int
+    end: int
+
+    @classmethod
+    def of(cls, r: OffsetRange) -> QueueRange:
+        return cls(r.queue.topic, r.queue.broker_name, r.queue.queue_id, r.start, r.end)
+
+    @property
+    def queue(self) -> QueueRef:
+        return QueueRef(self.topic, self.broker_name, self.queue_id)
+
+
+def read_range(opts: SourceOptions, schema: StructType, part: QueueRange) -> Iterator[pa.RecordBatch]:
+    """Pull [start, end) of one queue as Arrow batches; the same range always gives the same rows.
+
+    One pull is always in flight ahead of the one being turned into rows, so the broker works on the next
+    answer meanwhile. Offsets that are gone (before the queue's min offset, or past its end) and, when every
+    tag is read, the offsets the broker skips (deleted data) are data loss, handled as failOnDataLoss says.
+    """
+    builder = BatchBuilder(arrow_schema(schema), part.broker_name)
+    mq = to_mq(part.queue)
+    fail = opts.fail_on_data_loss
+    every_tag = opts.sub_expression == "*"
+    where = f"{part.topic}/{part.broker_name}/{part.queue_id}"
+    with SyncPullConsumer(READER_GROUP, opts.endpoints, instance_name=private_instance("reader"),
+                          consumer_pull_timeout=opts.pull_timeout) as consumer:
+
+        def pull(offset: int):
+            size = min(opts.pull_batch_size, part.end - offset)
+            return consumer.pull_async(mq, opts.sub_expression, offset, size) if size > 0 else None
+
+        offset = part.start
+        pending = pull(offset)
+        while pending is not None:
+            result = pending.result()
+            following = result.next_begin_offset
+            gone = result.pull_status in (PullStatus.NO_NEW_MSG, PullStatus.OFFSET_ILLEGAL)
+            if gone and not (offset < following < part.end and offset < result.max_offset):
+                report_data_loss(fail, f"{where}: offsets {offset}..{part.end - 1} are gone "
+                                       f"(the queue now holds {result.min_offset}..{result.max_offset - 1})")
+                break
+            if following <= offset:
+                raise RuntimeError(f"{where}: the broker did not move past offset {offset}")
+            pending = pull(following)
+            expected = following if gone else offset
+            if gone:
+                report_data_loss(fail, f"{where}: offsets {offset}..{following - 1} are gone")
+            msgs = result.msg_found_list
+            if msgs and msgs[-1].queue_offset >= part.end:
+                msgs = [m for m in msgs if m.queue_offset < part.end]
+            if every_tag:
+                for m in msgs:
+                    if m.queue_offset > expected:
+                        report_data_loss(fail, f"{where}: offsets {expected}..{m.queue_offset - 1} are gone")
+                    expected = m.queue_offset + 1
+            builder.add(msgs)
+            if every_tag and expected < min(following, part.end):
+                report_data_loss(fail, f"{where}: offsets {expected}..{min(following, part.end) - 1} are gone")
+            offset = following
+            if len(builder) >= ROWS_PER_BATCH:
+                yield builder.flush()
+    if len(builder):
+        yield builder.flush()
+
+
+class BatchReader(DataSourceReader):
+    def __init__(self, opts: SourceOptions, schema: StructType) -> None:
+        self.opts = opts
+        self.schema = schema
+
+    def partitions(self) -> list[QueueRange]:
+        opts = self.opts
+        with BrokerView(opts.endpoints, opts.pull_timeout) as view:
+            queues = view.queues(opts.subscription)
+            start = view.resolve(opts.starting_offsets, opts.starting_timestamp, queues, EARLIEST, "startingOffsets")
+            end = view.resolve(opts.ending_offsets, opts.ending_timestamp, queues, LATEST, "endingOffsets")
+        ranges = plan_ranges(start, end, opts.min_partitions, opts.max_records_per_partition)
+        return [QueueRange.of(r) for r in ranges]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, QueueRange):
+            return iter(())  # Spark plans one empty partition when there are none
+        return read_range(self.opts, self.schema, partition)

@@ -1,0 +1,253 @@
+"""SQL92 subscriptions over a real broker: pulls return exactly the matching messages, long polling wakes only
+for a matching one, and malformed expressions are refused (broker: SUBSCRIPTION_PARSE_FAILED; client: a clear
+MQClientException before anything is sent)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from broker.filter import Sql92MessageFilter, record_properties
+from client import Message, MQBrokerException, MQClientException, Producer, PullConsumer, PullStatus
+from client.filter_api import build_subscription_data, message_matches
+from pocketmq.embedded import EmbeddedCluster
+from remoting.body import encode_body
+from remoting.client_body import ConsumerData, HeartbeatData, SubscriptionData
+from remoting.codes import RequestCode, ResponseCode
+from storage.codec import decode_all, encode
+from storage.constants import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
+from storage.message import pack_host, properties_to_string
+from storage.sql92 import compile_sql92
+
+FLAG_SUSPEND = 0x2
+FLAG_SUBSCRIPTION = 0x4
+PARKED = FLAG_SUSPEND | FLAG_SUBSCRIPTION
+SQL = {"expression_type": "SQL92"}
+
+# (body, properties): numbers as strings (as on the wire), missing properties, decimals, other strings.
+MESSAGES: list[tuple[bytes, dict[str, str]]] = [
+    (b"m0", {"a": "1", "region": "eu"}),
+    (b"m1", {"a": "7", "region": "us"}),
+    (b"m2", {"region": "eu"}),  # no a
+    (b"m3", {"a": "12", "region": "eu", "TAGS": "TagX"}),
+    (b"m4", {"a": "7", "price": "9.5"}),  # no region
+    (b"m5", {"a": "not-a-number", "region": "eu"}),
+    (b"m6", {"a": "-3", "region": "apac", "price": "10.25"}),
+]
+
+
+async def fill(mq: Any, topic: str) -> None:
+    await mq.create_topic(topic, queues=1)
+    for body, props in MESSAGES:
+        resp = await mq.send(topic, body, properties=mq.props(**props))
+        assert resp.code == ResponseCode.SUCCESS, resp.remark
+
+
+async def pulled(mq: Any, topic: str, expression: str, **kwargs: Any) -> list[bytes]:
+    resp = await mq.pull("G", topic, 0, 0, subscription=expression, **SQL, **kwargs)
+    assert resp.code in (ResponseCode.SUCCESS, ResponseCode.PULL_RETRY_IMMEDIATELY), (resp.code, resp.remark)
+    assert resp.ext_fields["nextBeginOffset"] == len(MESSAGES)  # non-matching messages are skipped, not waited on
+    return [m.body for m in decode_all(resp.body)] if resp.body else []
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("a > 5", [b"m1", b"m3", b"m4"]),  # m5 is not a number: no match; m2 has no a
+        ("a BETWEEN 1 AND 7", [b"m0", b"m1", b"m4"]),
+        ("a NOT BETWEEN 1 AND 7", [b"m3", b"m6"]),
+        ("a = 7 AND region = 'us'", [b"m1"]),
+        ("region = 'eu'", [b"m0", b"m2", b"m3", b"m5"]),
+        ("region <> 'eu'", [b"m1", b"m6"]),  # m4 has no region: unknown, not "different"
+        ("region IN ('us', 'apac')", [b"m1", b"m6"]),
+        ("region NOT IN ('us', 'apac')", [b"m0", b"m2", b"m3", b"m5"]),
+        ("region IS NULL", [b"m4"]),
+        ("a IS NULL OR a < 0", [b"m2", b"m6"]),
+        ("price > 9.6", [b"m6"]),
+        ("price >= 9.5 AND a = 7", [b"m4"]),
+        ("TAGS = 'TagX'", [b"m3"]),  # system properties are properties too
+        ("NOT (region = 'eu') AND a IS NOT NULL", [b"m1", b"m6"]),
+        ("nothing = 'x'", []),
+        ("TRUE", [b"m0", b"m1", b"m2", b"m3", b"m4", b"m5", b"m6"]),
+    ],
+)
+async def test_pull_returns_exactly_the_matching_messages(cluster, broker, dispatched, expression, expected) -> None:
+    mq = cluster.mq(broker)
+    await fill(mq, "TopicSql")
+    await dispatched(broker)
+    assert await pulled(mq, "TopicSql", expression) == expected
+
+
+async def test_nothing_matches_answers_retry_immediately_past_the_scanned_messages(cluster, broker, dispatched) -> None:
+    mq = cluster.mq(broker)
+    await fill(mq, "TopicSqlNone")
+    await dispatched(broker)
+    resp = await mq.pull("G", "TopicSqlNone", 0, 0, subscription="a = 1000", **SQL)
+    assert resp.code == ResponseCode.PULL_RETRY_IMMEDIATELY  # NO_MATCHED_MESSAGE, as RocketMQ answers it
+    assert resp.ext_fields["nextBeginOffset"] == len(MESSAGES)
+
+
+async def test_heartbeat_registered_sql92_subscription_filters_pulls(cluster, broker, dispatched) -> None:
+    mq = cluster.mq(broker)
+    await fill(mq, "TopicSqlHb")
+    await dispatched(broker)
+    sub = SubscriptionData("TopicSqlHb", "a > 5 AND region IS NOT NULL", sub_version=1, expression_type="SQL92")
+    hb = HeartbeatData("cid-1", [], [ConsumerData("G", subscription_data_set=[sub])])
+    assert (await mq.invoke(RequestCode.HEART_BEAT, body=encode_body(hb))).code == ResponseCode.SUCCESS
+    # No FLAG_SUBSCRIPTION: the broker filters by what the heartbeat registered.
+    resp = await mq.pull("G", "TopicSqlHb", 0, 0, sys_flag=0, subscription=None, expression_type=None)
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    assert [m.body for m in decode_all(resp.body)] == [b"m1", b"m3"]
+
+
+async def test_long_polling_wakes_only_for_a_matching_message(cluster, broker, poll, dispatched) -> None:
+    consumer, producer = cluster.mq(broker), cluster.mq(broker)
+    await producer.create_topic("TopicSqlLp", queues=1)
+    hold = broker.pull_request_hold_service
+    pull = asyncio.create_task(
+        consumer.pull(
+            "G", "TopicSqlLp", 0, 0, sys_flag=PARKED, subscription="a > 5", suspend_ms=10_000, timeout=15, **SQL
+        )
+    )
+    await poll(lambda: hold.parked_count == 1)
+    for props in ({"a": "1"}, {"b": "9"}, {"a": "x"}):  # smaller, missing, not a number
+        await producer.send("TopicSqlLp", b"no", properties=producer.props(**props))
+    await dispatched(broker)
+    # The dispatcher reported those arrivals before wait_dispatched returned, and the hold service's drain
+    # callback was queued on this loop before our own wake-up: it has run by now, and woke nobody.
+    assert hold.wakeups == 0 and hold.parked_count == 1 and not pull.done()
+    await producer.send("TopicSqlLp", b"yes", properties=producer.props(a="6"))
+    resp = await asyncio.wait_for(pull, 5.0)
+    assert resp.code == ResponseCode.SUCCESS
+    assert [m.body for m in decode_all(resp.body)] == [b"yes"]
+    assert resp.ext_fields["nextBeginOffset"] == 4
+    assert hold.wakeups == 1
+
+
+@pytest.mark.parametrize("expression", ["a >", "a = 1 b", "a > 'x'", "(a = 1", "a IN (1)", ""])
+async def test_malformed_expression_is_refused_with_subscription_parse_failed(cluster, broker, expression) -> None:
+    mq = cluster.mq(broker)
+    await mq.create_topic("TopicSqlBad", queues=1)
+    resp = await mq.pull("G", "TopicSqlBad", 0, 0, subscription=expression, **SQL)
+    assert resp.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
+    assert "SQL92" in resp.remark or "Expression" in resp.remark
+    # The broker is unharmed: a valid expression still works on the same connection.
+    resp = await mq.pull("G", "TopicSqlBad", 0, 0, subscription="a > 1", **SQL)
+    assert resp.code == ResponseCode.PULL_NOT_FOUND
+
+
+async def test_malformed_registered_subscription_is_refused_at_heartbeat_and_pull(cluster, broker) -> None:
+    mq = cluster.mq(broker)
+    await mq.create_topic("TopicSqlBadHb", queues=1)
+    bad = SubscriptionData("TopicSqlBadHb", "a >> 1", sub_version=1, expression_type="SQL92")
+    hb = HeartbeatData("cid-bad", [], [ConsumerData("GB", subscription_data_set=[bad])])
+    resp = await mq.invoke(RequestCode.HEART_BEAT, body=encode_body(hb))
+    assert resp.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
+    assert "group GB topic TopicSqlBadHb" in resp.remark and "position" in resp.remark
+    # Registered anyway (one bad subscription does not expire the client's other groups) ...
+    assert broker.consumer_manager.get_consumer_group_info("GB") is not None
+    # ... and its pulls are refused with the same code.
+    resp = await mq.pull("GB", "TopicSqlBadHb", 0, 0, sys_flag=0, subscription=None, expression_type=None)
+    assert resp.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
+
+
+async def test_property_filter_disabled_refuses_sql92_as_rocketmq_does(cluster) -> None:
+    broker = await cluster.broker(enable_property_filter=False)
+    mq = cluster.mq(broker)
+    await mq.create_topic("TopicSqlOff", queues=1)
+    resp = await mq.pull("G", "TopicSqlOff", 0, 0, subscription="a > 1", **SQL)
+    assert resp.code == ResponseCode.SYSTEM_ERROR
+    assert resp.remark == "The broker does not support consumer to filter message by SQL92"
+    resp = await mq.pull("G", "TopicSqlOff", 0, 0, subscription="*")  # tags still work
+    assert resp.code == ResponseCode.PULL_NOT_FOUND
+
+
+# --- through the client ---
+
+_names = itertools.count()
+
+
+async def test_pull_consumer_with_sql92_and_client_side_errors(tmp_path) -> None:
+    async with (
+        EmbeddedCluster(tmp_path) as cluster,
+        Producer("PG", cluster.namesrv_addr, instance_name=f"p{next(_names)}") as producer,
+        PullConsumer("CG", cluster.namesrv_addr, instance_name=f"c{next(_names)}") as consumer,
+    ):
+        for body, props in MESSAGES:
+            user = {k: v for k, v in props.items() if k != "TAGS"}
+            await producer.send(Message("TopicSqlClient", body, tags=props.get("TAGS"), properties=user), timeout=5)
+        mqs = await consumer.fetch_subscribe_message_queues("TopicSqlClient")
+        assert await asyncio.to_thread(cluster.store.wait_dispatched, 5.0)
+        got: list[bytes] = []
+        for mq in mqs:
+            result = await consumer.pull(mq, "a > 5", 0, 32, **SQL)
+            while result.pull_status in (PullStatus.FOUND, PullStatus.NO_MATCHED_MSG):
+                got += [m.body for m in result.msg_found_list]
+                sub = build_subscription_data(mq.topic, "a > 5", "SQL92")
+                assert all(message_matches(sub, m) for m in result.msg_found_list)
+                result = await consumer.pull(mq, "a > 5", result.next_begin_offset, 32, **SQL)
+        assert sorted(got) == [b"m1", b"m3", b"m4"]
+
+        # A malformed expression never reaches the broker: a clear client exception, with the position.
+        with pytest.raises(MQClientException) as info:
+            await consumer.pull(mqs[0], "a > 5 AND", 0, 32, **SQL)
+        assert info.value.response_code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
+        assert "invalid SQL92 expression 'a > 5 AND'" in str(info.value) and "column 10" in str(info.value)
+
+    async with (
+        EmbeddedCluster(tmp_path / "off", enable_property_filter=False) as cluster,
+        Producer("PG", cluster.namesrv_addr, instance_name=f"p{next(_names)}") as producer,
+        PullConsumer("CG", cluster.namesrv_addr, instance_name=f"c{next(_names)}") as consumer,
+    ):
+        await producer.send(Message("TopicSqlOff", b"x", properties={"a": "9"}), timeout=5)
+        mq = (await consumer.fetch_subscribe_message_queues("TopicSqlOff"))[0]
+        with pytest.raises(MQBrokerException) as broker_error:
+            await consumer.pull(mq, "a > 5", 0, 32, **SQL)
+        assert broker_error.value.code == ResponseCode.SYSTEM_ERROR
+        assert "does not support consumer to filter message by SQL92" in str(broker_error.value)
+
+
+def test_message_matches_at_the_client() -> None:
+    class Msg:
+        def __init__(self, **props: str) -> None:
+            self.properties = props
+
+    tags = build_subscription_data("T", "TagA || TagB")
+    assert message_matches(tags, Msg(TAGS="TagA")) and not message_matches(tags, Msg(TAGS="TagC"))
+    assert not message_matches(tags, Msg())  # no tag: only '*' takes it
+    assert message_matches(build_subscription_data("T", "*"), Msg())
+    sql = build_subscription_data("T", "  a > 5 OR b = 'x'  ", "SQL92")
+    assert sql.sub_string == "a > 5 OR b = 'x'" and sql.expression_type == "SQL92"
+    assert message_matches(sql, Msg(a="6")) and message_matches(sql, Msg(b="x"))
+    assert not message_matches(sql, Msg(a="5")) and not message_matches(sql, Msg())
+    with pytest.raises(MQClientException) as info:
+        build_subscription_data("T", "a BETWEEN 3 AND 1", "SQL92")
+    assert info.value.response_code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
+    assert "Illegal values of between" in str(info.value)
+
+
+
+def test_record_properties_reads_records_of_both_host_widths() -> None:
+    props = properties_to_string({"a": "7", "UNIQ_KEY": "K"})
+    for sys_flag, host in ((0, "127.0.0.1"), (BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG, "::1")):
+        rec = encode(
+            topic="T", body=b"body" * 10, properties=props, queue_id=0, queue_offset=0, physical_offset=0,
+            sys_flag=sys_flag, born_host=pack_host(host, 1), store_host=pack_host(host, 2),
+        )  # fmt: skip
+        assert record_properties(rec) == props.encode()
+        f = Sql92MessageFilter(compile_sql92("a = 7"))
+        assert f.is_matched_by_commit_log(rec)
+        assert not f.is_matched_by_commit_log(rec[:-3])  # truncated: the lengths no longer add up
+    assert not Sql92MessageFilter(compile_sql92("a IS NULL")).is_matched_by_properties(b"\xff\xfe")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200))
+def test_record_properties_never_raises_on_garbage(data: bytes) -> None:
+    raw = record_properties(data)
+    assert raw is None or isinstance(raw, bytes)

@@ -1,0 +1,50 @@
+"""Push consumers get exactly the messages their tag or SQL92 expression selects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from push_helpers import FAST_BROKER, create_topic, make_consumer, unique
+
+from client import ConsumeConcurrentlyStatus, Message, MQClientException, Producer, PushConsumer
+from storage.java_hash import java_string_hash
+
+pytest.importorskip("broker.broker_controller")
+embedded = pytest.importorskip("pocketmq.embedded")
+
+
+async def test_tag_and_sql92_subscriptions(tmp_path, poll) -> None:
+    assert java_string_hash("Aa") == java_string_hash("BB")  # the broker cannot tell these two apart
+    async with embedded.EmbeddedCluster(tmp_path, **FAST_BROKER, enable_property_filter=True) as cluster:
+        topic = unique("FilterT")
+        await create_topic(cluster, topic, 2)
+        got: dict[str, list[bytes]] = {"tags": [], "sql": []}
+
+        def consumer(name: str, expression: str, expression_type: str) -> Any:
+            c = make_consumer(cluster, unique(name), consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+            c.subscribe(topic, expression, expression_type)
+
+            async def on_messages(msgs: list[Any], context: Any) -> ConsumeConcurrentlyStatus:
+                got[name].extend(m.body for m in msgs)
+                return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+            c.register_message_listener(on_messages)
+            return c
+
+        async with Producer(unique("PG"), cluster.namesrv_addr, instance_name=unique("p")) as producer:
+            for i in range(20):
+                tag = ["Aa", "BB", "TagC", None][i % 4]
+                props = {"n": str(i), "color": "red" if i % 3 == 0 else "blue"}
+                await producer.send(Message(topic, f"{i}".encode(), tags=tag, properties=props))
+        async with consumer("tags", "Aa || TagC", "TAG"), consumer("sql", "n >= 10 AND color = 'red'", "SQL92"):
+            want_tags = sorted(f"{i}".encode() for i in range(20) if i % 4 in (0, 2))
+            want_sql = sorted(f"{i}".encode() for i in range(10, 20) if i % 3 == 0)
+            await poll(lambda: sorted(got["tags"]) == want_tags and sorted(got["sql"]) == want_sql, timeout=10)
+
+
+def test_a_malformed_sql92_expression_is_refused_at_subscribe() -> None:
+    c = PushConsumer("G", "127.0.0.1:9876")
+    with pytest.raises(MQClientException) as e:
+        c.subscribe("T", "n >> 3", "SQL92")
+    assert e.value.response_code == 23  # SUBSCRIPTION_PARSE_FAILED

@@ -1,0 +1,101 @@
+"""Flow control: a slow listener never makes a consumer cache more than its thresholds, and pulls resume
+once it catches up."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import pytest
+from push_helpers import committed, create_topic, make_consumer, max_offsets, send_many, unique
+
+from client import ConsumeConcurrentlyStatus, MessageQueue
+
+pytest.importorskip("broker.broker_controller")
+
+
+def gated_listener(gate: asyncio.Event, consumed: list[int], hold: set[int] | None = None) -> Any:
+    """Blocks until ``gate`` opens (only for offsets in ``hold`` when given)."""
+
+    async def on_messages(msgs: list[Any], context: Any) -> ConsumeConcurrentlyStatus:
+        for m in msgs:
+            if hold is None or m.queue_offset in hold:
+                await gate.wait()
+            consumed.append(m.queue_offset)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    return on_messages
+
+
+@pytest.mark.parametrize("limit", ["count", "size"])
+async def test_cache_limits_hold_back_pulls_until_the_listener_catches_up(push_cluster, poll, limit) -> None:
+    topic, group = unique("FlowT"), unique("FlowG")
+    await create_topic(push_cluster, topic, 1)
+    gate, consumed = asyncio.Event(), []
+    if limit == "count":
+        options, bodies = {"pull_threshold_for_queue": 10}, [b"%03d" % i for i in range(200)]
+    else:  # 256 KiB of incompressible bytes each: over 1 MiB after five
+        options, bodies = {"pull_threshold_size_for_queue": 1}, [os.urandom(256 * 1024) for _ in range(12)]
+    consumer = make_consumer(push_cluster, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+                             pull_batch_size=4, consume_thread_max=1, **options)
+    consumer.subscribe(topic, "*")
+    consumer.register_message_listener(gated_listener(gate, consumed))
+    mq = MessageQueue(topic, "broker-a", 0)
+    async with consumer:
+        await send_many(push_cluster, topic, bodies, 1, batch=4 if limit == "size" else 50)
+        impl = consumer.impl
+        await poll(lambda: impl.queue_flow_control_times >= 5, timeout=10)  # engaged, and staying engaged
+        pq = impl.rebalance_impl.process_queue_table[mq]
+        if limit == "count":
+            # Pulls stop once more than 10 are cached; the pull that crossed the line added at most 4.
+            assert 10 < pq.msg_count <= 10 + 4
+        else:
+            assert 1024 * 1024 < pq.msg_size <= 1024 * 1024 + 4 * 256 * 1024
+        assert len(consumed) == 0 and pq.msg_count < len(bodies)
+        gate.set()  # the listener catches up: the cache drains and pulling resumes
+        await poll(lambda: len(consumed) == len(bodies), timeout=10)
+        assert sorted(consumed) == list(range(len(bodies)))
+        await poll(lambda: committed(push_cluster, group, topic, 1) == max_offsets(push_cluster, topic, 1))
+
+
+async def test_span_limit(push_cluster, poll) -> None:
+    """With the listener stuck, the span of cached offsets reaches its limit long before the count does."""
+    topic, group = unique("SpanT"), unique("SpanG")
+    await create_topic(push_cluster, topic, 1)
+    gate, consumed = asyncio.Event(), []
+    consumer = make_consumer(push_cluster, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+                             pull_batch_size=4, consume_thread_max=1, consume_concurrently_max_span=20)
+    consumer.subscribe(topic, "*")
+    consumer.register_message_listener(gated_listener(gate, consumed))
+    mq = MessageQueue(topic, "broker-a", 0)
+    async with consumer:
+        await send_many(push_cluster, topic, [b"%03d" % i for i in range(100)], 1)
+        impl = consumer.impl
+        await poll(lambda: impl.queue_max_span_flow_control_times >= 5, timeout=10)
+        pq = impl.rebalance_impl.process_queue_table[mq]
+        assert 20 < pq.get_max_span() <= 20 + 4 and impl.queue_flow_control_times == 0
+        gate.set()
+        await poll(lambda: len(consumed) == 100, timeout=10)
+
+
+async def test_a_stuck_message_holds_the_committed_offset(push_cluster, poll) -> None:
+    """Later messages are consumed around a stuck one, but the group's offset stays at the stuck message
+    (RocketMQ's rule: a restart may repeat work, never skip it)."""
+    topic, group = unique("StuckT"), unique("StuckG")
+    await create_topic(push_cluster, topic, 1)
+    gate, consumed = asyncio.Event(), []
+    consumer = make_consumer(push_cluster, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    consumer.subscribe(topic, "*")
+    consumer.register_message_listener(gated_listener(gate, consumed, hold={10}))
+    mq = MessageQueue(topic, "broker-a", 0)
+    async with consumer:
+        await send_many(push_cluster, topic, [b"%03d" % i for i in range(100)], 1)
+        impl = consumer.impl
+        await poll(lambda: len(consumed) == 99, timeout=10)
+        assert 10 not in consumed and impl.rebalance_impl.process_queue_table[mq].first_offset() == 10
+        assert impl.offset_store.offset_table[mq] == 10
+        await poll(lambda: committed(push_cluster, group, topic, 1) == [10])
+        gate.set()
+        await poll(lambda: len(consumed) == 100)
+        await poll(lambda: committed(push_cluster, group, topic, 1) == [100])

@@ -1,0 +1,133 @@
+"""Orderly push consumption: per-queue order, one consumer per queue at any moment, across rebalances."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from typing import Any
+
+import pytest
+from push_helpers import committed, create_topic, make_consumer, max_offsets, unique
+
+from client import (
+    ConsumeOrderlyStatus,
+    Message,
+    MessageQueue,
+    Producer,
+    PullConsumer,
+    select_message_queue_by_hash,
+)
+
+pytest.importorskip("broker.broker_controller")
+
+QUEUES = 4
+ORDERS = 12
+STEPS = 30
+
+
+class Recorder:
+    """What the listeners saw: arrivals per order id, and who was inside each queue at every moment."""
+
+    def __init__(self) -> None:
+        self.arrivals: dict[str, list[tuple[str, int]]] = defaultdict(list)  # order id -> (consumer, step)
+        self.inside: dict[int, set[str]] = defaultdict(set)  # queue id -> consumers in the listener now
+        self.overlaps: list[tuple[int, set[str]]] = []
+        self.count = 0
+
+    def listener(self, name: str) -> Any:
+        async def on_messages(msgs: list[Any], context: Any) -> ConsumeOrderlyStatus:
+            q = context.message_queue.queue_id
+            if self.inside[q]:
+                self.overlaps.append((q, self.inside[q] | {name}))
+            self.inside[q].add(name)
+            try:
+                for m in msgs:
+                    order, step = m.body.decode().split(":")
+                    self.arrivals[order].append((name, int(step)))
+                    self.count += 1
+                await asyncio.sleep(0.001)  # the work; other consumers' batches run meanwhile
+            finally:
+                self.inside[q].discard(name)
+            return ConsumeOrderlyStatus.SUCCESS
+
+        return on_messages
+
+
+async def send_orders(cluster: Any, topic: str, steps: range) -> None:
+    async with Producer(unique("PG"), cluster.namesrv_addr, instance_name=unique("p")) as producer:
+        for step in steps:
+            for order in range(ORDERS):
+                msg = Message(topic, f"o{order}:{step}".encode(), keys=f"o{order}")
+                await producer.send(msg, selector=select_message_queue_by_hash, arg=f"o{order}")
+
+
+async def test_orderly_keeps_order_and_never_shares_a_queue_across_rebalances(push_cluster, poll) -> None:
+    topic, group = unique("OrderT"), unique("OrderG")
+    await create_topic(push_cluster, topic, QUEUES)
+    rec = Recorder()
+
+    def orderly(name: str) -> Any:
+        c = make_consumer(push_cluster, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+                          consume_message_batch_max_size=2)
+        c.subscribe(topic, "*")
+        c.register_message_listener_orderly(rec.listener(name))
+        return c
+
+    def topic_queues(c: Any) -> set[int]:
+        return {mq.queue_id for mq in c.assigned_queues() if mq.topic == topic}
+
+    a, b = orderly("a"), orderly("b")
+    async with a:
+        await poll(lambda: topic_queues(a) == set(range(QUEUES)), timeout=10)
+        await send_orders(push_cluster, topic, range(0, 10))
+        await poll(lambda: rec.count >= 40, timeout=10)
+        await b.start()  # takes half of the queues, each only once a has finished its batch and unlocked it
+        await poll(lambda: len(topic_queues(a)) == len(topic_queues(b)) == QUEUES // 2, timeout=10)
+        await send_orders(push_cluster, topic, range(10, 20))
+        await poll(lambda: rec.count >= 8 * ORDERS + 40, timeout=10)
+    # a has shut down mid-run: b takes every queue at the offsets a persisted.
+    try:
+        await poll(lambda: topic_queues(b) == set(range(QUEUES)), timeout=10)
+        await send_orders(push_cluster, topic, range(20, STEPS))
+        await poll(lambda: rec.count >= ORDERS * STEPS, timeout=10)
+        await poll(lambda: committed(push_cluster, group, topic, QUEUES) == max_offsets(push_cluster, topic, QUEUES))
+    finally:
+        await b.shutdown()
+
+    assert rec.overlaps == []
+    assert {name for arrivals in rec.arrivals.values() for name, _ in arrivals} == {"a", "b"}
+    for order, arrivals in rec.arrivals.items():
+        # Every step once, in send order, even where the order's queue changed hands.
+        assert [step for _, step in arrivals] == list(range(STEPS)), order
+
+
+async def test_orderly_suspends_in_place_then_dead_letters(push_cluster, poll) -> None:
+    topic, group = unique("OrderRetryT"), unique("OrderRetryG")
+    await create_topic(push_cluster, topic, 1)
+    seen: list[tuple[bytes, int]] = []
+
+    def listener(msgs: list[Any], context: Any) -> ConsumeOrderlyStatus:  # a plain function: runs on a thread
+        [m] = msgs
+        seen.append((m.body, m.reconsume_times))
+        if m.body == b"stuck":
+            context.suspend_current_queue_time = 0.01
+            return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        return ConsumeOrderlyStatus.SUCCESS
+
+    consumer = make_consumer(push_cluster, group, max_reconsume_times=2, suspend_current_queue_time=0.01)
+    consumer.subscribe(topic, "*")
+    consumer.register_message_listener_orderly(listener)
+    async with consumer:
+        await poll(lambda: MessageQueue(topic, "broker-a", 0) in consumer.assigned_queues(), timeout=10)
+        async with Producer(unique("PG"), push_cluster.namesrv_addr, instance_name=unique("p")) as producer:
+            for body in (b"before", b"stuck", b"after"):
+                await producer.send(Message(topic, body), MessageQueue(topic, "broker-a", 0))
+        dlq = f"%DLQ%{group}"
+        await poll(lambda: (b"after", 0) in seen, timeout=10)
+        # Retried in place, in order: "after" waited until "stuck" was given up on after two retries.
+        assert seen == [(b"before", 0), (b"stuck", 0), (b"stuck", 1), (b"stuck", 2), (b"after", 0)]
+        await poll(lambda: push_cluster.store.get_max_offset_in_queue(dlq, 0) == 1)
+        assert push_cluster.store.get_max_offset_in_queue(f"%RETRY%{group}", 0) == 0  # straight to the DLQ
+    async with PullConsumer(unique("Reader"), push_cluster.namesrv_addr, instance_name=unique("r")) as reader:
+        [dead] = (await reader.pull(MessageQueue(dlq, "broker-a", 0), "*", 0)).msg_found_list
+    assert dead.body == b"stuck" and dead.properties["RETRY_TOPIC"] == topic

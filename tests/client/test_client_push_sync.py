@@ -1,0 +1,40 @@
+"""SyncPushConsumer: the push consumer from plain code, its listener on the consumer's threads."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from push_helpers import FAST_CONSUMER
+
+from client import ConsumeConcurrentlyStatus, Message, SyncProducer, SyncPushConsumer
+
+pytest.importorskip("broker.broker_controller")
+embedded = pytest.importorskip("pocketmq.embedded")
+
+
+def test_sync_push_consumer(tmp_path: Any) -> None:
+    got: list[bytes] = []
+    threads: set[str] = set()
+    all_in = threading.Event()
+
+    def on_messages(msgs: list[Any], context: Any) -> ConsumeConcurrentlyStatus:
+        threads.add(threading.current_thread().name)
+        got.extend(m.body for m in msgs)
+        if len(got) >= 10:
+            all_in.set()
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    with embedded.ThreadedCluster(tmp_path) as cluster:
+        with SyncProducer("SyncPushP", cluster.namesrv_addr, instance_name="sp") as producer:
+            for i in range(10):
+                producer.send(Message("SyncPush", f"m{i}".encode()))
+        consumer = SyncPushConsumer("SyncPushG", cluster.namesrv_addr,
+                                    consume_from_where="CONSUME_FROM_FIRST_OFFSET", **FAST_CONSUMER)
+        consumer.subscribe("SyncPush", "*")
+        consumer.register_message_listener(on_messages)
+        with consumer:
+            assert all_in.wait(10)
+    assert sorted(got) == sorted(f"m{i}".encode() for i in range(10))
+    assert all(name.startswith("ConsumeMessageThread_SyncPushG") for name in threads)

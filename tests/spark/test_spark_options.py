@@ -1,0 +1,102 @@
+"""Option parsing of the Spark source and sink, without Spark: one table, checked before any I/O."""
+
+from __future__ import annotations
+
+import pytest
+
+from pyspark_pocketmq.offsets import EARLIEST, LATEST, QueueRef
+from pyspark_pocketmq.options import InvalidOptionError, parse_sink_options, parse_source_options
+
+NS = {"endpoints": "127.0.0.1:9876"}
+
+
+def batch(**kw):
+    return parse_source_options({**NS, **kw}, streaming=False)
+
+
+def stream(**kw):
+    return parse_source_options({**NS, **kw}, streaming=True)
+
+
+def test_defaults_follow_kafka_earliest_for_batch_latest_for_streams():
+    b = batch(subscribe="T")
+    assert (b.starting_offsets, b.ending_offsets, b.fail_on_data_loss, b.sub_expression) == (
+        "earliest", "latest", True, "*")
+    assert stream(subscribe="T").starting_offsets == "latest"
+
+
+def test_option_names_are_case_insensitive_and_endpoints_has_an_alias():
+    o = parse_source_options({"NAMESERVER": "a:1, b:2", "SubScribe": "T, U,T"}, streaming=False)
+    assert o.endpoints == "a:1;b:2"  # the client's separator
+    assert o.subscription.topics == ("T", "U")
+    with pytest.raises(InvalidOptionError, match="disagree"):
+        parse_source_options({"endpoints": "a:1", "nameServer": "b:2", "subscribe": "T"}, streaming=False)
+    with pytest.raises(InvalidOptionError, match="'endpoints'.*required"):
+        parse_source_options({"subscribe": "T"}, streaming=False)
+    with pytest.raises(InvalidOptionError, match="host:port"):
+        parse_source_options({"endpoints": "localhost", "subscribe": "T"}, streaming=False)
+
+
+@pytest.mark.parametrize("kw", [{}, {"subscribe": "T", "subscribePattern": "T.*"}, {"subscribe": " , "},
+                                {"subscribe": "bad/name"}, {"subscribePattern": "("}, {"assign": "[]"},
+                                {"assign": '{"T": [-1]}'}, {"assign": '{"T": {"b": "0"}}'}])
+def test_exactly_one_valid_subscription_is_required(kw):
+    with pytest.raises(InvalidOptionError):
+        batch(**kw)
+
+
+def test_assign_takes_queue_ids_per_topic_or_per_broker():
+    o = batch(assign='{"T": [1, 0], "U": {"broker-b": [2]}}')
+    assert o.subscription.assigned == (("T", None, 0), ("T", None, 1), ("U", "broker-b", 2))
+    assert o.subscription.covers_topic("U") and not o.subscription.covers_topic("V")
+
+
+def test_offset_specs_words_json_and_where_they_are_allowed():
+    o = batch(subscribe="T", startingOffsets='{"T": {"broker-a": {"0": 5, "1": -2}}}',
+              endingOffsets='{"T": {"broker-a": {"0": -1}}}')
+    assert o.starting_offsets == {QueueRef("T", "broker-a", 0): 5, QueueRef("T", "broker-a", 1): EARLIEST}
+    assert o.ending_offsets == {QueueRef("T", "broker-a", 0): LATEST}
+    with pytest.raises(InvalidOptionError, match="cannot be 'latest'"):
+        batch(subscribe="T", startingOffsets="latest")
+    with pytest.raises(InvalidOptionError, match="latest \\(-1\\)"):
+        batch(subscribe="T", startingOffsets='{"T": {"b": {"0": -1}}}')
+    with pytest.raises(InvalidOptionError, match="earliest \\(-2\\)"):
+        batch(subscribe="T", endingOffsets='{"T": {"b": {"0": -2}}}')
+    with pytest.raises(InvalidOptionError, match="not subscribed"):
+        batch(subscribe="T", startingOffsets='{"U": {"b": {"0": 1}}}')
+    with pytest.raises(InvalidOptionError, match="JSON like"):
+        batch(subscribe="T", startingOffsets="first")
+    assert stream(subscribePattern="T.*", startingOffsets='{"T1": {"b": {"0": -1}}}').starting_offsets
+
+
+def test_batch_only_and_stream_only_options_are_refused_in_the_other_kind():
+    with pytest.raises(InvalidOptionError, match="only for batch"):
+        stream(subscribe="T", endingOffsets="latest")
+    with pytest.raises(InvalidOptionError, match="only for streaming"):
+        batch(subscribe="T", maxOffsetsPerTrigger="10")
+    with pytest.raises(InvalidOptionError, match="only for streaming"):
+        batch(subscribe="T", consumerGroup="dash")
+
+
+def test_numbers_and_booleans_are_checked():
+    o = stream(subscribe="T", maxOffsetsPerTrigger="100", minPartitions="4", maxRecordsPerPartition="50",
+               failOnDataLoss="FALSE", startingTimestamp="1700000000000", pullTimeoutMs="2500", consumerGroup="dash")
+    assert (o.max_offsets_per_trigger, o.min_partitions, o.max_records_per_partition) == (100, 4, 50)
+    assert (o.fail_on_data_loss, o.starting_timestamp, o.pull_timeout, o.consumer_group) == (
+        False, 1_700_000_000_000, 2.5, "dash")
+    for kw in ({"maxOffsetsPerTrigger": "0"}, {"minPartitions": "two"}, {"failOnDataLoss": "yes"},
+               {"startingTimestamp": "-1"}, {"consumerGroup": "a b"}):
+        with pytest.raises(InvalidOptionError):
+            stream(subscribe="T", **kw)
+
+
+def test_sink_options():
+    o = parse_sink_options({"nameServer": "127.0.0.1:9876", "topic": "Out", "idempotent": "true",
+                            "sendBatchSize": "64", "sendTimeoutMs": "500"})
+    assert (o.endpoints, o.topic, o.idempotent, o.send_batch_size, o.send_timeout) == (
+        "127.0.0.1:9876", "Out", True, 64, 0.5)
+    assert parse_sink_options(NS).idempotent is False
+    with pytest.raises(InvalidOptionError):
+        parse_sink_options({**NS, "producerGroup": "a/b"})
+    with pytest.raises(InvalidOptionError):
+        parse_sink_options({**NS, "idempotent": "1"})

@@ -1,0 +1,256 @@
+"""The rocketmq data source in a real local[2] Spark session against a real cluster on 127.0.0.1.
+
+The only file here that starts a JVM: one session for every test (tests/spark/conftest.py). Each test uses
+topics of its own on the shared cluster.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import pathlib
+import re
+
+import pytest
+from conftest import create_topic, delete_topic, stored_messages
+
+from client import Message, MessageQueue, SyncProducer, SyncPullConsumer
+
+
+def read(spark, cluster, **options):
+    reader = spark.read.format("rocketmq").option("endpoints", cluster.namesrv_addr)
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    return reader.load()
+
+
+def send(cluster, topic: str, counts: dict[int, int], first: int = 0) -> list:
+    """``counts[queue_id]`` messages into each queue, bodies "topic-queue-n" with n counted from ``first``."""
+    with SyncProducer("spark-tests", cluster.namesrv_addr) as producer:
+        results = [producer.send(Message(topic, f"{topic}-{q}-{i}".encode()), MessageQueue(topic, "broker-a", q))
+                   for q, n in counts.items() for i in range(first, first + n)]
+    assert cluster.wait_dispatched()
+    return results
+
+
+def test_batch_read_equals_what_was_sent(spark, spark_cluster):
+    create_topic(spark_cluster, "Sales", 4)
+    with SyncProducer("spark-tests", spark_cluster.namesrv_addr) as producer:
+        sent = {}
+        for i in range(40):
+            msg = Message("Sales", f"sale {i}".encode(), tags=("eu", "us")[i % 2], keys=[f"s-{i}", "sales"],
+                          properties={"shop": f"shop-{i % 3}"})
+            result = producer.send(msg, MessageQueue("Sales", "broker-a", i % 4))
+            sent[(result.message_queue.queue_id, result.queue_offset)] = (msg, result)
+    assert spark_cluster.wait_dispatched()
+
+    df = read(spark, spark_cluster, subscribe="Sales")
+    assert df.rdd.getNumPartitions() == 4  # one per queue
+    rows = df.collect()
+    assert len(rows) == 40
+    for r in rows:
+        msg, result = sent[(r.queueId, r.queueOffset)]
+        assert (r.topic, r.brokerName, r.body, r.tags, r.keys) == ("Sales", "broker-a", msg.body, msg.tags, msg.keys)
+        assert r.msgId == result.msg_id
+        assert r.properties["shop"] == msg.properties["shop"]
+        assert r.storeHost == spark_cluster.broker_addr and r.storeTimestamp >= r.bornTimestamp
+
+    # Tags filter on the broker; JSON offsets bound queues; a regex subscribes to topics by name.
+    assert read(spark, spark_cluster, subscribe="Sales", subExpression="eu").count() == 20
+    bounded = read(spark, spark_cluster, subscribe="Sales",
+                   startingOffsets='{"Sales": {"broker-a": {"0": 2, "1": -2}}}',
+                   endingOffsets='{"Sales": {"broker-a": {"0": 7, "2": 3}}}')
+    assert sorted((r.queueId, r.queueOffset) for r in bounded.collect()) == (
+        [(0, o) for o in range(2, 7)] + [(1, o) for o in range(10)] + [(2, o) for o in range(3)]
+        + [(3, o) for o in range(10)])
+    send(spark_cluster, "SalesReturns", {0: 3})
+    assert read(spark, spark_cluster, subscribePattern="Sales.*").count() == 43
+    assert read(spark, spark_cluster, assign='{"Sales": [1, 3]}').count() == 20
+
+    # From a store time on: the first offset of each queue stored at or after it.
+    cut = sorted(rows, key=lambda r: r.storeTimestamp)[25].storeTimestamp
+    since = read(spark, spark_cluster, subscribe="Sales", startingTimestamp=str(int(cut.timestamp() * 1000)))
+    assert sorted(r.queueOffset + 100 * r.queueId for r in since.collect()) == sorted(
+        r.queueOffset + 100 * r.queueId for r in rows if r.storeTimestamp >= cut)
+
+    # Long queues split into several tasks, and the rows stay the same.
+    split = read(spark, spark_cluster, subscribe="Sales", maxRecordsPerPartition="3")
+    assert split.rdd.getNumPartitions() == 16
+    assert split.count() == 40
+
+
+def run_stream(spark, cluster, checkpoint, seen: list, **options):
+    """One availableNow run into foreachBatch, which records (batchId, sorted bodies)."""
+    reader = spark.readStream.format("rocketmq").option("endpoints", cluster.namesrv_addr)
+    for k, v in options.items():
+        reader = reader.option(k, v)
+
+    def collect(df, batch_id):
+        seen.append((batch_id, sorted(r.body.decode() for r in df.select("body").collect())))
+
+    query = (reader.load().writeStream.foreachBatch(collect).option("checkpointLocation", str(checkpoint))
+             .trigger(availableNow=True).start())
+    query.awaitTermination(120)
+    assert query.exception() is None, query.exception()
+    return [(p["batchId"], p["numInputRows"], json.loads(p["sources"][0]["endOffset"]))
+            for p in query.recentProgress if p["numInputRows"]]
+
+
+def group_offsets(cluster, group: str, topic: str, queues: int) -> dict[int, int]:
+    with SyncPullConsumer(group, cluster.namesrv_addr) as consumer:
+        return {q: consumer.fetch_consume_offset(MessageQueue(topic, "broker-a", q), from_store=True)
+                for q in range(queues)}
+
+
+def test_stream_available_now_batches_by_the_limit_and_resumes_from_the_checkpoint(spark, spark_cluster, tmp_path):
+    create_topic(spark_cluster, "Clicks", 2)
+    send(spark_cluster, "Clicks", {0: 7, 1: 5})
+    seen: list = []
+    opts = dict(subscribe="Clicks", startingOffsets="earliest", maxOffsetsPerTrigger="5", consumerGroup="clicks-dash")
+
+    # 12 messages, at most 5 a batch, shared in proportion to what each queue has pending.
+    progress = run_stream(spark, spark_cluster, tmp_path / "ckpt", seen, **opts)
+    assert progress == [
+        (0, 5, {"Clicks": {"broker-a": {"0": 3, "1": 2}}}),
+        (1, 5, {"Clicks": {"broker-a": {"0": 6, "1": 4}}}),
+        (2, 2, {"Clicks": {"broker-a": {"0": 7, "1": 5}}}),
+    ]
+    assert [b for b, _ in seen] == [0, 1, 2]
+    # The group mirrors what Spark committed, which trails the checkpoint by a batch.
+    assert group_offsets(spark_cluster, "clicks-dash", "Clicks", 2) == {0: 6, 1: 4}
+
+    # A restart with nothing new reads nothing again.
+    assert run_stream(spark, spark_cluster, tmp_path / "ckpt", seen, **opts) == []
+    assert len(seen) == 3
+
+    # New messages and a new queue: the restart reads exactly those, the new queue from its beginning.
+    create_topic(spark_cluster, "Clicks", 3)
+    send(spark_cluster, "Clicks", {0: 1, 2: 2}, first=100)
+    progress = run_stream(spark, spark_cluster, tmp_path / "ckpt", seen, **opts)
+    assert progress == [(3, 3, {"Clicks": {"broker-a": {"0": 8, "1": 5, "2": 2}}})]
+    bodies = [b for _, batch in seen for b in batch]
+    assert sorted(bodies) == sorted([f"Clicks-0-{i}" for i in range(7)] + [f"Clicks-1-{i}" for i in range(5)]
+                                    + ["Clicks-0-100", "Clicks-2-100", "Clicks-2-101"])
+    assert group_offsets(spark_cluster, "clicks-dash", "Clicks", 2) == {0: 7, 1: 5}
+
+
+def stream_to_topic(spark, cluster, checkpoint, target: str, idempotent: bool):
+    """Payments -> target, 6 rows a micro-batch; the row of queue 1, offset 4 goes to the target's queue 3."""
+    source = (spark.readStream.format("rocketmq").option("endpoints", cluster.namesrv_addr)
+              .option("subscribe", "Payments").option("startingOffsets", "earliest")
+              .option("maxOffsetsPerTrigger", "6").load())
+    rows = source.selectExpr("body", "keys",
+                             "CASE WHEN queueId = 1 AND queueOffset = 4 THEN 3 ELSE queueId END AS queueId")
+    return (rows.writeStream.format("rocketmq").option("endpoints", cluster.namesrv_addr)
+            .option("topic", target).option("idempotent", str(idempotent).lower()).option("sendBatchSize", "2")
+            .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+
+
+@pytest.mark.parametrize("idempotent", [True, False], ids=["idempotent", "at-least-once"])
+def test_a_sink_failure_mid_batch_replays_the_same_offsets(spark, spark_cluster, tmp_path, idempotent):
+    """The sink fails for real in micro-batch 1: the target topic has no queue 3 yet, so one task stops after
+    storing part of its rows. Once the topic has the queue, the restarted query replays batch 1 with the same
+    offsets; idempotent writes store each row once, at-least-once writes store some twice."""
+    target = f"PaymentsOut{'Once' if idempotent else 'Twice'}"
+    if idempotent:
+        create_topic(spark_cluster, "Payments", 2)
+        send(spark_cluster, "Payments", {0: 6, 1: 6})
+    create_topic(spark_cluster, target, 2)
+    ckpt = tmp_path / "ckpt"
+
+    failed = stream_to_topic(spark, spark_cluster, ckpt, target, idempotent)
+    with pytest.raises(Exception, match="has no queue 3"):
+        failed.awaitTermination(120)
+    planned = (ckpt / "offsets" / "1").read_text().splitlines()[-1]
+    assert json.loads(planned) == {"Payments": {"broker-a": {"0": 6, "1": 6}}}
+    assert not (ckpt / "commits" / "1").exists()
+    before = stored_messages(spark_cluster, target)
+    assert 6 < len(before) < 12  # batch 0 and part of batch 1
+
+    create_topic(spark_cluster, target, 4)
+    replay = stream_to_topic(spark, spark_cluster, ckpt, target, idempotent)
+    replay.awaitTermination(120)
+    assert replay.exception() is None
+    [batch] = [p for p in replay.recentProgress if p["numInputRows"]]
+    assert (batch["batchId"], json.loads(batch["sources"][0]["startOffset"]), json.loads(planned)) == (
+        1, {"Payments": {"broker-a": {"0": 3, "1": 3}}}, json.loads(batch["sources"][0]["endOffset"]))
+
+    bodies = sorted(m.body.decode() for m in stored_messages(spark_cluster, target))
+    expected = sorted(f"Payments-{q}-{i}" for q in (0, 1) for i in range(6))
+    if idempotent:
+        assert bodies == expected
+        assert {m.queue_id for m in stored_messages(spark_cluster, target) if m.body == b"Payments-1-4"} == {3}
+    else:
+        # The row before the failing one was stored by the failed attempt and again by the replay.
+        assert set(bodies) == set(expected) and bodies.count("Payments-1-3") == 2
+
+
+def test_dataframe_write_then_read_round_trips(spark, spark_cluster):
+    rows = [(b"\x00\xffraw", "created", ["o-1", "c-9"], {"shop": "s1", "currency": "EUR"}),
+            (b"second", None, [], {}),
+            (b"{}", "paid", ["o-2"], {"note": "a b c"})]
+    df = spark.createDataFrame(rows, "body binary, tags string, keys array<string>, properties map<string,string>")
+    df.write.format("rocketmq").option("endpoints", spark_cluster.namesrv_addr).option("topic", "RoundTrip") \
+        .mode("append").save()
+    # String bodies and keys, and the topic from a column.
+    spark.createDataFrame([("RoundTrip", "text body", "k1 k2")], "topic string, body string, keys string") \
+        .write.format("rocketmq").option("endpoints", spark_cluster.namesrv_addr).mode("append").save()
+    assert spark_cluster.wait_dispatched()
+
+    back = read(spark, spark_cluster, subscribe="RoundTrip").collect()
+    user = ("shop", "currency", "note")  # the rest are RocketMQ's own (UNIQ_KEY, WAIT)
+    got = sorted((bytes(r.body), r.tags, r.keys, {k: v for k, v in r.properties.items() if k in user}) for r in back)
+    assert got == sorted([(b, t, k, p) for b, t, k, p in rows] + [(b"text body", None, ["k1", "k2"], {})])
+    with pytest.raises(Exception, match="append-only"):
+        df.write.format("rocketmq").option("endpoints", spark_cluster.namesrv_addr).option("topic", "RoundTrip") \
+            .mode("overwrite").save()
+
+
+def test_stream_over_deleted_data_fails_unless_told_otherwise(spark, spark_cluster, tmp_path):
+    send(spark_cluster, "Doomed", {0: 3})
+    seen: list = []
+    opts = dict(subscribe="Doomed", startingOffsets="earliest")
+    assert run_stream(spark, spark_cluster, tmp_path / "ckpt", seen, **opts)[0][1] == 3
+    delete_topic(spark_cluster, "Doomed")
+    with pytest.raises(Exception, match="Doomed/broker-a/0 is gone.*failOnDataLoss"):
+        run_stream(spark, spark_cluster, tmp_path / "ckpt", seen, **opts)
+    assert run_stream(spark, spark_cluster, tmp_path / "ckpt", seen, failOnDataLoss="false", **opts) == []
+
+
+def test_example_pipeline_aggregates_orders_per_minute_into_a_topic(spark, spark_cluster, tmp_path):
+    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "spark_pipeline.py"
+    spec = importlib.util.spec_from_file_location("spark_pipeline", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    ns, checkpoint = spark_cluster.namesrv_addr, str(tmp_path / "ckpt")
+    topics = dict(source="PipelineOrders", target="PipelineStats")
+
+    first = example.order_events(40)
+    example.produce(ns, first, topics["source"])
+    example.start_aggregation(spark, ns, checkpoint, **topics).awaitTermination(120)
+    assert example.current_stats(spark, ns, topics["target"]) == example.expected_stats(first)
+
+    # More orders, some in a minute already reported: the next trigger brings that minute up to date.
+    more = example.order_events(20, first=40)
+    example.produce(ns, more, topics["source"])
+    example.start_aggregation(spark, ns, checkpoint, **topics).awaitTermination(120)
+    stats = example.current_stats(spark, ns, topics["target"])
+    assert stats == example.expected_stats(first + more)
+    assert stats["2024-05-01 10:04"]["orders"] == 8  # events 35..42 straddle the two runs
+
+
+def test_the_quick_start_in_docs_runs_as_written(spark, spark_cluster, tmp_path, capsys):
+    doc = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "spark.md").read_text()
+    produce, pipeline = re.findall(r"```python\n(.*?)```", doc, flags=re.S)[:2]
+
+    def run(code: str) -> None:
+        code = code.replace("127.0.0.1:9876", spark_cluster.namesrv_addr).replace("/tmp/orders-upper",
+                                                                                 str(tmp_path / "ckpt"))
+        exec(compile(code, "docs/spark.md", "exec"), {})
+
+    run(produce.replace('"Orders"', '"DocOrders"'))
+    assert spark_cluster.wait_dispatched()
+    run(pipeline.replace('"Orders"', '"DocOrders"').replace('"OrdersUpper"', '"DocOrdersUpper"'))
+    assert "|order 1|created|[o-1]|" in capsys.readouterr().out
+    upper = sorted(m.body for m in stored_messages(spark_cluster, "DocOrdersUpper"))
+    assert upper == [b"ORDER 0", b"ORDER 1", b"ORDER 2"]

@@ -31,7 +31,6 @@ from .client.rebalance_lock_manager import RebalanceLockManager
 from .config import BrokerConfig
 from .config_file import ConfigManager
 from .consumer_offset_manager import ConsumerOffsetManager
-from .dispatch_trigger import LoopDispatchTrigger
 from .longpolling import PullRequestHoldService
 from .processor import (
     AdminBrokerProcessor,
@@ -96,7 +95,6 @@ class BrokerController:
         # storeHost of written messages: brokerIP1 and the port actually bound (known after start()).
         self.store_host = pack_host(config.broker_ip1, config.listen_port)
         self._pull_executor: ThreadPoolExecutor | None = None
-        self._dispatch_trigger: LoopDispatchTrigger | None = None
         self._memory_bytes = int(total_physical_memory() * config.access_message_in_memory_max_ratio / 100)
         self._register_lock = asyncio.Lock()
         self._register_scheduled = False
@@ -137,8 +135,6 @@ class BrokerController:
             await asyncio.to_thread(self.store.shutdown)  # a no-op when the store never loaded
             raise
         self.store_host = pack_host(bc.broker_ip1, self.remoting_server.port)
-        self._dispatch_trigger = LoopDispatchTrigger(self.store, asyncio.get_running_loop())
-        self.store.set_dispatch_trigger(self._dispatch_trigger)
         self.pull_request_hold_service.start()
         self.schedule_message_service.start()
         self.tasks.periodic(
@@ -194,9 +190,6 @@ class BrokerController:
             except TimeoutError:
                 log.warning("unregistering from the name servers timed out")
         await self.remoting_server.stop()
-        if self._dispatch_trigger is not None:
-            self._dispatch_trigger.close()
-            self.store.set_dispatch_trigger(None)
         self.pull_request_hold_service.shutdown()
         self.schedule_message_service.shutdown()
         for manager in self._config_managers():

@@ -15,7 +15,6 @@ import contextlib
 import logging
 import os
 import struct
-from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 
@@ -437,16 +436,6 @@ class DefaultMessageStore:
         return msg.topic == topic and (key in msg.keys or msg.uniq_key == key)
 
     # -- dispatch progress ------------------------------------------------------------------------
-    def set_dispatch_trigger(self, trigger: Callable[[], None] | None) -> None:
-        """What an append does to get itself dispatched. None (the default): wake the dispatcher thread.
-        Else ``trigger()``, called in the appending thread, which should lead to ``dispatch_now()`` soon
-        (the dispatcher thread still looks for new records every 10 ms)."""
-        self.commit_log.on_append = trigger or self.reput_service.wakeup
-
-    def dispatch_now(self) -> None:
-        """Dispatch what was appended so far in the calling thread (see ReputMessageService.dispatch_now)."""
-        self.reput_service.dispatch_now()
-
     def dispatch_behind_bytes(self) -> int:
         return self.reput_service.behind()
 

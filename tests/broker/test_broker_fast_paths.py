@@ -1,4 +1,4 @@
-"""The broker's fast paths: sends and pulls answered as they are read, dispatch on the event loop, in-memory
+"""The broker's fast paths: sends and pulls answered as they are read, in-memory
 pulls without the pull threads. Each must keep the slow path's answers and never make the loop wait."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ async def test_sync_flush_sends_wait_for_the_group_commit_while_the_loop_keeps_s
 
 async def test_a_put_from_another_thread_is_dispatched_too(broker, mq, dispatched) -> None:
     assert (await mq.send("TopicThreads", b"from the loop")).code == ResponseCode.SUCCESS
-    # Appends on the loop are dispatched on the loop; one from any other thread wakes the dispatcher thread.
+    # Appends from the loop and from any other thread reach the same dispatcher thread.
     msg = Message(topic="TopicThreads", body=b"from a thread", queue_id=0)
     assert (await asyncio.to_thread(broker.store.put_message, msg)).is_ok
     await dispatched(broker)

@@ -115,20 +115,3 @@ def test_a_failing_listener_does_not_stop_dispatch(store):
     assert store.wait_dispatched(timeout=10)
     assert store.get_max_offset_in_queue("TopicA", 0) == 11
     assert [c[2] for c in calls[-10:]] == list(range(2, 12))  # every message reached the listener
-
-
-def test_dispatch_now_and_the_dispatcher_thread_take_turns(store):
-    # Appends wake nobody; a caller dispatches after some of them while the dispatcher thread keeps
-    # polling on its own: every record is still dispatched exactly once, in log order.
-    calls = []
-    store.message_arriving_listener = lambda topic, qid, next_offset, *rest: calls.append((qid, next_offset))
-    store.set_dispatch_trigger(lambda: None)
-    for i in range(400):
-        put_ok(store, msg(queue_id=i % 2, body=b"%d" % i))
-        if i % 3:
-            store.dispatch_now()
-    assert store.wait_dispatched()
-    assert calls == [(i % 2, i // 2 + 1) for i in range(400)]
-    store.set_dispatch_trigger(None)  # back to waking the dispatcher thread
-    put_ok(store, msg(body=b"after"))
-    assert store.wait_dispatched() and store.get_max_offset_in_queue("TopicA", 0) == 201

@@ -6,12 +6,19 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run demo test bench lint clean java spark-demo
 
-# The spark extra (PySpark, pyarrow) too: the suite tests the Spark data source.
+SPARK_STAMP := $(VENV)/.installed-spark
+
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,spark]'
+	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+# The spark extra (PySpark, pyarrow) only for what uses Spark (the suite, the demo, the bench): `make run`
+# stays a small install.
+$(SPARK_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev,spark]'
+	touch $(SPARK_STAMP)
 
 # Spark needs Java 17 (or 21); a fresh Debian/Ubuntu machine gets it from apt.
 java:
@@ -30,16 +37,16 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
-test: $(STAMP) lint java
+test: $(SPARK_STAMP) lint java
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
 # Order events streamed through Spark into per-minute aggregates, on a cluster of its own (examples/).
-spark-demo: $(STAMP) java
+spark-demo: $(SPARK_STAMP) java
 	$(PY) examples/spark_pipeline.py
 
 # The peers of bench/e2e.py (Redis 7, NATS JetStream) come from Debian when missing; their Python clients
 # from the `bench` extra. The benches themselves install nothing.
-bench: $(STAMP) java
+bench: $(SPARK_STAMP) java
 	@command -v redis-server >/dev/null && command -v nats-server >/dev/null || \
 	  { apt-get update -qq && apt-get install -y -qq redis-server nats-server; } || \
 	  echo "make bench: could not install redis-server/nats-server; bench/e2e.py will skip those peers"

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from remoting.body import TopicConfig, TopicConfigSerializeWrapper
 from remoting.codes import PermName
 from remoting.server import RemotingServer
+from remoting.tasks import TaskTracker
 from remoting.transport import Channel
 from storage.constants import CQ_STORE_UNIT_SIZE
 from storage.message import pack_host
@@ -43,7 +44,6 @@ from .processor import (
 from .processor.consumer_manage_processor import total_physical_memory
 from .schedule import ScheduleMessageService
 from .subscription_group_manager import SubscriptionGroupManager
-from .tasks import TaskTracker
 from .topic_config_manager import TopicConfigManager
 from .topic_validator import RMQ_SYS_SCHEDULE_TOPIC
 
@@ -58,7 +58,7 @@ class BrokerController:
         self.broker_config = config
         self.store_config = config.to_store_config()
         self.store = DefaultMessageStore(self.store_config)
-        self.tasks = TaskTracker()
+        self.tasks = TaskTracker(log)
         self.topic_config_manager = TopicConfigManager(config, on_change=self._on_topic_config_changed)
         self.subscription_group_manager = SubscriptionGroupManager(config)
         self.consumer_offset_manager = ConsumerOffsetManager(config)

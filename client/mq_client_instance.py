@@ -10,9 +10,8 @@ Producers and consumers register by group; the instance stops when the last one 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -22,6 +21,7 @@ from remoting.codes import MASTER_ID, RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.errors import HeaderError, RemotingError
 from remoting.header import NotifyConsumerIdsChangedRequestHeader
+from remoting.tasks import TaskTracker
 from remoting.transport import Channel
 
 from .client_config import ClientConfig
@@ -86,7 +86,7 @@ class MQClientInstance:
         self.topic_route_table: dict[str, TopicRouteData] = {}
         self.broker_addr_table: dict[str, dict[int, str]] = {}  # brokerName -> brokerId -> address
         self._route_lock = asyncio.Lock()
-        self._tasks: list[asyncio.Task[None]] = []
+        self._tasks = TaskTracker(log)
         self._on_shutdown = on_shutdown
         self.started = False
         self.stopped = False
@@ -108,11 +108,14 @@ class MQClientInstance:
             return
         self.started = True
         cfg = self.config
-        self._tasks = [
-            self._every(0.01, cfg.poll_name_server_interval, self.update_topic_route_info_from_name_server_all),
-            self._every(1.0, cfg.heartbeat_broker_interval, self._clean_and_heartbeat),
-            self._every(10.0, cfg.persist_consumer_offset_interval, self.persist_all_consumer_offset),
-        ]
+        self._tasks = TaskTracker(log)
+        # (first run after min(first, period): RocketMQ's initial delays, shortened when a test sets short periods)
+        for first, period, job in (
+            (0.01, cfg.poll_name_server_interval, self.update_topic_route_info_from_name_server_all),
+            (1.0, cfg.heartbeat_broker_interval, self._clean_and_heartbeat),
+            (10.0, cfg.persist_consumer_offset_interval, self.persist_all_consumer_offset),
+        ):
+            self._tasks.periodic(f"{self.client_id}-{job.__name__}", period, job, min(first, period))
         self.pull_message_service.start()
         self.rebalance_service.start()
         log.info("client instance %s started", self.client_id)
@@ -122,30 +125,13 @@ class MQClientInstance:
         if self.producer_table or self.consumer_table or self.stopped:
             return
         self.stopped = True
-        tasks, self._tasks = self._tasks, []
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        await self._tasks.close()
         await self.pull_message_service.shutdown()
         await self.rebalance_service.shutdown()
         await self.mq_client_api.shutdown()
         if self._on_shutdown is not None:
             self._on_shutdown()
         log.info("client instance %s stopped", self.client_id)
-
-    def _every(self, first: float, period: float, job: Callable[[], Awaitable[object]]) -> asyncio.Task[None]:
-        async def loop() -> None:
-            await asyncio.sleep(min(first, period))
-            while True:
-                try:
-                    await job()
-                except Exception:
-                    log.exception("scheduled %s failed", getattr(job, "__name__", job))
-                await asyncio.sleep(period)
-
-        return asyncio.get_running_loop().create_task(loop(), name=f"{self.client_id}-{job.__name__}")
 
     # --- registration --------------------------------------------------------------------------------------
 

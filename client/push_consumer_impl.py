@@ -23,6 +23,7 @@ from remoting.client_body import ConsumerData, MessageQueue, SubscriptionData
 from remoting.codes import ResponseCode
 from remoting.errors import RemotingError
 from remoting.header import ConsumerSendMsgBackRequestHeader
+from remoting.tasks import TaskTracker
 from storage.message import MessageExt
 
 from .allocate import AllocateMessageQueueStrategy
@@ -66,6 +67,10 @@ def retry_topic(group: str) -> str:
     return RETRY_GROUP_TOPIC_PREFIX + group
 
 
+def _closed(coro: Coroutine[Any, Any, Any]) -> None:
+    coro.close()  # never started: no "coroutine was never awaited" warning
+
+
 class DefaultMQPushConsumerImpl:
     def __init__(
         self,
@@ -92,8 +97,7 @@ class DefaultMQPushConsumerImpl:
         self._rebalance_impl: RebalancePushImpl | None = None
         self._pull_api: PullAPIWrapper | None = None
         self.consume_message_service: ConsumeMessageService | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._timers: set[asyncio.TimerHandle] = set()
+        self._tasks = TaskTracker(log)
 
     # --- state ---------------------------------------------------------------------------------------------
 
@@ -199,6 +203,7 @@ class DefaultMQPushConsumerImpl:
             self.consume_message_service = None
             raise
         self.running = True
+        self._tasks = TaskTracker(log)
         self.consume_message_service.start()
         await instance.start()
         for topic in list(rebalance.subscription_inner):
@@ -213,16 +218,9 @@ class DefaultMQPushConsumerImpl:
         if instance is None or not self.running:
             return
         self.running = False
-        for timer in self._timers:
-            timer.cancel()
-        self._timers.clear()
-        tasks = list(self._tasks)
-        for t in tasks:
-            t.cancel()
-        if tasks:
-            _, stuck = await asyncio.wait(tasks, timeout=5.0)
-            if stuck:
-                log.warning("%s: %d background tasks ignored cancellation", self.group, len(stuck))
+        stuck = await self._tasks.close(timeout=5.0)
+        if stuck:
+            log.warning("%s: %d background tasks ignored cancellation", self.group, stuck)
         assert self.consume_message_service is not None
         await self.consume_message_service.shutdown(self.config.await_termination_when_shutdown)
         await self.persist_consumer_offset()
@@ -237,43 +235,16 @@ class DefaultMQPushConsumerImpl:
     # --- background work, all cancelled by shutdown --------------------------------------------------------
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any] | None:
-        if not self.running:
-            coro.close()
-            return None
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-        return task
-
-    def _task_done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("%s: background task failed", self.group, exc_info=task.exception())
+        return self._tasks.spawn(coro) if self.running else _closed(coro)
 
     def schedule(self, delay: float, fn: Callable[[], object]) -> None:
-        if not self.running:
-            return
-        loop = asyncio.get_running_loop()
-
-        def fire() -> None:
-            self._timers.discard(timer)
-            if self.running:
-                fn()
-
-        timer = loop.call_later(delay, fire)
-        self._timers.add(timer)
+        if self.running:
+            self._tasks.schedule(delay, fn)
 
     def periodic(self, first: float, period: float, job: Callable[[], Awaitable[object]]) -> None:
-        async def loop() -> None:
-            await asyncio.sleep(first)
-            while True:
-                try:
-                    await job()
-                except (RemotingError, MQClientException, MQBrokerException) as e:
-                    log.warning("%s: %s failed: %s", self.group, getattr(job, "__name__", job), e)
-                await asyncio.sleep(period)
-
-        self.spawn(loop())
+        if self.running:
+            name = f"{self.group}-{getattr(job, '__name__', 'job')}"
+            self._tasks.periodic(name, period, job, first, (RemotingError, MQClientException, MQBrokerException))
 
     # --- ConsumerInner (called by MQClientInstance) --------------------------------------------------------
 

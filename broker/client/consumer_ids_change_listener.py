@@ -10,9 +10,8 @@ from remoting.codes import RequestCode
 from remoting.command import RemotingCommand
 from remoting.errors import RemotingError
 from remoting.header import NotifyConsumerIdsChangedRequestHeader
+from remoting.tasks import TaskTracker
 from remoting.transport import Channel
-
-from ..tasks import TaskTracker
 
 log = logging.getLogger("broker")
 

@@ -25,9 +25,9 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from remoting.command import RemotingCommand
+from remoting.tasks import TaskTracker
 from remoting.transport import Channel
 
-from ..tasks import TaskTracker
 from .pull_request import PullRequest
 
 log = logging.getLogger("broker")

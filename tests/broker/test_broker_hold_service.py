@@ -7,8 +7,8 @@ import threading
 
 from broker.filter import ExpressionMessageFilter, build_subscription_data
 from broker.longpolling import PullRequest, PullRequestHoldService
-from broker.tasks import TaskTracker
 from remoting.command import RemotingCommand
+from remoting.tasks import TaskTracker
 from storage.java_hash import java_string_hash
 
 

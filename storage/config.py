@@ -45,7 +45,7 @@ class MessageStoreConfig:
 
     # WarmMappedFileService: read this many commit-log bytes ahead of the writer into the page cache
     # (0 turns it off). See storage/warm_service.py and docs/storage.md.
-    warm_mapped_file_ahead: int = 16 * 1024 * 1024
+    warm_mapped_file_ahead: int = 32 * 1024 * 1024
 
     # Pull limits (DefaultMessageStore.getMessage / isTheBatchFull).
     max_transfer_count_on_message_in_memory: int = 32

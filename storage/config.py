@@ -43,6 +43,10 @@ class MessageStoreConfig:
 
     check_crc_on_recover: bool = True
 
+    # WarmMappedFileService: read this many commit-log bytes ahead of the writer into the page cache
+    # (0 turns it off). See storage/warm_service.py and docs/storage.md.
+    warm_mapped_file_ahead: int = 32 * 1024 * 1024
+
     # Pull limits (DefaultMessageStore.getMessage / isTheBatchFull).
     max_transfer_count_on_message_in_memory: int = 32
     max_transfer_bytes_on_message_in_memory: int = 256 * 1024

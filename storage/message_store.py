@@ -42,6 +42,7 @@ from .results import (
 from .running_flags import RunningFlags
 from .store_lock import StoreLock
 from .validators import topic_error
+from .warm_service import WarmMappedFileService
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,8 @@ class DefaultMessageStore:
         self.flush_service = GroupCommitService(self) if self.sync_flush else FlushRealTimeService(self)
         self.flush_cq_service = FlushConsumeQueueService(self)
         self.clean_service = CleanService(self)
+        self.warm_service = (WarmMappedFileService(self.commit_log.mapped_file_queue, config.warm_mapped_file_ahead)
+                             if config.warm_mapped_file_ahead > 0 and WarmMappedFileService.available() else None)
         # Injectable for tests: path -> used fraction of its disk (0..1).
         self.disk_usage = disk_usage_ratio
         self.last_exit_ok = True
@@ -167,6 +170,8 @@ class DefaultMessageStore:
         self.flush_service.start()
         self.flush_cq_service.start()
         self.clean_service.start()
+        if self.warm_service is not None:
+            self.warm_service.start()
         with open(self.abort_file, "w"):
             pass
         self._running = True
@@ -179,6 +184,8 @@ class DefaultMessageStore:
         caught_up = True
         if was_running:
             self.clean_service.shutdown()
+            if self.warm_service is not None:
+                self.warm_service.shutdown()
             self.flush_service.shutdown()
             caught_up = self.reput_service.wait_caught_up(self.commit_log.get_max_offset(), 10.0)
             self.reput_service.shutdown()

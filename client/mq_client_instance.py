@@ -262,6 +262,15 @@ class MQClientInstance:
             addr, slave = addrs[bid], bid != MASTER_ID
         return FindBrokerResult(addr, slave) if addr is not None else None
 
+    async def find_master_address(self, broker_name: str, topic: str) -> str | None:
+        """The master of ``broker_name`` from the subscribe table, refreshing ``topic``'s route once when the
+        broker is not known yet (MQClientInstance.findBrokerAddressInSubscribe + updateTopicRouteInfo...)."""
+        found = self.find_broker_address_in_subscribe(broker_name, MASTER_ID, True)
+        if found is None:
+            await self.update_topic_route_info_from_name_server(topic)
+            found = self.find_broker_address_in_subscribe(broker_name, MASTER_ID, True)
+        return found.broker_addr if found is not None else None
+
     async def find_consumer_id_list(self, topic: str, group: str) -> list[str]:
         """The client ids of ``group``, asked of one broker serving ``topic`` (GET_CONSUMER_LIST_BY_GROUP)."""
         route = self.topic_route_table.get(topic)

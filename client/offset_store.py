@@ -11,7 +11,7 @@ import logging
 from typing import Protocol
 
 from remoting.client_body import MessageQueue
-from remoting.codes import MASTER_ID, ResponseCode
+from remoting.codes import ResponseCode
 from remoting.errors import RemotingError
 from remoting.header import QueryConsumerOffsetRequestHeader, UpdateConsumerOffsetRequestHeader
 
@@ -114,10 +114,7 @@ class RemoteBrokerOffsetStore:
         )
 
     async def _master_addr(self, mq: MessageQueue) -> str:
-        found = self._instance.find_broker_address_in_subscribe(mq.broker_name, MASTER_ID, True)
-        if found is None:
-            await self._instance.update_topic_route_info_from_name_server(mq.topic)
-            found = self._instance.find_broker_address_in_subscribe(mq.broker_name, MASTER_ID, True)
-        if found is None:
+        addr = await self._instance.find_master_address(mq.broker_name, mq.topic)
+        if addr is None:
             raise MQClientException(f"The broker[{mq.broker_name}] not exist")
-        return found.broker_addr
+        return addr

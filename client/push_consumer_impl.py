@@ -412,13 +412,10 @@ class DefaultMQPushConsumerImpl:
             if original is not None and msg.topic == group_topic:
                 msg.topic = original
 
-    def _master_addr(self, broker_name: str) -> str | None:
-        return self.instance.find_broker_address_in_publish(broker_name)
-
     async def send_message_back(self, msg: MessageExt, delay_level: int, mq: MessageQueue) -> bool:
         """CONSUMER_SEND_MSG_BACK, else a send to %RETRY%group; False when both failed."""
         try:
-            addr = self._master_addr(mq.broker_name)
+            addr = self.instance.find_broker_address_in_publish(mq.broker_name)
             if addr is None:
                 raise MQClientException(f"The broker[{mq.broker_name}] not exist")
             header = ConsumerSendMsgBackRequestHeader(

@@ -21,7 +21,6 @@ import time
 from collections import defaultdict
 
 from remoting.client_body import LockBatchRequestBody, MessageQueue, SubscriptionData
-from remoting.codes import MASTER_ID
 from remoting.errors import RemotingError
 
 from .allocate import AllocateMessageQueueStrategy
@@ -193,15 +192,8 @@ class RebalanceImpl:
     def _lock_body(self, mqs: set[MessageQueue]) -> LockBatchRequestBody:
         return LockBatchRequestBody(self.consumer_group, self.instance.client_id, set(mqs))
 
-    async def _master(self, broker_name: str, topic: str) -> str | None:
-        found = self.instance.find_broker_address_in_subscribe(broker_name, MASTER_ID, True)
-        if found is None:
-            await self.instance.update_topic_route_info_from_name_server(topic)
-            found = self.instance.find_broker_address_in_subscribe(broker_name, MASTER_ID, True)
-        return found.broker_addr if found is not None else None
-
     async def lock(self, mq: MessageQueue) -> bool:
-        addr = await self._master(mq.broker_name, mq.topic)
+        addr = await self.instance.find_master_address(mq.broker_name, mq.topic)
         if addr is None:
             return False
         try:
@@ -227,7 +219,7 @@ class RebalanceImpl:
         """Renew the locks of every queue held (LOCK_BATCH_MQ per broker); queues refused stop consuming."""
 
         async def one(broker_name: str, mqs: set[MessageQueue]) -> None:
-            addr = await self._master(broker_name, next(iter(mqs)).topic)
+            addr = await self.instance.find_master_address(broker_name, next(iter(mqs)).topic)
             if addr is None:
                 return
             try:
@@ -253,7 +245,7 @@ class RebalanceImpl:
                 tg.create_task(one(broker_name, mqs))
 
     async def unlock(self, mq: MessageQueue, oneway: bool) -> None:
-        addr = await self._master(mq.broker_name, mq.topic)
+        addr = await self.instance.find_master_address(mq.broker_name, mq.topic)
         if addr is None:
             return
         try:
@@ -265,7 +257,7 @@ class RebalanceImpl:
 
     async def unlock_all(self, oneway: bool) -> None:
         async def one(broker_name: str, mqs: set[MessageQueue]) -> None:
-            addr = await self._master(broker_name, next(iter(mqs)).topic)
+            addr = await self.instance.find_master_address(broker_name, next(iter(mqs)).topic)
             if addr is None:
                 return
             try:

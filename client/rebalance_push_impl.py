@@ -6,7 +6,6 @@ import logging
 from typing import TYPE_CHECKING
 
 from remoting.client_body import MessageQueue
-from remoting.codes import MASTER_ID
 from remoting.errors import RemotingError
 
 from .consumer_enums import ConsumeFromWhere, MessageModel
@@ -113,13 +112,10 @@ class RebalancePushImpl(RebalanceImpl):
             return -1
 
     async def _master_addr(self, mq: MessageQueue) -> str:
-        found = self.instance.find_broker_address_in_subscribe(mq.broker_name, MASTER_ID, True)
-        if found is None:
-            await self.instance.update_topic_route_info_from_name_server(mq.topic)
-            found = self.instance.find_broker_address_in_subscribe(mq.broker_name, MASTER_ID, True)
-        if found is None:
+        addr = await self.instance.find_master_address(mq.broker_name, mq.topic)
+        if addr is None:
             raise MQClientException(f"The broker[{mq.broker_name}] not exist")
-        return found.broker_addr
+        return addr
 
     def dispatch_pull_request(self, requests: list[PullRequest]) -> None:
         for request in requests:

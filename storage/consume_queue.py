@@ -117,6 +117,14 @@ class ConsumeQueue:
         self.max_physic_offset = offset + size
         return True
 
+    def prepare_next_file(self) -> bool:
+        """Once the last file is half written, create the next one ahead of the dispatcher
+        (MappedFileQueue.prepare_next_file); called by the consume-queue flush service."""
+        mf = self.mapped_file_queue.last()
+        if mf is None or mf.wrote_position < self.file_size // 2:
+            return False
+        return self.mapped_file_queue.prepare_next_file()
+
     def _fill_pre_blank(self, mf, until: int) -> None:
         """A queue whose first file starts mid-way: fill the slots before `until` with (0, MAX_INT, 0)."""
         pos = 0

@@ -131,7 +131,16 @@ class FlushConsumeQueueService(ServiceThread):
             if thorough:
                 self._last_thorough = now
             self.do_flush(0 if thorough else cfg.flush_consume_queue_least_pages, thorough)
+            self.prepare_next_files()
         self.do_flush(0, True)
+
+    def prepare_next_files(self) -> None:
+        """Create each half-written queue's next file ahead of the dispatcher (docs/storage.md 3.2)."""
+        for cq in list(self.store.consume_queue_table.values()):
+            try:
+                cq.prepare_next_file()
+            except Exception:  # e.g. a stray file of the wrong size: the dispatcher will meet it and say so
+                log.exception("preparing the next file of %r failed", cq)
 
     def do_flush(self, least_pages: int, thorough: bool) -> None:
         logics_ts = self.store.checkpoint.logics_msg_timestamp

@@ -11,6 +11,33 @@ from .constants import OS_PAGE_SIZE
 _ZERO_CHUNK = bytes(1 << 20)
 # On a shared file mapping DONTNEED only unmaps: the dirty data stays in the page cache (Linux, BSDs).
 _MADV_DONTNEED = getattr(mmap, "MADV_DONTNEED", None) if hasattr(mmap.mmap, "madvise") else None
+_MADV_RANDOM = getattr(mmap, "MADV_RANDOM", None) if hasattr(mmap.mmap, "madvise") else None
+_MADV_NORMAL = getattr(mmap, "MADV_NORMAL", None) if hasattr(mmap.mmap, "madvise") else None
+
+
+def advise(mm: mmap.mmap, advice: int | None) -> None:
+    """madvise the whole mapping, where the platform can; advice is only a hint, so failures are ignored."""
+    if advice is not None:
+        try:
+            mm.madvise(advice)
+        except (OSError, ValueError):
+            pass
+
+
+def fault_in_page_by_page(mm: mmap.mmap) -> None:
+    """For a mapping of a new, empty (sparse) file that is written front to back in place.
+
+    On the first fault in a file, Linux reads around the faulting page: up to read_ahead_kb (8 MiB
+    here) of the file's holes become fresh zeroed page-cache pages, all in that one fault. For a
+    6 MB consume-queue file that is its every page at once: 12-16 ms measured in this VM (where a
+    fresh page costs ~10 µs), paid by the dispatcher holding the GIL; at each further window the
+    commit-log writer paid the same inside the put lock. MADV_RANDOM turns read-around off for
+    this mapping, so each page is faulted in when the writer reaches it: the same work, in pieces
+    of one page (first entry of a new consume-queue file: 0.02-0.09 ms). Reads through the file
+    descriptor (WarmMappedFileService) still read ahead. Once the file is full, `done_writing`
+    restores the default, so readers of a file read back from disk get read-ahead again.
+    """
+    advise(mm, _MADV_RANDOM)
 
 
 def sync_file(path: str) -> None:
@@ -44,12 +71,15 @@ class MappedFile:
         fd = os.open(path, flags, 0o644)
         try:
             actual = os.fstat(fd).st_size
-            if actual == 0 and create:
+            fresh = actual == 0 and create
+            if fresh:
                 # Sparse: blocks are allocated as records land, so an empty 1 GiB file costs nothing.
                 os.ftruncate(fd, file_size)
             elif actual != file_size:
                 raise ValueError(f"{path} is {actual} bytes, expected {file_size}: not a store file of this size")
             self.mm = mmap.mmap(fd, file_size)
+            if fresh:
+                fault_in_page_by_page(self.mm)
         finally:
             # The mapping keeps a descriptor of its own; holding ours too would double the open
             # files, and a store of many small files would hit the process limit.
@@ -68,6 +98,11 @@ class MappedFile:
 
     def is_full(self) -> bool:
         return self.wrote_position >= self.file_size
+
+    def done_writing(self) -> None:
+        """The writer has moved to the next file: let page faults read ahead again (fault_in_page_by_page)."""
+        if self.available:
+            advise(self.mm, _MADV_NORMAL)
 
     def read(self, pos: int, size: int) -> bytes:
         return self.mm[pos:pos + size]

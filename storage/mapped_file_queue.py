@@ -17,7 +17,10 @@ class MappedFileQueue:
         self.file_size = file_size
         self.files: list[MappedFile] = []
         self.flushed_where = 0
-        self._lock = threading.Lock()  # guards the list against concurrent create / delete
+        self._lock = threading.Lock()  # guards the list (and the spare) against concurrent create / delete
+        # The file after the last one, created ahead of need by another thread (prepare_next_file); the
+        # writer adopts it instead of creating the file itself.
+        self._spare: MappedFile | None = None
 
     # -- loading --------------------------------------------------------------------------------
     def load(self) -> None:
@@ -60,14 +63,55 @@ class MappedFileQueue:
             create_offset = start_offset - start_offset % self.file_size
         else:
             create_offset = last.file_from_offset + self.file_size
+            last.done_writing()
         return self._create(create_offset)
 
     def _create(self, offset: int) -> MappedFile:
-        os.makedirs(self.store_path, exist_ok=True)
-        mf = MappedFile(os.path.join(self.store_path, offset_to_file_name(offset)), self.file_size)
+        with self._lock:
+            spare, self._spare = self._spare, None
+        if spare is not None and spare.file_from_offset == offset and spare.available:
+            mf = spare
+        else:
+            if spare is not None:
+                spare.close()
+            os.makedirs(self.store_path, exist_ok=True)
+            mf = MappedFile(os.path.join(self.store_path, offset_to_file_name(offset)), self.file_size)
         with self._lock:
             self.files = [*self.files, mf]
         return mf
+
+    def prepare_next_file(self) -> bool:
+        """Create the file after the last one now, off the writer's thread; the writer adopts it (_create).
+
+        Creating a file takes a handful of system calls (open, ftruncate, mmap, close), and each one
+        releases the GIL: a writer that creates its own file can wait a switch interval (5 ms) for the
+        GIL after each, 15-50 ms in all while another thread keeps putting. Returns True if it made one.
+        """
+        last = self.last()
+        if last is None or self._spare is not None:
+            return False
+        path = os.path.join(self.store_path, offset_to_file_name(last.file_from_offset + self.file_size))
+        try:
+            mf = MappedFile(path, self.file_size)
+        except OSError:  # the queue's directory went away (topic deleted): nothing to prepare
+            return False
+        with self._lock:
+            if self._spare is None and self.last() is last:
+                self._spare = mf
+                return True
+            gone = not self.files
+        # Meanwhile the writer created (and now uses) the same file itself, or the queue was destroyed.
+        if gone:
+            mf.destroy()
+        else:
+            mf.close()
+        return False
+
+    def _drop_spare(self) -> None:
+        with self._lock:
+            spare, self._spare = self._spare, None
+        if spare is not None:
+            spare.destroy()  # it never held data
 
     def find_mapped_file_by_offset(self, offset: int, return_first_on_not_found: bool = False) -> MappedFile | None:
         files = self.files  # copy-on-write list: a stable snapshot without locking
@@ -118,6 +162,7 @@ class MappedFileQueue:
                 keep.append(mf)
             else:
                 mf.destroy()
+        self._drop_spare()
         with self._lock:
             self.files = keep
         self.flushed_where = min(self.flushed_where, offset) if self.flushed_where else offset
@@ -146,8 +191,12 @@ class MappedFileQueue:
             files, self.files = self.files, []
         for mf in files:
             mf.destroy()
+        self._drop_spare()
         self.flushed_where = 0
 
     def shutdown(self) -> None:
+        # A spare never held data: delete it, so a restart finds the files as the writer left them.
+        # (After a crash it is found as an empty newest file, which recovery keeps as the one to append to.)
+        self._drop_spare()
         for mf in self.files:
             mf.close()

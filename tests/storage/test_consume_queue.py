@@ -106,3 +106,41 @@ def test_queue_spanning_files_reads_across_the_file_boundary(store):
         offset = res.next_begin_offset
     assert bodies == [f"m{i}".encode() for i in range(45, 120)]
     assert len(puts) == 120
+
+
+def test_next_file_is_made_ahead_by_the_flush_service_and_adopted_by_the_dispatcher(stores, store_root):
+    store = stores.open()
+    d = cq_dir(store_root, "TopicA", 0)
+    puts = [put_ok(store, msg(queue_id=0, body=f"a{i}".encode())) for i in range(24)]
+    assert store.wait_dispatched()
+    mfq = store.get_consume_queue("TopicA", 0).mapped_file_queue
+    store.flush_cq_service.prepare_next_files()  # what each round of the service does
+    assert mfq._spare is None and len(os.listdir(d)) == 1  # below half a file: nothing prepared
+
+    puts += [put_ok(store, msg(queue_id=0, body=f"b{i}".encode())) for i in range(6)]
+    assert store.wait_dispatched()
+    store.flush_cq_service.prepare_next_files()
+    assert len(os.listdir(d)) == 2  # 30 of 50 entries: the next file exists before it is needed
+    spare = mfq._spare
+    assert spare is not None and spare.file_from_offset == CQ_FILE_SIZE
+    assert len(mfq.files) == 1 and store.get_max_offset_in_queue("TopicA", 0) == 30  # it holds no entry yet
+
+    puts += [put_ok(store, msg(queue_id=0, body=f"c{i}".encode())) for i in range(40)]
+    assert store.wait_dispatched()
+    assert mfq.files[1] is spare  # the dispatcher took the prepared file instead of making its own
+    assert store.get_max_offset_in_queue("TopicA", 0) == 70
+    entries = read_cq_entries(store_root, "TopicA", 0)
+    assert [(p, s) for p, s, _t in entries] == [(r.wrote_offset, r.wrote_bytes) for r in puts]
+
+    # Past half of the second file, the service makes the third on its own; a clean shutdown deletes it.
+    store.shutdown()
+    store = stores.open(flush_interval_consume_queue=0.005)
+    puts += [put_ok(store, msg(queue_id=0, body=f"d{i}".encode())) for i in range(10)]
+    assert store.wait_dispatched()
+    wait_until(lambda: len(os.listdir(d)) == 3)
+    store.shutdown()
+    assert sorted(os.listdir(d)) == [f"{0:020d}", f"{CQ_FILE_SIZE:020d}"]
+    store = stores.open()
+    assert store.get_max_offset_in_queue("TopicA", 0) == 80
+    res = store.get_message("g", "TopicA", 0, 50, 4)  # the first entries of the adopted file
+    assert [m.body for m in decode_all(res.body)] == [b"c20", b"c21", b"c22", b"c23"]

@@ -17,6 +17,7 @@ from storage import DefaultMessageStore, GetMessageStatus, Message, StoreLockedE
 
 from .conftest import (
     COMMIT_LOG_FILE_SIZE,
+    CQ_FILE_SIZE,
     commit_log_files,
     msg,
     put_ok,
@@ -522,3 +523,26 @@ def test_the_same_store_object_can_be_loaded_again_after_shutdown(stores, store_
     assert len(store.query_message("TopicA", "second", 32, 0, FAR_FUTURE).buffers) == 1
     store.shutdown()
     assert not os.path.exists(os.path.join(str(store_root), "abort"))
+
+
+@pytest.mark.parametrize("last_file", ["half", "full"])
+@pytest.mark.parametrize("exit_kind", EXITS)
+def test_next_queue_file_made_ahead_and_left_by_a_crash(stores, store_root, exit_kind, last_file):
+    """The flush service creates a queue's next file ahead of the dispatcher; killed before the dispatcher
+    reached it, the store leaves a full-size file of zeros after the queue's last one."""
+    store = stores.open()
+    count = 30 if last_file == "half" else 50
+    puts = [(put_ok(store, msg(queue_id=0, body=f"m{i}".encode())), f"m{i}".encode()) for i in range(count)]
+    assert store.wait_dispatched()
+    store.shutdown()
+    cq = os.path.join(str(store_root), "consumequeue", "TopicA", "0")
+    with open(os.path.join(cq, f"{CQ_FILE_SIZE:020d}"), "wb") as f:
+        f.truncate(CQ_FILE_SIZE)
+
+    store = reopen(stores, exit_kind)
+    assert store.get_max_offset_in_queue("TopicA", 0) == count
+    more = [(put_ok(store, msg(queue_id=0, body=f"n{i}".encode())), f"n{i}".encode()) for i in range(30)]
+    assert [r.logics_offset for r, _ in more] == list(range(count, count + 30))
+    assert store.wait_dispatched()
+    assert_all_readable(store, puts + more)
+    assert_consistent(store, store_root)

@@ -22,7 +22,8 @@ class ConsumeQueue:
         self.topic = topic
         self.queue_id = queue_id
         self.file_size = file_size
-        self.mapped_file_queue = MappedFileQueue(os.path.join(root, topic, str(queue_id)), file_size)
+        self.mapped_file_queue = MappedFileQueue(os.path.join(root, topic, str(queue_id)), file_size,
+                                                 page_by_page=True)
         self.max_physic_offset = -1  # end (offset + size) of the last commit-log record indexed here
         self.min_logic_offset = 0  # in bytes
         # The delay topic's tags code holds the delivery time instead of a tag hash.

@@ -25,17 +25,17 @@ def advise(mm: mmap.mmap, advice: int | None) -> None:
 
 
 def fault_in_page_by_page(mm: mmap.mmap) -> None:
-    """For a mapping of a new, empty (sparse) file that is written front to back in place.
+    """For the mapping of a new, empty (sparse) consume-queue file, which the dispatcher writes front to back.
 
     On the first fault in a file, Linux reads around the faulting page: up to read_ahead_kb (8 MiB
     here) of the file's holes become fresh zeroed page-cache pages, all in that one fault. For a
     6 MB consume-queue file that is its every page at once: 12-16 ms measured in this VM (where a
-    fresh page costs ~10 µs), paid by the dispatcher holding the GIL; at each further window the
-    commit-log writer paid the same inside the put lock. MADV_RANDOM turns read-around off for
-    this mapping, so each page is faulted in when the writer reaches it: the same work, in pieces
-    of one page (first entry of a new consume-queue file: 0.02-0.09 ms). Reads through the file
-    descriptor (WarmMappedFileService) still read ahead. Once the file is full, `done_writing`
-    restores the default, so readers of a file read back from disk get read-ahead again.
+    fresh page costs ~10 µs), paid by the dispatcher holding the GIL. MADV_RANDOM turns read-around
+    off for this mapping, so each page is faulted in when the writer reaches it: the same work, in
+    pieces of one page (first entry of a new file: 0.02-0.09 ms). Once the file is full, `done_writing`
+    restores the default, so a reader of a file read back from disk gets read-ahead again.
+    Commit-log files keep the default: a lagging consumer reads them back from disk while they are
+    still being written, and the warm service puts their pages in the page cache ahead of the writer.
     """
     advise(mm, _MADV_RANDOM)
 
@@ -63,7 +63,7 @@ class MappedFile:
     __slots__ = ("path", "file_from_offset", "file_size", "mm", "wrote_position",
                  "flushed_position", "store_timestamp", "available")
 
-    def __init__(self, path: str, file_size: int, *, create: bool = True) -> None:
+    def __init__(self, path: str, file_size: int, *, create: bool = True, page_by_page: bool = False) -> None:
         self.path = path
         self.file_size = file_size
         self.file_from_offset = int(os.path.basename(path))
@@ -78,7 +78,7 @@ class MappedFile:
             elif actual != file_size:
                 raise ValueError(f"{path} is {actual} bytes, expected {file_size}: not a store file of this size")
             self.mm = mmap.mmap(fd, file_size)
-            if fresh:
+            if fresh and page_by_page:
                 fault_in_page_by_page(self.mm)
         finally:
             # The mapping keeps a descriptor of its own; holding ours too would double the open
@@ -100,7 +100,7 @@ class MappedFile:
         return self.wrote_position >= self.file_size
 
     def done_writing(self) -> None:
-        """The writer has moved to the next file: let page faults read ahead again (fault_in_page_by_page)."""
+        """The writer has moved on to the next file: let page faults read ahead again (fault_in_page_by_page)."""
         if self.available:
             advise(self.mm, _MADV_NORMAL)
 

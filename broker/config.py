@@ -65,6 +65,8 @@ class BrokerConfig:
     flush_interval_consume_queue: float = _f(
         1.0, "flushIntervalConsumeQueue", "ms", store="flush_interval_consume_queue"
     )
+    # pocketmq's own: a put waits for the dispatcher when it is this far behind (docs/storage.md 9.2).
+    max_dispatch_lag_bytes: int = _f(1024 * 1024, "maxDispatchLagBytes", store="max_dispatch_lag_bytes")
     file_reserved_time: float = _f(72.0, "fileReservedTime", store="file_reserved_time")  # hours
     delete_when: str = _f("04", "deleteWhen", store="delete_when")
     disk_max_used_space_ratio: int = _f(75, "diskMaxUsedSpaceRatio", store="disk_max_used_space_ratio")

@@ -47,6 +47,10 @@ class MessageStoreConfig:
     # (0 turns it off). See storage/warm_service.py and docs/storage.md.
     warm_mapped_file_ahead: int = 32 * 1024 * 1024
 
+    # A put that leaves the dispatcher more than this many bytes behind waits until it is back under half
+    # of it (0: never wait). The GIL, not the CPU, is what the dispatcher lacks: see docs/storage.md 9.2.
+    max_dispatch_lag_bytes: int = 1024 * 1024
+
     # Pull limits (DefaultMessageStore.getMessage / isTheBatchFull).
     max_transfer_count_on_message_in_memory: int = 32
     max_transfer_bytes_on_message_in_memory: int = 256 * 1024

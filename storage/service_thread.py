@@ -20,6 +20,12 @@ class ServiceThread:
     def stopped(self) -> bool:
         return self._stopped.is_set()
 
+    @property
+    def running(self) -> bool:
+        """Started, not shut down, and the caller is not the service's own thread."""
+        thread = self._thread
+        return thread is not None and not self.stopped and thread is not threading.current_thread()
+
     def start(self) -> None:
         self._stopped.clear()
         self._thread = threading.Thread(target=self._main, name=f"pocketmq-{self.name}", daemon=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 from storage import Message, decode_all
 from storage.config import parse_delay_levels
@@ -115,3 +116,29 @@ def test_a_failing_listener_does_not_stop_dispatch(store):
     assert store.wait_dispatched(timeout=10)
     assert store.get_max_offset_in_queue("TopicA", 0) == 11
     assert [c[2] for c in calls[-10:]] == list(range(2, 12))  # every message reached the listener
+
+
+def _max_lag_after_puts(store, puts: int) -> int:
+    worst = 0
+    for i in range(puts):
+        put_ok(store, msg(queue_id=i % 2, body=b"w" * 200))
+        worst = max(worst, store.dispatch_behind_bytes())
+    return worst
+
+
+def test_a_put_waits_for_a_dispatcher_further_behind_than_the_limit(stores):
+    # A listener that takes its time makes the dispatcher slower than the writer (docs/storage.md 9.2).
+    limit = 4096
+    store = stores.open(max_dispatch_lag_bytes=limit)
+    store.message_arriving_listener = lambda *args: time.sleep(0.0002)
+    worst = _max_lag_after_puts(store, 400)
+    record = store.select_one_message_by_offset(0)
+    assert worst <= limit + len(record)
+    assert store.wait_dispatched()
+    assert store.get_max_offset_in_queue("TopicA", 0) + store.get_max_offset_in_queue("TopicA", 1) == 400
+
+
+def test_without_the_limit_the_writer_runs_ahead_of_a_slow_dispatcher(stores):
+    store = stores.open(max_dispatch_lag_bytes=0)
+    store.message_arriving_listener = lambda *args: time.sleep(0.0002)
+    assert _max_lag_after_puts(store, 400) > 4096 + 400

@@ -70,7 +70,9 @@ class BrokerController:
         self.client_housekeeping_service = ClientHousekeepingService(self.producer_manager, self.consumer_manager)
         self.rebalance_lock_manager = RebalanceLockManager(config.rebalance_lock_max_live_time)
         self.schedule_message_service = ScheduleMessageService(self)
-        self.remoting_server = RemotingServer(config.bind_address or config.broker_ip1, config.listen_port)
+        self.remoting_server = RemotingServer(
+            config.bind_address or config.broker_ip1, config.listen_port, busy_poll=config.busy_poll
+        )
         self.send_message_processor = SendMessageProcessor(self)
         self.pull_message_processor = PullMessageProcessor(self)
         self.pull_request_hold_service = PullRequestHoldService(

@@ -41,7 +41,10 @@ class BrokerConfig:
     broker_name: str = _f("broker-a", "brokerName")
     broker_id: int = _f(0, "brokerId")  # 0 = master; pocketmq runs masters only (no replication)
     broker_ip1: str = _f("127.0.0.1", "brokerIP1")  # advertised to name servers and written as storeHost
-    listen_port: int = _f(10911, "listenPort")  # 0 = any free port (read BrokerController.address)
+    listen_port: int = _f(10911, "listenPort")
+    # pocketmq's own: how long the event loop keeps polling after a request, instead of sleeping until the
+    # next one wakes it (remoting/busy_poll.py). The file value is in microseconds; 0 turns it off.
+    busy_poll: float = _f(0.0002, "busyPollMicros", "us")  # 0 = any free port (read BrokerController.address)
     # Where the server binds; None = brokerIP1. RocketMQ binds 0.0.0.0; binding the advertised address is
     # the safer default for a development broker.
     bind_address: str | None = _f(None, "bindAddress")
@@ -199,6 +202,8 @@ class BrokerConfig:
                 continue
             if f.metadata.get("unit") == "ms":
                 v = round(v * 1000)
+            elif f.metadata.get("unit") == "us":
+                v = round(v * 1_000_000)
             elif isinstance(v, bool):
                 v = "true" if v else "false"
             lines.append(f"{f.metadata['key']}={v}")
@@ -238,6 +243,8 @@ def _convert(f: dataclasses.Field[Any], value: str) -> Any:
     kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
     if f.metadata.get("unit") == "ms":
         return float(value) / 1000.0
+    if f.metadata.get("unit") == "us":
+        return float(value) / 1_000_000.0
     if kind.startswith("bool"):
         low = value.lower()
         if low not in ("true", "false"):

@@ -47,6 +47,9 @@ class ClientConfig:
     rebalance_interval: float = 20.0  # RebalanceService's period (rocketmq.client.rebalance.waitInterval)
     mq_client_api_timeout: float = 3.0  # name server queries, heartbeats, offsets
     connect_timeout: float = 3.0
+    # pocketmq's own: how long the event loop keeps polling after a request goes out, instead of sleeping
+    # until the answer wakes it (remoting/busy_poll.py; 0 turns it off).
+    busy_poll: float = 0.0002
 
     def __post_init__(self) -> None:
         if not self.namesrv_addr_list():

@@ -120,7 +120,9 @@ def process_pull_response(response: RemotingCommand, addr: str | None = None) ->
 class MQClientAPIImpl:
     def __init__(self, config: ClientConfig, remoting_client: RemotingClient | None = None) -> None:
         self.config = config
-        self.remoting_client = remoting_client or RemotingClient(connect_timeout=config.connect_timeout)
+        self.remoting_client = remoting_client or RemotingClient(
+            connect_timeout=config.connect_timeout, busy_poll=config.busy_poll
+        )
         self._namesrv_addrs = config.namesrv_addr_list()
         self._namesrv_index = random.randrange(len(self._namesrv_addrs))
         self._namesrv_chosen: str | None = None

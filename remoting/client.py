@@ -24,8 +24,9 @@ class RemotingClient(Endpoint):
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         connect_timeout: float = 3.0,
         max_inflight: int = DEFAULT_MAX_INFLIGHT,
+        busy_poll: float = 0.0,
     ) -> None:
-        super().__init__(max_frame_size, max_inflight)
+        super().__init__(max_frame_size, max_inflight, busy_poll)
         self.connect_timeout = connect_timeout
         self._by_addr: dict[str, Channel] = {}
         self._connecting: dict[str, asyncio.Task[Channel]] = {}

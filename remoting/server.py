@@ -24,8 +24,9 @@ class RemotingServer(Endpoint):
         port: int = 0,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         max_inflight: int = DEFAULT_MAX_INFLIGHT,
+        busy_poll: float = 0.0,
     ) -> None:
-        super().__init__(max_frame_size, max_inflight)
+        super().__init__(max_frame_size, max_inflight, busy_poll)
         self.host = host
         self.port = port
         self._server: asyncio.Server | None = None

@@ -22,6 +22,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from types import CoroutineType
 
+from .busy_poll import busy_poller
 from .codec import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, encode
 from .codes import FLAG_ONEWAY, FLAG_RESPONSE, ResponseCode
 from .command import RemotingCommand
@@ -79,6 +80,7 @@ class Channel:
         "_unstarted",
         "_reading",
         "_reading_paused",
+        "_poller",
         "remote_address",
         "local_address",
         "attrs",
@@ -100,6 +102,7 @@ class Channel:
         self._unstarted = 0  # request tasks created but not yet running: later inline requests queue behind them
         self._reading = False  # inside data_received, which writes what was queued when it is done
         self._reading_paused = False
+        self._poller = busy_poller(endpoint.busy_poll)
         self.remote_address = format_address(transport.get_extra_info("peername"))
         self.local_address = format_address(transport.get_extra_info("sockname"))
         self.attrs: dict[str, object] = {}  # free for the application (e.g. the broker's client id)
@@ -169,6 +172,8 @@ class Channel:
                 self._transport.write(data)
             else:
                 self._write(data)
+            if self._poller is not None:
+                self._poller.poke()
             return await fut
         finally:
             timer.cancel()
@@ -332,6 +337,8 @@ class _Protocol(asyncio.Protocol):
             channel._reading = False
             if channel._out and not channel._closing:
                 channel._flush()  # what inline processors answered, in one write, without waiting a loop turn
+            if channel._poller is not None:
+                channel._poller.poke()
 
     def eof_received(self) -> bool:
         return False  # let the transport close; a half-open remoting connection is useless
@@ -354,10 +361,15 @@ class Endpoint:
     """What servers and clients share: the processor table, request dispatch and channel bookkeeping."""
 
     def __init__(
-        self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, max_inflight: int = DEFAULT_MAX_INFLIGHT
+        self,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        max_inflight: int = DEFAULT_MAX_INFLIGHT,
+        busy_poll: float = 0.0,
     ):
         self.max_frame_size = max_frame_size
         self.max_inflight = max_inflight
+        # Seconds the event loop keeps polling after a request or response (remoting/busy_poll.py); 0: never.
+        self.busy_poll = busy_poll
         self._processors: dict[int, Handler] = {}
         self._inline_processors: dict[int, InlineHandler] = {}
         self._default_processor: Handler | None = None

@@ -35,6 +35,8 @@ def test_properties_file_keys_units_and_types(tmp_path) -> None:
         "shortPollingTimeMills=100\n"
         "channelExpiredTimeout=500\n"
         "maxMessageSize=1024\n"
+        "busyPollMicros=150\n"
+        "maxDispatchLagBytes=65536\n"
     )
     c = BrokerConfig.from_properties(conf)
     assert (c.broker_cluster_name, c.broker_name, c.broker_ip1, c.listen_port) == (
@@ -48,8 +50,10 @@ def test_properties_file_keys_units_and_types(tmp_path) -> None:
     # RocketMQ's millisecond keys become seconds.
     assert (c.register_name_server_period, c.flush_consumer_offset_interval) == (0.25, 0.02)
     assert (c.short_polling_time, c.channel_expired_timeout) == (0.1, 0.5)
+    assert c.busy_poll == pytest.approx(0.00015)  # pocketmq's microsecond key
     store = c.to_store_config()
     assert store.flush_disk_type == FlushDiskType.SYNC_FLUSH and store.mapped_file_size_commit_log == 65536
+    assert store.max_dispatch_lag_bytes == 65536
     assert store.max_message_size == 1024 and store.store_path_root_dir == str(tmp_path / "store")
     assert store.store_host == "127.0.0.2"
     assert c.config_dir == str(tmp_path / "store" / "config")

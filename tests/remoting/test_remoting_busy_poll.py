@@ -1,0 +1,75 @@
+"""Busy polling: the loop keeps polling for a window after a request or response, then sleeps again."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from remoting.busy_poll import busy_poller
+from remoting.client import RemotingClient
+from remoting.command import RemotingCommand
+from remoting.server import RemotingServer
+from tests.conftest import wait_until
+
+ECHO = 2101
+
+
+async def _echo_pair(server_poll: float, client_poll: float) -> tuple[RemotingServer, RemotingClient]:
+    srv = RemotingServer(busy_poll=server_poll)
+    srv.register_inline_processor(ECHO, lambda ch, req: RemotingCommand.response_to(req, body=req.body))
+    await srv.start()
+    return srv, RemotingClient(busy_poll=client_poll)
+
+
+async def test_the_loop_polls_after_a_request_then_sleeps_again():
+    srv, cli = await _echo_pair(0.05, 0.05)
+    try:
+        response = await cli.invoke(srv.address, RemotingCommand.request(ECHO, body=b"x"), 5)
+        assert response.body == b"x"
+        poller = busy_poller(0.05)
+        assert poller is not None and poller.spinning
+        await wait_until(lambda: not poller.spinning)
+        await asyncio.sleep(0.01)
+        assert not poller.spinning  # nothing re-armed it: an idle loop sleeps
+    finally:
+        await cli.close()
+        await srv.stop()
+
+
+async def test_zero_means_no_polling():
+    srv, cli = await _echo_pair(0.0, 0.0)
+    try:
+        await cli.invoke(srv.address, RemotingCommand.request(ECHO, body=b"x"), 5)
+        assert busy_poller(0.0) is None
+        assert srv._channels and all(ch._poller is None for ch in srv._channels)
+    finally:
+        await cli.close()
+        await srv.stop()
+
+
+async def test_no_polling_while_another_loop_of_the_process_runs():
+    # Two spinning loops of one process would hand the GIL to each other at every iteration.
+    other = asyncio.new_event_loop()
+    started = threading.Event()
+    thread = threading.Thread(target=lambda: (other.call_soon(started.set), other.run_forever()), daemon=True)
+    thread.start()
+    try:
+        started.wait(5)
+        other_poller = asyncio.run_coroutine_threadsafe(_make_poller(), other).result(5)
+        srv, cli = await _echo_pair(0.05, 0.05)
+        try:
+            await cli.invoke(srv.address, RemotingCommand.request(ECHO, body=b"x"), 5)
+            poller = busy_poller(0.05)
+            assert poller is not None and poller is not other_poller
+            assert not poller.spinning
+        finally:
+            await cli.close()
+            await srv.stop()
+    finally:
+        other.call_soon_threadsafe(other.stop)
+        thread.join(5)
+        other.close()
+
+
+async def _make_poller():
+    return busy_poller(0.05)

@@ -95,14 +95,9 @@ def generate_from_list(msgs: Iterable[Message], max_message_size: int) -> Messag
         body = m.body
         if type(body) is not bytes or not 0 < len(body) <= max_message_size:
             check_body(body, max_message_size)
-            body = bytes(body)
         if PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX not in props:
             props[PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = next(uniq_ids)
-        encoded = "".join([f"{k}\x01{v}\x02" for k, v in props.items() if v is not None]).encode()
-        if len(encoded) > MAX_PROPERTIES_LENGTH:
-            raise MQClientException(f"the properties of a batched message exceed {MAX_PROPERTIES_LENGTH} bytes")
-        parts += (_HEAD.pack(_FIXED + len(body) + len(encoded), 0, 0, m.flag, len(body)), body,
-                  _SHORT.pack(len(encoded)), encoded)
+        parts += _message_parts(m)
     return MessageBatch(messages, b"".join(parts))
 
 

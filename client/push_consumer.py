@@ -33,7 +33,6 @@ from .message_listener import MessageListenerConcurrently, MessageListenerOrderl
 from .mq_client_instance import MQClientInstance
 from .push_consumer_config import PushConsumerConfig
 from .push_consumer_impl import DefaultMQPushConsumerImpl
-from .rebalance_impl import mq_sort_key
 
 _CONSUMER_FIELDS = {f.name for f in dataclasses.fields(PushConsumerConfig)}
 
@@ -128,5 +127,8 @@ class PushConsumer:
         return self.config.message_model
 
     def assigned_queues(self) -> list[MessageQueue]:
-        """The queues this consumer holds now (its share after the last rebalance), sorted."""
-        return sorted(self.impl.rebalance_impl.process_queue_table, key=mq_sort_key)
+        """The queues this consumer holds (its share as the last finished rebalance left it), sorted.
+
+        Never half a round: a rebalance in progress may have taken some of its new queues and not yet dropped
+        the old ones, and a test that waits for a split must not see that as settled."""
+        return list(self.impl.rebalance_impl.settled_queues)

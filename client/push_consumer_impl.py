@@ -228,6 +228,7 @@ class DefaultMQPushConsumerImpl:
         for pq in self.rebalance_impl.process_queue_table.values():
             pq.dropped = True
         self.rebalance_impl.process_queue_table.clear()
+        self.rebalance_impl.settled_queues = []
         await instance.shutdown()
         self._instance = None
         log.info("push consumer %s shut down", self.group)

@@ -52,6 +52,9 @@ class RebalanceImpl:
         self.subscription_inner: dict[str, SubscriptionData] = {}
         self.topic_subscribe_info_table: dict[str, list[MessageQueue]] = {}
         self.process_queue_table: dict[MessageQueue, ProcessQueue] = {}
+        # The table's queues as the last finished rebalance left them. A round takes and drops queues one at a
+        # time with a broker call between them (the start offset), so the table itself can show half a round.
+        self.settled_queues: list[MessageQueue] = []
         self._lock = asyncio.Lock()  # one rebalance at a time per consumer
 
     # --- hooks (RebalancePushImpl) -------------------------------------------------------------------------
@@ -85,6 +88,7 @@ class RebalanceImpl:
                     if not topic.startswith("%RETRY%"):
                         log.warning("rebalance of %s for group %s failed: %s", topic, self.consumer_group, e)
             self.truncate_message_queue_not_my_topic()
+            self.settled_queues = sorted(self.process_queue_table, key=mq_sort_key)
 
     async def rebalance_by_topic(self, topic: str, is_order: bool) -> None:
         mq_set = self.topic_subscribe_info_table.get(topic)
@@ -182,6 +186,7 @@ class RebalanceImpl:
     async def remove_process_queue(self, mq: MessageQueue) -> None:
         """Give up a queue now (after OFFSET_ILLEGAL); the next rebalance takes it again from the stored offset."""
         pq = self.process_queue_table.pop(mq, None)
+        self.settled_queues = [q for q in self.settled_queues if q != mq]
         if pq is not None:
             pq.dropped = True
             await self.remove_unnecessary_message_queue(mq, pq)

@@ -168,3 +168,33 @@ async def test_shutdown_hands_queues_over_at_once(push_cluster, poll) -> None:
         await poll(lambda: len(got) == 300)
     assert len({body for _, body in got}) == 300
     assert {name for name, body in got if body.startswith(b"y")} == {"b"}
+
+
+async def test_assigned_queues_never_shows_half_a_round(push_cluster, poll) -> None:
+    """A round takes its queues one by one, asking the broker for each start offset in between; what
+    assigned_queues() reports changes only when the round is over (tests wait on it for a settled split)."""
+    topic, group = unique("PushQ"), unique("PushQG")
+    consumer = make_consumer(push_cluster, group, rebalance_interval=60)
+    consumer.subscribe(topic, "*")
+    consumer.register_message_listener(lambda msgs, context: ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
+    seen_mid_round: list[tuple[int, list[int]]] = []
+    async with consumer:
+        rebalance = consumer.impl.rebalance_impl
+        compute = rebalance.compute_pull_from_where
+
+        async def observing(mq: Any) -> int:  # wraps the real call, only to look at the consumer in between
+            if mq.topic == topic:
+                held = [q.queue_id for q in rebalance.process_queue_table if q.topic == topic]
+                shown = [q.queue_id for q in consumer.assigned_queues() if q.topic == topic]
+                seen_mid_round.append((len(held), shown))
+            return await compute(mq)
+
+        rebalance.compute_pull_from_where = observing
+        # The topic appears only now, so the round that takes its queues runs with the observer in place.
+        await create_topic(push_cluster, topic, 4)
+        await poll(lambda: topic in rebalance.topic_subscribe_info_table)
+        consumer.instance.rebalance_immediately()
+        await poll(lambda: [q.queue_id for q in consumer.assigned_queues() if q.topic == topic] == [0, 1, 2, 3])
+    assert [held for held, _ in seen_mid_round] == [0, 1, 2, 3]  # the table did fill one queue at a time
+    assert all(shown == [] for _, shown in seen_mid_round)
+    assert consumer.assigned_queues() == []  # shut down: holds nothing

@@ -8,7 +8,7 @@ import time
 
 from .constants import TRANSACTION_ROLLBACK_TYPE, TRANSACTION_TYPE_MASK
 from .index_file import IndexFile
-from .java_hash import extend_hash, java_string_hash
+from .java_hash import KeyHashes, java_string_hash
 
 
 def time_millis_to_file_name(ms: int) -> str:
@@ -30,7 +30,7 @@ class IndexService:
         self.max_msgs_num_batch = max_msgs_num_batch
         self.files: list[IndexFile] = []
         self._lock = threading.Lock()
-        self._prefix_hashes: dict[bytes, int] = {}
+        self._hashes = KeyHashes()
 
     def load(self) -> None:
         self.files = []
@@ -104,15 +104,12 @@ class IndexService:
             f = self._writable_file()
         if f.index_count > 1 and phy_offset < f.end_phy_offset:
             return  # already indexed (re-dispatch after recovery)
-        prefix = self._prefix_hashes.get(topic_b)
-        if prefix is None:
-            prefix = java_string_hash(topic + "#") & 0xFFFFFFFF
-            if len(self._prefix_hashes) < 100_000:
-                self._prefix_hashes[topic_b] = prefix
-        for key in ([uniq_key] if uniq_key else []) + (keys.split(b" ") if keys else []):
+        hashes = self._hashes
+        prefix = hashes.topic_hash(topic, topic_b)
+        for key in (uniq_key, *keys.split(b" ")) if keys else (uniq_key,):
             if not key:
                 continue
-            h = extend_hash(prefix, key)
+            h = hashes.key_hash(prefix, key)
             if h is None:
                 h = java_string_hash(f"{topic}#{key.decode(errors='replace')}") & 0xFFFFFFFF
             # abs(int) of the signed value; Integer.MIN_VALUE stays negative in Java and becomes 0

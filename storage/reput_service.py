@@ -86,6 +86,7 @@ class ReputMessageService(ServiceThread):
         # Properties repeat when messages carry no unique key: map short property strings straight
         # to their tags code and skip the scan.
         self._props_codes: dict[bytes, int] = {}
+        self._rest_codes: dict[bytes, tuple[int, bytes | None]] = {}  # properties after a leading UNIQ_KEY
         self._run_structs: dict[tuple[int, int, int], struct.Struct] = {}
 
     def _tags_code_of(self, props: bytes) -> int:
@@ -105,6 +106,29 @@ class ReputMessageService(ServiceThread):
             if len(self._tags_codes) < 65536:
                 self._tags_codes[tags] = code
         return code
+
+    def _classify(self, props: bytes, indexed: bool) -> tuple[int, bytes | None, bytes | None]:
+        """(tags code, KEYS, UNIQ_KEY) of properties the cache does not hold; keys only when ``indexed``.
+
+        Every message of a producer carries its own UNIQ_KEY, so such properties never repeat; the others
+        around it do, and are cached here without it, with their tags code and KEYS.
+        """
+        i = props.find(b"UNIQ_KEY\x01")
+        if i == 0 or i > 0 and props[i - 1] == 2:
+            j = props.find(b"\x02", i)
+            uniq, rest = (props[i + 9:j], props[:i] + props[j + 1:]) if j >= 0 else (props[i + 9:], props[:i])
+            known = self._rest_codes.get(rest)
+            if known is None:
+                known = (self._tags_code_of(rest), _prop(rest, b"KEYS\x01") if rest else None)
+                if len(rest) <= 64 and len(self._rest_codes) < 4096:
+                    self._rest_codes[rest] = known
+            return (known[0], known[1], uniq) if indexed else (known[0], None, None)
+        code = self._tags_code_of(props)
+        if not indexed or (b"KEYS\x01" not in props and b"UNIQ_KEY\x01" not in props):
+            if len(props) <= 64 and len(self._props_codes) < 4096:
+                self._props_codes[props] = code
+            return code, None, None
+        return code, _prop(props, b"KEYS\x01"), _prop(props, b"UNIQ_KEY\x01")
 
     def behind(self) -> int:
         return self.store.commit_log.get_max_offset() - self.reput_from_offset
@@ -227,12 +251,9 @@ class ReputMessageService(ServiceThread):
                         break
                     code = props_codes.get(props)
                     if code is None:
-                        code = self._tags_code_of(props)
-                        keyed = index is not None and (b"KEYS\x01" in props or b"UNIQ_KEY\x01" in props)
-                        if not keyed and plen <= 64 and len(props_codes) < 4096:
-                            props_codes[props] = code
+                        code, keys, uniq = self._classify(props, index is not None)
                     else:
-                        keyed = False  # only properties without keys are cached
+                        keys = uniq = None  # only properties without keys are cached
                     if qid != cur_qid or topic_b != cur_topic:
                         if cq is not None:
                             cq.max_physic_offset = qmax
@@ -248,11 +269,8 @@ class ReputMessageService(ServiceThread):
                         code = store.delivery_timestamp(props, store_ts)
                     # Index before the queue entry: after a crash, dispatch resumes after the last queue
                     # entry, so everything up to it must already be indexed.
-                    if keyed:
-                        keys = _prop(props, b"KEYS\x01")
-                        uniq = _prop(props, b"UNIQ_KEY\x01")
-                        if keys or uniq:
-                            index.build_index_raw(cq.topic, topic_b, keys, uniq, phys, store_ts, sys_flag)
+                    if keys or uniq:
+                        index.build_index_raw(cq.topic, topic_b, keys, uniq, phys, store_ts, sys_flag)
                     if not sys_flag & TRANSACTION_PREPARED_TYPE and phys + size > qmax:
                         wp = qoff * 20 - qbase
                         if qf is not None and wp == qf.wrote_position and wp < qend:

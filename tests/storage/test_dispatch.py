@@ -142,3 +142,44 @@ def test_without_the_limit_the_writer_runs_ahead_of_a_slow_dispatcher(stores):
     store = stores.open(max_dispatch_lag_bytes=0)
     store.message_arriving_listener = lambda *args: time.sleep(0.0002)
     assert _max_lag_after_puts(store, 400) > 4096 + 400
+
+
+def test_message_ids_are_indexed_wherever_they_stand_among_the_properties(store):
+    """Producers' UNIQ_KEY is unique per message: dispatch caches the properties around it, so the tags
+    code and KEYS of the others must still come out right whatever the order."""
+    calls = []
+    store.message_arriving_listener = lambda *args: calls.append(args)
+    cases = [
+        ("first", {"UNIQ_KEY": "C0A80001000A1B2C3D4E5F6000000001", "TAGS": "T1", "KEYS": "k1"}),
+        ("last", {"TAGS": "T1", "KEYS": "k1", "UNIQ_KEY": "C0A80001000A1B2C3D4E5F6000000002"}),
+        ("middle", {"TAGS": "T2", "UNIQ_KEY": "C0A80001000A1B2C3D4E5F6000000003", "WAIT": "true"}),
+        ("alone", {"UNIQ_KEY": "C0A80001000A1B2C3D4E5F6000000004"}),
+        ("lookalike", {"XUNIQ_KEY": "nope", "TAGS": "T3", "UNIQ_KEY": "C0A80001000A1B2C3D4E5F6000000005"}),
+        ("short", {"UNIQ_KEY": "u6", "TAGS": "T1", "KEYS": "k1"}),
+        ("non-ascii", {"UNIQ_KEY": "id-é-7", "TAGS": "T1", "KEYS": "k1"}),
+        ("none", {"TAGS": "T1", "KEYS": "k1"}),
+    ]
+    for body, props in cases:
+        put_ok(store, Message(topic="TopicA", body=body.encode(), properties=props))
+    assert store.wait_dispatched()
+    assert [c[3] for c in calls] == [tags_code(props.get("TAGS")) for _, props in cases]
+
+    def found(key: str) -> list[bytes]:
+        return sorted(m.body for m in decode_all(b"".join(store.query_message("TopicA", key, 32, 0, 2**62).buffers)))
+
+    for body, props in cases:
+        if "UNIQ_KEY" in props:
+            assert found(props["UNIQ_KEY"]) == [body.encode()]
+    assert found("k1") == sorted([b"first", b"last", b"short", b"non-ascii", b"none"])
+    assert found("nope") == []  # XUNIQ_KEY is no key
+
+
+def test_many_producers_message_ids_all_indexed(store):
+    """Message ids of many producers (heads that differ) and one producer over time (tails that differ)."""
+    keys = [f"C0A800{p:02X}{p * 7:04X}ABCDEF{t:08X}{c:04X}" for p in range(40) for t, c in ((1, 1), (2**20, 9))]
+    for i, key in enumerate(keys):
+        put_ok(store, msg(body=b"%d" % i, UNIQ_KEY=key))
+    assert store.wait_dispatched()
+    for i, key in enumerate(keys):
+        res = store.query_message("TopicA", key, 32, 0, 2**62)
+        assert [m.body for m in decode_all(b"".join(res.buffers))] == [b"%d" % i]

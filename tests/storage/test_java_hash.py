@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from storage.index_file import key_hash
-from storage.java_hash import extend_hash, java_string_hash, tags_code
+from storage.java_hash import KeyHashes, extend_hash, java_string_hash, tags_code
 
 
 def naive_java_hash(s: str) -> int:
@@ -72,3 +72,16 @@ def test_index_key_hash_is_abs_and_min_value_becomes_zero():
     for s in ("TopicA#k1", "TopicA#order-77", "x" * 40):
         assert key_hash(s) == abs(naive_java_hash(s))
     assert key_hash("polygenelubricants") == 0
+
+
+@given(st.text(max_size=20), st.lists(st.text(max_size=40), max_size=30))
+def test_property_key_hashes_equal_hash_of_topic_hash_key(topic, keys):
+    hashes = KeyHashes(limit=4)  # tiny, so the cache fills and is cleared along the way
+    prefix = hashes.topic_hash(topic, topic.encode())
+    assert prefix == java_string_hash(topic + "#") & 0xFFFFFFFF
+    for key in keys + keys:  # the second pass finds cached heads
+        h = hashes.key_hash(prefix, key.encode())
+        if key.isascii():
+            assert h == java_string_hash(f"{topic}#{key}") & 0xFFFFFFFF
+        else:
+            assert h is None

@@ -41,31 +41,45 @@ def encode_message_batch(items: list[BatchItem]) -> bytes:
     return bytes(out)
 
 
-def decode_message_batch(data: bytes) -> list[BatchItem]:
-    items: list[BatchItem] = []
+def split_message_batch(data: bytes) -> tuple[list[int], list[bytes], list[bytes]]:
+    """The flags, bodies and encoded properties of a batch body, in order. Properties stay bytes (the store
+    writes them as they came); they are checked to be UTF-8, so consumers can always decode them."""
+    flags: list[int] = []
+    bodies: list[bytes] = []
+    properties: list[bytes] = []
+    unpack = _HEAD.unpack_from
     pos = 0
     end = len(data)
     while pos < end:
-        n = len(items)
+        n = len(bodies)
         if end - pos < _FIXED:
             raise MessageBatchError(f"message {n} of the batch is truncated at byte {pos}")
-        total, _magic, _crc, flag, body_len = _HEAD.unpack_from(data, pos)
-        if body_len < 0 or pos + _HEAD.size + body_len + _SHORT.size > end:
-            raise MessageBatchError(f"message {n} of the batch: body length {body_len} runs past the end")
+        total, _magic, _crc, flag, body_len = unpack(data, pos)
         body_start = pos + _HEAD.size
-        body = data[body_start : body_start + body_len]
         props_pos = body_start + body_len
-        (props_len,) = _SHORT.unpack_from(data, props_pos)
-        if props_len > 32767 or props_pos + 2 + props_len > end:
+        if body_len < 0 or props_pos + _SHORT.size > end:
+            raise MessageBatchError(f"message {n} of the batch: body length {body_len} runs past the end")
+        props_len = (data[props_pos] << 8) | data[props_pos + 1]
+        pos = props_pos + 2 + props_len
+        if props_len > 32767 or pos > end:
             raise MessageBatchError(f"message {n} of the batch: properties length {props_len} runs past the end")
         if total != _FIXED + body_len + props_len:
             raise MessageBatchError(
                 f"message {n} of the batch: TOTALSIZE {total} != 22 + body {body_len} + properties {props_len}"
             )
-        try:
-            props = data[props_pos + 2 : props_pos + 2 + props_len].decode()
-        except UnicodeDecodeError:
-            raise MessageBatchError(f"message {n} of the batch: properties are not UTF-8") from None
-        items.append(BatchItem(flag, body, props))
-        pos = props_pos + 2 + props_len
-    return items
+        props = data[props_pos + 2 : pos]
+        if not props.isascii():
+            try:
+                props.decode()
+            except UnicodeDecodeError:
+                raise MessageBatchError(f"message {n} of the batch: properties are not UTF-8") from None
+        flags.append(flag)
+        bodies.append(data[body_start:props_pos])
+        properties.append(props)
+    return flags, bodies, properties
+
+
+def decode_message_batch(data: bytes) -> list[BatchItem]:
+    """The batch's messages as items (tests and tools; the broker itself uses split_message_batch)."""
+    flags, bodies, properties = split_message_batch(data)
+    return [BatchItem(f, b, p.decode()) for f, b, p in zip(flags, bodies, properties, strict=True)]

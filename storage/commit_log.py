@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 import threading
+from itertools import repeat
 from time import time_ns
 from zlib import crc32
 
@@ -31,7 +32,7 @@ from .constants import (
 )
 from .mapped_file import MappedFile
 from .mapped_file_queue import MappedFileQueue
-from .message import Message
+from .message import Message, MessageExtBatch, raw_property
 from .results import AppendMessageResult, AppendMessageStatus, PutMessageResult, PutMessageStatus
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
@@ -127,19 +128,19 @@ class CommitLog:
         msg.topic = SCHEDULE_TOPIC
         msg.queue_id = level - 1
 
-    def _check(self, msg: Message, props_len: int) -> PutMessageResult:
-        if len(msg.topic) > TOPIC_MAX_LENGTH:
+    def _check(self, topic: str, body_len: int, props_len: int, queue_id: int) -> PutMessageResult:
+        if len(topic) > TOPIC_MAX_LENGTH:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="topic name longer than 127 chars")
-        if len(msg.body) > self.config.max_message_size:
+        if body_len > self.config.max_message_size:
             return PutMessageResult(
                 PutMessageStatus.MESSAGE_ILLEGAL,
-                remark=f"message body {len(msg.body)} bytes exceeds maxMessageSize {self.config.max_message_size}",
+                remark=f"message body {body_len} bytes exceeds maxMessageSize {self.config.max_message_size}",
             )
         if props_len > MAX_PROPERTIES_LENGTH:
             return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED,
                                     remark=f"properties {props_len} bytes exceed {MAX_PROPERTIES_LENGTH}")
-        if not 0 <= msg.queue_id <= _MAX_INT:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=f"queue id {msg.queue_id} out of range")
+        if not 0 <= queue_id <= _MAX_INT:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=f"queue id {queue_id} out of range")
         return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="topic name longer than 127 bytes")
 
     def _writable_file(self, size: int) -> MappedFile:
@@ -166,7 +167,7 @@ class CommitLog:
         blen, tlen, plen = len(body), len(topic_b), len(props_b)
         if (blen > self._max_body or plen > MAX_PROPERTIES_LENGTH or tlen > TOPIC_MAX_LENGTH
                 or not 0 <= msg.queue_id <= _MAX_INT):
-            return self._check(msg, plen)
+            return self._check(msg.topic, blen, plen, msg.queue_id)
         born_host = msg.born_host
         store_host = msg.store_host or self._store_host
         sys_flag = msg.sys_flag
@@ -203,43 +204,49 @@ class CommitLog:
         return PutMessageResult(PutMessageStatus.PUT_OK, AppendMessageResult(
             AppendMessageStatus.PUT_OK, phys, size, store_host, queue_offset, store_ts))
 
-    def put_messages(self, msgs: list[Message]) -> PutMessageResult:
-        """Append a batch atomically: one file, consecutive queue offsets (all messages share topic and queue)."""
-        if not msgs:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch")
-        first = msgs[0]
-        topic, queue_id = first.topic, first.queue_id
-        topic_b = self._topic_bytes(topic)
-        tlen = len(topic_b)
-        store_host = first.store_host or self._store_host
-        slen = len(store_host)
-        max_body = self._max_body
-        recs = []
-        props_list = []
-        flags = []
-        total = 0
-        for m in msgs:
-            props = m.properties
-            if props and PROPERTY_DELAY_TIME_LEVEL in props:
-                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="a batch cannot carry a delay level")
-            if m.properties_string is not None:
-                props_b = m.properties_string.encode()
-            else:
-                props_b = _encode_properties(props) if props else b""
-            if m.topic != topic or m.queue_id != queue_id:
+    def put_messages(self, msgs: list[Message] | MessageExtBatch) -> PutMessageResult:
+        """Append a batch atomically: one file, consecutive queue offsets (all messages share topic and queue).
+
+        The broker hands over a MessageExtBatch (shared fields once, properties already encoded); a list of
+        Messages may differ in everything but topic and queue."""
+        if isinstance(msgs, MessageExtBatch):
+            b = msgs
+            topic, queue_id, store_host = b.topic, b.queue_id, b.store_host
+            rows = zip(b.flags, b.bodies, b.properties, repeat(b.sys_flag), repeat(b.born_timestamp),
+                       repeat(b.born_host), repeat(b.reconsume_times), repeat(0))
+        elif msgs:
+            first = msgs[0]
+            topic, queue_id, store_host = first.topic, first.queue_id, first.store_host
+            if any(m.topic != topic or m.queue_id != queue_id for m in msgs):
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
                                         remark="all messages of a batch must share topic and queue")
-            key = (len(m.body), tlen, len(props_b), len(m.born_host), slen)
+            rows = [(m.flag, m.body,
+                     m.properties_string.encode() if m.properties_string is not None
+                     else _encode_properties(m.properties) if m.properties else b"",
+                     m.sys_flag, m.born_timestamp, m.born_host, m.reconsume_times, m.prepared_transaction_offset)
+                    for m in msgs]
+        else:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch")
+        topic_b = self._topic_entries.get(topic) or self._topic_bytes(topic)
+        tlen = len(topic_b)
+        store_host = store_host or self._store_host
+        slen = len(store_host)
+        max_body = self._max_body
+        records = []
+        total = 0
+        for row in rows:
+            props_b = row[2]
+            if b"DELAY\x01" in props_b and raw_property(props_b, b"DELAY\x01"):
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="a batch cannot carry a delay level")
+            key = (len(row[1]), tlen, len(props_b), len(row[5]), slen)
             if (key[0] > max_body or key[2] > MAX_PROPERTIES_LENGTH or tlen > TOPIC_MAX_LENGTH
                     or not 0 <= queue_id <= _MAX_INT):
-                return self._check(m, key[2])
+                return self._check(topic, key[0], key[2], queue_id)
             rec = _RECORDS.get(key) or _record_struct(key)
-            sys_flag = m.sys_flag
+            sys_flag = row[3]
             if sys_flag & _V6_BITS or key[3] != 8 or slen != 8:
                 sys_flag = _host_flags(sys_flag, key[3], slen)
-            recs.append(rec)
-            props_list.append(props_b)
-            flags.append(sys_flag)
+            records.append((rec, sys_flag, row))
             total += rec.size
         if total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
@@ -255,15 +262,14 @@ class CommitLog:
             first_queue_offset = queue_offset = self.topic_queue_table.get(qkey, 0)
             base = mf.file_from_offset
             mm = mf.mm
-            for m, rec, props_b, sys_flag in zip(msgs, recs, props_list, flags, strict=True):
-                body = m.body
+            for rec, sys_flag, (flag, body, props_b, _, born_ts, born_host, reconsume, prepared) in records:
                 phys = base + pos
                 append(phys)
-                rec.pack_into(mm, pos, rec.size, MESSAGE_MAGIC_CODE, crc32(body) & _CRC_MASK, queue_id, m.flag,
-                              queue_offset, phys, sys_flag, m.born_timestamp, m.born_host, store_ts, store_host,
-                              m.reconsume_times, m.prepared_transaction_offset, len(body), body, tlen, topic_b,
-                              len(props_b), props_b)
-                pos += rec.size
+                size = rec.size
+                rec.pack_into(mm, pos, size, MESSAGE_MAGIC_CODE, crc32(body) & _CRC_MASK, queue_id, flag,
+                              queue_offset, phys, sys_flag, born_ts, born_host, store_ts, store_host,
+                              reconsume, prepared, len(body), body, tlen, topic_b, len(props_b), props_b)
+                pos += size
                 queue_offset += 1
             mf.wrote_position = pos
             mf.store_timestamp = store_ts
@@ -271,7 +277,7 @@ class CommitLog:
         self.on_append()
         return PutMessageResult(PutMessageStatus.PUT_OK, AppendMessageResult(
             AppendMessageStatus.PUT_OK, offsets[0], total, store_host, first_queue_offset, store_ts,
-            msg_num=len(msgs), record_offsets=offsets))
+            msg_num=len(offsets), record_offsets=offsets))
 
     def _roll(self, mf: MappedFile) -> MappedFile:
         """END_OF_FILE: fill the rest of the file with the 8-byte blank record and start the next file."""

@@ -89,6 +89,39 @@ class Message:
 
 
 @dataclass(slots=True)
+class MessageExtBatch:
+    """A batch as the broker hands it over (RocketMQ's MessageExtBatch): messages of one topic and queue that
+    share every field but flag, body and properties, the properties already encoded (name 0x01 value 0x02),
+    as the producer sent them. The store writes them as they are: a batch of 32 costs no per-message objects.
+    """
+
+    topic: str
+    queue_id: int
+    flags: list[int]
+    bodies: list[bytes]
+    properties: list[bytes]
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: bytes = LOOPBACK_HOST
+    store_host: bytes | None = None
+    reconsume_times: int = 0
+
+    def __len__(self) -> int:
+        return len(self.bodies)
+
+
+def raw_property(props: bytes, name: bytes) -> bytes | None:
+    """The value of property ``name`` (given with its separator, as b"WAIT\x01") in encoded properties."""
+    i = props.find(name)
+    while i > 0 and props[i - 1] != 2:
+        i = props.find(name, i + 1)
+    if i < 0:
+        return None
+    j = props.find(b"\x02", i)
+    return props[i + len(name) : j if j >= 0 else len(props)]
+
+
+@dataclass(slots=True)
 class MessageExt:
     """A record decoded from the commit log (MessageExt): every stored field."""
 

@@ -28,10 +28,10 @@ from .consume_queue import ConsumeQueue
 from .flush_service import FlushConsumeQueueService, FlushRealTimeService, GroupCommitService
 from .get_message import read_queue
 from .index_service import IndexService
-from .message import Message, MessageExt
+from .message import Message, MessageExt, MessageExtBatch, raw_property
 from .message_filter import MessageFilter
 from .recovery import recover_abnormally, recover_normally
-from .reput_service import ReputMessageService, _prop
+from .reput_service import ReputMessageService
 from .results import (
     GetMessageResult,
     GetMessageStatus,
@@ -46,6 +46,13 @@ from .warm_service import WarmMappedFileService
 
 log = logging.getLogger(__name__)
 
+
+
+def _wait_store_msg_ok(msgs: list[Message] | MessageExtBatch) -> bool:
+    """WAIT (waitStoreMsgOK) of a batch, which its first message carries: False only when it says "false"."""
+    if isinstance(msgs, MessageExtBatch):
+        return raw_property(msgs.properties[0], b"WAIT\x01") != b"false"
+    return msgs[0].properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false"
 
 
 class DefaultMessageStore:
@@ -246,7 +253,7 @@ class DefaultMessageStore:
 
     def delivery_timestamp(self, props: bytes, store_ts: int) -> int:
         """Tags code of a SCHEDULE_TOPIC_XXXX entry: when the delayed message is due."""
-        raw = _prop(props, b"DELAY\x01")
+        raw = raw_property(props, b"DELAY\x01")
         try:
             level = int(raw) if raw else 0
         except ValueError:
@@ -287,9 +294,9 @@ class DefaultMessageStore:
                 self._wait_flush(result, msg.properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false")
         return result
 
-    def put_messages(self, msgs: list[Message]) -> PutMessageResult:
+    def put_messages(self, msgs: list[Message] | MessageExtBatch) -> PutMessageResult:
         """Append a batch atomically (one file, consecutive queue offsets)."""
-        topic = msgs[0].topic if msgs else ""
+        topic = msgs.topic if isinstance(msgs, MessageExtBatch) else msgs[0].topic if msgs else ""
         if not (self._writable and topic in self._valid_topics):
             bad = self._check_store_status(topic)
             if bad is not None:
@@ -298,7 +305,7 @@ class DefaultMessageStore:
         if result.is_ok:
             self._hold_for_dispatch(result)
             if self.sync_flush:
-                self._wait_flush(result, msgs[0].properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false")
+                self._wait_flush(result, _wait_store_msg_ok(msgs))
         return result
 
     def _hold_for_dispatch(self, result: PutMessageResult) -> None:
@@ -338,11 +345,11 @@ class DefaultMessageStore:
         result = bad if bad is not None else self.commit_log.put_message(msg)
         return self._after_put(result, msg.properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false")
 
-    def async_put_messages(self, msgs: list[Message]) -> Future:
-        bad = self._check_store_status(msgs[0].topic if msgs else "")
+    def async_put_messages(self, msgs: list[Message] | MessageExtBatch) -> Future:
+        topic = msgs.topic if isinstance(msgs, MessageExtBatch) else msgs[0].topic if msgs else ""
+        bad = self._check_store_status(topic)
         result = bad if bad is not None else self.commit_log.put_messages(msgs)
-        wait = bool(msgs) and msgs[0].properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false"
-        return self._after_put(result, wait)
+        return self._after_put(result, bool(msgs) and _wait_store_msg_ok(msgs))
 
     def _after_put(self, result: PutMessageResult, wait_store_msg_ok: bool) -> Future:
         out: Future = Future()

@@ -23,6 +23,7 @@ from .constants import (
 )
 from .consume_queue import CQ_ENTRY
 from .java_hash import tags_code
+from .message import raw_property
 from .service_thread import ServiceThread
 
 if TYPE_CHECKING:
@@ -56,17 +57,6 @@ _V6 = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
 ArrivingListener = Callable[[str, int, int, int, int, bytes], None]
 
 
-def _prop(props: bytes, name: bytes) -> bytes | None:
-    """The value of property `name` (given as b"NAME\\x01") in a raw properties string."""
-    i = props.find(name)
-    while i > 0 and props[i - 1] != 2:
-        i = props.find(name, i + 1)
-    if i < 0:
-        return None
-    j = props.find(b"\x02", i)
-    return props[i + len(name):j if j >= 0 else len(props)]
-
-
 class ReputMessageService(ServiceThread):
     name = "reput"
 
@@ -97,7 +87,7 @@ class ReputMessageService(ServiceThread):
             j = props.find(b"\x02", i)
             tags = props[i + 5:j] if j > 0 else props[i + 5:]
         else:
-            tags = _prop(props, b"TAGS\x01") if i > 0 else None
+            tags = raw_property(props, b"TAGS\x01") if i > 0 else None
         if not tags:
             return 0
         code = self._tags_codes.get(tags)
@@ -119,7 +109,7 @@ class ReputMessageService(ServiceThread):
             uniq, rest = (props[i + 9:j], props[:i] + props[j + 1:]) if j >= 0 else (props[i + 9:], props[:i])
             known = self._rest_codes.get(rest)
             if known is None:
-                known = (self._tags_code_of(rest), _prop(rest, b"KEYS\x01") if rest else None)
+                known = (self._tags_code_of(rest), raw_property(rest, b"KEYS\x01") if rest else None)
                 if len(rest) <= 64 and len(self._rest_codes) < 4096:
                     self._rest_codes[rest] = known
             return (known[0], known[1], uniq) if indexed else (known[0], None, None)
@@ -128,7 +118,7 @@ class ReputMessageService(ServiceThread):
             if len(props) <= 64 and len(self._props_codes) < 4096:
                 self._props_codes[props] = code
             return code, None, None
-        return code, _prop(props, b"KEYS\x01"), _prop(props, b"UNIQ_KEY\x01")
+        return code, raw_property(props, b"KEYS\x01"), raw_property(props, b"UNIQ_KEY\x01")
 
     def behind(self) -> int:
         return self.store.commit_log.get_max_offset() - self.reput_from_offset

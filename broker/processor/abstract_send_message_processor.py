@@ -14,7 +14,7 @@ from remoting.codes import PermName, ResponseCode, TopicSysFlag
 from remoting.command import RemotingCommand
 from remoting.header import SendMessageRequestHeader, SendMessageResponseHeader
 from remoting.transport import Channel, parse_address
-from storage.message import LOOPBACK_HOST, Message, pack_host
+from storage.message import LOOPBACK_HOST, Message, MessageExtBatch, pack_host
 from storage.results import PutMessageResult, PutMessageStatus
 
 from .. import topic_validator as tv
@@ -154,12 +154,12 @@ class AbstractSendMessageProcessor(BrokerProcessor):
         return fut.result() if fut.done() else await asyncio.wrap_future(fut)
 
     def put_and_answer(
-        self, msgs: Message | list[Message], request: RemotingCommand, queue_id: int
+        self, msgs: Message | MessageExtBatch, request: RemotingCommand, queue_id: int
     ) -> RemotingCommand | Awaitable[RemotingCommand]:
         """Append, then the response: at once under ASYNC_FLUSH, else an awaitable of it. Under SYNC_FLUSH the
         flush thread completes the store's future (group commit); the event loop never waits on it."""
         store = self.controller.store
-        batch = isinstance(msgs, list)
+        batch = isinstance(msgs, MessageExtBatch)
         if not store.sync_flush:
             # Nothing to wait for: the plain put returns as soon as the record is in the mapped file, without
             # the thread-safe Future the async put would build and complete for it.

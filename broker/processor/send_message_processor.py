@@ -7,7 +7,6 @@ import logging
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
-from remoting.body import TopicConfig
 from remoting.codes import PermName, RequestCode, ResponseCode, TopicSysFlag
 from remoting.command import RemotingCommand
 from remoting.header import (
@@ -24,11 +23,11 @@ from storage.constants import (
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_TYPE_MASK,
 )
-from storage.message import Message, properties_to_string, string_to_properties
+from storage.message import Message, MessageExtBatch, properties_to_string, string_to_properties
 from storage.results import PutMessageStatus
 
 from .. import topic_validator as tv
-from ..message_batch import BatchItem, MessageBatchError, decode_message_batch
+from ..message_batch import MessageBatchError, split_message_batch
 from .abstract_send_message_processor import AbstractSendMessageProcessor
 from .base import response
 
@@ -170,43 +169,27 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
                 f"the batch body size {len(body)} exceeds the maximum allowed {max_size} bytes (maxMessageSize)",
             )
         try:
-            items = decode_message_batch(body)
+            flags, bodies, properties = split_message_batch(body)
         except MessageBatchError as e:
             return response(request, ResponseCode.MESSAGE_ILLEGAL, f"bad batch body: {e}")
-        msgs = self._batch_messages(channel, header, tc, queue_id, items)
-        return self.put_and_answer(msgs, request, queue_id)
-
-    def _batch_messages(
-        self,
-        channel: Channel,
-        header: SendMessageRequestHeader,
-        tc: TopicConfig,
-        queue_id: int,
-        items: list[BatchItem],
-    ) -> list[Message]:
         sys_flag = header.sys_flag & ~TRANSACTION_PREPARED_TYPE
         if tc.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
-        born_host = self.born_host(channel)
-        store_host = self.controller.store_host
         # Each record keeps its own properties verbatim. RocketMQ 4.9.8 appends the batch header's
         # properties (CLUSTER, WAIT) to every record; we do not.
-        return [
-            Message(
-                topic=header.topic,
-                body=item.body,
-                properties=string_to_properties(item.properties),
-                queue_id=queue_id,
-                flag=item.flag,
-                sys_flag=sys_flag,
-                born_timestamp=header.born_timestamp,
-                born_host=born_host,
-                store_host=store_host,
-                reconsume_times=header.reconsume_times or 0,
-                properties_string=item.properties,
-            )
-            for item in items
-        ]
+        batch = MessageExtBatch(
+            header.topic,
+            queue_id,
+            flags,
+            bodies,
+            properties,
+            sys_flag,
+            header.born_timestamp,
+            self.born_host(channel),
+            self.controller.store_host,
+            header.reconsume_times or 0,
+        )
+        return self.put_and_answer(batch, request, queue_id)
 
     # --- consumer send-back (retry) ---
 

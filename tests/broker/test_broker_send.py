@@ -72,6 +72,11 @@ def test_batch_codec_checks_total_size_and_lengths() -> None:
         decode_message_batch(bad_total)
     with pytest.raises(MessageBatchError, match="truncated|past the end"):
         decode_message_batch(data[:-3])
+    not_utf8 = encode_message_batch([BatchItem(0, b"ab", "K\x01V\x02")]).replace(b"V", b"\xff")
+    with pytest.raises(MessageBatchError, match="not UTF-8"):
+        decode_message_batch(not_utf8)
+    utf8 = encode_message_batch([BatchItem(0, b"ab", "K\x01\u00e9\x02")])
+    assert decode_message_batch(utf8)[0].properties == "K\x01\u00e9\x02"
 
 
 async def test_bad_batches_are_message_illegal(broker, mq) -> None:

@@ -212,19 +212,23 @@ class CommitLog:
         if isinstance(msgs, MessageExtBatch):
             b = msgs
             topic, queue_id, store_host = b.topic, b.queue_id, b.store_host
-            rows = zip(b.flags, b.bodies, b.properties, repeat(b.sys_flag), repeat(b.born_timestamp),
-                       repeat(b.born_host), repeat(b.reconsume_times), repeat(0))
+            flags, bodies, props = b.flags, b.bodies, b.properties
+            sys_flags, born_tss, born_hosts = repeat(b.sys_flag), repeat(b.born_timestamp), repeat(b.born_host)
+            reconsumes, prepareds = repeat(b.reconsume_times), repeat(0)
+            if not len(flags) == len(bodies) == len(props):
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="batch lists of unequal length")
         elif msgs:
             first = msgs[0]
             topic, queue_id, store_host = first.topic, first.queue_id, first.store_host
             if any(m.topic != topic or m.queue_id != queue_id for m in msgs):
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
                                         remark="all messages of a batch must share topic and queue")
-            rows = [(m.flag, m.body,
-                     m.properties_string.encode() if m.properties_string is not None
-                     else _encode_properties(m.properties) if m.properties else b"",
-                     m.sys_flag, m.born_timestamp, m.born_host, m.reconsume_times, m.prepared_transaction_offset)
-                    for m in msgs]
+            flags, bodies = [m.flag for m in msgs], [m.body for m in msgs]
+            props = [m.properties_string.encode() if m.properties_string is not None
+                     else _encode_properties(m.properties) if m.properties else b"" for m in msgs]
+            sys_flags, born_tss = [m.sys_flag for m in msgs], [m.born_timestamp for m in msgs]
+            born_hosts, reconsumes = [m.born_host for m in msgs], [m.reconsume_times for m in msgs]
+            prepareds = [m.prepared_transaction_offset for m in msgs]
         else:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch")
         topic_b = self._topic_entries.get(topic) or self._topic_bytes(topic)
@@ -232,21 +236,22 @@ class CommitLog:
         store_host = store_host or self._store_host
         slen = len(store_host)
         max_body = self._max_body
-        records = []
+        recs = []
+        written_flags = []
         total = 0
-        for row in rows:
-            props_b = row[2]
+        # strict=False: a MessageExtBatch's shared fields are endless repeats; the lists are of equal length.
+        for body, props_b, host, sys_flag in zip(bodies, props, born_hosts, sys_flags, strict=False):
             if b"DELAY\x01" in props_b and raw_property(props_b, b"DELAY\x01"):
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="a batch cannot carry a delay level")
-            key = (len(row[1]), tlen, len(props_b), len(row[5]), slen)
+            key = (len(body), tlen, len(props_b), len(host), slen)
             if (key[0] > max_body or key[2] > MAX_PROPERTIES_LENGTH or tlen > TOPIC_MAX_LENGTH
                     or not 0 <= queue_id <= _MAX_INT):
                 return self._check(topic, key[0], key[2], queue_id)
             rec = _RECORDS.get(key) or _record_struct(key)
-            sys_flag = row[3]
             if sys_flag & _V6_BITS or key[3] != 8 or slen != 8:
                 sys_flag = _host_flags(sys_flag, key[3], slen)
-            records.append((rec, sys_flag, row))
+            recs.append(rec)
+            written_flags.append(sys_flag)
             total += rec.size
         if total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
@@ -262,12 +267,14 @@ class CommitLog:
             first_queue_offset = queue_offset = self.topic_queue_table.get(qkey, 0)
             base = mf.file_from_offset
             mm = mf.mm
-            for rec, sys_flag, (flag, body, props_b, _, born_ts, born_host, reconsume, prepared) in records:
+            for rec, sys_flag, flag, body, props_b, born_ts, host, reconsume, prepared in zip(
+                    recs, written_flags, flags, bodies, props, born_tss, born_hosts, reconsumes, prepareds,
+                    strict=False):
                 phys = base + pos
                 append(phys)
                 size = rec.size
                 rec.pack_into(mm, pos, size, MESSAGE_MAGIC_CODE, crc32(body) & _CRC_MASK, queue_id, flag,
-                              queue_offset, phys, sys_flag, born_ts, born_host, store_ts, store_host,
+                              queue_offset, phys, sys_flag, born_ts, host, store_ts, store_host,
                               reconsume, prepared, len(body), body, tlen, topic_b, len(props_b), props_b)
                 pos += size
                 queue_offset += 1

@@ -47,7 +47,6 @@ from .warm_service import WarmMappedFileService
 log = logging.getLogger(__name__)
 
 
-
 def _wait_store_msg_ok(msgs: list[Message] | MessageExtBatch) -> bool:
     """WAIT (waitStoreMsgOK) of a batch, which its first message carries: False only when it says "false"."""
     if isinstance(msgs, MessageExtBatch):

@@ -496,7 +496,12 @@ def main(argv: list[str] | None = None) -> None:
             get_row, index_row = bench_size(root, size, n, args.repeat, figures, put_rows)
             get_rows.append(["get", "tags", *get_row])
             index_rows.append(["query", "keys", *index_row])
-        rates, flat_lags = bench_flatness(root, flat_file, 10)
+        # Per file, the best of --repeat passes, as for the put figures: one pass's slow file is the VM's
+        # noise more often than not (bench/README.md); a slowdown that comes with the file count shows in all.
+        passes = [bench_flatness(root, flat_file, 10) for _ in range(args.repeat)]
+        rates = [max(p[0][i] for p in passes) for i in range(10)]
+        worst = [min(p[0][i] for p in passes) for i in range(10)]
+        flat_lags = [max(p[1][i] for p in passes) for i in range(10)]
         rec = bench_recovery(root, recovery_size, recovery_body)
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -511,11 +516,14 @@ def main(argv: list[str] | None = None) -> None:
           ["", "", "body B", "msgs/s", "MB/s", "major faults"], get_rows)
     table("Index query: query_message(key) for random existing KEYS",
           ["", "", "body B", "keys", "p50 µs", "p99 µs", "hit rate", "major faults"], index_rows)
-    table(f"Append flatness: batch-32 put, 100 B TAGS, {human(flat_file)} commit-log files, dispatch lag at each"
-          " file's end", ["file", "", "msgs/s", "lag KiB"],
-          [[i + 1, "", r, lag / 1024] for i, (r, lag) in enumerate(zip(rates, flat_lags, strict=True))])
+    table(f"Append flatness: batch-32 put, 100 B TAGS, {human(flat_file)} commit-log files; msgs/s of each file,"
+          f" best and worst of {args.repeat} passes; dispatch lag at each file's end (the most of any pass)",
+          ["file", "", "msgs/s", "worst", "lag KiB"],
+          [[i + 1, "", r, w, lag / 1024] for i, (r, w, lag) in enumerate(zip(rates, worst, flat_lags, strict=True))])
     spread = (max(rates) - min(rates)) / statistics.mean(rates)
-    print(f"  file 10 / file 1 = {rates[-1] / rates[0]:.3f}; spread (max - min) / mean = {spread:.3f}")
+    worst_spread = (max(worst) - min(worst)) / statistics.mean(worst)
+    print(f"  file 10 / file 1 = {rates[-1] / rates[0]:.3f}; spread (max - min) / mean = {spread:.3f}"
+          f" (of the worst passes: {worst_spread:.3f})")
 
     label = human(recovery_size).replace(" ", "").lower()
     scaled = "" if recovery_size == 1 << 30 else " (scaled down from 1 GiB for --quick)"
@@ -553,6 +561,7 @@ def main(argv: list[str] | None = None) -> None:
         "append_rate_file1": round(rates[0]),
         "append_rate_file10": round(rates[-1]),
         "append_flat_spread": round(spread, 3),
+        "append_flat_spread_worst": round(worst_spread, 3),
         f"recovery_{label}_abnormal_s": round(rec["abnormal"][0], 3),
         f"restart_{label}_normal_s": round(rec["normal"][0], 3),
         "recovery_body_size": recovery_body,

@@ -42,6 +42,9 @@ _CRC_MASK = 0x7FFFFFFF
 _MAX_INT = 0x7FFFFFFF
 _V6_BITS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
 _NOT_COUNTED = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
+# Reading an Enum member off its class runs Python code in 3.11 (~70 ns): the put path reads these.
+_PUT_OK = PutMessageStatus.PUT_OK
+_APPEND_OK = AppendMessageStatus.PUT_OK
 
 
 def _nothing() -> None:
@@ -71,19 +74,6 @@ def _encode_properties(props: dict[str, str]) -> bytes:
     return "".join([f"{k}\x01{v}\x02" for k, v in props.items()]).encode()
 
 
-_RECORDS: dict[tuple[int, int, int, int, int], struct.Struct] = {}
-
-
-def _record_struct(key: tuple[int, int, int, int, int]) -> struct.Struct:
-    """One struct for a whole record of this shape (body, topic, properties and host lengths), so
-    the put path writes a record with a single pack_into. Shapes repeat, so the cache hits."""
-    blen, tlen, plen, born, store = key
-    if len(_RECORDS) >= 4096:
-        _RECORDS.clear()
-    rec = _RECORDS[key] = struct.Struct(f">iIiiiqqiq{born}sq{store}siqi{blen}sB{tlen}sh{plen}s")
-    return rec
-
-
 class CommitLog:
     def __init__(self, config: MessageStoreConfig) -> None:
         self.config = config
@@ -98,6 +88,9 @@ class CommitLog:
         self._last_store_timestamp = 0
         self._max_body = config.max_message_size
         self._current: MappedFile | None = None  # the file being appended to
+        # One struct per record shape (body, topic, properties, born host and store host lengths) packs a
+        # whole record with one pack_into. Only shapes this log accepts get in, so a hit needs no size checks.
+        self._shapes: dict[tuple[int, int, int, int, int], struct.Struct] = {}
         # Called (outside the put lock) after every successful append: wakes the dispatcher.
         self.on_append = _nothing
 
@@ -128,20 +121,27 @@ class CommitLog:
         msg.topic = SCHEDULE_TOPIC
         msg.queue_id = level - 1
 
-    def _check(self, topic: str, body_len: int, props_len: int, queue_id: int) -> PutMessageResult:
-        if len(topic) > TOPIC_MAX_LENGTH:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="topic name longer than 127 chars")
-        if body_len > self.config.max_message_size:
-            return PutMessageResult(
-                PutMessageStatus.MESSAGE_ILLEGAL,
-                remark=f"message body {body_len} bytes exceeds maxMessageSize {self.config.max_message_size}",
-            )
-        if props_len > MAX_PROPERTIES_LENGTH:
-            return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED,
-                                    remark=f"properties {props_len} bytes exceed {MAX_PROPERTIES_LENGTH}")
-        if not 0 <= queue_id <= _MAX_INT:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=f"queue id {queue_id} out of range")
-        return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="topic name longer than 127 bytes")
+    def _new_shape(self, topic: str, key: tuple[int, int, int, int, int]) -> tuple[struct.Struct | None,
+                                                                                 PutMessageResult | None]:
+        """(the struct of a record of this shape, None), cached; or (None, why it cannot be written)."""
+        blen, tlen, plen, born, store = key
+        rec = struct.Struct(f">iIiiiqqiq{born}sq{store}siqi{blen}sB{tlen}sh{plen}s")
+        status = PutMessageStatus.MESSAGE_ILLEGAL
+        if len(topic) > TOPIC_MAX_LENGTH or tlen > TOPIC_MAX_LENGTH:
+            why = f"topic name longer than {TOPIC_MAX_LENGTH} chars or bytes"
+        elif blen > self._max_body:
+            why = f"message body {blen} bytes exceeds maxMessageSize {self._max_body}"
+        elif plen > MAX_PROPERTIES_LENGTH:
+            status = PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+            why = f"properties {plen} bytes exceed {MAX_PROPERTIES_LENGTH}"
+        elif rec.size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            why = f"record of {rec.size} bytes does not fit a commit log file"
+        else:
+            if len(self._shapes) >= 4096:
+                self._shapes.clear()
+            self._shapes[key] = rec
+            return rec, None
+        return None, PutMessageResult(status, remark=why)
 
     def _writable_file(self, size: int) -> MappedFile:
         """The current file if `size` bytes (plus the blank record) still fit, else the next one."""
@@ -158,29 +158,25 @@ class CommitLog:
         if props and PROPERTY_DELAY_TIME_LEVEL in props:
             self._reroute_delay(msg)
             props = msg.properties
-        if msg.properties_string is not None:
-            props_b = msg.properties_string.encode()
-        else:
-            props_b = _encode_properties(props) if props else b""
-        body = msg.body
-        topic_b = self._topic_entries.get(msg.topic) or self._topic_bytes(msg.topic)
-        blen, tlen, plen = len(body), len(topic_b), len(props_b)
-        if (blen > self._max_body or plen > MAX_PROPERTIES_LENGTH or tlen > TOPIC_MAX_LENGTH
-                or not 0 <= msg.queue_id <= _MAX_INT):
-            return self._check(msg.topic, blen, plen, msg.queue_id)
-        born_host = msg.born_host
+        topic, queue_id, body, born_host = msg.topic, msg.queue_id, msg.body, msg.born_host
+        ps = msg.properties_string
+        props_b = ps.encode() if ps is not None else _encode_properties(props) if props else b""
+        topic_b = self._topic_entries.get(topic) or self._topic_bytes(topic)
         store_host = msg.store_host or self._store_host
+        key = (len(body), len(topic_b), len(props_b), len(born_host), len(store_host))
+        rec = self._shapes.get(key)
+        if rec is None:
+            rec, refused = self._new_shape(topic, key)
+            if refused is not None:
+                return refused
+        if not 0 <= queue_id <= _MAX_INT:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=f"queue id {queue_id} out of range")
         sys_flag = msg.sys_flag
-        key = (blen, tlen, plen, len(born_host), len(store_host))
-        rec = _RECORDS.get(key) or _record_struct(key)
-        size = rec.size
         if sys_flag & _V6_BITS or key[3] != 8 or key[4] != 8:
             sys_flag = _host_flags(sys_flag, key[3], key[4])
-        if size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
-                                    remark=f"record of {size} bytes does not fit a commit log file")
+        size = rec.size
         crc = crc32(body) & _CRC_MASK
-        qkey = (msg.topic, msg.queue_id)
+        qkey = (topic, queue_id)
         counted = not sys_flag & TRANSACTION_PREPARED_TYPE  # prepared and rollback records take no queue slot
         with self.put_lock:
             mf = self._current
@@ -193,16 +189,16 @@ class CommitLog:
             self._last_store_timestamp = store_ts
             queue_offset = self.topic_queue_table.get(qkey, 0) if counted else 0
             phys = mf.file_from_offset + pos
-            rec.pack_into(mf.mm, pos, size, MESSAGE_MAGIC_CODE, crc, msg.queue_id, msg.flag, queue_offset, phys,
+            rec.pack_into(mf.mm, pos, size, MESSAGE_MAGIC_CODE, crc, queue_id, msg.flag, queue_offset, phys,
                           sys_flag, msg.born_timestamp, born_host, store_ts, store_host, msg.reconsume_times,
-                          msg.prepared_transaction_offset, blen, body, tlen, topic_b, plen, props_b)
+                          msg.prepared_transaction_offset, key[0], body, key[1], topic_b, key[2], props_b)
             mf.wrote_position = pos + size
             mf.store_timestamp = store_ts
             if counted:
                 self.topic_queue_table[qkey] = queue_offset + 1
         self.on_append()
-        return PutMessageResult(PutMessageStatus.PUT_OK, AppendMessageResult(
-            AppendMessageStatus.PUT_OK, phys, size, store_host, queue_offset, store_ts))
+        return PutMessageResult(_PUT_OK, AppendMessageResult(_APPEND_OK, phys, size, store_host, queue_offset,
+                                                             store_ts))
 
     def put_messages(self, msgs: list[Message] | MessageExtBatch) -> PutMessageResult:
         """Append a batch atomically: one file, consecutive queue offsets (all messages share topic and queue).
@@ -235,7 +231,9 @@ class CommitLog:
         tlen = len(topic_b)
         store_host = store_host or self._store_host
         slen = len(store_host)
-        max_body = self._max_body
+        if not 0 <= queue_id <= _MAX_INT:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=f"queue id {queue_id} out of range")
+        shapes = self._shapes
         recs = []
         written_flags = []
         total = 0
@@ -244,10 +242,11 @@ class CommitLog:
             if b"DELAY\x01" in props_b and raw_property(props_b, b"DELAY\x01"):
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="a batch cannot carry a delay level")
             key = (len(body), tlen, len(props_b), len(host), slen)
-            if (key[0] > max_body or key[2] > MAX_PROPERTIES_LENGTH or tlen > TOPIC_MAX_LENGTH
-                    or not 0 <= queue_id <= _MAX_INT):
-                return self._check(topic, key[0], key[2], queue_id)
-            rec = _RECORDS.get(key) or _record_struct(key)
+            rec = shapes.get(key)
+            if rec is None:
+                rec, refused = self._new_shape(topic, key)
+                if refused is not None:
+                    return refused
             if sys_flag & _V6_BITS or key[3] != 8 or slen != 8:
                 sys_flag = _host_flags(sys_flag, key[3], slen)
             recs.append(rec)
@@ -282,8 +281,8 @@ class CommitLog:
             mf.store_timestamp = store_ts
             self.topic_queue_table[qkey] = queue_offset
         self.on_append()
-        return PutMessageResult(PutMessageStatus.PUT_OK, AppendMessageResult(
-            AppendMessageStatus.PUT_OK, offsets[0], total, store_host, first_queue_offset, store_ts,
+        return PutMessageResult(_PUT_OK, AppendMessageResult(
+            _APPEND_OK, offsets[0], total, store_host, first_queue_offset, store_ts,
             msg_num=len(offsets), record_offsets=offsets))
 
     def _roll(self, mf: MappedFile) -> MappedFile:

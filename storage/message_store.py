@@ -45,6 +45,7 @@ from .validators import topic_error
 from .warm_service import WarmMappedFileService
 
 log = logging.getLogger(__name__)
+_PUT_OK = PutMessageStatus.PUT_OK  # (an Enum member read off its class costs ~70 ns in 3.11)
 
 
 def _wait_store_msg_ok(msgs: list[Message] | MessageExtBatch) -> bool:
@@ -262,10 +263,6 @@ class DefaultMessageStore:
         return store_ts + self.delay_levels[min(level, len(self.delay_levels)) - 1]
 
     # -- put --------------------------------------------------------------------------------------
-    @property
-    def _writable(self) -> bool:
-        return self._running and not self.running_flags.flag
-
     def _check_store_status(self, topic: str) -> PutMessageResult | None:
         if not self._running:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="the message store is not running")
@@ -282,13 +279,15 @@ class DefaultMessageStore:
 
     def put_message(self, msg: Message) -> PutMessageResult:
         """Append one message. Under SYNC_FLUSH this returns once the flush covers it."""
-        if not (self._writable and msg.topic in self._valid_topics):
+        if not (self._running and not self.running_flags.flag and msg.topic in self._valid_topics):
             bad = self._check_store_status(msg.topic)
             if bad is not None:
                 return bad
         result = self.commit_log.put_message(msg)
-        if result.is_ok:
-            self._hold_for_dispatch(result)
+        if result.status is _PUT_OK or result.is_ok:
+            ar = result.append_result
+            if ar.wrote_offset + ar.wrote_bytes - self.reput_service.reput_from_offset > self._max_dispatch_lag > 0:
+                self._hold_for_dispatch(result)
             if self.sync_flush:
                 self._wait_flush(result, msg.properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false")
         return result
@@ -296,7 +295,7 @@ class DefaultMessageStore:
     def put_messages(self, msgs: list[Message] | MessageExtBatch) -> PutMessageResult:
         """Append a batch atomically (one file, consecutive queue offsets)."""
         topic = msgs.topic if isinstance(msgs, MessageExtBatch) else msgs[0].topic if msgs else ""
-        if not (self._writable and topic in self._valid_topics):
+        if not (self._running and not self.running_flags.flag and topic in self._valid_topics):
             bad = self._check_store_status(topic)
             if bad is not None:
                 return bad

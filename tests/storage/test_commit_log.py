@@ -21,6 +21,7 @@ from .conftest import (
     put_ok,
     read_cq_entries,
     scan_commit_log,
+    small_config,
 )
 
 
@@ -190,6 +191,31 @@ def test_oversized_body_is_illegal_with_remark_and_store_keeps_working(stores):
     assert after.wrote_offset == ok.wrote_offset + ok.wrote_bytes
     assert store.wait_dispatched()
     assert store.get_message("g", "TopicA", 0, 0, 32).message_count == 2
+
+
+def test_refused_shape_stays_refused_and_limits_are_per_store(stores, tmp_path):
+    # The put path caches a struct per record shape and skips the size checks on a hit: a refused shape
+    # must never get in, and one store's accepted shapes must not pass another's smaller limit.
+    big = stores.open(max_message_size=4096)
+    put_ok(big, msg(body=b"a" * 3000))
+    small = stores.open(small_config(tmp_path / "small", max_message_size=2048))
+    for _ in range(3):
+        r = small.put_message(msg(body=b"a" * 3000))
+        assert r.status == PutMessageStatus.MESSAGE_ILLEGAL and "3000" in r.remark
+        r = small.put_messages([msg(body=b"a" * 3000)])
+        assert r.status == PutMessageStatus.MESSAGE_ILLEGAL
+    assert small.get_max_phy_offset() == 0
+    put_ok(big, msg(body=b"a" * 3000))
+
+
+@pytest.mark.parametrize("queue_id", [-1, 2**31])
+def test_queue_id_out_of_range_is_illegal(store, queue_id):
+    put_ok(store, msg(queue_id=0))  # the shape is known now: the queue id is still checked
+    r = store.put_message(msg(queue_id=queue_id))
+    assert r.status == PutMessageStatus.MESSAGE_ILLEGAL and "queue id" in r.remark
+    r = store.put_messages([msg(queue_id=queue_id)])
+    assert r.status == PutMessageStatus.MESSAGE_ILLEGAL and "queue id" in r.remark
+    assert store.wait_dispatched() and store.get_max_offset_in_queue("TopicA", 0) == 1
 
 
 def test_record_bigger_than_a_commit_log_file_is_illegal(store):

@@ -27,6 +27,7 @@ log = logging.getLogger("broker")
 
 _FAQ = " See http://rocketmq.apache.org/docs/faq/ for further details."
 
+_PUT_OK, _SUCCESS = PutMessageStatus.PUT_OK, ResponseCode.SUCCESS
 # PutMessageStatus -> (response code, remark) for the refusals (handlePutMessageResult, RocketMQ 4.9.8).
 _STORED = {
     PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
@@ -178,7 +179,9 @@ class AbstractSendMessageProcessor(BrokerProcessor):
     def handle_put_message_result(
         self, result: PutMessageResult, request: RemotingCommand, queue_id: int
     ) -> RemotingCommand:
-        code = _STORED.get(result.status)
+        status = result.status
+        # (an Enum's hash runs Python code: the common answer is found by identity)
+        code = _SUCCESS if status is _PUT_OK else _STORED.get(status)
         if code is not None:
             ar = result.append_result
             assert ar is not None

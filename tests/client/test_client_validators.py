@@ -67,6 +67,17 @@ def test_body_at_the_limit_passes() -> None:
     check_message(Message("T", b"x" * MAX), MAX)
 
 
+def test_a_topic_accepted_before_still_gets_its_body_checked() -> None:
+    # check_message remembers topics it accepted (no regex next time); the body checks must still run.
+    check_message(Message("Known", b"x"), MAX)
+    for body, fragment in [(b"", "length is zero"), (b"x" * (MAX + 1), "over max value"), ("text", "must be bytes"),
+                           (None, "body is null")]:
+        with pytest.raises(MQClientException, match=fragment):
+            check_message(Message("Known", body), MAX)  # type: ignore[arg-type]
+    with pytest.raises(MQClientException, match="topic is blank"):  # not a str: refused, not a TypeError
+        check_message(Message(["Known"], b"x"), MAX)  # type: ignore[arg-type]
+
+
 def test_system_property_names_are_reserved() -> None:
     with pytest.raises(ValueError, match="Used by system"):
         Message("T", b"x", properties={"UNIQ_KEY": "forged"})

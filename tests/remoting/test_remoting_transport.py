@@ -173,6 +173,27 @@ async def test_invoke_times_out_and_a_late_answer_is_ignored(
     assert client_channel._pending == {}
 
 
+async def test_short_timeout_expires_behind_a_long_one_and_each_on_its_own(
+    app: App, server: RemotingServer, client: RemotingClient, poll: Callable
+) -> None:
+    # Timeouts share one scan per channel, timed for the earliest deadline: a short invoke sent after a
+    # long one must still expire on time, and the long one must stay pending until answered.
+    long_wait = asyncio.create_task(client.invoke(server.address, RemotingCommand.request(PARK), GUARD * 4))
+    await poll(lambda: len(app.parked) == 1)
+    for _ in range(3):
+        await assert_serving(client, server.address)  # answered invokes leave nothing to expire
+    with pytest.raises(RemotingTimeoutError, match="within 0.05s"):  # GUARD: long before the 20 s one's deadline
+        await asyncio.wait_for(client.invoke(server.address, RemotingCommand.request(PARK), 0.05), GUARD)
+    with pytest.raises(RemotingTimeoutError):
+        await asyncio.wait_for(client.invoke(server.address, RemotingCommand.request(PARK), 0.02), GUARD)
+    assert not long_wait.done()
+    channel, request = app.parked[0]
+    channel.send_response(RemotingCommand.response_to(request, ResponseCode.PULL_NOT_FOUND))
+    assert (await long_wait).code == ResponseCode.PULL_NOT_FOUND
+    client_channel = await client.get_channel(server.address)
+    assert client_channel._pending == {}
+
+
 async def test_oneway_requests_get_no_response(app: App, server: RemotingServer, poll: Callable) -> None:
     reader, writer = await raw_connect(server.address)
     oneway = RemotingCommand.request(

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 import uvloop
+
+from remoting.client import RemotingClient
+from remoting.server import RemotingServer
 
 
 def pytest_asyncio_loop_factories(
@@ -15,3 +19,24 @@ def pytest_asyncio_loop_factories(
     return {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
 
 
+@pytest.fixture
+def server_options() -> dict[str, Any]:
+    """RemotingServer keyword arguments; a module overrides this fixture to change them."""
+    return {}
+
+
+@pytest.fixture
+async def server(app: Any, server_options: dict[str, Any]) -> AsyncIterator[RemotingServer]:
+    """A started server with the module's ``app`` fixture's processors installed."""
+    srv = RemotingServer(**server_options)
+    app.install(srv)
+    await srv.start()
+    yield srv
+    await srv.stop()
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[RemotingClient]:
+    c = RemotingClient()
+    yield c
+    await c.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import pytest
 
@@ -68,22 +68,6 @@ class App:
 @pytest.fixture
 def app() -> App:
     return App()
-
-
-@pytest.fixture
-async def server(app: App) -> AsyncIterator[RemotingServer]:
-    srv = RemotingServer()
-    app.install(srv)
-    await srv.start()
-    yield srv
-    await srv.stop()
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    c = RemotingClient()
-    yield c
-    await c.close()
 
 
 async def read_commands(reader: asyncio.StreamReader, n: int) -> list[RemotingCommand]:

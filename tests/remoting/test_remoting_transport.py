@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
+from typing import Any
 
 import msgpack
 import pytest
@@ -80,19 +81,8 @@ def app() -> App:
 
 
 @pytest.fixture
-async def server(app: App) -> AsyncIterator[RemotingServer]:
-    srv = RemotingServer(max_frame_size=8192)
-    app.install(srv)
-    await srv.start()
-    yield srv
-    await srv.stop()
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    c = RemotingClient()
-    yield c
-    await c.close()
+def server_options() -> dict[str, Any]:
+    return {"max_frame_size": 8192}  # small, so the size limits are cheap to hit
 
 
 async def raw_connect(addr: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:

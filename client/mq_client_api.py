@@ -22,8 +22,8 @@ from remoting.client_body import (
     LockBatchResponseBody,
     MessageQueue,
 )
-from remoting.codes import RequestCode, ResponseCode
-from remoting.command import RemotingCommand
+from remoting.codes import FLAG_ONEWAY, RequestCode, ResponseCode
+from remoting.command import RemotingCommand, next_opaque
 from remoting.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 from remoting.header import (
     ConsumerSendMsgBackRequestHeader,
@@ -43,10 +43,10 @@ from remoting.header import (
     SearchOffsetRequestHeader,
     SearchOffsetResponseHeader,
     SendMessageRequestHeader,
-    SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
+    send_message_v2_ext,
 )
 from storage.codec import CorruptRecordError, decode_all
 from storage.message import MessageExt
@@ -79,10 +79,15 @@ class PullResultExt(PullResult):
     message_binary: bytes | None = None
 
 
+_SEND_MESSAGE_V2, _SEND_BATCH_MESSAGE = int(RequestCode.SEND_MESSAGE_V2), int(RequestCode.SEND_BATCH_MESSAGE)
+
+
 def build_send_request(header: SendMessageRequestHeader, body: bytes, oneway: bool = False) -> RemotingCommand:
     """SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE for a batch) with the single-letter V2 header."""
-    code = RequestCode.SEND_BATCH_MESSAGE if header.batch else RequestCode.SEND_MESSAGE_V2
-    return RemotingCommand.request(code, SendMessageRequestHeaderV2.from_v1(header), body, oneway=oneway)
+    code = _SEND_BATCH_MESSAGE if header.batch else _SEND_MESSAGE_V2
+    # RemotingCommand.request would copy the ext map; this one is fresh and holds no None.
+    return RemotingCommand(code=code, opaque=next_opaque(), flag=FLAG_ONEWAY if oneway else 0,
+                           ext_fields=send_message_v2_ext(header), body=body)
 
 
 def process_send_response(

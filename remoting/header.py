@@ -135,8 +135,14 @@ def from_ext(cls: type[T], ext: Mapping[str, object] | None) -> T:
 _CODECS: dict[type, tuple[Callable[[Any], dict[str, object]], Callable[[Mapping[str, object]], Any]]] = {}
 
 
-def _compile(cls: type) -> tuple[Callable[[Any], dict[str, object]], Callable[[Mapping[str, object]], Any]]:
+def _compile(
+    cls: type, wire_names: Mapping[str, str] | None = None
+) -> tuple[Callable[[Any], dict[str, object]], Callable[[Mapping[str, object]], Any]]:
+    """The class's (to_ext, from_ext); with ``wire_names`` (attribute -> wire name, for every field) a pair
+    under those names instead, built each call (the caller keeps it)."""
     specs = _specs(cls)
+    if wire_names is not None:
+        specs = tuple(dataclasses.replace(spec, wire=wire_names[spec.attr]) for spec in specs)
     fields = {f.name: f for f in dataclasses.fields(cls)}
     if not all(f.init for f in fields.values()):
         raise TypeError(f"{cls.__name__}: header fields must all be __init__ arguments")
@@ -175,7 +181,9 @@ def _compile(cls: type) -> tuple[Callable[[Any], dict[str, object]], Callable[[M
     to_lines += ["    return ext"]
     from_lines += [f"    return cls({', '.join(args)})"]
     exec("\n".join(to_lines + from_lines), ns)  # code built from the dataclass's own field specs
-    codec = _CODECS[cls] = (ns["to_ext"], ns["from_ext"])
+    codec = (ns["to_ext"], ns["from_ext"])
+    if wire_names is None:
+        _CODECS[cls] = codec
     return codec
 
 
@@ -327,6 +335,19 @@ class SendMessageRequestHeaderV2(CommandHeader):
 _V2_SEND_CODES = frozenset(
     {RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2}
 )
+# The V1 header's fields under the V2 wire names, so that a send's header goes between the V1 dataclass and
+# the single-letter map without a SendMessageRequestHeaderV2 in between (every send would build one).
+_V1_AS_V2 = {
+    "producer_group": "a", "topic": "b", "default_topic": "c", "default_topic_queue_nums": "d", "queue_id": "e",
+    "sys_flag": "f", "born_timestamp": "g", "flag": "h", "properties": "i", "reconsume_times": "j",
+    "unit_mode": "k", "max_reconsume_times": "l", "batch": "m", "broker_name": "n",
+}
+_send_v2_to_ext, _send_v2_from_ext = _compile(SendMessageRequestHeader, _V1_AS_V2)
+
+
+def send_message_v2_ext(header: SendMessageRequestHeader) -> dict[str, object]:
+    """The ext fields of SEND_MESSAGE_V2 for ``header``: SendMessageRequestHeaderV2.from_v1(header).to_ext()."""
+    return _send_v2_to_ext(header)
 
 
 def parse_send_message_request_header(
@@ -334,7 +355,7 @@ def parse_send_message_request_header(
 ) -> SendMessageRequestHeader:
     """The V1 header of a send request, whichever form the request code implies."""
     if code in _V2_SEND_CODES:
-        return SendMessageRequestHeaderV2.from_ext(ext).to_v1()
+        return _send_v2_from_ext(ext or {})  # = SendMessageRequestHeaderV2.from_ext(ext).to_v1()
     return SendMessageRequestHeader.from_ext(ext)
 
 

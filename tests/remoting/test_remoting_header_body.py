@@ -181,6 +181,35 @@ def test_send_message_header_v2_conversion_both_ways() -> None:
         h.parse_send_message_request_header(RequestCode.SEND_MESSAGE, ext)  # V2 letters under a V1 code
 
 
+@pytest.mark.parametrize(
+    "change",
+    [{}, {"properties": None, "reconsume_times": None, "max_reconsume_times": None, "broker_name": None},
+     {"unit_mode": True, "batch": True, "queue_id": -1}],
+)
+def test_send_v2_map_built_and_read_directly_equals_going_through_the_v2_header(change: dict) -> None:
+    # Sends skip the SendMessageRequestHeaderV2 object: the direct codec must give the same map and header.
+    v1 = dataclasses.replace(v1_header(), **change)
+    ext = h.send_message_v2_ext(v1)
+    assert ext == h.SendMessageRequestHeaderV2.from_v1(v1).to_ext()
+    assert h.parse_send_message_request_header(RequestCode.SEND_MESSAGE_V2, ext) == v1
+
+
+@pytest.mark.parametrize(
+    ("ext", "fragment"),
+    [({"b": "T"}, "'a'"), ({**dict.fromkeys("abc", "x"), "d": "four"}, "'d'"), ({"k": "maybe"}, None)],
+)
+def test_send_v2_map_errors_are_those_of_the_v2_header(ext: dict, fragment: str | None) -> None:
+    full = h.SendMessageRequestHeaderV2.from_v1(v1_header()).to_ext()
+    bad = {**full, **ext} if fragment is None else ext
+    with pytest.raises(HeaderError) as direct:
+        h.parse_send_message_request_header(RequestCode.SEND_MESSAGE_V2, bad)
+    with pytest.raises(HeaderError) as via_v2:
+        h.SendMessageRequestHeaderV2.from_ext(bad)
+    assert str(direct.value) == str(via_v2.value)
+    with pytest.raises(HeaderError):
+        h.send_message_v2_ext(dataclasses.replace(v1_header(), topic=None))  # type: ignore[arg-type]
+
+
 def _sample_value(kind: type) -> object:
     return {int: 7, str: "s", bool: True, float: 1.5}[kind]
 

@@ -4,6 +4,7 @@ h = s[0]*31^(n-1) + ... + s[n-1] over UTF-16 code units, wrapped to a signed 32-
 The sum runs in C (map + operator.mul over a power table) instead of a Python loop per char.
 """
 
+import struct
 import sys
 from array import array
 from operator import mul
@@ -59,22 +60,28 @@ def extend_hash(prefix_hash: int, suffix: bytes) -> int | None:
     return (prefix_hash * powers[n] + sum(map(mul, suffix[::-1], powers))) & _MASK
 
 
+_TAIL8 = struct.Struct("8B")
+
+
 class KeyHashes:
     """String.hashCode of "topic#key" for the index, cheap for keys that share long heads.
 
     Message ids (UNIQ_KEY) from one producer share their first 24 hex digits (address, pid, then the high
-    half of the time), so the hash of everything but a key's last 8 bytes is cached and each key costs 8
-    multiplications instead of ~40. Keys whose heads never repeat only pay for a dict miss.
+    half of the time), so the hash of everything but a key's last 8 bytes is cached (per topic prefix) and
+    each key costs 8 multiplications written out instead of ~40. Keys whose heads never repeat only pay for
+    a dict miss.
     """
 
     TAIL = 8
 
     def __init__(self, limit: int = 4096) -> None:
         self._topics: dict[bytes, int] = {}  # topic -> hash of "topic#"
-        self._heads: dict[tuple[int, bytes], int] = {}
+        self._heads: dict[int, dict[bytes, int]] = {}  # hash of "topic#" -> key head -> hash of "topic#head"
         self._limit = limit
-        self._powers = _powers(self.TAIL + 1)
-        self._shift = self._powers[self.TAIL]
+        self._cached = 0
+        p = _powers(self.TAIL + 1)
+        self._shift = p[8]
+        self._p = (p[7], p[6], p[5], p[4], p[3], p[2], p[1])
 
     def topic_hash(self, topic: str, topic_b: bytes) -> int:
         h = self._topics.get(topic_b)
@@ -87,14 +94,21 @@ class KeyHashes:
 
     def key_hash(self, prefix_hash: int, key: bytes) -> int | None:
         """Unsigned 32-bit hash of prefix + key (see extend_hash); None for a key that is not ASCII."""
-        if len(key) <= self.TAIL or not key.isascii():
+        n = len(key)
+        if n <= 8 or not key.isascii():
             return extend_hash(prefix_hash, key)
-        cache_key = (prefix_hash, key[: -self.TAIL])
-        head = self._heads.get(cache_key)
+        heads = self._heads.get(prefix_hash)
+        if heads is None:
+            heads = self._heads[prefix_hash] = {}
+        head_b = key[:-8]
+        head = heads.get(head_b)
         if head is None:
-            head = extend_hash(prefix_hash, cache_key[1])
-            assert head is not None  # ASCII, checked above
-            if len(self._heads) >= self._limit:
+            if self._cached >= self._limit:
                 self._heads.clear()
-            self._heads[cache_key] = head
-        return (head * self._shift + sum(map(mul, key[: -self.TAIL - 1 : -1], self._powers))) & _MASK
+                self._cached = 0
+                heads = self._heads[prefix_hash] = {}
+            head = heads[head_b] = extend_hash(prefix_hash, head_b)
+            self._cached += 1
+        a, b, c, d, e, f, g, h = _TAIL8.unpack_from(key, n - 8)
+        p7, p6, p5, p4, p3, p2, p1 = self._p
+        return (head * self._shift + a * p7 + b * p6 + c * p5 + d * p4 + e * p3 + f * p2 + g * p1 + h) & _MASK

@@ -62,6 +62,7 @@ class CommunicationMode(enum.Enum):
 _SYNC, _ASYNC, _ONEWAY = CommunicationMode.SYNC, CommunicationMode.ASYNC, CommunicationMode.ONEWAY
 _SEND_OK = SendStatus.SEND_OK
 
+
 class SendCallback(Protocol):
     def on_success(self, result: SendResult) -> None: ...
 

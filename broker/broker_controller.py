@@ -80,7 +80,10 @@ class BrokerController:
             self.pull_message_processor.execute_request_when_wakeup,
             self.tasks,
             config.pull_request_hold_check_interval,
+            on_park=self.store.reput_service.hurry,
         )
+        # The dispatcher polls every 1 ms while pulls wait for arrivals, every 10 ms while none does.
+        self.store.reput_service.prompt_needed = self.pull_request_hold_service.waiting
         processors = (
             self.send_message_processor,
             self.pull_message_processor,

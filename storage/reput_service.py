@@ -72,6 +72,12 @@ class ReputMessageService(ServiceThread):
         # handoff would cost more than the dispatch (for a broker: 40 % of the batch send rate).
         self._idle = True
         self.busy_poll_interval = 0.001
+        # Each round costs the writer's thread a GIL handoff, which matters only when someone waits for the
+        # arrivals: with `prompt_needed` set and answering False (the broker: no pull is parked), a busy
+        # dispatcher polls every relaxed_poll_interval instead; hurry() (a pull parks, wait_caught_up) ends
+        # such a sleep at once. Unset, every round is prompt, as in RocketMQ.
+        self.relaxed_poll_interval = 0.01
+        self.prompt_needed: Callable[[], bool] | None = None
         self._tags_codes: dict[bytes, int] = {}
         # Properties repeat when messages carry no unique key: map short property strings straight
         # to their tags code and skip the scan.
@@ -126,6 +132,7 @@ class ReputMessageService(ServiceThread):
     def wait_caught_up(self, target: int, timeout: float | None) -> bool:
         with self._progress:
             self._waiters += 1
+            self.hurry()
             try:
                 return self._progress.wait_for(lambda: self.reput_from_offset >= target or self.stopped, timeout) \
                     and self.reput_from_offset >= target
@@ -136,12 +143,27 @@ class ReputMessageService(ServiceThread):
         if self._idle and not self._wake.is_set():
             self._wake.set()
 
+    def hurry(self) -> None:
+        """Someone waits for arrivals: dispatch now, and promptly from here on (see prompt_needed)."""
+        if not self._wake.is_set():
+            self._wake.set()
+
+    def busy_interval(self) -> float:
+        """How long a busy dispatcher sleeps between rounds: RocketMQ's 1 ms while anyone may wait for what
+        it dispatches, the relaxed interval while prompt_needed says nobody does."""
+        needed = self.prompt_needed
+        if needed is None or self._waiters > 0 or needed():
+            return self.busy_poll_interval
+        return self.relaxed_poll_interval
+
     def run(self) -> None:
         busy = False
         try:
             while not self.stopped:
                 if busy:
-                    self._stopped.wait(self.busy_poll_interval)
+                    # (appends do not set _wake while it is busy; hurry() and shutdown() do)
+                    self._wake.wait(self.busy_interval())
+                    self._wake.clear()
                 else:
                     self._idle = True
                     if self.behind() <= 0:  # (an append just before _idle was set woke nobody)

@@ -44,8 +44,10 @@ class PullRequestHoldService:
         wakeup: Wakeup,
         tasks: TaskTracker,
         check_interval: float = 5.0,
+        on_park: Callable[[], None] | None = None,
     ) -> None:
         self._get_max_offset = get_max_offset
+        self._on_park = on_park  # the store's dispatcher, told to be prompt while pulls wait
         self._wakeup = wakeup
         self._tasks = tasks
         self.check_interval = check_interval
@@ -69,6 +71,10 @@ class PullRequestHoldService:
         self.pull_request_table.clear()
         self._loop = None
 
+    def waiting(self) -> bool:
+        """Whether any pull is parked (read from the dispatcher thread: one dict truth test)."""
+        return bool(self.pull_request_table)
+
     @property
     def parked_count(self) -> int:
         return sum(len(v) for v in self.pull_request_table.values())
@@ -80,6 +86,8 @@ class PullRequestHoldService:
         if loop is None:
             raise RuntimeError("PullRequestHoldService is not started")
         key = (topic, queue_id)
+        if not self.pull_request_table and self._on_park is not None:
+            self._on_park()
         self.pull_request_table.setdefault(key, []).append(pull_request)
         pull_request.timer = loop.call_at(
             pull_request.suspend_timestamp + pull_request.timeout_millis / 1000.0, self._on_timeout, key, pull_request

@@ -104,6 +104,20 @@ async def test_many_arrivals_answer_every_parked_pull(cluster, broker, poll) -> 
     assert all(r.code == ResponseCode.SUCCESS and decode_all(r.body) for r in results)
 
 
+async def test_a_pull_parking_behind_a_relaxed_dispatcher_wakes_it(cluster, broker, poll) -> None:
+    # With no pull parked, a busy dispatcher sleeps the relaxed interval between rounds (60 s here). A pull
+    # that parks must end that sleep: the message sent just before it, not dispatched yet, answers it.
+    broker.store.reput_service.relaxed_poll_interval = 60.0
+    consumer, producer = cluster.mq(broker), cluster.mq(broker)
+    await producer.create_topic("TopicLpRelaxed", queues=1)
+    assert (await producer.send("TopicLpRelaxed", b"first")).code == ResponseCode.SUCCESS
+    await poll(lambda: broker.store.dispatch_behind_bytes() == 0)  # it found work, so it now sleeps relaxed
+    assert (await producer.send("TopicLpRelaxed", b"second")).code == ResponseCode.SUCCESS
+    resp = await consumer.pull("G", "TopicLpRelaxed", 0, 1, sys_flag=PARKED, suspend_ms=30_000, timeout=10)
+    assert resp.code == ResponseCode.SUCCESS
+    assert [m.body for m in decode_all(resp.body)] == [b"second"]
+
+
 async def test_a_closed_channel_drops_its_parked_pull(cluster, broker, poll) -> None:
     mq = cluster.mq(broker)
     await mq.create_topic("TopicLpClose")

@@ -9,7 +9,7 @@ from storage import Message, decode_all
 from storage.config import parse_delay_levels
 from storage.java_hash import tags_code
 
-from .conftest import msg, put_ok, read_cq_entries, scan_commit_log
+from .conftest import msg, put_ok, read_cq_entries, scan_commit_log, wait_until
 
 
 def test_wait_dispatched_and_behind_bytes(store):
@@ -116,6 +116,41 @@ def test_a_failing_listener_does_not_stop_dispatch(store):
     assert store.wait_dispatched(timeout=10)
     assert store.get_max_offset_in_queue("TopicA", 0) == 11
     assert [c[2] for c in calls[-10:]] == list(range(2, 12))  # every message reached the listener
+
+
+def test_a_relaxed_dispatcher_is_hurried_by_hurry_and_by_wait_dispatched(store):
+    # With nobody waiting for arrivals (prompt_needed False), a busy dispatcher sleeps the relaxed interval
+    # between rounds: 60 s here, so each step below would hit its guard if nothing ended that sleep.
+    rs = store.reput_service
+    rs.relaxed_poll_interval = 60.0
+    rs.prompt_needed = lambda: False
+    put_ok(store, msg(body=b"first"))  # wakes the idle dispatcher; having found work, it then sleeps relaxed
+    wait_until(lambda: store.dispatch_behind_bytes() == 0)
+    put_ok(store, msg(body=b"second"))  # a busy dispatcher is not woken by appends
+    rs.hurry()
+    wait_until(lambda: store.dispatch_behind_bytes() == 0)  # (guard: 10 s, far below the 60 s sleep)
+    put_ok(store, msg(body=b"third"))
+    assert store.wait_dispatched(timeout=10.0)  # a waiter hurries it too
+    assert store.get_max_offset_in_queue("TopicA", 0) == 3
+
+
+def test_busy_interval_is_prompt_unless_nobody_waits(store):
+    rs = store.reput_service
+    assert rs.busy_interval() == rs.busy_poll_interval == 0.001  # the store alone: RocketMQ's 1 ms
+    waiting = [False]
+    rs.prompt_needed = lambda: waiting[0]
+    assert rs.busy_interval() == rs.relaxed_poll_interval == 0.01
+    waiting[0] = True
+    assert rs.busy_interval() == 0.001
+    waiting[0] = False
+    stuck = threading.Thread(target=rs.wait_caught_up, args=(2**62, 0.5))
+    stuck.start()  # someone in wait_caught_up (wait_dispatched) waits too
+    try:
+        wait_until(lambda: rs._waiters > 0)
+        assert rs.busy_interval() == 0.001
+    finally:
+        stuck.join()
+    assert rs.busy_interval() == 0.01
 
 
 def _max_lag_after_puts(store, puts: int) -> int:

@@ -91,17 +91,21 @@ def build_send_request(header: SendMessageRequestHeader, body: bytes, oneway: bo
 
 
 def process_send_response(
-    broker_name: str, topic: str, response: RemotingCommand, uniq_msg_id: str, addr: str | None = None
+    broker_name: str, topic: str, response: RemotingCommand, uniq_msg_id: str, addr: str | None = None,
+    mq: MessageQueue | None = None,
 ) -> SendResult:
+    """The SendResult of a send's response; ``mq``, the queue sent to, is reused when the broker stored there."""
     status = SEND_STATUS_BY_CODE.get(response.code)
     if status is None:
         raise MQBrokerException(response.code, response.remark, addr)
     rh = response.decode_header(SendMessageResponseHeader)
+    if mq is None or mq.queue_id != rh.queue_id or mq.topic != topic or mq.broker_name != broker_name:
+        mq = MessageQueue(topic, broker_name, rh.queue_id)
     return SendResult(
         send_status=status,
         msg_id=uniq_msg_id,
         offset_msg_id=rh.msg_id,
-        message_queue=MessageQueue(topic, broker_name, rh.queue_id),
+        message_queue=mq,
         queue_offset=rh.queue_offset,
         transaction_id=rh.transaction_id,
     )
@@ -216,9 +220,10 @@ class MQClientAPIImpl:
         body: bytes,
         timeout: float,
         uniq_msg_id: str,
+        mq: MessageQueue | None = None,
     ) -> SendResult:
         response = await self.remoting_client.invoke(addr, build_send_request(header, body), timeout)
-        return process_send_response(broker_name, header.topic, response, uniq_msg_id, addr)
+        return process_send_response(broker_name, header.topic, response, uniq_msg_id, addr, mq)
 
     async def send_message_oneway(self, addr: str, header: SendMessageRequestHeader, body: bytes) -> None:
         await self.remoting_client.invoke_oneway(addr, build_send_request(header, body, oneway=True))

@@ -350,7 +350,8 @@ class Producer:
         cost = loop.time() - begin
         if timeout < cost:
             raise RemotingTimeoutError("sendKernelImpl call timeout")
-        return await instance.mq_client_api.send_message(addr, mq.broker_name, header, body, timeout - cost, uniq_id)
+        return await instance.mq_client_api.send_message(addr, mq.broker_name, header, body, timeout - cost, uniq_id,
+                                                         mq)
 
     def _request_options(self) -> SendRequestOptions:
         """The producer's settings a request carries; rebuilt only when one of them was changed (they are

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Coroutine
+from typing import Any
 
 from .codec import DEFAULT_MAX_FRAME_SIZE
 from .command import RemotingCommand
@@ -54,11 +56,15 @@ class RemotingClient(Endpoint):
                 raise RemotingConnectError("client closed while connecting") from None
             raise
 
-    async def invoke(self, addr: str, request: RemotingCommand, timeout: float) -> RemotingCommand:
-        """Request/response to ``addr``; ``timeout`` covers connecting and waiting."""
+    def invoke(self, addr: str, request: RemotingCommand, timeout: float) -> Coroutine[Any, Any, RemotingCommand]:
+        """Request/response to ``addr``; ``timeout`` covers connecting and waiting. (A coroutine to await, like
+        an ``async def``'s: when connected, the channel's own, one frame less on every request.)"""
         channel = self._by_addr.get(addr)
         if channel is not None and not channel.closed and not self._closed:
-            return await channel.invoke(request, timeout)  # connected: the whole timeout is the wait's
+            return channel.invoke(request, timeout)  # connected: the whole timeout is the wait's
+        return self._connect_and_invoke(addr, request, timeout)
+
+    async def _connect_and_invoke(self, addr: str, request: RemotingCommand, timeout: float) -> RemotingCommand:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         channel = await self.get_channel(addr, min(self.connect_timeout, timeout))

@@ -34,6 +34,15 @@ def test_stored_outcomes_become_send_results(code: int, status: SendStatus) -> N
     assert result.message_queue == MessageQueue("T", "broker-a", 2)
 
 
+def test_the_queue_sent_to_is_the_result_queue_only_if_the_broker_stored_there() -> None:
+    sent_to = MessageQueue("T", "broker-a", 2)
+    same = process_send_response("broker-a", "T", send_answer(ResponseCode.SUCCESS), "UNIQ", mq=sent_to)
+    assert same.message_queue is sent_to
+    other = MessageQueue("T", "broker-a", 3)  # the broker answered queue 2: that is where the message is
+    moved = process_send_response("broker-a", "T", send_answer(ResponseCode.SUCCESS), "UNIQ", mq=other)
+    assert moved.message_queue == MessageQueue("T", "broker-a", 2)
+
+
 @pytest.mark.parametrize(
     "code",
     [ResponseCode.SYSTEM_ERROR, ResponseCode.SYSTEM_BUSY, ResponseCode.MESSAGE_ILLEGAL,

@@ -6,6 +6,7 @@ The sum runs in C (map + operator.mul over a power table) instead of a Python lo
 
 import struct
 import sys
+import threading
 from array import array
 from operator import mul
 
@@ -13,9 +14,16 @@ _MASK = 0xFFFFFFFF
 _POWERS: list[int] = [1]
 
 
+_POWERS_LOCK = threading.Lock()
+
+
 def _powers(n: int) -> list[int]:
-    while len(_POWERS) < n:
-        _POWERS.append((_POWERS[-1] * 31) & _MASK)
+    """31^i mod 2^32 for i < n (at least). The list only grows; the lock keeps two threads growing it at once
+    (the dispatcher and the event loop) from appending a power twice, which would shift every later one."""
+    if len(_POWERS) < n:
+        with _POWERS_LOCK:
+            while len(_POWERS) < n:
+                _POWERS.append((_POWERS[-1] * 31) & _MASK)
     return _POWERS
 
 

@@ -286,7 +286,8 @@ class DefaultMessageStore:
         result = self.commit_log.put_message(msg)
         if result.status is _PUT_OK or result.is_ok:
             ar = result.append_result
-            if ar.wrote_offset + ar.wrote_bytes - self.reput_service.reput_from_offset > self._max_dispatch_lag > 0:
+            limit = self._max_dispatch_lag
+            if limit > 0 and ar.wrote_offset + ar.wrote_bytes - self.reput_service.reput_from_offset > limit:
                 self._hold_for_dispatch(result)
             if self.sync_flush:
                 self._wait_flush(result, msg.properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false")
@@ -315,7 +316,7 @@ class DefaultMessageStore:
         appends. Blocking here hands it the GIL at once; it then drains in about a millisecond.
         """
         limit = self._max_dispatch_lag
-        if not limit:
+        if limit <= 0:
             return
         ar = result.append_result
         end = ar.wrote_offset + ar.wrote_bytes

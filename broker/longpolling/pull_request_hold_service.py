@@ -86,9 +86,10 @@ class PullRequestHoldService:
         if loop is None:
             raise RuntimeError("PullRequestHoldService is not started")
         key = (topic, queue_id)
-        if not self.pull_request_table and self._on_park is not None:
-            self._on_park()
+        first = not self.pull_request_table
         self.pull_request_table.setdefault(key, []).append(pull_request)
+        if first and self._on_park is not None:
+            self._on_park()  # after the append: the round it triggers must already see a pull waiting
         pull_request.timer = loop.call_at(
             pull_request.suspend_timestamp + pull_request.timeout_millis / 1000.0, self._on_timeout, key, pull_request
         )

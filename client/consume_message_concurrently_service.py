@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("client")
 
 SEND_BACK_DELAY_LEVEL_WHEN_EXPIRED = 3  # a message stuck in the listener goes back with delay level 3
+# (Enum members read once: each read off the class costs ~70 ns in Python 3.11, and these are read per batch)
+_SUCCESS, _LATER = ConsumeConcurrentlyStatus.CONSUME_SUCCESS, ConsumeConcurrentlyStatus.RECONSUME_LATER
 
 
 class ConsumeMessageConcurrentlyService:
@@ -86,13 +88,13 @@ class ConsumeMessageConcurrentlyService:
         if not isinstance(status, ConsumeConcurrentlyStatus):
             if status is not None:
                 log.warning("listener of %s returned %r, not a ConsumeConcurrentlyStatus", self.consumer.group, status)
-            status = ConsumeConcurrentlyStatus.RECONSUME_LATER
+            status = _LATER
         if pq.dropped:
             # The queue went to another consumer meanwhile: it will deliver these again, this one must not
             # commit or send anything back.
             log.info("%s dropped while consuming; result of %d messages ignored", mq, len(msgs))
             return
-        if status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS and context.ack_index is None:
+        if status is _SUCCESS and context.ack_index is None:
             # The common case, without a coroutine per result: the whole batch is done.
             self.consumed_ok += 1
             offset = pq.remove_message(msgs)

@@ -407,10 +407,9 @@ class DefaultMQPushConsumerImpl:
 
     def reset_retry_topic(self, msgs: list[MessageExt]) -> None:
         """A message from %RETRY%group shows its original topic to the listener."""
-        group_topic = retry_topic(self.group)
         for msg in msgs:
             original = msg.properties.get(PROPERTY_RETRY_TOPIC)
-            if original is not None and msg.topic == group_topic:
+            if original is not None and msg.topic == retry_topic(self.group):  # (only retried messages get here)
                 msg.topic = original
 
     async def send_message_back(self, msg: MessageExt, delay_level: int, mq: MessageQueue) -> bool:

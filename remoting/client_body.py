@@ -18,6 +18,15 @@ class MessageQueue:
     topic: str
     broker_name: str
     queue_id: int
+    # Queues key the client's tables (process queues, offsets), looked up several times per consumed message:
+    # the hash is computed once, not from a new tuple each time.
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.topic, self.broker_name, self.queue_id)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def to_dict(self) -> dict[str, Any]:
         return {"topic": self.topic, "brokerName": self.broker_name, "queueId": self.queue_id}

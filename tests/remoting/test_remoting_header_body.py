@@ -372,3 +372,15 @@ def test_subscription_group_config_defaults_and_round_trip() -> None:
 def test_header_dataclasses_are_slotted() -> None:
     for cls in _header_classes():
         assert dataclasses.is_dataclass(cls) and "__slots__" in vars(cls), cls
+
+
+def test_message_queue_hash_is_cached_yet_follows_its_fields() -> None:
+    # The hash is computed once, at construction; equal queues must still hash alike, a changed copy anew.
+    mq = MessageQueue("T", "broker-a", 1)
+    assert hash(mq) == hash(MessageQueue("T", "broker-a", 1)) == hash(("T", "broker-a", 1))
+    other = dataclasses.replace(mq, queue_id=2)
+    assert hash(other) == hash(("T", "broker-a", 2)) and other != mq
+    table = {mq: "one", other: "two"}
+    assert table[MessageQueue("T", "broker-a", 2)] == "two"
+    assert repr(mq) == "MessageQueue(topic='T', broker_name='broker-a', queue_id=1)"
+    assert MessageQueue.from_dict(mq.to_dict()) == mq

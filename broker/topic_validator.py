@@ -50,17 +50,10 @@ NOT_ALLOWED_SEND_TOPICS = frozenset(
 )
 
 
-_VALID_TOPICS: set[str] = set()  # every send validates its topic: remember the names that passed
-
-
 def validate_topic(topic: str) -> str | None:
     """TopicValidator.validateTopic: None when valid, else RocketMQ's remark."""
-    if topic in _VALID_TOPICS:
-        return None
-    reason = topic_error(topic)
+    reason = topic_error(topic)  # (remembers the names that passed)
     if reason is None:
-        if len(_VALID_TOPICS) < 100_000:
-            _VALID_TOPICS.add(topic)
         return None
     if not topic:
         return "The specified topic is blank."

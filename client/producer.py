@@ -167,11 +167,8 @@ class Producer:
         timeout: float | None = None,
     ) -> SendResult:
         """Send and wait for the broker's answer. ``queue`` or ``selector(mqs, msg, arg)`` pins the queue."""
-        if queue is None and selector is None:  # the common case, one coroutine less (_send's checks inline)
-            self.make_sure_state_ok()
-            check_message(msg, self.max_message_size)
-            return await self._send_default_impl(  # type: ignore[return-value]
-                msg, _SYNC, self.send_timeout if timeout is None else timeout)
+        if queue is None and selector is None:  # the common case, one coroutine less than through _send
+            return await self._send_default_impl(msg, _SYNC, self._checked(msg, timeout))  # type: ignore[return-value]
         return await self._send(msg, _SYNC, queue, selector, arg, timeout)  # type: ignore[return-value]
 
     def send_async(
@@ -229,9 +226,7 @@ class Producer:
         arg: Any,
         timeout: float | None,
     ) -> SendResult | None:
-        self.make_sure_state_ok()
-        timeout = self.send_timeout if timeout is None else timeout
-        check_message(msg, self.max_message_size)
+        timeout = self._checked(msg, timeout)
         if queue is not None and selector is not None:
             raise MQClientException("pass either queue or selector, not both")
         if queue is None and selector is None:
@@ -252,6 +247,12 @@ class Producer:
         if timeout < cost:
             raise RemotingTimeoutError("sendSelectImpl call timeout")
         return await self._send_kernel_impl(msg, queue, mode, timeout - cost)
+
+    def _checked(self, msg: Message, timeout: float | None) -> float:
+        """The checks every send starts with (started, message valid); the timeout it gets."""
+        self.make_sure_state_ok()
+        check_message(msg, self.max_message_size)
+        return self.send_timeout if timeout is None else timeout
 
     async def _send_default_impl(self, msg: Message, mode: CommunicationMode, timeout: float) -> SendResult | None:
         loop = asyncio.get_running_loop()

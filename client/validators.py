@@ -6,6 +6,7 @@ import re
 
 from remoting.codes import ResponseCode
 from storage.constants import TOPIC_MAX_LENGTH
+from storage.validators import topic_error
 
 from .exceptions import MQClientException
 
@@ -30,6 +31,8 @@ NOT_ALLOWED_SEND_TOPICS = frozenset(
 
 
 def check_topic(topic: object) -> None:
+    if topic_error(topic) is None:  # the same rule as the broker's (cached there); the messages below are the client's
+        return
     if not isinstance(topic, str) or not topic.strip():
         raise MQClientException("The specified topic is blank")
     if len(topic) > TOPIC_MAX_LENGTH:
@@ -51,26 +54,17 @@ def check_group(group: object) -> None:
         )
 
 
-_SENDABLE_TOPICS: set[str] = set()  # topics check_message accepted: a hit skips the regex
-
-
 def check_message(msg: object, max_message_size: int) -> None:
     """Validators.checkMessage: topic valid and sendable, body present, non-empty and within the limit."""
-    topic = getattr(msg, "topic", None)
-    body = getattr(msg, "body", None)
-    if (topic.__class__ is str and topic in _SENDABLE_TOPICS and body.__class__ is bytes
-            and 0 < len(body) <= max_message_size):
-        return
     if msg is None:
         raise MQClientException("the message is null", response_code=ResponseCode.MESSAGE_ILLEGAL)
+    topic = getattr(msg, "topic", None)
     check_topic(topic)
     if topic in NOT_ALLOWED_SEND_TOPICS:
         raise MQClientException(
             f"Sending message to topic[{topic}] is forbidden.", response_code=ResponseCode.NO_PERMISSION
         )
-    check_body(body, max_message_size)
-    if len(_SENDABLE_TOPICS) < 10_000:
-        _SENDABLE_TOPICS.add(topic)  # type: ignore[arg-type]
+    check_body(getattr(msg, "body", None), max_message_size)
 
 
 def check_body(body: object, max_message_size: int) -> None:

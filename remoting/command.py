@@ -93,7 +93,9 @@ class RemotingCommand:
         ext_fields: Mapping[str, object] | CommandHeader | None = None,
         body: bytes | None = None,
     ) -> RemotingCommand:
-        return cls.response(code, remark, ext_fields, body, opaque=request.opaque)
+        # (built here, not through response(): every request a server answers comes this way)
+        return cls(code=code, opaque=request.opaque, flag=FLAG_RESPONSE, remark=remark, ext_fields=_ext(ext_fields),
+                   body=body)
 
     @property
     def is_response(self) -> bool:

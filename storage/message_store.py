@@ -285,10 +285,7 @@ class DefaultMessageStore:
                 return bad
         result = self.commit_log.put_message(msg)
         if result.status is _PUT_OK or result.is_ok:
-            ar = result.append_result
-            limit = self._max_dispatch_lag
-            if limit > 0 and ar.wrote_offset + ar.wrote_bytes - self.reput_service.reput_from_offset > limit:
-                self._hold_for_dispatch(result)
+            self._hold_for_dispatch(result)
             if self.sync_flush:
                 self._wait_flush(result, msg.properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false")
         return result

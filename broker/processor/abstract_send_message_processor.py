@@ -10,7 +10,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 from remoting.body import TopicConfig
-from remoting.codes import FLAG_RESPONSE, PermName, ResponseCode, TopicSysFlag
+from remoting.codes import PermName, ResponseCode, TopicSysFlag
 from remoting.command import RemotingCommand
 from remoting.header import SendMessageRequestHeader, SendMessageResponseHeader
 from remoting.transport import Channel, parse_address
@@ -186,8 +186,7 @@ class AbstractSendMessageProcessor(BrokerProcessor):
             ar = result.append_result
             assert ar is not None
             header = SendMessageResponseHeader(msg_id=ar.msg_id, queue_id=queue_id, queue_offset=ar.logics_offset)
-            # (every send answers here: the command directly, not through response() and its helpers)
-            return RemotingCommand(code, opaque=request.opaque, flag=FLAG_RESPONSE, ext_fields=header.to_ext())
+            return response(request, code, ext_fields=header)
         if result.status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
             remark = (
                 "service not available now. It may be caused by one of the following reasons: the broker's disk "

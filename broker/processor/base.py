@@ -21,10 +21,7 @@ Handler = Callable[[Channel, RemotingCommand], Awaitable[RemotingCommand | None]
 InlineHandler = Callable[[Channel, RemotingCommand], RemotingCommand | Awaitable[RemotingCommand | None] | None]
 
 
-def response(
-    request: RemotingCommand, code: int = ResponseCode.SUCCESS, remark: str | None = None, **kwargs: object
-) -> RemotingCommand:
-    return RemotingCommand.response_to(request, code, remark, **kwargs)  # type: ignore[arg-type]
+response = RemotingCommand.response_to  # response(request, code, remark, ext_fields=..., body=...)
 
 
 class BrokerProcessor:

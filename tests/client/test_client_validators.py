@@ -68,7 +68,7 @@ def test_body_at_the_limit_passes() -> None:
 
 
 def test_a_topic_accepted_before_still_gets_its_body_checked() -> None:
-    # check_message remembers topics it accepted (no regex next time); the body checks must still run.
+    # Valid topic names are remembered (no regex next time); the body checks must still run.
     check_message(Message("Known", b"x"), MAX)
     for body, fragment in [(b"", "length is zero"), (b"x" * (MAX + 1), "over max value"), ("text", "must be bytes"),
                            (None, "body is null")]:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 import pytest
+
+from remoting.client import RemotingClient
 
 
 async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0, interval: float = 0.005) -> None:
@@ -22,3 +24,11 @@ async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0, interv
 def poll() -> Callable[..., object]:
     """``await poll(lambda: cond)``: wait for a condition with a deadline instead of sleeping."""
     return wait_until
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[RemotingClient]:
+    """A bare RemotingClient (no name server, no MQ client instance), closed after the test."""
+    c = RemotingClient()
+    yield c
+    await c.close()

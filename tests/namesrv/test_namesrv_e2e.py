@@ -114,13 +114,6 @@ async def broker() -> AsyncIterator[FakeBroker]:
     await b.close()
 
 
-@pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    c = RemotingClient()
-    yield c
-    await c.close()
-
-
 async def test_registered_topic_has_a_route(namesrv: NamesrvController, broker: FakeBroker, client) -> None:
     assert namesrv.address == f"127.0.0.1:{namesrv.port}" and namesrv.port != 0
     reg = await broker.register(namesrv.address)

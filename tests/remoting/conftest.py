@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 import uvloop
 
-from remoting.client import RemotingClient
 from remoting.server import RemotingServer
 
 
@@ -33,10 +32,3 @@ async def server(app: Any, server_options: dict[str, Any]) -> AsyncIterator[Remo
     await srv.start()
     yield srv
     await srv.stop()
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    c = RemotingClient()
-    yield c
-    await c.close()

@@ -90,6 +90,20 @@ class EmbeddedCluster:
         """Wait until every stored message is in the consume queues (so pulls see it)."""
         return await asyncio.to_thread(self.store.wait_dispatched, timeout)
 
+    async def wait_routed(self, topic: str, timeout: float = 10.0) -> bool:
+        """Wait until the name server has a route for `topic`. A topic a send creates reaches the name server
+        with the broker's next registration, a moment after the send is answered (as in RocketMQ); clients
+        that look its route up (queries by key, pull consumers) need it there first."""
+        assert self.namesrv is not None, "the cluster is not started"
+        table = self.namesrv.route_info_manager.topic_queue_table
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not table.get(topic):
+            if loop.time() > deadline:
+                return False
+            await asyncio.sleep(0.005)
+        return True
+
     async def __aenter__(self) -> EmbeddedCluster:
         return await self.start()
 
@@ -157,6 +171,9 @@ class ThreadedCluster:
 
     def wait_dispatched(self, timeout: float = 10.0) -> bool:
         return self.cluster.store.wait_dispatched(timeout)
+
+    def wait_routed(self, topic: str, timeout: float = 10.0) -> bool:
+        return self._call(self.cluster.wait_routed(topic, timeout), timeout + 5)
 
     def __enter__(self) -> ThreadedCluster:
         return self.start()

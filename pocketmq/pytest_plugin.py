@@ -14,7 +14,8 @@ import pytest
 
 @pytest.fixture
 def pocketmq_cluster(tmp_path):
-    """A started name server + broker; `.namesrv_addr`, `.broker_addr`, `.store`, `.wait_dispatched()`."""
+    """A started name server + broker; `.namesrv_addr`, `.broker_addr`, `.store`, `.wait_dispatched()`,
+    `.wait_routed(topic)`."""
     # Imported here, not at plugin load: every pytest run in an environment with pocketmq installed
     # loads this plugin, and most never use the fixture.
     from .embedded import ThreadedCluster

@@ -17,6 +17,7 @@ def test_query_message_finds_stored_messages_by_key(tmp_path: Any) -> None:
     with embedded.ThreadedCluster(tmp_path) as cluster, SyncProducer("PG", cluster.namesrv_addr) as producer:
         mq = MessageQueue("Keyed", "broker-a", 1)
         producer.send(Message("Keyed", b"a", keys=["order-1", "shared"]), mq)
+        assert cluster.wait_routed("Keyed")  # the query looks the route up at the name server
         future = producer.send_batch_async([Message("Keyed", b"b", keys="shared"), Message("Keyed", b"c")], mq)
         assert future.result(10).queue_offset == 1
         assert cluster.wait_dispatched()
@@ -34,7 +35,7 @@ def test_fetch_topic_list_lists_created_topics(tmp_path: Any) -> None:
     with embedded.ThreadedCluster(tmp_path) as cluster:
         with SyncProducer("PG", cluster.namesrv_addr) as producer:
             producer.send(Message("Listed", b"x"))
-        assert cluster.wait_dispatched()
+        assert cluster.wait_dispatched() and cluster.wait_routed("Listed")  # the list comes from the name server
         with SyncPullConsumer("CG", cluster.namesrv_addr) as consumer:
             assert "Listed" in consumer.fetch_topic_list()
             mq = consumer.fetch_subscribe_message_queues("Listed")

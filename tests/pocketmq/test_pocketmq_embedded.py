@@ -45,6 +45,17 @@ async def test_embedded_cluster_passes_broker_settings(tmp_path):
                 await producer.send(Message("NeverCreated", b"x"))
 
 
+async def test_wait_routed_waits_for_the_name_server_to_know_a_topic(tmp_path):
+    async with EmbeddedCluster(tmp_path) as cluster:
+        assert await cluster.wait_routed("NotYet", timeout=0.05) is False
+        async with Producer("p", cluster.namesrv_addr) as producer:
+            await producer.send(Message("Routed", b"x"))  # creates the topic at the broker
+        assert await cluster.wait_routed("Routed")
+        async with PullConsumer("c", cluster.namesrv_addr) as consumer:
+            queues = await consumer.fetch_subscribe_message_queues("Routed")  # asks the name server
+        assert {q.topic for q in queues} == {"Routed"}
+
+
 def test_fixture_serves_sync_code(pocketmq_cluster):
     with SyncProducer("p", pocketmq_cluster.namesrv_addr) as producer:
         sent = producer.send(Message("FixtureTopic", b"hello", keys="k-1"))

@@ -6,14 +6,17 @@ hold options and offsets only; every read opens its own connection and closes it
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from client import PullStatus, SyncPullConsumer
+from client import PullConsumer, PullResult, PullStatus
+from pocketmq.runtime import loop_factory
 
 from .broker_view import READER_GROUP, BrokerView, private_instance, to_mq
 from .offsets import EARLIEST, LATEST, OffsetRange, QueueRef
@@ -46,9 +49,13 @@ class QueueRange(InputPartition):
         return QueueRef(self.topic, self.broker_name, self.queue_id)
 
 
-# The reader's client does not busy-poll (ClientConfig.busy_poll): Spark's task workers share the cores with the
-# JVM, each other and often the broker, and a task spinning while its pull is answered takes CPU they need.
-# bench/spark.py on 2 cores: reads 48,000-51,000 -> 63,000-68,000 rows/s. The writer keeps it: its sends are
+# The task drives its client's event loop itself, in its own thread (asyncio.Runner), rather than through
+# SyncPullConsumer's loop thread: with two threads, every pull crossed threads twice (run_coroutine_threadsafe,
+# a future's condition) and the thread turning rows into columns held the GIL while the loop thread waited to
+# read an answer. bench/spark.py: see docs/spark.md, Performance.
+# The client does not busy-poll (ClientConfig.busy_poll): Spark's task workers share the cores with the JVM, each
+# other and often the broker, and a task spinning while its pull is answered takes CPU they need (reads went
+# from 48,000-51,000 to 63,000-68,000 rows/s on 2 cores when it stopped). The writer keeps it: its sends are
 # answered while it builds the next ones, and without it writes fell from ~84,000 to ~56,000 rows/s.
 
 
@@ -59,22 +66,40 @@ def read_range(opts: SourceOptions, schema: StructType, part: QueueRange) -> Ite
     answer meanwhile. Offsets that are gone (before the queue's min offset, or past its end) and, when every
     tag is read, the offsets the broker skips (deleted data) are data loss, handled as failOnDataLoss says.
     """
+    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+        consumer = PullConsumer(READER_GROUP, opts.endpoints, instance_name=private_instance("reader"),
+                                consumer_pull_timeout=opts.pull_timeout, busy_poll=0.0)
+        runner.run(consumer.start())
+        batches = _read_batches(consumer, opts, schema, part)
+        try:
+            while True:
+                try:
+                    batch = runner.run(anext(batches))
+                except StopAsyncIteration:
+                    return
+                yield batch
+        finally:
+            runner.run(batches.aclose())
+            runner.run(consumer.shutdown())
+
+
+async def _read_batches(consumer: PullConsumer, opts: SourceOptions, schema: StructType, part: QueueRange
+                        ) -> AsyncIterator[pa.RecordBatch]:
     builder = BatchBuilder(arrow_schema(schema), part.broker_name)
     mq = to_mq(part.queue)
     fail = opts.fail_on_data_loss
     every_tag = opts.sub_expression == "*"
     where = f"{part.topic}/{part.broker_name}/{part.queue_id}"
-    with SyncPullConsumer(READER_GROUP, opts.endpoints, instance_name=private_instance("reader"),
-                          consumer_pull_timeout=opts.pull_timeout, busy_poll=0.0) as consumer:
 
-        def pull(offset: int):
-            size = min(opts.pull_batch_size, part.end - offset)
-            return consumer.pull_async(mq, opts.sub_expression, offset, size) if size > 0 else None
+    def pull(offset: int) -> asyncio.Task[PullResult] | None:
+        size = min(opts.pull_batch_size, part.end - offset)
+        return asyncio.ensure_future(consumer.pull(mq, opts.sub_expression, offset, size)) if size > 0 else None
 
-        offset = part.start
-        pending = pull(offset)
+    offset = part.start
+    pending = pull(offset)
+    try:
         while pending is not None:
-            result = pending.result()
+            result = await pending
             following = result.next_begin_offset
             gone = result.pull_status in (PullStatus.NO_NEW_MSG, PullStatus.OFFSET_ILLEGAL)
             if gone and not (offset < following < part.end and offset < result.max_offset):
@@ -101,8 +126,13 @@ def read_range(opts: SourceOptions, schema: StructType, part: QueueRange) -> Ite
             offset = following
             if len(builder) >= ROWS_PER_BATCH:
                 yield builder.flush()
-    if len(builder):
-        yield builder.flush()
+        if len(builder):
+            yield builder.flush()
+    finally:
+        if pending is not None and not pending.done():
+            pending.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await pending
 
 
 class BatchReader(DataSourceReader):

@@ -4,6 +4,7 @@ writing rows (and the idempotent replay check), and PySpark's own discovery of t
 from __future__ import annotations
 
 import io
+import time
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from client import Message, MessageQueue, SyncProducer
 from pyspark_pocketmq import RocketMQDataSource
 from pyspark_pocketmq.options import parse_sink_options, parse_source_options
 from pyspark_pocketmq.planning import DataLossError
-from pyspark_pocketmq.reader import QueueRange, read_range
+from pyspark_pocketmq.reader import ROWS_PER_BATCH, QueueRange, read_range
 from pyspark_pocketmq.schema import SCHEMA
 from pyspark_pocketmq.writer import SinkColumns, write_rows
 
@@ -67,6 +68,28 @@ def test_read_range_of_deleted_data_is_data_loss(pocketmq_cluster):
     with pytest.raises(DataLossError, match=r"T/broker-a/0: offsets 2\.\.9 are gone.*failOnDataLoss"):
         read_rows(source(pocketmq_cluster), part)
     assert read_rows(source(pocketmq_cluster, failOnDataLoss="false"), part) == []
+
+
+def test_a_read_stopped_early_closes_its_connection(pocketmq_cluster):
+    """Spark stops taking a task's batches early (a limit, a cancelled job): the generator is closed, and the
+    task's client, with the pull it already sent ahead, must go with it."""
+    server = pocketmq_cluster.cluster.broker.remoting_server
+    mq = MessageQueue("T", "broker-a", 0)
+    with SyncProducer("p", pocketmq_cluster.namesrv_addr) as producer:
+        for i in range(0, ROWS_PER_BATCH + 500, 250):
+            producer.send_batch([Message("T", f"m{j}".encode()) for j in range(i, i + 250)], mq)
+    assert pocketmq_cluster.wait_dispatched()
+    before = len(server.channels)
+
+    batches = read_range(source(pocketmq_cluster), SCHEMA, QueueRange("T", "broker-a", 0, 0, ROWS_PER_BATCH + 500))
+    first = next(batches)
+    assert first.num_rows == ROWS_PER_BATCH and first.column("body")[0].as_py() == b"m0"
+    assert len(server.channels) == before + 1
+    batches.close()
+    deadline = time.monotonic() + 5
+    while len(server.channels) > before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(server.channels) == before
 
 
 def sink_rows(n: int, topic: str | None = "Out", start: int = 0) -> list[tuple]:

@@ -315,6 +315,25 @@ class CommitLog:
         except ValueError:  # the file was deleted (mmap closed) under us
             return None
 
+    def get_messages(self, offsets: tuple[int, ...], sizes: tuple[int, ...], total: int) -> list[bytes] | None:
+        """The raw records at ``offsets`` (ascending, ``total`` bytes in all), one slice if they are adjacent;
+        None unless all are written and in one file."""
+        first = offsets[0]
+        mf = self.mapped_file_queue.find_mapped_file_by_offset(first)
+        if mf is None:
+            return None
+        base = mf.file_from_offset
+        end = offsets[-1] + sizes[-1] - base
+        if end > mf.wrote_position:
+            return None
+        try:
+            mm = mf.mm
+            if end - (first - base) == total:
+                return [mm[first - base:end]]
+            return [mm[p - base:p - base + s] for p, s in zip(offsets, sizes, strict=True)]
+        except ValueError:  # the file was deleted (mmap closed) under us
+            return None
+
     def read_size_at(self, offset: int) -> int:
         """TOTALSIZE of the record at `offset`, or -1."""
         mf = self.mapped_file_queue.find_mapped_file_by_offset(offset)

@@ -2,9 +2,14 @@
 
 Scans up to max(16000 bytes, 20 x max_msg_nums) of entries, skips what the filter rejects, and slices
 runs of adjacent records out of the commit log in one piece, up to 32 messages / 256 KiB.
+
+A pull that takes every message (no tag filter, the usual consumer) reads only the entries it can return and
+unpacks them in one call; the general loop, one Python iteration per entry, cost ~25 µs of a 32-message pull.
 """
 
 from __future__ import annotations
+
+import struct
 
 from .commit_log import CommitLog
 from .config import MessageStoreConfig
@@ -16,6 +21,10 @@ from .results import GetMessageResult, GetMessageStatus
 
 def read_queue(commit_log: CommitLog, cfg: MessageStoreConfig, cq: ConsumeQueue, offset: int, max_msg_nums: int,
            message_filter: MessageFilter | None, result: GetMessageResult) -> None:
+    if (message_filter is None or getattr(message_filter, "match_all", False)) and _read_every_message(
+        commit_log, cfg, cq, offset, max_msg_nums, result
+    ):
+        return
     max_count = max(16000, max_msg_nums * CQ_STORE_UNIT_SIZE) // CQ_STORE_UNIT_SIZE
     entries = cq.get_entries(offset, max_count)
     if not entries:
@@ -63,6 +72,40 @@ def read_queue(commit_log: CommitLog, cfg: MessageStoreConfig, cq: ConsumeQueue,
     result.next_begin_offset = offset + scanned
     result.message_count = count
     result.buffer_total_size = sum(len(b) for b in buffers)
+
+
+_ENTRY_RUNS: dict[int, struct.Struct] = {}
+
+
+def _read_every_message(commit_log: CommitLog, cfg: MessageStoreConfig, cq: ConsumeQueue, offset: int,
+                        max_msg_nums: int, result: GetMessageResult) -> bool:
+    """read_queue for a filter that takes everything, when nothing needs the general loop: no filler entries,
+    nothing removed, within the byte limit, all records in one commit-log file. False: use the general loop."""
+    max_msgs = min(max_msg_nums, cfg.max_transfer_count_on_message_in_memory)
+    entries = cq.get_entries(offset, max_msgs)
+    n = len(entries) // CQ_STORE_UNIT_SIZE
+    if not n:
+        return False
+    run = _ENTRY_RUNS.get(n)
+    if run is None:
+        run = _ENTRY_RUNS[n] = struct.Struct(">" + "qiq" * n)
+    values = run.unpack(entries)
+    phys, sizes = values[0::3], values[1::3]
+    total = sum(sizes)
+    # Entries of a queue point forward in the commit log: if the first record is still there, all are.
+    if (CQ_PRE_BLANK_SIZE in sizes or total > cfg.max_transfer_bytes_on_message_in_memory
+            or phys[0] < commit_log.get_min_offset()):
+        return False
+    buffers = commit_log.get_messages(phys, sizes, total)
+    if buffers is None:
+        return False
+    result.buffers = buffers
+    result.status = GetMessageStatus.FOUND
+    result.next_begin_offset = offset + n
+    result.message_count = n
+    result.buffer_total_size = total
+    result.queue_offsets = list(range(offset, offset + n))
+    return True
 
 
 def _same_file(commit_log: CommitLog, start: int, end: int) -> bool:

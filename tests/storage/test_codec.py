@@ -349,3 +349,41 @@ def test_property_decode_all_agrees_with_decode_record_by_record(edits, compress
     except CorruptRecordError as e:
         got.append(str(e))
     assert got == expected
+    # decode_all has a loop of its own for bytes: all the records, or the same error.
+    if expected and isinstance(expected[-1], str):
+        with pytest.raises(CorruptRecordError) as raised:
+            decode_all(buf, decompress=True)
+        assert str(raised.value) == expected[-1]
+    else:
+        assert decode_all(buf, decompress=True) == expected
+        assert decode_all(bytearray(buf), decompress=True) == expected
+
+
+def _damaged(kind: str) -> bytes:
+    props = "TAGS\x01A\x02"
+    buf = bytearray(_record(body=b"payload", properties=props))
+    body_end = 88 + len(b"payload")
+    props_at = len(buf) - len(props) - 2
+    if kind == "props length short":
+        struct.pack_into(">h", buf, props_at, len(props) - 1)
+    elif kind == "props length negative":
+        struct.pack_into(">h", buf, props_at, -2)
+    elif kind == "topic length long":
+        buf[body_end] = 250
+    elif kind == "props not UTF-8":
+        buf[-2] = 0xFF
+    elif kind == "size past the buffer":
+        struct.pack_into(">i", buf, 0, len(buf) + 1)
+    return bytes(buf)
+
+
+@pytest.mark.parametrize("kind", ["props length short", "props length negative", "topic length long",
+                                  "props not UTF-8", "size past the buffer"])
+def test_decode_all_refuses_each_damage_as_decode_does(kind):
+    good = _record(body=b"first")
+    bad = _damaged(kind)
+    with pytest.raises(CorruptRecordError) as expected:
+        decode(bad)
+    with pytest.raises(CorruptRecordError) as got:
+        decode_all(good + bad, decompress=True)
+    assert str(got.value) == str(expected.value).replace(" at 0", f" at {len(good)}")

@@ -158,3 +158,47 @@ def test_message_was_removing_between_log_and_queue_cleanup(store):
     res = store.get_message("g", "TopicA", 0, 0, 32)
     assert res.status == S.MESSAGE_WAS_REMOVING
     assert res.next_begin_offset > 0 and res.body == b""
+
+
+class _EveryEntry:
+    """Takes every message without saying so (no match_all): read_queue's general loop, entry by entry."""
+
+    needs_commit_log = False
+
+    def is_matched_by_consume_queue(self, tags_code: int) -> bool:
+        return True
+
+    def is_matched_by_commit_log(self, record: bytes) -> bool:
+        return True
+
+
+def test_the_shortcut_for_unfiltered_reads_gives_what_the_general_loop_gives(stores):
+    # Small commit-log files so reads cross file ends; runs of adjacent records (batches of one queue) and
+    # records interleaved with another queue's.
+    store = stores.open(mapped_file_size_commit_log=4096)
+    for i in range(60):
+        put_ok(store, msg(queue_id=1, body=f"m{i}".encode() * (1 + i % 7)))
+        if i % 3:
+            put_ok(store, msg(queue_id=2, body=b"other"))
+    assert store.wait_dispatched()
+    for start in range(61):
+        for n in (1, 5, 32):
+            fast = store.get_message("g", "TopicA", 1, start, n)
+            slow = store.get_message("g", "TopicA", 1, start, n, _EveryEntry())
+            assert (fast.status, fast.next_begin_offset, fast.message_count, fast.queue_offsets, fast.body,
+                    fast.buffer_total_size) == (slow.status, slow.next_begin_offset, slow.message_count,
+                                                slow.queue_offsets, slow.body, slow.buffer_total_size), (start, n)
+
+
+def test_an_unfiltered_read_slices_adjacent_records_once_and_others_one_by_one(store):
+    for i in range(10):
+        put_ok(store, msg(queue_id=3, body=f"a{i}".encode()))
+    for i in range(10):
+        put_ok(store, msg(queue_id=1, body=f"b{i}".encode()))
+        put_ok(store, msg(queue_id=2, body=f"c{i}".encode()))
+    assert store.wait_dispatched()
+    adjacent = store.get_message("g", "TopicA", 3, 0, 32)
+    assert adjacent.message_count == 10 and len(adjacent.buffers) == 1
+    interleaved = store.get_message("g", "TopicA", 1, 0, 32)
+    assert interleaved.message_count == 10 and len(interleaved.buffers) == 10
+    assert [m.body for m in decode_all(interleaved.body)] == [f"b{i}".encode() for i in range(10)]

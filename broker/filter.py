@@ -85,6 +85,7 @@ class Sql92MessageFilter:
     does not match."""
 
     needs_commit_log = True
+    match_all = False
     __slots__ = ("expression",)
 
     def __init__(self, expression: Sql92Expression) -> None:

@@ -21,7 +21,7 @@ from .results import GetMessageResult, GetMessageStatus
 
 def read_queue(commit_log: CommitLog, cfg: MessageStoreConfig, cq: ConsumeQueue, offset: int, max_msg_nums: int,
            message_filter: MessageFilter | None, result: GetMessageResult) -> None:
-    if (message_filter is None or getattr(message_filter, "match_all", False)) and _read_every_message(
+    if (message_filter is None or message_filter.match_all) and _read_every_message(
         commit_log, cfg, cq, offset, max_msg_nums, result
     ):
         return

@@ -8,6 +8,8 @@ from typing import Protocol
 class MessageFilter(Protocol):
     # True when the filter must see the record itself (property filters), not just the tags code.
     needs_commit_log: bool
+    # True when it takes every message: get_message then reads only the entries it can return.
+    match_all: bool
 
     def is_matched_by_consume_queue(self, tags_code: int) -> bool: ...
 
@@ -24,6 +26,7 @@ class TagsFilter:
 
     def __init__(self, codes: set[int] | None) -> None:
         self.codes = codes  # None or empty: everything
+        self.match_all = not codes
 
     def is_matched_by_consume_queue(self, tags_code: int) -> bool:
         return not self.codes or tags_code in self.codes

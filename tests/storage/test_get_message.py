@@ -161,9 +161,10 @@ def test_message_was_removing_between_log_and_queue_cleanup(store):
 
 
 class _EveryEntry:
-    """Takes every message without saying so (no match_all): read_queue's general loop, entry by entry."""
+    """Takes every message without saying so: read_queue's general loop, entry by entry."""
 
     needs_commit_log = False
+    match_all = False
 
     def is_matched_by_consume_queue(self, tags_code: int) -> bool:
         return True

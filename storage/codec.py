@@ -231,7 +231,7 @@ def _decode_common(buf: bytes, offset: int, decompress: bool, out: list[MessageE
         append(MessageExt(
             size, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts, unpack_host(born_host), store_ts,
             unpack_host(store_host), reconsume, prepared, buf[offset + 88:body_end], topic,
-            string_to_properties(props), _MSG_ID_V4.pack(store_host, phys).hex().upper(),
+            string_to_properties(props), create_message_id(store_host, phys),
         ))
         offset = record_end
     return offset

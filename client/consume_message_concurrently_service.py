@@ -18,6 +18,7 @@ from storage.message import MessageExt
 
 from .consume_message_service import ConsumeExecutor
 from .consumer_enums import MessageModel
+from .message_const import RETRY_GROUP_TOPIC_PREFIX
 from .message_listener import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
@@ -45,6 +46,8 @@ class ConsumeMessageConcurrentlyService:
         self.executor = ConsumeExecutor(cfg.consume_thread_max, f"ConsumeMessageThread_{consumer.group}")
         self.consumed_ok = 0  # listener calls that succeeded / failed (observability)
         self.consumed_failed = 0
+        self._start_ms, self._start_str = 0, "0"
+        self._retry_topic = RETRY_GROUP_TOPIC_PREFIX + consumer.group
 
     def start(self) -> None:
         self.executor.start()
@@ -60,7 +63,7 @@ class ConsumeMessageConcurrentlyService:
         size = self.consumer.config.consume_message_batch_max_size
         for i in range(0, len(msgs), size):
             batch = msgs[i : i + size]
-            self.executor.submit(lambda batch=batch: self._consume(batch, pq, mq))
+            self.executor.submit(self._consume, batch, pq, mq)
 
     def _submit_consume_request_later(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         self.consumer.schedule(
@@ -71,11 +74,15 @@ class ConsumeMessageConcurrentlyService:
         """ConsumeRequest.run: one listener call and what follows from its answer."""
         if pq.dropped:
             return
-        self.consumer.reset_retry_topic(msgs)
-        context = ConsumeConcurrentlyContext(mq)
-        start = str(now_ms())
+        ms = now_ms()
+        if ms != self._start_ms:  # CONSUME_START_TIME's string is made once per millisecond, not per batch
+            self._start_ms, self._start_str = ms, str(ms)
+        start, retry = self._start_str, self._retry_topic
         for msg in msgs:
-            msg.properties[CONSUME_START_TIME] = start
+            if msg.topic == retry:
+                self.consumer.reset_retry_topic([msg])
+            msg.put_property(CONSUME_START_TIME, start)
+        context = ConsumeConcurrentlyContext(mq)
         status: Any = None
         try:
             if self._is_async:
@@ -85,6 +92,13 @@ class ConsumeMessageConcurrentlyService:
         except Exception:
             log.warning("consumeMessage exception, group %s, %s; reconsume later", self.consumer.group, mq,
                         exc_info=True)
+        if status is _SUCCESS and context.ack_index is None and not pq.dropped:
+            # The common case, without a coroutine per result: the whole batch is done.
+            self.consumed_ok += 1
+            offset = pq.remove_message(msgs)
+            if offset >= 0:
+                self.consumer.offset_store.update_offset(mq, offset, increase_only=True)
+            return
         if not isinstance(status, ConsumeConcurrentlyStatus):
             if status is not None:
                 log.warning("listener of %s returned %r, not a ConsumeConcurrentlyStatus", self.consumer.group, status)
@@ -93,13 +107,6 @@ class ConsumeMessageConcurrentlyService:
             # The queue went to another consumer meanwhile: it will deliver these again, this one must not
             # commit or send anything back.
             log.info("%s dropped while consuming; result of %d messages ignored", mq, len(msgs))
-            return
-        if status is _SUCCESS and context.ack_index is None:
-            # The common case, without a coroutine per result: the whole batch is done.
-            self.consumed_ok += 1
-            offset = pq.remove_message(msgs)
-            if offset >= 0 and not pq.dropped:
-                self.consumer.offset_store.update_offset(mq, offset, increase_only=True)
             return
         await self.process_consume_result(status, context, msgs, pq, mq)
 

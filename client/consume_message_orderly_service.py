@@ -99,7 +99,7 @@ class ConsumeMessageOrderlyService:
         self, msgs: list[MessageExt] | None, pq: ProcessQueue, mq: MessageQueue, dispatch_to_consume: bool
     ) -> None:
         if dispatch_to_consume and not self.stopped:
-            self.executor.submit(lambda: self._consume(pq, mq))
+            self.executor.submit(self._consume, pq, mq)
 
     def submit_consume_request_later(self, pq: ProcessQueue, mq: MessageQueue, delay: float) -> None:
         self.consumer.schedule(delay, lambda: self.submit_consume_request(None, pq, mq, True))

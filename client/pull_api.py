@@ -8,6 +8,7 @@ from remoting.client_body import MessageQueue, SubscriptionData
 from remoting.codes import MASTER_ID
 from remoting.header import PullMessageRequestHeader
 from storage.codec import CorruptRecordError, decode_all
+from storage.constants import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
 
 from .exceptions import MQClientException
 from .message import PullResult, PullStatus
@@ -97,10 +98,10 @@ class PullAPIWrapper:
             if subscription.tags_set and not subscription.class_filter_mode:
                 wanted = set(subscription.tags_set)
                 msgs = [m for m in msgs if m.tags in wanted]
-            min_s, max_s = str(result.min_offset), str(result.max_offset)
+            marks = (f"{PROPERTY_MIN_OFFSET}{NAME_VALUE_SEPARATOR}{result.min_offset}{PROPERTY_SEPARATOR}"
+                     f"{PROPERTY_MAX_OFFSET}{NAME_VALUE_SEPARATOR}{result.max_offset}{PROPERTY_SEPARATOR}")
             for m in msgs:
-                m.properties[PROPERTY_MIN_OFFSET] = min_s
-                m.properties[PROPERTY_MAX_OFFSET] = max_s
+                m.put_encoded_properties(marks)
         return PullResult(
             pull_status=result.pull_status,
             next_begin_offset=result.next_begin_offset,

@@ -407,10 +407,12 @@ class DefaultMQPushConsumerImpl:
 
     def reset_retry_topic(self, msgs: list[MessageExt]) -> None:
         """A message from %RETRY%group shows its original topic to the listener."""
+        rt = retry_topic(self.group)
         for msg in msgs:
-            original = msg.properties.get(PROPERTY_RETRY_TOPIC)
-            if original is not None and msg.topic == retry_topic(self.group):  # (only retried messages get here)
-                msg.topic = original
+            if msg.topic == rt:  # the topic first: it is what almost every message fails
+                original = msg.properties.get(PROPERTY_RETRY_TOPIC)
+                if original is not None:
+                    msg.topic = original
 
     async def send_message_back(self, msg: MessageExt, delay_level: int, mq: MessageQueue) -> bool:
         """CONSUMER_SEND_MSG_BACK, else a send to %RETRY%group; False when both failed."""

@@ -21,7 +21,7 @@ from .constants import (
     MESSAGE_MAGIC_CODE,
     STOREHOSTADDRESS_V6_FLAG,
 )
-from .message import MessageExt, string_to_properties, unpack_host
+from .message import MessageExt, unpack_host
 
 QUEUE_OFFSET_POS = 20
 PHYSICAL_OFFSET_POS = 28
@@ -176,7 +176,7 @@ def decode(buf, offset: int = 0, *, check_crc: bool = False, decompress: bool = 
         commit_log_offset=phys, sys_flag=sys_flag, born_timestamp=born_ts, born_host=unpack_host(born_host),
         store_timestamp=store_ts, store_host=unpack_host(store_host), reconsume_times=reconsume,
         prepared_transaction_offset=prepared, body=body, topic=topic,
-        properties=string_to_properties(props), msg_id=create_message_id(store_host, phys),
+        properties_string=props,
     )
 
 
@@ -230,8 +230,7 @@ def _decode_common(buf: bytes, offset: int, decompress: bool, out: list[MessageE
             break
         append(MessageExt(
             size, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts, unpack_host(born_host), store_ts,
-            unpack_host(store_host), reconsume, prepared, buf[offset + 88:body_end], topic,
-            string_to_properties(props), create_message_id(store_host, phys),
+            unpack_host(store_host), reconsume, prepared, buf[offset + 88:body_end], topic, props,
         ))
         offset = record_end
     return offset

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from .constants import (
     KEY_SEPARATOR,
@@ -31,6 +31,13 @@ def unpack_host(raw: bytes) -> str:
     if len(raw) == 8:
         return f"{raw[0]}.{raw[1]}.{raw[2]}.{raw[3]}:{port}"
     return f"[{ipaddress.IPv6Address(raw[:16])}]:{port}"
+
+
+@functools.lru_cache(maxsize=256)
+def _host_hex(address: str) -> str:
+    """The store-host half of an offsetMsgId, from "ip:port" (as unpack_host gives it)."""
+    host, _, port = address.rpartition(":")
+    return pack_host(host, int(port)).hex().upper()
 
 
 LOOPBACK_HOST = pack_host("127.0.0.1", 0)
@@ -121,9 +128,15 @@ def raw_property(props: bytes, name: bytes) -> bytes | None:
     return props[i + len(name) : j if j >= 0 else len(props)]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class MessageExt:
-    """A record decoded from the commit log (MessageExt): every stored field."""
+    """A record decoded from the commit log (MessageExt): every stored field.
+
+    The properties stay in their stored form (``properties_string``) until ``properties`` is first read: a
+    consumer that looks only at bodies never pays for the dict (~0.5 us a message, a quarter of decoding).
+    ``put_property`` before that read appends to the string, so a client marking every message it pulls
+    (MIN_OFFSET, CONSUME_START_TIME, as RocketMQ's does) does not build the dict either.
+    """
 
     store_size: int
     body_crc: int
@@ -140,8 +153,50 @@ class MessageExt:
     prepared_transaction_offset: int
     body: bytes
     topic: str
-    properties: dict[str, str]
-    msg_id: str  # offsetMsgId: store host + port + physical offset, upper-case hex
+    properties_string: str  # name 0x01 value 0x02 ..., as stored, then the puts made before the first read
+    _properties: dict[str, str] | None = None
+
+    @property
+    def msg_id(self) -> str:
+        """offsetMsgId: store host + port + physical offset, upper-case hex (made when read, not per decode)."""
+        return _host_hex(self.store_host) + f"{self.commit_log_offset & 0xFFFF_FFFF_FFFF_FFFF:016X}"
+
+    @property
+    def properties(self) -> dict[str, str]:
+        props = self._properties
+        if props is None:
+            props = self._properties = string_to_properties(self.properties_string)
+        return props
+
+    @properties.setter
+    def properties(self, value: dict[str, str]) -> None:
+        self._properties = value
+
+    def put_property(self, name: str, value: str) -> None:
+        """MessageAccessor.putProperty: set one property (a later put of the same name wins)."""
+        if self._properties is not None:
+            self._properties[name] = value
+        else:
+            self.put_encoded_properties(f"{name}{NAME_VALUE_SEPARATOR}{value}{PROPERTY_SEPARATOR}")
+
+    def put_encoded_properties(self, encoded: str) -> None:
+        """put_property for pairs already encoded (name 0x01 value 0x02 each): one string for a whole pull."""
+        if self._properties is not None:
+            self._properties.update(string_to_properties(encoded))
+            return
+        stored = self.properties_string
+        if stored and stored[-1] != PROPERTY_SEPARATOR:
+            stored += PROPERTY_SEPARATOR  # (a producer may leave out the last separator)
+        self.properties_string = stored + encoded
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not MessageExt:
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in _COMPARED) and self.properties == other.properties
+
+    def __repr__(self) -> str:
+        fields_ = ", ".join(f"{f}={getattr(self, f)!r}" for f in _COMPARED)
+        return f"MessageExt({fields_}, properties={self.properties!r})"
 
     @property
     def tags(self) -> str | None:
@@ -154,3 +209,6 @@ class MessageExt:
     @property
     def uniq_key(self) -> str | None:
         return self.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+
+
+_COMPARED = tuple(f.name for f in fields(MessageExt) if f.name not in ("properties_string", "_properties"))

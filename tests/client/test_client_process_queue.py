@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from client.process_queue import CONSUME_START_TIME, ProcessQueue, now_ms
-from storage.message import MessageExt
+from storage.message import MessageExt, properties_to_string
 
 
 def msg(offset: int, body: bytes = b"xx", **props: str) -> MessageExt:
     return MessageExt(
         store_size=0, body_crc=0, queue_id=0, flag=0, queue_offset=offset, commit_log_offset=offset * 100,
         sys_flag=0, born_timestamp=0, born_host="127.0.0.1:1", store_timestamp=0, store_host="127.0.0.1:2",
-        reconsume_times=0, prepared_transaction_offset=0, body=body, topic="T", properties=dict(props), msg_id="",
+        reconsume_times=0, prepared_transaction_offset=0, body=body, topic="T",
+        properties_string=properties_to_string(props),
     )
 
 

@@ -1,0 +1,76 @@
+"""ConsumeExecutor on its own: the bounded pool that runs consume requests (no broker needed)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from client.consume_message_service import ConsumeExecutor
+
+
+async def settle() -> None:
+    for _ in range(10):  # a few loop turns: woken workers take their jobs
+        await asyncio.sleep(0)
+
+
+async def test_jobs_that_suspend_occupy_every_worker_and_the_rest_wait() -> None:
+    """One worker is woken per submit burst; each worker that takes a job wakes the next, so five jobs that
+    all wait fill a pool of three and two stay queued."""
+    pool = ConsumeExecutor(3, "t")
+    pool.start()
+    await settle()  # every worker parked
+    gate, started, finished = asyncio.Event(), [], []
+
+    async def job(i: int) -> None:
+        started.append(i)
+        await gate.wait()
+        finished.append(i)
+
+    for i in range(5):
+        pool.submit(job, i)
+    await settle()
+    assert (started, pool.active, pool.queued) == ([0, 1, 2], 3, 2)
+    gate.set()
+    await settle()
+    assert sorted(finished) == [0, 1, 2, 3, 4] and (pool.active, pool.queued) == (0, 0)
+    # Parked again: a later job still gets a worker.
+    pool.submit(job, 5)
+    await settle()
+    assert finished[-1] == 5
+    await pool.shutdown(0)
+
+
+async def test_jobs_that_do_not_suspend_run_in_order_and_failures_do_not_stop_the_pool() -> None:
+    pool = ConsumeExecutor(4, "t")
+    pool.start()
+    ran: list[int] = []
+
+    async def job(i: int) -> None:
+        ran.append(i)
+        if i == 3:
+            raise RuntimeError("listener bug")
+
+    for i in range(32):
+        pool.submit(job, i)
+    await settle()
+    assert ran == list(range(32)) and (pool.active, pool.queued) == (0, 0)
+    await pool.shutdown(0)
+
+
+async def test_shutdown_waits_for_running_jobs_then_cancels_what_is_left() -> None:
+    pool = ConsumeExecutor(1, "t")
+    pool.start()
+    finished = []
+
+    async def quick() -> None:
+        await asyncio.sleep(0.01)
+        finished.append("quick")
+
+    async def stuck() -> None:
+        await asyncio.Event().wait()
+        finished.append("stuck")
+
+    pool.submit(quick)
+    pool.submit(stuck)
+    pool.submit(quick)  # queued behind the stuck one: never runs
+    await pool.shutdown(0.2)
+    assert finished == ["quick"] and (pool.active, pool.queued) == (0, 0)

@@ -111,19 +111,21 @@ class ProcessQueue:
     def remove_message(self, msgs: Iterable[MessageExt]) -> int:
         """Drop consumed messages; the next offset the group may commit: the smallest still held, or one past
         the highest ever added once none is left (-1 when nothing was held to begin with)."""
-        if not self._msgs:
+        held = self._msgs
+        if not held:
             return -1
         self.last_consume_timestamp = time.monotonic()
-        removed = 0
+        offsets = self._offsets
         for msg in msgs:
-            gone = self._msgs.pop(msg.queue_offset, None)
+            offset = msg.queue_offset
+            gone = held.pop(offset, None)
             if gone is None:
                 continue
-            del self._offsets[bisect.bisect_left(self._offsets, msg.queue_offset)]
-            removed += 1
+            # Consumption mostly finishes in pull order: the head is the usual place to remove from.
+            del offsets[0 if offsets[0] == offset else bisect.bisect_left(offsets, offset)]
+            self.msg_count -= 1
             self.msg_size -= len(gone.body)
-        self.msg_count -= removed
-        return self._offsets[0] if self._offsets else self.queue_offset_max + 1
+        return offsets[0] if offsets else self.queue_offset_max + 1
 
     # --- orderly consumption -------------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from .process_queue import ProcessQueue
 log = logging.getLogger("client")
 T = TypeVar("T")
 
+
 class ConsumeMessageService(Protocol):
     def start(self) -> None: ...
 
@@ -53,7 +54,7 @@ class ConsumeExecutor:
     def submit(self, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
         """Queue ``await fn(*args)``. One idle worker is woken, not one per job: a pull hands over 32 jobs at
         once, and waking 20 workers for jobs the first one finishes without suspending cost ~2 us a message.
-        A worker that takes a job while more wait wakes the next one (``_take``), so a listener that does
+        A worker that takes a job while more wait wakes the next one (in ``_work``), so a listener that does
         suspend still has the pool's other workers running the jobs behind it."""
         self._jobs.append((fn, args))
         if not self._waking:

@@ -18,7 +18,6 @@ from storage.message import MessageExt
 
 from .consume_message_service import ConsumeExecutor
 from .consumer_enums import MessageModel
-from .message_const import RETRY_GROUP_TOPIC_PREFIX
 from .message_listener import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
@@ -47,7 +46,6 @@ class ConsumeMessageConcurrentlyService:
         self.consumed_ok = 0  # listener calls that succeeded / failed (observability)
         self.consumed_failed = 0
         self._start_ms, self._start_str = 0, "0"
-        self._retry_topic = RETRY_GROUP_TOPIC_PREFIX + consumer.group
 
     def start(self) -> None:
         self.executor.start()
@@ -77,10 +75,9 @@ class ConsumeMessageConcurrentlyService:
         ms = now_ms()
         if ms != self._start_ms:  # CONSUME_START_TIME's string is made once per millisecond, not per batch
             self._start_ms, self._start_str = ms, str(ms)
-        start, retry = self._start_str, self._retry_topic
+        self.consumer.reset_retry_topic(msgs)
+        start = self._start_str
         for msg in msgs:
-            if msg.topic == retry:
-                self.consumer.reset_retry_topic([msg])
             msg.put_property(CONSUME_START_TIME, start)
         context = ConsumeConcurrentlyContext(mq)
         status: Any = None

@@ -3,9 +3,17 @@
 No sockets and no asyncio here: background work runs on threads, as RocketMQ's service threads do.
 """
 
-from .codec import create_message_id, decode, decode_all, decode_message_id, encode, iter_records
+from .codec import decode, decode_all, decode_message_id, encode, iter_records
 from .config import FlushDiskType, MessageStoreConfig
-from .message import Message, MessageExt, pack_host, properties_to_string, string_to_properties, unpack_host
+from .message import (
+    Message,
+    MessageExt,
+    create_message_id,
+    pack_host,
+    properties_to_string,
+    string_to_properties,
+    unpack_host,
+)
 from .message_filter import MessageFilter, TagsFilter
 from .message_store import DefaultMessageStore
 from .results import (

@@ -44,7 +44,6 @@ HEADER_V4 = header_struct(8, 8)  # 88 bytes: the common case, precompiled for th
 _SHORT = struct.Struct(">h")
 _INT = struct.Struct(">i")
 _SIZE_MAGIC = struct.Struct(">iI")
-_MSG_ID_V4 = struct.Struct(">8sq")
 
 
 def host_lengths(sys_flag: int) -> tuple[int, int]:
@@ -60,13 +59,6 @@ def record_length(sys_flag: int, body_len: int, topic_len: int, props_len: int) 
 def body_crc(body: bytes) -> int:
     """UtilAll.crc32: CRC32 masked to a non-negative Java int."""
     return zlib.crc32(body) & 0x7FFFFFFF
-
-
-def create_message_id(store_host: bytes, physical_offset: int) -> str:
-    """offsetMsgId: store address + port + physical offset as upper-case hex (32 chars for IPv4)."""
-    if len(store_host) == 8:
-        return _MSG_ID_V4.pack(store_host, physical_offset).hex().upper()
-    return (store_host + physical_offset.to_bytes(8, "big", signed=True)).hex().upper()
 
 
 def decode_message_id(msg_id: str) -> tuple[str, int]:

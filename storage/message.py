@@ -34,10 +34,20 @@ def unpack_host(raw: bytes) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _host_hex(address: str) -> str:
-    """The store-host half of an offsetMsgId, from "ip:port" (as unpack_host gives it)."""
+def _packed_host(address: str) -> bytes:
+    """pack_host of an "ip:port" string as unpack_host gives it (a MessageExt keeps only the string)."""
     host, _, port = address.rpartition(":")
-    return pack_host(host, int(port)).hex().upper()
+    return pack_host(host, int(port))
+
+
+_MSG_ID_V4 = struct.Struct(">8sq")
+
+
+def create_message_id(store_host: bytes, physical_offset: int) -> str:
+    """offsetMsgId: store address + port + physical offset as upper-case hex (32 chars for IPv4)."""
+    if len(store_host) == 8:
+        return _MSG_ID_V4.pack(store_host, physical_offset).hex().upper()
+    return (store_host + physical_offset.to_bytes(8, "big", signed=True)).hex().upper()
 
 
 LOOPBACK_HOST = pack_host("127.0.0.1", 0)
@@ -159,7 +169,7 @@ class MessageExt:
     @property
     def msg_id(self) -> str:
         """offsetMsgId: store host + port + physical offset, upper-case hex (made when read, not per decode)."""
-        return _host_hex(self.store_host) + f"{self.commit_log_offset & 0xFFFF_FFFF_FFFF_FFFF:016X}"
+        return create_message_id(_packed_host(self.store_host), self.commit_log_offset)
 
     @property
     def properties(self) -> dict[str, str]:

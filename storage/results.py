@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from .codec import create_message_id
+from .message import create_message_id
 
 
 class PutMessageStatus(Enum):

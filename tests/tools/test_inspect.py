@@ -13,11 +13,10 @@ from collections import defaultdict
 from pathlib import Path
 
 from storage import DefaultMessageStore
-from storage.codec import create_message_id
 from storage.demo import store_config
 from storage.index_file import IndexFile
 from storage.inspect import main as inspect_main
-from storage.message import pack_host
+from storage.message import create_message_id, pack_host
 
 from .conftest import (
     DEMO_MESSAGES,

@@ -169,9 +169,10 @@ class PocketMQ:
         self._next = {mq: max(await self.consumer.fetch_consume_offset(mq), 0) for mq in self._queues}
 
     async def fetch(self) -> int:
-        # Round-robin over the topic's queues, one pull in flight. The offset goes out after each pull as a
-        # one-way UPDATE_CONSUMER_OFFSET (persist() sends what update_consume_offset cached), on the connection
-        # the next pull takes, so the broker has it first: NATS's ack, not a round trip of its own.
+        # Round-robin over the topic's queues, one pull in flight. Each pull carries the offset the previous
+        # fetch of its queue reached (update_consume_offset(flush=False) caches it; the next pull of that
+        # queue sends it with FLAG_COMMIT_OFFSET, as RocketMQ's push consumer commits): the broker has a
+        # queue's ack before it serves that queue again, as Redis has the XACK before the next XREADGROUP.
         mq = self._queues[self._turn % len(self._queues)]
         self._turn += 1
         result = await self.consumer.pull(mq, "*", self._next[mq], BATCH)
@@ -179,11 +180,12 @@ class PocketMQ:
             return 0
         self._next[mq] = result.next_begin_offset
         await self.consumer.update_consume_offset(mq, result.next_begin_offset, flush=False)
-        await self.consumer.persist()
         return len(result.msg_found_list)
 
     async def settle(self) -> None:
-        # A request answered on the same connection comes after the one-way commits: they are all in.
+        # The acks of each queue's last fetch have no next pull to ride on: persist() sends them one-way, and
+        # a request answered on the same connection comes after them.
+        await self.consumer.persist()
         await self.consumer.fetch_consume_offset(self._queues[0], from_store=True)
 
     async def receive(self, topic: str, on_body: OnBody, stop: asyncio.Event) -> None:

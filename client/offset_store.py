@@ -79,6 +79,12 @@ class RemoteBrokerOffsetStore:
         self.offset_table.pop(mq, None)
         self._dirty.discard(mq)
 
+    def unsent_offset(self, mq: MessageQueue) -> int:
+        """The offset of ``mq`` updated here since the broker last heard of it; -1 if there is none."""
+        if mq in self._dirty:
+            return self.offset_table.get(mq, -1)
+        return -1
+
     async def persist(self, mq: MessageQueue) -> None:
         offset = self.offset_table.get(mq)
         if offset is not None:

@@ -188,13 +188,17 @@ class PullConsumer:
         self._subscribe_automatically(mq.topic)
         subscription = build_subscription_data(mq.topic, sub_expression, expression_type)
         assert self._pull_api is not None
+        # An offset cached by update_consume_offset(flush=False) rides along (FLAG_COMMIT_OFFSET), as the push
+        # consumer's does: the broker stores it with the pull, with no request of its own. It stays marked
+        # unsent, so persist() still sends it (a slave, which stores no offsets, would drop it).
+        commit_offset = self.offset_store.unsent_offset(mq)
         result = await self._pull_api.pull_kernel_impl(
             mq,
             subscription,
             offset,
             max_nums,
-            build_sys_flag(commit_offset=False, suspend=block, subscription=True),
-            0,
+            build_sys_flag(commit_offset=commit_offset > 0, suspend=block, subscription=True),
+            max(commit_offset, 0),
             self.broker_suspend_max_time if suspend is None else suspend,
             timeout,
         )

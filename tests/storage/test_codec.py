@@ -147,6 +147,17 @@ def test_decode_all_and_iter_records_walk_a_concatenation_and_stop_at_blank():
     assert decode_all(b"") == []
 
 
+def test_decode_all_gives_each_record_its_own_topic_and_hosts():
+    # decode_all reuses the previous record's topic and host strings when the bytes are the same: every
+    # change must still show, back and forth, and a topic of the same length is still compared.
+    other_born, other_store = pack_host("192.168.1.21", 53211), pack_host("10.0.0.2", 10911)
+    layout = [("TopicA", V4_BORN, V4_STORE), ("TopicB", V4_BORN, V4_STORE), ("TopicB", other_born, V4_STORE),
+              ("TopicB", other_born, other_store), ("TopicA", V4_BORN, V4_STORE), ("Topic", V4_BORN, other_store)]
+    buf = b"".join(_record(topic=t, born_host=b, store_host=s) for t, b, s in layout)
+    got = [(m.topic, m.born_host, m.store_host) for m in decode_all(buf)]
+    assert got == [(t, unpack_host(b), unpack_host(s)) for t, b, s in layout]
+
+
 def test_decode_rejects_bad_crc_magic_and_truncation():
     rec = bytearray(_record(body=b"payload"))
     decode(bytes(rec), check_crc=True)

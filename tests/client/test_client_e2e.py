@@ -155,6 +155,21 @@ async def test_offsets_are_stored_by_the_broker(cluster: Any, producer: Producer
     assert (await consumer.min_offset(mq), await consumer.max_offset(mq)) == (0, 3)
 
 
+async def test_a_cached_offset_is_stored_with_the_next_pull_of_its_queue(
+    cluster: Any, producer: Producer, consumer: PullConsumer
+) -> None:
+    mq, other = MessageQueue("Ride", "broker-a", 0), MessageQueue("Ride", "broker-a", 1)
+    for queue in (mq, other):
+        await producer.send(Message("Ride", b"m"), queue)
+    await cluster.wait_dispatched()
+    await consumer.update_consume_offset(mq, 1, flush=False)
+    await consumer.pull(other, "*", 0)  # another queue's pull does not carry mq's offset
+    assert await consumer.fetch_consume_offset(mq, from_store=True) == 0
+    await consumer.update_consume_offset(mq, 1, flush=False)  # (the query refreshed the cache)
+    await consumer.pull(mq, "*", 1)  # no persist(): the offset rides on this pull
+    assert await consumer.fetch_consume_offset(mq, from_store=True) == 1
+
+
 async def test_seek_by_timestamp(cluster: Any, producer: Producer, consumer: PullConsumer) -> None:
     mq = MessageQueue("Timed", "broker-a", 0)
     for i in range(3):

@@ -217,8 +217,8 @@ class PullConsumer:
 
     async def update_consume_offset(self, mq: MessageQueue, offset: int, *, flush: bool = True) -> None:
         """Record the group's next offset. With ``flush`` (default) the broker stores it before this returns;
-        without, it goes with the next ``persist()`` (every ``persist_consumer_offset_interval`` and on
-        shutdown)."""
+        without, it rides on the queue's next pull and goes with the next ``persist()`` (every
+        ``persist_consumer_offset_interval`` and on shutdown)."""
         self.offset_store.update_offset(mq, offset)
         if flush:
             await self.offset_store.persist(mq)

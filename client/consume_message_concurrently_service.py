@@ -14,10 +14,12 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from remoting.client_body import MessageQueue
+from storage.constants import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
 from storage.message import MessageExt
 
 from .consume_message_service import ConsumeExecutor
 from .consumer_enums import MessageModel
+from .message_const import RETRY_GROUP_TOPIC_PREFIX
 from .message_listener import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
@@ -45,7 +47,8 @@ class ConsumeMessageConcurrentlyService:
         self.executor = ConsumeExecutor(cfg.consume_thread_max, f"ConsumeMessageThread_{consumer.group}")
         self.consumed_ok = 0  # listener calls that succeeded / failed (observability)
         self.consumed_failed = 0
-        self._start_ms, self._start_str = 0, "0"
+        self._start_ms, self._start_pair = 0, ""
+        self._retry_topic = RETRY_GROUP_TOPIC_PREFIX + consumer.group
 
     def start(self) -> None:
         self.executor.start()
@@ -73,12 +76,14 @@ class ConsumeMessageConcurrentlyService:
         if pq.dropped:
             return
         ms = now_ms()
-        if ms != self._start_ms:  # CONSUME_START_TIME's string is made once per millisecond, not per batch
-            self._start_ms, self._start_str = ms, str(ms)
-        self.consumer.reset_retry_topic(msgs)
-        start = self._start_str
+        if ms != self._start_ms:  # CONSUME_START_TIME's pair is encoded once per millisecond, not per batch
+            self._start_ms, self._start_pair = ms, f"{CONSUME_START_TIME}{NAME_VALUE_SEPARATOR}{ms}{PROPERTY_SEPARATOR}"
+        consumer = self.consumer
+        start, retry_topic = self._start_pair, self._retry_topic
         for msg in msgs:
-            msg.put_property(CONSUME_START_TIME, start)
+            if msg.topic == retry_topic:
+                consumer.reset_retry_topic((msg,))
+            msg.put_encoded_properties(start)
         context = ConsumeConcurrentlyContext(mq)
         status: Any = None
         try:
@@ -87,14 +92,14 @@ class ConsumeMessageConcurrentlyService:
             else:
                 status = await call_listener(self.listener, False, self.executor.run_sync, msgs, context)
         except Exception:
-            log.warning("consumeMessage exception, group %s, %s; reconsume later", self.consumer.group, mq,
+            log.warning("consumeMessage exception, group %s, %s; reconsume later", consumer.group, mq,
                         exc_info=True)
         if status is _SUCCESS and context.ack_index is None and not pq.dropped:
             # The common case, without a coroutine per result: the whole batch is done.
             self.consumed_ok += 1
             offset = pq.remove_message(msgs)
             if offset >= 0:
-                self.consumer.offset_store.update_offset(mq, offset, increase_only=True)
+                consumer.offset_store.update_offset(mq, offset, True)
             return
         if not isinstance(status, ConsumeConcurrentlyStatus):
             if status is not None:

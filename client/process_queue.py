@@ -82,22 +82,27 @@ class ProcessQueue:
 
     def put_message(self, msgs: Iterable[MessageExt]) -> bool:
         """Add pulled messages; True when an orderly consumer should start a consume request for this queue."""
-        added = 0
+        held, offsets = self._msgs, self._offsets
+        added = size = 0
+        top = offsets[-1] if offsets else -1
         last: MessageExt | None = None
         for msg in msgs:
             last = msg
             offset = msg.queue_offset
-            if offset in self._msgs:
+            if offset in held:
                 continue
-            self._msgs[offset] = msg
-            if not self._offsets or offset > self._offsets[-1]:
-                self._offsets.append(offset)
+            held[offset] = msg
+            if offset > top:  # a pull's messages come in offset order, after what is held
+                offsets.append(offset)
+                top = offset
             else:
-                bisect.insort(self._offsets, offset)
+                bisect.insort(offsets, offset)
             added += 1
-            self.msg_size += len(msg.body)
-            self.queue_offset_max = max(self.queue_offset_max, offset)
+            size += len(msg.body)
         self.msg_count += added
+        self.msg_size += size
+        if top > self.queue_offset_max:
+            self.queue_offset_max = top
         dispatch = False
         if self._msgs and not self.consuming:
             dispatch = True

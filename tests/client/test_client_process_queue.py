@@ -36,6 +36,18 @@ def test_put_ignores_duplicates_and_keeps_offsets_sorted() -> None:
     assert pq.msg_count == 4 and pq.first_offset() == 3 and pq.get_max_span() == 4
 
 
+def test_the_commit_offset_stays_past_the_highest_ever_added_after_lower_puts() -> None:
+    pq = ProcessQueue()
+    first = [msg(5), msg(7)]
+    pq.put_message(first)
+    assert pq.remove_message(first) == 8
+    late = [msg(6), msg(3)]  # below what was held before, out of order
+    pq.put_message(late)
+    assert [m.queue_offset for m in pq.messages()] == [3, 6]
+    assert pq.remove_message([late[1]]) == 6
+    assert pq.remove_message([late[0]]) == 8  # not 7: offset 7 was consumed already
+
+
 def test_dispatch_to_consume_once_per_idle_period() -> None:
     pq = ProcessQueue()
     assert pq.put_message([msg(0)]) is True

@@ -7,6 +7,7 @@ milliseconds; which level each retry waited on is read from SCHEDULE_TOPIC_XXXX 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -56,6 +57,9 @@ async def test_reconsume_later_comes_back_on_the_levels_then_goes_to_the_dlq(pus
         assert [rt for rt, _, _ in seen] == [0, 1, 2, 3]
         # Retry n waited on delay level 3 + (n - 1): levels 3, 4 and 5, one message each, none elsewhere.
         assert schedule_counts(push_cluster) == [0, 0, 1, 1, 1, 0, 0, 0]
+        now_ms = time.time() * 1000
+        for _, _, props in seen:  # each call marked with when its consumption began (RocketMQ's property)
+            assert now_ms - 60_000 < int(props["CONSUME_START_TIME"]) <= now_ms
         for _, shown_topic, props in seen[1:]:
             assert shown_topic == topic  # the listener sees the original topic, not %RETRY%group
             assert props["RETRY_TOPIC"] == topic

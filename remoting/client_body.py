@@ -28,6 +28,10 @@ class MessageQueue:
     def __hash__(self) -> int:
         return self._hash
 
+    def __reduce__(self) -> tuple[type[MessageQueue], tuple[str, str, int]]:
+        # Pickled without the cached hash: another process hashes strings with another seed.
+        return MessageQueue, (self.topic, self.broker_name, self.queue_id)
+
     def to_dict(self) -> dict[str, Any]:
         return {"topic": self.topic, "brokerName": self.broker_name, "queueId": self.queue_id}
 

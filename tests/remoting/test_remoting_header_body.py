@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import pickle
+import subprocess
+import sys
 import zlib
 
 import msgpack
@@ -384,3 +388,17 @@ def test_message_queue_hash_is_cached_yet_follows_its_fields() -> None:
     assert table[MessageQueue("T", "broker-a", 2)] == "two"
     assert repr(mq) == "MessageQueue(topic='T', broker_name='broker-a', queue_id=1)"
     assert MessageQueue.from_dict(mq.to_dict()) == mq
+
+
+def test_a_message_queue_pickled_in_another_process_keys_tables_here() -> None:
+    # Spark pickles its readers (and their queues) into worker processes, which hash strings with another
+    # seed: a hash cached by the pickling process must not travel with the queue.
+    script = (
+        "import pickle, sys; from remoting.client_body import MessageQueue; "
+        "sys.stdout.buffer.write(pickle.dumps({MessageQueue('T', 'broker-a', 1): 'one'}))"
+    )
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": root}
+    pickled = subprocess.run([sys.executable, "-c", script], capture_output=True, check=True, env=env).stdout
+    table = pickle.loads(pickled)
+    assert table[MessageQueue("T", "broker-a", 1)] == "one"

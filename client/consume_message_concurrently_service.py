@@ -14,12 +14,10 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from remoting.client_body import MessageQueue
-from storage.constants import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
-from storage.message import MessageExt
+from storage.message import MessageExt, properties_to_string
 
 from .consume_message_service import ConsumeExecutor
 from .consumer_enums import MessageModel
-from .message_const import RETRY_GROUP_TOPIC_PREFIX
 from .message_listener import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
@@ -48,7 +46,6 @@ class ConsumeMessageConcurrentlyService:
         self.consumed_ok = 0  # listener calls that succeeded / failed (observability)
         self.consumed_failed = 0
         self._start_ms, self._start_pair = 0, ""
-        self._retry_topic = RETRY_GROUP_TOPIC_PREFIX + consumer.group
 
     def start(self) -> None:
         self.executor.start()
@@ -77,12 +74,11 @@ class ConsumeMessageConcurrentlyService:
             return
         ms = now_ms()
         if ms != self._start_ms:  # CONSUME_START_TIME's pair is encoded once per millisecond, not per batch
-            self._start_ms, self._start_pair = ms, f"{CONSUME_START_TIME}{NAME_VALUE_SEPARATOR}{ms}{PROPERTY_SEPARATOR}"
+            self._start_ms, self._start_pair = ms, properties_to_string({CONSUME_START_TIME: str(ms)})
         consumer = self.consumer
-        start, retry_topic = self._start_pair, self._retry_topic
+        consumer.reset_retry_topic(msgs)
+        start = self._start_pair
         for msg in msgs:
-            if msg.topic == retry_topic:
-                consumer.reset_retry_topic((msg,))
             msg.put_encoded_properties(start)
         context = ConsumeConcurrentlyContext(mq)
         status: Any = None

@@ -8,7 +8,7 @@ from remoting.client_body import MessageQueue, SubscriptionData
 from remoting.codes import MASTER_ID
 from remoting.header import PullMessageRequestHeader
 from storage.codec import CorruptRecordError, decode_all
-from storage.constants import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
+from storage.message import properties_to_string
 
 from .exceptions import MQClientException
 from .message import PullResult, PullStatus
@@ -98,8 +98,9 @@ class PullAPIWrapper:
             if subscription.tags_set and not subscription.class_filter_mode:
                 wanted = set(subscription.tags_set)
                 msgs = [m for m in msgs if m.tags in wanted]
-            marks = (f"{PROPERTY_MIN_OFFSET}{NAME_VALUE_SEPARATOR}{result.min_offset}{PROPERTY_SEPARATOR}"
-                     f"{PROPERTY_MAX_OFFSET}{NAME_VALUE_SEPARATOR}{result.max_offset}{PROPERTY_SEPARATOR}")
+            marks = properties_to_string(
+                {PROPERTY_MIN_OFFSET: str(result.min_offset), PROPERTY_MAX_OFFSET: str(result.max_offset)}
+            )
             for m in msgs:
                 m.put_encoded_properties(marks)
         return PullResult(

@@ -174,6 +174,13 @@ def decode(buf, offset: int = 0, *, check_crc: bool = False, decompress: bool = 
 
 def iter_records(buf, *, decompress: bool = False) -> Iterator[MessageExt]:
     """MessageDecoder.decodes: the records of a concatenation, e.g. a pull response body."""
+    for run in _runs(buf, decompress):
+        yield from run
+
+
+def _runs(buf, decompress: bool) -> Iterator[list[MessageExt]]:
+    # Runs of records rather than single ones: decode_all takes a pull answer's 32 records as one list
+    # (a generator step per record cost ~0.12 us of its 1.2).
     offset = 0
     end = len(buf)
     fast = type(buf) is bytes
@@ -181,13 +188,13 @@ def iter_records(buf, *, decompress: bool = False) -> Iterator[MessageExt]:
         if fast:
             common: list[MessageExt] = []
             offset = _decode_common(buf, offset, decompress, common)
-            yield from common
+            yield common
             if offset + 8 > end:
                 break
         size, magic = _SIZE_MAGIC.unpack_from(buf, offset)
         if magic == BLANK_MAGIC_CODE:
             break
-        yield decode(buf, offset, decompress=decompress)
+        yield [decode(buf, offset, decompress=decompress)]
         offset += size
 
 
@@ -195,7 +202,7 @@ _V6_BITS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
 
 
 def _decode_common(buf: bytes, offset: int, decompress: bool, out: list[MessageExt]) -> int:
-    """decode() for the common record (IPv4 hosts, not compressed, UTF-8 text), record after record from
+    """decode() for the common record (IPv4 hosts, no body to inflate, UTF-8 text), record after record from
     ``offset``, with the same checks in one loop: a pull answer holds up to 32, and a call per record was a
     fifth of the client's cost per message. Returns where it stopped: the end, or a record it leaves to
     decode(), which handles the rest and says what is wrong with a damaged one."""
@@ -239,4 +246,7 @@ def _decode_common(buf: bytes, offset: int, decompress: bool, out: list[MessageE
 
 
 def decode_all(buf, *, decompress: bool = False) -> list[MessageExt]:
-    return list(iter_records(buf, decompress=decompress))
+    out: list[MessageExt] = []
+    for run in _runs(buf, decompress):
+        out += run
+    return out

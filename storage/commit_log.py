@@ -121,13 +121,13 @@ class CommitLog:
         msg.topic = SCHEDULE_TOPIC
         msg.queue_id = level - 1
 
-    def _new_shape(self, topic: str, key: tuple[int, int, int, int, int]) -> tuple[struct.Struct | None,
-                                                                                 PutMessageResult | None]:
+    def _new_shape(self, key: tuple[int, int, int, int, int]) -> tuple[struct.Struct | None,
+                                                                     PutMessageResult | None]:
         """(the struct of a record of this shape, None), cached; or (None, why it cannot be written)."""
         blen, tlen, plen, born, store = key
         rec = struct.Struct(f">iIiiiqqiq{born}sq{store}siqi{blen}sB{tlen}sh{plen}s")
         status = PutMessageStatus.MESSAGE_ILLEGAL
-        if len(topic) > TOPIC_MAX_LENGTH or tlen > TOPIC_MAX_LENGTH:
+        if tlen > TOPIC_MAX_LENGTH:  # (UTF-8 bytes: never fewer than the characters)
             why = f"topic name longer than {TOPIC_MAX_LENGTH} chars or bytes"
         elif blen > self._max_body:
             why = f"message body {blen} bytes exceeds maxMessageSize {self._max_body}"
@@ -166,7 +166,7 @@ class CommitLog:
         key = (len(body), len(topic_b), len(props_b), len(born_host), len(store_host))
         rec = self._shapes.get(key)
         if rec is None:
-            rec, refused = self._new_shape(topic, key)
+            rec, refused = self._new_shape(key)
             if refused is not None:
                 return refused
         if not 0 <= queue_id <= _MAX_INT:
@@ -244,7 +244,7 @@ class CommitLog:
             key = (len(body), tlen, len(props_b), len(host), slen)
             rec = shapes.get(key)
             if rec is None:
-                rec, refused = self._new_shape(topic, key)
+                rec, refused = self._new_shape(key)
                 if refused is not None:
                     return refused
             if sys_flag & _V6_BITS or key[3] != 8 or slen != 8:

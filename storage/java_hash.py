@@ -80,14 +80,12 @@ class KeyHashes:
     a dict miss.
     """
 
-    TAIL = 8
-
     def __init__(self, limit: int = 4096) -> None:
         self._topics: dict[bytes, int] = {}  # topic -> hash of "topic#"
         self._heads: dict[int, dict[bytes, int]] = {}  # hash of "topic#" -> key head -> hash of "topic#head"
         self._limit = limit
         self._cached = 0
-        p = _powers(self.TAIL + 1)
+        p = _powers(9)  # for the 8-byte tail and the shift past it
         self._shift = p[8]
         self._p = (p[7], p[6], p[5], p[4], p[3], p[2], p[1])
 

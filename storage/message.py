@@ -143,9 +143,10 @@ class MessageExt:
     """A record decoded from the commit log (MessageExt): every stored field.
 
     The properties stay in their stored form (``properties_string``) until ``properties`` is first read: a
-    consumer that looks only at bodies never pays for the dict (~0.5 us a message, a quarter of decoding).
-    ``put_property`` before that read appends to the string, so a client marking every message it pulls
-    (MIN_OFFSET, CONSUME_START_TIME, as RocketMQ's does) does not build the dict either.
+    consumer that looks only at bodies never pays for the dict (~0.5 us a message, against ~1.2 us for the
+    rest of decoding). ``put_property`` / ``put_encoded_properties`` before that read append to the string,
+    so a client marking every message it pulls (MIN_OFFSET, CONSUME_START_TIME, as RocketMQ's does) does not
+    build the dict either.
     """
 
     store_size: int
@@ -187,7 +188,7 @@ class MessageExt:
         if self._properties is not None:
             self._properties[name] = value
         else:
-            self.put_encoded_properties(f"{name}{NAME_VALUE_SEPARATOR}{value}{PROPERTY_SEPARATOR}")
+            self.put_encoded_properties(properties_to_string({name: value}))
 
     def put_encoded_properties(self, encoded: str) -> None:
         """put_property for pairs already encoded (name 0x01 value 0x02 each): one string for a whole pull."""

@@ -29,7 +29,7 @@ class TagsFilter:
         self.match_all = not codes
 
     def is_matched_by_consume_queue(self, tags_code: int) -> bool:
-        return not self.codes or tags_code in self.codes
+        return self.match_all or tags_code in self.codes
 
     def is_matched_by_commit_log(self, record: bytes) -> bool:
         return True

@@ -319,7 +319,6 @@ class DefaultMessageStore:
         end = ar.wrote_offset + ar.wrote_bytes
         reput = self.reput_service
         if end - reput.reput_from_offset > limit and reput.running:
-            reput.wakeup()
             reput.wait_caught_up(end - limit // 2, 0.05)
 
     def _wait_flush(self, result: PutMessageResult, wait: bool) -> None:

@@ -82,7 +82,7 @@ class ReputMessageService(ServiceThread):
         # Properties repeat when messages carry no unique key: map short property strings straight
         # to their tags code and skip the scan.
         self._props_codes: dict[bytes, int] = {}
-        self._rest_codes: dict[bytes, tuple[int, bytes | None]] = {}  # properties after a leading UNIQ_KEY
+        self._rest_codes: dict[bytes, tuple[int, bytes | None]] = {}  # properties with the UNIQ_KEY pair cut out
         self._run_structs: dict[tuple[int, int, int], struct.Struct] = {}
 
     def _tags_code_of(self, props: bytes) -> int:
@@ -145,8 +145,7 @@ class ReputMessageService(ServiceThread):
 
     def hurry(self) -> None:
         """Someone waits for arrivals: dispatch now, and promptly from here on (see prompt_needed)."""
-        if not self._wake.is_set():
-            self._wake.set()
+        ServiceThread.wakeup(self)  # (this class's wakeup only wakes an idle dispatcher)
 
     def busy_interval(self) -> float:
         """How long a busy dispatcher sleeps between rounds: RocketMQ's 1 ms while anyone may wait for what
@@ -162,8 +161,7 @@ class ReputMessageService(ServiceThread):
             while not self.stopped:
                 if busy:
                     # (appends do not set _wake while it is busy; hurry() and shutdown() do)
-                    self._wake.wait(self.busy_interval())
-                    self._wake.clear()
+                    self.wait_for_running(self.busy_interval())
                 else:
                     self._idle = True
                     if self.behind() <= 0:  # (an append just before _idle was set woke nobody)

@@ -80,6 +80,6 @@ def split_message_batch(data: bytes) -> tuple[list[int], list[bytes], list[bytes
 
 
 def decode_message_batch(data: bytes) -> list[BatchItem]:
-    """The batch's messages as items (tests and tools; the broker itself uses split_message_batch)."""
+    """The batch's messages as items, for tests (the broker itself uses split_message_batch)."""
     flags, bodies, properties = split_message_batch(data)
     return [BatchItem(f, b, p.decode()) for f, b, p in zip(flags, bodies, properties, strict=True)]

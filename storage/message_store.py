@@ -55,6 +55,12 @@ def _wait_store_msg_ok(msgs: list[Message] | MessageExtBatch) -> bool:
     return msgs[0].properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false"
 
 
+def _batch_topic(msgs: list[Message] | MessageExtBatch) -> str:
+    if isinstance(msgs, MessageExtBatch):
+        return msgs.topic
+    return msgs[0].topic if msgs else ""
+
+
 class DefaultMessageStore:
     def __init__(self, config: MessageStoreConfig | None = None, **overrides) -> None:
         if config is None:
@@ -264,6 +270,10 @@ class DefaultMessageStore:
 
     # -- put --------------------------------------------------------------------------------------
     def _check_store_status(self, topic: str) -> PutMessageResult | None:
+        """Why a put to ``topic`` is refused now, or None (the usual answer first: running, writeable, a topic
+        already seen)."""
+        if self._running and not self.running_flags.flag and topic in self._valid_topics:
+            return None
         if not self._running:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="the message store is not running")
         if not self.running_flags.is_writeable():
@@ -279,10 +289,9 @@ class DefaultMessageStore:
 
     def put_message(self, msg: Message) -> PutMessageResult:
         """Append one message. Under SYNC_FLUSH this returns once the flush covers it."""
-        if not (self._running and not self.running_flags.flag and msg.topic in self._valid_topics):
-            bad = self._check_store_status(msg.topic)
-            if bad is not None:
-                return bad
+        bad = self._check_store_status(msg.topic)
+        if bad is not None:
+            return bad
         result = self.commit_log.put_message(msg)
         if result.status is _PUT_OK or result.is_ok:
             self._hold_for_dispatch(result)
@@ -292,11 +301,9 @@ class DefaultMessageStore:
 
     def put_messages(self, msgs: list[Message] | MessageExtBatch) -> PutMessageResult:
         """Append a batch atomically (one file, consecutive queue offsets)."""
-        topic = msgs.topic if isinstance(msgs, MessageExtBatch) else msgs[0].topic if msgs else ""
-        if not (self._running and not self.running_flags.flag and topic in self._valid_topics):
-            bad = self._check_store_status(topic)
-            if bad is not None:
-                return bad
+        bad = self._check_store_status(_batch_topic(msgs))
+        if bad is not None:
+            return bad
         result = self.commit_log.put_messages(msgs)
         if result.is_ok:
             self._hold_for_dispatch(result)
@@ -341,8 +348,7 @@ class DefaultMessageStore:
         return self._after_put(result, msg.properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false")
 
     def async_put_messages(self, msgs: list[Message] | MessageExtBatch) -> Future:
-        topic = msgs.topic if isinstance(msgs, MessageExtBatch) else msgs[0].topic if msgs else ""
-        bad = self._check_store_status(topic)
+        bad = self._check_store_status(_batch_topic(msgs))
         result = bad if bad is not None else self.commit_log.put_messages(msgs)
         return self._after_put(result, bool(msgs) and _wait_store_msg_ok(msgs))
 

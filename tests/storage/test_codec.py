@@ -370,6 +370,90 @@ def test_property_decode_all_agrees_with_decode_record_by_record(edits, compress
         assert decode_all(bytearray(buf), decompress=True) == expected
 
 
+def _one_by_one(buf: bytes) -> list[object]:
+    """What decode() gives record by record: the messages, then the error's text if one is damaged."""
+    expected: list[object] = []
+    offset = 0
+    while offset + 8 <= len(buf) and struct.unpack_from(">I", buf, offset + 4)[0] != 0xCBD43194:
+        try:
+            m = decode(buf, offset, decompress=True)
+        except CorruptRecordError as e:
+            expected.append(str(e))
+            break
+        expected.append(m)
+        offset += m.store_size
+    return expected
+
+
+# Records of one size but other shapes or flags, to sit inside a run: one whose body is one byte longer and
+# properties one byte shorter; a compressed one and one with an IPv6 host, both of the run's size.
+_RUN = "TAGS\x01AB\x02"
+_DEFLATED = zlib.compress(b"payload")
+_RUN_BODY = b"p" * len(_DEFLATED)
+_SAME_SIZE_OTHER_SHAPE = dict(body=_RUN_BODY + b"!", properties="TAGS\x01A\x02")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(["run", "other shape", "compressed", "v6", "not UTF-8"]), min_size=1, max_size=6),
+       st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=2))
+def test_property_decode_all_runs_of_one_shape_agree_with_decode(kinds, edits):
+    # decode_all unpacks records of one shape as a run, checking each against the shape: whatever sits
+    # inside a run (another shape of the same size, a flag it must not take, bad text, damage anywhere)
+    # must come out as decode() gives it, record by record.
+    recs = []
+    for i, kind in enumerate(kinds):
+        if kind == "other shape":
+            recs.append(_record(queue_offset=i, **_SAME_SIZE_OTHER_SHAPE))
+        elif kind == "compressed":
+            recs.append(_record(body=_DEFLATED, sys_flag=0x1, queue_offset=i, properties=_RUN))
+        elif kind == "v6":
+            recs.append(_record(body=_RUN_BODY[12:], born_host=V6_HOST, queue_offset=i, properties=_RUN))
+        else:
+            rec = bytearray(_record(body=_RUN_BODY, queue_offset=i, properties=_RUN))
+            if kind == "not UTF-8":
+                rec[-3] = 0xFF
+            recs.append(bytes(rec))
+    buf = bytearray(b"".join(recs))
+    for pos, value in edits:
+        buf[pos % len(buf)] = value
+    expected = _one_by_one(bytes(buf))
+    if expected and isinstance(expected[-1], str):
+        with pytest.raises(CorruptRecordError) as raised:
+            decode_all(bytes(buf), decompress=True)
+        assert str(raised.value) == expected[-1]
+    else:
+        assert decode_all(bytes(buf), decompress=True) == expected
+
+
+def test_decode_all_takes_a_run_up_to_a_record_of_another_shape_and_on_after_it():
+    shapes = [dict(body=_RUN_BODY, properties=_RUN)] * 3 + [_SAME_SIZE_OTHER_SHAPE] + [
+        dict(body=_RUN_BODY, properties=_RUN)] * 2
+    buf = b"".join(_record(queue_offset=i, **kw) for i, kw in enumerate(shapes))
+    got = decode_all(buf)
+    assert [(m.queue_offset, m.body, m.properties_string) for m in got] == [
+        (i, kw["body"], kw["properties"]) for i, kw in enumerate(shapes)]
+    assert got == _one_by_one(buf)
+
+
+@pytest.mark.parametrize("field, delta", [("magic", 1), ("body length", 1), ("body length", -1),
+                                          ("topic length", 1), ("props length", 1), ("props length", -1),
+                                          ("topic byte", 0x80), ("props byte", 0x80)])
+def test_decode_all_refuses_damage_inside_a_run_as_decode_does(field, delta):
+    # The middle record of a run keeps its size; one field in it is wrong.
+    rec = _record(body=_RUN_BODY, properties=_RUN)
+    middle = bytearray(rec)
+    body_end = 88 + len(_RUN_BODY)
+    at = {"magic": 7, "body length": 87, "topic length": body_end, "props length": len(rec) - len(_RUN) - 1,
+          "topic byte": body_end + 1, "props byte": len(rec) - 2}[field]
+    middle[at] = (middle[at] + delta) % 256
+    buf = rec + bytes(middle) + rec
+    expected = _one_by_one(buf)
+    assert isinstance(expected[-1], str) and len(expected) == 2
+    with pytest.raises(CorruptRecordError) as raised:
+        decode_all(buf)
+    assert str(raised.value) == expected[-1]
+
+
 def _damaged(kind: str) -> bytes:
     props = "TAGS\x01A\x02"
     buf = bytearray(_record(body=b"payload", properties=props))

@@ -82,10 +82,24 @@ def generate_from_list(msgs: Iterable[Message], max_message_size: int) -> Messag
     wait = first.properties.get(PROPERTY_WAIT_STORE_MSG_OK, "true") != "false"
     uniq_ids = uniq_id_maker()
     parts: list[bytes] = []
+    # A message with no property but WAIT (no tags, keys or user properties) is the common one: its
+    # properties are WAIT's pair and the new UNIQ_KEY's, put together without properties_to_string.
+    wait_value = "true" if wait else "false"
+    wait_pair = f"{PROPERTY_WAIT_STORE_MSG_OK}\x01{wait_value}\x02{PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX}\x01"
+    pack_head, pack_short = _HEAD.pack, _SHORT.pack
     for m in messages:
         if type(m) is not Message:
             _check_batchable(m)
         props = m.properties
+        if len(props) == 1 and props.get(PROPERTY_WAIT_STORE_MSG_OK) == wait_value and m.topic == topic:
+            body = m.body
+            if type(body) is not bytes or not 0 < len(body) <= max_message_size:
+                check_body(body, max_message_size)
+            uid = props[PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = next(uniq_ids)
+            encoded = f"{wait_pair}{uid}\x02".encode()
+            parts += (pack_head(_FIXED + len(body) + len(encoded), 0, 0, m.flag, len(body)), body,
+                      pack_short(len(encoded)), encoded)
+            continue
         if PROPERTY_DELAY_TIME_LEVEL in props and m.delay_time_level > 0:
             raise MQClientException("TimeDelayLevel is not supported for batching")
         if m.topic != topic:

@@ -5,8 +5,17 @@ from __future__ import annotations
 import struct
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from broker.message_batch import BatchItem, MessageBatchError, decode_message_batch, encode_message_batch
+from broker.message_batch import (
+    BatchItem,
+    MessageBatchError,
+    _split_each,
+    _split_one_shape,
+    decode_message_batch,
+    encode_message_batch,
+)
 from remoting.codes import RequestCode, ResponseCode
 from remoting.header import ViewMessageRequestHeader
 from storage.codec import decode_all, decode_message_id
@@ -201,3 +210,28 @@ async def test_oneway_send_is_stored(broker, mq, poll) -> None:
     header = {"a": "PG", "b": "TopicOneway", "c": "TBW102", "d": 4, "e": 0, "f": 0, "g": 0, "h": 0}
     await mq.oneway(RequestCode.SEND_MESSAGE_V2, header, b"fire and forget")
     await poll(lambda: broker.store.get_max_offset_in_queue("TopicOneway", 0) == 1)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.integers(1, 6),
+    st.integers(0, 12),
+    st.integers(0, 8),
+    st.lists(st.tuples(st.integers(0, 400), st.integers(0, 255)), max_size=2),
+)
+def test_property_a_batch_of_one_shape_splits_as_message_by_message(count, body_len, props_len, edits) -> None:
+    # The one-shape shortcut may only take what the message-by-message loop takes, and give the same.
+    items = [BatchItem(i, bytes([65 + i]) * body_len, "P" * props_len) for i in range(count)]
+    data = bytearray(encode_message_batch(items))
+    for pos, value in edits:
+        data[pos % len(data)] = value
+    try:
+        expected = _split_each(bytes(data))
+    except MessageBatchError:
+        expected = None
+    shortcut = _split_one_shape(bytes(data))
+    if shortcut is not None:
+        assert shortcut == expected
+    if not edits:
+        assert shortcut == expected == ([i.flag for i in items], [i.body for i in items],
+                                         [i.properties.encode() for i in items])

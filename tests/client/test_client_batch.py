@@ -86,3 +86,15 @@ def test_matches_the_brokers_decoder() -> None:
     assert [(i.flag, i.body) for i in items] == [(0, b"one"), (9, b"two")]
     assert string_to_properties(items[0].properties)["TAGS"] == "A"
     assert encode_message(msgs[1]) == generate_from_list([msgs[1]], MAX).body
+
+
+@pytest.mark.parametrize("wait", [True, False])
+def test_plain_messages_encode_as_any_other(wait: bool) -> None:
+    # Messages with no property but WAIT take a shortcut; the body must be what the general encoder makes
+    # of the same (stamped) messages, in the same order, mixed with messages that do not take it.
+    msgs = [Message("T", b"a", wait_store_msg_ok=wait), Message("T", b"bb", tags="X", wait_store_msg_ok=wait),
+            Message("T", b"ccc", flag=7, wait_store_msg_ok=wait), Message("T", b"d", wait_store_msg_ok=wait)]
+    batch = generate_from_list(msgs, MAX)
+    assert batch.body == b"".join(encode_message(m) for m in msgs)
+    assert [r[5] for r in read_batch(batch.body)][2] == {"WAIT": str(wait).lower(), "UNIQ_KEY": msgs[2].uniq_key}
+    assert len({m.uniq_key for m in msgs}) == 4

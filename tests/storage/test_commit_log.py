@@ -10,6 +10,8 @@ import pytest
 
 from storage import Message, PutMessageStatus, decode, decode_all, decode_message_id, pack_host
 from storage.config import parse_delay_levels
+from storage.message import MessageExtBatch, create_message_id, unpack_host
+from storage.results import AppendMessageResult, AppendMessageStatus
 
 from .conftest import (
     BLANK_MAGIC,
@@ -328,3 +330,47 @@ def test_batch_with_ipv6_born_hosts(store):
     assert [m.queue_offset for m in got] == [0, 1, 2, 3]
     assert store.wait_dispatched()
     assert store.get_message("g", "TopicA", 0, 0, 32).message_count == 4
+
+
+@pytest.mark.parametrize("store_host", [pack_host("10.0.0.1", 10911), pack_host("2001:db8::1", 10911)])
+def test_batch_msg_id_lists_each_records_offset_msg_id(store_host):
+    # A batch's msgId is built in bulk; it must read as RocketMQ's: one offsetMsgId per record, comma-joined.
+    offsets = [0, 1, 255, 2**32 + 7, 2**62]
+    ar = AppendMessageResult(AppendMessageStatus.PUT_OK, offsets[0], 100, store_host, 0, 0, msg_num=len(offsets),
+                             record_offsets=offsets)
+    assert ar.msg_id == ",".join(create_message_id(store_host, o) for o in offsets)
+    assert [decode_message_id(x)[1] for x in ar.msg_id.split(",")] == offsets
+
+
+@pytest.mark.parametrize("born_host", [pack_host("10.1.1.1", 7), pack_host("2001:db8::9", 1234)])
+@pytest.mark.parametrize("one_shape", [True, False])
+def test_a_broker_batch_writes_every_field_of_every_record(store, born_host, one_shape):
+    # A batch whose records share one shape takes a shortcut; both ways must write the same fields.
+    n = 5
+    bodies = [bytes([65 + i]) * (10 if one_shape else 10 + i) for i in range(n)]
+    props = [f"UNIQ_KEY\x01U{i}\x02".encode() for i in range(n)]
+    batch = MessageExtBatch("TopicA", 2, list(range(n)), bodies, props, 0, 1234, born_host, None, 3)
+    put_ok(store, msg(body=b"first", queue_id=2))
+    res = store.put_messages(batch)
+    assert res.status == PutMessageStatus.PUT_OK
+    ar = res.append_result
+    offsets = [decode_message_id(x)[1] for x in ar.msg_id.split(",")]
+    got = [decode(store.select_one_message_by_offset(o), check_crc=True) for o in offsets]
+    assert [(m.topic, m.queue_id, m.flag, m.body, m.properties_string) for m in got] == [
+        ("TopicA", 2, i, bodies[i], props[i].decode()) for i in range(n)]
+    assert [m.queue_offset for m in got] == [1, 2, 3, 4, 5] and ar.logics_offset == 1
+    assert [m.commit_log_offset for m in got] == offsets and offsets[0] == ar.wrote_offset
+    assert sum(m.store_size for m in got) == ar.wrote_bytes
+    assert all(offsets[i] + got[i].store_size == offsets[i + 1] for i in range(n - 1))
+    v6 = 0x10 if len(born_host) == 20 else 0
+    assert {(m.born_timestamp, m.reconsume_times, m.sys_flag, m.store_timestamp) for m in got} == {
+        (1234, 3, v6, ar.store_timestamp)}
+    assert {m.born_host for m in got} == {unpack_host(born_host)}
+    assert store.wait_dispatched()
+    assert store.get_message("g", "TopicA", 2, 0, 32).message_count == n + 1
+
+
+def test_a_batch_of_one_shape_with_a_delay_level_is_refused(store):
+    props = [b"DELAX\x012\x02", b"DELAY\x012\x02"]  # one shape: the shortcut must still see the delay
+    res = store.put_messages(MessageExtBatch("TopicA", 0, [0, 0], [b"a", b"b"], props))
+    assert res.status == PutMessageStatus.MESSAGE_ILLEGAL and "delay" in res.remark

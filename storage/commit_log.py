@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 import threading
+from collections.abc import Iterable
 from itertools import repeat
 from time import time_ns
 from zlib import crc32
@@ -207,15 +208,17 @@ class CommitLog:
         Messages may differ in everything but topic and queue."""
         if isinstance(msgs, MessageExtBatch):
             b = msgs
-            done = self._put_one_shape(b)
-            if done is not None:
-                return done
             topic, queue_id, store_host = b.topic, b.queue_id, b.store_host
             flags, bodies, props = b.flags, b.bodies, b.properties
             sys_flags, born_tss, born_hosts = repeat(b.sys_flag), repeat(b.born_timestamp), repeat(b.born_host)
             reconsumes, prepareds = repeat(b.reconsume_times), repeat(0)
             if not len(flags) == len(bodies) == len(props):
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="batch lists of unequal length")
+            # Records of one shape (the same body and properties lengths, as a producer's batch mostly is), no
+            # delay level among them: the checks below are made once for the shape, not once per record
+            # (44 -> 32 us a batch of 32). (A DELAY found across two properties only costs the general way.)
+            one_shape = (len(set(map(len, bodies))) == 1 and len(set(map(len, props))) == 1
+                         and b"DELAY\x01" not in b"".join(props))
         elif msgs:
             first = msgs[0]
             topic, queue_id, store_host = first.topic, first.queue_id, first.store_host
@@ -228,6 +231,7 @@ class CommitLog:
             sys_flags, born_tss = [m.sys_flag for m in msgs], [m.born_timestamp for m in msgs]
             born_hosts, reconsumes = [m.born_host for m in msgs], [m.reconsume_times for m in msgs]
             prepareds = [m.prepared_transaction_offset for m in msgs]
+            one_shape = False
         else:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch")
         topic_b = self._topic_entries.get(topic) or self._topic_bytes(topic)
@@ -237,24 +241,40 @@ class CommitLog:
         if not 0 <= queue_id <= _MAX_INT:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=f"queue id {queue_id} out of range")
         shapes = self._shapes
-        recs = []
-        written_flags = []
+        recs: Iterable[struct.Struct]
+        written_flags: Iterable[int]
         total = 0
-        # strict=False: a MessageExtBatch's shared fields are endless repeats; the lists are of equal length.
-        for body, props_b, host, sys_flag in zip(bodies, props, born_hosts, sys_flags, strict=False):
-            if b"DELAY\x01" in props_b and raw_property(props_b, b"DELAY\x01"):
-                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="a batch cannot carry a delay level")
-            key = (len(body), tlen, len(props_b), len(host), slen)
+        if one_shape:
+            key = (len(bodies[0]), tlen, len(props[0]), len(b.born_host), slen)
             rec = shapes.get(key)
             if rec is None:
                 rec, refused = self._new_shape(key)
                 if refused is not None:
                     return refused
+            sys_flag = b.sys_flag
             if sys_flag & _V6_BITS or key[3] != 8 or slen != 8:
                 sys_flag = _host_flags(sys_flag, key[3], slen)
-            recs.append(rec)
-            written_flags.append(sys_flag)
-            total += rec.size
+            recs, written_flags, total = repeat(rec), repeat(sys_flag), rec.size * len(bodies)
+        else:
+            rec_list: list[struct.Struct] = []
+            flag_list: list[int] = []
+            recs, written_flags = rec_list, flag_list
+            # strict=False: a MessageExtBatch's shared fields are endless repeats; the lists are of equal length.
+            for body, props_b, host, sys_flag in zip(bodies, props, born_hosts, sys_flags, strict=False):
+                if b"DELAY\x01" in props_b and raw_property(props_b, b"DELAY\x01"):
+                    return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
+                                            remark="a batch cannot carry a delay level")
+                key = (len(body), tlen, len(props_b), len(host), slen)
+                rec = shapes.get(key)
+                if rec is None:
+                    rec, refused = self._new_shape(key)
+                    if refused is not None:
+                        return refused
+                if sys_flag & _V6_BITS or key[3] != 8 or slen != 8:
+                    sys_flag = _host_flags(sys_flag, key[3], slen)
+                rec_list.append(rec)
+                flag_list.append(sys_flag)
+                total += rec.size
         if total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
                                     remark=f"batch of {total} bytes does not fit a commit log file")
@@ -287,62 +307,6 @@ class CommitLog:
         return PutMessageResult(_PUT_OK, AppendMessageResult(
             _APPEND_OK, offsets[0], total, store_host, first_queue_offset, store_ts,
             msg_num=len(offsets), record_offsets=offsets))
-
-    def _put_one_shape(self, b: MessageExtBatch) -> PutMessageResult | None:
-        """put_messages for a batch whose records all have one shape (body and properties lengths), without
-        the per-record checks of the general loop: one shape is checked once (45 -> ~20 us a batch of 32).
-        None when the batch is not like that, or anything about it needs the general loop's answer."""
-        bodies, props = b.bodies, b.properties
-        n = len(bodies)
-        if not n or len(b.flags) != n or len(props) != n or not 0 <= b.queue_id <= _MAX_INT:
-            return None
-        blen, plen = len(bodies[0]), len(props[0])
-        if (len(set(map(len, bodies))) != 1 or len(set(map(len, props))) != 1
-                or b"DELAY\x01" in b"".join(props)):  # (a hit across two properties only costs the slow path)
-            return None
-        topic = b.topic
-        topic_b = self._topic_entries.get(topic) or self._topic_bytes(topic)
-        tlen = len(topic_b)
-        store_host = b.store_host or self._store_host
-        key = (blen, tlen, plen, len(b.born_host), len(store_host))
-        rec = self._shapes.get(key)
-        if rec is None:
-            rec, refused = self._new_shape(key)
-            if refused is not None:
-                return refused
-        size = rec.size
-        total = size * n
-        if total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
-            return None
-        sys_flag = b.sys_flag
-        if sys_flag & _V6_BITS or key[3] != 8 or key[4] != 8:
-            sys_flag = _host_flags(sys_flag, key[3], key[4])
-        queue_id, flags, born_ts, born_host, reconsume = b.queue_id, b.flags, b.born_timestamp, b.born_host, \
-            b.reconsume_times
-        pack_into = rec.pack_into
-        qkey = (topic, queue_id)
-        with self.put_lock:
-            mf = self._writable_file(total)
-            pos = mf.wrote_position
-            store_ts = max(time_ns() // 1_000_000, self._last_store_timestamp)
-            self._last_store_timestamp = store_ts
-            first_queue_offset = queue_offset = self.topic_queue_table.get(qkey, 0)
-            mm = mf.mm
-            first = phys = mf.file_from_offset + pos
-            for body, flag, props_b in zip(bodies, flags, props, strict=True):
-                pack_into(mm, pos, size, MESSAGE_MAGIC_CODE, crc32(body) & _CRC_MASK, queue_id, flag, queue_offset,
-                          phys, sys_flag, born_ts, born_host, store_ts, store_host, reconsume, 0, blen, body, tlen,
-                          topic_b, plen, props_b)
-                pos += size
-                phys += size
-                queue_offset += 1
-            mf.wrote_position = pos
-            mf.store_timestamp = store_ts
-            self.topic_queue_table[qkey] = queue_offset
-        self.on_append()
-        return PutMessageResult(_PUT_OK, AppendMessageResult(
-            _APPEND_OK, first, total, store_host, first_queue_offset, store_ts, msg_num=n,
-            record_offsets=list(range(first, first + total, size))))
 
     def _roll(self, mf: MappedFile) -> MappedFile:
         """END_OF_FILE: fill the rest of the file with the 8-byte blank record and start the next file."""

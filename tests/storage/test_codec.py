@@ -332,44 +332,6 @@ def test_decode_rejects_a_body_length_that_runs_past_the_record():
     assert decode(deflated, decompress=True).body == b"inflate me"
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, len(_VALID) - 1), st.integers(0, 255)), max_size=3),
-       st.booleans(), st.booleans())
-def test_property_decode_all_agrees_with_decode_record_by_record(edits, compressed, v6):
-    # decode_all takes a shortcut for IPv4 records in a bytes buffer; it must give what decode() gives,
-    # record by record, and fail where decode() fails, with the same error.
-    body = zlib.compress(b"payload") if compressed else b"payload"
-    first = _record(body=body, sys_flag=0x1 if compressed else 0, properties="TAGS\x01A\x02KEYS\x01k\x02")
-    second = bytearray(_VALID if not v6 else _record(born_host=V6_HOST, store_host=V6_HOST))
-    for pos, value in edits:
-        second[pos % len(second)] = value
-    buf = first + bytes(second)
-    expected: list[object] = []
-    offset = 0
-    while offset + 8 <= len(buf) and struct.unpack_from(">I", buf, offset + 4)[0] != 0xCBD43194:
-        try:
-            m = decode(buf, offset, decompress=True)
-        except CorruptRecordError as e:
-            expected.append(str(e))
-            break
-        expected.append(m)
-        offset += m.store_size
-    got: list[object] = []
-    try:
-        got.extend(iter_records(buf, decompress=True))
-    except CorruptRecordError as e:
-        got.append(str(e))
-    assert got == expected
-    # decode_all has a loop of its own for bytes: all the records, or the same error.
-    if expected and isinstance(expected[-1], str):
-        with pytest.raises(CorruptRecordError) as raised:
-            decode_all(buf, decompress=True)
-        assert str(raised.value) == expected[-1]
-    else:
-        assert decode_all(buf, decompress=True) == expected
-        assert decode_all(bytearray(buf), decompress=True) == expected
-
-
 def _one_by_one(buf: bytes) -> list[object]:
     """What decode() gives record by record: the messages, then the error's text if one is damaged."""
     expected: list[object] = []
@@ -383,6 +345,40 @@ def _one_by_one(buf: bytes) -> list[object]:
         expected.append(m)
         offset += m.store_size
     return expected
+
+
+def _assert_decode_all_gives(buf: bytes, expected: list[object]) -> None:
+    """decode_all has a loop of its own for bytes: all the records, or the same error."""
+    if expected and isinstance(expected[-1], str):
+        with pytest.raises(CorruptRecordError) as raised:
+            decode_all(buf, decompress=True)
+        assert str(raised.value) == expected[-1]
+    else:
+        assert decode_all(buf, decompress=True) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, len(_VALID) - 1), st.integers(0, 255)), max_size=3),
+       st.booleans(), st.booleans())
+def test_property_decode_all_agrees_with_decode_record_by_record(edits, compressed, v6):
+    # decode_all takes a shortcut for IPv4 records in a bytes buffer; it must give what decode() gives,
+    # record by record, and fail where decode() fails, with the same error.
+    body = zlib.compress(b"payload") if compressed else b"payload"
+    first = _record(body=body, sys_flag=0x1 if compressed else 0, properties="TAGS\x01A\x02KEYS\x01k\x02")
+    second = bytearray(_VALID if not v6 else _record(born_host=V6_HOST, store_host=V6_HOST))
+    for pos, value in edits:
+        second[pos % len(second)] = value
+    buf = first + bytes(second)
+    expected = _one_by_one(buf)
+    got: list[object] = []
+    try:
+        got.extend(iter_records(buf, decompress=True))
+    except CorruptRecordError as e:
+        got.append(str(e))
+    assert got == expected
+    _assert_decode_all_gives(buf, expected)
+    if not (expected and isinstance(expected[-1], str)):
+        assert decode_all(bytearray(buf), decompress=True) == expected
 
 
 # Records of one size but other shapes or flags, to sit inside a run: one whose body is one byte longer and
@@ -416,13 +412,7 @@ def test_property_decode_all_runs_of_one_shape_agree_with_decode(kinds, edits):
     buf = bytearray(b"".join(recs))
     for pos, value in edits:
         buf[pos % len(buf)] = value
-    expected = _one_by_one(bytes(buf))
-    if expected and isinstance(expected[-1], str):
-        with pytest.raises(CorruptRecordError) as raised:
-            decode_all(bytes(buf), decompress=True)
-        assert str(raised.value) == expected[-1]
-    else:
-        assert decode_all(bytes(buf), decompress=True) == expected
+    _assert_decode_all_gives(bytes(buf), _one_by_one(bytes(buf)))
 
 
 def test_decode_all_takes_a_run_up_to_a_record_of_another_shape_and_on_after_it():

@@ -14,7 +14,7 @@ from itertools import repeat
 from time import time_ns
 from zlib import crc32
 
-from .codec import SYSFLAG_POS
+from .codec import SYSFLAG_POS, record_struct
 from .config import MessageStoreConfig, parse_delay_levels
 from .constants import (
     BLANK_MAGIC_CODE,
@@ -126,7 +126,7 @@ class CommitLog:
                                                                      PutMessageResult | None]:
         """(the struct of a record of this shape, None), cached; or (None, why it cannot be written)."""
         blen, tlen, plen, born, store = key
-        rec = struct.Struct(f">iIiiiqqiq{born}sq{store}siqi{blen}sB{tlen}sh{plen}s")
+        rec = record_struct(blen, tlen, plen, born, store)
         status = PutMessageStatus.MESSAGE_ILLEGAL
         if tlen > TOPIC_MAX_LENGTH:  # (UTF-8 bytes: never fewer than the characters)
             why = f"topic name longer than {TOPIC_MAX_LENGTH} chars or bytes"

@@ -425,20 +425,21 @@ def test_decode_all_takes_a_run_up_to_a_record_of_another_shape_and_on_after_it(
     assert got == _one_by_one(buf)
 
 
-@pytest.mark.parametrize("field, delta", [("magic", 1), ("body length", 1), ("body length", -1),
+@pytest.mark.parametrize("field, delta", [("total size", 1), ("magic", 1), ("body length", 1), ("body length", -1),
                                           ("topic length", 1), ("props length", 1), ("props length", -1),
                                           ("topic byte", 0x80), ("props byte", 0x80)])
 def test_decode_all_refuses_damage_inside_a_run_as_decode_does(field, delta):
-    # The middle record of a run keeps its size; one field in it is wrong.
+    # The third record of a run keeps its size; one field in it is wrong. (Not the second: a run starts
+    # only where the next record's TOTALSIZE matches, so a wrong one there would never be in a run.)
     rec = _record(body=_RUN_BODY, properties=_RUN)
     middle = bytearray(rec)
     body_end = 88 + len(_RUN_BODY)
-    at = {"magic": 7, "body length": 87, "topic length": body_end, "props length": len(rec) - len(_RUN) - 1,
-          "topic byte": body_end + 1, "props byte": len(rec) - 2}[field]
+    at = {"total size": 3, "magic": 7, "body length": 87, "topic length": body_end,
+          "props length": len(rec) - len(_RUN) - 1, "topic byte": body_end + 1, "props byte": len(rec) - 2}[field]
     middle[at] = (middle[at] + delta) % 256
-    buf = rec + bytes(middle) + rec
+    buf = rec + rec + bytes(middle) + rec
     expected = _one_by_one(buf)
-    assert isinstance(expected[-1], str) and len(expected) == 2
+    assert isinstance(expected[-1], str) and len(expected) == 3
     with pytest.raises(CorruptRecordError) as raised:
         decode_all(buf)
     assert str(raised.value) == expected[-1]

@@ -14,6 +14,7 @@ heartbeats as a pull consumer (CONSUME_ACTIVELY), subscribed to "*" of every top
 from __future__ import annotations
 
 import logging
+from collections.abc import Coroutine
 from typing import Any
 
 from remoting.client_body import ConsumerData, MessageQueue, SubscriptionData
@@ -57,6 +58,8 @@ class PullConsumer:
         self.consumer_pull_timeout = consumer_pull_timeout
         self.topic_subscribe_info_table: dict[str, list[MessageQueue]] = {}
         self._subscriptions: dict[str, SubscriptionData] = {}  # topics pulled from, reported in heartbeats
+        # What each pull posts, parsed once per (topic, expression, type): a loop pulls with the same one.
+        self._pull_subscriptions: dict[tuple[str, str | None, str], SubscriptionData] = {}
         self._instance: MQClientInstance | None = None
         self._offset_store: RemoteBrokerOffsetStore | None = None
         self._pull_api: PullAPIWrapper | None = None
@@ -131,7 +134,7 @@ class PullConsumer:
 
     # --- pulling -------------------------------------------------------------------------------------------
 
-    async def pull(
+    def pull(
         self,
         mq: MessageQueue,
         sub_expression: str | None,
@@ -140,10 +143,11 @@ class PullConsumer:
         *,
         expression_type: str = EXPRESSION_TYPE_TAG,
         timeout: float | None = None,
-    ) -> PullResult:
+    ) -> Coroutine[Any, Any, PullResult]:
         """Messages of ``mq`` from ``offset`` on that match ``sub_expression`` ("*", "TagA || TagB" or SQL92
-        with ``expression_type="SQL92"``); answers at once, NO_NEW_MSG when there is nothing yet."""
-        return await self._pull_sync_impl(
+        with ``expression_type="SQL92"``); answers at once, NO_NEW_MSG when there is nothing yet. (A coroutine
+        to await, as an ``async def``'s: _pull_sync_impl's own, one frame less on every pull.)"""
+        return self._pull_sync_impl(
             mq, sub_expression, expression_type, offset, max_nums, False,
             self.consumer_pull_timeout if timeout is None else timeout,
         )
@@ -186,7 +190,12 @@ class PullConsumer:
         if max_nums <= 0:
             raise MQClientException("maxNums <= 0")
         self._subscribe_automatically(mq.topic)
-        subscription = build_subscription_data(mq.topic, sub_expression, expression_type)
+        key = (mq.topic, sub_expression, expression_type)
+        subscription = self._pull_subscriptions.get(key)
+        if subscription is None:
+            if len(self._pull_subscriptions) >= 1024:
+                self._pull_subscriptions.clear()
+            subscription = self._pull_subscriptions[key] = build_subscription_data(*key)
         assert self._pull_api is not None
         # An offset cached by update_consume_offset(flush=False) rides along (FLAG_COMMIT_OFFSET), as the push
         # consumer's does: the broker stores it with the pull, with no request of its own. It stays marked

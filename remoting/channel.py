@@ -135,7 +135,7 @@ class Channel:
         Raises RemotingTimeoutError after ``timeout`` seconds, RemotingConnectError if the channel is already
         closed, RemotingSendRequestError if the connection drops while waiting.
         """
-        if request.is_response or request.is_oneway:
+        if request.flag & (FLAG_RESPONSE | FLAG_ONEWAY):  # (is_response / is_oneway, without two calls)
             raise ValueError("invoke needs a two-way request; use invoke_oneway / send_response")
         if self._closing:
             raise RemotingConnectError(f"channel to {self.remote_address} is closed")

@@ -179,46 +179,44 @@ def _to_command(obj: object) -> RemotingCommand:
     flag = obj.get("flag", 0)
     readable_opaque = opaque if type(opaque) is int else None
     readable_flag = flag if type(flag) is int else None
-
-    def bad(reason: str) -> MalformedFrame:
-        return MalformedFrame(reason, readable_opaque, readable_flag)
-
+    # (no helper closure made per frame: this runs for every frame, the errors almost never)
+    where = (readable_opaque, readable_flag)
     code = obj.get("code")
     if type(code) is not int:
-        raise bad(f"'code' must be an int, got {type(code).__name__}")
+        raise MalformedFrame(f"'code' must be an int, got {type(code).__name__}", *where)
     if readable_opaque is None:
-        raise bad(f"'opaque' must be an int, got {type(opaque).__name__}")
+        raise MalformedFrame(f"'opaque' must be an int, got {type(opaque).__name__}", *where)
     if readable_flag is None:
-        raise bad(f"'flag' must be an int, got {type(flag).__name__}")
+        raise MalformedFrame(f"'flag' must be an int, got {type(flag).__name__}", *where)
     language = obj.get("language", _LANGUAGE_OTHER)
     if type(language) is not int:
-        raise bad(f"'language' must be an int, got {type(language).__name__}")
+        raise MalformedFrame(f"'language' must be an int, got {type(language).__name__}", *where)
     version = obj.get("version", 0)
     if type(version) is not int:
-        raise bad(f"'version' must be an int, got {type(version).__name__}")
+        raise MalformedFrame(f"'version' must be an int, got {type(version).__name__}", *where)
     remark = obj.get("remark")
     if remark is not None and type(remark) is not str:
-        raise bad(f"'remark' must be a str, got {type(remark).__name__}")
+        raise MalformedFrame(f"'remark' must be a str, got {type(remark).__name__}", *where)
     body = obj.get("body")
     if body is not None and type(body) is not bytes:
-        raise bad(f"'body' must be bin, got {type(body).__name__}")
+        raise MalformedFrame(f"'body' must be bin, got {type(body).__name__}", *where)
     ext = obj.get("extFields")
     if ext is None:
         ext = {}
     elif type(ext) is not dict:
-        raise bad(f"'extFields' must be a map, got {type(ext).__name__}")
+        raise MalformedFrame(f"'extFields' must be a map, got {type(ext).__name__}", *where)
     else:
         drop = None
         for k, v in ext.items():
             if type(k) is not str:
-                raise bad(f"'extFields' key {k!r} is not a str")
+                raise MalformedFrame(f"'extFields' key {k!r} is not a str", *where)
             t = type(v)
             if t is str or t is int:
                 continue
             if v is None:
                 drop = [*(drop or ()), k]
             elif not isinstance(v, _SCALARS):
-                raise bad(f"'extFields' value of {k!r} is a {type(v).__name__}, not a scalar")
+                raise MalformedFrame(f"'extFields' value of {k!r} is a {type(v).__name__}, not a scalar", *where)
         if drop:
             for k in drop:
                 del ext[k]

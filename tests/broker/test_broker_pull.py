@@ -68,6 +68,28 @@ async def test_tag_filter_by_hash_code(broker, mq, dispatched) -> None:
     assert none.body is None
 
 
+async def test_posted_subscriptions_each_filter_by_their_own_tags(broker, mq, dispatched) -> None:
+    # The broker parses a posted TAG subscription once and keeps its filter: pulls alternating between
+    # expressions on one topic (and one expression on two topics) must each get their own filter back.
+    await fill(mq, "TopicTags", ["TagA", "TagB", None, "TagC", "TagA"])
+    await fill(mq, "TopicTags2", ["TagB", "TagA"])
+    await dispatched(broker)
+
+    async def tags(topic: str, expression: str | None, **kwargs) -> list[str | None]:
+        resp = await mq.pull("G", topic, 0, 0, subscription=expression, **kwargs)
+        return [m.tags for m in decode_all(resp.body)] if resp.code == ResponseCode.SUCCESS else []
+
+    for _ in range(2):
+        assert await tags("TopicTags", "TagA") == ["TagA", "TagA"]
+        assert await tags("TopicTags", "TagB") == ["TagB"]
+        assert await tags("TopicTags", "*") == ["TagA", "TagB", None, "TagC", "TagA"]
+        assert await tags("TopicTags", "TagC || TagB") == ["TagB", "TagC"]
+        assert await tags("TopicTags2", "TagB") == ["TagB"]
+        assert await tags("TopicTags", "TagA", sub_version=7) == ["TagA", "TagA"]
+        assert await tags("TopicTags", "TAGS = 'TagB'", expression_type="SQL92") == ["TagB"]
+        assert await tags("TopicTags", "TagA", expression_type=None) == ["TagA", "TagA"]  # (None: TAG)
+
+
 async def test_pull_status_mapping_over_the_wire(broker, mq, dispatched) -> None:
     await fill(mq, "TopicStatus", [None] * 3)
     await dispatched(broker)

@@ -415,6 +415,33 @@ def test_property_decode_all_runs_of_one_shape_agree_with_decode(kinds, edits):
     _assert_decode_all_gives(bytes(buf), _one_by_one(bytes(buf)))
 
 
+_MARKS = "MIN_OFFSET\x010\x02MAX_OFFSET\x0112\x02"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["run", "no last separator", "no properties", "compressed", "v6"]), min_size=1,
+                max_size=8))
+def test_property_decode_all_extra_properties_as_put_encoded_properties(kinds):
+    # A pull marks every message with the queue's offset range; decode_all adds the marks as it decodes. That
+    # must give each record what put_encoded_properties gives it, in a run or not, whether the stored string
+    # ends with its separator or not (a record without one has the run's shape), or is empty.
+    props = {"run": _RUN, "no last separator": "TAGS\x01ABC", "no properties": "", "compressed": _RUN, "v6": _RUN}
+    recs = []
+    for i, kind in enumerate(kinds):
+        extra = {"compressed": dict(body=_DEFLATED, sys_flag=0x1), "v6": dict(body=_RUN_BODY[12:],
+                                                                             born_host=V6_HOST)}
+        recs.append(_record(queue_offset=i, properties=props[kind], **extra.get(kind, dict(body=_RUN_BODY))))
+    buf = b"".join(recs)
+    expected = _one_by_one(buf)
+    for m in expected:
+        m.put_encoded_properties(_MARKS)
+    got = decode_all(buf, decompress=True, extra_properties=_MARKS)
+    assert [m.properties_string for m in got] == [m.properties_string for m in expected]
+    assert got == expected
+    assert all(m.properties["MAX_OFFSET"] == "12" for m in got)
+    assert [m.properties_string for m in decode_all(buf, decompress=True)] == [props[k] for k in kinds]
+
+
 def test_decode_all_takes_a_run_up_to_a_record_of_another_shape_and_on_after_it():
     shapes = [dict(body=_RUN_BODY, properties=_RUN)] * 3 + [_SAME_SIZE_OTHER_SHAPE] + [
         dict(body=_RUN_BODY, properties=_RUN)] * 2

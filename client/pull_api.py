@@ -8,17 +8,13 @@ from remoting.client_body import MessageQueue, SubscriptionData
 from remoting.codes import MASTER_ID
 from remoting.header import PullMessageRequestHeader
 from storage.codec import CorruptRecordError, decode_all
-from storage.constants import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
+from storage.message import properties_to_string
 
 from .exceptions import MQClientException
 from .message import PullResult, PullStatus
 from .message_const import PROPERTY_MAX_OFFSET, PROPERTY_MIN_OFFSET
 from .mq_client_api import PullResultExt
 from .mq_client_instance import MQClientInstance
-
-# The queue's offset range, marked on every message pulled (properties_to_string's form, written out).
-_MIN_MARK, _MAX_MARK = PROPERTY_MIN_OFFSET + NAME_VALUE_SEPARATOR, PROPERTY_MAX_OFFSET + NAME_VALUE_SEPARATOR
-_SEP = PROPERTY_SEPARATOR
 
 # PullSysFlag
 FLAG_COMMIT_OFFSET = 0x1
@@ -95,7 +91,9 @@ class PullAPIWrapper:
         self._pull_from_which_node[mq] = result.suggest_which_broker_id
         msgs = []
         if result.pull_status is PullStatus.FOUND and result.message_binary:
-            marks = f"{_MIN_MARK}{result.min_offset}{_SEP}{_MAX_MARK}{result.max_offset}{_SEP}"
+            marks = properties_to_string(
+                {PROPERTY_MIN_OFFSET: str(result.min_offset), PROPERTY_MAX_OFFSET: str(result.max_offset)}
+            )
             try:
                 msgs = decode_all(result.message_binary, decompress=True, extra_properties=marks)
             except (CorruptRecordError, zlib.error, ValueError) as e:

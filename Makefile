@@ -31,8 +31,8 @@ run: $(STAMP)
 # The storage demo and inspector: a small store written and shown file by file. The demo replaces the
 # store in .pocketmq-demo, so this runs any number of times.
 demo: $(STAMP)
-	$(PY) -m storage demo .pocketmq-demo --small --messages 200
-	$(PY) -m storage inspect .pocketmq-demo --limit 5
+	$(PY) -m pocketmq.storage demo .pocketmq-demo --small --messages 200
+	$(PY) -m pocketmq.storage inspect .pocketmq-demo --limit 5
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -136,7 +136,7 @@ class System(Protocol):
 
 class PocketMQ:
     def __init__(self, namesrv: str) -> None:
-        from client import Message, Producer, PullConsumer, PullStatus, SendStatus
+        from pocketmq.client import Message, Producer, PullConsumer, PullStatus, SendStatus
 
         self._message, self._found, self._ok = Message, PullStatus.FOUND, SendStatus.SEND_OK
         self.producer = Producer("bench-producers", namesrv)
@@ -473,7 +473,7 @@ async def push_consume(namesrv: str, topic: str, expected: int, consumers: int) 
     """(e): ``consumers`` PushConsumers of a fresh group (one process, one loop) read ``topic`` from its first
     offset. They start suspended, so the group's first rebalance already sees every member; msgs/s counts
     distinct messages from resume() to the last one's listener call (the rebalance included)."""
-    from client import ConsumeConcurrentlyStatus, PushConsumer
+    from pocketmq.client import ConsumeConcurrentlyStatus, PushConsumer
 
     group = f"bench-push-{consumers}"
     done = asyncio.Event()

@@ -37,7 +37,7 @@ if sys.path and Path(sys.path[0] or ".").resolve() == _BENCH:
 
 from bench.e2e import free_port, server  # noqa: E402
 from bench.storage import busy_cpu_s  # noqa: E402
-from client import Message, SyncProducer, SyncPullConsumer  # noqa: E402
+from pocketmq.client import Message, SyncProducer, SyncPullConsumer  # noqa: E402
 
 TOPIC, OUT, WARMUP = "SparkBench", "SparkBenchOut", "SparkBenchWarmup"
 BODY = b"x" * 128

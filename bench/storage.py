@@ -35,14 +35,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from storage import (  # noqa: E402
+from pocketmq.storage import (  # noqa: E402
     DefaultMessageStore,
     Message,
     MessageStoreConfig,
     pack_host,
     properties_to_string,
 )
-from storage.message import MessageExtBatch  # noqa: E402
+from pocketmq.storage.message import MessageExtBatch  # noqa: E402
 
 TOPIC = "BenchTopic"
 GROUP = "bench-group"

@@ -25,7 +25,7 @@ import sys
 import tempfile
 from decimal import Decimal
 
-from client import Message, SyncProducer
+from pocketmq.client import Message, SyncProducer
 
 SOURCE = "Orders"
 TARGET = "OrderStatsPerMinute"

@@ -53,10 +53,10 @@ def _stop_on_signal() -> asyncio.Event:
 
 
 async def _dev(args) -> int:
-    from broker.broker_controller import BrokerController
-    from broker.config import BrokerConfig
-    from namesrv.config import NamesrvConfig
-    from namesrv.namesrv_controller import NamesrvController
+    from pocketmq.broker.broker_controller import BrokerController
+    from pocketmq.broker.config import BrokerConfig
+    from pocketmq.namesrv.config import NamesrvConfig
+    from pocketmq.namesrv.namesrv_controller import NamesrvController
 
     stop = _stop_on_signal()
     namesrv = NamesrvController(NamesrvConfig(listen_host=args.host, listen_port=args.namesrv_port))
@@ -87,7 +87,7 @@ async def _dev(args) -> int:
 
 
 def namesrv_config(args):
-    from namesrv.config import NamesrvConfig
+    from pocketmq.namesrv.config import NamesrvConfig
 
     return NamesrvConfig(listen_host=args.host, listen_port=args.port,
                          scan_not_active_broker_interval=args.scan_interval,
@@ -95,7 +95,7 @@ def namesrv_config(args):
 
 
 async def _namesrv(args) -> int:
-    from namesrv.namesrv_controller import NamesrvController
+    from pocketmq.namesrv.namesrv_controller import NamesrvController
 
     stop = _stop_on_signal()
     namesrv = NamesrvController(namesrv_config(args))
@@ -109,8 +109,8 @@ async def _namesrv(args) -> int:
 
 
 async def _broker(args) -> int:
-    from broker.broker_controller import BrokerController
-    from broker.config import BrokerConfig
+    from pocketmq.broker.broker_controller import BrokerController
+    from pocketmq.broker.config import BrokerConfig
 
     overrides = {"namesrv_addr": args.namesrv_addr} if args.namesrv_addr else {}
     config = BrokerConfig.from_properties(args.config, **overrides)

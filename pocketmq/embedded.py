@@ -15,10 +15,10 @@ import os
 import threading
 from typing import Any
 
-from broker.broker_controller import BrokerController
-from broker.config import BrokerConfig
-from namesrv.config import NamesrvConfig
-from namesrv.namesrv_controller import NamesrvController
+from pocketmq.broker.broker_controller import BrokerController
+from pocketmq.broker.config import BrokerConfig
+from pocketmq.namesrv.config import NamesrvConfig
+from pocketmq.namesrv.namesrv_controller import NamesrvController
 
 from .runtime import loop_factory
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from client import Message, Producer, PullConsumer, PullStatus
+from pocketmq.client import Message, Producer, PullConsumer, PullStatus
 
 
 def add_tool_commands(sub) -> None:

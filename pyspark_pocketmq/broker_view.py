@@ -7,8 +7,8 @@ import re
 import uuid
 from collections.abc import Iterable, Mapping
 
-from client import MessageQueue, MQClientException, SyncPullConsumer
-from remoting.codes import ResponseCode
+from pocketmq.client import MessageQueue, MQClientException, SyncPullConsumer
+from pocketmq.remoting.codes import ResponseCode
 
 from .offsets import Offsets, QueueRef
 from .options import InvalidOptionError, OffsetSpec, Subscription

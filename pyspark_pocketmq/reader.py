@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from client import PullConsumer, PullResult, PullStatus
+from pocketmq.client import PullConsumer, PullResult, PullStatus
 from pocketmq.runtime import loop_factory
 
 from .broker_view import READER_GROUP, BrokerView, private_instance, to_mq

@@ -16,7 +16,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from client.message_const import (
+from pocketmq.client.message_const import (
     KEY_SEPARATOR,
     PROPERTY_KEYS,
     PROPERTY_MAX_OFFSET,
@@ -24,7 +24,7 @@ from client.message_const import (
     PROPERTY_TAGS,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
 )
-from storage.message import MessageExt
+from pocketmq.storage.message import MessageExt
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
 from pyspark.sql.types import ArrayType, BinaryType, IntegralType, MapType, StringType, StructType
 
-from client import Message, MessageQueue, MQClientException, SyncProducer
-from client.message_const import SYSTEM_PROPERTY_NAMES
-from remoting.codes import ResponseCode
+from pocketmq.client import Message, MessageQueue, MQClientException, SyncProducer
+from pocketmq.client.message_const import SYSTEM_PROPERTY_NAMES
+from pocketmq.remoting.codes import ResponseCode
 
 from .broker_view import private_instance
 from .options import SinkOptions

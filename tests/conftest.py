@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from remoting.client import RemotingClient
+from pocketmq.remoting.client import RemotingClient
 
 
 async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0, interval: float = 0.005) -> None:

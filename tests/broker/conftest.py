@@ -11,16 +11,16 @@ from typing import Any
 import pytest
 import uvloop
 
-from broker import BrokerConfig, BrokerController
-from broker.message_batch import BatchItem, encode_message_batch
-from namesrv.config import NamesrvConfig
-from namesrv.namesrv_controller import NamesrvController
-from remoting.body import TopicRouteData, decode_body, encode_body
-from remoting.client import RemotingClient
-from remoting.client_body import ConsumerData, HeartbeatData, ProducerData, SubscriptionData
-from remoting.codes import RequestCode
-from remoting.command import RemotingCommand
-from remoting.header import (
+from pocketmq.broker import BrokerConfig, BrokerController
+from pocketmq.broker.message_batch import BatchItem, encode_message_batch
+from pocketmq.namesrv.config import NamesrvConfig
+from pocketmq.namesrv.namesrv_controller import NamesrvController
+from pocketmq.remoting.body import TopicRouteData, decode_body, encode_body
+from pocketmq.remoting.client import RemotingClient
+from pocketmq.remoting.client_body import ConsumerData, HeartbeatData, ProducerData, SubscriptionData
+from pocketmq.remoting.codes import RequestCode
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.header import (
     CreateTopicRequestHeader,
     GetRouteInfoRequestHeader,
     PullMessageRequestHeader,
@@ -29,8 +29,8 @@ from remoting.header import (
     SendMessageRequestHeaderV2,
     UpdateConsumerOffsetRequestHeader,
 )
-from storage.java_hash import java_string_hash
-from storage.message import properties_to_string
+from pocketmq.storage.java_hash import java_string_hash
+from pocketmq.storage.message import properties_to_string
 
 GUARD = 5.0  # generous bound for any single request; never a timing assertion
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import time
 
-from broker import BrokerConfig
-from broker.topic_config_manager import TopicConfigManager
-from remoting.body import TopicConfigSerializeWrapper, decode_body, encode_body
-from remoting.client_body import SubscriptionGroupConfig
-from remoting.codes import RequestCode, ResponseCode
-from remoting.header import (
+from pocketmq.broker import BrokerConfig
+from pocketmq.broker.topic_config_manager import TopicConfigManager
+from pocketmq.remoting.body import TopicConfigSerializeWrapper, decode_body, encode_body
+from pocketmq.remoting.client_body import SubscriptionGroupConfig
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.header import (
     DeleteTopicRequestHeader,
     GetEarliestMsgStoretimeRequestHeader,
     GetMaxOffsetRequestHeader,
@@ -19,7 +19,7 @@ from remoting.header import (
     SearchOffsetRequestHeader,
     ViewMessageRequestHeader,
 )
-from storage.codec import decode_all, decode_message_id
+from pocketmq.storage.codec import decode_all, decode_message_id
 
 
 def test_builtin_topics(tmp_path) -> None:

@@ -6,10 +6,10 @@ import asyncio
 
 import pytest
 
-from remoting.body import decode_body
-from remoting.client_body import GetConsumerListByGroupResponseBody
-from remoting.codes import RequestCode, ResponseCode
-from remoting.header import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader
+from pocketmq.remoting.body import decode_body
+from pocketmq.remoting.client_body import GetConsumerListByGroupResponseBody
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.header import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader
 
 
 class Notifications:

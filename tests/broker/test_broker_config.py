@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from broker import BrokerConfig, BrokerConfigError
+from pocketmq.broker import BrokerConfig, BrokerConfigError
 from pocketmq.cli import main as pocketmq_main
-from storage.config import FlushDiskType
+from pocketmq.storage.config import FlushDiskType
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -8,12 +8,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from broker.message_batch import BatchItem
-from remoting.codes import RequestCode, ResponseCode
-from remoting.header import GetMaxOffsetRequestHeader
-from storage import Message
-from storage.codec import decode_all
-from storage.config import FlushDiskType
+from pocketmq.broker.message_batch import BatchItem
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.header import GetMaxOffsetRequestHeader
+from pocketmq.storage import Message
+from pocketmq.storage.codec import decode_all
+from pocketmq.storage.config import FlushDiskType
 
 GUARD = 5.0  # a bound for things that should happen promptly; never a timing assertion
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from broker.filter import ExpressionMessageFilter, build_subscription_data
-from broker.longpolling import PullRequest, PullRequestHoldService
-from remoting.command import RemotingCommand
-from remoting.tasks import TaskTracker
-from storage.java_hash import java_string_hash
+from pocketmq.broker.filter import ExpressionMessageFilter, build_subscription_data
+from pocketmq.broker.longpolling import PullRequest, PullRequestHoldService
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.tasks import TaskTracker
+from pocketmq.storage.java_hash import java_string_hash
 
 
 class FakeChannel:

@@ -6,9 +6,9 @@ import socket
 
 import pytest
 
-from namesrv.config import NamesrvConfig
-from namesrv.namesrv_controller import NamesrvController
-from remoting.codes import ResponseCode
+from pocketmq.namesrv.config import NamesrvConfig
+from pocketmq.namesrv.namesrv_controller import NamesrvController
+from pocketmq.remoting.codes import ResponseCode
 
 
 def free_port() -> int:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import os
 
-from broker.config_file import load_json_file, parse_json
-from remoting.body import decode_body
-from remoting.codes import RequestCode, ResponseCode
+from pocketmq.broker.config_file import load_json_file, parse_json
+from pocketmq.remoting.body import decode_body
+from pocketmq.remoting.codes import RequestCode, ResponseCode
 
 
 def offsets_path(broker) -> str:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
-from broker.client.rebalance_lock_manager import RebalanceLockManager
-from remoting.body import decode_body, encode_body
-from remoting.client_body import LockBatchRequestBody, LockBatchResponseBody, MessageQueue
-from remoting.codes import RequestCode, ResponseCode
-from remoting.header import ConsumerSendMsgBackRequestHeader
-from storage.codec import decode_all, decode_message_id
+from pocketmq.broker.client.rebalance_lock_manager import RebalanceLockManager
+from pocketmq.remoting.body import decode_body, encode_body
+from pocketmq.remoting.client_body import LockBatchRequestBody, LockBatchResponseBody, MessageQueue
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.header import ConsumerSendMsgBackRequestHeader
+from pocketmq.storage.codec import decode_all, decode_message_id
 
 FLAG_SUSPEND_SUBSCRIPTION = 0x2 | 0x4
 LEVELS = "200ms 300ms 400ms"

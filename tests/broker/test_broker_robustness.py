@@ -13,11 +13,11 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from broker import BrokerConfig, BrokerController
-from remoting.codes import RequestCode, ResponseCode
-from remoting.transport import parse_address
-from storage import StoreLockedError
-from storage.codec import decode_all
+from pocketmq.broker import BrokerConfig, BrokerController
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.transport import parse_address
+from pocketmq.storage import StoreLockedError
+from pocketmq.storage.codec import decode_all
 
 REPO = Path(__file__).resolve().parents[2]
 

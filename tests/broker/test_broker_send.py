@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.message_batch import (
+from pocketmq.broker.message_batch import (
     BatchItem,
     MessageBatchError,
     _split_each,
@@ -16,10 +16,10 @@ from broker.message_batch import (
     decode_message_batch,
     encode_message_batch,
 )
-from remoting.codes import RequestCode, ResponseCode
-from remoting.header import ViewMessageRequestHeader
-from storage.codec import decode_all, decode_message_id
-from storage.message import properties_to_string
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.header import ViewMessageRequestHeader
+from pocketmq.storage.codec import decode_all, decode_message_id
+from pocketmq.storage.message import properties_to_string
 
 
 @pytest.mark.parametrize("code", [RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2])

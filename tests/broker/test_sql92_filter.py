@@ -12,17 +12,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.filter import Sql92MessageFilter, record_properties
-from client import Message, MQBrokerException, MQClientException, Producer, PullConsumer, PullStatus
-from client.filter_api import build_subscription_data, message_matches
+from pocketmq.broker.filter import Sql92MessageFilter, record_properties
+from pocketmq.client import Message, MQBrokerException, MQClientException, Producer, PullConsumer, PullStatus
+from pocketmq.client.filter_api import build_subscription_data, message_matches
 from pocketmq.embedded import EmbeddedCluster
-from remoting.body import encode_body
-from remoting.client_body import ConsumerData, HeartbeatData, SubscriptionData
-from remoting.codes import RequestCode, ResponseCode
-from storage.codec import decode_all, encode
-from storage.constants import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
-from storage.message import pack_host, properties_to_string
-from storage.sql92 import compile_sql92
+from pocketmq.remoting.body import encode_body
+from pocketmq.remoting.client_body import ConsumerData, HeartbeatData, SubscriptionData
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.storage.codec import decode_all, encode
+from pocketmq.storage.constants import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
+from pocketmq.storage.message import pack_host, properties_to_string
+from pocketmq.storage.sql92 import compile_sql92
 
 FLAG_SUSPEND = 0x2
 FLAG_SUBSCRIPTION = 0x4

@@ -10,10 +10,10 @@ import asyncio
 import socket
 from collections.abc import Awaitable, Callable
 
-from remoting.body import BrokerData, QueueData, TopicRouteData, encode_body
-from remoting.codes import PermName, RequestCode, ResponseCode
-from remoting.command import RemotingCommand
-from remoting.header import (
+from pocketmq.remoting.body import BrokerData, QueueData, TopicRouteData, encode_body
+from pocketmq.remoting.codes import PermName, RequestCode, ResponseCode
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.header import (
     GetMaxOffsetResponseHeader,
     GetMinOffsetResponseHeader,
     GetRouteInfoRequestHeader,
@@ -25,9 +25,9 @@ from remoting.header import (
     UpdateConsumerOffsetRequestHeader,
     parse_send_message_request_header,
 )
-from remoting.server import RemotingServer
-from remoting.transport import Channel
-from storage.message import pack_host
+from pocketmq.remoting.server import RemotingServer
+from pocketmq.remoting.transport import Channel
+from pocketmq.storage.message import pack_host
 
 RW = PermName.PERM_READ | PermName.PERM_WRITE
 Behaviour = Callable[[Channel, RemotingCommand], Awaitable[RemotingCommand | None]]

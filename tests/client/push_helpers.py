@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from client import Message, Producer, PushConsumer
-from remoting.body import TopicConfig
+from pocketmq.client import Message, Producer, PushConsumer
+from pocketmq.remoting.body import TopicConfig
 
 embedded = pytest.importorskip("pocketmq.embedded")
 

@@ -12,7 +12,7 @@ import logging
 
 import pytest
 
-from client.allocate import (
+from pocketmq.client.allocate import (
     AllocateMachineRoomNearby,
     AllocateMessageQueueAveragely,
     AllocateMessageQueueAveragelyByCircle,
@@ -21,8 +21,8 @@ from client.allocate import (
     AllocateMessageQueueConsistentHash,
     AllocateMessageQueueStrategy,
 )
-from client.allocate.consistent_hash import md5_hash, message_queue_key
-from remoting.client_body import MessageQueue
+from pocketmq.client.allocate.consistent_hash import md5_hash, message_queue_key
+from pocketmq.remoting.client_body import MessageQueue
 
 CONSUMERS = range(1, 11)
 QUEUES = range(1, 21)

@@ -9,8 +9,8 @@ import pytest
 
 embedded = pytest.importorskip("pocketmq.embedded")
 
-from client import Message, MessageQueue  # noqa: E402
-from client.sync import SyncProducer, SyncPullConsumer  # noqa: E402
+from pocketmq.client import Message, MessageQueue  # noqa: E402
+from pocketmq.client.sync import SyncProducer, SyncPullConsumer  # noqa: E402
 
 
 def test_query_message_finds_stored_messages_by_key(tmp_path: Any) -> None:

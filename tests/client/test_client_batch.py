@@ -6,11 +6,11 @@ import struct
 
 import pytest
 
-from client import Message, MQClientException
-from client.batch import MessageBatch, encode_message, generate_from_list
-from client.send_request import SendRequestOptions, build_send_request
-from remoting.client_body import MessageQueue
-from storage.message import string_to_properties
+from pocketmq.client import Message, MQClientException
+from pocketmq.client.batch import MessageBatch, encode_message, generate_from_list
+from pocketmq.client.send_request import SendRequestOptions, build_send_request
+from pocketmq.remoting.client_body import MessageQueue
+from pocketmq.storage.message import string_to_properties
 
 MAX = 4 * 1024 * 1024
 
@@ -80,7 +80,7 @@ def test_batch_of_batches_is_refused() -> None:
 
 
 def test_matches_the_brokers_decoder() -> None:
-    decode = pytest.importorskip("broker.message_batch").decode_message_batch
+    decode = pytest.importorskip("pocketmq.broker.message_batch").decode_message_batch
     msgs = [Message("T", b"one", tags="A"), Message("T", b"two", flag=9)]
     items = decode(generate_from_list(msgs, MAX).body)
     assert [(i.flag, i.body) for i in items] == [(0, b"one"), (9, b"two")]

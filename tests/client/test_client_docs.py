@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("broker.broker_controller")
+pytest.importorskip("pocketmq.broker.broker_controller")
 embedded = pytest.importorskip("pocketmq.embedded")
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "client.md"

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("broker.broker_controller")
+pytest.importorskip("pocketmq.broker.broker_controller")
 embedded = pytest.importorskip("pocketmq.embedded")
 
-from client import (  # noqa: E402
+from pocketmq.client import (  # noqa: E402
     Message,
     MessageExt,
     MessageQueue,

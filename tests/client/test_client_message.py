@@ -7,16 +7,16 @@ import re
 import socket
 import time
 
-from client import Message
-from client.client_config import ClientConfig, get_client_ip
-from client.message_id import (
+from pocketmq.client import Message
+from pocketmq.client.client_config import ClientConfig, get_client_ip
+from pocketmq.client.message_id import (
     create_uniq_id,
     get_ip_str_from_id,
     get_nearly_time_from_id,
     get_pid_from_id,
     set_uniq_id,
 )
-from storage.message import properties_to_string, string_to_properties
+from pocketmq.storage.message import properties_to_string, string_to_properties
 
 
 def test_tags_keys_and_flags_live_in_the_properties() -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from client.process_queue import CONSUME_START_TIME, ProcessQueue, now_ms
-from storage.message import MessageExt, properties_to_string
+from pocketmq.client.process_queue import CONSUME_START_TIME, ProcessQueue, now_ms
+from pocketmq.storage.message import MessageExt, properties_to_string
 
 
 def msg(offset: int, body: bytes = b"xx", **props: str) -> MessageExt:

@@ -18,7 +18,7 @@ from client_fakes import (
     route_for,
 )
 
-from client import (
+from pocketmq.client import (
     Message,
     MQBrokerException,
     MQClientException,
@@ -28,14 +28,14 @@ from client import (
     SendStatus,
     select_message_queue_by_hash,
 )
-from client.exceptions import ClientErrorCode
-from client.mq_client_manager import MQClientManager
-from remoting.body import decode_body
-from remoting.client_body import HeartbeatData, MessageQueue
-from remoting.codes import RequestCode, ResponseCode
-from remoting.errors import RemotingTimeoutError
-from remoting.header import UnregisterClientRequestHeader, parse_send_message_request_header
-from storage.message import string_to_properties
+from pocketmq.client.exceptions import ClientErrorCode
+from pocketmq.client.mq_client_manager import MQClientManager
+from pocketmq.remoting.body import decode_body
+from pocketmq.remoting.client_body import HeartbeatData, MessageQueue
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.errors import RemotingTimeoutError
+from pocketmq.remoting.header import UnregisterClientRequestHeader, parse_send_message_request_header
+from pocketmq.storage.message import string_to_properties
 
 _instances = itertools.count()
 

@@ -11,20 +11,20 @@ from typing import Any
 import pytest
 from client_fakes import FakeBroker, FakeNamesrv, error, pull_response
 
-from client import MQBrokerException, MQClientException, PullConsumer, PullStatus
-from remoting.body import decode_body
-from remoting.client_body import HeartbeatData, MessageQueue
-from remoting.codes import RequestCode, ResponseCode
-from remoting.command import RemotingCommand
-from remoting.header import (
+from pocketmq.client import MQBrokerException, MQClientException, PullConsumer, PullStatus
+from pocketmq.remoting.body import decode_body
+from pocketmq.remoting.client_body import HeartbeatData, MessageQueue
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.header import (
     GetMaxOffsetRequestHeader,
     PullMessageRequestHeader,
     SearchOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from storage.codec import encode
-from storage.constants import COMPRESSED_FLAG
-from storage.message import pack_host, properties_to_string
+from pocketmq.storage.codec import encode
+from pocketmq.storage.constants import COMPRESSED_FLAG
+from pocketmq.storage.message import pack_host, properties_to_string
 
 _instances = itertools.count()
 MQ = MessageQueue("T", "broker-a", 1)

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from push_helpers import create_topic, make_consumer, send_many, unique
 
-from client import ConsumeConcurrentlyStatus, MessageModel
+from pocketmq.client import ConsumeConcurrentlyStatus, MessageModel
 
-pytest.importorskip("broker.broker_controller")
+pytest.importorskip("pocketmq.broker.broker_controller")
 
 
 async def test_every_consumer_gets_every_message_and_offsets_survive_a_restart(push_cluster, poll, tmp_path) -> None:

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from push_helpers import FAST_BROKER, create_topic, make_consumer, send_many, unique
 
-from client import ConsumeConcurrentlyStatus, ConsumeFromWhere, MessageQueue, PullConsumer
+from pocketmq.client import ConsumeConcurrentlyStatus, ConsumeFromWhere, MessageQueue, PullConsumer
 
-pytest.importorskip("broker.broker_controller")
+pytest.importorskip("pocketmq.broker.broker_controller")
 embedded = pytest.importorskip("pocketmq.embedded")
 
 

@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 from push_helpers import FAST_BROKER, create_topic, make_consumer, unique
 
-from client import ConsumeConcurrentlyStatus, Message, MQClientException, Producer, PushConsumer
-from storage.java_hash import java_string_hash
+from pocketmq.client import ConsumeConcurrentlyStatus, Message, MQClientException, Producer, PushConsumer
+from pocketmq.storage.java_hash import java_string_hash
 
-pytest.importorskip("broker.broker_controller")
+pytest.importorskip("pocketmq.broker.broker_controller")
 embedded = pytest.importorskip("pocketmq.embedded")
 
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from push_helpers import committed, create_topic, make_consumer, max_offsets, send_many, unique
 
-from client import ConsumeConcurrentlyStatus, MessageQueue
+from pocketmq.client import ConsumeConcurrentlyStatus, MessageQueue
 
-pytest.importorskip("broker.broker_controller")
+pytest.importorskip("pocketmq.broker.broker_controller")
 
 
 def gated_listener(gate: asyncio.Event, consumed: list[int], hold: set[int] | None = None) -> Any:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from push_helpers import committed, create_topic, make_consumer, max_offsets, unique
 
-from client import (
+from pocketmq.client import (
     ConsumeOrderlyStatus,
     Message,
     MessageQueue,
@@ -18,7 +18,7 @@ from client import (
     select_message_queue_by_hash,
 )
 
-pytest.importorskip("broker.broker_controller")
+pytest.importorskip("pocketmq.broker.broker_controller")
 
 QUEUES = 4
 ORDERS = 12

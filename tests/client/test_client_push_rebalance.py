@@ -21,9 +21,9 @@ from push_helpers import (
     unique,
 )
 
-from client import ConsumeConcurrentlyStatus, ConsumeFromWhere
+from pocketmq.client import ConsumeConcurrentlyStatus, ConsumeFromWhere
 
-pytest.importorskip("broker.broker_controller")
+pytest.importorskip("pocketmq.broker.broker_controller")
 
 QUEUES = 8
 

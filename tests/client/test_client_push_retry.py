@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from push_helpers import create_topic, make_consumer, unique
 
-from client import (
+from pocketmq.client import (
     ConsumeConcurrentlyStatus,
     Message,
     MessageQueue,
@@ -21,9 +21,9 @@ from client import (
     PullConsumer,
     PullStatus,
 )
-from remoting.body import TopicConfig
+from pocketmq.remoting.body import TopicConfig
 
-pytest.importorskip("broker.broker_controller")
+pytest.importorskip("pocketmq.broker.broker_controller")
 
 SCHEDULE = "SCHEDULE_TOPIC_XXXX"
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from push_helpers import FAST_CONSUMER
 
-from client import ConsumeConcurrentlyStatus, Message, SyncProducer, SyncPushConsumer
+from pocketmq.client import ConsumeConcurrentlyStatus, Message, SyncProducer, SyncPushConsumer
 
-pytest.importorskip("broker.broker_controller")
+pytest.importorskip("pocketmq.broker.broker_controller")
 embedded = pytest.importorskip("pocketmq.embedded")
 
 

@@ -6,17 +6,17 @@ from collections import Counter
 
 import pytest
 
-from client import Message, select_message_queue_by_hash
-from client.fault_strategy import MQFaultStrategy, compute_not_available_duration
-from client.topic_publish_info import (
+from pocketmq.client import Message, select_message_queue_by_hash
+from pocketmq.client.fault_strategy import MQFaultStrategy, compute_not_available_duration
+from pocketmq.client.topic_publish_info import (
     TopicPublishInfo,
     topic_route_data_to_publish_info,
     topic_route_data_to_subscribe_info,
 )
-from remoting.body import BrokerData, QueueData, TopicRouteData
-from remoting.client_body import MessageQueue
-from remoting.codes import PermName
-from storage.java_hash import java_string_hash
+from pocketmq.remoting.body import BrokerData, QueueData, TopicRouteData
+from pocketmq.remoting.client_body import MessageQueue
+from pocketmq.remoting.codes import PermName
+from pocketmq.storage.java_hash import java_string_hash
 
 R, W = PermName.PERM_READ, PermName.PERM_WRITE
 

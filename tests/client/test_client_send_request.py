@@ -5,14 +5,14 @@ from __future__ import annotations
 import time
 import zlib
 
-from client import Message
-from client.batch import generate_from_list
-from client.mq_client_api import build_send_request as build_command
-from client.send_request import SendRequestOptions, build_send_request
-from remoting.client_body import MessageQueue
-from remoting.codes import RequestCode
-from remoting.header import parse_send_message_request_header
-from storage.message import string_to_properties
+from pocketmq.client import Message
+from pocketmq.client.batch import generate_from_list
+from pocketmq.client.mq_client_api import build_send_request as build_command
+from pocketmq.client.send_request import SendRequestOptions, build_send_request
+from pocketmq.remoting.client_body import MessageQueue
+from pocketmq.remoting.codes import RequestCode
+from pocketmq.remoting.header import parse_send_message_request_header
+from pocketmq.storage.message import string_to_properties
 
 MQ = MessageQueue("TopicTest", "broker-b", 3)
 OPTIONS = SendRequestOptions("PG", "TBW102", 4, 4096, 5)

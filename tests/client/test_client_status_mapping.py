@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from client import MQBrokerException, PullStatus, SendStatus
-from client.mq_client_api import process_pull_response, process_send_response
-from remoting.client_body import MessageQueue
-from remoting.codes import ResponseCode
-from remoting.command import RemotingCommand
-from remoting.header import PullMessageResponseHeader, SendMessageResponseHeader
+from pocketmq.client import MQBrokerException, PullStatus, SendStatus
+from pocketmq.client.mq_client_api import process_pull_response, process_send_response
+from pocketmq.remoting.client_body import MessageQueue
+from pocketmq.remoting.codes import ResponseCode
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.header import PullMessageResponseHeader, SendMessageResponseHeader
 
 OFFSET_ID = "7F00000100002A9F0000000000001234"
 

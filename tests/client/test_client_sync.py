@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("broker.broker_controller")
+pytest.importorskip("pocketmq.broker.broker_controller")
 embedded = pytest.importorskip("pocketmq.embedded")
 
-from client import Message, MessageQueue, MQClientException, PullStatus, SendResult, SendStatus  # noqa: E402
-from client.sync import SyncProducer, SyncPullConsumer  # noqa: E402
+from pocketmq.client import Message, MessageQueue, MQClientException, PullStatus, SendResult, SendStatus  # noqa: E402
+from pocketmq.client.sync import SyncProducer, SyncPullConsumer  # noqa: E402
 
 
 def test_sync_wrappers_from_plain_code(tmp_path: Any) -> None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from client import Message, MQClientException, Producer, PullConsumer
-from client.client_config import ClientConfig
-from client.exceptions import ClientErrorCode
-from client.validators import check_group, check_message, check_topic
-from remoting.codes import ResponseCode
+from pocketmq.client import Message, MQClientException, Producer, PullConsumer
+from pocketmq.client.client_config import ClientConfig
+from pocketmq.client.exceptions import ClientErrorCode
+from pocketmq.client.validators import check_group, check_message, check_topic
+from pocketmq.remoting.codes import ResponseCode
 
 MAX = 4 * 1024 * 1024
 

@@ -10,9 +10,9 @@ import msgpack
 import pytest
 import uvloop
 
-from namesrv.config import NamesrvConfig
-from namesrv.namesrv_controller import NamesrvController
-from remoting.body import (
+from pocketmq.namesrv.config import NamesrvConfig
+from pocketmq.namesrv.namesrv_controller import NamesrvController
+from pocketmq.remoting.body import (
     ClusterInfo,
     DataVersion,
     RegisterBrokerBody,
@@ -24,11 +24,11 @@ from remoting.body import (
     decode_body,
     encode_body,
 )
-from remoting.client import RemotingClient
-from remoting.codec import decode_frames
-from remoting.codes import PermName, RequestCode, ResponseCode
-from remoting.command import RemotingCommand
-from remoting.header import (
+from pocketmq.remoting.client import RemotingClient
+from pocketmq.remoting.codec import decode_frames
+from pocketmq.remoting.codes import PermName, RequestCode, ResponseCode
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.header import (
     DeleteTopicFromNamesrvRequestHeader,
     GetRouteInfoRequestHeader,
     QueryDataVersionRequestHeader,
@@ -37,7 +37,7 @@ from remoting.header import (
     RegisterBrokerResponseHeader,
     UnRegisterBrokerRequestHeader,
 )
-from remoting.transport import parse_address
+from pocketmq.remoting.transport import parse_address
 
 GUARD = 5.0
 CLUSTER = "DefaultCluster"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from namesrv.route_info_manager import RouteInfoManager
-from remoting.body import DataVersion, QueueData, TopicConfig, TopicConfigSerializeWrapper
-from remoting.codes import PermName
+from pocketmq.namesrv.route_info_manager import RouteInfoManager
+from pocketmq.remoting.body import DataVersion, QueueData, TopicConfig, TopicConfigSerializeWrapper
+from pocketmq.remoting.codes import PermName
 
 CLUSTER = "DefaultCluster"
 A_MASTER, A_SLAVE, B_MASTER = "10.0.0.1:10911", "10.0.0.2:10911", "10.0.0.3:10911"

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from namesrv.config import NamesrvConfig
-from namesrv.namesrv_controller import NamesrvController
+from pocketmq.namesrv.config import NamesrvConfig
+from pocketmq.namesrv.namesrv_controller import NamesrvController
 
 
 async def start_broker(tmp_path, namesrv_addr: str) -> asyncio.subprocess.Process:

@@ -62,8 +62,8 @@ def test_consume_count_gives_up_with_an_error(dev_server):
 
 
 def test_namesrv_command_line_options():
-    from namesrv.config import NamesrvConfig
     from pocketmq.cli import build_parser, namesrv_config
+    from pocketmq.namesrv.config import NamesrvConfig
 
     parse = build_parser().parse_args
     cfg = namesrv_config(parse(["namesrv", "--host", "0.0.0.0", "--port", "0", "--scan-interval", "0.5",

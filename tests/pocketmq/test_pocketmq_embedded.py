@@ -9,7 +9,8 @@ import textwrap
 
 import pytest
 
-from client import (
+from pocketmq import EmbeddedCluster
+from pocketmq.client import (
     Message,
     MQClientException,
     Producer,
@@ -18,7 +19,6 @@ from client import (
     SyncProducer,
     SyncPullConsumer,
 )
-from pocketmq import EmbeddedCluster
 
 
 async def test_embedded_cluster_round_trip(tmp_path):
@@ -74,7 +74,7 @@ async def test_fixture_serves_async_code_on_another_loop(pocketmq_cluster):
 def test_plugin_is_registered_for_users(tmp_path):
     """A user's project gets the fixture from the installed entry point, with no conftest of its own."""
     (tmp_path / "test_user.py").write_text(textwrap.dedent("""
-        from client import Message, SyncProducer
+        from pocketmq.client import Message, SyncProducer
 
         def test_send(pocketmq_cluster):
             with SyncProducer("g", pocketmq_cluster.namesrv_addr) as producer:

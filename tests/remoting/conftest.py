@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import uvloop
 
-from remoting.server import RemotingServer
+from pocketmq.remoting.server import RemotingServer
 
 
 def pytest_asyncio_loop_factories(

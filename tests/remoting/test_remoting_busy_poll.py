@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from remoting.busy_poll import busy_poller
-from remoting.client import RemotingClient
-from remoting.command import RemotingCommand
-from remoting.server import RemotingServer
+from pocketmq.remoting.busy_poll import busy_poller
+from pocketmq.remoting.client import RemotingClient
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.server import RemotingServer
 from tests.conftest import wait_until
 
 ECHO = 2101

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from remoting.codec import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, decode_frames, encode
-from remoting.codes import FLAG_ONEWAY, FLAG_RESPONSE, VERSION, LanguageCode, RequestCode
-from remoting.command import RemotingCommand
-from remoting.errors import FrameTooLarge, MalformedFrame
+from pocketmq.remoting.codec import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, decode_frames, encode
+from pocketmq.remoting.codes import FLAG_ONEWAY, FLAG_RESPONSE, VERSION, LanguageCode, RequestCode
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.errors import FrameTooLarge, MalformedFrame
 
 
 def frame(payload: bytes) -> bytes:

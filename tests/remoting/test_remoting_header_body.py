@@ -12,8 +12,8 @@ import zlib
 import msgpack
 import pytest
 
-from remoting import header as h
-from remoting.body import (
+from pocketmq.remoting import header as h
+from pocketmq.remoting.body import (
     BrokerData,
     ClusterInfo,
     DataVersion,
@@ -27,7 +27,7 @@ from remoting.body import (
     decode_body,
     encode_body,
 )
-from remoting.client_body import (
+from pocketmq.remoting.client_body import (
     ConsumerData,
     GetConsumerListByGroupResponseBody,
     HeartbeatData,
@@ -38,9 +38,9 @@ from remoting.client_body import (
     SubscriptionData,
     SubscriptionGroupConfig,
 )
-from remoting.codes import PermName, RequestCode, ResponseCode
-from remoting.command import RemotingCommand
-from remoting.errors import BodyError, HeaderError
+from pocketmq.remoting.codes import PermName, RequestCode, ResponseCode
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.errors import BodyError, HeaderError
 
 
 def v1_header() -> h.SendMessageRequestHeader:
@@ -394,7 +394,7 @@ def test_a_message_queue_pickled_in_another_process_keys_tables_here() -> None:
     # Spark pickles its readers (and their queues) into worker processes, which hash strings with another
     # seed: a hash cached by the pickling process must not travel with the queue.
     script = (
-        "import pickle, sys; from remoting.client_body import MessageQueue; "
+        "import pickle, sys; from pocketmq.remoting.client_body import MessageQueue; "
         "sys.stdout.buffer.write(pickle.dumps({MessageQueue('T', 'broker-a', 1): 'one'}))"
     )
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

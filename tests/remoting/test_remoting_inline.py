@@ -8,13 +8,13 @@ from collections.abc import Callable
 
 import pytest
 
-from remoting.client import RemotingClient
-from remoting.codec import decode_frames, encode
-from remoting.codes import ResponseCode
-from remoting.command import RemotingCommand
-from remoting.errors import RemotingSendRequestError, RemotingTimeoutError
-from remoting.server import RemotingServer
-from remoting.transport import Channel, parse_address
+from pocketmq.remoting.client import RemotingClient
+from pocketmq.remoting.codec import decode_frames, encode
+from pocketmq.remoting.codes import ResponseCode
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.errors import RemotingSendRequestError, RemotingTimeoutError
+from pocketmq.remoting.server import RemotingServer
+from pocketmq.remoting.transport import Channel, parse_address
 
 NOW, BOOM, WRONG, LATER, WAIT, SLOW, RECORD = 2001, 2002, 2003, 2004, 2005, 2006, 2007
 GUARD = 5.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from remoting.tasks import TaskTracker
+from pocketmq.remoting.tasks import TaskTracker
 from tests.conftest import wait_until
 
 

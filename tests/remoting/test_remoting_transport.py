@@ -10,18 +10,18 @@ from typing import Any
 import msgpack
 import pytest
 
-from remoting.client import RemotingClient
-from remoting.codec import decode_frames, encode
-from remoting.codes import RequestCode, ResponseCode
-from remoting.command import RemotingCommand
-from remoting.errors import (
+from pocketmq.remoting.client import RemotingClient
+from pocketmq.remoting.codec import decode_frames, encode
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.errors import (
     FrameTooLarge,
     RemotingConnectError,
     RemotingSendRequestError,
     RemotingTimeoutError,
 )
-from remoting.server import RemotingServer
-from remoting.transport import Channel, parse_address
+from pocketmq.remoting.server import RemotingServer
+from pocketmq.remoting.transport import Channel, parse_address
 
 ECHO, BOOM, PARK, RECORD, GATE, BIG, WRONG = 1001, 1002, 1003, 1004, 1005, 1006, 1007
 GUARD = 5.0  # upper bound for things that should happen promptly; a hang fails instead of blocking CI

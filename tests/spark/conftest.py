@@ -12,12 +12,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from client import SyncPullConsumer
+from pocketmq.client import SyncPullConsumer
 from pocketmq.embedded import ThreadedCluster
-from remoting.client import RemotingClient
-from remoting.codes import RequestCode, ResponseCode
-from remoting.command import RemotingCommand
-from remoting.header import (
+from pocketmq.remoting.client import RemotingClient
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.header import (
     CreateTopicRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
     DeleteTopicRequestHeader,

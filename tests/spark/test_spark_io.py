@@ -12,7 +12,7 @@ from conftest import create_topic, delete_topic, stored_messages
 from pyspark.serializers import read_int
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, MapType, StringType, StructField, StructType
 
-from client import Message, MessageQueue, SyncProducer
+from pocketmq.client import Message, MessageQueue, SyncProducer
 from pyspark_pocketmq import RocketMQDataSource
 from pyspark_pocketmq.options import parse_sink_options, parse_source_options
 from pyspark_pocketmq.planning import DataLossError

@@ -14,7 +14,7 @@ import re
 import pytest
 from conftest import create_topic, delete_topic, stored_messages
 
-from client import Message, MessageQueue, SyncProducer, SyncPullConsumer
+from pocketmq.client import Message, MessageQueue, SyncProducer, SyncPullConsumer
 
 
 def read(spark, cluster, **options):

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from storage import DefaultMessageStore, Message, MessageStoreConfig
-from storage.codec import decode
+from pocketmq.storage import DefaultMessageStore, Message, MessageStoreConfig
+from pocketmq.storage.codec import decode
 
 COMMIT_LOG_FILE_SIZE = 64 * 1024
 CQ_FILE_SIZE = 50 * 20

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from storage import GetMessageStatus, PutMessageStatus, decode_all
+from pocketmq.storage import GetMessageStatus, PutMessageStatus, decode_all
 
 from .conftest import COMMIT_LOG_FILE_SIZE, commit_log_files, cq_dir, msg, put_ok, wait_until
 

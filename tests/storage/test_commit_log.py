@@ -8,10 +8,10 @@ import struct
 
 import pytest
 
-from storage import Message, PutMessageStatus, decode, decode_all, decode_message_id, pack_host
-from storage.config import parse_delay_levels
-from storage.message import MessageExtBatch, create_message_id, unpack_host
-from storage.results import AppendMessageResult, AppendMessageStatus
+from pocketmq.storage import Message, PutMessageStatus, decode, decode_all, decode_message_id, pack_host
+from pocketmq.storage.config import parse_delay_levels
+from pocketmq.storage.message import MessageExtBatch, create_message_id, unpack_host
+from pocketmq.storage.results import AppendMessageResult, AppendMessageStatus
 
 from .conftest import (
     BLANK_MAGIC,

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from storage import DefaultMessageStore, GetMessageStatus, decode, decode_all
+from pocketmq.storage import DefaultMessageStore, GetMessageStatus, decode, decode_all
 
 from .crash_writer import QUEUES, TOPIC, writer_config
 

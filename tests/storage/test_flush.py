@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import struct
 
-from storage import Message, PutMessageStatus
+from pocketmq.storage import Message, PutMessageStatus
 
 from .conftest import COMMIT_LOG_FILE_SIZE, msg, put_ok, wait_until
 

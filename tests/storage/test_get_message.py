@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from storage import GetMessageStatus, Message, TagsFilter, decode_all
-from storage.java_hash import tags_code
+from pocketmq.storage import GetMessageStatus, Message, TagsFilter, decode_all
+from pocketmq.storage.java_hash import tags_code
 
 from .conftest import msg, put_ok, read_cq_entries
 

@@ -6,8 +6,8 @@ import os
 import struct
 import time
 
-from storage import Message, decode, decode_all
-from storage.index_file import key_hash
+from pocketmq.storage import Message, decode, decode_all
+from pocketmq.storage.index_file import key_hash
 
 from .conftest import HASH_SLOTS, INDEX_NUM, msg, put_ok, wait_until
 

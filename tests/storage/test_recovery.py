@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from storage import DefaultMessageStore, GetMessageStatus, Message, StoreLockedError, decode_all, pack_host
+from pocketmq.storage import DefaultMessageStore, GetMessageStatus, Message, StoreLockedError, decode_all, pack_host
 
 from .conftest import (
     COMMIT_LOG_FILE_SIZE,
@@ -365,7 +365,7 @@ def test_second_process_on_the_same_dir_is_refused(stores, store_root):
     stores.open()
     script = textwrap.dedent(f"""
         import sys
-        from storage import DefaultMessageStore, StoreLockedError
+        from pocketmq.storage import DefaultMessageStore, StoreLockedError
         from tests.storage.conftest import small_config
         store = DefaultMessageStore(small_config({str(store_root)!r}))
         try:
@@ -397,7 +397,7 @@ def test_clean_shutdown_removes_abort_file(stores, store_root):
 def test_killed_process_leaves_abort_file_and_recovers_abnormally(stores, store_root):
     script = textwrap.dedent(f"""
         import sys, time
-        from storage import DefaultMessageStore, Message
+        from pocketmq.storage import DefaultMessageStore, Message
         from tests.storage.conftest import small_config
         store = DefaultMessageStore(small_config({str(store_root)!r}, flush_disk_type="SYNC_FLUSH"))
         store.load(); store.start()

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from storage.commit_log import SCHEDULE_TOPIC
-from storage.demo import main as demo_main
-from storage.demo import plan
-from storage.inspect import main as inspect_main
+from pocketmq.storage.commit_log import SCHEDULE_TOPIC
+from pocketmq.storage.demo import main as demo_main
+from pocketmq.storage.demo import plan
+from pocketmq.storage.inspect import main as inspect_main
 
 DEMO_MESSAGES = 200
 

@@ -1,4 +1,4 @@
-"""python -m storage demo: what it writes, and how it treats the directory it is given."""
+"""python -m pocketmq.storage demo: what it writes, and how it treats the directory it is given."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import fcntl
 import os
 from pathlib import Path
 
-from storage.codec import decode
-from storage.demo import main as demo_main
-from storage.inspect.files import ReadOnlyFiles
+from pocketmq.storage.codec import decode
+from pocketmq.storage.demo import main as demo_main
+from pocketmq.storage.inspect.files import ReadOnlyFiles
 
 from .conftest import demo, expected_messages, inspect_json, per_queue, run_tool
 
@@ -18,7 +18,7 @@ def test_summary_counts_every_queue(tmp_path: Path) -> None:
     for (topic, queue_id), n in per_queue(expected_messages(200)).items():
         assert f"  {topic + '/' + str(queue_id):<22} {n:>5}" in out
     assert "2 delayed (stored in SCHEDULE_TOPIC_XXXX)" in out
-    assert f"Next: python -m storage inspect {tmp_path / 's'} --limit 5" in out
+    assert f"Next: python -m pocketmq.storage inspect {tmp_path / 's'} --limit 5" in out
     assert not (tmp_path / "s" / "abort").exists(), "a clean shutdown removes the abort file"
 
 

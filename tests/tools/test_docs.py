@@ -1,6 +1,6 @@
 """docs/storage.md's worked example is reproduced by the tools.
 
-Every ```console block in the document is run: each `$ python -m storage ...` line is executed
+Every ```console block in the document is run: each `$ python -m pocketmq.storage ...` line is executed
 (with /tmp/ moved under tmp_path) and its output compared with the lines that follow it. A line
 `...` in the document stands for any number of output lines. Timestamps, index file names, time
 differences and disk usage change from run to run, so they are masked on both sides before
@@ -13,9 +13,9 @@ import re
 import shlex
 from pathlib import Path
 
-from storage.__main__ import main as storage_main
-from storage.index_file import key_hash
-from storage.java_hash import java_string_hash
+from pocketmq.storage.__main__ import main as storage_main
+from pocketmq.storage.index_file import key_hash
+from pocketmq.storage.java_hash import java_string_hash
 
 from .conftest import run_tool
 
@@ -92,7 +92,7 @@ def test_the_worked_example_is_what_the_tools_print(tmp_path: Path) -> None:
             command = command.replace("/tmp/", f"{tmp_path}/")
             expected = [line.replace("/tmp/", f"{tmp_path}/") for line in expected]
             argv = shlex.split(command)
-            assert argv[:3] == ["python", "-m", "storage"], command
+            assert argv[:3] == ["python", "-m", "pocketmq.storage"], command
             code, out = run_tool(storage_main, argv[3:])
             assert code == 0, command
             assert_matches(expected, out.splitlines(), command)

@@ -1,4 +1,4 @@
-"""python -m storage inspect: the report agrees with what the demo wrote, and reading changes nothing."""
+"""python -m pocketmq.storage inspect: the report agrees with what the demo wrote, and reading changes nothing."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import zlib
 from collections import defaultdict
 from pathlib import Path
 
-from storage import DefaultMessageStore
-from storage.demo import store_config
-from storage.index_file import IndexFile
-from storage.inspect import main as inspect_main
-from storage.message import create_message_id, pack_host
+from pocketmq.storage import DefaultMessageStore
+from pocketmq.storage.demo import store_config
+from pocketmq.storage.index_file import IndexFile
+from pocketmq.storage.inspect import main as inspect_main
+from pocketmq.storage.message import create_message_id, pack_host
 
 from .conftest import (
     DEMO_MESSAGES,
@@ -220,8 +220,8 @@ def test_inspect_changes_nothing(store: Path) -> None:
 
 _HOLD_STORE = """
 import sys
-from storage import DefaultMessageStore
-from storage.demo import store_config
+from pocketmq.storage import DefaultMessageStore
+from pocketmq.storage.demo import store_config
 store = DefaultMessageStore(store_config(sys.argv[1], small=True, flush="async"))
 store.load()
 store.start()

@@ -1,0 +1,318 @@
+"""BrokerController: builds the broker's parts, starts them in order and stops them cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from pocketmq.remoting.body import TopicConfig, TopicConfigSerializeWrapper
+from pocketmq.remoting.codes import PermName
+from pocketmq.remoting.server import RemotingServer
+from pocketmq.remoting.tasks import TaskTracker
+from pocketmq.remoting.transport import Channel
+from pocketmq.storage.constants import CQ_STORE_UNIT_SIZE
+from pocketmq.storage.message import pack_host
+from pocketmq.storage.message_filter import MessageFilter
+from pocketmq.storage.message_store import DefaultMessageStore
+from pocketmq.storage.results import GetMessageResult
+
+from .broker_outer_api import BrokerIdentity, BrokerOuterAPI, RegisterResult
+from .client import (
+    ClientHousekeepingService,
+    ConsumerManager,
+    DefaultConsumerIdsChangeListener,
+    ProducerManager,
+)
+from .client.rebalance_lock_manager import RebalanceLockManager
+from .config import BrokerConfig
+from .config_file import ConfigManager
+from .consumer_offset_manager import ConsumerOffsetManager
+from .longpolling import PullRequestHoldService
+from .processor import (
+    AdminBrokerProcessor,
+    ClientManageProcessor,
+    ConsumerManageProcessor,
+    PullMessageProcessor,
+    QueryMessageProcessor,
+    SendMessageProcessor,
+)
+from .processor.consumer_manage_processor import total_physical_memory
+from .schedule import ScheduleMessageService
+from .subscription_group_manager import SubscriptionGroupManager
+from .topic_config_manager import TopicConfigManager
+from .topic_validator import RMQ_SYS_SCHEDULE_TOPIC
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class BrokerController:
+    """One broker. ``await start()`` / ``await shutdown()``, or ``async with BrokerController(config):``."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.broker_config = config
+        self.store_config = config.to_store_config()
+        self.store = DefaultMessageStore(self.store_config)
+        self.tasks = TaskTracker(log)
+        self.topic_config_manager = TopicConfigManager(config, on_change=self._on_topic_config_changed)
+        self.subscription_group_manager = SubscriptionGroupManager(config)
+        self.consumer_offset_manager = ConsumerOffsetManager(config)
+        self.consumer_ids_change_listener = DefaultConsumerIdsChangeListener(
+            config.notify_consumer_ids_changed_enable, self.tasks
+        )
+        self.consumer_manager = ConsumerManager(self.consumer_ids_change_listener, config.channel_expired_timeout)
+        self.producer_manager = ProducerManager(config.channel_expired_timeout)
+        self.client_housekeeping_service = ClientHousekeepingService(self.producer_manager, self.consumer_manager)
+        self.rebalance_lock_manager = RebalanceLockManager(config.rebalance_lock_max_live_time)
+        self.schedule_message_service = ScheduleMessageService(self)
+        self.remoting_server = RemotingServer(
+            config.bind_address or config.broker_ip1, config.listen_port, busy_poll=config.busy_poll
+        )
+        self.send_message_processor = SendMessageProcessor(self)
+        self.pull_message_processor = PullMessageProcessor(self)
+        self.pull_request_hold_service = PullRequestHoldService(
+            self.store.get_max_offset_in_queue,
+            self.pull_message_processor.execute_request_when_wakeup,
+            self.tasks,
+            config.pull_request_hold_check_interval,
+            on_park=self.store.reput_service.hurry,
+        )
+        # The dispatcher polls every 1 ms while pulls wait for arrivals, every 10 ms while none does.
+        self.store.reput_service.prompt_needed = self.pull_request_hold_service.waiting
+        processors = (
+            self.send_message_processor,
+            self.pull_message_processor,
+            QueryMessageProcessor(self),
+            ClientManageProcessor(self),
+            ConsumerManageProcessor(self),
+            AdminBrokerProcessor(self),
+        )
+        for p in processors:
+            p.register_to(self.remoting_server)
+        self.remoting_server.on_channel_close(self._on_channel_close)
+        self.broker_outer_api = BrokerOuterAPI(config.register_broker_timeout, config.compressed_register)
+        self.last_register_results: list[RegisterResult] = []
+        # storeHost of written messages: brokerIP1 and the port actually bound (known after start()).
+        self.store_host = pack_host(config.broker_ip1, config.listen_port)
+        self._pull_executor: ThreadPoolExecutor | None = None
+        self._memory_bytes = int(total_physical_memory() * config.access_message_in_memory_max_ratio / 100)
+        self._register_lock = asyncio.Lock()
+        self._register_scheduled = False
+        self._started = False
+        self._stopped = False
+
+    # --- addresses ---
+
+    @property
+    def port(self) -> int:
+        return self.remoting_server.port
+
+    @property
+    def address(self) -> str:
+        """The advertised address, ``brokerIP1:port`` with the port actually bound (valid after start())."""
+        return f"{self.broker_config.broker_ip1}:{self.remoting_server.port}"
+
+    @property
+    def is_running(self) -> bool:
+        return self._started and not self._stopped
+
+    # --- lifecycle ---
+
+    async def start(self) -> None:
+        if self._started:
+            raise RuntimeError("broker already started")
+        self._started = True
+        bc = self.broker_config
+        self._pull_executor = ThreadPoolExecutor(max(1, bc.pull_thread_pool_nums), thread_name_prefix="pull")
+        try:
+            # Store recovery may read every file: never on the event loop.
+            await asyncio.to_thread(self._load_and_start_store)
+            await self.remoting_server.start()
+        except BaseException:
+            # e.g. the store directory is locked by another broker, or the port is taken.
+            self._stopped = True
+            self._pull_executor.shutdown(wait=False)
+            await asyncio.to_thread(self.store.shutdown)  # a no-op when the store never loaded
+            raise
+        self.store_host = pack_host(bc.broker_ip1, self.remoting_server.port)
+        self.pull_request_hold_service.start()
+        self.schedule_message_service.start()
+        self.tasks.periodic(
+            "persist-consumer-offsets",
+            bc.flush_consumer_offset_interval,
+            self.consumer_offset_manager.persist_if_changed,
+        )
+        self.tasks.periodic(
+            "client-housekeeping",
+            bc.client_housekeeping_interval,
+            self.client_housekeeping_service.scan_exception_channel,
+        )
+        if bc.namesrv_addr_list:
+            self.tasks.periodic("register-broker", bc.register_name_server_period, self.register_broker_all)
+        await self.register_broker_all()
+        log.info(
+            "The broker[%s, %s] boot success. serializeType=msgpack and name server is %s",
+            bc.broker_name,
+            self.address,
+            bc.namesrv_addr or "(none)",
+        )
+
+    def _config_managers(self) -> tuple[ConfigManager, ...]:
+        return (
+            self.topic_config_manager,
+            self.subscription_group_manager,
+            self.consumer_offset_manager,
+            self.schedule_message_service,
+        )
+
+    def _load_and_start_store(self) -> None:
+        os.makedirs(self.broker_config.config_dir, exist_ok=True)
+        for manager in self._config_managers():
+            if not manager.load():
+                raise RuntimeError(f"cannot load {manager.config_file_path} (nor its .bak)")
+        self.store.message_arriving_listener = self._on_message_arriving
+        self.store.load()
+        self.store.start()
+
+    async def shutdown(self) -> None:
+        """Unregister, stop serving, persist the config files and shut the store down (no abort file left)."""
+        if not self._started or self._stopped:
+            return
+        self._stopped = True
+        bc = self.broker_config
+        await self.tasks.close()
+        if bc.namesrv_addr_list:
+            try:
+                await asyncio.wait_for(
+                    self.broker_outer_api.unregister_broker_all(bc.namesrv_addr_list, self._identity()),
+                    bc.register_broker_timeout + 1,
+                )
+            except TimeoutError:
+                log.warning("unregistering from the name servers timed out")
+        await self.remoting_server.stop()
+        self.pull_request_hold_service.shutdown()
+        self.schedule_message_service.shutdown()
+        for manager in self._config_managers():
+            await manager.wait_persisted()
+            try:
+                await manager.persist_if_changed()
+            except OSError:
+                log.exception("cannot persist %s at shutdown", manager.config_file_path)
+        executor = self._pull_executor
+        if executor is not None:
+            await asyncio.to_thread(executor.shutdown, True)
+        await asyncio.to_thread(self.store.shutdown)
+        await self.broker_outer_api.close()
+        log.info("broker %s at %s shut down", bc.broker_name, self.address)
+
+    async def __aenter__(self) -> BrokerController:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    # --- name server registration ---
+
+    def _identity(self) -> BrokerIdentity:
+        bc = self.broker_config
+        return BrokerIdentity(bc.broker_cluster_name, bc.broker_name, bc.broker_id, self.address)
+
+    def _registration_wrapper(self) -> TopicConfigSerializeWrapper:
+        wrapper = self.topic_config_manager.build_topic_config_serialize_wrapper()
+        perm = self.broker_config.broker_permission
+        if not (PermName.is_readable(perm) and PermName.is_writeable(perm)):
+            # A read-only (or write-only) broker advertises every topic with its own permission applied.
+            wrapper.topic_config_table = {
+                name: _with_perm(tc, tc.perm & perm) for name, tc in wrapper.topic_config_table.items()
+            }
+        return wrapper
+
+    async def register_broker_all(self) -> list[RegisterResult]:
+        """REGISTER_BROKER with every name server; returns once each one answered or failed."""
+        addrs = self.broker_config.namesrv_addr_list
+        if not addrs:
+            return []
+        # One registration at a time, each with a snapshot taken when its turn comes, so a name server never
+        # sees an older topic table after a newer one.
+        async with self._register_lock:
+            results = await self.broker_outer_api.register_broker_all(
+                addrs, self._identity(), self._registration_wrapper()
+            )
+        self.last_register_results = results
+        return results
+
+    def _on_topic_config_changed(self) -> None:
+        # Topic changes reach the name servers right away, not at the next period.
+        if not self.is_running or self._register_scheduled or not self.broker_config.namesrv_addr_list:
+            return
+        self._register_scheduled = True
+        self.tasks.spawn(self._register_after_change(), name="register-after-topic-change")
+
+    async def _register_after_change(self) -> None:
+        self._register_scheduled = False
+        await self.register_broker_all()
+
+    # --- helpers for the processors ---
+
+    async def run_in_pull_executor(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a store read on a pull thread: reads may touch the disk, the event loop must not."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pull_executor, functools.partial(fn, *args))
+
+    async def get_message(
+        self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int, message_filter: MessageFilter
+    ) -> GetMessageResult:
+        """A pull's store read: right here when what it reads is in memory, else on a pull thread.
+
+        "In memory" is RocketMQ's rule (checkInDiskByCommitOffset): the record lies within the newest
+        accessMessageInMemoryMaxRatio % of physical memory worth of commit log. A consumer keeping up reads
+        what was just written; a pull thread would only add two thread handoffs (the read copies from the
+        mapped file while holding the GIL wherever it runs). Reads of older data keep the pull threads, and
+        so do filters that read every candidate record (SQL92): that is CPU work for up to hundreds of records,
+        and on a pull thread the loop still gets the GIL every switch interval meanwhile.
+        """
+        store = self.store
+        if not getattr(message_filter, "needs_commit_log", False) and self._in_memory(topic, queue_id, offset):
+            return store.get_message(group, topic, queue_id, offset, max_msg_nums, message_filter)
+        return await self.run_in_pull_executor(
+            store.get_message, group, topic, queue_id, offset, max_msg_nums, message_filter
+        )
+
+    def _in_memory(self, topic: str, queue_id: int, offset: int) -> bool:
+        store = self.store
+        memory = self._memory_bytes
+        if store.get_max_phy_offset() - store.get_min_phy_offset() <= memory:
+            return True  # the whole commit log fits: no need to look the queue up (most dev and test brokers)
+        behind = store.get_max_offset_in_queue(topic, queue_id) - offset
+        if behind <= 0:
+            return True  # nothing to read: the answer comes from the queue's offsets alone
+        if behind * CQ_STORE_UNIT_SIZE > memory:
+            return False  # even the queue entries are too far back to be in memory
+        return store.get_max_phy_offset() - store.get_commit_log_offset_in_queue(topic, queue_id, offset) <= memory
+
+    def _on_message_arriving(
+        self, topic: str, queue_id: int, next_offset: int, tags_code: int, store_timestamp: int, properties: bytes
+    ) -> None:
+        # The store calls this on its dispatcher thread for every message: both callees return at once
+        # unless someone waits on this queue.
+        self.pull_request_hold_service.on_message_arriving(
+            topic, queue_id, next_offset, tags_code, store_timestamp, properties
+        )
+        if topic == RMQ_SYS_SCHEDULE_TOPIC:
+            self.schedule_message_service.on_message_arriving(queue_id)
+
+    def _on_channel_close(self, channel: Channel) -> None:
+        self.client_housekeeping_service.on_channel_close(channel)
+        self.pull_request_hold_service.on_channel_close(channel)
+
+
+def _with_perm(tc: TopicConfig, perm: int) -> TopicConfig:
+    return TopicConfig(
+        tc.topic_name, tc.read_queue_nums, tc.write_queue_nums, perm, tc.topic_filter_type, tc.topic_sys_flag, tc.order
+    )

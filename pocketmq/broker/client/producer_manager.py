@@ -1,0 +1,61 @@
+"""ProducerManager: producer groups and the channels of their clients."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from pocketmq.remoting.transport import Channel
+
+from .client_channel_info import ClientChannelInfo
+
+log = logging.getLogger(__name__)
+
+
+class ProducerManager:
+    def __init__(self, channel_expired_timeout: float = 120.0) -> None:
+        self.channel_expired_timeout = channel_expired_timeout
+        self.group_channel_table: dict[str, dict[Channel, ClientChannelInfo]] = {}
+
+    def register_producer(self, group: str, info: ClientChannelInfo) -> None:
+        channels = self.group_channel_table.setdefault(group, {})
+        old = channels.get(info.channel)
+        if old is None:
+            channels[info.channel] = info
+            log.info("new producer %s in group %s", info.client_id, group)
+        else:
+            old.last_update_timestamp = info.last_update_timestamp
+
+    def unregister_producer(self, group: str, info: ClientChannelInfo) -> None:
+        channels = self.group_channel_table.get(group)
+        if channels is None:
+            return
+        if channels.pop(info.channel, None) is not None:
+            log.info("unregistered producer %s of group %s", info.client_id, group)
+        if not channels:
+            del self.group_channel_table[group]
+
+    def do_channel_close_event(self, channel: Channel) -> None:
+        for group, channels in list(self.group_channel_table.items()):
+            if channels.pop(channel, None) is not None and not channels:
+                del self.group_channel_table[group]
+
+    def scan_not_active_channel(self, now: float | None = None) -> list[Channel]:
+        now = time.monotonic() if now is None else now
+        expired: list[Channel] = []
+        for group, channels in list(self.group_channel_table.items()):
+            for channel, info in list(channels.items()):
+                if now - info.last_update_timestamp > self.channel_expired_timeout:
+                    log.warning("producer %s of group %s expired", info.client_id, group)
+                    del channels[channel]
+                    expired.append(channel)
+            if not channels:
+                del self.group_channel_table[group]
+        return expired
+
+    def get_available_channel(self, group: str) -> Channel | None:
+        """A live channel of the group (what CHECK_TRANSACTION_STATE would use)."""
+        for channel in self.group_channel_table.get(group, {}):
+            if not channel.closed:
+                return channel
+        return None

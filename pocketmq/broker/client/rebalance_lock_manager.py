@@ -1,0 +1,59 @@
+"""RebalanceLockManager: which client holds which queue of a group, for orderly consumption."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from pocketmq.remoting.client_body import MessageQueue
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class LockEntry:
+    client_id: str
+    last_update_timestamp: float = field(default_factory=time.monotonic)
+
+
+class RebalanceLockManager:
+    """A lock is granted when free, already held by the same client (renewed) or expired."""
+
+    def __init__(self, lock_max_live_time: float = 60.0) -> None:
+        self.lock_max_live_time = lock_max_live_time
+        self.mq_lock_table: dict[str, dict[MessageQueue, LockEntry]] = {}
+
+    def _expired(self, entry: LockEntry, now: float) -> bool:
+        return now - entry.last_update_timestamp > self.lock_max_live_time
+
+    def is_locked(self, group: str, mq: MessageQueue, client_id: str, now: float | None = None) -> bool:
+        entry = self.mq_lock_table.get(group, {}).get(mq)
+        now = time.monotonic() if now is None else now
+        return entry is not None and entry.client_id == client_id and not self._expired(entry, now)
+
+    def try_lock_batch(
+        self, group: str, mqs: set[MessageQueue], client_id: str, now: float | None = None
+    ) -> set[MessageQueue]:
+        now = time.monotonic() if now is None else now
+        table = self.mq_lock_table.setdefault(group, {})
+        locked: set[MessageQueue] = set()
+        for mq in mqs:
+            entry = table.get(mq)
+            if entry is None or entry.client_id == client_id or self._expired(entry, now):
+                if entry is not None and entry.client_id != client_id:
+                    log.info("queue lock of %s %s moves from expired %s to %s", group, mq, entry.client_id, client_id)
+                table[mq] = LockEntry(client_id, now)
+                locked.add(mq)
+        return locked
+
+    def unlock_batch(self, group: str, mqs: set[MessageQueue], client_id: str) -> None:
+        table = self.mq_lock_table.get(group)
+        if table is None:
+            return
+        for mq in mqs:
+            entry = table.get(mq)
+            if entry is not None and entry.client_id == client_id:
+                del table[mq]
+        if not table:
+            del self.mq_lock_table[group]

@@ -1,0 +1,262 @@
+"""BrokerConfig: the broker's settings, and the RocketMQ-style properties file they are read from.
+
+Python attributes are snake_case and every interval is in seconds (float), so tests can run the timers in
+milliseconds. The properties file speaks RocketMQ: camelCase keys as in RocketMQ's ``broker.conf`` and, for
+time keys that RocketMQ reads in milliseconds (``registerNameServerPeriod=30000``), milliseconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from pocketmq.storage.config import DEFAULT_DELAY_LEVELS, FlushDiskType, MessageStoreConfig
+
+
+class BrokerConfigError(ValueError):
+    """A properties file that cannot be turned into a BrokerConfig (unknown key, bad value)."""
+
+
+def _key(name: str, unit: str | None = None) -> Any:
+    """Declare the properties-file key of a field (and ``unit="ms"`` when the file value is milliseconds)."""
+    return {"key": name, "unit": unit}
+
+
+def _f(default: Any, key: str, unit: str | None = None, store: str | None = None) -> Any:
+    meta = _key(key, unit)
+    if store is not None:
+        meta["store"] = store  # the MessageStoreConfig attribute this value feeds
+    if isinstance(default, list | dict):
+        return field(default_factory=lambda: type(default)(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass
+class BrokerConfig:
+    # --- identity and addresses ---
+    broker_cluster_name: str = _f("DefaultCluster", "brokerClusterName")
+    broker_name: str = _f("broker-a", "brokerName")
+    broker_id: int = _f(0, "brokerId")  # 0 = master; pocketmq runs masters only (no replication)
+    broker_ip1: str = _f("127.0.0.1", "brokerIP1")  # advertised to name servers and written as storeHost
+    listen_port: int = _f(10911, "listenPort")
+    # pocketmq's own: how long the event loop keeps polling after a request, instead of sleeping until the
+    # next one wakes it (remoting/busy_poll.py). The file value is in microseconds; 0 turns it off.
+    busy_poll: float = _f(0.0002, "busyPollMicros", "us")  # 0 = any free port (read BrokerController.address)
+    # Where the server binds; None = brokerIP1. RocketMQ binds 0.0.0.0; binding the advertised address is
+    # the safer default for a development broker.
+    bind_address: str | None = _f(None, "bindAddress")
+    namesrv_addr: str | None = _f(None, "namesrvAddr")  # "host:port;host:port"
+    # Accepted so RocketMQ broker.conf files load; only the master roles are supported.
+    broker_role: str = _f("ASYNC_MASTER", "brokerRole")
+    broker_permission: int = _f(6, "brokerPermission")  # PermName bits; 6 = READ|WRITE
+
+    # --- store ---
+    store_path_root_dir: str = _f(os.path.join("~", "store"), "storePathRootDir", store="store_path_root_dir")
+    flush_disk_type: FlushDiskType = _f(FlushDiskType.ASYNC_FLUSH, "flushDiskType", store="flush_disk_type")
+    mapped_file_size_commit_log: int = _f(
+        1024 * 1024 * 1024, "mappedFileSizeCommitLog", store="mapped_file_size_commit_log"
+    )
+    mapped_file_size_consume_queue: int = _f(
+        300_000 * 20, "mappedFileSizeConsumeQueue", store="mapped_file_size_consume_queue"
+    )
+    max_message_size: int = _f(4 * 1024 * 1024, "maxMessageSize", store="max_message_size")
+    flush_interval_commit_log: float = _f(0.5, "flushIntervalCommitLog", "ms", store="flush_interval_commit_log")
+    sync_flush_timeout: float = _f(5.0, "syncFlushTimeout", "ms", store="sync_flush_timeout")
+    flush_interval_consume_queue: float = _f(
+        1.0, "flushIntervalConsumeQueue", "ms", store="flush_interval_consume_queue"
+    )
+    # pocketmq's own: a put waits for the dispatcher when it is this far behind (docs/storage.md 9.2).
+    max_dispatch_lag_bytes: int = _f(1024 * 1024, "maxDispatchLagBytes", store="max_dispatch_lag_bytes")
+    file_reserved_time: float = _f(72.0, "fileReservedTime", store="file_reserved_time")  # hours
+    delete_when: str = _f("04", "deleteWhen", store="delete_when")
+    disk_max_used_space_ratio: int = _f(75, "diskMaxUsedSpaceRatio", store="disk_max_used_space_ratio")
+    clean_resource_interval: float = _f(10.0, "cleanResourceInterval", "ms", store="clean_resource_interval")
+    message_index_enable: bool = _f(True, "messageIndexEnable", store="message_index_enable")
+    max_hash_slot_num: int = _f(5_000_000, "maxHashSlotNum", store="max_hash_slot_num")
+    max_index_num: int = _f(5_000_000 * 4, "maxIndexNum", store="max_index_num")
+    message_delay_level: str = _f(DEFAULT_DELAY_LEVELS, "messageDelayLevel", store="message_delay_level")
+    max_transfer_count_on_message_in_memory: int = _f(
+        32, "maxTransferCountOnMessageInMemory", store="max_transfer_count_on_message_in_memory"
+    )
+    max_transfer_bytes_on_message_in_memory: int = _f(
+        256 * 1024, "maxTransferBytesOnMessageInMemory", store="max_transfer_bytes_on_message_in_memory"
+    )
+    # Share of RAM within which a message counts as "in memory" (QUERY_CONSUMER_OFFSET's new-group rule).
+    access_message_in_memory_max_ratio: int = _f(40, "accessMessageInMemoryMaxRatio")
+
+    # --- topics and groups ---
+    auto_create_topic_enable: bool = _f(True, "autoCreateTopicEnable")
+    auto_create_subscription_group: bool = _f(True, "autoCreateSubscriptionGroup")
+    default_topic_queue_nums: int = _f(8, "defaultTopicQueueNums")
+    cluster_topic_enable: bool = _f(True, "clusterTopicEnable")
+    broker_topic_enable: bool = _f(True, "brokerTopicEnable")
+    trace_topic_enable: bool = _f(False, "traceTopicEnable")
+    msg_trace_topic_name: str = _f("RMQ_SYS_TRACE_TOPIC", "msgTraceTopicName")
+
+    # --- name server registration ---
+    register_name_server_period: float = _f(30.0, "registerNameServerPeriod", "ms")
+    register_broker_timeout: float = _f(6.0, "registerBrokerTimeoutMills", "ms")
+    compressed_register: bool = _f(False, "compressedRegister")
+
+    # --- pulls and long polling ---
+    long_polling_enable: bool = _f(True, "longPollingEnable")
+    short_polling_time: float = _f(1.0, "shortPollingTimeMills", "ms")
+    # PullRequestHoldService's safety re-check of parked pulls (RocketMQ: 5 s, not configurable there).
+    pull_request_hold_check_interval: float = _f(5.0, "pullRequestHoldCheckInterval", "ms")
+    pull_thread_pool_nums: int = _f(4, "pullMessageThreadPoolNums")  # threads doing store reads
+    # SQL92 subscriptions. RocketMQ's default is false (SQL92 pulls answered SYSTEM_ERROR); pocketmq is a
+    # development broker, so filters work out of the box. Set false to reproduce a default RocketMQ broker.
+    enable_property_filter: bool = _f(True, "enablePropertyFilter")
+
+    # --- delayed messages ---
+    flush_delay_offset_interval: float = _f(10.0, "flushDelayOffsetInterval", "ms")
+
+    # --- consumer offsets and clients ---
+    flush_consumer_offset_interval: float = _f(5.0, "flushConsumerOffsetInterval", "ms")
+    channel_expired_timeout: float = _f(120.0, "channelExpiredTimeout", "ms")  # 5.x key; 4.9.8 constant
+    client_housekeeping_interval: float = _f(10.0, "clientHousekeepingInterval", "ms")
+    notify_consumer_ids_changed_enable: bool = _f(True, "notifyConsumerIdsChangedEnable")
+    # RebalanceLockManager: a queue lock not renewed for this long is free (RocketMQ: 60 s system property).
+    rebalance_lock_max_live_time: float = _f(60.0, "rebalanceLockMaxLiveTime", "ms")
+
+    def __post_init__(self) -> None:
+        self.flush_disk_type = FlushDiskType(self.flush_disk_type)
+        if self.broker_role not in ("ASYNC_MASTER", "SYNC_MASTER"):
+            raise BrokerConfigError(f"brokerRole {self.broker_role!r} is not supported: pocketmq runs masters only")
+        if self.broker_id != 0:
+            raise BrokerConfigError(f"brokerId {self.broker_id} is not supported: pocketmq runs masters only (0)")
+
+    # --- derived values ---
+
+    @property
+    def namesrv_addr_list(self) -> list[str]:
+        if not self.namesrv_addr:
+            return []
+        return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
+
+    @property
+    def store_root(self) -> str:
+        return os.path.abspath(os.path.expanduser(self.store_path_root_dir))
+
+    @property
+    def config_dir(self) -> str:
+        """``${storePathRootDir}/config``: topics.json, subscriptionGroup.json, consumerOffset.json."""
+        return os.path.join(self.store_root, "config")
+
+    def to_store_config(self) -> MessageStoreConfig:
+        kwargs: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            target = f.metadata.get("store")
+            if target is not None:
+                kwargs[target] = getattr(self, f.name)
+        kwargs["store_path_root_dir"] = self.store_root
+        kwargs["store_host"] = self.broker_ip1
+        kwargs["store_port"] = self.listen_port
+        return MessageStoreConfig(**kwargs)
+
+    # --- properties file ---
+
+    @classmethod
+    def from_properties(cls, path: str | os.PathLike[str], **overrides: Any) -> BrokerConfig:
+        """Read a RocketMQ-style properties file (``key=value``, ``#``/``!`` comments).
+
+        Unknown keys raise BrokerConfigError naming the key and line; ``overrides`` (snake_case attributes)
+        win over the file, e.g. a ``-n`` given on the command line.
+        """
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        return cls.from_properties_text(text, source=str(path), **overrides)
+
+    @classmethod
+    def from_properties_text(cls, text: str, source: str = "<string>", **overrides: Any) -> BrokerConfig:
+        by_key = {f.metadata["key"]: f for f in dataclasses.fields(cls)}
+        values: dict[str, Any] = {}
+        for lineno, raw in enumerate(text.splitlines(), 1):
+            line = raw.strip()
+            if not line or line[0] in "#!":
+                continue
+            key, value = _split_property(line)
+            where = f"{source}:{lineno}"
+            f = by_key.get(key)
+            if f is None:
+                raise BrokerConfigError(_unknown_key_message(key, where, list(by_key)))
+            try:
+                values[f.name] = _convert(f, value)
+            except ValueError as e:
+                raise BrokerConfigError(f"{where}: bad value for {key}: {e}") from None
+        values.update(overrides)
+        try:
+            return cls(**values)
+        except ValueError as e:
+            raise BrokerConfigError(f"{source}: {e}") from None
+
+    def to_properties(self) -> str:
+        """The settings as a properties text (the inverse of from_properties_text)."""
+        lines = []
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if v is None:
+                continue
+            if f.metadata.get("unit") == "ms":
+                v = round(v * 1000)
+            elif f.metadata.get("unit") == "us":
+                v = round(v * 1_000_000)
+            elif isinstance(v, bool):
+                v = "true" if v else "false"
+            lines.append(f"{f.metadata['key']}={v}")
+        return "\n".join(lines) + "\n"
+
+
+# Keys of RocketMQ's broker.conf that pocketmq knows but does not implement: a clearer error than "unknown".
+_ROCKETMQ_UNSUPPORTED = {
+    "brokerIP2": "no HA/replication",
+    "haListenPort": "no HA/replication",
+    "storePathCommitLog": "the commit log always lives under storePathRootDir/commitlog",
+    "transientStorePoolEnable": "no transient store pool",
+    "slaveReadEnable": "no slaves",
+    "enableDLegerCommitLog": "no DLedger",
+    "aclEnable": "no ACL",
+}
+
+
+def _split_property(line: str) -> tuple[str, str]:
+    # Java properties: the key ends at the first '=' or ':' (whitespace around it is dropped).
+    cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+    if cut < 0:
+        return line, ""
+    return line[:cut].strip(), line[cut + 1 :].strip()
+
+
+def _unknown_key_message(key: str, where: str, known: list[str]) -> str:
+    why = _ROCKETMQ_UNSUPPORTED.get(key)
+    if why is not None:
+        return f"{where}: RocketMQ key {key!r} is not supported by pocketmq ({why})"
+    hint = difflib.get_close_matches(key, known, n=1)
+    suffix = f"; did you mean {hint[0]!r}?" if hint else ""
+    return f"{where}: unknown broker config key {key!r}{suffix}"
+
+
+def _convert(f: dataclasses.Field[Any], value: str) -> Any:
+    kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+    if f.metadata.get("unit") == "ms":
+        return float(value) / 1000.0
+    if f.metadata.get("unit") == "us":
+        return float(value) / 1_000_000.0
+    if kind.startswith("bool"):
+        low = value.lower()
+        if low not in ("true", "false"):
+            raise ValueError(f"expected true or false, got {value!r}")
+        return low == "true"
+    if kind.startswith("int"):
+        return int(value)
+    if kind.startswith("float"):
+        return float(value)
+    if kind.startswith("FlushDiskType"):
+        try:
+            return FlushDiskType(value)
+        except ValueError:
+            raise ValueError(f"expected ASYNC_FLUSH or SYNC_FLUSH, got {value!r}") from None
+    return value

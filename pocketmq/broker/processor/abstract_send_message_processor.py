@@ -1,0 +1,201 @@
+"""AbstractSendMessageProcessor: the checks and result mapping every send path shares."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable
+from concurrent.futures import Future
+from typing import TYPE_CHECKING
+
+from pocketmq.remoting.body import TopicConfig
+from pocketmq.remoting.codes import PermName, ResponseCode, TopicSysFlag
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.header import SendMessageRequestHeader, SendMessageResponseHeader
+from pocketmq.remoting.transport import Channel, parse_address
+from pocketmq.storage.message import LOOPBACK_HOST, Message, MessageExtBatch, pack_host
+from pocketmq.storage.results import PutMessageResult, PutMessageStatus
+
+from .. import topic_validator as tv
+from .base import BrokerProcessor, response
+
+if TYPE_CHECKING:
+    from ..broker_controller import BrokerController
+
+log = logging.getLogger(__name__)
+
+_FAQ = " See http://rocketmq.apache.org/docs/faq/ for further details."
+
+_PUT_OK, _SUCCESS = PutMessageStatus.PUT_OK, ResponseCode.SUCCESS
+# PutMessageStatus -> (response code, remark) for the refusals (handlePutMessageResult, RocketMQ 4.9.8).
+_STORED = {
+    PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
+    PutMessageStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+    PutMessageStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
+    PutMessageStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
+}
+_REFUSED = {
+    PutMessageStatus.CREATE_MAPEDFILE_FAILED: (
+        ResponseCode.SYSTEM_ERROR,
+        "create mapped file failed, server is busy or broken.",
+    ),
+    PutMessageStatus.MESSAGE_ILLEGAL: (
+        ResponseCode.MESSAGE_ILLEGAL,
+        "the message is illegal, maybe msg body or properties length not matched.",
+    ),
+    PutMessageStatus.PROPERTIES_SIZE_EXCEEDED: (
+        ResponseCode.MESSAGE_ILLEGAL,
+        "the message is illegal, maybe msg properties length limit 32k.",
+    ),
+    PutMessageStatus.OS_PAGECACHE_BUSY: (
+        ResponseCode.SYSTEM_ERROR,
+        "[PC_SYNCHRONIZED]broker busy, start flow control for a while",
+    ),
+    PutMessageStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
+}
+
+
+class AbstractSendMessageProcessor(BrokerProcessor):
+    def __init__(self, controller: BrokerController) -> None:
+        super().__init__(controller)
+        self._random = random.Random()
+
+    def msg_check(
+        self, channel: Channel, request: RemotingCommand, header: SendMessageRequestHeader
+    ) -> tuple[RemotingCommand | None, TopicConfig | None]:
+        """msgCheck: an error response, or the topic config (auto-created when allowed)."""
+        c = self.controller
+        bc = c.broker_config
+        tcm = c.topic_config_manager
+        topic = header.topic
+        if not PermName.is_writeable(bc.broker_permission) and tcm.is_order_topic(topic):
+            return response(
+                request, ResponseCode.NO_PERMISSION, f"the broker[{bc.broker_ip1}] sending message is forbidden"
+            ), None
+        # RocketMQ 4.9.8 answers an invalid topic name with SYSTEM_ERROR (not MESSAGE_ILLEGAL).
+        reason = tv.validate_topic(topic)
+        if reason is not None:
+            return response(request, ResponseCode.SYSTEM_ERROR, reason), None
+        if topic in tv.NOT_ALLOWED_SEND_TOPICS:
+            return response(
+                request, ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."
+            ), None
+        tc = tcm.select_topic_config(topic)
+        if tc is None:
+            topic_sys_flag = 0
+            if header.unit_mode:
+                retry = topic.startswith(tv.RETRY_GROUP_TOPIC_PREFIX)
+                topic_sys_flag = TopicSysFlag.FLAG_UNIT_SUB if retry else TopicSysFlag.FLAG_UNIT
+            tc = tcm.create_topic_in_send_message_method(
+                topic, header.default_topic, channel.remote_address, header.default_topic_queue_nums, topic_sys_flag
+            )
+            if tc is None and topic.startswith(tv.RETRY_GROUP_TOPIC_PREFIX):
+                tc = tcm.create_topic_in_send_message_back_method(
+                    topic, 1, PermName.PERM_WRITE | PermName.PERM_READ, topic_sys_flag
+                )
+            if tc is None:
+                return response(
+                    request,
+                    ResponseCode.TOPIC_NOT_EXIST,
+                    f"topic[{topic}] not exist, apply first please!{_FAQ}",
+                ), None
+        valid = max(tc.write_queue_nums, tc.read_queue_nums)
+        if header.queue_id >= valid:
+            return response(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"request queueId[{header.queue_id}] is illegal, {tc} Producer: {channel.remote_address}",
+            ), None
+        return None, tc
+
+    def check_and_choose_queue(
+        self, channel: Channel, request: RemotingCommand, header: SendMessageRequestHeader
+    ) -> tuple[RemotingCommand | None, TopicConfig | None, int]:
+        """msgCheck, then the queue the message goes to: (error response, None, -1) or (None, topic, queue)."""
+        error, tc = self.msg_check(channel, request, header)
+        if error is not None:
+            return error, None, -1
+        assert tc is not None
+        queue_id = self.choose_queue_id(header.queue_id, tc)
+        if queue_id is None:
+            no_queue = response(request, ResponseCode.SYSTEM_ERROR, f"topic[{header.topic}] has no write queue")
+            return no_queue, None, -1
+        return None, tc, queue_id
+
+    def choose_queue_id(self, header_queue_id: int, tc: TopicConfig) -> int | None:
+        """A negative queueId means "any": pick one of the write queues (None when the topic has none)."""
+        if header_queue_id >= 0:
+            return header_queue_id
+        if tc.write_queue_nums <= 0:
+            return None
+        return self._random.randrange(99_999_999) % tc.write_queue_nums
+
+    @staticmethod
+    def host_bytes(address: str) -> bytes:
+        """``"ip:port"`` in the commit log's host form (loopback when unparseable)."""
+        try:
+            return pack_host(*parse_address(address))
+        except (ValueError, OSError):
+            return LOOPBACK_HOST
+
+    def born_host(self, channel: Channel) -> bytes:
+        host = channel.attrs.get("bornHost")
+        if host is None:  # once per connection, not per message
+            host = channel.attrs["bornHost"] = self.host_bytes(channel.remote_address)
+        return host  # type: ignore[return-value]
+
+    async def put_message(self, msg: Message) -> PutMessageResult:
+        # Under ASYNC_FLUSH the future is already done; under SYNC_FLUSH it completes on the group commit.
+        fut = self.controller.store.async_put_message(msg)
+        return fut.result() if fut.done() else await asyncio.wrap_future(fut)
+
+    async def put_messages(self, msgs: list[Message]) -> PutMessageResult:
+        fut = self.controller.store.async_put_messages(msgs)
+        return fut.result() if fut.done() else await asyncio.wrap_future(fut)
+
+    def put_and_answer(
+        self, msgs: Message | MessageExtBatch, request: RemotingCommand, queue_id: int
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        """Append, then the response: at once under ASYNC_FLUSH, else an awaitable of it. Under SYNC_FLUSH the
+        flush thread completes the store's future (group commit); the event loop never waits on it."""
+        store = self.controller.store
+        batch = isinstance(msgs, MessageExtBatch)
+        if not store.sync_flush:
+            # Nothing to wait for: the plain put returns as soon as the record is in the mapped file, without
+            # the thread-safe Future the async put would build and complete for it.
+            result = store.put_messages(msgs) if batch else store.put_message(msgs)
+            return self.handle_put_message_result(result, request, queue_id)
+        fut = store.async_put_messages(msgs) if batch else store.async_put_message(msgs)
+        if fut.done():
+            return self.handle_put_message_result(fut.result(), request, queue_id)
+        return self._answer_put_later(fut, request, queue_id)
+
+    async def _answer_put_later(
+        self, fut: Future[PutMessageResult], request: RemotingCommand, queue_id: int
+    ) -> RemotingCommand:
+        return self.handle_put_message_result(await asyncio.wrap_future(fut), request, queue_id)
+
+    def handle_put_message_result(
+        self, result: PutMessageResult, request: RemotingCommand, queue_id: int
+    ) -> RemotingCommand:
+        status = result.status
+        # (an Enum's hash runs Python code: the common answer is found by identity)
+        code = _SUCCESS if status is _PUT_OK else _STORED.get(status)
+        if code is not None:
+            ar = result.append_result
+            assert ar is not None
+            header = SendMessageResponseHeader(msg_id=ar.msg_id, queue_id=queue_id, queue_offset=ar.logics_offset)
+            return response(request, code, ext_fields=header)
+        if result.status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
+            remark = (
+                "service not available now. It may be caused by one of the following reasons: the broker's disk "
+                "is full, messages are put to the slave, message store has been shut down, etc."
+            )
+            if result.remark:
+                remark += f" ({result.remark})"
+            return response(request, ResponseCode.SERVICE_NOT_AVAILABLE, remark)
+        code, remark = _REFUSED.get(result.status, (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"))
+        if result.remark:
+            remark = f"{remark} ({result.remark})"
+        return response(request, code, remark)

@@ -1,0 +1,171 @@
+"""AdminBrokerProcessor: queue offsets, topic and subscription-group administration, queue locks."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pocketmq.remoting.body import TopicConfig, decode_body, encode_body
+from pocketmq.remoting.client_body import (
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    SubscriptionGroupConfig,
+    UnlockBatchRequestBody,
+)
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.header import (
+    CreateTopicRequestHeader,
+    DeleteTopicRequestHeader,
+    GetEarliestMsgStoretimeRequestHeader,
+    GetEarliestMsgStoretimeResponseHeader,
+    GetMaxOffsetRequestHeader,
+    GetMaxOffsetResponseHeader,
+    GetMinOffsetRequestHeader,
+    GetMinOffsetResponseHeader,
+    SearchOffsetRequestHeader,
+    SearchOffsetResponseHeader,
+)
+from pocketmq.remoting.transport import Channel
+
+from .. import topic_validator as tv
+from .base import BrokerProcessor, log, response
+
+if TYPE_CHECKING:
+    from ..broker_controller import BrokerController
+
+_MAX_QUEUE_NUMS = 1024 * 64  # sanity bound on admin input; RocketMQ 4.9.8 does not check
+
+
+class AdminBrokerProcessor(BrokerProcessor):
+    def __init__(self, controller: BrokerController) -> None:
+        super().__init__(controller)
+        h = self.handlers
+        h[RequestCode.GET_MAX_OFFSET] = self.get_max_offset
+        h[RequestCode.GET_MIN_OFFSET] = self.get_min_offset
+        h[RequestCode.SEARCH_OFFSET_BY_TIMESTAMP] = self.search_offset_by_timestamp
+        h[RequestCode.GET_EARLIEST_MSG_STORETIME] = self.get_earliest_msg_storetime
+        h[RequestCode.UPDATE_AND_CREATE_TOPIC] = self.update_and_create_topic
+        h[RequestCode.DELETE_TOPIC_IN_BROKER] = self.delete_topic
+        h[RequestCode.GET_ALL_TOPIC_CONFIG] = self.get_all_topic_config
+        h[RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP] = self.update_and_create_subscription_group
+        h[RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG] = self.get_all_subscription_group_config
+        h[RequestCode.GET_ALL_CONSUMER_OFFSET] = self.get_all_consumer_offset
+        h[RequestCode.GET_ALL_DELAY_OFFSET] = self.get_all_delay_offset
+        h[RequestCode.LOCK_BATCH_MQ] = self.lock_batch_mq
+        h[RequestCode.UNLOCK_BATCH_MQ] = self.unlock_batch_mq
+
+    # --- queue offsets ---
+
+    async def get_max_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(GetMaxOffsetRequestHeader)
+        offset = self.controller.store.get_max_offset_in_queue(header.topic, header.queue_id)
+        return response(request, ext_fields=GetMaxOffsetResponseHeader(offset))
+
+    async def get_min_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(GetMinOffsetRequestHeader)
+        offset = self.controller.store.get_min_offset_in_queue(header.topic, header.queue_id)
+        # RocketMQ's store creates a missing queue on lookup and answers 0; ours answers -1 without creating.
+        return response(request, ext_fields=GetMinOffsetResponseHeader(max(offset, 0)))
+
+    async def search_offset_by_timestamp(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(SearchOffsetRequestHeader)
+        c = self.controller
+        offset = await c.run_in_pull_executor(
+            c.store.get_offset_in_queue_by_time, header.topic, header.queue_id, header.timestamp
+        )
+        return response(request, ext_fields=SearchOffsetResponseHeader(offset))
+
+    async def get_earliest_msg_storetime(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(GetEarliestMsgStoretimeRequestHeader)
+        c = self.controller
+        ts = await c.run_in_pull_executor(c.store.get_earliest_message_time, header.topic, header.queue_id)
+        return response(request, ext_fields=GetEarliestMsgStoretimeResponseHeader(ts))
+
+    # --- topics ---
+
+    async def update_and_create_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(CreateTopicRequestHeader)
+        c = self.controller
+        topic = header.topic
+        reason = tv.validate_topic(topic)
+        if reason is not None:
+            return response(request, ResponseCode.SYSTEM_ERROR, reason)
+        if c.topic_config_manager.is_system_topic(topic):
+            return response(request, ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic.")
+        for name, value in (("readQueueNums", header.read_queue_nums), ("writeQueueNums", header.write_queue_nums)):
+            if not 0 <= value <= _MAX_QUEUE_NUMS:
+                return response(request, ResponseCode.SYSTEM_ERROR, f"{name} {value} is out of [0, {_MAX_QUEUE_NUMS}]")
+        if not 0 <= header.perm <= 0xF:
+            return response(request, ResponseCode.SYSTEM_ERROR, f"perm {header.perm} is not a PermName bit set")
+        tc = TopicConfig(
+            topic,
+            read_queue_nums=header.read_queue_nums,
+            write_queue_nums=header.write_queue_nums,
+            perm=header.perm,
+            topic_filter_type=header.topic_filter_type,
+            topic_sys_flag=header.topic_sys_flag or 0,
+            order=header.order,
+        )
+        log.info("UPDATE_AND_CREATE_TOPIC %s from %s", tc, channel.remote_address)
+        c.topic_config_manager.update_topic_config(tc)
+        # Like registerIncrementBrokerData: answer once the name servers know (routes are usable at once).
+        await c.topic_config_manager.wait_persisted()
+        await c.register_broker_all()
+        return response(request)
+
+    async def delete_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(DeleteTopicRequestHeader)
+        c = self.controller
+        topic = header.topic
+        if not topic or not topic.strip():
+            return response(request, ResponseCode.SYSTEM_ERROR, "The specified topic is blank.")
+        log.info("DELETE_TOPIC_IN_BROKER %s from %s", topic, channel.remote_address)
+        c.topic_config_manager.delete_topic_config(topic)
+        # 5.x also drops the topic's consumer offsets; 4.9.8 keeps them until the group is cleaned.
+        c.consumer_offset_manager.remove_topic(topic)
+        if tv.validate_topic(topic) is None:
+            await c.run_in_pull_executor(c.store.delete_topics, {topic})
+        await c.register_broker_all()
+        return response(request)
+
+    async def get_all_topic_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        wrapper = self.controller.topic_config_manager.build_topic_config_serialize_wrapper()
+        return response(request, body=encode_body(wrapper))
+
+    # --- subscription groups ---
+
+    async def update_and_create_subscription_group(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        cfg = decode_body(request.body, SubscriptionGroupConfig)
+        if tv.is_group_illegal(cfg.group_name):
+            return response(request, ResponseCode.SYSTEM_ERROR, f"the group name {cfg.group_name!r} is illegal")
+        log.info("UPDATE_AND_CREATE_SUBSCRIPTIONGROUP %s from %s", cfg, channel.remote_address)
+        self.controller.subscription_group_manager.update_subscription_group_config(cfg)
+        await self.controller.subscription_group_manager.wait_persisted()
+        return response(request)
+
+    async def get_all_subscription_group_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        return response(request, body=encode_body(self.controller.subscription_group_manager.encode()))
+
+    async def get_all_consumer_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        table = self.controller.consumer_offset_manager.offset_table
+        if not table:
+            return response(request, ResponseCode.SYSTEM_ERROR, "No consumer offset in this broker")
+        # msgpack keeps the queue ids as ints ({"offsetTable": {"topic@group": {queueId: offset}}}).
+        body = encode_body({"offsetTable": {k: dict(v) for k, v in table.items()}})
+        return response(request, body=body)
+
+    async def get_all_delay_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        table = self.controller.schedule_message_service.offset_table
+        return response(request, body=encode_body({"offsetTable": dict(table)}))
+
+    # --- queue locks for orderly consumption ---
+
+    async def lock_batch_mq(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        body = decode_body(request.body, LockBatchRequestBody)
+        locked = self.controller.rebalance_lock_manager.try_lock_batch(body.consumer_group, body.mq_set, body.client_id)
+        return response(request, body=encode_body(LockBatchResponseBody(locked)))
+
+    async def unlock_batch_mq(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        body = decode_body(request.body, UnlockBatchRequestBody)
+        self.controller.rebalance_lock_manager.unlock_batch(body.consumer_group, body.mq_set, body.client_id)
+        return response(request)

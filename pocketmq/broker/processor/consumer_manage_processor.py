@@ -1,0 +1,90 @@
+"""ConsumerManageProcessor: QUERY_CONSUMER_OFFSET (14), UPDATE_CONSUMER_OFFSET (15), GET_CONSUMER_LIST_BY_GROUP (38)."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from pocketmq.remoting.body import encode_body
+from pocketmq.remoting.client_body import GetConsumerListByGroupResponseBody
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.header import (
+    GetConsumerListByGroupRequestHeader,
+    QueryConsumerOffsetRequestHeader,
+    QueryConsumerOffsetResponseHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+from pocketmq.remoting.transport import Channel
+
+from .base import BrokerProcessor, log, response
+
+if TYPE_CHECKING:
+    from ..broker_controller import BrokerController
+
+
+def total_physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 * 1024**3
+
+
+class ConsumerManageProcessor(BrokerProcessor):
+    def __init__(self, controller: BrokerController) -> None:
+        super().__init__(controller)
+        self.handlers[RequestCode.QUERY_CONSUMER_OFFSET] = self.query_consumer_offset
+        self.handlers[RequestCode.UPDATE_CONSUMER_OFFSET] = self.update_consumer_offset
+        self.handlers[RequestCode.GET_CONSUMER_LIST_BY_GROUP] = self.get_consumer_list_by_group
+        # Offsets live in memory: answered as they are read (a query that must look at the store still awaits
+        # a pull thread, in a task).
+        self.inline_handlers[RequestCode.QUERY_CONSUMER_OFFSET] = self.query_consumer_offset
+        self.inline_handlers[RequestCode.UPDATE_CONSUMER_OFFSET] = self.update_consumer_offset
+        self._memory = total_physical_memory()
+
+    async def query_consumer_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(QueryConsumerOffsetRequestHeader)
+        c = self.controller
+        offset = c.consumer_offset_manager.query_offset(header.consumer_group, header.topic, header.queue_id)
+        if offset >= 0:
+            return response(request, ext_fields=QueryConsumerOffsetResponseHeader(offset))
+        starts_at_zero = await c.run_in_pull_executor(self._new_group_starts_at_zero, header.topic, header.queue_id)
+        if starts_at_zero:
+            # A group new to a queue whose first message is still at offset 0 and in memory starts from the
+            # beginning (ConsumerManageProcessor.queryConsumerOffset).
+            return response(request, ext_fields=QueryConsumerOffsetResponseHeader(0))
+        return response(
+            request, ResponseCode.QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first"
+        )
+
+    def _new_group_starts_at_zero(self, topic: str, queue_id: int) -> bool:
+        """minOffset <= 0 and the message at offset 0 not "on disk" (runs on a pull thread: reads a queue)."""
+        store = self.controller.store
+        if store.get_min_offset_in_queue(topic, queue_id) > 0:
+            return False
+        if store.get_max_offset_in_queue(topic, queue_id) <= 0:
+            return True  # an empty or missing queue has nothing on disk
+        phy = store.get_commit_log_offset_in_queue(topic, queue_id, 0)
+        ratio = self.controller.broker_config.access_message_in_memory_max_ratio / 100.0
+        return store.get_max_phy_offset() - phy <= self._memory * ratio
+
+    async def update_consumer_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(UpdateConsumerOffsetRequestHeader)
+        self.controller.consumer_offset_manager.commit_offset(
+            channel.remote_address, header.consumer_group, header.topic, header.queue_id, header.commit_offset
+        )
+        return response(request)
+
+    async def get_consumer_list_by_group(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(GetConsumerListByGroupRequestHeader)
+        group_info = self.controller.consumer_manager.get_consumer_group_info(header.consumer_group)
+        client_ids = group_info.all_client_ids() if group_info is not None else []
+        if client_ids:
+            body = encode_body(GetConsumerListByGroupResponseBody(client_ids))
+            return response(request, body=body)
+        log.warning(
+            "GET_CONSUMER_LIST_BY_GROUP: no consumer in group %s (asked by %s)",
+            header.consumer_group,
+            channel.remote_address,
+        )
+        return response(request, ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {header.consumer_group}")

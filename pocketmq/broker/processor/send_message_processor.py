@@ -1,0 +1,258 @@
+"""SendMessageProcessor: SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320) and
+CONSUMER_SEND_MSG_BACK (36)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING
+
+from pocketmq.remoting.codes import PermName, RequestCode, ResponseCode, TopicSysFlag
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.header import (
+    ConsumerSendMsgBackRequestHeader,
+    SendMessageRequestHeader,
+    parse_send_message_request_header,
+)
+from pocketmq.remoting.transport import Channel
+from pocketmq.storage.constants import (
+    MULTI_TAGS_FLAG,
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_ORIGIN_MESSAGE_ID,
+    PROPERTY_RETRY_TOPIC,
+    TRANSACTION_PREPARED_TYPE,
+    TRANSACTION_TYPE_MASK,
+)
+from pocketmq.storage.message import Message, MessageExtBatch, properties_to_string, string_to_properties
+from pocketmq.storage.results import PutMessageStatus
+
+from .. import topic_validator as tv
+from ..message_batch import MessageBatchError, split_message_batch
+from .abstract_send_message_processor import AbstractSendMessageProcessor
+from .base import response
+
+if TYPE_CHECKING:
+    from ..broker_controller import BrokerController
+
+log = logging.getLogger(__name__)
+
+PROPERTY_TRANSACTION_PREPARED = "TRAN_MSG"
+# MQVersion.Version.V3_4_9.ordinal(): from this client version on, the header's maxReconsumeTimes counts.
+_V3_4_9 = 121
+_SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)  # (a plain int: Enum members are slow to read)
+
+
+class SendMessageProcessor(AbstractSendMessageProcessor):
+    def __init__(self, controller: BrokerController) -> None:
+        super().__init__(controller)
+        for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
+            self.handlers[code] = self.send
+            # The checks and the append only touch memory (the commit log is mapped); under SYNC_FLUSH the
+            # wait for the group commit is the awaitable part. So sends are answered as they are read.
+            self.inline_handlers[code] = self.send_inline
+        self.handlers[RequestCode.CONSUMER_SEND_MSG_BACK] = self.consumer_send_msg_back
+
+    async def send(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+        result = self.send_inline(channel, request)
+        return result if isinstance(result, RemotingCommand) else await result
+
+    def send_inline(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | Awaitable[RemotingCommand]:
+        header = parse_send_message_request_header(request.code, request.ext_fields)
+        # RocketMQ picks the batch path by the header's batch flag alone; code 320 without it would store the
+        # encoded batch as one message, so the code counts too.
+        if header.batch or request.code == _SEND_BATCH_MESSAGE:
+            return self.send_batch_message(channel, request, header)
+        return self.send_message(channel, request, header)
+
+    # --- one message ---
+
+    def send_message(
+        self, channel: Channel, request: RemotingCommand, header: SendMessageRequestHeader
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        error, tc, queue_id = self.check_and_choose_queue(channel, request, header)
+        if error is not None:
+            return error
+        assert tc is not None
+        body = request.body
+        if body is None:
+            return response(request, ResponseCode.MESSAGE_ILLEGAL, "the message has no body")
+        max_size = self.controller.broker_config.max_message_size
+        if len(body) > max_size:
+            return response(
+                request,
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"the message body size {len(body)} exceeds the maximum allowed {max_size} bytes (maxMessageSize)",
+            )
+        props_string = header.properties or ""
+        props = string_to_properties(props_string)
+        topic = header.topic
+        if topic.startswith(tv.RETRY_GROUP_TOPIC_PREFIX):
+            rerouted = self._handle_retry_and_dlq(request, header, props)
+            if isinstance(rerouted, RemotingCommand):
+                return rerouted
+            if rerouted is not None:
+                topic, queue_id = rerouted
+                props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
+                props_string = properties_to_string(props)
+        sys_flag = header.sys_flag
+        if props.get(PROPERTY_TRANSACTION_PREPARED) == "true" or sys_flag & TRANSACTION_TYPE_MASK:
+            # No transactional message service (half topic, checks): refuse, as a broker configured with
+            # rejectTransactionMessage does, rather than store a half message nobody would ever commit.
+            return response(
+                request,
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{self.controller.broker_config.broker_ip1}] sending transaction message is forbidden",
+            )
+        if tc.topic_filter_type == "MULTI_TAG":
+            sys_flag |= MULTI_TAGS_FLAG
+        # The producer's encoded properties go to the store verbatim. RocketMQ 4.9.8 re-encodes them to add
+        # CLUSTER and drop WAIT; passing them through keeps the stored record what the producer sent.
+        msg = Message(
+            topic=topic,
+            body=body,
+            properties=props,
+            queue_id=queue_id,
+            flag=header.flag,
+            sys_flag=sys_flag,
+            born_timestamp=header.born_timestamp,
+            born_host=self.born_host(channel),
+            store_host=self.controller.store_host,
+            reconsume_times=header.reconsume_times or 0,
+            properties_string=props_string,
+        )
+        return self.put_and_answer(msg, request, queue_id)
+
+    def _handle_retry_and_dlq(
+        self, request: RemotingCommand, header: SendMessageRequestHeader, props: dict[str, str]
+    ) -> RemotingCommand | tuple[str, int] | None:
+        """A producer send to %RETRY%group that used up its reconsume times goes to %DLQ%group instead."""
+        group = header.topic[len(tv.RETRY_GROUP_TOPIC_PREFIX) :]
+        sgc = self.controller.subscription_group_manager.find_subscription_group_config(group)
+        if sgc is None:
+            return response(
+                request, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}"
+            )
+        max_reconsume = sgc.retry_max_times
+        if request.version >= _V3_4_9 and header.max_reconsume_times is not None:
+            max_reconsume = header.max_reconsume_times
+        if (header.reconsume_times or 0) < max_reconsume:
+            return None
+        dlq = tv.dlq_topic(group)
+        tcm = self.controller.topic_config_manager
+        tcm.create_topic_in_send_message_back_method(
+            dlq, tv.DLQ_NUMS_PER_GROUP, PermName.PERM_WRITE | PermName.PERM_READ, 0
+        )
+        return dlq, self._random.randrange(99_999_999) % tv.DLQ_NUMS_PER_GROUP
+
+    # --- batches ---
+
+    def send_batch_message(
+        self, channel: Channel, request: RemotingCommand, header: SendMessageRequestHeader
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        error, tc, queue_id = self.check_and_choose_queue(channel, request, header)
+        if error is not None:
+            return error
+        assert tc is not None
+        if header.topic.startswith(tv.RETRY_GROUP_TOPIC_PREFIX):
+            return response(
+                request, ResponseCode.MESSAGE_ILLEGAL, f"batch request does not support retry group {header.topic}"
+            )
+        if header.sys_flag & TRANSACTION_TYPE_MASK:
+            return response(request, ResponseCode.MESSAGE_ILLEGAL, "a batch cannot carry transaction messages")
+        body = request.body
+        if not body:
+            return response(request, ResponseCode.MESSAGE_ILLEGAL, "the batch has no messages")
+        max_size = self.controller.broker_config.max_message_size
+        if len(body) > max_size:
+            return response(
+                request,
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"the batch body size {len(body)} exceeds the maximum allowed {max_size} bytes (maxMessageSize)",
+            )
+        try:
+            flags, bodies, properties = split_message_batch(body)
+        except MessageBatchError as e:
+            return response(request, ResponseCode.MESSAGE_ILLEGAL, f"bad batch body: {e}")
+        sys_flag = header.sys_flag & ~TRANSACTION_PREPARED_TYPE
+        if tc.topic_filter_type == "MULTI_TAG":
+            sys_flag |= MULTI_TAGS_FLAG
+        # Each record keeps its own properties verbatim. RocketMQ 4.9.8 appends the batch header's
+        # properties (CLUSTER, WAIT) to every record; we do not.
+        batch = MessageExtBatch(
+            header.topic,
+            queue_id,
+            flags,
+            bodies,
+            properties,
+            sys_flag,
+            header.born_timestamp,
+            self.born_host(channel),
+            self.controller.store_host,
+            header.reconsume_times or 0,
+        )
+        return self.put_and_answer(batch, request, queue_id)
+
+    # --- consumer send-back (retry) ---
+
+    async def consumer_send_msg_back(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """A consumer failed a message: store a copy in %RETRY%group with a delay, or in %DLQ%group."""
+        header = request.decode_header(ConsumerSendMsgBackRequestHeader)
+        c = self.controller
+        group = header.group
+        sgc = c.subscription_group_manager.find_subscription_group_config(group)
+        if sgc is None:
+            return response(
+                request, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}"
+            )
+        if not PermName.is_writeable(c.broker_config.broker_permission):
+            return response(
+                request,
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{c.broker_config.broker_ip1}] sending message is forbidden",
+            )
+        if sgc.retry_queue_nums <= 0:
+            return response(request)  # the group wants no retries
+        tcm = c.topic_config_manager
+        rw = PermName.PERM_WRITE | PermName.PERM_READ
+        new_topic = tv.retry_topic(group)
+        queue_id = self._random.randrange(99_999_999) % sgc.retry_queue_nums
+        topic_sys_flag = TopicSysFlag.FLAG_UNIT_SUB if header.unit_mode else 0
+        tc = tcm.create_topic_in_send_message_back_method(new_topic, sgc.retry_queue_nums, rw, topic_sys_flag)
+        if not PermName.is_writeable(tc.perm):
+            return response(request, ResponseCode.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden")
+        original = await c.run_in_pull_executor(c.store.look_message_by_offset, header.offset)
+        if original is None:
+            return response(request, ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {header.offset}")
+        props = dict(original.properties)
+        props.setdefault(PROPERTY_RETRY_TOPIC, original.topic)
+        props["WAIT"] = "false"
+        max_reconsume = sgc.retry_max_times
+        if request.version >= _V3_4_9 and header.max_reconsume_times is not None:
+            max_reconsume = header.max_reconsume_times
+        delay_level = header.delay_level
+        if original.reconsume_times >= max_reconsume or delay_level < 0:
+            new_topic = tv.dlq_topic(group)
+            queue_id = self._random.randrange(99_999_999) % tv.DLQ_NUMS_PER_GROUP
+            tcm.create_topic_in_send_message_back_method(new_topic, tv.DLQ_NUMS_PER_GROUP, rw, 0)
+            props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
+        else:
+            if delay_level == 0:
+                delay_level = 3 + original.reconsume_times
+            props[PROPERTY_DELAY_TIME_LEVEL] = str(delay_level)
+        props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, original.msg_id)
+        msg = Message(
+            topic=new_topic,
+            body=original.body,
+            properties=props,
+            queue_id=queue_id,
+            flag=original.flag,
+            sys_flag=original.sys_flag,
+            born_timestamp=original.born_timestamp,
+            born_host=self.host_bytes(original.born_host),
+            store_host=c.store_host,
+            reconsume_times=original.reconsume_times + 1,
+        )
+        result = await self.put_message(msg)
+        if result.status is PutMessageStatus.PUT_OK:
+            return response(request)
+        return response(request, ResponseCode.SYSTEM_ERROR, f"{result.status.value} {result.remark}".strip())

@@ -1,0 +1,204 @@
+"""ScheduleMessageService: deliver SCHEDULE_TOPIC_XXXX messages to their real topic once their delay is up.
+
+The store already reroutes a message with ``DELAY`` = level > 0 to queue ``level - 1`` of SCHEDULE_TOPIC_XXXX
+(saving REAL_TOPIC / REAL_QID). This service is RocketMQ's (4.9.8 in the store, 5.x in the broker): one
+worker per level walks its queue in order; a message is due ``delay(level)`` after it was stored. A due
+message is rebuilt (``messageTimeup``: real topic and queue restored, DELAY dropped, WAIT=false) and written
+again; progress per level is kept in ``delayOffset.json``.
+
+Instead of RocketMQ's 100 ms re-polling, a worker sleeps until its head message is due, and an idle worker
+waits for the store's arrival listener to report a new message at its level (with a 1 s safety re-check).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from pocketmq.remoting.transport import parse_address
+from pocketmq.storage.codec import decode_all
+from pocketmq.storage.config import parse_delay_levels
+from pocketmq.storage.constants import PROPERTY_DELAY_TIME_LEVEL, PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC
+from pocketmq.storage.message import LOOPBACK_HOST, Message, MessageExt, pack_host
+from pocketmq.storage.results import GetMessageStatus
+
+from ..config_file import ConfigManager
+from ..topic_validator import RMQ_SYS_SCHEDULE_TOPIC
+
+if TYPE_CHECKING:
+    from ..broker_controller import BrokerController
+
+log = logging.getLogger(__name__)
+
+SCHEDULE_GROUP = "SCHEDULE_CONSUMER"
+DELAY_FOR_A_PERIOD = 10.0  # seconds to wait after a failed re-put (RocketMQ's DELAY_FOR_A_PERIOD)
+IDLE_RECHECK = 1.0  # an idle level re-reads its queue at least this often
+BATCH = 32
+
+_EMPTY = (
+    GetMessageStatus.NO_MESSAGE_IN_QUEUE,
+    GetMessageStatus.NO_MATCHED_LOGIC_QUEUE,
+    GetMessageStatus.OFFSET_OVERFLOW_ONE,
+)
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class ScheduleMessageService(ConfigManager):
+    def __init__(self, controller: BrokerController) -> None:
+        super().__init__(os.path.join(controller.broker_config.config_dir, "delayOffset.json"))
+        self.controller = controller
+        self.delay_levels = parse_delay_levels(controller.broker_config.message_delay_level)  # ms, level 1 first
+        self.offset_table: dict[int, int] = {}  # level -> next queue offset to deliver
+        self._events: list[asyncio.Event] = []
+        self._signal_pending = [False] * len(self.delay_levels)
+        self._signal_lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.delivered = 0
+
+    @property
+    def max_delay_level(self) -> int:
+        return len(self.delay_levels)
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._events = [asyncio.Event() for _ in self.delay_levels]
+        tasks = self.controller.tasks
+        for level in range(1, self.max_delay_level + 1):
+            tasks.spawn(self._deliver_loop(level), name=f"schedule-level-{level}")
+        tasks.periodic(
+            "persist-delay-offsets", self.controller.broker_config.flush_delay_offset_interval, self.persist_if_changed
+        )
+
+    def shutdown(self) -> None:
+        self._loop = None
+
+    # --- arrivals (dispatcher thread) ---
+
+    def on_message_arriving(self, queue_id: int) -> None:
+        """A message was dispatched to SCHEDULE_TOPIC_XXXX queue ``queue_id``: wake that level's worker."""
+        loop = self._loop
+        if loop is None or not 0 <= queue_id < len(self._signal_pending):
+            return
+        with self._signal_lock:
+            if self._signal_pending[queue_id]:
+                return
+            self._signal_pending[queue_id] = True
+        try:
+            loop.call_soon_threadsafe(self._signal, queue_id)
+        except RuntimeError:  # loop closed: shutting down
+            pass
+
+    def _signal(self, queue_id: int) -> None:
+        with self._signal_lock:
+            self._signal_pending[queue_id] = False
+        self._events[queue_id].set()
+
+    # --- delivery (event loop) ---
+
+    async def _deliver_loop(self, level: int) -> None:
+        c = self.controller
+        queue_id = level - 1
+        delay = self.delay_levels[queue_id]
+        event = self._events[queue_id]
+        while True:
+            offset = self.offset_table.get(level, 0)
+            event.clear()  # arrivals from here on are not lost: they set it again
+            result = await c.run_in_pull_executor(
+                c.store.get_message, SCHEDULE_GROUP, RMQ_SYS_SCHEDULE_TOPIC, queue_id, offset, BATCH, None
+            )
+            if result.status in _EMPTY:
+                if result.status is not GetMessageStatus.OFFSET_OVERFLOW_ONE and offset != result.next_begin_offset:
+                    self._set_offset(level, result.next_begin_offset)
+                try:
+                    await asyncio.wait_for(event.wait(), IDLE_RECHECK)
+                except TimeoutError:
+                    pass
+                continue
+            if result.status is not GetMessageStatus.FOUND:
+                # Removed data or a corrected offset: move on to where the store says to continue.
+                if result.next_begin_offset == offset:
+                    await asyncio.sleep(IDLE_RECHECK)
+                self._set_offset(level, result.next_begin_offset)
+                continue
+            for msg in decode_all(result.body):
+                due = msg.store_timestamp + delay
+                now = now_ms()
+                if due > now + delay:
+                    due = now  # correctDeliverTimestamp: a store time in the future (clock moved back)
+                if due > now:
+                    await asyncio.sleep((due - now) / 1000.0)
+                while not await self._deliver(msg):
+                    await asyncio.sleep(DELAY_FOR_A_PERIOD)
+                self._set_offset(level, msg.queue_offset + 1)
+            if self.offset_table.get(level, 0) < result.next_begin_offset:
+                self._set_offset(level, result.next_begin_offset)  # entries skipped by the store
+
+    async def _deliver(self, msg: MessageExt) -> bool:
+        """messageTimeup + put. False when the store refused it (retried later); unusable messages are dropped."""
+        inner = self.message_timeup(msg)
+        if inner is None:
+            log.error("dropping scheduled message %s: no REAL_TOPIC/REAL_QID", msg.msg_id)
+            return True
+        fut = self.controller.store.async_put_message(inner)
+        result = fut.result() if fut.done() else await asyncio.wrap_future(fut)
+        if not result.is_ok:
+            log.error(
+                "re-putting scheduled message %s to %s failed: %s %s",
+                msg.msg_id,
+                inner.topic,
+                result.status.value,
+                result.remark,
+            )
+            return False
+        self.delivered += 1
+        return True
+
+    def message_timeup(self, msg: MessageExt) -> Message | None:
+        props = dict(msg.properties)
+        topic = props.get(PROPERTY_REAL_TOPIC)
+        try:
+            queue_id = int(props.get(PROPERTY_REAL_QUEUE_ID, ""))
+        except ValueError:
+            return None
+        if not topic:
+            return None
+        props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
+        props["WAIT"] = "false"
+        try:
+            born_host = pack_host(*parse_address(msg.born_host))
+        except (ValueError, OSError):
+            born_host = LOOPBACK_HOST
+        return Message(
+            topic=topic,
+            body=msg.body,
+            properties=props,
+            queue_id=queue_id,
+            flag=msg.flag,
+            sys_flag=msg.sys_flag,
+            born_timestamp=msg.born_timestamp,
+            born_host=born_host,
+            store_host=self.controller.store_host,
+            reconsume_times=msg.reconsume_times,
+        )
+
+    def _set_offset(self, level: int, offset: int) -> None:
+        self.offset_table[level] = offset
+        self.mark_changed()  # written every flushDelayOffsetInterval
+
+    # --- delayOffset.json ---
+
+    def encode(self) -> dict[str, Any]:
+        return {"offsetTable": {str(level): offset for level, offset in sorted(self.offset_table.items())}}
+
+    def decode(self, data: Any) -> None:
+        table = data.get("offsetTable") if isinstance(data, dict) else None
+        if not isinstance(table, dict):
+            raise ValueError("no offsetTable map")
+        self.offset_table = {int(level): int(offset) for level, offset in table.items()}

@@ -1,0 +1,188 @@
+"""TopicConfigManager: the broker's topic table, its data version and ``topics.json``."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from typing import Any
+
+from pocketmq.remoting.body import DataVersion, TopicConfig, TopicConfigSerializeWrapper
+from pocketmq.remoting.codes import PermName
+
+from . import topic_validator as tv
+from .config import BrokerConfig
+from .config_file import ConfigManager
+
+log = logging.getLogger(__name__)
+
+_RW = PermName.PERM_READ | PermName.PERM_WRITE
+
+
+class TopicConfigManager(ConfigManager):
+    def __init__(self, broker_config: BrokerConfig, on_change: Callable[[], None] | None = None) -> None:
+        super().__init__(os.path.join(broker_config.config_dir, "topics.json"))
+        self.broker_config = broker_config
+        self.topic_config_table: dict[str, TopicConfig] = {}
+        self.data_version = DataVersion()
+        # Called after every change (the controller re-registers with the name servers).
+        self.on_change = on_change
+        self.system_topics = set(tv.SYSTEM_TOPICS)
+        self._create_builtin_topics()
+
+    def _create_builtin_topics(self) -> None:
+        # TopicConfigManager's constructor in RocketMQ 4.9.8.
+        bc = self.broker_config
+        put = self._put_builtin
+        put(TopicConfig(tv.RMQ_SYS_SELF_TEST_TOPIC, 1, 1))
+        if bc.auto_create_topic_enable:
+            put(
+                TopicConfig(
+                    tv.AUTO_CREATE_TOPIC_KEY_TOPIC,
+                    bc.default_topic_queue_nums,
+                    bc.default_topic_queue_nums,
+                    PermName.PERM_INHERIT | _RW,
+                )
+            )
+        put(TopicConfig(tv.RMQ_SYS_BENCHMARK_TOPIC, 1024, 1024))
+        cluster_perm = PermName.PERM_INHERIT | (_RW if bc.cluster_topic_enable else 0)
+        put(TopicConfig(bc.broker_cluster_name, perm=cluster_perm))
+        self.system_topics.add(bc.broker_cluster_name)
+        broker_perm = PermName.PERM_INHERIT | (_RW if bc.broker_topic_enable else 0)
+        put(TopicConfig(bc.broker_name, 1, 1, broker_perm))
+        self.system_topics.add(bc.broker_name)
+        put(TopicConfig(tv.RMQ_SYS_OFFSET_MOVED_EVENT, 1, 1))
+        put(TopicConfig(tv.RMQ_SYS_SCHEDULE_TOPIC, 18, 18))
+        if bc.trace_topic_enable:
+            put(TopicConfig(bc.msg_trace_topic_name, 1, 1))
+            self.system_topics.add(bc.msg_trace_topic_name)
+        put(TopicConfig(f"{bc.broker_cluster_name}_REPLY_TOPIC", 1, 1))
+
+    def _put_builtin(self, tc: TopicConfig) -> None:
+        self.topic_config_table[tc.topic_name] = tc
+
+    # --- queries ---
+
+    def select_topic_config(self, topic: str) -> TopicConfig | None:
+        return self.topic_config_table.get(topic)
+
+    def is_system_topic(self, topic: str) -> bool:
+        return topic in self.system_topics or topic.startswith(tv.SYSTEM_TOPIC_PREFIX)
+
+    def is_order_topic(self, topic: str) -> bool:
+        tc = self.topic_config_table.get(topic)
+        return tc is not None and tc.order
+
+    def build_topic_config_serialize_wrapper(self) -> TopicConfigSerializeWrapper:
+        """A snapshot (copies), safe to encode later while the table keeps changing."""
+        return TopicConfigSerializeWrapper(
+            {name: _copy(tc) for name, tc in self.topic_config_table.items()}, self.data_version.copy()
+        )
+
+    # --- changes ---
+
+    def create_topic_in_send_message_method(
+        self,
+        topic: str,
+        default_topic: str,
+        remote_address: str,
+        client_default_topic_queue_nums: int,
+        topic_sys_flag: int = 0,
+    ) -> TopicConfig | None:
+        """Auto-create ``topic`` from ``default_topic`` (usually TBW102) when that one carries PERM_INHERIT."""
+        tc = self.topic_config_table.get(topic)
+        if tc is not None:
+            return tc
+        default = self.topic_config_table.get(default_topic)
+        if default is None:
+            log.warning(
+                "create topic %s from %s: default topic does not exist (%s)", topic, default_topic, remote_address
+            )
+            return None
+        if default_topic == tv.AUTO_CREATE_TOPIC_KEY_TOPIC and not self.broker_config.auto_create_topic_enable:
+            # A TBW102 persisted while auto-creation was on must not keep creating topics once it is off.
+            default.perm = _RW
+        if not PermName.is_inherited(default.perm):
+            log.warning(
+                "create topic %s from %s: default topic has no inherit permission (%s)",
+                topic,
+                default_topic,
+                remote_address,
+            )
+            return None
+        queue_nums = max(0, min(client_default_topic_queue_nums, default.write_queue_nums))
+        tc = TopicConfig(
+            topic,
+            read_queue_nums=queue_nums,
+            write_queue_nums=queue_nums,
+            perm=default.perm & ~PermName.PERM_INHERIT,
+            topic_filter_type=default.topic_filter_type,
+            topic_sys_flag=topic_sys_flag,
+        )
+        log.info("auto-created topic %s from %s for %s: %s", topic, default_topic, remote_address, tc)
+        self.topic_config_table[topic] = tc
+        self._config_changed()
+        return tc
+
+    def create_topic_in_send_message_back_method(
+        self, topic: str, client_default_topic_queue_nums: int, perm: int, topic_sys_flag: int = 0
+    ) -> TopicConfig:
+        """Retry and DLQ topics: created with the given queue count and permission when missing."""
+        tc = self.topic_config_table.get(topic)
+        if tc is not None:
+            return tc
+        tc = TopicConfig(
+            topic,
+            read_queue_nums=client_default_topic_queue_nums,
+            write_queue_nums=client_default_topic_queue_nums,
+            perm=perm,
+            topic_sys_flag=topic_sys_flag,
+        )
+        log.info("created topic %s", tc)
+        self.topic_config_table[topic] = tc
+        self._config_changed()
+        return tc
+
+    def update_topic_config(self, tc: TopicConfig) -> None:
+        old = self.topic_config_table.get(tc.topic_name)
+        self.topic_config_table[tc.topic_name] = tc
+        log.info("%s topic config %s", "updated" if old is not None else "created", tc)
+        self._config_changed()
+
+    def delete_topic_config(self, topic: str) -> bool:
+        if self.topic_config_table.pop(topic, None) is None:
+            return False
+        log.info("deleted topic config %s", topic)
+        self._config_changed()
+        return True
+
+    def _config_changed(self) -> None:
+        self.data_version.next_version()
+        self.persist_soon()
+        if self.on_change is not None:
+            self.on_change()
+
+    # --- persistence (RocketMQ's topics.json shape) ---
+
+    def encode(self) -> dict[str, Any]:
+        return {
+            "dataVersion": self.data_version.to_dict(),
+            "topicConfigTable": {name: tc.to_dict() for name, tc in self.topic_config_table.items()},
+        }
+
+    def decode(self, data: Any) -> None:
+        wrapper = TopicConfigSerializeWrapper.from_dict(data)
+        self.topic_config_table.update(wrapper.topic_config_table)
+        self.data_version = wrapper.data_version
+
+
+def _copy(tc: TopicConfig) -> TopicConfig:
+    return TopicConfig(
+        tc.topic_name,
+        tc.read_queue_nums,
+        tc.write_queue_nums,
+        tc.perm,
+        tc.topic_filter_type,
+        tc.topic_sys_flag,
+        tc.order,
+    )

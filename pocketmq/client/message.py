@@ -1,0 +1,177 @@
+"""Messages as producers build them, and the results of send and pull.
+
+Received messages are ``storage.message.MessageExt`` (decoded by the store's record codec, bodies already
+decompressed): ``msg.msg_id`` is the broker's offsetMsgId, ``msg.uniq_key`` the producer's UNIQ_KEY.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from pocketmq.remoting.client_body import MessageQueue
+from pocketmq.storage.constants import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
+from pocketmq.storage.message import MessageExt
+
+from .message_const import (
+    KEY_SEPARATOR,
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_KEYS,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+    PROPERTY_WAIT_STORE_MSG_OK,
+    SYSTEM_PROPERTY_NAMES,
+)
+
+__all__ = [
+    "Message",
+    "MessageExt",
+    "MessageQueue",
+    "PullResult",
+    "PullStatus",
+    "SendResult",
+    "SendStatus",
+]
+
+
+def _check_property(name: str, value: str) -> None:
+    if not isinstance(name, str) or not isinstance(value, str) or not name.strip() or not value.strip():
+        raise ValueError("The name or value of property can not be null or blank string!")
+    for s in (name, value):
+        if NAME_VALUE_SEPARATOR in s or PROPERTY_SEPARATOR in s:
+            # RocketMQ does not check this; the pair would silently corrupt the encoded properties.
+            raise ValueError(f"property {name!r} contains a \\x01 or \\x02 separator character")
+
+
+class Message:
+    """RocketMQ's Message: a topic, a body, a user flag and a property map holding tags, keys and the rest.
+
+    ``keys`` may be one string (space-separated keys) or a list. ``properties`` are user properties; system
+    names (TAGS, KEYS, UNIQ_KEY ...) are refused there, set them through the arguments instead.
+    """
+
+    __slots__ = ("topic", "body", "flag", "properties")
+
+    def __init__(
+        self,
+        topic: str,
+        body: bytes,
+        tags: str | None = None,
+        keys: str | Iterable[str] | None = None,
+        properties: Mapping[str, str] | None = None,
+        flag: int = 0,
+        delay_time_level: int = 0,
+        wait_store_msg_ok: bool = True,
+    ) -> None:
+        self.topic = topic
+        self.body = body
+        self.flag = flag
+        self.properties: dict[str, str] = {}
+        if tags:
+            self.tags = tags
+        if keys:
+            self.keys = keys
+        if delay_time_level > 0:
+            self.delay_time_level = delay_time_level
+        # RocketMQ's constructors always write WAIT, so every message carries it.
+        self.wait_store_msg_ok = wait_store_msg_ok
+        for k, v in (properties or {}).items():
+            self.put_user_property(k, v)
+
+    def put_user_property(self, name: str, value: str) -> None:
+        if name in SYSTEM_PROPERTY_NAMES:
+            raise ValueError(f"The Property<{name}> is Used by system, input another please")
+        _check_property(name, value)
+        self.properties[name] = value
+
+    def get_property(self, name: str) -> str | None:
+        return self.properties.get(name)
+
+    def put_property(self, name: str, value: str) -> None:
+        """Set any property, system names included (MessageAccessor.putProperty)."""
+        _check_property(name, value)
+        self.properties[name] = value
+
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get(PROPERTY_TAGS)
+
+    @tags.setter
+    def tags(self, tags: str | None) -> None:
+        if tags:
+            self.put_property(PROPERTY_TAGS, tags)
+        else:
+            self.properties.pop(PROPERTY_TAGS, None)
+
+    @property
+    def keys(self) -> list[str]:
+        return [k for k in self.properties.get(PROPERTY_KEYS, "").split(KEY_SEPARATOR) if k]
+
+    @keys.setter
+    def keys(self, keys: str | Iterable[str] | None) -> None:
+        joined = keys if isinstance(keys, str) else KEY_SEPARATOR.join(keys or ())
+        if joined:
+            self.put_property(PROPERTY_KEYS, joined)
+        else:
+            self.properties.pop(PROPERTY_KEYS, None)
+
+    @property
+    def delay_time_level(self) -> int:
+        return int(self.properties.get(PROPERTY_DELAY_TIME_LEVEL, "0"))
+
+    @delay_time_level.setter
+    def delay_time_level(self, level: int) -> None:
+        self.properties[PROPERTY_DELAY_TIME_LEVEL] = str(int(level))
+
+    @property
+    def wait_store_msg_ok(self) -> bool:
+        return self.properties.get(PROPERTY_WAIT_STORE_MSG_OK, "true") != "false"
+
+    @wait_store_msg_ok.setter
+    def wait_store_msg_ok(self, wait: bool) -> None:
+        self.properties[PROPERTY_WAIT_STORE_MSG_OK] = "true" if wait else "false"
+
+    @property
+    def uniq_key(self) -> str | None:
+        """The producer-made unique id (UNIQ_KEY), set on the message by the first send."""
+        return self.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+
+    def __repr__(self) -> str:
+        return (
+            f"Message(topic={self.topic!r}, flag={self.flag}, properties={self.properties!r}, "
+            f"body=<{len(self.body) if self.body is not None else None} bytes>)"
+        )
+
+
+class SendStatus(enum.Enum):
+    SEND_OK = "SEND_OK"
+    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
+    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
+
+
+@dataclass(slots=True)
+class SendResult:
+    send_status: SendStatus
+    msg_id: str  # UNIQ_KEY; comma-separated for a batch
+    offset_msg_id: str  # broker-made: store host + commit-log offset; comma-separated for a batch
+    message_queue: MessageQueue
+    queue_offset: int  # the first one, for a batch
+    transaction_id: str | None = None
+
+
+class PullStatus(enum.Enum):
+    FOUND = "FOUND"
+    NO_NEW_MSG = "NO_NEW_MSG"
+    NO_MATCHED_MSG = "NO_MATCHED_MSG"
+    OFFSET_ILLEGAL = "OFFSET_ILLEGAL"
+
+
+@dataclass(slots=True)
+class PullResult:
+    pull_status: PullStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    msg_found_list: list[MessageExt] = field(default_factory=list)

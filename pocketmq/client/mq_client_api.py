@@ -1,0 +1,336 @@
+"""MQClientAPIImpl: one method per request the client sends, and the mapping of answers to results.
+
+Knows the wire (codes, headers, bodies) and the name-server address list; knows nothing of producers,
+consumers or route caches. Broker answers a call cannot turn into a result raise MQBrokerException;
+transport failures raise the remoting layer's errors (RemotingException).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import zlib
+from dataclasses import dataclass
+
+from pocketmq.remoting.body import TopicList, TopicRouteData, decode_body, encode_body
+from pocketmq.remoting.client import RemotingClient
+from pocketmq.remoting.client_body import (
+    GetConsumerListByGroupResponseBody,
+    HeartbeatData,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    MessageQueue,
+)
+from pocketmq.remoting.codes import FLAG_ONEWAY, RequestCode, ResponseCode
+from pocketmq.remoting.command import RemotingCommand, next_opaque
+from pocketmq.remoting.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
+from pocketmq.remoting.header import (
+    ConsumerSendMsgBackRequestHeader,
+    GetConsumerListByGroupRequestHeader,
+    GetEarliestMsgStoretimeRequestHeader,
+    GetEarliestMsgStoretimeResponseHeader,
+    GetMaxOffsetRequestHeader,
+    GetMaxOffsetResponseHeader,
+    GetMinOffsetRequestHeader,
+    GetMinOffsetResponseHeader,
+    GetRouteInfoRequestHeader,
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    QueryConsumerOffsetRequestHeader,
+    QueryConsumerOffsetResponseHeader,
+    QueryMessageRequestHeader,
+    SearchOffsetRequestHeader,
+    SearchOffsetResponseHeader,
+    SendMessageRequestHeader,
+    SendMessageResponseHeader,
+    UnregisterClientRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+    send_message_v2_ext,
+)
+from pocketmq.storage.codec import CorruptRecordError, decode_all
+from pocketmq.storage.message import MessageExt
+
+from .client_config import ClientConfig
+from .exceptions import MQBrokerException, MQClientException
+from .message import PullResult, PullStatus, SendResult, SendStatus
+
+log = logging.getLogger(__name__)
+
+SEND_STATUS_BY_CODE = {
+    ResponseCode.SUCCESS: SendStatus.SEND_OK,
+    ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
+    ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
+}
+PULL_STATUS_BY_CODE = {
+    ResponseCode.SUCCESS: PullStatus.FOUND,
+    ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
+    ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
+    ResponseCode.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL,
+}
+
+
+@dataclass(slots=True)
+class PullResultExt(PullResult):
+    """A pull answer before the messages are decoded and filtered (PullResultExt)."""
+
+    suggest_which_broker_id: int = 0
+    message_binary: bytes | None = None
+
+
+_SEND_MESSAGE_V2, _SEND_BATCH_MESSAGE = int(RequestCode.SEND_MESSAGE_V2), int(RequestCode.SEND_BATCH_MESSAGE)
+
+
+def build_send_request(header: SendMessageRequestHeader, body: bytes, oneway: bool = False) -> RemotingCommand:
+    """SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE for a batch) with the single-letter V2 header."""
+    code = _SEND_BATCH_MESSAGE if header.batch else _SEND_MESSAGE_V2
+    # RemotingCommand.request would copy the ext map; this one is fresh and holds no None.
+    return RemotingCommand(code=code, opaque=next_opaque(), flag=FLAG_ONEWAY if oneway else 0,
+                           ext_fields=send_message_v2_ext(header), body=body)
+
+
+def process_send_response(
+    broker_name: str, topic: str, response: RemotingCommand, uniq_msg_id: str, addr: str | None = None,
+    mq: MessageQueue | None = None,
+) -> SendResult:
+    """The SendResult of a send's response; ``mq``, the queue sent to, is reused when the broker stored there."""
+    status = SEND_STATUS_BY_CODE.get(response.code)
+    if status is None:
+        raise MQBrokerException(response.code, response.remark, addr)
+    rh = response.decode_header(SendMessageResponseHeader)
+    if mq is None or mq.queue_id != rh.queue_id or mq.topic != topic or mq.broker_name != broker_name:
+        mq = MessageQueue(topic, broker_name, rh.queue_id)
+    return SendResult(
+        send_status=status,
+        msg_id=uniq_msg_id,
+        offset_msg_id=rh.msg_id,
+        message_queue=mq,
+        queue_offset=rh.queue_offset,
+        transaction_id=rh.transaction_id,
+    )
+
+
+def process_pull_response(response: RemotingCommand, addr: str | None = None) -> PullResultExt:
+    status = PULL_STATUS_BY_CODE.get(response.code)
+    if status is None:
+        raise MQBrokerException(response.code, response.remark, addr)
+    rh = response.decode_header(PullMessageResponseHeader)
+    return PullResultExt(
+        pull_status=status,
+        next_begin_offset=rh.next_begin_offset,
+        min_offset=rh.min_offset,
+        max_offset=rh.max_offset,
+        suggest_which_broker_id=rh.suggest_which_broker_id,
+        message_binary=response.body,
+    )
+
+
+class MQClientAPIImpl:
+    def __init__(self, config: ClientConfig, remoting_client: RemotingClient | None = None) -> None:
+        self.config = config
+        self.remoting_client = remoting_client or RemotingClient(
+            connect_timeout=config.connect_timeout, busy_poll=config.busy_poll
+        )
+        self._namesrv_addrs = config.namesrv_addr_list()
+        self._namesrv_index = random.randrange(len(self._namesrv_addrs))
+        self._namesrv_chosen: str | None = None
+
+    async def shutdown(self) -> None:
+        await self.remoting_client.close()
+
+    # --- name server ---------------------------------------------------------------------------------------
+
+    @property
+    def namesrv_addr_list(self) -> list[str]:
+        return list(self._namesrv_addrs)
+
+    def update_name_server_address_list(self, addrs: str) -> None:
+        self._namesrv_addrs = [a.strip() for a in addrs.split(";") if a.strip()]
+        if self._namesrv_chosen not in self._namesrv_addrs:
+            self._namesrv_chosen = None
+
+    def _namesrv_candidates(self) -> list[str]:
+        """The name server in use first, then the others round-robin from a moving start."""
+        addrs = self._namesrv_addrs
+        self._namesrv_index = (self._namesrv_index + 1) % len(addrs)
+        order = addrs[self._namesrv_index:] + addrs[: self._namesrv_index]
+        chosen = self._namesrv_chosen
+        if chosen is not None and chosen in order:
+            order.remove(chosen)
+            order.insert(0, chosen)
+        return order
+
+    async def invoke_namesrv(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
+        """Invoke on one name server; fail over to the next only when connecting fails (nothing was sent).
+
+        After any other failure the next call starts on another name server.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        last: RemotingError | None = None
+        for addr in self._namesrv_candidates():
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            try:
+                response = await self.remoting_client.invoke(addr, request, remaining)
+            except RemotingConnectError as e:
+                log.info("name server %s unreachable: %s", addr, e)
+                last = e
+                if self._namesrv_chosen == addr:
+                    self._namesrv_chosen = None
+                continue
+            except RemotingError:
+                self._namesrv_chosen = None
+                raise
+            self._namesrv_chosen = addr
+            return response
+        if last is None:
+            raise RemotingTimeoutError(f"no name server answered within {timeout}s")
+        raise last
+
+    async def get_topic_route_info_from_name_server(self, topic: str, timeout: float) -> TopicRouteData:
+        request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic))
+        response = await self.invoke_namesrv(request, timeout)
+        if response.code == ResponseCode.SUCCESS and response.body is not None:
+            return decode_body(response.body, TopicRouteData)
+        if response.code == ResponseCode.TOPIC_NOT_EXIST:
+            raise MQClientException(
+                response.remark or f"No topic route info in name server for the topic: {topic}",
+                response_code=ResponseCode.TOPIC_NOT_EXIST,
+            )
+        raise MQClientException(f"get route of {topic}: {response.remark}", response_code=response.code)
+
+    async def get_topic_list_from_name_server(self, timeout: float) -> list[str]:
+        """Every topic a name server knows (GET_ALL_TOPIC_LIST_FROM_NAMESERVER), system topics included."""
+        request = RemotingCommand.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        response = await self.invoke_namesrv(request, timeout)
+        if response.code != ResponseCode.SUCCESS or response.body is None:
+            raise MQClientException(f"get all topic list: {response.remark}", response_code=response.code)
+        return decode_body(response.body, TopicList).topic_list
+
+    # --- producer ------------------------------------------------------------------------------------------
+
+    async def send_message(
+        self,
+        addr: str,
+        broker_name: str,
+        header: SendMessageRequestHeader,
+        body: bytes,
+        timeout: float,
+        uniq_msg_id: str,
+        mq: MessageQueue | None = None,
+    ) -> SendResult:
+        response = await self.remoting_client.invoke(addr, build_send_request(header, body), timeout)
+        return process_send_response(broker_name, header.topic, response, uniq_msg_id, addr, mq)
+
+    async def send_message_oneway(self, addr: str, header: SendMessageRequestHeader, body: bytes) -> None:
+        await self.remoting_client.invoke_oneway(addr, build_send_request(header, body, oneway=True))
+
+    # --- consumer ------------------------------------------------------------------------------------------
+
+    async def pull_message(self, addr: str, header: PullMessageRequestHeader, timeout: float) -> PullResultExt:
+        request = RemotingCommand.request(RequestCode.PULL_MESSAGE, header)
+        return process_pull_response(await self.remoting_client.invoke(addr, request, timeout), addr)
+
+    async def query_message(self, addr: str, header: QueryMessageRequestHeader, timeout: float) -> list[MessageExt]:
+        """Messages of one broker whose KEYS (or UNIQ_KEY) hold ``header.key``; [] on QUERY_NOT_FOUND."""
+        request = RemotingCommand.request(RequestCode.QUERY_MESSAGE, header)
+        response = await self.remoting_client.invoke(addr, request, timeout)
+        if response.code == ResponseCode.QUERY_NOT_FOUND:
+            return []
+        if response.code != ResponseCode.SUCCESS:
+            raise MQBrokerException(response.code, response.remark, addr)
+        try:
+            return decode_all(response.body or b"", decompress=True)
+        except (CorruptRecordError, zlib.error, ValueError) as e:
+            raise MQClientException(f"undecodable query result from {addr}: {e}") from e
+
+    async def _invoke_ok(self, addr: str, request: RemotingCommand, timeout: float) -> RemotingCommand:
+        response = await self.remoting_client.invoke(addr, request, timeout)
+        if response.code != ResponseCode.SUCCESS:
+            raise MQBrokerException(response.code, response.remark, addr)
+        return response
+
+    async def query_consumer_offset(self, addr: str, header: QueryConsumerOffsetRequestHeader, timeout: float) -> int:
+        """The stored offset; QUERY_NOT_FOUND (nothing stored) raises MQBrokerException like other codes."""
+        request = RemotingCommand.request(RequestCode.QUERY_CONSUMER_OFFSET, header)
+        response = await self._invoke_ok(addr, request, timeout)
+        return response.decode_header(QueryConsumerOffsetResponseHeader).offset
+
+    async def update_consumer_offset(
+        self, addr: str, header: UpdateConsumerOffsetRequestHeader, timeout: float
+    ) -> None:
+        await self._invoke_ok(addr, RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, header), timeout)
+
+    async def update_consumer_offset_oneway(self, addr: str, header: UpdateConsumerOffsetRequestHeader) -> None:
+        request = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, header, oneway=True)
+        await self.remoting_client.invoke_oneway(addr, request)
+
+    async def get_max_offset(self, addr: str, topic: str, queue_id: int, timeout: float) -> int:
+        request = RemotingCommand.request(RequestCode.GET_MAX_OFFSET, GetMaxOffsetRequestHeader(topic, queue_id))
+        response = await self._invoke_ok(addr, request, timeout)
+        return response.decode_header(GetMaxOffsetResponseHeader).offset
+
+    async def get_min_offset(self, addr: str, topic: str, queue_id: int, timeout: float) -> int:
+        request = RemotingCommand.request(RequestCode.GET_MIN_OFFSET, GetMinOffsetRequestHeader(topic, queue_id))
+        response = await self._invoke_ok(addr, request, timeout)
+        return response.decode_header(GetMinOffsetResponseHeader).offset
+
+    async def search_offset(self, addr: str, topic: str, queue_id: int, timestamp: int, timeout: float) -> int:
+        header = SearchOffsetRequestHeader(topic, queue_id, timestamp)
+        request = RemotingCommand.request(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header)
+        response = await self._invoke_ok(addr, request, timeout)
+        return response.decode_header(SearchOffsetResponseHeader).offset
+
+    async def get_earliest_msg_storetime(self, addr: str, topic: str, queue_id: int, timeout: float) -> int:
+        header = GetEarliestMsgStoretimeRequestHeader(topic, queue_id)
+        request = RemotingCommand.request(RequestCode.GET_EARLIEST_MSG_STORETIME, header)
+        response = await self._invoke_ok(addr, request, timeout)
+        return response.decode_header(GetEarliestMsgStoretimeResponseHeader).timestamp
+
+    async def get_consumer_id_list_by_group(self, addr: str, group: str, timeout: float) -> list[str]:
+        header = GetConsumerListByGroupRequestHeader(group)
+        request = RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, header)
+        response = await self._invoke_ok(addr, request, timeout)
+        return decode_body(response.body, GetConsumerListByGroupResponseBody).consumer_id_list
+
+    async def consumer_send_message_back(
+        self, addr: str, header: ConsumerSendMsgBackRequestHeader, timeout: float
+    ) -> None:
+        """CONSUMER_SEND_MSG_BACK: the broker stores a copy in %RETRY%group (delayed) or %DLQ%group."""
+        request = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, header)
+        await self._invoke_ok(addr, request, timeout)
+
+    async def lock_batch_mq(self, addr: str, body: LockBatchRequestBody, timeout: float) -> set[MessageQueue]:
+        """LOCK_BATCH_MQ: the queues of ``body`` the broker now holds for ``body.client_id``."""
+        request = RemotingCommand.request(RequestCode.LOCK_BATCH_MQ, body=encode_body(body))
+        response = await self._invoke_ok(addr, request, timeout)
+        return decode_body(response.body, LockBatchResponseBody).lock_ok_mq_set
+
+    async def unlock_batch_mq(self, addr: str, body: LockBatchRequestBody, timeout: float, oneway: bool) -> None:
+        if oneway:
+            request = RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, body=encode_body(body), oneway=True)
+            await self.remoting_client.invoke_oneway(addr, request)
+        else:
+            request = RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, body=encode_body(body))
+            await self._invoke_ok(addr, request, timeout)
+
+    # --- both ----------------------------------------------------------------------------------------------
+
+    async def send_heartbeat(self, addr: str, heartbeat: HeartbeatData, timeout: float) -> int:
+        """HEART_BEAT; returns the broker's version from the response."""
+        request = RemotingCommand.request(RequestCode.HEART_BEAT, body=encode_body(heartbeat))
+        return (await self._invoke_ok(addr, request, timeout)).version
+
+    async def unregister_client(
+        self,
+        addr: str,
+        client_id: str,
+        producer_group: str | None,
+        consumer_group: str | None,
+        timeout: float,
+    ) -> None:
+        header = UnregisterClientRequestHeader(client_id, producer_group, consumer_group)
+        await self._invoke_ok(addr, RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, header), timeout)

@@ -1,0 +1,141 @@
+"""DefaultRequestProcessor: the name server's request handlers, as in RocketMQ's namesrv."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from pocketmq.remoting.body import DataVersion, RegisterBrokerBody, body_crc32, decode_body, encode_body
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.errors import BodyError, HeaderError
+from pocketmq.remoting.header import (
+    DeleteTopicFromNamesrvRequestHeader,
+    GetRouteInfoRequestHeader,
+    QueryDataVersionRequestHeader,
+    QueryDataVersionResponseHeader,
+    RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
+    UnRegisterBrokerRequestHeader,
+)
+from pocketmq.remoting.server import RemotingServer
+from pocketmq.remoting.transport import Channel
+
+from .route_info_manager import RouteInfoManager
+
+log = logging.getLogger(__name__)
+
+_Handler = Callable[[Channel, RemotingCommand], RemotingCommand]
+
+
+def _error(request: RemotingCommand, remark: str) -> RemotingCommand:
+    return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, remark=remark)
+
+
+class DefaultRequestProcessor:
+    """Handles the codes in ``handlers``; anything else gets REQUEST_CODE_NOT_SUPPORTED from the server."""
+
+    def __init__(self, route_info_manager: RouteInfoManager) -> None:
+        self.route_info_manager = route_info_manager
+        self.handlers: dict[int, _Handler] = {
+            RequestCode.REGISTER_BROKER: self.register_broker,
+            RequestCode.UNREGISTER_BROKER: self.unregister_broker,
+            RequestCode.QUERY_DATA_VERSION: self.query_broker_topic_config,
+            RequestCode.GET_ROUTEINFO_BY_TOPIC: self.get_route_info_by_topic,
+            RequestCode.GET_BROKER_CLUSTER_INFO: self.get_broker_cluster_info,
+            RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: self.get_all_topic_list_from_nameserver,
+            RequestCode.DELETE_TOPIC_IN_NAMESRV: self.delete_topic_in_namesrv,
+        }
+
+    def register_to(self, server: RemotingServer) -> None:
+        for code in self.handlers:
+            server.register_processor(code, self.process_request)
+
+    async def process_request(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+        handler = self.handlers.get(request.code)
+        if handler is None:
+            return RemotingCommand.response_to(
+                request,
+                ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                remark=f"request type {request.code} not supported",
+            )
+        try:
+            return handler(channel, request)
+        except (HeaderError, BodyError) as e:
+            log.warning("bad request code %s from %s: %s", request.code, channel.remote_address, e)
+            return _error(request, f"bad request: {e}")
+
+    # --- handlers (synchronous: the tables live in memory) ---
+
+    def register_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(RegisterBrokerRequestHeader)
+        if header.body_crc32 != 0 and body_crc32(request.body) != header.body_crc32:
+            return _error(
+                request, f"crc32 not match: header {header.body_crc32}, body {body_crc32(request.body)}"
+            )
+        body = RegisterBrokerBody.decode(request.body, header.compressed)
+        result = self.route_info_manager.register_broker(
+            cluster_name=header.cluster_name,
+            broker_addr=header.broker_addr,
+            broker_name=header.broker_name,
+            broker_id=header.broker_id,
+            ha_server_addr=header.ha_server_addr,
+            topic_config_wrapper=body.topic_config_serialize_wrapper,
+            channel=channel,
+            filter_server_list=body.filter_server_list,
+        )
+        # RocketMQ also returns the ORDER_TOPIC_CONFIG KV table as the body; we keep no KV config, so none.
+        return RemotingCommand.response_to(
+            request,
+            ResponseCode.SUCCESS,
+            ext_fields=RegisterBrokerResponseHeader(result.ha_server_addr, result.master_addr),
+        )
+
+    def unregister_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(UnRegisterBrokerRequestHeader)
+        self.route_info_manager.unregister_broker(
+            header.cluster_name, header.broker_addr, header.broker_name, header.broker_id
+        )
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
+
+    def query_broker_topic_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(QueryDataVersionRequestHeader)
+        data_version = decode_body(request.body, DataVersion)
+        rim = self.route_info_manager
+        changed = rim.is_broker_topic_config_changed(header.broker_addr, data_version)
+        if not changed:
+            # An unchanged broker that asks instead of registering is still alive.
+            rim.update_broker_info_update_timestamp(header.broker_addr)
+        ours = rim.query_broker_topic_config(header.broker_addr)
+        return RemotingCommand.response_to(
+            request,
+            ResponseCode.SUCCESS,
+            ext_fields=QueryDataVersionResponseHeader(changed=changed),
+            body=encode_body(ours) if ours is not None else None,
+        )
+
+    def get_route_info_by_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(GetRouteInfoRequestHeader)
+        route = self.route_info_manager.pick_topic_route_data(header.topic)
+        if route is None:
+            return RemotingCommand.response_to(
+                request,
+                ResponseCode.TOPIC_NOT_EXIST,
+                remark=f"No topic route info in name server for the topic: {header.topic}",
+            )
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=encode_body(route))
+
+    def get_broker_cluster_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        body = encode_body(self.route_info_manager.get_all_cluster_info())
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=body)
+
+    def get_all_topic_list_from_nameserver(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        body = encode_body(self.route_info_manager.get_all_topic_list())
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=body)
+
+    def delete_topic_in_namesrv(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(DeleteTopicFromNamesrvRequestHeader)
+        self.route_info_manager.delete_topic(header.topic, header.cluster_name)
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS)

@@ -1,0 +1,284 @@
+"""RouteInfoManager: the name server's routing tables (RocketMQ 4.9.8 semantics), with no I/O.
+
+Runs on one event loop, so RocketMQ's read/write lock is not needed. Times come from an injectable clock in
+seconds. Channels are opaque, hashable objects supplied by the caller; the manager only compares them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+
+from pocketmq.remoting.body import (
+    BrokerData,
+    ClusterInfo,
+    DataVersion,
+    QueueData,
+    TopicConfig,
+    TopicConfigSerializeWrapper,
+    TopicList,
+    TopicRouteData,
+)
+from pocketmq.remoting.codes import MASTER_ID
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BROKER_CHANNEL_EXPIRED_TIME = 120.0
+
+
+@dataclass(slots=True)
+class BrokerLiveInfo:
+    last_update_timestamp: float  # clock seconds of the last registration
+    data_version: DataVersion
+    channel: Hashable | None
+    ha_server_addr: str
+
+
+@dataclass(slots=True)
+class RegisterBrokerResult:
+    """What a registering slave learns about its master (both None for a master)."""
+
+    ha_server_addr: str | None = None
+    master_addr: str | None = None
+
+
+class RouteInfoManager:
+    def __init__(
+        self,
+        broker_channel_expired_time: float = DEFAULT_BROKER_CHANNEL_EXPIRED_TIME,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.broker_channel_expired_time = broker_channel_expired_time
+        self.clock = clock
+        self.topic_queue_table: dict[str, dict[str, QueueData]] = {}  # topic -> brokerName -> QueueData
+        self.broker_addr_table: dict[str, BrokerData] = {}  # brokerName -> BrokerData
+        self.cluster_addr_table: dict[str, set[str]] = {}  # clusterName -> brokerNames
+        self.broker_live_table: dict[str, BrokerLiveInfo] = {}  # brokerAddr -> BrokerLiveInfo
+        self.filter_server_table: dict[str, list[str]] = {}  # brokerAddr -> filter server addresses
+
+    # --- registration ---
+
+    def register_broker(
+        self,
+        cluster_name: str,
+        broker_addr: str,
+        broker_name: str,
+        broker_id: int,
+        ha_server_addr: str,
+        topic_config_wrapper: TopicConfigSerializeWrapper | None,
+        channel: Hashable | None,
+        filter_server_list: list[str] | None = None,
+    ) -> RegisterBrokerResult:
+        result = RegisterBrokerResult()
+        self.cluster_addr_table.setdefault(cluster_name, set()).add(broker_name)
+
+        broker_data = self.broker_addr_table.get(broker_name)
+        register_first = broker_data is None
+        if broker_data is None:
+            broker_data = self.broker_addr_table[broker_name] = BrokerData(cluster_name, broker_name, {})
+        addrs = broker_data.broker_addrs
+        # One address has one id: a slave promoted to master re-registers as id 0, so drop its old id.
+        for other_id in [i for i, a in addrs.items() if a == broker_addr and i != broker_id]:
+            del addrs[other_id]
+        old_addr = addrs.get(broker_id)
+        addrs[broker_id] = broker_addr
+        register_first = register_first or old_addr is None
+
+        data_version = (
+            topic_config_wrapper.data_version if topic_config_wrapper is not None else DataVersion(0, 0)
+        )
+        # Only a master's topics make routes, and only when its config version moved (or it is new here).
+        if (
+            topic_config_wrapper is not None
+            and broker_id == MASTER_ID
+            and (register_first or self.is_broker_topic_config_changed(broker_addr, data_version))
+        ):
+            self._rebuild_queue_data(broker_name, topic_config_wrapper.topic_config_table)
+
+        previous = self.broker_live_table.get(broker_addr)
+        self.broker_live_table[broker_addr] = BrokerLiveInfo(
+            self.clock(), data_version.copy(), channel, ha_server_addr
+        )
+        if previous is None:
+            log.info(
+                "new broker registered: %s (%s, id %s, cluster %s)",
+                broker_addr,
+                broker_name,
+                broker_id,
+                cluster_name,
+            )
+
+        if filter_server_list is not None:
+            if filter_server_list:
+                self.filter_server_table[broker_addr] = list(filter_server_list)
+            else:
+                self.filter_server_table.pop(broker_addr, None)
+
+        if broker_id != MASTER_ID:
+            master_addr = addrs.get(MASTER_ID)
+            if master_addr is not None:
+                master_live = self.broker_live_table.get(master_addr)
+                if master_live is not None:
+                    result.ha_server_addr = master_live.ha_server_addr
+                    result.master_addr = master_addr
+        return result
+
+    def is_broker_topic_config_changed(self, broker_addr: str, data_version: DataVersion) -> bool:
+        live = self.broker_live_table.get(broker_addr)
+        return live is None or live.data_version != data_version
+
+    def query_broker_topic_config(self, broker_addr: str) -> DataVersion | None:
+        live = self.broker_live_table.get(broker_addr)
+        return live.data_version if live is not None else None
+
+    def update_broker_info_update_timestamp(self, broker_addr: str) -> None:
+        live = self.broker_live_table.get(broker_addr)
+        if live is not None:
+            live.last_update_timestamp = self.clock()
+
+    def _rebuild_queue_data(self, broker_name: str, table: dict[str, TopicConfig]) -> None:
+        for topic, config in table.items():
+            queue_data = QueueData(
+                broker_name=broker_name,
+                read_queue_nums=config.read_queue_nums,
+                write_queue_nums=config.write_queue_nums,
+                perm=config.perm,
+                topic_sys_flag=config.topic_sys_flag,
+            )
+            by_broker = self.topic_queue_table.setdefault(topic, {})
+            if by_broker.get(broker_name) != queue_data:
+                if broker_name in by_broker:
+                    log.info("topic %s changed on %s: %s", topic, broker_name, queue_data)
+                by_broker[broker_name] = queue_data
+        # The broker sends its whole table: a topic it no longer lists was deleted there.
+        for topic in [t for t, by_broker in self.topic_queue_table.items() if broker_name in by_broker]:
+            if topic not in table:
+                self._remove_queue_data(topic, broker_name)
+
+    def _remove_queue_data(self, topic: str, broker_name: str) -> None:
+        by_broker = self.topic_queue_table.get(topic)
+        if by_broker is None:
+            return
+        by_broker.pop(broker_name, None)
+        if not by_broker:
+            del self.topic_queue_table[topic]
+            log.info("topic %s has no queues left, removed", topic)
+
+    def _remove_topics_of_broker(self, broker_name: str) -> None:
+        for topic in [t for t, by_broker in self.topic_queue_table.items() if broker_name in by_broker]:
+            self._remove_queue_data(topic, broker_name)
+
+    def unregister_broker(
+        self, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int
+    ) -> None:
+        self.broker_live_table.pop(broker_addr, None)
+        self.filter_server_table.pop(broker_addr, None)
+        broker_data = self.broker_addr_table.get(broker_name)
+        if broker_data is None:
+            return
+        broker_data.broker_addrs.pop(broker_id, None)
+        # Queue data belongs to the broker name: it goes only when no master or slave of it is left.
+        if not broker_data.broker_addrs:
+            del self.broker_addr_table[broker_name]
+            names = self.cluster_addr_table.get(cluster_name)
+            if names is not None:
+                names.discard(broker_name)
+                if not names:
+                    del self.cluster_addr_table[cluster_name]
+            self._remove_topics_of_broker(broker_name)
+        log.info("broker unregistered: %s (%s, id %s)", broker_addr, broker_name, broker_id)
+
+    # --- expiry ---
+
+    def scan_not_active_broker(self, now: float | None = None) -> dict[str, BrokerLiveInfo]:
+        """Drop brokers not heard from for ``broker_channel_expired_time``; returns them by address.
+
+        The caller should close the returned channels (RocketMQ does).
+        """
+        now = self.clock() if now is None else now
+        expired = {
+            addr: live
+            for addr, live in self.broker_live_table.items()
+            if live.last_update_timestamp + self.broker_channel_expired_time < now
+        }
+        for addr, live in expired.items():
+            log.warning(
+                "broker %s expired: no registration for %.1fs", addr, now - live.last_update_timestamp
+            )
+            self._remove_broker_addr(addr)
+        return expired
+
+    def on_channel_destroy(self, channel: Hashable | None, remote_addr: str | None = None) -> list[str]:
+        """A connection closed: drop every broker that registered over it at once; returns their addresses.
+
+        Without a broker on that channel, ``remote_addr`` is tried as a broker address (as RocketMQ does).
+        """
+        addrs = [
+            a for a, live in self.broker_live_table.items() if channel is not None and live.channel is channel
+        ]
+        if not addrs and remote_addr is not None and remote_addr in self.broker_live_table:
+            addrs = [remote_addr]
+        for addr in addrs:
+            log.info("connection of broker %s closed, removing its routes", addr)
+            self._remove_broker_addr(addr)
+        return addrs
+
+    def _remove_broker_addr(self, broker_addr: str) -> None:
+        self.broker_live_table.pop(broker_addr, None)
+        self.filter_server_table.pop(broker_addr, None)
+        for broker_name, broker_data in list(self.broker_addr_table.items()):
+            addrs = broker_data.broker_addrs
+            for broker_id in [i for i, a in addrs.items() if a == broker_addr]:
+                del addrs[broker_id]
+            if addrs:
+                continue
+            del self.broker_addr_table[broker_name]
+            for cluster, names in list(self.cluster_addr_table.items()):
+                names.discard(broker_name)
+                if not names:
+                    del self.cluster_addr_table[cluster]
+            self._remove_topics_of_broker(broker_name)
+
+    # --- queries ---
+
+    def pick_topic_route_data(self, topic: str) -> TopicRouteData | None:
+        """The route of ``topic`` (copies), or None unless it has both queue data and a live broker."""
+        by_broker = self.topic_queue_table.get(topic)
+        if not by_broker:
+            return None
+        route = TopicRouteData(
+            queue_datas=[
+                QueueData(q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm, q.topic_sys_flag)
+                for q in by_broker.values()
+            ]
+        )
+        for broker_name in by_broker:
+            broker_data = self.broker_addr_table.get(broker_name)
+            if broker_data is None:
+                continue
+            clone = broker_data.copy()
+            route.broker_datas.append(clone)
+            for addr in clone.broker_addrs.values():
+                servers = self.filter_server_table.get(addr)
+                if servers:
+                    route.filter_server_table[addr] = list(servers)
+        return route if route.broker_datas else None
+
+    def get_all_cluster_info(self) -> ClusterInfo:
+        return ClusterInfo(
+            broker_addr_table={name: bd.copy() for name, bd in self.broker_addr_table.items()},
+            cluster_addr_table={cluster: set(names) for cluster, names in self.cluster_addr_table.items()},
+        )
+
+    def get_all_topic_list(self) -> TopicList:
+        return TopicList(topic_list=sorted(self.topic_queue_table))
+
+    def delete_topic(self, topic: str, cluster_name: str | None = None) -> None:
+        """Forget ``topic``; with ``cluster_name``, only its queues on that cluster's brokers (5.x)."""
+        if cluster_name is None:
+            self.topic_queue_table.pop(topic, None)
+            return
+        for broker_name in self.cluster_addr_table.get(cluster_name, ()):
+            self._remove_queue_data(topic, broker_name)

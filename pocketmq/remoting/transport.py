@@ -1,0 +1,315 @@
+"""asyncio side of remoting: the protocol that reads each connection, and the request dispatch shared by both
+ends (Endpoint: RemotingServer, RemotingClient). The connection itself, its writes and invokes, is
+``channel.Channel`` (re-exported here).
+
+Built on ``asyncio.Protocol`` (no streams): ``data_received`` feeds the sans-IO FrameDecoder, responses
+complete the pending ``invoke`` with the same opaque, and each request runs its processor in its own task,
+so a parked long-polling request never blocks later requests on the same connection.
+
+Inline processors are the exception: plain functions called right in ``data_received``, for requests answered
+from memory (a send under ASYNC_FLUSH, an offset update). No task, no extra loop iteration; the responses to
+every frame of one read go out in one write at the end of ``data_received``. An inline processor that has to
+wait returns an awaitable instead, which then finishes in a task like any other processor.
+
+Writes are queued and flushed once per event-loop iteration (one syscall for a burst of small frames).
+Backpressure: ``invoke`` and handler responses wait while the transport's buffer is above its high-water mark,
+and a connection with too many requests in flight stops being read until they finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from types import CoroutineType
+
+from .channel import DEFAULT_MAX_INFLIGHT, Channel, format_address, parse_address
+from .codec import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
+from .codes import FLAG_ONEWAY, FLAG_RESPONSE, ResponseCode
+from .command import RemotingCommand
+from .errors import FrameTooLarge, MalformedFrame
+
+__all__ = ["DEFAULT_MAX_INFLIGHT", "Channel", "Endpoint", "format_address", "parse_address"]
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[["Channel", RemotingCommand], Awaitable[RemotingCommand | None]]
+# Returns the response (None: no response), or an awaitable of it when the request has to wait for something.
+InlineHandler = Callable[["Channel", RemotingCommand], "RemotingCommand | Awaitable[RemotingCommand | None] | None"]
+CloseListener = Callable[["Channel"], object]
+
+
+class _Protocol(asyncio.Protocol):
+    __slots__ = ("_endpoint", "_decoder", "channel")
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self._endpoint = endpoint
+        self._decoder = FrameDecoder(endpoint.max_frame_size)
+        self.channel: Channel | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # No isinstance check: uvloop's transports do not derive from asyncio.Transport.
+        self.channel = Channel(self._endpoint, transport)  # type: ignore[arg-type]
+        self._endpoint._channel_opened(self.channel)
+
+    def data_received(self, data: bytes) -> None:
+        channel = self.channel
+        assert channel is not None
+        if channel.closed:
+            return
+        decoder = self._decoder
+        decoder.receive_data(data)
+        endpoint = self._endpoint
+        channel._reading = True
+        try:
+            while (cmd := decoder.next_event()) is not None:
+                if cmd.is_response:
+                    channel._on_response(cmd)
+                else:
+                    endpoint._dispatch(channel, cmd)
+                if channel.closed:
+                    return
+        except MalformedFrame as e:
+            endpoint._on_malformed_frame(channel, e)
+        except FrameTooLarge as e:
+            log.warning("closing %r: %s", channel, e)
+            channel.close()
+        except Exception:
+            log.exception("closing %r after an unexpected error while reading", channel)
+            channel.close()
+        finally:
+            channel._reading = False
+            if channel._out and not channel._closing:
+                channel._flush()  # what inline processors answered, in one write, without waiting a loop turn
+            if channel._poller is not None:
+                channel._poller.poke()
+
+    def eof_received(self) -> bool:
+        return False  # let the transport close; a half-open remoting connection is useless
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.channel is not None:
+            self.channel._on_connection_lost(exc)
+            self._endpoint._channel_closed(self.channel)
+
+    def pause_writing(self) -> None:
+        if self.channel is not None:
+            self.channel._on_pause_writing()
+
+    def resume_writing(self) -> None:
+        if self.channel is not None:
+            self.channel._on_resume_writing()
+
+
+class Endpoint:
+    """What servers and clients share: the processor table, request dispatch and channel bookkeeping."""
+
+    def __init__(
+        self,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        max_inflight: int = DEFAULT_MAX_INFLIGHT,
+        busy_poll: float = 0.0,
+    ):
+        self.max_frame_size = max_frame_size
+        self.max_inflight = max_inflight
+        # Seconds the event loop keeps polling after a request or response (remoting/busy_poll.py); 0: never.
+        self.busy_poll = busy_poll
+        self._processors: dict[int, Handler] = {}
+        self._inline_processors: dict[int, InlineHandler] = {}
+        self._default_processor: Handler | None = None
+        self._close_listeners: list[CloseListener] = []
+        self._channels: set[Channel] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def register_processor(self, code: int, handler: Handler) -> None:
+        """``async def handler(channel, request) -> RemotingCommand | None`` for requests with ``code``."""
+        self._inline_processors.pop(int(code), None)
+        self._processors[int(code)] = handler
+
+    def register_inline_processor(self, code: int, handler: InlineHandler) -> None:
+        """``def handler(channel, request)`` for requests with ``code``, called as the request is read.
+
+        It returns the response (None: none), or an awaitable of it that finishes in a task. It must never block:
+        anything that may wait (a disk read, a flush under SYNC_FLUSH) belongs in the awaitable. Exceptions
+        become SYSTEM_ERROR as with ``register_processor``. While earlier requests of the connection still wait
+        for their task to start, or the peer is not reading its responses, it runs in a task too, so requests
+        of one connection start in the order they came and the write backpressure holds.
+        """
+        self._inline_processors[int(code)] = handler
+        self._processors[int(code)] = _inline_in_task(handler)  # the way it runs when it cannot run inline
+
+    def register_default_processor(self, handler: Handler) -> None:
+        """Handler for codes without a processor of their own (else REQUEST_CODE_NOT_SUPPORTED)."""
+        self._default_processor = handler
+
+    def on_channel_close(self, listener: CloseListener) -> None:
+        """Call ``listener(channel)`` when a connection closes; a coroutine result is run as a task."""
+        self._close_listeners.append(listener)
+
+    @property
+    def channels(self) -> frozenset[Channel]:
+        return frozenset(self._channels)
+
+    def _protocol_factory(self) -> _Protocol:
+        return _Protocol(self)
+
+    def _channel_opened(self, channel: Channel) -> None:
+        self._channels.add(channel)
+
+    def _channel_closed(self, channel: Channel) -> None:
+        self._channels.discard(channel)
+        for listener in self._close_listeners:
+            try:
+                result = listener(channel)
+                if inspect.isawaitable(result):
+                    self._track(asyncio.ensure_future(result))
+            except Exception:
+                log.exception("channel close listener %r failed", listener)
+
+    def _dispatch(self, channel: Channel, request: RemotingCommand) -> None:
+        code = request.code
+        inline = self._inline_processors.get(code)
+        if inline is not None and not (channel._unstarted or channel._write_paused):
+            try:
+                result = inline(channel, request)
+                if type(result) is CoroutineType:
+                    # Started at once, like an eager task: one that finishes without waiting needs no task.
+                    try:
+                        waiting_on = result.send(None)
+                    except StopIteration as done:
+                        result = done.value
+                        if result is not None and not isinstance(result, RemotingCommand):
+                            raise TypeError(f"processor returned {type(result).__name__}, not RemotingCommand")
+                    else:
+                        self._start(_resuming(result, waiting_on), channel, request)
+                        return
+            except Exception as e:
+                result = _failed(channel, request, e)
+            if result is None or isinstance(result, RemotingCommand):
+                _reply(channel, request, result)
+            else:
+                self._start(_awaiting(result), channel, request)
+            return
+        handler = self._processors.get(code, self._default_processor)
+        if handler is None:
+            if not request.is_oneway:
+                channel.send_response(
+                    RemotingCommand.response(
+                        ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                        remark=f"request type {request.code} not supported",
+                        opaque=request.opaque,
+                    )
+                )
+            return
+        self._start(handler, channel, request)
+
+    def _start(self, handler: Handler, channel: Channel, request: RemotingCommand) -> None:
+        channel._request_started(self.max_inflight)
+        channel._unstarted += 1
+        task = asyncio.get_running_loop().create_task(self._run(handler, channel, request))
+        self._track(task)
+        task.add_done_callback(lambda _t: channel._request_finished(self.max_inflight))
+
+    async def _run(self, handler: Handler, channel: Channel, request: RemotingCommand) -> None:
+        channel._unstarted -= 1
+        try:
+            response = await handler(channel, request)
+            if response is not None and not isinstance(response, RemotingCommand):
+                raise TypeError(f"processor returned {type(response).__name__}, not RemotingCommand")
+        except Exception as e:
+            response = _failed(channel, request, e)
+        if response is None or request.is_oneway or channel.closed:
+            return
+        if channel._write_paused:
+            await channel._drain()
+        _reply(channel, request, response)
+
+    def _on_malformed_frame(self, channel: Channel, error: MalformedFrame) -> None:
+        log.warning("closing %r: %s", channel, error)
+        flag = error.flag
+        if error.opaque is not None and flag is not None and not flag & (FLAG_RESPONSE | FLAG_ONEWAY):
+            channel.send_response(
+                RemotingCommand.response(ResponseCode.SYSTEM_ERROR, remark=str(error), opaque=error.opaque)
+            )
+        channel.close()
+
+    def _track(self, task: asyncio.Future[None]) -> None:
+        self._tasks.add(task)  # type: ignore[arg-type]
+        task.add_done_callback(self._tasks.discard)  # type: ignore[arg-type]
+
+    async def _close_all(self) -> None:
+        channels = list(self._channels)
+        for ch in channels:
+            ch.close()
+        if channels:
+            await asyncio.wait([asyncio.ensure_future(ch.wait_closed()) for ch in channels], timeout=5)
+        tasks = [t for t in self._tasks if not t.done()]
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _failed(channel: Channel, request: RemotingCommand, error: Exception) -> RemotingCommand:
+    log.exception("processor for code %s failed on %r", request.code, channel, exc_info=error)
+    return RemotingCommand.response(ResponseCode.SYSTEM_ERROR, remark=str(error) or type(error).__name__)
+
+
+def _reply(channel: Channel, request: RemotingCommand, response: RemotingCommand | None) -> None:
+    if response is None or request.is_oneway or channel.closed:
+        return
+    response.opaque = request.opaque
+    channel.send_response(response)
+
+
+def _inline_in_task(inline: InlineHandler) -> Handler:
+    async def run(channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+        result = inline(channel, request)
+        if result is None or isinstance(result, RemotingCommand):
+            return result
+        return await result
+
+    return run
+
+
+class _Resume:
+    """Awaitable that goes on with a coroutine started outside any task, which is waiting on ``waiting_on``:
+    hands that future to the task first (what the coroutine's own ``await`` expects), then relays every send
+    and throw (cancellation included), as ``yield from`` would have from the start."""
+
+    __slots__ = ("_coro", "_waiting_on")
+
+    def __init__(self, coro: Coroutine[object, object, RemotingCommand | None], waiting_on: object) -> None:
+        self._coro = coro
+        self._waiting_on = waiting_on
+
+    def __await__(self) -> Generator[object, object, RemotingCommand | None]:
+        coro, waiting_on = self._coro, self._waiting_on
+        while True:
+            try:
+                value = yield waiting_on
+            except BaseException as e:
+                try:
+                    waiting_on = coro.throw(e)
+                except StopIteration as done:
+                    return done.value
+            else:
+                try:
+                    waiting_on = coro.send(value)
+                except StopIteration as done:
+                    return done.value
+
+
+def _resuming(coro: Coroutine[object, object, RemotingCommand | None], waiting_on: object) -> Handler:
+    async def run(_channel: Channel, _request: RemotingCommand) -> RemotingCommand | None:
+        return await _Resume(coro, waiting_on)
+
+    return run
+
+
+def _awaiting(result: Awaitable[RemotingCommand | None]) -> Handler:
+    async def run(_channel: Channel, _request: RemotingCommand) -> RemotingCommand | None:
+        return await result
+
+    return run

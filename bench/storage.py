@@ -35,14 +35,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pocketmq.storage import (  # noqa: E402
-    DefaultMessageStore,
-    Message,
-    MessageStoreConfig,
-    pack_host,
-    properties_to_string,
-)
-from pocketmq.storage.message import MessageExtBatch  # noqa: E402
+from pocketmq.common import Message, pack_host, properties_to_string  # noqa: E402
+from pocketmq.common.message import MessageExtBatch  # noqa: E402
+from pocketmq.storage import DefaultMessageStore, MessageStoreConfig  # noqa: E402
 
 TOPIC = "BenchTopic"
 GROUP = "bench-group"

@@ -24,7 +24,7 @@ from pocketmq.client.message_const import (
     PROPERTY_TAGS,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
 )
-from pocketmq.storage.message import MessageExt
+from pocketmq.common.message import MessageExt
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -10,13 +10,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from pocketmq.common.constants import CQ_STORE_UNIT_SIZE
+from pocketmq.common.message import pack_host
 from pocketmq.remoting.body import TopicConfig, TopicConfigSerializeWrapper
 from pocketmq.remoting.codes import PermName
 from pocketmq.remoting.server import RemotingServer
 from pocketmq.remoting.tasks import TaskTracker
 from pocketmq.remoting.transport import Channel
-from pocketmq.storage.constants import CQ_STORE_UNIT_SIZE
-from pocketmq.storage.message import pack_host
 from pocketmq.storage.message_filter import MessageFilter
 from pocketmq.storage.message_store import DefaultMessageStore
 from pocketmq.storage.results import GetMessageResult

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import struct
 
+from pocketmq.common.codec import SYSFLAG_POS, header_struct, host_lengths
+from pocketmq.common.java_hash import java_string_hash
+from pocketmq.common.message import string_to_properties
+from pocketmq.common.sql92 import Sql92Expression, SqlParseError, compile_sql92
 from pocketmq.remoting.client_body import SubscriptionData
-from pocketmq.storage.codec import SYSFLAG_POS, header_struct, host_lengths
-from pocketmq.storage.java_hash import java_string_hash
-from pocketmq.storage.message import string_to_properties
-from pocketmq.storage.sql92 import Sql92Expression, SqlParseError, compile_sql92
 
 SUB_ALL = "*"
 EXPRESSION_TYPE_TAG = "TAG"

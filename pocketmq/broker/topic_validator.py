@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from pocketmq.storage.validators import topic_error
+from pocketmq.common.validators import topic_error
 
 AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
 RMQ_SYS_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"

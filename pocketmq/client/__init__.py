@@ -10,8 +10,8 @@ wrappers). Never imports ``broker`` or ``namesrv``.
 
 from __future__ import annotations
 
+from pocketmq.common.message import MessageExt
 from pocketmq.remoting.client_body import MessageQueue
-from pocketmq.storage.message import MessageExt
 
 from .allocate import (
     AllocateMessageQueueAveragely,

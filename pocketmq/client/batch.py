@@ -10,8 +10,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable
 
-from pocketmq.storage.constants import MAX_PROPERTIES_LENGTH
-from pocketmq.storage.message import properties_to_string
+from pocketmq.common.constants import MAX_PROPERTIES_LENGTH
+from pocketmq.common.message import properties_to_string
 
 from .exceptions import MQClientException
 from .message import Message

@@ -13,8 +13,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from pocketmq.common.message import MessageExt, properties_to_string
 from pocketmq.remoting.client_body import MessageQueue
-from pocketmq.storage.message import MessageExt, properties_to_string
 
 from .consume_message_service import ConsumeExecutor
 from .consumer_enums import MessageModel

@@ -21,8 +21,8 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+from pocketmq.common.message import MessageExt
 from pocketmq.remoting.client_body import MessageQueue
-from pocketmq.storage.message import MessageExt
 
 from .consume_message_service import ConsumeExecutor
 from .consumer_enums import MessageModel

@@ -17,8 +17,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
+from pocketmq.common.message import MessageExt
 from pocketmq.remoting.client_body import MessageQueue
-from pocketmq.storage.message import MessageExt
 
 from .process_queue import ProcessQueue
 

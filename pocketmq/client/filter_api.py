@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from pocketmq.common.java_hash import java_string_hash
+from pocketmq.common.sql92 import Sql92Expression, SqlParseError, compile_sql92
 from pocketmq.remoting.client_body import SubscriptionData
 from pocketmq.remoting.codes import ResponseCode
-from pocketmq.storage.java_hash import java_string_hash
-from pocketmq.storage.sql92 import Sql92Expression, SqlParseError, compile_sql92
 
 from .exceptions import MQClientException
 

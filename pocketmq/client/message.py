@@ -10,9 +10,9 @@ import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from pocketmq.common.constants import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
+from pocketmq.common.message import MessageExt
 from pocketmq.remoting.client_body import MessageQueue
-from pocketmq.storage.constants import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
-from pocketmq.storage.message import MessageExt
 
 from .message_const import (
     KEY_SEPARATOR,

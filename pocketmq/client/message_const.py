@@ -5,7 +5,7 @@ The ones the store also needs live in storage.constants and are re-exported from
 
 from __future__ import annotations
 
-from pocketmq.storage.constants import (
+from pocketmq.common.constants import (
     KEY_SEPARATOR,
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_KEYS,

@@ -14,8 +14,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pocketmq.common.message import MessageExt
 from pocketmq.remoting.client_body import MessageQueue
-from pocketmq.storage.message import MessageExt
 
 
 class ConsumeConcurrentlyStatus(enum.Enum):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+from pocketmq.common.message import MessageExt
 from pocketmq.remoting.header import QueryMessageRequestHeader
-from pocketmq.storage.message import MessageExt
 
 from .exceptions import MQClientException
 from .mq_client_instance import MQClientInstance

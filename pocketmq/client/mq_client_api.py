@@ -13,6 +13,8 @@ import random
 import zlib
 from dataclasses import dataclass
 
+from pocketmq.common.codec import CorruptRecordError, decode_all
+from pocketmq.common.message import MessageExt
 from pocketmq.remoting.body import TopicList, TopicRouteData, decode_body, encode_body
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.client_body import (
@@ -48,8 +50,6 @@ from pocketmq.remoting.header import (
     UpdateConsumerOffsetRequestHeader,
     send_message_v2_ext,
 )
-from pocketmq.storage.codec import CorruptRecordError, decode_all
-from pocketmq.storage.message import MessageExt
 
 from .client_config import ClientConfig
 from .exceptions import MQBrokerException, MQClientException

@@ -15,7 +15,7 @@ import bisect
 import time
 from collections.abc import Iterable
 
-from pocketmq.storage.message import MessageExt
+from pocketmq.common.message import MessageExt
 
 from .message_const import PROPERTY_MAX_OFFSET
 

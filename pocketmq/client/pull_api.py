@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import zlib
 
+from pocketmq.common.codec import CorruptRecordError, decode_all
+from pocketmq.common.message import properties_to_string
 from pocketmq.remoting.client_body import MessageQueue, SubscriptionData
 from pocketmq.remoting.codes import MASTER_ID
 from pocketmq.remoting.header import PullMessageRequestHeader
-from pocketmq.storage.codec import CorruptRecordError, decode_all
-from pocketmq.storage.message import properties_to_string
 
 from .exceptions import MQClientException
 from .message import PullResult, PullStatus

@@ -19,12 +19,12 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
+from pocketmq.common.message import MessageExt
 from pocketmq.remoting.client_body import ConsumerData, MessageQueue, SubscriptionData
 from pocketmq.remoting.codes import ResponseCode
 from pocketmq.remoting.errors import RemotingError
 from pocketmq.remoting.header import ConsumerSendMsgBackRequestHeader
 from pocketmq.remoting.tasks import TaskTracker
-from pocketmq.storage.message import MessageExt
 
 from .allocate import AllocateMessageQueueStrategy
 from .client_config import ClientConfig

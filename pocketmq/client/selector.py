@@ -10,8 +10,8 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from pocketmq.common.java_hash import java_string_hash
 from pocketmq.remoting.client_body import MessageQueue
-from pocketmq.storage.java_hash import java_string_hash
 
 from .message import Message
 

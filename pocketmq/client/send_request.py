@@ -9,10 +9,10 @@ import time
 import zlib
 from dataclasses import dataclass
 
+from pocketmq.common.constants import COMPRESSED_FLAG, TRANSACTION_PREPARED_TYPE
+from pocketmq.common.message import properties_to_string
 from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.header import SendMessageRequestHeader
-from pocketmq.storage.constants import COMPRESSED_FLAG, TRANSACTION_PREPARED_TYPE
-from pocketmq.storage.message import properties_to_string
 
 from .batch import MessageBatch
 from .message import Message

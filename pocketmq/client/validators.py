@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
+from pocketmq.common.constants import TOPIC_MAX_LENGTH
+from pocketmq.common.validators import topic_error
 from pocketmq.remoting.codes import ResponseCode
-from pocketmq.storage.constants import TOPIC_MAX_LENGTH
-from pocketmq.storage.validators import topic_error
 
 from .exceptions import MQClientException
 

@@ -10,7 +10,7 @@ import mmap
 import os
 import struct
 
-from .constants import OS_PAGE_SIZE
+from pocketmq.common.constants import OS_PAGE_SIZE
 
 _FIELDS = struct.Struct(">qqq")
 _LONG = struct.Struct(">q")

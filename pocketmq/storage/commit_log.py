@@ -14,9 +14,8 @@ from itertools import repeat
 from time import time_ns
 from zlib import crc32
 
-from .codec import SYSFLAG_POS, record_struct
-from .config import MessageStoreConfig, parse_delay_levels
-from .constants import (
+from pocketmq.common.codec import SYSFLAG_POS, record_struct
+from pocketmq.common.constants import (
     BLANK_MAGIC_CODE,
     BORNHOST_V6_FLAG,
     END_FILE_MIN_BLANK_LENGTH,
@@ -31,9 +30,11 @@ from .constants import (
     TRANSACTION_ROLLBACK_TYPE,
     TRANSACTION_TYPE_MASK,
 )
+from pocketmq.common.message import Message, MessageExtBatch, raw_property
+
+from .config import MessageStoreConfig, parse_delay_levels
 from .mapped_file import MappedFile
 from .mapped_file_queue import MappedFileQueue
-from .message import Message, MessageExtBatch, raw_property
 from .results import AppendMessageResult, AppendMessageStatus, PutMessageResult, PutMessageStatus
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from .message import pack_host
+from pocketmq.common.message import pack_host
 
 
 class FlushDiskType(StrEnum):

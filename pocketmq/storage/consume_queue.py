@@ -10,7 +10,8 @@ import os
 import struct
 from collections.abc import Callable
 
-from .constants import CQ_PRE_BLANK_SIZE, CQ_STORE_UNIT_SIZE
+from pocketmq.common.constants import CQ_PRE_BLANK_SIZE, CQ_STORE_UNIT_SIZE
+
 from .mapped_file_queue import MappedFileQueue
 
 CQ_ENTRY = struct.Struct(">qiq")

@@ -20,12 +20,13 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from pocketmq.common.constants import COMPRESSED_FLAG, CQ_STORE_UNIT_SIZE
+from pocketmq.common.message import Message, pack_host
+
 from .commit_log import SCHEDULE_TOPIC
 from .config import FlushDiskType, MessageStoreConfig
-from .constants import COMPRESSED_FLAG, CQ_STORE_UNIT_SIZE
 from .inspect.files import fmt_bytes
 from .inspect.indexfile import file_size_for
-from .message import Message, pack_host
 from .message_store import DefaultMessageStore
 from .store_lock import StoreLockedError
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import struct
 
+from pocketmq.common.constants import CQ_PRE_BLANK_SIZE, CQ_STORE_UNIT_SIZE
+
 from .commit_log import CommitLog
 from .config import MessageStoreConfig
-from .constants import CQ_PRE_BLANK_SIZE, CQ_STORE_UNIT_SIZE
 from .consume_queue import CQ_ENTRY, ConsumeQueue
 from .message_filter import MessageFilter
 from .results import GetMessageResult, GetMessageStatus

@@ -12,8 +12,9 @@ import mmap
 import os
 import struct
 
-from .constants import INDEX_ENTRY_SIZE, INDEX_HASH_SLOT_SIZE, INDEX_HEADER_SIZE
-from .java_hash import java_string_hash
+from pocketmq.common.constants import INDEX_ENTRY_SIZE, INDEX_HASH_SLOT_SIZE, INDEX_HEADER_SIZE
+from pocketmq.common.java_hash import java_string_hash
+
 from .mapped_file import sync_file
 
 HEADER = struct.Struct(">qqqqii")

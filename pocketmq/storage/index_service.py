@@ -6,9 +6,10 @@ import os
 import threading
 import time
 
-from .constants import TRANSACTION_ROLLBACK_TYPE, TRANSACTION_TYPE_MASK
+from pocketmq.common.constants import TRANSACTION_ROLLBACK_TYPE, TRANSACTION_TYPE_MASK
+from pocketmq.common.java_hash import KeyHashes, java_string_hash
+
 from .index_file import IndexFile
-from .java_hash import KeyHashes, java_string_hash
 
 
 def time_millis_to_file_name(ms: int) -> str:

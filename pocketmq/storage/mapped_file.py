@@ -6,7 +6,7 @@ import errno
 import mmap
 import os
 
-from .constants import OS_PAGE_SIZE
+from pocketmq.common.constants import OS_PAGE_SIZE
 
 _ZERO_CHUNK = bytes(1 << 20)
 # On a shared file mapping DONTNEED only unmaps: the dirty data stays in the page cache (Linux, BSDs).

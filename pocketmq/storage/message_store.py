@@ -18,17 +18,19 @@ import struct
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 
+from pocketmq.common.codec import CorruptRecordError, decode
+from pocketmq.common.constants import PROPERTY_WAIT_STORE_MSG_OK
+from pocketmq.common.message import Message, MessageExt, MessageExtBatch, raw_property
+from pocketmq.common.validators import topic_error
+
 from .checkpoint import StoreCheckpoint
 from .clean_service import CleanService, disk_usage_ratio
-from .codec import CorruptRecordError, decode
 from .commit_log import CommitLog
 from .config import FlushDiskType, MessageStoreConfig
-from .constants import PROPERTY_WAIT_STORE_MSG_OK
 from .consume_queue import ConsumeQueue
 from .flush_service import FlushConsumeQueueService, FlushRealTimeService, GroupCommitService
 from .get_message import read_queue
 from .index_service import IndexService
-from .message import Message, MessageExt, MessageExtBatch, raw_property
 from .message_filter import MessageFilter
 from .recovery import recover_abnormally, recover_normally
 from .reput_service import ReputMessageService
@@ -41,7 +43,6 @@ from .results import (
 )
 from .running_flags import RunningFlags
 from .store_lock import StoreLock
-from .validators import topic_error
 from .warm_service import WarmMappedFileService
 
 log = logging.getLogger(__name__)

@@ -9,9 +9,10 @@ from __future__ import annotations
 import struct
 import zlib
 
-from .codec import header_struct, host_lengths
+from pocketmq.common.codec import header_struct, host_lengths
+from pocketmq.common.constants import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE
+
 from .commit_log import CommitLog
-from .constants import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE
 from .mapped_file import MappedFile
 
 _SIZE_MAGIC = struct.Struct(">iI")

@@ -14,16 +14,17 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .constants import (
+from pocketmq.common.constants import (
     BLANK_MAGIC_CODE,
     BORNHOST_V6_FLAG,
     MESSAGE_MAGIC_CODE,
     STOREHOSTADDRESS_V6_FLAG,
     TRANSACTION_PREPARED_TYPE,
 )
+from pocketmq.common.java_hash import tags_code
+from pocketmq.common.message import raw_property
+
 from .consume_queue import CQ_ENTRY
-from .java_hash import tags_code
-from .message import raw_property
 from .service_thread import ServiceThread
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from .message import create_message_id, create_message_ids
+from pocketmq.common.message import create_message_id, create_message_ids
 
 
 class PutMessageStatus(Enum):

@@ -13,6 +13,8 @@ import uvloop
 
 from pocketmq.broker import BrokerConfig, BrokerController
 from pocketmq.broker.message_batch import BatchItem, encode_message_batch
+from pocketmq.common.java_hash import java_string_hash
+from pocketmq.common.message import properties_to_string
 from pocketmq.namesrv.config import NamesrvConfig
 from pocketmq.namesrv.namesrv_controller import NamesrvController
 from pocketmq.remoting.body import TopicRouteData, decode_body, encode_body
@@ -29,8 +31,6 @@ from pocketmq.remoting.header import (
     SendMessageRequestHeaderV2,
     UpdateConsumerOffsetRequestHeader,
 )
-from pocketmq.storage.java_hash import java_string_hash
-from pocketmq.storage.message import properties_to_string
 
 GUARD = 5.0  # generous bound for any single request; never a timing assertion
 

@@ -7,6 +7,7 @@ import time
 
 from pocketmq.broker import BrokerConfig
 from pocketmq.broker.topic_config_manager import TopicConfigManager
+from pocketmq.common.codec import decode_all, decode_message_id
 from pocketmq.remoting.body import TopicConfigSerializeWrapper, decode_body, encode_body
 from pocketmq.remoting.client_body import SubscriptionGroupConfig
 from pocketmq.remoting.codes import RequestCode, ResponseCode
@@ -19,7 +20,6 @@ from pocketmq.remoting.header import (
     SearchOffsetRequestHeader,
     ViewMessageRequestHeader,
 )
-from pocketmq.storage.codec import decode_all, decode_message_id
 
 
 def test_builtin_topics(tmp_path) -> None:

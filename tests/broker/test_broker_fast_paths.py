@@ -9,10 +9,10 @@ from collections.abc import Callable
 from typing import Any
 
 from pocketmq.broker.message_batch import BatchItem
+from pocketmq.common import Message
+from pocketmq.common.codec import decode_all
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.header import GetMaxOffsetRequestHeader
-from pocketmq.storage import Message
-from pocketmq.storage.codec import decode_all
 from pocketmq.storage.config import FlushDiskType
 
 GUARD = 5.0  # a bound for things that should happen promptly; never a timing assertion

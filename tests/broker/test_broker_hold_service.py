@@ -7,9 +7,9 @@ import threading
 
 from pocketmq.broker.filter import ExpressionMessageFilter, build_subscription_data
 from pocketmq.broker.longpolling import PullRequest, PullRequestHoldService
+from pocketmq.common.java_hash import java_string_hash
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.tasks import TaskTracker
-from pocketmq.storage.java_hash import java_string_hash
 
 
 class FakeChannel:

@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
+from pocketmq.common.codec import decode_all
 from pocketmq.remoting.codes import ResponseCode
 from pocketmq.remoting.errors import RemotingError
-from pocketmq.storage.codec import decode_all
 
 FLAG_SUSPEND = 0x2
 FLAG_SUBSCRIPTION = 0x4

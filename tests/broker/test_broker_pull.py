@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pocketmq.broker.filter import ExpressionMessageFilter, build_subscription_data
 from pocketmq.broker.processor.pull_message_processor import pull_response_code
+from pocketmq.common.codec import decode_all
+from pocketmq.common.java_hash import java_string_hash
 from pocketmq.remoting.body import encode_body
 from pocketmq.remoting.client_body import SubscriptionGroupConfig
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.header import GetMaxOffsetRequestHeader
-from pocketmq.storage.codec import decode_all
-from pocketmq.storage.java_hash import java_string_hash
 from pocketmq.storage.results import GetMessageStatus
 
 FLAG_COMMIT_OFFSET = 0x1

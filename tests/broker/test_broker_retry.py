@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 
 from pocketmq.broker.client.rebalance_lock_manager import RebalanceLockManager
+from pocketmq.common.codec import decode_all, decode_message_id
 from pocketmq.remoting.body import decode_body, encode_body
 from pocketmq.remoting.client_body import LockBatchRequestBody, LockBatchResponseBody, MessageQueue
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.header import ConsumerSendMsgBackRequestHeader
-from pocketmq.storage.codec import decode_all, decode_message_id
 
 FLAG_SUSPEND_SUBSCRIPTION = 0x2 | 0x4
 LEVELS = "200ms 300ms 400ms"

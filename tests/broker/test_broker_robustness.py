@@ -14,10 +14,10 @@ import msgpack
 import pytest
 
 from pocketmq.broker import BrokerConfig, BrokerController
+from pocketmq.common.codec import decode_all
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.transport import parse_address
 from pocketmq.storage import StoreLockedError
-from pocketmq.storage.codec import decode_all
 
 REPO = Path(__file__).resolve().parents[2]
 

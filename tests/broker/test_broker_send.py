@@ -16,10 +16,10 @@ from pocketmq.broker.message_batch import (
     decode_message_batch,
     encode_message_batch,
 )
+from pocketmq.common.codec import decode_all, decode_message_id
+from pocketmq.common.message import properties_to_string
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.header import ViewMessageRequestHeader
-from pocketmq.storage.codec import decode_all, decode_message_id
-from pocketmq.storage.message import properties_to_string
 
 
 @pytest.mark.parametrize("code", [RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2])

@@ -15,14 +15,14 @@ from hypothesis import strategies as st
 from pocketmq.broker.filter import Sql92MessageFilter, record_properties
 from pocketmq.client import Message, MQBrokerException, MQClientException, Producer, PullConsumer, PullStatus
 from pocketmq.client.filter_api import build_subscription_data, message_matches
+from pocketmq.common.codec import decode_all, encode
+from pocketmq.common.constants import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
+from pocketmq.common.message import pack_host, properties_to_string
+from pocketmq.common.sql92 import compile_sql92
 from pocketmq.embedded import EmbeddedCluster
 from pocketmq.remoting.body import encode_body
 from pocketmq.remoting.client_body import ConsumerData, HeartbeatData, SubscriptionData
 from pocketmq.remoting.codes import RequestCode, ResponseCode
-from pocketmq.storage.codec import decode_all, encode
-from pocketmq.storage.constants import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
-from pocketmq.storage.message import pack_host, properties_to_string
-from pocketmq.storage.sql92 import compile_sql92
 
 FLAG_SUSPEND = 0x2
 FLAG_SUBSCRIPTION = 0x4

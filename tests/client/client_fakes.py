@@ -10,6 +10,7 @@ import asyncio
 import socket
 from collections.abc import Awaitable, Callable
 
+from pocketmq.common.message import pack_host
 from pocketmq.remoting.body import BrokerData, QueueData, TopicRouteData, encode_body
 from pocketmq.remoting.codes import PermName, RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
@@ -27,7 +28,6 @@ from pocketmq.remoting.header import (
 )
 from pocketmq.remoting.server import RemotingServer
 from pocketmq.remoting.transport import Channel
-from pocketmq.storage.message import pack_host
 
 RW = PermName.PERM_READ | PermName.PERM_WRITE
 Behaviour = Callable[[Channel, RemotingCommand], Awaitable[RemotingCommand | None]]

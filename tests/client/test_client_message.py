@@ -16,7 +16,7 @@ from pocketmq.client.message_id import (
     get_pid_from_id,
     set_uniq_id,
 )
-from pocketmq.storage.message import properties_to_string, string_to_properties
+from pocketmq.common.message import properties_to_string, string_to_properties
 
 
 def test_tags_keys_and_flags_live_in_the_properties() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pocketmq.client.process_queue import CONSUME_START_TIME, ProcessQueue, now_ms
-from pocketmq.storage.message import MessageExt, properties_to_string
+from pocketmq.common.message import MessageExt, properties_to_string
 
 
 def msg(offset: int, body: bytes = b"xx", **props: str) -> MessageExt:

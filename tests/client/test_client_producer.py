@@ -30,12 +30,12 @@ from pocketmq.client import (
 )
 from pocketmq.client.exceptions import ClientErrorCode
 from pocketmq.client.mq_client_manager import MQClientManager
+from pocketmq.common.message import string_to_properties
 from pocketmq.remoting.body import decode_body
 from pocketmq.remoting.client_body import HeartbeatData, MessageQueue
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.errors import RemotingTimeoutError
 from pocketmq.remoting.header import UnregisterClientRequestHeader, parse_send_message_request_header
-from pocketmq.storage.message import string_to_properties
 
 _instances = itertools.count()
 

@@ -12,6 +12,9 @@ import pytest
 from client_fakes import FakeBroker, FakeNamesrv, error, pull_response
 
 from pocketmq.client import MQBrokerException, MQClientException, PullConsumer, PullStatus
+from pocketmq.common.codec import encode
+from pocketmq.common.constants import COMPRESSED_FLAG
+from pocketmq.common.message import pack_host, properties_to_string
 from pocketmq.remoting.body import decode_body
 from pocketmq.remoting.client_body import HeartbeatData, MessageQueue
 from pocketmq.remoting.codes import RequestCode, ResponseCode
@@ -22,9 +25,6 @@ from pocketmq.remoting.header import (
     SearchOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from pocketmq.storage.codec import encode
-from pocketmq.storage.constants import COMPRESSED_FLAG
-from pocketmq.storage.message import pack_host, properties_to_string
 
 _instances = itertools.count()
 MQ = MessageQueue("T", "broker-a", 1)

@@ -8,7 +8,7 @@ import pytest
 from push_helpers import FAST_BROKER, create_topic, make_consumer, unique
 
 from pocketmq.client import ConsumeConcurrentlyStatus, Message, MQClientException, Producer, PushConsumer
-from pocketmq.storage.java_hash import java_string_hash
+from pocketmq.common.java_hash import java_string_hash
 
 pytest.importorskip("pocketmq.broker.broker_controller")
 embedded = pytest.importorskip("pocketmq.embedded")

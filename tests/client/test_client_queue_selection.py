@@ -13,10 +13,10 @@ from pocketmq.client.topic_publish_info import (
     topic_route_data_to_publish_info,
     topic_route_data_to_subscribe_info,
 )
+from pocketmq.common.java_hash import java_string_hash
 from pocketmq.remoting.body import BrokerData, QueueData, TopicRouteData
 from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.codes import PermName
-from pocketmq.storage.java_hash import java_string_hash
 
 R, W = PermName.PERM_READ, PermName.PERM_WRITE
 

@@ -9,10 +9,10 @@ from pocketmq.client import Message
 from pocketmq.client.batch import generate_from_list
 from pocketmq.client.mq_client_api import build_send_request as build_command
 from pocketmq.client.send_request import SendRequestOptions, build_send_request
+from pocketmq.common.message import string_to_properties
 from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.codes import RequestCode
 from pocketmq.remoting.header import parse_send_message_request_header
-from pocketmq.storage.message import string_to_properties
 
 MQ = MessageQueue("TopicTest", "broker-b", 3)
 OPTIONS = SendRequestOptions("PG", "TBW102", 4, 4096, 5)

@@ -15,8 +15,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from pocketmq.storage import DefaultMessageStore, Message, MessageStoreConfig
-from pocketmq.storage.codec import decode
+from pocketmq.common import Message
+from pocketmq.common.codec import decode
+from pocketmq.storage import DefaultMessageStore, MessageStoreConfig
 
 COMMIT_LOG_FILE_SIZE = 64 * 1024
 CQ_FILE_SIZE = 50 * 20

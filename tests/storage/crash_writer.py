@@ -21,7 +21,8 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)
 
-from pocketmq.storage import DefaultMessageStore, Message, MessageStoreConfig  # noqa: E402
+from pocketmq.common import Message  # noqa: E402
+from pocketmq.storage import DefaultMessageStore, MessageStoreConfig  # noqa: E402
 
 TOPIC = "CrashTopic"
 QUEUES = 4

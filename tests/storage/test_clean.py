@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from pocketmq.storage import GetMessageStatus, PutMessageStatus, decode_all
+from pocketmq.common import decode_all
+from pocketmq.storage import GetMessageStatus, PutMessageStatus
 
 from .conftest import COMMIT_LOG_FILE_SIZE, commit_log_files, cq_dir, msg, put_ok, wait_until
 

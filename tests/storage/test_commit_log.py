@@ -8,9 +8,10 @@ import struct
 
 import pytest
 
-from pocketmq.storage import Message, PutMessageStatus, decode, decode_all, decode_message_id, pack_host
+from pocketmq.common import Message, decode, decode_all, decode_message_id, pack_host
+from pocketmq.common.message import MessageExtBatch, create_message_id, unpack_host
+from pocketmq.storage import PutMessageStatus
 from pocketmq.storage.config import parse_delay_levels
-from pocketmq.storage.message import MessageExtBatch, create_message_id, unpack_host
 from pocketmq.storage.results import AppendMessageResult, AppendMessageStatus
 
 from .conftest import (

@@ -6,8 +6,8 @@ import os
 import struct
 import time
 
-from pocketmq.storage import decode, decode_all
-from pocketmq.storage.java_hash import tags_code
+from pocketmq.common import decode, decode_all
+from pocketmq.common.java_hash import tags_code
 
 from .conftest import CQ_FILE_SIZE, cq_dir, msg, put_ok, read_cq_entries, wait_until
 

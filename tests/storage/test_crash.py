@@ -18,7 +18,8 @@ import time
 
 import pytest
 
-from pocketmq.storage import DefaultMessageStore, GetMessageStatus, decode, decode_all
+from pocketmq.common import decode, decode_all
+from pocketmq.storage import DefaultMessageStore, GetMessageStatus
 
 from .crash_writer import QUEUES, TOPIC, writer_config
 

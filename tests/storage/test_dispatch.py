@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 import time
 
-from pocketmq.storage import Message, decode_all
+from pocketmq.common import Message, decode_all
+from pocketmq.common.java_hash import tags_code
 from pocketmq.storage.config import parse_delay_levels
-from pocketmq.storage.java_hash import tags_code
 
 from .conftest import msg, put_ok, read_cq_entries, scan_commit_log, wait_until
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import struct
 
-from pocketmq.storage import Message, PutMessageStatus
+from pocketmq.common import Message
+from pocketmq.storage import PutMessageStatus
 
 from .conftest import COMMIT_LOG_FILE_SIZE, msg, put_ok, wait_until
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pocketmq.storage import GetMessageStatus, Message, TagsFilter, decode_all
-from pocketmq.storage.java_hash import tags_code
+from pocketmq.common import Message, decode_all
+from pocketmq.common.java_hash import tags_code
+from pocketmq.storage import GetMessageStatus, TagsFilter
 
 from .conftest import msg, put_ok, read_cq_entries
 

@@ -6,7 +6,7 @@ import os
 import struct
 import time
 
-from pocketmq.storage import Message, decode, decode_all
+from pocketmq.common import Message, decode, decode_all
 from pocketmq.storage.index_file import key_hash
 
 from .conftest import HASH_SLOTS, INDEX_NUM, msg, put_ok, wait_until

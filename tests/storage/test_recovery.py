@@ -13,7 +13,8 @@ import textwrap
 
 import pytest
 
-from pocketmq.storage import DefaultMessageStore, GetMessageStatus, Message, StoreLockedError, decode_all, pack_host
+from pocketmq.common import Message, decode_all, pack_host
+from pocketmq.storage import DefaultMessageStore, GetMessageStatus, StoreLockedError
 
 from .conftest import (
     COMMIT_LOG_FILE_SIZE,
@@ -397,7 +398,8 @@ def test_clean_shutdown_removes_abort_file(stores, store_root):
 def test_killed_process_leaves_abort_file_and_recovers_abnormally(stores, store_root):
     script = textwrap.dedent(f"""
         import sys, time
-        from pocketmq.storage import DefaultMessageStore, Message
+        from pocketmq.common import Message
+        from pocketmq.storage import DefaultMessageStore
         from tests.storage.conftest import small_config
         store = DefaultMessageStore(small_config({str(store_root)!r}, flush_disk_type="SYNC_FLUSH"))
         store.load(); store.start()

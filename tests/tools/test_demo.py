@@ -6,7 +6,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from pocketmq.storage.codec import decode
+from pocketmq.common.codec import decode
 from pocketmq.storage.demo import main as demo_main
 from pocketmq.storage.inspect.files import ReadOnlyFiles
 

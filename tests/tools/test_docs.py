@@ -13,9 +13,9 @@ import re
 import shlex
 from pathlib import Path
 
+from pocketmq.common.java_hash import java_string_hash
 from pocketmq.storage.__main__ import main as storage_main
 from pocketmq.storage.index_file import key_hash
-from pocketmq.storage.java_hash import java_string_hash
 
 from .conftest import run_tool
 

@@ -12,11 +12,11 @@ import zlib
 from collections import defaultdict
 from pathlib import Path
 
+from pocketmq.common.message import create_message_id, pack_host
 from pocketmq.storage import DefaultMessageStore
 from pocketmq.storage.demo import store_config
 from pocketmq.storage.index_file import IndexFile
 from pocketmq.storage.inspect import main as inspect_main
-from pocketmq.storage.message import create_message_id, pack_host
 
 from .conftest import (
     DEMO_MESSAGES,

@@ -9,12 +9,12 @@ from collections.abc import Awaitable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
+from pocketmq.common.message import LOOPBACK_HOST, Message, MessageExtBatch, pack_host
 from pocketmq.remoting.body import TopicConfig
 from pocketmq.remoting.codes import PermName, ResponseCode, TopicSysFlag
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.header import SendMessageRequestHeader, SendMessageResponseHeader
 from pocketmq.remoting.transport import Channel, parse_address
-from pocketmq.storage.message import LOOPBACK_HOST, Message, MessageExtBatch, pack_host
 from pocketmq.storage.results import PutMessageResult, PutMessageStatus
 
 from .. import topic_validator as tv

@@ -8,13 +8,13 @@ import json
 import time
 from typing import TYPE_CHECKING
 
+from pocketmq.common.message import Message
 from pocketmq.remoting.client_body import SubscriptionData
 from pocketmq.remoting.codes import MASTER_ID, PermName, RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import HeaderError
 from pocketmq.remoting.header import PullMessageRequestHeader, PullMessageResponseHeader
 from pocketmq.remoting.transport import Channel
-from pocketmq.storage.message import Message
 from pocketmq.storage.results import GetMessageResult, GetMessageStatus
 
 from .. import topic_validator as tv

@@ -7,6 +7,15 @@ import logging
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
+from pocketmq.common.constants import (
+    MULTI_TAGS_FLAG,
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_ORIGIN_MESSAGE_ID,
+    PROPERTY_RETRY_TOPIC,
+    TRANSACTION_PREPARED_TYPE,
+    TRANSACTION_TYPE_MASK,
+)
+from pocketmq.common.message import Message, MessageExtBatch, properties_to_string, string_to_properties
 from pocketmq.remoting.codes import PermName, RequestCode, ResponseCode, TopicSysFlag
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.header import (
@@ -15,15 +24,6 @@ from pocketmq.remoting.header import (
     parse_send_message_request_header,
 )
 from pocketmq.remoting.transport import Channel
-from pocketmq.storage.constants import (
-    MULTI_TAGS_FLAG,
-    PROPERTY_DELAY_TIME_LEVEL,
-    PROPERTY_ORIGIN_MESSAGE_ID,
-    PROPERTY_RETRY_TOPIC,
-    TRANSACTION_PREPARED_TYPE,
-    TRANSACTION_TYPE_MASK,
-)
-from pocketmq.storage.message import Message, MessageExtBatch, properties_to_string, string_to_properties
 from pocketmq.storage.results import PutMessageStatus
 
 from .. import topic_validator as tv

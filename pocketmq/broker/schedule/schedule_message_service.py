@@ -19,11 +19,11 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from pocketmq.common.codec import decode_all
+from pocketmq.common.constants import PROPERTY_DELAY_TIME_LEVEL, PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC
+from pocketmq.common.message import LOOPBACK_HOST, Message, MessageExt, pack_host
 from pocketmq.remoting.transport import parse_address
-from pocketmq.storage.codec import decode_all
 from pocketmq.storage.config import parse_delay_levels
-from pocketmq.storage.constants import PROPERTY_DELAY_TIME_LEVEL, PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC
-from pocketmq.storage.message import LOOPBACK_HOST, Message, MessageExt, pack_host
 from pocketmq.storage.results import GetMessageStatus
 
 from ..config_file import ConfigManager

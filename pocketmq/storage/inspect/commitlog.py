@@ -6,8 +6,9 @@ import bisect
 import os
 import struct
 
-from ..codec import CorruptRecordError, decode
-from ..message import MessageExt
+from pocketmq.common.codec import CorruptRecordError, decode
+from pocketmq.common.message import MessageExt
+
 from .files import ReadOnlyFiles, file_sizes, numbered_files
 from .options import Options
 from .record import annotate, summary, walk_file

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 
+from pocketmq.common.constants import CQ_STORE_UNIT_SIZE, PROPERTY_DELAY_TIME_LEVEL
+from pocketmq.common.java_hash import tags_code
+from pocketmq.common.message import MessageExt
+
 from ..commit_log import SCHEDULE_TOPIC
 from ..config import DEFAULT_DELAY_LEVELS, parse_delay_levels
-from ..constants import CQ_STORE_UNIT_SIZE, PROPERTY_DELAY_TIME_LEVEL
 from ..consume_queue import CQ_ENTRY  # commit-log offset, size, tags code
-from ..java_hash import tags_code
-from ..message import MessageExt
 from .commitlog import CommitLogFiles
 from .files import ReadOnlyFiles, file_sizes, fmt_ms, numbered_files
 from .options import Options

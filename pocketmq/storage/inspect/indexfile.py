@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import struct
 
-from ..constants import INDEX_ENTRY_SIZE, INDEX_HASH_SLOT_SIZE, INDEX_HEADER_SIZE
+from pocketmq.common.constants import INDEX_ENTRY_SIZE, INDEX_HASH_SLOT_SIZE, INDEX_HEADER_SIZE
+
 from ..index_file import ENTRY, HEADER, key_hash
 from .commitlog import CommitLogFiles
 from .files import INDEX_NAME_DIGITS, ReadOnlyFiles, file_sizes, fmt_ms, index_name_time, numbered_files

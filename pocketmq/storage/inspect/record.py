@@ -9,8 +9,8 @@ from __future__ import annotations
 import struct
 import zlib
 
-from ..codec import CorruptRecordError, body_crc, decode, host_lengths
-from ..constants import (
+from pocketmq.common.codec import CorruptRecordError, body_crc, decode, host_lengths
+from pocketmq.common.constants import (
     BLANK_MAGIC_CODE,
     BORNHOST_V6_FLAG,
     COMPRESSED_FLAG,
@@ -21,7 +21,8 @@ from ..constants import (
     STOREHOSTADDRESS_V6_FLAG,
     TRANSACTION_TYPE_MASK,
 )
-from ..message import MessageExt, unpack_host
+from pocketmq.common.message import MessageExt, unpack_host
+
 from ..recovery import check_record
 from .files import fmt_ms, preview
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pocketmq.storage import (
+from pocketmq.common import (
     create_message_id,
     decode,
     decode_all,
@@ -22,7 +22,7 @@ from pocketmq.storage import (
     string_to_properties,
     unpack_host,
 )
-from pocketmq.storage.codec import CorruptRecordError
+from pocketmq.common.codec import CorruptRecordError
 
 V4_BORN = pack_host("192.168.1.20", 53211)
 V4_STORE = pack_host("10.0.0.1", 10911)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pocketmq.storage import create_message_id, decode, encode, pack_host, properties_to_string
+from pocketmq.common import create_message_id, decode, encode, pack_host, properties_to_string
 
 STORE = pack_host("10.0.0.1", 10911)
 

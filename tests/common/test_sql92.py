@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pocketmq.storage.sql92 import EvaluationError, SqlParseError, compile_sql92
-from pocketmq.storage.sql92.java_values import JavaLong, compare, parse_double, parse_int
+from pocketmq.common.sql92 import EvaluationError, SqlParseError, compile_sql92
+from pocketmq.common.sql92.java_values import JavaLong, compare, parse_double, parse_int
 
 PROPS = {"a": "5", "b": "hello", "n": "-3", "d": "2.5", "big": "3000000000", "t": "true", "q": "it's", "e": ""}
 

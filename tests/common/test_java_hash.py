@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pocketmq.common.java_hash import KeyHashes, extend_hash, java_string_hash, tags_code
 from pocketmq.storage.index_file import key_hash
-from pocketmq.storage.java_hash import KeyHashes, extend_hash, java_string_hash, tags_code
 
 
 def naive_java_hash(s: str) -> int:

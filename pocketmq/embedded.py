@@ -19,8 +19,7 @@ from pocketmq.broker.broker_controller import BrokerController
 from pocketmq.broker.config import BrokerConfig
 from pocketmq.namesrv.config import NamesrvConfig
 from pocketmq.namesrv.namesrv_controller import NamesrvController
-
-from .runtime import loop_factory
+from pocketmq.remoting.event_loop import loop_factory
 
 # Small files: a test cluster starts in milliseconds and its sparse files stay small on disk.
 TEST_STORE_DEFAULTS: dict[str, Any] = {

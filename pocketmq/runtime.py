@@ -1,4 +1,4 @@
-"""Event-loop choice: uvloop where it is installed (the design card's runtime), asyncio's loop otherwise."""
+"""Running the servers' main coroutine on the chosen event loop (see ``pocketmq.remoting.event_loop``)."""
 
 from __future__ import annotations
 
@@ -6,13 +6,9 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any
 
+from pocketmq.remoting.event_loop import loop_factory
 
-def loop_factory():
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.new_event_loop
-    return uvloop.new_event_loop
+__all__ = ["loop_factory", "run"]
 
 
 def run(main: Coroutine[Any, Any, Any]) -> Any:

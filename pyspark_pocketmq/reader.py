@@ -16,7 +16,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from pocketmq.client import PullConsumer, PullResult, PullStatus
-from pocketmq.runtime import loop_factory
+from pocketmq.remoting.event_loop import loop_factory
 
 from .broker_view import READER_GROUP, BrokerView, private_instance, to_mq
 from .offsets import EARLIEST, LATEST, OffsetRange, QueueRef

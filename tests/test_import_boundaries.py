@@ -1,0 +1,82 @@
+"""What a process loads, seen in ``sys.modules`` of a fresh interpreter.
+
+tests/test_architecture.py checks the import statements; this checks the outcome a user meets: the pytest
+plugin costs nothing until a fixture is used, an application importing the client loads no storage engine,
+and a Spark worker importing the data source loads no broker, name server or storage engine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVER_SIDE = ("pocketmq.storage", "pocketmq.broker", "pocketmq.namesrv", "pocketmq.embedded")
+LAYERS = (
+    "pocketmq.storage",
+    "pocketmq.broker",
+    "pocketmq.namesrv",
+    "pocketmq.client",
+    "pocketmq.remoting",
+    "pocketmq.common",
+    "pocketmq.embedded",
+    "pocketmq.runtime",
+)
+SPARK_MODULES = sorted(
+    f"pyspark_pocketmq.{p.stem}" if p.stem != "__init__" else "pyspark_pocketmq"
+    for p in (ROOT / "pyspark_pocketmq").glob("*.py")
+)
+
+
+def loaded_after(code: str) -> set[str]:
+    """The modules a fresh interpreter has loaded after running ``code``."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    return set(json.loads(out.splitlines()[-1]))
+
+
+def under(modules: set[str], packages: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in packages))
+
+
+def test_the_pytest_plugin_loads_no_layer_until_a_fixture_is_used():
+    modules = loaded_after("import pocketmq, pocketmq.pytest_plugin")
+    assert "pocketmq.pytest_plugin" in modules
+    assert under(modules, LAYERS) == []
+
+
+def test_the_lazy_package_still_offers_the_cluster_classes():
+    modules = loaded_after(
+        "import pocketmq\n"
+        "assert {'EmbeddedCluster', 'ThreadedCluster'} <= set(dir(pocketmq))\n"
+        "assert pocketmq.ThreadedCluster.__module__ == 'pocketmq.embedded'\n"
+        "from pocketmq import EmbeddedCluster\n"
+        "try:\n    pocketmq.NoSuchThing\nexcept AttributeError:\n    pass\nelse:\n    raise SystemExit('no error')"
+    )
+    assert "pocketmq.broker.broker_controller" in modules  # the classes came from the real module
+
+
+def test_the_client_loads_no_server_side_module():
+    modules = loaded_after("import pocketmq.client")
+    assert "pocketmq.client.producer" in modules
+    assert under(modules, SERVER_SIDE) == []
+
+
+@pytest.mark.parametrize("module", SPARK_MODULES)
+def test_a_spark_worker_loads_no_server_side_module(module):
+    pytest.importorskip("pyspark")
+    modules = loaded_after(f"import {module}")
+    assert module in modules
+    assert under(modules, (*SERVER_SIDE, "pocketmq.runtime")) == []

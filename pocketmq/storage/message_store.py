@@ -333,7 +333,7 @@ class DefaultMessageStore:
 
     def _wait_flush(self, result: PutMessageResult, wait: bool) -> None:
         ar = result.append_result
-        # Only under SYNC_FLUSH (a GroupCommitService), only for an ok result (it has its append result):
+        # Called only under SYNC_FLUSH (a GroupCommitService) and for an ok result, which has its append result.
         flushed = self.flush_service.submit(ar.wrote_offset + ar.wrote_bytes)  # type: ignore[union-attr]
         if wait:
             try:
@@ -364,7 +364,7 @@ class DefaultMessageStore:
             out.set_result(result)
             return out
         ar = result.append_result
-        # Only under SYNC_FLUSH (a GroupCommitService), only for an ok result (it has its append result):
+        # Called only under SYNC_FLUSH (a GroupCommitService) and for an ok result, which has its append result.
         flushed = self.flush_service.submit(ar.wrote_offset + ar.wrote_bytes)  # type: ignore[union-attr]
         if not wait_store_msg_ok:
             out.set_result(result)

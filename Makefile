@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test bench lint clean java spark-demo
+.PHONY: run demo test bench lint typecheck clean java spark-demo
 
 SPARK_STAMP := $(VENV)/.installed-spark
 
@@ -37,7 +37,12 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
-test: $(SPARK_STAMP) lint java
+# Default checks everywhere, strict ones for pocketmq.remoting and pocketmq.common ([tool.mypy] in
+# pyproject.toml). It needs the spark extra: pyspark_pocketmq is checked against PySpark's own types.
+typecheck: $(SPARK_STAMP)
+	$(VENV)/bin/mypy
+
+test: $(SPARK_STAMP) lint typecheck java
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
 # Order events streamed through Spark into per-minute aggregates, on a cluster of its own (examples/).

@@ -135,13 +135,13 @@ class ThreadedCluster:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
 
     def start(self) -> ThreadedCluster:
-        self._loop = loop_factory()()
+        loop = self._loop = loop_factory()()
         ready = threading.Event()
 
         def serve() -> None:
-            asyncio.set_event_loop(self._loop)
-            self._loop.call_soon(ready.set)
-            self._loop.run_forever()
+            asyncio.set_event_loop(loop)
+            loop.call_soon(ready.set)
+            loop.run_forever()
 
         self._thread = threading.Thread(target=serve, name="pocketmq-cluster", daemon=True)
         self._thread.start()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -84,7 +84,7 @@ def read_range(opts: SourceOptions, schema: StructType, part: QueueRange) -> Ite
 
 
 async def _read_batches(consumer: PullConsumer, opts: SourceOptions, schema: StructType, part: QueueRange
-                        ) -> AsyncIterator[pa.RecordBatch]:
+                        ) -> AsyncGenerator[pa.RecordBatch, None]:
     builder = BatchBuilder(arrow_schema(schema), part.broker_name)
     mq = to_mq(part.queue)
     fail = opts.fail_on_data_loss

@@ -37,7 +37,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return {"opts": self.opts, "schema": self.schema}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["opts"], state["schema"])
+        StreamReader.__init__(self, state["opts"], state["schema"])
 
     @property
     def view(self) -> BrokerView:

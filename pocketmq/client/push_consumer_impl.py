@@ -236,7 +236,10 @@ class DefaultMQPushConsumerImpl:
     # --- background work, all cancelled by shutdown --------------------------------------------------------
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any] | None:
-        return self._tasks.spawn(coro) if self.running else _closed(coro)
+        if self.running:
+            return self._tasks.spawn(coro)
+        _closed(coro)
+        return None
 
     def schedule(self, delay: float, fn: Callable[[], object]) -> None:
         if self.running:

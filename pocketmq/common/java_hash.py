@@ -27,7 +27,7 @@ def _powers(n: int) -> list[int]:
     return _POWERS
 
 
-def _units(s: str):
+def _units(s: str) -> "bytes | array[int]":
     if s.isascii():
         return s.encode("ascii")[::-1]
     units = array("H", s.encode("utf-16-le"))
@@ -39,7 +39,7 @@ def _units(s: str):
 
 def java_string_hash(s: str) -> int:
     units = _units(s)
-    h = sum(map(mul, units, _powers(len(units)))) & _MASK
+    h: int = sum(map(mul, units, _powers(len(units)))) & _MASK
     return h - 0x100000000 if h & 0x80000000 else h
 
 
@@ -65,7 +65,8 @@ def extend_hash(prefix_hash: int, suffix: bytes) -> int | None:
         return None
     n = len(suffix)
     powers = _powers(n + 1)
-    return (prefix_hash * powers[n] + sum(map(mul, suffix[::-1], powers))) & _MASK
+    h: int = (prefix_hash * powers[n] + sum(map(mul, suffix[::-1], powers))) & _MASK
+    return h
 
 
 _TAIL8 = struct.Struct("8B")
@@ -113,8 +114,11 @@ class KeyHashes:
                 self._heads.clear()
                 self._cached = 0
                 heads = self._heads[prefix_hash] = {}
-            head = heads[head_b] = extend_hash(prefix_hash, head_b)
+            head = extend_hash(prefix_hash, head_b)
+            assert head is not None  # the key is ASCII, so its head is
+            heads[head_b] = head
             self._cached += 1
         a, b, c, d, e, f, g, h = _TAIL8.unpack_from(key, n - 8)
         p7, p6, p5, p4, p3, p2, p1 = self._p
-        return (head * self._shift + a * p7 + b * p6 + c * p5 + d * p4 + e * p3 + f * p2 + g * p1 + h) & _MASK
+        hashed: int = (head * self._shift + a * p7 + b * p6 + c * p5 + d * p4 + e * p3 + f * p2 + g * p1 + h) & _MASK
+        return hashed

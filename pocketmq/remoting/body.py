@@ -10,6 +10,7 @@ with the path of the offending value.
 
 from __future__ import annotations
 
+import builtins
 import time
 import zlib
 from collections.abc import Callable
@@ -84,31 +85,31 @@ class Reader:
             raise BodyError(self.at(key), f"expected a str, got {type(v).__name__}")
         return v
 
-    def int(self, key: str, default: Any = _MISSING) -> Any:
+    def int(self, key: builtins.str, default: Any = _MISSING) -> Any:
         v = self._get(key, default)
         if v is not default and (type(v) is bool or not isinstance(v, int)):
             raise BodyError(self.at(key), f"expected an int, got {type(v).__name__}")
         return v
 
-    def bool(self, key: str, default: Any = _MISSING) -> Any:
+    def bool(self, key: builtins.str, default: Any = _MISSING) -> Any:
         v = self._get(key, default)
         if v is not default and not isinstance(v, bool):
             raise BodyError(self.at(key), f"expected a bool, got {type(v).__name__}")
         return v
 
-    def list(self, key: str, default: Any = _MISSING) -> Any:
+    def list(self, key: builtins.str, default: Any = _MISSING) -> Any:
         v = self._get(key, default)
         if v is not default and not isinstance(v, list):
             raise BodyError(self.at(key), f"expected a list, got {type(v).__name__}")
         return v
 
-    def map(self, key: str, default: Any = _MISSING) -> Any:
+    def map(self, key: builtins.str, default: Any = _MISSING) -> Any:
         v = self._get(key, default)
         if v is not default and not isinstance(v, dict):
             raise BodyError(self.at(key), f"expected a map, got {type(v).__name__}")
         return v
 
-    def str_list(self, key: str, default: Any = _MISSING) -> Any:
+    def str_list(self, key: builtins.str, default: Any = _MISSING) -> Any:
         items = self.list(key, default)
         if items is default:
             return items
@@ -117,13 +118,13 @@ class Reader:
                 raise BodyError(f"{self.at(key)}[{i}]", f"expected a str, got {type(v).__name__}")
         return items
 
-    def objects(self, key: str, cls: type[_BodyClass], default: Any = _MISSING) -> Any:
+    def objects(self, key: builtins.str, cls: type[_BodyClass], default: Any = _MISSING) -> Any:
         items = self.list(key, default)
         if items is default:
             return items
         return [cls.from_dict(v, f"{self.at(key)}[{i}]") for i, v in enumerate(items)]
 
-    def object_map(self, key: str, cls: type[_BodyClass], default: Any = _MISSING) -> Any:
+    def object_map(self, key: builtins.str, cls: type[_BodyClass], default: Any = _MISSING) -> Any:
         m = self.map(key, default)
         if m is default:
             return m
@@ -263,7 +264,8 @@ class RegisterBrokerBody:
                 data = zlib.decompress(data)
             except zlib.error as e:
                 raise BodyError("", f"bad zlib data ({e})") from None
-        return decode_body(data, cls)
+        body: RegisterBrokerBody = decode_body(data, cls)
+        return body
 
 
 def body_crc32(data: bytes | None) -> int:

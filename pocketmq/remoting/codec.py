@@ -77,7 +77,7 @@ def encode(cmd: RemotingCommand, max_frame_size: int | None = None) -> bytes:
         packer = _packers.packer
     except AttributeError:
         packer = _packers.packer = msgpack.Packer(use_bin_type=True)
-    packed = packer.pack(head)  # (a failed pack leaves the packer empty: msgpack resets it)
+    packed: bytes = packer.pack(head)  # (a failed pack leaves the packer empty: msgpack resets it)
     body = cmd.body
     if body is None:
         size = len(packed)

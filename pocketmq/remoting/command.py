@@ -32,7 +32,8 @@ def _ext(ext_fields: Mapping[str, object] | CommandHeader | None) -> ExtFields:
         return {}
     to_ext = getattr(ext_fields, "to_ext", None)
     if to_ext is not None:
-        return to_ext()
+        ext: ExtFields = to_ext()
+        return ext
     return {k: v for k, v in ext_fields.items() if v is not None}  # type: ignore[union-attr]
 
 

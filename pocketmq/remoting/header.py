@@ -126,7 +126,8 @@ def to_ext(header: CommandHeader) -> dict[str, object]:
 def from_ext(cls: type[T], ext: Mapping[str, object] | None) -> T:
     """Parse and validate ``ext`` into ``cls``; raises HeaderError naming the first bad field."""
     codec = _CODECS.get(cls) or _compile(cls)
-    return codec[1](ext or {})
+    header: T = codec[1](ext or {})
+    return header
 
 
 # Per header class, a to_ext and a from_ext written out field by field (compiled once, at first use): every
@@ -355,7 +356,8 @@ def parse_send_message_request_header(
 ) -> SendMessageRequestHeader:
     """The V1 header of a send request, whichever form the request code implies."""
     if code in _V2_SEND_CODES:
-        return _send_v2_from_ext(ext or {})  # = SendMessageRequestHeaderV2.from_ext(ext).to_v1()
+        header: SendMessageRequestHeader = _send_v2_from_ext(ext or {})  # = V2.from_ext(ext).to_v1()
+        return header
     return SendMessageRequestHeader.from_ext(ext)
 
 

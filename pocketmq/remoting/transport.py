@@ -236,7 +236,7 @@ class Endpoint:
 
     def _track(self, task: asyncio.Future[None]) -> None:
         self._tasks.add(task)  # type: ignore[arg-type]
-        task.add_done_callback(self._tasks.discard)  # type: ignore[arg-type]
+        task.add_done_callback(self._tasks.discard)
 
     async def _close_all(self) -> None:
         channels = list(self._channels)
@@ -293,12 +293,14 @@ class _Resume:
                 try:
                     waiting_on = coro.throw(e)
                 except StopIteration as done:
-                    return done.value
+                    result: RemotingCommand | None = done.value
+                    return result
             else:
                 try:
                     waiting_on = coro.send(value)
                 except StopIteration as done:
-                    return done.value
+                    result = done.value
+                    return result
 
 
 def _resuming(coro: Coroutine[object, object, RemotingCommand | None], waiting_on: object) -> Handler:

@@ -171,6 +171,7 @@ class CommitLog:
             rec, refused = self._new_shape(key)
             if refused is not None:
                 return refused
+            assert rec is not None  # _new_shape gives a struct or a refusal
         if not 0 <= queue_id <= _MAX_INT:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=f"queue id {queue_id} out of range")
         sys_flag = msg.sys_flag
@@ -207,6 +208,11 @@ class CommitLog:
 
         The broker hands over a MessageExtBatch (shared fields once, properties already encoded); a list of
         Messages may differ in everything but topic and queue."""
+        sys_flags: Iterable[int]
+        born_tss: Iterable[int]
+        born_hosts: Iterable[bytes]
+        reconsumes: Iterable[int]
+        prepareds: Iterable[int]
         if isinstance(msgs, MessageExtBatch):
             b = msgs
             topic, queue_id, store_host = b.topic, b.queue_id, b.store_host
@@ -252,6 +258,7 @@ class CommitLog:
                 rec, refused = self._new_shape(key)
                 if refused is not None:
                     return refused
+                assert rec is not None  # _new_shape gives a struct or a refusal
             sys_flag = b.sys_flag
             if sys_flag & _V6_BITS or key[3] != 8 or slen != 8:
                 sys_flag = _host_flags(sys_flag, key[3], slen)
@@ -271,6 +278,7 @@ class CommitLog:
                     rec, refused = self._new_shape(key)
                     if refused is not None:
                         return refused
+                    assert rec is not None  # _new_shape gives a struct or a refusal
                 if sys_flag & _V6_BITS or key[3] != 8 or slen != 8:
                     sys_flag = _host_flags(sys_flag, key[3], slen)
                 rec_list.append(rec)
@@ -280,7 +288,7 @@ class CommitLog:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
                                     remark=f"batch of {total} bytes does not fit a commit log file")
         qkey = (topic, queue_id)
-        offsets = []
+        offsets: list[int] = []
         append = offsets.append
         with self.put_lock:
             mf = self._writable_file(total)

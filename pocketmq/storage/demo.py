@@ -314,9 +314,9 @@ def report(path: str, config: MessageStoreConfig, count: int, summary: Summary, 
         if group:
             size = fmt_bytes(sum(f[1] for f in group))
             lines.append(f"  {kind + '/':<14} {len(group):>3} file(s)  {size:>10} apparent")
-    for name, size, _ in files:
+    for name, nbytes, _ in files:
         if os.sep not in name:
-            lines.append(f"  {name:<14} {size:>9,} bytes")
+            lines.append(f"  {name:<14} {nbytes:>9,} bytes")
     lines.append(f"  {fmt_bytes(apparent)} apparent, {fmt_bytes(allocated)} allocated on disk: "
                  "files are sparse, so space is used only where data was written.")
     lines += ["", "Shut down cleanly: the abort file is gone and the checkpoint is flushed.",

@@ -143,10 +143,12 @@ class FlushConsumeQueueService(ServiceThread):
                 log.exception("preparing the next file of %r failed", cq)
 
     def do_flush(self, least_pages: int, thorough: bool) -> None:
-        logics_ts = self.store.checkpoint.logics_msg_timestamp
+        checkpoint = self.store.checkpoint
+        assert checkpoint is not None  # the store's checkpoint lives as long as this service runs
+        logics_ts = checkpoint.logics_msg_timestamp
         for cq in list(self.store.consume_queue_table.values()):
             cq.flush(least_pages)
         if thorough:
             # Only what was dispatched before this flush started is known to be on disk.
-            self.store.checkpoint.logics_msg_timestamp = logics_ts
-            self.store.checkpoint.flush()
+            checkpoint.logics_msg_timestamp = logics_ts
+            checkpoint.flush()

@@ -25,8 +25,8 @@ class TagsFilter:
     needs_commit_log = False
 
     def __init__(self, codes: set[int] | None) -> None:
-        self.codes = codes  # None or empty: everything
-        self.match_all = not codes
+        self.match_all = not codes  # None or empty: everything
+        self.codes: set[int] = codes or set()
 
     def is_matched_by_consume_queue(self, tags_code: int) -> bool:
         return self.match_all or tags_code in self.codes

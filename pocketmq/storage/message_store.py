@@ -151,6 +151,7 @@ class DefaultMessageStore:
         if self.last_exit_ok:
             end = recover_normally(self.commit_log, check_crc)
         else:
+            assert self.checkpoint is not None  # made by load() above
             end, dispatch_from = recover_abnormally(self.commit_log, self.checkpoint.get_min_timestamp(), check_crc)
         # Nothing may point past the recovered end of the log.
         for cq in self.consume_queue_table.values():
@@ -210,6 +211,7 @@ class DefaultMessageStore:
             cq.mapped_file_queue.flush_all()
         self.index_service.flush()
         cp = self.checkpoint
+        assert cp is not None  # cleared only below
         cp.physic_msg_timestamp = max(cp.physic_msg_timestamp, self.commit_log._last_store_timestamp)
         last_index = self.index_service.files[-1] if self.index_service.files else None
         if last_index is not None:
@@ -324,14 +326,15 @@ class DefaultMessageStore:
         if limit <= 0:
             return
         ar = result.append_result
-        end = ar.wrote_offset + ar.wrote_bytes
+        end = ar.wrote_offset + ar.wrote_bytes  # type: ignore[union-attr]  # an ok result has its append result
         reput = self.reput_service
         if end - reput.reput_from_offset > limit and reput.running:
             reput.wait_caught_up(end - limit // 2, 0.05)
 
     def _wait_flush(self, result: PutMessageResult, wait: bool) -> None:
         ar = result.append_result
-        flushed = self.flush_service.submit(ar.wrote_offset + ar.wrote_bytes)
+        # Called only under SYNC_FLUSH (a GroupCommitService) and for an ok result, which has its append result.
+        flushed = self.flush_service.submit(ar.wrote_offset + ar.wrote_bytes)  # type: ignore[union-attr]
         if wait:
             try:
                 ok = flushed.result(self.config.sync_flush_timeout)
@@ -361,7 +364,8 @@ class DefaultMessageStore:
             out.set_result(result)
             return out
         ar = result.append_result
-        flushed = self.flush_service.submit(ar.wrote_offset + ar.wrote_bytes)
+        # Called only under SYNC_FLUSH (a GroupCommitService) and for an ok result, which has its append result.
+        flushed = self.flush_service.submit(ar.wrote_offset + ar.wrote_bytes)  # type: ignore[union-attr]
         if not wait_store_msg_ok:
             out.set_result(result)
             return out

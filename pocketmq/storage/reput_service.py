@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 import struct
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from pocketmq.common.constants import (
     BLANK_MAGIC_CODE,
@@ -28,6 +28,9 @@ from .consume_queue import CQ_ENTRY
 from .service_thread import ServiceThread
 
 if TYPE_CHECKING:
+    from mmap import mmap
+
+    from .consume_queue import ConsumeQueue
     from .message_store import DefaultMessageStore
 
 log = logging.getLogger(__name__)
@@ -90,6 +93,7 @@ class ReputMessageService(ServiceThread):
         if not props:
             return 0
         i = props.find(b"TAGS\x01")
+        tags: bytes | None
         if i == 0 or i > 0 and props[i - 1] == 2:
             j = props.find(b"\x02", i)
             tags = props[i + 5:j] if j > 0 else props[i + 5:]
@@ -222,7 +226,11 @@ class ReputMessageService(ServiceThread):
         # (qf, with mapped buffer qmm, start qbase and size qend) and its max physical offset (qmax,
         # written back when the queue changes and at the end). qf.wrote_position is stored on every
         # entry, as a reader woken by the listener below must already see the entry.
-        cur_topic = cur_qid = cq = qf = qmm = None
+        cur_topic = cur_qid = qf = None
+        # cq and qmm are None only until the first record sets them, which mypy cannot follow through the loop.
+        cq: ConsumeQueue = None  # type: ignore[assignment]
+        qmm: mmap = None  # type: ignore[assignment]
+        records: Iterable[tuple[Any, ...]]
         qbase = qend = 0
         qmax = -1
         is_sched = False
@@ -268,7 +276,7 @@ class ReputMessageService(ServiceThread):
                     if qid != cur_qid or topic_b != cur_topic:
                         if cq is not None:
                             cq.max_physic_offset = qmax
-                        cq = cq_table.get((topic_b, qid))
+                        cq = cq_table.get((topic_b, qid))  # type: ignore[assignment]  # None: made below
                         if cq is None:
                             cq = store.find_consume_queue_for_dispatch(topic_b.decode(), qid)
                         cur_topic, cur_qid, is_sched, qmax = topic_b, qid, cq.is_schedule, cq.max_physic_offset
@@ -281,7 +289,8 @@ class ReputMessageService(ServiceThread):
                     # Index before the queue entry: after a crash, dispatch resumes after the last queue
                     # entry, so everything up to it must already be indexed.
                     if keys or uniq:
-                        index.build_index_raw(cq.topic, topic_b, keys, uniq, phys, store_ts, sys_flag)
+                        index.build_index_raw(  # type: ignore[union-attr]  # keys come only with an index
+                            cq.topic, topic_b, keys, uniq, phys, store_ts, sys_flag)
                     if not sys_flag & TRANSACTION_PREPARED_TYPE and phys + size > qmax:
                         wp = qoff * 20 - qbase
                         if qf is not None and wp == qf.wrote_position and wp < qend:
@@ -310,7 +319,7 @@ class ReputMessageService(ServiceThread):
                 index.sync_header()
             self.reput_from_offset = base + pos
             if store_ts:
-                store.checkpoint.logics_msg_timestamp = store_ts
+                store.checkpoint.logics_msg_timestamp = store_ts  # type: ignore[union-attr]  # set while running
 
     @staticmethod
     def _decode_v6(mm, pos: int) -> tuple:

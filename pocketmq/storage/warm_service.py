@@ -55,7 +55,7 @@ class WarmMappedFileService(ServiceThread):
             while not self.stopped:
                 mf = self.queue.last()
                 moved = mf is not None and mf.file_from_offset + mf.wrote_position != seen
-                if moved:
+                if moved and mf is not None:
                     seen = mf.file_from_offset + mf.wrote_position
                 if mf is not None and mf.available and mf.path != path:
                     if fd >= 0:

@@ -160,13 +160,12 @@ class AbstractSendMessageProcessor(BrokerProcessor):
         """Append, then the response: at once under ASYNC_FLUSH, else an awaitable of it. Under SYNC_FLUSH the
         flush thread completes the store's future (group commit); the event loop never waits on it."""
         store = self.controller.store
-        batch = isinstance(msgs, MessageExtBatch)
         if not store.sync_flush:
             # Nothing to wait for: the plain put returns as soon as the record is in the mapped file, without
             # the thread-safe Future the async put would build and complete for it.
-            result = store.put_messages(msgs) if batch else store.put_message(msgs)
+            result = store.put_messages(msgs) if isinstance(msgs, MessageExtBatch) else store.put_message(msgs)
             return self.handle_put_message_result(result, request, queue_id)
-        fut = store.async_put_messages(msgs) if batch else store.async_put_message(msgs)
+        fut = store.async_put_messages(msgs) if isinstance(msgs, MessageExtBatch) else store.async_put_message(msgs)
         if fut.done():
             return self.handle_put_message_result(fut.result(), request, queue_id)
         return self._answer_put_later(fut, request, queue_id)

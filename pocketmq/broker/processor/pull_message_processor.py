@@ -126,6 +126,7 @@ class PullMessageProcessor(BrokerProcessor):
         # it gives depends on nothing else (~2 us of a ~32 us pull).
         posted = (topic, header.subscription, header.sub_version) if has_subscription and (
             header.expression_type or EXPRESSION_TYPE_TAG) == EXPRESSION_TYPE_TAG else None
+        message_filter: MessageFilter | RemotingCommand | None
         message_filter = self._posted_tag_filters.get(posted) if posted is not None else None
         if message_filter is None:
             sub_or_error = self._subscription(request, header, has_subscription, sgc.consume_broadcast_enable)

@@ -3,7 +3,7 @@ unknown), exactly as RocketMQ's filter expressions (ActiveMQ's selector classes)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from .java_values import JavaLong, Value, compare, java_equals, parse_double
@@ -194,7 +194,7 @@ class Equal(BooleanNode):
         return compare(lv, rv) == 0
 
 
-_RELATIONS = {
+_RELATIONS: dict[str, Callable[[int], bool]] = {
     ">": lambda c: c > 0,
     ">=": lambda c: c >= 0,
     "<": lambda c: c < 0,

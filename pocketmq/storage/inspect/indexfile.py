@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import struct
+from typing import Any
 
 from pocketmq.common.constants import INDEX_ENTRY_SIZE, INDEX_HASH_SLOT_SIZE, INDEX_HEADER_SIZE
 
@@ -165,7 +166,7 @@ def index_file_entry(path: str, files: ReadOnlyFiles, log: CommitLogFiles, opts:
     matched = []
     for slot in used:
         head = _slot(mm, slot)
-        item = {"slot": slot, "position": slot_position(slot), "head": head,
+        item: dict[str, Any] = {"slot": slot, "position": slot_position(slot), "head": head,
                 "chain": chain(mm, slots, count, head, log, opts.hex)}
         if opts.hex:
             item["hex"] = bytes(mm[item["position"]:item["position"] + INDEX_HASH_SLOT_SIZE]).hex()

@@ -106,13 +106,13 @@ def test_a_malformed_address_fails_at_construction(addr: str) -> None:
 
 
 def test_sync_wrappers_raise_the_same_error(closed_port: str) -> None:
-    with SyncProducer("PG_addr_sync", closed_port, instance_name="addr-sp") as producer:
-        with pytest.raises(NameServerAddressError) as sent:
-            producer.send(Message("TopicAddr", b"x"))
+    with (SyncProducer("PG_addr_sync", closed_port, instance_name="addr-sp") as producer,
+          pytest.raises(NameServerAddressError) as sent):
+        producer.send(Message("TopicAddr", b"x"))
     assert_names(sent.value, closed_port, ConnectionRefusedError)
-    with SyncPullConsumer("CG_addr_sync", closed_port, instance_name="addr-sc") as consumer:
-        with pytest.raises(NameServerAddressError) as pulled:
-            consumer.fetch_subscribe_message_queues("TopicAddr")
+    with (SyncPullConsumer("CG_addr_sync", closed_port, instance_name="addr-sc") as consumer,
+          pytest.raises(NameServerAddressError) as pulled):
+        consumer.fetch_subscribe_message_queues("TopicAddr")
     assert str(pulled.value) == str(sent.value)
     push = SyncPushConsumer("CG_addr_sync_push", closed_port, instance_name="addr-spush")
     push.subscribe("TopicAddr")

@@ -155,3 +155,25 @@ def test_cli_broker_rejects_a_malformed_address(tmp_path: Any) -> None:
     assert result.returncode == 1
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and "name server 'localhost' is not an address" in lines[0], result.stderr
+
+
+async def test_a_connect_that_times_out_names_the_address() -> None:
+    # A listener that never accepts, its backlog already full: Linux drops further SYNs, so connecting hangs
+    # until connect_timeout (a name server host that swallows packets looks the same).
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(0)
+        addr = f"127.0.0.1:{server.getsockname()[1]}"
+        fillers = [socket.socket() for _ in range(3)]
+        try:
+            for s in fillers:
+                s.setblocking(False)
+                s.connect_ex(server.getsockname())
+            async with Producer("PG_addr", addr, instance_name="addr-t", connect_timeout=0.3) as producer:
+                with pytest.raises(NameServerAddressError) as caught:
+                    await producer.send(Message("TopicAddr", b"x"))
+        finally:
+            for s in fillers:
+                s.close()
+    assert_names(caught.value, addr, TimeoutError)
+    assert "timed out" in str(caught.value)

@@ -217,7 +217,7 @@ class MQClientAPIImpl:
             return response
         if last is None:
             raise RemotingTimeoutError(f"no name server answered within {timeout}s")
-        if unreachable:
+        if unreachable and last.__cause__ is not None:  # not when the client was closed meanwhile
             raise name_server_unreachable(unreachable)
         raise last
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from .offsets import EARLIEST, LATEST, OffsetRange, Offsets, QueueRef, split_ranges
 from .options import InvalidOptionError, OffsetSpec
 
-log = logging.getLogger("pyspark_pocketmq")
+log = logging.getLogger(__name__)
 
 
 class DataLossError(RuntimeError):

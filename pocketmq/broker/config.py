@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from pocketmq.remoting.channel import parse_address
 from pocketmq.storage.config import DEFAULT_DELAY_LEVELS, FlushDiskType, MessageStoreConfig
 
 
@@ -128,6 +129,13 @@ class BrokerConfig:
             raise BrokerConfigError(f"brokerRole {self.broker_role!r} is not supported: pocketmq runs masters only")
         if self.broker_id != 0:
             raise BrokerConfigError(f"brokerId {self.broker_id} is not supported: pocketmq runs masters only (0)")
+        for addr in self.namesrv_addr_list:
+            try:
+                host, port = parse_address(addr)
+                if not host or not 0 < port < 65536:
+                    raise ValueError(addr)
+            except ValueError:
+                raise BrokerConfigError(f"name server {addr!r} is not an address: expected host:port") from None
 
     # --- derived values ---
 

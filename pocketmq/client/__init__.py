@@ -20,7 +20,7 @@ from .allocate import (
 )
 from .batch import MessageBatch
 from .consumer_enums import ConsumeFromWhere, MessageModel
-from .exceptions import ClientErrorCode, MQBrokerException, MQClientException, RemotingException
+from .exceptions import ClientErrorCode, MQBrokerException, MQClientException, NameServerAddressError, RemotingException
 from .message import Message, PullResult, PullStatus, SendResult, SendStatus
 from .message_listener import (
     ConsumeConcurrentlyContext,
@@ -52,6 +52,7 @@ __all__ = [
     "MessageQueue",
     "MessageModel",
     "MessageQueueSelector",
+    "NameServerAddressError",
     "Producer",
     "PullConsumer",
     "PullResult",

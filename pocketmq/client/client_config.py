@@ -7,7 +7,9 @@ import os
 import socket
 from dataclasses import dataclass, field
 
-from .exceptions import ClientErrorCode, MQClientException
+from pocketmq.remoting.channel import parse_address
+
+from .exceptions import ClientErrorCode, MQClientException, NameServerAddressError
 
 
 @functools.cache
@@ -58,6 +60,13 @@ class ClientConfig:
                 "No name server address, please set namesrv_addr (\"host:port;host:port\")",
                 response_code=ClientErrorCode.NO_NAME_SERVER_EXCEPTION,
             )
+        for addr in self.namesrv_addr_list():
+            try:
+                host, port = parse_address(addr)
+                if not host or not 0 < port < 65536:
+                    raise ValueError(f"bad address {addr!r}, expected host:port with a port in 1..65535")
+            except ValueError as e:
+                raise NameServerAddressError(f"name server {addr!r} is not an address: expected host:port") from e
 
     def namesrv_addr_list(self) -> list[str]:
         return [a.strip() for a in (self.namesrv_addr or "").split(";") if a.strip()]

@@ -16,6 +16,7 @@ __all__ = [
     "ClientErrorCode",
     "MQBrokerException",
     "MQClientException",
+    "NameServerAddressError",
     "RemotingConnectError",
     "RemotingException",
     "RemotingSendRequestError",
@@ -43,6 +44,18 @@ class MQClientException(Exception):
         super().__init__(message)
         self.response_code = response_code
         self.error_message = message
+
+
+class NameServerAddressError(MQClientException, RemotingConnectError):
+    """The name server address leads nowhere: not ``host:port``, a host that does not resolve, or nothing
+    listening. The message names the address(es); ``__cause__`` is the ValueError, OSError or TimeoutError.
+
+    Also a RemotingConnectError, which is what an unreachable name server raised before this type existed, so
+    handlers written for the remoting family keep catching it.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, response_code=ClientErrorCode.NO_NAME_SERVER_EXCEPTION)
 
 
 class MQBrokerException(Exception):

@@ -10,10 +10,14 @@ either the old or the new table, never half of one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import shutil
+
+import aiofiles
+import aiofiles.os
 
 from pocketmq.remoting.client_body import MessageQueue
 
@@ -87,15 +91,23 @@ class LocalFileOffsetStore:
             return
         text = json.dumps({"offsetTable": table}, indent=1)
         async with self._write_lock:  # one writer at a time: the periodic persist and shutdown may overlap
-            await asyncio.to_thread(self._write_atomically, text)
+            await self._write_atomically(text)
 
-    def _write_atomically(self, text: str) -> None:
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+    async def _write_atomically(self, text: str) -> None:
+        """RocketMQ's MixAll.string2File, each blocking step on aiofiles' thread pool so the loop never waits
+        on the disk: ``offsets.json.tmp`` written and fsynced, the current file copied to ``.bak``, then the
+        temporary file renamed over it. (The broker's config_file does the same; the client cannot import it.)
+        """
         tmp = self.path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        if os.path.exists(self.path):
-            shutil.copyfile(self.path, self.path + ".bak")
-        os.replace(tmp, self.path)
+        await aiofiles.os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        async with aiofiles.open(tmp, "w", encoding="utf-8") as f:
+            await f.write(text)
+            await f.flush()
+            await aiofiles.os.wrap(os.fsync)(f.fileno())
+        await aiofiles.os.wrap(_copy_to_backup)(self.path, self.path + ".bak")
+        await aiofiles.os.replace(tmp, self.path)
+
+
+def _copy_to_backup(path: str, bak: str) -> None:
+    with contextlib.suppress(FileNotFoundError):  # the first write has nothing to back up
+        shutil.copyfile(path, bak)

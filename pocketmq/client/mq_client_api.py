@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import random
 import zlib
 from dataclasses import dataclass
@@ -52,7 +53,7 @@ from pocketmq.remoting.header import (
 )
 
 from .client_config import ClientConfig
-from .exceptions import MQBrokerException, MQClientException
+from .exceptions import MQBrokerException, MQClientException, NameServerAddressError
 from .message import PullResult, PullStatus, SendResult, SendStatus
 
 log = logging.getLogger(__name__)
@@ -126,6 +127,31 @@ def process_pull_response(response: RemotingCommand, addr: str | None = None) ->
     )
 
 
+def name_server_unreachable(causes: dict[str, BaseException]) -> NameServerAddressError:
+    """One line naming each address and why connecting to it failed; the last failure is the cause."""
+
+    def why(e: BaseException) -> str:
+        # The errno's own words: asyncio's loop says "Connect call failed ('127.0.0.1', 1)", uvloop's
+        # "Connection refused"; both mean the same and should read the same.
+        if isinstance(e, OSError) and isinstance(e.errno, int) and e.errno > 0:
+            return os.strerror(e.errno)
+        if isinstance(e, OSError) and e.strerror:
+            return e.strerror  # a resolver error (socket.gaierror) has a negative errno
+        if isinstance(e, TimeoutError):
+            return f"connecting timed out{': ' + str(e) if str(e) else ''}"
+        return str(e) or type(e).__name__
+
+    if len(causes) == 1:
+        [(addr, cause)] = causes.items()
+        error = NameServerAddressError(f"name server {addr} unreachable: {why(cause)}")
+    else:
+        each = "; ".join(f"{addr}: {why(cause)}" for addr, cause in causes.items())
+        error = NameServerAddressError(f"no name server reachable ({each})")
+        cause = list(causes.values())[-1]
+    error.__cause__ = cause
+    return error
+
+
 class MQClientAPIImpl:
     def __init__(self, config: ClientConfig, remoting_client: RemotingClient | None = None) -> None:
         self.config = config
@@ -169,6 +195,7 @@ class MQClientAPIImpl:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         last: RemotingError | None = None
+        unreachable: dict[str, BaseException] = {}  # address -> the OSError or TimeoutError of connecting
         for addr in self._namesrv_candidates():
             remaining = deadline - loop.time()
             if remaining <= 0:
@@ -178,6 +205,8 @@ class MQClientAPIImpl:
             except RemotingConnectError as e:
                 log.info("name server %s unreachable: %s", addr, e)
                 last = e
+                if e.__cause__ is not None:
+                    unreachable[addr] = e.__cause__
                 if self._namesrv_chosen == addr:
                     self._namesrv_chosen = None
                 continue
@@ -188,6 +217,8 @@ class MQClientAPIImpl:
             return response
         if last is None:
             raise RemotingTimeoutError(f"no name server answered within {timeout}s")
+        if unreachable and last.__cause__ is not None:  # not when the client was closed meanwhile
+            raise name_server_unreachable(unreachable)
         raise last
 
     async def get_topic_route_info_from_name_server(self, topic: str, timeout: float) -> TopicRouteData:

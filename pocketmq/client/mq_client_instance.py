@@ -25,7 +25,7 @@ from pocketmq.remoting.tasks import TaskTracker
 from pocketmq.remoting.transport import Channel
 
 from .client_config import ClientConfig
-from .exceptions import MQBrokerException, MQClientException
+from .exceptions import MQBrokerException, MQClientException, NameServerAddressError
 from .mq_client_api import MQClientAPIImpl
 from .pull_message_service import PullMessageService
 from .pull_request import PullRequest
@@ -175,16 +175,23 @@ class MQClientInstance:
     # --- routes --------------------------------------------------------------------------------------------
 
     async def update_topic_route_info_from_name_server(
-        self, topic: str, default_topic: str | None = None, default_topic_queue_nums: int = 4
+        self, topic: str, default_topic: str | None = None, default_topic_queue_nums: int = 4,
+        *, unreachable_raises: bool = False,
     ) -> bool:
         """Refresh ``topic``'s route; False (logged) when the name servers have none or cannot be reached.
 
         With ``default_topic`` (TBW102) the default topic's route stands in for ``topic``, its queue counts
         capped at ``default_topic_queue_nums``: sending there makes the broker create the topic.
+        ``unreachable_raises`` is for a user's call: when no name server can be connected to, the
+        NameServerAddressError that names the address(es) is raised instead of logged.
         """
         try:
             await self.fetch_and_apply_route(topic, default_topic, default_topic_queue_nums)
             return True
+        except NameServerAddressError as e:
+            if unreachable_raises:
+                raise
+            log.warning("route of %s not updated: %s", topic, e)
         except MQClientException as e:
             level = logging.DEBUG if e.response_code == ResponseCode.TOPIC_NOT_EXIST else logging.WARNING
             log.log(level, "route of %s not updated: %s", topic, e)

@@ -378,7 +378,7 @@ class Producer:
         info = self.topic_publish_info_table.get(topic)
         if info is None or not info.ok():
             self.topic_publish_info_table.setdefault(topic, TopicPublishInfo())
-            await self.instance.update_topic_route_info_from_name_server(topic)
+            await self.instance.update_topic_route_info_from_name_server(topic, unreachable_raises=True)
             info = self.topic_publish_info_table[topic]
         if info.have_topic_router_info or info.ok():
             return info

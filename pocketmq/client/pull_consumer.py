@@ -20,7 +20,7 @@ from typing import Any
 from pocketmq.remoting.client_body import ConsumerData, MessageQueue, SubscriptionData
 
 from .client_config import ClientConfig
-from .exceptions import MQClientException
+from .exceptions import MQClientException, NameServerAddressError
 from .filter_api import EXPRESSION_TYPE_TAG, SUB_ALL, build_subscription_data
 from .message import PullResult
 from .mq_admin import fetch_all_topic_list
@@ -119,6 +119,8 @@ class PullConsumer:
         """The topic's readable queues, straight from a name server (sorted by broker name, queue id)."""
         try:
             route = await self.instance.fetch_and_apply_route(topic)
+        except NameServerAddressError:
+            raise  # the address is the problem, not the topic
         except MQClientException as e:
             raise MQClientException(
                 f"Can not find Message Queue for this topic, {topic}: {e}", response_code=e.response_code
@@ -266,7 +268,7 @@ class PullConsumer:
         instance = self.instance
         addr = instance.find_broker_address_in_publish(mq.broker_name)
         if addr is None:
-            await instance.update_topic_route_info_from_name_server(mq.topic)
+            await instance.update_topic_route_info_from_name_server(mq.topic, unreachable_raises=True)
             addr = instance.find_broker_address_in_publish(mq.broker_name)
         if addr is None:
             raise MQClientException(f"The broker[{mq.broker_name}] not exist")

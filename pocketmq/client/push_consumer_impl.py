@@ -32,7 +32,7 @@ from .consume_message_concurrently_service import ConsumeMessageConcurrentlyServ
 from .consume_message_orderly_service import ConsumeMessageOrderlyService
 from .consume_message_service import ConsumeMessageService
 from .consumer_enums import ConsumeType, MessageModel
-from .exceptions import MQBrokerException, MQClientException
+from .exceptions import MQBrokerException, MQClientException, NameServerAddressError
 from .filter_api import EXPRESSION_TYPE_SQL92, build_subscription_data, message_matches
 from .local_file_offset_store import LocalFileOffsetStore
 from .message import Message, PullStatus
@@ -206,8 +206,13 @@ class DefaultMQPushConsumerImpl:
         self._tasks = TaskTracker(log)
         self.consume_message_service.start()
         await instance.start()
-        for topic in list(rebalance.subscription_inner):
-            await instance.update_topic_route_info_from_name_server(topic)
+        try:
+            # A wrong name server address fails start() at once; a topic without a route yet does not.
+            for topic in list(rebalance.subscription_inner):
+                await instance.update_topic_route_info_from_name_server(topic, unreachable_raises=True)
+        except NameServerAddressError:
+            await self.shutdown()
+            raise
         await instance.send_heartbeat_to_all_brokers()
         instance.rebalance_service.wakeup()
         log.info("push consumer %s started as %s", self.group, instance.client_id)

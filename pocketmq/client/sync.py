@@ -234,11 +234,12 @@ class SyncPushConsumer:
     def start(self) -> None:
         if self._runner is not None:
             raise RuntimeError("the consumer was started already")
-        self._runner = _LoopThread(f"SyncPushConsumer-{self.consumer.group}")
+        runner = self._runner = _LoopThread(f"SyncPushConsumer-{self.consumer.group}")
         try:
-            self._runner.run(self.consumer.start())
+            runner.run(self.consumer.start())
         except BaseException:
-            self._runner.stop()
+            self._runner = None  # start() shut the consumer down again: it may be started once more
+            runner.stop()
             raise
 
     def shutdown(self) -> None:

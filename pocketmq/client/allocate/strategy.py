@@ -11,7 +11,7 @@ from typing import Protocol, runtime_checkable
 
 from pocketmq.remoting.client_body import MessageQueue
 
-log = logging.getLogger("pocketmq.client.allocate")
+log = logging.getLogger(__name__)
 
 
 @runtime_checkable

@@ -1,0 +1,55 @@
+"""LocalFileOffsetStore's file discipline on a real disk: temp file, .bak of the previous table, rename."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from pocketmq.client.local_file_offset_store import LocalFileOffsetStore
+from pocketmq.client.offset_store import ReadOffsetType
+from pocketmq.remoting.client_body import MessageQueue
+
+MQ0 = MessageQueue("TopicB", "broker-a", 0)
+MQ1 = MessageQueue("TopicB", "broker-a", 1)
+
+
+def offsets(path: Path) -> dict[int, int]:
+    return {e["queueId"]: e["offset"] for e in json.loads(path.read_text())["offsetTable"]}
+
+
+async def test_each_write_keeps_the_previous_table_as_bak(tmp_path: Path) -> None:
+    store = LocalFileOffsetStore(str(tmp_path), "127.0.0.1@i", "G")
+    path = Path(store.path)
+    store.update_offset(MQ0, 5)
+    await store.persist_all()
+    assert offsets(path) == {0: 5} and not path.with_suffix(".json.bak").exists()
+    store.update_offset(MQ0, 9)
+    store.update_offset(MQ1, 2)
+    await store.persist_all()
+    assert offsets(path) == {0: 9, 1: 2}
+    assert offsets(path.with_suffix(".json.bak")) == {0: 5}
+    assert not path.with_suffix(".json.tmp").exists()
+
+
+async def test_concurrent_persists_leave_one_whole_table(tmp_path: Path) -> None:
+    store = LocalFileOffsetStore(str(tmp_path), "127.0.0.1@i", "G")
+    for q in range(64):
+        store.update_offset(MessageQueue("TopicB", "broker-a", q), q * 10)
+    await asyncio.gather(*(store.persist_all() for _ in range(8)))
+    assert offsets(Path(store.path)) == {q: q * 10 for q in range(64)}
+
+
+async def test_a_torn_file_falls_back_to_its_backup(tmp_path: Path) -> None:
+    store = LocalFileOffsetStore(str(tmp_path), "127.0.0.1@i", "G")
+    store.update_offset(MQ0, 3)
+    await store.persist_all()
+    store.update_offset(MQ0, 4)
+    await store.persist_all()
+    path = Path(store.path)
+    path.write_bytes(path.read_bytes()[:20])  # a crash mid-write of a store that did not rename
+    again = LocalFileOffsetStore(str(tmp_path), "127.0.0.1@i", "G")
+    again.load()
+    assert await again.read_offset(MQ0, ReadOffsetType.READ_FROM_MEMORY) == 3
+    path.unlink()
+    assert await again.read_offset(MQ0, ReadOffsetType.READ_FROM_STORE) == 3

@@ -18,7 +18,7 @@ import time
 from .client_config import get_client_ip
 from .message_const import PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 
-_TAIL = struct.Struct(">iH")
+_TAIL = struct.Struct(">IH")
 _counter = itertools.count()  # next() is atomic under the GIL: safe across threads and event loops
 
 
@@ -50,7 +50,9 @@ def create_uniq_id() -> str:
     diff = now_ms - _start_ms
     if -1_000_000 < diff < 0:  # clock stepped back across a month start
         diff = 0
-    return _FIX + _TAIL.pack(diff & 0x7FFFFFFF, next(_counter) & 0xFFFF).hex().upper()
+    # Java writes (int) diff: the low 32 bits, read back unsigned by getNearlyTimeFromID, so a month's
+    # ~2.7e9 ms fit. Masking to 31 bits (as before) lost 2^31 ms after the 24th day of a month.
+    return _FIX + _TAIL.pack(diff & 0xFFFFFFFF, next(_counter) & 0xFFFF).hex().upper()
 
 
 def uniq_id_maker():

@@ -46,6 +46,18 @@ def test_uniq_id_layout() -> None:
     assert abs(get_nearly_time_from_id(uid) - time.time() * 1000) < 60_000
 
 
+def test_uniq_id_time_part_keeps_all_32_bits() -> None:
+    # Past the 24th day of a month the milliseconds since its start exceed 2^31: Java's (int) cast keeps the
+    # low 32 bits and getNearlyTimeFromID reads them unsigned. A 31-bit mask put such ids 24.8 days early.
+    uid = create_uniq_id()
+    head, tail = uid[:20], uid[28:]
+    late = head + f"{2**31 + 12_345:08X}" + tail
+    assert int(late[20:28], 16) == 2**31 + 12_345
+    made = get_nearly_time_from_id(late)
+    assert made % 1000 == (2**31 + 12_345) % 1000  # the month start is whole seconds: the span survives
+    assert time.time() * 1000 - made < 62 * 86_400_000  # this month or the last, never a wrap to the past
+
+
 def test_uniq_ids_differ_only_in_time_and_counter() -> None:
     ids = [create_uniq_id() for _ in range(1000)]
     assert len(set(ids)) == 1000

@@ -1,0 +1,44 @@
+"""A bounded memo for the hot paths: ``cache[key]`` is a plain dict lookup when the key is known.
+
+The codecs, the dispatcher and the processors keep small tables of things derived from what they meet again and
+again (struct shapes, tags hash codes, parsed subscriptions). What they meet comes from clients, so every such
+table needs a bound, or a client that sends ever-new topics or expressions grows the process without end. This
+one class holds that rule for all of them.
+
+A hit costs what a ``dict`` lookup costs (the class is a ``dict``; ``__missing__`` runs only on a miss). When the
+table is full, the oldest entry goes (first in, first out): the tables hold few hot keys, so LRU bookkeeping on
+every hit would cost more than the rare recomputation it saves. A cache only remembers: a value must depend on
+its key alone, so that a hit and a miss give the same answer (validation is never skipped on a hit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import TypeVar
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class BoundedCache(dict[K, V]):
+    """``BoundedCache(compute, maxsize)``: ``cache[key]`` returns ``compute(key)``, remembered for at most
+    ``maxsize`` keys. ``compute`` may raise; nothing is remembered then."""
+
+    __slots__ = ("compute", "maxsize")
+
+    def __init__(self, compute: Callable[[K], V], maxsize: int) -> None:
+        if maxsize < 1:
+            raise ValueError(f"maxsize must be at least 1, not {maxsize}")
+        super().__init__()
+        self.compute = compute
+        self.maxsize = maxsize
+
+    def __missing__(self, key: K) -> V:
+        value = self.compute(key)
+        if len(self) >= self.maxsize:
+            del self[next(iter(self))]
+        self[key] = value
+        return value
+
+    def __repr__(self) -> str:
+        return f"BoundedCache({getattr(self.compute, '__qualname__', self.compute)!r}, {len(self)}/{self.maxsize})"

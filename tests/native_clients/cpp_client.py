@@ -198,6 +198,9 @@ def scenario_pull(args: argparse.Namespace) -> None:
                        "statuses": statuses, **(result or {})})
     ffi_check(dll.ReleaseSubscriptionMessageQueue(mqs))
     consumer.shutdown()
+    if not queues:  # the library reports a topic it could not route as one without queues
+        emit("done", timed_out=False, queues=[], error=f"no queues for topic {args.topic}")
+        return
     emit("done", timed_out=False, queues=queues)
 
 

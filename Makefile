@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test bench lint typecheck clean java spark-demo
+.PHONY: run demo test bench lint typecheck clean java spark-demo native-clients
 
 SPARK_STAMP := $(VENV)/.installed-spark
 
@@ -19,6 +19,27 @@ $(STAMP): pyproject.toml
 $(SPARK_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,spark]'
 	touch $(SPARK_STAMP)
+
+# Real RocketMQ clients for tests/native_clients: the C++ client (PyPI rocketmq 0.4.4, librocketmq bundled)
+# in a virtualenv of its own, since other packages also import as `rocketmq`, and ali-ons (npm) pinned by
+# tests/native_clients/node/package-lock.json. Node and npm come from Debian when missing.
+CPP_VENV := .venv-rocketmq-cpp
+CPP_STAMP := $(CPP_VENV)/.installed
+NODE_DIR := tests/native_clients/node
+NODE_STAMP := $(NODE_DIR)/node_modules/.installed
+
+$(CPP_STAMP):
+	test -x $(CPP_VENV)/bin/python || $(PYTHON) -m venv $(CPP_VENV)
+	$(CPP_VENV)/bin/python -m pip install --quiet 'rocketmq==0.4.4'
+	touch $(CPP_STAMP)
+
+$(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
+	@command -v node >/dev/null && command -v npm >/dev/null || \
+	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null; }
+	cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error >/dev/null
+	touch $(NODE_STAMP)
+
+native-clients: $(CPP_STAMP) $(NODE_STAMP)
 
 # Spark needs Java 17 (or 21); a fresh Debian/Ubuntu machine gets it from apt.
 java:
@@ -42,7 +63,7 @@ lint: $(STAMP)
 typecheck: $(SPARK_STAMP)
 	$(VENV)/bin/mypy
 
-test: $(SPARK_STAMP) lint typecheck java
+test: $(SPARK_STAMP) lint typecheck java native-clients
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
 # Order events streamed through Spark into per-minute aggregates, on a cluster of its own (examples/).
@@ -61,4 +82,4 @@ bench: $(SPARK_STAMP) java
 	$(PY) bench/spark.py
 
 clean:
-	rm -rf $(VENV) .pocketmq .pocketmq-demo
+	rm -rf $(VENV) $(CPP_VENV) $(NODE_DIR)/node_modules .pocketmq .pocketmq-demo

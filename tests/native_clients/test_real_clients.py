@@ -1,0 +1,520 @@
+"""Real RocketMQ clients against pocketmq over RocketMQ's native protocol (issue 17).
+
+The clients run as they are published, in processes of their own, driven by small scripts that print JSON
+lines: the C++ client (PyPI ``rocketmq`` 0.4.4, librocketmq bundled; cpp_client.py under
+.venv-rocketmq-cpp/bin/python) and ali-ons 3.12.0 (npm, pure JavaScript; node/client.js). ``make
+native-clients`` installs both. Each test starts a cluster on free ports, runs drivers against its name server,
+and checks what they report against what pocketmq stored, sent or received.
+
+Skipped while pocketmq does not speak the native protocol, and per client while its runtime is missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import shutil
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip(
+    "pocketmq.remoting.native_codec", reason="pocketmq does not speak RocketMQ's native protocol yet (issue 17)"
+)
+embedded = pytest.importorskip("pocketmq.embedded")
+
+from pocketmq.client import (  # noqa: E402
+    ConsumeConcurrentlyStatus,
+    Message,
+    MessageExt,
+    Producer,
+    PullConsumer,
+    PullStatus,
+    PushConsumer,
+)
+from pocketmq.remoting.body import TopicConfig  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+CPP_PYTHON = Path(os.environ.get("POCKETMQ_CPP_CLIENT_PYTHON", ROOT / ".venv-rocketmq-cpp" / "bin" / "python"))
+NODE = shutil.which("node")
+NODE_DIR = HERE / "node"
+
+
+def _cpp_client_missing() -> str | None:
+    if not CPP_PYTHON.exists():
+        return f"the C++ client's virtualenv is missing ({CPP_PYTHON}): run `make native-clients`"
+    libs = list(CPP_PYTHON.parent.parent.glob("lib/python*/site-packages/rocketmq/librocketmq.so"))
+    return None if libs else "PyPI rocketmq 0.4.4 is not installed in the C++ client's venv: `make native-clients`"
+
+
+def _node_client_missing() -> str | None:
+    if NODE is None:
+        return "node is not installed: `make native-clients` (apt-get install nodejs npm)"
+    if not (NODE_DIR / "node_modules" / "ali-ons" / "package.json").exists():
+        return "ali-ons is not installed in tests/native_clients/node: run `make native-clients`"
+    return None
+
+
+needs_cpp = pytest.mark.skipif(_cpp_client_missing() is not None, reason=_cpp_client_missing() or "")
+needs_node = pytest.mark.skipif(_node_client_missing() is not None, reason=_node_client_missing() or "")
+CLIENTS = [pytest.param("cpp", marks=needs_cpp), pytest.param("node", marks=needs_node)]
+
+# Generous deadlines: a driver gives up by itself after DRIVER_TIMEOUT, the test waits a little longer.
+DRIVER_TIMEOUT = 90.0
+WAIT = DRIVER_TIMEOUT + 15.0
+
+# Retries after a RECONSUME_LATER wait on delay levels of milliseconds instead of 10 s and more.
+FAST_RETRY_BROKER: dict[str, Any] = {"message_delay_level": "10ms 20ms 30ms 40ms 50ms 60ms 70ms 80ms"}
+
+_names = itertools.count()
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}{next(_names)}{os.getpid()}"
+
+
+# ---- the driver processes -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Driver:
+    """One client driver process; its stdout is JSON lines, its stderr goes to a file for diagnostics."""
+
+    name: str
+    proc: asyncio.subprocess.Process
+    stderr_path: Path
+    events: list[dict[str, Any]] = field(default_factory=list)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    reader: asyncio.Task[None] | None = None
+
+    async def read(self) -> None:
+        assert self.proc.stdout is not None
+        async for raw in self.proc.stdout:
+            try:
+                event = json.loads(raw)
+            except ValueError:
+                continue  # a library writing to stdout: not ours
+            if isinstance(event, dict) and "event" in event:
+                self.events.append(event)
+                self.changed.set()
+        self.changed.set()
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["event"] == kind]
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return self.of("message")
+
+    @property
+    def consumed(self) -> list[dict[str, Any]]:
+        return [e for e in self.messages if e.get("answer", "CONSUME_SUCCESS") == "CONSUME_SUCCESS"]
+
+    def diagnostics(self) -> str:
+        try:
+            tail = self.stderr_path.read_text(errors="replace")[-3000:]
+        except OSError:
+            tail = ""
+        return f"{self.name}: exit {self.proc.returncode}, last events {self.events[-3:]}, stderr:\n{tail}"
+
+    async def wait_for(self, predicate: Callable[[Driver], bool], timeout: float = WAIT) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not predicate(self):
+            if self.reader is not None and self.reader.done() and not predicate(self):
+                raise AssertionError(f"the driver ended first. {self.diagnostics()}")
+            left = deadline - loop.time()
+            if left <= 0:
+                raise AssertionError(f"condition not met within {timeout}s. {self.diagnostics()}")
+            self.changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.changed.wait(), min(left, 1.0))
+
+    async def started(self) -> None:
+        await self.wait_for(lambda d: bool(d.of("started")))
+
+    async def stop(self) -> None:
+        """Ask a push consumer to shut down (it persists its offsets and unregisters)."""
+        if self.proc.stdin is not None and self.proc.returncode is None:
+            with contextlib.suppress(ConnectionError):
+                self.proc.stdin.write(b"stop\n")
+                await self.proc.stdin.drain()
+
+    async def done(self, timeout: float = WAIT) -> dict[str, Any]:
+        """The final report of a driver that finished on its own (not by its deadline)."""
+        await self.wait_for(lambda d: bool(d.of("done")), timeout)
+        await asyncio.wait_for(self.proc.wait(), 30)
+        final = self.of("done")[-1]
+        assert not final.get("timed_out") and "error" not in final, self.diagnostics()
+        assert self.proc.returncode == 0, self.diagnostics()
+        return final
+
+    async def kill(self) -> None:
+        if self.proc.returncode is None:
+            self.proc.kill()
+            await self.proc.wait()
+        if self.reader is not None:
+            await asyncio.gather(self.reader, return_exceptions=True)
+
+
+class Clients:
+    """Starts drivers against one cluster and kills whatever is left at the end of the test."""
+
+    def __init__(self, cluster: Any, tmp_path: Path) -> None:
+        self.cluster = cluster
+        self.tmp_path = tmp_path
+        self.drivers: list[Driver] = []
+        # The C++ client writes logs (and, broadcasting, offsets) under $HOME: keep them in the test's folder.
+        self.env = dict(os.environ, HOME=str(tmp_path / "home"))
+        (tmp_path / "home").mkdir(exist_ok=True)
+
+    async def start(self, client: str, scenario: str, *args: str, timeout: float = DRIVER_TIMEOUT) -> Driver:
+        n = len(self.drivers)
+        common = ["--namesrv", self.cluster.namesrv_addr, "--timeout", str(timeout)]
+        if client == "cpp":
+            log_dir = self.tmp_path / "cpp-logs"
+            log_dir.mkdir(exist_ok=True)
+            argv = [str(CPP_PYTHON), str(HERE / "cpp_client.py"), *common, "--log-dir", str(log_dir)]
+            cwd = self.tmp_path
+        else:
+            assert NODE is not None
+            argv = [NODE, str(NODE_DIR / "client.js"), *common]
+            cwd = NODE_DIR
+        stderr_path = self.tmp_path / f"driver{n}-{client}-{scenario}.stderr"
+        with open(stderr_path, "wb") as stderr:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, scenario, *args, cwd=cwd, env=self.env, stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE, stderr=stderr,
+            )
+        driver = Driver(f"{client} {scenario} #{n}", proc, stderr_path)
+        driver.reader = asyncio.create_task(driver.read())
+        self.drivers.append(driver)
+        return driver
+
+    async def run(self, client: str, scenario: str, *args: str) -> Driver:
+        """A driver that finishes by itself (send, pull, push with --expect), waited for."""
+        driver = await self.start(client, scenario, *args)
+        await driver.done()
+        return driver
+
+    async def close(self) -> None:
+        await asyncio.gather(*(d.kill() for d in self.drivers))
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[Any]:
+    async with embedded.EmbeddedCluster(tmp_path / "pocketmq", **FAST_RETRY_BROKER) as c:
+        yield c
+
+
+@pytest.fixture
+async def clients(cluster: Any, tmp_path: Path) -> AsyncIterator[Clients]:
+    runner = Clients(cluster, tmp_path)
+    try:
+        yield runner
+    finally:
+        await runner.close()
+
+
+# ---- pocketmq's side ----------------------------------------------------------------------------------------
+
+
+TAGS = ("TagA", "TagB", "TagC")
+
+
+def body_for(prefix: str, i: int) -> str:
+    """The drivers' bodies (cpp_client.body_for): 5 KiB ones are sent compressed, some are not ASCII."""
+    if i % 10 == 3:
+        return f"{prefix}-{i} big " + "0123456789abcdef" * 320
+    if i % 10 == 7:
+        return f"{prefix}-{i} grüße, 你好, привет, 🚀"
+    return f"{prefix}-{i}"
+
+
+def pocketmq_messages(topic: str, prefix: str, count: int) -> list[Message]:
+    out = []
+    for i in range(count):
+        props = {"idx": str(i)}
+        if i % 10 == 7:
+            props["city"] = "Zürich"
+        keys = [f"{prefix}-{i}", f"{prefix}-five"] if i % 5 == 0 else [f"{prefix}-{i}"]
+        out.append(Message(topic, body_for(prefix, i).encode(), tags=TAGS[i % 3], keys=keys, properties=props))
+    return out
+
+
+async def create_topic(cluster: Any, topic: str, queues: int = 4) -> None:
+    """What `mqadmin updateTopic` does; ali-ons needs it (it has no TBW102 fallback)."""
+    cluster.broker.topic_config_manager.update_topic_config(TopicConfig(topic, queues, queues, 6))
+    await cluster.broker.register_broker_all()
+    assert await cluster.wait_routed(topic)
+
+
+async def send_with_pocketmq(cluster: Any, msgs: list[Message]) -> None:
+    async with Producer(unique("PocketPG"), cluster.namesrv_addr, instance_name=unique("p")) as producer:
+        for msg in msgs:
+            await producer.send(msg)
+    await cluster.wait_dispatched()
+
+
+async def pull_with_pocketmq(cluster: Any, topic: str) -> list[MessageExt]:
+    assert await cluster.wait_routed(topic)
+    await cluster.wait_dispatched()
+    out: list[MessageExt] = []
+    async with PullConsumer(unique("PocketPull"), cluster.namesrv_addr, instance_name=unique("c")) as consumer:
+        for mq in await consumer.fetch_subscribe_message_queues(topic):
+            offset = 0
+            while True:
+                result = await consumer.pull(mq, "*", offset, 32)
+                out.extend(result.msg_found_list)
+                if result.pull_status not in (PullStatus.FOUND, PullStatus.NO_MATCHED_MSG):
+                    break
+                offset = result.next_begin_offset
+    return out
+
+
+def group_clients(cluster: Any, group: str) -> list[str]:
+    info = cluster.broker.consumer_manager.get_consumer_group_info(group)
+    return [] if info is None else info.all_client_ids()
+
+
+def by_keys(events: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {e["keys"]: e for e in events}
+
+
+def expected(msg: Message) -> dict[str, Any]:
+    """A pocketmq Message as a driver reports it."""
+    return {"keys": msg.properties["KEYS"], "tags": msg.tags, "body": msg.body.decode(),
+            "idx": msg.properties["idx"], "city": msg.properties.get("city")}
+
+
+def reported(event: dict[str, Any]) -> dict[str, Any]:
+    return {"keys": event["keys"], "tags": event["tags"], "body": event["body"],
+            "idx": event["props"].get("idx"), "city": event["props"].get("city")}
+
+
+def assert_stored_as_sent(sent: list[dict[str, Any]], stored: list[MessageExt]) -> None:
+    """Every message a driver reports as SEND_OK is stored once, with its body, tags, keys and properties."""
+    assert [e for e in sent if e["status"] != "SEND_OK"] == []
+    got = {" ".join(m.keys): m for m in stored}
+    assert len(got) == len(stored) == len(sent)
+    for e in sent:
+        m = got[e["keys"]]
+        assert m.body.decode() == e["body"]
+        assert (m.tags, m.properties["idx"], m.properties.get("city")) == (
+            e["tags"], str(e["i"]), "Zürich" if e["i"] % 10 == 7 else None)
+        # Over 4 KiB the client compressed the body (sysFlag bit 0); the store keeps it so, the reader inflates.
+        assert bool(m.sys_flag & 1) == (len(e["body"].encode()) > 4096)
+        assert m.queue_offset == e["offset"]
+
+
+# ---- the tests ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("client", "count"), [pytest.param("cpp", 1000, marks=needs_cpp),
+                                               pytest.param("node", 200, marks=needs_node)])
+async def test_sync_sends_are_stored_intact_and_pullable_by_pocketmq(
+    cluster: Any, clients: Clients, client: str, count: int
+) -> None:
+    topic = unique("SendT")
+    if client == "node":
+        await create_topic(cluster, topic)  # the C++ producer gets it created through TBW102 instead
+    driver = await clients.run(client, "send", "--topic", topic, "--group", unique("PG"), "--count", str(count),
+                               "--prefix", unique("s"))
+    sent = driver.of("sent")
+    assert len(sent) == count
+    assert len({e["msg_id"] for e in sent}) == count
+    stored = await pull_with_pocketmq(cluster, topic)
+    assert_stored_as_sent(sent, stored)
+    if client == "cpp":
+        # The C++ client's SendResult.msgId is the message's UNIQ_KEY, which the broker stores as it came.
+        assert {m.uniq_key for m in stored} == {e["msg_id"] for e in sent}
+    else:
+        # ali-ons reports the broker's offsetMsgId (store host + commit-log offset).
+        assert {m.msg_id for m in stored} == {e["msg_id"] for e in sent}
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+async def test_push_consumer_gets_what_pocketmq_sent_filtered_by_tag(
+    cluster: Any, clients: Clients, client: str
+) -> None:
+    topic, group = unique("PushT"), unique("PushG")
+    await create_topic(cluster, topic)
+    msgs = pocketmq_messages(topic, unique("p"), 60)
+    await send_with_pocketmq(cluster, msgs)
+    wanted = [m for m in msgs if m.tags in ("TagA", "TagB")]
+    driver = await clients.run(client, "push", "--topic", topic, "--group", group, "--expression", "TagA || TagB",
+                               "--expect", str(len(wanted)), "--linger", "2")
+    got = by_keys(driver.consumed)
+    assert {k: reported(e) for k, e in got.items()} == {expected(m)["keys"]: expected(m) for m in wanted}
+    assert all(e["topic"] == topic and e["reconsume_times"] == 0 for e in driver.consumed)
+    # The consumer committed what it consumed: each queue's offset is past its last wanted message. (Filtered-out
+    # messages at a queue's end may or may not be passed yet when the consumer shuts down.)
+    for q in range(4):
+        last = max(e["queue_offset"] for e in driver.consumed if e["queue_id"] == q)
+        committed = cluster.broker.consumer_offset_manager.query_offset(group, topic, q)
+        assert last < committed <= cluster.store.get_max_offset_in_queue(topic, q)
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+async def test_two_push_consumers_of_one_group_share_the_queues(
+    cluster: Any, clients: Clients, client: str, poll: Any
+) -> None:
+    topic, group = unique("GroupT"), unique("GroupG")
+    await create_topic(cluster, topic)
+    first = await clients.start(client, "push", "--topic", topic, "--group", group)
+    second = await clients.start(client, "push", "--topic", topic, "--group", group)
+    await first.started()
+    await second.started()
+    await poll(lambda: len(group_clients(cluster, group)) == 2, timeout=WAIT)
+    # Until each has rebalanced, one may still pull every queue: send in rounds until both have had messages.
+    sent: set[str] = set()
+    for rnd in range(8):
+        msgs = pocketmq_messages(topic, unique(f"round{rnd}-"), 40)
+        await send_with_pocketmq(cluster, msgs)
+        sent.update(expected(m)["keys"] for m in msgs)
+        await poll(lambda: sent <= set(by_keys(first.consumed)) | set(by_keys(second.consumed)), timeout=WAIT)
+        if first.consumed and second.consumed:
+            break
+    assert first.consumed and second.consumed, "one consumer of the group never got a message"
+    # Together they got everything (at least once: a queue may change hands while the group settles).
+    assert set(by_keys(first.consumed)) | set(by_keys(second.consumed)) == sent
+    assert {e["topic"] for e in first.consumed + second.consumed} == {topic}
+    await first.stop()
+    await second.stop()
+    await first.done()
+    await second.done()
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+async def test_reconsume_later_comes_back_through_the_retry_topic(
+    cluster: Any, clients: Clients, client: str
+) -> None:
+    topic, group = unique("RetryT"), unique("RetryG")
+    await create_topic(cluster, topic)
+    msgs = pocketmq_messages(topic, unique("r"), 10)
+    await send_with_pocketmq(cluster, msgs)
+    retry_key = expected(msgs[4])["keys"]
+    driver = await clients.run(client, "push", "--topic", topic, "--group", group, "--expect", "10",
+                               "--retry-key", retry_key, "--linger", "2")
+    first, *again = [e for e in driver.messages if e["keys"] == retry_key]
+    assert (first["answer"], first["reconsume_times"]) == ("RECONSUME_LATER", 0)
+    # It came back once, with the original topic restored by the client, and was consumed then.
+    assert [(e["answer"], e["reconsume_times"], e["topic"]) for e in again] == [("CONSUME_SUCCESS", 1, topic)]
+    assert again[0]["props"]["RETRY_TOPIC"] == topic
+    assert reported(again[0]) == expected(msgs[4])
+    assert set(by_keys(driver.consumed)) == {expected(m)["keys"] for m in msgs}
+    # The broker took it back into %RETRY%<group>. (The C++ client sends back the whole pulled batch with a
+    # failure, so more than the one message may be there.)
+    assert cluster.store.get_max_offset_in_queue(f"%RETRY%{group}", 0) >= 1
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+async def test_a_restarted_consumer_resumes_from_its_committed_offsets(
+    cluster: Any, clients: Clients, client: str
+) -> None:
+    topic, group = unique("RestartT"), unique("RestartG")
+    await create_topic(cluster, topic)
+    before = pocketmq_messages(topic, unique("before"), 20)
+    await send_with_pocketmq(cluster, before)
+    driver = await clients.run(client, "push", "--topic", topic, "--group", group, "--expect", "20", "--linger", "1")
+    assert set(by_keys(driver.consumed)) == {expected(m)["keys"] for m in before}
+    ends = [cluster.store.get_max_offset_in_queue(topic, q) for q in range(4)]
+    assert [cluster.broker.consumer_offset_manager.query_offset(group, topic, q) for q in range(4)] == ends
+
+    after = pocketmq_messages(topic, unique("after"), 10)
+    await send_with_pocketmq(cluster, after)
+    again = await clients.run(client, "push", "--topic", topic, "--group", group, "--expect", "10", "--linger", "2")
+    assert set(by_keys(again.consumed)) == {expected(m)["keys"] for m in after}
+
+
+@needs_cpp
+async def test_cpp_pull_consumer_reads_every_queue_from_any_offset(cluster: Any, clients: Clients) -> None:
+    topic = unique("PullT")
+    await create_topic(cluster, topic)
+    msgs = pocketmq_messages(topic, unique("q"), 40)
+    await send_with_pocketmq(cluster, msgs)
+    ends = {q: cluster.store.get_max_offset_in_queue(topic, q) for q in range(4)}
+    assert sum(ends.values()) == 40
+
+    everything = await clients.run("cpp", "pull", "--topic", topic, "--group", unique("PullG"))
+    got = by_keys(everything.messages)
+    assert {k: reported(e) for k, e in got.items()} == {expected(m)["keys"]: expected(m) for m in msgs}
+    for q in range(4):
+        assert sorted(e["queue_offset"] for e in everything.messages if e["queue_id"] == q) == list(range(ends[q]))
+    queues = {r["queue_id"]: r for r in everything.of("done")[0]["queues"]}
+    assert {q: (r["next_offset"], r["max_offset"], r["statuses"][-1]) for q, r in queues.items()} == {
+        q: (end, end, "NO_NEW_MSG") for q, end in ends.items()}
+
+    tag_a = await clients.run("cpp", "pull", "--topic", topic, "--group", unique("PullG"), "--expression", "TagA")
+    assert set(by_keys(tag_a.messages)) == {expected(m)["keys"] for m in msgs if m.tags == "TagA"}
+
+    later = await clients.run("cpp", "pull", "--topic", topic, "--group", unique("PullG"), "--start-offset", "5")
+    assert sorted((e["queue_id"], e["queue_offset"]) for e in later.messages) == [
+        (q, o) for q in range(4) for o in range(5, ends[q])]
+
+
+@needs_cpp
+async def test_cpp_orderly_send_and_consume_keep_each_order_in_sequence(cluster: Any, clients: Clients) -> None:
+    topic, group = unique("OrderT"), unique("OrderG")
+    await create_topic(cluster, topic)
+    sender = await clients.run("cpp", "send", "--topic", topic, "--count", "40", "--orderly", "--order-ids", "4",
+                               "--prefix", unique("o"))
+    assert {e["status"] for e in sender.of("sent")} == {"SEND_OK"}
+    # The hashing selector puts order id n on queue n, each order's messages in the order they were sent.
+    stored = await pull_with_pocketmq(cluster, topic)
+    for q in range(4):
+        in_queue = sorted((m for m in stored if m.queue_id == q), key=lambda m: m.queue_offset)
+        assert [int(m.properties["idx"]) for m in in_queue] == list(range(q, 40, 4))
+
+    consumer = await clients.run("cpp", "push", "--orderly", "--topic", topic, "--group", group, "--expect", "40",
+                                 "--linger", "1")
+    for q in range(4):
+        seen = [int(e["props"]["idx"]) for e in consumer.consumed if e["queue_id"] == q]
+        assert seen == list(range(q, 40, 4))
+
+
+@needs_cpp
+@needs_node
+async def test_real_clients_and_pocketmq_exchange_messages_every_way(
+    cluster: Any, clients: Clients, poll: Any
+) -> None:
+    topic = unique("MixT")
+    await create_topic(cluster, topic)
+    from_cpp = await clients.run("cpp", "send", "--topic", topic, "--count", "20", "--prefix", unique("fromcpp"))
+    from_node = await clients.run("node", "send", "--topic", topic, "--count", "20", "--prefix", unique("fromnode"))
+    native_sent = from_cpp.of("sent") + from_node.of("sent")
+    assert {e["status"] for e in native_sent} == {"SEND_OK"}
+    ours = pocketmq_messages(topic, unique("frompocketmq"), 20)
+    await send_with_pocketmq(cluster, ours)
+    want = {e["keys"]: (e["tags"], e["body"]) for e in native_sent}
+    want |= {expected(m)["keys"]: (m.tags, m.body.decode()) for m in ours}
+    assert len(want) == 60
+
+    # pocketmq's push consumer gets what the real clients sent (and its own).
+    received: dict[str, tuple[str | None, str]] = {}
+
+    async def on_messages(batch: list[MessageExt], context: Any) -> ConsumeConcurrentlyStatus:
+        for m in batch:
+            received[" ".join(m.keys)] = (m.tags, m.body.decode())
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer(unique("PocketPushG"), cluster.namesrv_addr, instance_name=unique("c"))
+    consumer.subscribe(topic, "*")
+    consumer.register_message_listener(on_messages)
+    async with consumer:
+        await poll(lambda: len(received) == len(want), timeout=WAIT)
+    assert received == want
+
+    # Each real client gets what the other one and pocketmq sent.
+    for client in ("cpp", "node"):
+        driver = await clients.run(client, "push", "--topic", topic, "--group", unique(f"{client}G"),
+                                   "--expect", str(len(want)), "--linger", "1")
+        assert {k: (e["tags"], e["body"]) for k, e in by_keys(driver.consumed).items()} == want, client
+

@@ -39,7 +39,9 @@ from typing import Any
 
 from .errors import RemotingError
 
-MAX_DEPTH = 512  # nesting beyond this is refused (a recursive reader must not hit Python's recursion limit)
+# Nesting beyond this is refused: the reader and the writer recurse (two frames a level), and must stay clear of
+# Python's recursion limit. RocketMQ's bodies nest five levels at most.
+MAX_DEPTH = 200
 _MAX_SAFE_INTEGER = 2**53 - 1  # BrowserCompatible writes integers beyond +-this as strings
 
 
@@ -91,7 +93,11 @@ def parse(
     text: str, object_type: type[dict[str, Any]] = JsonObject, parse_float: Callable[[str], Any] = float
 ) -> Any:
     """``loads`` without the fast path: the reference reader of the whole dialect."""
-    return _Parser(text, object_type, parse_float).document()
+    parser = _Parser(text, object_type, parse_float)
+    try:
+        return parser.document()
+    except RecursionError:  # (only from a caller already deep in the stack: MAX_DEPTH is meant to come first)
+        raise parser.fail("nesting too deep") from None
 
 
 # Whitespace as fastjson skips it, comments included.
@@ -255,10 +261,20 @@ class _Parser:
                 digits = text[self.pos + 2 : self.pos + 2 + width]
                 if len(digits) != width or not all(d in "0123456789abcdefABCDEF" for d in digits):
                     raise self.fail(f"bad \\{esc} escape")
-                parts.append(chr(int(digits, 16)))
+                code = int(digits, 16)
                 self.pos += 2 + width
+                low = text[self.pos + 2 : self.pos + 6] if text.startswith("\\u", self.pos) else ""
+                if 0xD800 <= code <= 0xDBFF and len(low) == 4 and _is_low_surrogate(low):
+                    # An escaped UTF-16 pair is one character, as json reads it.
+                    code = 0x10000 + ((code - 0xD800) << 10) + (int(low, 16) - 0xDC00)
+                    self.pos += 6
+                parts.append(chr(code))
             else:
                 raise self.fail(f"bad escape \\{esc}" if esc else "unterminated string")
+
+
+def _is_low_surrogate(digits: str) -> bool:
+    return all(d in "0123456789abcdefABCDEF" for d in digits) and 0xDC00 <= int(digits, 16) <= 0xDFFF
 
 
 # --- writing ----------------------------------------------------------------------------------------------------

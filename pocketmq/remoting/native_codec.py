@@ -139,16 +139,13 @@ def _decode_frame(frame: memoryview) -> RemotingCommand:
         raise MalformedFrame(f"frame of {length} bytes has no room for its header word")
     (word,) = _LEN.unpack_from(frame, 0)
     serialize_type, header_length = word >> 24, word & MAX_HEADER_LENGTH
+    if serialize_type != _JSON and serialize_type != _ROCKETMQ:
+        raise MalformedFrame(f"serialize type {serialize_type} is neither JSON (0) nor ROCKETMQ (1)")
     if header_length > length - 4:
         raise MalformedFrame(f"header length {header_length} runs past the frame's {length - 4} bytes")
     header = frame[4 : 4 + header_length]
     try:
-        if serialize_type == _JSON:
-            cmd = decode_json_header(header)
-        elif serialize_type == _ROCKETMQ:
-            cmd = decode_rocketmq_header(header)
-        else:
-            raise MalformedFrame(f"serialize type {serialize_type} is neither JSON (0) nor ROCKETMQ (1)")
+        cmd = decode_json_header(header) if serialize_type == _JSON else decode_rocketmq_header(header)
     finally:
         header.release()
     if length > 4 + header_length:

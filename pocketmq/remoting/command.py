@@ -116,7 +116,7 @@ class RemotingCommand:
     def body_dialect(self) -> BodyDialect:
         """The dialect of this command's body: msgpack on pocketmq's frames, fastjson's JSON on native ones
         (whichever header form they use)."""
-        return BodyDialect.MSGPACK if self.serialize_type is SerializeType.MSGPACK else BodyDialect.FASTJSON
+        return BodyDialect.MSGPACK if self.serialize_type == SerializeType.MSGPACK else BodyDialect.FASTJSON
 
     def decode_header(self, header_cls: type[H]) -> H:
         """Parse ``ext_fields`` into ``header_cls``; raises HeaderError."""
@@ -137,7 +137,8 @@ class RemotingCommand:
         # Bodies can be megabytes (pull results); print only their size.
         kind = "response" if self.is_response else ("oneway" if self.is_oneway else "request")
         body = "None" if self.body is None else f"<{len(self.body)} bytes>"
-        form = "" if self.serialize_type is SerializeType.MSGPACK else f" serialize_type={self.serialize_type.name}"
+        st = self.serialize_type
+        form = "" if st == SerializeType.MSGPACK else f" serialize_type={getattr(st, 'name', st)}"
         return (
             f"RemotingCommand({kind} code={int(self.code)} opaque={self.opaque} flag={self.flag} "
             f"language={int(self.language)} version={self.version} remark={self.remark!r} "

@@ -52,11 +52,11 @@ def encode_native(
     Raises TypeError or ValueError for header values Java could not hold, FrameTooLarge above ``max_frame_size``.
     """
     serialize_type = cmd.serialize_type
-    if serialize_type is SerializeType.MSGPACK:
+    if serialize_type == SerializeType.MSGPACK:
         serialize_type = default_serialize_type
-    if serialize_type is _JSON:
+    if serialize_type == _JSON:
         header = encode_json_header(cmd)
-    elif serialize_type is _ROCKETMQ:
+    elif serialize_type == _ROCKETMQ:
         header = encode_rocketmq_header(cmd)
     else:
         raise ValueError(f"{serialize_type!r} is not a native serialize type")

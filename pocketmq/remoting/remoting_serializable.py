@@ -106,9 +106,9 @@ def decode_json_header(data: bytes | bytearray | memoryview) -> RemotingCommand:
         raise MalformedFrame(f"undecodable JSON header ({e})") from None
     if not isinstance(obj, dict):
         raise MalformedFrame(f"JSON header is a {type(obj).__name__}, not an object")
-    raw_opaque, raw_flag = obj.get("opaque"), obj.get("flag", 0)
+    raw_opaque, raw_flag = obj.get("opaque"), obj.get("flag")
     opaque = _int_or_none(raw_opaque)
-    flag = _int_or_none(raw_flag)
+    flag = 0 if raw_flag is None else _int_or_none(raw_flag)  # (fastjson leaves a null int field at 0)
     where = (opaque, flag)
     if opaque is None:
         raise MalformedFrame(f"'opaque' must be an int, got {_show(raw_opaque)}", None, flag)

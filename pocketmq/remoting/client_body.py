@@ -1,7 +1,9 @@
 """Bodies exchanged between clients and brokers: heartbeats, queue locks, consumer lists.
 
 Same conventions as ``body``: msgpack maps with RocketMQ's JSON field names, Java sets sent as lists, enum
-values as their Java names (``"CLUSTERING"``, ``"CONSUME_PASSIVELY"`` ...).
+values as their Java names (``"CLUSTERING"``, ``"CONSUME_PASSIVELY"`` ...). From Java's JSON an enum may also
+come as its ordinal (the C++ client's heartbeat has ``"consumeType":1``): the tuples below list the names in
+ordinal order, as RocketMQ 4.9.8 declares them.
 """
 
 from __future__ import annotations
@@ -10,7 +12,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .body import Reader, now_millis
-from .errors import BodyError
+
+CONSUME_TYPES = ("CONSUME_ACTIVELY", "CONSUME_PASSIVELY")
+MESSAGE_MODELS = ("BROADCASTING", "CLUSTERING")
+# The deprecated values still hold ordinals 1-3.
+CONSUME_FROM_WHERE = (
+    "CONSUME_FROM_LAST_OFFSET",
+    "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST",
+    "CONSUME_FROM_MIN_OFFSET",
+    "CONSUME_FROM_MAX_OFFSET",
+    "CONSUME_FROM_FIRST_OFFSET",
+    "CONSUME_FROM_TIMESTAMP",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,14 +123,11 @@ class SubscriptionData:
     @classmethod
     def from_dict(cls, obj: object, path: str = "") -> SubscriptionData:
         r = Reader(obj, path)
-        codes = r.list("codeSet", [])
-        if not all(type(c) is int for c in codes):
-            raise BodyError(r.at("codeSet"), "expected a list of ints")
         return cls(
             topic=r.str("topic"),
             sub_string=r.str("subString", "*"),
             tags_set=r.str_list("tagsSet", []),
-            code_set=codes,
+            code_set=r.int_list("codeSet", []),
             sub_version=r.int("subVersion", 0),
             expression_type=r.str("expressionType", "TAG"),
             class_filter_mode=r.bool("classFilterMode", False),
@@ -160,9 +170,9 @@ class ConsumerData:
         r = Reader(obj, path)
         return cls(
             group_name=r.str("groupName"),
-            consume_type=r.str("consumeType", "CONSUME_PASSIVELY"),
-            message_model=r.str("messageModel", "CLUSTERING"),
-            consume_from_where=r.str("consumeFromWhere", "CONSUME_FROM_LAST_OFFSET"),
+            consume_type=r.enum("consumeType", CONSUME_TYPES, "CONSUME_PASSIVELY"),
+            message_model=r.enum("messageModel", MESSAGE_MODELS, "CLUSTERING"),
+            consume_from_where=r.enum("consumeFromWhere", CONSUME_FROM_WHERE, "CONSUME_FROM_LAST_OFFSET"),
             subscription_data_set=r.objects("subscriptionDataSet", SubscriptionData, []),
             unit_mode=r.bool("unitMode", False),
         )

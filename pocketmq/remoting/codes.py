@@ -37,6 +37,29 @@ class LanguageCode(IntEnum):
     RUST = 12
 
 
+class SerializeType(IntEnum):
+    """How a command's header is serialized: RocketMQ's ``SerializeType`` (JSON 0, ROCKETMQ 1, the byte a native
+    frame carries in its header-length word), plus pocketmq's own msgpack frame.
+
+    MSGPACK is not a RocketMQ value and never appears in a native frame: a command that says MSGPACK and goes
+    out on a native connection (one the server starts, say) takes the connection's default, JSON.
+    """
+
+    JSON = 0
+    ROCKETMQ = 1
+    MSGPACK = -1
+
+
+class BodyDialect(IntEnum):
+    """How a body's object is written: msgpack on pocketmq's frames; on native frames fastjson's default output
+    (``{0:"addr"}``: non-string map keys unquoted) or, for the name server's routes to new clients, standard
+    JSON (fastjson's BrowserCompatible: keys quoted, non-ASCII escaped, longs above 2^53 as strings)."""
+
+    MSGPACK = 0
+    FASTJSON = 1
+    STANDARD_JSON = 2
+
+
 class RequestCode(IntEnum):
     SEND_MESSAGE = 10
     PULL_MESSAGE = 11

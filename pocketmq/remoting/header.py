@@ -4,8 +4,10 @@ A header is a slots dataclass deriving from CommandHeader. Attributes are snake_
 camelCase form (``queue_id`` -> ``queueId``) unless a field overrides it with ``wire("clientID")``. Supported
 field types are str, int, bool and float, each optionally ``| None``. A field without a default is required.
 
-``from_ext`` accepts the native msgpack types and also the decimal/"true"/"false" strings that RocketMQ's own
-codecs send, so headers built by a Java-style client parse too.
+``from_ext`` accepts the native msgpack types and also the strings that RocketMQ's own codecs send (every ext
+value of a native frame is one), read the way Java's ``decodeCommandCustomHeader`` reads them: decimal integers,
+and booleans "true"/"false" in any case, plus the "0" and "1" that the C++ client sends, which Java's
+``Boolean.parseBoolean`` takes as false both.
 """
 
 from __future__ import annotations
@@ -54,11 +56,14 @@ def _parse_str(wire_name: str, v: object) -> str:
     raise HeaderError(wire_name, f"expected a str, got {type(v).__name__} {_show(v)}")
 
 
+_BOOL_TEXTS = frozenset({"true", "false", "0", "1"})
+
+
 def _parse_bool(wire_name: str, v: object) -> bool:
     if type(v) is bool:
         return v
-    if type(v) is str and v.lower() in ("true", "false"):
-        return v.lower() == "true"
+    if type(v) is str and v.lower() in _BOOL_TEXTS:
+        return v.lower() == "true"  # (Java's parseBoolean: only "true" is true, so "1" is false)
     raise HeaderError(wire_name, f"expected a bool, got {type(v).__name__} {_show(v)}")
 
 
@@ -247,6 +252,8 @@ class QueryDataVersionResponseHeader(CommandHeader):
 @dataclass(slots=True)
 class GetRouteInfoRequestHeader(CommandHeader):
     topic: str
+    # 4.9.8: a client below V4_9_4 that reads standard JSON routes asks for them (body.topic_route_body_dialect).
+    accept_standard_json_only: bool | None = None
 
 
 @dataclass(slots=True)

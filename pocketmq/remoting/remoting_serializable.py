@@ -1,0 +1,182 @@
+"""The JSON header of a native frame (RocketMQ's ``RemotingSerializable.encode(cmd)``, serialize type 0).
+
+Written as Java writes it, fastjson's bean output: fields sorted by name, nulls left out, the language by name,
+every ext value a string (``makeCustomHeaderToNet`` stores ``value.toString()``)::
+
+    {"code":105,"extFields":{"topic":"TopicTest"},"flag":0,"language":"JAVA","opaque":7,
+     "serializeTypeCurrentRPC":"JSON","version":409}
+
+Read as leniently as fastjson reads it into a ``RemotingCommand``, so every client's header parses: any key order,
+unknown keys ignored (``serializeTypeCurrentRPC`` included: the frame's type byte says it), the language by name
+or ordinal, numbers also as decimal strings, ext values that are JSON numbers or booleans (the C++ client's
+``"queueId":0``, ali-ons' ``"k":false``) turned into their text as fastjson does for a ``HashMap<String,String>``,
+``extFields`` missing, null or empty, trailing whitespace (the C++ client ends its header with ``\\n``).
+``code`` and ``opaque`` are required (without them no answer could be made or matched); a missing ``language``
+is Java's default, JAVA, an unknown name OTHER.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from decimal import Decimal
+
+from . import fastjson
+from .codes import LanguageCode, SerializeType
+from .command import RemotingCommand
+from .errors import MalformedFrame
+
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_LANGUAGE_NAMES = {int(lc): lc.name for lc in LanguageCode}
+
+
+def java_text(name: str, v: object) -> str:
+    """An ext value as Java's ``toString()`` writes it: str as is, booleans ``true``/``false``, integers in
+    decimal, doubles with ``NaN``/``Infinity`` spelled as Java spells them. TypeError for anything else."""
+    t = type(v)
+    if t is str:
+        return v  # type: ignore[return-value]
+    if t is int:
+        return str(v)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(int(v))
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "NaN"
+        return repr(v) if math.isfinite(v) else ("Infinity" if v > 0 else "-Infinity")
+    if isinstance(v, str):
+        return str(v)
+    raise TypeError(f"ext field {name!r} must be str, int, bool or float, not {type(v).__name__}")
+
+
+def java_ext_fields(ext: Mapping[str, object]) -> dict[str, str]:
+    """``ext`` as the ``HashMap<String,String>`` a Java peer holds: None values left out, the rest as text."""
+    out: dict[str, str] = {}
+    for k, v in ext.items():
+        if type(k) is not str and not isinstance(k, str):
+            raise TypeError(f"ext field name must be str, not {type(k).__name__}: {k!r}")
+        if v is not None:
+            out[k] = java_text(k, v)
+    return out
+
+
+def check_int32(name: str, v: int) -> int:
+    """``v`` as the Java int a header field is; ValueError when it does not fit."""
+    v = int(v)
+    if not _INT32_MIN <= v <= _INT32_MAX:
+        raise ValueError(f"{name} {v} does not fit a Java int")
+    return v
+
+
+def encode_json_header(cmd: RemotingCommand) -> bytes:
+    """The UTF-8 JSON header of ``cmd``, byte for byte what Java's fastjson writes for the same command (ext
+    entries in the map's own order: Java's HashMap has none to copy)."""
+    quote = fastjson.quote
+    parts = ['{"code":', str(check_int32("code", cmd.code))]
+    ext = java_ext_fields(cmd.ext_fields) if cmd.ext_fields else None
+    if ext:
+        parts.append(',"extFields":{')
+        parts.append(",".join(f"{quote(k)}:{quote(v)}" for k, v in ext.items()))
+        parts.append("}")
+    language = int(cmd.language)
+    name = _LANGUAGE_NAMES.get(language)
+    parts += [
+        ',"flag":', str(check_int32("flag", cmd.flag)),
+        ',"language":', f'"{name}"' if name is not None else str(check_int32("language", language)),
+        ',"opaque":', str(check_int32("opaque", cmd.opaque)),
+    ]  # fmt: skip
+    if cmd.remark is not None:
+        if not isinstance(cmd.remark, str):
+            raise TypeError(f"remark must be str, not {type(cmd.remark).__name__}")
+        parts += [',"remark":', quote(cmd.remark)]
+    parts += [',"serializeTypeCurrentRPC":"JSON","version":', str(check_int32("version", cmd.version)), "}"]
+    return "".join(parts).encode("utf-8")
+
+
+def decode_json_header(data: bytes | bytearray | memoryview) -> RemotingCommand:
+    """The command a JSON header describes (no body yet); MalformedFrame when it is not one."""
+    try:
+        # Decimal keeps a fraction's digits as written, which is the text fastjson gives an ext value.
+        obj = fastjson.loads(data, object_type=dict, parse_float=Decimal)
+    except fastjson.JsonSyntaxError as e:
+        raise MalformedFrame(f"undecodable JSON header ({e})") from None
+    if not isinstance(obj, dict):
+        raise MalformedFrame(f"JSON header is a {type(obj).__name__}, not an object")
+    raw_opaque, raw_flag = obj.get("opaque"), obj.get("flag")
+    opaque = _int_or_none(raw_opaque)
+    flag = 0 if raw_flag is None else _int_or_none(raw_flag)  # (fastjson leaves a null int field at 0)
+    where = (opaque, flag)
+    if opaque is None:
+        raise MalformedFrame(f"'opaque' must be an int, got {_show(raw_opaque)}", None, flag)
+    if flag is None:
+        raise MalformedFrame(f"'flag' must be an int, got {_show(raw_flag)}", *where)
+    raw_code = obj.get("code")
+    code = _int_or_none(raw_code)
+    if code is None:
+        raise MalformedFrame(f"'code' must be an int, got {_show(raw_code)}", *where)
+    raw_version = obj.get("version", 0)
+    version = 0 if raw_version is None else _int_or_none(raw_version)
+    if version is None:
+        raise MalformedFrame(f"'version' must be an int, got {_show(raw_version)}", *where)
+    language = _language(obj.get("language"))
+    if language is None:
+        raise MalformedFrame(f"'language' must be a LanguageCode name or number, got {_show(obj.get('language'))}",
+                             *where)
+    remark = obj.get("remark")
+    if remark is not None and not isinstance(remark, str):
+        if isinstance(remark, dict | list):
+            raise MalformedFrame(f"'remark' must be a string, got {_show(remark)}", *where)
+        remark = _text(remark)
+    ext_obj = obj.get("extFields")
+    ext: dict[str, object] = {}
+    if isinstance(ext_obj, dict):
+        for k, v in ext_obj.items():
+            if v is not None:
+                ext[k] = v if type(v) is str else _text(v)
+    elif ext_obj is not None:
+        raise MalformedFrame(f"'extFields' must be an object, got {_show(ext_obj)}", *where)
+    # Positional: code, language, version, opaque, flag, remark, ext_fields, body, serialize_type.
+    return RemotingCommand(code, language, version, opaque, flag, remark, ext, None, SerializeType.JSON)
+
+
+def _int_or_none(v: object) -> int | None:
+    """A Java int field's value as fastjson casts it: a JSON integer, a decimal string, an integral number."""
+    if type(v) is int:
+        n = v
+    elif (isinstance(v, str) and _INT_TEXT.fullmatch(v)) or (
+        isinstance(v, Decimal | float) and math.isfinite(v) and v == int(v)
+    ):
+        n = int(v)
+    else:
+        return None
+    return n if _INT32_MIN <= n <= _INT32_MAX else None
+
+
+def _language(v: object) -> int | None:
+    if v is None:
+        return int(LanguageCode.JAVA)
+    if isinstance(v, str):
+        member = LanguageCode.__members__.get(v)
+        if member is not None:
+            return int(member)
+        return int(v) if _INT_TEXT.fullmatch(v) else int(LanguageCode.OTHER)
+    return _int_or_none(v)
+
+
+def _text(v: object) -> str:
+    """A JSON value as the text fastjson stores in a String field: numbers as written, booleans ``true``/``false``,
+    objects and arrays as JSON."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | Decimal):
+        return str(v)
+    return fastjson.dumps(v)
+
+
+def _show(v: object) -> str:
+    r = repr(v)
+    return r if len(r) <= 60 else r[:57] + "..."

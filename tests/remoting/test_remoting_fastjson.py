@@ -1,0 +1,411 @@
+"""fastjson's JSON dialect (fastjson.loads/dumps) and the bodies carried in it (BodyDialect)."""
+
+from __future__ import annotations
+
+import base64
+import enum
+import json
+import math
+import re
+from typing import Any
+
+import msgpack
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pocketmq.remoting.body import (
+    BrokerData,
+    ClusterInfo,
+    DataVersion,
+    QueueData,
+    Reader,
+    RegisterBrokerBody,
+    TopicConfig,
+    TopicConfigSerializeWrapper,
+    TopicList,
+    TopicRouteData,
+    decode_body,
+    encode_body,
+    topic_route_body_dialect,
+)
+from pocketmq.remoting.client_body import (
+    ConsumerData,
+    GetConsumerListByGroupResponseBody,
+    HeartbeatData,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    MessageQueue,
+    ProducerData,
+    SubscriptionData,
+    SubscriptionGroupConfig,
+)
+from pocketmq.remoting.codes import BodyDialect, SerializeType
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.errors import BodyError
+from pocketmq.remoting.fastjson import JsonObject, JsonSyntaxError, dumps, loads, parse
+
+FASTJSON, STANDARD = BodyDialect.FASTJSON, BodyDialect.STANDARD_JSON
+
+# --- reading -----------------------------------------------------------------------------------------------------
+
+
+def test_bare_numeric_keys_read_as_their_decimal_text() -> None:
+    assert loads(b'{"brokerAddrs":{0:"127.0.0.1:10911",-1:"x",007:"y"}}') == {
+        "brokerAddrs": {"0": "127.0.0.1:10911", "-1": "x", "7": "y"}
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("{a:1,$b_2:'x'}", {"a": 1, "$b_2": "x"}),  # identifiers as keys, single quotes
+        ("{'it''s':1}".replace("''", "\\'"), {"it's": 1}),
+        ("[1,,2,]", [1, 2]),  # fastjson's AllowArbitraryCommas
+        ('{,"a":1,,"b":2,}', {"a": 1, "b": 2}),
+        ("/* c */ {\"a\" /* in */ : 1 // to the end\n}", {"a": 1}),
+        ("Set[1,2]", [1, 2]),
+        ('{"s":TreeSet["a"]}', {"s": ["a"]}),
+        ("[1L,2S,3B,1.5F,2.5D]", [1, 2, 3, 1.5, 2.5]),
+        ("[undefined,null,true,false]", [None, None, True, False]),
+        ('"\\x41\\u00e9\\v\\0\\/\\\'"', "A\u00e9\v\x00/'"),
+        ('"raw\ttab\x01"', "raw\ttab\x01"),
+        ("'\\ud83d\\ude00\\ud800x\\udc00'", "\U0001f600\ud800x\udc00"),  # pairs joined, lone ones kept
+        ("12345678901234567890123456789", 12345678901234567890123456789),
+        ("-9007199254740993", -9007199254740993),
+        ('{"a":1}\n', {"a": 1}),  # the C++ client's trailing newline
+        ('{"a":1}\n\f\b ', {"a": 1}),
+        ('{{"topic":"T","queueId":0}:5}', {'{"queueId":0,"topic":"T"}': 5}),  # an object as key: its JSON text
+        ("{1.5:1,2e3:2}", {"1.5": 1, "2e3": 2}),
+    ],
+)
+def test_the_lenient_forms_fastjson_reads(text: str, value: object) -> None:
+    assert loads(text) == value
+    assert parse(text) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("", "end of text"),
+        ('{"a":1', "expected"),
+        ('{"a" 1}', "':'"),
+        ('{"a":1 "b":2}', "',' or '}'"),
+        ("[1 2]", "',' or ']'"),
+        ('"abc', "unterminated string"),
+        ('"a\\q"', "bad escape"),
+        ('"\\u12"', "bad \\u escape"),
+        ("{}x", "after the value"),
+        ("NaN", "unexpected character"),
+        ("[Infinity]", "unexpected character"),
+        ("-", "bad number"),
+        ("{:1}", "expected an object key"),
+        ("/* never closed", "unexpected character"),
+    ],
+)
+def test_what_is_not_json_even_for_fastjson(text: str, fragment: str) -> None:
+    with pytest.raises(JsonSyntaxError, match=re.escape(fragment)) as e:
+        loads(text)
+    assert isinstance(e.value, ValueError)
+
+
+def test_deep_nesting_is_an_error_not_a_crash() -> None:
+    with pytest.raises(JsonSyntaxError, match="nesting"):
+        loads("[" * 100_000)
+    with pytest.raises(JsonSyntaxError, match="nesting"):
+        loads("{a:" * 100_000)  # the reference parser's path (a bare key)
+    with pytest.raises(ValueError, match="nesting"):
+        dumps(json.loads("[" * 300 + "]" * 300))
+    nested = loads("[" * 150 + "]" * 150)
+    for _ in range(149):
+        (nested,) = nested
+    assert nested == []
+
+
+def test_objects_come_back_marked_as_javas_json() -> None:
+    for text in ('{"a":{"b":[{"c":1}]}}', '{a:{"b":[{c:1}]}}'):  # the C fast path and the reference parser
+        obj = loads(text)
+        assert type(obj) is JsonObject and type(obj["a"]) is JsonObject and type(obj["a"]["b"][0]) is JsonObject
+    assert type(loads('{"a":{}}', object_type=dict)["a"]) is dict
+
+
+def test_undecodable_utf8_is_replaced_as_java_does() -> None:
+    assert loads(b'"a\xffb"') == "a\ufffdb"
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text() | st.floats(allow_nan=False, allow_infinity=False),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=json_values, indent=st.none() | st.integers(0, 2), ascii_only=st.booleans())
+def test_the_reference_parser_agrees_with_the_c_parser_on_standard_json(
+    value: object, indent: int | None, ascii_only: bool
+) -> None:
+    text = json.dumps(value, indent=indent, ensure_ascii=ascii_only)
+    assert parse(text) == json.loads(text) == loads(text)
+
+
+# --- writing -----------------------------------------------------------------------------------------------------
+
+
+class Color(enum.Enum):
+    RED = 1
+
+
+def test_what_java_writes() -> None:
+    assert dumps({"brokerAddrs": {1: "b", 0: "a"}}) == '{"brokerAddrs":{0:"a",1:"b"}}'
+    assert dumps({"brokerAddrs": {1: "b", 0: "a"}}, standard=True) == '{"brokerAddrs":{"0":"a","1":"b"}}'
+    # Fields sorted by name, nulls left out (in lists they stay), sets as arrays, bytes as base64, enums by name.
+    assert dumps({"z": 1, "a": None, "m": [None, {3, 1, 2}, b"\x00\xff", Color.RED, (1.5, True)]}) == (
+        '{"m":[null,[1,2,3],"AP8=","RED",[1.5,true]],"z":1}'
+    )
+    assert dumps([math.nan, math.inf]) == "[null,null]"  # fastjson writes no NaN
+    assert dumps(2**64) == "18446744073709551616"  # longs stay numbers by default...
+    assert dumps([2**53 - 1, 2**53, -(2**53)], standard=True) == (  # ...but not in the name server's standard form
+        '[9007199254740991,"9007199254740992","-9007199254740992"]'
+    )
+    assert dumps(QueueData("b", 4, 4, 6)) == (
+        '{"brokerName":"b","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4}'
+    )
+    with pytest.raises(TypeError, match="object"):
+        dumps({"x": object()})
+
+
+def test_string_escapes_are_fastjsons() -> None:
+    assert dumps('q"b\\\b\f\n\r\t\x00\x01\x1f\x7f\x9f\xa0é😀') == (
+        '"q\\"b\\\\\\b\\f\\n\\r\\t\\u0000\\u0001\\u001F\\u007F\\u009F\xa0é😀"'
+    )
+    # BrowserCompatible: everything outside printable ASCII escaped, astral characters as surrogate pairs.
+    assert dumps("é😀~", standard=True) == '"\\u00E9\\uD83D\\uDE00~"'
+    # A lone surrogate (JSON may carry one) is escaped, so the text still encodes to UTF-8.
+    assert dumps("\ud800").encode() == b'"\\uD800"'
+    assert loads(dumps("\ud800")) == "\ud800"
+
+
+@st.composite
+def java_values(draw: st.DrawFn, depth: int = 0) -> Any:
+    scalars = (
+        st.none() | st.booleans() | st.integers() | st.text() | st.binary(max_size=16)
+        | st.floats(allow_nan=False, allow_infinity=False)
+    )  # fmt: skip
+    if depth >= 3:
+        return draw(scalars)
+    child = java_values(depth + 1)
+    return draw(
+        scalars
+        | st.lists(child, max_size=4)
+        | st.dictionaries(st.text(max_size=8), child, max_size=4)
+        | st.dictionaries(st.integers(), child, max_size=4)  # Java's Map<Long,...>
+        | st.frozensets(st.integers(), max_size=4)
+    )
+
+
+def as_read_back(v: Any, standard: bool) -> Any:
+    """What a value written by dumps reads back as: Java's view of it."""
+    if isinstance(v, bytes):
+        return base64.b64encode(v).decode()
+    if isinstance(v, frozenset):
+        return sorted(v) if not standard else [as_read_back(x, standard) for x in sorted(v)]
+    if isinstance(v, list):
+        return [as_read_back(x, standard) for x in v]
+    if isinstance(v, dict):
+        return {str(k): as_read_back(x, standard) for k, x in v.items() if x is not None}
+    if standard and type(v) is int and abs(v) > 2**53 - 1:
+        return str(v)
+    return v
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=java_values(), standard=st.booleans())
+def test_what_dumps_writes_loads_reads(value: Any, standard: bool) -> None:
+    text = dumps(value, standard=standard)
+    assert loads(text) == as_read_back(value, standard)
+    assert parse(text) == loads(text)
+    if standard:
+        assert text.isascii()
+        assert json.loads(text) == loads(text)  # standard JSON for any parser
+
+
+# --- bodies in the JSON dialects ---------------------------------------------------------------------------------
+
+
+def route() -> TopicRouteData:
+    return TopicRouteData(
+        queue_datas=[QueueData("broker-a", 4, 4, 6, 0)],
+        broker_datas=[BrokerData("DefaultCluster", "broker-a", {0: "127.0.0.1:10911"})],
+    )
+
+
+def test_route_data_is_what_java_writes() -> None:
+    # native-protocol.md §6, without the optional orderTopicConf.
+    assert encode_body(route(), FASTJSON) == (
+        b'{"brokerDatas":[{"brokerAddrs":{0:"127.0.0.1:10911"},"brokerName":"broker-a","cluster":"DefaultCluster"}],'
+        b'"filterServerTable":{},'
+        b'"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4}]}'
+    )
+    standard = encode_body(route(), STANDARD)
+    assert b'"brokerAddrs":{"0":"127.0.0.1:10911"}' in standard
+    for data in (encode_body(route(), FASTJSON), standard):
+        assert decode_body(data, TopicRouteData, FASTJSON) == route()
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(encode_body(route(), FASTJSON))  # not JSON for a strict parser: why new clients ask
+
+
+def test_heartbeat_is_what_java_writes() -> None:
+    heartbeat = HeartbeatData(
+        client_id="192.168.0.5@12345",
+        producer_data_set=[ProducerData("pg"), ProducerData("CLIENT_INNER_PRODUCER")],
+        consumer_data_set=[ConsumerData("g", subscription_data_set=[SubscriptionData("T", sub_version=1700000000000)])],
+    )
+    assert encode_body(heartbeat, FASTJSON) == (
+        b'{"clientID":"192.168.0.5@12345",'
+        b'"consumerDataSet":[{"consumeFromWhere":"CONSUME_FROM_LAST_OFFSET","consumeType":"CONSUME_PASSIVELY",'
+        b'"groupName":"g","messageModel":"CLUSTERING",'
+        b'"subscriptionDataSet":[{"classFilterMode":false,"codeSet":[],"expressionType":"TAG","subString":"*",'
+        b'"subVersion":1700000000000,"tagsSet":[],"topic":"T"}],'
+        b'"unitMode":false}],'
+        b'"producerDataSet":[{"groupName":"pg"},{"groupName":"CLIENT_INNER_PRODUCER"}]}'
+    )
+    assert decode_body(encode_body(heartbeat, FASTJSON), HeartbeatData, FASTJSON) == heartbeat
+
+
+def test_the_cpp_clients_heartbeat_reads() -> None:
+    # native-protocol.md §6: enum ordinals, subVersion as a string, fields left out, a trailing newline.
+    data = (
+        b'{"clientID":"7209-127.0.0.1@DEFAULT","consumerDataSet":[{"consumeFromWhere":0,"consumeType":1,'
+        b'"groupName":"g","messageModel":1,"subscriptionDataSet":[{"subString":"*","subVersion":"1795588180624",'
+        b'"topic":"T"},{"subString":"*","subVersion":"1795588180625","topic":"%RETRY%g"}]}]}\n'
+    )
+    heartbeat = decode_body(data, HeartbeatData, FASTJSON)
+    assert heartbeat.client_id == "7209-127.0.0.1@DEFAULT" and heartbeat.producer_data_set == []
+    (consumer,) = heartbeat.consumer_data_set
+    assert (consumer.consume_type, consumer.message_model, consumer.consume_from_where) == (
+        "CONSUME_PASSIVELY", "CLUSTERING", "CONSUME_FROM_LAST_OFFSET",
+    )  # fmt: skip
+    assert [s.sub_version for s in consumer.subscription_data_set] == [1795588180624, 1795588180625]
+    assert consumer.subscription_data_set[0].expression_type == "TAG" and consumer.unit_mode is False
+    # Every ConsumeFromWhere ordinal of 4.9.8, the deprecated ones included.
+    wheres = [
+        decode_body(b'{"groupName":"g","consumeFromWhere":%d}' % i, ConsumerData, FASTJSON).consume_from_where
+        for i in range(6)
+    ]
+    assert wheres[0] == "CONSUME_FROM_LAST_OFFSET"
+    assert wheres[4:] == ["CONSUME_FROM_FIRST_OFFSET", "CONSUME_FROM_TIMESTAMP"]
+
+
+def test_the_ali_ons_producer_heartbeat_reads() -> None:
+    data = b'{"clientID":"10.0.0.1@4242","producerDataSet":[{"groupName":"PG"}],"consumerDataSet":[]}'
+    heartbeat = decode_body(data, HeartbeatData, FASTJSON)
+    assert heartbeat == HeartbeatData("10.0.0.1@4242", [ProducerData("PG")], [])
+
+
+def test_java_casts_apply_to_json_only() -> None:
+    loose = {"groupName": "g", "consumeType": 0, "unitMode": "true"}
+    assert decode_body(json.dumps(loose).encode(), ConsumerData, FASTJSON).consume_type == "CONSUME_ACTIVELY"
+    with pytest.raises(BodyError, match="consumeType"):  # msgpack keeps the exact types
+        decode_body(msgpack.packb(loose), ConsumerData)
+    with pytest.raises(BodyError, match="subVersion"):
+        SubscriptionData.from_dict({"topic": "T", "subVersion": "17"})
+    with pytest.raises(BodyError, match="consumeType"):
+        decode_body(b'{"groupName":"g","consumeType":2}', ConsumerData, FASTJSON)  # no such ordinal
+    with pytest.raises(BodyError, match=r"codeSet\[1\]"):
+        decode_body(b'{"topic":"T","codeSet":[1,"x"]}', SubscriptionData, FASTJSON)
+    assert decode_body(b'{"topic":"T","codeSet":[1,"-2"]}', SubscriptionData, FASTJSON).code_set == [1, -2]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("1", True), ("T", True), ("y", True), ("TRUE", True), (1, True), (0, False), (2, False), ("0", False),
+     ("n", False), ("F", False), (False, False)],
+)  # fmt: skip
+def test_json_booleans_cast_as_fastjson_casts_them(value: object, expected: bool) -> None:
+    assert Reader(JsonObject(x=value)).bool("x") is expected
+
+
+def test_reader_casts() -> None:
+    raw = base64.b64encode(b"\x00\x01").decode()
+    r = Reader(JsonObject(s=5, f=1.5, b=True, i="-12", fi=3.0, bad="1.5", e=1, raw=raw))
+    assert (r.str("s"), r.str("f"), r.str("b")) == ("5", "1.5", "true")
+    assert (r.int("i"), r.int("fi")) == (-12, 3)
+    with pytest.raises(BodyError, match="bad"):
+        r.int("bad")
+    assert r.enum("e", ("A", "B")) == "B"
+    assert r.bytes("raw") == b"\x00\x01"
+    with pytest.raises(BodyError, match="base64"):
+        Reader(JsonObject(raw="***")).bytes("raw")
+    assert Reader({"raw": b"\x02"}).bytes("raw") == b"\x02"
+    with pytest.raises(BodyError, match="expected bytes"):
+        Reader({"raw": "AA=="}).bytes("raw")
+
+
+def sample_bodies() -> list[object]:
+    mqs = {MessageQueue("T", "b", 0), MessageQueue("T", "b", 1)}
+    return [
+        route(),
+        TopicRouteData(route().queue_datas, [BrokerData("c", "b", {0: "a:1", 1: "a:2"})], {"a:1": ["f:1"]}, "conf"),
+        ClusterInfo({"b": BrokerData("c", "b", {0: "a:1"})}, {"c": {"b", "b2"}}),
+        TopicList(["T1", "T2"], "a:1"),
+        DataVersion(1700000000000, 3),
+        TopicConfigSerializeWrapper(
+            {"T": TopicConfig("T", order=True, topic_filter_type="MULTI_TAG")}, DataVersion(1, 2)
+        ),
+        RegisterBrokerBody(TopicConfigSerializeWrapper({"T": TopicConfig("T")}, DataVersion(5, 6)), ["f:1"]),
+        HeartbeatData("id", [ProducerData("p")], [ConsumerData(
+            "g", "CONSUME_ACTIVELY", "BROADCASTING", "CONSUME_FROM_TIMESTAMP",
+            [SubscriptionData("T", "a || b", ["a", "b"], [97, 98], 7, "TAG")], True,
+        )]),
+        LockBatchRequestBody("g", "id", mqs),
+        LockBatchResponseBody(mqs),
+        GetConsumerListByGroupResponseBody(["c1", "c2"]),
+        SubscriptionGroupConfig("g", consume_enable=False, retry_max_times=3),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("dialect", [FASTJSON, STANDARD])
+@pytest.mark.parametrize("body", sample_bodies(), ids=lambda b: type(b).__name__)
+def test_every_body_class_round_trips_in_the_json_dialects(body: Any, dialect: BodyDialect) -> None:
+    data = encode_body(body, dialect)
+    assert decode_body(data, type(body), FASTJSON) == body
+    assert decode_body(data, type(body), dialect) == body  # a reader takes both dialects alike
+    if dialect is STANDARD:
+        json.loads(data)
+
+
+def test_the_command_picks_its_body_dialect() -> None:
+    native = RemotingCommand(code=105, opaque=1, serialize_type=SerializeType.ROCKETMQ)
+    assert native.encode_body(route()) == encode_body(route(), FASTJSON)
+    msgpack_cmd = RemotingCommand(code=105, opaque=1)
+    assert msgpack_cmd.encode_body(route()) == encode_body(route())
+    response = RemotingCommand.response_to(native, body=native.encode_body(route()))
+    assert response.decode_body(TopicRouteData) == route()
+    assert response.decode_body()["brokerDatas"][0]["brokerAddrs"] == {"0": "127.0.0.1:10911"}
+
+
+def test_bad_json_bodies() -> None:
+    with pytest.raises(BodyError, match="undecodable JSON"):
+        decode_body(b'{"clientID":', HeartbeatData, FASTJSON)
+    with pytest.raises(BodyError, match="missing"):
+        decode_body(None, HeartbeatData, FASTJSON)
+    with pytest.raises(BodyError, match="clientID"):
+        decode_body(b"{}", HeartbeatData, FASTJSON)
+
+
+@pytest.mark.parametrize(
+    ("dialect", "version", "asked", "expected"),
+    [
+        (FASTJSON, 63, False, FASTJSON),  # the C++ client
+        (FASTJSON, 121, False, FASTJSON),  # ali-ons
+        (FASTJSON, 400, True, STANDARD),
+        (FASTJSON, 401, False, STANDARD),  # V4_9_4
+        (FASTJSON, 409, False, STANDARD),
+        (BodyDialect.MSGPACK, 409, True, BodyDialect.MSGPACK),  # pocketmq's own frames stay msgpack
+    ],
+)
+def test_route_dialect_follows_the_name_server_of_4_9_8(
+    dialect: BodyDialect, version: int, asked: bool, expected: BodyDialect
+) -> None:
+    assert topic_route_body_dialect(dialect, version, asked) is expected

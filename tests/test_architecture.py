@@ -22,7 +22,11 @@ IO = frozenset({"asyncio", "socket", "selectors", "ssl", "uvloop"})
 # remoting's sans-IO core (bytes in, commands out; h11 style). The rest of remoting (channel, transport,
 # server, client, busy_poll, tasks, event_loop) is the thin asyncio shell around it.
 REMOTING_CORE = frozenset(
-    f"pocketmq.remoting.{name}" for name in ("body", "client_body", "codec", "codes", "command", "errors", "header")
+    f"pocketmq.remoting.{name}"
+    for name in (
+        "body", "client_body", "codec", "codes", "command", "errors", "header",
+        "native_codec", "remoting_serializable", "rocketmq_serializable", "fastjson", "wire_protocol",
+    )
 )
 
 

@@ -306,6 +306,6 @@ class PullMessageProcessor(BrokerProcessor):
             store_host=c.store_host,
         )
         try:
-            c.store.async_put_message(msg)  # best effort, not awaited: the pull response does not depend on it
+            c.store.put_message_nowait(msg)  # best effort, not awaited: the pull response does not depend on it
         except Exception:
             log.exception("cannot write the offset-moved event")

@@ -413,18 +413,18 @@ class DefaultMessageStore:
         bad = self._check_store_status(msg.topic)
         if bad is not None:
             return bad
-        result = self.commit_log.put_message(msg)
-        return self._after_put(result, msg.properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false")
+        return self._after_put(self.commit_log.put_message(msg), msg)
 
     def put_messages_nowait(self, msgs: list[Message] | MessageExtBatch) -> PutMessageResult | Future:
         """put_message_nowait for a batch (put_messages)."""
         bad = self._check_store_status(_batch_topic(msgs))
         if bad is not None:
             return bad
-        result = self.commit_log.put_messages(msgs)
-        return self._after_put(result, bool(msgs) and _wait_store_msg_ok(msgs))
+        return self._after_put(self.commit_log.put_messages(msgs), msgs)
 
-    def _after_put(self, result: PutMessageResult, wait_store_msg_ok: bool) -> PutMessageResult | Future:
+    def _after_put(
+        self, result: PutMessageResult, msgs: Message | list[Message] | MessageExtBatch
+    ) -> PutMessageResult | Future:
         if not (result.status is _PUT_OK or result.is_ok):
             return result
         held = self._dispatch_hold(result)
@@ -433,6 +433,10 @@ class DefaultMessageStore:
             ar = result.append_result
             # Called only under SYNC_FLUSH (a GroupCommitService) and for an ok result, which has its append result.
             flushed = self.flush_service.submit(ar.wrote_offset + ar.wrote_bytes)  # type: ignore[union-attr]
+            if isinstance(msgs, Message):
+                wait_store_msg_ok = msgs.properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false"
+            else:
+                wait_store_msg_ok = bool(msgs) and _wait_store_msg_ok(msgs)
             if not wait_store_msg_ok:
                 flushed = None
         if held is None and flushed is None:

@@ -57,7 +57,7 @@ class DefaultRequestProcessor:
             return RemotingCommand.response_to(
                 request,
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-                remark=f"request type {request.code} not supported",
+                remark=f" request type {request.code} not supported",
             )
         try:
             return handler(channel, request)

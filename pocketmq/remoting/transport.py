@@ -29,6 +29,8 @@ from .codec import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
 from .codes import FLAG_ONEWAY, FLAG_RESPONSE, ResponseCode
 from .command import RemotingCommand
 from .errors import FrameTooLarge, MalformedFrame
+from .native_codec import NativeFrameDecoder
+from .wire_protocol import SniffingDecoder
 
 __all__ = ["DEFAULT_MAX_INFLIGHT", "Channel", "Endpoint", "format_address", "parse_address"]
 
@@ -41,11 +43,18 @@ CloseListener = Callable[["Channel"], object]
 
 
 class _Protocol(asyncio.Protocol):
-    __slots__ = ("_endpoint", "_decoder", "channel")
+    __slots__ = ("_endpoint", "_decoder", "_sniffer", "channel")
 
     def __init__(self, endpoint: Endpoint) -> None:
         self._endpoint = endpoint
-        self._decoder = FrameDecoder(endpoint.max_frame_size)
+        self._decoder: FrameDecoder | NativeFrameDecoder | None = None
+        self._sniffer: SniffingDecoder | None = None
+        if endpoint.detects_protocol:
+            # A server connection: its first bytes say msgpack or native (wire_protocol), once; from then on
+            # the chosen decoder reads it directly, so the per-frame path is the same as without detection.
+            self._sniffer = SniffingDecoder(endpoint.max_frame_size)
+        else:
+            self._decoder = FrameDecoder(endpoint.max_frame_size)
         self.channel: Channel | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -59,7 +68,12 @@ class _Protocol(asyncio.Protocol):
         if channel.closed:
             return
         decoder = self._decoder
-        decoder.receive_data(data)
+        if decoder is None:
+            decoder = self._sniff(channel, data)
+            if decoder is None:
+                return
+        else:
+            decoder.receive_data(data)
         endpoint = self._endpoint
         channel._reading = True
         try:
@@ -84,6 +98,28 @@ class _Protocol(asyncio.Protocol):
                 channel._flush()  # what inline processors answered, in one write, without waiting a loop turn
             if channel._poller is not None:
                 channel._poller.poke()
+
+    def _sniff(self, channel: Channel, data: bytes) -> FrameDecoder | NativeFrameDecoder | None:
+        """Feed the first bytes of a server connection to the detection; once they decide, the channel speaks
+        that protocol and the chosen decoder (holding every byte so far) replaces the sniffer."""
+        sniffer = self._sniffer
+        assert sniffer is not None
+        sniffer.receive_data(data)
+        try:
+            protocol = sniffer.decide()
+        except MalformedFrame as e:
+            self._endpoint._on_malformed_frame(channel, e)
+            return None
+        except FrameTooLarge as e:
+            log.warning("closing %r: %s", channel, e)
+            channel.close()
+            return None
+        if protocol is None:
+            return None
+        channel.use_protocol(protocol)
+        self._decoder = sniffer.decoder
+        self._sniffer = None
+        return self._decoder
 
     def eof_received(self) -> bool:
         return False  # let the transport close; a half-open remoting connection is useless
@@ -115,6 +151,9 @@ class Endpoint:
         self.max_inflight = max_inflight
         # Seconds the event loop keeps polling after a request or response (remoting/busy_poll.py); 0: never.
         self.busy_poll = busy_poll
+        # Servers detect each connection's wire protocol from its first frame (RemotingServer sets it);
+        # a client's connections speak msgpack.
+        self.detects_protocol = False
         self._processors: dict[int, Handler] = {}
         self._inline_processors: dict[int, InlineHandler] = {}
         self._default_processor: Handler | None = None
@@ -185,11 +224,12 @@ class Endpoint:
         handler = self._processors.get(code, self._default_processor)
         if handler is None:
             if not request.is_oneway:
+                # (the leading space is Java's: NettyRemotingAbstract.processRequestCommand)
                 channel.send_response(
-                    RemotingCommand.response(
+                    RemotingCommand.response_to(
+                        request,
                         ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-                        remark=f"request type {request.code} not supported",
-                        opaque=request.opaque,
+                        remark=f" request type {request.code} not supported",
                     )
                 )
             return
@@ -269,6 +309,7 @@ def _reply(channel: Channel, request: RemotingCommand, response: RemotingCommand
     if response is None or request.is_oneway or channel.closed:
         return
     response.opaque = request.opaque
+    response.serialize_type = request.serialize_type  # a native response takes its request's header form
     channel.send_response(response)
 
 

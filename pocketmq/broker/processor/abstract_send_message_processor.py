@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from pocketmq.common.message import LOOPBACK_HOST, Message, MessageExtBatch, pack_host
 from pocketmq.remoting.body import TopicConfig
-from pocketmq.remoting.codes import PermName, ResponseCode, TopicSysFlag
+from pocketmq.remoting.codes import PermName, ResponseCode, SerializeType, TopicSysFlag
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.header import SendMessageRequestHeader, SendMessageResponseHeader
 from pocketmq.remoting.transport import Channel, parse_address
@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 _FAQ = " See http://rocketmq.apache.org/docs/faq/ for further details."
 
 _PUT_OK, _SUCCESS = PutMessageStatus.PUT_OK, ResponseCode.SUCCESS
+_MSGPACK = SerializeType.MSGPACK
+_REGION_ID = "DefaultRegion"  # BrokerConfig.regionId's default
 # PutMessageStatus -> (response code, remark) for the refusals (handlePutMessageResult, RocketMQ 4.9.8).
 _STORED = {
     PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
@@ -177,7 +179,12 @@ class AbstractSendMessageProcessor(BrokerProcessor):
             ar = result.append_result
             assert ar is not None
             header = SendMessageResponseHeader(msg_id=ar.msg_id, queue_id=queue_id, queue_offset=ar.logics_offset)
-            return response(request, code, ext_fields=header)
+            answer = response(request, code, ext_fields=header)
+            if request.serialize_type is not _MSGPACK:
+                # What a 4.9.8 broker adds (SendMessageProcessor); Java's client reads both without a null check.
+                answer.ext_fields["MSG_REGION"] = _REGION_ID
+                answer.ext_fields["TRACE_ON"] = "true" if self.controller.broker_config.trace_topic_enable else "false"
+            return answer
         if result.status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
             remark = (
                 "service not available now. It may be caused by one of the following reasons: the broker's disk "

@@ -6,7 +6,6 @@ import os
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
-from pocketmq.remoting.body import encode_body
 from pocketmq.remoting.client_body import GetConsumerListByGroupResponseBody
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
@@ -89,7 +88,7 @@ class ConsumerManageProcessor(BrokerProcessor):
         group_info = self.controller.consumer_manager.get_consumer_group_info(header.consumer_group)
         client_ids = group_info.all_client_ids() if group_info is not None else []
         if client_ids:
-            body = encode_body(GetConsumerListByGroupResponseBody(client_ids))
+            body = request.encode_body(GetConsumerListByGroupResponseBody(client_ids))
             return response(request, body=body)
         log.warning(
             "GET_CONSUMER_LIST_BY_GROUP: no consumer in group %s (asked by %s)",

@@ -42,9 +42,11 @@ class NativePeer:
     async def connect(cls, addr: str) -> NativePeer:
         return cls(*await asyncio.open_connection(*parse_address(addr)))
 
-    def send(self, code: int, ext: dict[str, object], serialize_type: SerializeType, flag: int = 0) -> int:
+    def send(
+        self, code: int, ext: dict[str, object], serialize_type: SerializeType, flag: int = 0, version: int = 409
+    ) -> int:
         self.opaque += 1
-        cmd = RemotingCommand(code, language=int(LanguageCode.JAVA), version=409, opaque=self.opaque, flag=flag,
+        cmd = RemotingCommand(code, language=int(LanguageCode.JAVA), version=version, opaque=self.opaque, flag=flag,
                               ext_fields=ext, serialize_type=serialize_type)
         self.writer.write(encode_native(cmd))
         return self.opaque
@@ -57,8 +59,10 @@ class NativePeer:
         (cmd,) = decode_native_frames(data)
         return data[4], cmd
 
-    async def call(self, code: int, ext: dict[str, object], serialize_type: SerializeType) -> RemotingCommand:
-        opaque = self.send(code, ext, serialize_type)
+    async def call(
+        self, code: int, ext: dict[str, object], serialize_type: SerializeType, version: int = 409
+    ) -> RemotingCommand:
+        opaque = self.send(code, ext, serialize_type, version=version)
         type_byte, response = await self.read()
         assert type_byte == serialize_type  # answered in the request's form
         assert response.opaque == opaque and response.flag & FLAG_RESPONSE
@@ -83,6 +87,30 @@ async def test_name_server_answers_native_frames_in_their_form(
         unknown = await peer.call(9999, {}, serialize_type)
         assert (unknown.code, unknown.remark) == (ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
                                                   " request type 9999 not supported")
+    finally:
+        peer.close()
+
+
+@pytest.mark.parametrize(
+    ("version", "ext", "brokers_addrs"),
+    [
+        pytest.param(63, {}, b'"brokerAddrs":{0:"', id="C++ (63): fastjson's bare key"),
+        pytest.param(121, {}, b'"brokerAddrs":{0:"', id="ali-ons (121): fastjson's bare key"),
+        pytest.param(121, {"acceptStandardJsonOnly": "true"}, b'"brokerAddrs":{"0":"', id="asked for standard"),
+        pytest.param(409, {}, b'"brokerAddrs":{"0":"', id="4.9.8 (409): standard JSON"),
+    ],
+)
+async def test_route_bodies_are_in_the_dialect_the_client_reads(
+    cluster: EmbeddedCluster, version: int, ext: dict[str, object], brokers_addrs: bytes
+) -> None:
+    assert await cluster.wait_routed("TBW102")
+    peer = await NativePeer.connect(cluster.namesrv_addr)
+    try:
+        resp = await peer.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102", **ext}, SerializeType.JSON,
+                               version=version)
+        assert resp.code == ResponseCode.SUCCESS and resp.body is not None
+        assert brokers_addrs + cluster.broker_addr.encode() in resp.body
+        assert b'"queueDatas":[{' in resp.body and b'"topicSysFlag":' in resp.body
     finally:
         peer.close()
 

@@ -22,6 +22,7 @@ from pyspark.sql.types import ArrayType, BinaryType, IntegralType, MapType, Stri
 
 from pocketmq.client import Message, MessageQueue, MQClientException, SyncProducer
 from pocketmq.client.message_const import SYSTEM_PROPERTY_NAMES
+from pocketmq.common.bounded_cache import BoundedCache
 from pocketmq.remoting.codes import ResponseCode
 
 from .broker_view import private_instance
@@ -142,15 +143,16 @@ def _units(rows: Iterable[tuple], cols: SinkColumns, opts: SinkOptions, dedup_pr
 class _Sender:
     def __init__(self, producer: SyncProducer) -> None:
         self.producer = producer
-        self._queues: dict[str, list[MessageQueue]] = {}
+        # Each topic's queues, asked once per topic of the rows (a frame may name many topics: bounded).
+        self._queues: BoundedCache[str, list[MessageQueue]] = BoundedCache(self._fetch_queues, 1024)
+
+    def _fetch_queues(self, topic: str) -> list[MessageQueue]:
+        return sorted(self.producer.fetch_publish_message_queues(topic), key=lambda q: (q.broker_name, q.queue_id))
 
     def queue(self, topic: str, queue_id: int | None) -> MessageQueue | None:
         """The queue a 'queueId' column names: that id on the first broker (by name) serving the topic."""
         if queue_id is None:
             return None
-        if topic not in self._queues:
-            self._queues[topic] = sorted(self.producer.fetch_publish_message_queues(topic),
-                                         key=lambda q: (q.broker_name, q.queue_id))
         for mq in self._queues[topic]:
             if mq.queue_id == queue_id:
                 return mq

@@ -265,10 +265,11 @@ class BrokerController:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pull_executor, functools.partial(fn, *args))
 
-    async def get_message(
+    def get_message(
         self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int, message_filter: MessageFilter
-    ) -> GetMessageResult:
-        """A pull's store read: right here when what it reads is in memory, else on a pull thread.
+    ) -> GetMessageResult | asyncio.Future[GetMessageResult]:
+        """A pull's store read: the result, read right here when what it reads is in memory; else a future of
+        it, read on a pull thread.
 
         "In memory" is RocketMQ's rule (checkInDiskByCommitOffset): the record lies within the newest
         accessMessageInMemoryMaxRatio % of physical memory worth of commit log. A consumer keeping up reads
@@ -280,8 +281,9 @@ class BrokerController:
         store = self.store
         if not getattr(message_filter, "needs_commit_log", False) and self._in_memory(topic, queue_id, offset):
             return store.get_message(group, topic, queue_id, offset, max_msg_nums, message_filter)
-        return await self.run_in_pull_executor(
-            store.get_message, group, topic, queue_id, offset, max_msg_nums, message_filter
+        return asyncio.get_running_loop().run_in_executor(
+            self._pull_executor,
+            functools.partial(store.get_message, group, topic, queue_id, offset, max_msg_nums, message_filter),
         )
 
     def _in_memory(self, topic: str, queue_id: int, offset: int) -> bool:

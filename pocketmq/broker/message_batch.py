@@ -13,6 +13,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from pocketmq.common.bounded_cache import BoundedCache
+
 _HEAD = struct.Struct(">iiiii")  # total size, magic, body crc, flag, body length
 _SHORT = struct.Struct(">H")
 _FIXED = _HEAD.size + _SHORT.size  # 22
@@ -41,7 +43,13 @@ def encode_message_batch(items: list[BatchItem]) -> bytes:
     return bytes(out)
 
 
-_RUNS: dict[tuple[int, int], struct.Struct] = {}
+def _run_struct(lengths: tuple[int, int]) -> struct.Struct:
+    """One message of a batch whose messages all have these (body, properties) lengths."""
+    body_len, props_len = lengths
+    return struct.Struct(f">iiiii{body_len}sH{props_len}s")
+
+
+_RUNS: BoundedCache[tuple[int, int], struct.Struct] = BoundedCache(_run_struct, 256)
 
 
 def _split_one_shape(data: bytes) -> tuple[list[int], list[bytes], list[bytes]] | None:
@@ -59,12 +67,7 @@ def _split_one_shape(data: bytes) -> tuple[list[int], list[bytes], list[bytes]] 
     size = _FIXED + body_len + props_len
     if total != size or props_len > 32767 or len(data) % size:
         return None
-    run = _RUNS.get((body_len, props_len))
-    if run is None:
-        if len(_RUNS) >= 256:
-            _RUNS.clear()
-        run = _RUNS[(body_len, props_len)] = struct.Struct(f">iiiii{body_len}sH{props_len}s")
-    columns = zip(*run.iter_unpack(data), strict=True)  # (the tuples all have 8 fields)
+    columns = zip(*_RUNS[(body_len, props_len)].iter_unpack(data), strict=True)  # (the tuples all have 8 fields)
     totals, _magics, _crcs, flags, body_lens, bodies, props_lens, properties = columns
     # Each message read at its own positions: its lengths must be the first one's, or the columns are wrong.
     if (totals.count(size) != len(totals) or body_lens.count(body_len) != len(totals)

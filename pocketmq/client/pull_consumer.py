@@ -17,6 +17,7 @@ import logging
 from collections.abc import Coroutine
 from typing import Any
 
+from pocketmq.common.bounded_cache import BoundedCache
 from pocketmq.remoting.client_body import ConsumerData, MessageQueue, SubscriptionData
 
 from .client_config import ClientConfig
@@ -32,6 +33,11 @@ from .topic_publish_info import topic_route_data_to_subscribe_info
 from .validators import DEFAULT_CONSUMER_GROUP, check_group
 
 log = logging.getLogger(__name__)
+
+
+def _build_subscription(key: tuple[str, str | None, str]) -> SubscriptionData:
+    topic, expression, expression_type = key
+    return build_subscription_data(topic, expression, expression_type)
 
 
 class PullConsumer:
@@ -59,7 +65,9 @@ class PullConsumer:
         self.topic_subscribe_info_table: dict[str, list[MessageQueue]] = {}
         self._subscriptions: dict[str, SubscriptionData] = {}  # topics pulled from, reported in heartbeats
         # What each pull posts, parsed once per (topic, expression, type): a loop pulls with the same one.
-        self._pull_subscriptions: dict[tuple[str, str | None, str], SubscriptionData] = {}
+        self._pull_subscriptions: BoundedCache[tuple[str, str | None, str], SubscriptionData] = BoundedCache(
+            _build_subscription, 1024
+        )
         self._instance: MQClientInstance | None = None
         self._offset_store: RemoteBrokerOffsetStore | None = None
         self._pull_api: PullAPIWrapper | None = None
@@ -192,12 +200,7 @@ class PullConsumer:
         if max_nums <= 0:
             raise MQClientException("maxNums <= 0")
         self._subscribe_automatically(mq.topic)
-        key = (mq.topic, sub_expression, expression_type)
-        subscription = self._pull_subscriptions.get(key)
-        if subscription is None:
-            if len(self._pull_subscriptions) >= 1024:
-                self._pull_subscriptions.clear()
-            subscription = self._pull_subscriptions[key] = build_subscription_data(*key)
+        subscription = self._pull_subscriptions[(mq.topic, sub_expression, expression_type)]
         assert self._pull_api is not None
         # An offset cached by update_consume_offset(flush=False) rides along (FLAG_COMMIT_OFFSET), as the push
         # consumer's does: the broker stores it with the pull, with no request of its own. It stays marked

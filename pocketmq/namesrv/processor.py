@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from pocketmq.remoting.body import DataVersion, RegisterBrokerBody, body_crc32, decode_body, encode_body
+from pocketmq.remoting.body import DataVersion, RegisterBrokerBody, body_crc32, encode_body, topic_route_body_dialect
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import BodyError, HeaderError
@@ -57,7 +57,7 @@ class DefaultRequestProcessor:
             return RemotingCommand.response_to(
                 request,
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-                remark=f"request type {request.code} not supported",
+                remark=f" request type {request.code} not supported",
             )
         try:
             return handler(channel, request)
@@ -100,7 +100,7 @@ class DefaultRequestProcessor:
 
     def query_broker_topic_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = request.decode_header(QueryDataVersionRequestHeader)
-        data_version = decode_body(request.body, DataVersion)
+        data_version = request.decode_body(DataVersion)
         rim = self.route_info_manager
         changed = rim.is_broker_topic_config_changed(header.broker_addr, data_version)
         if not changed:
@@ -111,7 +111,7 @@ class DefaultRequestProcessor:
             request,
             ResponseCode.SUCCESS,
             ext_fields=QueryDataVersionResponseHeader(changed=changed),
-            body=encode_body(ours) if ours is not None else None,
+            body=request.encode_body(ours) if ours is not None else None,
         )
 
     def get_route_info_by_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
@@ -123,16 +123,19 @@ class DefaultRequestProcessor:
                 ResponseCode.TOPIC_NOT_EXIST,
                 remark=f"No topic route info in name server for the topic: {header.topic}",
             )
-        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=encode_body(route))
+        dialect = topic_route_body_dialect(
+            request.body_dialect, request.version, bool(header.accept_standard_json_only)
+        )
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=encode_body(route, dialect))
 
     def get_broker_cluster_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        body = encode_body(self.route_info_manager.get_all_cluster_info())
+        body = request.encode_body(self.route_info_manager.get_all_cluster_info())
         return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=body)
 
     def get_all_topic_list_from_nameserver(
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
-        body = encode_body(self.route_info_manager.get_all_topic_list())
+        body = request.encode_body(self.route_info_manager.get_all_topic_list())
         return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=body)
 
     def delete_topic_in_namesrv(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:

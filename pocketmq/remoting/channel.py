@@ -18,6 +18,7 @@ from .codec import encode
 from .codes import FLAG_ONEWAY, FLAG_RESPONSE, ResponseCode
 from .command import RemotingCommand
 from .errors import FrameError, RemotingConnectError, RemotingSendRequestError, RemotingTimeoutError
+from .wire_protocol import Encoder, WireProtocol, encoder_for
 
 if TYPE_CHECKING:
     from .transport import Endpoint
@@ -65,6 +66,8 @@ class Channel:
         "_reading",
         "_reading_paused",
         "_poller",
+        "_encode",
+        "protocol",
         "remote_address",
         "local_address",
         "attrs",
@@ -93,10 +96,19 @@ class Channel:
         self.remote_address = format_address(transport.get_extra_info("peername"))
         self.local_address = format_address(transport.get_extra_info("sockname"))
         self.attrs: dict[str, object] = {}  # free for the application (e.g. the broker's client id)
+        # The connection's wire protocol: msgpack unless a server's first-frame detection says otherwise
+        # (use_protocol). Everything written on the channel goes through its encoder.
+        self.protocol = WireProtocol.MSGPACK
+        self._encode: Encoder = encode
 
     def __repr__(self) -> str:
         state = "closed" if self._closing else "open"
         return f"<Channel {self.local_address} -> {self.remote_address} {state}>"
+
+    def use_protocol(self, protocol: WireProtocol) -> None:
+        """Speak ``protocol`` from now on (set once, when the first frame of a server connection decided it)."""
+        self.protocol = protocol
+        self._encode = encoder_for(protocol)
 
     @property
     def closed(self) -> bool:
@@ -119,13 +131,14 @@ class Channel:
             return False
         response.flag |= FLAG_RESPONSE
         try:
-            data = encode(response, self._endpoint.max_frame_size)
+            data = self._encode(response, self._endpoint.max_frame_size)
         except (FrameError, TypeError, ValueError, OverflowError) as e:
             log.error("cannot encode response %r: %s", response, e)
             error = RemotingCommand.response(
                 ResponseCode.SYSTEM_ERROR, remark=f"cannot encode response: {e}", opaque=response.opaque
             )
-            data = encode(error)
+            error.serialize_type = response.serialize_type
+            data = self._encode(error, None)
         self._write(data)
         return True
 
@@ -142,7 +155,7 @@ class Channel:
         opaque = request.opaque
         if opaque in self._pending:
             raise ValueError(f"opaque {opaque} is already in flight on {self!r}")
-        data = encode(request, self._endpoint.max_frame_size)
+        data = self._encode(request, self._endpoint.max_frame_size)
         loop = self._loop
         fut: asyncio.Future[RemotingCommand] = loop.create_future()
         pending = self._pending
@@ -196,7 +209,7 @@ class Channel:
         if request.is_response:
             raise ValueError("invoke_oneway needs a request")
         request.flag |= FLAG_ONEWAY
-        data = encode(request, self._endpoint.max_frame_size)
+        data = self._encode(request, self._endpoint.max_frame_size)
         if self._write_paused:
             await self._drain()
         self._write(data)

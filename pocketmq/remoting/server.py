@@ -27,6 +27,7 @@ class RemotingServer(Endpoint):
         busy_poll: float = 0.0,
     ) -> None:
         super().__init__(max_frame_size, max_inflight, busy_poll)
+        self.detects_protocol = True  # msgpack and RocketMQ's native frames on the same port
         self.host = host
         self.port = port
         self._server: asyncio.Server | None = None

@@ -9,7 +9,8 @@ so a parked long-polling request never blocks later requests on the same connect
 Inline processors are the exception: plain functions called right in ``data_received``, for requests answered
 from memory (a send under ASYNC_FLUSH, an offset update). No task, no extra loop iteration; the responses to
 every frame of one read go out in one write at the end of ``data_received``. An inline processor that has to
-wait returns an awaitable instead, which then finishes in a task like any other processor.
+wait returns an awaitable instead (a coroutine, say), which then runs in a task of its own like any other
+processor: the transport never steps a coroutine by hand.
 
 Writes are queued and flushed once per event-loop iteration (one syscall for a burst of small frames).
 Backpressure: ``invoke`` and handler responses wait while the transport's buffer is above its high-water mark,
@@ -21,14 +22,15 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Generator
-from types import CoroutineType
+from collections.abc import Awaitable, Callable, Coroutine
 
 from .channel import DEFAULT_MAX_INFLIGHT, Channel, format_address, parse_address
 from .codec import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
 from .codes import FLAG_ONEWAY, FLAG_RESPONSE, ResponseCode
 from .command import RemotingCommand
 from .errors import FrameTooLarge, MalformedFrame
+from .native_codec import NativeFrameDecoder
+from .wire_protocol import SniffingDecoder
 
 __all__ = ["DEFAULT_MAX_INFLIGHT", "Channel", "Endpoint", "format_address", "parse_address"]
 
@@ -41,11 +43,18 @@ CloseListener = Callable[["Channel"], object]
 
 
 class _Protocol(asyncio.Protocol):
-    __slots__ = ("_endpoint", "_decoder", "channel")
+    __slots__ = ("_endpoint", "_decoder", "_sniffer", "channel")
 
     def __init__(self, endpoint: Endpoint) -> None:
         self._endpoint = endpoint
-        self._decoder = FrameDecoder(endpoint.max_frame_size)
+        self._decoder: FrameDecoder | NativeFrameDecoder | None = None
+        self._sniffer: SniffingDecoder | None = None
+        if endpoint.detects_protocol:
+            # A server connection: its first bytes say msgpack or native (wire_protocol), once; from then on
+            # the chosen decoder reads it directly, so the per-frame path is the same as without detection.
+            self._sniffer = SniffingDecoder(endpoint.max_frame_size)
+        else:
+            self._decoder = FrameDecoder(endpoint.max_frame_size)
         self.channel: Channel | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -59,7 +68,12 @@ class _Protocol(asyncio.Protocol):
         if channel.closed:
             return
         decoder = self._decoder
-        decoder.receive_data(data)
+        if decoder is None:
+            decoder = self._sniff(channel, data)
+            if decoder is None:
+                return
+        else:
+            decoder.receive_data(data)
         endpoint = self._endpoint
         channel._reading = True
         try:
@@ -84,6 +98,28 @@ class _Protocol(asyncio.Protocol):
                 channel._flush()  # what inline processors answered, in one write, without waiting a loop turn
             if channel._poller is not None:
                 channel._poller.poke()
+
+    def _sniff(self, channel: Channel, data: bytes) -> FrameDecoder | NativeFrameDecoder | None:
+        """Feed the first bytes of a server connection to the detection; once they decide, the channel speaks
+        that protocol and the chosen decoder (holding every byte so far) replaces the sniffer."""
+        sniffer = self._sniffer
+        assert sniffer is not None
+        sniffer.receive_data(data)
+        try:
+            protocol = sniffer.decide()
+        except MalformedFrame as e:
+            self._endpoint._on_malformed_frame(channel, e)
+            return None
+        except FrameTooLarge as e:
+            log.warning("closing %r: %s", channel, e)
+            channel.close()
+            return None
+        if protocol is None:
+            return None
+        channel.use_protocol(protocol)
+        self._decoder = sniffer.decoder
+        self._sniffer = None
+        return self._decoder
 
     def eof_received(self) -> bool:
         return False  # let the transport close; a half-open remoting connection is useless
@@ -115,6 +151,9 @@ class Endpoint:
         self.max_inflight = max_inflight
         # Seconds the event loop keeps polling after a request or response (remoting/busy_poll.py); 0: never.
         self.busy_poll = busy_poll
+        # Servers detect each connection's wire protocol from its first frame (RemotingServer sets it);
+        # a client's connections speak msgpack.
+        self.detects_protocol = False
         self._processors: dict[int, Handler] = {}
         self._inline_processors: dict[int, InlineHandler] = {}
         self._default_processor: Handler | None = None
@@ -130,11 +169,13 @@ class Endpoint:
     def register_inline_processor(self, code: int, handler: InlineHandler) -> None:
         """``def handler(channel, request)`` for requests with ``code``, called as the request is read.
 
-        It returns the response (None: none), or an awaitable of it that finishes in a task. It must never block:
-        anything that may wait (a disk read, a flush under SYNC_FLUSH) belongs in the awaitable. Exceptions
-        become SYSTEM_ERROR as with ``register_processor``. While earlier requests of the connection still wait
-        for their task to start, or the peer is not reading its responses, it runs in a task too, so requests
-        of one connection start in the order they came and the write backpressure holds.
+        A plain function: it returns the response (None: none) when it can answer at once, or an awaitable of
+        it, which runs in a task (an ``async def`` handler is such a function, whose whole body runs in the
+        task). It must never block: anything that may wait (a disk read, a flush under SYNC_FLUSH, a
+        dispatcher that fell behind) belongs in the awaitable. Exceptions become SYSTEM_ERROR as with
+        ``register_processor``. While earlier requests of the connection still wait for their task to start,
+        or the peer is not reading its responses, it runs in a task too, so requests of one connection start
+        in the order they came and the write backpressure holds.
         """
         self._inline_processors[int(code)] = handler
         self._processors[int(code)] = _inline_in_task(handler)  # the way it runs when it cannot run inline
@@ -173,55 +214,63 @@ class Endpoint:
         if inline is not None and not (channel._unstarted or channel._write_paused):
             try:
                 result = inline(channel, request)
-                if type(result) is CoroutineType:
-                    # Started at once, like an eager task: one that finishes without waiting needs no task.
-                    try:
-                        waiting_on = result.send(None)
-                    except StopIteration as done:
-                        result = done.value
-                        if result is not None and not isinstance(result, RemotingCommand):
-                            raise TypeError(f"processor returned {type(result).__name__}, not RemotingCommand")
-                    else:
-                        self._start(_resuming(result, waiting_on), channel, request)
-                        return
             except Exception as e:
                 result = _failed(channel, request, e)
             if result is None or isinstance(result, RemotingCommand):
                 _reply(channel, request, result)
             else:
-                self._start(_awaiting(result), channel, request)
+                self._finish_in_task(channel, request, result)
             return
         handler = self._processors.get(code, self._default_processor)
         if handler is None:
             if not request.is_oneway:
+                # (the leading space is Java's: NettyRemotingAbstract.processRequestCommand)
                 channel.send_response(
-                    RemotingCommand.response(
+                    RemotingCommand.response_to(
+                        request,
                         ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-                        remark=f"request type {request.code} not supported",
-                        opaque=request.opaque,
+                        remark=f" request type {request.code} not supported",
                     )
                 )
             return
         self._start(handler, channel, request)
 
     def _start(self, handler: Handler, channel: Channel, request: RemotingCommand) -> None:
-        channel._request_started(self.max_inflight)
+        """Run ``handler`` in a task. Until the task starts, later inline requests of the channel queue behind
+        it (in tasks of their own), so the requests of a connection start in the order they came."""
         channel._unstarted += 1
-        task = asyncio.get_running_loop().create_task(self._run(handler, channel, request))
+        self._spawn(channel, self._run(handler, channel, request))
+
+    def _finish_in_task(
+        self, channel: Channel, request: RemotingCommand, rest: Awaitable[RemotingCommand | None]
+    ) -> None:
+        """An inline processor started and returned what it has to wait for: that finishes in a task. The
+        request has started, so later requests need not queue behind this task."""
+        self._spawn(channel, self._answer(channel, request, rest))
+
+    def _spawn(self, channel: Channel, coro: Coroutine[object, object, None]) -> None:
+        channel._request_started(self.max_inflight)
+        task = asyncio.get_running_loop().create_task(coro)
         self._track(task)
         task.add_done_callback(lambda _t: channel._request_finished(self.max_inflight))
 
     async def _run(self, handler: Handler, channel: Channel, request: RemotingCommand) -> None:
         channel._unstarted -= 1
         try:
-            response = await handler(channel, request)
-            if response is not None and not isinstance(response, RemotingCommand):
-                raise TypeError(f"processor returned {type(response).__name__}, not RemotingCommand")
+            response = _checked(await handler(channel, request))
         except Exception as e:
             response = _failed(channel, request, e)
-        if response is None or request.is_oneway or channel.closed:
-            return
-        if channel._write_paused:
+        if channel._write_paused and response is not None:
+            await channel._drain()
+        _reply(channel, request, response)
+
+    @staticmethod
+    async def _answer(channel: Channel, request: RemotingCommand, rest: Awaitable[RemotingCommand | None]) -> None:
+        try:
+            response = _checked(await rest)
+        except Exception as e:
+            response = _failed(channel, request, e)
+        if channel._write_paused and response is not None:
             await channel._drain()
         _reply(channel, request, response)
 
@@ -260,6 +309,7 @@ def _reply(channel: Channel, request: RemotingCommand, response: RemotingCommand
     if response is None or request.is_oneway or channel.closed:
         return
     response.opaque = request.opaque
+    response.serialize_type = request.serialize_type  # a native response takes its request's header form
     channel.send_response(response)
 
 
@@ -273,45 +323,7 @@ def _inline_in_task(inline: InlineHandler) -> Handler:
     return run
 
 
-class _Resume:
-    """Awaitable that goes on with a coroutine started outside any task, which is waiting on ``waiting_on``:
-    hands that future to the task first (what the coroutine's own ``await`` expects), then relays every send
-    and throw (cancellation included), as ``yield from`` would have from the start."""
-
-    __slots__ = ("_coro", "_waiting_on")
-
-    def __init__(self, coro: Coroutine[object, object, RemotingCommand | None], waiting_on: object) -> None:
-        self._coro = coro
-        self._waiting_on = waiting_on
-
-    def __await__(self) -> Generator[object, object, RemotingCommand | None]:
-        coro, waiting_on = self._coro, self._waiting_on
-        while True:
-            try:
-                value = yield waiting_on
-            except BaseException as e:
-                try:
-                    waiting_on = coro.throw(e)
-                except StopIteration as done:
-                    result: RemotingCommand | None = done.value
-                    return result
-            else:
-                try:
-                    waiting_on = coro.send(value)
-                except StopIteration as done:
-                    result = done.value
-                    return result
-
-
-def _resuming(coro: Coroutine[object, object, RemotingCommand | None], waiting_on: object) -> Handler:
-    async def run(_channel: Channel, _request: RemotingCommand) -> RemotingCommand | None:
-        return await _Resume(coro, waiting_on)
-
-    return run
-
-
-def _awaiting(result: Awaitable[RemotingCommand | None]) -> Handler:
-    async def run(_channel: Channel, _request: RemotingCommand) -> RemotingCommand | None:
-        return await result
-
-    return run
+def _checked(response: object) -> RemotingCommand | None:
+    if response is not None and not isinstance(response, RemotingCommand):
+        raise TypeError(f"processor returned {type(response).__name__}, not RemotingCommand")
+    return response

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from .codec import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, encode
 from .codes import SerializeType
 from .command import RemotingCommand
-from .errors import MalformedFrame
+from .errors import FrameTooLarge, MalformedFrame
 from .native_codec import NativeFrameDecoder, encode_native
 
 _MSGPACK_MAP_MARKERS = frozenset(range(0x80, 0x90)) | {0xDE, 0xDF}
@@ -137,23 +137,40 @@ class SniffingDecoder:
         else:
             self._head += data
 
+    def decide(self) -> WireProtocol | None:
+        """The protocol, once the bytes received so far decide it (None: more needed). Deciding makes ``decoder``
+        (holding every byte received so far) and ``encode``; a transport may then use those directly. Raises
+        MalformedFrame when the first bytes are of neither protocol, FrameTooLarge when the first length word is above
+        ``max_frame_size`` (both protocols' limit)."""
+        if self.protocol is not None:
+            return self.protocol
+        if self._fatal is not None:
+            raise self._fatal
+        head = self._head
+        detection = detect_protocol(head)
+        protocol = detection.protocol
+        if protocol is None:
+            if detection.decision is Decision.NEED_MORE:
+                if len(head) == 4 and int.from_bytes(head, "big") > self.max_frame_size:
+                    # Both protocols refuse that length: no need to wait for the byte that decides.
+                    raise FrameTooLarge(int.from_bytes(head, "big"), self.max_frame_size)
+                return None
+            self._fatal = MalformedFrame(f"unknown protocol: {detection.reason}")
+            raise self._fatal
+        decoder = self.decoder = decoder_for(protocol, self.max_frame_size)
+        self.encode = encoder_for(protocol)
+        self.protocol = protocol
+        decoder.receive_data(self._head)
+        self._head = bytearray()
+        return protocol
+
     def next_event(self) -> RemotingCommand | None:
         decoder = self.decoder
         if decoder is None:
-            if self._fatal is not None:
-                raise self._fatal
-            detection = detect_protocol(self._head)
-            protocol = detection.protocol
-            if protocol is None:
-                if detection.decision is Decision.NEED_MORE:
-                    return None
-                self._fatal = MalformedFrame(f"unknown protocol: {detection.reason}")
-                raise self._fatal
-            decoder = self.decoder = decoder_for(protocol, self.max_frame_size)
-            self.protocol = protocol
-            self.encode = encoder_for(protocol)
-            decoder.receive_data(self._head)
-            self._head = bytearray()
+            if self.decide() is None:
+                return None
+            decoder = self.decoder
+            assert decoder is not None
         return decoder.next_event()
 
     def __iter__(self) -> Iterator[RemotingCommand]:

@@ -15,7 +15,8 @@ import contextlib
 import logging
 import os
 import struct
-from concurrent.futures import Future
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 
 from pocketmq.common.codec import CorruptRecordError, decode
@@ -47,6 +48,26 @@ from .warm_service import WarmMappedFileService
 
 log = logging.getLogger(__name__)
 _PUT_OK = PutMessageStatus.PUT_OK  # (an Enum member read off its class costs ~70 ns in 3.11)
+_dispatch_waiter_pool: ThreadPoolExecutor | None = None
+_dispatch_waiter_lock = threading.Lock()
+
+
+def _dispatch_waiters() -> ThreadPoolExecutor:
+    """The threads that wait for a dispatcher on behalf of writers that must not block (put_message_nowait):
+    one pool for the process, made on first use, idle between holds."""
+    global _dispatch_waiter_pool
+    with _dispatch_waiter_lock:
+        if _dispatch_waiter_pool is None:
+            _dispatch_waiter_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="dispatch-hold")
+        return _dispatch_waiter_pool
+
+
+def _as_future(result: PutMessageResult | Future) -> Future:
+    if isinstance(result, Future):
+        return result
+    done: Future = Future()
+    done.set_result(result)
+    return done
 
 
 def _wait_store_msg_ok(msgs: list[Message] | MessageExtBatch) -> bool:
@@ -81,6 +102,9 @@ class DefaultMessageStore:
         self.commit_log.on_append = self.reput_service.wakeup
         self.sync_flush = config.flush_disk_type == FlushDiskType.SYNC_FLUSH
         self._max_dispatch_lag = config.max_dispatch_lag_bytes
+        # Seconds a writer waits at most for a dispatcher that fell behind (_dispatch_hold_target).
+        self.dispatch_hold_timeout = 0.05
+        self._pending_hold: Future | None = None  # the hold writers wait on (_dispatch_hold), while not done
         self.flush_service = GroupCommitService(self) if self.sync_flush else FlushRealTimeService(self)
         self.flush_cq_service = FlushConsumeQueueService(self)
         self.clean_service = CleanService(self)
@@ -315,21 +339,50 @@ class DefaultMessageStore:
         return result
 
     def _hold_for_dispatch(self, result: PutMessageResult) -> None:
-        """Wait for the dispatcher when it is more than max_dispatch_lag_bytes behind this put.
+        """Block until the dispatcher is back within reach of this put, if it fell behind (_dispatch_hold_target),
+        for at most dispatch_hold_timeout. The synchronous put's way; put_message_nowait hands the caller a
+        Future instead."""
+        target = self._dispatch_hold_target(result)
+        if target is not None:
+            self.reput_service.wait_caught_up(target, self.dispatch_hold_timeout)
 
-        The dispatcher is a thread of this process: a writer that never blocks keeps the GIL, and the
+    def _dispatch_hold_target(self, result: PutMessageResult) -> int | None:
+        """The offset the dispatcher must reach before this put's writer goes on: None when it is within
+        max_dispatch_lag_bytes of the put's end, else half that limit behind the end.
+
+        The dispatcher is a thread of this process: a writer that never waits keeps the GIL, and the
         dispatcher gets it back only at switch intervals (5 ms), or later when other threads take their
         turn first, so under sustained puts its lag grows although it dispatches ~6x faster than the writer
-        appends. Blocking here hands it the GIL at once; it then drains in about a millisecond.
+        appends. A writer that waits (blocked in put_message, or an event loop with nothing else to do
+        while its sender awaits the hold) hands it the GIL at once; it then drains in about a millisecond.
         """
         limit = self._max_dispatch_lag
         if limit <= 0:
-            return
+            return None
         ar = result.append_result
         end = ar.wrote_offset + ar.wrote_bytes  # type: ignore[union-attr]  # an ok result has its append result
         reput = self.reput_service
         if end - reput.reput_from_offset > limit and reput.running:
-            reput.wait_caught_up(end - limit // 2, 0.05)
+            return end - limit // 2
+        return None
+
+    def _dispatch_hold(self, result: PutMessageResult) -> Future | None:
+        """_hold_for_dispatch without blocking: None, or a Future done once the dispatcher reached the target
+        (or after dispatch_hold_timeout). Writers held at the same time share one Future."""
+        target = self._dispatch_hold_target(result)
+        if target is None:
+            return None
+        held = self._pending_hold
+        if held is not None and not held.done():
+            return held
+        reput = self.reput_service
+        reput.hurry()  # dispatching starts now, not when a waiter thread gets the GIL
+        try:
+            held = _dispatch_waiters().submit(reput.wait_caught_up, target, self.dispatch_hold_timeout)
+        except RuntimeError:  # the interpreter is shutting down: no new threads
+            return None
+        self._pending_hold = held
+        return held
 
     def _wait_flush(self, result: PutMessageResult, wait: bool) -> None:
         ar = result.append_result
@@ -344,38 +397,68 @@ class DefaultMessageStore:
                 result.status = PutMessageStatus.FLUSH_DISK_TIMEOUT
 
     def async_put_message(self, msg: Message) -> Future:
-        """asyncPutMessage: a Future of the PutMessageResult, done once the flush policy is satisfied
-        (at once under ASYNC_FLUSH; after the group commit under SYNC_FLUSH), so an event loop can
-        await it without blocking."""
-        bad = self._check_store_status(msg.topic)
-        result = bad if bad is not None else self.commit_log.put_message(msg)
-        return self._after_put(result, msg.properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false")
+        """asyncPutMessage: put_message_nowait's answer, always as a Future."""
+        return _as_future(self.put_message_nowait(msg))
 
     def async_put_messages(self, msgs: list[Message] | MessageExtBatch) -> Future:
+        return _as_future(self.put_messages_nowait(msgs))
+
+    def put_message_nowait(self, msg: Message) -> PutMessageResult | Future:
+        """Append one message without ever blocking the caller (an event loop): the PutMessageResult when
+        nothing is left to wait for, else a Future of it. The Future is done once the group commit covers the
+        message (SYNC_FLUSH, unless WAIT=false) and, if this put left the dispatcher too far behind, once the
+        dispatcher caught up (_dispatch_hold_target): the caller awaits it instead of blocking as put_message
+        does. Under ASYNC_FLUSH with the dispatcher keeping up, the answer is the result itself (no Future to
+        build and complete)."""
+        bad = self._check_store_status(msg.topic)
+        if bad is not None:
+            return bad
+        return self._after_put(self.commit_log.put_message(msg), msg)
+
+    def put_messages_nowait(self, msgs: list[Message] | MessageExtBatch) -> PutMessageResult | Future:
+        """put_message_nowait for a batch (put_messages)."""
         bad = self._check_store_status(_batch_topic(msgs))
-        result = bad if bad is not None else self.commit_log.put_messages(msgs)
-        return self._after_put(result, bool(msgs) and _wait_store_msg_ok(msgs))
+        if bad is not None:
+            return bad
+        return self._after_put(self.commit_log.put_messages(msgs), msgs)
 
-    def _after_put(self, result: PutMessageResult, wait_store_msg_ok: bool) -> Future:
+    def _after_put(
+        self, result: PutMessageResult, msgs: Message | list[Message] | MessageExtBatch
+    ) -> PutMessageResult | Future:
+        if not (result.status is _PUT_OK or result.is_ok):
+            return result
+        held = self._dispatch_hold(result)
+        flushed = None
+        if self.sync_flush:
+            ar = result.append_result
+            # Called only under SYNC_FLUSH (a GroupCommitService) and for an ok result, which has its append result.
+            flushed = self.flush_service.submit(ar.wrote_offset + ar.wrote_bytes)  # type: ignore[union-attr]
+            if isinstance(msgs, Message):
+                wait_store_msg_ok = msgs.properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false"
+            else:
+                wait_store_msg_ok = bool(msgs) and _wait_store_msg_ok(msgs)
+            if not wait_store_msg_ok:
+                flushed = None
+        if held is None and flushed is None:
+            return result
         out: Future = Future()
-        if result.is_ok:
-            self._hold_for_dispatch(result)
-        if not (result.is_ok and self.sync_flush):
-            out.set_result(result)
-            return out
-        ar = result.append_result
-        # Called only under SYNC_FLUSH (a GroupCommitService) and for an ok result, which has its append result.
-        flushed = self.flush_service.submit(ar.wrote_offset + ar.wrote_bytes)  # type: ignore[union-attr]
-        if not wait_store_msg_ok:
-            out.set_result(result)
-            return out
 
-        def done(f: Future) -> None:
+        # One after the other (the hold, then the flush), so that only one thread completes `out`.
+        def after_hold(_held: Future) -> None:
+            if flushed is None:
+                out.set_result(result)
+            else:
+                flushed.add_done_callback(after_flush)
+
+        def after_flush(f: Future) -> None:
             if not f.result():
                 result.status = PutMessageStatus.FLUSH_DISK_TIMEOUT
             out.set_result(result)
 
-        flushed.add_done_callback(done)
+        if held is not None:
+            held.add_done_callback(after_hold)
+        elif flushed is not None:
+            flushed.add_done_callback(after_flush)
         return out
 
     def flush_commit_log(self, least_pages: int) -> None:

@@ -4,6 +4,7 @@ pulls without the pull threads. Each must keep the slow path's answers and never
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -12,7 +13,14 @@ from pocketmq.broker.message_batch import BatchItem
 from pocketmq.common import Message
 from pocketmq.common.codec import decode_all
 from pocketmq.remoting.codes import RequestCode, ResponseCode
-from pocketmq.remoting.header import GetMaxOffsetRequestHeader
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.header import (
+    GetMaxOffsetRequestHeader,
+    QueryConsumerOffsetRequestHeader,
+    SendMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+    UpdateConsumerOffsetRequestHeader,
+)
 from pocketmq.storage.config import FlushDiskType
 
 GUARD = 5.0  # a bound for things that should happen promptly; never a timing assertion
@@ -91,3 +99,48 @@ async def test_pulls_of_recent_messages_skip_the_pull_threads_and_read_the_same(
     assert pulled[memory] == pulled[disk] == bodies
     assert read_on[memory] == {threading.current_thread().name}  # the event loop's thread
     assert read_on[disk] and all(name.startswith("pull") for name in read_on[disk])
+
+
+async def test_inline_processors_answer_from_memory_with_a_plain_call_and_hand_back_only_what_waits(
+    cluster: Any, dispatched: Callable
+) -> None:
+    # The broker's inline processors, called as the transport calls them, on a real connection's channel.
+    memory = await cluster.broker("memory")
+    disk = await cluster.broker("disk", access_message_in_memory_max_ratio=0)  # every read goes to a pull thread
+    answers: dict[str, Any] = {}
+    for broker in (memory, disk):
+        mq = cluster.mq(broker)
+        assert (await mq.send("TopicInline", b"first")).code == ResponseCode.SUCCESS
+        await dispatched(broker)
+        (channel,) = broker.remoting_server.channels
+        inline = broker.remoting_server._inline_processors
+
+        def call(code: int, header: Any, body: bytes | None = None, _inline: Any = inline, _ch: Any = channel) -> Any:
+            return _inline[code](_ch, RemotingCommand.request(code, header, body))
+
+        header = SendMessageRequestHeaderV2.from_v1(SendMessageRequestHeader(
+            producer_group="PG", topic="TopicInline", default_topic="TBW102", default_topic_queue_nums=4, queue_id=0,
+            sys_flag=0, born_timestamp=0, flag=0, properties=""))
+        send = call(RequestCode.SEND_MESSAGE_V2, header, b"second")
+        update = call(RequestCode.UPDATE_CONSUMER_OFFSET, UpdateConsumerOffsetRequestHeader("G", "TopicInline", 0, 1))
+        query = call(RequestCode.QUERY_CONSUMER_OFFSET, QueryConsumerOffsetRequestHeader("G", "TopicInline", 0))
+        # Plain answers: no coroutine, nothing left to run.
+        assert isinstance(send, RemotingCommand) and send.code == ResponseCode.SUCCESS
+        assert isinstance(update, RemotingCommand) and update.code == ResponseCode.SUCCESS
+        assert isinstance(query, RemotingCommand) and query.ext_fields["offset"] == 1
+        # A group new to the queue needs a store read on a pull thread: an awaitable, whatever the broker.
+        new_group = call(RequestCode.QUERY_CONSUMER_OFFSET, QueryConsumerOffsetRequestHeader("G2", "TopicInline", 0))
+        found = ResponseCode.SUCCESS if broker is memory else ResponseCode.QUERY_NOT_FOUND  # (its data: "on disk")
+        assert inspect.isawaitable(new_group) and (await new_group).code == found
+        await dispatched(broker)
+        pull = call(RequestCode.PULL_MESSAGE, mq.pull_request("G", "TopicInline", 0, 0))
+        name = "memory" if broker is memory else "disk"
+        if isinstance(pull, RemotingCommand):
+            answers[name] = ("plain", pull)
+        else:
+            assert inspect.isawaitable(pull)
+            answers[name] = ("awaited", await pull)
+    # A pull of what is in memory is answered by the call; one that must read on a pull thread is awaited.
+    assert {name: kind for name, (kind, _) in answers.items()} == {"memory": "plain", "disk": "awaited"}
+    for _, pulled in answers.values():
+        assert [m.body for m in decode_all(pulled.body)] == [b"first", b"second"]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from pocketmq.broker.filter import ExpressionMessageFilter, build_subscription_data
-from pocketmq.broker.processor.pull_message_processor import pull_response_code
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pocketmq.broker.filter import ExpressionMessageFilter, build_subscription_data, message_filter_for
+from pocketmq.broker.processor.pull_message_processor import _tag_filter, pull_response_code
 from pocketmq.common.codec import decode_all
 from pocketmq.common.java_hash import java_string_hash
 from pocketmq.remoting.body import encode_body
@@ -187,3 +190,36 @@ async def test_commit_offset_piggybacks_on_pull(broker, mq, dispatched) -> None:
     # Without the flag the header's commitOffset is ignored.
     await mq.pull("GC", "TopicCommit", 0, 0, sys_flag=FLAG_SUBSCRIPTION, commit_offset=1)
     assert (await mq.query_offset("GC", "TopicCommit", 0)).ext_fields["offset"] == 7
+
+
+async def test_a_remembered_subscription_skips_none_of_the_checks(cluster, dispatched) -> None:
+    # The broker keeps the filter of each posted TAG expression; every check before the filter still runs
+    # on every pull, found or not.
+    broker = await cluster.broker(auto_create_subscription_group=False)
+    mq = cluster.mq(broker)
+    await mq.create_topic("TopicMemo", queues=2)
+    assert (await mq.invoke(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+                            body=encode_body(SubscriptionGroupConfig("G")))).code == 0
+    await fill(mq, "TopicMemo", ["TagA", "TagB"])
+    await dispatched(broker)
+    for _ in range(2):  # the first pull computes the filter, the second finds it
+        ok = await mq.pull("G", "TopicMemo", 0, 0, subscription="TagA")
+        assert [m.tags for m in decode_all(ok.body)] == ["TagA"]
+        assert (await mq.pull("G", "NoSuchTopic", 0, 0, subscription="TagA")).code == ResponseCode.TOPIC_NOT_EXIST
+        assert (await mq.pull("G", "TopicMemo", 2, 0, subscription="TagA")).code == ResponseCode.SYSTEM_ERROR
+        unknown_group = await mq.pull("Other", "TopicMemo", 0, 0, subscription="TagA")
+        assert unknown_group.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
+    body = encode_body(SubscriptionGroupConfig("G", consume_enable=False))
+    assert (await mq.invoke(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body)).code == 0
+    assert (await mq.pull("G", "TopicMemo", 0, 0, subscription="TagA")).code == ResponseCode.NO_PERMISSION
+
+
+@given(expression=st.one_of(st.none(), st.text(alphabet="ABab *|_-é", max_size=20)),
+       topic=st.sampled_from(["TopicA", "TopicB"]), sub_version=st.integers(0, 2**40))
+def test_the_remembered_tag_filter_is_the_one_the_subscription_gives(
+    expression: str | None, topic: str, sub_version: int
+) -> None:
+    # The key is the expression alone: the filter must not depend on the topic or the version it came with.
+    remembered = _tag_filter(expression)
+    direct = message_filter_for(build_subscription_data(topic, expression, "TAG", sub_version))
+    assert (remembered.match_all, remembered.codes) == (direct.match_all, direct.codes)

@@ -190,3 +190,19 @@ async def test_offsets_are_persisted_periodically(namesrv: FakeNamesrv, broker_a
         sent = len(broker_a.of_code(RequestCode.UPDATE_CONSUMER_OFFSET))
         await asyncio.sleep(0.2)
         assert len(broker_a.of_code(RequestCode.UPDATE_CONSUMER_OFFSET)) == sent  # unchanged: not sent again
+
+
+async def test_a_remembered_expression_skips_none_of_the_pull_checks(
+    consumer: PullConsumer, broker_a: FakeBroker
+) -> None:
+    # The consumer parses each (topic, expression, type) once; what it checks on every pull it still checks.
+    assert (await consumer.pull(MQ, "TagA", 0)).pull_status is PullStatus.NO_NEW_MSG  # "TagA" remembered
+    with pytest.raises(MQClientException, match="offset < 0"):
+        await consumer.pull(MQ, "TagA", -1)
+    with pytest.raises(MQClientException, match="The broker\\[nope\\] not exist"):
+        await consumer.pull(MessageQueue("T", "nope", 0), "TagA", 0)
+    # A malformed expression is refused on every pull (a failure is not remembered), before anything is sent.
+    for _ in range(2):
+        with pytest.raises(MQClientException):
+            await consumer.pull(MQ, "a >", 0, expression_type="SQL92")
+    assert len(broker_a.of_code(RequestCode.PULL_MESSAGE)) == 1

@@ -216,7 +216,7 @@ async def test_unknown_request_code_is_not_supported(
     for code in (RequestCode.PUT_KV_CONFIG, 4242):
         resp = await client.invoke(namesrv.address, RemotingCommand.request(code), GUARD)
         assert resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED == 3
-        assert resp.remark == f"request type {int(code)} not supported"
+        assert resp.remark == f" request type {int(code)} not supported"
 
 
 async def test_malformed_frame_closes_only_that_connection(

@@ -1,10 +1,11 @@
-"""Inline processors: called as the request is read, with no task unless they have to wait (both loops)."""
+"""Inline processors: plain functions called as the request is read; what they return to wait for runs in a
+task (both loops)."""
 
 from __future__ import annotations
 
 import asyncio
 import struct
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -16,7 +17,7 @@ from pocketmq.remoting.errors import RemotingSendRequestError, RemotingTimeoutEr
 from pocketmq.remoting.server import RemotingServer
 from pocketmq.remoting.transport import Channel, parse_address
 
-NOW, BOOM, WRONG, LATER, WAIT, SLOW, RECORD = 2001, 2002, 2003, 2004, 2005, 2006, 2007
+NOW, BOOM, WRONG, LATER, WAIT, SLOW, RECORD, SPLIT, BIG = 2001, 2002, 2003, 2004, 2005, 2006, 2007, 2008, 2009
 GUARD = 5.0
 
 
@@ -30,7 +31,7 @@ class App:
         self.calls.append((req.code, req.ext_fields.get("i"), asyncio.current_task() is not None))
 
     def install(self, srv: RemotingServer) -> None:
-        for code in (NOW, BOOM, WRONG, LATER, WAIT, RECORD):
+        for code in (NOW, BOOM, WRONG, LATER, WAIT, RECORD, SPLIT, BIG):
             srv.register_inline_processor(code, getattr(self, f"on_{code}"))
         srv.register_processor(SLOW, self.slow)
 
@@ -44,7 +45,7 @@ class App:
     def on_2003(self, ch: Channel, req: RemotingCommand) -> object:  # WRONG: neither a command nor awaitable
         return 42
 
-    async def on_2004(self, ch: Channel, req: RemotingCommand) -> RemotingCommand:  # LATER: never waits
+    async def on_2004(self, ch: Channel, req: RemotingCommand) -> RemotingCommand:  # LATER: async, never waits
         self._seen(req)
         return RemotingCommand.response_to(req, ResponseCode.SUCCESS, remark="later")
 
@@ -64,6 +65,20 @@ class App:
         self._seen(req)
         return None
 
+    def on_2008(self, ch: Channel, req: RemotingCommand) -> Awaitable[RemotingCommand]:  # SPLIT: checks, then waits
+        self._seen(req)  # the plain part, as the request is read
+        return self._rest_of_split(req)
+
+    async def _rest_of_split(self, req: RemotingCommand) -> RemotingCommand:
+        self.waiting += 1
+        await self.release.wait()
+        self._seen(req)
+        return RemotingCommand.response_to(req, ResponseCode.SUCCESS, remark="split")
+
+    def on_2009(self, ch: Channel, req: RemotingCommand) -> RemotingCommand:  # BIG: a large answer
+        self._seen(req)
+        return RemotingCommand.response_to(req, ResponseCode.SUCCESS, body=b"b" * (1 << 20))
+
 
 @pytest.fixture
 def app() -> App:
@@ -79,14 +94,61 @@ async def read_commands(reader: asyncio.StreamReader, n: int) -> list[RemotingCo
     return out
 
 
-async def test_plain_and_coroutine_processors_answer_without_a_task(
+async def test_a_plain_processor_answers_without_a_task_and_a_coroutine_runs_in_one(
     app: App, server: RemotingServer, client: RemotingClient
 ) -> None:
     now = await client.invoke(server.address, RemotingCommand.request(NOW, {"i": 1}), GUARD)
     later = await client.invoke(server.address, RemotingCommand.request(LATER, {"i": 2}), GUARD)
     assert (now.code, now.remark, now.ext_fields) == (ResponseCode.SUCCESS, "now", {"i": 1})
     assert (later.code, later.remark) == (ResponseCode.SUCCESS, "later")
-    assert app.calls == [(NOW, 1, False), (LATER, 2, False)]  # both ran in data_received, outside any task
+    # The plain function ran in data_received; the coroutine an async def handler returns is not stepped by
+    # hand there: all of it runs in a task, although it never waits.
+    assert app.calls == [(NOW, 1, False), (LATER, 2, True)]
+
+
+async def test_the_plain_part_runs_as_the_request_is_read_and_the_awaitable_in_a_task(
+    app: App, server: RemotingServer, poll: Callable
+) -> None:
+    # One write: SPLIT (checks at once, then waits), then NOW. The request SPLIT waits for has started, so NOW
+    # does not queue behind its task: it is answered inline while SPLIT still waits.
+    reader, writer = await asyncio.open_connection(*parse_address(server.address))
+    split, now = RemotingCommand.request(SPLIT, {"i": 1}), RemotingCommand.request(NOW, {"i": 2})
+    writer.write(encode(split) + encode(now))
+    (first,) = await read_commands(reader, 1)
+    assert (first.opaque, first.remark) == (now.opaque, "now")
+    await poll(lambda: app.waiting == 1)
+    assert app.calls == [(SPLIT, 1, False), (NOW, 2, False)]
+    app.release.set()
+    (second,) = await read_commands(reader, 1)
+    assert (second.opaque, second.remark) == (split.opaque, "split")
+    assert app.calls[-1] == (SPLIT, 1, True)
+    writer.close()
+
+
+async def test_inline_requests_run_in_tasks_that_wait_while_the_peer_does_not_read(
+    app: App, server: RemotingServer, poll: Callable
+) -> None:
+    # A peer that sends and does not read: 1 MiB answers fill the socket buffers until the transport pauses
+    # writing. From then on an inline request runs in a task, which answers only once the buffer drains.
+    reader, writer = await asyncio.open_connection(*parse_address(server.address))
+    sent = 0
+    while not any(ch._write_paused for ch in server.channels):
+        assert sent < 256, "the server never paused writing"
+        writer.write(encode(RemotingCommand.request(BIG, {"i": sent})))
+        sent += 1
+        await poll(lambda n=sent: len(app.calls) == n)
+    (channel,) = server.channels
+    buffered = channel._transport.get_write_buffer_size()
+    late = RemotingCommand.request(NOW, {"i": "late"})
+    writer.write(encode(late))
+    await poll(lambda: app.calls[-1][1] == "late")
+    assert app.calls[-1] == (NOW, "late", True)  # in a task, not in data_received
+    # Its answer waits in the task: neither queued nor handed to the transport.
+    assert channel._write_paused and not channel._out and channel._transport.get_write_buffer_size() <= buffered
+    answers = await read_commands(reader, sent + 1)  # reading drains the buffer, and the held answer goes last
+    assert sorted(a.opaque for a in answers[:-1]) == sorted({a.opaque for a in answers[:-1]})
+    assert (answers[-1].opaque, answers[-1].remark) == (late.opaque, "now")
+    writer.close()
 
 
 async def test_errors_are_answered_and_the_connection_stays(server: RemotingServer, client: RemotingClient) -> None:
@@ -113,7 +175,7 @@ async def test_a_processor_that_waits_goes_on_in_a_task_and_the_connection_keeps
     app.release.set()
     assert (await ok).remark == "waited"
     assert (await failing).code == ResponseCode.SYSTEM_ERROR and "failed after waiting" in (await failing).remark
-    # The part after the wait ran in the task that took the coroutine over.
+    # The coroutines ran in tasks of their own.
     assert sorted(c for c in app.calls if c[0] == WAIT) == [(WAIT, 1, True), (WAIT, 2, True)]
 
 
@@ -135,7 +197,7 @@ async def test_stopping_the_server_ends_a_processor_still_waiting(
 ) -> None:
     waiting = asyncio.create_task(client.invoke(server.address, RemotingCommand.request(WAIT), 60))
     await poll(lambda: app.waiting == 1)
-    await asyncio.wait_for(server.stop(), GUARD)  # cancels the task that took the coroutine over
+    await asyncio.wait_for(server.stop(), GUARD)  # cancels the task running the coroutine
     with pytest.raises(RemotingSendRequestError):
         await asyncio.wait_for(waiting, GUARD)
     assert app.calls == []  # it never got past its wait

@@ -238,7 +238,7 @@ async def test_server_initiated_requests_to_a_client(
 async def test_unknown_code_is_not_supported(server: RemotingServer, client: RemotingClient) -> None:
     resp = await client.invoke(server.address, RemotingCommand.request(999), GUARD)
     assert resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
-    assert resp.remark == "request type 999 not supported"
+    assert resp.remark == " request type 999 not supported"
 
 
 async def test_default_processor_takes_unregistered_codes(

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from pocketmq.common.message import LOOPBACK_HOST, Message, MessageExtBatch, pack_host
 from pocketmq.remoting.body import TopicConfig
-from pocketmq.remoting.codes import PermName, ResponseCode, TopicSysFlag
+from pocketmq.remoting.codes import PermName, ResponseCode, SerializeType, TopicSysFlag
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.header import SendMessageRequestHeader, SendMessageResponseHeader
 from pocketmq.remoting.transport import Channel, parse_address
@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 _FAQ = " See http://rocketmq.apache.org/docs/faq/ for further details."
 
 _PUT_OK, _SUCCESS = PutMessageStatus.PUT_OK, ResponseCode.SUCCESS
+_MSGPACK = SerializeType.MSGPACK
+_REGION_ID = "DefaultRegion"  # BrokerConfig.regionId's default
 # PutMessageStatus -> (response code, remark) for the refusals (handlePutMessageResult, RocketMQ 4.9.8).
 _STORED = {
     PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
@@ -146,29 +148,21 @@ class AbstractSendMessageProcessor(BrokerProcessor):
         return host  # type: ignore[return-value]
 
     async def put_message(self, msg: Message) -> PutMessageResult:
-        # Under ASYNC_FLUSH the future is already done; under SYNC_FLUSH it completes on the group commit.
-        fut = self.controller.store.async_put_message(msg)
-        return fut.result() if fut.done() else await asyncio.wrap_future(fut)
-
-    async def put_messages(self, msgs: list[Message]) -> PutMessageResult:
-        fut = self.controller.store.async_put_messages(msgs)
-        return fut.result() if fut.done() else await asyncio.wrap_future(fut)
+        put = self.controller.store.put_message_nowait(msg)
+        return put if isinstance(put, PutMessageResult) else await asyncio.wrap_future(put)
 
     def put_and_answer(
         self, msgs: Message | MessageExtBatch, request: RemotingCommand, queue_id: int
     ) -> RemotingCommand | Awaitable[RemotingCommand]:
-        """Append, then the response: at once under ASYNC_FLUSH, else an awaitable of it. Under SYNC_FLUSH the
-        flush thread completes the store's future (group commit); the event loop never waits on it."""
+        """Append, then the response: at once when the store has nothing to wait for, else an awaitable of it.
+        What the store makes a put wait for (the group commit under SYNC_FLUSH; a dispatcher that fell more
+        than maxDispatchLagBytes behind) completes a Future on another thread: the event loop serves other
+        connections meanwhile, and this sender gets its answer once it is done."""
         store = self.controller.store
-        if not store.sync_flush:
-            # Nothing to wait for: the plain put returns as soon as the record is in the mapped file, without
-            # the thread-safe Future the async put would build and complete for it.
-            result = store.put_messages(msgs) if isinstance(msgs, MessageExtBatch) else store.put_message(msgs)
-            return self.handle_put_message_result(result, request, queue_id)
-        fut = store.async_put_messages(msgs) if isinstance(msgs, MessageExtBatch) else store.async_put_message(msgs)
-        if fut.done():
-            return self.handle_put_message_result(fut.result(), request, queue_id)
-        return self._answer_put_later(fut, request, queue_id)
+        put = store.put_messages_nowait(msgs) if isinstance(msgs, MessageExtBatch) else store.put_message_nowait(msgs)
+        if isinstance(put, PutMessageResult):
+            return self.handle_put_message_result(put, request, queue_id)
+        return self._answer_put_later(put, request, queue_id)
 
     async def _answer_put_later(
         self, fut: Future[PutMessageResult], request: RemotingCommand, queue_id: int
@@ -185,7 +179,12 @@ class AbstractSendMessageProcessor(BrokerProcessor):
             ar = result.append_result
             assert ar is not None
             header = SendMessageResponseHeader(msg_id=ar.msg_id, queue_id=queue_id, queue_offset=ar.logics_offset)
-            return response(request, code, ext_fields=header)
+            answer = response(request, code, ext_fields=header)
+            if request.serialize_type is not _MSGPACK:
+                # What a 4.9.8 broker adds (SendMessageProcessor); Java's client reads both without a null check.
+                answer.ext_fields["MSG_REGION"] = _REGION_ID
+                answer.ext_fields["TRACE_ON"] = "true" if self.controller.broker_config.trace_topic_enable else "false"
+            return answer
         if result.status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
             remark = (
                 "service not available now. It may be caused by one of the following reasons: the broker's disk "

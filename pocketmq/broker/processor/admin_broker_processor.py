@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pocketmq.remoting.body import TopicConfig, decode_body, encode_body
+from pocketmq.remoting.body import TopicConfig
 from pocketmq.remoting.client_body import (
     LockBatchRequestBody,
     LockBatchResponseBody,
@@ -130,12 +130,12 @@ class AdminBrokerProcessor(BrokerProcessor):
 
     async def get_all_topic_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         wrapper = self.controller.topic_config_manager.build_topic_config_serialize_wrapper()
-        return response(request, body=encode_body(wrapper))
+        return response(request, body=request.encode_body(wrapper))
 
     # --- subscription groups ---
 
     async def update_and_create_subscription_group(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        cfg = decode_body(request.body, SubscriptionGroupConfig)
+        cfg = request.decode_body(SubscriptionGroupConfig)
         if tv.is_group_illegal(cfg.group_name):
             return response(request, ResponseCode.SYSTEM_ERROR, f"the group name {cfg.group_name!r} is illegal")
         log.info("UPDATE_AND_CREATE_SUBSCRIPTIONGROUP %s from %s", cfg, channel.remote_address)
@@ -144,28 +144,28 @@ class AdminBrokerProcessor(BrokerProcessor):
         return response(request)
 
     async def get_all_subscription_group_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        return response(request, body=encode_body(self.controller.subscription_group_manager.encode()))
+        return response(request, body=request.encode_body(self.controller.subscription_group_manager.encode()))
 
     async def get_all_consumer_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         table = self.controller.consumer_offset_manager.offset_table
         if not table:
             return response(request, ResponseCode.SYSTEM_ERROR, "No consumer offset in this broker")
         # msgpack keeps the queue ids as ints ({"offsetTable": {"topic@group": {queueId: offset}}}).
-        body = encode_body({"offsetTable": {k: dict(v) for k, v in table.items()}})
+        body = request.encode_body({"offsetTable": {k: dict(v) for k, v in table.items()}})
         return response(request, body=body)
 
     async def get_all_delay_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         table = self.controller.schedule_message_service.offset_table
-        return response(request, body=encode_body({"offsetTable": dict(table)}))
+        return response(request, body=request.encode_body({"offsetTable": dict(table)}))
 
     # --- queue locks for orderly consumption ---
 
     async def lock_batch_mq(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        body = decode_body(request.body, LockBatchRequestBody)
+        body = request.decode_body(LockBatchRequestBody)
         locked = self.controller.rebalance_lock_manager.try_lock_batch(body.consumer_group, body.mq_set, body.client_id)
-        return response(request, body=encode_body(LockBatchResponseBody(locked)))
+        return response(request, body=request.encode_body(LockBatchResponseBody(locked)))
 
     async def unlock_batch_mq(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        body = decode_body(request.body, UnlockBatchRequestBody)
+        body = request.decode_body(UnlockBatchRequestBody)
         self.controller.rebalance_lock_manager.unlock_batch(body.consumer_group, body.mq_set, body.client_id)
         return response(request)

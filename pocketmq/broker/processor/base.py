@@ -25,10 +25,10 @@ response = RemotingCommand.response_to  # response(request, code, remark, ext_fi
 
 
 class BrokerProcessor:
-    """Subclasses fill ``handlers`` (request code -> coroutine) in their constructor, and ``inline_handlers``
-    (request code -> plain function) for the requests the transport may answer as it reads them (see
-    ``RemotingServer.register_inline_processor``): those that only touch memory, or return an awaitable for
-    what has to wait."""
+    """Subclasses fill, in their constructor, ``handlers`` (request code -> coroutine function; each request
+    runs in a task) or ``inline_handlers`` (request code -> plain function, for the requests the transport
+    answers as it reads them, see ``RemotingServer.register_inline_processor``). An inline handler returns the
+    response when it has it at once, and an awaitable of it (run in a task) only when it has to wait."""
 
     def __init__(self, controller: BrokerController) -> None:
         self.controller = controller
@@ -37,10 +37,9 @@ class BrokerProcessor:
 
     def register_to(self, server: RemotingServer) -> None:
         for code in self.handlers:
-            if code in self.inline_handlers:
-                server.register_inline_processor(code, self.process_inline)
-            else:
-                server.register_processor(code, self.process_request)
+            server.register_processor(code, self.process_request)
+        for code in self.inline_handlers:
+            server.register_inline_processor(code, self.process_inline)
 
     def process_inline(
         self, channel: Channel, request: RemotingCommand

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pocketmq.remoting.body import decode_body
 from pocketmq.remoting.client_body import HeartbeatData
 from pocketmq.remoting.codes import PermName, RequestCode, ResponseCode, TopicSysFlag
 from pocketmq.remoting.command import RemotingCommand
@@ -27,7 +26,7 @@ class ClientManageProcessor(BrokerProcessor):
         self.handlers[RequestCode.UNREGISTER_CLIENT] = self.unregister_client
 
     async def heart_beat(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        heartbeat = decode_body(request.body, HeartbeatData)
+        heartbeat = request.decode_body(HeartbeatData)
         c = self.controller
         info = ClientChannelInfo(channel, heartbeat.client_id, request.language, request.version)
         channel.attrs["clientId"] = heartbeat.client_id

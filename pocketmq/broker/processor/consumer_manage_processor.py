@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
-from pocketmq.remoting.body import encode_body
 from pocketmq.remoting.client_body import GetConsumerListByGroupResponseBody
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
@@ -33,8 +33,6 @@ def total_physical_memory() -> int:
 class ConsumerManageProcessor(BrokerProcessor):
     def __init__(self, controller: BrokerController) -> None:
         super().__init__(controller)
-        self.handlers[RequestCode.QUERY_CONSUMER_OFFSET] = self.query_consumer_offset
-        self.handlers[RequestCode.UPDATE_CONSUMER_OFFSET] = self.update_consumer_offset
         self.handlers[RequestCode.GET_CONSUMER_LIST_BY_GROUP] = self.get_consumer_list_by_group
         # Offsets live in memory: answered as they are read (a query that must look at the store still awaits
         # a pull thread, in a task).
@@ -42,12 +40,22 @@ class ConsumerManageProcessor(BrokerProcessor):
         self.inline_handlers[RequestCode.UPDATE_CONSUMER_OFFSET] = self.update_consumer_offset
         self._memory = total_physical_memory()
 
-    async def query_consumer_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+    def query_consumer_offset(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
         header = request.decode_header(QueryConsumerOffsetRequestHeader)
-        c = self.controller
-        offset = c.consumer_offset_manager.query_offset(header.consumer_group, header.topic, header.queue_id)
+        offset = self.controller.consumer_offset_manager.query_offset(
+            header.consumer_group, header.topic, header.queue_id
+        )
         if offset >= 0:
             return response(request, ext_fields=QueryConsumerOffsetResponseHeader(offset))
+        return self._query_new_group_offset(request, header)
+
+    async def _query_new_group_offset(
+        self, request: RemotingCommand, header: QueryConsumerOffsetRequestHeader
+    ) -> RemotingCommand:
+        """The group has no offset for the queue: the answer depends on the queue's data (a store read)."""
+        c = self.controller
         starts_at_zero = await c.run_in_pull_executor(self._new_group_starts_at_zero, header.topic, header.queue_id)
         if starts_at_zero:
             # A group new to a queue whose first message is still at offset 0 and in memory starts from the
@@ -68,7 +76,7 @@ class ConsumerManageProcessor(BrokerProcessor):
         ratio = self.controller.broker_config.access_message_in_memory_max_ratio / 100.0
         return store.get_max_phy_offset() - phy <= self._memory * ratio
 
-    async def update_consumer_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+    def update_consumer_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = request.decode_header(UpdateConsumerOffsetRequestHeader)
         self.controller.consumer_offset_manager.commit_offset(
             channel.remote_address, header.consumer_group, header.topic, header.queue_id, header.commit_offset
@@ -80,7 +88,7 @@ class ConsumerManageProcessor(BrokerProcessor):
         group_info = self.controller.consumer_manager.get_consumer_group_info(header.consumer_group)
         client_ids = group_info.all_client_ids() if group_info is not None else []
         if client_ids:
-            body = encode_body(GetConsumerListByGroupResponseBody(client_ids))
+            body = request.encode_body(GetConsumerListByGroupResponseBody(client_ids))
             return response(request, body=body)
         log.warning(
             "GET_CONSUMER_LIST_BY_GROUP: no consumer in group %s (asked by %s)",

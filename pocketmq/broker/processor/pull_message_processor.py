@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
+from pocketmq.common.bounded_cache import BoundedCache
 from pocketmq.common.message import Message
 from pocketmq.remoting.client_body import SubscriptionData
 from pocketmq.remoting.codes import MASTER_ID, PermName, RequestCode, ResponseCode
@@ -55,6 +57,10 @@ _STATUS_CODE = {
 _EMPTY_QUEUE = (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE)
 
 
+def _tag_filter(expression: str | None) -> MessageFilter:
+    return message_filter_for(build_subscription_data("", expression, EXPRESSION_TYPE_TAG))
+
+
 def pull_response_code(status: GetMessageStatus, requested_offset: int) -> ResponseCode:
     if status in _EMPTY_QUEUE:
         return ResponseCode.PULL_OFFSET_MOVED if requested_offset != 0 else ResponseCode.PULL_NOT_FOUND
@@ -64,18 +70,23 @@ def pull_response_code(status: GetMessageStatus, requested_offset: int) -> Respo
 class PullMessageProcessor(BrokerProcessor):
     def __init__(self, controller: BrokerController) -> None:
         super().__init__(controller)
-        self.handlers[RequestCode.PULL_MESSAGE] = self.pull_message
-        # Started as it is read: a pull of what is in memory, or one that parks, finishes without a task.
+        # Answered as it is read: a pull of what is in memory, or one that parks, needs no task.
         self.inline_handlers[RequestCode.PULL_MESSAGE] = self.pull_message
-        self._posted_tag_filters: dict[tuple[str, str | None, int], MessageFilter] = {}
+        # The filter a TAG subscription posted with the pull gives (a pull consumer posts its own on every
+        # pull) depends on the expression alone: parsed once (~2 us of a ~32 us pull).
+        self._posted_tag_filters: BoundedCache[str | None, MessageFilter] = BoundedCache(_tag_filter, 1024)
 
-    async def pull_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
-        return await self._process(channel, request, broker_allow_suspend=True)
+    def pull_message(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand | None] | None:
+        return self._process(channel, request, broker_allow_suspend=True)
 
     async def execute_request_when_wakeup(self, channel: Channel, request: RemotingCommand) -> None:
         """Re-run a parked pull (no further suspension) and write its response to the channel."""
         try:
-            resp = await self._process(channel, request, broker_allow_suspend=False)
+            resp = self._process(channel, request, broker_allow_suspend=False)
+            if resp is not None and not isinstance(resp, RemotingCommand):
+                resp = await resp
         except HeaderError as e:  # cannot happen for a request that was parked, but never leave it hanging
             resp = response(request, ResponseCode.SYSTEM_ERROR, f"bad request: {e}")
         except Exception as e:
@@ -85,9 +96,11 @@ class PullMessageProcessor(BrokerProcessor):
             resp.opaque = request.opaque
             channel.send_response(resp)
 
-    async def _process(
+    def _process(
         self, channel: Channel, request: RemotingCommand, broker_allow_suspend: bool
-    ) -> RemotingCommand | None:
+    ) -> RemotingCommand | Awaitable[RemotingCommand | None] | None:
+        """The checks, the filter and the store read: the response (None: parked), or an awaitable of it when
+        the read runs on a pull thread."""
         c = self.controller
         bc = c.broker_config
         header = request.decode_header(PullMessageRequestHeader)
@@ -105,8 +118,6 @@ class PullMessageProcessor(BrokerProcessor):
             )
         if not sgc.consume_enable:
             return response(request, ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
-        has_suspend = bool(header.sys_flag & FLAG_SUSPEND)
-        has_commit_offset = bool(header.sys_flag & FLAG_COMMIT_OFFSET)
         has_subscription = bool(header.sys_flag & FLAG_SUBSCRIPTION)
         tc = c.topic_config_manager.select_topic_config(topic)
         if tc is None:
@@ -122,27 +133,46 @@ class PullMessageProcessor(BrokerProcessor):
                 f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{tc.read_queue_nums}] "
                 f"consumer:[{channel.remote_address}]",
             )
-        # A subscription posted with the pull (a pull consumer's, on every pull) is parsed once: the tag filter
-        # it gives depends on nothing else (~2 us of a ~32 us pull).
-        posted = (topic, header.subscription, header.sub_version) if has_subscription and (
-            header.expression_type or EXPRESSION_TYPE_TAG) == EXPRESSION_TYPE_TAG else None
-        message_filter: MessageFilter | RemotingCommand | None
-        message_filter = self._posted_tag_filters.get(posted) if posted is not None else None
-        if message_filter is None:
+        message_filter: MessageFilter | RemotingCommand
+        if has_subscription and (header.expression_type or EXPRESSION_TYPE_TAG) == EXPRESSION_TYPE_TAG:
+            # What _subscription and _message_filter make of it, found or computed (they check nothing else
+            # for a posted TAG subscription).
+            message_filter = self._posted_tag_filters[header.subscription]
+        else:
             sub_or_error = self._subscription(request, header, has_subscription, sgc.consume_broadcast_enable)
             if isinstance(sub_or_error, RemotingCommand):
                 return sub_or_error
             message_filter = self._message_filter(request, sub_or_error)
             if isinstance(message_filter, RemotingCommand):
                 return message_filter
-            if posted is not None:
-                if len(self._posted_tag_filters) >= 1024:
-                    self._posted_tag_filters.clear()
-                self._posted_tag_filters[posted] = message_filter
+        result = c.get_message(group, topic, queue_id, header.queue_offset, header.max_msg_nums, message_filter)
+        if isinstance(result, GetMessageResult):
+            return self._answer(channel, request, header, broker_allow_suspend, message_filter, result)
+        return self._answer_when_read(channel, request, header, broker_allow_suspend, message_filter, result)
 
-        result: GetMessageResult = await c.get_message(
-            group, topic, queue_id, header.queue_offset, header.max_msg_nums, message_filter
-        )
+    async def _answer_when_read(
+        self,
+        channel: Channel,
+        request: RemotingCommand,
+        header: PullMessageRequestHeader,
+        broker_allow_suspend: bool,
+        message_filter: MessageFilter,
+        reading: Awaitable[GetMessageResult],
+    ) -> RemotingCommand | None:
+        return self._answer(channel, request, header, broker_allow_suspend, message_filter, await reading)
+
+    def _answer(
+        self,
+        channel: Channel,
+        request: RemotingCommand,
+        header: PullMessageRequestHeader,
+        broker_allow_suspend: bool,
+        message_filter: MessageFilter,
+        result: GetMessageResult,
+    ) -> RemotingCommand | None:
+        """The response to what the store read (None: the pull parks), and the offset commit it carried."""
+        c = self.controller
+        group, topic, queue_id = header.consumer_group, header.topic, header.queue_id
         code = pull_response_code(result.status, header.queue_offset)
         resp_header = PullMessageResponseHeader(
             # No slaves: always suggest the master.
@@ -154,7 +184,7 @@ class PullMessageProcessor(BrokerProcessor):
         resp: RemotingCommand | None
         if code == ResponseCode.SUCCESS:
             resp = response(request, code, ext_fields=resp_header, body=result.body)
-        elif code == ResponseCode.PULL_NOT_FOUND and broker_allow_suspend and has_suspend:
+        elif code == ResponseCode.PULL_NOT_FOUND and broker_allow_suspend and header.sys_flag & FLAG_SUSPEND:
             self._suspend(channel, request, header, message_filter)
             resp = None
         else:
@@ -171,7 +201,7 @@ class PullMessageProcessor(BrokerProcessor):
                 )
                 self._generate_offset_moved_event(group, topic, queue_id, header.queue_offset, result.next_begin_offset)
         # A wake-up replay does not commit again: the offset came with the original request.
-        if broker_allow_suspend and has_commit_offset:
+        if broker_allow_suspend and header.sys_flag & FLAG_COMMIT_OFFSET:
             c.consumer_offset_manager.commit_offset(
                 channel.remote_address, group, topic, queue_id, header.commit_offset
             )
@@ -276,6 +306,6 @@ class PullMessageProcessor(BrokerProcessor):
             store_host=c.store_host,
         )
         try:
-            c.store.async_put_message(msg)  # best effort, not awaited: the pull response does not depend on it
+            c.store.put_message_nowait(msg)  # best effort, not awaited: the pull response does not depend on it
         except Exception:
             log.exception("cannot write the offset-moved event")

@@ -46,17 +46,13 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
     def __init__(self, controller: BrokerController) -> None:
         super().__init__(controller)
         for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
-            self.handlers[code] = self.send
-            # The checks and the append only touch memory (the commit log is mapped); under SYNC_FLUSH the
-            # wait for the group commit is the awaitable part. So sends are answered as they are read.
-            self.inline_handlers[code] = self.send_inline
+            # The checks and the append only touch memory (the commit log is mapped), so sends are answered as
+            # they are read. What may wait (the group commit under SYNC_FLUSH, a dispatcher that fell behind)
+            # is the awaitable part.
+            self.inline_handlers[code] = self.send
         self.handlers[RequestCode.CONSUMER_SEND_MSG_BACK] = self.consumer_send_msg_back
 
-    async def send(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
-        result = self.send_inline(channel, request)
-        return result if isinstance(result, RemotingCommand) else await result
-
-    def send_inline(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | Awaitable[RemotingCommand]:
+    def send(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | Awaitable[RemotingCommand]:
         header = parse_send_message_request_header(request.code, request.ext_fields)
         # RocketMQ picks the batch path by the header's batch flag alone; code 320 without it would store the
         # encoded batch as one message, so the code counts too.

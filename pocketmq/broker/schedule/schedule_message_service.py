@@ -24,7 +24,7 @@ from pocketmq.common.constants import PROPERTY_DELAY_TIME_LEVEL, PROPERTY_REAL_Q
 from pocketmq.common.message import LOOPBACK_HOST, Message, MessageExt, pack_host
 from pocketmq.remoting.transport import parse_address
 from pocketmq.storage.config import parse_delay_levels
-from pocketmq.storage.results import GetMessageStatus
+from pocketmq.storage.results import GetMessageStatus, PutMessageResult
 
 from ..config_file import ConfigManager
 from ..topic_validator import RMQ_SYS_SCHEDULE_TOPIC
@@ -146,8 +146,8 @@ class ScheduleMessageService(ConfigManager):
         if inner is None:
             log.error("dropping scheduled message %s: no REAL_TOPIC/REAL_QID", msg.msg_id)
             return True
-        fut = self.controller.store.async_put_message(inner)
-        result = fut.result() if fut.done() else await asyncio.wrap_future(fut)
+        put = self.controller.store.put_message_nowait(inner)
+        result = put if isinstance(put, PutMessageResult) else await asyncio.wrap_future(put)
         if not result.is_ok:
             log.error(
                 "re-putting scheduled message %s to %s failed: %s %s",

@@ -366,12 +366,9 @@ class DefaultMessageStore:
             return end - limit // 2
         return None
 
-    def _dispatch_hold(self, result: PutMessageResult) -> Future | None:
-        """_hold_for_dispatch without blocking: None, or a Future done once the dispatcher reached the target
-        (or after dispatch_hold_timeout). Writers held at the same time share one Future."""
-        target = self._dispatch_hold_target(result)
-        if target is None:
-            return None
+    def _dispatch_hold(self, target: int) -> Future | None:
+        """_hold_for_dispatch without blocking: a Future done once the dispatcher reached ``target`` (or after
+        dispatch_hold_timeout). Writers held at the same time share one Future."""
         held = self._pending_hold
         if held is not None and not held.done():
             return held
@@ -413,21 +410,29 @@ class DefaultMessageStore:
         bad = self._check_store_status(msg.topic)
         if bad is not None:
             return bad
-        return self._after_put(self.commit_log.put_message(msg), msg)
+        result = self.commit_log.put_message(msg)
+        if not self.sync_flush and result.status is _PUT_OK and self._dispatch_hold_target(result) is None:
+            return result  # nothing to wait for: the common case, answered without the call below
+        return self._after_put(result, msg)
 
     def put_messages_nowait(self, msgs: list[Message] | MessageExtBatch) -> PutMessageResult | Future:
         """put_message_nowait for a batch (put_messages)."""
         bad = self._check_store_status(_batch_topic(msgs))
         if bad is not None:
             return bad
-        return self._after_put(self.commit_log.put_messages(msgs), msgs)
+        result = self.commit_log.put_messages(msgs)
+        if not self.sync_flush and result.status is _PUT_OK and self._dispatch_hold_target(result) is None:
+            return result
+        return self._after_put(result, msgs)
 
     def _after_put(
         self, result: PutMessageResult, msgs: Message | list[Message] | MessageExtBatch
     ) -> PutMessageResult | Future:
+        """The rest of a nowait put that may have something to wait for: the result, or a Future of it."""
         if not (result.status is _PUT_OK or result.is_ok):
             return result
-        held = self._dispatch_hold(result)
+        target = self._dispatch_hold_target(result)
+        held = None if target is None else self._dispatch_hold(target)
         flushed = None
         if self.sync_flush:
             ar = result.append_result

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from pocketmq.client import Message, Producer, PullConsumer, PullStatus
+from pocketmq.client.client_config import PROTOCOLS
 
 
 def add_tool_commands(sub) -> None:
@@ -16,6 +17,7 @@ def add_tool_commands(sub) -> None:
     p.add_argument("-k", "--keys", help="space-separated keys")
     p.add_argument("-g", "--group", default="pocketmq_tools_producer")
     p.add_argument("--count", type=int, default=1, help="send the body this many times")
+    _add_protocol(p)
     p.set_defaults(func=_send)
 
     c = sub.add_parser("consume", help="print messages of a topic (mqadmin consumeMessage)")
@@ -27,12 +29,19 @@ def add_tool_commands(sub) -> None:
     c.add_argument("--count", type=int, help="stop after this many messages, waiting for them if needed; "
                                               "without it, print what is there now and stop")
     c.add_argument("--wait", type=float, default=30.0, help="with --count: give up after this many seconds")
+    _add_protocol(c)
     c.set_defaults(func=_consume)
+
+
+def _add_protocol(parser) -> None:
+    parser.add_argument("--protocol", choices=list(PROTOCOLS), default="msgpack",
+                        help="wire protocol: pocketmq's msgpack frames (default) or RocketMQ's native ones, which "
+                             "an Apache RocketMQ cluster also understands")
 
 
 async def _send(args) -> int:
     body = args.body.encode()
-    async with Producer(args.group, args.namesrv_addr) as producer:
+    async with Producer(args.group, args.namesrv_addr, protocol=args.protocol) as producer:
         for _ in range(args.count):
             r = await producer.send(Message(args.topic, body, tags=args.tags, keys=args.keys))
             print(f"{r.send_status.name} msgId={r.msg_id} offsetMsgId={r.offset_msg_id} "
@@ -50,7 +59,7 @@ async def _consume(args) -> int:
     group = args.group or "pocketmq_tools_consumer"
     deadline = time.monotonic() + args.wait
     seen = 0
-    async with PullConsumer(group, args.namesrv_addr) as consumer:
+    async with PullConsumer(group, args.namesrv_addr, protocol=args.protocol) as consumer:
         queues = await consumer.fetch_subscribe_message_queues(args.topic)
         offsets = {}
         for mq in queues:

@@ -8,6 +8,7 @@ import socket
 from dataclasses import dataclass, field
 
 from pocketmq.remoting.channel import parse_address
+from pocketmq.remoting.wire_protocol import WireProtocol
 
 from .exceptions import ClientErrorCode, MQClientException, NameServerAddressError
 
@@ -33,6 +34,10 @@ def get_client_ip() -> str:
     return "127.0.0.1"
 
 
+# ClientConfig.protocol's values and the remoting layer's protocol each names.
+PROTOCOLS: dict[str, WireProtocol] = {"msgpack": WireProtocol.MSGPACK, "rocketmq": WireProtocol.NATIVE}
+
+
 @dataclass(slots=True)
 class ClientConfig:
     """Settings of one MQClientInstance. Times are seconds (RocketMQ uses milliseconds)."""
@@ -53,8 +58,15 @@ class ClientConfig:
     # until the answer wakes it (remoting/busy_poll.py; 0 turns it off). Longer than the broker's 200 us: a
     # batch of 32 takes the broker ~200 us to store, and a wakeup after the window costs ~50 us.
     busy_poll: float = 0.001
+    # The wire protocol of every connection: "msgpack" (pocketmq's frames) or "rocketmq" (RocketMQ's native
+    # remoting protocol as a Java 4.9.8 client speaks it: JSON headers, fastjson bodies), which also reaches an
+    # Apache RocketMQ name server and broker.
+    protocol: str = "msgpack"
 
     def __post_init__(self) -> None:
+        if self.protocol not in PROTOCOLS:
+            choices = ", ".join(repr(p) for p in PROTOCOLS)
+            raise MQClientException(f"unknown protocol {self.protocol!r}: expected one of {choices}")
         if not self.namesrv_addr_list():
             raise MQClientException(
                 "No name server address, please set namesrv_addr (\"host:port;host:port\")",
@@ -67,6 +79,10 @@ class ClientConfig:
                     raise ValueError(f"bad address {addr!r}, expected host:port with a port in 1..65535")
             except ValueError as e:
                 raise NameServerAddressError(f"name server {addr!r} is not an address: expected host:port") from e
+
+    @property
+    def wire_protocol(self) -> WireProtocol:
+        return PROTOCOLS[self.protocol]
 
     def namesrv_addr_list(self) -> list[str]:
         return [a.strip() for a in (self.namesrv_addr or "").split(";") if a.strip()]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from pocketmq.common.codec import CorruptRecordError, decode_all
 from pocketmq.common.message import MessageExt
-from pocketmq.remoting.body import TopicList, TopicRouteData, decode_body, encode_body
+from pocketmq.remoting.body import TopicList, TopicRouteData, encode_body
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.client_body import (
     GetConsumerListByGroupResponseBody,
@@ -156,8 +156,10 @@ class MQClientAPIImpl:
     def __init__(self, config: ClientConfig, remoting_client: RemotingClient | None = None) -> None:
         self.config = config
         self.remoting_client = remoting_client or RemotingClient(
-            connect_timeout=config.connect_timeout, busy_poll=config.busy_poll
+            connect_timeout=config.connect_timeout, busy_poll=config.busy_poll, wire_protocol=config.wire_protocol
         )
+        # Request bodies in the connections' dialect; answers are read in their own (RemotingCommand.decode_body).
+        self._body_dialect = self.remoting_client.body_dialect
         self._namesrv_addrs = config.namesrv_addr_list()
         self._namesrv_index = random.randrange(len(self._namesrv_addrs))
         self._namesrv_chosen: str | None = None
@@ -225,7 +227,7 @@ class MQClientAPIImpl:
         request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic))
         response = await self.invoke_namesrv(request, timeout)
         if response.code == ResponseCode.SUCCESS and response.body is not None:
-            return decode_body(response.body, TopicRouteData)
+            return response.decode_body(TopicRouteData)
         if response.code == ResponseCode.TOPIC_NOT_EXIST:
             raise MQClientException(
                 response.remark or f"No topic route info in name server for the topic: {topic}",
@@ -239,7 +241,7 @@ class MQClientAPIImpl:
         response = await self.invoke_namesrv(request, timeout)
         if response.code != ResponseCode.SUCCESS or response.body is None:
             raise MQClientException(f"get all topic list: {response.remark}", response_code=response.code)
-        return decode_body(response.body, TopicList).topic_list
+        return response.decode_body(TopicList).topic_list
 
     # --- producer ------------------------------------------------------------------------------------------
 
@@ -325,7 +327,7 @@ class MQClientAPIImpl:
         header = GetConsumerListByGroupRequestHeader(group)
         request = RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, header)
         response = await self._invoke_ok(addr, request, timeout)
-        return decode_body(response.body, GetConsumerListByGroupResponseBody).consumer_id_list
+        return response.decode_body(GetConsumerListByGroupResponseBody).consumer_id_list
 
     async def consumer_send_message_back(
         self, addr: str, header: ConsumerSendMsgBackRequestHeader, timeout: float
@@ -336,23 +338,23 @@ class MQClientAPIImpl:
 
     async def lock_batch_mq(self, addr: str, body: LockBatchRequestBody, timeout: float) -> set[MessageQueue]:
         """LOCK_BATCH_MQ: the queues of ``body`` the broker now holds for ``body.client_id``."""
-        request = RemotingCommand.request(RequestCode.LOCK_BATCH_MQ, body=encode_body(body))
+        request = RemotingCommand.request(RequestCode.LOCK_BATCH_MQ, body=encode_body(body, self._body_dialect))
         response = await self._invoke_ok(addr, request, timeout)
-        return decode_body(response.body, LockBatchResponseBody).lock_ok_mq_set
+        return response.decode_body(LockBatchResponseBody).lock_ok_mq_set
 
     async def unlock_batch_mq(self, addr: str, body: LockBatchRequestBody, timeout: float, oneway: bool) -> None:
+        data = encode_body(body, self._body_dialect)
         if oneway:
-            request = RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, body=encode_body(body), oneway=True)
+            request = RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, body=data, oneway=True)
             await self.remoting_client.invoke_oneway(addr, request)
         else:
-            request = RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, body=encode_body(body))
-            await self._invoke_ok(addr, request, timeout)
+            await self._invoke_ok(addr, RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, body=data), timeout)
 
     # --- both ----------------------------------------------------------------------------------------------
 
     async def send_heartbeat(self, addr: str, heartbeat: HeartbeatData, timeout: float) -> int:
         """HEART_BEAT; returns the broker's version from the response."""
-        request = RemotingCommand.request(RequestCode.HEART_BEAT, body=encode_body(heartbeat))
+        request = RemotingCommand.request(RequestCode.HEART_BEAT, body=encode_body(heartbeat, self._body_dialect))
         return (await self._invoke_ok(addr, request, timeout)).version
 
     async def unregister_client(

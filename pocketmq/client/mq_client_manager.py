@@ -10,7 +10,7 @@ from .mq_client_instance import MQClientInstance
 
 
 class MQClientManager:
-    """One MQClientInstance per client id and event loop.
+    """One MQClientInstance per client id, event loop and wire protocol.
 
     RocketMQ keeps one per client id per process; asyncio connections belong to one loop, so a client used
     from two loops (e.g. a SyncProducer's private loop and the application's) gets one instance in each.
@@ -21,7 +21,7 @@ class MQClientManager:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._table: dict[tuple[str, asyncio.AbstractEventLoop], MQClientInstance] = {}
+        self._table: dict[tuple[str, asyncio.AbstractEventLoop, str], MQClientInstance] = {}
 
     @classmethod
     def get_instance(cls) -> MQClientManager:
@@ -34,7 +34,7 @@ class MQClientManager:
         """Must be called from the event loop the instance will run on."""
         loop = asyncio.get_running_loop()
         client_id = config.build_mq_client_id()
-        key = (client_id, loop)
+        key = (client_id, loop, config.protocol)
         with self._lock:
             for k in [k for k in self._table if k[1].is_closed()]:
                 del self._table[k]  # left behind by a loop closed without shutting its clients down
@@ -44,7 +44,7 @@ class MQClientManager:
                 self._table[key] = instance
             return instance
 
-    def _remove(self, key: tuple[str, asyncio.AbstractEventLoop], instance: MQClientInstance | None) -> None:
+    def _remove(self, key: tuple[str, asyncio.AbstractEventLoop, str], instance: MQClientInstance | None) -> None:
         with self._lock:
             if self._table.get(key) is instance:
                 del self._table[key]

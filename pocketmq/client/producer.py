@@ -89,7 +89,7 @@ class Producer:
         **client_options: Any,
     ) -> None:
         """``client_options`` are ClientConfig fields: instance_name, client_ip, poll_name_server_interval,
-        heartbeat_broker_interval, mq_client_api_timeout, connect_timeout, unit_name, busy_poll."""
+        heartbeat_broker_interval, mq_client_api_timeout, connect_timeout, unit_name, busy_poll, protocol."""
         self.group = group
         self.client_config = ClientConfig(namesrv_addr=namesrv_addr, **client_options)
         self.send_timeout = send_timeout

@@ -8,9 +8,11 @@ from collections.abc import Coroutine
 from typing import Any
 
 from .codec import DEFAULT_MAX_FRAME_SIZE
+from .codes import BodyDialect
 from .command import RemotingCommand
 from .errors import RemotingConnectError, RemotingTimeoutError
 from .transport import DEFAULT_MAX_INFLIGHT, Channel, Endpoint, _Protocol, parse_address
+from .wire_protocol import WireProtocol
 
 log = logging.getLogger(__name__)
 
@@ -18,7 +20,10 @@ log = logging.getLogger(__name__)
 class RemotingClient(Endpoint):
     """One connection per ``"host:port"``, opened on first use and reopened on the next use after a loss.
 
-    Processors registered here serve requests the server sends on those connections.
+    Processors registered here serve requests the server sends on those connections. Every connection speaks
+    ``wire_protocol``: pocketmq's msgpack frames, or RocketMQ's native ones (JSON headers, as a Java client's),
+    whose requests carry their bodies in fastjson's JSON (``RemotingCommand.body_dialect`` of a response, or
+    ``body_dialect`` here before a request).
     """
 
     def __init__(
@@ -27,12 +32,18 @@ class RemotingClient(Endpoint):
         connect_timeout: float = 3.0,
         max_inflight: int = DEFAULT_MAX_INFLIGHT,
         busy_poll: float = 0.0,
+        wire_protocol: WireProtocol = WireProtocol.MSGPACK,
     ) -> None:
-        super().__init__(max_frame_size, max_inflight, busy_poll)
+        super().__init__(max_frame_size, max_inflight, busy_poll, wire_protocol)
         self.connect_timeout = connect_timeout
         self._by_addr: dict[str, Channel] = {}
         self._connecting: dict[str, asyncio.Task[Channel]] = {}
         self._closed = False
+
+    @property
+    def body_dialect(self) -> BodyDialect:
+        """The dialect of the bodies of the requests this client sends (Java's fastjson on native connections)."""
+        return BodyDialect.MSGPACK if self.wire_protocol is WireProtocol.MSGPACK else BodyDialect.FASTJSON
 
     async def get_channel(self, addr: str, connect_timeout: float | None = None) -> Channel:
         """The open channel to ``addr``, connecting if needed; concurrent callers share one attempt."""

@@ -30,7 +30,7 @@ from .codes import FLAG_ONEWAY, FLAG_RESPONSE, ResponseCode
 from .command import RemotingCommand
 from .errors import FrameTooLarge, MalformedFrame
 from .native_codec import NativeFrameDecoder
-from .wire_protocol import SniffingDecoder
+from .wire_protocol import SniffingDecoder, WireProtocol, decoder_for
 
 __all__ = ["DEFAULT_MAX_INFLIGHT", "Channel", "Endpoint", "format_address", "parse_address"]
 
@@ -54,13 +54,16 @@ class _Protocol(asyncio.Protocol):
             # the chosen decoder reads it directly, so the per-frame path is the same as without detection.
             self._sniffer = SniffingDecoder(endpoint.max_frame_size)
         else:
-            self._decoder = FrameDecoder(endpoint.max_frame_size)
+            # A client connection: it knows its protocol (the endpoint's), so it reads that from the first byte.
+            self._decoder = decoder_for(endpoint.wire_protocol, endpoint.max_frame_size)
         self.channel: Channel | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # No isinstance check: uvloop's transports do not derive from asyncio.Transport.
-        self.channel = Channel(self._endpoint, transport)  # type: ignore[arg-type]
-        self._endpoint._channel_opened(self.channel)
+        self.channel = channel = Channel(self._endpoint, transport)  # type: ignore[arg-type]
+        if self._sniffer is None and self._endpoint.wire_protocol is not WireProtocol.MSGPACK:
+            channel.use_protocol(self._endpoint.wire_protocol)
+        self._endpoint._channel_opened(channel)
 
     def data_received(self, data: bytes) -> None:
         channel = self.channel
@@ -146,14 +149,16 @@ class Endpoint:
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         max_inflight: int = DEFAULT_MAX_INFLIGHT,
         busy_poll: float = 0.0,
+        wire_protocol: WireProtocol = WireProtocol.MSGPACK,
     ):
         self.max_frame_size = max_frame_size
         self.max_inflight = max_inflight
         # Seconds the event loop keeps polling after a request or response (remoting/busy_poll.py); 0: never.
         self.busy_poll = busy_poll
         # Servers detect each connection's wire protocol from its first frame (RemotingServer sets it);
-        # a client's connections speak msgpack.
+        # a client's connections speak ``wire_protocol``, chosen once for all of them.
         self.detects_protocol = False
+        self.wire_protocol = wire_protocol
         self._processors: dict[int, Handler] = {}
         self._inline_processors: dict[int, InlineHandler] = {}
         self._default_processor: Handler | None = None

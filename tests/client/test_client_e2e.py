@@ -1,4 +1,5 @@
-"""The client against the real NamesrvController + BrokerController (skipped while the broker is missing)."""
+"""The client against the real NamesrvController + BrokerController (skipped while the broker is missing), in
+both of its wire protocols: pocketmq's msgpack frames and RocketMQ's native ones (ClientConfig.protocol)."""
 
 from __future__ import annotations
 
@@ -23,8 +24,14 @@ from pocketmq.client import (  # noqa: E402
     PullStatus,
     SendStatus,
 )
+from pocketmq.remoting.wire_protocol import WireProtocol  # noqa: E402
 
 _names = itertools.count()
+
+
+@pytest.fixture(params=["msgpack", "rocketmq"])
+def protocol(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 @pytest.fixture
@@ -34,14 +41,14 @@ async def cluster(tmp_path: Any) -> AsyncIterator[Any]:
 
 
 @pytest.fixture
-async def producer(cluster: Any) -> AsyncIterator[Producer]:
-    async with Producer("PG", cluster.namesrv_addr, instance_name=f"p{next(_names)}") as p:
+async def producer(cluster: Any, protocol: str) -> AsyncIterator[Producer]:
+    async with Producer("PG", cluster.namesrv_addr, instance_name=f"p{next(_names)}", protocol=protocol) as p:
         yield p
 
 
 @pytest.fixture
-async def consumer(cluster: Any) -> AsyncIterator[PullConsumer]:
-    async with PullConsumer("CG", cluster.namesrv_addr, instance_name=f"c{next(_names)}") as c:
+async def consumer(cluster: Any, protocol: str) -> AsyncIterator[PullConsumer]:
+    async with PullConsumer("CG", cluster.namesrv_addr, instance_name=f"c{next(_names)}", protocol=protocol) as c:
         yield c
 
 
@@ -140,7 +147,9 @@ async def test_auto_created_topic(cluster: Any, producer: Producer, consumer: Pu
     assert len(queues) == 4  # TBW102 (8 queues) capped at the producer's defaultTopicQueueNums
 
 
-async def test_offsets_are_stored_by_the_broker(cluster: Any, producer: Producer, consumer: PullConsumer) -> None:
+async def test_offsets_are_stored_by_the_broker(
+    cluster: Any, producer: Producer, consumer: PullConsumer, protocol: str
+) -> None:
     mq = MessageQueue("Offsets", "broker-a", 1)
     for i in range(3):
         await producer.send(Message("Offsets", f"m{i}".encode()), mq)
@@ -148,7 +157,7 @@ async def test_offsets_are_stored_by_the_broker(cluster: Any, producer: Producer
     # A group new to a queue whose messages are all in memory starts at 0 (QUERY_CONSUMER_OFFSET rule).
     assert await consumer.fetch_consume_offset(mq, from_store=True) == 0
     await consumer.update_consume_offset(mq, 2)
-    async with PullConsumer("CG", cluster.namesrv_addr, instance_name=f"c{next(_names)}") as other:
+    async with PullConsumer("CG", cluster.namesrv_addr, instance_name=f"c{next(_names)}", protocol=protocol) as other:
         assert await other.fetch_consume_offset(mq) == 2  # another client of the group reads it
         await other.update_consume_offset(mq, 3, flush=False)
     assert await consumer.fetch_consume_offset(mq, from_store=True) == 3  # persisted at shutdown
@@ -200,12 +209,12 @@ async def test_long_poll_returns_soon_after_a_send(cluster: Any, producer: Produ
 
 
 async def test_heartbeat_registers_the_group_and_shutdown_unregisters_it(
-    cluster: Any, producer: Producer, poll: Callable
+    cluster: Any, producer: Producer, poll: Callable, protocol: str
 ) -> None:
     mq = MessageQueue("Members", "broker-a", 0)
     await producer.send(Message("Members", b"x"), mq)
     await cluster.wait_dispatched()
-    consumer = PullConsumer("MemberGroup", cluster.namesrv_addr, instance_name=f"c{next(_names)}")
+    consumer = PullConsumer("MemberGroup", cluster.namesrv_addr, instance_name=f"c{next(_names)}", protocol=protocol)
     await consumer.start()
     await consumer.pull(mq, "*", 0)  # the instance learns the broker and the topic
     await consumer.instance.send_heartbeat_to_all_brokers()
@@ -216,3 +225,28 @@ async def test_heartbeat_registers_the_group_and_shutdown_unregisters_it(
     await consumer.shutdown()
     with pytest.raises(MQBrokerException):  # the broker forgot the group at once, not after 120 s
         await producer.instance.mq_client_api.get_consumer_id_list_by_group(cluster.broker_addr, "MemberGroup", 5.0)
+
+
+async def test_each_connection_speaks_the_chosen_protocol(
+    cluster: Any, producer: Producer, consumer: PullConsumer, protocol: str
+) -> None:
+    """The servers detect a connection's protocol from its first frame: for every connection the clients
+    opened, the name server's or broker's end says the protocol ClientConfig.protocol chose."""
+    await producer.send(Message("Wire", b"x"))
+    await consumer.fetch_subscribe_message_queues("Wire")
+    expected = WireProtocol.NATIVE if protocol == "rocketmq" else WireProtocol.MSGPACK
+    server_channels = {ch.remote_address: ch for server in (cluster.namesrv.remoting_server,
+                                                            cluster.broker.remoting_server)
+                       for ch in server.channels}
+    client_channels = [ch for client in (producer, consumer)
+                       for ch in client.instance.mq_client_api.remoting_client.channels]
+    assert len(client_channels) >= 3  # the producer's to the name server and the broker, the consumer's
+    for ch in client_channels:
+        assert ch.protocol is expected
+        assert server_channels[ch.local_address].protocol is expected
+
+
+@pytest.mark.parametrize("client", [Producer, PullConsumer])
+def test_an_unknown_protocol_is_refused_by_name(client: Any) -> None:
+    with pytest.raises(MQClientException, match="unknown protocol 'native': expected one of 'msgpack', 'rocketmq'"):
+        client("G", "127.0.0.1:9876", protocol="native")

@@ -134,9 +134,11 @@ async def test_group_shares_queues_survives_join_and_death_and_commits_everythin
     assert {q for (q, _), times in per_message.items() if times > 1} <= moved
 
 
-async def test_shutdown_hands_queues_over_at_once(push_cluster, poll) -> None:
+@pytest.mark.parametrize("protocol", ["msgpack", "rocketmq"])
+async def test_shutdown_hands_queues_over_at_once(push_cluster, poll, protocol: str) -> None:
     """A consumer that shuts down unregisters: the others take its queues without waiting for any expiry,
-    and start where it committed (nothing consumed twice)."""
+    and start where it committed (nothing consumed twice). In both wire protocols: on a native connection the
+    broker's NOTIFY_CONSUMER_IDS_CHANGED comes as a native request, and the heartbeats go as fastjson."""
     topic, group = unique("PushH"), unique("PushHG")
     await create_topic(push_cluster, topic, 4)
     got: list[tuple[str, bytes]] = []
@@ -148,8 +150,8 @@ async def test_shutdown_hands_queues_over_at_once(push_cluster, poll) -> None:
 
         return on_messages
 
-    a = make_consumer(push_cluster, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET", rebalance_interval=60)
-    b = make_consumer(push_cluster, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET", rebalance_interval=60)
+    a, b = (make_consumer(push_cluster, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET", rebalance_interval=60,
+                          protocol=protocol) for _ in range(2))
     for name, c in (("a", a), ("b", b)):
         c.subscribe(topic, "*")
         c.register_message_listener(listener(name))

@@ -7,6 +7,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -59,6 +60,42 @@ def test_consume_count_gives_up_with_an_error(dev_server):
     got = run("consume", "-n", namesrv, "-t", "Lonely", "-g", "g", "--count", "2", "--wait", "1")
     assert got.returncode == 1
     assert "only 1 of 2 messages" in got.stdout
+
+
+def test_send_and_consume_with_the_rocketmq_protocol(tmp_path, capsys):
+    """`--protocol rocketmq`: every connection the commands open is a native one (the servers' ends say so), and
+    what one protocol sent the other reads."""
+    from pocketmq.cli import main
+    from pocketmq.embedded import ThreadedCluster
+    from pocketmq.remoting.wire_protocol import WireProtocol
+
+    with ThreadedCluster(tmp_path) as cluster:
+        addr = cluster.namesrv_addr
+        seen: list[tuple[str, WireProtocol]] = []  # (server, protocol) of each connection that closed
+        for name, server in (("namesrv", cluster.cluster.namesrv.remoting_server),
+                             ("broker", cluster.cluster.broker.remoting_server)):
+            server.on_channel_close(lambda ch, name=name: seen.append((name, ch.protocol)))
+        assert main(["send", "-n", addr, "-t", "CliNative", "-p", "native hello", "-c", "TagN", "--count", "2",
+                     "--protocol", "rocketmq"]) == 0
+        assert main(["consume", "-n", addr, "-t", "CliNative", "-g", "native-group", "--count", "2", "--wait", "20",
+                     "--protocol", "rocketmq"]) == 0
+        # Both commands closed their connections (to the name server and the broker) on the way out.
+        for _ in range(500):
+            if len(seen) >= 4:
+                break
+            time.sleep(0.01)
+        native = list(seen)
+        assert main(["consume", "-n", addr, "-t", "CliNative", "--count", "2", "--wait", "20"]) == 0  # msgpack
+    out = capsys.readouterr().out
+    assert out.count("SEND_OK") == 2
+    assert out.count("tags=TagN") == 4 and out.count("body=native hello") == 4
+    assert sorted(native) == [("broker", WireProtocol.NATIVE)] * 2 + [("namesrv", WireProtocol.NATIVE)] * 2
+
+
+def test_an_unknown_protocol_is_a_usage_error():
+    out = run("send", "-n", "127.0.0.1:9876", "-t", "T", "-p", "x", "--protocol", "native")
+    assert out.returncode == 2
+    assert "invalid choice: 'native' (choose from 'msgpack', 'rocketmq')" in out.stderr
 
 
 def test_namesrv_command_line_options():

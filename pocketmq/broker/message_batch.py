@@ -1,8 +1,8 @@
 """MessageBatch bodies (SEND_BATCH_MESSAGE): RocketMQ's MessageDecoder.encodeMessages format.
 
-Per message, big-endian::
+Per message (record_layout.BATCH_MESSAGE, big-endian)::
 
-    TOTALSIZE 4 | MAGICCODE 4 (0) | BODYCRC 4 (0) | FLAG 4 | BODY length 4 + body | PROPERTIES length 2 + props
+    TOTALSIZE 4 | MAGICCODE 4 (0) | BODYCRC 4 (0) | FLAG 4 | BODYLENGTH 4 + BODY | PROPERTIESLENGTH 2 + PROPERTIES
 
 TOTALSIZE = 22 + body + properties. RocketMQ's broker walks the lengths and ignores TOTALSIZE; we check it,
 so a client that encodes the batch wrong learns it from the MESSAGE_ILLEGAL remark instead of from garbage.
@@ -14,10 +14,17 @@ import struct
 from dataclasses import dataclass
 
 from pocketmq.common.bounded_cache import BoundedCache
+from pocketmq.common.record_layout import (
+    BATCH_FIXED_LENGTH,
+    BATCH_HEAD,
+    BATCH_MESSAGE,
+    batch_message_struct,
+    field_struct,
+)
 
-_HEAD = struct.Struct(">iiiii")  # total size, magic, body crc, flag, body length
-_SHORT = struct.Struct(">H")
-_FIXED = _HEAD.size + _SHORT.size  # 22
+_HEAD = BATCH_HEAD  # TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BODYLENGTH
+_SHORT = field_struct("PROPERTIESLENGTH", BATCH_MESSAGE)
+_FIXED = BATCH_FIXED_LENGTH  # 22
 
 
 class MessageBatchError(ValueError):
@@ -33,23 +40,16 @@ class BatchItem:
 
 def encode_message_batch(items: list[BatchItem]) -> bytes:
     """The client side of the format (used by tests and tools)."""
-    out = bytearray()
+    out = []
     for item in items:
-        props = item.properties.encode()
-        out += _HEAD.pack(_FIXED + len(item.body) + len(props), 0, 0, item.flag, len(item.body))
-        out += item.body
-        out += _SHORT.pack(len(props))
-        out += props
-    return bytes(out)
+        body, props = item.body, item.properties.encode()
+        out.append(_RUNS[(len(body), len(props))].pack(
+            _FIXED + len(body) + len(props), 0, 0, item.flag, len(body), body, len(props), props))
+    return b"".join(out)
 
 
-def _run_struct(lengths: tuple[int, int]) -> struct.Struct:
-    """One message of a batch whose messages all have these (body, properties) lengths."""
-    body_len, props_len = lengths
-    return struct.Struct(f">iiiii{body_len}sH{props_len}s")
-
-
-_RUNS: BoundedCache[tuple[int, int], struct.Struct] = BoundedCache(_run_struct, 256)
+# batch_message_struct by (body, properties) length.
+_RUNS: BoundedCache[tuple[int, int], struct.Struct] = BoundedCache(lambda shape: batch_message_struct(*shape), 256)
 
 
 def _split_one_shape(data: bytes) -> tuple[list[int], list[bytes], list[bytes]] | None:
@@ -63,11 +63,12 @@ def _split_one_shape(data: bytes) -> tuple[list[int], list[bytes], list[bytes]] 
     props_pos = _HEAD.size + body_len
     if body_len < 0 or props_pos + _SHORT.size > len(data):
         return None
-    props_len = (data[props_pos] << 8) | data[props_pos + 1]
+    props_len = _SHORT.unpack_from(data, props_pos)[0]
     size = _FIXED + body_len + props_len
-    if total != size or props_len > 32767 or len(data) % size:
+    if total != size or props_len < 0 or len(data) % size:
         return None
-    columns = zip(*_RUNS[(body_len, props_len)].iter_unpack(data), strict=True)  # (the tuples all have 8 fields)
+    run = _RUNS[(body_len, props_len)]
+    columns = zip(*run.iter_unpack(data), strict=True)  # (the tuples all have 8 fields)
     totals, _magics, _crcs, flags, body_lens, bodies, props_lens, properties = columns
     # Each message read at its own positions: its lengths must be the first one's, or the columns are wrong.
     if (totals.count(size) != len(totals) or body_lens.count(body_len) != len(totals)
@@ -86,7 +87,7 @@ def _split_each(data: bytes) -> tuple[list[int], list[bytes], list[bytes]]:
     flags: list[int] = []
     bodies: list[bytes] = []
     properties: list[bytes] = []
-    unpack = _HEAD.unpack_from
+    unpack, short, short_size = _HEAD.unpack_from, _SHORT.unpack_from, _SHORT.size
     pos = 0
     end = len(data)
     while pos < end:
@@ -96,17 +97,17 @@ def _split_each(data: bytes) -> tuple[list[int], list[bytes], list[bytes]]:
         total, _magic, _crc, flag, body_len = unpack(data, pos)
         body_start = pos + _HEAD.size
         props_pos = body_start + body_len
-        if body_len < 0 or props_pos + _SHORT.size > end:
+        if body_len < 0 or props_pos + short_size > end:
             raise MessageBatchError(f"message {n} of the batch: body length {body_len} runs past the end")
-        props_len = (data[props_pos] << 8) | data[props_pos + 1]
-        pos = props_pos + 2 + props_len
-        if props_len > 32767 or pos > end:
+        props_len = short(data, props_pos)[0]
+        pos = props_pos + short_size + props_len
+        if props_len < 0 or pos > end:
             raise MessageBatchError(f"message {n} of the batch: properties length {props_len} runs past the end")
         if total != _FIXED + body_len + props_len:
             raise MessageBatchError(
-                f"message {n} of the batch: TOTALSIZE {total} != 22 + body {body_len} + properties {props_len}"
+                f"message {n} of the batch: TOTALSIZE {total} != {_FIXED} + body {body_len} + properties {props_len}"
             )
-        props = data[props_pos + 2 : pos]
+        props = data[props_pos + short_size : pos]
         if not props.isascii():
             try:
                 props.decode()

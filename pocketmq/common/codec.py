@@ -1,11 +1,6 @@
-"""The commit-log record format (CommitLog.calMsgLength / MessageDecoder), usable from any package.
+"""The commit-log record codec (MessageDecoder): records to MessageExt and back, usable from any package.
 
-Layout (IPv4 hosts; each IPv6 host widens its field from 8 to 20 bytes):
-
-    0 TOTALSIZE i   4 MAGICCODE I   8 BODYCRC i   12 QUEUEID i   16 FLAG i   20 QUEUEOFFSET q
-    28 PHYSICALOFFSET q   36 SYSFLAG i   40 BORNTIMESTAMP q   48 BORNHOST 8   56 STORETIMESTAMP q
-    64 STOREHOST 8   72 RECONSUMETIMES i   76 PREPARED TRANSACTION OFFSET q   84 BODY len i + bytes
-    then TOPIC len B + bytes, then PROPERTIES len h + bytes
+The layout itself (fields, positions, the structs that read and write them) is record_layout's.
 """
 
 from __future__ import annotations
@@ -15,6 +10,7 @@ import zlib
 from collections.abc import Iterator
 from mmap import mmap
 
+from .bounded_cache import BoundedCache
 from .constants import (
     BLANK_MAGIC_CODE,
     BORNHOST_V6_FLAG,
@@ -24,50 +20,28 @@ from .constants import (
     STOREHOSTADDRESS_V6_FLAG,
 )
 from .message import MessageExt, unpack_host
-
-QUEUE_OFFSET_POS = 20
-PHYSICAL_OFFSET_POS = 28
-SYSFLAG_POS = 36
-BORN_HOST_POS = 48
+from .record_layout import (
+    BODY_POS_V4,
+    HEADER_V4,
+    HOST_SHAPES,
+    IPV6_HOST_LENGTH,
+    SIZE_MAGIC,
+    field_struct,
+    record_struct,
+)
+from .record_layout import SYSFLAG_POS as SYSFLAG_POS  # (re-exported: the broker's filter reads them here)
+from .record_layout import header_struct as header_struct
+from .record_layout import host_lengths as host_lengths
+from .record_layout import record_length as record_length
 
 # What the decoders read records from.
 RecordBuffer = bytes | bytearray | memoryview | mmap
 
-_STRUCTS: dict[tuple[int, int], struct.Struct] = {}
-
-
-def header_struct(born_len: int, store_len: int) -> struct.Struct:
-    """The fixed part of a record, TOTALSIZE through BODY length, for the given host widths (8 or 20)."""
-    key = (born_len, store_len)
-    s = _STRUCTS.get(key)
-    if s is None:
-        s = _STRUCTS[key] = struct.Struct(f">iIiiiqqiq{born_len}sq{store_len}siqi")
-    return s
-
-
-def record_struct(
-    body_len: int, topic_len: int, props_len: int, born_len: int = 8, store_len: int = 8
-) -> struct.Struct:
-    """A whole record of this shape as one struct: the fixed part, then body, topic and properties with
-    their lengths (the commit log writes a record with it, a decode run reads many)."""
-    fixed = header_struct(born_len, store_len).format
-    return struct.Struct(f"{fixed}{body_len}sB{topic_len}sh{props_len}s")
-
-
-HEADER_V4 = header_struct(8, 8)  # 88 bytes: the common case, precompiled for the hot paths
-_SHORT = struct.Struct(">h")
-_INT = struct.Struct(">i")
-_SIZE_MAGIC = struct.Struct(">iI")
-
-
-def host_lengths(sys_flag: int) -> tuple[int, int]:
-    return (20 if sys_flag & BORNHOST_V6_FLAG else 8, 20 if sys_flag & STOREHOSTADDRESS_V6_FLAG else 8)
-
-
-def record_length(sys_flag: int, body_len: int, topic_len: int, props_len: int) -> int:
-    """calMsgLength: 91 fixed bytes (IPv4) + body + topic + properties; +12 per IPv6 host."""
-    born, store = host_lengths(sys_flag)
-    return 75 + born + store + body_len + topic_len + props_len
+_SHORT = field_struct("PROPERTIESLENGTH")
+_INT = field_struct("SYSFLAG")  # (and TOTALSIZE)
+_TOPIC_LEN = field_struct("TOPICLENGTH").size  # 1
+_PROPS_LEN = _SHORT.size  # 2
+_AFTER_BODY = _TOPIC_LEN + _PROPS_LEN  # the least a record holds after its body: the two lengths
 
 
 def body_crc(body: bytes) -> int:
@@ -102,33 +76,24 @@ def encode(
     prepared_transaction_offset: int = 0,
 ) -> bytes:
     """One complete record. The store writes records in place (commit_log.py); this is for everyone else."""
-    if len(born_host) == 20:
+    if len(born_host) == IPV6_HOST_LENGTH:
         sys_flag |= BORNHOST_V6_FLAG
-    if len(store_host) == 20:
+    if len(store_host) == IPV6_HOST_LENGTH:
         sys_flag |= STOREHOSTADDRESS_V6_FLAG
+    if (len(born_host), len(store_host)) not in HOST_SHAPES:
+        raise ValueError("a host is 8 bytes (IPv4 address and port) or 20 (IPv6)")
     topic_b = topic.encode()
     props_b = properties.encode()
     if len(topic_b) > 255:
         raise ValueError("topic longer than 255 bytes cannot be stored with a 1-byte length")
     if len(props_b) > 32767:
         raise ValueError("properties longer than 32767 bytes")
-    size = record_length(sys_flag, len(body), len(topic_b), len(props_b))
-    head = header_struct(len(born_host), len(store_host))
-    out = bytearray(size)
-    head.pack_into(
-        out, 0, size, MESSAGE_MAGIC_CODE, body_crc(body), queue_id, flag, queue_offset, physical_offset,
-        sys_flag, born_timestamp, born_host, store_timestamp, store_host, reconsume_times,
-        prepared_transaction_offset, len(body),
+    rec = record_struct(len(body), len(topic_b), len(props_b), len(born_host), len(store_host))
+    return rec.pack(
+        rec.size, MESSAGE_MAGIC_CODE, body_crc(body), queue_id, flag, queue_offset, physical_offset, sys_flag,
+        born_timestamp, born_host, store_timestamp, store_host, reconsume_times, prepared_transaction_offset,
+        len(body), body, len(topic_b), topic_b, len(props_b), props_b,
     )
-    pos = head.size
-    out[pos:pos + len(body)] = body
-    pos += len(body)
-    out[pos] = len(topic_b)
-    out[pos + 1:pos + 1 + len(topic_b)] = topic_b
-    pos += 1 + len(topic_b)
-    _SHORT.pack_into(out, pos, len(props_b))
-    out[pos + 2:] = props_b
-    return bytes(out)
 
 
 class CorruptRecordError(ValueError):
@@ -137,9 +102,9 @@ class CorruptRecordError(ValueError):
 
 def decode(buf: RecordBuffer, offset: int = 0, *, check_crc: bool = False, decompress: bool = False) -> MessageExt:
     """Decode the record at `offset` of `buf` (bytes, bytearray, memoryview or mmap)."""
-    if len(buf) - offset < 8:
+    if len(buf) - offset < SIZE_MAGIC.size:
         raise CorruptRecordError(f"truncated record at {offset}")
-    sys_flag = _INT.unpack_from(buf, offset + SYSFLAG_POS)[0] if len(buf) - offset >= 40 else 0
+    sys_flag = _INT.unpack_from(buf, offset + SYSFLAG_POS)[0] if len(buf) - offset >= SYSFLAG_POS + _INT.size else 0
     head = header_struct(*host_lengths(sys_flag))
     if len(buf) - offset < head.size:
         raise CorruptRecordError(f"truncated record at {offset}")
@@ -153,21 +118,23 @@ def decode(buf: RecordBuffer, offset: int = 0, *, check_crc: bool = False, decom
     # Every length must stay inside the record: a damaged one (or bytes that only look like a
     # record, e.g. at an offset a client made up) must fail here, not with an IndexError.
     pos = offset + head.size
-    if pos + body_len + 3 > end:
+    if pos + body_len + _AFTER_BODY > end:
         raise CorruptRecordError(f"body length {body_len} runs past the record at {offset}")
     body = bytes(buf[pos:pos + body_len])
     pos += body_len
     topic_len = buf[pos]
-    if pos + 1 + topic_len + 2 > end:
+    pos += _TOPIC_LEN
+    if pos + topic_len + _PROPS_LEN > end:
         raise CorruptRecordError(f"topic length {topic_len} runs past the record at {offset}")
-    raw_topic = bytes(buf[pos + 1:pos + 1 + topic_len])
-    pos += 1 + topic_len
+    raw_topic = bytes(buf[pos:pos + topic_len])
+    pos += topic_len
     props_len = _SHORT.unpack_from(buf, pos)[0]
-    if props_len < 0 or pos + 2 + props_len != end:
+    pos += _PROPS_LEN
+    if props_len < 0 or pos + props_len != end:
         raise CorruptRecordError(f"record at {offset} does not add up to its TOTALSIZE {size}")
     try:
         topic = raw_topic.decode()
-        props = bytes(buf[pos + 2:end]).decode()
+        props = bytes(buf[pos:end]).decode()
     except UnicodeDecodeError as e:
         raise CorruptRecordError(f"record at {offset} has a topic or properties that are not UTF-8") from e
     if check_crc and body_crc(body) != crc:
@@ -198,14 +165,15 @@ def _runs(buf: RecordBuffer, decompress: bool, extra: str = "") -> Iterator[list
     offset = 0
     end = len(buf)
     fast = type(buf) is bytes
-    while offset + 8 <= end:
+    least = SIZE_MAGIC.size
+    while offset + least <= end:
         if fast:
             common: list[MessageExt] = []
             offset = _decode_common(buf, offset, decompress, common, extra)  # type: ignore[arg-type]  # fast: bytes
             yield common
-            if offset + 8 > end:
+            if offset + least > end:
                 break
-        size, magic = _SIZE_MAGIC.unpack_from(buf, offset)
+        size, magic = SIZE_MAGIC.unpack_from(buf, offset)
         if magic == BLANK_MAGIC_CODE:
             break
         msg = decode(buf, offset, decompress=decompress)
@@ -216,15 +184,9 @@ def _runs(buf: RecordBuffer, decompress: bool, extra: str = "") -> Iterator[list
 
 
 _V6_BITS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
-_RUN_STRUCTS: dict[tuple[int, int, int], struct.Struct] = {}
-
-
-def _run_struct(body_len: int, topic_len: int, props_len: int) -> struct.Struct:
-    """record_struct for IPv4 hosts, cached for the decode runs."""
-    if len(_RUN_STRUCTS) >= 1024:
-        _RUN_STRUCTS.clear()
-    s = _RUN_STRUCTS[(body_len, topic_len, props_len)] = record_struct(body_len, topic_len, props_len)
-    return s
+# record_struct (IPv4 hosts) by (body, topic, properties) length, for the decode runs.
+_RUN_STRUCTS: BoundedCache[tuple[int, int, int], struct.Struct] = BoundedCache(
+    lambda shape: record_struct(*shape), 1024)
 
 
 def _decode_common(buf: bytes, offset: int, decompress: bool, out: list[MessageExt], extra: str = "") -> int:
@@ -247,28 +209,32 @@ def _decode_common(buf: bytes, offset: int, decompress: bool, out: list[MessageE
     short = _SHORT.unpack_from
     size_at = _INT.unpack_from
     slow_bits = _V6_BITS | (COMPRESSED_FLAG if decompress else 0)
+    runs = _RUN_STRUCTS
+    # The layout's positions and sizes, as locals: the body starts at 88, and the topic length (1 byte) and
+    # the properties length (2) follow it.
+    head, after_body, topic_len_size, props_len_size = BODY_POS_V4, _AFTER_BODY, _TOPIC_LEN, _PROPS_LEN
     end = len(buf)
     # The records of one answer share their topic and store host, and mostly their born host: each is
     # compared with the previous record's bytes and its string reused (1.25 -> 1.16 us a record).
     raw_topic, topic, born_raw, born, store_raw, store = b"", "", b"", "", b"", ""
-    while end - offset >= 88:
+    while end - offset >= head:
         (size, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts, born_host, store_ts,
          store_host, reconsume, prepared, body_len) = unpack(buf, offset)
         record_end = offset + size
-        body_end = offset + 88 + body_len
-        if (magic != MESSAGE_MAGIC_CODE or sys_flag & slow_bits or size < 88 or record_end > end
-                or body_len < 0 or body_end + 3 > record_end):
+        body_end = offset + head + body_len
+        if (magic != MESSAGE_MAGIC_CODE or sys_flag & slow_bits or size < head or record_end > end
+                or body_len < 0 or body_end + after_body > record_end):
             break
         topic_len = buf[body_end]
-        props_pos = body_end + 1 + topic_len
-        if props_pos + 2 > record_end:
+        props_pos = body_end + topic_len_size + topic_len
+        if props_pos + props_len_size > record_end:
             break
         props_len = short(buf, props_pos)[0]
-        if props_pos + 2 + props_len != record_end:
+        if props_pos + props_len_size + props_len != record_end:
             break
         if record_end + size <= end and size_at(buf, record_end)[0] == size:
             # At least two records of this size: a run of this shape from here.
-            rs = _RUN_STRUCTS.get((body_len, topic_len, props_len)) or _run_struct(body_len, topic_len, props_len)
+            rs = runs[(body_len, topic_len, props_len)]
             run_end = offset + (end - offset) // size * size
             try:
                 for (size_, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts, born_host, store_ts,
@@ -293,10 +259,10 @@ def _decode_common(buf: bytes, offset: int, decompress: bool, out: list[MessageE
                 return offset
             continue
         try:
-            if topic_len != len(raw_topic) or not buf.startswith(raw_topic, body_end + 1):
-                raw_topic = buf[body_end + 1:props_pos]
+            if topic_len != len(raw_topic) or not buf.startswith(raw_topic, body_end + topic_len_size):
+                raw_topic = buf[body_end + topic_len_size:props_pos]
                 topic = raw_topic.decode()
-            props = buf[props_pos + 2:record_end].decode()
+            props = buf[props_pos + props_len_size:record_end].decode()
         except UnicodeDecodeError:
             break
         if born_host != born_raw:
@@ -305,7 +271,7 @@ def _decode_common(buf: bytes, offset: int, decompress: bool, out: list[MessageE
             store_raw, store = store_host, unpack_host(store_host)
         append(MessageExt(
             size, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts, born, store_ts, store, reconsume,
-            prepared, buf[offset + 88:body_end], topic,
+            prepared, buf[offset + head:body_end], topic,
             props + extra if not props or props[-1] == sep else props + sep_extra,
         ))
         offset = record_end

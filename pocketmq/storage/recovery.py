@@ -6,50 +6,71 @@ check_crc, its body CRC). The first invalid record ends the log; everything afte
 
 from __future__ import annotations
 
-import struct
 import zlib
 
-from pocketmq.common.codec import header_struct, host_lengths
-from pocketmq.common.constants import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE
+from pocketmq.common.constants import (
+    BLANK_MAGIC_CODE,
+    BORNHOST_V6_FLAG,
+    MESSAGE_MAGIC_CODE,
+    STOREHOSTADDRESS_V6_FLAG,
+)
+from pocketmq.common.record_layout import (
+    COMMIT_LOG_RECORD,
+    SIZE_MAGIC,
+    RecordFormat,
+    field_struct,
+    host_lengths,
+    host_widths,
+    record_length,
+)
 
 from .commit_log import CommitLog
 from .mapped_file import MappedFile
 
-_SIZE_MAGIC = struct.Struct(">iI")
-# TOTALSIZE, MAGIC, BODYCRC, then PHYSICALOFFSET at 28 and SYSFLAG at 36.
-_CHECK = struct.Struct(">iIi16xqi")
-_SHORT = struct.Struct(">h")
-_STORE_TS_V4 = struct.Struct(">q")
+# What is checked before the hosts' widths are known (all of it lies before BORNHOST).
+_CHECK = RecordFormat(COMMIT_LOG_RECORD, keep=("TOTALSIZE", "MAGICCODE", "BODYCRC", "PHYSICALOFFSET", "SYSFLAG"),
+                      through="SYSFLAG").struct()
+_V6_BITS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
+# STORETIMESTAMP and BODYLENGTH, whose positions move with the hosts' widths: one struct per SYSFLAG & _V6_BITS.
+_AFTER_HOSTS = {
+    bits: RecordFormat(COMMIT_LOG_RECORD, lengths=host_widths(*host_lengths(bits)),
+                       keep=("STORETIMESTAMP", "BODYLENGTH"), through="BODYLENGTH").struct()
+    for bits in (0, BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, _V6_BITS)
+}
+_TOPIC_LEN = field_struct("TOPICLENGTH").size
+_PROPS_LEN = field_struct("PROPERTIESLENGTH")
+_MIN_LENGTH = record_length(0, 0, 0, 0)  # 91: IPv4 hosts, nothing in body, topic and properties
 
 
 def check_record(mm, pos: int, file_from: int, limit: int, check_crc: bool) -> tuple[int, int]:
     """(size, store timestamp) of the record at `pos`; size 0 = blank end-of-file record, -1 = invalid."""
-    if pos + 8 > limit:
+    if pos + SIZE_MAGIC.size > limit:
         return -1, 0
-    size, magic = _SIZE_MAGIC.unpack_from(mm, pos)
+    size, magic = SIZE_MAGIC.unpack_from(mm, pos)
     if magic == BLANK_MAGIC_CODE:
         return 0, 0
-    if magic != MESSAGE_MAGIC_CODE or size < 91 or pos + size > limit:
+    if magic != MESSAGE_MAGIC_CODE or size < _MIN_LENGTH or pos + size > limit:
         return -1, 0
     _, _, crc, phys, sys_flag = _CHECK.unpack_from(mm, pos)
     if phys != file_from + pos:
         return -1, 0
-    born_len, store_len = host_lengths(sys_flag)
-    head = header_struct(born_len, store_len)
-    body_len = struct.unpack_from(">i", mm, pos + head.size - 4)[0]
-    tpos = pos + head.size + body_len
-    if body_len < 0 or tpos + 3 > pos + size:
+    after_hosts = _AFTER_HOSTS[sys_flag & _V6_BITS]
+    body_pos = pos + after_hosts.size
+    if body_pos + _TOPIC_LEN + _PROPS_LEN.size > pos + size:  # (IPv6 hosts make the fixed part longer)
+        return -1, 0
+    store_ts, body_len = after_hosts.unpack_from(mm, pos)
+    tpos = body_pos + body_len
+    if body_len < 0 or tpos + _TOPIC_LEN + _PROPS_LEN.size > pos + size:
         return -1, 0
     topic_len = mm[tpos]
-    ppos = tpos + 1 + topic_len
-    if ppos + 2 > pos + size:
+    ppos = tpos + _TOPIC_LEN + topic_len
+    if ppos + _PROPS_LEN.size > pos + size:
         return -1, 0
-    props_len = _SHORT.unpack_from(mm, ppos)[0]
-    if props_len < 0 or ppos + 2 + props_len - pos != size:
+    props_len = _PROPS_LEN.unpack_from(mm, ppos)[0]
+    if props_len < 0 or ppos + _PROPS_LEN.size + props_len - pos != size:
         return -1, 0
-    if check_crc and zlib.crc32(mm[pos + head.size:tpos]) & 0x7FFFFFFF != crc:
+    if check_crc and zlib.crc32(mm[body_pos:tpos]) & 0x7FFFFFFF != crc:
         return -1, 0
-    store_ts = _STORE_TS_V4.unpack_from(mm, pos + 48 + born_len)[0]
     return size, store_ts
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 import zlib
 
-from pocketmq.common.codec import CorruptRecordError, body_crc, decode, host_lengths
+from pocketmq.common.codec import CorruptRecordError, body_crc, decode
 from pocketmq.common.constants import (
     BLANK_MAGIC_CODE,
     BORNHOST_V6_FLAG,
@@ -22,12 +22,22 @@ from pocketmq.common.constants import (
     TRANSACTION_TYPE_MASK,
 )
 from pocketmq.common.message import MessageExt, unpack_host
+from pocketmq.common.record_layout import (
+    COMMIT_LOG_RECORD,
+    IPV4_HOST_LENGTH,
+    IPV6_HOST_LENGTH,
+    SIZE_MAGIC,
+    SYSFLAG_POS,
+    field_struct,
+    record_length,
+)
 
 from ..recovery import check_record
 from .files import fmt_ms, preview
 
-_SIZE_MAGIC = struct.Struct(">iI")
-_INT = struct.Struct(">i")
+_SIZE_MAGIC = SIZE_MAGIC
+_INT = field_struct("TOTALSIZE")  # (and SYSFLAG)
+_MIN_LENGTH = record_length(0, 0, 0, 0)
 
 _TRANSACTION_TYPES = {0x4: "TRANSACTION_PREPARED_TYPE", 0x8: "TRANSACTION_COMMIT_TYPE",
                       0xC: "TRANSACTION_ROLLBACK_TYPE"}
@@ -76,7 +86,7 @@ def diagnose(mm, pos: int, base: int) -> str:
     total, magic = _SIZE_MAGIC.unpack_from(mm, pos)
     if magic != MESSAGE_MAGIC_CODE:
         return f"MAGICCODE {magic:#010x} is neither a message (0xDAA320A7) nor the blank record (0xCBD43194)"
-    if total < 91 or pos + total > len(mm):
+    if total < _MIN_LENGTH or pos + total > len(mm):
         return f"TOTALSIZE {total} does not fit between byte {pos} and the end of the file"
     try:
         msg = decode(mm, pos, check_crc=True)
@@ -141,70 +151,58 @@ def _field(fields: list, rel: int, raw: bytes, name: str, value, text: str) -> N
                    "hex": raw.hex()})
 
 
+# How each number field is explained (the others show their value).
+_EXPLAIN = {
+    "TOTALSIZE": lambda v: f"{v} bytes, this field included",
+    "MAGICCODE": lambda v: f"0x{v:08X} = MESSAGE_MAGIC_CODE" if v == MESSAGE_MAGIC_CODE else f"0x{v:08X} (unexpected)",
+    "FLAG": lambda v: f"{v} (the producer's Message.flag)",
+    "QUEUEOFFSET": lambda v: f"{v} (entry {v} of the consume queue)",
+    "PHYSICALOFFSET": lambda v: f"{v} (where this record starts in the commit log)",
+    "SYSFLAG": lambda v: f"{v:#x}" + (f" = {' | '.join(sys_flag_names(v))}" if v else " (no flags)"),
+    "BORNTIMESTAMP": lambda v: f"{v} = {fmt_ms(v)}",
+    "STORETIMESTAMP": lambda v: f"{v} = {fmt_ms(v)}",
+}
+
+
 def annotate(mm, pos: int) -> list[dict]:
-    """The record at `pos` field by field: position within the record, length, RocketMQ's field
-    name, value and bytes. Properties are split into their NAME 0x01 VALUE 0x02 pairs, listed
+    """The record at `pos` field by field, as record_layout lists them: position within the record, length,
+    RocketMQ's field name, value and bytes. Properties are split into their NAME 0x01 VALUE 0x02 pairs, listed
     after the PROPERTIES field with names indented by two spaces."""
     rec = bytes(mm[pos:pos + _INT.unpack_from(mm, pos)[0]])
-    sys_flag = _INT.unpack_from(rec, 36)[0]
-    born_len, store_len = host_lengths(sys_flag)
+    sys_flag = _INT.unpack_from(rec, SYSFLAG_POS)[0]
     out: list[dict] = []
+    values: dict[str, int] = {}
+    body = b""
     at = 0
-
-    def take(n: int) -> bytes:
-        nonlocal at
+    for f in COMMIT_LOG_RECORD:
+        if f.v6_flag:
+            n = IPV6_HOST_LENGTH if sys_flag & f.v6_flag else IPV4_HOST_LENGTH
+        else:
+            n = values[f.length_from] if f.is_bytes else f.size
         raw = rec[at:at + n]
-        if len(raw) < n:
+        if len(raw) < n or n < 0:
             raise CorruptRecordError(f"record ends inside a field at byte {at}")
+        if f.v6_flag:
+            addr = unpack_host(raw)
+            _field(out, at, raw, f.name, addr, f"{addr} ({'IPv6: 16 + 4' if n == IPV6_HOST_LENGTH else 'IPv4: 4 + 4'}"
+                   " bytes)")
+        elif f.name == "BODY":
+            body = raw
+            _field(out, at, raw, f.name, None, body_text(raw, sys_flag))
+        elif f.name == "TOPIC":
+            _field(out, at, raw, f.name, raw.decode(errors="replace"), raw.decode(errors="replace"))
+        elif f.name == "PROPERTIES":
+            pairs = [p for p in raw.split(PROPERTY_SEPARATOR.encode()) if p]
+            _field(out, at, raw, f.name, None, f"{len(pairs)} pairs, each NAME 0x01 VALUE 0x02" if pairs else "none")
+            _property_pairs(out, raw, at)
+        else:
+            value = values[f.name] = struct.unpack(">" + f.code, raw)[0]
+            explain = _EXPLAIN.get(f.name)
+            _field(out, at, raw, f.name, value, explain(value) if explain else str(value))
         at += n
-        return raw
-
-    def num(name: str, n: int, describe=None, signed: bool = True) -> int:
-        start = at
-        raw = take(n)
-        value = int.from_bytes(raw, "big", signed=signed)
-        _field(out, start, raw, name, value, describe(value) if describe else str(value))
-        return value
-
-    def host(name: str, n: int) -> None:
-        start = at
-        raw = take(n)
-        addr = unpack_host(raw)
-        _field(out, start, raw, name, addr, f"{addr} ({'IPv6: 16 + 4' if n == 20 else 'IPv4: 4 + 4'} bytes)")
-
-    num("TOTALSIZE", 4, lambda v: f"{v} bytes, this field included")
-    num("MAGICCODE", 4, lambda v: f"0x{v & 0xFFFFFFFF:08X} = MESSAGE_MAGIC_CODE"
-        if v & 0xFFFFFFFF == MESSAGE_MAGIC_CODE else f"0x{v & 0xFFFFFFFF:08X} (unexpected)")
-    crc_at = at
-    num("BODYCRC", 4)
-    num("QUEUEID", 4)
-    num("FLAG", 4, lambda v: f"{v} (the producer's Message.flag)")
-    num("QUEUEOFFSET", 8, lambda v: f"{v} (entry {v} of the consume queue)")
-    num("PHYSICALOFFSET", 8, lambda v: f"{v} (where this record starts in the commit log)")
-    num("SYSFLAG", 4, lambda v: f"{v:#x}" + (f" = {' | '.join(sys_flag_names(v))}" if v else " (no flags)"))
-    num("BORNTIMESTAMP", 8, lambda v: f"{v} = {fmt_ms(v)}")
-    host("BORNHOST", born_len)
-    num("STORETIMESTAMP", 8, lambda v: f"{v} = {fmt_ms(v)}")
-    host("STOREHOSTADDRESS", store_len)
-    num("RECONSUMETIMES", 4)
-    num("PREPAREDTRANSACTIONOFFSET", 8)
-    body_len = num("BODYLENGTH", 4)
-    start = at
-    body = take(body_len)
-    crc_ok = body_crc(body) == _INT.unpack_from(rec, crc_at)[0]
-    out[2]["text"] = f"{out[2]['value']} (CRC32 of BODY & 0x7FFFFFFF: {'matches' if crc_ok else 'MISMATCH'})"
-    _field(out, start, body, "BODY", None, body_text(body, sys_flag))
-    topic_len = num("TOPICLENGTH", 1, signed=False)
-    start = at
-    topic = take(topic_len)
-    _field(out, start, topic, "TOPIC", topic.decode(errors="replace"), topic.decode(errors="replace"))
-    props_len = num("PROPERTIESLENGTH", 2)
-    start = at
-    props = take(props_len)
-    pairs = [p for p in props.split(PROPERTY_SEPARATOR.encode()) if p]
-    _field(out, start, props, "PROPERTIES", None,
-           f"{len(pairs)} pairs, each NAME 0x01 VALUE 0x02" if pairs else "none")
-    _property_pairs(out, props, start)
+    crc = next(field for field in out if field["field"] == "BODYCRC")
+    crc_ok = body_crc(body) == crc["value"]
+    crc["text"] = f"{crc['value']} (CRC32 of BODY & 0x7FFFFFFF: {'matches' if crc_ok else 'MISMATCH'})"
     if at != len(rec):
         raise CorruptRecordError(f"fields end at byte {at}, TOTALSIZE says {len(rec)}")
     return out

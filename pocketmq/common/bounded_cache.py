@@ -5,7 +5,9 @@ again (struct shapes, tags hash codes, parsed subscriptions). What they meet com
 table needs a bound, or a client that sends ever-new topics or expressions grows the process without end. This
 one class holds that rule for all of them.
 
-A hit costs what a ``dict`` lookup costs (the class is a ``dict``; ``__missing__`` runs only on a miss). When the
+A hit through ``cache.get(key)`` costs what a ``dict`` lookup costs (the class is a ``dict``); ``cache[key]`` on a
+dict subclass takes CPython's slower subscript path (about twice the cost) and runs ``__missing__`` on a miss, so
+the hottest paths write ``cache.get(key) or cache[key]`` (values there are never falsy). When the
 table is full, the oldest entry goes (first in, first out): the tables hold few hot keys, so LRU bookkeeping on
 every hit would cost more than the rare recomputation it saves. A cache only remembers: a value must depend on
 its key alone, so that a hit and a miss give the same answer (validation is never skipped on a hit).

@@ -11,7 +11,6 @@ whose values may be ints or booleans, signs to the same text as the native frame
 from __future__ import annotations
 
 import base64
-import hashlib
 import hmac
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -38,8 +37,7 @@ def combine_request_content(ext_fields: Mapping[str, str], body: bytes | None) -
 
 def cal_signature(content: bytes, secret_key: str) -> str:
     """base64(HMAC-SHA1(secret_key, content)), as ``AclSigner.calSignature`` (charset UTF-8)."""
-    digest = hmac.new(secret_key.encode("utf-8"), content, hashlib.sha1).digest()
-    return base64.b64encode(digest).decode("ascii")
+    return base64.b64encode(hmac.digest(secret_key.encode("utf-8"), content, "sha1")).decode("ascii")
 
 
 @dataclass(frozen=True, slots=True)

@@ -123,6 +123,15 @@ class BrokerConfig:
     # RebalanceLockManager: a queue lock not renewed for this long is free (RocketMQ: 60 s system property).
     rebalance_lock_max_live_time: float = _f(60.0, "rebalanceLockMaxLiveTime", "ms")
 
+    # --- access control (docs/broker.md, "Access control") ---
+    acl_enable: bool = _f(False, "aclEnable")
+    # pocketmq's own: the plain ACL file (RocketMQ reads ${ROCKETMQ_HOME}/conf/plain_acl.yml, which is also the
+    # default here when ROCKETMQ_HOME is set).
+    acl_file: str | None = _f(None, "aclFile")
+    # pocketmq's own: the account the broker signs its calls to the name servers with (REGISTER_BROKER...).
+    access_key: str | None = _f(None, "accessKey")
+    secret_key: str | None = _f(None, "secretKey")
+
     def __post_init__(self) -> None:
         self.flush_disk_type = FlushDiskType(self.flush_disk_type)
         if self.broker_role not in ("ASYNC_MASTER", "SYNC_MASTER"):
@@ -136,6 +145,11 @@ class BrokerConfig:
                     raise ValueError(addr)
             except ValueError:
                 raise BrokerConfigError(f"name server {addr!r} is not an address: expected host:port") from None
+        if (self.access_key is None) != (self.secret_key is None):
+            raise BrokerConfigError("accessKey and secretKey go together: set both or neither")
+        if self.acl_enable and self.resolved_acl_file is None:
+            raise BrokerConfigError(
+                "aclEnable=true needs aclFile (or ROCKETMQ_HOME, for $ROCKETMQ_HOME/conf/plain_acl.yml)")
 
     # --- derived values ---
 
@@ -144,6 +158,14 @@ class BrokerConfig:
         if not self.namesrv_addr:
             return []
         return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
+
+    @property
+    def resolved_acl_file(self) -> str | None:
+        """``aclFile``, else ``$ROCKETMQ_HOME/conf/plain_acl.yml`` as RocketMQ reads it, else None."""
+        if self.acl_file:
+            return os.path.abspath(os.path.expanduser(self.acl_file))
+        home = os.environ.get("ROCKETMQ_HOME")
+        return os.path.join(home, "conf", "plain_acl.yml") if home else None
 
     @property
     def store_root(self) -> str:
@@ -226,7 +248,6 @@ _ROCKETMQ_UNSUPPORTED = {
     "transientStorePoolEnable": "no transient store pool",
     "slaveReadEnable": "no slaves",
     "enableDLegerCommitLog": "no DLedger",
-    "aclEnable": "no ACL",
 }
 
 

@@ -158,6 +158,9 @@ class MQClientAPIImpl:
         self.remoting_client = remoting_client or RemotingClient(
             connect_timeout=config.connect_timeout, busy_poll=config.busy_poll, wire_protocol=config.wire_protocol
         )
+        hook = config.request_hook()
+        if hook is not None:
+            self.remoting_client.rpc_hook = hook
         # Request bodies in the connections' dialect; answers are read in their own (RemotingCommand.decode_body).
         self._body_dialect = self.remoting_client.body_dialect
         self._namesrv_addrs = config.namesrv_addr_list()

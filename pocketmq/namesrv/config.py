@@ -16,3 +16,7 @@ class NamesrvConfig:
     # A broker silent for this long is dropped (RocketMQ's BROKER_CHANNEL_EXPIRED_TIME, 120 s).
     broker_channel_expired_time: float = 120.0
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+    # Access control (docs/broker.md, "Access control"): with a plain ACL file, REGISTER_BROKER,
+    # UNREGISTER_BROKER, DELETE_TOPIC_IN_NAMESRV and the other route-changing requests need an admin account's
+    # signature (or a white-listed address); reads stay open. None: no checks (RocketMQ 4.9.8's name server).
+    acl_file: str | None = None

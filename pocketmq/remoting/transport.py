@@ -40,6 +40,9 @@ Handler = Callable[["Channel", RemotingCommand], Awaitable[RemotingCommand | Non
 # Returns the response (None: no response), or an awaitable of it when the request has to wait for something.
 InlineHandler = Callable[["Channel", RemotingCommand], "RemotingCommand | Awaitable[RemotingCommand | None] | None"]
 CloseListener = Callable[["Channel"], object]
+# Called with the peer's "host:port" and each request before its processor; returns None to let it through, else
+# why not (the remark of the NO_PERMISSION answer). Access control (remoting.acl) is one.
+RequestValidator = Callable[[str, RemotingCommand], "str | None"]
 
 
 class _Protocol(asyncio.Protocol):
@@ -162,6 +165,8 @@ class Endpoint:
         self._processors: dict[int, Handler] = {}
         self._inline_processors: dict[int, InlineHandler] = {}
         self._default_processor: Handler | None = None
+        # Runs before every processor, for msgpack and native frames alike; None (the default) costs one check.
+        self.request_validator: RequestValidator | None = None
         self._close_listeners: list[CloseListener] = []
         self._channels: set[Channel] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -214,6 +219,8 @@ class Endpoint:
                 log.exception("channel close listener %r failed", listener)
 
     def _dispatch(self, channel: Channel, request: RemotingCommand) -> None:
+        if self.request_validator is not None and self._refused(channel, request):
+            return
         code = request.code
         inline = self._inline_processors.get(code)
         if inline is not None and not (channel._unstarted or channel._write_paused):
@@ -239,6 +246,22 @@ class Endpoint:
                 )
             return
         self._start(handler, channel, request)
+
+    def _refused(self, channel: Channel, request: RemotingCommand) -> bool:
+        """Run the request validator; a refused request is answered NO_PERMISSION here and goes no further."""
+        validator = self.request_validator
+        assert validator is not None
+        try:
+            refusal = validator(channel.remote_address, request)
+        except Exception as e:  # a validator bug must not let a request through, nor kill the connection
+            log.exception("request validator failed on code %s from %r", request.code, channel)
+            refusal = f"access check failed: {e or type(e).__name__}"
+        if refusal is None:
+            return False
+        log.info("refused request code %s from %s: %s", request.code, channel.remote_address, refusal)
+        if not request.is_oneway:
+            channel.send_response(RemotingCommand.response_to(request, ResponseCode.NO_PERMISSION, remark=refusal))
+        return True
 
     def _start(self, handler: Handler, channel: Channel, request: RemotingCommand) -> None:
         """Run ``handler`` in a task. Until the task starts, later inline requests of the channel queue behind

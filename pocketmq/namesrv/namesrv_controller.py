@@ -26,7 +26,7 @@ class NamesrvController:
     ) -> None:
         self.config = config if config is not None else NamesrvConfig()
         self.route_info_manager = RouteInfoManager(self.config.broker_channel_expired_time, clock)
-        self.processor = DefaultRequestProcessor(self.route_info_manager)
+        self.processor = DefaultRequestProcessor(self.route_info_manager, self.config.max_frame_size)
         self.remoting_server = RemotingServer(
             self.config.listen_host, self.config.listen_port, max_frame_size=self.config.max_frame_size
         )

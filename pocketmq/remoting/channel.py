@@ -400,4 +400,7 @@ class Channel:
             if paused:
                 self._transport.pause_reading()
             else:
+                if self._partial_since is not None:
+                    # A frame left half-read while this end did not read: its time starts again now.
+                    self._partial_since = self._loop.time()
                 self._transport.resume_reading()

@@ -66,8 +66,9 @@ class RemotingServer(Endpoint):
 
     def _scan_connections(self) -> None:
         """Close the connections idle for ``max_idle_time`` (Netty's IdleStateHandler, as RocketMQ installs it) and
-        those holding a frame that began more than ``frame_read_timeout`` ago. Both are aborted: a peer that
-        stopped reading would keep a graceful close waiting for its unwritten responses."""
+        those holding a frame that began more than ``frame_read_timeout`` ago (not counting while this end itself
+        does not read the connection). Both are aborted: a peer that stopped reading would keep a graceful close
+        waiting for its unwritten responses."""
         limits = self.limits
         assert limits is not None
         now = asyncio.get_running_loop().time()
@@ -84,7 +85,7 @@ class RemotingServer(Endpoint):
                 ch.abort()
                 continue
             since = ch._partial_since
-            if since is not None and frame_timeout and now - since >= frame_timeout:
+            if since is not None and frame_timeout and now - since >= frame_timeout and not ch._reading_paused:
                 log.warning("closing %r: a frame that began %.3gs ago is still incomplete (frame read timeout %gs)",
                             ch, now - since, frame_timeout)
                 ch.abort()

@@ -28,7 +28,8 @@ class NamesrvController:
         self.route_info_manager = RouteInfoManager(self.config.broker_channel_expired_time, clock)
         self.processor = DefaultRequestProcessor(self.route_info_manager, self.config.max_frame_size)
         self.remoting_server = RemotingServer(
-            self.config.listen_host, self.config.listen_port, max_frame_size=self.config.max_frame_size
+            self.config.listen_host, self.config.listen_port, max_frame_size=self.config.max_frame_size,
+            max_inflight=self.config.server_max_inflight_requests, limits=self.config.connection_limits,
         )
         self.processor.register_to(self.remoting_server)
         self.remoting_server.on_channel_close(self._on_channel_close)

@@ -282,6 +282,9 @@ class Endpoint:
             # The peer is not taking its responses: make no more of them until it does (a server's connection).
             # Still unstarted meanwhile, so later requests keep their order behind this one.
             await channel._drain()
+            if channel.closed:
+                channel._unstarted -= 1
+                return  # the peer left (or was closed) without an answer: it has to retry, so do nothing for it
         channel._unstarted -= 1
         try:
             response = _checked(await handler(channel, request))

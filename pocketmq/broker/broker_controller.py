@@ -73,7 +73,8 @@ class BrokerController:
         self.rebalance_lock_manager = RebalanceLockManager(config.rebalance_lock_max_live_time)
         self.schedule_message_service = ScheduleMessageService(self)
         self.remoting_server = RemotingServer(
-            config.bind_address or config.broker_ip1, config.listen_port, busy_poll=config.busy_poll
+            config.bind_address or config.broker_ip1, config.listen_port, busy_poll=config.busy_poll,
+            max_inflight=config.server_max_inflight_requests, limits=config.connection_limits,
         )
         self.send_message_processor = SendMessageProcessor(self)
         self.pull_message_processor = PullMessageProcessor(self)

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from pocketmq.remoting.channel import parse_address
+from pocketmq.remoting.channel import DEFAULT_MAX_INFLIGHT, ConnectionLimits, parse_address
 from pocketmq.storage.config import DEFAULT_DELAY_LEVELS, FlushDiskType, MessageStoreConfig
 
 
@@ -53,6 +53,16 @@ class BrokerConfig:
     # Accepted so RocketMQ broker.conf files load; only the master roles are supported.
     broker_role: str = _f("ASYNC_MASTER", "brokerRole")
     broker_permission: int = _f(6, "brokerPermission")  # PermName bits; 6 = READ|WRITE
+
+    # --- connections (remoting.channel.ConnectionLimits) ---
+    # Netty's write water marks, RocketMQ's keys: above the high mark a connection's requests are not read.
+    write_buffer_high_water_mark: int = _f(64 * 1024, "writeBufferHighWaterMark")
+    write_buffer_low_water_mark: int = _f(32 * 1024, "writeBufferLowWaterMark")
+    server_channel_max_idle_time: float = _f(120.0, "serverChannelMaxIdleTimeSeconds")  # seconds, as RocketMQ's
+    # pocketmq's own: a frame still incomplete this long after it began closes its connection (0: never).
+    server_frame_read_timeout: float = _f(60.0, "serverFrameReadTimeoutMillis", "ms")
+    # pocketmq's own: requests of one connection whose processor runs at once; reading pauses at this number.
+    server_max_inflight_requests: int = _f(DEFAULT_MAX_INFLIGHT, "serverMaxInflightRequests")
 
     # --- store ---
     store_path_root_dir: str = _f(os.path.join("~", "store"), "storePathRootDir", store="store_path_root_dir")
@@ -150,6 +160,12 @@ class BrokerConfig:
         if self.acl_enable and self.resolved_acl_file is None:
             raise BrokerConfigError(
                 "aclEnable=true needs aclFile (or ROCKETMQ_HOME, for $ROCKETMQ_HOME/conf/plain_acl.yml)")
+        try:
+            self.connection_limits  # noqa: B018  (checks the values)
+        except ValueError as e:
+            raise BrokerConfigError(str(e)) from None
+        if self.server_max_inflight_requests < 1:
+            raise BrokerConfigError(f"serverMaxInflightRequests must be >= 1, got {self.server_max_inflight_requests}")
 
     # --- derived values ---
 
@@ -166,6 +182,15 @@ class BrokerConfig:
             return os.path.abspath(os.path.expanduser(self.acl_file))
         home = os.environ.get("ROCKETMQ_HOME")
         return os.path.join(home, "conf", "plain_acl.yml") if home else None
+
+    @property
+    def connection_limits(self) -> ConnectionLimits:
+        return ConnectionLimits(
+            write_buffer_high_water_mark=self.write_buffer_high_water_mark,
+            write_buffer_low_water_mark=self.write_buffer_low_water_mark,
+            frame_read_timeout=self.server_frame_read_timeout,
+            max_idle_time=self.server_channel_max_idle_time,
+        )
 
     @property
     def store_root(self) -> str:

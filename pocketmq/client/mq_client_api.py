@@ -11,7 +11,6 @@ import asyncio
 import logging
 import os
 import random
-import zlib
 from dataclasses import dataclass
 
 from pocketmq.common.codec import CorruptRecordError, decode_all
@@ -280,7 +279,7 @@ class MQClientAPIImpl:
             raise MQBrokerException(response.code, response.remark, addr)
         try:
             return decode_all(response.body or b"", decompress=True)
-        except (CorruptRecordError, zlib.error, ValueError) as e:
+        except (CorruptRecordError, ValueError) as e:
             raise MQClientException(f"undecodable query result from {addr}: {e}") from e
 
     async def _invoke_ok(self, addr: str, request: RemotingCommand, timeout: float) -> RemotingCommand:

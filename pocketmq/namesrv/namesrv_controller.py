@@ -27,9 +27,10 @@ class NamesrvController:
     ) -> None:
         self.config = config if config is not None else NamesrvConfig()
         self.route_info_manager = RouteInfoManager(self.config.broker_channel_expired_time, clock)
-        self.processor = DefaultRequestProcessor(self.route_info_manager)
+        self.processor = DefaultRequestProcessor(self.route_info_manager, self.config.max_frame_size)
         self.remoting_server = RemotingServer(
-            self.config.listen_host, self.config.listen_port, max_frame_size=self.config.max_frame_size
+            self.config.listen_host, self.config.listen_port, max_frame_size=self.config.max_frame_size,
+            max_inflight=self.config.server_max_inflight_requests, limits=self.config.connection_limits,
         )
         self.processor.register_to(self.remoting_server)
         if self.config.acl_file is not None:

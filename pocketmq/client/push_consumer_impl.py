@@ -223,6 +223,9 @@ class DefaultMQPushConsumerImpl:
         if instance is None or not self.running:
             return
         self.running = False
+        # A round already running (a peer's departure wakes it at any moment) would go on taking and dropping
+        # queues while the table below is walked: let it finish, and start none after it.
+        await self.rebalance_impl.stop()
         stuck = await self._tasks.close(timeout=5.0)
         if stuck:
             log.warning("%s: %d background tasks ignored cancellation", self.group, stuck)

@@ -56,6 +56,7 @@ class RebalanceImpl:
         # time with a broker call between them (the start offset), so the table itself can show half a round.
         self.settled_queues: list[MessageQueue] = []
         self._lock = asyncio.Lock()  # one rebalance at a time per consumer
+        self.stopped = False  # set by stop(): no round starts or takes a queue after it
 
     # --- hooks (RebalancePushImpl) -------------------------------------------------------------------------
 
@@ -79,8 +80,17 @@ class RebalanceImpl:
 
     # --- rebalance -----------------------------------------------------------------------------------------
 
+    async def stop(self) -> None:
+        """No rebalance from now on; returns once the round in flight (if any) has finished, so a consumer
+        shutting down walks a table nothing changes any more."""
+        self.stopped = True
+        async with self._lock:
+            pass
+
     async def do_rebalance(self, is_order: bool) -> None:
         async with self._lock:
+            if self.stopped:
+                return
             for topic in list(self.subscription_inner):
                 try:
                     await self.rebalance_by_topic(topic, is_order)
@@ -150,7 +160,7 @@ class RebalanceImpl:
                     log.warning("%s: dropped %s, not pulled for too long", self.consumer_group, mq)
         requests: list[PullRequest] = []
         for mq in sorted(mq_set, key=mq_sort_key):
-            if mq in self.process_queue_table:
+            if mq in self.process_queue_table or self.stopped:
                 continue
             if is_order and not await self.lock(mq):
                 log.warning("%s: cannot take %s yet, its broker lock is held elsewhere", self.consumer_group, mq)

@@ -15,7 +15,7 @@ pytest.importorskip("pocketmq.broker.broker_controller")
 QUEUES = 8
 
 
-@pytest.mark.parametrize("round_", range(2)  # failed 5 of 5 before the fix; a second round for luck)
+@pytest.mark.parametrize("round_", range(2))  # failed 5 of 5 before the fix; a second round for luck
 async def test_orderly_shutdown_while_a_peer_leaves_unlocks_and_unregisters(push_cluster, poll, round_) -> None:
     topic, group = unique("OrderLeaveT"), unique("OrderLeaveG")
     await create_topic(push_cluster, topic, QUEUES)

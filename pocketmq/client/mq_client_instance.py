@@ -239,6 +239,9 @@ class MQClientInstance:
                 c.update_topic_subscribe_info(topic, subscribe)
         self.topic_route_table[topic] = route
         log.info("route of %s changed: %s", topic, route)
+        if any(topic in c.subscription_topics() for c in self.consumer_table.values()):
+            # Queues added or gone matter to the split now, not at the next periodic rebalance (20 s).
+            self.rebalance_immediately()
         return True
 
     async def update_topic_route_info_from_name_server_all(self) -> None:

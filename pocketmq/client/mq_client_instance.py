@@ -98,6 +98,7 @@ class MQClientInstance:
         self.mq_client_api.remoting_client.register_processor(
             RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._notify_consumer_ids_changed
         )
+        self.mq_client_api.remoting_client.on_connected = self._on_connected
 
     # --- lifecycle -----------------------------------------------------------------------------------------
 
@@ -337,6 +338,29 @@ class MQClientInstance:
                     log.info("broker %s (%s, id %d) is offline", addr, name, bid)
             if not addrs:
                 del self.broker_addr_table[name]
+
+    async def _on_connected(self, addr: str) -> None:
+        """A new connection to a broker: heartbeat on it before anything else goes out.
+
+        A broker that restarted knows no client until it hears a heartbeat; RocketMQ's client waits for the next
+        periodic one (30 s), and its pulls meanwhile are answered SUBSCRIPTION_NOT_EXIST ("the consumer's group
+        info not exist"). Sent on every new connection, the heartbeat reaches the broker ahead of the first
+        request that made the connection. Name servers are left alone.
+        """
+        if self.stopped or not (self.producer_table or self.consumer_table):
+            return
+        for addrs in self.broker_addr_table.values():
+            for bid, broker_addr in addrs.items():
+                if broker_addr == addr:
+                    if bid != MASTER_ID and not self.consumer_table:
+                        return  # producers heartbeat masters only
+                    heartbeat = self.prepare_heartbeat_data()
+                    timeout = min(self.config.mq_client_api_timeout, self.config.connect_timeout)
+                    try:
+                        await self.mq_client_api.send_heartbeat(addr, heartbeat, timeout)
+                    except (RemotingError, MQBrokerException) as e:
+                        log.info("heartbeat to %s on connecting failed: %s", addr, e)
+                    return
 
     async def _clean_and_heartbeat(self) -> None:
         self.clean_offline_broker()

@@ -19,11 +19,13 @@ from pocketmq.common.message import MessageExt
 from pocketmq.remoting.body import TopicList, TopicRouteData, encode_body
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.client_body import (
+    CheckClientRequestBody,
     GetConsumerListByGroupResponseBody,
     HeartbeatData,
     LockBatchRequestBody,
     LockBatchResponseBody,
     MessageQueue,
+    SubscriptionData,
 )
 from pocketmq.remoting.codes import FLAG_ONEWAY, RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand, next_opaque
@@ -364,6 +366,14 @@ class MQClientAPIImpl:
             await self.remoting_client.invoke_oneway(addr, request)
         else:
             await self._invoke_ok(addr, RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, body=data), timeout)
+
+    async def check_client_in_broker(
+        self, addr: str, group: str, client_id: str, subscription: SubscriptionData, timeout: float
+    ) -> None:
+        """CHECK_CLIENT_CONFIG: MQBrokerException when the broker cannot serve ``subscription`` (a SQL92 filter
+        with enablePropertyFilter off, or an expression it cannot compile)."""
+        body = encode_body(CheckClientRequestBody(client_id, group, subscription), self._body_dialect)
+        await self._invoke_ok(addr, RemotingCommand.request(RequestCode.CHECK_CLIENT_CONFIG, body=body), timeout)
 
     # --- both ----------------------------------------------------------------------------------------------
 

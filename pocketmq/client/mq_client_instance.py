@@ -16,7 +16,13 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from pocketmq.remoting.body import BrokerData, QueueData, TopicRouteData
-from pocketmq.remoting.client_body import ConsumerData, HeartbeatData, MessageQueue, ProducerData
+from pocketmq.remoting.client_body import (
+    ConsumerData,
+    HeartbeatData,
+    MessageQueue,
+    ProducerData,
+    SubscriptionData,
+)
 from pocketmq.remoting.codes import MASTER_ID, RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import HeaderError, RemotingError
@@ -294,6 +300,31 @@ class MQClientInstance:
                     addr, group, self.config.mq_client_api_timeout
                 )
         raise MQClientException(f"no broker serves {topic}")
+
+    async def check_client_in_broker(self, group: str, subscriptions: list[SubscriptionData]) -> None:
+        """Ask every master whether it can serve each filtering subscription (not tags, which every broker
+        can); MQClientException naming the broker and the setting when one cannot (checkClientInBroker)."""
+        filtering = [s for s in subscriptions if (s.expression_type or "TAG") != "TAG"]
+        if not filtering:
+            return
+        masters = {addrs[MASTER_ID] for addrs in self.broker_addr_table.values() if MASTER_ID in addrs}
+        for addr in sorted(masters):
+            for sub in filtering:
+                try:
+                    await self.mq_client_api.check_client_in_broker(
+                        addr, group, self.client_id, sub, self.config.mq_client_api_timeout
+                    )
+                except MQBrokerException as e:
+                    hint = ""
+                    if e.code == ResponseCode.SYSTEM_ERROR:
+                        hint = f"; to use {sub.expression_type}, set enablePropertyFilter=true in the broker's config"
+                    raise MQClientException(
+                        f"the broker {addr} refused the {sub.expression_type} subscription {sub.sub_string!r} of "
+                        f"{group} to {sub.topic}: {e.remark or e.code}{hint}",
+                        response_code=e.code,
+                    ) from e
+                except RemotingError as e:
+                    log.warning("checking the subscriptions of %s with %s failed: %s", group, addr, e)
 
     # --- heartbeats ----------------------------------------------------------------------------------------
 

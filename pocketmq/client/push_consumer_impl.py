@@ -32,7 +32,7 @@ from .consume_message_concurrently_service import ConsumeMessageConcurrentlyServ
 from .consume_message_orderly_service import ConsumeMessageOrderlyService
 from .consume_message_service import ConsumeMessageService
 from .consumer_enums import ConsumeType, MessageModel
-from .exceptions import MQBrokerException, MQClientException, NameServerAddressError
+from .exceptions import MQBrokerException, MQClientException
 from .filter_api import EXPRESSION_TYPE_SQL92, build_subscription_data, message_matches
 from .local_file_offset_store import LocalFileOffsetStore
 from .message import Message, PullStatus
@@ -211,7 +211,8 @@ class DefaultMQPushConsumerImpl:
             # A wrong name server address fails start() at once; a topic without a route yet does not.
             for topic in list(rebalance.subscription_inner):
                 await instance.update_topic_route_info_from_name_server(topic, unreachable_raises=True)
-        except NameServerAddressError:
+            await instance.check_client_in_broker(self.group, list(self.subscriptions.values()))
+        except MQClientException:  # NameServerAddressError among them
             await self.shutdown()
             raise
         await instance.send_heartbeat_to_all_brokers()

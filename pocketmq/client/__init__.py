@@ -3,7 +3,7 @@
 
 Layers, bottom up: ``mq_client_api`` (one method per request), ``mq_client_instance`` (connections, routes,
 heartbeats, the pull and rebalance services shared per client id), ``producer`` / ``pull_consumer`` /
-``push_consumer`` (the user API; the push consumer's machinery is ``push_consumer_impl``, ``rebalance_impl``,
+``push_consumer`` / ``lite_pull_consumer`` (the user API; the push consumer's machinery is ``push_consumer_impl``, ``rebalance_impl``,
 ``pull_message_service``, ``process_queue`` and ``consume_message_*_service``), ``sync`` (blocking
 wrappers). Never imports ``broker`` or ``namesrv``.
 """
@@ -28,6 +28,7 @@ from .message_listener import (
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
 )
+from .lite_pull_consumer import LitePullConsumer
 from .producer import Producer, SendCallback
 from .pull_consumer import PullConsumer
 from .push_consumer import PushConsumer
@@ -45,6 +46,7 @@ __all__ = [
     "ConsumeOrderlyContext",
     "ConsumeOrderlyStatus",
     "MQBrokerException",
+    "LitePullConsumer",
     "MQClientException",
     "Message",
     "MessageBatch",

@@ -118,9 +118,9 @@ class BrokerConfig:
     # PullRequestHoldService's safety re-check of parked pulls (RocketMQ: 5 s, not configurable there).
     pull_request_hold_check_interval: float = _f(5.0, "pullRequestHoldCheckInterval", "ms")
     pull_thread_pool_nums: int = _f(4, "pullMessageThreadPoolNums")  # threads doing store reads
-    # SQL92 subscriptions. RocketMQ's default is false (SQL92 pulls answered SYSTEM_ERROR); pocketmq is a
-    # development broker, so filters work out of the box. Set false to reproduce a default RocketMQ broker.
-    enable_property_filter: bool = _f(True, "enablePropertyFilter")
+    # SQL92 subscriptions, off as in RocketMQ: SQL92 pulls are answered SYSTEM_ERROR, and a consumer's start-up
+    # check (CHECK_CLIENT_CONFIG) fails with a message naming this setting.
+    enable_property_filter: bool = _f(False, "enablePropertyFilter")
 
     # --- delayed messages ---
     flush_delay_offset_interval: float = _f(10.0, "flushDelayOffsetInterval", "ms")

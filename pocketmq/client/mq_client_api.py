@@ -18,11 +18,13 @@ from pocketmq.common.message import MessageExt
 from pocketmq.remoting.body import TopicList, TopicRouteData, encode_body
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.client_body import (
+    CheckClientRequestBody,
     GetConsumerListByGroupResponseBody,
     HeartbeatData,
     LockBatchRequestBody,
     LockBatchResponseBody,
     MessageQueue,
+    SubscriptionData,
 )
 from pocketmq.remoting.codes import FLAG_ONEWAY, RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand, next_opaque
@@ -192,25 +194,38 @@ class MQClientAPIImpl:
         return order
 
     async def invoke_namesrv(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
-        """Invoke on one name server; fail over to the next only when connecting fails (nothing was sent).
+        """Invoke on one name server; fail over to the next when connecting fails or when it does not answer.
 
-        After any other failure the next call starts on another name server.
+        Each name server still to try gets an equal share of the time left, so a hung one (it accepts but never
+        answers) costs its share, not the whole ``timeout`` (RocketMQ's client moves on only when connecting
+        fails). Every request a client sends a name server is a read, so asking another one again is safe. The
+        one that answered is asked first next time; after any other failure the next call starts elsewhere.
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         last: RemotingError | None = None
         unreachable: dict[str, BaseException] = {}  # address -> the OSError or TimeoutError of connecting
-        for addr in self._namesrv_candidates():
+        timed_out: list[str] = []
+        candidates = self._namesrv_candidates()
+        for i, addr in enumerate(candidates):
             remaining = deadline - loop.time()
             if remaining <= 0:
                 break
+            share = remaining / (len(candidates) - i)
             try:
-                response = await self.remoting_client.invoke(addr, request, remaining)
+                response = await self.remoting_client.invoke(addr, request, share)
             except RemotingConnectError as e:
                 log.info("name server %s unreachable: %s", addr, e)
                 last = e
                 if e.__cause__ is not None:
                     unreachable[addr] = e.__cause__
+                if self._namesrv_chosen == addr:
+                    self._namesrv_chosen = None
+                continue
+            except RemotingTimeoutError as e:
+                log.warning("name server %s did not answer within %.3fs; asking the next one", addr, share)
+                last = e
+                timed_out.append(addr)
                 if self._namesrv_chosen == addr:
                     self._namesrv_chosen = None
                 continue
@@ -221,6 +236,8 @@ class MQClientAPIImpl:
             return response
         if last is None:
             raise RemotingTimeoutError(f"no name server answered within {timeout}s")
+        if timed_out:
+            raise RemotingTimeoutError(f"no name server answered within {timeout}s ({', '.join(timed_out)} hung)")
         if unreachable and last.__cause__ is not None:  # not when the client was closed meanwhile
             raise name_server_unreachable(unreachable)
         raise last
@@ -351,6 +368,14 @@ class MQClientAPIImpl:
             await self.remoting_client.invoke_oneway(addr, request)
         else:
             await self._invoke_ok(addr, RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, body=data), timeout)
+
+    async def check_client_in_broker(
+        self, addr: str, group: str, client_id: str, subscription: SubscriptionData, timeout: float
+    ) -> None:
+        """CHECK_CLIENT_CONFIG: MQBrokerException when the broker cannot serve ``subscription`` (a SQL92 filter
+        with enablePropertyFilter off, or an expression it cannot compile)."""
+        body = encode_body(CheckClientRequestBody(client_id, group, subscription), self._body_dialect)
+        await self._invoke_ok(addr, RemotingCommand.request(RequestCode.CHECK_CLIENT_CONFIG, body=body), timeout)
 
     # --- both ----------------------------------------------------------------------------------------------
 

@@ -32,7 +32,7 @@ from .consume_message_concurrently_service import ConsumeMessageConcurrentlyServ
 from .consume_message_orderly_service import ConsumeMessageOrderlyService
 from .consume_message_service import ConsumeMessageService
 from .consumer_enums import ConsumeType, MessageModel
-from .exceptions import MQBrokerException, MQClientException, NameServerAddressError
+from .exceptions import MQBrokerException, MQClientException
 from .filter_api import EXPRESSION_TYPE_SQL92, build_subscription_data, message_matches
 from .local_file_offset_store import LocalFileOffsetStore
 from .message import Message, PullStatus
@@ -98,6 +98,7 @@ class DefaultMQPushConsumerImpl:
         self._pull_api: PullAPIWrapper | None = None
         self.consume_message_service: ConsumeMessageService | None = None
         self._tasks = TaskTracker(log)
+        self._learning_routes = False
 
     # --- state ---------------------------------------------------------------------------------------------
 
@@ -210,10 +211,12 @@ class DefaultMQPushConsumerImpl:
             # A wrong name server address fails start() at once; a topic without a route yet does not.
             for topic in list(rebalance.subscription_inner):
                 await instance.update_topic_route_info_from_name_server(topic, unreachable_raises=True)
-        except NameServerAddressError:
+            await instance.check_client_in_broker(self.group, list(self.subscriptions.values()))
+        except MQClientException:  # NameServerAddressError among them
             await self.shutdown()
             raise
         await instance.send_heartbeat_to_all_brokers()
+        self.learn_missing_routes()
         instance.rebalance_service.wakeup()
         log.info("push consumer %s started as %s", self.group, instance.client_id)
 
@@ -223,6 +226,9 @@ class DefaultMQPushConsumerImpl:
         if instance is None or not self.running:
             return
         self.running = False
+        # A round already running (a peer's departure wakes it at any moment) would go on taking and dropping
+        # queues while the table below is walked: let it finish, and start none after it.
+        await self.rebalance_impl.stop()
         stuck = await self._tasks.close(timeout=5.0)
         if stuck:
             log.warning("%s: %d background tasks ignored cancellation", self.group, stuck)
@@ -237,6 +243,37 @@ class DefaultMQPushConsumerImpl:
         await instance.shutdown()
         self._instance = None
         log.info("push consumer %s shut down", self.group)
+
+    def learn_missing_routes(self) -> None:
+        """Ask the name servers again, with a growing pause, for subscribed topics that have no route yet,
+        until they have one or a name-server poll period has passed.
+
+        A new group's %RETRY% topic above all: the heartbeat start() sends creates it, and it reaches the name
+        servers with the broker's registration a moment later, after the start-up lookup and rebalance. RocketMQ
+        learns it at the next poll and takes its queues at the rebalance after that (the first retry of a new
+        group came ~20 s late); here the route change wakes the rebalance (MQClientInstance.apply_topic_route).
+        """
+        if not self._learning_routes:
+            self._learning_routes = True
+            if self.spawn(self._learn_missing_routes()) is None:
+                self._learning_routes = False
+
+    async def _learn_missing_routes(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + self.client_config.poll_name_server_interval
+            pause = 0.01
+            while self.running:
+                r = self.rebalance_impl
+                missing = [t for t in r.subscription_inner if not r.topic_subscribe_info_table.get(t)]
+                if not missing or loop.time() + pause > deadline:
+                    return
+                await asyncio.sleep(pause)
+                for topic in missing:
+                    await self.instance.update_topic_route_info_from_name_server(topic)
+                pause = min(pause * 2, 1.0)
+        finally:
+            self._learning_routes = False
 
     # --- background work, all cancelled by shutdown --------------------------------------------------------
 
@@ -439,6 +476,8 @@ class DefaultMQPushConsumerImpl:
             await self.instance.mq_client_api.consumer_send_message_back(
                 addr, header, self.config.send_message_back_timeout
             )
+            if not self.rebalance_impl.topic_subscribe_info_table.get(retry_topic(self.group)):
+                self.learn_missing_routes()  # the retry is due after its delay level, not the next poll
             return True
         except (RemotingError, MQClientException, MQBrokerException) as e:
             log.warning("%s: sendMessageBack of %s failed (%s); sending to the retry topic", self.group, msg.msg_id, e)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from .codec import DEFAULT_MAX_FRAME_SIZE
@@ -42,6 +42,9 @@ class RemotingClient(Endpoint):
         # Called on every request before it goes out, e.g. acl.AclClientRPCHook signing it (RocketMQ's RPCHook
         # doBeforeRequest); None costs one check.
         self.rpc_hook: Callable[[RemotingCommand], None] | None = None
+        # Awaited once per new connection, before the calls waiting on it go out; its own calls to the same
+        # address use the new connection at once. Errors are logged, never raised to those calls.
+        self.on_connected: Callable[[str], Awaitable[None]] | None = None
 
     @property
     def body_dialect(self) -> BodyDialect:
@@ -129,6 +132,11 @@ class RemotingClient(Endpoint):
             raise RemotingConnectError("client is closed")
         self._by_addr[addr] = channel
         log.debug("connected to %s: %r", addr, channel)
+        if self.on_connected is not None:
+            try:
+                await self.on_connected(addr)
+            except Exception:
+                log.exception("on_connected(%s) failed", addr)
         return channel
 
     def _connect_done(self, addr: str, task: asyncio.Task[Channel]) -> None:

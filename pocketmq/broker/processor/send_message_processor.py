@@ -235,7 +235,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             if delay_level == 0:
                 delay_level = 3 + original.reconsume_times
             props[PROPERTY_DELAY_TIME_LEVEL] = str(delay_level)
-        props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, original.msg_id)
+        props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, original.offset_msg_id)
         msg = Message(
             topic=new_topic,
             body=original.body,

@@ -123,6 +123,10 @@ class BrokerConfig:
     # RebalanceLockManager: a queue lock not renewed for this long is free (RocketMQ: 60 s system property).
     rebalance_lock_max_live_time: float = _f(60.0, "rebalanceLockMaxLiveTime", "ms")
 
+    # --- statistics ---
+    # How often BrokerStatsManager snapshots its counters (RocketMQ: every 10 s); rates are over a minute.
+    stats_sample_interval: float = _f(10.0, "statsSampleInterval", "ms")
+
     def __post_init__(self) -> None:
         self.flush_disk_type = FlushDiskType(self.flush_disk_type)
         if self.broker_role not in ("ASYNC_MASTER", "SYNC_MASTER"):

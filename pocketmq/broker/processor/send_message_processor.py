@@ -250,5 +250,6 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         )
         result = await self.put_message(msg)
         if result.status is PutMessageStatus.PUT_OK:
+            c.broker_stats_manager.inc_send_back(group, props.get(PROPERTY_RETRY_TOPIC, original.topic))
             return response(request)
         return response(request, ResponseCode.SYSTEM_ERROR, f"{result.status.value} {result.remark}".strip())

@@ -41,6 +41,7 @@ from .processor import (
     QueryMessageProcessor,
     SendMessageProcessor,
 )
+from .processor.admin_ext_processor import AdminExtProcessor
 from .processor.consumer_manage_processor import total_physical_memory
 from .schedule import ScheduleMessageService
 from .stats import BrokerStatsManager
@@ -93,6 +94,7 @@ class BrokerController:
             ClientManageProcessor(self),
             ConsumerManageProcessor(self),
             AdminBrokerProcessor(self),
+            AdminExtProcessor(self),
         )
         for p in processors:
             p.register_to(self.remoting_server)

@@ -25,6 +25,7 @@ from pocketmq.remoting.tasks import TaskTracker
 from pocketmq.remoting.transport import Channel
 
 from .client_config import ClientConfig
+from .client_remoting_processor import ClientAdminProcessor
 from .exceptions import MQBrokerException, MQClientException, NameServerAddressError
 from .mq_client_api import MQClientAPIImpl
 from .pull_message_service import PullMessageService
@@ -98,6 +99,7 @@ class MQClientInstance:
         self.mq_client_api.remoting_client.register_processor(
             RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._notify_consumer_ids_changed
         )
+        ClientAdminProcessor(self).register()
 
     # --- lifecycle -----------------------------------------------------------------------------------------
 

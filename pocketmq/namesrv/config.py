@@ -16,3 +16,5 @@ class NamesrvConfig:
     # A broker silent for this long is dropped (RocketMQ's BROKER_CHANNEL_EXPIRED_TIME, 120 s).
     broker_channel_expired_time: float = 120.0
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+    # Where PUT_KV_CONFIG settings are kept (RocketMQ: ~/namesrv/kvConfig.json); None = in memory only.
+    kv_config_path: str | None = None

@@ -79,7 +79,8 @@ from .mq_admin import broker_of_offset_msg_id
 from .mq_client_api import UNIQUE_MSG_QUERY_FLAG, MQClientAPIImpl
 
 TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"  # MixAll.TOOLS_CONSUMER_GROUP
-_FLAG_SUBSCRIPTION = 0x4  # PullSysFlag: the subscription comes with the pull
+_FLAG_SUBSCRIPTION = 0x4
+_GROUP_HAS_NO_OFFSETS = "THe consumer group <"  # (sic) Broker2Client.resetOffset's remark  # PullSysFlag: the subscription comes with the pull
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 
 
@@ -492,11 +493,17 @@ class MQAdminExt:
             if r.code == ResponseCode.CONSUMER_NOT_ONLINE:
                 offline.append(addr)
                 continue
+            if r.code == ResponseCode.SYSTEM_ERROR and (r.remark or "").startswith(_GROUP_HAS_NO_OFFSETS):
+                # The group never consumed the topic on this broker: nothing to reset there (mqadmin fails the
+                # whole command instead).
+                continue
             result.offsets.update(self._ok(r, addr).decode_body(ResetOffsetBody).offset_table)
         if offline:
-            result.online = not offline or len(offline) < len(masters)
+            result.online = len(offline) < len(masters) and bool(result.offsets)
             for addr in offline:
                 result.offsets.update(await self._reset_offline(addr, topic, group, timestamp, force))
+        if not result.offsets:
+            raise MQClientException(f"the consumer group {group} has no offsets of {topic} on any broker")
         return result
 
     async def _reset_offline(

@@ -99,8 +99,8 @@ class EmbeddedCluster:
 
     async def wait_dispatched(self, timeout: float = 10.0) -> bool:
         """Wait until every stored message is in the consume queues (so pulls see it), on every broker."""
-        for b in self.brokers or [self.broker]:
-            assert b is not None, "the cluster is not started"
+        assert self.brokers, "the cluster is not started"
+        for b in self.brokers:
             if not await asyncio.to_thread(b.store.wait_dispatched, timeout):
                 return False
         return True

@@ -79,8 +79,8 @@ from .mq_admin import broker_of_offset_msg_id
 from .mq_client_api import UNIQUE_MSG_QUERY_FLAG, MQClientAPIImpl
 
 TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"  # MixAll.TOOLS_CONSUMER_GROUP
-_FLAG_SUBSCRIPTION = 0x4
-_GROUP_HAS_NO_OFFSETS = "THe consumer group <"  # (sic) Broker2Client.resetOffset's remark  # PullSysFlag: the subscription comes with the pull
+_FLAG_SUBSCRIPTION = 0x4  # PullSysFlag: the subscription comes with the pull
+_GROUP_HAS_NO_OFFSETS = "THe consumer group <"  # (sic) Broker2Client.resetOffset's remark
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 
 

@@ -17,7 +17,29 @@ import pytest
 from pocketmq.cli import main
 from pocketmq.embedded import ThreadedCluster
 
-COMMANDS = ["updateTopic", "deleteTopic", "topicList", "topicRoute", "topicStatus", "clusterList", "brokerStatus", "updateSubGroup", "deleteSubGroup", "consumerProgress", "consumerConnection", "producerConnection", "queryMsgById", "queryMsgByKey", "queryMsgByUniqueKey", "queryMsgByOffset", "resetOffsetByTime", "getBrokerConfig", "updateBrokerConfig", "sendMessage", "consumeMessage"]
+COMMANDS = [
+    "updateTopic",
+    "deleteTopic",
+    "topicList",
+    "topicRoute",
+    "topicStatus",
+    "clusterList",
+    "brokerStatus",
+    "updateSubGroup",
+    "deleteSubGroup",
+    "consumerProgress",
+    "consumerConnection",
+    "producerConnection",
+    "queryMsgById",
+    "queryMsgByKey",
+    "queryMsgByUniqueKey",
+    "queryMsgByOffset",
+    "resetOffsetByTime",
+    "getBrokerConfig",
+    "updateBrokerConfig",
+    "sendMessage",
+    "consumeMessage",
+]
 
 
 @pytest.fixture(scope="module")

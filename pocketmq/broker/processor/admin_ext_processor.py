@@ -349,8 +349,8 @@ class AdminExtProcessor(BrokerProcessor):
             except (ValueError, BrokerConfigError) as e:
                 return response(request, ResponseCode.SYSTEM_ERROR, f"bad value for {key}: {e}")
         log.info("UPDATE_BROKER_CONFIG %s from %s", props, channel.remote_address)
-        for name, value in changes.items():
-            setattr(bc, name, value)
+        for name, new in changes.items():
+            setattr(bc, name, new)
         if "channel_expired_timeout" in changes:
             self.controller.consumer_manager.channel_expired_timeout = bc.channel_expired_timeout
             self.controller.producer_manager.channel_expired_timeout = bc.channel_expired_timeout

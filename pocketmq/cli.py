@@ -160,13 +160,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _one_line(e: Exception) -> str:
-    """The error as one line: the class name only where the message does not say what went wrong."""
-    from pocketmq.client.exceptions import MQBrokerException, NameServerAddressError
+    """The error as one line: a broker's refusal as its code and remark, a timeout as such, anything else with
+    its class name ("NameServerAddressError: name server 127.0.0.1:1 unreachable: Connection refused")."""
+    from pocketmq.client.exceptions import MQBrokerException
     from pocketmq.remoting.errors import RemotingTimeoutError
 
     text = " ".join(str(e).split()) or type(e).__name__
-    if isinstance(e, NameServerAddressError):
-        return text  # "name server 127.0.0.1:1 unreachable: Connection refused"
     if isinstance(e, MQBrokerException):
         return text  # "CODE: 17  DESC: topic[T] not exist BROKER: 127.0.0.1:10911"
     if isinstance(e, RemotingTimeoutError | TimeoutError):

@@ -198,7 +198,9 @@ def test_unreachable_name_server_is_named_in_one_line(capsys: pytest.CaptureFixt
         port = s.getsockname()[1]  # closed again: nothing listens there
     code = main(["clusterList", "-n", f"127.0.0.1:{port}"])
     err = capsys.readouterr().err
-    assert code == 1 and err == f"pocketmq clusterList: name server 127.0.0.1:{port} unreachable: Connection refused\n"
+    assert code == 1 and err == (
+        f"pocketmq clusterList: NameServerAddressError: name server 127.0.0.1:{port} unreachable: Connection refused\n"
+    )
 
 
 def test_a_silent_name_server_times_out_once(capsys: pytest.CaptureFixture[str]) -> None:

@@ -375,10 +375,12 @@ class AdminExtProcessor(BrokerProcessor):
                 f"[reset-offset] reset offset failed, no topic in this broker. topic={topic}",
             )
         table: dict[MessageQueue, int] = {}
+        # RocketMQ refuses when any queue lacks an offset; pocketmq only when the group has none of the topic
+        # here, and counts a queue it never committed from 0 (a group that consumed some queues only).
+        if not c.consumer_offset_manager.query_offset_table(group, topic):
+            return response(request, ResponseCode.SYSTEM_ERROR, f"THe consumer group <{group}> not exist")
         for i in range(tc.write_queue_nums):
-            consumer_offset = c.consumer_offset_manager.query_offset(group, topic, i)
-            if consumer_offset == -1:
-                return response(request, ResponseCode.SYSTEM_ERROR, f"THe consumer group <{group}> not exist")
+            consumer_offset = max(c.consumer_offset_manager.query_offset(group, topic, i), 0)
             if header.timestamp == -1:
                 target = c.store.get_max_offset_in_queue(topic, i)
             else:

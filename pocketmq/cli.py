@@ -33,6 +33,7 @@ def _add_namesrv(sub) -> None:
     p.add_argument("--scan-interval", type=float, default=10.0, help="seconds between expiry scans")
     p.add_argument("--broker-expire", type=float, default=120.0,
                    help="seconds of silence after which a broker is dropped")
+    p.add_argument("--acl-file", help="plain ACL file (plain_acl.yml): route changes then need an admin's signature")
     p.set_defaults(func=_namesrv)
 
 
@@ -61,14 +62,22 @@ async def _dev(args) -> int:
     from pocketmq.namesrv.namesrv_controller import NamesrvController
 
     stop = _stop_on_signal()
-    namesrv = NamesrvController(NamesrvConfig(listen_host=args.host, listen_port=args.namesrv_port))
-    await namesrv.start()
     overrides = dict(
-        broker_ip1=args.host, listen_port=args.broker_port, namesrv_addr=namesrv.address,
+        broker_ip1=args.host, listen_port=args.broker_port, namesrv_addr=None,  # (set once it listens)
         store_path_root_dir=os.path.join(os.path.abspath(args.store), "store"),
     )
+    config = BrokerConfig.from_properties(args.config, **overrides) if args.config else BrokerConfig(**overrides)
+    # With aclEnable the in-process name server checks the same ACL file, so the broker needs an admin account
+    # (accessKey/secretKey) to register: say so now rather than run a broker no client can find.
+    acl_file = config.resolved_acl_file if config.acl_enable else None
+    if acl_file is not None and config.access_key is None:
+        raise ValueError("aclEnable=true in `pocketmq dev` needs accessKey/secretKey (an admin account of "
+                         f"{acl_file}) in the broker config, to register with the name server")
+    namesrv = NamesrvController(NamesrvConfig(listen_host=args.host, listen_port=args.namesrv_port,
+                                              acl_file=acl_file))
+    await namesrv.start()
+    config.namesrv_addr = namesrv.address
     try:
-        config = BrokerConfig.from_properties(args.config, **overrides) if args.config else BrokerConfig(**overrides)
         broker = BrokerController(config)
         await broker.start()
     except BaseException:
@@ -93,7 +102,7 @@ def namesrv_config(args):
 
     return NamesrvConfig(listen_host=args.host, listen_port=args.port,
                          scan_not_active_broker_interval=args.scan_interval,
-                         broker_channel_expired_time=args.broker_expire)
+                         broker_channel_expired_time=args.broker_expire, acl_file=args.acl_file)
 
 
 async def _namesrv(args) -> int:

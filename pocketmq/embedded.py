@@ -34,7 +34,8 @@ class EmbeddedCluster:
     """Name server + broker on 127.0.0.1, ports chosen by the OS, store under `root`/store.
 
     Keyword arguments are BrokerConfig fields (snake_case) and override the test defaults, e.g.
-    ``EmbeddedCluster(tmp_path, auto_create_topic_enable=False)``.
+    ``EmbeddedCluster(tmp_path, auto_create_topic_enable=False)``. With ``acl_enable=True`` the name server checks
+    the broker's ACL file too, and the broker signs its registrations with ``access_key``/``secret_key``.
     """
 
     def __init__(self, root: str | os.PathLike[str], brokers: int = 1, **broker_overrides: Any) -> None:
@@ -60,7 +61,7 @@ class EmbeddedCluster:
         assert self.broker is not None, "the cluster is not started"
         return self.broker.store
 
-    def broker_config(self, index: int = 0) -> BrokerConfig:
+    def broker_config(self, index: int = 0, namesrv_addr: str | None = None) -> BrokerConfig:
         """The config of the ``index``-th broker: broker-a's store under root/store, the others' under
         root/store-<name>."""
         settings: dict[str, Any] = dict(TEST_STORE_DEFAULTS)
@@ -69,12 +70,15 @@ class EmbeddedCluster:
         if index > 0:
             settings["broker_name"] = f"broker-{chr(ord('a') + index)}"
         settings.update(self.broker_overrides)
-        settings["namesrv_addr"] = self.namesrv_addr
+        settings["namesrv_addr"] = namesrv_addr or self.namesrv_addr
         return BrokerConfig(**settings)
 
     async def start(self) -> EmbeddedCluster:
         """Returns once the broker has registered with the name server."""
-        self.namesrv = NamesrvController(NamesrvConfig(listen_port=0))
+        # (checked before anything starts; the address comes later)
+        config = self.broker_config(namesrv_addr="127.0.0.1:9876")
+        acl_file = config.resolved_acl_file if config.acl_enable else None
+        self.namesrv = NamesrvController(NamesrvConfig(listen_port=0, acl_file=acl_file))
         await self.namesrv.start()
         try:
             for i in range(self.broker_count):

@@ -12,6 +12,8 @@ from typing import Any, TypeVar
 
 from pocketmq.common.constants import CQ_STORE_UNIT_SIZE
 from pocketmq.common.message import pack_host
+from pocketmq.remoting.acl import AclClientRPCHook, SessionCredentials
+from pocketmq.remoting.acl.validator import PlainAccessValidator
 from pocketmq.remoting.body import TopicConfig, TopicConfigSerializeWrapper
 from pocketmq.remoting.codes import PermName
 from pocketmq.remoting.server import RemotingServer
@@ -74,7 +76,8 @@ class BrokerController:
         self.schedule_message_service = ScheduleMessageService(self)
         self.broker_stats_manager = BrokerStatsManager(config.broker_cluster_name, config.stats_sample_interval)
         self.remoting_server = RemotingServer(
-            config.bind_address or config.broker_ip1, config.listen_port, busy_poll=config.busy_poll
+            config.bind_address or config.broker_ip1, config.listen_port, busy_poll=config.busy_poll,
+            max_inflight=config.server_max_inflight_requests, limits=config.connection_limits,
         )
         self.send_message_processor = SendMessageProcessor(self)
         self.pull_message_processor = PullMessageProcessor(self)
@@ -99,7 +102,16 @@ class BrokerController:
         for p in processors:
             p.register_to(self.remoting_server)
         self.remoting_server.on_channel_close(self._on_channel_close)
+        acl_file = config.resolved_acl_file
+        if config.acl_enable and acl_file is not None:
+            # Read now, so a bad file stops the broker before it listens. Every request is checked, as RocketMQ's
+            # broker does with aclEnable=true.
+            self.remoting_server.request_validator = PlainAccessValidator.for_broker(acl_file)
+            log.info("access control on: accounts from %s", acl_file)
         self.broker_outer_api = BrokerOuterAPI(config.register_broker_timeout, config.compressed_register)
+        if config.access_key is not None and config.secret_key is not None:
+            self.broker_outer_api.client.rpc_hook = AclClientRPCHook(
+                SessionCredentials(config.access_key, config.secret_key))
         self.last_register_results: list[RegisterResult] = []
         # storeHost of written messages: brokerIP1 and the port actually bound (known after start()).
         self.store_host = pack_host(config.broker_ip1, config.listen_port)

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from pocketmq.remoting.channel import parse_address
+from pocketmq.remoting.channel import DEFAULT_MAX_INFLIGHT, ConnectionLimits, parse_address
 from pocketmq.storage.config import DEFAULT_DELAY_LEVELS, FlushDiskType, MessageStoreConfig
 
 
@@ -53,6 +53,16 @@ class BrokerConfig:
     # Accepted so RocketMQ broker.conf files load; only the master roles are supported.
     broker_role: str = _f("ASYNC_MASTER", "brokerRole")
     broker_permission: int = _f(6, "brokerPermission")  # PermName bits; 6 = READ|WRITE
+
+    # --- connections (remoting.channel.ConnectionLimits) ---
+    # Netty's write water marks, RocketMQ's keys: above the high mark a connection's requests are not read.
+    write_buffer_high_water_mark: int = _f(64 * 1024, "writeBufferHighWaterMark")
+    write_buffer_low_water_mark: int = _f(32 * 1024, "writeBufferLowWaterMark")
+    server_channel_max_idle_time: float = _f(120.0, "serverChannelMaxIdleTimeSeconds")  # seconds, as RocketMQ's
+    # pocketmq's own: a frame still incomplete this long after it began closes its connection (0: never).
+    server_frame_read_timeout: float = _f(60.0, "serverFrameReadTimeoutMillis", "ms")
+    # pocketmq's own: requests of one connection whose processor runs at once; reading pauses at this number.
+    server_max_inflight_requests: int = _f(DEFAULT_MAX_INFLIGHT, "serverMaxInflightRequests")
 
     # --- store ---
     store_path_root_dir: str = _f(os.path.join("~", "store"), "storePathRootDir", store="store_path_root_dir")
@@ -127,6 +137,15 @@ class BrokerConfig:
     # How often BrokerStatsManager snapshots its counters (RocketMQ: every 10 s); rates are over a minute.
     stats_sample_interval: float = _f(10.0, "statsSampleInterval", "ms")
 
+    # --- access control (docs/broker.md, "Access control") ---
+    acl_enable: bool = _f(False, "aclEnable")
+    # pocketmq's own: the plain ACL file (RocketMQ reads ${ROCKETMQ_HOME}/conf/plain_acl.yml, which is also the
+    # default here when ROCKETMQ_HOME is set).
+    acl_file: str | None = _f(None, "aclFile")
+    # pocketmq's own: the account the broker signs its calls to the name servers with (REGISTER_BROKER...).
+    access_key: str | None = _f(None, "accessKey")
+    secret_key: str | None = _f(None, "secretKey")
+
     def __post_init__(self) -> None:
         self.flush_disk_type = FlushDiskType(self.flush_disk_type)
         if self.broker_role not in ("ASYNC_MASTER", "SYNC_MASTER"):
@@ -140,6 +159,17 @@ class BrokerConfig:
                     raise ValueError(addr)
             except ValueError:
                 raise BrokerConfigError(f"name server {addr!r} is not an address: expected host:port") from None
+        if (self.access_key is None) != (self.secret_key is None):
+            raise BrokerConfigError("accessKey and secretKey go together: set both or neither")
+        if self.acl_enable and self.resolved_acl_file is None:
+            raise BrokerConfigError(
+                "aclEnable=true needs aclFile (or ROCKETMQ_HOME, for $ROCKETMQ_HOME/conf/plain_acl.yml)")
+        try:
+            self.connection_limits  # noqa: B018  (checks the values)
+        except ValueError as e:
+            raise BrokerConfigError(str(e)) from None
+        if self.server_max_inflight_requests < 1:
+            raise BrokerConfigError(f"serverMaxInflightRequests must be >= 1, got {self.server_max_inflight_requests}")
 
     # --- derived values ---
 
@@ -148,6 +178,23 @@ class BrokerConfig:
         if not self.namesrv_addr:
             return []
         return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
+
+    @property
+    def resolved_acl_file(self) -> str | None:
+        """``aclFile``, else ``$ROCKETMQ_HOME/conf/plain_acl.yml`` as RocketMQ reads it, else None."""
+        if self.acl_file:
+            return os.path.abspath(os.path.expanduser(self.acl_file))
+        home = os.environ.get("ROCKETMQ_HOME")
+        return os.path.join(home, "conf", "plain_acl.yml") if home else None
+
+    @property
+    def connection_limits(self) -> ConnectionLimits:
+        return ConnectionLimits(
+            write_buffer_high_water_mark=self.write_buffer_high_water_mark,
+            write_buffer_low_water_mark=self.write_buffer_low_water_mark,
+            frame_read_timeout=self.server_frame_read_timeout,
+            max_idle_time=self.server_channel_max_idle_time,
+        )
 
     @property
     def store_root(self) -> str:
@@ -230,7 +277,6 @@ _ROCKETMQ_UNSUPPORTED = {
     "transientStorePoolEnable": "no transient store pool",
     "slaveReadEnable": "no slaves",
     "enableDLegerCommitLog": "no DLedger",
-    "aclEnable": "no ACL",
 }
 
 

@@ -11,7 +11,6 @@ import asyncio
 import logging
 import os
 import random
-import zlib
 from dataclasses import dataclass
 
 from pocketmq.common.codec import CorruptRecordError, decode_all
@@ -161,6 +160,9 @@ class MQClientAPIImpl:
         self.remoting_client = remoting_client or RemotingClient(
             connect_timeout=config.connect_timeout, busy_poll=config.busy_poll, wire_protocol=config.wire_protocol
         )
+        hook = config.request_hook()
+        if hook is not None:
+            self.remoting_client.rpc_hook = hook
         # Request bodies in the connections' dialect; answers are read in their own (RemotingCommand.decode_body).
         self._body_dialect = self.remoting_client.body_dialect
         self._namesrv_addrs = config.namesrv_addr_list()
@@ -285,7 +287,7 @@ class MQClientAPIImpl:
             raise MQBrokerException(response.code, response.remark, addr)
         try:
             return decode_all(response.body or b"", decompress=True)
-        except (CorruptRecordError, zlib.error, ValueError) as e:
+        except (CorruptRecordError, ValueError) as e:
             raise MQClientException(f"undecodable query result from {addr}: {e}") from e
 
     async def view_message(self, addr: str, phy_offset: int, timeout: float) -> MessageExt | None:
@@ -297,7 +299,7 @@ class MQClientAPIImpl:
             return None
         try:
             msgs = decode_all(response.body or b"", decompress=True)
-        except (CorruptRecordError, zlib.error, ValueError) as e:
+        except (CorruptRecordError, ValueError) as e:
             raise MQClientException(f"undecodable message from {addr}: {e}") from e
         return msgs[0] if msgs else None
 

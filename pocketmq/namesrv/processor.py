@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from pocketmq.common.compression import DEFAULT_INFLATE_LIMIT
 from pocketmq.remoting.admin_body import KVTable
 from pocketmq.remoting.admin_header import (
     DeleteKVConfigRequestHeader,
@@ -45,8 +46,14 @@ def _error(request: RemotingCommand, remark: str) -> RemotingCommand:
 class DefaultRequestProcessor:
     """Handles the codes in ``handlers``; anything else gets REQUEST_CODE_NOT_SUPPORTED from the server."""
 
-    def __init__(self, route_info_manager: RouteInfoManager, kv_config_manager: KVConfigManager | None = None) -> None:
+    def __init__(
+        self,
+        route_info_manager: RouteInfoManager,
+        inflate_limit: int = DEFAULT_INFLATE_LIMIT,
+        kv_config_manager: KVConfigManager | None = None,
+    ) -> None:
         self.route_info_manager = route_info_manager
+        self.inflate_limit = inflate_limit  # what a compressed REGISTER_BROKER body may inflate to (the frame limit)
         self.kv_config_manager = kv_config_manager if kv_config_manager is not None else KVConfigManager()
         self.handlers: dict[int, _Handler] = {
             RequestCode.REGISTER_BROKER: self.register_broker,
@@ -90,7 +97,7 @@ class DefaultRequestProcessor:
             return _error(
                 request, f"crc32 not match: header {header.body_crc32}, body {body_crc32(request.body)}"
             )
-        body = RegisterBrokerBody.decode(request.body, header.compressed)
+        body = RegisterBrokerBody.decode(request.body, header.compressed, self.inflate_limit)
         result = self.route_info_manager.register_broker(
             cluster_name=header.cluster_name,
             broker_addr=header.broker_addr,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from .codec import DEFAULT_MAX_FRAME_SIZE
@@ -39,6 +39,9 @@ class RemotingClient(Endpoint):
         self._by_addr: dict[str, Channel] = {}
         self._connecting: dict[str, asyncio.Task[Channel]] = {}
         self._closed = False
+        # Called on every request before it goes out, e.g. acl.AclClientRPCHook signing it (RocketMQ's RPCHook
+        # doBeforeRequest); None costs one check.
+        self.rpc_hook: Callable[[RemotingCommand], None] | None = None
 
     @property
     def body_dialect(self) -> BodyDialect:
@@ -70,6 +73,8 @@ class RemotingClient(Endpoint):
     def invoke(self, addr: str, request: RemotingCommand, timeout: float) -> Coroutine[Any, Any, RemotingCommand]:
         """Request/response to ``addr``; ``timeout`` covers connecting and waiting. (A coroutine to await, like
         an ``async def``'s: when connected, the channel's own, one frame less on every request.)"""
+        if self.rpc_hook is not None:
+            self.rpc_hook(request)
         channel = self._by_addr.get(addr)
         if channel is not None and not channel.closed and not self._closed:
             return channel.invoke(request, timeout)  # connected: the whole timeout is the wait's
@@ -85,6 +90,8 @@ class RemotingClient(Endpoint):
         return await channel.invoke(request, remaining)
 
     async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
+        if self.rpc_hook is not None:
+            self.rpc_hook(request)
         channel = await self.get_channel(addr)
         await channel.invoke_oneway(request)
 

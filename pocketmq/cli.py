@@ -1,4 +1,5 @@
-"""The `pocketmq` command: run servers (`dev`, `namesrv`, `broker`) and poke at them (`send`, `consume`)."""
+"""The `pocketmq` command: run servers (`dev`, `namesrv`, `broker`), poke at them (`send`, `consume`), and
+administer them with mqadmin's commands (`updateTopic`, `clusterList`, `consumerProgress` ...)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import signal
 import sys
 
+from .admin_cli import add_admin_commands
 from .runtime import run
 from .tools import add_tool_commands
 
@@ -147,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_namesrv(sub)
     _add_broker(sub)
     add_tool_commands(sub)
+    add_admin_commands(sub)
     return parser
 
 
@@ -161,8 +164,22 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # a clear one-line error for people; the traceback with -v
         if args.verbose:
             raise
-        print(f"pocketmq {args.command}: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"pocketmq {args.command}: {_one_line(e)}", file=sys.stderr)
         return 1
+
+
+def _one_line(e: Exception) -> str:
+    """The error as one line: a broker's refusal as its code and remark, a timeout as such, anything else with
+    its class name ("NameServerAddressError: name server 127.0.0.1:1 unreachable: Connection refused")."""
+    from pocketmq.client.exceptions import MQBrokerException
+    from pocketmq.remoting.errors import RemotingTimeoutError
+
+    text = " ".join(str(e).split()) or type(e).__name__
+    if isinstance(e, MQBrokerException):
+        return text  # "CODE: 17  DESC: topic[T] not exist BROKER: 127.0.0.1:10911"
+    if isinstance(e, RemotingTimeoutError | TimeoutError):
+        return f"timed out: {text}"
+    return f"{type(e).__name__}: {text}"
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ async def _send(args) -> int:
 def _show(msg) -> None:
     body = msg.body.decode(errors="replace")
     print(f"{msg.topic} queue={msg.queue_id} offset={msg.queue_offset} msgId={msg.msg_id} "
-          f"tags={msg.tags or ''} keys={' '.join(msg.keys)} body={body}")
+          f"offsetMsgId={msg.offset_msg_id} tags={msg.tags or ''} keys={' '.join(msg.keys)} body={body}")
 
 
 async def _consume(args) -> int:

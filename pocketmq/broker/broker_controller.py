@@ -43,8 +43,10 @@ from .processor import (
     QueryMessageProcessor,
     SendMessageProcessor,
 )
+from .processor.admin_ext_processor import AdminExtProcessor
 from .processor.consumer_manage_processor import total_physical_memory
 from .schedule import ScheduleMessageService
+from .stats import BrokerStatsManager
 from .subscription_group_manager import SubscriptionGroupManager
 from .topic_config_manager import TopicConfigManager
 from .topic_validator import RMQ_SYS_SCHEDULE_TOPIC
@@ -72,6 +74,7 @@ class BrokerController:
         self.client_housekeeping_service = ClientHousekeepingService(self.producer_manager, self.consumer_manager)
         self.rebalance_lock_manager = RebalanceLockManager(config.rebalance_lock_max_live_time)
         self.schedule_message_service = ScheduleMessageService(self)
+        self.broker_stats_manager = BrokerStatsManager(config.broker_cluster_name, config.stats_sample_interval)
         self.remoting_server = RemotingServer(
             config.bind_address or config.broker_ip1, config.listen_port, busy_poll=config.busy_poll,
             max_inflight=config.server_max_inflight_requests, limits=config.connection_limits,
@@ -94,6 +97,7 @@ class BrokerController:
             ClientManageProcessor(self),
             ConsumerManageProcessor(self),
             AdminBrokerProcessor(self),
+            AdminExtProcessor(self),
         )
         for p in processors:
             p.register_to(self.remoting_server)
@@ -164,6 +168,8 @@ class BrokerController:
             bc.client_housekeeping_interval,
             self.client_housekeeping_service.scan_exception_channel,
         )
+        self.broker_stats_manager.sample()
+        self.tasks.periodic("broker-stats-sample", bc.stats_sample_interval, self._sample_stats)
         if bc.namesrv_addr_list:
             self.tasks.periodic("register-broker", bc.register_name_server_period, self.register_broker_all)
         await self.register_broker_all()
@@ -269,6 +275,9 @@ class BrokerController:
     async def _register_after_change(self) -> None:
         self._register_scheduled = False
         await self.register_broker_all()
+
+    async def _sample_stats(self) -> None:
+        self.broker_stats_manager.sample()
 
     # --- helpers for the processors ---
 

@@ -133,6 +133,10 @@ class BrokerConfig:
     # RebalanceLockManager: a queue lock not renewed for this long is free (RocketMQ: 60 s system property).
     rebalance_lock_max_live_time: float = _f(60.0, "rebalanceLockMaxLiveTime", "ms")
 
+    # --- statistics ---
+    # How often BrokerStatsManager snapshots its counters (RocketMQ: every 10 s); rates are over a minute.
+    stats_sample_interval: float = _f(10.0, "statsSampleInterval", "ms")
+
     # --- access control (docs/broker.md, "Access control") ---
     acl_enable: bool = _f(False, "aclEnable")
     # pocketmq's own: the plain ACL file (RocketMQ reads ${ROCKETMQ_HOME}/conf/plain_acl.yml, which is also the

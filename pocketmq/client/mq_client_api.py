@@ -50,6 +50,7 @@ from pocketmq.remoting.header import (
     SendMessageResponseHeader,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
+    ViewMessageRequestHeader,
     send_message_v2_ext,
 )
 
@@ -58,6 +59,8 @@ from .exceptions import MQBrokerException, MQClientException, NameServerAddressE
 from .message import PullResult, PullStatus, SendResult, SendStatus
 
 log = logging.getLogger(__name__)
+
+UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"  # MixAll: a QUERY_MESSAGE whose key is a message id (UNIQ_KEY)
 
 SEND_STATUS_BY_CODE: dict[int, SendStatus] = {
     ResponseCode.SUCCESS: SendStatus.SEND_OK,
@@ -286,9 +289,14 @@ class MQClientAPIImpl:
         request = RemotingCommand.request(RequestCode.PULL_MESSAGE, header)
         return process_pull_response(await self.remoting_client.invoke(addr, request, timeout), addr)
 
-    async def query_message(self, addr: str, header: QueryMessageRequestHeader, timeout: float) -> list[MessageExt]:
-        """Messages of one broker whose KEYS (or UNIQ_KEY) hold ``header.key``; [] on QUERY_NOT_FOUND."""
+    async def query_message(
+        self, addr: str, header: QueryMessageRequestHeader, timeout: float, unique_key: bool = False
+    ) -> list[MessageExt]:
+        """Messages of one broker whose KEYS (or UNIQ_KEY) hold ``header.key``; [] on QUERY_NOT_FOUND. With
+        ``unique_key`` the key is a message id (the broker then looks up to its default maximum)."""
         request = RemotingCommand.request(RequestCode.QUERY_MESSAGE, header)
+        if unique_key:
+            request.ext_fields[UNIQUE_MSG_QUERY_FLAG] = "true"
         response = await self.remoting_client.invoke(addr, request, timeout)
         if response.code == ResponseCode.QUERY_NOT_FOUND:
             return []
@@ -298,6 +306,19 @@ class MQClientAPIImpl:
             return decode_all(response.body or b"", decompress=True)
         except (CorruptRecordError, ValueError) as e:
             raise MQClientException(f"undecodable query result from {addr}: {e}") from e
+
+    async def view_message(self, addr: str, phy_offset: int, timeout: float) -> MessageExt | None:
+        """The message stored at ``phy_offset`` of the broker at ``addr`` (VIEW_MESSAGE_BY_ID); None when
+        there is none there."""
+        request = RemotingCommand.request(RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(phy_offset))
+        response = await self.remoting_client.invoke(addr, request, timeout)
+        if response.code != ResponseCode.SUCCESS:
+            return None
+        try:
+            msgs = decode_all(response.body or b"", decompress=True)
+        except (CorruptRecordError, ValueError) as e:
+            raise MQClientException(f"undecodable message from {addr}: {e}") from e
+        return msgs[0] if msgs else None
 
     async def _invoke_ok(self, addr: str, request: RemotingCommand, timeout: float) -> RemotingCommand:
         response = await self.remoting_client.invoke(addr, request, timeout)

@@ -31,6 +31,7 @@ from pocketmq.remoting.tasks import TaskTracker
 from pocketmq.remoting.transport import Channel
 
 from .client_config import ClientConfig
+from .client_remoting_processor import ClientAdminProcessor
 from .exceptions import MQBrokerException, MQClientException, NameServerAddressError
 from .mq_client_api import MQClientAPIImpl
 from .pull_message_service import PullMessageService
@@ -105,6 +106,7 @@ class MQClientInstance:
             RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._notify_consumer_ids_changed
         )
         self.mq_client_api.remoting_client.on_connected = self._on_connected
+        ClientAdminProcessor(self).register()
 
     # --- lifecycle -----------------------------------------------------------------------------------------
 

@@ -20,6 +20,8 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from pocketmq.common.message import MessageExt
+from pocketmq.remoting import fastjson
+from pocketmq.remoting.admin_body import ConsumerRunningInfo
 from pocketmq.remoting.client_body import ConsumerData, MessageQueue, SubscriptionData
 from pocketmq.remoting.codes import ResponseCode
 from pocketmq.remoting.errors import RemotingError
@@ -90,6 +92,7 @@ class DefaultMQPushConsumerImpl:
         self.pull_threshold_size_for_queue = config.pull_threshold_size_for_queue
         self.pause = False
         self.running = False
+        self.start_timestamp = 0  # epoch ms of the last start (ConsumerRunningInfo's PROP_CONSUMER_START_TIMESTAMP)
         self.queue_flow_control_times = 0  # pulls put off by the count, size or span limits (observability)
         self.queue_max_span_flow_control_times = 0
         self._instance: MQClientInstance | None = None
@@ -204,6 +207,7 @@ class DefaultMQPushConsumerImpl:
             self.consume_message_service = None
             raise
         self.running = True
+        self.start_timestamp = int(time.time() * 1000)
         self._tasks = TaskTracker(log)
         self.consume_message_service.start()
         await instance.start()
@@ -327,6 +331,72 @@ class DefaultMQPushConsumerImpl:
             await self.offset_store.persist(mq)
         except (RemotingError, MQClientException, MQBrokerException, OSError) as e:
             log.warning("%s: persisting the offset of %s failed: %s", self.group, mq, e)
+
+    async def reset_offset(self, topic: str, offset_table: dict[MessageQueue, int]) -> None:
+        """MQClientInstance.resetOffset: suspend, drop the topic's queues named in ``offset_table``, let what is
+        in flight settle, then take the new offsets (persisted to the broker as the queues are let go) and
+        resume; the next rebalance pulls from there."""
+        if not self.running:
+            return
+        rebalance = self.rebalance_impl
+        self.pause = True
+        try:
+            for mq, pq in list(rebalance.process_queue_table.items()):
+                if mq.topic == topic and mq in offset_table:
+                    pq.dropped = True
+            await asyncio.sleep(self.config.reset_offset_settle_time)
+            for mq, pq in list(rebalance.process_queue_table.items()):
+                offset = offset_table.get(mq)
+                if mq.topic == topic and offset is not None:
+                    self.offset_store.update_offset(mq, offset)
+                    await rebalance.remove_unnecessary_message_queue(mq, pq)
+                    if rebalance.process_queue_table.get(mq) is pq:
+                        del rebalance.process_queue_table[mq]
+            # Queues this consumer does not hold get the offset too: it may be given them next.
+            for mq, offset in offset_table.items():
+                if mq.topic == topic and mq not in rebalance.process_queue_table:
+                    self.offset_store.update_offset(mq, offset)
+                    await self.persist_offset(mq)
+        finally:
+            self.pause = False
+        self.instance.rebalance_immediately()
+        log.info("%s: offsets of %s reset to %s", self.group, topic, {mq.queue_id: o for mq, o in offset_table.items()})
+
+    def running_info(self) -> dict[str, object]:
+        """ConsumerRunningInfo's content: settings, subscriptions, held queues and their cached messages."""
+        r = self.rebalance_impl
+        props = {
+            "consumerGroup": self.group,
+            "messageModel": self.config.message_model.value,
+            "consumeFromWhere": self.config.consume_from_where.value,
+            "consumeOrderly": str(self.consume_orderly).lower(),
+            "consumeType": ConsumeType.CONSUME_PASSIVELY.value,
+            "PROP_CONSUME_TYPE": ConsumeType.CONSUME_PASSIVELY.value,
+            "PROP_CONSUMEORDERLY": str(self.consume_orderly).lower(),
+            "PROP_THREADPOOL_CORE_SIZE": str(self.config.consume_thread_max),
+            "PROP_CONSUMER_START_TIMESTAMP": str(self.start_timestamp),
+            "pullBatchSize": str(self.config.pull_batch_size),
+        }
+        mq_table: dict[str, dict[str, object]] = {}
+        now_ms = int(time.time() * 1000)
+        for mq, pq in r.process_queue_table.items():
+            cached = pq.messages()
+            mq_table[fastjson.dumps(mq)] = {
+                "commitOffset": self.offset_store_offset(mq),
+                "cachedMsgCount": len(cached),
+                "cachedMsgMinOffset": cached[0].queue_offset if cached else 0,
+                "cachedMsgMaxOffset": cached[-1].queue_offset if cached else 0,
+                "droped": pq.dropped,  # sic, RocketMQ's spelling
+                "lastPullTimestamp": now_ms - int((time.monotonic() - pq.last_pull_timestamp) * 1000),
+            }
+        return ConsumerRunningInfo(props, list(r.subscription_inner.values()), mq_table).to_dict()
+
+    def offset_store_offset(self, mq: MessageQueue) -> int:
+        store = self._offset_store
+        table = getattr(store, "offset_table", None)
+        if isinstance(table, dict):
+            return int(table.get(mq, -1))
+        return -1
 
     async def do_rebalance(self) -> None:
         if self.running and not self.pause:

@@ -17,6 +17,8 @@ class NamesrvConfig:
     # A broker silent for this long is dropped (RocketMQ's BROKER_CHANNEL_EXPIRED_TIME, 120 s).
     broker_channel_expired_time: float = 120.0
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+    # Where PUT_KV_CONFIG settings are kept (RocketMQ: ~/namesrv/kvConfig.json); None = in memory only.
+    kv_config_path: str | None = None
     # Access control (docs/broker.md, "Access control"): with a plain ACL file, REGISTER_BROKER,
     # UNREGISTER_BROKER, DELETE_TOPIC_IN_NAMESRV and the other route-changing requests need an admin account's
     # signature (or a white-listed address); reads stay open. None: no checks (RocketMQ 4.9.8's name server).

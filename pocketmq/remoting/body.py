@@ -48,8 +48,16 @@ def encode_body(obj: object, dialect: BodyDialect = BodyDialect.MSGPACK) -> byte
         to_dict = getattr(obj, "to_dict", None)
         if to_dict is not None:
             obj = to_dict()
-        return msgpack.packb(obj, use_bin_type=True)
+        return msgpack.packb(obj, use_bin_type=True, default=_msgpack_key)
     return fastjson.dumps(obj, standard=dialect == BodyDialect.STANDARD_JSON).encode("utf-8")
+
+
+def _msgpack_key(obj: object) -> object:
+    """An object msgpack has no form for: a body class used as a map key (Java's Map<MessageQueue, ...>) goes
+    as its JSON text, the form a JSON reader gives such a key back in (``admin_body.mq_from_key``)."""
+    if callable(getattr(obj, "to_dict", None)):
+        return fastjson.dumps(obj)
+    raise TypeError(f"{type(obj).__name__} cannot be written as msgpack")
 
 
 def decode_body(

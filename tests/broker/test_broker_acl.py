@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MQ
+from broker_harness import MQ
 
 from pocketmq.remoting.acl import AclClientRPCHook, SessionCredentials
 from pocketmq.remoting.client import RemotingClient

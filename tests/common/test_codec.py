@@ -120,7 +120,7 @@ def test_encode_decode_round_trip_all_fields():
     assert m.properties == props and m.tags == "TagA" and m.keys == ["order-1", "order-2"]
     assert m.uniq_key == "ABCDEF"
     assert m.body_crc == zlib.crc32(b"body-bytes") & 0x7FFFFFFF
-    assert m.msg_id == create_message_id(V4_STORE, 2**41 + 5)
+    assert m.offset_msg_id == create_message_id(V4_STORE, 2**41 + 5) and m.msg_id == "ABCDEF"  # msgId: the UNIQ_KEY
 
 
 def test_empty_body_and_no_properties_round_trip():
@@ -227,8 +227,8 @@ def test_property_encode_decode_round_trips(topic, body, props, born, stored, qu
         born_ts, store_ts, reconsume, prepared)
     assert _host_matches(m.born_host, born[0], born[1])
     assert _host_matches(m.store_host, stored[0], stored[1])
-    assert m.msg_id == create_message_id(store_host, physical_offset)
-    assert decode_message_id(m.msg_id)[1] == physical_offset
+    assert m.offset_msg_id == create_message_id(store_host, physical_offset)
+    assert decode_message_id(m.offset_msg_id)[1] == physical_offset
     # and again when the record sits inside a pull body between others
     assert [x.body for x in decode_all(rec + rec)] == [body, body]
 

@@ -242,7 +242,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             if delay_level == 0:
                 delay_level = 3 + original.reconsume_times
             props[PROPERTY_DELAY_TIME_LEVEL] = str(delay_level)
-        props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, original.msg_id)
+        props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, original.offset_msg_id)
         msg = Message(
             topic=new_topic,
             body=original.body,
@@ -257,5 +257,6 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         )
         result = await self.put_message(msg)
         if result.status is PutMessageStatus.PUT_OK:
+            c.broker_stats_manager.inc_send_back(group, props.get(PROPERTY_RETRY_TOPIC, original.topic))
             return response(request)
         return response(request, ResponseCode.SYSTEM_ERROR, f"{result.status.value} {result.remark}".strip())

@@ -140,7 +140,7 @@ def summary(msg: MessageExt, file_name: str, pos: int) -> dict:
         "properties": msg.properties,
         "body_length": len(msg.body),
         "body_preview": body_text(msg.body, msg.sys_flag),
-        "msg_id": msg.msg_id,
+        "msg_id": msg.offset_msg_id,
     }
 
 

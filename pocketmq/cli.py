@@ -9,6 +9,7 @@ import logging
 import os
 import signal
 import sys
+from typing import Any
 
 from .runtime import run
 from .tools import add_tool_commands
@@ -52,6 +53,17 @@ def _stop_on_signal() -> asyncio.Event:
     return stop
 
 
+# `pocketmq dev`'s store sizes, where the file given with -c sets none: every commit-log and index file reserves
+# its whole size on disk when created (so that a full disk refuses puts instead of killing the process), and
+# RocketMQ's 1 GiB commit-log files plus a 420 MB index file would take 1.4 GB of a laptop's disk at the first
+# message. 128 MiB and a 42 MB index (500,000 slots, 2,000,000 entries) take 170 MB.
+DEV_STORE_DEFAULTS: dict[str, Any] = {
+    "mapped_file_size_commit_log": 128 * 1024 * 1024,
+    "max_hash_slot_num": 500_000,
+    "max_index_num": 2_000_000,
+}
+
+
 async def _dev(args) -> int:
     from pocketmq.broker.broker_controller import BrokerController
     from pocketmq.broker.config import BrokerConfig
@@ -66,7 +78,8 @@ async def _dev(args) -> int:
         store_path_root_dir=os.path.join(os.path.abspath(args.store), "store"),
     )
     try:
-        config = BrokerConfig.from_properties(args.config, **overrides) if args.config else BrokerConfig(**overrides)
+        config = (BrokerConfig.from_properties(args.config, defaults=DEV_STORE_DEFAULTS, **overrides) if args.config
+                  else BrokerConfig(**DEV_STORE_DEFAULTS, **overrides))
         broker = BrokerController(config)
         await broker.start()
     except BaseException:

@@ -65,12 +65,24 @@ class MessageStoreConfig:
     clean_file_forcibly_enable: bool = True
     delete_files_batch_max: int = 10
 
+    # pocketmq's own: the put path checks the disk every this many bytes appended and at every new commit-log
+    # file, refusing puts above disk_space_warning_level_ratio; once refused, a put looks again at most every
+    # disk_recheck_interval seconds and writes resume as soon as there is room (docs/broker.md, "What survives
+    # what").
+    disk_space_check_bytes: int = 4 * 1024 * 1024
+    disk_recheck_interval: float = 0.1
+
     message_delay_level: str = DEFAULT_DELAY_LEVELS
 
     def __post_init__(self) -> None:
         # The getter in RocketMQ rounds the consume-queue file size up to whole 20-byte entries.
         self.mapped_file_size_consume_queue = -(-self.mapped_file_size_consume_queue // 20) * 20
         self.flush_disk_type = FlushDiskType(self.flush_disk_type)
+        # RocketMQ 5's broker.conf gives these two in percent (90, 85); 4.x's system properties as fractions.
+        if self.disk_space_warning_level_ratio > 1:
+            self.disk_space_warning_level_ratio /= 100
+        if self.disk_space_clean_forcibly_ratio > 1:
+            self.disk_space_clean_forcibly_ratio /= 100
 
     @property
     def store_host_bytes(self) -> bytes:

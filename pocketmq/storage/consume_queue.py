@@ -15,6 +15,9 @@ from pocketmq.common.constants import CQ_PRE_BLANK_SIZE, CQ_STORE_UNIT_SIZE
 from .mapped_file_queue import MappedFileQueue
 
 CQ_ENTRY = struct.Struct(">qiq")
+# Disk space a queue file reserves at a time, ahead of the dispatcher (whole entries: the dispatcher's fast
+# path writes while an entry ends within the reserved bytes).
+RESERVE_CHUNK = 3276 * CQ_STORE_UNIT_SIZE
 _PRE_BLANK = CQ_ENTRY.pack(0, CQ_PRE_BLANK_SIZE, 0)
 
 
@@ -24,7 +27,7 @@ class ConsumeQueue:
         self.queue_id = queue_id
         self.file_size = file_size
         self.mapped_file_queue = MappedFileQueue(os.path.join(root, topic, str(queue_id)), file_size,
-                                                 page_by_page=True)
+                                                 page_by_page=True, reserve_chunk=RESERVE_CHUNK)
         self.max_physic_offset = -1  # end (offset + size) of the last commit-log record indexed here
         self.min_logic_offset = 0  # in bytes
         # The delay topic's tags code holds the delivery time instead of a tag hash.
@@ -114,6 +117,8 @@ class ConsumeQueue:
         pos = expect - mf.file_from_offset
         if pos + CQ_STORE_UNIT_SIZE > self.file_size:
             return False
+        if pos + CQ_STORE_UNIT_SIZE > mf.reserved:
+            mf.reserve_to(pos + RESERVE_CHUNK)  # OSError (no space): the dispatcher retries this entry
         CQ_ENTRY.pack_into(mf.mm, pos, offset, size, tags_code)
         mf.wrote_position = pos + CQ_STORE_UNIT_SIZE
         self.max_physic_offset = offset + size
@@ -131,6 +136,7 @@ class ConsumeQueue:
         """A queue whose first file starts mid-way: fill the slots before `until` with (0, MAX_INT, 0)."""
         pos = 0
         end = until - mf.file_from_offset
+        mf.reserve_to(end + RESERVE_CHUNK)
         mm = mf.mm
         while pos < end:
             mm[pos:pos + CQ_STORE_UNIT_SIZE] = _PRE_BLANK

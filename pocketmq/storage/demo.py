@@ -318,7 +318,8 @@ def report(path: str, config: MessageStoreConfig, count: int, summary: Summary, 
         if os.sep not in name:
             lines.append(f"  {name:<14} {nbytes:>9,} bytes")
     lines.append(f"  {fmt_bytes(apparent)} apparent, {fmt_bytes(allocated)} allocated on disk: "
-                 "files are sparse, so space is used only where data was written.")
+                 "commit-log and index files reserve their disk space when created (a full disk then refuses puts "
+                 "instead of faulting); consume-queue files reserve it in chunks, ahead of the dispatcher.")
     lines += ["", "Shut down cleanly: the abort file is gone and the checkpoint is flushed.",
               f"Next: python -m pocketmq.storage inspect {path} --limit 5"]
     return "\n".join(lines)

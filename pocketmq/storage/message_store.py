@@ -12,10 +12,12 @@ or `with DefaultMessageStore(...) as store:` which does load + start + shutdown.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import struct
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 
@@ -25,7 +27,7 @@ from pocketmq.common.message import Message, MessageExt, MessageExtBatch, raw_pr
 from pocketmq.common.validators import topic_error
 
 from .checkpoint import StoreCheckpoint
-from .clean_service import CleanService, disk_usage_ratio
+from .clean_service import CleanService, disk_free_bytes, disk_usage_ratio
 from .commit_log import CommitLog
 from .config import FlushDiskType, MessageStoreConfig
 from .consume_queue import ConsumeQueue
@@ -42,7 +44,7 @@ from .results import (
     PutMessageStatus,
     QueryMessageResult,
 )
-from .running_flags import RunningFlags
+from .running_flags import DISK_FULL_BIT, RunningFlags
 from .store_lock import StoreLock
 from .warm_service import WarmMappedFileService
 
@@ -110,8 +112,13 @@ class DefaultMessageStore:
         self.clean_service = CleanService(self)
         self.warm_service = (WarmMappedFileService(self.commit_log.mapped_file_queue, config.warm_mapped_file_ahead)
                              if config.warm_mapped_file_ahead > 0 and WarmMappedFileService.available() else None)
-        # Injectable for tests: path -> used fraction of its disk (0..1).
+        # Injectable for tests: path -> used fraction of its disk (0..1); path -> free bytes.
         self.disk_usage = disk_usage_ratio
+        self.disk_free = disk_free_bytes
+        self.commit_log.on_space_check = self._check_space
+        self.commit_log.on_file_failed = self._file_failed
+        self._free_needed = 0  # bytes a store file failed to reserve: writes wait until that much is free
+        self._next_disk_recheck = 0.0  # (monotonic) while the disk is full, when a put looks again
         self.last_exit_ok = True
         self._valid_topics: set[str] = set()
         self._lock: StoreLock | None = None
@@ -303,6 +310,8 @@ class DefaultMessageStore:
             return None
         if not self._running:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="the message store is not running")
+        if self.running_flags.flag == DISK_FULL_BIT:
+            self._recheck_disk()
         if not self.running_flags.is_writeable():
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE,
                                     remark=self.running_flags.why_not_writeable())
@@ -313,6 +322,62 @@ class DefaultMessageStore:
             if len(self._valid_topics) < 100_000:
                 self._valid_topics.add(topic)
         return None
+
+    # -- disk space -------------------------------------------------------------------------------
+    def _disk_refusal(self) -> PutMessageResult | None:
+        """Why the disk cannot take more now (usage above disk_space_warning_level_ratio, or less free than a
+        file failed to reserve), or None."""
+        cfg = self.config
+        path = cfg.store_path_commit_log
+        usage = self.disk_usage(path)
+        if usage > cfg.disk_space_warning_level_ratio:
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark=(
+                f"the disk is full: {usage:.0%} used, above diskSpaceWarningLevelRatio "
+                f"{cfg.disk_space_warning_level_ratio:.0%}; writes resume once space is freed"))
+        if self._free_needed:
+            free = self.disk_free(path)
+            if 0 <= free < self._free_needed:
+                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark=(
+                    f"the disk is full: {free} bytes free, a store file needs {self._free_needed}; "
+                    "writes resume once space is freed"))
+        return None
+
+    def _check_space(self) -> PutMessageResult | None:
+        """The put path's disk check (CommitLog._writable_file, under the put lock): refuse and mark the disk
+        full when there is no room."""
+        refusal = self._disk_refusal()
+        if refusal is not None:
+            if not self.running_flags.is_disk_full():
+                log.error("refusing puts: %s", refusal.remark)
+            self.running_flags.make_disk_full()
+            self._next_disk_recheck = time.monotonic() + self.config.disk_recheck_interval
+        return refusal
+
+    def _file_failed(self, e: OSError) -> PutMessageResult:
+        """A commit-log file that could not be created or reserved: refuse the put, and on a full disk refuse
+        every put until space comes back."""
+        if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            self._free_needed = self.commit_log.file_size
+            if not self.running_flags.is_disk_full():
+                log.error("cannot create the next commit-log file (%s): refusing puts until %d bytes are free",
+                          e, self._free_needed)
+            self.running_flags.make_disk_full()
+            self._next_disk_recheck = time.monotonic() + self.config.disk_recheck_interval
+        else:
+            log.error("cannot create the next commit-log file: %s", e)
+        return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED, remark=f"commit-log file: {e}")
+
+    def _recheck_disk(self) -> None:
+        """While only a full disk blocks writes: look again (at most every disk_recheck_interval), and accept
+        writes again as soon as there is room, without waiting for the clean service's next round."""
+        now = time.monotonic()
+        if now < self._next_disk_recheck:
+            return
+        self._next_disk_recheck = now + self.config.disk_recheck_interval
+        if self._disk_refusal() is None:
+            self._free_needed = 0
+            self.running_flags.make_disk_ok()
+            log.warning("disk space is back: accepting puts again")
 
     def put_message(self, msg: Message) -> PutMessageResult:
         """Append one message. Under SYNC_FLUSH this returns once the flush covers it."""

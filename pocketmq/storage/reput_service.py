@@ -223,7 +223,8 @@ class ReputMessageService(ServiceThread):
         limit = mf.file_size - 88
         store_ts = 0
         # The queue being appended to, kept in locals while records keep landing in it: its last file
-        # (qf, with mapped buffer qmm, start qbase and size qend) and its max physical offset (qmax,
+        # (qf, with mapped buffer qmm, start qbase and qend, the end of its reserved bytes: past it the
+        # slow path reserves more first) and its max physical offset (qmax,
         # written back when the queue changes and at the end). qf.wrote_position is stored on every
         # entry, as a reader woken by the listener below must already see the entry.
         cur_topic = cur_qid = qf = None
@@ -283,7 +284,7 @@ class ReputMessageService(ServiceThread):
                         files = cq.mapped_file_queue.files
                         qf = files[-1] if files else None
                         if qf is not None:
-                            qmm, qbase, qend = qf.mm, qf.file_from_offset, qf.file_size
+                            qmm, qbase, qend = qf.mm, qf.file_from_offset, qf.reserved
                     if is_sched:
                         code = store.delivery_timestamp(props, store_ts)
                     # Index before the queue entry: after a crash, dispatch resumes after the last queue
@@ -305,7 +306,7 @@ class ReputMessageService(ServiceThread):
                             files = cq.mapped_file_queue.files
                             qf = files[-1] if files else None
                             if qf is not None:
-                                qmm, qbase, qend = qf.mm, qf.file_from_offset, qf.file_size
+                                qmm, qbase, qend = qf.mm, qf.file_from_offset, qf.reserved
                     if listener is not None:
                         try:
                             listener(cq.topic, qid, qoff + 1, code, store_ts, props)

@@ -650,13 +650,28 @@ class DefaultMessageStore:
         self.reput_service.listener = listener
 
     # -- topics and cleanup -----------------------------------------------------------------------
-    def delete_topics(self, topics: set[str]) -> int:
-        """Destroy the consume queues of `topics` (their commit-log records expire as usual)."""
+    def delete_topics(self, topics: set[str], timeout: float = 10.0) -> int:
+        """Destroy the consume queues of `topics` (their commit-log records expire as usual); the number of
+        queues destroyed.
+
+        The topics' queue offsets restart at 0 for every put after this call begins (under the put lock), and
+        their queues are destroyed on the dispatcher thread, exactly when everything put before that moment is
+        dispatched and nothing put after it (ReputMessageService.run_at). So a topic used again right away
+        keeps every message acknowledged afterwards."""
+        commit_log = self.commit_log
+        with commit_log.put_lock:
+            for key in [k for k in commit_log.topic_queue_table if k[0] in topics]:
+                del commit_log.topic_queue_table[key]
+            if not self.reput_service.running:  # not started, or called by the dispatcher itself
+                return self._destroy_topics(topics)
+            done = self.reput_service.run_at(commit_log.get_max_offset(), lambda: self._destroy_topics(topics))
+        return done.result(timeout)
+
+    def _destroy_topics(self, topics: set[str]) -> int:
         count = 0
         for key in [k for k in self.consume_queue_table if k[0] in topics]:
             cq = self.consume_queue_table.pop(key)
             self.dispatch_cq_table.pop((key[0].encode(), key[1]), None)
-            self.commit_log.topic_queue_table.pop(key, None)
             cq.destroy()
             count += 1
         for topic in topics:

@@ -12,6 +12,7 @@ import logging
 import struct
 import threading
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from pocketmq.common.constants import (
@@ -88,6 +89,47 @@ class ReputMessageService(ServiceThread):
         self._props_codes: dict[bytes, int] = {}
         self._rest_codes: dict[bytes, tuple[int, bytes | None]] = {}  # properties with the UNIQ_KEY pair cut out
         self._run_structs: dict[tuple[int, int, int], struct.Struct] = {}
+        # Work that must happen on this thread at a point of the log (run_at): (offset, fn, future), in
+        # offset order. Dispatch stops at the first one's offset until it has run.
+        self._tasks: list[tuple[int, Callable[[], Any], Future]] = []
+        self._tasks_lock = threading.Lock()
+
+    def run_at(self, offset: int, fn: Callable[[], Any]) -> Future:
+        """Run `fn` on the dispatcher thread once everything below `offset` is dispatched and nothing after it
+        is yet: a Future of its result. Callers pass offsets in increasing order (taken under the put lock).
+
+        Deleting a topic goes through here: its queues must not be destroyed while records put before the
+        deletion are still to be dispatched (the dispatcher would create them again from those records, with
+        their old queue offsets, and then skip the new records the producer was told went to offsets 0, 1...),
+        nor after records put since (they belong to the new queues)."""
+        fut: Future = Future()
+        with self._tasks_lock:
+            self._tasks.append((offset, fn, fut))
+        self.hurry()
+        return fut
+
+    def _run_due_tasks(self) -> int | None:
+        """Run the tasks whose offset has been reached; the offset of the next one, or None."""
+        while True:
+            with self._tasks_lock:
+                if not self._tasks:
+                    return None
+                offset, fn, fut = self._tasks[0]
+                if self.reput_from_offset < offset:
+                    return offset
+                self._tasks.pop(0)
+            if fut.set_running_or_notify_cancel():
+                try:
+                    fut.set_result(fn())
+                except Exception as e:  # the caller sees it
+                    fut.set_exception(e)
+
+    def _fail_tasks(self) -> None:
+        with self._tasks_lock:
+            tasks, self._tasks = self._tasks, []
+        for _offset, _fn, fut in tasks:
+            if fut.set_running_or_notify_cancel():
+                fut.set_exception(RuntimeError("the dispatcher stopped before it got there"))
 
     def _tags_code_of(self, props: bytes) -> int:
         if not props:
@@ -182,13 +224,17 @@ class ReputMessageService(ServiceThread):
                     self._stopped.wait(0.1)
         finally:
             self._stopped.set()
+            self._fail_tasks()
             with self._progress:
                 self._progress.notify_all()
 
     def do_reput(self) -> None:
         commit_log = self.store.commit_log
         mfq = commit_log.mapped_file_queue
+        stop_at = self._run_due_tasks() if self._tasks else None
         while self.reput_from_offset < commit_log.get_max_offset() and not self.stopped:
+            if self._tasks:  # (one registered meanwhile: its offset is at or past what is written now)
+                stop_at = self._run_due_tasks()
             min_offset = mfq.get_min_offset()
             if self.reput_from_offset < min_offset:
                 self.reput_from_offset = min_offset
@@ -196,7 +242,7 @@ class ReputMessageService(ServiceThread):
             if mf is None:
                 break
             try:
-                self._dispatch_file(mf)
+                self._dispatch_file(mf, stop_at)
             except ValueError:  # the file was deleted while we read it: move on to what remains
                 if mf.available:
                     raise
@@ -207,7 +253,7 @@ class ReputMessageService(ServiceThread):
             with self._progress:
                 self._progress.notify_all()
 
-    def _dispatch_file(self, mf) -> None:
+    def _dispatch_file(self, mf, stop_at: int | None = None) -> None:
         store = self.store
         cq_table = store.dispatch_cq_table
         index = store.index_service if store.config.message_index_enable else None
@@ -218,6 +264,8 @@ class ReputMessageService(ServiceThread):
         base = mf.file_from_offset
         pos = self.reput_from_offset - base
         end = mf.wrote_position
+        if stop_at is not None:
+            end = min(end, stop_at - base)  # (a task is due there: run_at)
         unpack = DISPATCH_V4.unpack_from
         pack_entry = CQ_ENTRY.pack_into
         limit = mf.file_size - 88

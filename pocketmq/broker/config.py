@@ -81,6 +81,8 @@ class BrokerConfig:
         0.85, "diskSpaceCleanForciblyRatio", store="disk_space_clean_forcibly_ratio")
     # pocketmq's own: the put path checks the disk every this many bytes (docs/broker.md, "What survives what").
     disk_space_check_bytes: int = _f(4 * 1024 * 1024, "diskSpaceCheckBytes", store="disk_space_check_bytes")
+    # pocketmq's own: consume-queue files kept mapped (0: half the open-files limit), see docs/broker.md.
+    max_mapped_consume_queue_files: int = _f(0, "maxMappedConsumeQueueFiles", store="max_mapped_consume_queue_files")
     clean_resource_interval: float = _f(10.0, "cleanResourceInterval", "ms", store="clean_resource_interval")
     message_index_enable: bool = _f(True, "messageIndexEnable", store="message_index_enable")
     max_hash_slot_num: int = _f(5_000_000, "maxHashSlotNum", store="max_hash_slot_num")

@@ -72,6 +72,10 @@ class MessageStoreConfig:
     disk_space_check_bytes: int = 4 * 1024 * 1024
     disk_recheck_interval: float = 0.1
 
+    # pocketmq's own: consume-queue files kept mapped at most (each mapping holds a descriptor); the least
+    # recently written queues are unmapped past it (ConsumeQueueLru). 0: half the open-files limit at load.
+    max_mapped_consume_queue_files: int = 0
+
     message_delay_level: str = DEFAULT_DELAY_LEVELS
 
     def __post_init__(self) -> None:
@@ -99,6 +103,19 @@ class MessageStoreConfig:
     @property
     def store_path_index(self) -> str:
         return os.path.join(self.store_path_root_dir, "index")
+
+    def effective_max_mapped_consume_queue_files(self) -> int:
+        if self.max_mapped_consume_queue_files > 0:
+            return self.max_mapped_consume_queue_files
+        try:
+            import resource
+
+            soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        except (ImportError, OSError, ValueError):  # (no resource module on Windows)
+            return 4096
+        if soft == resource.RLIM_INFINITY or soft <= 0:
+            return 65536
+        return max(64, soft // 2)
 
     def effective_disk_max_used_space_ratio(self) -> int:
         return min(max(self.disk_max_used_space_ratio, 10), 95)

@@ -32,9 +32,29 @@ class ConsumeQueue:
         self.min_logic_offset = 0  # in bytes
         # The delay topic's tags code holds the delivery time instead of a tag hash.
         self.is_schedule = topic == "SCHEDULE_TOPIC_XXXX"
+        # Files unmapped to bound the open descriptors (ConsumeQueueLru); readers fall back to pread.
+        self.parked = False
 
     def __repr__(self) -> str:
         return f"ConsumeQueue({self.topic}, {self.queue_id}, max={self.get_max_offset_in_queue()})"
+
+    # -- open files (ConsumeQueueLru) ----------------------------------------------------------------
+    def mapped_count(self) -> int:
+        """Mappings (each holding a descriptor) this queue keeps while not parked."""
+        return len(self.mapped_file_queue.files) + 1
+
+    def park(self) -> None:
+        """Unmap every file (the dispatcher's thread, or before start): reads use pread until unpark()."""
+        mfq = self.mapped_file_queue
+        mfq._drop_spare()
+        self.parked = True
+        for mf in mfq.files:
+            mf.park()
+
+    def unpark(self) -> None:
+        for mf in self.mapped_file_queue.files:
+            mf.unpark()
+        self.parked = False
 
     # -- load and recover -------------------------------------------------------------------------
     def load(self) -> None:
@@ -128,7 +148,7 @@ class ConsumeQueue:
         """Once the last file is half written, create the next one ahead of the dispatcher
         (MappedFileQueue.prepare_next_file); called by the consume-queue flush service."""
         mf = self.mapped_file_queue.last()
-        if mf is None or mf.wrote_position < self.file_size // 2:
+        if mf is None or mf.wrote_position < self.file_size // 2 or self.parked:
             return False
         return self.mapped_file_queue.prepare_next_file()
 
@@ -164,8 +184,8 @@ class ConsumeQueue:
         if end <= rel:
             return b""
         try:
-            return mf.mm[rel:end]
-        except ValueError:
+            return mf.read(rel, end - rel)
+        except (ValueError, OSError):  # deleted meanwhile
             return b""
 
     def get_entry(self, index: int) -> tuple[int, int, int] | None:
@@ -216,7 +236,7 @@ class ConsumeQueue:
         mfq = self.mapped_file_queue
         count = 0
         for mf in mfq.files[:-1]:
-            last = mf.mm[self.file_size - CQ_STORE_UNIT_SIZE:self.file_size]
+            last = mf.read(self.file_size - CQ_STORE_UNIT_SIZE, CQ_STORE_UNIT_SIZE)
             phys = CQ_ENTRY.unpack(last)[0]
             if phys < min_commit_log_offset:
                 count += 1
@@ -232,7 +252,7 @@ class ConsumeQueue:
         mf = self.mapped_file_queue.first()
         if mf is None:
             return
-        data = mf.mm[:mf.wrote_position]
+        data = mf.read(0, mf.wrote_position)
         for i, (phys, size, _t) in enumerate(CQ_ENTRY.iter_unpack(data)):
             if size != CQ_PRE_BLANK_SIZE and phys >= min_commit_log_offset:
                 self.min_logic_offset = max(self.min_logic_offset, mf.file_from_offset + i * CQ_STORE_UNIT_SIZE)

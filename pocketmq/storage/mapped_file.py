@@ -97,9 +97,29 @@ def offset_to_file_name(offset: int) -> str:
     return f"{offset:020d}"
 
 
+def closed_mapping() -> mmap.mmap:
+    """A closed mapping, for a file whose own mapping is closed while the file stays (parked): every access
+    raises ValueError, as it does for the mapping of a deleted file, and it holds no descriptor."""
+    mm = mmap.mmap(-1, 1)
+    mm.close()
+    return mm
+
+
+_PARKED = closed_mapping()
+
+
+def pread_file(path: str, pos: int, size: int) -> bytes:
+    """`size` bytes at `pos` of the file at `path`, through a descriptor opened for the call only."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.pread(fd, size, pos)
+    finally:
+        os.close(fd)
+
+
 class MappedFile:
     __slots__ = ("path", "file_from_offset", "file_size", "mm", "wrote_position",
-                 "flushed_position", "store_timestamp", "available", "reserved")
+                 "flushed_position", "store_timestamp", "available", "reserved", "parked")
 
     def __init__(self, path: str, file_size: int, *, create: bool = True, page_by_page: bool = False,
                  reserve: int | None = None) -> None:
@@ -142,6 +162,9 @@ class MappedFile:
         self.flushed_position = 0
         self.store_timestamp = 0  # store time of the last record appended, for the checkpoint
         self.available = True
+        # The mapping (and the descriptor it holds) closed to keep the process's open files bounded, the file
+        # kept (park / unpark): reads go through read(), which falls back to pread.
+        self.parked = False
 
     def __repr__(self) -> str:
         return f"MappedFile({os.path.basename(self.path)}, wrote={self.wrote_position})"
@@ -173,7 +196,36 @@ class MappedFile:
             advise(self.mm, _MADV_NORMAL)
 
     def read(self, pos: int, size: int) -> bytes:
-        return self.mm[pos:pos + size]
+        """Bytes [pos, pos + size): from the mapping, or, parked (or parked meanwhile), from the file."""
+        try:
+            return self.mm[pos:pos + size]
+        except ValueError:
+            if not self.parked or not self.available:
+                raise
+        try:
+            return pread_file(self.path, pos, size)
+        except FileNotFoundError:
+            raise ValueError(f"{self.path} was deleted") from None
+
+    def park(self) -> None:
+        """Close the mapping, keep the file (its dirty pages stay in the page cache and reach the disk as
+        usual). Only the thread that writes the file parks and unparks it."""
+        if self.available and not self.parked:
+            mm, self.mm = self.mm, _PARKED
+            self.parked = True
+            try:
+                mm.close()
+            except BufferError:
+                pass  # a reader still holds a view; the mapping goes when it does
+
+    def unpark(self) -> None:
+        if self.parked and self.available:
+            fd = os.open(self.path, os.O_RDWR)
+            try:
+                self.mm = mmap.mmap(fd, self.file_size)
+            finally:
+                os.close(fd)
+            self.parked = False
 
     def is_able_to_flush(self, least_pages: int) -> bool:
         if self.flushed_position >= self.wrote_position:
@@ -262,6 +314,7 @@ class MappedFile:
     def close(self) -> None:
         if self.available:
             self.available = False
+            self.parked = False
             try:
                 self.mm.close()
             except BufferError:

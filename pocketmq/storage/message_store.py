@@ -31,6 +31,7 @@ from .clean_service import CleanService, disk_free_bytes, disk_usage_ratio
 from .commit_log import CommitLog
 from .config import FlushDiskType, MessageStoreConfig
 from .consume_queue import ConsumeQueue
+from .consume_queue_lru import ConsumeQueueLru
 from .flush_service import FlushConsumeQueueService, FlushRealTimeService, GroupCommitService
 from .get_message import read_queue
 from .index_service import IndexService
@@ -96,6 +97,7 @@ class DefaultMessageStore:
         self.delay_levels = self.commit_log.delay_levels
         self.consume_queue_table: dict[tuple[str, int], ConsumeQueue] = {}
         self.dispatch_cq_table: dict[tuple[bytes, int], ConsumeQueue] = {}
+        self.cq_lru = ConsumeQueueLru(config.effective_max_mapped_consume_queue_files())
         self.index_service = IndexService(config.store_path_index, config.max_hash_slot_num, config.max_index_num,
                                           config.max_msgs_num_batch)
         self.checkpoint: StoreCheckpoint | None = None
@@ -147,6 +149,8 @@ class DefaultMessageStore:
         self._lock = StoreLock.acquire(self.root)
         self.consume_queue_table.clear()
         self.dispatch_cq_table.clear()
+        # (the bound is read now: the broker raises the open-files limit before it loads the store)
+        self.cq_lru = ConsumeQueueLru(self.config.effective_max_mapped_consume_queue_files())
         try:
             self.last_exit_ok = not os.path.exists(self.abort_file)
             self.commit_log.load()
@@ -173,10 +177,10 @@ class DefaultMessageStore:
                 if qid.isdigit():
                     cq = self._new_consume_queue(topic, int(qid))
                     cq.load()
+                    cq.recover()
+                    self.cq_lru.touch(cq)  # (parks the least recent past the bound: load maps one queue at a time)
 
     def _recover(self) -> None:
-        for cq in self.consume_queue_table.values():
-            cq.recover()
         check_crc = self.config.check_crc_on_recover
         dispatch_from = None
         if self.last_exit_ok:
@@ -187,6 +191,7 @@ class DefaultMessageStore:
         # Nothing may point past the recovered end of the log.
         for cq in self.consume_queue_table.values():
             if cq.max_physic_offset > end:
+                self.cq_lru.touch(cq)
                 cq.truncate_dirty_logic_files(end)
         rebuild_index_from = self.index_service.drop_files_after(end)
         min_offset = max(self.commit_log.get_min_offset(), 0)
@@ -672,6 +677,7 @@ class DefaultMessageStore:
         for key in [k for k in self.consume_queue_table if k[0] in topics]:
             cq = self.consume_queue_table.pop(key)
             self.dispatch_cq_table.pop((key[0].encode(), key[1]), None)
+            self.cq_lru.forget(cq)
             cq.destroy()
             count += 1
         for topic in topics:

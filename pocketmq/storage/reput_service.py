@@ -93,6 +93,8 @@ class ReputMessageService(ServiceThread):
         # offset order. Dispatch stops at the first one's offset until it has run.
         self._tasks: list[tuple[int, Callable[[], Any], Future]] = []
         self._tasks_lock = threading.Lock()
+        # Rounds in a row that may fail (0.1 s apart) before the store refuses puts (WRITE_LOGICS_QUEUE_ERROR).
+        self.failures_before_refusing = 3
 
     def run_at(self, offset: int, fn: Callable[[], Any]) -> Future:
         """Run `fn` on the dispatcher thread once everything below `offset` is dispatched and nothing after it
@@ -204,6 +206,7 @@ class ReputMessageService(ServiceThread):
 
     def run(self) -> None:
         busy = False
+        failures = 0  # consecutive rounds that failed
         try:
             while not self.stopped:
                 if busy:
@@ -218,9 +221,21 @@ class ReputMessageService(ServiceThread):
                 try:
                     self.do_reput()
                     busy = self.reput_from_offset != before
+                    if failures:
+                        failures = 0
+                        self.store.running_flags.clear_logics_queue_error()
+                        log.warning("dispatch works again at offset %d: accepting puts", self.reput_from_offset)
                 except Exception:
-                    # RocketMQ logs and keeps dispatching; the failed record is retried next round.
-                    log.exception("dispatch failed at offset %d; retrying", self.reput_from_offset)
+                    # RocketMQ logs and keeps dispatching; the failed record is retried next round. A failure
+                    # that persists (no space, no descriptors) stops puts: the store must not acknowledge
+                    # messages nobody can pull.
+                    failures += 1
+                    if failures == self.failures_before_refusing:
+                        self.store.running_flags.make_logics_queue_error()
+                        log.exception("dispatch failed at offset %d %d times: refusing puts until it works",
+                                      self.reput_from_offset, failures)
+                    elif failures < self.failures_before_refusing or failures % 100 == 0:
+                        log.exception("dispatch failed at offset %d; retrying", self.reput_from_offset)
                     self._stopped.wait(0.1)
         finally:
             self._stopped.set()
@@ -256,6 +271,7 @@ class ReputMessageService(ServiceThread):
     def _dispatch_file(self, mf, stop_at: int | None = None) -> None:
         store = self.store
         cq_table = store.dispatch_cq_table
+        touch = store.cq_lru.touch
         index = store.index_service if store.config.message_index_enable else None
         listener = self.listener
         props_codes = self._props_codes
@@ -328,6 +344,7 @@ class ReputMessageService(ServiceThread):
                         cq = cq_table.get((topic_b, qid))  # type: ignore[assignment]  # None: made below
                         if cq is None:
                             cq = store.find_consume_queue_for_dispatch(topic_b.decode(), qid)
+                        touch(cq)  # mapped, most recently used (ConsumeQueueLru)
                         cur_topic, cur_qid, is_sched, qmax = topic_b, qid, cq.is_schedule, cq.max_physic_offset
                         files = cq.mapped_file_queue.files
                         qf = files[-1] if files else None

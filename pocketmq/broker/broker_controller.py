@@ -124,6 +124,7 @@ class BrokerController:
         self._register_scheduled = False
         self._started = False
         self._stopped = False
+        self._recovered_topics: list[str] = []  # topics rebuilt from the store at start (recover_topics)
 
     # --- addresses ---
 
@@ -151,6 +152,8 @@ class BrokerController:
         try:
             # Store recovery may read every file: never on the event loop.
             await asyncio.to_thread(self._load_and_start_store)
+            if self._recovered_topics:
+                self.topic_config_manager.persist_soon()
             await self.remoting_server.start()
         except BaseException:
             # e.g. the store directory is locked by another broker, or the port is taken.
@@ -198,6 +201,10 @@ class BrokerController:
         self.store.message_arriving_listener = self._on_message_arriving
         self.store.load()
         self.store.start()
+        counts: dict[str, int] = {}
+        for topic, queue_id in list(self.store.consume_queue_table):
+            counts[topic] = max(counts.get(topic, 0), queue_id + 1)
+        self._recovered_topics = self.topic_config_manager.recover_topics(counts)
 
     async def shutdown(self) -> None:
         """Unregister, stop serving, persist the config files and shut the store down (no abort file left)."""

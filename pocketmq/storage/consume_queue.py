@@ -117,6 +117,20 @@ class ConsumeQueue:
             max_phys = max(max_phys, self._last_real_end(mf, keep))
         self.max_physic_offset = max_phys
 
+    def truncate_to_file_start(self, offset: int) -> None:
+        """Destroy the files from the one starting at `offset` (bytes) on, so that dispatch rebuilds them: what
+        a clean start does when a file of this queue is missing."""
+        mfq = self.mapped_file_queue
+        keep = [mf for mf in mfq.files if mf.file_from_offset < offset]
+        mfq.truncate_dirty_files(keep[-1].file_end_offset if keep else 0)
+        if not keep:
+            mfq.destroy()
+            self.min_logic_offset = 0
+        max_phys = -1
+        for mf in keep[-1:]:
+            max_phys = self._last_real_end(mf, mf.wrote_position // CQ_STORE_UNIT_SIZE)
+        self.max_physic_offset = max_phys
+
     # -- write ------------------------------------------------------------------------------------
     def put_message_position_info(self, offset: int, size: int, tags_code: int, cq_offset: int) -> bool:
         """Write entry `cq_offset`; entries already present (re-dispatch after a crash) are skipped."""

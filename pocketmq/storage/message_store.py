@@ -32,6 +32,7 @@ from .commit_log import CommitLog
 from .config import FlushDiskType, MessageStoreConfig
 from .consume_queue import ConsumeQueue
 from .consume_queue_lru import ConsumeQueueLru
+from .dispatch_manifest import take_manifest, write_manifest
 from .flush_service import FlushConsumeQueueService, FlushRealTimeService, GroupCommitService
 from .get_message import read_queue
 from .index_service import IndexService
@@ -84,6 +85,16 @@ def _batch_topic(msgs: list[Message] | MessageExtBatch) -> str:
     if isinstance(msgs, MessageExtBatch):
         return msgs.topic
     return msgs[0].topic if msgs else ""
+
+
+def _first_gap(files: list, file_size: int, first: int) -> int | None:
+    """Offset of the first file missing from a queue whose files should start at `first`, or None."""
+    want = first
+    for mf in files:
+        if mf.file_from_offset > want:
+            return want
+        want = mf.file_from_offset + file_size
+    return None
 
 
 class DefaultMessageStore:
@@ -198,10 +209,53 @@ class DefaultMessageStore:
         reput_from = max((cq.max_physic_offset for cq in self.consume_queue_table.values()), default=-1)
         if reput_from < 0:
             reput_from = min_offset
+        rebuild_from = self._verify_files(take_manifest(self.root), min_offset)
+        if rebuild_from is not None:
+            dispatch_from = rebuild_from if dispatch_from is None else min(dispatch_from, rebuild_from)
         for candidate in (dispatch_from, rebuild_index_from):
             if candidate is not None:
                 reput_from = min(reput_from, candidate)
         self.reput_service.reput_from_offset = max(reput_from, min_offset)
+
+    def _verify_files(self, manifest: tuple[dict[tuple[str, int], tuple[int, int]], list[str]] | None,
+                      min_offset: int) -> int | None:
+        """Check that every consume-queue and index file the store had at its last clean stop (the manifest
+        written then; none after a crash, where the checkpoint decides what to re-dispatch) is here, and that no queue has a gap; cut a damaged queue at its first missing
+        file. Returns the commit-log offset to re-dispatch from (its start) when anything is missing."""
+        damaged: list[str] = []
+        expected_queues, expected_index = manifest if manifest is not None else ({}, [])
+        for key, cq in self.consume_queue_table.items():
+            files = cq.mapped_file_queue.files
+            expect = expected_queues.get(key)
+            first = expect[0] if expect is not None else (files[0].file_from_offset if files else 0)
+            end = expect[1] if expect is not None else 0
+            gap = _first_gap(files, cq.file_size, first)
+            if gap is not None or cq.mapped_file_queue.get_max_offset() < end:
+                self.cq_lru.touch(cq)
+                cq.truncate_to_file_start(gap if gap is not None else files[-1].file_end_offset if files else first)
+                damaged.append(f"{key[0]}/{key[1]}")
+        for key in expected_queues.keys() - self.consume_queue_table.keys():
+            if expected_queues[key][1] > 0:
+                damaged.append(f"{key[0]}/{key[1]} (all of it)")
+        present = {f.name for f in self.index_service.files}
+        lost_index = [name for name in expected_index if name not in present]
+        if lost_index:
+            self.index_service.destroy()
+            damaged.append(f"index files {', '.join(lost_index)}")
+        if not damaged:
+            return None
+        log.warning("store files missing after a clean stop, rebuilding them from the commit log (from offset %d): "
+                    "%s", min_offset, "; ".join(damaged[:20]) + (f" and {len(damaged) - 20} more" if len(damaged) > 20
+                                                                  else ""))
+        return min_offset
+
+    def _write_manifest(self) -> None:
+        queues = {}
+        for key, cq in self.consume_queue_table.items():
+            first = cq.mapped_file_queue.first()
+            if first is not None:
+                queues[key] = (first.file_from_offset, cq.mapped_file_queue.get_max_offset())
+        write_manifest(self.root, queues, [f.name for f in self.index_service.files])
 
     def _recover_topic_queue_table(self) -> None:
         min_phy = self.commit_log.get_min_offset()
@@ -254,6 +308,7 @@ class DefaultMessageStore:
             cp.index_msg_timestamp = last_index.end_timestamp
         cp.flush()
         if was_running and caught_up and self.running_flags.is_writeable():
+            self._write_manifest()
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.abort_file)
         self._close_files()

@@ -219,9 +219,10 @@ class DefaultMessageStore:
 
     def _verify_files(self, manifest: tuple[dict[tuple[str, int], tuple[int, int]], list[str]] | None,
                       min_offset: int) -> int | None:
-        """Check that every consume-queue and index file the store had at its last clean stop (the manifest
-        written then; none after a crash, where the checkpoint decides what to re-dispatch) is here, and that no queue has a gap; cut a damaged queue at its first missing
-        file. Returns the commit-log offset to re-dispatch from (its start) when anything is missing."""
+        """Check that every consume-queue and index file the store had at its last clean stop is here (the
+        manifest written then; there is none after a crash, where the checkpoint decides what to re-dispatch),
+        and that no queue has a gap; cut a damaged queue at its first missing file. Returns the commit-log
+        offset to re-dispatch from (its start) when anything is missing."""
         damaged: list[str] = []
         expected_queues, expected_index = manifest if manifest is not None else ({}, [])
         for key, cq in self.consume_queue_table.items():

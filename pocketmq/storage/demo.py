@@ -33,7 +33,8 @@ from .store_lock import StoreLockedError
 SEED = 20240601
 TOPICS = {"OrderEvents": 4, "Payments": 2}
 # What a store directory may hold; anything else means STORE_DIR is not (only) a store.
-STORE_ENTRIES = frozenset({"commitlog", "consumequeue", "index", "checkpoint", "abort", "lock", "config"})
+STORE_ENTRIES = frozenset({"commitlog", "consumequeue", "index", "checkpoint", "abort", "lock", "config",
+                           "dispatch_manifest.json"})
 
 # --small: sizes at which a few hundred messages roll every kind of file.
 SMALL_COMMIT_LOG = 32 * 1024

@@ -10,6 +10,7 @@ import logging
 import os
 import signal
 import sys
+from typing import Any
 
 from .admin_cli import add_admin_commands
 from .runtime import run
@@ -55,6 +56,17 @@ def _stop_on_signal() -> asyncio.Event:
     return stop
 
 
+# `pocketmq dev`'s store sizes, where the file given with -c sets none: every commit-log and index file reserves
+# its whole size on disk when created (so that a full disk refuses puts instead of killing the process), and
+# RocketMQ's 1 GiB commit-log files plus a 420 MB index file would take 1.4 GB of a laptop's disk at the first
+# message. 128 MiB and a 42 MB index (500,000 slots, 2,000,000 entries) take 170 MB.
+DEV_STORE_DEFAULTS: dict[str, Any] = {
+    "mapped_file_size_commit_log": 128 * 1024 * 1024,
+    "max_hash_slot_num": 500_000,
+    "max_index_num": 2_000_000,
+}
+
+
 async def _dev(args) -> int:
     from pocketmq.broker.broker_controller import BrokerController
     from pocketmq.broker.config import BrokerConfig
@@ -66,7 +78,8 @@ async def _dev(args) -> int:
         broker_ip1=args.host, listen_port=args.broker_port, namesrv_addr=None,  # (set once it listens)
         store_path_root_dir=os.path.join(os.path.abspath(args.store), "store"),
     )
-    config = BrokerConfig.from_properties(args.config, **overrides) if args.config else BrokerConfig(**overrides)
+    config = (BrokerConfig.from_properties(args.config, defaults=DEV_STORE_DEFAULTS, **overrides) if args.config
+              else BrokerConfig(**DEV_STORE_DEFAULTS, **overrides))
     # With aclEnable the in-process name server checks the same ACL file, so the broker needs an admin account
     # (accessKey/secretKey) to register: say so now rather than run a broker no client can find.
     acl_file = config.resolved_acl_file if config.acl_enable else None

@@ -55,6 +55,25 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+def raise_open_files_limit() -> None:
+    """Raise the soft RLIMIT_NOFILE to the hard limit, as RocketMQ's start scripts do with ulimit: a broker
+    holds a descriptor per connection and per mapped store file (the store keeps the mapped consume-queue
+    files under half the soft limit, see ConsumeQueueLru)."""
+    try:
+        import resource
+    except ImportError:  # (Windows)
+        return
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        # (an unlimited hard limit: Linux still caps descriptors at nr_open, 1,048,576 by default)
+        target = hard if hard != resource.RLIM_INFINITY else 1 << 20
+        if soft != resource.RLIM_INFINITY and soft < target:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            log.info("raised the open files limit from %d to %d", soft, target)
+    except (OSError, ValueError) as e:
+        log.warning("cannot raise the open files limit: %s", e)
+
+
 class BrokerController:
     """One broker. ``await start()`` / ``await shutdown()``, or ``async with BrokerController(config):``."""
 
@@ -121,6 +140,7 @@ class BrokerController:
         self._register_scheduled = False
         self._started = False
         self._stopped = False
+        self._recovered_topics: list[str] = []  # topics rebuilt from the store at start (recover_topics)
 
     # --- addresses ---
 
@@ -148,6 +168,8 @@ class BrokerController:
         try:
             # Store recovery may read every file: never on the event loop.
             await asyncio.to_thread(self._load_and_start_store)
+            if self._recovered_topics:
+                self.topic_config_manager.persist_soon()
             await self.remoting_server.start()
         except BaseException:
             # e.g. the store directory is locked by another broker, or the port is taken.
@@ -189,6 +211,7 @@ class BrokerController:
         )
 
     def _load_and_start_store(self) -> None:
+        raise_open_files_limit()
         os.makedirs(self.broker_config.config_dir, exist_ok=True)
         for manager in self._config_managers():
             if not manager.load():
@@ -196,6 +219,10 @@ class BrokerController:
         self.store.message_arriving_listener = self._on_message_arriving
         self.store.load()
         self.store.start()
+        counts: dict[str, int] = {}
+        for topic, queue_id in list(self.store.consume_queue_table):
+            counts[topic] = max(counts.get(topic, 0), queue_id + 1)
+        self._recovered_topics = self.topic_config_manager.recover_topics(counts)
 
     async def shutdown(self) -> None:
         """Unregister, stop serving, persist the config files and shut the store down (no abort file left)."""

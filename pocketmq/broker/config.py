@@ -84,6 +84,15 @@ class BrokerConfig:
     file_reserved_time: float = _f(72.0, "fileReservedTime", store="file_reserved_time")  # hours
     delete_when: str = _f("04", "deleteWhen", store="delete_when")
     disk_max_used_space_ratio: int = _f(75, "diskMaxUsedSpaceRatio", store="disk_max_used_space_ratio")
+    # Percent (or fraction) of the disk above which writes are refused / young files are deleted.
+    disk_space_warning_level_ratio: float = _f(
+        0.90, "diskSpaceWarningLevelRatio", store="disk_space_warning_level_ratio")
+    disk_space_clean_forcibly_ratio: float = _f(
+        0.85, "diskSpaceCleanForciblyRatio", store="disk_space_clean_forcibly_ratio")
+    # pocketmq's own: the put path checks the disk every this many bytes (docs/broker.md, "What survives what").
+    disk_space_check_bytes: int = _f(4 * 1024 * 1024, "diskSpaceCheckBytes", store="disk_space_check_bytes")
+    # pocketmq's own: consume-queue files kept mapped (0: half the open-files limit), see docs/broker.md.
+    max_mapped_consume_queue_files: int = _f(0, "maxMappedConsumeQueueFiles", store="max_mapped_consume_queue_files")
     clean_resource_interval: float = _f(10.0, "cleanResourceInterval", "ms", store="clean_resource_interval")
     message_index_enable: bool = _f(True, "messageIndexEnable", store="message_index_enable")
     max_hash_slot_num: int = _f(5_000_000, "maxHashSlotNum", store="max_hash_slot_num")
@@ -219,7 +228,8 @@ class BrokerConfig:
     # --- properties file ---
 
     @classmethod
-    def from_properties(cls, path: str | os.PathLike[str], **overrides: Any) -> BrokerConfig:
+    def from_properties(cls, path: str | os.PathLike[str], defaults: dict[str, Any] | None = None,
+                        **overrides: Any) -> BrokerConfig:
         """Read a RocketMQ-style properties file (``key=value``, ``#``/``!`` comments).
 
         Unknown keys raise BrokerConfigError naming the key and line; ``overrides`` (snake_case attributes)
@@ -227,12 +237,14 @@ class BrokerConfig:
         """
         with open(path, encoding="utf-8") as f:
             text = f.read()
-        return cls.from_properties_text(text, source=str(path), **overrides)
+        return cls.from_properties_text(text, source=str(path), defaults=defaults, **overrides)
 
     @classmethod
-    def from_properties_text(cls, text: str, source: str = "<string>", **overrides: Any) -> BrokerConfig:
+    def from_properties_text(cls, text: str, source: str = "<string>", defaults: dict[str, Any] | None = None,
+                             **overrides: Any) -> BrokerConfig:
+        """``defaults`` (snake_case attributes) replace the class defaults: the file wins over them."""
         by_key = {f.metadata["key"]: f for f in dataclasses.fields(cls)}
-        values: dict[str, Any] = {}
+        values: dict[str, Any] = dict(defaults or {})
         for lineno, raw in enumerate(text.splitlines(), 1):
             line = raw.strip()
             if not line or line[0] in "#!":

@@ -197,10 +197,14 @@ async def test_transaction_half_messages_are_refused(broker, mq) -> None:
 
 
 async def test_full_disk_is_service_not_available(broker, mq) -> None:
+    # A simulated full disk (the usage the store reads, and its flag); tests/broker/test_broker_disk_full.py
+    # fills a real one.
+    broker.store.disk_usage = lambda path: 0.95
     broker.store.running_flags.make_disk_full()
     try:
         resp = await mq.send("TopicDisk")
     finally:
+        broker.store.disk_usage = lambda path: 0.10
         broker.store.running_flags.make_disk_ok()
     assert resp.code == ResponseCode.SERVICE_NOT_AVAILABLE and "disk" in resp.remark
     assert (await mq.send("TopicDisk")).code == ResponseCode.SUCCESS

@@ -12,6 +12,7 @@ from aiohttp import web
 
 from pocketmq.client.exceptions import MQBrokerException, MQClientException
 from pocketmq.client.message import Message
+from pocketmq.client.mq_admin import broker_of_offset_msg_id
 from pocketmq.client.mq_admin_ext import MQAdminExt, _is_system_topic
 from pocketmq.client.producer import Producer
 from pocketmq.common.message import MessageExt
@@ -321,7 +322,9 @@ class ConsoleApi:
                       keys=body.get("keys") or None)
         producer = await self._get_producer()
         result = await producer.send(msg)
+        where = broker_of_offset_msg_id(result.offset_msg_id)
         return {"msg_id": result.msg_id, "offset_msg_id": result.offset_msg_id,
+                "commitlog_offset": where[1] if where else None,
                 "broker": result.message_queue.broker_name, "queue_id": result.message_queue.queue_id,
                 "queue_offset": result.queue_offset, "status": result.send_status.name}
 

@@ -153,12 +153,10 @@ async def _dev(args) -> int:
     except BaseException:
         await namesrv.shutdown()
         raise
-    console = None
+    console, console_note = None, None
     if not args.no_console:
-        missing = _console_missing()
-        if missing:
-            print(f"pocketmq dev: no console: {missing}")
-        else:
+        console_note = _console_missing()
+        if console_note is None:
             from pocketmq.console import ConsoleServer
 
             console = ConsoleServer(namesrv.address, args.console_host, args.console_port,
@@ -166,13 +164,14 @@ async def _dev(args) -> int:
                                     access_key=config.access_key, secret_key=config.secret_key)
             try:
                 await console.start()
-            except BaseException:
-                await broker.shutdown()
-                await namesrv.shutdown()
-                raise
+            except OSError as e:  # e.g. the port is taken: the cluster is still worth running
+                await console.stop()
+                console, console_note = None, f"could not serve the console on port {args.console_port}: {e}"
     print(f"pocketmq dev: name server {namesrv.address}, broker {config.broker_name} at {broker.address}")
     if console is not None:
         print(f"  console: {console.url}  (metrics: {console.url}metrics)")
+    elif console_note is not None:
+        print(f"  no console: {console_note}")
     print(f"  store: {config.store_root}")
     print(f"  try:   pocketmq send -n {namesrv.address} -t TopicTest -p hello")
     print(f"         pocketmq consume -n {namesrv.address} -t TopicTest --count 1")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -20,6 +21,8 @@ from pocketmq.remoting.body import TopicConfig
 from pocketmq.remoting.codes import ResponseCode
 
 from . import storage_view
+
+JsonHandler = Callable[[web.Request], Awaitable[Any]]
 
 CONSOLE_PRODUCER_GROUP = "CONSOLE_PRODUCER"
 MAX_SEARCH = 64
@@ -45,22 +48,24 @@ class ConsoleApi:
         self._producer: Producer | None = None
         self._producer_lock = asyncio.Lock()
 
-    def routes(self) -> list[web.RouteDef]:
+    def routes(self) -> list[tuple[str, str, JsonHandler]]:
+        """(method, path, handler): each handler answers a JSON-ready value."""
+        get, post = "GET", "POST"
         return [
-            web.get("/api/info", self.info),
-            web.get("/api/cluster", self.cluster),
-            web.get("/api/topics", self.topics),
-            web.get("/api/topic", self.topic),
-            web.post("/api/topic", self.create_topic),
-            web.post("/api/topic/delete", self.delete_topic),
-            web.get("/api/groups", self.groups),
-            web.get("/api/group", self.group),
-            web.post("/api/group/reset", self.reset_offsets),
-            web.get("/api/messages", self.search_messages),
-            web.get("/api/message", self.message),
-            web.post("/api/send", self.send),
-            web.get("/api/storage/files", self.storage_files),
-            web.get("/api/storage/record", self.storage_record),
+            (get, "/api/info", self.info),
+            (get, "/api/cluster", self.cluster),
+            (get, "/api/topics", self.topics),
+            (get, "/api/topic", self.topic),
+            (post, "/api/topic", self.create_topic),
+            (post, "/api/topic/delete", self.delete_topic),
+            (get, "/api/groups", self.groups),
+            (get, "/api/group", self.group),
+            (post, "/api/group/reset", self.reset_offsets),
+            (get, "/api/messages", self.search_messages),
+            (get, "/api/message", self.message),
+            (post, "/api/send", self.send),
+            (get, "/api/storage/files", self.storage_files),
+            (get, "/api/storage/record", self.storage_record),
         ]
 
     async def close(self) -> None:
@@ -221,9 +226,9 @@ class ConsoleApi:
                 out.setdefault("strategy", running.properties.get("consumerAllocateStrategy")
                                or running.properties.get("PROP_CONSUMER_ALLOCATE_STRATEGY"))
                 for key in running.mq_table:
-                    mq = _parse_mq_key(key)
-                    if mq is not None:
-                        owners[mq] = c.client_id
+                    owned = _parse_mq_key(key)
+                    if owned is not None:
+                        owners[owned] = c.client_id
         except (MQClientException, MQBrokerException):
             pass  # no consumer online
         if stats is not None:

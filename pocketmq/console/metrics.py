@@ -94,7 +94,7 @@ class MetricsCollector:
 
     async def render(self) -> bytes:
         registry = CollectorRegistry(auto_describe=False)
-        registry.register(_Static(await self.families()))  # type: ignore[arg-type]
+        registry.register(_Static(await self.families()))
         return generate_latest(registry)
 
     async def families(self) -> list[Metric]:
@@ -226,7 +226,8 @@ def _items(table: dict[str, Any]) -> list[tuple[str, Any]]:
 
 def _buckets(bounds: Sequence[float], counts: list[int]) -> list[tuple[str, float]]:
     """Per-bucket counts -> Prometheus' cumulative (le, count) pairs, +Inf last."""
-    out, running = [], 0
+    out: list[tuple[str, float]] = []
+    running = 0
     for bound, n in zip((*bounds, float("inf")), counts, strict=False):
         running += n
         out.append(("+Inf" if bound == float("inf") else repr(float(bound)), running))

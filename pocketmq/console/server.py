@@ -73,8 +73,8 @@ class ConsoleServer:
         app.router.add_get("/", self._index)
         app.router.add_get("/metrics", self._metrics)
         app.router.add_static("/static/", STATIC, show_index=False)
-        for route in self.api.routes():
-            app.router.add_route(route.method, route.path, _jsonify(route.handler))  # type: ignore[attr-defined]
+        for method, path, handler in self.api.routes():
+            app.router.add_route(method, path, _jsonify(handler))
         return app
 
     async def start(self) -> None:

@@ -110,7 +110,8 @@ def _index_entries(root: str, files: ReadOnlyFiles, msg: MessageExt, offset: int
             slot = h % slots
             spos = slot_position(slot)
             head = int.from_bytes(mm[spos:spos + INDEX_HASH_SLOT_SIZE], "big", signed=True)
-            chain, n, seen, found = [], head, set(), None
+            chain: list[dict[str, Any]] = []
+            n, seen, found = head, set(), None
             while 0 < n < num and n not in seen and len(chain) < 64:
                 seen.add(n)
                 epos = entry_position(slots, n)

@@ -87,6 +87,10 @@ class ConsoleApi:
 
     @staticmethod
     async def _body(request: web.Request) -> dict[str, Any]:
+        # JSON only: a cross-site page can post a form (text/plain, urlencoded) without the browser asking first,
+        # but not JSON, so an admin console on loopback cannot be driven by another site the user visits.
+        if request.content_type != "application/json":
+            raise ApiError(415, "send the request body as application/json")
         try:
             data = await request.json()
         except (json.JSONDecodeError, UnicodeDecodeError):

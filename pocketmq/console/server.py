@@ -17,6 +17,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -127,6 +128,9 @@ def _jsonify(handler: Handler) -> Handler:
 async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     """An API call that fails answers JSON {error, code} with a status that says whose fault it was; the
     console keeps serving."""
+    origin = request.headers.get("Origin")
+    if request.method not in ("GET", "HEAD") and origin is not None and urlsplit(origin).netloc != request.host:
+        return web.json_response({"error": f"cross-origin request from {origin} refused", "code": None}, status=403)
     try:
         response: web.StreamResponse = await handler(request)
         return response

@@ -14,11 +14,13 @@ from pocketmq.common.message import MessageExt
 from pocketmq.storage.consume_queue import CQ_ENTRY
 from pocketmq.storage.index_file import ENTRY, key_hash
 from pocketmq.storage.inspect.commitlog import CommitLogFiles
+from pocketmq.storage.inspect.consumequeue import queue_dirs, read_entries
 from pocketmq.storage.inspect.files import INDEX_NAME_DIGITS, ReadOnlyFiles, numbered_files
 from pocketmq.storage.inspect.indexfile import entry_position, infer_geometry, read_header, slot_position
 from pocketmq.storage.inspect.record import annotate, body_text
 
 MAX_RECORDS = 2000  # records listed per file: enough to draw, bounded for a big store
+MAX_ENTRIES = 500  # consume-queue entries listed per queue
 
 
 def files_view(root: str, max_records: int = MAX_RECORDS) -> dict[str, Any]:
@@ -39,7 +41,33 @@ def files_view(root: str, max_records: int = MAX_RECORDS) -> dict[str, Any]:
             out.append({"name": name, "base": int(name), "size": len(mm), "records": rows,
                         "record_count": len(records), "end": end,
                         "written": (len(mm) if end["kind"] in ("blank", "full") else end["offset"] - int(name))})
-    return {"store": root, "files": out}
+        queues = _queues_view(root, files, MAX_ENTRIES)
+        index = _index_files_view(root, files)
+    return {"store": root, "files": out, "consume_queues": queues, "index_files": index}
+
+
+def _queues_view(root: str, files: ReadOnlyFiles, max_entries: int) -> list[dict[str, Any]]:
+    """Every consume queue: its files (size, entries written) and its first entries."""
+    out = []
+    for topic, queue_id in queue_dirs(root):
+        infos, entries, end = read_entries(files, os.path.join(root, "consumequeue", topic, str(queue_id)))
+        out.append({"topic": topic, "queue_id": queue_id, "entry_count": len(entries), "end": end,
+                    "files": [{"name": i["name"], "size": i["size"], "entries": i["entries"]} for i in infos],
+                    "entries": [{"index": e[0], "commitlog_offset": e[1], "size": e[2], "tags_code": e[3],
+                                 "file": e[4], "position": e[5]} for e in entries[:max_entries]]})
+    return out
+
+
+def _index_files_view(root: str, files: ReadOnlyFiles) -> list[dict[str, Any]]:
+    directory = os.path.join(root, "index")
+    out = []
+    for name in numbered_files(directory, INDEX_NAME_DIGITS):
+        mm = files.map(os.path.join(directory, name))
+        if len(mm) < INDEX_HEADER_SIZE:
+            out.append({"name": name, "size": len(mm), "error": "shorter than the 40-byte header"})
+            continue
+        out.append({"name": name, "size": len(mm), "header": read_header(mm)})
+    return out
 
 
 def record_view(root: str, offset: int, hash_slots: int = 5_000_000, index_num: int = 20_000_000) -> dict[str, Any]:

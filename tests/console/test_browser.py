@@ -90,7 +90,8 @@ async def test_each_page_loads_against_a_live_cluster(cluster, console, page):
 
     await open_page(page, console, "messages")
     await open_page(page, console, "storage")
-    assert await page.locator(".rec").count() == 6
+    assert await page.locator(".clrec").count() == 6  # the commit log's records
+    assert await page.locator(".cqe").count() == 6  # and the consume-queue entries pointing at them
 
 
 async def test_the_search_finds_a_message_just_sent(cluster, console, page):
@@ -135,7 +136,7 @@ async def test_the_storage_page_shows_a_record_field_by_field_and_the_entries_po
                                  ".startsWith('Indexed: key TopicTest#order-7'))")
     steps = await page.locator("#steps").text_content()
     assert "Appended: a" in steps and "Dispatched: entry" in steps
-    sent_offset = int(await page.locator(".rec.new").get_attribute("data-offset"))
+    sent_offset = int(await page.locator(".clrec.new").get_attribute("data-offset"))
 
     fields = await page.locator("#record-fields").text_content()
     for name in ("TOTALSIZE", "MAGICCODE", "BODYCRC", "QUEUEOFFSET", "PHYSICALOFFSET", "BORNHOST", "BODY",
@@ -149,12 +150,17 @@ async def test_the_storage_page_shows_a_record_field_by_field_and_the_entries_po
     assert "points at this record" in index
     await page.screenshot(path=str(SCREENSHOT), full_page=True)
 
-    # Clicking another record shows that one.
-    first = page.locator(".rec").first
+    # Clicking another record shows that one; so does clicking a consume-queue entry (the record it points at).
+    first = page.locator(".clrec").first
     offset = int(await first.get_attribute("data-offset"))
     await first.click()
     await page.wait_for_function(f"document.querySelector('#record h2').textContent.endsWith(' {offset}')")
     assert f"CommitLogOffset {offset}," in await page.locator("#cq-entry").text_content()
+    entry = page.locator(".cqe").last
+    offset = int(await entry.get_attribute("data-offset"))
+    await entry.click()
+    await page.wait_for_function(f"document.querySelector('#record h2').textContent.endsWith(' {offset}')")
+    assert "index/" in await page.locator("#files").text_content()  # the index files' headers
 
 
 async def test_an_admin_action_works_and_a_read_only_console_refuses_it(cluster, console, page):

@@ -163,8 +163,15 @@ async function showStorage() {
       const blank = f.end.kind === "blank" ? `<div class="blank" style="left:${(f.end.offset - f.base) / f.size * 100}%;right:0" title="blank record (MAGICCODE ${esc(f.end.magic)}): the rest of the file is unused"></div>` : "";
       return `<div class="file"><div class="fieldname">commitlog/${esc(f.name)} — ${fmtBytes(f.size)}, ${f.record_count} records, ${fmtBytes(f.written)} written (${(f.written / f.size * 100).toFixed(3)} %); ends: ${esc(f.end.kind)}</div>
         <div class="bar"><div class="written" style="width:${f.written / f.size * 100}%"></div>${blank}</div>
-        <div class="zoom">${f.records.map((r) => `<div class="rec" data-offset="${r.offset}" style="flex:${r.size} 0 0" title="offset ${r.offset}: ${esc(r.topic)} queue ${r.queue_id} #${r.queue_offset}, ${r.size} bytes">${esc(r.topic)}</div>`).join("")}</div></div>`;
-    }).join("") + (d.files.length ? "" : "<p>The commit log is empty: send a message.</p>");
+        <div class="zoom">${f.records.map((r) => `<div class="rec clrec" data-offset="${r.offset}" style="flex:${r.size} 0 0" title="offset ${r.offset}: ${esc(r.topic)} queue ${r.queue_id} #${r.queue_offset}, ${r.size} bytes">${esc(r.topic)}</div>`).join("")}</div></div>`;
+    }).join("") + (d.files.length ? "" : "<p>The commit log is empty: send a message.</p>") +
+    `<h2>Consume queues</h2><p class="legend">One per topic and queue id: 20-byte entries (CommitLogOffset, MsgSize, TagsCode), entry n at byte n × 20.
+      A consumer reads the entry at its offset, then the record it points at. Click an entry to open that record.</p>` +
+    d.consume_queues.map((q) => `<div class="file cq"><div class="fieldname">consumequeue/${esc(q.topic)}/${q.queue_id} — ${q.entry_count} ${q.entry_count === 1 ? "entry" : "entries"} in ${q.files.length} file(s) of ${fmtBytes(q.files[0] ? q.files[0].size : 0)}</div>
+        <div class="zoom">${q.entries.map((e) => `<div class="rec cqe" data-offset="${e.commitlog_offset}" style="flex:0 0 40px" title="entry ${e.index} (byte ${e.position} of ${esc(e.file)}): offset ${e.commitlog_offset}, size ${e.size}, tags code ${e.tags_code}">${e.index}</div>`).join("")}</div></div>`).join("") +
+    `<h2>Index files</h2><p class="legend">A 40-byte header, then hash slots of 4 bytes, then 20-byte entries (key hash, commit-log offset, time diff, previous entry).</p>` +
+    d.index_files.map((f) => f.error ? `<p>index/${esc(f.name)}: ${esc(f.error)}</p>` : `<p class="fieldname">index/${esc(f.name)} — ${fmtBytes(f.size)}: ${f.header.index_count} entries (entry 0 is never used),
+        ${f.header.hash_slot_count} slots in use; commit-log offsets ${f.header.begin_phy_offset} to ${f.header.end_phy_offset}; ${esc(f.header.begin_time)} to ${esc(f.header.end_time)}</p>`).join("");
   el.querySelectorAll(".rec").forEach((r) => r.addEventListener("click", () => showRecord(+r.dataset.offset)));
   if (pending != null) { const o = pending; pending = null; showRecord(o); }
   return d;
@@ -212,7 +219,7 @@ async function sendAndWatch(ev) {
   const files = await showStorage();
   const file = files.files.find((x) => x.records.some((rec) => rec.offset === r.commitlog_offset));
   const rec = file && file.records.find((x) => x.offset === r.commitlog_offset);
-  document.querySelectorAll(`.rec[data-offset="${r.commitlog_offset}"]`).forEach((e) => e.classList.add("new"));
+  document.querySelectorAll(`.clrec[data-offset="${r.commitlog_offset}"]`).forEach((e) => e.classList.add("new"));
   step(`Appended: a ${rec ? rec.size : "?"}-byte record at commit-log offset ${r.commitlog_offset}` +
     (file ? `, byte ${r.commitlog_offset - file.base} of file ${file.name}.` : "."), true);
   let d;

@@ -68,9 +68,11 @@ class BrokerStatsManager:
         counts = self.message_sizes.get(topic)
         if counts is None:
             counts = self.message_sizes[topic] = [0] * (len(MESSAGE_SIZE_BOUNDS) + 2)
-        # A batch's messages counted at their mean size: the put result gives only the batch's bytes.
-        counts[bisect_left(MESSAGE_SIZE_BOUNDS, size // msgs if msgs else size)] += msgs
         counts[-1] += size
+        if size <= 1024 * msgs:  # the common case, at the cost of one comparison
+            counts[0] += msgs
+        else:  # a batch's messages counted at their mean size: the put result gives only the batch's bytes
+            counts[bisect_left(MESSAGE_SIZE_BOUNDS, size // msgs if msgs else size)] += msgs
 
     def inc_get(self, group: str, topic: str, msgs: int, size: int) -> None:
         key = group_key(topic, group)

@@ -14,7 +14,7 @@ from aiohttp import web
 from pocketmq.client.exceptions import MQBrokerException, MQClientException
 from pocketmq.client.message import Message
 from pocketmq.client.mq_admin import broker_of_offset_msg_id
-from pocketmq.client.mq_admin_ext import MQAdminExt, _is_system_topic
+from pocketmq.client.mq_admin_ext import RETRY_GROUP_TOPIC_PREFIX, MQAdminExt, _is_system_topic, retry_topic
 from pocketmq.client.producer import Producer
 from pocketmq.common.message import MessageExt
 from pocketmq.remoting.body import TopicConfig
@@ -25,6 +25,7 @@ from . import storage_view
 JsonHandler = Callable[[web.Request], Awaitable[Any]]
 
 CONSOLE_PRODUCER_GROUP = "CONSOLE_PRODUCER"
+DLQ_PREFIX = "%DLQ%"
 MAX_SEARCH = 64
 
 
@@ -319,7 +320,27 @@ class ConsoleApi:
             out["body_json"] = json.loads(msg.body)
         except (ValueError, UnicodeDecodeError):
             out["body_json"] = None
+        out["history"] = await self._retry_history(msg)
         return out
+
+    async def _retry_history(self, msg: MessageExt) -> list[dict[str, Any]]:
+        """The copies of the message that consumers sent back: a copy keeps the UNIQ_KEY, and once its delay is
+        over it is stored (and indexed) in %RETRY%group, or in %DLQ%group after the last retry."""
+        if not msg.uniq_key or msg.topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_PREFIX)):
+            return []
+        try:
+            groups = await self.admin.query_topic_consume_by_who(msg.topic)
+        except (MQClientException, MQBrokerException):
+            return []
+        out: list[dict[str, Any]] = []
+        for group in groups:
+            for kind, topic in (("retry", retry_topic(group)), ("DLQ", DLQ_PREFIX + group)):
+                try:
+                    copies = await self.admin.query_message(topic, msg.uniq_key, 32, unique_key=True)
+                except (MQClientException, MQBrokerException):
+                    continue  # no such topic: never sent back
+                out += [{**_summary(m), "group": group, "kind": kind} for m in copies]
+        return sorted(out, key=lambda m: m["store_timestamp"])
 
     async def send(self, request: web.Request) -> dict[str, Any]:
         self._require_admin()

@@ -130,6 +130,10 @@ async function showMessage(m) {
       ["commit-log offset", d.commitlog_offset], ["born", `${fmtTime(d.born_timestamp)} from ${d.born_host}`],
       ["stored", `${fmtTime(d.store_timestamp)} at ${d.store_host}`], ["reconsume times", d.reconsume_times],
       ["retry of", d.retry_topic || ""], ["original message id", d.origin_msg_id || ""]].map(([k, v]) => `<tr><th>${k}</th><td>${esc(v)}</td></tr>`).join("")}</table>
+    <h3>Retries and dead letters</h3>` +
+    (d.history.length ? `<table id="history"><tr><th>group</th><th>as</th><th>topic</th><th>stored</th><th>reconsume times</th><th>offset message id</th></tr>${d.history.map((h) =>
+      `<tr><td>${esc(h.group)}</td><td>${esc(h.kind)}</td><td>${esc(h.topic)}</td><td>${fmtTime(h.store_timestamp)}</td><td>${h.reconsume_times}</td><td>${esc(h.offset_msg_id)}</td></tr>`).join("")}</table>`
+      : `<p id="history">No consumer sent it back.</p>`) + `
     <h3>Properties</h3><table>${Object.entries(d.properties).map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(v)}</td></tr>`).join("")}</table>
     <h3>Body (${d.body_size} bytes)</h3>
     <select id="body-as"><option value="text">text</option><option value="json" ${d.body_json == null ? "disabled" : ""}>JSON</option><option value="hex">hex</option></select>

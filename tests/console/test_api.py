@@ -1,0 +1,80 @@
+"""The console's JSON API against a live cluster, where a page's figures need more than a browser check:
+consumer groups (clients, queue owners, lag) and a message's retry history."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+import pytest
+
+from pocketmq.client import ConsumeConcurrentlyStatus, Message, Producer, PushConsumer
+from pocketmq.console import ConsoleServer
+from pocketmq.embedded import EmbeddedCluster
+
+FAST_BROKER = {"stats_sample_interval": 0.02, "message_delay_level": "10ms 20ms 30ms 40ms 50ms 60ms",
+               "client_housekeeping_interval": 0.1}
+FAST_CONSUMER = {"rebalance_interval": 0.2, "heartbeat_broker_interval": 0.1, "poll_name_server_interval": 0.2,
+                 "persist_consumer_offset_interval": 0.1, "pull_time_delay_when_exception": 0.05}
+
+
+@pytest.fixture
+async def fast(tmp_path: Any):
+    async with EmbeddedCluster(tmp_path, **FAST_BROKER) as cluster, ConsoleServer(
+        cluster.namesrv_addr, port=0, local_brokers=cluster.brokers
+    ) as console:
+        yield cluster, console
+
+
+async def get(url: str) -> Any:
+    async with aiohttp.ClientSession() as s, s.get(url) as r:
+        assert r.status == 200, await r.text()
+        return await r.json()
+
+
+async def test_a_group_its_clients_queue_owners_and_a_messages_retries(fast, poll):
+    cluster, console = fast
+    deliveries: list[Any] = []
+
+    async def listener(msgs: list[Any], _context: Any) -> Any:
+        deliveries.extend(msgs)
+        # The first delivery of "retry-me" fails: the consumer sends it back to %RETRY%ApiGroup.
+        if any(m.body == b"retry-me" and m.reconsume_times == 0 for m in msgs):
+            return ConsumeConcurrentlyStatus.RECONSUME_LATER
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    async with Producer("ApiPG", cluster.namesrv_addr) as p:
+        sent = await p.send(Message("ApiT", b"retry-me"))
+        for i in range(3):
+            await p.send(Message("ApiT", f"ok-{i}".encode()))
+    consumer = PushConsumer("ApiGroup", cluster.namesrv_addr, **FAST_CONSUMER)
+    consumer.subscribe("ApiT", "*")
+    consumer.register_message_listener(listener)
+    await consumer.start()
+    try:
+        await poll(lambda: sum(m.body == b"retry-me" for m in deliveries) >= 2, timeout=20)
+        await poll(lambda: len(deliveries) >= 5, timeout=20)
+
+        # Offsets reach the broker every persist interval (0.1 s): read the page until they have.
+        group = await get(console.url + "api/group?group=ApiGroup")
+        for _ in range(200):
+            if group["lag"] == 0 and group["queues"] and all(q["client"] for q in group["queues"]):
+                break
+            await asyncio.sleep(0.05)
+            group = await get(console.url + "api/group?group=ApiGroup")
+        assert [c["client_id"] for c in group["clients"]] == [consumer.client_id]
+        own = [q for q in group["queues"] if q["topic"] == "ApiT"]
+        assert len(own) == 4 and all(q["client"] == consumer.client_id for q in own)
+        assert group["lag"] == 0
+        listing = await get(console.url + "api/groups")
+        row = next(g for g in listing["groups"] if g["group"] == "ApiGroup")
+        assert row["lag"] == 0 and row["system"] is False
+
+        detail = await get(console.url + f"api/message?msgId={sent.msg_id}&topic=ApiT")
+        assert detail["body_text"] == "retry-me"
+        retries = [h for h in detail["history"] if h["kind"] == "retry"]
+        assert retries and retries[0]["topic"] == "%RETRY%ApiGroup" and retries[0]["group"] == "ApiGroup"
+        assert retries[0]["reconsume_times"] == 1
+    finally:
+        await consumer.shutdown()

@@ -228,8 +228,7 @@ class ConsoleApi:
                     running = await self.admin.get_consumer_running_info(group, c.client_id)
                 except (MQClientException, MQBrokerException):
                     continue
-                out.setdefault("strategy", running.properties.get("consumerAllocateStrategy")
-                               or running.properties.get("PROP_CONSUMER_ALLOCATE_STRATEGY"))
+                out.setdefault("strategy", running.properties.get("allocateMessageQueueStrategy"))
                 for key in running.mq_table:
                     owned = _parse_mq_key(key)
                     if owned is not None:

@@ -67,6 +67,7 @@ async def test_a_group_its_clients_queue_owners_and_a_messages_retries(fast, pol
         own = [q for q in group["queues"] if q["topic"] == "ApiT"]
         assert len(own) == 4 and all(q["client"] == consumer.client_id for q in own)
         assert group["lag"] == 0
+        assert group["strategy"] == "AVG"
         listing = await get(console.url + "api/groups")
         row = next(g for g in listing["groups"] if g["group"] == "ApiGroup")
         assert row["lag"] == 0 and row["system"] is False

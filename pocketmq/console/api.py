@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -27,6 +28,7 @@ JsonHandler = Callable[[web.Request], Awaitable[Any]]
 CONSOLE_PRODUCER_GROUP = "CONSOLE_PRODUCER"
 DLQ_PREFIX = "%DLQ%"
 MAX_SEARCH = 64
+MAX_TOPIC_SAMPLES = 1000
 
 
 class ApiError(Exception):
@@ -46,6 +48,9 @@ class ConsoleApi:
         self.store_roots = store_roots  # broker name -> store root, for the storage page
         self.access_key, self.secret_key = access_key, secret_key
         self.hash_slots, self.index_num = hash_slots, index_num
+        # topic -> (monotonic time, (broker, queue id) -> max offset) at its last view: each queue's TPS is the
+        # offsets it gained since, per second. Bounded: the oldest topics are forgotten first.
+        self._topic_samples: OrderedDict[str, tuple[float, dict[tuple[str, int], int]]] = OrderedDict()
         self._producer: Producer | None = None
         self._producer_lock = asyncio.Lock()
 
@@ -155,8 +160,17 @@ class ConsoleApi:
         topic = self._arg(request, "topic")
         route = await self.admin.examine_topic_route_info(topic)
         stats = await self.admin.examine_topic_stats(topic)
+        now = time.monotonic()
+        offsets = {(mq.broker_name, mq.queue_id): o.max_offset for mq, o in stats.offset_table.items()}
+        then, before = self._topic_samples.pop(topic, (now, {}))
+        self._topic_samples[topic] = (now, offsets)
+        while len(self._topic_samples) > MAX_TOPIC_SAMPLES:
+            self._topic_samples.popitem(last=False)
+        elapsed = now - then
         queues = [{"broker": mq.broker_name, "queue_id": mq.queue_id, "min_offset": o.min_offset,
-                   "max_offset": o.max_offset, "last_update": o.last_update_timestamp}
+                   "max_offset": o.max_offset, "last_update": o.last_update_timestamp,
+                   "tps": (round((o.max_offset - before[(mq.broker_name, mq.queue_id)]) / elapsed, 2)
+                           if elapsed > 0 and (mq.broker_name, mq.queue_id) in before else None)}
                   for mq, o in sorted(stats.offset_table.items(), key=lambda kv: (kv[0].broker_name, kv[0].queue_id))]
         try:
             groups = await self.admin.query_topic_consume_by_who(topic)

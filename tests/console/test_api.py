@@ -79,3 +79,18 @@ async def test_a_group_its_clients_queue_owners_and_a_messages_retries(fast, pol
         assert retries[0]["reconsume_times"] == 1
     finally:
         await consumer.shutdown()
+
+
+async def test_a_topics_queues_and_their_rate_between_two_views(fast):
+    cluster, console = fast
+    async with Producer("ApiPG", cluster.namesrv_addr) as p:
+        await p.send(Message("RateT", b"a"))
+        assert await cluster.wait_routed("RateT")
+        first = await get(console.url + "api/topic?topic=RateT")
+        assert len(first["queues"]) == 4 and all(q["tps"] is None for q in first["queues"])  # nothing to compare
+        for _ in range(8):
+            await p.send(Message("RateT", b"b"))
+    second = await get(console.url + "api/topic?topic=RateT")
+    assert sum(q["max_offset"] for q in second["queues"]) == 9
+    assert sum(q["tps"] > 0 for q in second["queues"]) >= 1
+    assert second["route"]["broker_datas"][0]["addrs"] == {"0": cluster.broker_addr}

@@ -53,17 +53,18 @@ async function showTopics() {
 async function showTopic(topic) {
   const d = await api("/api/topic?topic=" + encodeURIComponent(topic));
   const el = $("#topic-detail");
-  el.innerHTML = `<h2>${esc(topic)}</h2>` +
+  el.innerHTML = `<h2>${esc(topic)}</h2><button id="refresh-topic">Refresh</button> ` +
     (info.admin ? `<button id="delete-topic">Delete topic</button>` : "") +
     `<h3>Queues</h3><table id="topic-queues"></table><h3>Route</h3><table id="topic-route"></table>` +
     `<p>Consumed by: ${d.groups.map(esc).join(", ") || "no group"}</p>`;
-  table($("#topic-queues"), ["broker", "queue", "min offset", "max offset", "messages", "last update"],
-    d.queues.map((q) => [esc(q.broker), q.queue_id, q.min_offset, q.max_offset, q.max_offset - q.min_offset, fmtTime(q.last_update)]));
+  table($("#topic-queues"), ["broker", "queue", "min offset", "max offset", "messages", "TPS since last view", "last update"],
+    d.queues.map((q) => [esc(q.broker), q.queue_id, q.min_offset, q.max_offset, q.max_offset - q.min_offset, q.tps ?? "", fmtTime(q.last_update)]));
   table($("#topic-route"), ["broker", "read queues", "write queues", "perm", "addresses"],
     d.route.queue_datas.map((q) => {
       const b = d.route.broker_datas.find((x) => x.broker === q.brokerName);
       return [esc(q.brokerName), q.readQueueNums, q.writeQueueNums, q.perm, esc(b ? Object.values(b.addrs).join(", ") : "")];
     }));
+  $("#refresh-topic").addEventListener("click", () => showTopic(topic).catch(showError));
   const del = $("#delete-topic");
   if (del) del.addEventListener("click", async () => {
     if (!confirm(`Delete ${topic} from every broker and name server?`)) return;

@@ -85,12 +85,28 @@ async def test_a_topics_queues_and_their_rate_between_two_views(fast):
     cluster, console = fast
     async with Producer("ApiPG", cluster.namesrv_addr) as p:
         await p.send(Message("RateT", b"a"))
-        assert await cluster.wait_routed("RateT")
+        assert await cluster.wait_routed("RateT") and await cluster.wait_dispatched()
         first = await get(console.url + "api/topic?topic=RateT")
         assert len(first["queues"]) == 4 and all(q["tps"] is None for q in first["queues"])  # nothing to compare
         for _ in range(8):
             await p.send(Message("RateT", b"b"))
+    assert await cluster.wait_dispatched()  # (a queue's max offset counts what is in its consume queue)
     second = await get(console.url + "api/topic?topic=RateT")
     assert sum(q["max_offset"] for q in second["queues"]) == 9
     assert sum(q["tps"] > 0 for q in second["queues"]) >= 1
     assert second["route"]["broker_datas"][0]["addrs"] == {"0": cluster.broker_addr}
+
+
+async def test_over_rocketmqs_own_wire_protocol(fast):
+    """`pocketmq console --protocol rocketmq`, as for an Apache RocketMQ cluster: the same pages and metrics."""
+    cluster, _ = fast
+    async with Producer("ApiPG", cluster.namesrv_addr) as p:
+        await p.send(Message("WireT", b"a", keys="wk"))
+    assert await cluster.wait_routed("WireT") and await cluster.wait_dispatched()
+    async with ConsoleServer(cluster.namesrv_addr, port=0, protocol="rocketmq") as console:
+        brokers = (await get(console.url + "api/cluster"))["brokers"]
+        assert brokers[0]["addr"] == cluster.broker_addr and brokers[0]["put_today"] >= 1
+        found = (await get(console.url + "api/messages?topic=WireT&key=wk"))["messages"]
+        assert [m["keys"] for m in found] == [["wk"]]
+        async with aiohttp.ClientSession() as s, s.get(console.url + "metrics") as r:
+            assert 'rocketmq_messages_in_total{cluster="DefaultCluster"' in await r.text()

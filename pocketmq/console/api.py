@@ -188,7 +188,9 @@ class ConsoleApi:
         topic = str(body.get("topic", "")).strip()
         if not topic:
             raise ApiError(400, "give a topic name")
-        queues = int(body.get("queues", 4))
+        queues = _number(body.get("queues", 4), "queues")
+        if not 1 <= queues <= 1024:
+            raise ApiError(400, "queues must be between 1 and 1024")
         cluster = body.get("cluster") or next(iter((await self.admin.examine_broker_cluster_info()).cluster_addr_table),
                                                None)
         tc = TopicConfig(topic, read_queue_nums=queues, write_queue_nums=queues)
@@ -267,7 +269,7 @@ class ConsoleApi:
         group, topic = str(body.get("group", "")), str(body.get("topic", ""))
         if not group or not topic:
             raise ApiError(400, "give a group and a topic")
-        timestamp = int(body.get("timestamp", -1))
+        timestamp = _number(body.get("timestamp", -1), "timestamp")
         result = await self.admin.reset_offset_by_timestamp(topic, group, timestamp)
         return {"online": result.online,
                 "offsets": [{"broker": mq.broker_name, "queue_id": mq.queue_id, "offset": off}
@@ -294,8 +296,8 @@ class ConsoleApi:
                 raise ApiError(400, "a search by key needs its topic")
             found = await self.admin.query_message(topic, key, MAX_SEARCH)
         elif topic:
-            begin = int(request.query.get("begin") or 0)
-            end = int(request.query.get("end") or time.time() * 1000 + 60_000)
+            begin = _number(request.query.get("begin") or 0, "begin")
+            end = _number(request.query.get("end") or int(time.time() * 1000) + 60_000, "end")
             found = await self._by_time(topic, begin, end)
         else:
             raise ApiError(400, "give a topic (and a time range), a key, a msgId or an offsetId")
@@ -424,6 +426,13 @@ def _is_system_group(group: str) -> bool:
     }
 
 
+def _number(value: Any, name: str) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ApiError(400, f"{name} must be an integer, not {value!r}")
+
+
 def _first(tps: str) -> float:
     try:
         return float(tps.split()[0])
@@ -453,5 +462,7 @@ def error_response(e: Exception) -> tuple[int, dict[str, Any]]:
         status = 403 if e.response_code == ResponseCode.NO_PERMISSION else 502
         return status, {"error": str(e), "code": e.response_code}
     if isinstance(e, MQClientException):
+        if e.response_code == ResponseCode.TOPIC_NOT_EXIST:
+            return 404, {"error": str(e), "code": e.response_code}
         return 400, {"error": str(e), "code": getattr(e, "response_code", None)}
     return 500, {"error": f"{type(e).__name__}: {e}"}

@@ -67,3 +67,24 @@ async def test_with_acl_admin_actions_need_an_admin_account(tmp_path: Path):
             status, answer = await post(admin.url + "api/topic", {"topic": "ByAdmin"})
             assert status == 200, answer
             assert "ByAdmin" in await admin.admin.fetch_all_topic_list()
+
+
+async def test_bad_input_gets_a_clear_error_and_the_console_keeps_serving(cluster, console):
+    async with aiohttp.ClientSession() as s:
+        for method, path, body, status in (
+            ("POST", "api/topic", {"topic": "Q", "queues": "many"}, 400),
+            ("POST", "api/topic", {"topic": "Q", "queues": 0}, 400),
+            ("POST", "api/topic", [1, 2], 400),
+            ("POST", "api/group/reset", {"group": "G", "topic": "T", "timestamp": "noon"}, 400),
+            ("GET", "api/messages?topic=T&begin=yesterday", None, 400),
+            ("GET", "api/messages", None, 400),
+            ("GET", "api/topic?topic=NoSuchTopic", None, 404),
+            ("GET", "api/storage/record?offset=12345678", None, 404),
+            ("GET", "api/storage/record?offset=x", None, 400),
+        ):
+            async with s.request(method, console.url + path, json=body) as r:
+                answer = await r.json()
+                assert r.status == status, (path, answer)
+                assert answer["error"]
+        async with s.get(console.url + "api/cluster") as r:
+            assert r.status == 200

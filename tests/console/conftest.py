@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("aiohttp", reason="the console extra (pip install -e '.[console]')")
+from pocketmq.embedded import EmbeddedCluster
 
-from pocketmq.console import ConsoleServer  # noqa: E402
-from pocketmq.embedded import EmbeddedCluster  # noqa: E402
+# Each test module skips itself when the console extra is missing (pip install -e '.[console]'); the fixtures
+# import the console only when a test uses them.
+NEEDS = "the console extra (pip install -e '.[console]')"
 
 FAST = {"stats_sample_interval": 0.02}
 
@@ -23,6 +24,8 @@ async def cluster(tmp_path: Any) -> AsyncIterator[EmbeddedCluster]:
 
 
 @pytest.fixture
-async def console(cluster: EmbeddedCluster) -> AsyncIterator[ConsoleServer]:
+async def console(cluster: EmbeddedCluster) -> AsyncIterator[Any]:
+    from pocketmq.console import ConsoleServer
+
     async with ConsoleServer(cluster.namesrv_addr, port=0, admin=True, local_brokers=cluster.brokers) as c:
         yield c

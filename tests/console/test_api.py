@@ -6,12 +6,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import aiohttp
 import pytest
 
-from pocketmq.client import ConsumeConcurrentlyStatus, Message, Producer, PushConsumer
-from pocketmq.console import ConsoleServer
-from pocketmq.embedded import EmbeddedCluster
+pytest.importorskip("aiohttp", reason="the console extra")
+pytest.importorskip("prometheus_client", reason="the console extra")
+
+import aiohttp  # noqa: E402
+
+from pocketmq.client import ConsumeConcurrentlyStatus, Message, Producer, PushConsumer  # noqa: E402
+from pocketmq.console import ConsoleServer  # noqa: E402
+from pocketmq.embedded import EmbeddedCluster  # noqa: E402
 
 FAST_BROKER = {"stats_sample_interval": 0.02, "message_delay_level": "10ms 20ms 30ms 40ms 50ms 60ms",
                "client_housekeeping_interval": 0.1}

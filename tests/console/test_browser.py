@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("aiohttp", reason="the console extra")
 playwright_api = pytest.importorskip("playwright.async_api", reason="playwright (the dev extra)")
 
 from pocketmq.client.message import Message  # noqa: E402

@@ -11,6 +11,12 @@ import sys
 import urllib.error
 import urllib.request
 
+import pytest
+
+pytest.importorskip("aiohttp", reason="the console extra")
+pytest.importorskip("prometheus_client", reason="the console extra")
+
+
 CLI = [sys.executable, "-m", "pocketmq"]
 
 

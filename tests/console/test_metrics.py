@@ -3,12 +3,17 @@ against a live cluster; the counters move when messages flow."""
 
 from __future__ import annotations
 
-import aiohttp
-from prometheus_client.parser import text_string_to_metric_families
+import pytest
 
-from pocketmq.client.message import Message
-from pocketmq.client.producer import Producer
-from pocketmq.client.pull_consumer import PullConsumer
+pytest.importorskip("aiohttp", reason="the console extra")
+pytest.importorskip("prometheus_client", reason="the console extra")
+
+import aiohttp  # noqa: E402
+from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+
+from pocketmq.client.message import Message  # noqa: E402
+from pocketmq.client.producer import Producer  # noqa: E402
+from pocketmq.client.pull_consumer import PullConsumer  # noqa: E402
 
 
 async def scrape(console) -> dict[str, list]:

@@ -6,10 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import aiohttp
+import pytest
 
-from pocketmq.console import ConsoleServer
-from pocketmq.embedded import EmbeddedCluster
+pytest.importorskip("aiohttp", reason="the console extra")
+pytest.importorskip("prometheus_client", reason="the console extra")
+
+import aiohttp  # noqa: E402
+
+from pocketmq.console import ConsoleServer  # noqa: E402
+from pocketmq.embedded import EmbeddedCluster  # noqa: E402
 
 ACL_YAML = """\
 accounts:

@@ -3,10 +3,15 @@ latencies in the store's FlushStats."""
 
 from __future__ import annotations
 
-from pocketmq.broker.stats import BrokerStatsManager
-from pocketmq.broker.stats.broker_stats_manager import MESSAGE_SIZE_BOUNDS
-from pocketmq.console.metrics import _buckets
-from pocketmq.storage.flush_stats import FLUSH_LATENCY_BOUNDS, FlushStats
+import pytest
+
+pytest.importorskip("aiohttp", reason="the console extra")
+pytest.importorskip("prometheus_client", reason="the console extra")
+
+from pocketmq.broker.stats import BrokerStatsManager  # noqa: E402
+from pocketmq.broker.stats.broker_stats_manager import MESSAGE_SIZE_BOUNDS  # noqa: E402
+from pocketmq.console.metrics import _buckets  # noqa: E402
+from pocketmq.storage.flush_stats import FLUSH_LATENCY_BOUNDS, FlushStats  # noqa: E402
 
 
 def test_message_sizes_fall_in_rocketmqs_buckets():

@@ -30,7 +30,7 @@ from .codes import SerializeType
 from .command import RemotingCommand
 from .errors import FrameTooLarge, MalformedFrame
 from .framing import DEFAULT_MAX_FRAME_SIZE, LENGTH, LengthPrefixedDecoder
-from .remoting_serializable import decode_json_header, encode_json_header
+from .remoting_serializable import decode_json_header, encode_json_header_fast
 from .rocketmq_serializable import decode_rocketmq_header, encode_rocketmq_header
 
 _LEN = LENGTH
@@ -54,7 +54,7 @@ def encode_native(
     if serialize_type == SerializeType.MSGPACK:
         serialize_type = default_serialize_type
     if serialize_type == _JSON:
-        header = encode_json_header(cmd)
+        header = encode_json_header_fast(cmd)
     elif serialize_type == _ROCKETMQ:
         header = encode_rocketmq_header(cmd)
     else:

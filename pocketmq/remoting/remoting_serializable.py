@@ -31,6 +31,7 @@ from .errors import MalformedFrame
 _INT_TEXT = re.compile(r"[+-]?[0-9]+")
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _LANGUAGE_NAMES = {int(lc): lc.name for lc in LanguageCode}
+_LANGUAGE_CODES = {lc.name: int(lc) for lc in LanguageCode}
 
 
 def java_text(name: str, v: object) -> str:
@@ -204,9 +205,9 @@ def _language(v: object) -> int | None:
     if v is None:
         return int(LanguageCode.JAVA)
     if isinstance(v, str):
-        member = LanguageCode.__members__.get(v)
-        if member is not None:
-            return int(member)
+        code = _LANGUAGE_CODES.get(v)
+        if code is not None:
+            return code
         return int(v) if _INT_TEXT.fullmatch(v) else int(LanguageCode.OTHER)
     return _int_or_none(v)
 

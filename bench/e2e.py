@@ -765,6 +765,7 @@ def main() -> int:
     }
     results: dict[str, dict[str, Any] | None] = dict.fromkeys(SYSTEMS)
     ratios: dict[str, float | None] = dict.fromkeys(NATIVE_RATIOS)
+    per_round: dict[str, list[dict[str, Any]]] = {}
     notes: dict[str, str] = {}
     if cpp_missing:
         notes["rocketmq_cpp"] = cpp_missing
@@ -790,6 +791,8 @@ def main() -> int:
             results["pocketmq_native"] = median_figures(got["rocketmq"])
             results["rocketmq_cpp"] = got["cpp"]
             ratios = native_ratios(got)
+            per_round = {p: [{w: f.get("tps", f.get("msgs_per_s", f.get("p50_ms"))) for w, f in r.items()}
+                             for r in got[p]] for p in PROTOCOLS}
 
     print(f"pocketmq e2e: {n:,} messages of {BODY_BYTES} B per workload, batch {BATCH}, loopback, uvloop; pocketmq "
           f"rows: medians of {rounds} rounds (pocketmq_native: ClientConfig(protocol='rocketmq'); rocketmq_cpp: "
@@ -819,7 +822,7 @@ def main() -> int:
     print(json.dumps({
         **summary, **met, **figures,
         **{f"native_ratio_{k}": v for k, v in ratios.items()}, "native_ratio_target_met": native_met,
-        "rounds": rounds,
+        "rounds": rounds, "pocketmq_rates_per_round": per_round,
         "messages": n, "body_bytes": BODY_BYTES, "batch": BATCH, "latency_rate": LATENCY_RATE,
         "latency_seconds": latency_s, "quick": args.quick, "redis_persistence": REDIS_PERSISTENCE,
         "redis_version": version("redis-server"), "nats_version": version("nats-server"),

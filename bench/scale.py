@@ -143,8 +143,11 @@ class Proc:
     def __init__(self, argv: list[str], log: Path, pipe: bool = False) -> None:
         self.log = log
         self._out = open(log, "wb")  # noqa: SIM115 (closed in stop())
+        # Children import pocketmq from this checkout, whatever is installed.
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(_BENCH.parent),
+                                                                         os.environ.get("PYTHONPATH")]))}
         self.popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE if pipe else self._out,
-                                      stderr=self._out, start_new_session=True)
+                                      stderr=self._out, start_new_session=True, env=env)
 
     def wait_for(self, text: str, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
@@ -195,7 +198,8 @@ def start_broker(tmp: Path, namesrv: str, port: int, log: Path) -> Proc:
         f"brokerIP1=127.0.0.1\nlistenPort={port}\nnamesrvAddr={namesrv}\nstorePathRootDir={tmp / 'store'}\n"
         f"defaultTopicQueueNums={QUEUES}\nautoCreateTopicEnable=true\n"
     )
-    return Proc([sys.executable, "-m", "pocketmq", "broker", "-c", str(conf)], log)
+    verbose = ["-v"] if os.environ.get("SCALE_VERBOSE") else []
+    return Proc([sys.executable, "-m", "pocketmq", *verbose, "broker", "-c", str(conf)], log)
 
 
 async def create_topics(namesrv: str, topics: list[str]) -> float:
@@ -284,6 +288,7 @@ def main() -> int:
     parser.add_argument("--topics", type=int, default=10_000)
     parser.add_argument("--consumers", type=int, default=50)
     parser.add_argument("--processes", type=int, default=5)
+    parser.add_argument("--workdir", help="keep store and logs in this (new) folder instead of a temp one")
     parser.add_argument("--serve-namesrv", nargs=2, metavar=("PORT", "PROBE_FILE"), help=argparse.SUPPRESS)
     parser.add_argument("--serve-consumers", nargs=5, metavar=("NS", "TOPIC", "GROUP", "FIRST", "COUNT"),
                         help=argparse.SUPPRESS)
@@ -301,7 +306,10 @@ def main() -> int:
                                "processes": args.processes}
     sampler = RssSampler()
     sampler.start()
-    with tempfile.TemporaryDirectory(prefix="pocketmq-scale-") as tmp_name:
+    if args.workdir:
+        os.makedirs(args.workdir)
+    with (contextlib.nullcontext(args.workdir) if args.workdir
+          else tempfile.TemporaryDirectory(prefix="pocketmq-scale-")) as tmp_name:
         tmp = Path(tmp_name)
         ns_port, broker_port = free_port(), free_port()
         namesrv = f"127.0.0.1:{ns_port}"

@@ -6,6 +6,7 @@ import asyncio
 import functools
 import logging
 import os
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -133,7 +134,9 @@ class BrokerController:
         self._pull_executor = ThreadPoolExecutor(max(1, bc.pull_thread_pool_nums), thread_name_prefix="pull")
         try:
             # Store recovery may read every file: never on the event loop.
+            began = time.monotonic()
             await asyncio.to_thread(self._load_and_start_store)
+            log.info("config and store loaded in %.3f s", time.monotonic() - began)
             await self.remoting_server.start()
         except BaseException:
             # e.g. the store directory is locked by another broker, or the port is taken.
@@ -156,7 +159,9 @@ class BrokerController:
         )
         if bc.namesrv_addr_list:
             self.tasks.periodic("register-broker", bc.register_name_server_period, self.register_broker_all)
+        began = time.monotonic()
         await self.register_broker_all()
+        log.info("registered with the name servers in %.3f s", time.monotonic() - began)
         log.info(
             "The broker[%s, %s] boot success. serializeType=msgpack and name server is %s",
             bc.broker_name,

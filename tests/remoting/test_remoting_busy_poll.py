@@ -6,10 +6,10 @@ import asyncio
 import threading
 
 from pocketmq.remoting.busy_poll import busy_poller
-from pocketmq.remoting.spin_policy import SpinPolicy
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.server import RemotingServer
+from pocketmq.remoting.spin_policy import SpinPolicy
 from tests.conftest import wait_until
 
 ECHO = 2101

@@ -2,6 +2,7 @@
 
     python bench/e2e.py            # 50,000 messages of 128 B per workload, 10 s of latency, ~2 min
     python bench/e2e.py --quick    # 5,000 messages, 3 s of latency, < 60 s
+    python bench/e2e.py --contend  # the same beside cores - 1 CPU-bound processes (--contend K: K of them)
 
 Each server runs as its own process (its own process group, bound to 127.0.0.1, on a free port, storing in
 a temp dir) only while its workloads run, so the three never compete for the two cores. The clients run in
@@ -647,13 +648,37 @@ def push_ratio(results: dict[str, dict[str, Any] | None], consumers: int) -> flo
     return round(ours / max(peers), 3) if ours is not None and peers else None
 
 
+# --- contention ---------------------------------------------------------------------------------------------
+
+CONTEND_MAX_SECONDS = 1800  # each CPU-bound process exits by itself after this, should this script die first
+
+
+@contextlib.contextmanager
+def contention(k: int) -> Iterator[None]:
+    """``k`` CPU-bound processes (a busy loop each, their own session) for the duration of the block."""
+    spin = f"import time\nend = time.monotonic() + {CONTEND_MAX_SECONDS}\nwhile time.monotonic() < end: pass\n"
+    procs = [subprocess.Popen([sys.executable, "-c", spin], stdin=subprocess.DEVNULL, start_new_session=True)
+             for _ in range(k)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="5,000 messages and 3 s of latency (< 60 s)")
     parser.add_argument("--messages", type=int, help="messages per send workload (default 50,000; 5,000 quick)")
     parser.add_argument("--latency-seconds", type=float, help="length of the paced phase (default 10; 3 quick)")
     parser.add_argument("--only", choices=SYSTEMS, action="append", help="run only this system (repeatable)")
+    parser.add_argument("--contend", type=int, nargs="?", const=-1, default=0, metavar="K",
+                        help="run K CPU-bound processes beside every workload (default K: cores - 1)")
     args = parser.parse_args()
+    if args.contend < 0:
+        args.contend = max(1, (os.cpu_count() or 2) - 1)
     n = args.messages or (5_000 if args.quick else 50_000)
     latency_s = args.latency_seconds or (3.0 if args.quick else 10.0)
     # SIGTERM unwinds like Ctrl-C, so the servers' finally blocks run either way.
@@ -664,7 +689,7 @@ def main() -> int:
     results: dict[str, dict[str, Any] | None] = dict.fromkeys(SYSTEMS)
     notes: dict[str, str] = {}
     reasons = {"redis": missing("redis-server", "redis.asyncio"), "nats": missing("nats-server", "nats")}
-    with tempfile.TemporaryDirectory(prefix="pocketmq-e2e-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="pocketmq-e2e-") as tmp, contention(args.contend):
         for s in SYSTEMS:
             reason = "not selected (--only)" if args.only and s not in args.only else reasons.get(s)
             if reason:
@@ -678,6 +703,8 @@ def main() -> int:
                 notes[s] = f"failed: {type(e).__name__}: {e}"
                 print(f"{s}: {notes[s]}", file=sys.stderr)
 
+    if args.contend:
+        print(f"contention: {args.contend} CPU-bound process(es) ran beside every workload")
     print(f"pocketmq e2e: {n:,} messages of {BODY_BYTES} B per workload, batch {BATCH}, loopback, uvloop; "
           f"redis: {REDIS_PERSISTENCE}, redis-py parser {redis_parser()}; nats: JetStream file store")
     print_table(results)
@@ -703,7 +730,7 @@ def main() -> int:
         "latency_seconds": latency_s, "quick": args.quick, "redis_persistence": REDIS_PERSISTENCE,
         "redis_version": version("redis-server"), "nats_version": version("nats-server"),
         "redis_py_parser": redis_parser(),
-        "skipped": notes, "elapsed_s": round(time.monotonic() - started, 1),
+        "skipped": notes, "elapsed_s": round(time.monotonic() - started, 1), "contend": args.contend,
     }))
     return 0
 

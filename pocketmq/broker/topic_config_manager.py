@@ -172,6 +172,24 @@ class TopicConfigManager(ConfigManager):
         self._config_changed(topic)
         return True
 
+    def recover_topics(self, queue_counts: dict[str, int]) -> list[str]:
+        """Topics the store has queues of but this table lacks (``topics.json`` and its ``.bak`` lost, or a topic
+        created after the last write): add them, read-write, with as many queues as the store has, so their
+        messages stay reachable. The caller persists the table (on the event loop). Returns their names."""
+        recovered = []
+        for topic, queues in sorted(queue_counts.items()):
+            if topic in self.topic_config_table or tv.validate_topic(topic) is not None:
+                continue
+            self.topic_config_table[topic] = TopicConfig(topic, read_queue_nums=queues, write_queue_nums=queues,
+                                                         perm=_RW)
+            recovered.append(topic)
+        if recovered:
+            self.data_version.next_version()
+            log.warning("%d topic(s) found in the store but not in %s (nor its .bak), rebuilt from the consume "
+                        "queues: %s", len(recovered), self.config_file_path,
+                        ", ".join(recovered[:20]) + (" ..." if len(recovered) > 20 else ""))
+        return recovered
+
     def _config_changed(self, topic: str) -> None:
         dv = self.data_version
         dv.next_version()

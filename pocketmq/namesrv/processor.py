@@ -6,6 +6,16 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from pocketmq.common.compression import DEFAULT_INFLATE_LIMIT
+from pocketmq.remoting.admin_body import KVTable
+from pocketmq.remoting.admin_header import (
+    DeleteKVConfigRequestHeader,
+    GetKVConfigRequestHeader,
+    GetKVConfigResponseHeader,
+    GetKVListByNamespaceRequestHeader,
+    GetTopicsByClusterRequestHeader,
+    PutKVConfigRequestHeader,
+)
 from pocketmq.remoting.body import DataVersion, RegisterBrokerBody, body_crc32, encode_body, topic_route_body_dialect
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
@@ -22,6 +32,7 @@ from pocketmq.remoting.header import (
 from pocketmq.remoting.server import RemotingServer
 from pocketmq.remoting.transport import Channel
 
+from .kv_config_manager import KVConfigManager
 from .route_info_manager import RouteInfoManager
 
 log = logging.getLogger(__name__)
@@ -40,8 +51,15 @@ def _error(request: RemotingCommand, remark: str) -> RemotingCommand:
 class DefaultRequestProcessor:
     """Handles the codes in ``handlers``; anything else gets REQUEST_CODE_NOT_SUPPORTED from the server."""
 
-    def __init__(self, route_info_manager: RouteInfoManager) -> None:
+    def __init__(
+        self,
+        route_info_manager: RouteInfoManager,
+        inflate_limit: int = DEFAULT_INFLATE_LIMIT,
+        kv_config_manager: KVConfigManager | None = None,
+    ) -> None:
         self.route_info_manager = route_info_manager
+        self.inflate_limit = inflate_limit  # what a compressed REGISTER_BROKER body may inflate to (the frame limit)
+        self.kv_config_manager = kv_config_manager if kv_config_manager is not None else KVConfigManager()
         self.handlers: dict[int, _Handler] = {
             RequestCode.REGISTER_BROKER: self.register_broker,
             RequestCode.UNREGISTER_BROKER: self.unregister_broker,
@@ -50,6 +68,12 @@ class DefaultRequestProcessor:
             RequestCode.GET_BROKER_CLUSTER_INFO: self.get_broker_cluster_info,
             RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: self.get_all_topic_list_from_nameserver,
             RequestCode.DELETE_TOPIC_IN_NAMESRV: self.delete_topic_in_namesrv,
+            RequestCode.GET_TOPICS_BY_CLUSTER: self.get_topics_by_cluster,
+            RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS: self.get_system_topic_list_from_ns,
+            RequestCode.PUT_KV_CONFIG: self.put_kv_config,
+            RequestCode.GET_KV_CONFIG: self.get_kv_config,
+            RequestCode.DELETE_KV_CONFIG: self.delete_kv_config,
+            RequestCode.GET_KVLIST_BY_NAMESPACE: self.get_kv_list_by_namespace,
         }
 
     def register_to(self, server: RemotingServer) -> None:
@@ -82,9 +106,10 @@ class DefaultRequestProcessor:
                 request, f"crc32 not match: header {header.body_crc32}, body {body_crc32(request.body)}"
             )
         if request.body is not None and len(request.body) > DECODE_OFF_LOOP_BYTES:
-            body = await asyncio.to_thread(RegisterBrokerBody.decode, request.body, header.compressed)
+            body = await asyncio.to_thread(RegisterBrokerBody.decode, request.body, header.compressed,
+                                        self.inflate_limit)
         else:
-            body = RegisterBrokerBody.decode(request.body, header.compressed)
+            body = RegisterBrokerBody.decode(request.body, header.compressed, self.inflate_limit)
         delta_base = None
         if header.base_version_counter is not None:
             delta_base = DataVersion(header.base_version_timestamp or 0, header.base_version_counter)
@@ -169,3 +194,44 @@ class DefaultRequestProcessor:
         header = request.decode_header(DeleteTopicFromNamesrvRequestHeader)
         self.route_info_manager.delete_topic(header.topic, header.cluster_name)
         return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
+
+    def get_topics_by_cluster(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(GetTopicsByClusterRequestHeader)
+        body = request.encode_body(self.route_info_manager.get_topics_by_cluster(header.cluster))
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=body)
+
+    def get_system_topic_list_from_ns(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        body = request.encode_body(self.route_info_manager.get_system_topic_list())
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=body)
+
+    # --- KV config (DefaultRequestProcessor's putKVConfig ... getKVListByNamespace, same answers) ---
+
+    def put_kv_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(PutKVConfigRequestHeader)
+        self.kv_config_manager.put_kv_config(header.namespace, header.key, header.value)
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
+
+    def get_kv_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(GetKVConfigRequestHeader)
+        value = self.kv_config_manager.get_kv_config(header.namespace, header.key)
+        if value is None:
+            return RemotingCommand.response_to(
+                request,
+                ResponseCode.QUERY_NOT_FOUND,
+                remark=f"No config item, Namespace: {header.namespace} Key: {header.key}",
+            )
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, ext_fields=GetKVConfigResponseHeader(value))
+
+    def delete_kv_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(DeleteKVConfigRequestHeader)
+        self.kv_config_manager.delete_kv_config(header.namespace, header.key)
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
+
+    def get_kv_list_by_namespace(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(GetKVListByNamespaceRequestHeader)
+        table = self.kv_config_manager.get_kv_list_by_namespace(header.namespace)
+        if table is None:
+            return RemotingCommand.response_to(
+                request, ResponseCode.QUERY_NOT_FOUND, remark=f"No config item, Namespace: {header.namespace}"
+            )
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=request.encode_body(KVTable(table)))

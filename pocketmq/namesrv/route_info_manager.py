@@ -328,6 +328,17 @@ class RouteInfoManager:
             cluster_addr_table={cluster: set(names) for cluster, names in self.cluster_addr_table.items()},
         )
 
+    def get_topics_by_cluster(self, cluster: str) -> TopicList:
+        """The topics with a queue on a broker of ``cluster`` (getTopicsByCluster)."""
+        brokers = self.cluster_addr_table.get(cluster, set())
+        return TopicList(sorted(t for t, qds in self.topic_queue_table.items() if brokers & set(qds)))
+
+    def get_system_topic_list(self) -> TopicList:
+        """The cluster and broker names (each is a topic of its own in RocketMQ) and one broker address."""
+        names = sorted(set(self.cluster_addr_table) | {n for ns in self.cluster_addr_table.values() for n in ns})
+        addr = next((a for bd in self.broker_addr_table.values() for a in bd.broker_addrs.values()), None)
+        return TopicList(names, addr)
+
     def get_all_topic_list(self) -> TopicList:
         return TopicList(topic_list=sorted(self.topic_queue_table))
 

@@ -24,6 +24,8 @@ from typing import Any, Protocol, TypeVar
 
 import msgpack
 
+from pocketmq.common.compression import DEFAULT_INFLATE_LIMIT, InflateError, inflate
+
 from . import fastjson
 from .codes import MASTER_ID, BodyDialect, PermName
 from .errors import BodyError
@@ -46,8 +48,16 @@ def encode_body(obj: object, dialect: BodyDialect = BodyDialect.MSGPACK) -> byte
         to_dict = getattr(obj, "to_dict", None)
         if to_dict is not None:
             obj = to_dict()
-        return msgpack.packb(obj, use_bin_type=True)
+        return msgpack.packb(obj, use_bin_type=True, default=_msgpack_key)
     return fastjson.dumps(obj, standard=dialect == BodyDialect.STANDARD_JSON).encode("utf-8")
+
+
+def _msgpack_key(obj: object) -> object:
+    """An object msgpack has no form for: a body class used as a map key (Java's Map<MessageQueue, ...>) goes
+    as its JSON text, the form a JSON reader gives such a key back in (``admin_body.mq_from_key``)."""
+    if callable(getattr(obj, "to_dict", None)):
+        return fastjson.dumps(obj)
+    raise TypeError(f"{type(obj).__name__} cannot be written as msgpack")
 
 
 def decode_body(
@@ -376,15 +386,19 @@ class RegisterBrokerBody:
         return zlib.compress(data) if compress else data
 
     @classmethod
-    def decode(cls, data: bytes | None, compressed: bool = False) -> RegisterBrokerBody:
+    def decode(
+        cls, data: bytes | None, compressed: bool = False, inflate_limit: int = DEFAULT_INFLATE_LIMIT
+    ) -> RegisterBrokerBody:
+        """The body of a REGISTER_BROKER; a compressed one inflates to at most ``inflate_limit`` bytes (a
+        BodyError beyond), so a small deflated bomb costs no more than a frame."""
         if data is None:
             # No body: an empty table with version 0, as RocketMQ's name server assumes.
             return cls(TopicConfigSerializeWrapper(data_version=DataVersion(0, 0)))
         if compressed:
             try:
-                data = zlib.decompress(data)
-            except zlib.error as e:
-                raise BodyError("", f"bad zlib data ({e})") from None
+                data = inflate(data, inflate_limit)
+            except InflateError as e:
+                raise BodyError("", f"compressed body: {e}") from None
         body: RegisterBrokerBody = decode_body(data, cls)
         return body
 

@@ -16,6 +16,9 @@ from .mapped_file import fault_in_page_by_page
 from .mapped_file_queue import MappedFileQueue
 
 CQ_ENTRY = struct.Struct(">qiq")
+# Disk space a queue file reserves at a time, ahead of the dispatcher (whole entries: the dispatcher's fast
+# path writes while an entry ends within the reserved bytes).
+RESERVE_CHUNK = 3276 * CQ_STORE_UNIT_SIZE
 _PRE_BLANK = CQ_ENTRY.pack(0, CQ_PRE_BLANK_SIZE, 0)
 
 
@@ -25,14 +28,34 @@ class ConsumeQueue:
         self.queue_id = queue_id
         self.file_size = file_size
         self.mapped_file_queue = MappedFileQueue(os.path.join(root, topic, str(queue_id)), file_size,
-                                                 page_by_page=True)
+                                                 page_by_page=True, reserve_chunk=RESERVE_CHUNK)
         self.max_physic_offset = -1  # end (offset + size) of the last commit-log record indexed here
         self.min_logic_offset = 0  # in bytes
         # The delay topic's tags code holds the delivery time instead of a tag hash.
         self.is_schedule = topic == "SCHEDULE_TOPIC_XXXX"
+        # Files unmapped to bound the open descriptors (ConsumeQueueLru); readers fall back to pread.
+        self.parked = False
 
     def __repr__(self) -> str:
         return f"ConsumeQueue({self.topic}, {self.queue_id}, max={self.get_max_offset_in_queue()})"
+
+    # -- open files (ConsumeQueueLru) ----------------------------------------------------------------
+    def mapped_count(self) -> int:
+        """Mappings (each holding a descriptor) this queue keeps while not parked."""
+        return len(self.mapped_file_queue.files) + 1
+
+    def park(self) -> None:
+        """Unmap every file (the dispatcher's thread, or before start): reads use pread until unpark()."""
+        mfq = self.mapped_file_queue
+        mfq._drop_spare()
+        self.parked = True
+        for mf in mfq.files:
+            mf.park()
+
+    def unpark(self) -> None:
+        for mf in self.mapped_file_queue.files:
+            mf.unpark()
+        self.parked = False
 
     # -- load and recover -------------------------------------------------------------------------
     def load(self) -> None:
@@ -103,6 +126,20 @@ class ConsumeQueue:
             max_phys = max(max_phys, self._last_real_end(mf, keep))
         self.max_physic_offset = max_phys
 
+    def truncate_to_file_start(self, offset: int) -> None:
+        """Destroy the files from the one starting at `offset` (bytes) on, so that dispatch rebuilds them: what
+        a clean start does when a file of this queue is missing."""
+        mfq = self.mapped_file_queue
+        keep = [mf for mf in mfq.files if mf.file_from_offset < offset]
+        mfq.truncate_dirty_files(keep[-1].file_end_offset if keep else 0)
+        if not keep:
+            mfq.destroy()
+            self.min_logic_offset = 0
+        max_phys = -1
+        for mf in keep[-1:]:
+            max_phys = self._last_real_end(mf, mf.wrote_position // CQ_STORE_UNIT_SIZE)
+        self.max_physic_offset = max_phys
+
     # -- write ------------------------------------------------------------------------------------
     def put_message_position_info(self, offset: int, size: int, tags_code: int, cq_offset: int) -> bool:
         """Write entry `cq_offset`; entries already present (re-dispatch after a crash) are skipped."""
@@ -123,6 +160,8 @@ class ConsumeQueue:
         pos = expect - mf.file_from_offset
         if pos + CQ_STORE_UNIT_SIZE > self.file_size:
             return False
+        if pos + CQ_STORE_UNIT_SIZE > mf.reserved:
+            mf.reserve_to(pos + RESERVE_CHUNK)  # OSError (no space): the dispatcher retries this entry
         CQ_ENTRY.pack_into(mf.mm, pos, offset, size, tags_code)
         mf.wrote_position = pos + CQ_STORE_UNIT_SIZE
         self.max_physic_offset = offset + size
@@ -132,7 +171,7 @@ class ConsumeQueue:
         """Once the last file is half written, create the next one ahead of the dispatcher
         (MappedFileQueue.prepare_next_file); called by the consume-queue flush service."""
         mf = self.mapped_file_queue.last()
-        if mf is None or mf.wrote_position < self.file_size // 2:
+        if mf is None or mf.wrote_position < self.file_size // 2 or self.parked:
             return False
         return self.mapped_file_queue.prepare_next_file()
 
@@ -140,6 +179,7 @@ class ConsumeQueue:
         """A queue whose first file starts mid-way: fill the slots before `until` with (0, MAX_INT, 0)."""
         pos = 0
         end = until - mf.file_from_offset
+        mf.reserve_to(end + RESERVE_CHUNK)
         mm = mf.mm
         while pos < end:
             mm[pos:pos + CQ_STORE_UNIT_SIZE] = _PRE_BLANK
@@ -167,8 +207,8 @@ class ConsumeQueue:
         if end <= rel:
             return b""
         try:
-            return mf.mm[rel:end]
-        except ValueError:
+            return mf.read(rel, end - rel)
+        except (ValueError, OSError):  # deleted meanwhile
             return b""
 
     def get_entry(self, index: int) -> tuple[int, int, int] | None:
@@ -219,7 +259,7 @@ class ConsumeQueue:
         mfq = self.mapped_file_queue
         count = 0
         for mf in mfq.files[:-1]:
-            last = mf.mm[self.file_size - CQ_STORE_UNIT_SIZE:self.file_size]
+            last = mf.read(self.file_size - CQ_STORE_UNIT_SIZE, CQ_STORE_UNIT_SIZE)
             phys = CQ_ENTRY.unpack(last)[0]
             if phys < min_commit_log_offset:
                 count += 1
@@ -235,7 +275,7 @@ class ConsumeQueue:
         mf = self.mapped_file_queue.first()
         if mf is None:
             return
-        data = mf.mm[:mf.wrote_position]
+        data = mf.read(0, mf.wrote_position)
         for i, (phys, size, _t) in enumerate(CQ_ENTRY.iter_unpack(data)):
             if size != CQ_PRE_BLANK_SIZE and phys >= min_commit_log_offset:
                 self.min_logic_offset = max(self.min_logic_offset, mf.file_from_offset + i * CQ_STORE_UNIT_SIZE)

@@ -12,7 +12,7 @@ import pathlib
 import re
 
 import pytest
-from conftest import create_topic, delete_topic, stored_messages
+from spark_admin import create_topic, delete_topic, stored_messages
 
 from pocketmq.client import Message, MessageQueue, SyncProducer, SyncPullConsumer
 

@@ -2,6 +2,7 @@
 
     python bench/e2e.py            # 50,000 messages of 128 B per workload, 10 s of latency, ~2 min
     python bench/e2e.py --quick    # 5,000 messages, 3 s of latency, < 60 s
+    python bench/e2e.py --contend  # the same beside cores - 1 CPU-bound processes (--contend K: K of them)
 
 Each server runs as its own process (its own process group, bound to 127.0.0.1, on a free port, storing in
 a temp dir) only while its workloads run, so the three never compete for the two cores. The clients run in
@@ -739,6 +740,26 @@ def push_ratio(results: dict[str, dict[str, Any] | None], consumers: int, system
     return round(ours / max(peers), 3) if ours is not None and peers else None
 
 
+# --- contention ---------------------------------------------------------------------------------------------
+
+CONTEND_MAX_SECONDS = 1800  # each CPU-bound process exits by itself after this, should this script die first
+
+
+@contextlib.contextmanager
+def contention(k: int) -> Iterator[None]:
+    """``k`` CPU-bound processes (a busy loop each, their own session) for the duration of the block."""
+    spin = f"import time\nend = time.monotonic() + {CONTEND_MAX_SECONDS}\nwhile time.monotonic() < end: pass\n"
+    procs = [subprocess.Popen([sys.executable, "-c", spin], stdin=subprocess.DEVNULL, start_new_session=True)
+             for _ in range(k)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="5,000 messages and 3 s of latency (< 60 s)")
@@ -749,8 +770,12 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, help="pocketmq rounds, msgpack and native alternating (default 3; "
                         "2 quick)")
     parser.add_argument("--no-cpp", action="store_true", help="leave out RocketMQ's C++ client")
+    parser.add_argument("--contend", type=int, nargs="?", const=-1, default=0, metavar="K",
+                        help="run K CPU-bound processes beside every workload (default K: cores - 1)")
     args = parser.parse_args()
     rounds = args.rounds or (2 if args.quick else 3)
+    if args.contend < 0:
+        args.contend = max(1, (os.cpu_count() or 2) - 1)
     n = args.messages or (5_000 if args.quick else 50_000)
     latency_s = args.latency_seconds or (3.0 if args.quick else 10.0)
     # SIGTERM unwinds like Ctrl-C, so the servers' finally blocks run either way.
@@ -770,7 +795,7 @@ def main() -> int:
     if cpp_missing:
         notes["rocketmq_cpp"] = cpp_missing
     reasons = {"redis": missing("redis-server", "redis.asyncio"), "nats": missing("nats-server", "nats")}
-    with tempfile.TemporaryDirectory(prefix="pocketmq-e2e-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="pocketmq-e2e-") as tmp, contention(args.contend):
         for s in ("pocketmq", *PEERS):
             reason = "not selected (--only)" if args.only and s not in args.only else reasons.get(s)
             if reason:
@@ -794,6 +819,8 @@ def main() -> int:
             per_round = {p: [{w: f.get("tps", f.get("msgs_per_s", f.get("p50_ms"))) for w, f in r.items()}
                              for r in got[p]] for p in PROTOCOLS}
 
+    if args.contend:
+        print(f"contention: {args.contend} CPU-bound process(es) ran beside every workload")
     print(f"pocketmq e2e: {n:,} messages of {BODY_BYTES} B per workload, batch {BATCH}, loopback, uvloop; pocketmq "
           f"rows: medians of {rounds} rounds (pocketmq_native: ClientConfig(protocol='rocketmq'); rocketmq_cpp: "
           "RocketMQ's C++ client 0.4.4); "
@@ -827,7 +854,7 @@ def main() -> int:
         "latency_seconds": latency_s, "quick": args.quick, "redis_persistence": REDIS_PERSISTENCE,
         "redis_version": version("redis-server"), "nats_version": version("nats-server"),
         "redis_py_parser": redis_parser(),
-        "skipped": notes, "elapsed_s": round(time.monotonic() - started, 1),
+        "skipped": notes, "elapsed_s": round(time.monotonic() - started, 1), "contend": args.contend,
     }))
     return 0
 

@@ -230,7 +230,7 @@ class Channel:
             else:
                 self._write(data)
             if self._poller is not None:
-                self._poller.poke()
+                self._poller.poke(arrived=False)
             return await fut
         finally:
             pending.pop(opaque, None)

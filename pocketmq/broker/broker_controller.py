@@ -44,6 +44,7 @@ from .processor import (
     SendMessageProcessor,
 )
 from .processor.admin_ext_processor import AdminExtProcessor
+from .processor.reply_message_processor import ReplyMessageProcessor
 from .processor.consumer_manage_processor import total_physical_memory
 from .schedule import ScheduleMessageService
 from .stats import BrokerStatsManager
@@ -117,6 +118,7 @@ class BrokerController:
             ConsumerManageProcessor(self),
             AdminBrokerProcessor(self),
             AdminExtProcessor(self),
+            ReplyMessageProcessor(self),
         )
         for p in processors:
             p.register_to(self.remoting_server)

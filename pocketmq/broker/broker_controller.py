@@ -44,8 +44,8 @@ from .processor import (
     SendMessageProcessor,
 )
 from .processor.admin_ext_processor import AdminExtProcessor
-from .processor.reply_message_processor import ReplyMessageProcessor
 from .processor.consumer_manage_processor import total_physical_memory
+from .processor.reply_message_processor import ReplyMessageProcessor
 from .schedule import ScheduleMessageService
 from .stats import BrokerStatsManager
 from .subscription_group_manager import SubscriptionGroupManager

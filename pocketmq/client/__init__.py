@@ -39,9 +39,9 @@ from .message_listener import (
 )
 from .message_util import MessageUtil, create_reply_message
 from .producer import Producer, SendCallback
-from .request_future_holder import RequestCallback
 from .pull_consumer import PullConsumer
 from .push_consumer import PushConsumer
+from .request_future_holder import RequestCallback
 from .selector import MessageQueueSelector, select_message_queue_by_hash, select_message_queue_by_random
 from .sync import SyncProducer, SyncPullConsumer, SyncPushConsumer
 

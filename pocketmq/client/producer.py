@@ -26,8 +26,6 @@ from .client_config import ClientConfig
 from .exceptions import ClientErrorCode, MQBrokerException, MQClientException, RequestTimeoutException
 from .fault_strategy import MQFaultStrategy
 from .message import Message, MessageExt, SendResult, SendStatus
-from .mq_admin import query_message, query_message_by_id
-from .mq_client_instance import MQClientInstance
 from .message_util import (
     PROPERTY_CORRELATION_ID,
     PROPERTY_MESSAGE_REPLY_TO_CLIENT,
@@ -35,6 +33,8 @@ from .message_util import (
     PROPERTY_MESSAGE_TYPE,
     REPLY_MESSAGE_FLAG,
 )
+from .mq_admin import query_message, query_message_by_id
+from .mq_client_instance import MQClientInstance
 from .mq_client_manager import MQClientManager
 from .request_future_holder import RequestCallback
 from .selector import MessageQueueSelector
@@ -282,7 +282,7 @@ class Producer:
         self._async_requests.add(task)
         task.add_done_callback(self._async_requests.discard)
         if callback is not None:
-            task.add_done_callback(lambda t: _run_callback(callback, t))  # type: ignore[arg-type]
+            task.add_done_callback(lambda t: _run_callback(callback, t))
         return task
 
     async def _prepare_send_request(self, msg: Message, timeout: float) -> str:

@@ -23,8 +23,8 @@ from pocketmq.remoting.client_body import MessageQueue
 from .message import Message, MessageExt, PullResult, SendResult
 from .producer import Producer, SendCallback
 from .pull_consumer import PullConsumer
-from .request_future_holder import RequestCallback
 from .push_consumer import PushConsumer
+from .request_future_holder import RequestCallback
 from .selector import MessageQueueSelector
 
 T = TypeVar("T")

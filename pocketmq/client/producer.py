@@ -40,6 +40,8 @@ from .request_future_holder import RequestCallback
 from .selector import MessageQueueSelector
 from .send_request import SendRequestOptions, build_send_request
 from .topic_publish_info import TopicPublishInfo
+from .trace.async_trace_dispatcher import AsyncTraceDispatcher
+from .trace.trace_hooks import SendMessageTraceHook
 from .validators import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     DEFAULT_PRODUCER_GROUP,
@@ -95,10 +97,14 @@ class Producer:
         default_topic_queue_nums: int = 4,
         create_topic_key: str = AUTO_CREATE_TOPIC_KEY_TOPIC,
         send_latency_fault_enable: bool = False,
+        enable_msg_trace: bool = False,
+        custom_trace_topic: str | None = None,
         **client_options: Any,
     ) -> None:
         """``client_options`` are ClientConfig fields: instance_name, client_ip, poll_name_server_interval,
-        heartbeat_broker_interval, mq_client_api_timeout, connect_timeout, unit_name, busy_poll, protocol."""
+        heartbeat_broker_interval, mq_client_api_timeout, connect_timeout, unit_name, busy_poll, protocol.
+        ``enable_msg_trace`` records each send in the trace topic (RMQ_SYS_TRACE_TOPIC or
+        ``custom_trace_topic``), as RocketMQ's DefaultMQProducer(group, enableMsgTrace, customizedTraceTopic)."""
         self.group = group
         self.client_config = ClientConfig(namesrv_addr=namesrv_addr, **client_options)
         self.send_timeout = send_timeout
@@ -117,6 +123,10 @@ class Producer:
         self._async_sends: set[asyncio.Task[SendResult]] = set()
         self._async_requests: set[asyncio.Task[MessageExt]] = set()
         self._options: SendRequestOptions | None = None
+        self.enable_msg_trace = enable_msg_trace
+        self.custom_trace_topic = custom_trace_topic
+        self.trace_dispatcher: AsyncTraceDispatcher | None = None
+        self._send_hook: SendMessageTraceHook | None = None
 
     # --- lifecycle -----------------------------------------------------------------------------------------
 
@@ -146,6 +156,16 @@ class Producer:
         self._instance = instance
         await instance.start()
         await instance.send_heartbeat_to_all_brokers()
+        if self.enable_msg_trace:
+            await self._start_trace()
+
+    async def _start_trace(self) -> None:
+        dispatcher = AsyncTraceDispatcher(self.group, self.client_config, self.custom_trace_topic)
+        await dispatcher.start()
+        self.trace_dispatcher = dispatcher
+        self._send_hook = SendMessageTraceHook(dispatcher, self.group)
+        # Only a traced producer pays for the hook: its instance attribute shadows the class's method.
+        self._send_kernel_impl = self._traced_send_kernel_impl  # type: ignore[method-assign]
 
     async def shutdown(self) -> None:
         """Let async sends in flight finish, unregister the group from the brokers, release the instance."""
@@ -158,6 +178,11 @@ class Producer:
             task.cancel()  # no reply can reach a client that is going away
         if self._async_requests:
             await asyncio.wait(list(self._async_requests))
+        if self.trace_dispatcher is not None:
+            dispatcher, self.trace_dispatcher = self.trace_dispatcher, None
+            await dispatcher.shutdown()  # sends the records still queued
+            del self._send_kernel_impl
+            self._send_hook = None
         self._instance = None
         await instance.unregister_producer(self.group)
         await instance.shutdown()
@@ -443,6 +468,18 @@ class Producer:
             return instance.mq_client_api.send_reply_message(addr, mq.broker_name, header, body, timeout, uniq_id, mq)
         return instance.mq_client_api.send_message(addr, mq.broker_name, header, body, timeout, uniq_id, mq)
 
+    async def _traced_send_kernel_impl(
+        self, msg: Message, mq: MessageQueue, mode: CommunicationMode, timeout: float
+    ) -> SendResult | None:
+        """_send_kernel_impl with the trace hook around it (SendMessageTraceHookImpl): a Pub record a send."""
+        hook = self._send_hook
+        if hook is None:
+            return await Producer._send_kernel_impl(self, msg, mq, mode, timeout)
+        ctx = hook.send_message_before(msg, mq, self.instance.find_broker_address_in_publish(mq.broker_name))
+        result = await Producer._send_kernel_impl(self, msg, mq, mode, timeout)
+        hook.send_message_after(ctx, result)
+        return result
+
     async def _send_kernel_impl_after_route(
         self, msg: Message, mq: MessageQueue, mode: CommunicationMode, timeout: float
     ) -> SendResult | None:
@@ -455,7 +492,8 @@ class Producer:
         cost = loop.time() - begin
         if timeout < cost:
             raise RemotingTimeoutError("sendKernelImpl call timeout")
-        return await self._send_kernel_impl(msg, mq, mode, timeout - cost)
+        # (the class's method: a traced producer's own attribute would trace this send a second time)
+        return await Producer._send_kernel_impl(self, msg, mq, mode, timeout - cost)
 
     def _request_options(self) -> SendRequestOptions:
         """The producer's settings a request carries; rebuilt only when one of them was changed (they are

@@ -17,6 +17,7 @@ from typing import Protocol
 from pocketmq.common.compression import inflate
 from pocketmq.common.constants import COMPRESSED_FLAG
 from pocketmq.common.message import MessageExt, properties_to_string
+from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import HeaderError
@@ -57,10 +58,8 @@ class RequestFutureHolder:
         future.set_result(reply)
         return True
 
-    def register(self, remoting_client: object) -> None:
-        remoting_client.register_processor(  # type: ignore[attr-defined]
-            RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, self.receive_reply_message
-        )
+    def register(self, remoting_client: RemotingClient) -> None:
+        remoting_client.register_processor(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, self.receive_reply_message)
 
     async def receive_reply_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         receive_time = time.time_ns() // 1_000_000

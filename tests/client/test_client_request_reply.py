@@ -175,3 +175,29 @@ def test_create_reply_message_needs_the_cluster() -> None:
     with pytest.raises(MQClientException) as info:
         MessageUtil.create_reply_message(Message("T", b"x"), b"y")
     assert info.value.response_code == ClientErrorCode.CREATE_REPLY_MESSAGE_EXCEPTION
+
+
+async def test_sync_producer_request_and_a_request_to_a_chosen_queue(push_cluster, poll) -> None:
+    from pocketmq.client import MessageQueue, SyncProducer
+
+    topic = unique("ReqT")
+    await create_topic(push_cluster, topic, 2)
+    consumer, replier = await start_replier(push_cluster, topic)
+    try:
+        await wait_assigned(consumer, poll, 2)
+        sync = await asyncio.to_thread(SyncProducer, unique("ReqPG"), push_cluster.namesrv_addr,
+                                       instance_name=unique("sync"))
+        try:
+            reply = await asyncio.to_thread(sync.request, Message(topic, b"blocking"), 5.0)
+            assert reply.body == b"re:blocking"
+            fut = await asyncio.to_thread(sync.request_async, Message(topic, b"later"), None, 5.0)
+            assert (await asyncio.wrap_future(fut)).body == b"re:later"
+            queue = MessageQueue(topic, push_cluster.broker.broker_config.broker_name, 1)
+            reply = await asyncio.to_thread(sync.request, Message(topic, b"on q1"), 5.0, queue=queue)
+            assert reply.body == b"re:on q1"
+            assert next(m for m in consumer.seen if m.body == b"on q1").queue_id == 1
+        finally:
+            await asyncio.to_thread(sync.close)
+    finally:
+        await consumer.shutdown()
+        await replier.shutdown()

@@ -12,6 +12,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from push_helpers import FAST_BROKER, create_topic, make_consumer, unique
 
 from pocketmq.cli import main
@@ -229,3 +231,30 @@ def test_encoder_writes_what_the_reference_decoder_reads_and_back() -> None:
     assert back[0].trace_beans[0].offset_msg_id == "OFF1" and back[0].cost_time == 7 and back[0].success
     assert back[1].request_id == "R1" and back[1].trace_beans[0].retry_times == 2
     assert back[4].success is False and back[4].time_stamp == 1700000000300
+
+
+_text = st.text(alphabet=st.characters(blacklist_characters="\x01\x02", blacklist_categories=("Cs",)), max_size=20)
+
+
+@given(topic=_text, msg_id=_text.filter(bool), tags=_text, keys=_text, group=_text, cost=st.integers(0, 10**6),
+       ok=st.booleans(), retry=st.integers(0, 16), code=st.integers(0, 4))
+def test_records_survive_encoding_whatever_the_text(topic: str, msg_id: str, tags: str, keys: str, group: str,
+                                                    cost: int, ok: bool, retry: int, code: int) -> None:
+    """Any field value (but the separators) comes back from pocketmq's decoder, an empty one as Java's
+    "null", and the reference decoder reads every record."""
+    null = lambda v: v or "null"  # noqa: E731
+    pub = TraceContext(TraceType.Pub, 1, "R", group, cost_time=cost, success=ok, trace_beans=[
+        TraceBean(topic=topic, msg_id=msg_id, tags=tags, keys=keys, offset_msg_id="O", body_length=3)])
+    before = TraceContext(TraceType.SubBefore, 2, "R", group, request_id="Q", trace_beans=[
+        TraceBean(msg_id=msg_id, retry_times=retry, keys=keys)])
+    after = TraceContext(TraceType.SubAfter, 3, request_id="Q", cost_time=cost, success=ok, context_code=code,
+                         trace_beans=before.trace_beans)
+    body = "".join(encoder_from_context_bean(c).trans_data for c in (pub, before, after))
+    assert len(reference_decode(body.encode())) == 3
+    p, b, a = decoder_from_trace_data_string(body)
+    assert (p.trace_beans[0].topic, p.trace_beans[0].tags, p.trace_beans[0].keys) == (null(topic), null(tags),
+                                                                                       null(keys))
+    assert (p.group_name, p.cost_time, p.success, p.trace_beans[0].msg_id) == (null(group), cost, ok, msg_id)
+    assert (b.trace_beans[0].retry_times, b.request_id, b.group_name) == (retry, "Q", null(group))
+    assert (a.success, a.context_code, a.cost_time, a.time_stamp, a.trace_beans[0].msg_id) == (ok, code, cost, 3,
+                                                                                                msg_id)

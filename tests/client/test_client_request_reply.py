@@ -50,15 +50,18 @@ async def wait_assigned(consumer: Any, poll: Any, queues: int) -> None:
     await poll(lambda: len([q for q in consumer.assigned_queues() if not q.topic.startswith("%RETRY%")]) == queues)
 
 
-@pytest.mark.parametrize("protocol", ["msgpack", "rocketmq"])
-async def test_request_is_answered_with_the_reply(push_cluster, poll, protocol: str) -> None:
+@pytest.mark.parametrize(("protocol", "requester_protocol"),
+                         [("msgpack", "msgpack"), ("rocketmq", "rocketmq"), ("rocketmq", "msgpack")])
+async def test_request_is_answered_with_the_reply(push_cluster, poll, protocol: str, requester_protocol: str) -> None:
+    """The replier's protocol and the requester's: the broker pushes the reply in the codec the requester's
+    connection speaks, whichever carried the reply to it."""
     topic = unique("ReqT")
     await create_topic(push_cluster, topic, 2)
     consumer, replier = await start_replier(push_cluster, topic, protocol)
     try:
         await wait_assigned(consumer, poll, 2)
         async with Producer(unique("ReqPG"), push_cluster.namesrv_addr, instance_name=unique("req"),
-                            protocol=protocol) as requester:
+                            protocol=requester_protocol) as requester:
             reply = await requester.request(Message(topic, b"ping", tags="T"), timeout=5.0)
             assert reply.body == b"re:ping"
             request = consumer.seen[0]
@@ -198,6 +201,23 @@ async def test_sync_producer_request_and_a_request_to_a_chosen_queue(push_cluste
             assert next(m for m in consumer.seen if m.body == b"on q1").queue_id == 1
         finally:
             await asyncio.to_thread(sync.close)
+    finally:
+        await consumer.shutdown()
+        await replier.shutdown()
+
+
+async def test_a_compressed_reply_arrives_decompressed(push_cluster, poll) -> None:
+    """A reply over compress_over (4 KiB) goes compressed, with the flag in sysFlag; the requester inflates it."""
+    topic = unique("ReqT")
+    await create_topic(push_cluster, topic, 1)
+    consumer, replier = await start_replier(push_cluster, topic)
+    try:
+        await wait_assigned(consumer, poll, 1)
+        body = bytes(range(256)) * 64  # 16 KiB
+        async with Producer(unique("ReqPG"), push_cluster.namesrv_addr, instance_name=unique("req")) as requester:
+            reply = await requester.request(Message(topic, body), timeout=5.0)
+        assert reply.body == b"re:" + body
+        assert reply.sys_flag & 0x1 == 0  # decompressed, flag cleared
     finally:
         await consumer.shutdown()
         await replier.shutdown()

@@ -258,3 +258,26 @@ def test_records_survive_encoding_whatever_the_text(topic: str, msg_id: str, tag
     assert (b.trace_beans[0].retry_times, b.request_id, b.group_name) == (retry, "Q", null(group))
     assert (a.success, a.context_code, a.cost_time, a.time_stamp, a.trace_beans[0].msg_id) == (ok, code, cost, 3,
                                                                                                 msg_id)
+
+
+async def test_lite_pull_consumer_is_traced(cluster, poll) -> None:
+    from pocketmq.client import LitePullConsumer
+
+    topic, cgroup = unique("TraceT"), unique("TraceLG")
+    await create_topic(cluster, topic, 1)
+    async with Producer(unique("TracePG"), cluster.namesrv_addr, instance_name=unique("tp")) as producer:
+        result = await producer.send(Message(topic, b"polled"))  # untraced producer: Sub records only
+    consumer = LitePullConsumer(cgroup, cluster.namesrv_addr, instance_name=unique("lp"), enable_msg_trace=True,
+                                consume_from_where="CONSUME_FROM_FIRST_OFFSET", rebalance_interval=0.2)
+    consumer.subscribe(topic, "*")
+    async with consumer:
+        polled: list[Any] = []
+        for _ in range(100):
+            polled += await consumer.poll(timeout=0.1)
+            if polled:
+                break
+    assert [m.body for m in polled] == [b"polled"]
+    records, _ = await trace_records(cluster, result.msg_id, poll, {"SubBefore", "SubAfter"})
+    assert pub_count(records) == 0
+    assert next(r for r in records if r["type"] == "SubBefore")["group"] == cgroup
+    assert next(r for r in records if r["type"] == "SubAfter")["success"] == "true"

@@ -46,6 +46,7 @@ from .processor import (
 )
 from .processor.admin_ext_processor import AdminExtProcessor
 from .processor.consumer_manage_processor import total_physical_memory
+from .processor.reply_message_processor import ReplyMessageProcessor
 from .schedule import ScheduleMessageService
 from .stats import BrokerStatsManager
 from .subscription_group_manager import SubscriptionGroupManager
@@ -118,6 +119,7 @@ class BrokerController:
             ConsumerManageProcessor(self),
             AdminBrokerProcessor(self),
             AdminExtProcessor(self),
+            ReplyMessageProcessor(self),
         )
         for p in processors:
             p.register_to(self.remoting_server)

@@ -115,6 +115,9 @@ class BrokerConfig:
     broker_topic_enable: bool = _f(True, "brokerTopicEnable")
     trace_topic_enable: bool = _f(False, "traceTopicEnable")
     msg_trace_topic_name: str = _f("RMQ_SYS_TRACE_TOPIC", "msgTraceTopicName")
+    # A reply (SEND_REPLY_MESSAGE) is pushed to the requesting client and, with this on, also stored in the
+    # reply topic (<cluster>_REPLY_TOPIC).
+    store_reply_message_enable: bool = _f(True, "storeReplyMessageEnable")
 
     # --- name server registration ---
     register_name_server_period: float = _f(30.0, "registerNameServerPeriod", "ms")

@@ -21,7 +21,14 @@ from .allocate import (
 )
 from .batch import MessageBatch
 from .consumer_enums import ConsumeFromWhere, MessageModel
-from .exceptions import ClientErrorCode, MQBrokerException, MQClientException, NameServerAddressError, RemotingException
+from .exceptions import (
+    ClientErrorCode,
+    MQBrokerException,
+    MQClientException,
+    NameServerAddressError,
+    RemotingException,
+    RequestTimeoutException,
+)
 from .lite_pull_consumer import LitePullConsumer
 from .message import Message, PullResult, PullStatus, SendResult, SendStatus
 from .message_listener import (
@@ -30,9 +37,11 @@ from .message_listener import (
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
 )
+from .message_util import MessageUtil, create_reply_message
 from .producer import Producer, SendCallback
 from .pull_consumer import PullConsumer
 from .push_consumer import PushConsumer
+from .request_future_holder import RequestCallback
 from .selector import MessageQueueSelector, select_message_queue_by_hash, select_message_queue_by_random
 from .sync import SyncProducer, SyncPullConsumer, SyncPushConsumer
 
@@ -55,6 +64,7 @@ __all__ = [
     "MessageQueue",
     "MessageModel",
     "MessageQueueSelector",
+    "MessageUtil",
     "NameServerAddressError",
     "Producer",
     "PullConsumer",
@@ -62,12 +72,15 @@ __all__ = [
     "PullStatus",
     "PushConsumer",
     "RemotingException",
+    "RequestCallback",
+    "RequestTimeoutException",
     "SendCallback",
     "SendResult",
     "SendStatus",
     "SyncProducer",
     "SyncPullConsumer",
     "SyncPushConsumer",
+    "create_reply_message",
     "select_message_queue_by_hash",
     "select_message_queue_by_random",
 ]

@@ -54,6 +54,9 @@ from .process_queue import ProcessQueue
 from .pull_api import PullAPIWrapper, build_sys_flag
 from .rebalance_lite_pull_impl import RebalanceLitePullImpl
 from .topic_publish_info import topic_route_data_to_subscribe_info
+from .trace.async_trace_dispatcher import AsyncTraceDispatcher
+from .trace.trace_context import ConsumeReturnType
+from .trace.trace_hooks import ConsumeMessageTraceHook
 from .validators import DEFAULT_CONSUMER_GROUP, check_group, check_topic
 
 log = logging.getLogger(__name__)
@@ -100,6 +103,8 @@ class LitePullConsumer(RebalancedConsumerInner):
         self.subscriptions: dict[str, SubscriptionData] = {}
         self.assigned_message_queue = AssignedMessageQueue()
         self.running = False
+        self.trace_dispatcher: AsyncTraceDispatcher | None = None
+        self.trace_hook: ConsumeMessageTraceHook | None = None  # set while tracing (enable_msg_trace)
         self.consume_request_flow_control_times = 0
         self.queue_flow_control_times = 0
         self.queue_max_span_flow_control_times = 0
@@ -253,6 +258,11 @@ class LitePullConsumer(RebalancedConsumerInner):
         self._cache_not_empty = asyncio.Event()
         self.running = True
         await instance.start()
+        if self.config.enable_msg_trace:
+            dispatcher = AsyncTraceDispatcher(self.group, self.client_config, self.config.custom_trace_topic)
+            await dispatcher.start()
+            self.trace_dispatcher = dispatcher
+            self.trace_hook = ConsumeMessageTraceHook(dispatcher, self.group)
         try:
             for topic in list(self.subscriptions):
                 await instance.update_topic_route_info_from_name_server(topic, unreachable_raises=True)
@@ -286,6 +296,9 @@ class LitePullConsumer(RebalancedConsumerInner):
         await asyncio.gather(*tasks, return_exceptions=True)
         self._task_table.clear()
         await self.persist_consumer_offset()
+        if self.trace_dispatcher is not None:
+            dispatcher, self.trace_dispatcher, self.trace_hook = self.trace_dispatcher, None, None
+            await dispatcher.shutdown()  # sends the records still queued
         await instance.unregister_consumer(self.group)
         self.assigned_message_queue.clear()
         self._consume_request_cache.clear()
@@ -332,6 +345,10 @@ class LitePullConsumer(RebalancedConsumerInner):
                 state = self.assigned_message_queue.get(request.message_queue)
                 if state is not None and offset >= 0:
                     state.consume_offset = offset
+                trace = self.trace_hook
+                if trace is not None:  # as RocketMQ's poll: handed over counts as consumed, successfully
+                    before = trace.consume_message_before(request.messages)
+                    trace.consume_message_after(before, len(request.messages), True, ConsumeReturnType.SUCCESS)
                 return request.messages
             remaining = deadline - loop.time()
             if remaining <= 0 or not self.running:

@@ -56,6 +56,8 @@ from .push_consumer_config import PushConsumerConfig
 from .rebalance_push_impl import RebalancePushImpl
 from .send_request import SendRequestOptions, build_send_request
 from .topic_publish_info import topic_route_data_to_publish_info
+from .trace.async_trace_dispatcher import AsyncTraceDispatcher
+from .trace.trace_hooks import ConsumeMessageTraceHook
 from .validators import DEFAULT_CONSUMER_GROUP, check_group, check_topic
 
 log = logging.getLogger(__name__)
@@ -103,6 +105,8 @@ class DefaultMQPushConsumerImpl(RebalancedConsumerInner):
         self.consume_message_service: ConsumeMessageService | None = None
         self._tasks = TaskTracker(log)
         self._learning_routes = False
+        self.trace_dispatcher: AsyncTraceDispatcher | None = None
+        self.trace_hook: ConsumeMessageTraceHook | None = None  # set while tracing (enable_msg_trace)
 
     # --- state ---------------------------------------------------------------------------------------------
 
@@ -210,6 +214,11 @@ class DefaultMQPushConsumerImpl(RebalancedConsumerInner):
         self.running = True
         self.start_timestamp = int(time.time() * 1000)
         self._tasks = TaskTracker(log)
+        if cfg.enable_msg_trace:
+            dispatcher = AsyncTraceDispatcher(self.group, self.client_config, cfg.custom_trace_topic)
+            await dispatcher.start()
+            self.trace_dispatcher = dispatcher
+            self.trace_hook = ConsumeMessageTraceHook(dispatcher, self.group)
         self.consume_message_service.start()
         await instance.start()
         try:
@@ -239,6 +248,9 @@ class DefaultMQPushConsumerImpl(RebalancedConsumerInner):
             log.warning("%s: %d background tasks ignored cancellation", self.group, stuck)
         assert self.consume_message_service is not None
         await self.consume_message_service.shutdown(self.config.await_termination_when_shutdown)
+        if self.trace_dispatcher is not None:
+            dispatcher, self.trace_dispatcher, self.trace_hook = self.trace_dispatcher, None, None
+            await dispatcher.shutdown()  # sends the records still queued
         await self.persist_consumer_offset()
         await instance.unregister_consumer(self.group)
         for pq in self.rebalance_impl.process_queue_table.values():

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PROPERTY_TRANSACTION_PREPARED = "TRAN_MSG"
+_PROPERTY_REPLY_TO_CLIENT, _PROPERTY_CLUSTER = "REPLY_TO_CLIENT", "CLUSTER"
 # MQVersion.Version.V3_4_9.ordinal(): from this client version on, the header's maxReconsumeTimes counts.
 _V3_4_9 = 121
 _SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)  # (a plain int: Enum members are slow to read)
@@ -83,6 +84,11 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             )
         props_string = header.properties or ""
         props = string_to_properties(props_string)
+        if _PROPERTY_REPLY_TO_CLIENT in props and _PROPERTY_CLUSTER not in props:
+            # A request (Producer.request): its replier learns the reply topic, <cluster>_REPLY_TOPIC, from
+            # CLUSTER. RocketMQ 4.9.8 adds CLUSTER to every message; pocketmq only to the ones that need it.
+            props[_PROPERTY_CLUSTER] = self.controller.broker_config.broker_cluster_name
+            props_string = properties_to_string(props)
         topic = header.topic
         if topic.startswith(tv.RETRY_GROUP_TOPIC_PREFIX):
             rerouted = self._handle_retry_and_dlq(request, header, props)

@@ -35,6 +35,13 @@ from .pull_consumer import PullConsumer
 from .push_consumer import PushConsumer
 from .selector import MessageQueueSelector, select_message_queue_by_hash, select_message_queue_by_random
 from .sync import SyncProducer, SyncPullConsumer, SyncPushConsumer
+from .transaction_producer import (
+    LocalTransactionState,
+    TransactionListener,
+    TransactionMQProducer,
+    TransactionProducer,
+    TransactionSendResult,
+)
 
 __all__ = [
     "AllocateMessageQueueAveragely",
@@ -68,6 +75,11 @@ __all__ = [
     "SyncProducer",
     "SyncPullConsumer",
     "SyncPushConsumer",
+    "LocalTransactionState",
+    "TransactionListener",
+    "TransactionMQProducer",
+    "TransactionProducer",
+    "TransactionSendResult",
     "select_message_queue_by_hash",
     "select_message_queue_by_random",
 ]

@@ -264,3 +264,29 @@ async def test_a_listener_that_raises_leaves_it_to_the_check(cluster: Any, poll)
         assert result.local_transaction_state is UNKNOW
         await poll(lambda: cluster.broker.end_transaction_processor.rolled_back == 1)
     assert await pull_all(cluster, topic) == []
+
+
+def test_the_readme_transaction_example_runs(tmp_path: Any) -> None:
+    import pathlib
+    import re
+    import subprocess
+    import sys
+    import time
+
+    readme = pathlib.Path(__file__).resolve().parents[2] / "README.md"
+    [example] = [b for b in re.findall(r"```python\n(.*?)```", readme.read_text(), re.S) if "TransactionProducer" in b]
+    with embedded.ThreadedCluster(tmp_path) as cluster:
+        script = tmp_path / "txn.py"
+        script.write_text(example.replace("127.0.0.1:9876", cluster.namesrv_addr))
+        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert "SendStatus.SEND_OK LocalTransactionState.COMMIT_MESSAGE" in proc.stdout
+        def committed() -> list[bytes]:
+            cluster.wait_dispatched()
+            get = cluster.store.get_message
+            return [m.body for q in range(8) for m in decode_all(get("t", "Payments", q, 0, 32).body)]
+
+        deadline = time.monotonic() + 10  # (END_TRANSACTION is one-way: the broker may still be writing)
+        while not committed() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert committed() == [b"order 1 paid"]

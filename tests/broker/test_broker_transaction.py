@@ -98,6 +98,9 @@ async def test_end_transaction_refuses_what_does_not_match_the_half_message(
         (end(sent, TRANSACTION_ROLLBACK_TYPE, commit_log_offset=decode_message_id(plain.msg_id)[1]),
          "Find prepared transaction message failed"),  # (a record, but not a half message)
         (end(sent, TRANSACTION_COMMIT_TYPE, commit_log_offset=1 << 40), "Find prepared transaction message failed"),
+        (end(sent, TRANSACTION_COMMIT_TYPE, commit_log_offset=-1), "Find prepared transaction message failed"),
+        (end(sent, TRANSACTION_COMMIT_TYPE, commit_log_offset=decode_message_id(sent.msg_id)[1] + 5),
+         "Find prepared transaction message failed"),  # (inside the record)
         (end(sent, 5), "commitOrRollback 5"),
     ]
     for header, remark in cases:
@@ -151,6 +154,10 @@ async def test_the_broker_asks_a_producer_of_the_group_in_its_codec(cluster: Clu
     while broker.transactional_message_check_service.rounds < rounds + 10:
         await asyncio.sleep(0.01)
     assert asked.empty()
+    # The check's progress: past the first copy and the decided one, and past the one op record.
+    offsets = broker.consumer_offset_manager
+    assert offsets.query_offset("CID_RMQ_SYS_TRANS", RMQ_SYS_TRANS_HALF_TOPIC, 0) == 2
+    assert offsets.query_offset("CID_RMQ_SYS_TRANS", "RMQ_SYS_TRANS_OP_HALF_TOPIC", 0) == 1
 
 
 async def test_reject_transaction_message_and_sends_that_claim_a_decision(cluster: Cluster) -> None:

@@ -35,6 +35,7 @@ from .pull_consumer import PullConsumer
 from .push_consumer import PushConsumer
 from .selector import MessageQueueSelector, select_message_queue_by_hash, select_message_queue_by_random
 from .sync import SyncProducer, SyncPullConsumer, SyncPushConsumer
+from .sync_transaction_producer import SyncTransactionProducer
 from .transaction_producer import (
     LocalTransactionState,
     TransactionListener,
@@ -75,6 +76,7 @@ __all__ = [
     "SyncProducer",
     "SyncPullConsumer",
     "SyncPushConsumer",
+    "SyncTransactionProducer",
     "LocalTransactionState",
     "TransactionListener",
     "TransactionMQProducer",

@@ -290,3 +290,18 @@ def test_the_readme_transaction_example_runs(tmp_path: Any) -> None:
         while not committed() and time.monotonic() < deadline:
             time.sleep(0.01)
         assert committed() == [b"order 1 paid"]
+
+
+def test_the_sync_transaction_producer(tmp_path: Any) -> None:
+    from pocketmq.client import SyncPullConsumer, SyncTransactionProducer
+
+    with embedded.ThreadedCluster(tmp_path, **FAST_CHECK) as cluster:
+        listener = Listener(UNKNOW, check=COMMIT)  # (its async check runs on the producer's own loop)
+        with SyncTransactionProducer(unique("TxnPG"), cluster.namesrv_addr, listener,
+                                     heartbeat_broker_interval=0.1) as producer:
+            result = producer.send_message_in_transaction(Message("SyncTxn", b"blocking"), arg="a")
+            assert result.local_transaction_state is UNKNOW and listener.executed[0][1] == "a"
+            with SyncPullConsumer(unique("CG"), cluster.namesrv_addr) as consumer:
+                pulled = consumer.pull_blocking(result.message_queue, "*", 0, timeout=10)
+        assert [m.body for m in pulled.msg_found_list] == [b"blocking"]
+        assert [m.body for m in listener.checked] == [b"blocking"]

@@ -6,6 +6,7 @@ import asyncio
 import functools
 import logging
 import os
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -14,7 +15,7 @@ from pocketmq.common.constants import CQ_STORE_UNIT_SIZE
 from pocketmq.common.message import pack_host
 from pocketmq.remoting.acl import AclClientRPCHook, SessionCredentials
 from pocketmq.remoting.acl.validator import PlainAccessValidator
-from pocketmq.remoting.body import TopicConfig, TopicConfigSerializeWrapper
+from pocketmq.remoting.body import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from pocketmq.remoting.codes import PermName
 from pocketmq.remoting.server import RemotingServer
 from pocketmq.remoting.tasks import TaskTracker
@@ -145,6 +146,8 @@ class BrokerController:
         self._pull_executor: ThreadPoolExecutor | None = None
         self._memory_bytes = int(total_physical_memory() * config.access_message_in_memory_max_ratio / 100)
         self._register_lock = asyncio.Lock()
+        # Per name server, the topic data version it acknowledged last: the base of the next delta.
+        self._acked_versions: dict[str, DataVersion] = {}
         self._register_scheduled = False
         self._started = False
         self._stopped = False
@@ -175,7 +178,9 @@ class BrokerController:
         self._pull_executor = ThreadPoolExecutor(max(1, bc.pull_thread_pool_nums), thread_name_prefix="pull")
         try:
             # Store recovery may read every file: never on the event loop.
+            began = time.monotonic()
             await asyncio.to_thread(self._load_and_start_store)
+            log.info("config and store loaded in %.3f s", time.monotonic() - began)
             if self._recovered_topics:
                 self.topic_config_manager.persist_soon()
             await self.remoting_server.start()
@@ -203,7 +208,9 @@ class BrokerController:
         self.tasks.periodic("broker-stats-sample", bc.stats_sample_interval, self._sample_stats)
         if bc.namesrv_addr_list:
             self.tasks.periodic("register-broker", bc.register_name_server_period, self.register_broker_all)
+        began = time.monotonic()
         await self.register_broker_all()
+        log.info("registered with the name servers in %.3f s", time.monotonic() - began)
         log.info(
             "The broker[%s, %s] boot success. serializeType=msgpack and name server is %s",
             bc.broker_name,
@@ -257,6 +264,7 @@ class BrokerController:
                 await manager.persist_if_changed()
             except OSError:
                 log.exception("cannot persist %s at shutdown", manager.config_file_path)
+        self.topic_config_manager.close()
         executor = self._pull_executor
         if executor is not None:
             await asyncio.to_thread(executor.shutdown, True)
@@ -277,29 +285,58 @@ class BrokerController:
         bc = self.broker_config
         return BrokerIdentity(bc.broker_cluster_name, bc.broker_name, bc.broker_id, self.address)
 
+    def _advertised(self, table: dict[str, TopicConfig]) -> dict[str, TopicConfig]:
+        perm = self.broker_config.broker_permission
+        if PermName.is_readable(perm) and PermName.is_writeable(perm):
+            return table
+        # A read-only (or write-only) broker advertises every topic with its own permission applied.
+        return {name: _with_perm(tc, tc.perm & perm) for name, tc in table.items()}
+
     def _registration_wrapper(self) -> TopicConfigSerializeWrapper:
         wrapper = self.topic_config_manager.build_topic_config_serialize_wrapper()
-        perm = self.broker_config.broker_permission
-        if not (PermName.is_readable(perm) and PermName.is_writeable(perm)):
-            # A read-only (or write-only) broker advertises every topic with its own permission applied.
-            wrapper.topic_config_table = {
-                name: _with_perm(tc, tc.perm & perm) for name, tc in wrapper.topic_config_table.items()
-            }
+        wrapper.topic_config_table = self._advertised(wrapper.topic_config_table)
         return wrapper
 
-    async def register_broker_all(self) -> list[RegisterResult]:
-        """REGISTER_BROKER with every name server; returns once each one answered or failed."""
+    async def register_broker_all(self, force_full: bool = False) -> list[RegisterResult]:
+        """REGISTER_BROKER with every name server; returns once each one answered or failed.
+
+        A name server that acknowledged a data version of this process gets only the topics changed since
+        (often none: then the registration is a heartbeat); a new or restarted one, one that missed a
+        registration or does not speak deltas, gets the whole table, as RocketMQ sends it every time.
+        """
         addrs = self.broker_config.namesrv_addr_list
         if not addrs:
             return []
         # One registration at a time, each with a snapshot taken when its turn comes, so a name server never
         # sees an older topic table after a newer one.
         async with self._register_lock:
-            results = await self.broker_outer_api.register_broker_all(
-                addrs, self._identity(), self._registration_wrapper()
-            )
+            results = list(await asyncio.gather(*(self._register_with(addr, force_full) for addr in addrs)))
         self.last_register_results = results
         return results
+
+    async def _register_with(self, addr: str, force_full: bool) -> RegisterResult:
+        api = self.broker_outer_api
+        acked = self._acked_versions
+        base = None if force_full else acked.get(addr)
+        changes = self.topic_config_manager.changes_since(base.counter) if base is not None else None
+        if base is not None and changes is not None:
+            changed, deleted = changes
+            version = self.topic_config_manager.data_version.copy()
+            delta = TopicConfigSerializeWrapper(self._advertised(changed), version)
+            result = await api.register(addr, self._identity(), await api.encode_body(delta, deleted), base)
+            if result.ok and result.delta_accepted:
+                acked[addr] = version
+                return result
+            if not result.ok:
+                acked.pop(addr, None)
+                return result
+        wrapper = self._registration_wrapper()
+        result = await api.register(addr, self._identity(), await api.encode_body(wrapper))
+        if result.ok:
+            acked[addr] = wrapper.data_version
+        else:
+            acked.pop(addr, None)
+        return result
 
     def _on_topic_config_changed(self) -> None:
         # Topic changes reach the name servers right away, not at the next period.

@@ -36,6 +36,7 @@ from pocketmq.common.message import MessageExt
 from pocketmq.remoting.client_body import ConsumerData, MessageQueue, SubscriptionData
 from pocketmq.remoting.errors import RemotingError
 
+from . import mq_admin
 from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
 from .assigned_message_queue import AssignedMessageQueue, MessageQueueState
 from .client_config import ClientConfig
@@ -47,6 +48,7 @@ from .local_file_offset_store import LocalFileOffsetStore
 from .message import PullStatus
 from .mq_client_instance import MQClientInstance
 from .mq_client_manager import MQClientManager
+from .mq_consumer_inner import RebalancedConsumerInner
 from .offset_store import OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
 from .process_queue import ProcessQueue
 from .pull_api import PullAPIWrapper, build_sys_flag
@@ -73,7 +75,7 @@ class ConsumeRequest:
     process_queue: ProcessQueue
 
 
-class LitePullConsumer:
+class LitePullConsumer(RebalancedConsumerInner):
     def __init__(
         self,
         group: str,
@@ -452,29 +454,16 @@ class LitePullConsumer:
 
     async def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
         """The offset of the first message of ``mq`` stored at or after ``timestamp_ms`` (searchOffset)."""
-        addr = await self._master_addr(mq)
-        return await self.instance.mq_client_api.search_offset(
-            addr, mq.topic, mq.queue_id, timestamp_ms, self.client_config.mq_client_api_timeout
-        )
+        self._check_running()
+        return await mq_admin.search_offset(self.instance, mq, timestamp_ms, self.client_config.mq_client_api_timeout)
 
     async def min_offset(self, mq: MessageQueue) -> int:
-        addr = await self._master_addr(mq)
-        return await self.instance.mq_client_api.get_min_offset(
-            addr, mq.topic, mq.queue_id, self.client_config.mq_client_api_timeout
-        )
+        self._check_running()
+        return await mq_admin.min_offset(self.instance, mq, self.client_config.mq_client_api_timeout)
 
     async def max_offset(self, mq: MessageQueue) -> int:
-        addr = await self._master_addr(mq)
-        return await self.instance.mq_client_api.get_max_offset(
-            addr, mq.topic, mq.queue_id, self.client_config.mq_client_api_timeout
-        )
-
-    async def _master_addr(self, mq: MessageQueue) -> str:
         self._check_running()
-        addr = await self.instance.find_master_address(mq.broker_name, mq.topic)
-        if addr is None:
-            raise MQClientException(f"The broker[{mq.broker_name}] not exist")
-        return addr
+        return await mq_admin.max_offset(self.instance, mq, self.client_config.mq_client_api_timeout)
 
     def register_topic_message_queue_change_listener(
         self, topic: str, listener: TopicMessageQueueChangeListener
@@ -627,18 +616,6 @@ class LitePullConsumer:
             consume_from_where=self.consume_from_where.value,
             subscription_data_set=list(subs.values()),
         )
-
-    def subscription_topics(self) -> set[str]:
-        return set(self._rebalance_impl.subscription_inner) if self._rebalance_impl is not None else set()
-
-    def is_subscribe_topic_need_update(self, topic: str) -> bool:
-        r = self._rebalance_impl
-        return r is not None and topic in r.subscription_inner and not r.topic_subscribe_info_table.get(topic)
-
-    def update_topic_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
-        r = self._rebalance_impl
-        if r is not None and topic in r.subscription_inner:
-            r.topic_subscribe_info_table[topic] = mqs
 
     async def persist_consumer_offset(self) -> None:
         if self._offset_store is not None:

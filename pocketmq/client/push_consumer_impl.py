@@ -48,6 +48,7 @@ from .message_const import (
 )
 from .mq_client_instance import MQClientInstance
 from .mq_client_manager import MQClientManager
+from .mq_consumer_inner import RebalancedConsumerInner
 from .offset_store import OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
 from .pull_api import PullAPIWrapper, build_sys_flag
 from .pull_request import PullRequest
@@ -73,7 +74,7 @@ def _closed(coro: Coroutine[Any, Any, Any]) -> None:
     coro.close()  # never started: no "coroutine was never awaited" warning
 
 
-class DefaultMQPushConsumerImpl:
+class DefaultMQPushConsumerImpl(RebalancedConsumerInner):
     def __init__(
         self,
         group: str,
@@ -306,18 +307,6 @@ class DefaultMQPushConsumerImpl:
             consume_from_where=self.config.consume_from_where.value,
             subscription_data_set=list(self.rebalance_impl.subscription_inner.values()),
         )
-
-    def subscription_topics(self) -> set[str]:
-        return set(self.rebalance_impl.subscription_inner) if self._rebalance_impl is not None else set()
-
-    def is_subscribe_topic_need_update(self, topic: str) -> bool:
-        r = self._rebalance_impl
-        return r is not None and topic in r.subscription_inner and not r.topic_subscribe_info_table.get(topic)
-
-    def update_topic_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
-        r = self._rebalance_impl
-        if r is not None and topic in r.subscription_inner:
-            r.topic_subscribe_info_table[topic] = mqs
 
     async def persist_consumer_offset(self) -> None:
         if self._offset_store is not None:

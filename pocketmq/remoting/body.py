@@ -355,12 +355,17 @@ class RegisterBrokerBody:
         default_factory=TopicConfigSerializeWrapper
     )
     filter_server_list: list[str] = field(default_factory=list)
+    # pocketmq's delta registration (see RegisterBrokerRequestHeader): topics deleted since the base version.
+    deleted_topics: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "topicConfigSerializeWrapper": self.topic_config_serialize_wrapper.to_dict(),
             "filterServerList": list(self.filter_server_list),
         }
+        if self.deleted_topics:
+            d["deletedTopics"] = list(self.deleted_topics)
+        return d
 
     @classmethod
     def from_dict(cls, obj: object, path: str = "") -> RegisterBrokerBody:
@@ -373,6 +378,7 @@ class RegisterBrokerBody:
             if w is not None
             else TopicConfigSerializeWrapper(data_version=DataVersion(0, 0)),
             filter_server_list=r.str_list("filterServerList", []),
+            deleted_topics=r.str_list("deletedTopics", []),
         )
 
     def encode(self, compress: bool = False) -> bytes:

@@ -189,8 +189,14 @@ class ReputMessageService(ServiceThread):
                 self._waiters -= 1
 
     def wakeup(self) -> None:
-        if self._idle and not self._wake.is_set():
+        """An append: wake an idle dispatcher; a busy one only while someone waits for what it dispatches (a
+        parked pull, wait_caught_up), whose latency would otherwise include the rest of a polling round."""
+        if not self._wake.is_set() and (self._idle or self._waiters or self._prompt_now()):
             self._wake.set()
+
+    def _prompt_now(self) -> bool:
+        needed = self.prompt_needed
+        return needed is not None and needed()
 
     def hurry(self) -> None:
         """Someone waits for arrivals: dispatch now, and promptly from here on (see prompt_needed)."""

@@ -40,6 +40,8 @@ async def test_created_topic_is_persisted_in_rocketmq_shape(cluster) -> None:
     before = broker.topic_config_manager.data_version.counter
     resp = await mq.create_topic("TopicPersist", queues=3, perm=4, order=True)
     assert resp.code == ResponseCode.SUCCESS
+    # A change is journaled; compaction (at startup, shutdown, or when the journal is long) writes topics.json.
+    await broker.topic_config_manager.persist()
     with open(broker.topic_config_manager.config_file_path) as f:
         data = json.load(f)
     assert set(data) == {"dataVersion", "topicConfigTable"}

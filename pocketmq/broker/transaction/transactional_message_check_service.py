@@ -4,6 +4,7 @@ CHECK_TRANSACTION_STATE to a producer of its group, one checked too often goes t
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING
 
@@ -30,13 +31,28 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+# Check requests on their way at once (RocketMQ: a pool of 5 threads and a queue of 2,000, the caller running
+# what does not fit): beyond this the check waits, so a slow producer cannot make it pile up requests.
+MAX_PENDING_CHECKS = 2000
+
+
 class DefaultTransactionalMessageCheckListener:
     def __init__(self, controller: BrokerController) -> None:
         self.controller = controller
+        self._pending = asyncio.Semaphore(MAX_PENDING_CHECKS)
 
-    def resolve_half_msg(self, msg: MessageExt) -> None:
+    async def resolve_half_msg(self, msg: MessageExt) -> None:
         """sendCheckMessage, in a task of its own: a producer slow to read must not hold up the check."""
-        self.controller.tasks.spawn(self.send_check_message(msg), name="check-transaction-state")
+        await self._pending.acquire()
+        task = self.controller.tasks.spawn(self._send_and_release(msg), name="check-transaction-state")
+        if task is None:  # (the broker is shutting down)
+            self._pending.release()
+
+    async def _send_and_release(self, msg: MessageExt) -> None:
+        try:
+            await self.send_check_message(msg)
+        finally:
+            self._pending.release()
 
     async def send_check_message(self, msg: MessageExt) -> None:
         props = msg.properties

@@ -45,7 +45,7 @@ _NO_NEW = (GetMessageStatus.NO_MESSAGE_IN_QUEUE, GetMessageStatus.OFFSET_OVERFLO
 class CheckListener(Protocol):
     """AbstractTransactionalMessageCheckListener: what the check does with what it finds."""
 
-    def resolve_half_msg(self, msg: MessageExt) -> None: ...
+    async def resolve_half_msg(self, msg: MessageExt) -> None: ...
 
     async def resolve_discard_msg(self, msg: MessageExt) -> None: ...
 
@@ -134,7 +134,7 @@ class TransactionalMessageService:
             # future by the broker's clock: ask.
             if not await self._put_back_half_msg(msg):
                 break  # the store refuses: try again next round, from this offset
-            listener.resolve_half_msg(msg)
+            await listener.resolve_half_msg(msg)
             self.checks_sent += 1
             i += 1
             new_offset = i

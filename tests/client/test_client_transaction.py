@@ -4,6 +4,7 @@ protocols. The broker's check timers run in milliseconds (transactionTimeOut, tr
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -44,6 +45,9 @@ COMMIT, ROLLBACK, UNKNOW = (LocalTransactionState.COMMIT_MESSAGE, LocalTransacti
 
 # A half message may be asked about 100 ms after it was born, and the broker looks every 20 ms.
 FAST_CHECK: dict[str, Any] = {"transaction_timeout": 0.1, "transaction_check_interval": 0.02}
+# For the tests of a producer's own answer: a loaded machine may take longer than 100 ms to deliver it, and a
+# check would then race it (as in RocketMQ).
+LATE_CHECK: dict[str, Any] = {"transaction_timeout": 1.0, "transaction_check_interval": 0.02}
 
 
 def unique(prefix: str) -> str:
@@ -58,6 +62,7 @@ class Listener:
         self.check = check
         self.executed: list[tuple[Message, Any]] = []
         self.checked: list[MessageExt] = []
+        self.checked_at: list[int] = []  # ms, when each check came
 
     def execute_local_transaction(self, msg: Message, arg: Any) -> LocalTransactionState:
         self.executed.append((msg, arg))
@@ -65,6 +70,7 @@ class Listener:
 
     async def check_local_transaction(self, msg: MessageExt) -> LocalTransactionState:  # (a coroutine works too)
         self.checked.append(msg)
+        self.checked_at.append(time.time_ns() // 1_000_000)
         return self.check
 
 
@@ -76,6 +82,12 @@ def protocol(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 async def cluster(tmp_path: Any) -> AsyncIterator[Any]:
     async with embedded.EmbeddedCluster(tmp_path, **FAST_CHECK) as c:
+        yield c
+
+
+@pytest.fixture
+async def late_check_cluster(tmp_path: Any) -> AsyncIterator[Any]:
+    async with embedded.EmbeddedCluster(tmp_path, **LATE_CHECK) as c:
         yield c
 
 
@@ -112,7 +124,10 @@ def stored(cluster: Any, topic: str, queue_id: int = 0) -> list[Any]:
     return decode_all(result.body)
 
 
-async def test_commit_delivers_the_message_once_with_the_commit_flag(cluster: Any, protocol: str, poll) -> None:
+async def test_commit_delivers_the_message_once_with_the_commit_flag(
+    late_check_cluster: Any, protocol: str, poll
+) -> None:
+    cluster = late_check_cluster
     topic, group = await make_topic(cluster), unique("TxnPG")
     listener = Listener(COMMIT)
     async with txn_producer(cluster, group, listener, protocol) as producer:
@@ -138,7 +153,8 @@ async def test_commit_delivers_the_message_once_with_the_commit_flag(cluster: An
     assert listener.checked == []
 
 
-async def test_the_half_and_op_records(cluster: Any, poll) -> None:
+async def test_the_half_and_op_records(late_check_cluster: Any, poll) -> None:
+    cluster = late_check_cluster
     topic, group = await make_topic(cluster, 4), unique("TxnPG")
     async with txn_producer(cluster, group, Listener(COMMIT)) as producer:
         result = await producer.send_message_in_transaction(Message(topic, b"payload"))
@@ -155,16 +171,23 @@ async def test_the_half_and_op_records(cluster: Any, poll) -> None:
     assert (op.tags, op.body, op.queue_id) == ("d", b"0", 0)
 
 
-async def test_rollback_is_never_delivered_nor_checked(cluster: Any, protocol: str, poll) -> None:
+async def test_rollback_is_never_delivered_nor_checked(late_check_cluster: Any, protocol: str, poll) -> None:
+    cluster = late_check_cluster
     topic, group = await make_topic(cluster), unique("TxnPG")
     listener = Listener(ROLLBACK, check=COMMIT)
     async with txn_producer(cluster, group, listener, protocol) as producer:
+        born = time.time_ns() // 1_000_000
         result = await producer.send_message_in_transaction(Message(topic, b"cancelled"))
         assert result.local_transaction_state is ROLLBACK
         await poll(lambda: cluster.broker.end_transaction_processor.rolled_back == 1)
-        # Well past the half's timeout, several check rounds pass it over: the op record says it is done.
-        rounds = cluster.broker.transactional_message_check_service.rounds
-        await poll(lambda: cluster.broker.transactional_message_check_service.rounds >= rounds + 10)
+        # Check rounds past the half's timeout pass it over: the op record says it is done.
+        check = cluster.broker.transactional_message_check_service
+        rounds = check.rounds
+
+        def past_timeout() -> bool:
+            return check.rounds >= rounds + 5 and time.time_ns() // 1_000_000 > born + 1000 + 100
+
+        await poll(past_timeout)
         assert listener.checked == []
     assert await pull_all(cluster, topic, protocol) == []
 
@@ -192,7 +215,7 @@ async def test_undecided_is_never_delivered_and_is_discarded_after_check_max(tmp
         async with txn_producer(cluster, group, listener) as producer:
             await producer.send_message_in_transaction(Message(topic, b"never decided"))
             await poll(lambda: cluster.broker.transactional_message_service.discarded == 1)
-            assert len(listener.checked) == 3
+            await poll(lambda: len(listener.checked) == 3)  # (the last check may still be on its way)
             assert await pull_all(cluster, topic) == []
         await cluster.wait_dispatched()
         [kept] = stored(cluster, RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC)
@@ -266,12 +289,30 @@ async def test_a_listener_that_raises_leaves_it_to_the_check(cluster: Any, poll)
     assert await pull_all(cluster, topic) == []
 
 
+
+async def test_a_check_immunity_time_is_waited_out_then_asked_once(tmp_path: Any, poll) -> None:
+    # CHECK_IMMUNITY_TIME_IN_SECONDS=1: each pass within that second writes the half again without asking (and
+    # counts it against transactionCheckMax, as RocketMQ does: hence the 0.2 s interval here).
+    async with embedded.EmbeddedCluster(tmp_path, transaction_timeout=0.05, transaction_check_interval=0.2) as cluster:
+        topic, group = await make_topic(cluster), unique("TxnPG")
+        listener = Listener(UNKNOW, check=COMMIT)
+        async with txn_producer(cluster, group, listener) as producer:
+            msg = Message(topic, b"immune for a second")
+            msg.put_property("CHECK_IMMUNITY_TIME_IN_SECONDS", "1")
+            await producer.send_message_in_transaction(msg)
+            await poll(lambda: cluster.broker.end_transaction_processor.committed == 1)
+            # Not asked within the second (a lower bound: a slow machine only asks later).
+            assert listener.checked_at[0] - listener.checked[0].born_timestamp >= 1000
+            rounds = cluster.broker.transactional_message_check_service.rounds
+            await poll(lambda: cluster.broker.transactional_message_check_service.rounds >= rounds + 3)
+            assert len(listener.checked) == 1
+        assert [m.body for m in await pull_all(cluster, topic)] == [b"immune for a second"]
+
 def test_the_readme_transaction_example_runs(tmp_path: Any) -> None:
     import pathlib
     import re
     import subprocess
     import sys
-    import time
 
     readme = pathlib.Path(__file__).resolve().parents[2] / "README.md"
     [example] = [b for b in re.findall(r"```python\n(.*?)```", readme.read_text(), re.S) if "TransactionProducer" in b]

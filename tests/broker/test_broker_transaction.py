@@ -117,7 +117,9 @@ async def test_end_transaction_refuses_what_does_not_match_the_half_message(
 
 
 @PROTOCOLS
-async def test_the_broker_asks_a_producer_of_the_group_in_its_codec(cluster: Cluster, protocol: WireProtocol) -> None:
+async def test_the_broker_asks_a_producer_of_the_group_in_its_codec(
+    cluster: Cluster, protocol: WireProtocol, poll: Any
+) -> None:
     broker = await cluster.broker(transaction_timeout=0.05, transaction_check_interval=0.02)
     mq = wire(cluster, broker, protocol)
     asked: asyncio.Queue[tuple[RemotingCommand, Channel]] = asyncio.Queue()
@@ -151,8 +153,7 @@ async def test_the_broker_asks_a_producer_of_the_group_in_its_codec(cluster: Clu
     assert real.body == b"ask" and real.prepared_transaction_offset == header.commit_log_offset
     # Decided: asked no more, however many rounds pass.
     rounds = broker.transactional_message_check_service.rounds
-    while broker.transactional_message_check_service.rounds < rounds + 10:
-        await asyncio.sleep(0.01)
+    await poll(lambda: broker.transactional_message_check_service.rounds >= rounds + 10)
     assert asked.empty()
     # The check's progress: past the first copy and the decided one, and past the one op record.
     offsets = broker.consumer_offset_manager

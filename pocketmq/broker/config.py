@@ -137,6 +137,14 @@ class BrokerConfig:
     # --- delayed messages ---
     flush_delay_offset_interval: float = _f(10.0, "flushDelayOffsetInterval", "ms")
 
+    # --- transactional messages (docs/broker.md, "Transactional messages") ---
+    # A half message younger than this is not asked about yet (RocketMQ: transactionTimeOut, 6 s).
+    transaction_timeout: float = _f(6.0, "transactionTimeOut", "ms")
+    # How often the half messages are checked, and how many times one is asked about before it is discarded.
+    transaction_check_interval: float = _f(60.0, "transactionCheckInterval", "ms")
+    transaction_check_max: int = _f(15, "transactionCheckMax")
+    reject_transaction_message: bool = _f(False, "rejectTransactionMessage")
+
     # --- consumer offsets and clients ---
     flush_consumer_offset_interval: float = _f(5.0, "flushConsumerOffsetInterval", "ms")
     channel_expired_timeout: float = _f(120.0, "channelExpiredTimeout", "ms")  # 5.x key; 4.9.8 constant

@@ -44,6 +44,14 @@ from .push_consumer import PushConsumer
 from .request_future_holder import RequestCallback
 from .selector import MessageQueueSelector, select_message_queue_by_hash, select_message_queue_by_random
 from .sync import SyncProducer, SyncPullConsumer, SyncPushConsumer
+from .sync_transaction_producer import SyncTransactionProducer
+from .transaction_producer import (
+    LocalTransactionState,
+    TransactionListener,
+    TransactionMQProducer,
+    TransactionProducer,
+    TransactionSendResult,
+)
 
 __all__ = [
     "AllocateMessageQueueAveragely",
@@ -81,6 +89,12 @@ __all__ = [
     "SyncPullConsumer",
     "SyncPushConsumer",
     "create_reply_message",
+    "SyncTransactionProducer",
+    "LocalTransactionState",
+    "TransactionListener",
+    "TransactionMQProducer",
+    "TransactionProducer",
+    "TransactionSendResult",
     "select_message_queue_by_hash",
     "select_message_queue_by_random",
 ]

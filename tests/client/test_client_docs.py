@@ -21,10 +21,10 @@ def runnable_examples() -> list[str]:
 
 
 def test_the_doc_has_runnable_examples() -> None:
-    assert len(runnable_examples()) == 6
+    assert len(runnable_examples()) == 7
 
 
-@pytest.mark.parametrize("index", range(6))
+@pytest.mark.parametrize("index", range(7))
 def test_doc_example_runs(index: int, tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     code = runnable_examples()[index]
     with embedded.ThreadedCluster(tmp_path) as cluster:
@@ -41,3 +41,6 @@ def test_doc_example_runs(index: int, tmp_path: Any, capsys: pytest.CaptureFixtu
         assert "b'price of apples: 42'" in out
     if index == 5:  # message trace
         assert "['Pub', 'SubAfter', 'SubBefore']" in out
+    if index == 6:  # the transactional producer
+        assert "SendStatus.SEND_OK LocalTransactionState.COMMIT_MESSAGE" in out
+        assert "[b'order 7 paid']" in out

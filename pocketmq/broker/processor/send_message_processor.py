@@ -99,14 +99,22 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
                 props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
                 props_string = properties_to_string(props)
         sys_flag = header.sys_flag
-        if props.get(PROPERTY_TRANSACTION_PREPARED) == "true" or sys_flag & TRANSACTION_TYPE_MASK:
-            # No transactional message service (half topic, checks): refuse, as a broker configured with
-            # rejectTransactionMessage does, rather than store a half message nobody would ever commit.
+        # A transactional send: TRAN_MSG=true (RocketMQ's test; a retry that copied the property from a committed
+        # message, reconsumed and delayed, is none), or the prepared flag alone.
+        transactional = sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_PREPARED_TYPE or (
+            props.get(PROPERTY_TRANSACTION_PREPARED) == "true"
+            and not (header.reconsume_times and PROPERTY_DELAY_TIME_LEVEL in props)
+        )
+        if transactional and self.controller.broker_config.reject_transaction_message:
             return response(
                 request,
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{self.controller.broker_config.broker_ip1}] sending transaction message is forbidden",
             )
+        if not transactional and sys_flag & TRANSACTION_TYPE_MASK:
+            # Only END_TRANSACTION writes committed (and nothing writes rolled-back) records.
+            return response(request, ResponseCode.MESSAGE_ILLEGAL, "a producer cannot send a committed or rolled "
+                            "back transaction message; send a prepared one and END_TRANSACTION it")
         if tc.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
         # The producer's encoded properties go to the store verbatim. RocketMQ 4.9.8 re-encodes them to add
@@ -124,6 +132,8 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             reconsume_times=header.reconsume_times or 0,
             properties_string=props_string,
         )
+        if transactional:
+            msg = self.controller.transactional_message_service.prepare_message(msg)
         return self.put_and_answer(msg, request, queue_id)
 
     def _handle_retry_and_dlq(

@@ -2,7 +2,8 @@
 """Instruction counts of the storage hot paths, for before/after comparisons on a shared machine.
 
     python bench/instructions.py            # runs every path under cachegrind, prints instructions per message
-    python bench/instructions.py PATH N SKIP  # one run (what cachegrind executes)
+    python bench/instructions.py [PATH ...]   # those paths only
+    python bench/instructions.py --one PATH N SKIP  # one run (what cachegrind executes)
 
 Wall time on a machine shared with other jobs moves by tens of percent; the number of instructions a path
 executes does not. Each path runs twice under ``valgrind --tool=cachegrind --cache-sim=no``: once with its
@@ -13,7 +14,9 @@ driven by calling ``ReputMessageService.do_reput`` directly.
 
 Paths: put (CommitLog.put_message), batch (put_messages of MessageExtBatch, 32 a batch), dispatch (do_reput of
 mixed traffic: 3 topics, 4 queues each, tags, some keys, put one message at a time, round robin over the
-queues), dispatch_runs (do_reput of batches: runs of one queue), recovery (load of a store whose last exit
+queues), dispatch_rr (do_reput of records of one shape, one topic, round robin over 4 queues: a queue change at
+every record, without a change of shape), dispatch_rr_listener (the same with a listener that does nothing, as
+a broker's long polling mostly does), dispatch_runs (do_reput of batches: runs of one queue), recovery (load of a store whose last exit
 crashed: the commit log scanned with CRC checks, consume queues recovered) and decode (codec.decode_all of
 the records).
 """
@@ -35,7 +38,7 @@ from pocketmq.common.codec import decode_all  # noqa: E402
 from pocketmq.common.message import MessageExtBatch  # noqa: E402
 from pocketmq.storage import DefaultMessageStore, MessageStoreConfig  # noqa: E402
 
-PATHS = ("put", "batch", "dispatch", "dispatch_runs", "recovery", "decode")
+PATHS = ("put", "batch", "dispatch", "dispatch_rr", "dispatch_rr_listener", "dispatch_runs", "recovery", "decode")
 BORN = pack_host("10.0.0.7", 53112)
 N = 4096
 
@@ -66,6 +69,10 @@ def _batches(n: int) -> list[MessageExtBatch]:
     return out
 
 
+def _nothing(*_args: object) -> None:
+    pass
+
+
 def run_one(path: str, n: int, skip: bool) -> None:
     root = tempfile.mkdtemp(prefix="pmq-instr-")
     try:
@@ -82,10 +89,16 @@ def run_one(path: str, n: int, skip: bool) -> None:
             if not skip:
                 for b in batches:
                     log.put_messages(b)
-        elif path in ("dispatch", "dispatch_runs"):
+        elif path in ("dispatch", "dispatch_rr", "dispatch_rr_listener", "dispatch_runs"):
             if path == "dispatch":
                 for m in _messages(n):
                     log.put_message(m)
+            elif path.startswith("dispatch_rr"):
+                if path == "dispatch_rr_listener":
+                    store.message_arriving_listener = _nothing
+                for i in range(n):
+                    log.put_message(Message(topic="RoundRobin", body=b"z" * 100, properties={"TAGS": "TagA"},
+                                            queue_id=i % 4, born_timestamp=1_700_000_000_000, born_host=BORN))
             else:
                 for b in _batches(n):
                     log.put_messages(b)
@@ -121,7 +134,7 @@ def _count(path: str, n: int, skip: bool) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "cg.out")
         proc = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}",
-                               sys.executable, __file__, path, str(n), "1" if skip else "0"],
+                               sys.executable, __file__, "--one", path, str(n), "1" if skip else "0"],
                               capture_output=True, text=True, check=True, env={**os.environ, "PYTHONHASHSEED": "0"})
         m = re.search(r"I\s+refs:\s+([\d,]+)", proc.stderr)
         if m is None:
@@ -138,7 +151,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4:
-        run_one(sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1")
+    if sys.argv[1:2] == ["--one"]:
+        run_one(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1")
     else:
         main()

@@ -77,6 +77,11 @@ def _wait_store_msg_ok(msgs: list[Message] | MessageExtBatch) -> bool:
     return msgs[0].properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false"
 
 
+def _empty_batch() -> PutMessageResult:
+    """(An empty list has no topic to check: say what is wrong with it rather than that its topic is blank.)"""
+    return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch: no messages")
+
+
 def _batch_topic(msgs: list[Message] | MessageExtBatch) -> str:
     if isinstance(msgs, MessageExtBatch):
         return msgs.topic
@@ -328,7 +333,7 @@ class DefaultMessageStore:
 
     def put_messages(self, msgs: list[Message] | MessageExtBatch) -> PutMessageResult:
         """Append a batch atomically (one file, consecutive queue offsets)."""
-        bad = self._check_store_status(_batch_topic(msgs))
+        bad = self._check_store_status(_batch_topic(msgs)) if len(msgs) else _empty_batch()
         if bad is not None:
             return bad
         result = self.commit_log.put_messages(msgs)
@@ -417,7 +422,7 @@ class DefaultMessageStore:
 
     def put_messages_nowait(self, msgs: list[Message] | MessageExtBatch) -> PutMessageResult | Future:
         """put_message_nowait for a batch (put_messages)."""
-        bad = self._check_store_status(_batch_topic(msgs))
+        bad = self._check_store_status(_batch_topic(msgs)) if len(msgs) else _empty_batch()
         if bad is not None:
             return bad
         result = self.commit_log.put_messages(msgs)

@@ -22,7 +22,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pocketmq.common.codec import CorruptRecordError, decode
 from pocketmq.common.constants import PROPERTY_WAIT_STORE_MSG_OK
 from pocketmq.common.message import Message, MessageExt, MessageExtBatch, raw_property
-from pocketmq.common.validators import topic_error
+from pocketmq.common.validators import VALID_TOPICS, topic_error
 
 from .checkpoint import StoreCheckpoint
 from .clean_service import CleanService, disk_usage_ratio
@@ -118,7 +118,9 @@ class DefaultMessageStore:
         # Injectable for tests: path -> used fraction of its disk (0..1).
         self.disk_usage = disk_usage_ratio
         self.last_exit_ok = True
-        self._valid_topics: set[str] = set()
+        # The names topic_error passed (common.validators' cache, shared with the broker and the client): a hit is
+        # a name the rule passed, and a miss asks the rule (_check_store_status).
+        self._valid_topics = VALID_TOPICS
         self._lock: StoreLock | None = None
         self._loaded = False
         self._running = False
@@ -311,12 +313,9 @@ class DefaultMessageStore:
         if not self.running_flags.is_writeable():
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE,
                                     remark=self.running_flags.why_not_writeable())
-        if topic not in self._valid_topics:
-            reason = topic_error(topic)
-            if reason is not None:
-                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=reason)
-            if len(self._valid_topics) < 100_000:
-                self._valid_topics.add(topic)
+        reason = topic_error(topic)
+        if reason is not None:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=reason)
         return None
 
     def put_message(self, msg: Message) -> PutMessageResult:

@@ -6,19 +6,19 @@
     python bench/instructions.py --one PATH N SKIP  # one run (what cachegrind executes)
 
 Wall time on a machine shared with other jobs moves by tens of percent; the number of instructions a path
-executes does not. Each path runs twice under ``valgrind --tool=cachegrind --cache-sim=no``: once with its
-set-up only (SKIP=1) and once with the set-up and the measured step; the difference, divided by the number of
-messages, is the figure; it is taken at N and at 2N messages and the figure is the marginal cost of the second
-N (so one-time costs, such as creating a file, drop out). PYTHONHASHSEED is fixed. Everything runs in one thread: the store is loaded but not started, and dispatch is
-driven by calling ``ReputMessageService.do_reput`` directly.
+executes does not. Each path runs under ``valgrind --tool=cachegrind --cache-sim=no`` with its set-up only
+(SKIP=1) and with the set-up and the measured step, at N and at 2N messages; the figure is the marginal cost of
+the second N messages, per message (one-time costs, such as creating a file, drop out). PYTHONHASHSEED is fixed.
+Everything runs in one thread: the store is loaded but not started, and dispatch is driven by calling
+``ReputMessageService.do_reput`` directly.
 
 Paths: put (CommitLog.put_message), batch (put_messages of MessageExtBatch, 32 a batch), dispatch (do_reput of
-mixed traffic: 3 topics, 4 queues each, tags, some keys, put one message at a time, round robin over the
-queues), dispatch_rr (do_reput of records of one shape, one topic, round robin over 4 queues: a queue change at
-every record, without a change of shape), dispatch_rr_listener (the same with a listener that does nothing, as
-a broker's long polling mostly does), dispatch_runs (do_reput of batches: runs of one queue), recovery (load of a store whose last exit
-crashed: the commit log scanned with CRC checks, consume queues recovered) and decode (codec.decode_all of
-the records).
+mixed traffic: 3 topics, 4 queues each, tags, some keys, sizes alternating, put one message at a time, round
+robin over the queues), dispatch_rr (records of one shape, one topic, round robin over 4 queues: a queue change at
+every record, without a change of shape), dispatch_rr_listener (the same with a listener that does nothing, as a
+broker's long polling mostly does), dispatch_runs (batches: runs of one queue), recovery (load of a store whose
+last exit crashed: the commit log scanned with CRC checks, consume queues recovered) and decode
+(codec.decode_all of the records).
 """
 
 from __future__ import annotations

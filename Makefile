@@ -79,6 +79,7 @@ bench: $(SPARK_STAMP) java
 	$(PY) -m pip install --quiet -e '.[dev,bench,spark]'
 	$(PY) bench/storage.py
 	$(PY) bench/e2e.py
+	$(PY) bench/scale.py
 	$(PY) bench/spark.py
 
 clean:

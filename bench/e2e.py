@@ -2,6 +2,7 @@
 
     python bench/e2e.py            # 50,000 messages of 128 B per workload, 10 s of latency, ~2 min
     python bench/e2e.py --quick    # 5,000 messages, 3 s of latency, < 60 s
+    python bench/e2e.py --contend  # the same beside cores - 1 CPU-bound processes (--contend K: K of them)
 
 Each server runs as its own process (its own process group, bound to 127.0.0.1, on a free port, storing in
 a temp dir) only while its workloads run, so the three never compete for the two cores. The clients run in
@@ -15,6 +16,12 @@ this process on uvloop. Workloads, per system:
   (d) latency     a producer paced at 1,000 msgs/s stamps perf_counter_ns in the body; a consumer receives
   (e) push        pocketmq only: PushConsumers of a new group (no-op listener, clustering, RocketMQ's
                   defaults) consume what (a) wrote, with 1 and with 3 consumers; compared with the peers' (c)
+
+pocketmq's client runs every workload twice on one server, in its msgpack protocol and in RocketMQ's native
+one (ClientConfig(protocol="rocketmq")), alternating which goes first over --rounds rounds; the native/msgpack
+ratio of each round is paired, and the median is printed against the target (>= 0.80). RocketMQ's C++ client
+(PyPI rocketmq 0.4.4, .venv-rocketmq-cpp from `make native-clients`) runs (a) and (e) against the same server
+(bench/cpp_client.py, in its own interpreter); it is skipped when its virtualenv is missing.
 
 Prints a table (RocketMQ's benchmark columns) and, as the last line, one JSON object with every figure.
 A peer whose server or Python package is missing is skipped (figures null); this script installs nothing
@@ -135,12 +142,12 @@ class System(Protocol):
 
 
 class PocketMQ:
-    def __init__(self, namesrv: str) -> None:
+    def __init__(self, namesrv: str, protocol: str = "msgpack") -> None:
         from pocketmq.client import Message, Producer, PullConsumer, PullStatus, SendStatus
 
         self._message, self._found, self._ok = Message, PullStatus.FOUND, SendStatus.SEND_OK
-        self.producer = Producer("bench-producers", namesrv)
-        self.consumer = PullConsumer("bench-consumers", namesrv)
+        self.producer = Producer(f"bench-producers-{protocol}", namesrv, protocol=protocol)
+        self.consumer = PullConsumer(f"bench-consumers-{protocol}", namesrv, protocol=protocol)
         self._queues: list[Any] = []
         self._next: dict[Any, int] = {}
         self._turn = 0
@@ -453,29 +460,33 @@ async def latency(system: System, topic: str, seconds: float, body: bytes) -> di
             "sent": count - skip, "received": len(ms), "failed": failed, "rate": round(sent_rate)}
 
 
-async def run_workloads(system: System, n: int, latency_s: float) -> dict[str, dict[str, Any]]:
+async def run_workloads(system: System, n: int, latency_s: float, prefix: str = "bench"
+                        ) -> dict[str, dict[str, Any]]:
+    """(a) to (d), on topics named ``prefix``-a, -b, -d (a run of its own on a server that ran others)."""
     body = os.urandom(BODY_BYTES)
     bodies = [body] * BATCH
     out: dict[str, dict[str, Any]] = {}
     for _ in range(WARMUP):
-        await system.send("bench-a", body)
-    out["sync_send"] = (await timed(n, 1, lambda: system.send("bench-a", body))).figures("tps")
+        await system.send(f"{prefix}-a", body)
+    out["sync_send"] = (await timed(n, 1, lambda: system.send(f"{prefix}-a", body))).figures("tps")
     for _ in range(WARMUP // BATCH):
-        await system.send_batch("bench-b", bodies)
-    out["batch_send"] = (await timed(n // BATCH, BATCH, lambda: system.send_batch("bench-b", bodies))).figures("tps")
-    await system.open_group("bench-a")
+        await system.send_batch(f"{prefix}-b", bodies)
+    out["batch_send"] = (await timed(n // BATCH, BATCH, lambda: system.send_batch(f"{prefix}-b", bodies))
+                         ).figures("tps")
+    await system.open_group(f"{prefix}-a")
     out["consume"] = (await consume_all(system, n + WARMUP, timeout=max(60, n / 500))).figures("msgs_per_s")
-    out["latency"] = await latency(system, "bench-d", latency_s, body)
+    out["latency"] = await latency(system, f"{prefix}-d", latency_s, body)
     return out
 
 
-async def push_consume(namesrv: str, topic: str, expected: int, consumers: int) -> dict[str, Any]:
+async def push_consume(namesrv: str, topic: str, expected: int, consumers: int, protocol: str = "msgpack"
+                       ) -> dict[str, Any]:
     """(e): ``consumers`` PushConsumers of a fresh group (one process, one loop) read ``topic`` from its first
     offset. They start suspended, so the group's first rebalance already sees every member; msgs/s counts
     distinct messages from resume() to the last one's listener call (the rebalance included)."""
     from pocketmq.client import ConsumeConcurrentlyStatus, PushConsumer
 
-    group = f"bench-push-{consumers}"
+    group = f"bench-push-{consumers}-{topic}"
     done = asyncio.Event()
     seen: set[tuple[int, int]] = set()
     deliveries = 0
@@ -490,7 +501,8 @@ async def push_consume(namesrv: str, topic: str, expected: int, consumers: int) 
 
     group_members = []
     for i in range(consumers):
-        c = PushConsumer(group, namesrv, instance_name=f"{group}-{i}", consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        c = PushConsumer(group, namesrv, instance_name=f"{group}-{i}", consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+                         protocol=protocol)
         c.subscribe(topic, "*")
         c.register_message_listener(no_op)
         c.suspend()
@@ -514,23 +526,95 @@ async def push_consume(namesrv: str, topic: str, expected: int, consumers: int) 
 # --- running each system ----------------------------------------------------------------------------------
 
 
-def run_pocketmq(tmp: Path, n: int, latency_s: float) -> dict[str, Any]:
+PROTOCOLS = ("msgpack", "rocketmq")  # ClientConfig.protocol: pocketmq's frames, RocketMQ's native ones
+CPP_PYTHON = Path(os.environ.get("POCKETMQ_CPP_CLIENT_PYTHON", _BENCH.parent / ".venv-rocketmq-cpp" / "bin" / "python"))
+
+
+def run_pocketmq(tmp: Path, n: int, latency_s: float, rounds: int = 1, cpp: bool = True) -> dict[str, Any]:
+    """One server; every workload per protocol per round, the protocols alternating which goes first; then the
+    C++ client. ``{"msgpack": [round figures...], "rocketmq": [...], "cpp": figures or None}``."""
     from pocketmq.runtime import run
 
     namesrv_port, broker_port = free_port(), free_port()
     argv = [sys.executable, "-m", "pocketmq", "dev", "--store", str(tmp / "pocketmq"),
             "--namesrv-port", str(namesrv_port), "--broker-port", str(broker_port)]
+    namesrv = f"127.0.0.1:{namesrv_port}"
     with server("pocketmq", argv, tmp / "pocketmq.log", "stops it cleanly"):
 
-        async def main() -> dict[str, Any]:
-            namesrv = f"127.0.0.1:{namesrv_port}"
-            async with PocketMQ(namesrv) as system:
-                out = await run_workloads(system, n, latency_s)
+        async def one(protocol: str, prefix: str) -> dict[str, Any]:
+            async with PocketMQ(namesrv, protocol) as system:
+                out = await run_workloads(system, n, latency_s, prefix)
             for consumers in (1, 3):
-                out[f"push_consume_{consumers}"] = await push_consume(namesrv, "bench-a", n + WARMUP, consumers)
+                out[f"push_consume_{consumers}"] = await push_consume(namesrv, f"{prefix}-a", n + WARMUP, consumers,
+                                                                      protocol)
             return out
 
-        return run(main())
+        runs: dict[str, Any] = {p: [] for p in PROTOCOLS}
+        for r in range(rounds):
+            for protocol in PROTOCOLS if r % 2 == 0 else PROTOCOLS[::-1]:
+                print(f"pocketmq: round {r + 1}/{rounds}, protocol {protocol} ...", file=sys.stderr, flush=True)
+                runs[protocol].append(run(one(protocol, f"r{r}-{protocol}")))
+        runs["cpp"] = run_cpp(tmp, namesrv, n) if cpp else None
+        return runs
+
+
+def run_cpp(tmp: Path, namesrv: str, n: int) -> dict[str, Any]:
+    """RocketMQ's C++ client against the running pocketmq: (a), then (e) with one consumer on what (a) wrote."""
+    script = str(_BENCH / "cpp_client.py")
+    logs = tmp / "cpp-logs"
+    logs.mkdir(exist_ok=True)
+    env = dict(os.environ, HOME=str(tmp))  # librocketmq writes ~/logs otherwise
+
+    def drive(*args: str) -> dict[str, Any]:
+        print(f"rocketmq-cpp: {args[0]} ...", file=sys.stderr, flush=True)
+        done = subprocess.run([str(CPP_PYTHON), script, "--namesrv", namesrv, "--log-dir", str(logs), *args],
+                              capture_output=True, text=True, env=env, timeout=max(300, n / 100))
+        if done.returncode != 0 or not done.stdout.strip():
+            raise RuntimeError(f"cpp_client.py {args[0]} failed ({done.returncode}): {done.stderr[-2000:]}")
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    out = {"sync_send": drive("send", "--topic", "cpp-a", "--count", str(n), "--warmup", str(WARMUP),
+                              "--body-bytes", str(BODY_BYTES))}
+    out["push_consume_1"] = drive("push", "--topic", "cpp-a", "--group", "bench-cpp-push", "--expect", str(n + WARMUP))
+    return out
+
+
+def median_figures(runs: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Each figure's median over the rounds (the table's row; the ratios pair rounds instead)."""
+    out: dict[str, dict[str, Any]] = {}
+    for workload in runs[0]:
+        out[workload] = {}
+        for key, first in runs[0][workload].items():
+            values = [r[workload][key] for r in runs if r[workload].get(key) is not None]
+            if not values:
+                out[workload][key] = None
+                continue
+            m = statistics.median(values)
+            out[workload][key] = round(m) if isinstance(first, int) else round(m, 3)
+    return out
+
+
+# Native mode over msgpack mode, per workload: rates native/msgpack, latencies msgpack/native (higher is better).
+NATIVE_RATIOS = {
+    "sync_send": ("tps", False), "batch_send": ("tps", False), "consume": ("msgs_per_s", False),
+    "push_consume_1": ("msgs_per_s", False), "push_consume_3": ("msgs_per_s", False),
+    "latency_p50": ("p50_ms", True), "latency_p99": ("p99_ms", True),
+}
+NATIVE_TARGET = 0.80
+
+
+def native_ratios(runs: dict[str, Any]) -> dict[str, float | None]:
+    """The median over rounds of each round's native/msgpack ratio (the two ran back to back in a round)."""
+    out: dict[str, float | None] = {}
+    for name, (key, lower_is_better) in NATIVE_RATIOS.items():
+        workload = name.split("_p")[0] if name.startswith("latency") else name
+        per_round = []
+        for m, r in zip(runs["msgpack"], runs["rocketmq"], strict=True):
+            a, b = m[workload].get(key), r[workload].get(key)
+            if a and b:
+                per_round.append(a / b if lower_is_better else b / a)
+        out[name] = round(statistics.median(per_round), 3) if per_round else None
+    return out
 
 
 def run_redis(tmp: Path, n: int, latency_s: float) -> dict[str, Any]:
@@ -586,7 +670,8 @@ def missing(binary: str, module: str) -> str | None:
 
 # --- report -----------------------------------------------------------------------------------------------
 
-SYSTEMS = ("pocketmq", "redis", "nats")
+SYSTEMS = ("pocketmq", "pocketmq_native", "rocketmq_cpp", "redis", "nats")  # rows of the table
+PEERS = ("redis", "nats")
 # Every figure of a system, by workload: the JSON has each as "{system}_{workload}_{key}" (null if skipped).
 SEND = ("tps", "max_rt_ms", "avg_rt_ms", "failed")
 FIGURES = {
@@ -606,11 +691,13 @@ def fmt(v: Any, spec: str) -> str:
 def print_table(results: dict[str, dict[str, Any] | None]) -> None:
     def rows(workload: str, title: str, rate: str, failed: str = "Send Failed") -> None:
         print(f"\n{title}")
-        print(f"  {'system':<10}{rate:>14}{'Max RT(ms)':>13}{'Average RT(ms)':>16}{failed:>13}")
+        print(f"  {'system':<16}{rate:>14}{'Max RT(ms)':>13}{'Average RT(ms)':>16}{failed:>13}")
         for s in SYSTEMS:
             f = (results[s] or {}).get(workload, {})
+            if not f and s == "rocketmq_cpp":
+                continue
             rate_key = "msgs_per_s" if workload == "consume" else "tps"
-            print(f"  {s:<10}{fmt(f.get(rate_key), ',d'):>14}{fmt(f.get('max_rt_ms'), '.3f'):>13}"
+            print(f"  {s:<16}{fmt(f.get(rate_key), ',d'):>14}{fmt(f.get('max_rt_ms'), '.3f'):>13}"
                   f"{fmt(f.get('avg_rt_ms'), '.3f'):>16}{fmt(f.get('failed'), 'd'):>13}")
 
     rows("sync_send", "(a) one producer, each send awaited (RT per send)", "Send TPS")
@@ -618,33 +705,59 @@ def print_table(results: dict[str, dict[str, Any] | None]) -> None:
     rows("consume", f"(c) consume in a group, {BATCH} per fetch, each acked (RT per fetch; failed = fetches)",
          "Consume TPS", "Failed")
     print(f"\n(d) end-to-end latency at {LATENCY_RATE:,} msgs/s (send -> receive)")
-    print(f"  {'system':<10}{'p50(ms)':>10}{'p99(ms)':>10}{'max(ms)':>10}{'received':>15}{'sent/s':>9}")
+    print(f"  {'system':<16}{'p50(ms)':>10}{'p99(ms)':>10}{'max(ms)':>10}{'received':>15}{'sent/s':>9}")
     for s in SYSTEMS:
         f = (results[s] or {}).get("latency", {})
+        if not f and s == "rocketmq_cpp":
+            continue
         got = f"{f['received']}/{f['sent']}" if f else "-"
-        print(f"  {s:<10}{fmt(f.get('p50_ms'), '.3f'):>10}{fmt(f.get('p99_ms'), '.3f'):>10}"
+        print(f"  {s:<16}{fmt(f.get('p50_ms'), '.3f'):>10}{fmt(f.get('p99_ms'), '.3f'):>10}"
               f"{fmt(f.get('max_ms'), '.3f'):>10}{got:>15}{fmt(f.get('rate'), 'd'):>9}")
     print("\n(e) push consumers (pocketmq only): a new group reads (a)'s messages, no-op listener")
-    print(f"  {'consumers':<10}{'Consume TPS':>14}{'received':>15}   vs best peer's (c)")
-    for k in (1, 3):
-        f = (results["pocketmq"] or {}).get(f"push_consume_{k}", {})
-        got = f"{f['received']}/{f['expected']}" if f else "-"
-        print(f"  {k:<10}{fmt(f.get('msgs_per_s'), ',d'):>14}{got:>15}   "
-              f"{fmt(push_ratio(results, k), '')}x")
+    print(f"  {'system':<16}{'consumers':<10}{'Consume TPS':>14}{'received':>15}   vs best peer's (c)")
+    for s in ("pocketmq", "pocketmq_native", "rocketmq_cpp"):
+        for k in (1, 3):
+            f = (results[s] or {}).get(f"push_consume_{k}", {})
+            if not f and s == "rocketmq_cpp":
+                continue
+            got = f"{f['received']}/{f['expected']}" if f else "-"
+            print(f"  {s:<16}{k:<10}{fmt(f.get('msgs_per_s'), ',d'):>14}{got:>15}   "
+                  f"{fmt(push_ratio(results, k, s), '')}x")
 
 
 def ratio(results: dict[str, dict[str, Any] | None], workload: str, key: str) -> float | None:
     ours = (results["pocketmq"] or {}).get(workload, {}).get(key)
-    peers = [r[workload][key] for s, r in results.items() if s != "pocketmq" and r and r[workload].get(key)]
+    peers = [r[workload][key] for s, r in results.items() if s in PEERS and r and r[workload].get(key)]
     return round(ours / max(peers), 3) if ours is not None and peers else None
 
 
-def push_ratio(results: dict[str, dict[str, Any] | None], consumers: int) -> float | None:
-    """pocketmq's push consume rate over the best peer's (c) consume rate."""
-    ours = (results["pocketmq"] or {}).get(f"push_consume_{consumers}", {}).get("msgs_per_s")
-    peers = [r["consume"]["msgs_per_s"] for s, r in results.items() if s != "pocketmq" and r
+def push_ratio(results: dict[str, dict[str, Any] | None], consumers: int, system: str = "pocketmq"
+               ) -> float | None:
+    """A pocketmq row's push consume rate over the best peer's (c) consume rate."""
+    ours = (results[system] or {}).get(f"push_consume_{consumers}", {}).get("msgs_per_s")
+    peers = [r["consume"]["msgs_per_s"] for s, r in results.items() if s in PEERS and r
              and r["consume"].get("msgs_per_s")]
     return round(ours / max(peers), 3) if ours is not None and peers else None
+
+
+# --- contention ---------------------------------------------------------------------------------------------
+
+CONTEND_MAX_SECONDS = 1800  # each CPU-bound process exits by itself after this, should this script die first
+
+
+@contextlib.contextmanager
+def contention(k: int) -> Iterator[None]:
+    """``k`` CPU-bound processes (a busy loop each, their own session) for the duration of the block."""
+    spin = f"import time\nend = time.monotonic() + {CONTEND_MAX_SECONDS}\nwhile time.monotonic() < end: pass\n"
+    procs = [subprocess.Popen([sys.executable, "-c", spin], stdin=subprocess.DEVNULL, start_new_session=True)
+             for _ in range(k)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
 
 
 def main() -> int:
@@ -652,20 +765,38 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="5,000 messages and 3 s of latency (< 60 s)")
     parser.add_argument("--messages", type=int, help="messages per send workload (default 50,000; 5,000 quick)")
     parser.add_argument("--latency-seconds", type=float, help="length of the paced phase (default 10; 3 quick)")
-    parser.add_argument("--only", choices=SYSTEMS, action="append", help="run only this system (repeatable)")
+    parser.add_argument("--only", choices=("pocketmq", *PEERS), action="append",
+                        help="run only this system (repeatable)")
+    parser.add_argument("--rounds", type=int, help="pocketmq rounds, msgpack and native alternating (default 3; "
+                        "2 quick)")
+    parser.add_argument("--no-cpp", action="store_true", help="leave out RocketMQ's C++ client")
+    parser.add_argument("--contend", type=int, nargs="?", const=-1, default=0, metavar="K",
+                        help="run K CPU-bound processes beside every workload (default K: cores - 1)")
     args = parser.parse_args()
+    rounds = args.rounds or (2 if args.quick else 3)
+    if args.contend < 0:
+        args.contend = max(1, (os.cpu_count() or 2) - 1)
     n = args.messages or (5_000 if args.quick else 50_000)
     latency_s = args.latency_seconds or (3.0 if args.quick else 10.0)
     # SIGTERM unwinds like Ctrl-C, so the servers' finally blocks run either way.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     started = time.monotonic()
 
-    runners = {"pocketmq": run_pocketmq, "redis": run_redis, "nats": run_nats}
+    cpp_missing = "--no-cpp" if args.no_cpp else (
+        None if CPP_PYTHON.exists() else f"{CPP_PYTHON} not found (make native-clients installs it)")
+    runners = {
+        "pocketmq": lambda tmp, n, latency_s: run_pocketmq(tmp, n, latency_s, rounds, cpp=cpp_missing is None),
+        "redis": run_redis, "nats": run_nats,
+    }
     results: dict[str, dict[str, Any] | None] = dict.fromkeys(SYSTEMS)
+    ratios: dict[str, float | None] = dict.fromkeys(NATIVE_RATIOS)
+    per_round: dict[str, list[dict[str, Any]]] = {}
     notes: dict[str, str] = {}
+    if cpp_missing:
+        notes["rocketmq_cpp"] = cpp_missing
     reasons = {"redis": missing("redis-server", "redis.asyncio"), "nats": missing("nats-server", "nats")}
-    with tempfile.TemporaryDirectory(prefix="pocketmq-e2e-") as tmp:
-        for s in SYSTEMS:
+    with tempfile.TemporaryDirectory(prefix="pocketmq-e2e-") as tmp, contention(args.contend):
+        for s in ("pocketmq", *PEERS):
             reason = "not selected (--only)" if args.only and s not in args.only else reasons.get(s)
             if reason:
                 notes[s] = reason
@@ -673,12 +804,26 @@ def main() -> int:
                 continue
             print(f"{s}: running ({n:,} messages per workload) ...", file=sys.stderr, flush=True)
             try:
-                results[s] = runners[s](Path(tmp), n, latency_s)
+                got = runners[s](Path(tmp), n, latency_s)
             except Exception as e:  # one peer failing must not cost the others' figures
                 notes[s] = f"failed: {type(e).__name__}: {e}"
                 print(f"{s}: {notes[s]}", file=sys.stderr)
+                continue
+            if s != "pocketmq":
+                results[s] = got
+                continue
+            results["pocketmq"] = median_figures(got["msgpack"])
+            results["pocketmq_native"] = median_figures(got["rocketmq"])
+            results["rocketmq_cpp"] = got["cpp"]
+            ratios = native_ratios(got)
+            per_round = {p: [{w: f.get("tps", f.get("msgs_per_s", f.get("p50_ms"))) for w, f in r.items()}
+                             for r in got[p]] for p in PROTOCOLS}
 
-    print(f"pocketmq e2e: {n:,} messages of {BODY_BYTES} B per workload, batch {BATCH}, loopback, uvloop; "
+    if args.contend:
+        print(f"contention: {args.contend} CPU-bound process(es) ran beside every workload")
+    print(f"pocketmq e2e: {n:,} messages of {BODY_BYTES} B per workload, batch {BATCH}, loopback, uvloop; pocketmq "
+          f"rows: medians of {rounds} rounds (pocketmq_native: ClientConfig(protocol='rocketmq'); rocketmq_cpp: "
+          "RocketMQ's C++ client 0.4.4); "
           f"redis: {REDIS_PERSISTENCE}, redis-py parser {redis_parser()}; nats: JetStream file store")
     print_table(results)
     figures = {f"{s}_{w}_{k}": (results[s] or {}).get(w, {}).get(k)
@@ -697,13 +842,19 @@ def main() -> int:
     met["latency_p99_target_met"] = None if p99 is None else p99 < 5.0
     print("\npocketmq / best peer: " + ", ".join(f"{k} {fmt(v, '')} (target {targets.get(k, '< 5 ms')})"
                                                  for k, v in summary.items()))
+    native_met = None if any(v is None for v in ratios.values()) else all(
+        v >= NATIVE_TARGET for v in ratios.values() if v is not None)
+    print(f"native / msgpack (median of the rounds' paired ratios; target >= {NATIVE_TARGET:.2f} on every "
+          f"workload, met: {native_met}): " + ", ".join(f"{k} {fmt(v, '')}" for k, v in ratios.items()))
     print(json.dumps({
         **summary, **met, **figures,
+        **{f"native_ratio_{k}": v for k, v in ratios.items()}, "native_ratio_target_met": native_met,
+        "rounds": rounds, "pocketmq_rates_per_round": per_round,
         "messages": n, "body_bytes": BODY_BYTES, "batch": BATCH, "latency_rate": LATENCY_RATE,
         "latency_seconds": latency_s, "quick": args.quick, "redis_persistence": REDIS_PERSISTENCE,
         "redis_version": version("redis-server"), "nats_version": version("nats-server"),
         "redis_py_parser": redis_parser(),
-        "skipped": notes, "elapsed_s": round(time.monotonic() - started, 1),
+        "skipped": notes, "elapsed_s": round(time.monotonic() - started, 1), "contend": args.contend,
     }))
     return 0
 

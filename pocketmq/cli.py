@@ -1,4 +1,5 @@
-"""The `pocketmq` command: run servers (`dev`, `namesrv`, `broker`) and poke at them (`send`, `consume`)."""
+"""The `pocketmq` command: run servers (`dev`, `namesrv`, `broker`), poke at them (`send`, `consume`), and
+administer them with mqadmin's commands (`updateTopic`, `clusterList`, `consumerProgress` ...)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import logging
 import os
 import signal
 import sys
+from typing import Any
 
+from .admin_cli import add_admin_commands
 from .runtime import run
 from .tools import add_tool_commands
 
@@ -31,6 +34,7 @@ def _add_namesrv(sub) -> None:
     p.add_argument("--scan-interval", type=float, default=10.0, help="seconds between expiry scans")
     p.add_argument("--broker-expire", type=float, default=120.0,
                    help="seconds of silence after which a broker is dropped")
+    p.add_argument("--acl-file", help="plain ACL file (plain_acl.yml): route changes then need an admin's signature")
     p.set_defaults(func=_namesrv)
 
 
@@ -52,6 +56,17 @@ def _stop_on_signal() -> asyncio.Event:
     return stop
 
 
+# `pocketmq dev`'s store sizes, where the file given with -c sets none: every commit-log and index file reserves
+# its whole size on disk when created (so that a full disk refuses puts instead of killing the process), and
+# RocketMQ's 1 GiB commit-log files plus a 420 MB index file would take 1.4 GB of a laptop's disk at the first
+# message. 128 MiB and a 42 MB index (500,000 slots, 2,000,000 entries) take 170 MB.
+DEV_STORE_DEFAULTS: dict[str, Any] = {
+    "mapped_file_size_commit_log": 128 * 1024 * 1024,
+    "max_hash_slot_num": 500_000,
+    "max_index_num": 2_000_000,
+}
+
+
 async def _dev(args) -> int:
     from pocketmq.broker.broker_controller import BrokerController
     from pocketmq.broker.config import BrokerConfig
@@ -59,14 +74,23 @@ async def _dev(args) -> int:
     from pocketmq.namesrv.namesrv_controller import NamesrvController
 
     stop = _stop_on_signal()
-    namesrv = NamesrvController(NamesrvConfig(listen_host=args.host, listen_port=args.namesrv_port))
-    await namesrv.start()
     overrides = dict(
-        broker_ip1=args.host, listen_port=args.broker_port, namesrv_addr=namesrv.address,
+        broker_ip1=args.host, listen_port=args.broker_port, namesrv_addr=None,  # (set once it listens)
         store_path_root_dir=os.path.join(os.path.abspath(args.store), "store"),
     )
+    config = (BrokerConfig.from_properties(args.config, defaults=DEV_STORE_DEFAULTS, **overrides) if args.config
+              else BrokerConfig(**DEV_STORE_DEFAULTS, **overrides))
+    # With aclEnable the in-process name server checks the same ACL file, so the broker needs an admin account
+    # (accessKey/secretKey) to register: say so now rather than run a broker no client can find.
+    acl_file = config.resolved_acl_file if config.acl_enable else None
+    if acl_file is not None and config.access_key is None:
+        raise ValueError("aclEnable=true in `pocketmq dev` needs accessKey/secretKey (an admin account of "
+                         f"{acl_file}) in the broker config, to register with the name server")
+    namesrv = NamesrvController(NamesrvConfig(listen_host=args.host, listen_port=args.namesrv_port,
+                                              acl_file=acl_file))
+    await namesrv.start()
+    config.namesrv_addr = namesrv.address
     try:
-        config = BrokerConfig.from_properties(args.config, **overrides) if args.config else BrokerConfig(**overrides)
         broker = BrokerController(config)
         await broker.start()
     except BaseException:
@@ -91,7 +115,7 @@ def namesrv_config(args):
 
     return NamesrvConfig(listen_host=args.host, listen_port=args.port,
                          scan_not_active_broker_interval=args.scan_interval,
-                         broker_channel_expired_time=args.broker_expire)
+                         broker_channel_expired_time=args.broker_expire, acl_file=args.acl_file)
 
 
 async def _namesrv(args) -> int:
@@ -138,6 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_namesrv(sub)
     _add_broker(sub)
     add_tool_commands(sub)
+    add_admin_commands(sub)
     return parser
 
 
@@ -152,8 +177,22 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # a clear one-line error for people; the traceback with -v
         if args.verbose:
             raise
-        print(f"pocketmq {args.command}: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"pocketmq {args.command}: {_one_line(e)}", file=sys.stderr)
         return 1
+
+
+def _one_line(e: Exception) -> str:
+    """The error as one line: a broker's refusal as its code and remark, a timeout as such, anything else with
+    its class name ("NameServerAddressError: name server 127.0.0.1:1 unreachable: Connection refused")."""
+    from pocketmq.client.exceptions import MQBrokerException
+    from pocketmq.remoting.errors import RemotingTimeoutError
+
+    text = " ".join(str(e).split()) or type(e).__name__
+    if isinstance(e, MQBrokerException):
+        return text  # "CODE: 17  DESC: topic[T] not exist BROKER: 127.0.0.1:10911"
+    if isinstance(e, RemotingTimeoutError | TimeoutError):
+        return f"timed out: {text}"
+    return f"{type(e).__name__}: {text}"
 
 
 if __name__ == "__main__":

@@ -34,14 +34,17 @@ class EmbeddedCluster:
     """Name server + broker on 127.0.0.1, ports chosen by the OS, store under `root`/store.
 
     Keyword arguments are BrokerConfig fields (snake_case) and override the test defaults, e.g.
-    ``EmbeddedCluster(tmp_path, auto_create_topic_enable=False)``.
+    ``EmbeddedCluster(tmp_path, auto_create_topic_enable=False)``. With ``acl_enable=True`` the name server checks
+    the broker's ACL file too, and the broker signs its registrations with ``access_key``/``secret_key``.
     """
 
-    def __init__(self, root: str | os.PathLike[str], **broker_overrides: Any) -> None:
+    def __init__(self, root: str | os.PathLike[str], brokers: int = 1, **broker_overrides: Any) -> None:
         self.root = os.fspath(root)
+        self.broker_count = brokers
         self.broker_overrides = broker_overrides
         self.namesrv: NamesrvController | None = None
         self.broker: BrokerController | None = None
+        self.brokers: list[BrokerController] = []  # broker-a, broker-b, ... (one cluster); broker is the first
 
     @property
     def namesrv_addr(self) -> str:
@@ -58,36 +61,53 @@ class EmbeddedCluster:
         assert self.broker is not None, "the cluster is not started"
         return self.broker.store
 
-    def broker_config(self) -> BrokerConfig:
+    def broker_config(self, index: int = 0, namesrv_addr: str | None = None) -> BrokerConfig:
+        """The config of the ``index``-th broker: broker-a's store under root/store, the others' under
+        root/store-<name>."""
         settings: dict[str, Any] = dict(TEST_STORE_DEFAULTS)
-        settings.update(listen_port=0, store_path_root_dir=os.path.join(self.root, "store"))
+        store = "store" if index == 0 else f"store-broker-{chr(ord('a') + index)}"
+        settings.update(listen_port=0, store_path_root_dir=os.path.join(self.root, store))
+        if index > 0:
+            settings["broker_name"] = f"broker-{chr(ord('a') + index)}"
         settings.update(self.broker_overrides)
-        settings["namesrv_addr"] = self.namesrv_addr
+        settings["namesrv_addr"] = namesrv_addr or self.namesrv_addr
         return BrokerConfig(**settings)
 
     async def start(self) -> EmbeddedCluster:
         """Returns once the broker has registered with the name server."""
-        self.namesrv = NamesrvController(NamesrvConfig(listen_port=0))
+        # (checked before anything starts; the address comes later)
+        config = self.broker_config(namesrv_addr="127.0.0.1:9876")
+        acl_file = config.resolved_acl_file if config.acl_enable else None
+        self.namesrv = NamesrvController(NamesrvConfig(listen_port=0, acl_file=acl_file))
         await self.namesrv.start()
         try:
-            self.broker = BrokerController(self.broker_config())
-            await self.broker.start()
+            for i in range(self.broker_count):
+                broker = BrokerController(self.broker_config(i))
+                await broker.start()
+                self.brokers.append(broker)
+            self.broker = self.brokers[0]
         except BaseException:
+            for b in self.brokers:
+                await b.shutdown()
             await self.namesrv.shutdown()
             raise
         return self
 
     async def stop(self) -> None:
         try:
-            if self.broker is not None:
-                await self.broker.shutdown()
+            for b in self.brokers:
+                await b.shutdown()
         finally:
             if self.namesrv is not None:
                 await self.namesrv.shutdown()
 
     async def wait_dispatched(self, timeout: float = 10.0) -> bool:
-        """Wait until every stored message is in the consume queues (so pulls see it)."""
-        return await asyncio.to_thread(self.store.wait_dispatched, timeout)
+        """Wait until every stored message is in the consume queues (so pulls see it), on every broker."""
+        assert self.brokers, "the cluster is not started"
+        for b in self.brokers:
+            if not await asyncio.to_thread(b.store.wait_dispatched, timeout):
+                return False
+        return True
 
     async def wait_routed(self, topic: str, timeout: float = 10.0) -> bool:
         """Wait until the name server has a route for `topic`. A topic a send creates reaches the name server

@@ -37,11 +37,19 @@ def _add_protocol(parser) -> None:
     parser.add_argument("--protocol", choices=list(PROTOCOLS), default="msgpack",
                         help="wire protocol: pocketmq's msgpack frames (default) or RocketMQ's native ones, which "
                              "an Apache RocketMQ cluster also understands")
+    parser.add_argument("--access-key", help="ACL access key: sign every request (with --secret-key)")
+    parser.add_argument("--secret-key", help="ACL secret key of --access-key")
+
+
+def _client_options(args) -> dict:
+    if (args.access_key is None) != (args.secret_key is None):
+        raise ValueError("--access-key and --secret-key go together")
+    return {"protocol": args.protocol, "access_key": args.access_key, "secret_key": args.secret_key}
 
 
 async def _send(args) -> int:
     body = args.body.encode()
-    async with Producer(args.group, args.namesrv_addr, protocol=args.protocol) as producer:
+    async with Producer(args.group, args.namesrv_addr, **_client_options(args)) as producer:
         for _ in range(args.count):
             r = await producer.send(Message(args.topic, body, tags=args.tags, keys=args.keys))
             print(f"{r.send_status.name} msgId={r.msg_id} offsetMsgId={r.offset_msg_id} "
@@ -52,14 +60,14 @@ async def _send(args) -> int:
 def _show(msg) -> None:
     body = msg.body.decode(errors="replace")
     print(f"{msg.topic} queue={msg.queue_id} offset={msg.queue_offset} msgId={msg.msg_id} "
-          f"tags={msg.tags or ''} keys={' '.join(msg.keys)} body={body}")
+          f"offsetMsgId={msg.offset_msg_id} tags={msg.tags or ''} keys={' '.join(msg.keys)} body={body}")
 
 
 async def _consume(args) -> int:
     group = args.group or "pocketmq_tools_consumer"
     deadline = time.monotonic() + args.wait
     seen = 0
-    async with PullConsumer(group, args.namesrv_addr, protocol=args.protocol) as consumer:
+    async with PullConsumer(group, args.namesrv_addr, **_client_options(args)) as consumer:
         queues = await consumer.fetch_subscribe_message_queues(args.topic)
         offsets = {}
         for mq in queues:

@@ -11,7 +11,7 @@ from pocketmq.client import MessageQueue, MQClientException, SyncPullConsumer
 from pocketmq.remoting.codes import ResponseCode
 
 from .offsets import Offsets, QueueRef
-from .options import InvalidOptionError, OffsetSpec, Subscription
+from .options import DEFAULT_PROTOCOL, InvalidOptionError, OffsetSpec, Subscription
 from .planning import resolve_offsets
 
 READER_GROUP = "pocketmq-spark-reader"
@@ -37,10 +37,12 @@ def to_mq(q: QueueRef) -> MessageQueue:
 class BrokerView:
     """One client connection for planning; not picklable, so readers keep it out of what they pickle."""
 
-    def __init__(self, endpoints: str, timeout: float) -> None:
+    def __init__(self, endpoints: str, timeout: float, protocol: str = DEFAULT_PROTOCOL) -> None:
         self.endpoints = endpoints
+        self.protocol = protocol
         self._consumer = SyncPullConsumer(
-            READER_GROUP, endpoints, instance_name=private_instance("view"), consumer_pull_timeout=timeout
+            READER_GROUP, endpoints, instance_name=private_instance("view"), consumer_pull_timeout=timeout,
+            protocol=protocol,
         )
         self._group_consumers: dict[str, SyncPullConsumer] = {}
 
@@ -125,7 +127,8 @@ class BrokerView:
         """Store ``offsets`` as ``group``'s consume offsets on the brokers (for lag dashboards only)."""
         consumer = self._group_consumers.get(group)
         if consumer is None:
-            consumer = SyncPullConsumer(group, self.endpoints, instance_name=private_instance("group"))
+            consumer = SyncPullConsumer(group, self.endpoints, instance_name=private_instance("group"),
+                                        protocol=self.protocol)
             self._group_consumers[group] = consumer
         for q, offset in sorted(offsets.items()):
             consumer.update_consume_offset(to_mq(q), offset, flush=False)

@@ -12,10 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from pocketmq.client.client_config import PROTOCOLS
+
 from .offsets import EARLIEST, LATEST, OffsetFormatError, Offsets, from_json_dict
 
 _NAME_RE = re.compile(r"[%|a-zA-Z0-9_-]+")  # RocketMQ's topic and group names
 DEFAULT_PRODUCER_GROUP = "pocketmq-spark-writer"
+DEFAULT_PROTOCOL = "msgpack"
 
 OffsetSpec = Literal["earliest", "latest"] | Offsets
 
@@ -57,6 +60,7 @@ class SourceOptions:
     pull_batch_size: int = 32
     pull_timeout: float = 10.0  # seconds
     consumer_group: str | None = None
+    protocol: str = DEFAULT_PROTOCOL  # ClientConfig.protocol of every client the source opens
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +71,7 @@ class SinkOptions:
     idempotent: bool = False
     send_timeout: float = 10.0  # seconds
     send_batch_size: int = 256
+    protocol: str = DEFAULT_PROTOCOL  # ClientConfig.protocol of the producers
 
 
 _STREAM_ONLY = {"maxoffsetspertrigger": "maxOffsetsPerTrigger", "consumergroup": "consumerGroup"}
@@ -124,6 +129,17 @@ def _bool(opts: Mapping[str, str], key: str, name: str, default: bool) -> bool:
     if value.strip().lower() in ("true", "false"):
         return value.strip().lower() == "true"
     raise InvalidOptionError(f"option '{name}' must be true or false, got {value!r}")
+
+
+def parse_protocol(opts: Mapping[str, str]) -> str:
+    """``protocol``: the wire protocol of the driver's and the workers' clients (ClientConfig.protocol)."""
+    value = opts.get("protocol", DEFAULT_PROTOCOL).strip().lower()
+    if value not in PROTOCOLS:
+        raise InvalidOptionError(
+            f"option 'protocol' must be 'msgpack' (pocketmq's own frames, the default) or 'rocketmq' (RocketMQ's "
+            f"native remoting protocol, which an Apache RocketMQ cluster speaks too), got {opts['protocol']!r}"
+        )
+    return value
 
 
 def parse_subscription(opts: Mapping[str, str]) -> Subscription:
@@ -233,6 +249,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         pull_batch_size=_int(opts, "pullbatchsize", "pullBatchSize", 1) or 32,
         pull_timeout=(pull_timeout_ms or 10_000) / 1000,
         consumer_group=consumer_group,
+        protocol=parse_protocol(opts),
     )
 
 
@@ -249,4 +266,5 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         idempotent=_bool(opts, "idempotent", "idempotent", False),
         send_timeout=(send_timeout_ms or 10_000) / 1000,
         send_batch_size=_int(opts, "sendbatchsize", "sendBatchSize", 1) or 256,
+        protocol=parse_protocol(opts),
     )

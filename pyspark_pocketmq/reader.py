@@ -68,7 +68,7 @@ def read_range(opts: SourceOptions, schema: StructType, part: QueueRange) -> Ite
     """
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
         consumer = PullConsumer(READER_GROUP, opts.endpoints, instance_name=private_instance("reader"),
-                                consumer_pull_timeout=opts.pull_timeout, busy_poll=0.0)
+                                consumer_pull_timeout=opts.pull_timeout, busy_poll=0.0, protocol=opts.protocol)
         runner.run(consumer.start())
         batches = _read_batches(consumer, opts, schema, part)
         try:
@@ -142,7 +142,7 @@ class BatchReader(DataSourceReader):
 
     def partitions(self) -> list[QueueRange]:
         opts = self.opts
-        with BrokerView(opts.endpoints, opts.pull_timeout) as view:
+        with BrokerView(opts.endpoints, opts.pull_timeout, opts.protocol) as view:
             queues = view.queues(opts.subscription)
             start = view.resolve(opts.starting_offsets, opts.starting_timestamp, queues, EARLIEST, "startingOffsets")
             end = view.resolve(opts.ending_offsets, opts.ending_timestamp, queues, LATEST, "endingOffsets")

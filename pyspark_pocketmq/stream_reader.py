@@ -42,7 +42,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @property
     def view(self) -> BrokerView:
         if self._view is None:
-            self._view = BrokerView(self.opts.endpoints, self.opts.pull_timeout)
+            self._view = BrokerView(self.opts.endpoints, self.opts.pull_timeout, self.opts.protocol)
         return self._view
 
     def _latest_offsets(self) -> Offsets:

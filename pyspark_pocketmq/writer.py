@@ -173,7 +173,7 @@ def write_rows(opts: SinkOptions, cols: SinkColumns, rows: Iterable[tuple], part
     """Send the rows of one task; with ``dedup_prefix`` (idempotent), skip what an earlier attempt stored."""
     sent = skipped = 0
     with SyncProducer(opts.producer_group, opts.endpoints, send_timeout=opts.send_timeout,
-                      instance_name=private_instance("writer")) as producer:
+                      instance_name=private_instance("writer"), protocol=opts.protocol) as producer:
         sender = _Sender(producer)
         if dedup_prefix is None:
             in_flight: collections.deque[concurrent.futures.Future] = collections.deque()

@@ -6,8 +6,14 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 
 import pytest
+from hypothesis import settings
 
 from pocketmq.remoting.client import RemotingClient
+
+# Tests never assert on wall time, and hypothesis's per-example deadline (200 ms) is one: on a busy CI machine an
+# example that waited for a CPU failed as "flaky". Loaded here, before any test module builds its settings.
+settings.register_profile("pocketmq", deadline=None)
+settings.load_profile("pocketmq")
 
 
 async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0, interval: float = 0.005) -> None:

@@ -6,13 +6,16 @@ import asyncio
 import functools
 import logging
 import os
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from pocketmq.common.constants import CQ_STORE_UNIT_SIZE
 from pocketmq.common.message import pack_host
-from pocketmq.remoting.body import TopicConfig, TopicConfigSerializeWrapper
+from pocketmq.remoting.acl import AclClientRPCHook, SessionCredentials
+from pocketmq.remoting.acl.validator import PlainAccessValidator
+from pocketmq.remoting.body import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from pocketmq.remoting.codes import PermName
 from pocketmq.remoting.server import RemotingServer
 from pocketmq.remoting.tasks import TaskTracker
@@ -41,14 +44,35 @@ from .processor import (
     QueryMessageProcessor,
     SendMessageProcessor,
 )
+from .processor.admin_ext_processor import AdminExtProcessor
 from .processor.consumer_manage_processor import total_physical_memory
 from .schedule import ScheduleMessageService
+from .stats import BrokerStatsManager
 from .subscription_group_manager import SubscriptionGroupManager
 from .topic_config_manager import TopicConfigManager
 from .topic_validator import RMQ_SYS_SCHEDULE_TOPIC
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+def raise_open_files_limit() -> None:
+    """Raise the soft RLIMIT_NOFILE to the hard limit, as RocketMQ's start scripts do with ulimit: a broker
+    holds a descriptor per connection and per mapped store file (the store keeps the mapped consume-queue
+    files under half the soft limit, see ConsumeQueueLru)."""
+    try:
+        import resource
+    except ImportError:  # (Windows)
+        return
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        # (an unlimited hard limit: Linux still caps descriptors at nr_open, 1,048,576 by default)
+        target = hard if hard != resource.RLIM_INFINITY else 1 << 20
+        if soft != resource.RLIM_INFINITY and soft < target:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            log.info("raised the open files limit from %d to %d", soft, target)
+    except (OSError, ValueError) as e:
+        log.warning("cannot raise the open files limit: %s", e)
 
 
 class BrokerController:
@@ -70,8 +94,10 @@ class BrokerController:
         self.client_housekeeping_service = ClientHousekeepingService(self.producer_manager, self.consumer_manager)
         self.rebalance_lock_manager = RebalanceLockManager(config.rebalance_lock_max_live_time)
         self.schedule_message_service = ScheduleMessageService(self)
+        self.broker_stats_manager = BrokerStatsManager(config.broker_cluster_name, config.stats_sample_interval)
         self.remoting_server = RemotingServer(
-            config.bind_address or config.broker_ip1, config.listen_port, busy_poll=config.busy_poll
+            config.bind_address or config.broker_ip1, config.listen_port, busy_poll=config.busy_poll,
+            max_inflight=config.server_max_inflight_requests, limits=config.connection_limits,
         )
         self.send_message_processor = SendMessageProcessor(self)
         self.pull_message_processor = PullMessageProcessor(self)
@@ -91,20 +117,33 @@ class BrokerController:
             ClientManageProcessor(self),
             ConsumerManageProcessor(self),
             AdminBrokerProcessor(self),
+            AdminExtProcessor(self),
         )
         for p in processors:
             p.register_to(self.remoting_server)
         self.remoting_server.on_channel_close(self._on_channel_close)
+        acl_file = config.resolved_acl_file
+        if config.acl_enable and acl_file is not None:
+            # Read now, so a bad file stops the broker before it listens. Every request is checked, as RocketMQ's
+            # broker does with aclEnable=true.
+            self.remoting_server.request_validator = PlainAccessValidator.for_broker(acl_file)
+            log.info("access control on: accounts from %s", acl_file)
         self.broker_outer_api = BrokerOuterAPI(config.register_broker_timeout, config.compressed_register)
+        if config.access_key is not None and config.secret_key is not None:
+            self.broker_outer_api.client.rpc_hook = AclClientRPCHook(
+                SessionCredentials(config.access_key, config.secret_key))
         self.last_register_results: list[RegisterResult] = []
         # storeHost of written messages: brokerIP1 and the port actually bound (known after start()).
         self.store_host = pack_host(config.broker_ip1, config.listen_port)
         self._pull_executor: ThreadPoolExecutor | None = None
         self._memory_bytes = int(total_physical_memory() * config.access_message_in_memory_max_ratio / 100)
         self._register_lock = asyncio.Lock()
+        # Per name server, the topic data version it acknowledged last: the base of the next delta.
+        self._acked_versions: dict[str, DataVersion] = {}
         self._register_scheduled = False
         self._started = False
         self._stopped = False
+        self._recovered_topics: list[str] = []  # topics rebuilt from the store at start (recover_topics)
 
     # --- addresses ---
 
@@ -131,7 +170,11 @@ class BrokerController:
         self._pull_executor = ThreadPoolExecutor(max(1, bc.pull_thread_pool_nums), thread_name_prefix="pull")
         try:
             # Store recovery may read every file: never on the event loop.
+            began = time.monotonic()
             await asyncio.to_thread(self._load_and_start_store)
+            log.info("config and store loaded in %.3f s", time.monotonic() - began)
+            if self._recovered_topics:
+                self.topic_config_manager.persist_soon()
             await self.remoting_server.start()
         except BaseException:
             # e.g. the store directory is locked by another broker, or the port is taken.
@@ -152,9 +195,13 @@ class BrokerController:
             bc.client_housekeeping_interval,
             self.client_housekeeping_service.scan_exception_channel,
         )
+        self.broker_stats_manager.sample()
+        self.tasks.periodic("broker-stats-sample", bc.stats_sample_interval, self._sample_stats)
         if bc.namesrv_addr_list:
             self.tasks.periodic("register-broker", bc.register_name_server_period, self.register_broker_all)
+        began = time.monotonic()
         await self.register_broker_all()
+        log.info("registered with the name servers in %.3f s", time.monotonic() - began)
         log.info(
             "The broker[%s, %s] boot success. serializeType=msgpack and name server is %s",
             bc.broker_name,
@@ -171,6 +218,7 @@ class BrokerController:
         )
 
     def _load_and_start_store(self) -> None:
+        raise_open_files_limit()
         os.makedirs(self.broker_config.config_dir, exist_ok=True)
         for manager in self._config_managers():
             if not manager.load():
@@ -178,6 +226,10 @@ class BrokerController:
         self.store.message_arriving_listener = self._on_message_arriving
         self.store.load()
         self.store.start()
+        counts: dict[str, int] = {}
+        for topic, queue_id in list(self.store.consume_queue_table):
+            counts[topic] = max(counts.get(topic, 0), queue_id + 1)
+        self._recovered_topics = self.topic_config_manager.recover_topics(counts)
 
     async def shutdown(self) -> None:
         """Unregister, stop serving, persist the config files and shut the store down (no abort file left)."""
@@ -203,6 +255,7 @@ class BrokerController:
                 await manager.persist_if_changed()
             except OSError:
                 log.exception("cannot persist %s at shutdown", manager.config_file_path)
+        self.topic_config_manager.close()
         executor = self._pull_executor
         if executor is not None:
             await asyncio.to_thread(executor.shutdown, True)
@@ -223,29 +276,58 @@ class BrokerController:
         bc = self.broker_config
         return BrokerIdentity(bc.broker_cluster_name, bc.broker_name, bc.broker_id, self.address)
 
+    def _advertised(self, table: dict[str, TopicConfig]) -> dict[str, TopicConfig]:
+        perm = self.broker_config.broker_permission
+        if PermName.is_readable(perm) and PermName.is_writeable(perm):
+            return table
+        # A read-only (or write-only) broker advertises every topic with its own permission applied.
+        return {name: _with_perm(tc, tc.perm & perm) for name, tc in table.items()}
+
     def _registration_wrapper(self) -> TopicConfigSerializeWrapper:
         wrapper = self.topic_config_manager.build_topic_config_serialize_wrapper()
-        perm = self.broker_config.broker_permission
-        if not (PermName.is_readable(perm) and PermName.is_writeable(perm)):
-            # A read-only (or write-only) broker advertises every topic with its own permission applied.
-            wrapper.topic_config_table = {
-                name: _with_perm(tc, tc.perm & perm) for name, tc in wrapper.topic_config_table.items()
-            }
+        wrapper.topic_config_table = self._advertised(wrapper.topic_config_table)
         return wrapper
 
-    async def register_broker_all(self) -> list[RegisterResult]:
-        """REGISTER_BROKER with every name server; returns once each one answered or failed."""
+    async def register_broker_all(self, force_full: bool = False) -> list[RegisterResult]:
+        """REGISTER_BROKER with every name server; returns once each one answered or failed.
+
+        A name server that acknowledged a data version of this process gets only the topics changed since
+        (often none: then the registration is a heartbeat); a new or restarted one, one that missed a
+        registration or does not speak deltas, gets the whole table, as RocketMQ sends it every time.
+        """
         addrs = self.broker_config.namesrv_addr_list
         if not addrs:
             return []
         # One registration at a time, each with a snapshot taken when its turn comes, so a name server never
         # sees an older topic table after a newer one.
         async with self._register_lock:
-            results = await self.broker_outer_api.register_broker_all(
-                addrs, self._identity(), self._registration_wrapper()
-            )
+            results = list(await asyncio.gather(*(self._register_with(addr, force_full) for addr in addrs)))
         self.last_register_results = results
         return results
+
+    async def _register_with(self, addr: str, force_full: bool) -> RegisterResult:
+        api = self.broker_outer_api
+        acked = self._acked_versions
+        base = None if force_full else acked.get(addr)
+        changes = self.topic_config_manager.changes_since(base.counter) if base is not None else None
+        if base is not None and changes is not None:
+            changed, deleted = changes
+            version = self.topic_config_manager.data_version.copy()
+            delta = TopicConfigSerializeWrapper(self._advertised(changed), version)
+            result = await api.register(addr, self._identity(), await api.encode_body(delta, deleted), base)
+            if result.ok and result.delta_accepted:
+                acked[addr] = version
+                return result
+            if not result.ok:
+                acked.pop(addr, None)
+                return result
+        wrapper = self._registration_wrapper()
+        result = await api.register(addr, self._identity(), await api.encode_body(wrapper))
+        if result.ok:
+            acked[addr] = wrapper.data_version
+        else:
+            acked.pop(addr, None)
+        return result
 
     def _on_topic_config_changed(self) -> None:
         # Topic changes reach the name servers right away, not at the next period.
@@ -257,6 +339,9 @@ class BrokerController:
     async def _register_after_change(self) -> None:
         self._register_scheduled = False
         await self.register_broker_all()
+
+    async def _sample_stats(self) -> None:
+        self.broker_stats_manager.sample()
 
     # --- helpers for the processors ---
 

@@ -1,4 +1,8 @@
-"""BrokerOuterAPI: the broker's calls to the name servers (REGISTER_BROKER, UNREGISTER_BROKER)."""
+"""BrokerOuterAPI: the broker's calls to the name servers (REGISTER_BROKER, UNREGISTER_BROKER).
+
+A registration carries the whole topic table, or (pocketmq's delta registration) only the topics changed since
+a data version the name server holds; see broker/topic_registration.py for which one is sent when.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +10,16 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
-from pocketmq.remoting.body import RegisterBrokerBody, TopicConfigSerializeWrapper, body_crc32
+from pocketmq.remoting.body import DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper, body_crc32
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import RemotingError
-from pocketmq.remoting.header import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
+from pocketmq.remoting.header import (
+    RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
+    UnRegisterBrokerRequestHeader,
+)
 
 log = logging.getLogger(__name__)
 
@@ -21,6 +29,7 @@ class RegisterResult:
     namesrv_addr: str
     ok: bool
     error: str | None = None
+    delta_accepted: bool = False  # a delta registration was applied (False for a full one)
 
 
 @dataclass(slots=True)
@@ -41,8 +50,23 @@ class BrokerOuterAPI:
     async def register_broker_all(
         self, namesrv_addrs: list[str], identity: BrokerIdentity, wrapper: TopicConfigSerializeWrapper
     ) -> list[RegisterResult]:
-        """Register with every name server at once; a failure with one is logged, never raised."""
-        body = RegisterBrokerBody(wrapper).encode(self.compressed)
+        """Register the whole table with every name server at once; a failure is logged, never raised."""
+        body = await self.encode_body(wrapper)
+        return list(await asyncio.gather(*(self.register(addr, identity, body) for addr in namesrv_addrs)))
+
+    async def encode_body(
+        self, wrapper: TopicConfigSerializeWrapper, deleted_topics: list[str] | None = None
+    ) -> bytes:
+        """The request body; a big table (a snapshot: nothing else holds it) is encoded on a worker thread."""
+        body = RegisterBrokerBody(wrapper, deleted_topics=deleted_topics or [])
+        if len(wrapper.topic_config_table) > 256:
+            return await asyncio.to_thread(body.encode, self.compressed)
+        return body.encode(self.compressed)
+
+    async def register(
+        self, addr: str, identity: BrokerIdentity, body: bytes, delta_base: DataVersion | None = None
+    ) -> RegisterResult:
+        """One REGISTER_BROKER; with ``delta_base``, a delta registration from that version."""
         header = RegisterBrokerRequestHeader(
             broker_name=identity.broker_name,
             broker_addr=identity.broker_addr,
@@ -51,10 +75,9 @@ class BrokerOuterAPI:
             broker_id=identity.broker_id,
             compressed=self.compressed,
             body_crc32=body_crc32(body),
+            base_version_timestamp=delta_base.timestamp if delta_base is not None else None,
+            base_version_counter=delta_base.counter if delta_base is not None else None,
         )
-        return list(await asyncio.gather(*(self._register(addr, header, body) for addr in namesrv_addrs)))
-
-    async def _register(self, addr: str, header: RegisterBrokerRequestHeader, body: bytes) -> RegisterResult:
         request = RemotingCommand.request(RequestCode.REGISTER_BROKER, header, body)
         try:
             resp = await self.client.invoke(addr, request, self.timeout)
@@ -64,8 +87,14 @@ class BrokerOuterAPI:
         if resp.code != ResponseCode.SUCCESS:
             log.warning("name server %s refused the registration: %s %s", addr, resp.code, resp.remark)
             return RegisterResult(addr, False, f"code {resp.code}: {resp.remark}")
-        log.debug("registered to name server %s", addr)
-        return RegisterResult(addr, True)
+        accepted = False
+        if delta_base is not None:
+            try:
+                accepted = bool(resp.decode_header(RegisterBrokerResponseHeader).delta_accepted)
+            except ValueError:
+                accepted = False  # a name server that does not speak deltas: it gets the whole table
+        log.debug("registered to name server %s%s", addr, " (delta)" if accepted else "")
+        return RegisterResult(addr, True, delta_accepted=accepted)
 
     async def unregister_broker_all(self, namesrv_addrs: list[str], identity: BrokerIdentity) -> None:
         header = UnRegisterBrokerRequestHeader(

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from pocketmq.remoting.channel import parse_address
+from pocketmq.remoting.channel import DEFAULT_MAX_INFLIGHT, ConnectionLimits, parse_address
 from pocketmq.storage.config import DEFAULT_DELAY_LEVELS, FlushDiskType, MessageStoreConfig
 
 
@@ -54,6 +54,16 @@ class BrokerConfig:
     broker_role: str = _f("ASYNC_MASTER", "brokerRole")
     broker_permission: int = _f(6, "brokerPermission")  # PermName bits; 6 = READ|WRITE
 
+    # --- connections (remoting.channel.ConnectionLimits) ---
+    # Netty's write water marks, RocketMQ's keys: above the high mark a connection's requests are not read.
+    write_buffer_high_water_mark: int = _f(64 * 1024, "writeBufferHighWaterMark")
+    write_buffer_low_water_mark: int = _f(32 * 1024, "writeBufferLowWaterMark")
+    server_channel_max_idle_time: float = _f(120.0, "serverChannelMaxIdleTimeSeconds")  # seconds, as RocketMQ's
+    # pocketmq's own: a frame still incomplete this long after it began closes its connection (0: never).
+    server_frame_read_timeout: float = _f(60.0, "serverFrameReadTimeoutMillis", "ms")
+    # pocketmq's own: requests of one connection whose processor runs at once; reading pauses at this number.
+    server_max_inflight_requests: int = _f(DEFAULT_MAX_INFLIGHT, "serverMaxInflightRequests")
+
     # --- store ---
     store_path_root_dir: str = _f(os.path.join("~", "store"), "storePathRootDir", store="store_path_root_dir")
     flush_disk_type: FlushDiskType = _f(FlushDiskType.ASYNC_FLUSH, "flushDiskType", store="flush_disk_type")
@@ -74,6 +84,15 @@ class BrokerConfig:
     file_reserved_time: float = _f(72.0, "fileReservedTime", store="file_reserved_time")  # hours
     delete_when: str = _f("04", "deleteWhen", store="delete_when")
     disk_max_used_space_ratio: int = _f(75, "diskMaxUsedSpaceRatio", store="disk_max_used_space_ratio")
+    # Percent (or fraction) of the disk above which writes are refused / young files are deleted.
+    disk_space_warning_level_ratio: float = _f(
+        0.90, "diskSpaceWarningLevelRatio", store="disk_space_warning_level_ratio")
+    disk_space_clean_forcibly_ratio: float = _f(
+        0.85, "diskSpaceCleanForciblyRatio", store="disk_space_clean_forcibly_ratio")
+    # pocketmq's own: the put path checks the disk every this many bytes (docs/broker.md, "What survives what").
+    disk_space_check_bytes: int = _f(4 * 1024 * 1024, "diskSpaceCheckBytes", store="disk_space_check_bytes")
+    # pocketmq's own: consume-queue files kept mapped (0: half the open-files limit), see docs/broker.md.
+    max_mapped_consume_queue_files: int = _f(0, "maxMappedConsumeQueueFiles", store="max_mapped_consume_queue_files")
     clean_resource_interval: float = _f(10.0, "cleanResourceInterval", "ms", store="clean_resource_interval")
     message_index_enable: bool = _f(True, "messageIndexEnable", store="message_index_enable")
     max_hash_slot_num: int = _f(5_000_000, "maxHashSlotNum", store="max_hash_slot_num")
@@ -108,9 +127,9 @@ class BrokerConfig:
     # PullRequestHoldService's safety re-check of parked pulls (RocketMQ: 5 s, not configurable there).
     pull_request_hold_check_interval: float = _f(5.0, "pullRequestHoldCheckInterval", "ms")
     pull_thread_pool_nums: int = _f(4, "pullMessageThreadPoolNums")  # threads doing store reads
-    # SQL92 subscriptions. RocketMQ's default is false (SQL92 pulls answered SYSTEM_ERROR); pocketmq is a
-    # development broker, so filters work out of the box. Set false to reproduce a default RocketMQ broker.
-    enable_property_filter: bool = _f(True, "enablePropertyFilter")
+    # SQL92 subscriptions, off as in RocketMQ: SQL92 pulls are answered SYSTEM_ERROR, and a consumer's start-up
+    # check (CHECK_CLIENT_CONFIG) fails with a message naming this setting.
+    enable_property_filter: bool = _f(False, "enablePropertyFilter")
 
     # --- delayed messages ---
     flush_delay_offset_interval: float = _f(10.0, "flushDelayOffsetInterval", "ms")
@@ -122,6 +141,19 @@ class BrokerConfig:
     notify_consumer_ids_changed_enable: bool = _f(True, "notifyConsumerIdsChangedEnable")
     # RebalanceLockManager: a queue lock not renewed for this long is free (RocketMQ: 60 s system property).
     rebalance_lock_max_live_time: float = _f(60.0, "rebalanceLockMaxLiveTime", "ms")
+
+    # --- statistics ---
+    # How often BrokerStatsManager snapshots its counters (RocketMQ: every 10 s); rates are over a minute.
+    stats_sample_interval: float = _f(10.0, "statsSampleInterval", "ms")
+
+    # --- access control (docs/broker.md, "Access control") ---
+    acl_enable: bool = _f(False, "aclEnable")
+    # pocketmq's own: the plain ACL file (RocketMQ reads ${ROCKETMQ_HOME}/conf/plain_acl.yml, which is also the
+    # default here when ROCKETMQ_HOME is set).
+    acl_file: str | None = _f(None, "aclFile")
+    # pocketmq's own: the account the broker signs its calls to the name servers with (REGISTER_BROKER...).
+    access_key: str | None = _f(None, "accessKey")
+    secret_key: str | None = _f(None, "secretKey")
 
     def __post_init__(self) -> None:
         self.flush_disk_type = FlushDiskType(self.flush_disk_type)
@@ -136,6 +168,17 @@ class BrokerConfig:
                     raise ValueError(addr)
             except ValueError:
                 raise BrokerConfigError(f"name server {addr!r} is not an address: expected host:port") from None
+        if (self.access_key is None) != (self.secret_key is None):
+            raise BrokerConfigError("accessKey and secretKey go together: set both or neither")
+        if self.acl_enable and self.resolved_acl_file is None:
+            raise BrokerConfigError(
+                "aclEnable=true needs aclFile (or ROCKETMQ_HOME, for $ROCKETMQ_HOME/conf/plain_acl.yml)")
+        try:
+            self.connection_limits  # noqa: B018  (checks the values)
+        except ValueError as e:
+            raise BrokerConfigError(str(e)) from None
+        if self.server_max_inflight_requests < 1:
+            raise BrokerConfigError(f"serverMaxInflightRequests must be >= 1, got {self.server_max_inflight_requests}")
 
     # --- derived values ---
 
@@ -144,6 +187,18 @@ class BrokerConfig:
         if not self.namesrv_addr:
             return []
         return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
+
+    @property
+    def resolved_acl_file(self) -> str | None:
+        """``aclFile``, else ``$ROCKETMQ_HOME/conf/plain_acl.yml`` as RocketMQ reads it, else None."""
+        if self.acl_file:
+            return os.path.abspath(os.path.expanduser(self.acl_file))
+        home = os.environ.get("ROCKETMQ_HOME")
+        return os.path.join(home, "conf", "plain_acl.yml") if home else None
+
+    @property
+    def connection_limits(self) -> ConnectionLimits:
+        return ConnectionLimits.of(self)
 
     @property
     def store_root(self) -> str:
@@ -168,7 +223,8 @@ class BrokerConfig:
     # --- properties file ---
 
     @classmethod
-    def from_properties(cls, path: str | os.PathLike[str], **overrides: Any) -> BrokerConfig:
+    def from_properties(cls, path: str | os.PathLike[str], defaults: dict[str, Any] | None = None,
+                        **overrides: Any) -> BrokerConfig:
         """Read a RocketMQ-style properties file (``key=value``, ``#``/``!`` comments).
 
         Unknown keys raise BrokerConfigError naming the key and line; ``overrides`` (snake_case attributes)
@@ -176,12 +232,14 @@ class BrokerConfig:
         """
         with open(path, encoding="utf-8") as f:
             text = f.read()
-        return cls.from_properties_text(text, source=str(path), **overrides)
+        return cls.from_properties_text(text, source=str(path), defaults=defaults, **overrides)
 
     @classmethod
-    def from_properties_text(cls, text: str, source: str = "<string>", **overrides: Any) -> BrokerConfig:
+    def from_properties_text(cls, text: str, source: str = "<string>", defaults: dict[str, Any] | None = None,
+                             **overrides: Any) -> BrokerConfig:
+        """``defaults`` (snake_case attributes) replace the class defaults: the file wins over them."""
         by_key = {f.metadata["key"]: f for f in dataclasses.fields(cls)}
-        values: dict[str, Any] = {}
+        values: dict[str, Any] = dict(defaults or {})
         for lineno, raw in enumerate(text.splitlines(), 1):
             line = raw.strip()
             if not line or line[0] in "#!":
@@ -226,7 +284,6 @@ _ROCKETMQ_UNSUPPORTED = {
     "transientStorePoolEnable": "no transient store pool",
     "slaveReadEnable": "no slaves",
     "enableDLegerCommitLog": "no DLedger",
-    "aclEnable": "no ACL",
 }
 
 

@@ -72,6 +72,19 @@ def _link_backup(path: str, bak: str) -> None:
         shutil.copyfile(path, bak)  # file systems without hard links
 
 
+def write_json_file_sync(path: str, data: Any) -> None:
+    """write_json_file for callers already off the event loop (startup, a worker thread)."""
+    text = json.dumps(data, indent=4, sort_keys=False, ensure_ascii=False)
+    tmp = path + ".tmp"
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    _link_backup(path, path + ".bak")
+    os.replace(tmp, path)
+
+
 async def write_json_file(path: str, data: Any) -> None:
     """Atomically replace ``path`` with ``data`` as pretty JSON, keeping the previous version in ``.bak``."""
     text = json.dumps(data, indent=4, sort_keys=False, ensure_ascii=False)

@@ -1,7 +1,13 @@
-"""TopicConfigManager: the broker's topic table, its data version and ``topics.json``."""
+"""TopicConfigManager: the broker's topic table, its data version, ``topics.json`` and its journal.
+
+A change is appended to the journal (topic_config_journal.py) before it is acknowledged: O(1) per topic where
+RocketMQ rewrites the whole file. The manager also remembers which topics changed at which data version, so
+the controller can send the name servers only what changed since the version each one holds.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import Callable
@@ -12,7 +18,8 @@ from pocketmq.remoting.codes import PermName
 
 from . import topic_validator as tv
 from .config import BrokerConfig
-from .config_file import ConfigManager
+from .config_file import ConfigManager, write_json_file_sync
+from .topic_config_journal import TopicConfigJournal
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +35,15 @@ class TopicConfigManager(ConfigManager):
         # Called after every change (the controller re-registers with the name servers).
         self.on_change = on_change
         self.system_topics = set(tv.SYSTEM_TOPICS)
+        self.journal = TopicConfigJournal(self.config_file_path)
+        # Compaction rewrites topics.json once the journal holds this many lines and at least half as many as
+        # the table has topics: a rewrite of n topics follows n / 2 changes or more (amortised O(1) each).
+        self.compact_min_entries = 1000
+        # topic -> data version counter of its last change (creation, update or deletion), oldest first;
+        # changes_since() reads it from the newest end. It covers the changes of this process only.
+        self._changed_at: dict[str, int] = {}
+        self._history_floor = 0
+        self._maintainer: asyncio.Task[None] | None = None
         self._create_builtin_topics()
 
     def _create_builtin_topics(self) -> None:
@@ -121,7 +137,7 @@ class TopicConfigManager(ConfigManager):
         )
         log.info("auto-created topic %s from %s for %s: %s", topic, default_topic, remote_address, tc)
         self.topic_config_table[topic] = tc
-        self._config_changed()
+        self._config_changed(topic)
         return tc
 
     def create_topic_in_send_message_back_method(
@@ -140,29 +156,128 @@ class TopicConfigManager(ConfigManager):
         )
         log.info("created topic %s", tc)
         self.topic_config_table[topic] = tc
-        self._config_changed()
+        self._config_changed(topic)
         return tc
 
     def update_topic_config(self, tc: TopicConfig) -> None:
         old = self.topic_config_table.get(tc.topic_name)
         self.topic_config_table[tc.topic_name] = tc
         log.info("%s topic config %s", "updated" if old is not None else "created", tc)
-        self._config_changed()
+        self._config_changed(tc.topic_name)
 
     def delete_topic_config(self, topic: str) -> bool:
         if self.topic_config_table.pop(topic, None) is None:
             return False
         log.info("deleted topic config %s", topic)
-        self._config_changed()
+        self._config_changed(topic)
         return True
 
-    def _config_changed(self) -> None:
-        self.data_version.next_version()
-        self.persist_soon()
+    def recover_topics(self, queue_counts: dict[str, int]) -> list[str]:
+        """Topics the store has queues of but this table lacks (``topics.json`` and its ``.bak`` lost, or a topic
+        created after the last write): add them, read-write, with as many queues as the store has, so their
+        messages stay reachable. The caller persists the table (on the event loop). Returns their names."""
+        recovered = []
+        for topic, queues in sorted(queue_counts.items()):
+            if topic in self.topic_config_table or tv.validate_topic(topic) is not None:
+                continue
+            self.topic_config_table[topic] = TopicConfig(topic, read_queue_nums=queues, write_queue_nums=queues,
+                                                         perm=_RW)
+            recovered.append(topic)
+        if recovered:
+            self.data_version.next_version()
+            log.warning("%d topic(s) found in the store but not in %s (nor its .bak), rebuilt from the consume "
+                        "queues: %s", len(recovered), self.config_file_path,
+                        ", ".join(recovered[:20]) + (" ..." if len(recovered) > 20 else ""))
+        return recovered
+
+    def _config_changed(self, topic: str) -> None:
+        dv = self.data_version
+        dv.next_version()
+        changed_at = self._changed_at
+        changed_at.pop(topic, None)
+        changed_at[topic] = dv.counter
+        self.mark_changed()
+        try:
+            self.journal.append(topic, self.topic_config_table.get(topic), dv)
+        except OSError:
+            # (a full disk, say) the table is still whole in memory: the next compaction writes all of it.
+            log.exception("cannot append to %s; topics.json will be rewritten", self.journal.path)
+            self.persist_soon()
+        else:
+            self._maintain_soon()
         if self.on_change is not None:
             self.on_change()
 
-    # --- persistence (RocketMQ's topics.json shape) ---
+    def changes_since(self, counter: int) -> tuple[dict[str, TopicConfig], list[str]] | None:
+        """Topics changed after data version ``counter`` (their configs, copies) and those deleted since; None
+        when this process cannot tell (a version from before it started, or from a future it never had)."""
+        if counter < self._history_floor or counter > self.data_version.counter:
+            return None
+        changed: dict[str, TopicConfig] = {}
+        deleted: list[str] = []
+        for topic, at in reversed(self._changed_at.items()):
+            if at <= counter:
+                break
+            tc = self.topic_config_table.get(topic)
+            if tc is None:
+                deleted.append(topic)
+            else:
+                changed[topic] = _copy(tc)
+        return changed, deleted
+
+    # --- persistence: topics.json (RocketMQ's shape) plus the journal ---
+
+    def load(self) -> bool:
+        """topics.json, then the journal replayed on top of it, then compacted (synchronous: at startup)."""
+        if not super().load():
+            return False
+        replayed = 0
+        for entry in self.journal.replay():
+            if entry.config is None:
+                self.topic_config_table.pop(entry.topic, None)
+            else:
+                self.topic_config_table[entry.topic] = entry.config
+            self.data_version = entry.data_version
+            replayed += 1
+        self._history_floor = self.data_version.counter
+        if replayed:
+            log.info("replayed %d topic changes from %s", replayed, self.journal.path)
+            self.journal.rotate()
+            write_json_file_sync(self.config_file_path, self.encode())
+            self.journal.finish_compaction()
+        return True
+
+    async def persist(self) -> None:
+        """Compaction: topics.json becomes the whole table, the journal starts empty."""
+        async with self._lock:
+            self._dirty = self._changed = False
+            # The new journal starts in the same instant as the snapshot (no await in between).
+            self.journal.rotate()
+            data = self.encode()
+            await asyncio.to_thread(write_json_file_sync, self.config_file_path, data)
+            self.journal.finish_compaction()
+
+    def _maintain_soon(self) -> None:
+        if self._maintainer is None or self._maintainer.done():
+            self._maintainer = asyncio.get_running_loop().create_task(self._maintain())
+
+    async def _maintain(self) -> None:
+        """After changes: fsync the journal (one fsync for every line appended meanwhile), compact when due."""
+        try:
+            await asyncio.to_thread(self.journal.sync)
+            if self.journal.entries >= max(self.compact_min_entries, len(self.topic_config_table) // 2):
+                await self.persist()
+        except OSError:
+            log.exception("cannot persist %s", self.config_file_path)
+
+    async def wait_persisted(self) -> None:
+        await super().wait_persisted()
+        maintainer = self._maintainer
+        if maintainer is not None and not maintainer.done():
+            await asyncio.shield(maintainer)
+
+    def close(self) -> None:
+        self.journal.close()
 
     def encode(self) -> dict[str, Any]:
         return {

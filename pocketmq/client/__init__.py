@@ -3,7 +3,8 @@
 
 Layers, bottom up: ``mq_client_api`` (one method per request), ``mq_client_instance`` (connections, routes,
 heartbeats, the pull and rebalance services shared per client id), ``producer`` / ``pull_consumer`` /
-``push_consumer`` (the user API; the push consumer's machinery is ``push_consumer_impl``, ``rebalance_impl``,
+``lite_pull_consumer`` / ``push_consumer`` (the user API; the push consumer's machinery is
+``push_consumer_impl``, ``rebalance_impl``,
 ``pull_message_service``, ``process_queue`` and ``consume_message_*_service``), ``sync`` (blocking
 wrappers). Never imports ``broker`` or ``namesrv``.
 """
@@ -21,6 +22,7 @@ from .allocate import (
 from .batch import MessageBatch
 from .consumer_enums import ConsumeFromWhere, MessageModel
 from .exceptions import ClientErrorCode, MQBrokerException, MQClientException, NameServerAddressError, RemotingException
+from .lite_pull_consumer import LitePullConsumer
 from .message import Message, PullResult, PullStatus, SendResult, SendStatus
 from .message_listener import (
     ConsumeConcurrentlyContext,
@@ -45,6 +47,7 @@ __all__ = [
     "ConsumeOrderlyContext",
     "ConsumeOrderlyStatus",
     "MQBrokerException",
+    "LitePullConsumer",
     "MQClientException",
     "Message",
     "MessageBatch",

@@ -5,9 +5,12 @@ from __future__ import annotations
 import functools
 import os
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pocketmq.remoting.acl.signer import AclClientRPCHook, SessionCredentials
 from pocketmq.remoting.channel import parse_address
+from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.wire_protocol import WireProtocol
 
 from .exceptions import ClientErrorCode, MQClientException, NameServerAddressError
@@ -62,11 +65,21 @@ class ClientConfig:
     # remoting protocol as a Java 4.9.8 client speaks it: JSON headers, fastjson bodies), which also reaches an
     # Apache RocketMQ name server and broker.
     protocol: str = "msgpack"
+    # Plain ACL credentials (docs/broker.md, "Access control"): every request is signed with them as RocketMQ's
+    # AclClientRPCHook signs, whichever the protocol. Both or neither.
+    access_key: str | None = None
+    secret_key: str | None = field(default=None, repr=False)
+    # Or any hook of one's own, called on every request before it is sent (RocketMQ's RPCHook.doBeforeRequest).
+    rpc_hook: Callable[[RemotingCommand], None] | None = None
 
     def __post_init__(self) -> None:
         if self.protocol not in PROTOCOLS:
             choices = ", ".join(repr(p) for p in PROTOCOLS)
             raise MQClientException(f"unknown protocol {self.protocol!r}: expected one of {choices}")
+        if (self.access_key is None) != (self.secret_key is None):
+            raise MQClientException("access_key and secret_key go together: give both or neither")
+        if self.access_key is not None and self.rpc_hook is not None:
+            raise MQClientException("give access_key/secret_key or rpc_hook, not both")
         if not self.namesrv_addr_list():
             raise MQClientException(
                 "No name server address, please set namesrv_addr (\"host:port;host:port\")",
@@ -83,6 +96,12 @@ class ClientConfig:
     @property
     def wire_protocol(self) -> WireProtocol:
         return PROTOCOLS[self.protocol]
+
+    def request_hook(self) -> Callable[[RemotingCommand], None] | None:
+        """What runs on every request before it goes out: the signer of the credentials, or ``rpc_hook``."""
+        if self.access_key is not None and self.secret_key is not None:
+            return AclClientRPCHook(SessionCredentials(self.access_key, self.secret_key))
+        return self.rpc_hook
 
     def namesrv_addr_list(self) -> list[str]:
         return [a.strip() for a in (self.namesrv_addr or "").split(";") if a.strip()]

@@ -89,7 +89,7 @@ class ConsumeMessageOrderlyService:
         for mq in busy:
             log.warning("%s: %s still consuming at shutdown; its broker lock is left to expire", consumer.group, mq)
             table.pop(mq, None)
-        for mq in table:
+        for mq in list(table):  # the rebalance is stopped by now; a snapshot all the same, as this awaits
             await consumer.persist_offset(mq)
         await consumer.rebalance_impl.unlock_all(oneway=False)
 

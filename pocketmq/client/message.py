@@ -1,7 +1,8 @@
 """Messages as producers build them, and the results of send and pull.
 
 Received messages are ``storage.message.MessageExt`` (decoded by the store's record codec, bodies already
-decompressed): ``msg.msg_id`` is the broker's offsetMsgId, ``msg.uniq_key`` the producer's UNIQ_KEY.
+decompressed): ``msg.msg_id`` is the producer's UNIQ_KEY (what the send returned), ``msg.offset_msg_id`` the
+broker's id (store host + commit-log offset), as RocketMQ's MessageClientExt has them.
 """
 
 from __future__ import annotations

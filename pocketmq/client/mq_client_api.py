@@ -11,7 +11,6 @@ import asyncio
 import logging
 import os
 import random
-import zlib
 from dataclasses import dataclass
 
 from pocketmq.common.codec import CorruptRecordError, decode_all
@@ -19,11 +18,13 @@ from pocketmq.common.message import MessageExt
 from pocketmq.remoting.body import TopicList, TopicRouteData, encode_body
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.client_body import (
+    CheckClientRequestBody,
     GetConsumerListByGroupResponseBody,
     HeartbeatData,
     LockBatchRequestBody,
     LockBatchResponseBody,
     MessageQueue,
+    SubscriptionData,
 )
 from pocketmq.remoting.codes import FLAG_ONEWAY, RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand, next_opaque
@@ -49,6 +50,7 @@ from pocketmq.remoting.header import (
     SendMessageResponseHeader,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
+    ViewMessageRequestHeader,
     send_message_v2_ext,
 )
 
@@ -57,6 +59,8 @@ from .exceptions import MQBrokerException, MQClientException, NameServerAddressE
 from .message import PullResult, PullStatus, SendResult, SendStatus
 
 log = logging.getLogger(__name__)
+
+UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"  # MixAll: a QUERY_MESSAGE whose key is a message id (UNIQ_KEY)
 
 SEND_STATUS_BY_CODE: dict[int, SendStatus] = {
     ResponseCode.SUCCESS: SendStatus.SEND_OK,
@@ -158,6 +162,9 @@ class MQClientAPIImpl:
         self.remoting_client = remoting_client or RemotingClient(
             connect_timeout=config.connect_timeout, busy_poll=config.busy_poll, wire_protocol=config.wire_protocol
         )
+        hook = config.request_hook()
+        if hook is not None:
+            self.remoting_client.rpc_hook = hook
         # Request bodies in the connections' dialect; answers are read in their own (RemotingCommand.decode_body).
         self._body_dialect = self.remoting_client.body_dialect
         self._namesrv_addrs = config.namesrv_addr_list()
@@ -190,25 +197,38 @@ class MQClientAPIImpl:
         return order
 
     async def invoke_namesrv(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
-        """Invoke on one name server; fail over to the next only when connecting fails (nothing was sent).
+        """Invoke on one name server; fail over to the next when connecting fails or when it does not answer.
 
-        After any other failure the next call starts on another name server.
+        Each name server still to try gets an equal share of the time left, so a hung one (it accepts but never
+        answers) costs its share, not the whole ``timeout`` (RocketMQ's client moves on only when connecting
+        fails). Every request a client sends a name server is a read, so asking another one again is safe. The
+        one that answered is asked first next time; after any other failure the next call starts elsewhere.
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         last: RemotingError | None = None
         unreachable: dict[str, BaseException] = {}  # address -> the OSError or TimeoutError of connecting
-        for addr in self._namesrv_candidates():
+        timed_out: list[str] = []
+        candidates = self._namesrv_candidates()
+        for i, addr in enumerate(candidates):
             remaining = deadline - loop.time()
             if remaining <= 0:
                 break
+            share = remaining / (len(candidates) - i)
             try:
-                response = await self.remoting_client.invoke(addr, request, remaining)
+                response = await self.remoting_client.invoke(addr, request, share)
             except RemotingConnectError as e:
                 log.info("name server %s unreachable: %s", addr, e)
                 last = e
                 if e.__cause__ is not None:
                     unreachable[addr] = e.__cause__
+                if self._namesrv_chosen == addr:
+                    self._namesrv_chosen = None
+                continue
+            except RemotingTimeoutError as e:
+                log.warning("name server %s did not answer within %.3fs; asking the next one", addr, share)
+                last = e
+                timed_out.append(addr)
                 if self._namesrv_chosen == addr:
                     self._namesrv_chosen = None
                 continue
@@ -219,6 +239,8 @@ class MQClientAPIImpl:
             return response
         if last is None:
             raise RemotingTimeoutError(f"no name server answered within {timeout}s")
+        if timed_out:
+            raise RemotingTimeoutError(f"no name server answered within {timeout}s ({', '.join(timed_out)} hung)")
         if unreachable and last.__cause__ is not None:  # not when the client was closed meanwhile
             raise name_server_unreachable(unreachable)
         raise last
@@ -267,9 +289,14 @@ class MQClientAPIImpl:
         request = RemotingCommand.request(RequestCode.PULL_MESSAGE, header)
         return process_pull_response(await self.remoting_client.invoke(addr, request, timeout), addr)
 
-    async def query_message(self, addr: str, header: QueryMessageRequestHeader, timeout: float) -> list[MessageExt]:
-        """Messages of one broker whose KEYS (or UNIQ_KEY) hold ``header.key``; [] on QUERY_NOT_FOUND."""
+    async def query_message(
+        self, addr: str, header: QueryMessageRequestHeader, timeout: float, unique_key: bool = False
+    ) -> list[MessageExt]:
+        """Messages of one broker whose KEYS (or UNIQ_KEY) hold ``header.key``; [] on QUERY_NOT_FOUND. With
+        ``unique_key`` the key is a message id (the broker then looks up to its default maximum)."""
         request = RemotingCommand.request(RequestCode.QUERY_MESSAGE, header)
+        if unique_key:
+            request.ext_fields[UNIQUE_MSG_QUERY_FLAG] = "true"
         response = await self.remoting_client.invoke(addr, request, timeout)
         if response.code == ResponseCode.QUERY_NOT_FOUND:
             return []
@@ -277,8 +304,21 @@ class MQClientAPIImpl:
             raise MQBrokerException(response.code, response.remark, addr)
         try:
             return decode_all(response.body or b"", decompress=True)
-        except (CorruptRecordError, zlib.error, ValueError) as e:
+        except (CorruptRecordError, ValueError) as e:
             raise MQClientException(f"undecodable query result from {addr}: {e}") from e
+
+    async def view_message(self, addr: str, phy_offset: int, timeout: float) -> MessageExt | None:
+        """The message stored at ``phy_offset`` of the broker at ``addr`` (VIEW_MESSAGE_BY_ID); None when
+        there is none there."""
+        request = RemotingCommand.request(RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(phy_offset))
+        response = await self.remoting_client.invoke(addr, request, timeout)
+        if response.code != ResponseCode.SUCCESS:
+            return None
+        try:
+            msgs = decode_all(response.body or b"", decompress=True)
+        except (CorruptRecordError, ValueError) as e:
+            raise MQClientException(f"undecodable message from {addr}: {e}") from e
+        return msgs[0] if msgs else None
 
     async def _invoke_ok(self, addr: str, request: RemotingCommand, timeout: float) -> RemotingCommand:
         response = await self.remoting_client.invoke(addr, request, timeout)
@@ -349,6 +389,14 @@ class MQClientAPIImpl:
             await self.remoting_client.invoke_oneway(addr, request)
         else:
             await self._invoke_ok(addr, RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, body=data), timeout)
+
+    async def check_client_in_broker(
+        self, addr: str, group: str, client_id: str, subscription: SubscriptionData, timeout: float
+    ) -> None:
+        """CHECK_CLIENT_CONFIG: MQBrokerException when the broker cannot serve ``subscription`` (a SQL92 filter
+        with enablePropertyFilter off, or an expression it cannot compile)."""
+        body = encode_body(CheckClientRequestBody(client_id, group, subscription), self._body_dialect)
+        await self._invoke_ok(addr, RemotingCommand.request(RequestCode.CHECK_CLIENT_CONFIG, body=body), timeout)
 
     # --- both ----------------------------------------------------------------------------------------------
 

@@ -16,7 +16,13 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from pocketmq.remoting.body import BrokerData, QueueData, TopicRouteData
-from pocketmq.remoting.client_body import ConsumerData, HeartbeatData, MessageQueue, ProducerData
+from pocketmq.remoting.client_body import (
+    ConsumerData,
+    HeartbeatData,
+    MessageQueue,
+    ProducerData,
+    SubscriptionData,
+)
 from pocketmq.remoting.codes import MASTER_ID, RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import HeaderError, RemotingError
@@ -25,6 +31,7 @@ from pocketmq.remoting.tasks import TaskTracker
 from pocketmq.remoting.transport import Channel
 
 from .client_config import ClientConfig
+from .client_remoting_processor import ClientAdminProcessor
 from .exceptions import MQBrokerException, MQClientException, NameServerAddressError
 from .mq_client_api import MQClientAPIImpl
 from .pull_message_service import PullMessageService
@@ -98,6 +105,8 @@ class MQClientInstance:
         self.mq_client_api.remoting_client.register_processor(
             RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._notify_consumer_ids_changed
         )
+        self.mq_client_api.remoting_client.on_connected = self._on_connected
+        ClientAdminProcessor(self).register()
 
     # --- lifecycle -----------------------------------------------------------------------------------------
 
@@ -239,6 +248,9 @@ class MQClientInstance:
                 c.update_topic_subscribe_info(topic, subscribe)
         self.topic_route_table[topic] = route
         log.info("route of %s changed: %s", topic, route)
+        if any(topic in c.subscription_topics() for c in self.consumer_table.values()):
+            # Queues added or gone matter to the split now, not at the next periodic rebalance (20 s).
+            self.rebalance_immediately()
         return True
 
     async def update_topic_route_info_from_name_server_all(self) -> None:
@@ -291,6 +303,31 @@ class MQClientInstance:
                 )
         raise MQClientException(f"no broker serves {topic}")
 
+    async def check_client_in_broker(self, group: str, subscriptions: list[SubscriptionData]) -> None:
+        """Ask every master whether it can serve each filtering subscription (not tags, which every broker
+        can); MQClientException naming the broker and the setting when one cannot (checkClientInBroker)."""
+        filtering = [s for s in subscriptions if (s.expression_type or "TAG") != "TAG"]
+        if not filtering:
+            return
+        masters = {addrs[MASTER_ID] for addrs in self.broker_addr_table.values() if MASTER_ID in addrs}
+        for addr in sorted(masters):
+            for sub in filtering:
+                try:
+                    await self.mq_client_api.check_client_in_broker(
+                        addr, group, self.client_id, sub, self.config.mq_client_api_timeout
+                    )
+                except MQBrokerException as e:
+                    hint = ""
+                    if e.code == ResponseCode.SYSTEM_ERROR:
+                        hint = f"; to use {sub.expression_type}, set enablePropertyFilter=true in the broker's config"
+                    raise MQClientException(
+                        f"the broker {addr} refused the {sub.expression_type} subscription {sub.sub_string!r} of "
+                        f"{group} to {sub.topic}: {e.remark or e.code}{hint}",
+                        response_code=e.code,
+                    ) from e
+                except RemotingError as e:
+                    log.warning("checking the subscriptions of %s with %s failed: %s", group, addr, e)
+
     # --- heartbeats ----------------------------------------------------------------------------------------
 
     def prepare_heartbeat_data(self) -> HeartbeatData:
@@ -334,6 +371,29 @@ class MQClientInstance:
                     log.info("broker %s (%s, id %d) is offline", addr, name, bid)
             if not addrs:
                 del self.broker_addr_table[name]
+
+    async def _on_connected(self, addr: str) -> None:
+        """A new connection to a broker: heartbeat on it before anything else goes out.
+
+        A broker that restarted knows no client until it hears a heartbeat; RocketMQ's client waits for the next
+        periodic one (30 s), and its pulls meanwhile are answered SUBSCRIPTION_NOT_EXIST ("the consumer's group
+        info not exist"). Sent on every new connection, the heartbeat reaches the broker ahead of the first
+        request that made the connection. Name servers are left alone.
+        """
+        if self.stopped or not (self.producer_table or self.consumer_table):
+            return
+        for addrs in self.broker_addr_table.values():
+            for bid, broker_addr in addrs.items():
+                if broker_addr == addr:
+                    if bid != MASTER_ID and not self.consumer_table:
+                        return  # producers heartbeat masters only
+                    heartbeat = self.prepare_heartbeat_data()
+                    timeout = min(self.config.mq_client_api_timeout, self.config.connect_timeout)
+                    try:
+                        await self.mq_client_api.send_heartbeat(addr, heartbeat, timeout)
+                    except (RemotingError, MQBrokerException) as e:
+                        log.info("heartbeat to %s on connecting failed: %s", addr, e)
+                    return
 
     async def _clean_and_heartbeat(self) -> None:
         self.clean_offline_broker()

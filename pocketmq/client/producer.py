@@ -25,7 +25,7 @@ from .client_config import ClientConfig
 from .exceptions import ClientErrorCode, MQBrokerException, MQClientException
 from .fault_strategy import MQFaultStrategy
 from .message import Message, MessageExt, SendResult, SendStatus
-from .mq_admin import query_message
+from .mq_admin import query_message, query_message_by_id
 from .mq_client_instance import MQClientInstance
 from .mq_client_manager import MQClientManager
 from .selector import MessageQueueSelector
@@ -216,6 +216,11 @@ class Producer:
     ) -> list[MessageExt]:
         """Stored messages of ``topic`` with ``key`` among their KEYS, through the brokers' index (queryMessage)."""
         return await query_message(self.instance, topic, key, max_num, begin, end)
+
+    async def view_message(self, topic: str, msg_id: str) -> MessageExt | None:
+        """A stored message of ``topic`` by the id its send returned (UNIQ_KEY) or by its offsetMsgId
+        (MQAdmin.viewMessage(topic, msgId)); None when not found."""
+        return await query_message_by_id(self.instance, topic, msg_id)
 
     async def _send(
         self,

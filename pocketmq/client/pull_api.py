@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import zlib
-
 from pocketmq.common.codec import CorruptRecordError, decode_all
 from pocketmq.common.message import properties_to_string
 from pocketmq.remoting.client_body import MessageQueue, SubscriptionData
@@ -96,7 +94,7 @@ class PullAPIWrapper:
             )
             try:
                 msgs = decode_all(result.message_binary, decompress=True, extra_properties=marks)
-            except (CorruptRecordError, zlib.error, ValueError) as e:
+            except (CorruptRecordError, ValueError) as e:
                 raise MQClientException(f"undecodable pull result from {mq}: {e}") from e
             if subscription.tags_set and not subscription.class_filter_mode:
                 wanted = set(subscription.tags_set)

@@ -48,6 +48,9 @@ class PushConsumerConfig:
     pull_time_delay_when_suspend: float = 1.0  # the consumer is suspended
     pull_time_delay_when_exception: float = 1.0
     offset_illegal_delay: float = 10.0  # OFFSET_ILLEGAL: wait before persisting the corrected offset
+    # An offset reset pushed by the broker: how long the dropped queues settle (pulls and consumptions in
+    # flight end) before the new offsets are taken (RocketMQ: 10 s).
+    reset_offset_settle_time: float = 10.0
     pull_max_idle_time: float = 120.0  # a queue not pulled for this long is dropped in the next rebalance
 
     # --- orderly locks (seed 003) ---

@@ -20,6 +20,8 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from pocketmq.common.message import MessageExt
+from pocketmq.remoting import fastjson
+from pocketmq.remoting.admin_body import ConsumerRunningInfo
 from pocketmq.remoting.client_body import ConsumerData, MessageQueue, SubscriptionData
 from pocketmq.remoting.codes import ResponseCode
 from pocketmq.remoting.errors import RemotingError
@@ -32,7 +34,7 @@ from .consume_message_concurrently_service import ConsumeMessageConcurrentlyServ
 from .consume_message_orderly_service import ConsumeMessageOrderlyService
 from .consume_message_service import ConsumeMessageService
 from .consumer_enums import ConsumeType, MessageModel
-from .exceptions import MQBrokerException, MQClientException, NameServerAddressError
+from .exceptions import MQBrokerException, MQClientException
 from .filter_api import EXPRESSION_TYPE_SQL92, build_subscription_data, message_matches
 from .local_file_offset_store import LocalFileOffsetStore
 from .message import Message, PullStatus
@@ -46,6 +48,7 @@ from .message_const import (
 )
 from .mq_client_instance import MQClientInstance
 from .mq_client_manager import MQClientManager
+from .mq_consumer_inner import RebalancedConsumerInner
 from .offset_store import OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
 from .pull_api import PullAPIWrapper, build_sys_flag
 from .pull_request import PullRequest
@@ -71,7 +74,7 @@ def _closed(coro: Coroutine[Any, Any, Any]) -> None:
     coro.close()  # never started: no "coroutine was never awaited" warning
 
 
-class DefaultMQPushConsumerImpl:
+class DefaultMQPushConsumerImpl(RebalancedConsumerInner):
     def __init__(
         self,
         group: str,
@@ -90,6 +93,7 @@ class DefaultMQPushConsumerImpl:
         self.pull_threshold_size_for_queue = config.pull_threshold_size_for_queue
         self.pause = False
         self.running = False
+        self.start_timestamp = 0  # epoch ms of the last start (ConsumerRunningInfo's PROP_CONSUMER_START_TIMESTAMP)
         self.queue_flow_control_times = 0  # pulls put off by the count, size or span limits (observability)
         self.queue_max_span_flow_control_times = 0
         self._instance: MQClientInstance | None = None
@@ -98,6 +102,7 @@ class DefaultMQPushConsumerImpl:
         self._pull_api: PullAPIWrapper | None = None
         self.consume_message_service: ConsumeMessageService | None = None
         self._tasks = TaskTracker(log)
+        self._learning_routes = False
 
     # --- state ---------------------------------------------------------------------------------------------
 
@@ -203,6 +208,7 @@ class DefaultMQPushConsumerImpl:
             self.consume_message_service = None
             raise
         self.running = True
+        self.start_timestamp = int(time.time() * 1000)
         self._tasks = TaskTracker(log)
         self.consume_message_service.start()
         await instance.start()
@@ -210,10 +216,12 @@ class DefaultMQPushConsumerImpl:
             # A wrong name server address fails start() at once; a topic without a route yet does not.
             for topic in list(rebalance.subscription_inner):
                 await instance.update_topic_route_info_from_name_server(topic, unreachable_raises=True)
-        except NameServerAddressError:
+            await instance.check_client_in_broker(self.group, list(self.subscriptions.values()))
+        except MQClientException:  # NameServerAddressError among them
             await self.shutdown()
             raise
         await instance.send_heartbeat_to_all_brokers()
+        self.learn_missing_routes()
         instance.rebalance_service.wakeup()
         log.info("push consumer %s started as %s", self.group, instance.client_id)
 
@@ -223,6 +231,9 @@ class DefaultMQPushConsumerImpl:
         if instance is None or not self.running:
             return
         self.running = False
+        # A round already running (a peer's departure wakes it at any moment) would go on taking and dropping
+        # queues while the table below is walked: let it finish, and start none after it.
+        await self.rebalance_impl.stop()
         stuck = await self._tasks.close(timeout=5.0)
         if stuck:
             log.warning("%s: %d background tasks ignored cancellation", self.group, stuck)
@@ -237,6 +248,37 @@ class DefaultMQPushConsumerImpl:
         await instance.shutdown()
         self._instance = None
         log.info("push consumer %s shut down", self.group)
+
+    def learn_missing_routes(self) -> None:
+        """Ask the name servers again, with a growing pause, for subscribed topics that have no route yet,
+        until they have one or a name-server poll period has passed.
+
+        A new group's %RETRY% topic above all: the heartbeat start() sends creates it, and it reaches the name
+        servers with the broker's registration a moment later, after the start-up lookup and rebalance. RocketMQ
+        learns it at the next poll and takes its queues at the rebalance after that (the first retry of a new
+        group came ~20 s late); here the route change wakes the rebalance (MQClientInstance.apply_topic_route).
+        """
+        if not self._learning_routes:
+            self._learning_routes = True
+            if self.spawn(self._learn_missing_routes()) is None:
+                self._learning_routes = False
+
+    async def _learn_missing_routes(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + self.client_config.poll_name_server_interval
+            pause = 0.01
+            while self.running:
+                r = self.rebalance_impl
+                missing = [t for t in r.subscription_inner if not r.topic_subscribe_info_table.get(t)]
+                if not missing or loop.time() + pause > deadline:
+                    return
+                await asyncio.sleep(pause)
+                for topic in missing:
+                    await self.instance.update_topic_route_info_from_name_server(topic)
+                pause = min(pause * 2, 1.0)
+        finally:
+            self._learning_routes = False
 
     # --- background work, all cancelled by shutdown --------------------------------------------------------
 
@@ -266,18 +308,6 @@ class DefaultMQPushConsumerImpl:
             subscription_data_set=list(self.rebalance_impl.subscription_inner.values()),
         )
 
-    def subscription_topics(self) -> set[str]:
-        return set(self.rebalance_impl.subscription_inner) if self._rebalance_impl is not None else set()
-
-    def is_subscribe_topic_need_update(self, topic: str) -> bool:
-        r = self._rebalance_impl
-        return r is not None and topic in r.subscription_inner and not r.topic_subscribe_info_table.get(topic)
-
-    def update_topic_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
-        r = self._rebalance_impl
-        if r is not None and topic in r.subscription_inner:
-            r.topic_subscribe_info_table[topic] = mqs
-
     async def persist_consumer_offset(self) -> None:
         if self._offset_store is not None:
             try:
@@ -290,6 +320,72 @@ class DefaultMQPushConsumerImpl:
             await self.offset_store.persist(mq)
         except (RemotingError, MQClientException, MQBrokerException, OSError) as e:
             log.warning("%s: persisting the offset of %s failed: %s", self.group, mq, e)
+
+    async def reset_offset(self, topic: str, offset_table: dict[MessageQueue, int]) -> None:
+        """MQClientInstance.resetOffset: suspend, drop the topic's queues named in ``offset_table``, let what is
+        in flight settle, then take the new offsets (persisted to the broker as the queues are let go) and
+        resume; the next rebalance pulls from there."""
+        if not self.running:
+            return
+        rebalance = self.rebalance_impl
+        self.pause = True
+        try:
+            for mq, pq in list(rebalance.process_queue_table.items()):
+                if mq.topic == topic and mq in offset_table:
+                    pq.dropped = True
+            await asyncio.sleep(self.config.reset_offset_settle_time)
+            for mq, pq in list(rebalance.process_queue_table.items()):
+                offset = offset_table.get(mq)
+                if mq.topic == topic and offset is not None:
+                    self.offset_store.update_offset(mq, offset)
+                    await rebalance.remove_unnecessary_message_queue(mq, pq)
+                    if rebalance.process_queue_table.get(mq) is pq:
+                        del rebalance.process_queue_table[mq]
+            # Queues this consumer does not hold get the offset too: it may be given them next.
+            for mq, offset in offset_table.items():
+                if mq.topic == topic and mq not in rebalance.process_queue_table:
+                    self.offset_store.update_offset(mq, offset)
+                    await self.persist_offset(mq)
+        finally:
+            self.pause = False
+        self.instance.rebalance_immediately()
+        log.info("%s: offsets of %s reset to %s", self.group, topic, {mq.queue_id: o for mq, o in offset_table.items()})
+
+    def running_info(self) -> dict[str, object]:
+        """ConsumerRunningInfo's content: settings, subscriptions, held queues and their cached messages."""
+        r = self.rebalance_impl
+        props = {
+            "consumerGroup": self.group,
+            "messageModel": self.config.message_model.value,
+            "consumeFromWhere": self.config.consume_from_where.value,
+            "consumeOrderly": str(self.consume_orderly).lower(),
+            "consumeType": ConsumeType.CONSUME_PASSIVELY.value,
+            "PROP_CONSUME_TYPE": ConsumeType.CONSUME_PASSIVELY.value,
+            "PROP_CONSUMEORDERLY": str(self.consume_orderly).lower(),
+            "PROP_THREADPOOL_CORE_SIZE": str(self.config.consume_thread_max),
+            "PROP_CONSUMER_START_TIMESTAMP": str(self.start_timestamp),
+            "pullBatchSize": str(self.config.pull_batch_size),
+        }
+        mq_table: dict[str, dict[str, object]] = {}
+        now_ms = int(time.time() * 1000)
+        for mq, pq in r.process_queue_table.items():
+            cached = pq.messages()
+            mq_table[fastjson.dumps(mq)] = {
+                "commitOffset": self.offset_store_offset(mq),
+                "cachedMsgCount": len(cached),
+                "cachedMsgMinOffset": cached[0].queue_offset if cached else 0,
+                "cachedMsgMaxOffset": cached[-1].queue_offset if cached else 0,
+                "droped": pq.dropped,  # sic, RocketMQ's spelling
+                "lastPullTimestamp": now_ms - int((time.monotonic() - pq.last_pull_timestamp) * 1000),
+            }
+        return ConsumerRunningInfo(props, list(r.subscription_inner.values()), mq_table).to_dict()
+
+    def offset_store_offset(self, mq: MessageQueue) -> int:
+        store = self._offset_store
+        table = getattr(store, "offset_table", None)
+        if isinstance(table, dict):
+            return int(table.get(mq, -1))
+        return -1
 
     async def do_rebalance(self) -> None:
         if self.running and not self.pause:
@@ -439,6 +535,8 @@ class DefaultMQPushConsumerImpl:
             await self.instance.mq_client_api.consumer_send_message_back(
                 addr, header, self.config.send_message_back_timeout
             )
+            if not self.rebalance_impl.topic_subscribe_info_table.get(retry_topic(self.group)):
+                self.learn_missing_routes()  # the retry is due after its delay level, not the next poll
             return True
         except (RemotingError, MQClientException, MQBrokerException) as e:
             log.warning("%s: sendMessageBack of %s failed (%s); sending to the retry topic", self.group, msg.msg_id, e)

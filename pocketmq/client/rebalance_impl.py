@@ -19,14 +19,17 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Callable
 
 from pocketmq.remoting.client_body import LockBatchRequestBody, MessageQueue, SubscriptionData
 from pocketmq.remoting.errors import RemotingError
 
 from .allocate import AllocateMessageQueueStrategy
-from .consumer_enums import MessageModel
+from .consumer_enums import ConsumeFromWhere, MessageModel
 from .exceptions import MQBrokerException, MQClientException
+from .message_const import RETRY_GROUP_TOPIC_PREFIX
 from .mq_client_instance import MQClientInstance
+from .offset_store import OffsetStore, ReadOffsetType
 from .process_queue import ProcessQueue
 from .pull_request import PullRequest
 
@@ -35,6 +38,41 @@ log = logging.getLogger(__name__)
 
 def mq_sort_key(mq: MessageQueue) -> tuple[str, str, int]:
     return (mq.topic, mq.broker_name, mq.queue_id)
+
+
+async def compute_pull_from_where(
+    instance: MQClientInstance,
+    offset_store: OffsetStore,
+    group: str,
+    mq: MessageQueue,
+    where: ConsumeFromWhere,
+    timestamp_ms: Callable[[], int],
+) -> int:
+    """Where a consumer taking ``mq`` starts: the group's stored offset, else where ``where`` says; -1 when it
+    cannot be known this round (RebalancePushImpl / RebalanceLitePullImpl.computePullFromWhere)."""
+    try:
+        last = await offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
+    except (RemotingError, MQClientException, MQBrokerException) as e:
+        log.warning("%s: reading the offset of %s failed: %s", group, mq, e)
+        return -1
+    if last >= 0:
+        return last
+    retry = mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+    timeout = instance.config.mq_client_api_timeout
+    try:
+        if where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
+            return 0
+        if retry and where is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET:
+            return 0  # a group's retries are all for it: never skip them
+        addr = await instance.find_master_address(mq.broker_name, mq.topic)
+        if addr is None:
+            raise MQClientException(f"The broker[{mq.broker_name}] not exist")
+        if where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP and not retry:
+            return await instance.mq_client_api.search_offset(addr, mq.topic, mq.queue_id, timestamp_ms(), timeout)
+        return await instance.mq_client_api.get_max_offset(addr, mq.topic, mq.queue_id, timeout)
+    except (RemotingError, MQClientException, MQBrokerException) as e:
+        log.warning("%s: computing the start offset of %s failed: %s", group, mq, e)
+        return -1
 
 
 class RebalanceImpl:
@@ -56,6 +94,7 @@ class RebalanceImpl:
         # time with a broker call between them (the start offset), so the table itself can show half a round.
         self.settled_queues: list[MessageQueue] = []
         self._lock = asyncio.Lock()  # one rebalance at a time per consumer
+        self.stopped = False  # set by stop(): no round starts or takes a queue after it
 
     # --- hooks (RebalancePushImpl) -------------------------------------------------------------------------
 
@@ -79,8 +118,17 @@ class RebalanceImpl:
 
     # --- rebalance -----------------------------------------------------------------------------------------
 
+    async def stop(self) -> None:
+        """No rebalance from now on; returns once the round in flight (if any) has finished, so a consumer
+        shutting down walks a table nothing changes any more."""
+        self.stopped = True
+        async with self._lock:
+            pass
+
     async def do_rebalance(self, is_order: bool) -> None:
         async with self._lock:
+            if self.stopped:
+                return
             for topic in list(self.subscription_inner):
                 try:
                     await self.rebalance_by_topic(topic, is_order)
@@ -150,7 +198,7 @@ class RebalanceImpl:
                     log.warning("%s: dropped %s, not pulled for too long", self.consumer_group, mq)
         requests: list[PullRequest] = []
         for mq in sorted(mq_set, key=mq_sort_key):
-            if mq in self.process_queue_table:
+            if mq in self.process_queue_table or self.stopped:
                 continue
             if is_order and not await self.lock(mq):
                 log.warning("%s: cannot take %s yet, its broker lock is held elsewhere", self.consumer_group, mq)

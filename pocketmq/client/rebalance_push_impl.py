@@ -8,13 +8,11 @@ from typing import TYPE_CHECKING
 from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.errors import RemotingError
 
-from .consumer_enums import ConsumeFromWhere, MessageModel
+from .consumer_enums import MessageModel
 from .exceptions import MQBrokerException, MQClientException
-from .message_const import RETRY_GROUP_TOPIC_PREFIX
-from .offset_store import ReadOffsetType
 from .process_queue import ProcessQueue
 from .pull_request import PullRequest
-from .rebalance_impl import RebalanceImpl
+from .rebalance_impl import RebalanceImpl, compute_pull_from_where
 
 if TYPE_CHECKING:
     from .push_consumer_impl import DefaultMQPushConsumerImpl
@@ -82,40 +80,11 @@ class RebalancePushImpl(RebalanceImpl):
 
     async def compute_pull_from_where(self, mq: MessageQueue) -> int:
         """The stored offset, else where ConsumeFromWhere says; -1 when it cannot be known this round."""
-        consumer = self.consumer
-        try:
-            last = await consumer.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
-        except (RemotingError, MQClientException, MQBrokerException) as e:
-            log.warning("%s: reading the offset of %s failed: %s", self.consumer_group, mq, e)
-            return -1
-        if last >= 0:
-            return last
-        retry = mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
-        where = consumer.config.consume_from_where
-        try:
-            if where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
-                return 0
-            if where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP and not retry:
-                addr = await self._master_addr(mq)
-                return await self.instance.mq_client_api.search_offset(
-                    addr, mq.topic, mq.queue_id, consumer.config.consume_timestamp_ms(),
-                    self.instance.config.mq_client_api_timeout,
-                )
-            if retry and where is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET:
-                return 0  # a group's retries are all for it: never skip them
-            addr = await self._master_addr(mq)
-            return await self.instance.mq_client_api.get_max_offset(
-                addr, mq.topic, mq.queue_id, self.instance.config.mq_client_api_timeout
-            )
-        except (RemotingError, MQClientException, MQBrokerException) as e:
-            log.warning("%s: computing the start offset of %s failed: %s", self.consumer_group, mq, e)
-            return -1
-
-    async def _master_addr(self, mq: MessageQueue) -> str:
-        addr = await self.instance.find_master_address(mq.broker_name, mq.topic)
-        if addr is None:
-            raise MQClientException(f"The broker[{mq.broker_name}] not exist")
-        return addr
+        cfg = self.consumer.config
+        return await compute_pull_from_where(
+            self.instance, self.consumer.offset_store, self.consumer_group, mq, cfg.consume_from_where,
+            cfg.consume_timestamp_ms,
+        )
 
     def dispatch_pull_request(self, requests: list[PullRequest]) -> None:
         for request in requests:

@@ -122,6 +122,9 @@ class SyncProducer:
     ) -> list[MessageExt]:
         return self._runner.run(self.producer.query_message(topic, key, max_num, begin, end))
 
+    def view_message(self, topic: str, msg_id: str) -> MessageExt | None:
+        return self._runner.run(self.producer.view_message(topic, msg_id))
+
     def close(self) -> None:
         if self._runner.loop.is_closed():
             return

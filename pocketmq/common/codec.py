@@ -5,17 +5,20 @@ The layout itself (fields, positions, the structs that read and write them) is r
 
 from __future__ import annotations
 
+import logging
 import struct
 import zlib
 from collections.abc import Iterator
 from mmap import mmap
 
 from .bounded_cache import BoundedCache
+from .compression import DEFAULT_INFLATE_LIMIT, InflateError, inflate
 from .constants import (
     BLANK_MAGIC_CODE,
     BORNHOST_V6_FLAG,
     COMPRESSED_FLAG,
     MESSAGE_MAGIC_CODE,
+    PROPERTY_BODY_INFLATE_ERROR,
     PROPERTY_SEPARATOR,
     STOREHOSTADDRESS_V6_FLAG,
 )
@@ -33,6 +36,8 @@ from .record_layout import SYSFLAG_POS as SYSFLAG_POS  # (re-exported: the broke
 from .record_layout import header_struct as header_struct
 from .record_layout import host_lengths as host_lengths
 from .record_layout import record_length as record_length
+
+log = logging.getLogger(__name__)
 
 # What the decoders read records from.
 RecordBuffer = bytes | bytearray | memoryview | mmap
@@ -100,8 +105,16 @@ class CorruptRecordError(ValueError):
     pass
 
 
-def decode(buf: RecordBuffer, offset: int = 0, *, check_crc: bool = False, decompress: bool = False) -> MessageExt:
-    """Decode the record at `offset` of `buf` (bytes, bytearray, memoryview or mmap)."""
+class BodyInflateError(CorruptRecordError):
+    """A whole record whose COMPRESSED_FLAG body does not inflate (bad zlib data, or past the inflate limit)."""
+
+
+def decode(
+    buf: RecordBuffer, offset: int = 0, *, check_crc: bool = False, decompress: bool = False,
+    inflate_limit: int = DEFAULT_INFLATE_LIMIT,
+) -> MessageExt:
+    """Decode the record at `offset` of `buf` (bytes, bytearray, memoryview or mmap). With ``decompress``, a
+    compressed body is inflated to at most ``inflate_limit`` bytes (BodyInflateError beyond)."""
     if len(buf) - offset < SIZE_MAGIC.size:
         raise CorruptRecordError(f"truncated record at {offset}")
     sys_flag = _INT.unpack_from(buf, offset + SYSFLAG_POS)[0] if len(buf) - offset >= SYSFLAG_POS + _INT.size else 0
@@ -141,9 +154,9 @@ def decode(buf: RecordBuffer, offset: int = 0, *, check_crc: bool = False, decom
         raise CorruptRecordError(f"body CRC mismatch at {offset}")
     if decompress and sys_flag & COMPRESSED_FLAG:
         try:
-            body = zlib.decompress(body)
-        except zlib.error as e:
-            raise CorruptRecordError(f"compressed body at {offset} does not inflate: {e}") from e
+            body = inflate(body, inflate_limit)
+        except InflateError as e:
+            raise BodyInflateError(f"compressed body at {offset} does not inflate: {e}") from None
     return MessageExt(
         store_size=size, body_crc=crc, queue_id=queue_id, flag=flag, queue_offset=queue_offset,
         commit_log_offset=phys, sys_flag=sys_flag, born_timestamp=born_ts, born_host=unpack_host(born_host),
@@ -176,7 +189,15 @@ def _runs(buf: RecordBuffer, decompress: bool, extra: str = "") -> Iterator[list
         size, magic = SIZE_MAGIC.unpack_from(buf, offset)
         if magic == BLANK_MAGIC_CODE:
             break
-        msg = decode(buf, offset, decompress=decompress)
+        try:
+            msg = decode(buf, offset, decompress=decompress)
+        except BodyInflateError as e:
+            # The record is whole; only its body does not inflate. It is handed over as stored and marked,
+            # rather than failing the answer (RocketMQ's decodes stops at it and drops the records after it,
+            # which the consumer's next offset then skips unseen).
+            log.warning("%s; the message is delivered with its stored body and %s", e, PROPERTY_BODY_INFLATE_ERROR)
+            msg = decode(buf, offset)
+            msg.put_property(PROPERTY_BODY_INFLATE_ERROR, str(e))
         if extra:
             msg.put_encoded_properties(extra)
         yield [msg]

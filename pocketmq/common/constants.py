@@ -40,6 +40,9 @@ PROPERTY_MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"
 PROPERTY_RECONSUME_TIME = "RECONSUME_TIME"
 PROPERTY_MIN_OFFSET = "MIN_OFFSET"
 PROPERTY_MAX_OFFSET = "MAX_OFFSET"
+# pocketmq's own: set by a client on a pulled message whose compressed body does not inflate (damaged, or past the
+# inflate limit); the body is left as stored and the value says why.
+PROPERTY_BODY_INFLATE_ERROR = "BODY_INFLATE_ERROR"
 KEY_SEPARATOR = " "
 
 # Limits enforced at put time (DefaultMessageStore.checkMessage / MessageExtEncoder).

@@ -192,7 +192,16 @@ class MessageExt:
 
     @property
     def msg_id(self) -> str:
-        """offsetMsgId: store host + port + physical offset, upper-case hex (made when read, not per decode)."""
+        """The message's id as a client knows it (RocketMQ's MessageClientExt.getMsgId): the UNIQ_KEY the
+        producer stamped and its send returned; the offsetMsgId for a message without one (sent by a client
+        that sets none)."""
+        uniq = self.uniq_key
+        return uniq if uniq else self.offset_msg_id
+
+    @property
+    def offset_msg_id(self) -> str:
+        """The store's id: store host + port + physical offset, upper-case hex (made when read, not per
+        decode). VIEW_MESSAGE_BY_ID finds a message by it."""
         return create_message_id(_packed_host(self.store_host), self.commit_log_offset)
 
     @property

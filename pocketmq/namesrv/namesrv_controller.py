@@ -8,10 +8,12 @@ import logging
 import time
 from collections.abc import Callable
 
+from pocketmq.remoting.acl.validator import PlainAccessValidator
 from pocketmq.remoting.server import RemotingServer
 from pocketmq.remoting.transport import Channel
 
 from .config import NamesrvConfig
+from .kv_config_manager import KVConfigManager
 from .processor import DefaultRequestProcessor
 from .route_info_manager import RouteInfoManager
 
@@ -26,11 +28,18 @@ class NamesrvController:
     ) -> None:
         self.config = config if config is not None else NamesrvConfig()
         self.route_info_manager = RouteInfoManager(self.config.broker_channel_expired_time, clock)
-        self.processor = DefaultRequestProcessor(self.route_info_manager)
+        self.kv_config_manager = KVConfigManager(self.config.kv_config_path)
+        self.processor = DefaultRequestProcessor(
+            self.route_info_manager, self.config.max_frame_size, self.kv_config_manager
+        )
         self.remoting_server = RemotingServer(
-            self.config.listen_host, self.config.listen_port, max_frame_size=self.config.max_frame_size
+            self.config.listen_host, self.config.listen_port, max_frame_size=self.config.max_frame_size,
+            max_inflight=self.config.server_max_inflight_requests, limits=self.config.connection_limits,
         )
         self.processor.register_to(self.remoting_server)
+        if self.config.acl_file is not None:
+            self.remoting_server.request_validator = PlainAccessValidator.for_namesrv(self.config.acl_file)
+            log.info("access control on: route changes need an admin account of %s", self.config.acl_file)
         self.remoting_server.on_channel_close(self._on_channel_close)
         self._scan_task: asyncio.Task[None] | None = None
 
@@ -44,6 +53,7 @@ class NamesrvController:
         return self.remoting_server.port
 
     async def start(self) -> None:
+        self.kv_config_manager.load()
         await self.remoting_server.start()
         self._scan_task = asyncio.create_task(self._scan_loop(), name=f"namesrv-scan-{self.port}")
         log.info("name server started on %s", self.address)

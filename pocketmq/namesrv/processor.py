@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
+from pocketmq.common.compression import DEFAULT_INFLATE_LIMIT
+from pocketmq.remoting.admin_body import KVTable
+from pocketmq.remoting.admin_header import (
+    DeleteKVConfigRequestHeader,
+    GetKVConfigRequestHeader,
+    GetKVConfigResponseHeader,
+    GetKVListByNamespaceRequestHeader,
+    GetTopicsByClusterRequestHeader,
+    PutKVConfigRequestHeader,
+)
 from pocketmq.remoting.body import DataVersion, RegisterBrokerBody, body_crc32, encode_body, topic_route_body_dialect
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
@@ -21,11 +32,16 @@ from pocketmq.remoting.header import (
 from pocketmq.remoting.server import RemotingServer
 from pocketmq.remoting.transport import Channel
 
+from .kv_config_manager import KVConfigManager
 from .route_info_manager import RouteInfoManager
 
 log = logging.getLogger(__name__)
 
-_Handler = Callable[[Channel, RemotingCommand], RemotingCommand]
+_Handler = Callable[[Channel, RemotingCommand], RemotingCommand | Awaitable[RemotingCommand]]
+
+# A registration body bigger than this is decoded on a worker thread (a full table of 10,000 topics is ~1.2 MB
+# and takes ~80 ms to decode), and its topics applied in steps between which the loop serves others.
+DECODE_OFF_LOOP_BYTES = 64 * 1024
 
 
 def _error(request: RemotingCommand, remark: str) -> RemotingCommand:
@@ -35,8 +51,15 @@ def _error(request: RemotingCommand, remark: str) -> RemotingCommand:
 class DefaultRequestProcessor:
     """Handles the codes in ``handlers``; anything else gets REQUEST_CODE_NOT_SUPPORTED from the server."""
 
-    def __init__(self, route_info_manager: RouteInfoManager) -> None:
+    def __init__(
+        self,
+        route_info_manager: RouteInfoManager,
+        inflate_limit: int = DEFAULT_INFLATE_LIMIT,
+        kv_config_manager: KVConfigManager | None = None,
+    ) -> None:
         self.route_info_manager = route_info_manager
+        self.inflate_limit = inflate_limit  # what a compressed REGISTER_BROKER body may inflate to (the frame limit)
+        self.kv_config_manager = kv_config_manager if kv_config_manager is not None else KVConfigManager()
         self.handlers: dict[int, _Handler] = {
             RequestCode.REGISTER_BROKER: self.register_broker,
             RequestCode.UNREGISTER_BROKER: self.unregister_broker,
@@ -45,6 +68,12 @@ class DefaultRequestProcessor:
             RequestCode.GET_BROKER_CLUSTER_INFO: self.get_broker_cluster_info,
             RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: self.get_all_topic_list_from_nameserver,
             RequestCode.DELETE_TOPIC_IN_NAMESRV: self.delete_topic_in_namesrv,
+            RequestCode.GET_TOPICS_BY_CLUSTER: self.get_topics_by_cluster,
+            RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS: self.get_system_topic_list_from_ns,
+            RequestCode.PUT_KV_CONFIG: self.put_kv_config,
+            RequestCode.GET_KV_CONFIG: self.get_kv_config,
+            RequestCode.DELETE_KV_CONFIG: self.delete_kv_config,
+            RequestCode.GET_KVLIST_BY_NAMESPACE: self.get_kv_list_by_namespace,
         }
 
     def register_to(self, server: RemotingServer) -> None:
@@ -60,21 +89,31 @@ class DefaultRequestProcessor:
                 remark=f" request type {request.code} not supported",
             )
         try:
-            return handler(channel, request)
+            response = handler(channel, request)
+            if not isinstance(response, RemotingCommand):
+                response = await response
+            return response
         except (HeaderError, BodyError) as e:
             log.warning("bad request code %s from %s: %s", request.code, channel.remote_address, e)
             return _error(request, f"bad request: {e}")
 
     # --- handlers (synchronous: the tables live in memory) ---
 
-    def register_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+    async def register_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = request.decode_header(RegisterBrokerRequestHeader)
         if header.body_crc32 != 0 and body_crc32(request.body) != header.body_crc32:
             return _error(
                 request, f"crc32 not match: header {header.body_crc32}, body {body_crc32(request.body)}"
             )
-        body = RegisterBrokerBody.decode(request.body, header.compressed)
-        result = self.route_info_manager.register_broker(
+        if request.body is not None and len(request.body) > DECODE_OFF_LOOP_BYTES:
+            body = await asyncio.to_thread(RegisterBrokerBody.decode, request.body, header.compressed,
+                                        self.inflate_limit)
+        else:
+            body = RegisterBrokerBody.decode(request.body, header.compressed, self.inflate_limit)
+        delta_base = None
+        if header.base_version_counter is not None:
+            delta_base = DataVersion(header.base_version_timestamp or 0, header.base_version_counter)
+        steps = self.route_info_manager.register_broker_in_steps(
             cluster_name=header.cluster_name,
             broker_addr=header.broker_addr,
             broker_name=header.broker_name,
@@ -83,12 +122,25 @@ class DefaultRequestProcessor:
             topic_config_wrapper=body.topic_config_serialize_wrapper,
             channel=channel,
             filter_server_list=body.filter_server_list,
+            delta_base=delta_base,
+            deleted_topics=body.deleted_topics,
         )
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                result = done.value
+                break
+            await asyncio.sleep(0)  # let the loop serve others between steps of a big table
         # RocketMQ also returns the ORDER_TOPIC_CONFIG KV table as the body; we keep no KV config, so none.
         return RemotingCommand.response_to(
             request,
             ResponseCode.SUCCESS,
-            ext_fields=RegisterBrokerResponseHeader(result.ha_server_addr, result.master_addr),
+            ext_fields=RegisterBrokerResponseHeader(
+                result.ha_server_addr,
+                result.master_addr,
+                result.delta_accepted if delta_base is not None else None,
+            ),
         )
 
     def unregister_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
@@ -142,3 +194,44 @@ class DefaultRequestProcessor:
         header = request.decode_header(DeleteTopicFromNamesrvRequestHeader)
         self.route_info_manager.delete_topic(header.topic, header.cluster_name)
         return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
+
+    def get_topics_by_cluster(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(GetTopicsByClusterRequestHeader)
+        body = request.encode_body(self.route_info_manager.get_topics_by_cluster(header.cluster))
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=body)
+
+    def get_system_topic_list_from_ns(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        body = request.encode_body(self.route_info_manager.get_system_topic_list())
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=body)
+
+    # --- KV config (DefaultRequestProcessor's putKVConfig ... getKVListByNamespace, same answers) ---
+
+    def put_kv_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(PutKVConfigRequestHeader)
+        self.kv_config_manager.put_kv_config(header.namespace, header.key, header.value)
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
+
+    def get_kv_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(GetKVConfigRequestHeader)
+        value = self.kv_config_manager.get_kv_config(header.namespace, header.key)
+        if value is None:
+            return RemotingCommand.response_to(
+                request,
+                ResponseCode.QUERY_NOT_FOUND,
+                remark=f"No config item, Namespace: {header.namespace} Key: {header.key}",
+            )
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, ext_fields=GetKVConfigResponseHeader(value))
+
+    def delete_kv_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(DeleteKVConfigRequestHeader)
+        self.kv_config_manager.delete_kv_config(header.namespace, header.key)
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
+
+    def get_kv_list_by_namespace(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(GetKVListByNamespaceRequestHeader)
+        table = self.kv_config_manager.get_kv_list_by_namespace(header.namespace)
+        if table is None:
+            return RemotingCommand.response_to(
+                request, ResponseCode.QUERY_NOT_FOUND, remark=f"No config item, Namespace: {header.namespace}"
+            )
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=request.encode_body(KVTable(table)))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Generator, Hashable, Sequence
 from dataclasses import dataclass
 
 from pocketmq.remoting.body import (
@@ -26,6 +26,12 @@ from pocketmq.remoting.codes import MASTER_ID
 log = logging.getLogger(__name__)
 
 DEFAULT_BROKER_CHANNEL_EXPIRED_TIME = 120.0
+# register_broker_in_steps() yields after this many topics, so a caller on an event loop can let others run
+# while a broker's whole table (10,000 topics: ~60 ms of work) is applied.
+TOPICS_PER_STEP = 500
+
+# A generator that yields between steps and returns R.
+Steps = Generator[None, None, "RegisterBrokerResult"]
 
 
 @dataclass(slots=True)
@@ -42,6 +48,7 @@ class RegisterBrokerResult:
 
     ha_server_addr: str | None = None
     master_addr: str | None = None
+    delta_accepted: bool = False
 
 
 class RouteInfoManager:
@@ -70,8 +77,53 @@ class RouteInfoManager:
         topic_config_wrapper: TopicConfigSerializeWrapper | None,
         channel: Hashable | None,
         filter_server_list: list[str] | None = None,
+        delta_base: DataVersion | None = None,
+        deleted_topics: Sequence[str] = (),
     ) -> RegisterBrokerResult:
-        result = RegisterBrokerResult()
+        """register_broker_in_steps() run to its end at once."""
+        steps = self.register_broker_in_steps(
+            cluster_name, broker_addr, broker_name, broker_id, ha_server_addr, topic_config_wrapper, channel,
+            filter_server_list, delta_base, deleted_topics,
+        )
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                result: RegisterBrokerResult = done.value
+                return result
+
+    def register_broker_in_steps(
+        self,
+        cluster_name: str,
+        broker_addr: str,
+        broker_name: str,
+        broker_id: int,
+        ha_server_addr: str,
+        topic_config_wrapper: TopicConfigSerializeWrapper | None,
+        channel: Hashable | None,
+        filter_server_list: list[str] | None = None,
+        delta_base: DataVersion | None = None,
+        deleted_topics: Sequence[str] = (),
+    ) -> Steps:
+        """A full registration (the broker's whole topic table) or, with ``delta_base``, a delta: the topics
+        changed and ``deleted_topics`` since that version. A delta applies only when this name server holds
+        exactly that version for the broker; else nothing changes and the result says it was not accepted
+        (the broker then sends its whole table).
+
+        A generator: it yields every TOPICS_PER_STEP topics and returns the result. Between steps the tables
+        hold part of the new topics; the broker's live entry (its data version) changes only at the end.
+        """
+        if delta_base is not None:
+            live = self.broker_live_table.get(broker_addr)
+            broker_data = self.broker_addr_table.get(broker_name)
+            if (
+                live is None
+                or live.data_version != delta_base
+                or broker_data is None
+                or broker_data.broker_addrs.get(broker_id) != broker_addr
+            ):
+                return RegisterBrokerResult()
+        result = RegisterBrokerResult(delta_accepted=delta_base is not None)
         self.cluster_addr_table.setdefault(cluster_name, set()).add(broker_name)
 
         broker_data = self.broker_addr_table.get(broker_name)
@@ -95,7 +147,13 @@ class RouteInfoManager:
             and broker_id == MASTER_ID
             and (register_first or self.is_broker_topic_config_changed(broker_addr, data_version))
         ):
-            self._rebuild_queue_data(broker_name, topic_config_wrapper.topic_config_table)
+            table = topic_config_wrapper.topic_config_table
+            yield from self._update_queue_data(broker_name, table)
+            if delta_base is None:
+                # The broker sent its whole table: a topic it no longer lists was deleted there.
+                deleted_topics = [t for t, by in self.topic_queue_table.items() if broker_name in by and t not in table]
+            for topic in deleted_topics:
+                self._remove_queue_data(topic, broker_name)
 
         previous = self.broker_live_table.get(broker_addr)
         self.broker_live_table[broker_addr] = BrokerLiveInfo(
@@ -138,8 +196,10 @@ class RouteInfoManager:
         if live is not None:
             live.last_update_timestamp = self.clock()
 
-    def _rebuild_queue_data(self, broker_name: str, table: dict[str, TopicConfig]) -> None:
-        for topic, config in table.items():
+    def _update_queue_data(self, broker_name: str, table: dict[str, TopicConfig]) -> Generator[None, None, None]:
+        for n, (topic, config) in enumerate(table.items(), 1):
+            if n % TOPICS_PER_STEP == 0:
+                yield
             queue_data = QueueData(
                 broker_name=broker_name,
                 read_queue_nums=config.read_queue_nums,
@@ -152,10 +212,6 @@ class RouteInfoManager:
                 if broker_name in by_broker:
                     log.info("topic %s changed on %s: %s", topic, broker_name, queue_data)
                 by_broker[broker_name] = queue_data
-        # The broker sends its whole table: a topic it no longer lists was deleted there.
-        for topic in [t for t, by_broker in self.topic_queue_table.items() if broker_name in by_broker]:
-            if topic not in table:
-                self._remove_queue_data(topic, broker_name)
 
     def _remove_queue_data(self, topic: str, broker_name: str) -> None:
         by_broker = self.topic_queue_table.get(topic)
@@ -271,6 +327,17 @@ class RouteInfoManager:
             broker_addr_table={name: bd.copy() for name, bd in self.broker_addr_table.items()},
             cluster_addr_table={cluster: set(names) for cluster, names in self.cluster_addr_table.items()},
         )
+
+    def get_topics_by_cluster(self, cluster: str) -> TopicList:
+        """The topics with a queue on a broker of ``cluster`` (getTopicsByCluster)."""
+        brokers = self.cluster_addr_table.get(cluster, set())
+        return TopicList(sorted(t for t, qds in self.topic_queue_table.items() if brokers & set(qds)))
+
+    def get_system_topic_list(self) -> TopicList:
+        """The cluster and broker names (each is a topic of its own in RocketMQ) and one broker address."""
+        names = sorted(set(self.cluster_addr_table) | {n for ns in self.cluster_addr_table.values() for n in ns})
+        addr = next((a for bd in self.broker_addr_table.values() for a in bd.broker_addrs.values()), None)
+        return TopicList(names, addr)
 
     def get_all_topic_list(self) -> TopicList:
         return TopicList(topic_list=sorted(self.topic_queue_table))

@@ -11,28 +11,61 @@ Idle, it costs nothing; busy, at most ``window`` of one core after each request 
 
 Only when one event loop of the process polls: two spinning loops in one process (a broker on a thread of a
 test, say) would pass the GIL back and forth at every iteration and slow each other down.
+
+And only while spinning pays (spin_policy.py): data must keep arriving during spins, and the machine must
+have no task waiting for a CPU, or the spin takes the core the other side needs to answer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import weakref
 from time import monotonic
 
+from .spin_policy import SpinPolicy, parse_running
+
+_LOADAVG = "/proc/loadavg"
+
+
+def read_running() -> int | None:
+    """The machine's runnable tasks now (Linux), else None."""
+    try:
+        with open(_LOADAVG) as f:
+            return parse_running(f.read())
+    except OSError:
+        return None
+
 
 class BusyPoller:
-    __slots__ = ("_loop", "window", "_deadline", "spinning", "__weakref__")
+    __slots__ = ("_loop", "window", "_deadline", "spinning", "policy", "_hit", "_next_sample", "_sampling",
+                 "__weakref__")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, window: float) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, window: float, policy: SpinPolicy | None = None) -> None:
         self._loop = loop
         self.window = window
         self._deadline = 0.0
         self.spinning = False
+        self.policy = policy if policy is not None else SpinPolicy(os.cpu_count() or 1)
+        self._hit = False  # data arrived during the current spin
+        self._next_sample = 0.0
+        self._sampling = os.path.exists(_LOADAVG)
 
-    def poke(self) -> None:
-        """Activity now: keep the loop polling for ``window`` seconds from here."""
-        self._deadline = monotonic() + self.window
-        if not self.spinning and _alone(self._loop):
+    def poke(self, arrived: bool = True) -> None:
+        """Activity now (``arrived``: data came in; else we sent some): keep the loop polling for ``window``
+        seconds from here, if the policy says spinning pays."""
+        now = monotonic()
+        if self._sampling and now >= self._next_sample:
+            self._next_sample = now + self.policy.sample_interval
+            running = read_running()
+            if running is not None:
+                self.policy.record_runnable(running)
+        if self.spinning:
+            self._hit = self._hit or arrived
+            self._deadline = now + self.window
+        elif self.policy.should_spin() and _alone(self._loop):
+            self._deadline = now + self.window
+            self._hit = False
             self.spinning = True
             self._loop.call_soon(self._spin)
 
@@ -41,6 +74,7 @@ class BusyPoller:
             self._loop.call_soon(self._spin)
         else:
             self.spinning = False
+            self.policy.record_spin(self._hit)
 
 
 _pollers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, BusyPoller] = weakref.WeakKeyDictionary()

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 from .busy_poll import busy_poller
 from .codec import encode
@@ -28,6 +29,54 @@ log = logging.getLogger(__name__)
 # Queued output above this is flushed at once rather than at the end of the loop iteration.
 _FLUSH_NOW_BYTES = 256 * 1024
 DEFAULT_MAX_INFLIGHT = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionLimits:
+    """What one server connection may hold, and for how long (RocketMQ's NettyServerConfig names where it has them).
+
+    A peer that does not read its responses: once the transport holds more than ``write_buffer_high_water_mark``
+    unwritten bytes, the connection's requests are no longer read, and requests already read wait before their
+    processor runs, until the buffer is back under ``write_buffer_low_water_mark`` (Netty's write water marks, and
+    what its channel writability would do if RocketMQ stopped reading on it). What a connection holds in responses
+    is then about the high-water mark plus one flush (256 KiB) plus the responses of processors that were already
+    running. ``frame_read_timeout``: a frame that started arriving that long ago and is still incomplete closes the
+    connection (a half-sent 16 MiB frame would pin its buffer forever). ``max_idle_time``: a connection without a
+    read or a write for that long is closed (serverChannelMaxIdleTimeSeconds). Times in seconds; 0 turns one off.
+    """
+
+    write_buffer_high_water_mark: int = 64 * 1024  # Netty's default (RocketMQ: writeBufferHighWaterMark)
+    write_buffer_low_water_mark: int = 32 * 1024  # (writeBufferLowWaterMark)
+    frame_read_timeout: float = 60.0  # pocketmq's own: 16 MiB at 280 KB/s
+    max_idle_time: float = 120.0  # serverChannelMaxIdleTimeSeconds
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.write_buffer_low_water_mark <= self.write_buffer_high_water_mark:
+            raise ValueError(
+                f"write buffer water marks: need 0 <= low ({self.write_buffer_low_water_mark}) <= high "
+                f"({self.write_buffer_high_water_mark})"
+            )
+        if self.frame_read_timeout < 0 or self.max_idle_time < 0:
+            raise ValueError("connection timeouts must be >= 0 (0: none)")
+
+    @classmethod
+    def of(cls, config: ServerConnectionSettings) -> ConnectionLimits:
+        """The limits a broker's or a name server's config sets (both use the same keys)."""
+        return cls(
+            write_buffer_high_water_mark=config.write_buffer_high_water_mark,
+            write_buffer_low_water_mark=config.write_buffer_low_water_mark,
+            frame_read_timeout=config.server_frame_read_timeout,
+            max_idle_time=config.server_channel_max_idle_time,
+        )
+
+
+class ServerConnectionSettings(Protocol):
+    """The keys of a server's config that ConnectionLimits.of reads."""
+
+    write_buffer_high_water_mark: int
+    write_buffer_low_water_mark: int
+    server_frame_read_timeout: float
+    server_channel_max_idle_time: float
 
 
 def format_address(sockname: object) -> str:
@@ -65,6 +114,12 @@ class Channel:
         "_unstarted",
         "_reading",
         "_reading_paused",
+        "_inflight_full",
+        "_held_bytes",
+        "_partial_since",
+        "_activity",
+        "_activity_seen",
+        "_active_at",
         "_poller",
         "_encode",
         "protocol",
@@ -92,6 +147,17 @@ class Channel:
         self._unstarted = 0  # request tasks created but not yet running: later inline requests queue behind them
         self._reading = False  # inside data_received, which writes what was queued when it is done
         self._reading_paused = False
+        self._inflight_full = False  # reading paused for max_inflight, until half of them finished
+        self._held_bytes = 0  # bodies of responses waiting for the write buffer to drain
+        # Server connections (ConnectionLimits): when the frame being received began (None: no partial frame),
+        # and reads + writes so far, which the server's scan compares to find idle connections.
+        self._partial_since: float | None = None
+        self._activity = 0
+        self._activity_seen = 0
+        self._active_at = self._loop.time()
+        limits = endpoint.limits
+        if limits is not None:
+            transport.set_write_buffer_limits(limits.write_buffer_high_water_mark, limits.write_buffer_low_water_mark)
         self._poller = busy_poller(endpoint.busy_poll)
         self.remote_address = format_address(transport.get_extra_info("peername"))
         self.local_address = format_address(transport.get_extra_info("sockname"))
@@ -117,6 +183,12 @@ class Channel:
 
     async def wait_closed(self) -> None:
         await asyncio.shield(self._closed)
+
+    @property
+    def unwritten_bytes(self) -> int:
+        """Bytes this end produced that the peer has not taken yet: the transport's buffer, what waits for the next
+        flush, and the bodies of responses waiting for the buffer to drain."""
+        return self._transport.get_write_buffer_size() + self._out_bytes + self._held_bytes
 
     # --- sending ---
 
@@ -172,11 +244,12 @@ class Channel:
             if len(pending) == 1 and not self._out and not self._transport.is_closing():
                 # Alone in flight: out at once. With others in flight, the requests of one loop turn share a
                 # write (see _write).
+                self._activity += 1
                 self._transport.write(data)
             else:
                 self._write(data)
             if self._poller is not None:
-                self._poller.poke()
+                self._poller.poke(arrived=False)
             return await fut
         finally:
             pending.pop(opaque, None)
@@ -222,6 +295,16 @@ class Channel:
         self._closing = True
         self._transport.close()
 
+    def abort(self) -> None:
+        """Close at once, dropping unwritten output (``close`` waits for a peer to take it, which one that does not
+        read never does). Pending invokes fail."""
+        if self._closing:
+            return
+        self._closing = True
+        self._out = []
+        self._out_bytes = 0
+        self._transport.abort()
+
     def _write(self, data: bytes) -> None:
         if self._closing:
             raise RemotingConnectError(f"channel to {self.remote_address} is closed")
@@ -243,6 +326,7 @@ class Channel:
         self._out_bytes = 0
         if self._transport.is_closing():
             return
+        self._activity += 1
         if len(out) == 1:
             self._transport.write(out[0])
         else:
@@ -282,9 +366,13 @@ class Channel:
 
     def _on_pause_writing(self) -> None:
         self._write_paused = True
+        if self._endpoint.limits is not None:
+            self._update_reading()  # a server stops reading requests whose responses would only pile up
 
     def _on_resume_writing(self) -> None:
         self._write_paused = False
+        if self._endpoint.limits is not None:
+            self._update_reading()
         self._wake_drain_waiters()
 
     def _on_connection_lost(self, exc: Exception | None) -> None:
@@ -313,12 +401,25 @@ class Channel:
 
     def _request_started(self, max_inflight: int) -> None:
         self._inflight += 1
-        if self._inflight >= max_inflight and not self._reading_paused and not self._transport.is_closing():
-            self._reading_paused = True
-            self._transport.pause_reading()
+        if self._inflight >= max_inflight and not self._inflight_full:
+            self._inflight_full = True
+            self._update_reading()
 
     def _request_finished(self, max_inflight: int) -> None:
         self._inflight -= 1
-        if self._reading_paused and self._inflight <= max_inflight // 2 and not self._transport.is_closing():
-            self._reading_paused = False
-            self._transport.resume_reading()
+        if self._inflight_full and self._inflight <= max_inflight // 2:
+            self._inflight_full = False
+            self._update_reading()
+
+    def _update_reading(self) -> None:
+        """Read requests unless too many are in flight or (a server's connection) its responses pile up unwritten."""
+        paused = self._inflight_full or (self._write_paused and self._endpoint.limits is not None)
+        if paused != self._reading_paused and not self._transport.is_closing():
+            self._reading_paused = paused
+            if paused:
+                self._transport.pause_reading()
+            else:
+                if self._partial_since is not None:
+                    # A frame left half-read while this end did not read: its time starts again now.
+                    self._partial_since = self._loop.time()
+                self._transport.resume_reading()

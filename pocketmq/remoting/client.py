@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from .codec import DEFAULT_MAX_FRAME_SIZE
@@ -39,6 +39,12 @@ class RemotingClient(Endpoint):
         self._by_addr: dict[str, Channel] = {}
         self._connecting: dict[str, asyncio.Task[Channel]] = {}
         self._closed = False
+        # Called on every request before it goes out, e.g. acl.AclClientRPCHook signing it (RocketMQ's RPCHook
+        # doBeforeRequest); None costs one check.
+        self.rpc_hook: Callable[[RemotingCommand], None] | None = None
+        # Awaited once per new connection, before the calls waiting on it go out; its own calls to the same
+        # address use the new connection at once. Errors are logged, never raised to those calls.
+        self.on_connected: Callable[[str], Awaitable[None]] | None = None
 
     @property
     def body_dialect(self) -> BodyDialect:
@@ -70,6 +76,8 @@ class RemotingClient(Endpoint):
     def invoke(self, addr: str, request: RemotingCommand, timeout: float) -> Coroutine[Any, Any, RemotingCommand]:
         """Request/response to ``addr``; ``timeout`` covers connecting and waiting. (A coroutine to await, like
         an ``async def``'s: when connected, the channel's own, one frame less on every request.)"""
+        if self.rpc_hook is not None:
+            self.rpc_hook(request)
         channel = self._by_addr.get(addr)
         if channel is not None and not channel.closed and not self._closed:
             return channel.invoke(request, timeout)  # connected: the whole timeout is the wait's
@@ -85,6 +93,8 @@ class RemotingClient(Endpoint):
         return await channel.invoke(request, remaining)
 
     async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
+        if self.rpc_hook is not None:
+            self.rpc_hook(request)
         channel = await self.get_channel(addr)
         await channel.invoke_oneway(request)
 
@@ -122,6 +132,11 @@ class RemotingClient(Endpoint):
             raise RemotingConnectError("client is closed")
         self._by_addr[addr] = channel
         log.debug("connected to %s: %r", addr, channel)
+        if self.on_connected is not None:
+            try:
+                await self.on_connected(addr)
+            except Exception:
+                log.exception("on_connected(%s) failed", addr)
         return channel
 
     def _connect_done(self, addr: str, task: asyncio.Task[Channel]) -> None:

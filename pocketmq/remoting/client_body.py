@@ -204,6 +204,28 @@ class HeartbeatData:
 
 
 @dataclass(slots=True)
+class CheckClientRequestBody:
+    """CHECK_CLIENT_CONFIG (46) body: one subscription a consumer is about to use, checked by each broker."""
+
+    client_id: str
+    group: str
+    subscription_data: SubscriptionData | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"clientId": self.client_id, "group": self.group}
+        if self.subscription_data is not None:
+            out["subscriptionData"] = self.subscription_data.to_dict()
+        return out
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> CheckClientRequestBody:
+        r = Reader(obj, path)
+        sub = r.map("subscriptionData", None)
+        data = SubscriptionData.from_dict(sub, r.at("subscriptionData")) if sub is not None else None
+        return cls(r.str("clientId", ""), r.str("group", ""), data)
+
+
+@dataclass(slots=True)
 class GetConsumerListByGroupResponseBody:
     consumer_id_list: list[str] = field(default_factory=list)
 

@@ -12,19 +12,18 @@ fields.
 
 from __future__ import annotations
 
-import struct
 import threading
-from collections.abc import Iterator
 
 import msgpack
 
 from .codes import LanguageCode
 from .command import RemotingCommand
 from .errors import FrameTooLarge, MalformedFrame
+from .framing import DEFAULT_MAX_FRAME_SIZE, LENGTH, LengthPrefixedDecoder
 
-DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024  # RocketMQ's com.rocketmq.remoting.frameMaxLength
+__all__ = ["DEFAULT_MAX_FRAME_SIZE", "FrameDecoder", "decode_frames", "encode"]
 
-_LEN = struct.Struct(">I")
+_LEN = LENGTH
 # packb() builds a Packer per call; one per thread (a Packer is not thread-safe) saves ~0.25 µs a frame.
 _packers = threading.local()
 _SCALARS = (str, int, float)  # bool is an int subclass
@@ -97,62 +96,24 @@ def encode(cmd: RemotingCommand, max_frame_size: int | None = None) -> bytes:
     )
 
 
-class FrameDecoder:
-    """Incremental decoder: feed bytes with ``receive_data``, take commands with ``next_event``.
+class FrameDecoder(LengthPrefixedDecoder):
+    """Incremental decoder of msgpack frames: feed bytes with ``receive_data``, take commands with ``next_event``
+    (None: more data needed). Any split of the stream works. ``next_event`` raises FrameTooLarge (fatal: every
+    later call raises it again) or MalformedFrame (the bad frame is consumed, so decoding may go on, although the
+    transport closes the connection); the framing is ``framing.LengthPrefixedDecoder``'s."""
 
-    Any split of the stream works. ``next_event`` returns None when more data is needed and raises
-    FrameTooLarge (fatal: every later call raises it again) or MalformedFrame (the bad frame is consumed, so
-    decoding may go on, although the transport closes the connection).
-    """
+    __slots__ = ()
 
-    __slots__ = ("max_frame_size", "_buf", "_pos", "_fatal")
-
-    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
-        self.max_frame_size = max_frame_size
-        # One growing buffer plus a read position: frames are parsed in place and the consumed prefix is
-        # dropped once per receive, so many small frames in one chunk cost linear time.
-        self._buf = bytearray()
-        self._pos = 0
-        self._fatal: FrameTooLarge | None = None
-
-    @property
-    def buffered(self) -> int:
-        """Bytes received but not yet returned as commands."""
-        return len(self._buf) - self._pos
-
-    def receive_data(self, data: bytes | bytearray | memoryview) -> None:
-        self._buf += data
-
-    def next_event(self) -> RemotingCommand | None:
-        if self._fatal is not None:
-            raise self._fatal
-        buf = self._buf
-        pos = self._pos
-        avail = len(buf) - pos
-        if avail >= 4:
-            (length,) = _LEN.unpack_from(buf, pos)
-            if length > self.max_frame_size:
-                self._fatal = FrameTooLarge(length, self.max_frame_size)
-                raise self._fatal
-            if avail >= 4 + length:
-                start = pos + 4
-                self._pos = start + length
-                with memoryview(buf) as view:
-                    frame = view[start : start + length]
-                    try:
-                        obj = _unpack(frame)
-                    finally:
-                        frame.release()
-                return _to_command(obj)
-        # Need more data: drop what was consumed (front deletion of a bytearray is cheap in CPython).
-        if pos:
-            del buf[:pos]
-            self._pos = 0
-        return None
-
-    def __iter__(self) -> Iterator[RemotingCommand]:
-        while (cmd := self.next_event()) is not None:
-            yield cmd
+    @staticmethod
+    def decode_frame(frame: memoryview) -> RemotingCommand:
+        try:
+            # strict_map_key=False: a map with a non-str key should still let us read the opaque and report a
+            # precise error, instead of failing the whole frame.
+            obj = msgpack.unpackb(frame, raw=False, strict_map_key=False)
+        except Exception as e:  # msgpack raises many types: ValueError, ExtraData, FormatError, TypeError...
+            detail = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+            raise MalformedFrame(f"undecodable msgpack ({detail})") from None
+        return _to_command(obj)
 
 
 def decode_frames(data: bytes, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> list[RemotingCommand]:
@@ -160,16 +121,6 @@ def decode_frames(data: bytes, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> 
     decoder = FrameDecoder(max_frame_size)
     decoder.receive_data(data)
     return list(decoder)
-
-
-def _unpack(frame: memoryview) -> object:
-    try:
-        # strict_map_key=False: a map with a non-str key should still let us read the opaque and report a
-        # precise error, instead of failing the whole frame.
-        return msgpack.unpackb(frame, raw=False, strict_map_key=False)
-    except Exception as e:  # msgpack raises many types: ValueError, ExtraData, FormatError, TypeError...
-        detail = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
-        raise MalformedFrame(f"undecodable msgpack ({detail})") from None
 
 
 def _to_command(obj: object) -> RemotingCommand:

@@ -70,18 +70,33 @@ def loads(
 ) -> Any:
     """The value of a fastjson-dialect JSON text. Bytes are UTF-8, undecodable bytes replaced (as Java's
     ``new String(bytes, UTF_8)`` does). Numbers with a fraction or exponent go through ``parse_float``."""
-    text = data if isinstance(data, str) else bytes(data).decode("utf-8", "replace")
+    text = data if isinstance(data, str) else str(data, "utf-8", "replace")
     try:
-        return json.loads(
-            text,
+        return _c_decoder(object_type, parse_float).decode(text)
+    except (ValueError, RecursionError):
+        pass
+    return parse(text, object_type, parse_float)
+
+
+# json.loads with any option builds a JSONDecoder per call (~a third of reading a small header); a decoder holds
+# no state between calls, so one per (object_type, parse_float) serves every call and thread. The callers pass
+# a few constants; past that many, decoders are made per call rather than kept.
+_C_DECODERS: dict[tuple[type, Callable[[str], Any]], json.JSONDecoder] = {}
+_MAX_C_DECODERS = 16
+
+
+def _c_decoder(object_type: type[dict[str, Any]], parse_float: Callable[[str], Any]) -> json.JSONDecoder:
+    decoder = _C_DECODERS.get((object_type, parse_float))
+    if decoder is None:
+        decoder = json.JSONDecoder(
             object_pairs_hook=None if object_type is dict else object_type,
             parse_float=parse_float,
             parse_constant=_refuse_constant,
             strict=False,
         )
-    except (ValueError, RecursionError):
-        pass
-    return parse(text, object_type, parse_float)
+        if len(_C_DECODERS) < _MAX_C_DECODERS:
+            _C_DECODERS[(object_type, parse_float)] = decoder
+    return decoder
 
 
 def _refuse_constant(name: str) -> Any:

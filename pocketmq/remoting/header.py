@@ -218,12 +218,18 @@ class RegisterBrokerRequestHeader(CommandHeader):
     broker_id: int
     compressed: bool = False  # body is zlib-deflated msgpack
     body_crc32: int = 0  # 0 = not checked; else zlib.crc32(body) & 0x7FFFFFFF (RocketMQ's UtilAll.crc32)
+    # pocketmq's delta registration: the body holds only the topics changed (and deleted) since this data
+    # version, which the name server must hold for the broker; else it answers delta_accepted false and the
+    # broker sends its whole table. A RocketMQ name server ignores both fields and merges the topics it gets.
+    base_version_timestamp: int | None = None
+    base_version_counter: int | None = None
 
 
 @dataclass(slots=True)
 class RegisterBrokerResponseHeader(CommandHeader):
     ha_server_addr: str | None = None
     master_addr: str | None = None
+    delta_accepted: bool | None = None  # answers a delta registration (pocketmq's; absent from RocketMQ's)
 
 
 @dataclass(slots=True)

@@ -25,16 +25,15 @@ LengthFieldBasedFrameDecoder counts it so).
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
 
-from .codec import DEFAULT_MAX_FRAME_SIZE
 from .codes import SerializeType
 from .command import RemotingCommand
 from .errors import FrameTooLarge, MalformedFrame
-from .remoting_serializable import decode_json_header, encode_json_header
+from .framing import DEFAULT_MAX_FRAME_SIZE, LENGTH, LengthPrefixedDecoder
+from .remoting_serializable import decode_json_header, encode_json_header_fast
 from .rocketmq_serializable import decode_rocketmq_header, encode_rocketmq_header
 
-_LEN = struct.Struct(">I")
+_LEN = LENGTH
 _LEN_AND_WORD = struct.Struct(">II")
 MAX_HEADER_LENGTH = 0xFFFFFF  # the 24 bits of the header word
 _JSON = SerializeType.JSON
@@ -55,7 +54,7 @@ def encode_native(
     if serialize_type == SerializeType.MSGPACK:
         serialize_type = default_serialize_type
     if serialize_type == _JSON:
-        header = encode_json_header(cmd)
+        header = encode_json_header_fast(cmd)
     elif serialize_type == _ROCKETMQ:
         header = encode_rocketmq_header(cmd)
     else:
@@ -72,56 +71,6 @@ def encode_native(
     if max_frame_size is not None and 4 + length > max_frame_size:
         raise FrameTooLarge(4 + length, max_frame_size)
     return b"".join((_LEN_AND_WORD.pack(length, (serialize_type << 24) | header_length), header, body))
-
-
-class NativeFrameDecoder:
-    """Incremental decoder of native frames, with ``codec.FrameDecoder``'s interface: feed bytes with
-    ``receive_data``, take commands with ``next_event`` (None: more data needed). Any split of the stream works."""
-
-    __slots__ = ("max_frame_size", "_buf", "_pos", "_fatal")
-
-    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
-        self.max_frame_size = max_frame_size
-        self._buf = bytearray()
-        self._pos = 0
-        self._fatal: FrameTooLarge | None = None
-
-    @property
-    def buffered(self) -> int:
-        """Bytes received but not yet returned as commands."""
-        return len(self._buf) - self._pos
-
-    def receive_data(self, data: bytes | bytearray | memoryview) -> None:
-        self._buf += data
-
-    def next_event(self) -> RemotingCommand | None:
-        if self._fatal is not None:
-            raise self._fatal
-        buf = self._buf
-        pos = self._pos
-        avail = len(buf) - pos
-        if avail >= 4:
-            (length,) = _LEN.unpack_from(buf, pos)
-            if length > self.max_frame_size:
-                self._fatal = FrameTooLarge(length, self.max_frame_size)
-                raise self._fatal
-            if avail >= 4 + length:
-                start = pos + 4
-                self._pos = start + length
-                with memoryview(buf) as view:
-                    frame = view[start : start + length]
-                    try:
-                        return _decode_frame(frame)
-                    finally:
-                        frame.release()
-        if pos:
-            del buf[:pos]
-            self._pos = 0
-        return None
-
-    def __iter__(self) -> Iterator[RemotingCommand]:
-        while (cmd := self.next_event()) is not None:
-            yield cmd
 
 
 def decode_native_frames(data: bytes, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> list[RemotingCommand]:
@@ -151,3 +100,12 @@ def _decode_frame(frame: memoryview) -> RemotingCommand:
     if length > 4 + header_length:
         cmd.body = bytes(frame[4 + header_length :])
     return cmd
+
+
+class NativeFrameDecoder(LengthPrefixedDecoder):
+    """Incremental decoder of native frames: ``framing.LengthPrefixedDecoder`` splits the stream (feed bytes with
+    ``receive_data``, take commands with ``next_event``, None: more data needed), ``decode_frame`` reads one."""
+
+    __slots__ = ()
+
+    decode_frame = staticmethod(_decode_frame)

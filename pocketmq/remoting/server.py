@@ -6,7 +6,7 @@ import asyncio
 import logging
 
 from .codec import DEFAULT_MAX_FRAME_SIZE
-from .transport import DEFAULT_MAX_INFLIGHT, Endpoint
+from .transport import DEFAULT_MAX_INFLIGHT, ConnectionLimits, Endpoint
 
 log = logging.getLogger(__name__)
 
@@ -15,7 +15,8 @@ class RemotingServer(Endpoint):
     """Listens on ``host:port`` (port 0 = any free port; read ``port``/``address`` after ``start()``).
 
     Handlers see the requesting ``Channel`` and may invoke requests on it (server-initiated requests, e.g.
-    NOTIFY_CONSUMER_IDS_CHANGED to a consumer).
+    NOTIFY_CONSUMER_IDS_CHANGED to a consumer). Each connection is held to ``limits`` (ConnectionLimits: write
+    water marks, the timeout of an incomplete frame, the idle timeout).
     """
 
     def __init__(
@@ -25,12 +26,14 @@ class RemotingServer(Endpoint):
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         max_inflight: int = DEFAULT_MAX_INFLIGHT,
         busy_poll: float = 0.0,
+        limits: ConnectionLimits | None = None,
     ) -> None:
-        super().__init__(max_frame_size, max_inflight, busy_poll)
+        super().__init__(max_frame_size, max_inflight, busy_poll, limits=limits or ConnectionLimits())
         self.detects_protocol = True  # msgpack and RocketMQ's native frames on the same port
         self.host = host
         self.port = port
         self._server: asyncio.Server | None = None
+        self._scan_handle: asyncio.TimerHandle | None = None
 
     @property
     def address(self) -> str:
@@ -48,12 +51,54 @@ class RemotingServer(Endpoint):
         self._server = await loop.create_server(self._protocol_factory, self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
         log.info("remoting server listening on %s", self.address)
+        self._schedule_scan()
+
+    def _scan_interval(self) -> float | None:
+        assert self.limits is not None
+        timeouts = [t for t in (self.limits.frame_read_timeout, self.limits.max_idle_time) if t > 0]
+        # A quarter of the shortest: a connection is closed between its timeout and 1.25 times it.
+        return max(min(timeouts) / 4, 0.001) if timeouts else None
+
+    def _schedule_scan(self) -> None:
+        interval = self._scan_interval()
+        if interval is not None and self._server is not None:
+            self._scan_handle = asyncio.get_running_loop().call_later(interval, self._scan_connections)
+
+    def _scan_connections(self) -> None:
+        """Close the connections idle for ``max_idle_time`` (Netty's IdleStateHandler, as RocketMQ installs it) and
+        those holding a frame that began more than ``frame_read_timeout`` ago (not counting while this end itself
+        does not read the connection). Both are aborted: a peer that stopped reading would keep a graceful close
+        waiting for its unwritten responses."""
+        limits = self.limits
+        assert limits is not None
+        now = asyncio.get_running_loop().time()
+        idle, frame_timeout = limits.max_idle_time, limits.frame_read_timeout
+        for ch in list(self._channels):
+            if ch.closed:
+                continue
+            if ch._activity != ch._activity_seen:
+                ch._activity_seen = ch._activity
+                ch._active_at = now
+            elif idle and now - ch._active_at >= idle:
+                log.warning("closing %r: idle for %.3gs (serverChannelMaxIdleTimeSeconds %gs)",
+                            ch, now - ch._active_at, idle)
+                ch.abort()
+                continue
+            since = ch._partial_since
+            if since is not None and frame_timeout and now - since >= frame_timeout and not ch._reading_paused:
+                log.warning("closing %r: a frame that began %.3gs ago is still incomplete (frame read timeout %gs)",
+                            ch, now - since, frame_timeout)
+                ch.abort()
+        self._schedule_scan()
 
     async def stop(self) -> None:
         """Stop listening, close every connection (their pending invokes fail) and cancel running handlers."""
         server, self._server = self._server, None
         if server is None:
             return
+        if self._scan_handle is not None:
+            self._scan_handle.cancel()
+            self._scan_handle = None
         server.close()
         await self._close_all()
         await server.wait_closed()

@@ -14,7 +14,9 @@ processor: the transport never steps a coroutine by hand.
 
 Writes are queued and flushed once per event-loop iteration (one syscall for a burst of small frames).
 Backpressure: ``invoke`` and handler responses wait while the transport's buffer is above its high-water mark,
-and a connection with too many requests in flight stops being read until they finish.
+and a connection with too many requests in flight stops being read until they finish. A server's connections
+also stop being read while their responses pile up unwritten, and are closed when a frame stays incomplete or
+the connection idle for too long (``channel.ConnectionLimits``; the server scans for both).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 
-from .channel import DEFAULT_MAX_INFLIGHT, Channel, format_address, parse_address
+from .channel import DEFAULT_MAX_INFLIGHT, Channel, ConnectionLimits, format_address, parse_address
 from .codec import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
 from .codes import FLAG_ONEWAY, FLAG_RESPONSE, ResponseCode
 from .command import RemotingCommand
@@ -32,7 +34,7 @@ from .errors import FrameTooLarge, MalformedFrame
 from .native_codec import NativeFrameDecoder
 from .wire_protocol import SniffingDecoder, WireProtocol, decoder_for
 
-__all__ = ["DEFAULT_MAX_INFLIGHT", "Channel", "Endpoint", "format_address", "parse_address"]
+__all__ = ["DEFAULT_MAX_INFLIGHT", "Channel", "ConnectionLimits", "Endpoint", "format_address", "parse_address"]
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +42,9 @@ Handler = Callable[["Channel", RemotingCommand], Awaitable[RemotingCommand | Non
 # Returns the response (None: no response), or an awaitable of it when the request has to wait for something.
 InlineHandler = Callable[["Channel", RemotingCommand], "RemotingCommand | Awaitable[RemotingCommand | None] | None"]
 CloseListener = Callable[["Channel"], object]
+# Called with the peer's "host:port" and each request before its processor; returns None to let it through, else
+# why not (the remark of the NO_PERMISSION answer). Access control (remoting.acl) is one.
+RequestValidator = Callable[[str, RemotingCommand], "str | None"]
 
 
 class _Protocol(asyncio.Protocol):
@@ -70,12 +75,17 @@ class _Protocol(asyncio.Protocol):
         assert channel is not None
         if channel.closed:
             return
+        channel._activity += 1
         decoder = self._decoder
         if decoder is None:
             decoder = self._sniff(channel, data)
             if decoder is None:
+                if channel._partial_since is None and not channel.closed:
+                    channel._partial_since = channel._loop.time()  # first bytes, too few to tell the protocol
                 return
+            before = decoder.buffered - len(data)  # (the sniffer handed over every byte so far, none consumed)
         else:
+            before = decoder.buffered
             decoder.receive_data(data)
         endpoint = self._endpoint
         channel._reading = True
@@ -97,6 +107,14 @@ class _Protocol(asyncio.Protocol):
             channel.close()
         finally:
             channel._reading = False
+            if not channel._closing:
+                # A partial frame is left: it began with this read if the read completed a frame (or nothing was
+                # buffered before), else it is the one already timed.
+                left = decoder.buffered
+                if not left:
+                    channel._partial_since = None
+                elif channel._partial_since is None or left != before + len(data):
+                    channel._partial_since = channel._loop.time()
             if channel._out and not channel._closing:
                 channel._flush()  # what inline processors answered, in one write, without waiting a loop turn
             if channel._poller is not None:
@@ -150,9 +168,12 @@ class Endpoint:
         max_inflight: int = DEFAULT_MAX_INFLIGHT,
         busy_poll: float = 0.0,
         wire_protocol: WireProtocol = WireProtocol.MSGPACK,
+        limits: ConnectionLimits | None = None,
     ):
         self.max_frame_size = max_frame_size
         self.max_inflight = max_inflight
+        # Per-connection limits (a server's); None: the transport's defaults and no timeouts (a client's).
+        self.limits = limits
         # Seconds the event loop keeps polling after a request or response (remoting/busy_poll.py); 0: never.
         self.busy_poll = busy_poll
         # Servers detect each connection's wire protocol from its first frame (RemotingServer sets it);
@@ -162,6 +183,8 @@ class Endpoint:
         self._processors: dict[int, Handler] = {}
         self._inline_processors: dict[int, InlineHandler] = {}
         self._default_processor: Handler | None = None
+        # Runs before every processor, for msgpack and native frames alike; None (the default) costs one check.
+        self.request_validator: RequestValidator | None = None
         self._close_listeners: list[CloseListener] = []
         self._channels: set[Channel] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -214,6 +237,8 @@ class Endpoint:
                 log.exception("channel close listener %r failed", listener)
 
     def _dispatch(self, channel: Channel, request: RemotingCommand) -> None:
+        if self.request_validator is not None and self._refused(channel, request):
+            return
         code = request.code
         inline = self._inline_processors.get(code)
         if inline is not None and not (channel._unstarted or channel._write_paused):
@@ -240,6 +265,22 @@ class Endpoint:
             return
         self._start(handler, channel, request)
 
+    def _refused(self, channel: Channel, request: RemotingCommand) -> bool:
+        """Run the request validator; a refused request is answered NO_PERMISSION here and goes no further."""
+        validator = self.request_validator
+        assert validator is not None
+        try:
+            refusal = validator(channel.remote_address, request)
+        except Exception as e:  # a validator bug must not let a request through, nor kill the connection
+            log.exception("request validator failed on code %s from %r", request.code, channel)
+            refusal = f"access check failed: {e or type(e).__name__}"
+        if refusal is None:
+            return False
+        log.info("refused request code %s from %s: %s", request.code, channel.remote_address, refusal)
+        if not request.is_oneway:
+            channel.send_response(RemotingCommand.response_to(request, ResponseCode.NO_PERMISSION, remark=refusal))
+        return True
+
     def _start(self, handler: Handler, channel: Channel, request: RemotingCommand) -> None:
         """Run ``handler`` in a task. Until the task starts, later inline requests of the channel queue behind
         it (in tasks of their own), so the requests of a connection start in the order they came."""
@@ -260,13 +301,20 @@ class Endpoint:
         task.add_done_callback(lambda _t: channel._request_finished(self.max_inflight))
 
     async def _run(self, handler: Handler, channel: Channel, request: RemotingCommand) -> None:
+        if channel._write_paused and self.limits is not None:
+            # The peer is not taking its responses: make no more of them until it does (a server's connection).
+            # Still unstarted meanwhile, so later requests keep their order behind this one.
+            await channel._drain()
+            if channel.closed:
+                channel._unstarted -= 1
+                return  # the peer left (or was closed) without an answer: it has to retry, so do nothing for it
         channel._unstarted -= 1
         try:
             response = _checked(await handler(channel, request))
         except Exception as e:
             response = _failed(channel, request, e)
         if channel._write_paused and response is not None:
-            await channel._drain()
+            await _hold_until_drained(channel, response)
         _reply(channel, request, response)
 
     @staticmethod
@@ -276,7 +324,7 @@ class Endpoint:
         except Exception as e:
             response = _failed(channel, request, e)
         if channel._write_paused and response is not None:
-            await channel._drain()
+            await _hold_until_drained(channel, response)
         _reply(channel, request, response)
 
     def _on_malformed_frame(self, channel: Channel, error: MalformedFrame) -> None:
@@ -303,6 +351,16 @@ class Endpoint:
             t.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _hold_until_drained(channel: Channel, response: RemotingCommand) -> None:
+    """Wait for the write buffer to drain, the response's body counted in the channel's unwritten bytes."""
+    held = len(response.body or b"")
+    channel._held_bytes += held
+    try:
+        await channel._drain()
+    finally:
+        channel._held_bytes -= held
 
 
 def _failed(channel: Channel, request: RemotingCommand, error: Exception) -> RemotingCommand:

@@ -131,6 +131,11 @@ class SniffingDecoder:
     def buffered(self) -> int:
         return len(self._head) if self.decoder is None else self.decoder.buffered
 
+    @property
+    def partial_frame(self) -> bool:
+        """Whether bytes of an unfinished frame are held (before the decision: any byte at all)."""
+        return bool(self._head) if self.decoder is None else self.decoder.partial_frame
+
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         if self.decoder is not None:
             self.decoder.receive_data(data)

@@ -29,6 +29,16 @@ def disk_usage_ratio(path: str) -> float:
         return -1.0
 
 
+def disk_free_bytes(path: str) -> int:
+    """Bytes free (to this user) on the file system holding `path`; -1 when it cannot be read."""
+    try:
+        while not os.path.exists(path):
+            path = os.path.dirname(path) or "."
+        return shutil.disk_usage(path).free
+    except OSError:
+        return -1
+
+
 class CleanService(ServiceThread):
     name = "clean"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import accumulate, repeat
 from time import time_ns
 from zlib import crc32
@@ -72,6 +72,14 @@ def _nothing() -> None:
     pass
 
 
+def _no_refusal() -> PutMessageResult | None:
+    return None
+
+
+def _file_failed(e: OSError) -> PutMessageResult:
+    return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED, remark=f"commit-log file: {e}")
+
+
 def _host_flags(sys_flag: int, born_len: int, store_len: int) -> int:
     """SYSFLAG with the IPv6 bits set to match the hosts actually written."""
     return (sys_flag & ~_V6_BITS) | (BORNHOST_V6_FLAG if born_len != _V4 else 0) | (
@@ -108,7 +116,10 @@ class CommitLog:
         self.config = config
         self.mapped_file_queue = MappedFileQueue(config.store_path_commit_log, config.mapped_file_size_commit_log)
         self.file_size = config.mapped_file_size_commit_log
-        self._write_limit = self.file_size - END_FILE_MIN_BLANK_LENGTH  # where a record may end: the blank record fits
+        # Where in the current file a put may end before it takes the slow path (_writable_file): the end of
+        # the file less the blank record, or the next disk-space check point, whichever comes first.
+        self._write_limit = 0
+        self.space_check_bytes = max(1, config.disk_space_check_bytes)
         # topicQueueTable: (topic, queue id) -> next queue offset. Rebuilt from the consume queues at start.
         self.topic_queue_table: dict[tuple[str, int], int] = {}
         self.put_lock = threading.Lock()
@@ -125,6 +136,12 @@ class CommitLog:
             self._record_struct, 4096)
         # Called (outside the put lock) after every successful append: wakes the dispatcher.
         self.on_append = _nothing
+        # The store's disk checks, called under the put lock (see _writable_file): on_space_check() runs every
+        # space_check_bytes appended and at every new file, and answers a refusal or None; on_file_failed(e)
+        # answers the refusal for a file that could not be created or reserved.
+        self.on_space_check: Callable[[], PutMessageResult | None] = _no_refusal
+        self.on_file_failed: Callable[[OSError], PutMessageResult] = _file_failed
+        self._refusal: PutMessageResult | None = None  # why _writable_file found no file
 
     # -- put --------------------------------------------------------------------------------------
     def _reroute_delay(self, msg: Message) -> None:
@@ -165,14 +182,31 @@ class CommitLog:
             why = f"record of {rec.size} bytes does not fit a commit log file"
         raise _Refused(PutMessageResult(status, remark=why))
 
-    def _writable_file(self, size: int) -> MappedFile:
-        """The current file if `size` bytes (plus the blank record) still fit, else the next one."""
+    def _writable_file(self, size: int) -> MappedFile | None:
+        """The slow path of a put (under the put lock): the current file if `size` bytes (plus the blank
+        record) still fit, else the next one, its disk space reserved; and a disk check. None when the put must
+        be refused (self._refusal says why): no file, or no space.
+
+        A put takes this path at each new file and every space_check_bytes, so a writer, however fast, never
+        gets further than that past a disk check; the reserved file means no write into it can fault."""
         mf = self._current
         if mf is None or mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
-            mf = self.mapped_file_queue.get_last_mapped_file()
-            if mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
-                mf = self._roll(mf)
+            try:
+                mf = self.mapped_file_queue.get_last_mapped_file()
+                if mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+                    mf = self._roll(mf)
+                mf.reserve_to(self.file_size)  # (a file found on disk at start may be sparse)
+            except OSError as e:
+                self._current = None
+                self._refusal = self.on_file_failed(e)
+                return None
             self._current = mf
+        refusal = self.on_space_check()
+        if refusal is not None:
+            self._write_limit = 0  # check again on the next put
+            self._refusal = refusal
+            return None
+        self._write_limit = min(self.file_size - END_FILE_MIN_BLANK_LENGTH, mf.wrote_position + self.space_check_bytes)
         return mf
 
     def put_message(self, msg: Message) -> PutMessageResult:
@@ -303,6 +337,8 @@ class CommitLog:
             mf = self._current
             if mf is None or mf.wrote_position + total > self._write_limit:
                 mf = self._writable_file(total)
+                if mf is None:
+                    return self._refusal  # type: ignore[return-value]  # set with every None
             pos = mf.wrote_position
             store_ts = time_ns() // 1_000_000
             if store_ts < self._last_store_timestamp:

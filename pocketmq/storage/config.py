@@ -65,12 +65,28 @@ class MessageStoreConfig:
     clean_file_forcibly_enable: bool = True
     delete_files_batch_max: int = 10
 
+    # pocketmq's own: the put path checks the disk every this many bytes appended and at every new commit-log
+    # file, refusing puts above disk_space_warning_level_ratio; once refused, a put looks again at most every
+    # disk_recheck_interval seconds and writes resume as soon as there is room (docs/broker.md, "What survives
+    # what").
+    disk_space_check_bytes: int = 4 * 1024 * 1024
+    disk_recheck_interval: float = 0.1
+
+    # pocketmq's own: consume-queue files kept mapped at most (each mapping holds a descriptor); the least
+    # recently written queues are unmapped past it (ConsumeQueueLru). 0: half the open-files limit at load.
+    max_mapped_consume_queue_files: int = 0
+
     message_delay_level: str = DEFAULT_DELAY_LEVELS
 
     def __post_init__(self) -> None:
         # The getter in RocketMQ rounds the consume-queue file size up to whole 20-byte entries.
         self.mapped_file_size_consume_queue = -(-self.mapped_file_size_consume_queue // 20) * 20
         self.flush_disk_type = FlushDiskType(self.flush_disk_type)
+        # RocketMQ 5's broker.conf gives these two in percent (90, 85); 4.x's system properties as fractions.
+        if self.disk_space_warning_level_ratio > 1:
+            self.disk_space_warning_level_ratio /= 100
+        if self.disk_space_clean_forcibly_ratio > 1:
+            self.disk_space_clean_forcibly_ratio /= 100
 
     @property
     def store_host_bytes(self) -> bytes:
@@ -87,6 +103,19 @@ class MessageStoreConfig:
     @property
     def store_path_index(self) -> str:
         return os.path.join(self.store_path_root_dir, "index")
+
+    def effective_max_mapped_consume_queue_files(self) -> int:
+        if self.max_mapped_consume_queue_files > 0:
+            return self.max_mapped_consume_queue_files
+        try:
+            import resource
+
+            soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        except (ImportError, OSError, ValueError):  # (no resource module on Windows)
+            return 4096
+        if soft == resource.RLIM_INFINITY or soft <= 0:
+            return 65536
+        return max(64, soft // 2)
 
     def effective_disk_max_used_space_ratio(self) -> int:
         return min(max(self.disk_max_used_space_ratio, 10), 95)

@@ -33,7 +33,8 @@ from .store_lock import StoreLockedError
 SEED = 20240601
 TOPICS = {"OrderEvents": 4, "Payments": 2}
 # What a store directory may hold; anything else means STORE_DIR is not (only) a store.
-STORE_ENTRIES = frozenset({"commitlog", "consumequeue", "index", "checkpoint", "abort", "lock", "config"})
+STORE_ENTRIES = frozenset({"commitlog", "consumequeue", "index", "checkpoint", "abort", "lock", "config",
+                           "dispatch_manifest.json"})
 
 # --small: sizes at which a few hundred messages roll every kind of file.
 SMALL_COMMIT_LOG = 32 * 1024
@@ -318,7 +319,8 @@ def report(path: str, config: MessageStoreConfig, count: int, summary: Summary, 
         if os.sep not in name:
             lines.append(f"  {name:<14} {nbytes:>9,} bytes")
     lines.append(f"  {fmt_bytes(apparent)} apparent, {fmt_bytes(allocated)} allocated on disk: "
-                 "files are sparse, so space is used only where data was written.")
+                 "commit-log and index files reserve their disk space when created (a full disk then refuses puts "
+                 "instead of faulting); consume-queue files reserve it in chunks, ahead of the dispatcher.")
     lines += ["", "Shut down cleanly: the abort file is gone and the checkpoint is flushed.",
               f"Next: python -m pocketmq.storage inspect {path} --limit 5"]
     return "\n".join(lines)

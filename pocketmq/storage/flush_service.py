@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from concurrent.futures import Future
+from collections import deque
+from concurrent.futures import Future, InvalidStateError
 from typing import TYPE_CHECKING
 
 from .service_thread import ServiceThread
@@ -42,6 +43,54 @@ class FlushRealTimeService(ServiceThread):
         self.store.flush_commit_log(0)
 
 
+def _settle(fut: Future, ok: bool) -> None:
+    """Complete a flush request unless the other side (flush or watcher) did first."""
+    try:
+        fut.set_result(ok)
+    except InvalidStateError:
+        pass
+
+
+class FlushDiskWatcher(ServiceThread):
+    """Answers a group-commit request its flush did not cover within ``sync_flush_timeout`` with False
+    (FLUSH_DISK_TIMEOUT), RocketMQ's FlushDiskWatcher: a put that does not block on the request (the broker's,
+    which awaits it) otherwise waits for however long a slow fdatasync takes.
+
+    Requests are watched in submission order, so their deadlines are in order too; the watcher looks every
+    ``CHECK_INTERVAL`` while any is pending, dropping the answered ones, so what it holds stays small.
+    """
+
+    name = "flush-disk-watcher"
+    CHECK_INTERVAL = 0.01
+
+    def __init__(self, timeout: float) -> None:
+        super().__init__()
+        self.timeout = timeout
+        self._watched: deque[tuple[float, Future]] = deque()
+
+    def add(self, fut: Future) -> None:
+        self._watched.append((time.monotonic() + self.timeout, fut))
+        self.wakeup()  # (a flag check while the watcher is busy: it clears its wakeup only when idle)
+
+    def run(self) -> None:
+        watched = self._watched
+        while not self.stopped:
+            if not watched:
+                self.wait_for_running(1.0)
+                continue
+            now = time.monotonic()
+            while watched:
+                deadline, fut = watched[0]
+                if fut.done():
+                    watched.popleft()
+                elif deadline <= now:
+                    watched.popleft()
+                    _settle(fut, False)
+                else:
+                    break
+            self._stopped.wait(self.CHECK_INTERVAL)
+
+
 class GroupCommitService(ServiceThread):
     name = "group-commit"
 
@@ -51,10 +100,12 @@ class GroupCommitService(ServiceThread):
         self._lock = threading.Lock()
         self._requests: list[tuple[int, Future]] = []
         self._closed = False  # shut down: nobody is left to flush for a request
+        self.watcher = FlushDiskWatcher(store.config.sync_flush_timeout)
 
     def start(self) -> None:
         with self._lock:
             self._closed = False
+        self.watcher.start()
         super().start()
 
     def submit(self, next_offset: int) -> Future:
@@ -68,6 +119,7 @@ class GroupCommitService(ServiceThread):
         if closed:
             fut.set_result(self.store.commit_log.mapped_file_queue.flushed_where >= next_offset)
         else:
+            self.watcher.add(fut)
             self.wakeup()
         return fut
 
@@ -85,12 +137,13 @@ class GroupCommitService(ServiceThread):
             self._closed = True
             requests, self._requests = self._requests, []
         self._answer(requests)
+        self.watcher.shutdown()
 
     def _answer(self, requests: list[tuple[int, Future]]) -> None:
         flushed = self.store.commit_log.mapped_file_queue.flushed_where
         for off, fut in requests:
             if not fut.done():
-                fut.set_result(flushed >= off)
+                _settle(fut, flushed >= off)
 
     def _do_commit(self) -> None:
         with self._lock:

@@ -15,7 +15,7 @@ import struct
 from pocketmq.common.constants import INDEX_ENTRY_SIZE, INDEX_HASH_SLOT_SIZE, INDEX_HEADER_SIZE
 from pocketmq.common.java_hash import java_string_hash
 
-from .mapped_file import sync_file
+from .mapped_file import reserve_space, sync_file
 
 HEADER = struct.Struct(">qqqqii")
 ENTRY = struct.Struct(">iqii")
@@ -45,12 +45,21 @@ class IndexFile:
         try:
             size = os.fstat(fd).st_size
             if not exists or size == 0:
-                os.ftruncate(fd, self.file_size)
+                try:
+                    os.ftruncate(fd, self.file_size)
+                    # Slots are written anywhere in the file: reserve all of it (a full disk must not fault).
+                    reserve_space(fd, 0, self.file_size, path)
+                except OSError:
+                    os.close(fd)
+                    fd = -1
+                    os.unlink(path)
+                    raise
             elif size != self.file_size:
                 raise ValueError(f"{path} is {size} bytes, expected {self.file_size} for this slot/index count")
             self.mm = mmap.mmap(fd, self.file_size)
         finally:
-            os.close(fd)  # the mapping holds its own descriptor
+            if fd >= 0:
+                os.close(fd)  # the mapping holds its own descriptor
         self._open = True
         (self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
          self.hash_slot_count, self.index_count) = HEADER.unpack_from(self.mm, 0)

@@ -12,10 +12,14 @@ log = logging.getLogger(__name__)
 
 
 class MappedFileQueue:
-    def __init__(self, store_path: str, file_size: int, *, page_by_page: bool = False) -> None:
+    def __init__(self, store_path: str, file_size: int, *, page_by_page: bool = False,
+                 reserve_chunk: int | None = None) -> None:
         self.store_path = store_path
         self.file_size = file_size
         self.page_by_page = page_by_page  # new files: no fault read-around while written (fault_in_page_by_page)
+        # Disk space reserved when a file is created: all of it (None), or a first chunk that the writer
+        # extends as it goes (MappedFile.reserve_to): consume queues, of which a broker may have thousands.
+        self.reserve_chunk = reserve_chunk
         self.files: list[MappedFile] = []
         self.flushed_where = 0
         self._lock = threading.Lock()  # guards the list (and the spare) against concurrent create / delete
@@ -78,7 +82,7 @@ class MappedFileQueue:
                 spare.close()
             os.makedirs(self.store_path, exist_ok=True)
             mf = MappedFile(os.path.join(self.store_path, offset_to_file_name(offset)), self.file_size,
-                            page_by_page=self.page_by_page)
+                            page_by_page=self.page_by_page, reserve=self.reserve_chunk)
         with self._lock:
             self.files = [*self.files, mf]
         return mf
@@ -95,8 +99,8 @@ class MappedFileQueue:
             return False
         path = os.path.join(self.store_path, offset_to_file_name(last.file_from_offset + self.file_size))
         try:
-            mf = MappedFile(path, self.file_size, page_by_page=self.page_by_page)
-        except OSError:  # the queue's directory went away (topic deleted): nothing to prepare
+            mf = MappedFile(path, self.file_size, page_by_page=self.page_by_page, reserve=self.reserve_chunk)
+        except OSError:  # the queue's directory went away (topic deleted), or no space: the writer will say so
             return False
         with self._lock:
             if self._spare is None and self.last() is last:

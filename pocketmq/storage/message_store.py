@@ -12,10 +12,12 @@ or `with DefaultMessageStore(...) as store:` which does load + start + shutdown.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import struct
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 
@@ -25,10 +27,12 @@ from pocketmq.common.message import Message, MessageExt, MessageExtBatch, raw_pr
 from pocketmq.common.validators import VALID_TOPICS, topic_error
 
 from .checkpoint import StoreCheckpoint
-from .clean_service import CleanService, disk_usage_ratio
+from .clean_service import CleanService, disk_free_bytes, disk_usage_ratio
 from .commit_log import CommitLog
 from .config import FlushDiskType, MessageStoreConfig
 from .consume_queue import ConsumeQueue
+from .consume_queue_lru import ConsumeQueueLru
+from .dispatch_manifest import take_manifest, write_manifest
 from .flush_service import FlushConsumeQueueService, FlushRealTimeService, GroupCommitService
 from .get_message import read_queue
 from .index_service import IndexService
@@ -42,7 +46,7 @@ from .results import (
     PutMessageStatus,
     QueryMessageResult,
 )
-from .running_flags import RunningFlags
+from .running_flags import DISK_FULL_BIT, RunningFlags
 from .store_lock import StoreLock
 from .warm_service import WarmMappedFileService
 
@@ -88,6 +92,16 @@ def _batch_topic(msgs: list[Message] | MessageExtBatch) -> str:
     return msgs[0].topic if msgs else ""
 
 
+def _first_gap(files: list, file_size: int, first: int) -> int | None:
+    """Offset of the first file missing from a queue whose files should start at `first`, or None."""
+    want = first
+    for mf in files:
+        if mf.file_from_offset > want:
+            return want
+        want = mf.file_from_offset + file_size
+    return None
+
+
 class DefaultMessageStore:
     def __init__(self, config: MessageStoreConfig | None = None, **overrides) -> None:
         if config is None:
@@ -99,6 +113,7 @@ class DefaultMessageStore:
         self.delay_levels = self.commit_log.delay_levels
         self.consume_queue_table: dict[tuple[str, int], ConsumeQueue] = {}
         self.dispatch_cq_table: dict[tuple[bytes, int], ConsumeQueue] = {}
+        self.cq_lru = ConsumeQueueLru(config.effective_max_mapped_consume_queue_files())
         self.index_service = IndexService(config.store_path_index, config.max_hash_slot_num, config.max_index_num,
                                           config.max_msgs_num_batch)
         self.checkpoint: StoreCheckpoint | None = None
@@ -115,8 +130,13 @@ class DefaultMessageStore:
         self.clean_service = CleanService(self)
         self.warm_service = (WarmMappedFileService(self.commit_log.mapped_file_queue, config.warm_mapped_file_ahead)
                              if config.warm_mapped_file_ahead > 0 and WarmMappedFileService.available() else None)
-        # Injectable for tests: path -> used fraction of its disk (0..1).
+        # Injectable for tests: path -> used fraction of its disk (0..1); path -> free bytes.
         self.disk_usage = disk_usage_ratio
+        self.disk_free = disk_free_bytes
+        self.commit_log.on_space_check = self._check_space
+        self.commit_log.on_file_failed = self._file_failed
+        self._free_needed = 0  # bytes a store file failed to reserve: writes wait until that much is free
+        self._next_disk_recheck = 0.0  # (monotonic) while the disk is full, when a put looks again
         self.last_exit_ok = True
         # The names topic_error passed (common.validators' cache, shared with the broker and the client): a hit is
         # a name the rule passed, and a miss asks the rule (_check_store_status).
@@ -147,6 +167,8 @@ class DefaultMessageStore:
         self._lock = StoreLock.acquire(self.root)
         self.consume_queue_table.clear()
         self.dispatch_cq_table.clear()
+        # (the bound is read now: the broker raises the open-files limit before it loads the store)
+        self.cq_lru = ConsumeQueueLru(self.config.effective_max_mapped_consume_queue_files())
         try:
             self.last_exit_ok = not os.path.exists(self.abort_file)
             self.commit_log.load()
@@ -173,10 +195,10 @@ class DefaultMessageStore:
                 if qid.isdigit():
                     cq = self._new_consume_queue(topic, int(qid))
                     cq.load()
+                    cq.recover()
+                    self.cq_lru.touch(cq)  # (parks the least recent past the bound: load maps one queue at a time)
 
     def _recover(self) -> None:
-        for cq in self.consume_queue_table.values():
-            cq.recover()
         check_crc = self.config.check_crc_on_recover
         dispatch_from = None
         if self.last_exit_ok:
@@ -187,16 +209,61 @@ class DefaultMessageStore:
         # Nothing may point past the recovered end of the log.
         for cq in self.consume_queue_table.values():
             if cq.max_physic_offset > end:
+                self.cq_lru.touch(cq)
                 cq.truncate_dirty_logic_files(end)
         rebuild_index_from = self.index_service.drop_files_after(end)
         min_offset = max(self.commit_log.get_min_offset(), 0)
         reput_from = max((cq.max_physic_offset for cq in self.consume_queue_table.values()), default=-1)
         if reput_from < 0:
             reput_from = min_offset
+        rebuild_from = self._verify_files(take_manifest(self.root), min_offset)
+        if rebuild_from is not None:
+            dispatch_from = rebuild_from if dispatch_from is None else min(dispatch_from, rebuild_from)
         for candidate in (dispatch_from, rebuild_index_from):
             if candidate is not None:
                 reput_from = min(reput_from, candidate)
         self.reput_service.reput_from_offset = max(reput_from, min_offset)
+
+    def _verify_files(self, manifest: tuple[dict[tuple[str, int], tuple[int, int]], list[str]] | None,
+                      min_offset: int) -> int | None:
+        """Check that every consume-queue and index file the store had at its last clean stop is here (the
+        manifest written then; there is none after a crash, where the checkpoint decides what to re-dispatch),
+        and that no queue has a gap; cut a damaged queue at its first missing file. Returns the commit-log
+        offset to re-dispatch from (its start) when anything is missing."""
+        damaged: list[str] = []
+        expected_queues, expected_index = manifest if manifest is not None else ({}, [])
+        for key, cq in self.consume_queue_table.items():
+            files = cq.mapped_file_queue.files
+            expect = expected_queues.get(key)
+            first = expect[0] if expect is not None else (files[0].file_from_offset if files else 0)
+            end = expect[1] if expect is not None else 0
+            gap = _first_gap(files, cq.file_size, first)
+            if gap is not None or cq.mapped_file_queue.get_max_offset() < end:
+                self.cq_lru.touch(cq)
+                cq.truncate_to_file_start(gap if gap is not None else files[-1].file_end_offset if files else first)
+                damaged.append(f"{key[0]}/{key[1]}")
+        for key in expected_queues.keys() - self.consume_queue_table.keys():
+            if expected_queues[key][1] > 0:
+                damaged.append(f"{key[0]}/{key[1]} (all of it)")
+        present = {f.name for f in self.index_service.files}
+        lost_index = [name for name in expected_index if name not in present]
+        if lost_index:
+            self.index_service.destroy()
+            damaged.append(f"index files {', '.join(lost_index)}")
+        if not damaged:
+            return None
+        log.warning("store files missing after a clean stop, rebuilding them from the commit log (from offset %d): "
+                    "%s", min_offset, "; ".join(damaged[:20]) + (f" and {len(damaged) - 20} more" if len(damaged) > 20
+                                                                  else ""))
+        return min_offset
+
+    def _write_manifest(self) -> None:
+        queues = {}
+        for key, cq in self.consume_queue_table.items():
+            first = cq.mapped_file_queue.first()
+            if first is not None:
+                queues[key] = (first.file_from_offset, cq.mapped_file_queue.get_max_offset())
+        write_manifest(self.root, queues, [f.name for f in self.index_service.files])
 
     def _recover_topic_queue_table(self) -> None:
         min_phy = self.commit_log.get_min_offset()
@@ -249,6 +316,7 @@ class DefaultMessageStore:
             cp.index_msg_timestamp = last_index.end_timestamp
         cp.flush()
         if was_running and caught_up and self.running_flags.is_writeable():
+            self._write_manifest()
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.abort_file)
         self._close_files()
@@ -310,6 +378,8 @@ class DefaultMessageStore:
             return None
         if not self._running:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="the message store is not running")
+        if self.running_flags.flag == DISK_FULL_BIT:
+            self._recheck_disk()
         if not self.running_flags.is_writeable():
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE,
                                     remark=self.running_flags.why_not_writeable())
@@ -317,6 +387,62 @@ class DefaultMessageStore:
         if reason is not None:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=reason)
         return None
+
+    # -- disk space -------------------------------------------------------------------------------
+    def _disk_refusal(self) -> PutMessageResult | None:
+        """Why the disk cannot take more now (usage above disk_space_warning_level_ratio, or less free than a
+        file failed to reserve), or None."""
+        cfg = self.config
+        path = cfg.store_path_commit_log
+        usage = self.disk_usage(path)
+        if usage > cfg.disk_space_warning_level_ratio:
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark=(
+                f"the disk is full: {usage:.0%} used, above diskSpaceWarningLevelRatio "
+                f"{cfg.disk_space_warning_level_ratio:.0%}; writes resume once space is freed"))
+        if self._free_needed:
+            free = self.disk_free(path)
+            if 0 <= free < self._free_needed:
+                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark=(
+                    f"the disk is full: {free} bytes free, a store file needs {self._free_needed}; "
+                    "writes resume once space is freed"))
+        return None
+
+    def _check_space(self) -> PutMessageResult | None:
+        """The put path's disk check (CommitLog._writable_file, under the put lock): refuse and mark the disk
+        full when there is no room."""
+        refusal = self._disk_refusal()
+        if refusal is not None:
+            if not self.running_flags.is_disk_full():
+                log.error("refusing puts: %s", refusal.remark)
+            self.running_flags.make_disk_full()
+            self._next_disk_recheck = time.monotonic() + self.config.disk_recheck_interval
+        return refusal
+
+    def _file_failed(self, e: OSError) -> PutMessageResult:
+        """A commit-log file that could not be created or reserved: refuse the put, and on a full disk refuse
+        every put until space comes back."""
+        if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            self._free_needed = self.commit_log.file_size
+            if not self.running_flags.is_disk_full():
+                log.error("cannot create the next commit-log file (%s): refusing puts until %d bytes are free",
+                          e, self._free_needed)
+            self.running_flags.make_disk_full()
+            self._next_disk_recheck = time.monotonic() + self.config.disk_recheck_interval
+        else:
+            log.error("cannot create the next commit-log file: %s", e)
+        return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED, remark=f"commit-log file: {e}")
+
+    def _recheck_disk(self) -> None:
+        """While only a full disk blocks writes: look again (at most every disk_recheck_interval), and accept
+        writes again as soon as there is room, without waiting for the clean service's next round."""
+        now = time.monotonic()
+        if now < self._next_disk_recheck:
+            return
+        self._next_disk_recheck = now + self.config.disk_recheck_interval
+        if self._disk_refusal() is None:
+            self._free_needed = 0
+            self.running_flags.make_disk_ok()
+            log.warning("disk space is back: accepting puts again")
 
     def put_message(self, msg: Message) -> PutMessageResult:
         """Append one message. Under SYNC_FLUSH this returns once the flush covers it."""
@@ -589,13 +715,29 @@ class DefaultMessageStore:
         self.reput_service.listener = listener
 
     # -- topics and cleanup -----------------------------------------------------------------------
-    def delete_topics(self, topics: set[str]) -> int:
-        """Destroy the consume queues of `topics` (their commit-log records expire as usual)."""
+    def delete_topics(self, topics: set[str], timeout: float = 10.0) -> int:
+        """Destroy the consume queues of `topics` (their commit-log records expire as usual); the number of
+        queues destroyed.
+
+        The topics' queue offsets restart at 0 for every put after this call begins (under the put lock), and
+        their queues are destroyed on the dispatcher thread, exactly when everything put before that moment is
+        dispatched and nothing put after it (ReputMessageService.run_at). So a topic used again right away
+        keeps every message acknowledged afterwards."""
+        commit_log = self.commit_log
+        with commit_log.put_lock:
+            for key in [k for k in commit_log.topic_queue_table if k[0] in topics]:
+                del commit_log.topic_queue_table[key]
+            if not self.reput_service.running:  # not started, or called by the dispatcher itself
+                return self._destroy_topics(topics)
+            done = self.reput_service.run_at(commit_log.get_max_offset(), lambda: self._destroy_topics(topics))
+        return done.result(timeout)
+
+    def _destroy_topics(self, topics: set[str]) -> int:
         count = 0
         for key in [k for k in self.consume_queue_table if k[0] in topics]:
             cq = self.consume_queue_table.pop(key)
             self.dispatch_cq_table.pop((key[0].encode(), key[1]), None)
-            self.commit_log.topic_queue_table.pop(key, None)
+            self.cq_lru.forget(cq)
             cq.destroy()
             count += 1
         for topic in topics:

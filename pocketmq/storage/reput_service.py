@@ -12,6 +12,7 @@ import logging
 import struct
 import threading
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from pocketmq.common.bounded_cache import BoundedCache
@@ -104,6 +105,49 @@ class ReputMessageService(ServiceThread):
         # The run struct of each IPv4 record shape (body, topic, properties lengths).
         self._run_structs: BoundedCache[tuple[int, int, int], struct.Struct] = BoundedCache(
             lambda shape: _RUN_FORMAT.struct(*shape), 4096)
+        # Work that must happen on this thread at a point of the log (run_at): (offset, fn, future), in
+        # offset order. Dispatch stops at the first one's offset until it has run.
+        self._tasks: list[tuple[int, Callable[[], Any], Future]] = []
+        self._tasks_lock = threading.Lock()
+        # Rounds in a row that may fail (0.1 s apart) before the store refuses puts (WRITE_LOGICS_QUEUE_ERROR).
+        self.failures_before_refusing = 3
+
+    def run_at(self, offset: int, fn: Callable[[], Any]) -> Future:
+        """Run `fn` on the dispatcher thread once everything below `offset` is dispatched and nothing after it
+        is yet: a Future of its result. Callers pass offsets in increasing order (taken under the put lock).
+
+        Deleting a topic goes through here: its queues must not be destroyed while records put before the
+        deletion are still to be dispatched (the dispatcher would create them again from those records, with
+        their old queue offsets, and then skip the new records the producer was told went to offsets 0, 1...),
+        nor after records put since (they belong to the new queues)."""
+        fut: Future = Future()
+        with self._tasks_lock:
+            self._tasks.append((offset, fn, fut))
+        self.hurry()
+        return fut
+
+    def _run_due_tasks(self) -> int | None:
+        """Run the tasks whose offset has been reached; the offset of the next one, or None."""
+        while True:
+            with self._tasks_lock:
+                if not self._tasks:
+                    return None
+                offset, fn, fut = self._tasks[0]
+                if self.reput_from_offset < offset:
+                    return offset
+                self._tasks.pop(0)
+            if fut.set_running_or_notify_cancel():
+                try:
+                    fut.set_result(fn())
+                except Exception as e:  # the caller sees it
+                    fut.set_exception(e)
+
+    def _fail_tasks(self) -> None:
+        with self._tasks_lock:
+            tasks, self._tasks = self._tasks, []
+        for _offset, _fn, fut in tasks:
+            if fut.set_running_or_notify_cancel():
+                fut.set_exception(RuntimeError("the dispatcher stopped before it got there"))
 
     def _tags_code_of(self, props: bytes) -> int:
         if not props:
@@ -153,8 +197,14 @@ class ReputMessageService(ServiceThread):
                 self._waiters -= 1
 
     def wakeup(self) -> None:
-        if self._idle and not self._wake.is_set():
+        """An append: wake an idle dispatcher; a busy one only while someone waits for what it dispatches (a
+        parked pull, wait_caught_up), whose latency would otherwise include the rest of a polling round."""
+        if not self._wake.is_set() and (self._idle or self._waiters or self._prompt_now()):
             self._wake.set()
+
+    def _prompt_now(self) -> bool:
+        needed = self.prompt_needed
+        return needed is not None and needed()
 
     def hurry(self) -> None:
         """Someone waits for arrivals: dispatch now, and promptly from here on (see prompt_needed)."""
@@ -170,6 +220,7 @@ class ReputMessageService(ServiceThread):
 
     def run(self) -> None:
         busy = False
+        failures = 0  # consecutive rounds that failed
         try:
             while not self.stopped:
                 if busy:
@@ -184,19 +235,35 @@ class ReputMessageService(ServiceThread):
                 try:
                     self.do_reput()
                     busy = self.reput_from_offset != before
+                    if failures:
+                        failures = 0
+                        self.store.running_flags.clear_logics_queue_error()
+                        log.warning("dispatch works again at offset %d: accepting puts", self.reput_from_offset)
                 except Exception:
-                    # RocketMQ logs and keeps dispatching; the failed record is retried next round.
-                    log.exception("dispatch failed at offset %d; retrying", self.reput_from_offset)
+                    # RocketMQ logs and keeps dispatching; the failed record is retried next round. A failure
+                    # that persists (no space, no descriptors) stops puts: the store must not acknowledge
+                    # messages nobody can pull.
+                    failures += 1
+                    if failures == self.failures_before_refusing:
+                        self.store.running_flags.make_logics_queue_error()
+                        log.exception("dispatch failed at offset %d %d times: refusing puts until it works",
+                                      self.reput_from_offset, failures)
+                    elif failures < self.failures_before_refusing or failures % 100 == 0:
+                        log.exception("dispatch failed at offset %d; retrying", self.reput_from_offset)
                     self._stopped.wait(0.1)
         finally:
             self._stopped.set()
+            self._fail_tasks()
             with self._progress:
                 self._progress.notify_all()
 
     def do_reput(self) -> None:
         commit_log = self.store.commit_log
         mfq = commit_log.mapped_file_queue
+        stop_at = self._run_due_tasks() if self._tasks else None
         while self.reput_from_offset < commit_log.get_max_offset() and not self.stopped:
+            if self._tasks:  # (one registered meanwhile: its offset is at or past what is written now)
+                stop_at = self._run_due_tasks()
             min_offset = mfq.get_min_offset()
             if self.reput_from_offset < min_offset:
                 self.reput_from_offset = min_offset
@@ -204,7 +271,7 @@ class ReputMessageService(ServiceThread):
             if mf is None:
                 break
             try:
-                self._dispatch_file(mf)
+                self._dispatch_file(mf, stop_at)
             except ValueError:  # the file was deleted while we read it: move on to what remains
                 if mf.available:
                     raise
@@ -215,7 +282,7 @@ class ReputMessageService(ServiceThread):
             with self._progress:
                 self._progress.notify_all()
 
-    def _dispatch_file(self, mf) -> None:
+    def _dispatch_file(self, mf, stop_at: int | None = None) -> None:
         """Dispatch the records of ``mf`` from reput_from_offset: index them, hand each queue its entries, tell
         the listener.
 
@@ -227,6 +294,7 @@ class ReputMessageService(ServiceThread):
         """
         store = self.store
         cq_table = store.dispatch_cq_table
+        touch = store.cq_lru.touch
         index = store.index_service if store.config.message_index_enable else None
         listener = self.listener
         known_code = self._props_codes.get
@@ -235,6 +303,8 @@ class ReputMessageService(ServiceThread):
         base = mf.file_from_offset
         pos = self.reput_from_offset - base
         end = mf.wrote_position
+        if stop_at is not None:
+            end = min(end, stop_at - base)  # (a task is due there: run_at)
         unpack = DISPATCH_V4.unpack_from
         props_len_at = _PROPS_LEN.unpack_from
         size_at = _SYSFLAG.unpack_from  # (an int, as TOTALSIZE is)
@@ -301,6 +371,7 @@ class ReputMessageService(ServiceThread):
                         cq = cq_table.get((topic_b, qid))  # type: ignore[assignment]  # None: made below
                         if cq is None:
                             cq = store.find_consume_queue_for_dispatch(topic_b.decode(), qid)
+                        touch(cq)  # mapped, most recently used (ConsumeQueueLru)
                         cur_topic = topic_b
                         cur_qid = qid
                         is_sched = cq.is_schedule

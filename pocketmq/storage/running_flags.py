@@ -27,11 +27,18 @@ class RunningFlags:
     def make_disk_ok(self) -> None:
         self.flag &= ~DISK_FULL_BIT
 
+    def make_logics_queue_error(self) -> None:
+        self.flag |= WRITE_LOGICS_QUEUE_ERROR_BIT
+
+    def clear_logics_queue_error(self) -> None:
+        self.flag &= ~WRITE_LOGICS_QUEUE_ERROR_BIT
+
     def why_not_writeable(self) -> str:
         if self.flag & DISK_FULL_BIT:
             return "the disk is full: the store refuses writes until cleanup frees space"
         if self.flag & WRITE_LOGICS_QUEUE_ERROR_BIT:
-            return "a consume queue could not be written"
+            return ("a consume queue could not be written: the store refuses writes until dispatch works again, "
+                    "so that it never acknowledges a message it cannot make pullable")
         if self.flag & WRITE_INDEX_FILE_ERROR_BIT:
             return "an index file could not be written"
         return "the store is not writeable"

@@ -40,6 +40,8 @@ async def test_created_topic_is_persisted_in_rocketmq_shape(cluster) -> None:
     before = broker.topic_config_manager.data_version.counter
     resp = await mq.create_topic("TopicPersist", queues=3, perm=4, order=True)
     assert resp.code == ResponseCode.SUCCESS
+    # A change is journaled; compaction (at startup, shutdown, or when the journal is long) writes topics.json.
+    await broker.topic_config_manager.persist()
     with open(broker.topic_config_manager.config_file_path) as f:
         data = json.load(f)
     assert set(data) == {"dataVersion", "topicConfigTable"}
@@ -153,3 +155,27 @@ async def test_query_message_by_key_and_view_by_id(broker, mq, dispatched) -> No
     assert msg.body == b"keyed" and msg.msg_id == sent.ext_fields["msgId"]
     resp = await mq.invoke(RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(offset + 1))
     assert resp.code == ResponseCode.SYSTEM_ERROR and "can not find message" in resp.remark
+
+
+async def test_topic_deleted_and_used_again_at_once_keeps_every_acked_message(broker, mq, dispatched) -> None:
+    # Issue 18, failure 3: send, DELETE_TOPIC_IN_BROKER, more sends at once. The dispatcher (relaxed: no pull
+    # is parked) is still behind the first sends when the deletion arrives; it used to create the queue again
+    # from them, with their old offsets, and then skip the new messages acknowledged at offsets 0-4.
+    for trial in range(30):
+        topic = f"TopicAgain{trial % 3}"
+        for i in range(1 + trial % 20):
+            assert (await mq.send(topic, f"old{i}".encode())).code == ResponseCode.SUCCESS
+        resp = await mq.invoke(RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader(topic))
+        assert resp.code == ResponseCode.SUCCESS
+        offsets = []
+        for i in range(5):
+            resp = await mq.send(topic, f"new{i}".encode())
+            assert resp.code == ResponseCode.SUCCESS
+            offsets.append(int(resp.ext_fields["queueOffset"]))
+        assert offsets == [0, 1, 2, 3, 4], (trial, offsets)
+        await dispatched(broker)
+        resp = await mq.invoke(RequestCode.GET_MAX_OFFSET, GetMaxOffsetRequestHeader(topic, 0))
+        assert resp.ext_fields["offset"] == 5, trial
+        resp = await mq.pull("G", topic, 0, 0)
+        assert resp.code == ResponseCode.SUCCESS, (trial, resp.remark)
+        assert [m.body for m in decode_all(resp.body)] == [f"new{i}".encode() for i in range(5)], trial

@@ -8,7 +8,8 @@ import pytest
 
 from pocketmq.namesrv.config import NamesrvConfig
 from pocketmq.namesrv.namesrv_controller import NamesrvController
-from pocketmq.remoting.codes import ResponseCode
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.header import DeleteTopicRequestHeader
 
 
 def free_port() -> int:
@@ -87,3 +88,52 @@ async def test_read_only_broker_advertises_read_only_topics(cluster) -> None:
     assert route.queue_datas[0].perm == 4
     # The broker keeps the topic's own permission; only the advertisement is narrowed.
     assert broker.topic_config_manager.select_topic_config("TopicRo").perm == 6
+
+
+async def test_topic_changes_reach_the_name_server_as_deltas(cluster, poll) -> None:
+    ns = await cluster.namesrv()
+    broker = await cluster.broker(namesrv_addr=ns.address)
+    mq = cluster.mq(broker)
+    assert [r.delta_accepted for r in broker.last_register_results] == [False]  # the first one is whole
+    for i in range(5):
+        assert (await mq.send(f"TopicDelta{i}", default_topic_queue_nums=2)).code == ResponseCode.SUCCESS
+    await mq.create_topic("TopicDelta0", queues=3)
+    assert [r.delta_accepted for r in broker.last_register_results] == [True]
+    await mq.invoke(RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader("TopicDelta1"))
+    assert [r.delta_accepted for r in broker.last_register_results] == [True]
+    rim = ns.route_info_manager
+    await poll(lambda: "TopicDelta4" in rim.topic_queue_table)
+    assert rim.topic_queue_table["TopicDelta0"]["broker-a"].write_queue_nums == 3
+    assert "TopicDelta1" not in rim.topic_queue_table
+    assert set(rim.topic_queue_table) == set(broker.topic_config_manager.topic_config_table)
+    assert rim.query_broker_topic_config(broker.address) == broker.topic_config_manager.data_version
+
+
+async def test_a_restarted_name_server_gets_the_whole_table(cluster, poll) -> None:
+    port = free_port()
+    ns = NamesrvController(NamesrvConfig(listen_port=port))
+    await ns.start()
+    broker = await cluster.broker(namesrv_addr=ns.address)
+    mq = cluster.mq(broker)
+    await mq.create_topic("TopicBefore")
+    await ns.shutdown()
+    await mq.create_topic("TopicWhileDown")  # this registration fails: the broker forgets the version acked
+    assert [r.ok for r in broker.last_register_results] == [False]
+    ns = NamesrvController(NamesrvConfig(listen_port=port))
+    await ns.start()
+    cluster.namesrvs.append(ns)
+    [result] = await broker.register_broker_all()  # what the periodic registration does
+    assert result.ok and not result.delta_accepted
+    assert set(ns.route_info_manager.topic_queue_table) == set(broker.topic_config_manager.topic_config_table)
+    assert {"TopicBefore", "TopicWhileDown"} <= set(ns.route_info_manager.topic_queue_table)
+    # Restarted while the broker was not looking (its version acked is stale there): the delta is refused and
+    # the whole table follows in the same round.
+    await ns.shutdown()
+    ns = NamesrvController(NamesrvConfig(listen_port=port))
+    await ns.start()
+    cluster.namesrvs.append(ns)
+    [result] = await broker.register_broker_all()
+    assert result.ok and not result.delta_accepted
+    assert "TopicBefore" in ns.route_info_manager.topic_queue_table
+    [result] = await broker.register_broker_all()
+    assert result.ok and result.delta_accepted  # from here on, heartbeats are empty deltas

@@ -71,7 +71,9 @@ async def test_tag_filter_by_hash_code(broker, mq, dispatched) -> None:
     assert none.body is None
 
 
-async def test_posted_subscriptions_each_filter_by_their_own_tags(broker, mq, dispatched) -> None:
+async def test_posted_subscriptions_each_filter_by_their_own_tags(cluster, dispatched) -> None:
+    broker = await cluster.broker(enable_property_filter=True)  # SQL92 is off by default, as in RocketMQ
+    mq = cluster.mq(broker)
     # The broker parses a posted TAG subscription once and keeps its filter: pulls alternating between
     # expressions on one topic (and one expression on two topics) must each get their own filter back.
     await fill(mq, "TopicTags", ["TagA", "TagB", None, "TagC", "TagA"])
@@ -124,7 +126,9 @@ async def test_max_msg_nums_limits_the_batch(broker, mq, dispatched) -> None:
     assert resp.ext_fields["nextBeginOffset"] == 3
 
 
-async def test_pull_pre_checks(broker, mq) -> None:
+async def test_pull_pre_checks(cluster) -> None:
+    broker = await cluster.broker(enable_property_filter=True)  # SQL92 is off by default, as in RocketMQ
+    mq = cluster.mq(broker)
     resp = await mq.pull("G", "NoSuchTopic", 0, 0)
     assert resp.code == ResponseCode.TOPIC_NOT_EXIST
     await mq.create_topic("TopicChecks", queues=2)

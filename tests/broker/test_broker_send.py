@@ -52,7 +52,7 @@ async def test_send_then_pull_back_the_identical_record(broker, mq, dispatched, 
 async def test_batch_send_stores_consecutive_records(broker, mq, dispatched) -> None:
     items = [
         BatchItem(1, b"first", properties_to_string({"TAGS": "A", "UNIQ_KEY": "U1"})),
-        BatchItem(2, b"", properties_to_string({"UNIQ_KEY": "U2"})),
+        BatchItem(2, b"2", properties_to_string({"UNIQ_KEY": "U2"})),  # (an empty body is refused: test_broker_hostile)
         BatchItem(3, b"x" * 300, ""),
     ]
     await mq.send("TopicBatch", b"before", queue_id=1)
@@ -65,7 +65,7 @@ async def test_batch_send_stores_consecutive_records(broker, mq, dispatched) -> 
     await dispatched(broker)
     pulled = await mq.pull("G", "TopicBatch", 1, 1)
     msgs = decode_all(pulled.body)
-    assert [(m.flag, m.body, m.queue_offset) for m in msgs] == [(1, b"first", 1), (2, b"", 2), (3, b"x" * 300, 3)]
+    assert [(m.flag, m.body, m.queue_offset) for m in msgs] == [(1, b"first", 1), (2, b"2", 2), (3, b"x" * 300, 3)]
     assert msgs[0].properties == {"TAGS": "A", "UNIQ_KEY": "U1"} and msgs[2].properties == {}
     assert [m.commit_log_offset for m in msgs] == offsets
 
@@ -208,10 +208,14 @@ async def test_transaction_half_messages_are_refused(broker, mq) -> None:
 
 
 async def test_full_disk_is_service_not_available(broker, mq) -> None:
+    # A simulated full disk (the usage the store reads, and its flag); tests/broker/test_broker_disk_full.py
+    # fills a real one.
+    broker.store.disk_usage = lambda path: 0.95
     broker.store.running_flags.make_disk_full()
     try:
         resp = await mq.send("TopicDisk")
     finally:
+        broker.store.disk_usage = lambda path: 0.10
         broker.store.running_flags.make_disk_ok()
     assert resp.code == ResponseCode.SERVICE_NOT_AVAILABLE and "disk" in resp.remark
     assert (await mq.send("TopicDisk")).code == ResponseCode.SUCCESS

@@ -24,6 +24,13 @@ from pocketmq.remoting.body import encode_body
 from pocketmq.remoting.client_body import ConsumerData, HeartbeatData, SubscriptionData
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 
+
+@pytest.fixture
+async def broker(cluster: Any) -> Any:
+    """SQL92 is off by default, as in RocketMQ: these tests turn it on."""
+    return await cluster.broker(enable_property_filter=True)
+
+
 FLAG_SUSPEND = 0x2
 FLAG_SUBSCRIPTION = 0x4
 PARKED = FLAG_SUSPEND | FLAG_SUBSCRIPTION
@@ -174,7 +181,7 @@ _names = itertools.count()
 
 async def test_pull_consumer_with_sql92_and_client_side_errors(tmp_path) -> None:
     async with (
-        EmbeddedCluster(tmp_path) as cluster,
+        EmbeddedCluster(tmp_path, enable_property_filter=True) as cluster,
         Producer("PG", cluster.namesrv_addr, instance_name=f"p{next(_names)}") as producer,
         PullConsumer("CG", cluster.namesrv_addr, instance_name=f"c{next(_names)}") as consumer,
     ):

@@ -21,10 +21,10 @@ def runnable_examples() -> list[str]:
 
 
 def test_the_doc_has_runnable_examples() -> None:
-    assert len(runnable_examples()) == 3
+    assert len(runnable_examples()) == 4
 
 
-@pytest.mark.parametrize("index", range(3))
+@pytest.mark.parametrize("index", range(4))
 def test_doc_example_runs(index: int, tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     code = runnable_examples()[index]
     with embedded.ThreadedCluster(tmp_path) as cluster:
@@ -33,5 +33,7 @@ def test_doc_example_runs(index: int, tmp_path: Any, capsys: pytest.CaptureFixtu
     if index == 0:
         assert "SendStatus.SEND_OK" in out
         assert "created ['o-1'] b'order 1'" in out
-    if index == 2:  # the push consumer
+    if index == 2:  # the lite pull consumer
+        assert "[b'payment 0', b'payment 1', b'payment 2']" in out
+    if index == 3:  # the push consumer
         assert "[b'order 0', b'order 1', b'order 2']" in out

@@ -105,7 +105,7 @@ async def test_every_send_mode_round_trips(cluster: Any, producer: Producer, con
         assert_same(msg, got[msg.uniq_key])  # type: ignore[index]
     stored_big = got[big_msg.uniq_key]  # type: ignore[index]
     assert stored_big.sys_flag & 0x1 and stored_big.body == big_msg.body  # stored compressed, read back plain
-    assert got[sync_msg.uniq_key].msg_id == results[0].offset_msg_id  # type: ignore[index]
+    assert got[sync_msg.uniq_key].offset_msg_id == results[0].offset_msg_id  # type: ignore[index]
     assert got[sync_msg.uniq_key].queue_offset == results[0].queue_offset  # type: ignore[index]
     batch_got = [got[m.uniq_key] for m in batch]  # type: ignore[index]
     assert len({m.queue_id for m in batch_got}) == 1  # one queue, consecutive offsets

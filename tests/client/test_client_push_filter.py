@@ -48,3 +48,48 @@ def test_a_malformed_sql92_expression_is_refused_at_subscribe() -> None:
     with pytest.raises(MQClientException) as e:
         c.subscribe("T", "n >> 3", "SQL92")
     assert e.value.response_code == 23  # SUBSCRIPTION_PARSE_FAILED
+
+
+@pytest.mark.parametrize("protocol", ["msgpack", "rocketmq"])
+async def test_sql92_against_a_default_broker_fails_the_start_naming_the_setting(tmp_path, protocol) -> None:
+    """enablePropertyFilter is off by default, as in RocketMQ; a SQL92 consumer learns it at start()
+    (CHECK_CLIENT_CONFIG), not from a warning at every pull."""
+    async with embedded.EmbeddedCluster(tmp_path, **FAST_BROKER) as cluster:
+        assert cluster.broker.broker_config.enable_property_filter is False
+        topic = unique("FilterOffT")
+        await create_topic(cluster, topic, 1)
+        c = make_consumer(cluster, unique("FilterOffG"), protocol=protocol)
+        c.subscribe(topic, "n > 3", "SQL92")
+        c.register_message_listener(lambda msgs, context: ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
+        with pytest.raises(MQClientException) as caught:
+            await c.start()
+        assert caught.value.response_code == 1  # SYSTEM_ERROR, the broker's code
+        message = str(caught.value)
+        assert "enablePropertyFilter=true" in message and cluster.broker_addr in message and "n > 3" in message
+        # Tags need nothing of the broker: the same consumer starts with a tag subscription.
+        tags = make_consumer(cluster, unique("FilterOffTagG"), protocol=protocol)
+        tags.subscribe(topic, "TagA")
+        tags.register_message_listener(lambda msgs, context: ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
+        async with tags:
+            pass
+
+
+async def test_check_client_config_answers(tmp_path) -> None:
+    from pocketmq.client.client_config import ClientConfig
+    from pocketmq.client.exceptions import MQBrokerException
+    from pocketmq.client.filter_api import build_subscription_data
+    from pocketmq.client.mq_client_api import MQClientAPIImpl
+    from pocketmq.remoting.client_body import SubscriptionData
+
+    async with embedded.EmbeddedCluster(tmp_path, enable_property_filter=True) as cluster:
+        api = MQClientAPIImpl(ClientConfig(cluster.namesrv_addr))
+        try:
+            addr = cluster.broker_addr
+            await api.check_client_in_broker(addr, "G", "c1", build_subscription_data("T", "a > 1", "SQL92"), 3)
+            await api.check_client_in_broker(addr, "G", "c1", build_subscription_data("T", "TagA"), 3)
+            with pytest.raises(MQBrokerException) as caught:
+                bad = SubscriptionData("T", "a >", expression_type="SQL92")  # built by hand: the client refuses it
+                await api.check_client_in_broker(addr, "G", "c1", bad, 3)
+            assert caught.value.code == 23  # SUBSCRIPTION_PARSE_FAILED
+        finally:
+            await api.shutdown()

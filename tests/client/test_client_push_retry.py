@@ -179,3 +179,39 @@ async def test_a_message_stuck_in_the_listener_is_sent_back_after_the_consume_ti
         om = push_cluster.broker.consumer_offset_manager
         await poll(lambda: om.query_offset(group, topic, 0) == 2)
         release.set()
+
+
+async def test_a_new_groups_first_retry_comes_after_the_delay_not_the_next_rebalance(push_cluster, poll) -> None:
+    """A new group's %RETRY% topic is created by its first heartbeat, after the start-up route lookup, and
+    reaches the name server with the broker's next registration: the consumer learns its queues at start-up,
+    not at the next name-server poll and rebalance (30 s and 20 s here, RocketMQ's defaults), so the retry
+    comes after the delay level's time (milliseconds here)."""
+    topic, group = unique("FirstRetryT"), unique("FirstRetryG")
+    await create_topic(push_cluster, topic, 1)
+    broker = push_cluster.broker
+    register = broker.register_broker_all
+
+    async def slow_register() -> Any:
+        # A name server farther away than this process's: the new topic reaches it after the consumer's
+        # start-up rebalance (a delay wrapped around the real registration, which in-process takes ~1 ms).
+        await asyncio.sleep(0.3)
+        return await register()
+
+    broker.register_broker_all = slow_register
+    seen: list[int] = []
+
+    async def fail_once(msgs: list[Any], context: Any) -> ConsumeConcurrentlyStatus:
+        seen.extend(m.reconsume_times for m in msgs)
+        if msgs[0].reconsume_times == 0:
+            return ConsumeConcurrentlyStatus.RECONSUME_LATER
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = make_consumer(push_cluster, group, rebalance_interval=20.0, poll_name_server_interval=30.0)
+    consumer.subscribe(topic, "*")
+    consumer.register_message_listener(fail_once)
+    async with consumer:
+        await poll(lambda: any(q.topic == topic for q in consumer.assigned_queues()), timeout=10)
+        async with Producer(unique("PG"), push_cluster.namesrv_addr, instance_name=unique("p")) as producer:
+            await producer.send(Message(topic, b"again"))
+        await poll(lambda: seen == [0, 1], timeout=5)
+        assert MessageQueue(f"%RETRY%{group}", "broker-a", 0) in consumer.assigned_queues()

@@ -45,3 +45,11 @@ def test_msg_id_is_the_offset_msg_id_of_the_store_host_and_offset() -> None:
     assert decoded("", 4660).msg_id == "0A00000100002A9F0000000000001234" == create_message_id(STORE, 4660)
     v6 = pack_host("2001:db8::1", 10911)
     assert decoded("", 2**40 + 1, v6).msg_id == create_message_id(v6, 2**40 + 1)
+
+
+def test_msg_id_is_the_uniq_key_when_the_producer_set_one() -> None:
+    # As RocketMQ's MessageClientExt: msgId is what the send returned, offsetMsgId the store's.
+    m = decoded(properties_to_string({"UNIQ_KEY": "7F0000010A0B0C0D0E0F101112130000"}), 4660)
+    assert m.msg_id == "7F0000010A0B0C0D0E0F101112130000"
+    assert m.offset_msg_id == "0A00000100002A9F0000000000001234"
+    assert decoded("", 4660).offset_msg_id == decoded("", 4660).msg_id

@@ -213,7 +213,7 @@ async def test_two_name_servers_hold_the_route_independently(
 async def test_unknown_request_code_is_not_supported(
     namesrv: NamesrvController, client: RemotingClient
 ) -> None:
-    for code in (RequestCode.PUT_KV_CONFIG, 4242):
+    for code in (RequestCode.REGISTER_FILTER_SERVER, 4242):
         resp = await client.invoke(namesrv.address, RemotingCommand.request(code), GUARD)
         assert resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED == 3
         assert resp.remark == f" request type {int(code)} not supported"

@@ -181,3 +181,52 @@ def test_data_version_queries(rim: RouteInfoManager, clock) -> None:
     rim.update_broker_info_update_timestamp(A_MASTER)
     clock.advance(100)
     assert rim.scan_not_active_broker() == {}
+
+
+def delta(rim: RouteInfoManager, base: int, w, deleted=(), addr: str = A_MASTER, name: str = "broker-a"):
+    return rim.register_broker(CLUSTER, addr, name, 0, "", w, None, None, DataVersion(1, base), deleted)
+
+
+def test_a_delta_from_the_version_held_adds_updates_and_deletes(rim: RouteInfoManager) -> None:
+    register(rim, A_MASTER, "broker-a", 0, wrapper(1, Kept=(1, 1), Changed=(1, 1), Deleted=(1, 1)))
+    assert delta(rim, 1, wrapper(4, Changed=(2, 2), Added=(3, 3)), deleted=["Deleted"]).delta_accepted
+    assert rim.pick_topic_route_data("Kept").queue_datas[0].write_queue_nums == 1  # absent from the delta: kept
+    assert rim.pick_topic_route_data("Changed").queue_datas[0].write_queue_nums == 2
+    assert rim.pick_topic_route_data("Added").queue_datas[0].write_queue_nums == 3
+    assert rim.pick_topic_route_data("Deleted") is None
+    assert rim.query_broker_topic_config(A_MASTER) == DataVersion(1, 4)
+    # An empty delta from the version held is a heartbeat.
+    assert delta(rim, 4, wrapper(4)).delta_accepted
+
+
+def test_a_delta_from_another_version_changes_nothing(rim: RouteInfoManager) -> None:
+    assert not delta(rim, 0, wrapper(1, New=(1, 1))).delta_accepted  # an unknown broker
+    assert rim.broker_live_table == {} and rim.pick_topic_route_data("New") is None
+    register(rim, A_MASTER, "broker-a", 0, wrapper(3, Old=(1, 1)))
+    result = delta(rim, 2, wrapper(5, New=(1, 1)), deleted=["Old"])  # it missed version 3 -> 4 (say)
+    assert not result.delta_accepted
+    assert rim.pick_topic_route_data("New") is None and rim.pick_topic_route_data("Old") is not None
+    assert rim.query_broker_topic_config(A_MASTER) == DataVersion(1, 3)
+
+
+def test_a_big_table_applied_in_steps_ends_as_one_applied_at_once(rim: RouteInfoManager, clock) -> None:
+    from pocketmq.namesrv.route_info_manager import TOPICS_PER_STEP
+
+    topics = {f"T{i}": (i % 7 + 1, 4) for i in range(TOPICS_PER_STEP * 3 + 1)}
+    register(rim, A_MASTER, "broker-a", 0, wrapper(1, Gone=(1, 1), **topics))
+    stepped = RouteInfoManager(clock=clock)
+    stepped.register_broker(CLUSTER, A_MASTER, "broker-a", 0, "", wrapper(1, Gone=(1, 1)), None)
+    steps = stepped.register_broker_in_steps(CLUSTER, A_MASTER, "broker-a", 0, "", wrapper(2, **topics), None)
+    yields = 0
+    while True:
+        try:
+            next(steps)
+        except StopIteration:
+            break
+        yields += 1
+        # Until the last step, the broker's version is the old one: a delta based on the new one is refused.
+        assert stepped.query_broker_topic_config(A_MASTER) == DataVersion(1, 1)
+    assert yields == 3
+    assert stepped.pick_topic_route_data("Gone") is None  # a full table drops what it does not list
+    rim.register_broker(CLUSTER, A_MASTER, "broker-a", 0, "", wrapper(2, **topics), None)
+    assert stepped.topic_queue_table == rim.topic_queue_table

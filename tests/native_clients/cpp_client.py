@@ -5,6 +5,7 @@ Run by the client's own interpreter (.venv-rocketmq-cpp/bin/python, `make native
     cpp_client.py --namesrv 127.0.0.1:9876 send --topic T --group PG --count 1000 --prefix run1
     cpp_client.py --namesrv ... push --topic T --group CG --expression "TagA || TagB" --expect 10 [--retry-key K]
     cpp_client.py --namesrv ... pull --topic T --group CG [--expression TagA] [--start-offset 0]
+    cpp_client.py --namesrv ... --access-key K --secret-key S send ...   (signed, for a cluster with ACL on)
 
 Output: one JSON object per line on stdout ({"event": ...}); the last one is {"event": "done", ...}. A line
 "stop" on stdin ends a push consumer early. Every scenario has a deadline (--timeout) after which the script
@@ -84,10 +85,17 @@ def set_log_path(setter: str, handle: object, log_dir: str | None) -> None:
         getattr(dll, setter)(handle, log_dir.encode())
 
 
+def set_credentials(client: Producer | PushConsumer | PullConsumer, args: argparse.Namespace) -> None:
+    """ACL credentials (the library's SessionCredentials: it signs every request with them)."""
+    if args.access_key:
+        client.set_session_credentials(args.access_key, args.secret_key, args.channel)
+
+
 def scenario_send(args: argparse.Namespace) -> None:
     producer = Producer(args.group, timeout=3000)
     set_log_path("SetProducerLogPath", producer._handle, args.log_dir)
     producer.set_namesrv_addr(args.namesrv)
+    set_credentials(producer, args)
     producer.start()
     emit("started", client="cpp", role="producer")
     ok = 0
@@ -123,6 +131,7 @@ def scenario_push(args: argparse.Namespace) -> None:
     consumer = PushConsumer(args.group, orderly=args.orderly)
     set_log_path("SetPushConsumerLogPath", consumer._handle, args.log_dir)
     consumer.set_namesrv_addr(args.namesrv)
+    set_credentials(consumer, args)
     consumer.set_thread_count(args.threads)
     done = threading.Event()
     consumed: set[str] = set()
@@ -170,6 +179,7 @@ def scenario_pull(args: argparse.Namespace) -> None:
     consumer = PullConsumer(args.group)
     set_log_path("SetPullConsumerLogPath", consumer._handle, args.log_dir)
     consumer.set_namesrv_addr(args.namesrv)
+    set_credentials(consumer, args)
     consumer.start()
     emit("started", client="cpp", role="pull", group=args.group)
     mqs = ctypes.POINTER(_CMessageQueue)()
@@ -209,6 +219,9 @@ def main() -> None:
     parser.add_argument("--namesrv", required=True, help="name server address, host:port")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds before the script gives up")
     parser.add_argument("--log-dir", help="folder for librocketmq's own log files")
+    parser.add_argument("--access-key", help="ACL access key (with --secret-key): every request is signed")
+    parser.add_argument("--secret-key", default="")
+    parser.add_argument("--channel", default="ALIYUN", help="the library's auth channel (OnsChannel header)")
     sub = parser.add_subparsers(dest="scenario", required=True)
 
     send = sub.add_parser("send", help="sync sends with tags, keys, a property, non-ASCII and 5 KiB bodies")

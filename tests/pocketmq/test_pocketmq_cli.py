@@ -108,6 +108,7 @@ def test_namesrv_command_line_options():
     assert (cfg.listen_host, cfg.listen_port) == ("0.0.0.0", 0)
     assert (cfg.scan_not_active_broker_interval, cfg.broker_channel_expired_time) == (0.5, 3.0)
     assert namesrv_config(parse(["namesrv"])) == NamesrvConfig(listen_host="127.0.0.1", listen_port=9876)
+    assert namesrv_config(parse(["namesrv", "--acl-file", "/etc/acl.yml"])).acl_file == "/etc/acl.yml"
 
 
 def test_broker_print_config(tmp_path):
@@ -116,3 +117,37 @@ def test_broker_print_config(tmp_path):
     out = run("broker", "-c", str(conf), "-p")
     assert out.returncode == 0, out.stderr
     assert "brokerName=broker-x" in out.stdout and "listenPort=0" in out.stdout
+
+
+def test_dev_with_access_control_and_signed_commands(tmp_path):
+    """`pocketmq dev -c` with aclEnable: the in-process name server takes the broker's signed registration, and
+    `send`/`consume` need --access-key/--secret-key."""
+    acl = tmp_path / "plain_acl.yml"
+    acl.write_text("accounts:\n"
+                   "  - accessKey: devAdmin1\n    secretKey: devSecret1\n    admin: true\n"
+                   "  - accessKey: cliUser01\n    secretKey: cliSecret1\n    defaultTopicPerm: PUB|SUB\n"
+                   "    defaultGroupPerm: SUB\n")
+    conf = tmp_path / "broker.conf"
+    conf.write_text(f"aclEnable=true\naclFile={acl}\naccessKey=devAdmin1\nsecretKey=devSecret1\n")
+    proc = subprocess.Popen([*CLI, "dev", "--store", str(tmp_path / "dev"), "--namesrv-port", "0",
+                             "--broker-port", "0", "-c", str(conf)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        first = proc.stdout.readline()
+        match = re.search(r"name server (\S+), broker", first)
+        assert match, first + proc.stdout.read()
+        namesrv = match.group(1)
+        # The topic is created on the first send (TBW102): an admin's send does that.
+        assert run("send", "-n", namesrv, "-t", "AclCli", "-p", "x", "--access-key", "devAdmin1",
+                   "--secret-key", "devSecret1").returncode == 0
+        anonymous = run("send", "-n", namesrv, "-t", "AclCli", "-p", "hello")
+        assert anonymous.returncode == 1 and "No accessKey is configured" in anonymous.stderr
+        keys = ["--access-key", "cliUser01", "--secret-key", "cliSecret1"]
+        sent = run("send", "-n", namesrv, "-t", "AclCli", "-p", "signed hello", *keys)
+        assert sent.returncode == 0 and "SEND_OK" in sent.stdout, sent.stderr
+        got = run("consume", "-n", namesrv, "-t", "AclCli", "-g", "cli-acl-group", "--count", "2", "--wait", "20",
+                  *keys)
+        assert got.returncode == 0 and "body=signed hello" in got.stdout, got.stdout + got.stderr
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(30)

@@ -50,3 +50,15 @@ def test_cli_reports_an_unreachable_name_server_in_one_line():
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
     assert "pocketmq send:" in proc.stderr
+
+
+def test_readme_lite_pull_example_polls_what_the_first_example_sent(pocketmq_cluster, tmp_path):
+    blocks = python_blocks()
+    send = next(b for b in blocks if "asyncio.run(main())" in b)
+    lite = next(b for b in blocks if "LitePullConsumer" in b)
+    for name, code in (("send.py", send), ("lite.py", lite)):
+        (tmp_path / name).write_text(code.replace("127.0.0.1:9876", pocketmq_cluster.namesrv_addr))
+    for name in ("send.py", "lite.py"):
+        proc = subprocess.run([sys.executable, str(tmp_path / name)], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+    assert "b'order 1'" in proc.stdout

@@ -23,7 +23,12 @@ from pocketmq.remoting.codes import (
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import FrameError, FrameTooLarge, MalformedFrame
 from pocketmq.remoting.native_codec import NativeFrameDecoder, decode_native_frames, encode_native
-from pocketmq.remoting.remoting_serializable import decode_json_header, encode_json_header, java_ext_fields
+from pocketmq.remoting.remoting_serializable import (
+    decode_json_header,
+    encode_json_header,
+    encode_json_header_fast,
+    java_ext_fields,
+)
 from pocketmq.remoting.rocketmq_serializable import decode_rocketmq_header, encode_rocketmq_header
 
 JSON, ROCKETMQ = SerializeType.JSON, SerializeType.ROCKETMQ
@@ -268,6 +273,47 @@ def test_json_headers_are_json_that_any_parser_reads(cmd: RemotingCommand) -> No
     assert list(obj) == sorted(obj)  # fastjson's field order
     assert obj["opaque"] == cmd.opaque and obj["serializeTypeCurrentRPC"] == "JSON"
     assert obj.get("extFields", {}) == java_ext_fields(cmd.ext_fields)
+
+
+# Every character, the ones the two JSON writers treat differently above all (controls, U+007F-U+009F, lone
+# surrogates, backslashes before a u).
+any_text = st.text(st.characters(blacklist_categories=()) | st.sampled_from('\\u"\x00\x1f\x7f\x9f\ud800\udfff\n'),
+                   max_size=12)
+odd_values = st.one_of(
+    ext_values, any_text, st.sampled_from([LanguageCode.JAVA, ResponseCode.SUCCESS, 1.5, float("nan"), b"x", None]),
+)  # fmt: skip
+
+
+@st.composite
+def any_commands(draw: st.DrawFn) -> RemotingCommand:
+    """Commands the reference writes and ones it refuses: enums, out-of-range ints, bad remarks and ext values."""
+    ints = INT32 | st.integers(-(2**40), 2**40) | st.sampled_from([RequestCode.SEND_MESSAGE_V2, True])
+    return RemotingCommand(
+        code=draw(ints), language=draw(languages | st.integers(-(2**33), 2**33)), version=draw(ints),
+        opaque=draw(ints), flag=draw(ints), remark=draw(st.none() | any_text | st.sampled_from([5, b"r"])),
+        ext_fields=draw(st.dictionaries(any_text | st.sampled_from([1, None]), odd_values, max_size=5)),
+        serialize_type=JSON,
+    )  # fmt: skip
+
+
+def _outcome(encode_header, cmd: RemotingCommand) -> object:
+    try:
+        return encode_header(cmd)
+    except (TypeError, ValueError) as e:
+        return type(e)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(cmd=any_commands())
+def test_the_fast_json_header_writer_agrees_with_the_reference(cmd: RemotingCommand) -> None:
+    assert _outcome(encode_json_header_fast, cmd) == _outcome(encode_json_header, cmd)
+
+
+def test_the_fast_json_header_writer_falls_back_where_the_c_writer_differs() -> None:
+    for text in ("tab\tok", "bell\x07", "del\x7f", "c1\x85", "lone\ud800", "back\\u0041", "ü€🚀"):
+        cmd = RemotingCommand(10, opaque=1, remark=text, ext_fields={text: text}, serialize_type=JSON)
+        assert encode_json_header_fast(cmd) == encode_json_header(cmd)
+    assert b'"remark":"\\u001F"' in encode_json_header_fast(RemotingCommand(10, remark="\x1f"))  # json: \u001f
 
 
 # --- incremental decoding --------------------------------------------------------------------------------------

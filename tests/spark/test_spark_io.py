@@ -8,9 +8,9 @@ import time
 from typing import Any
 
 import pytest
-from conftest import create_topic, delete_topic, stored_messages
 from pyspark.serializers import read_int
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, MapType, StringType, StructField, StructType
+from spark_admin import create_topic, delete_topic, stored_messages
 
 from pocketmq.client import Message, MessageQueue, SyncProducer
 from pyspark_pocketmq import RocketMQDataSource

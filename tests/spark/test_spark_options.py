@@ -100,3 +100,14 @@ def test_sink_options():
         parse_sink_options({**NS, "producerGroup": "a/b"})
     with pytest.raises(InvalidOptionError):
         parse_sink_options({**NS, "idempotent": "1"})
+
+
+def test_protocol_is_msgpack_or_rocketmq_for_source_and_sink():
+    assert (batch(subscribe="T").protocol, parse_sink_options(NS).protocol) == ("msgpack", "msgpack")
+    assert stream(subscribe="T", Protocol=" RocketMQ ").protocol == "rocketmq"
+    assert parse_sink_options({**NS, "protocol": "rocketmq"}).protocol == "rocketmq"
+    for parse in (lambda **kw: batch(subscribe="T", **kw), lambda **kw: stream(subscribe="T", **kw),
+                  lambda **kw: parse_sink_options({**NS, **kw})):
+        with pytest.raises(InvalidOptionError, match=r"option 'protocol' must be 'msgpack' .* or 'rocketmq' .*"
+                                                     r"got 'native'"):
+            parse(protocol="native")

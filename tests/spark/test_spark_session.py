@@ -6,15 +6,17 @@ topics of its own on the shared cluster.
 
 from __future__ import annotations
 
+import collections
 import importlib.util
 import json
 import pathlib
 import re
 
 import pytest
-from conftest import create_topic, delete_topic, stored_messages
+from spark_admin import create_topic, delete_topic, stored_messages
 
 from pocketmq.client import Message, MessageQueue, SyncProducer, SyncPullConsumer
+from pocketmq.remoting.wire_protocol import WireProtocol
 
 
 def read(spark, cluster, **options):
@@ -24,9 +26,9 @@ def read(spark, cluster, **options):
     return reader.load()
 
 
-def send(cluster, topic: str, counts: dict[int, int], first: int = 0) -> list:
+def send(cluster, topic: str, counts: dict[int, int], first: int = 0, protocol: str = "msgpack") -> list:
     """``counts[queue_id]`` messages into each queue, bodies "topic-queue-n" with n counted from ``first``."""
-    with SyncProducer("spark-tests", cluster.namesrv_addr) as producer:
+    with SyncProducer("spark-tests", cluster.namesrv_addr, protocol=protocol) as producer:
         results = [producer.send(Message(topic, f"{topic}-{q}-{i}".encode()), MessageQueue(topic, "broker-a", q))
                    for q, n in counts.items() for i in range(first, first + n)]
     assert cluster.wait_dispatched()
@@ -254,3 +256,85 @@ def test_the_quick_start_in_docs_runs_as_written(spark, spark_cluster, tmp_path,
     assert "|order 1|created|[o-1]|" in capsys.readouterr().out
     upper = sorted(m.body for m in stored_messages(spark_cluster, "DocOrdersUpper"))
     assert upper == [b"ORDER 0", b"ORDER 1", b"ORDER 2"]
+
+
+class Connections:
+    """The connections the name server and the broker accept from now on (until ``protocols()``), with the wire
+    protocol each one's first frame chose: the Spark workers' clients live in other processes, so their
+    servers' end is where their protocol can be seen."""
+
+    def __init__(self, cluster) -> None:
+        self.servers = (cluster.cluster.namesrv.remoting_server, cluster.cluster.broker.remoting_server)
+        self.closed: list = []
+        self.recording = True
+        self.before = self._open()
+        for server in self.servers:
+            server.on_channel_close(self._closed)
+
+    def _closed(self, channel) -> None:  # on the cluster's thread
+        if self.recording:
+            self.closed.append(channel)
+
+    def _open(self) -> set:
+        while True:
+            try:  # the cluster's thread may open or close one meanwhile
+                return {ch for server in self.servers for ch in server.channels}
+            except RuntimeError:
+                continue
+
+    def protocols(self) -> collections.Counter:
+        self.recording = False
+        new = (set(self.closed) | self._open()) - self.before
+        return collections.Counter(ch.protocol for ch in new)
+
+
+def test_protocol_rocketmq_reads_and_writes_batches_over_the_native_protocol(spark, spark_cluster):
+    """With option("protocol", "rocketmq") the driver (planning) and the tasks (pulls, sends) speak RocketMQ's
+    native protocol: every connection the cluster accepts meanwhile is a native one."""
+    create_topic(spark_cluster, "NativeIn", 2)
+    connections = Connections(spark_cluster)
+    sent = send(spark_cluster, "NativeIn", {0: 5, 1: 4}, protocol="rocketmq")
+    df = read(spark, spark_cluster, subscribe="NativeIn", protocol="rocketmq")
+    rows = df.collect()
+    assert sorted((r.queueId, r.queueOffset, r.body, r.msgId) for r in rows) == sorted(
+        (s.message_queue.queue_id, s.queue_offset, f"NativeIn-{s.message_queue.queue_id}-{i}".encode(), s.msg_id)
+        for s, i in zip(sent, [*range(5), *range(4)], strict=True))
+
+    # Back out through the sink, with tags, keys and properties, and read again.
+    df.selectExpr("body", "'copied' AS tags", "array(msgId) AS keys", "map('from', 'spark') AS properties") \
+        .write.format("rocketmq").option("endpoints", spark_cluster.namesrv_addr).option("topic", "NativeOut") \
+        .option("protocol", "rocketmq").mode("append").save()
+    assert spark_cluster.wait_dispatched()
+    back = read(spark, spark_cluster, subscribe="NativeOut", protocol="ROCKETMQ").collect()
+    assert sorted((bytes(r.body), r.tags, r.keys[0], r.properties["from"]) for r in back) == sorted(
+        (r.body, "copied", r.msgId, "spark") for r in rows)
+    protocols = connections.protocols()
+    # The producer above, the planners' clients and at least one task client per read and write.
+    assert protocols[WireProtocol.NATIVE] >= 6 and protocols[WireProtocol.MSGPACK] == 0, protocols
+
+    with pytest.raises(Exception, match="option 'protocol' must be 'msgpack'.* or 'rocketmq'.* got 'native'"):
+        read(spark, spark_cluster, subscribe="NativeIn", protocol="native").collect()
+
+
+def test_protocol_rocketmq_streams_micro_batches_over_the_native_protocol(spark, spark_cluster, tmp_path):
+    create_topic(spark_cluster, "NativeStream", 2)
+    send(spark_cluster, "NativeStream", {0: 4, 1: 3})  # msgpack in, native out: one stored form for both
+    connections = Connections(spark_cluster)
+    source = (spark.readStream.format("rocketmq").option("endpoints", spark_cluster.namesrv_addr)
+              .option("subscribe", "NativeStream").option("startingOffsets", "earliest")
+              .option("maxOffsetsPerTrigger", "4").option("consumerGroup", "native-dash")
+              .option("protocol", "rocketmq").load())
+    query = (source.selectExpr("body").writeStream.format("rocketmq")
+             .option("endpoints", spark_cluster.namesrv_addr).option("topic", "NativeStreamOut")
+             .option("protocol", "rocketmq").option("checkpointLocation", str(tmp_path / "ckpt"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination(120)
+    assert query.exception() is None, query.exception()
+    assert [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]] == [4, 3]
+    protocols = connections.protocols()
+    assert protocols[WireProtocol.NATIVE] >= 4 and protocols[WireProtocol.MSGPACK] == 0, protocols
+
+    bodies = sorted(m.body.decode() for m in stored_messages(spark_cluster, "NativeStreamOut"))
+    assert bodies == sorted([f"NativeStream-0-{i}" for i in range(4)] + [f"NativeStream-1-{i}" for i in range(3)])
+    # The group mirrors Spark's commits (a batch behind), sent natively too.
+    assert sum(group_offsets(spark_cluster, "native-dash", "NativeStream", 2).values()) == 4

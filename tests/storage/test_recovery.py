@@ -20,6 +20,7 @@ from .conftest import (
     COMMIT_LOG_FILE_SIZE,
     CQ_FILE_SIZE,
     commit_log_files,
+    cq_dir,
     msg,
     put_ok,
     read_cq_entries,
@@ -548,3 +549,55 @@ def test_next_queue_file_made_ahead_and_left_by_a_crash(stores, store_root, exit
     assert store.wait_dispatched()
     assert_all_readable(store, puts + more)
     assert_consistent(store, store_root)
+
+
+# -- (i) files lost after a clean stop (issue 18, failure 7) ------------------------------------------
+
+@pytest.mark.parametrize("lost", ["first", "last"])
+@pytest.mark.parametrize("exit_kind", EXITS)
+def test_deleted_consume_queue_file_is_rebuilt(stores, store_root, exit_kind, lost):
+    store = stores.open()
+    populate(store, 400, queues=4)  # 100 entries per queue: two 50-entry files each
+    assert store.wait_dispatched()
+    before = snapshot_queues(store_root)
+    counts = {k: cq.get_max_offset_in_queue() for k, cq in store.consume_queue_table.items()}
+    store.shutdown()
+    files = sorted(os.listdir(cq_dir(store_root, "TopicA", 1)))
+    assert len(files) == 2
+    os.unlink(os.path.join(cq_dir(store_root, "TopicA", 1), files[0 if lost == "first" else -1]))
+
+    store = reopen(stores, exit_kind)
+    assert snapshot_queues(store_root) == before
+    assert {k: cq.get_max_offset_in_queue() for k, cq in store.consume_queue_table.items()} == counts
+    assert put_ok(store, msg(queue_id=1, body=b"next")).logics_offset == counts[("TopicA", 1)]
+    assert_consistent(store, store_root)
+
+
+@pytest.mark.parametrize("exit_kind", EXITS)
+def test_deleted_consume_queue_directory_of_one_queue_is_rebuilt(stores, store_root, exit_kind):
+    store = stores.open()
+    populate(store, 300, queues=3)
+    assert store.wait_dispatched()
+    before = snapshot_queues(store_root)
+    store.shutdown()
+    shutil.rmtree(cq_dir(store_root, "TopicA", 2))
+
+    store = reopen(stores, exit_kind)
+    assert snapshot_queues(store_root) == before
+    assert_consistent(store, store_root)
+
+
+@pytest.mark.parametrize("exit_kind", EXITS)
+def test_deleted_index_directory_is_rebuilt(stores, store_root, exit_kind):
+    store = stores.open()
+    for i in range(20):
+        put_ok(store, msg(body=f"k{i}".encode(), KEYS=f"key{i}"))
+    assert store.wait_dispatched()
+    store.shutdown()
+    shutil.rmtree(os.path.join(str(store_root), "index"))
+
+    store = reopen(stores, exit_kind)
+    assert store.wait_dispatched()
+    for i in range(20):
+        found = store.query_message("TopicA", f"key{i}", 10, 0, 2**62)
+        assert [m.body for m in decode_all(found.body)] == [f"k{i}".encode()], i

@@ -3,8 +3,6 @@ following the writer across file rolls, without writing a byte (the files stay s
 
 from __future__ import annotations
 
-import os
-
 from .conftest import COMMIT_LOG_FILE_SIZE, msg, put_ok, wait_until
 
 
@@ -32,8 +30,7 @@ def test_warming_writes_nothing(stores):
     mf = store.commit_log.mapped_file_queue.last()
     wait_until(lambda: store.warm_service.warmed_offset == size)
     store.flush_commit_log(0)
-    # Only the written page(s) hold blocks; the warmed rest is still a hole, and still zeros.
-    assert os.stat(mf.path).st_blocks * 512 < size // 4
+    # The warmed rest still reads as zeros: warming only read it (its blocks were reserved at creation).
     assert mf.read(mf.wrote_position, size - mf.wrote_position) == bytes(size - mf.wrote_position)
 
 

@@ -161,17 +161,17 @@ class AbstractSendMessageProcessor(BrokerProcessor):
         store = self.controller.store
         put = store.put_messages_nowait(msgs) if isinstance(msgs, MessageExtBatch) else store.put_message_nowait(msgs)
         if type(put) is PutMessageResult:  # (not isinstance: 3.11 runs type(x) without a call)
-            return self.handle_put_message_result(put, request, queue_id)
+            return self.handle_put_message_result(put, request, queue_id, msgs.topic)
         assert isinstance(put, Future)
-        return self._answer_put_later(put, request, queue_id)
+        return self._answer_put_later(put, request, queue_id, msgs.topic)
 
     async def _answer_put_later(
-        self, fut: Future[PutMessageResult], request: RemotingCommand, queue_id: int
+        self, fut: Future[PutMessageResult], request: RemotingCommand, queue_id: int, topic: str
     ) -> RemotingCommand:
-        return self.handle_put_message_result(await asyncio.wrap_future(fut), request, queue_id)
+        return self.handle_put_message_result(await asyncio.wrap_future(fut), request, queue_id, topic)
 
     def handle_put_message_result(
-        self, result: PutMessageResult, request: RemotingCommand, queue_id: int
+        self, result: PutMessageResult, request: RemotingCommand, queue_id: int, topic: str | None = None
     ) -> RemotingCommand:
         status = result.status
         # (an Enum's hash runs Python code: the common answer is found by identity)
@@ -179,6 +179,8 @@ class AbstractSendMessageProcessor(BrokerProcessor):
         if code is not None:
             ar = result.append_result
             assert ar is not None
+            if topic is not None:
+                self.controller.broker_stats_manager.inc_put(topic, ar.msg_num, ar.wrote_bytes)
             header = SendMessageResponseHeader(msg_id=ar.msg_id, queue_id=queue_id, queue_offset=ar.logics_offset)
             answer = response(request, code, ext_fields=header)
             if request.serialize_type is not _MSGPACK:

@@ -1,10 +1,10 @@
-"""ClientManageProcessor: HEART_BEAT (34) and UNREGISTER_CLIENT (35)."""
+"""ClientManageProcessor: HEART_BEAT (34), UNREGISTER_CLIENT (35) and CHECK_CLIENT_CONFIG (46)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pocketmq.remoting.client_body import HeartbeatData
+from pocketmq.remoting.client_body import CheckClientRequestBody, HeartbeatData
 from pocketmq.remoting.codes import PermName, RequestCode, ResponseCode, TopicSysFlag
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.header import UnregisterClientRequestHeader
@@ -12,7 +12,12 @@ from pocketmq.remoting.transport import Channel
 
 from .. import topic_validator as tv
 from ..client.client_channel_info import ClientChannelInfo
-from ..filter import EXPRESSION_TYPE_SQL92, SubscriptionParseError, compile_sql92_subscription
+from ..filter import (
+    EXPRESSION_TYPE_SQL92,
+    EXPRESSION_TYPE_TAG,
+    SubscriptionParseError,
+    compile_sql92_subscription,
+)
 from .base import BrokerProcessor, log, response
 
 if TYPE_CHECKING:
@@ -24,6 +29,7 @@ class ClientManageProcessor(BrokerProcessor):
         super().__init__(controller)
         self.handlers[RequestCode.HEART_BEAT] = self.heart_beat
         self.handlers[RequestCode.UNREGISTER_CLIENT] = self.unregister_client
+        self.handlers[RequestCode.CHECK_CLIENT_CONFIG] = self.check_client_config
 
     async def heart_beat(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         heartbeat = request.decode_body(HeartbeatData)
@@ -78,6 +84,26 @@ class ClientManageProcessor(BrokerProcessor):
             sgc = c.subscription_group_manager.find_subscription_group_config(header.consumer_group)
             notify = sgc.notify_consumer_ids_changed_enable if sgc is not None else True
             c.consumer_manager.unregister_consumer(header.consumer_group, info, notify)
+        return response(request)
+
+
+    async def check_client_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """Whether this broker can serve a subscription: a consumer asks before it starts (RocketMQ's
+        checkClientInBroker), so a SQL92 filter a broker cannot apply fails the start, not every pull."""
+        body = request.decode_body(CheckClientRequestBody)
+        sub = body.subscription_data
+        if sub is None or (sub.expression_type or EXPRESSION_TYPE_TAG) == EXPRESSION_TYPE_TAG:
+            return response(request)
+        if sub.expression_type != EXPRESSION_TYPE_SQL92 or not self.controller.broker_config.enable_property_filter:
+            return response(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"The broker does not support consumer to filter message by {sub.expression_type}",
+            )
+        try:
+            compile_sql92_subscription(sub.sub_string)
+        except SubscriptionParseError as e:
+            return response(request, ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(e))
         return response(request)
 
 

@@ -126,6 +126,12 @@ class PullMessageProcessor(BrokerProcessor):
             )
         if not PermName.is_readable(tc.perm):
             return response(request, ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
+        if header.max_msg_nums <= 0:
+            # RocketMQ's clients refuse this before sending ("maxNums <= 0"); its broker would still return the
+            # first message (the batch is never full before one). Answered as the other bad pull parameters are.
+            return response(
+                request, ResponseCode.SYSTEM_ERROR, f"maxMsgNums must be positive, got {header.max_msg_nums}"
+            )
         if queue_id < 0 or queue_id >= tc.read_queue_nums:
             return response(
                 request,
@@ -184,6 +190,7 @@ class PullMessageProcessor(BrokerProcessor):
         resp: RemotingCommand | None
         if code == ResponseCode.SUCCESS:
             resp = response(request, code, ext_fields=resp_header, body=result.body)
+            c.broker_stats_manager.inc_get(group, topic, result.message_count, result.buffer_total_size)
         elif code == ResponseCode.PULL_NOT_FOUND and broker_allow_suspend and header.sys_flag & FLAG_SUSPEND:
             self._suspend(channel, request, header, message_filter)
             resp = None

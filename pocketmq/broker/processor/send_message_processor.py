@@ -70,8 +70,10 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             return error
         assert tc is not None
         body = request.body
-        if body is None:
-            return response(request, ResponseCode.MESSAGE_ILLEGAL, "the message has no body")
+        if not body:
+            # RocketMQ's client refuses it (Validators.checkMessage) and its 4.9.8 broker stores it; pocketmq's
+            # broker refuses it too, so a client that skips the check learns it here.
+            return response(request, ResponseCode.MESSAGE_ILLEGAL, "the message body length is zero")
         max_size = self.controller.broker_config.max_message_size
         if len(body) > max_size:
             return response(
@@ -169,6 +171,11 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             flags, bodies, properties = split_message_batch(body)
         except MessageBatchError as e:
             return response(request, ResponseCode.MESSAGE_ILLEGAL, f"bad batch body: {e}")
+        if 0 in map(len, bodies):
+            return response(
+                request, ResponseCode.MESSAGE_ILLEGAL,
+                f"message {list(map(len, bodies)).index(0)} of the batch: the message body length is zero",
+            )
         sys_flag = header.sys_flag & ~TRANSACTION_PREPARED_TYPE
         if tc.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
@@ -235,7 +242,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             if delay_level == 0:
                 delay_level = 3 + original.reconsume_times
             props[PROPERTY_DELAY_TIME_LEVEL] = str(delay_level)
-        props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, original.msg_id)
+        props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, original.offset_msg_id)
         msg = Message(
             topic=new_topic,
             body=original.body,
@@ -250,5 +257,6 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         )
         result = await self.put_message(msg)
         if result.status is PutMessageStatus.PUT_OK:
+            c.broker_stats_manager.inc_send_back(group, props.get(PROPERTY_RETRY_TOPIC, original.topic))
             return response(request)
         return response(request, ResponseCode.SYSTEM_ERROR, f"{result.status.value} {result.remark}".strip())

@@ -7,9 +7,9 @@ where inspect says "the log ends here" is where a restart would truncate it.
 from __future__ import annotations
 
 import struct
-import zlib
 
 from pocketmq.common.codec import CorruptRecordError, body_crc, decode
+from pocketmq.common.compression import InflateError, inflate
 from pocketmq.common.constants import (
     BLANK_MAGIC_CODE,
     BORNHOST_V6_FLAG,
@@ -103,9 +103,9 @@ def body_text(body: bytes, sys_flag: int, width: int = 60) -> str:
     """A preview of the body, decompressed first when SYSFLAG says it is compressed."""
     if sys_flag & COMPRESSED_FLAG:
         try:
-            raw = zlib.decompress(body)
-        except zlib.error:
-            return f"<{len(body)} bytes, COMPRESSED_FLAG set but not zlib data>"
+            raw = inflate(body)
+        except InflateError as e:
+            return f"<{len(body)} bytes, COMPRESSED_FLAG set but it does not inflate: {e}>"
         return f"<zlib, {len(body)} -> {len(raw)} bytes> " + preview(raw, width)
     return preview(body, width)
 
@@ -140,7 +140,7 @@ def summary(msg: MessageExt, file_name: str, pos: int) -> dict:
         "properties": msg.properties,
         "body_length": len(msg.body),
         "body_preview": body_text(msg.body, msg.sys_flag),
-        "msg_id": msg.msg_id,
+        "msg_id": msg.offset_msg_id,
     }
 
 

@@ -8,7 +8,8 @@ import struct
 from .files import ReadOnlyFiles, fmt_ms, lock_holder
 
 CHECKPOINT_FIELDS = struct.Struct(">qqq")  # physicMsgTimestamp, logicsMsgTimestamp, indexMsgTimestamp
-KNOWN_ENTRIES = ("commitlog", "consumequeue", "index", "checkpoint", "abort", "lock", "config")
+KNOWN_ENTRIES = ("commitlog", "consumequeue", "index", "checkpoint", "abort", "lock", "config",
+                 "dispatch_manifest.json")
 
 
 def checkpoint_section(root: str, files: ReadOnlyFiles) -> dict:

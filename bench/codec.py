@@ -1,0 +1,187 @@
+"""The frames of pocketmq's hot requests, encoded and decoded in msgpack and in RocketMQ's native form (JSON
+headers), without sockets: where native mode's extra cost per request is, in time and in instructions.
+
+    python bench/codec.py                 # ns per frame, msgpack vs native, alternating rounds (wall clock)
+    python bench/codec.py --instructions  # instructions per frame under valgrind (cachegrind, no cache sim)
+
+The frames are what a sync send and a pull carry: SEND_MESSAGE_V2 with its single-letter header, properties and
+a 128 B body; its response (msgId, queueId, queueOffset); PULL_MESSAGE; its response with 32 records. Decoding
+feeds the decoder 16 frames a receive, as a busy connection's reads hold several. Instruction counts are exact
+and do not depend on what else the machine runs: each case runs under valgrind with N and 2N frames, and the
+difference over N is the cost of one frame, start-up and warm-up left out. Targets: native at least 0.80 of
+msgpack's speed, i.e. a native/msgpack cost ratio of at most 1.25 (bench/README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+_BENCH = Path(__file__).resolve().parent
+if sys.path and Path(sys.path[0] or ".").resolve() == _BENCH:
+    sys.path[0] = str(_BENCH.parent)  # the repository first, as bench/e2e.py does
+
+from pocketmq.remoting.codec import FrameDecoder, encode  # noqa: E402
+from pocketmq.remoting.codes import FLAG_RESPONSE, RequestCode, SerializeType  # noqa: E402
+from pocketmq.remoting.command import RemotingCommand  # noqa: E402
+from pocketmq.remoting.header import (  # noqa: E402
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    SendMessageRequestHeader,
+    SendMessageResponseHeader,
+    send_message_v2_ext,
+)
+from pocketmq.remoting.native_codec import NativeFrameDecoder, encode_native  # noqa: E402
+
+FRAMES_PER_RECEIVE = 16
+PROTOCOLS = ("msgpack", "native")
+TARGET_COST_RATIO = 1.25  # native / msgpack; the speed ratio's 0.80 the other way round
+
+
+def commands() -> dict[str, RemotingCommand]:
+    send = SendMessageRequestHeader(
+        producer_group="bench-producer", topic="BenchTopic", default_topic="TBW102", default_topic_queue_nums=4,
+        queue_id=2, sys_flag=0, born_timestamp=1_717_000_000_123, flag=0,
+        properties="UNIQ_KEY\x017F000001A1B218B4AAC2740000002A\x02WAIT\x01true\x02TAGS\x01TagA\x02",
+        reconsume_times=0, unit_mode=False, max_reconsume_times=None, batch=False, broker_name=None,
+    )
+    pull = PullMessageRequestHeader("bench-consumer", "BenchTopic", 2, 12_345, 32, 2, 12_300, 20_000, 0, "*", "TAG")
+    return {
+        "send_request": RemotingCommand(int(RequestCode.SEND_MESSAGE_V2), opaque=1_000,
+                                        ext_fields=send_message_v2_ext(send), body=b"x" * 128),
+        "send_response": RemotingCommand(0, opaque=1_000, flag=FLAG_RESPONSE, ext_fields=SendMessageResponseHeader(
+            "7F00000100002A9F000000000012D687", 2, 12_345).to_ext()),
+        "pull_request": RemotingCommand(int(RequestCode.PULL_MESSAGE), opaque=1_001, ext_fields=pull.to_ext()),
+        "pull_response": RemotingCommand(1, opaque=1_001, flag=FLAG_RESPONSE, ext_fields=PullMessageResponseHeader(
+            0, 12_377, 0, 50_000).to_ext(), body=b"r" * (32 * 230)),
+    }
+
+
+def frame_of(protocol: str, cmd: RemotingCommand) -> bytes:
+    if protocol == "msgpack":
+        return encode(cmd)
+    cmd.serialize_type = SerializeType.JSON
+    return encode_native(cmd)
+
+
+def workload(protocol: str, case: str, op: str) -> Callable[[int], None]:
+    """A function doing ``n`` frames of ``op`` (encode or decode) of ``case`` in ``protocol``."""
+    cmd = commands()[case]
+    if op == "encode":
+        enc = encode if protocol == "msgpack" else encode_native
+        if protocol == "native":
+            cmd.serialize_type = SerializeType.JSON
+
+        def run_encode(n: int) -> None:
+            for _ in range(n):
+                enc(cmd)
+
+        return run_encode
+    chunk = frame_of(protocol, cmd) * FRAMES_PER_RECEIVE
+    decoder_type = FrameDecoder if protocol == "msgpack" else NativeFrameDecoder
+
+    def run_decode(n: int) -> None:
+        decoder = decoder_type()
+        for _ in range(n // FRAMES_PER_RECEIVE):
+            decoder.receive_data(chunk)
+            for _cmd in decoder:
+                pass
+
+    return run_decode
+
+
+CASES = [(case, op) for case in commands() for op in ("encode", "decode")]
+
+
+def wall_clock(rounds: int, n: int) -> dict[str, dict[str, float]]:
+    """Median ns per frame over ``rounds`` rounds, msgpack and native alternating within each round."""
+    samples: dict[str, dict[str, list[float]]] = {f"{c}.{o}": {p: [] for p in PROTOCOLS} for c, o in CASES}
+    runs = {(c, o, p): workload(p, c, o) for c, o in CASES for p in PROTOCOLS}
+    for run in runs.values():
+        run(FRAMES_PER_RECEIVE * 20)  # warm-up
+    for r in range(rounds):
+        for (c, o, p), run in sorted(runs.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] != PROTOCOLS[r % 2])):
+            t0 = time.perf_counter_ns()
+            run(n)
+            samples[f"{c}.{o}"][p].append((time.perf_counter_ns() - t0) / n)
+    return {k: {p: statistics.median(v) for p, v in d.items()} for k, d in samples.items()}
+
+
+def instructions(n: int, only: str = "") -> dict[str, dict[str, float]]:
+    """Instructions per frame, from cachegrind runs of N and 2N frames (cases matching the regex ``only``)."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+    out: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for c, o in CASES:
+            if not re.search(only, f"{c}.{o}"):
+                continue
+            for p in PROTOCOLS:
+                counts = []
+                for frames in (n, 2 * n):
+                    path = os.path.join(tmp, "cg.out")
+                    subprocess.run([valgrind, "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={path}",
+                                    sys.executable, __file__, "--run", p, c, o, str(frames)],
+                                   check=True, capture_output=True)
+                    counts.append(_total_instructions(Path(path).read_text()))
+                out.setdefault(f"{c}.{o}", {})[p] = (counts[1] - counts[0]) / n
+    return out
+
+
+def _total_instructions(cachegrind_out: str) -> int:
+    match = re.search(r"^summary:\s+(\d+)", cachegrind_out, flags=re.M)
+    if match is None:
+        raise RuntimeError("no summary line in cachegrind's output")
+    return int(match.group(1))
+
+
+def print_table(title: str, unit: str, figures: dict[str, dict[str, float]]) -> None:
+    print(f"\n{title}")
+    print(f"{'frame':<22}{'msgpack ' + unit:>18}{'native ' + unit:>18}{'native/msgpack':>16}   target <= "
+          f"{TARGET_COST_RATIO:.2f}")
+    for k, d in figures.items():
+        ratio = d["native"] / d["msgpack"]
+        verdict = "ok" if ratio <= TARGET_COST_RATIO else "OVER"
+        print(f"{k:<22}{d['msgpack']:>18,.0f}{d['native']:>18,.0f}{ratio:>16.2f}   {verdict}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--instructions", action="store_true", help="count instructions under valgrind")
+    parser.add_argument("--frames", type=int, default=None, help="frames per case (per run)")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--only", default="", help="with --instructions: the cases matching this regex")
+    parser.add_argument("--run", nargs=4, metavar=("PROTOCOL", "CASE", "OP", "N"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.run:
+        protocol, case, op, n = args.run
+        workload(protocol, case, op)(int(n))
+        return 0
+    figures: dict[str, object] = {}
+    if args.instructions:
+        n = args.frames or 1_600
+        counted = instructions(n, args.only)
+        print_table(f"instructions per frame (cachegrind, {n} vs {2 * n} frames)", "instr", counted)
+        figures["instructions"] = counted
+    else:
+        n = args.frames or 16_000
+        timed = wall_clock(args.rounds, n)
+        print_table(f"ns per frame (median of {args.rounds} alternating rounds of {n})", "ns", timed)
+        figures["ns"] = timed
+    print(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

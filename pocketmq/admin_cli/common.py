@@ -1,0 +1,113 @@
+"""What every admin command shares: mqadmin's -n option, --json, --timeout, --protocol, and table printing."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from pocketmq.client.client_config import PROTOCOLS
+from pocketmq.client.mq_admin_ext import MQAdminExt
+
+Command = Callable[[MQAdminExt, argparse.Namespace], Awaitable[Any]]
+
+
+def add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-n", "--namesrvAddr", dest="namesrv_addr",
+                   default=os.environ.get("NAMESRV_ADDR", "127.0.0.1:9876"),
+                   help="name server address(es), ';'-separated (default $NAMESRV_ADDR or 127.0.0.1:9876)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON (for scripts)")
+    p.add_argument("--timeout", type=float, default=3.0, help="seconds each request may take (default 3)")
+    p.add_argument("--protocol", choices=list(PROTOCOLS), default="msgpack",
+                   help="wire protocol: pocketmq's msgpack frames or RocketMQ's native ones")
+
+
+def add_target(p: argparse.ArgumentParser, required: bool = True) -> None:
+    """mqadmin's -b brokerAddr | -c clusterName."""
+    g = p.add_mutually_exclusive_group(required=required)
+    g.add_argument("-b", "--brokerAddr", dest="broker_addr", help="one broker, host:port")
+    g.add_argument("-c", "--clusterName", dest="cluster_name", help="every master broker of the cluster")
+
+
+def command(
+    sub: Any, name: str, help_text: str, fn: Command, *, describe: str | None = None
+) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(name, help=help_text, description=describe or help_text)
+    add_common(p)
+
+    async def run(args: argparse.Namespace) -> int:
+        async with MQAdminExt(args.namesrv_addr, timeout=args.timeout, protocol=args.protocol) as admin:
+            result = await fn(admin, args)
+        if args.json:
+            print(json.dumps(to_jsonable(result), indent=2, sort_keys=True))
+        elif isinstance(result, Printable):
+            result.print()
+        return 0
+
+    p.set_defaults(func=run)
+    return p
+
+
+class Printable:
+    """A command's result: ``data`` for --json, ``lines`` for people."""
+
+    def __init__(self, data: Any, lines: Sequence[str]) -> None:
+        self.data = data
+        self.lines = list(lines)
+
+    def print(self) -> None:
+        for line in self.lines:
+            print(line)
+
+
+def to_jsonable(obj: Any) -> Any:
+    if isinstance(obj, Printable):
+        return to_jsonable(obj.data)
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple | set):
+        return [to_jsonable(v) for v in obj]
+    to_dict = getattr(obj, "to_dict", None)
+    if callable(to_dict):
+        return to_jsonable(to_dict())
+    if isinstance(obj, bytes):
+        return obj.decode("utf-8", "replace")
+    return obj
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    """Columns as wide as their widest cell, two spaces apart (mqadmin pads with printf widths)."""
+    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+
+
+def human_time(ms: int) -> str:
+    """UtilAll.timeMillisToHumanString2: yyyy-MM-dd HH:mm:ss,SSS in local time."""
+    if ms <= 0:
+        return "N/A"
+    t = dt.datetime.fromtimestamp(ms / 1000)
+    return t.strftime("%Y-%m-%d %H:%M:%S,") + f"{ms % 1000:03d}"
+
+
+def parse_timestamp(text: str) -> int:
+    """mqadmin's -s forms: epoch ms, "now", or yyyy-MM-dd#HH:mm:ss:SSS (local time)."""
+    if text == "now":
+        return int(dt.datetime.now().timestamp() * 1000)
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        t = dt.datetime.strptime(text, "%Y-%m-%d#%H:%M:%S:%f")
+    except ValueError:
+        raise ValueError(f"timestamp {text!r}: expected epoch ms, 'now' or yyyy-MM-dd#HH:mm:ss:SSS") from None
+    return int(t.timestamp() * 1000)
+
+
+def bool_arg(text: str) -> bool:
+    low = text.lower()
+    if low not in ("true", "false"):
+        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    return low == "true"

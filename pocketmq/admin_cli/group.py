@@ -1,0 +1,141 @@
+"""Consumer and producer group commands: updateSubGroup, deleteSubGroup, consumerProgress, consumerConnection,
+producerConnection, resetOffsetByTime."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from pocketmq.client.mq_admin_ext import MQAdminExt
+from pocketmq.remoting.client_body import SubscriptionGroupConfig
+
+from .common import Printable, add_target, bool_arg, command, human_time, parse_timestamp, table
+
+VERSION_DESC = {409: "V4_9_8"}
+
+
+def _version(v: int) -> str:
+    return VERSION_DESC.get(v, str(v))
+
+
+def add(sub: Any) -> None:
+    p = command(sub, "updateSubGroup", "Update or create subscription group", update_sub_group)
+    add_target(p)
+    p.add_argument("-g", "--groupName", dest="group", required=True, help="consumer group name")
+    p.add_argument("-s", "--consumeEnable", type=bool_arg, default=True, help="consume enable")
+    p.add_argument("-m", "--consumeFromMinEnable", type=bool_arg, default=False, help="from min offset")
+    p.add_argument("-d", "--consumeBroadcastEnable", type=bool_arg, default=False, help="broadcast")
+    p.add_argument("-q", "--retryQueueNums", type=int, default=1, help="retry queue nums")
+    p.add_argument("-r", "--retryMaxTimes", type=int, default=16, help="retry max times")
+    p.add_argument("-i", "--brokerId", type=int, default=0, help="consumer from which broker id")
+    p.add_argument("-w", "--whichBrokerWhenConsumeSlowly", type=int, default=1, help="which broker id when slow")
+    p.add_argument("-a", "--notifyConsumerIdsChanged", type=bool_arg, default=True, help="notify consumerId changed")
+
+    p = command(sub, "deleteSubGroup", "Delete subscription group from broker.", delete_sub_group)
+    add_target(p)
+    p.add_argument("-g", "--groupName", dest="group", required=True, help="subscription group name")
+    p.add_argument("-r", "--removeOffset", type=bool_arg, default=False, help="remove the group's offsets too")
+
+    p = command(sub, "consumerProgress", "Query consumers's progress, speed", consumer_progress)
+    p.add_argument("-g", "--groupName", dest="group", required=True, help="consumer group name")
+    p.add_argument("-t", "--topicName", dest="topic", help="topic name (default: every topic of the group)")
+    p.add_argument("-s", "--showClientIP", type=bool_arg, default=False, help="show the client holding each queue")
+
+    p = command(sub, "consumerConnection", "Query consumer's socket connection, client version and subscription",
+                consumer_connection)
+    p.add_argument("-g", "--consumerGroup", dest="group", required=True, help="consumer group name")
+
+    p = command(sub, "producerConnection", "Query producer's socket connection and client version",
+                producer_connection)
+    p.add_argument("-g", "--producerGroup", dest="group", required=True, help="producer group name")
+    p.add_argument("-t", "--topic", required=True, help="topic name")
+
+    p = command(sub, "resetOffsetByTime", "Reset consumer offset by timestamp(without client restart).",
+                reset_offset_by_time)
+    p.add_argument("-g", "--group", required=True, help="set the consumer group")
+    p.add_argument("-t", "--topic", required=True, help="set the topic")
+    p.add_argument("-s", "--timestamp", required=True,
+                   help="set the timestamp[now|currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]")
+    p.add_argument("-f", "--force", type=bool_arg, default=True, help="set the force rollback by timestamp switch")
+
+
+async def update_sub_group(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
+    cfg = SubscriptionGroupConfig(
+        args.group, args.consumeEnable, args.consumeFromMinEnable, args.consumeBroadcastEnable, args.retryQueueNums,
+        args.retryMaxTimes, args.brokerId, args.whichBrokerWhenConsumeSlowly, args.notifyConsumerIdsChanged,
+    )
+    addrs = await admin.create_subscription_group(cfg, cluster=args.cluster_name, broker_addr=args.broker_addr)
+    return Printable({"brokers": addrs, "subscriptionGroupConfig": cfg},
+                     [f"create subscription group to {a} success." for a in addrs] + [str(cfg)])
+
+
+async def delete_sub_group(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
+    addrs = await admin.delete_subscription_group(args.group, args.cluster_name, args.broker_addr, args.removeOffset)
+    where = f" in cluster [{args.cluster_name}]" if args.cluster_name else ""
+    return Printable({"group": args.group, "brokers": addrs},
+                     [f"delete subscription group [{args.group}] from broker [{a}]{where} success." for a in addrs])
+
+
+async def consumer_progress(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
+    stats = await admin.examine_consume_stats(args.group, args.topic)
+    owners: dict[Any, str] = {}
+    if args.showClientIP:
+        try:
+            conn = await admin.examine_consumer_connection_info(args.group)
+            for c in conn.connection_set:
+                info = await admin.get_consumer_running_info(args.group, c.client_id)
+                for key in info.mq_table:
+                    owners[key] = c.client_addr.rsplit(":", 1)[0]
+        except Exception:  # offline group: no owners to show
+            owners = {}
+    from pocketmq.remoting import fastjson
+
+    rows, data = [], []
+    for mq, w in sorted(stats.offset_table.items(), key=lambda kv: (kv[0].topic, kv[0].broker_name, kv[0].queue_id)):
+        diff = w.broker_offset - w.consumer_offset
+        client = owners.get(fastjson.dumps(mq), "N/A")
+        rows.append((mq.topic, mq.broker_name, mq.queue_id, w.broker_offset, w.consumer_offset, client, diff,
+                     human_time(w.last_timestamp)))
+        data.append({"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id, "brokerOffset":
+                     w.broker_offset, "consumerOffset": w.consumer_offset, "clientIP": client, "diff": diff,
+                     "lastTimestamp": w.last_timestamp})
+    headers = ("#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Client IP", "#Diff",
+               "#LastTime")
+    lines = table(headers, rows) + ["", f"Consume TPS: {stats.consume_tps:.2f}",
+                                    f"Diff Total: {stats.compute_total_diff()}"]
+    return Printable({"queues": data, "consumeTps": stats.consume_tps, "diffTotal": stats.compute_total_diff()},
+                     lines)
+
+
+async def consumer_connection(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
+    cc = await admin.examine_consumer_connection_info(args.group)
+    rows = [(f"{i:03d}", c.client_id, c.client_addr, c.language, _version(c.version))
+            for i, c in enumerate(sorted(cc.connection_set, key=lambda c: c.client_id), 1)]
+    lines = table(("#", "#ClientId", "#ClientAddr", "#Language", "#Version"), rows)
+    lines += ["", "Below is subscription:"]
+    lines += [f"{i:03d}  Topic: {t:<40} SubExpression: {s.sub_string}"
+              for i, (t, s) in enumerate(sorted(cc.subscription_table.items()), 1)]
+    lines += ["", f"ConsumeType: {cc.consume_type}", f"MessageModel: {cc.message_model}",
+              f"ConsumeFromWhere: {cc.consume_from_where}"]
+    return Printable(cc, lines)
+
+
+async def producer_connection(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
+    pc = await admin.examine_producer_connection_info(args.group, args.topic)
+    rows = [(f"{i:04d}", c.client_id, c.client_addr, c.language, _version(c.version))
+            for i, c in enumerate(sorted(pc.connection_set, key=lambda c: c.client_id), 1)]
+    return Printable(pc, table(("#", "#ClientId", "#ClientAddr", "#Language", "#Version"), rows))
+
+
+async def reset_offset_by_time(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
+    ts = parse_timestamp(args.timestamp)
+    result = await admin.reset_offset_by_timestamp(args.topic, args.group, ts, args.force)
+    items = sorted(result.offsets.items(), key=lambda kv: (kv[0].broker_name, kv[0].queue_id))
+    lines = [f"rollback consumer offset by specified consumerGroup[{args.group}], topic[{args.topic}], "
+             f"force[{str(args.force).lower()}], timestamp(string)[{args.timestamp}], timestamp(long)[{ts}]"]
+    if not result.online:
+        lines.append("the consumer group is not online: its offsets were set at the brokers")
+    lines += table(("#brokerName", "#queueId", "#offset"), [(mq.broker_name, mq.queue_id, o) for mq, o in items])
+    data = {"online": result.online, "timestamp": ts,
+            "offsets": [{"brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": o} for mq, o in items]}
+    return Printable(data, lines)

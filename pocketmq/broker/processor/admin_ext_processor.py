@@ -1,0 +1,417 @@
+"""The operator's requests to a broker, as RocketMQ 4.9.8's AdminBrokerProcessor answers them: statistics (runtime
+info, topic stats, consume stats), connections, a consumer's running info (asked of the client), who consumes a
+topic, subscription-group deletion, broker config, and offset resets pushed to running consumers.
+
+(Kept apart from admin_broker_processor.py, which holds the topic, group, offset-query and lock requests.)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import time
+from typing import TYPE_CHECKING
+
+from pocketmq.common.properties_text import parse_properties
+from pocketmq.remoting import fastjson
+from pocketmq.remoting.admin_body import (
+    Connection,
+    ConsumerConnection,
+    ConsumeStats,
+    GroupList,
+    KVTable,
+    OffsetWrapper,
+    ProducerConnection,
+    ResetOffsetBody,
+    TopicOffset,
+    TopicStatsTable,
+)
+from pocketmq.remoting.admin_header import (
+    DeleteSubscriptionGroupRequestHeader,
+    GetBrokerConfigResponseHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetProducerConnectionListRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
+    ResetOffsetRequestHeader,
+)
+from pocketmq.remoting.body import DataVersion, TopicList, encode_body
+from pocketmq.remoting.client_body import MessageQueue
+from pocketmq.remoting.codes import BodyDialect, LanguageCode, RequestCode, ResponseCode
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.errors import RemotingError
+from pocketmq.remoting.transport import Channel
+from pocketmq.remoting.wire_protocol import WireProtocol
+
+from ..client.client_channel_info import ClientChannelInfo
+from ..config import BrokerConfig, BrokerConfigError, _convert
+from .base import BrokerProcessor, log, response
+
+if TYPE_CHECKING:
+    from ..broker_controller import BrokerController
+
+BROKER_VERSION_DESC = "V4_9_8"  # MQVersion.getVersionDesc of the version pocketmq implements
+_V3_0_7 = 82  # MQVersion.Version.V3_0_7_SNAPSHOT.ordinal(): clients from here on take offset resets
+_V3_1_8 = 108  # V3_1_8_SNAPSHOT: clients from here on answer GET_CONSUMER_RUNNING_INFO
+CALL_CLIENT_TIMEOUT = 5.0  # Broker2Client.callClient / invokeOneway: 5 s
+
+# UPDATE_BROKER_CONFIG changes only the keys whose value the broker reads at each use. The others (ports, paths,
+# store sizes, thread counts) take effect at the next start: change them in the properties file.
+RUNTIME_KEYS = frozenset({
+    "autoCreateTopicEnable", "autoCreateSubscriptionGroup", "defaultTopicQueueNums", "brokerPermission",
+    "longPollingEnable", "shortPollingTimeMills", "enablePropertyFilter", "traceTopicEnable",
+    "channelExpiredTimeout",
+})
+
+
+def _language_name(code: int) -> str:
+    try:
+        return LanguageCode(code).name
+    except ValueError:
+        return "OTHER"
+
+
+def _connection(info: ClientChannelInfo) -> Connection:
+    return Connection(info.client_id, info.channel.remote_address, _language_name(info.language), info.version)
+
+
+def _runtime_text(seconds: float) -> str:
+    """StoreStatsService.getRuntime's form."""
+    s = int(seconds)
+    return f"[ {s // 86400} days, {s % 86400 // 3600} hours, {s % 3600 // 60} minutes, {s % 60} seconds ]"
+
+
+class AdminExtProcessor(BrokerProcessor):
+    def __init__(self, controller: BrokerController) -> None:
+        super().__init__(controller)
+        h = self.handlers
+        h[RequestCode.GET_BROKER_RUNTIME_INFO] = self.get_broker_runtime_info
+        h[RequestCode.GET_TOPIC_STATS_INFO] = self.get_topic_stats_info
+        h[RequestCode.GET_CONSUME_STATS] = self.get_consume_stats
+        h[RequestCode.GET_CONSUMER_CONNECTION_LIST] = self.get_consumer_connection_list
+        h[RequestCode.GET_PRODUCER_CONNECTION_LIST] = self.get_producer_connection_list
+        h[RequestCode.GET_CONSUMER_RUNNING_INFO] = self.get_consumer_running_info
+        h[RequestCode.QUERY_TOPIC_CONSUME_BY_WHO] = self.query_topic_consume_by_who
+        h[RequestCode.DELETE_SUBSCRIPTIONGROUP] = self.delete_subscription_group
+        h[RequestCode.GET_BROKER_CONFIG] = self.get_broker_config
+        h[RequestCode.UPDATE_BROKER_CONFIG] = self.update_broker_config
+        h[RequestCode.INVOKE_BROKER_TO_RESET_OFFSET] = self.reset_offset
+        h[RequestCode.GET_TOPIC_NAME_LIST] = self.get_topic_name_list
+        self.boot_timestamp = int(time.time() * 1000)
+        self.config_version = DataVersion()
+
+    def _broker_name(self) -> str:
+        return self.controller.broker_config.broker_name
+
+    # --- statistics ---
+
+    async def get_broker_runtime_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        table = await self.controller.run_in_pull_executor(self.runtime_info)
+        return response(request, body=request.encode_body(KVTable(table)))
+
+    def runtime_info(self) -> dict[str, str]:
+        """prepareRuntimeInfo's keys (those pocketmq has figures for); values are strings, as in RocketMQ."""
+        c = self.controller
+        store, stats = c.store, c.broker_stats_manager
+        put, get = stats.broker_put_in_minute(), stats.broker_get_in_minute()
+        # RocketMQ's StoreStatsService gives 10 s, 1 min and 10 min rates; pocketmq keeps the minute.
+        put_tps = f"{put.tps:.2f} {put.tps:.2f} {put.tps:.2f}"
+        get_tps = f"{get.tps:.2f} {get.tps:.2f} {get.tps:.2f}"
+        root = c.broker_config.store_root
+        commit_log_dir = os.path.join(root, "commitlog")
+        try:
+            usage = shutil.disk_usage(commit_log_dir if os.path.isdir(commit_log_dir) else root)
+            disk_ratio, capacity = usage.used / usage.total, f"Total : {usage.total}, Free : {usage.free}."
+        except OSError:
+            disk_ratio, capacity = -1.0, "unknown"
+        earliest = 0
+        min_phy = store.get_min_phy_offset()
+        if store.get_max_phy_offset() > min_phy:
+            msg = store.look_message_by_offset(min_phy)
+            earliest = msg.store_timestamp if msg is not None else 0
+        pull_threads = c.broker_config.pull_thread_pool_nums
+        return {
+            "brokerVersionDesc": BROKER_VERSION_DESC,
+            "brokerVersion": str(409),
+            "msgPutTotalYesterdayMorning": str(stats.msg_put_total_yesterday_morning),
+            "msgPutTotalTodayMorning": str(stats.msg_put_total_today_morning),
+            "msgPutTotalTodayNow": str(stats.broker_put_total),
+            "msgGetTotalYesterdayMorning": str(stats.msg_get_total_yesterday_morning),
+            "msgGetTotalTodayMorning": str(stats.msg_get_total_today_morning),
+            "msgGetTotalTodayNow": str(stats.broker_get_total),
+            "sendThreadPoolQueueSize": "0",  # sends are answered on the event loop: no queue
+            "sendThreadPoolQueueCapacity": "0",
+            "pullThreadPoolQueueSize": "0",
+            "pullThreadPoolQueueCapacity": str(pull_threads),
+            "queryThreadPoolQueueSize": "0",
+            "queryThreadPoolQueueCapacity": str(pull_threads),
+            "sendThreadPoolQueueHeadWaitTimeMills": "0",
+            "pullThreadPoolQueueHeadWaitTimeMills": "0",
+            "dispatchBehindBytes": str(store.dispatch_behind_bytes()),
+            "pageCacheLockTimeMills": "0",
+            "earliestMessageTimeStamp": str(earliest),
+            "startAcceptSendRequestTimeStamp": "0",
+            "bootTimestamp": str(self.boot_timestamp),
+            "runtime": _runtime_text(time.time() - self.boot_timestamp / 1000),
+            "putTps": put_tps,
+            "getTransferedTps": get_tps,  # sic, RocketMQ's spelling
+            "getTotalTps": get_tps,
+            "getFoundTps": get_tps,
+            "getMissTps": "0.00 0.00 0.00",
+            "putMessageTimesTotal": str(stats.broker_put_total),
+            "getMessageTransferedMsgCount": str(stats.broker_get_total),
+            "commitLogMinOffset": str(min_phy),
+            "commitLogMaxOffset": str(store.get_max_phy_offset()),
+            "commitLogDiskRatio": f"{disk_ratio}",
+            "commitLogDirCapacity": capacity,
+        }
+
+    async def get_topic_stats_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(GetTopicStatsInfoRequestHeader)
+        c = self.controller
+        topic = header.topic
+        tc = c.topic_config_manager.select_topic_config(topic)
+        if tc is None:
+            return response(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
+        table = await c.run_in_pull_executor(self._topic_stats, topic, tc.write_queue_nums)
+        return response(request, body=request.encode_body(table))
+
+    def _topic_stats(self, topic: str, queue_nums: int) -> TopicStatsTable:
+        store = self.controller.store
+        table = TopicStatsTable()
+        for i in range(queue_nums):
+            lo = max(store.get_min_offset_in_queue(topic, i), 0)
+            hi = max(store.get_max_offset_in_queue(topic, i), 0)
+            ts = store.get_message_store_timestamp(topic, i, hi - 1) if hi > 0 else 0
+            table.offset_table[MessageQueue(topic, self._broker_name(), i)] = TopicOffset(lo, hi, max(ts, 0))
+        return table
+
+    async def get_consume_stats(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(GetConsumeStatsRequestHeader)
+        stats = await self.controller.run_in_pull_executor(self.consume_stats, header.consumer_group, header.topic)
+        return response(request, body=request.encode_body(stats))
+
+    def consume_stats(self, group: str, topic: str | None) -> ConsumeStats:
+        c = self.controller
+        store, com = c.store, c.consumer_offset_manager
+        topics = {topic} if topic and topic.strip() else self._topics_of_group(group)
+        stats = ConsumeStats()
+        subscribed = c.consumer_manager.get_consumer_group_info(group)
+        for t in sorted(topics):
+            tc = c.topic_config_manager.select_topic_config(t)
+            if tc is None:
+                continue
+            if subscribed is not None and subscribed.subscription_table and t not in subscribed.subscription_table:
+                continue  # (RocketMQ: an online group that does not subscribe to the topic is left out)
+            for i in range(tc.read_queue_nums):
+                broker_offset = max(store.get_max_offset_in_queue(t, i), 0)
+                consumer_offset = max(com.query_offset(group, t, i), 0)
+                last = 0
+                if consumer_offset > 0:
+                    last = max(store.get_message_store_timestamp(t, i, consumer_offset - 1), 0)
+                mq = MessageQueue(t, self._broker_name(), i)
+                stats.offset_table[mq] = OffsetWrapper(broker_offset, consumer_offset, last)
+            stats.consume_tps += c.broker_stats_manager.group_get_in_minute(t, group).tps
+        return stats
+
+    def _topics_of_group(self, group: str) -> set[str]:
+        """ConsumerOffsetManager.whichTopicByConsumer."""
+        suffix = "@" + group
+        return {k[: -len(suffix)] for k in self.controller.consumer_offset_manager.offset_table if k.endswith(suffix)}
+
+    def _groups_of_topic(self, topic: str) -> set[str]:
+        """ConsumerOffsetManager.whichGroupByTopic."""
+        prefix = topic + "@"
+        return {k[len(prefix):] for k in self.controller.consumer_offset_manager.offset_table if k.startswith(prefix)}
+
+    # --- connections ---
+
+    async def get_consumer_connection_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(GetConsumerConnectionListRequestHeader)
+        info = self.controller.consumer_manager.get_consumer_group_info(header.consumer_group)
+        if info is None:
+            return response(
+                request, ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{header.consumer_group}] not online"
+            )
+        body = ConsumerConnection(
+            [_connection(ci) for ci in info.channel_info_table.values()],
+            dict(info.subscription_table),
+            info.consume_type,
+            info.message_model,
+            info.consume_from_where,
+        )
+        return response(request, body=request.encode_body(body))
+
+    async def get_producer_connection_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(GetProducerConnectionListRequestHeader)
+        channels = self.controller.producer_manager.group_channel_table.get(header.producer_group)
+        if not channels:
+            return response(
+                request, ResponseCode.SYSTEM_ERROR, f"the producer group[{header.producer_group}] not exist"
+            )
+        body = ProducerConnection([_connection(ci) for ci in channels.values()])
+        return response(request, body=request.encode_body(body))
+
+    async def get_consumer_running_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """Asked of the client itself (Broker2Client.callClient); its answer goes back as it came, its body
+        re-encoded when the client and the asker speak different dialects."""
+        header = request.decode_header(GetConsumerRunningInfoRequestHeader)
+        info = self.controller.consumer_manager.find_channel(header.consumer_group, header.client_id)
+        if info is None:
+            return response(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"The Consumer <{header.consumer_group}> <{header.client_id}> not online",
+            )
+        if info.version < _V3_1_8:
+            return response(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"The Consumer <{header.consumer_group}> Version <{info.version}> too low to finish, please "
+                "upgrade it to V3_1_8_SNAPSHOT",
+            )
+        ask = RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, header)
+        try:
+            answer = await info.channel.invoke(ask, CALL_CLIENT_TIMEOUT)
+        except RemotingError as e:
+            return response(
+                request, ResponseCode.SYSTEM_ERROR, f"invoke consumer <{header.consumer_group}> <{header.client_id}>"
+                f" exception: {e}"
+            )
+        body = answer.body
+        if body is not None and answer.body_dialect != request.body_dialect:
+            body = request.encode_body(answer.decode_body())
+        return response(request, answer.code, answer.remark, body=body)
+
+    async def query_topic_consume_by_who(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(QueryTopicConsumeByWhoRequestHeader)
+        topic = header.topic
+        groups = {
+            g for g, info in self.controller.consumer_manager.consumer_table.items() if topic in info.subscription_table
+        }
+        groups |= self._groups_of_topic(topic)
+        return response(request, body=request.encode_body(GroupList(sorted(groups))))
+
+    async def get_topic_name_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        # A broker's own topics (TopicList with its address).
+        names = sorted(self.controller.topic_config_manager.topic_config_table)
+        return response(request, body=request.encode_body(TopicList(names, self.controller.address)))
+
+    # --- subscription groups ---
+
+    async def delete_subscription_group(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(DeleteSubscriptionGroupRequestHeader)
+        c = self.controller
+        group = header.group_name
+        log.info("DELETE_SUBSCRIPTIONGROUP %s from %s", group, channel.remote_address)
+        c.subscription_group_manager.delete_subscription_group_config(group)
+        clean = header.remove_offset or str(request.ext_fields.get("cleanOffset", "")).lower() == "true"
+        if clean:
+            com = c.consumer_offset_manager
+            suffix = "@" + group
+            for key in [k for k in com.offset_table if k.endswith(suffix)]:
+                del com.offset_table[key]
+            com.mark_changed()
+            c.broker_stats_manager.on_group_deleted(group)
+        await c.subscription_group_manager.wait_persisted()
+        return response(request)
+
+    # --- broker config ---
+
+    async def get_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        text = self.controller.broker_config.to_properties()
+        version = fastjson.dumps(self.config_version)  # Configuration.getDataVersionJson
+        return response(request, ext_fields=GetBrokerConfigResponseHeader(version), body=text.encode("utf-8"))
+
+    async def update_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        if not request.body:
+            return response(request)  # RocketMQ: no body, nothing to change
+        props = parse_properties(request.body.decode("utf-8", "replace"))
+        bc = self.controller.broker_config
+        by_key = {f.metadata["key"]: f for f in dataclasses.fields(BrokerConfig)}
+        changes: dict[str, object] = {}
+        for key, value in props.items():
+            f = by_key.get(key)
+            if f is None:
+                return response(request, ResponseCode.SYSTEM_ERROR, f"unknown broker config key {key!r}")
+            if key not in RUNTIME_KEYS:
+                return response(
+                    request,
+                    ResponseCode.SYSTEM_ERROR,
+                    f"{key} cannot change at run time (set it in the broker's properties file and restart); "
+                    f"run-time keys: {', '.join(sorted(RUNTIME_KEYS))}",
+                )
+            try:
+                changes[f.name] = _convert(f, value)
+            except (ValueError, BrokerConfigError) as e:
+                return response(request, ResponseCode.SYSTEM_ERROR, f"bad value for {key}: {e}")
+        log.info("UPDATE_BROKER_CONFIG %s from %s", props, channel.remote_address)
+        for name, new in changes.items():
+            setattr(bc, name, new)
+        if "channel_expired_timeout" in changes:
+            self.controller.consumer_manager.channel_expired_timeout = bc.channel_expired_timeout
+            self.controller.producer_manager.channel_expired_timeout = bc.channel_expired_timeout
+        self.config_version.next_version()
+        if "broker_permission" in changes:
+            self.controller.topic_config_manager.data_version.next_version()
+            await self.controller.register_broker_all()
+        return response(request)
+
+    # --- offset reset pushed to running consumers ---
+
+    async def reset_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """Broker2Client.resetOffset: the offsets at ``timestamp`` (or the max, for -1) of each queue, never
+        ahead of the group's own unless forced, sent to every consumer of the group, which takes them over."""
+        header = request.decode_header(ResetOffsetRequestHeader)
+        c = self.controller
+        topic, group = header.topic, header.group
+        tc = c.topic_config_manager.select_topic_config(topic)
+        if tc is None:
+            return response(
+                request, ResponseCode.SYSTEM_ERROR,
+                f"[reset-offset] reset offset failed, no topic in this broker. topic={topic}",
+            )
+        table: dict[MessageQueue, int] = {}
+        # RocketMQ refuses when any queue lacks an offset; pocketmq only when the group has none of the topic
+        # here, and counts a queue it never committed from 0 (a group that consumed some queues only).
+        if not c.consumer_offset_manager.query_offset_table(group, topic):
+            return response(request, ResponseCode.SYSTEM_ERROR, f"THe consumer group <{group}> not exist")
+        for i in range(tc.write_queue_nums):
+            consumer_offset = max(c.consumer_offset_manager.query_offset(group, topic, i), 0)
+            if header.timestamp == -1:
+                target = c.store.get_max_offset_in_queue(topic, i)
+            else:
+                target = await c.run_in_pull_executor(c.store.get_offset_in_queue_by_time, topic, i, header.timestamp)
+            target = max(target, 0)
+            mq = MessageQueue(topic, self._broker_name(), i)
+            table[mq] = target if header.is_force or target < consumer_offset else consumer_offset
+        info = c.consumer_manager.get_consumer_group_info(group)
+        if info is None or not info.channel_info_table:
+            return response(
+                request,
+                ResponseCode.CONSUMER_NOT_ONLINE,
+                f"Consumer not online, so can not reset offset, Group: {group} Topic: {topic} "
+                f"Timestamp: {header.timestamp}",
+            )
+        body = ResetOffsetBody(table)
+        for ch, ci in list(info.channel_info_table.items()):
+            if ci.version < _V3_0_7:
+                return response(
+                    request, ResponseCode.SYSTEM_ERROR,
+                    f"the client does not support this feature. version={ci.version}",
+                )
+            # The body goes in the dialect of the consumer's connection, not the asker's.
+            dialect = BodyDialect.MSGPACK if ch.protocol == WireProtocol.MSGPACK else BodyDialect.FASTJSON
+            push = RemotingCommand.request(
+                RequestCode.RESET_CONSUMER_CLIENT_OFFSET, header, encode_body(body, dialect), oneway=True
+            )
+            try:
+                await ch.invoke_oneway(push)
+                log.info("[reset-offset] sent to %s: %s@%s at %d", ci.client_id, topic, group, header.timestamp)
+            except RemotingError as e:
+                log.warning("[reset-offset] cannot reach %s: %s", ci.client_id, e)
+        return response(request, body=request.encode_body(body))
+

@@ -1,0 +1,115 @@
+"""BrokerStatsManager: the broker's traffic counters (RocketMQ's names), sampled on a timer.
+
+The processors add to them where RocketMQ's do: a stored send adds its messages and bytes to its topic and to
+the broker's total, a pull that found messages adds them to its topic@group and to the broker's total, a
+message sent back adds one to SNDBCK_PUT_NUMS. GET_TOPIC_STATS_INFO, GET_CONSUME_STATS and
+GET_BROKER_RUNTIME_INFO read the minute's rates from here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from .stats_item import StatsItemSet, StatsSnapshot, monotonic_ms
+
+TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
+TOPIC_PUT_SIZE = "TOPIC_PUT_SIZE"
+GROUP_GET_NUMS = "GROUP_GET_NUMS"
+GROUP_GET_SIZE = "GROUP_GET_SIZE"
+SNDBCK_PUT_NUMS = "SNDBCK_PUT_NUMS"
+BROKER_PUT_NUMS = "BROKER_PUT_NUMS"
+BROKER_GET_NUMS = "BROKER_GET_NUMS"
+
+
+def group_key(topic: str, group: str) -> str:
+    """RocketMQ's buildStatsKey(topic, group)."""
+    return f"{topic}@{group}"
+
+
+class BrokerStatsManager:
+    def __init__(self, cluster_name: str, sample_interval: float = 10.0) -> None:
+        self.cluster_name = cluster_name
+        self.sample_interval = sample_interval
+        # A minute of samples: RocketMQ samples every 10 s and keeps 7 (the newest minus the oldest = 60 s).
+        window = max(2, round(60.0 / sample_interval) + 1) if sample_interval > 0 else 7
+        self.sets = {
+            name: StatsItemSet(name, window, sample_interval * 1000.0)
+            for name in (
+                TOPIC_PUT_NUMS, TOPIC_PUT_SIZE, GROUP_GET_NUMS, GROUP_GET_SIZE, SNDBCK_PUT_NUMS,
+                BROKER_PUT_NUMS, BROKER_GET_NUMS,
+            )
+        }
+        self._topic_put_nums = self.sets[TOPIC_PUT_NUMS]
+        self._topic_put_size = self.sets[TOPIC_PUT_SIZE]
+        self._group_get_nums = self.sets[GROUP_GET_NUMS]
+        self._group_get_size = self.sets[GROUP_GET_SIZE]
+        self._broker_put_nums = self.sets[BROKER_PUT_NUMS]
+        self._broker_get_nums = self.sets[BROKER_GET_NUMS]
+        # BrokerStats: the broker's put/get totals at the start of today and of yesterday (local time).
+        self._day = dt.date.today()
+        self.msg_put_total_yesterday_morning = 0
+        self.msg_put_total_today_morning = 0
+        self.msg_get_total_yesterday_morning = 0
+        self.msg_get_total_today_morning = 0
+
+    # --- the hot path: one dict lookup and two additions per call ---
+
+    def inc_put(self, topic: str, msgs: int, size: int) -> None:
+        self._topic_put_nums.add(topic, msgs)
+        self._topic_put_size.add(topic, size)
+        self._broker_put_nums.add(self.cluster_name, msgs)
+
+    def inc_get(self, group: str, topic: str, msgs: int, size: int) -> None:
+        key = group_key(topic, group)
+        self._group_get_nums.add(key, msgs)
+        self._group_get_size.add(key, size)
+        self._broker_get_nums.add(self.cluster_name, msgs)
+
+    def inc_send_back(self, group: str, topic: str) -> None:
+        self.sets[SNDBCK_PUT_NUMS].add(group_key(topic, group), 1)
+
+    # --- the timer ---
+
+    def sample(self, now_ms: float | None = None, today: dt.date | None = None) -> None:
+        now_ms = monotonic_ms() if now_ms is None else now_ms
+        for s in self.sets.values():
+            s.sample_all(now_ms)
+        today = dt.date.today() if today is None else today
+        if today != self._day:
+            self._day = today
+            self.msg_put_total_yesterday_morning = self.msg_put_total_today_morning
+            self.msg_get_total_yesterday_morning = self.msg_get_total_today_morning
+            self.msg_put_total_today_morning = self.broker_put_total
+            self.msg_get_total_today_morning = self.broker_get_total
+
+    # --- readers ---
+
+    @property
+    def broker_put_total(self) -> int:
+        return self._broker_put_nums.total(self.cluster_name)
+
+    @property
+    def broker_get_total(self) -> int:
+        return self._broker_get_nums.total(self.cluster_name)
+
+    def topic_put_in_minute(self, topic: str) -> StatsSnapshot:
+        return self._topic_put_nums.stats_in_minute(topic)
+
+    def group_get_in_minute(self, topic: str, group: str) -> StatsSnapshot:
+        return self._group_get_nums.stats_in_minute(group_key(topic, group))
+
+    def broker_put_in_minute(self) -> StatsSnapshot:
+        return self._broker_put_nums.stats_in_minute(self.cluster_name)
+
+    def broker_get_in_minute(self) -> StatsSnapshot:
+        return self._broker_get_nums.stats_in_minute(self.cluster_name)
+
+    def on_topic_deleted(self, topic: str) -> None:
+        self._topic_put_nums.remove_where(lambda k: k == topic)
+        self._topic_put_size.remove_where(lambda k: k == topic)
+        self._group_get_nums.remove_where(lambda k: k.startswith(topic + "@"))
+        self._group_get_size.remove_where(lambda k: k.startswith(topic + "@"))
+
+    def on_group_deleted(self, group: str) -> None:
+        for s in (self._group_get_nums, self._group_get_size, self.sets[SNDBCK_PUT_NUMS]):
+            s.remove_where(lambda k: k.endswith("@" + group))

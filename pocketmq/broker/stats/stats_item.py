@@ -1,0 +1,102 @@
+"""StatsItem and StatsItemSet: counters keyed by topic or topic@group, and their rate over the last minute.
+
+As RocketMQ's (common.stats): a counter is a running total of values (messages, bytes) and of the times it
+was added to; a timer snapshots every counter every few seconds (RocketMQ: 10 s) and keeps the snapshots of
+the last minute, and the minute's figures are the difference between the oldest and the newest snapshot. The
+hot path only adds two ints; no clock is read there.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class StatsSnapshot:
+    """A window's figures: the values added in it, their rate per second and the mean value per addition."""
+
+    sum: int = 0
+    tps: float = 0.0
+    avgpt: float = 0.0
+
+
+class StatsItem:
+    __slots__ = ("key", "value", "times", "_samples")
+
+    def __init__(self, key: str, window: int) -> None:
+        self.key = key
+        self.value = 0  # total of the values added (e.g. messages)
+        self.times = 0  # number of additions (e.g. requests)
+        # (monotonic ms, value, times) of the last `window` samples: a minute of them.
+        self._samples: deque[tuple[float, int, int]] = deque(maxlen=window)
+
+    def add(self, inc: int, times: int = 1) -> None:
+        self.value += inc
+        self.times += times
+
+    def sample(self, now_ms: float, interval_ms: float) -> None:
+        if not self._samples:
+            # As RocketMQ's samplingInSeconds: a new item starts from zero one interval ago, so what was added
+            # before its first snapshot counts in the minute.
+            self._samples.append((now_ms - interval_ms, 0, 0))
+        self._samples.append((now_ms, self.value, self.times))
+
+    def stats_in_window(self) -> StatsSnapshot:
+        """RocketMQ's computeStatsData over the minute's samples."""
+        samples = self._samples
+        if len(samples) < 2:
+            return StatsSnapshot()
+        t0, v0, n0 = samples[0]
+        t1, v1, n1 = samples[-1]
+        delta, calls = v1 - v0, n1 - n0
+        elapsed_ms = t1 - t0
+        tps = delta * 1000.0 / elapsed_ms if elapsed_ms > 0 else 0.0
+        return StatsSnapshot(delta, tps, delta / calls if calls else 0.0)
+
+    @property
+    def last_sample_value(self) -> int:
+        """The total at the last snapshot (what a day's morning figure records)."""
+        return self._samples[-1][1] if self._samples else 0
+
+
+class StatsItemSet:
+    """The items of one statistic, by key, created on first use."""
+
+    def __init__(self, name: str, window: int = 7, interval_ms: float = 10_000.0) -> None:
+        self.name = name
+        self.window = window
+        self.interval_ms = interval_ms
+        self.items: dict[str, StatsItem] = {}
+
+    def add(self, key: str, inc: int, times: int = 1) -> None:
+        item = self.items.get(key)
+        if item is None:
+            item = self.items[key] = StatsItem(key, self.window)
+        item.value += inc
+        item.times += times
+
+    def get(self, key: str) -> StatsItem | None:
+        return self.items.get(key)
+
+    def stats_in_minute(self, key: str) -> StatsSnapshot:
+        item = self.items.get(key)
+        return item.stats_in_window() if item is not None else StatsSnapshot()
+
+    def total(self, key: str) -> int:
+        item = self.items.get(key)
+        return item.value if item is not None else 0
+
+    def sample_all(self, now_ms: float) -> None:
+        for item in list(self.items.values()):
+            item.sample(now_ms, self.interval_ms)
+
+    def remove_where(self, predicate: Callable[[str], bool]) -> None:
+        for key in [k for k in self.items if predicate(k)]:
+            del self.items[key]
+
+
+def monotonic_ms() -> float:
+    return time.monotonic() * 1000.0

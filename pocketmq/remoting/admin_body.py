@@ -1,0 +1,276 @@
+"""Bodies of the admin requests (RocketMQ 4.9.8's TopicStatsTable, ConsumeStats, ConsumerConnection, KVTable ...).
+
+Same conventions as ``body``. Several of Java's maps are keyed by a MessageQueue object: ``to_dict`` keeps the
+MessageQueue as the key; fastjson writes it as the object's JSON, unquoted
+(``{{"brokerName":"b","queueId":0,"topic":"T"}:{...}}``), and a JSON reader gives it back as that text. On
+pocketmq's msgpack frames the key travels as the same JSON text (a str, ``body.encode_body``), so ``from_dict``
+reads both dialects alike: ``mq_from_key``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import fastjson
+from .body import Reader
+from .client_body import CONSUME_FROM_WHERE, CONSUME_TYPES, MESSAGE_MODELS, MessageQueue, SubscriptionData
+from .codes import LanguageCode
+from .errors import BodyError
+
+LANGUAGE_NAMES = tuple(c.name for c in LanguageCode)  # LanguageCode, by ordinal
+
+
+def mq_from_key(key: object, path: str) -> MessageQueue:
+    if isinstance(key, MessageQueue):
+        return key
+    if not isinstance(key, str):
+        raise BodyError(path, f"expected a MessageQueue key, got {type(key).__name__}")
+    try:
+        obj = fastjson.loads(key)
+    except fastjson.JsonSyntaxError as e:
+        raise BodyError(path, f"MessageQueue key is not JSON ({e})") from None
+    return MessageQueue.from_dict(obj, path)
+
+
+def _mq_map(r: Reader, key: str) -> dict[MessageQueue, Any]:
+    return {mq_from_key(k, r.at(key)): v for k, v in r.map(key, {}).items()}
+
+
+def _sorted_mq_items(table: dict[MessageQueue, Any]) -> list[tuple[MessageQueue, Any]]:
+    return sorted(table.items(), key=lambda kv: (kv[0].topic, kv[0].broker_name, kv[0].queue_id))
+
+
+@dataclass(slots=True)
+class TopicOffset:
+    min_offset: int = 0
+    max_offset: int = 0
+    last_update_timestamp: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"minOffset": self.min_offset, "maxOffset": self.max_offset,
+                "lastUpdateTimestamp": self.last_update_timestamp}
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> TopicOffset:
+        r = Reader(obj, path)
+        return cls(r.int("minOffset", 0), r.int("maxOffset", 0), r.int("lastUpdateTimestamp", 0))
+
+
+@dataclass(slots=True)
+class TopicStatsTable:
+    """GET_TOPIC_STATS_INFO (202) body."""
+
+    offset_table: dict[MessageQueue, TopicOffset] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"offsetTable": {mq: v.to_dict() for mq, v in _sorted_mq_items(self.offset_table)}}
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> TopicStatsTable:
+        r = Reader(obj, path)
+        return cls({mq: TopicOffset.from_dict(v, r.at("offsetTable")) for mq, v in _mq_map(r, "offsetTable").items()})
+
+
+@dataclass(slots=True)
+class OffsetWrapper:
+    broker_offset: int = 0
+    consumer_offset: int = 0
+    last_timestamp: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"brokerOffset": self.broker_offset, "consumerOffset": self.consumer_offset,
+                "lastTimestamp": self.last_timestamp}
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> OffsetWrapper:
+        r = Reader(obj, path)
+        return cls(r.int("brokerOffset", 0), r.int("consumerOffset", 0), r.int("lastTimestamp", 0))
+
+
+@dataclass(slots=True)
+class ConsumeStats:
+    """GET_CONSUME_STATS (208) body."""
+
+    offset_table: dict[MessageQueue, OffsetWrapper] = field(default_factory=dict)
+    consume_tps: float = 0.0
+
+    def compute_total_diff(self) -> int:
+        return sum(w.broker_offset - w.consumer_offset for w in self.offset_table.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "offsetTable": {mq: v.to_dict() for mq, v in _sorted_mq_items(self.offset_table)},
+            "consumeTps": float(self.consume_tps),
+        }
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> ConsumeStats:
+        r = Reader(obj, path)
+        tps = r._d.get("consumeTps", 0.0)
+        if isinstance(tps, str):
+            try:
+                tps = float(tps)
+            except ValueError:
+                raise BodyError(r.at("consumeTps"), "is not a number") from None
+        if type(tps) is bool or not isinstance(tps, int | float):
+            raise BodyError(r.at("consumeTps"), f"expected a number, got {type(tps).__name__}")
+        table = {mq: OffsetWrapper.from_dict(v, r.at("offsetTable")) for mq, v in _mq_map(r, "offsetTable").items()}
+        return cls(table, float(tps))
+
+
+@dataclass(slots=True)
+class Connection:
+    client_id: str
+    client_addr: str
+    language: str = "JAVA"  # LanguageCode name
+    version: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"clientId": self.client_id, "clientAddr": self.client_addr, "language": self.language,
+                "version": self.version}
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> Connection:
+        r = Reader(obj, path)
+        return cls(r.str("clientId", ""), r.str("clientAddr", ""), r.enum("language", LANGUAGE_NAMES, "JAVA"),
+                   r.int("version", 0))
+
+
+def _connections(conns: list[Connection]) -> list[dict[str, Any]]:
+    return [c.to_dict() for c in sorted(conns, key=lambda c: (c.client_id, c.client_addr))]
+
+
+@dataclass(slots=True)
+class ConsumerConnection:
+    """GET_CONSUMER_CONNECTION_LIST (203) body."""
+
+    connection_set: list[Connection] = field(default_factory=list)
+    subscription_table: dict[str, SubscriptionData] = field(default_factory=dict)
+    consume_type: str | None = None
+    message_model: str | None = None
+    consume_from_where: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "connectionSet": _connections(self.connection_set),
+            "subscriptionTable": {k: v.to_dict() for k, v in self.subscription_table.items()},
+            "consumeType": self.consume_type,
+            "messageModel": self.message_model,
+            "consumeFromWhere": self.consume_from_where,
+        }
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> ConsumerConnection:
+        r = Reader(obj, path)
+        return cls(
+            r.objects("connectionSet", Connection, []),
+            r.object_map("subscriptionTable", SubscriptionData, {}),
+            r.enum("consumeType", CONSUME_TYPES, None),
+            r.enum("messageModel", MESSAGE_MODELS, None),
+            r.enum("consumeFromWhere", CONSUME_FROM_WHERE, None),
+        )
+
+
+@dataclass(slots=True)
+class ProducerConnection:
+    """GET_PRODUCER_CONNECTION_LIST (204) body."""
+
+    connection_set: list[Connection] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"connectionSet": _connections(self.connection_set)}
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> ProducerConnection:
+        return cls(Reader(obj, path).objects("connectionSet", Connection, []))
+
+
+@dataclass(slots=True)
+class KVTable:
+    """GET_BROKER_RUNTIME_INFO (28) and GET_KVLIST_BY_NAMESPACE (219) body: string to string."""
+
+    table: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"table": dict(self.table)}
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> KVTable:
+        r = Reader(obj, path)
+        out: dict[str, str] = {}
+        for k, v in r.map("table", {}).items():
+            if not isinstance(k, str):
+                raise BodyError(r.at("table"), f"key {k!r} is not a str")
+            out[k] = v if isinstance(v, str) else fastjson.dumps(v).strip('"')
+        return cls(out)
+
+
+@dataclass(slots=True)
+class GroupList:
+    """QUERY_TOPIC_CONSUME_BY_WHO (300) body."""
+
+    group_list: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"groupList": sorted(self.group_list)}
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> GroupList:
+        return cls(Reader(obj, path).str_list("groupList", []))
+
+
+@dataclass(slots=True)
+class ResetOffsetBody:
+    """INVOKE_BROKER_TO_RESET_OFFSET (222) answer and RESET_CONSUMER_CLIENT_OFFSET (220) request body."""
+
+    offset_table: dict[MessageQueue, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"offsetTable": {mq: v for mq, v in _sorted_mq_items(self.offset_table)}}
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> ResetOffsetBody:
+        r = Reader(obj, path)
+        out: dict[MessageQueue, int] = {}
+        for mq, v in _mq_map(r, "offsetTable").items():
+            if type(v) is not int:
+                cast = int(v) if isinstance(v, str) and v.lstrip("-").isdigit() else None
+                if cast is None:
+                    raise BodyError(r.at("offsetTable"), f"expected an offset, got {type(v).__name__}")
+                v = cast
+            out[mq] = v
+        return cls(out)
+
+
+@dataclass(slots=True)
+class ConsumerRunningInfo:
+    """GET_CONSUMER_RUNNING_INFO (307) answer of a client: its settings (``properties``), subscriptions, queues
+    (``mq_table``: MessageQueue JSON text -> ProcessQueueInfo map) and per-topic status, kept as maps."""
+
+    properties: dict[str, str] = field(default_factory=dict)
+    subscription_set: list[SubscriptionData] = field(default_factory=list)
+    mq_table: dict[str, dict[str, Any]] = field(default_factory=dict)
+    status_table: dict[str, dict[str, Any]] = field(default_factory=dict)
+    jstack: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "properties": dict(self.properties),
+            "subscriptionSet": [s.to_dict() for s in self.subscription_set],
+            "mqTable": dict(self.mq_table),
+            "statusTable": dict(self.status_table),
+            "jstack": self.jstack,
+        }
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> ConsumerRunningInfo:
+        r = Reader(obj, path)
+        props = {str(k): v if isinstance(v, str) else fastjson.dumps(v) for k, v in r.map("properties", {}).items()}
+        return cls(
+            props,
+            r.objects("subscriptionSet", SubscriptionData, []),
+            {str(k): v for k, v in r.map("mqTable", {}).items()},
+            {str(k): v for k, v in r.map("statusTable", {}).items()},
+            r.str("jstack", None),
+        )

@@ -1,0 +1,250 @@
+"""The admin requests of brokers and name servers, through MQAdminExt over real sockets, in both wire protocols
+(msgpack and RocketMQ's native one), against a cluster of two brokers."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from pocketmq.client import Message, MessageQueue, Producer, PullConsumer, PushConsumer
+from pocketmq.client.exceptions import MQBrokerException, MQClientException
+from pocketmq.client.message_listener import ConsumeConcurrentlyStatus
+from pocketmq.client.mq_admin_ext import MQAdminExt
+from pocketmq.remoting.body import TopicConfig
+from pocketmq.remoting.client_body import SubscriptionGroupConfig
+from pocketmq.remoting.codes import ResponseCode
+
+
+async def ok(msgs: list[Any], ctx: Any) -> ConsumeConcurrentlyStatus:
+    return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+
+async def routed(cluster: Any, topic: str, brokers: int) -> None:
+    table = cluster.namesrv.route_info_manager.topic_queue_table
+    for _ in range(500):
+        if len(table.get(topic, {})) >= brokers:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{topic} not routed on {brokers} brokers")
+
+
+async def test_clusters_topics_and_routes(cluster2: Any, admin: MQAdminExt) -> None:
+    info = await admin.examine_broker_cluster_info()
+    assert info.cluster_addr_table == {"DefaultCluster": {"broker-a", "broker-b"}}
+    masters = await admin.master_addrs("DefaultCluster")
+    assert masters == {"broker-a": cluster2.brokers[0].address, "broker-b": cluster2.brokers[1].address}
+
+    addrs = await admin.create_topic(TopicConfig("TopicTwo", 3, 3), cluster="DefaultCluster")
+    assert sorted(addrs) == sorted(masters.values())
+    await admin.create_topic(TopicConfig("TopicOne", 2, 2, perm=4), broker_addr=masters["broker-b"])
+    route = await admin.examine_topic_route_info("TopicTwo")
+    assert sorted(q.broker_name for q in route.queue_datas) == ["broker-a", "broker-b"]
+    assert [(q.broker_name, q.perm) for q in (await admin.examine_topic_route_info("TopicOne")).queue_datas] == [
+        ("broker-b", 4)
+    ]
+    assert {"TopicOne", "TopicTwo"} <= set(await admin.fetch_all_topic_list())
+    assert "TopicTwo" in await admin.fetch_topics_by_cluster("DefaultCluster")
+    assert await admin.fetch_topics_by_cluster("NoSuchCluster") == []
+    configs = (await admin.get_all_topic_config(masters["broker-a"])).topic_config_table
+    assert configs["TopicTwo"].write_queue_nums == 3 and "TopicOne" not in configs
+
+    await admin.delete_topic("TopicTwo", "DefaultCluster")
+    with pytest.raises(MQClientException) as e:
+        await admin.examine_topic_route_info("TopicTwo")
+    assert e.value.response_code == ResponseCode.TOPIC_NOT_EXIST
+    with pytest.raises(MQClientException, match="cluster 'Nope' not found"):
+        await admin.create_topic(TopicConfig("X"), cluster="Nope")
+
+
+async def test_topic_stats_consume_stats_and_who_consumes(cluster2: Any, admin: MQAdminExt, protocol: str) -> None:
+    await admin.create_topic(TopicConfig("TopicStat", 2, 2), cluster="DefaultCluster")
+    await routed(cluster2, "TopicStat", 2)
+    async with Producer("PGStat", cluster2.namesrv_addr, protocol=protocol) as producer:
+        for broker in ("broker-a", "broker-b"):
+            for i in range(3):
+                await producer.send(Message("TopicStat", b"m%d" % i), MessageQueue("TopicStat", broker, 1))
+    assert await cluster2.wait_dispatched()
+
+    stats = await admin.examine_topic_stats("TopicStat")
+    assert len(stats.offset_table) == 4
+    q = stats.offset_table[MessageQueue("TopicStat", "broker-b", 1)]
+    assert (q.min_offset, q.max_offset) == (0, 3) and q.last_update_timestamp > 0
+    assert stats.offset_table[MessageQueue("TopicStat", "broker-a", 0)].max_offset == 0
+
+    async with PullConsumer("GStat", cluster2.namesrv_addr, protocol=protocol) as consumer:
+        mq = MessageQueue("TopicStat", "broker-a", 1)
+        got = await consumer.pull(mq, "*", 0, 2)
+        assert len(got.msg_found_list) == 2
+        await consumer.update_consume_offset(mq, 2)
+    broker_a = cluster2.brokers[0]
+    for _ in range(300):
+        if broker_a.consumer_offset_manager.query_offset("GStat", "TopicStat", 1) == 2:
+            break
+        await asyncio.sleep(0.01)
+    cs = await admin.examine_consume_stats("GStat", "TopicStat")
+    w = cs.offset_table[MessageQueue("TopicStat", "broker-a", 1)]
+    assert (w.broker_offset, w.consumer_offset) == (3, 2) and w.last_timestamp > 0
+    assert cs.compute_total_diff() == 1 + 3  # broker-a queue 1: 1 behind; broker-b queue 1: nothing consumed
+    for _ in range(300):  # the consume TPS comes from the stats timer's next snapshot
+        cs = await admin.examine_consume_stats("GStat", "TopicStat")
+        if cs.consume_tps > 0:
+            break
+        await asyncio.sleep(0.02)
+    assert cs.consume_tps > 0
+    assert "GStat" in await admin.query_topic_consume_by_who("TopicStat")
+    with pytest.raises(MQClientException, match="consume stats"):
+        await admin.examine_consume_stats("NoSuchGroup")  # no offsets anywhere: nothing to show
+
+    runtime = await admin.fetch_broker_runtime_stats(broker_a.address)
+    assert runtime["brokerVersionDesc"] == "V4_9_8"
+    assert int(runtime["msgPutTotalTodayNow"]) == 3 and int(runtime["msgGetTotalTodayNow"]) == 2
+    assert float(runtime["putTps"].split()[0]) >= 0 and "commitLogDiskRatio" in runtime
+
+
+async def test_subscription_groups(cluster2: Any, admin: MQAdminExt) -> None:
+    cfg = SubscriptionGroupConfig("GroupAdm", retry_max_times=3, consume_broadcast_enable=False)
+    await admin.create_subscription_group(cfg, cluster="DefaultCluster")
+    for b in cluster2.brokers:
+        got = (await admin.get_all_subscription_group(b.address))["GroupAdm"]
+        assert (got.retry_max_times, got.consume_broadcast_enable) == (3, False)
+    b = cluster2.brokers[1]
+    b.consumer_offset_manager.commit_offset("test", "GroupAdm", "T", 0, 5)
+    await admin.delete_subscription_group("GroupAdm", broker_addr=b.address, remove_offset=True)
+    assert "GroupAdm" not in await admin.get_all_subscription_group(b.address)
+    assert "GroupAdm" in await admin.get_all_subscription_group(cluster2.brokers[0].address)
+    assert b.consumer_offset_manager.query_offset("GroupAdm", "T", 0) == -1
+
+
+async def test_connections_and_running_info(cluster2: Any, admin: MQAdminExt, protocol: str) -> None:
+    await admin.create_topic(TopicConfig("TopicConn", 2, 2), cluster="DefaultCluster")
+    await routed(cluster2, "TopicConn", 2)
+    consumer = PushConsumer("GConn", cluster2.namesrv_addr, protocol=protocol)
+    consumer.subscribe("TopicConn", "*")
+    consumer.register_message_listener(ok)
+    async with Producer("PGConn", cluster2.namesrv_addr, protocol=protocol, heartbeat_broker_interval=0.05) as producer:
+        await producer.send(Message("TopicConn", b"x"))
+        await consumer.start()
+        try:
+            cc = await admin.examine_consumer_connection_info("GConn")
+            assert [c.language for c in cc.connection_set] == ["PYTHON"]
+            assert cc.message_model == "CLUSTERING" and "TopicConn" in cc.subscription_table
+            client_id = cc.connection_set[0].client_id
+            for _ in range(200):  # the producer is known to a broker from its first heartbeat on
+                if cluster2.brokers[0].producer_manager.group_channel_table.get("PGConn"):
+                    break
+                await asyncio.sleep(0.01)
+            pc = await admin.examine_producer_connection_info("PGConn", "TopicConn")
+            assert len(pc.connection_set) == 1 and pc.connection_set[0].version > 0
+            info = await admin.get_consumer_running_info("GConn", client_id)
+            assert info.properties["consumerGroup"] == "GConn"
+            assert {s.topic for s in info.subscription_set} >= {"TopicConn", "%RETRY%GConn"}
+            with pytest.raises(MQBrokerException) as e:
+                await admin.get_consumer_running_info("GConn", "nobody@0")
+            assert "not online" in (e.value.remark or "")
+        finally:
+            await consumer.shutdown()
+    with pytest.raises(MQBrokerException):
+        await admin.examine_producer_connection_info("NoGroup", "TopicConn")
+
+
+async def test_kv_config_on_the_name_server(cluster2: Any, admin: MQAdminExt) -> None:
+    assert await admin.get_kv_config("ORDER_TOPIC_CONFIG", "T") is None
+    await admin.put_kv_config("ORDER_TOPIC_CONFIG", "T", "broker-a:4")
+    await admin.put_kv_config("ORDER_TOPIC_CONFIG", "U", "broker-b:2")
+    assert await admin.get_kv_config("ORDER_TOPIC_CONFIG", "T") == "broker-a:4"
+    assert await admin.get_kv_list_by_namespace("ORDER_TOPIC_CONFIG") == {"T": "broker-a:4", "U": "broker-b:2"}
+    await admin.delete_kv_config("ORDER_TOPIC_CONFIG", "T")
+    assert await admin.get_kv_list_by_namespace("ORDER_TOPIC_CONFIG") == {"U": "broker-b:2"}
+    assert await admin.get_kv_list_by_namespace("NONE") == {}
+
+
+async def test_broker_config_get_and_update_at_run_time(cluster2: Any, admin: MQAdminExt) -> None:
+    addr = cluster2.brokers[1].address
+    conf = await admin.get_broker_config(addr)
+    assert conf["brokerName"] == "broker-b" and conf["autoCreateTopicEnable"] == "true"
+    await admin.update_broker_config(addr, {"autoCreateTopicEnable": "false", "defaultTopicQueueNums": "2"})
+    assert cluster2.brokers[1].broker_config.auto_create_topic_enable is False
+    assert (await admin.get_broker_config(addr))["defaultTopicQueueNums"] == "2"
+    with pytest.raises(MQBrokerException, match="cannot change at run time"):
+        await admin.update_broker_config(addr, {"listenPort": "1"})
+    with pytest.raises(MQBrokerException, match="unknown broker config key"):
+        await admin.update_broker_config(addr, {"noSuchKey": "1"})
+    with pytest.raises(MQBrokerException, match="bad value"):
+        await admin.update_broker_config(addr, {"autoCreateTopicEnable": "maybe"})
+    assert cluster2.brokers[1].broker_config.default_topic_queue_nums == 2
+
+
+async def test_message_lookups_by_either_id_key_and_offset(cluster2: Any, admin: MQAdminExt, protocol: str) -> None:
+    await admin.create_topic(TopicConfig("TopicFind", 2, 2), cluster="DefaultCluster")
+    await routed(cluster2, "TopicFind", 2)
+    async with Producer("PGFind", cluster2.namesrv_addr, protocol=protocol) as producer:
+        sent = await producer.send(
+            Message("TopicFind", b"needle", keys="order-7"), MessageQueue("TopicFind", "broker-b", 1)
+        )
+    assert await cluster2.wait_dispatched()
+    by_uniq = await admin.view_message(sent.msg_id, "TopicFind")
+    by_offset = await admin.view_message(sent.offset_msg_id)
+    no_topic = await admin.view_message(sent.msg_id)
+    for m in (by_uniq, by_offset, no_topic):
+        assert m is not None and m.body == b"needle" and m.offset_msg_id == sent.offset_msg_id
+    assert [m.body for m in await admin.query_message("TopicFind", "order-7")] == [b"needle"]
+    assert (await admin.query_message_by_unique_key("TopicFind", sent.msg_id)).msg_id == sent.msg_id  # type: ignore[union-attr]
+    at = await admin.query_message_by_offset("TopicFind", "broker-b", 1, 0)
+    assert at is not None and at.msg_id == sent.msg_id
+    assert await admin.query_message_by_offset("TopicFind", "broker-b", 1, 5) is None
+    assert await admin.view_message("0" * 32, "TopicFind") is None
+
+
+async def test_reset_offset_online_to_a_running_push_consumer_and_offline(
+    cluster2: Any, admin: MQAdminExt, protocol: str
+) -> None:
+    topic, group = "TopicReset", "GReset"
+    await admin.create_topic(TopicConfig(topic, 1, 1), broker_addr=cluster2.brokers[0].address)
+    await routed(cluster2, topic, 1)
+    mq = MessageQueue(topic, "broker-a", 0)
+    async with Producer("PGReset", cluster2.namesrv_addr, protocol=protocol) as producer:
+        for i in range(4):
+            await producer.send(Message(topic, b"%d" % i), mq)
+    assert await cluster2.wait_dispatched()
+    seen: list[bytes] = []
+    consumer = PushConsumer(
+        group,
+        cluster2.namesrv_addr,
+        protocol=protocol,
+        consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+        reset_offset_settle_time=0.05,
+        persist_consumer_offset_interval=0.05,
+    )
+    consumer.subscribe(topic, "*")
+
+    async def listener(msgs: list[Any], ctx: Any) -> ConsumeConcurrentlyStatus:
+        seen.extend(m.body for m in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer.register_message_listener(listener)
+    await consumer.start()
+    om = cluster2.brokers[0].consumer_offset_manager
+    try:
+        for _ in range(500):
+            if len(seen) >= 4 and om.query_offset(group, topic, 0) == 4:
+                break
+            await asyncio.sleep(0.01)
+        assert sorted(seen) == [b"0", b"1", b"2", b"3"] and om.query_offset(group, topic, 0) == 4
+        # Online: back to the start (timestamp 0 = the first message); the running consumer gets all four again.
+        result = await admin.reset_offset_by_timestamp(topic, group, 0)
+        assert result.online and result.offsets == {mq: 0}
+        for _ in range(500):
+            if len(seen) >= 8:
+                break
+            await asyncio.sleep(0.01)
+        assert sorted(seen[4:]) == [b"0", b"1", b"2", b"3"]
+    finally:
+        await consumer.shutdown()
+    # Offline: no consumer runs; the stored offset is set directly.
+    result = await admin.reset_offset_by_timestamp(topic, group, int(time.time() * 1000) + 60_000)
+    assert not result.online and result.offsets == {mq: 4}
+    result = await admin.reset_offset_by_timestamp(topic, group, 0)
+    assert om.query_offset(group, topic, 0) == 0 and result.offsets == {mq: 0}

@@ -1,0 +1,230 @@
+"""mqadmin's commands as `pocketmq <command>`, run in-process through cli.main() against a real cluster of two
+brokers (one cluster per module, each test on topics and groups of its own), plus the CLI's error lines."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pocketmq.cli import main
+from pocketmq.embedded import ThreadedCluster
+
+COMMANDS = [
+    "updateTopic",
+    "deleteTopic",
+    "topicList",
+    "topicRoute",
+    "topicStatus",
+    "clusterList",
+    "brokerStatus",
+    "updateSubGroup",
+    "deleteSubGroup",
+    "consumerProgress",
+    "consumerConnection",
+    "producerConnection",
+    "queryMsgById",
+    "queryMsgByKey",
+    "queryMsgByUniqueKey",
+    "queryMsgByOffset",
+    "resetOffsetByTime",
+    "getBrokerConfig",
+    "updateBrokerConfig",
+    "sendMessage",
+    "consumeMessage",
+]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedCluster]:
+    with ThreadedCluster(tmp_path_factory.mktemp("admin-cli"), brokers=2, stats_sample_interval=0.02) as c:
+        yield c
+
+
+def cli(capsys: pytest.CaptureFixture[str], cluster: ThreadedCluster, *args: str) -> tuple[int, str, str]:
+    code = main([args[0], "-n", cluster.namesrv_addr, *args[1:]])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def cli_json(capsys: pytest.CaptureFixture[str], cluster: ThreadedCluster, *args: str) -> Any:
+    code, out, err = cli(capsys, cluster, *args, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def brokers(cluster: ThreadedCluster) -> list[Any]:
+    return cluster.cluster.brokers
+
+
+def wait_routed(cluster: ThreadedCluster, topic: str, n: int) -> None:
+    table = cluster.cluster.namesrv.route_info_manager.topic_queue_table  # type: ignore[union-attr]
+    deadline = time.monotonic() + 10
+    while len(table.get(topic, {})) < n:
+        assert time.monotonic() < deadline, f"{topic} not on {n} brokers"
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_every_command_has_help(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main([name, "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "--namesrvAddr" in out and "--json" in out
+
+
+def test_topic_commands(cluster: ThreadedCluster, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = cli(capsys, cluster, "updateTopic", "-c", "DefaultCluster", "-t", "CliT", "-r", "3", "-w", "3")
+    assert code == 0 and out.count("create topic to ") == 2
+    wait_routed(cluster, "CliT", 2)
+    code, out, _ = cli(capsys, cluster, "topicList")
+    assert "CliT" in out.split()
+    route = cli_json(capsys, cluster, "topicRoute", "-t", "CliT")
+    assert sorted(q["brokerName"] for q in route["queueDatas"]) == ["broker-a", "broker-b"]
+    code, out, _ = cli(capsys, cluster, "sendMessage", "-t", "CliT", "-p", "hi", "-b", "broker-b", "-i", "2")
+    assert code == 0 and "SEND_OK" in out
+    assert cluster.wait_dispatched()
+    status = cli_json(capsys, cluster, "topicStatus", "-t", "CliT")
+    assert len(status) == 6 and [s["maxOffset"] for s in status if s["brokerName"] == "broker-b"] == [0, 0, 1]
+    code, out, _ = cli(capsys, cluster, "topicStatus", "-t", "CliT")
+    assert out.splitlines()[0].split() == ["#Broker", "Name", "#QID", "#Min", "Offset", "#Max", "Offset", "#Last",
+                                           "Updated"]
+    listed = cli_json(capsys, cluster, "topicList", "-c")
+    assert {"clusterName": "DefaultCluster", "topic": "CliT", "consumerGroup": ""} in listed
+    code, out, _ = cli(capsys, cluster, "deleteTopic", "-t", "CliT", "-c", "DefaultCluster")
+    assert code == 0 and "delete topic [CliT] from cluster [DefaultCluster] success." in out
+    code, _, err = cli(capsys, cluster, "topicRoute", "-t", "CliT")
+    assert code == 1 and err.strip().endswith("No topic route info in name server for the topic: CliT")
+
+
+def test_cluster_and_broker_commands(cluster: ThreadedCluster, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = cli_json(capsys, cluster, "clusterList")
+    assert [(r["brokerName"], r["version"]) for r in rows] == [("broker-a", "V4_9_8"), ("broker-b", "V4_9_8")]
+    code, out, _ = cli(capsys, cluster, "clusterList")
+    assert out.splitlines()[0].startswith("#Cluster Name") and "broker-b" in out
+    addr_b = brokers(cluster)[1].address
+    status = cli_json(capsys, cluster, "brokerStatus", "-b", addr_b)
+    assert status["brokerVersionDesc"] == "V4_9_8" and "msgPutTotalTodayNow" in status
+    both = cli_json(capsys, cluster, "brokerStatus", "-c", "DefaultCluster")
+    assert set(both) == {b.address for b in brokers(cluster)}
+    conf = cli_json(capsys, cluster, "getBrokerConfig", "-b", addr_b)
+    assert conf[addr_b]["brokerName"] == "broker-b"
+    code, out, _ = cli(capsys, cluster, "updateBrokerConfig", "-b", addr_b, "-k", "defaultTopicQueueNums", "-v", "3")
+    assert code == 0 and out.strip() == f"update broker config success, {addr_b}"
+    assert brokers(cluster)[1].broker_config.default_topic_queue_nums == 3
+    code, _, err = cli(capsys, cluster, "updateBrokerConfig", "-b", addr_b, "-k", "storePathRootDir", "-v", "/x")
+    assert code == 1 and "cannot change at run time" in err and len(err.strip().splitlines()) == 1
+
+
+def test_group_commands_and_reset(cluster: ThreadedCluster, capsys: pytest.CaptureFixture[str]) -> None:
+    from pocketmq.client import Message, MessageQueue
+    from pocketmq.client.sync import SyncProducer, SyncPullConsumer
+
+    code, out, _ = cli(capsys, cluster, "updateSubGroup", "-c", "DefaultCluster", "-g", "CliG", "-r", "5")
+    assert code == 0 and out.count("create subscription group to") == 2
+    assert all(b.subscription_group_manager.find_subscription_group_config("CliG").retry_max_times == 5
+               for b in brokers(cluster))
+    cli(capsys, cluster, "updateTopic", "-c", "DefaultCluster", "-t", "CliG_T", "-r", "1", "-w", "1")
+    wait_routed(cluster, "CliG_T", 2)
+    mq = MessageQueue("CliG_T", "broker-a", 0)
+    with SyncProducer("CliPG", cluster.namesrv_addr) as producer:
+        sent = [producer.send(Message("CliG_T", b"%d" % i, keys=f"k{i}"), mq) for i in range(3)]
+    assert cluster.wait_dispatched()
+    with SyncPullConsumer("CliG", cluster.namesrv_addr) as consumer:
+        consumer.update_consume_offset(mq, 1)
+    progress = cli_json(capsys, cluster, "consumerProgress", "-g", "CliG")
+    row = next(q for q in progress["queues"] if q["brokerName"] == "broker-a")
+    assert (row["brokerOffset"], row["consumerOffset"], row["diff"]) == (3, 1, 2)
+    assert progress["diffTotal"] == 2
+    code, out, _ = cli(capsys, cluster, "consumerProgress", "-g", "CliG")
+    assert "Diff Total: 2" in out and out.splitlines()[0].startswith("#Topic")
+
+    # Offline reset (no consumer runs): the broker's offsets are set.
+    reset = cli_json(capsys, cluster, "resetOffsetByTime", "-g", "CliG", "-t", "CliG_T", "-s", "0")
+    assert reset["online"] is False and {"brokerName": "broker-a", "queueId": 0, "offset": 0} in reset["offsets"]
+    assert brokers(cluster)[0].consumer_offset_manager.query_offset("CliG", "CliG_T", 0) == 0
+    code, out, _ = cli(capsys, cluster, "resetOffsetByTime", "-g", "CliG", "-t", "CliG_T", "-s", "now")
+    assert code == 0 and out.startswith("rollback consumer offset by specified consumerGroup[CliG], topic[CliG_T]")
+
+    # Messages by key, by either id, by offset.
+    code, out, _ = cli(capsys, cluster, "queryMsgByKey", "-t", "CliG_T", "-k", "k1")
+    assert code == 0 and sent[1].msg_id in out
+    for msg_id in (sent[2].msg_id, sent[2].offset_msg_id):
+        found = cli_json(capsys, cluster, "queryMsgById", "-i", msg_id)
+        assert (found["body"], found["offsetMsgId"], found["msgId"]) == ("2", sent[2].offset_msg_id, sent[2].msg_id)
+    found = cli_json(capsys, cluster, "queryMsgByUniqueKey", "-i", sent[0].msg_id, "-t", "CliG_T")
+    assert found["body"] == "0"
+    code, out, _ = cli(capsys, cluster, "queryMsgByOffset", "-t", "CliG_T", "-b", "broker-a", "-i", "0", "-o", "1")
+    assert code == 0 and f"OffsetID:            {sent[1].offset_msg_id}" in out and "Message Body:        1" in out
+    code, _, err = cli(capsys, cluster, "queryMsgById", "-i", "00" * 16, "-t", "CliG_T")
+    assert code == 1 and "Message not found" in err
+    consumed = cli_json(capsys, cluster, "consumeMessage", "-t", "CliG_T", "-c", "2")
+    assert [m["body"] for m in consumed] == ["0", "1"]
+
+    code, out, _ = cli(capsys, cluster, "deleteSubGroup", "-b", brokers(cluster)[1].address, "-g", "CliG")
+    assert code == 0 and "delete subscription group [CliG] from broker" in out
+    assert brokers(cluster)[1].subscription_group_manager.subscription_group_table.get("CliG") is None
+
+
+def test_connection_commands(cluster: ThreadedCluster, capsys: pytest.CaptureFixture[str]) -> None:
+    from pocketmq.client import Message
+    from pocketmq.client.sync import SyncProducer
+
+    cli(capsys, cluster, "updateTopic", "-c", "DefaultCluster", "-t", "CliC_T", "-r", "1", "-w", "1")
+    wait_routed(cluster, "CliC_T", 2)
+    with SyncProducer("CliConnPG", cluster.namesrv_addr, heartbeat_broker_interval=0.05) as producer:
+        producer.send(Message("CliC_T", b"x"))
+        deadline = time.monotonic() + 10
+        while not any(b.producer_manager.group_channel_table.get("CliConnPG") for b in brokers(cluster)):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        conns = cli_json(capsys, cluster, "producerConnection", "-g", "CliConnPG", "-t", "CliC_T")
+        assert [c["language"] for c in conns["connectionSet"]] == ["PYTHON"]
+    code, _, err = cli(capsys, cluster, "consumerConnection", "-g", "NobodyHere")
+    assert code == 1 and "not online" in err
+
+
+def test_unreachable_name_server_is_named_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    code = main(["clusterList", "-n", f"127.0.0.1:{port}"])
+    err = capsys.readouterr().err
+    assert code == 1 and err == (
+        f"pocketmq clusterList: NameServerAddressError: name server 127.0.0.1:{port} unreachable: Connection refused\n"
+    )
+
+
+def test_a_silent_name_server_times_out_once(capsys: pytest.CaptureFixture[str]) -> None:
+    # A server that accepts and never answers: the command fails after its --timeout, not twice that.
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    accepted: list[socket.socket] = []
+    threading.Thread(target=lambda: accepted.append(server.accept()[0]), daemon=True).start()
+    try:
+        started = time.monotonic()
+        code = main(["topicList", "-n", f"127.0.0.1:{server.getsockname()[1]}", "--timeout", "0.3"])
+        elapsed = time.monotonic() - started
+    finally:
+        for c in accepted:
+            c.close()
+        server.close()
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("pocketmq topicList: timed out:") and len(err.splitlines()) == 1
+    assert elapsed < 0.6 * 2  # (a bound against a doubled timeout, not a timing measurement)
+
+
+def test_the_installed_command_runs_an_admin_command(cluster: ThreadedCluster) -> None:
+    proc = subprocess.run([sys.executable, "-m", "pocketmq", "clusterList", "-n", cluster.namesrv_addr, "--json"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert {r["brokerName"] for r in json.loads(proc.stdout)} == {"broker-a", "broker-b"}

@@ -1,0 +1,62 @@
+"""BrokerStatsManager: counters added on the hot path, rates computed from the timer's snapshots."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from pocketmq.broker.stats import BrokerStatsManager, StatsItemSet, StatsSnapshot
+from pocketmq.common.codec import decode_all
+
+
+def test_minute_figures_are_the_difference_between_the_oldest_and_newest_snapshot() -> None:
+    s = StatsItemSet("TOPIC_PUT_NUMS", window=7, interval_ms=10_000.0)
+    assert s.stats_in_minute("T").sum == 0
+    s.add("T", 10)
+    s.sample_all(0.0)  # the first snapshot starts the item from zero one interval back
+    assert s.stats_in_minute("T") == StatsSnapshot(10, 1.0, 10.0)
+    s.add("T", 30, times=3)
+    s.sample_all(10_000.0)
+    snap = s.stats_in_minute("T")
+    assert (snap.sum, snap.tps, snap.avgpt) == (40, 2.0, 10.0)
+    # Snapshots older than the window (7 of them) fall out: a minute without additions shows none.
+    for i in range(2, 8):
+        s.sample_all(i * 10_000.0)
+    assert s.stats_in_minute("T").sum == 0 and s.total("T") == 40
+
+
+def test_put_get_and_send_back_counters_and_the_day_rollover() -> None:
+    m = BrokerStatsManager("DefaultCluster", sample_interval=10.0)
+    day = dt.date(2024, 5, 1)
+    m.sample(0.0, day)
+    m.inc_put("T", 3, 300)
+    m.inc_put("T", 1, 100)
+    m.inc_get("G", "T", 2, 200)
+    m.inc_send_back("G", "T")
+    m.sample(60_000.0, day)
+    put = m.topic_put_in_minute("T")
+    assert (put.sum, put.tps) == (4, 0.4)  # the item's first snapshot: from zero one interval (10 s) back
+    assert m.group_get_in_minute("T", "G").sum == 2 and m.group_get_in_minute("T", "H").sum == 0
+    assert m.sets["TOPIC_PUT_SIZE"].total("T") == 400 and m.sets["SNDBCK_PUT_NUMS"].total("T@G") == 1
+    assert (m.broker_put_total, m.broker_get_total) == (4, 2)
+    m.sample(70_000.0, day + dt.timedelta(days=1))
+    assert (m.msg_put_total_today_morning, m.msg_get_total_today_morning) == (4, 2)
+    m.inc_put("T", 5, 5)
+    m.sample(80_000.0, day + dt.timedelta(days=2))
+    assert (m.msg_put_total_yesterday_morning, m.msg_put_total_today_morning) == (4, 9)
+    m.on_topic_deleted("T")
+    assert m.sets["TOPIC_PUT_NUMS"].get("T") is None and m.sets["GROUP_GET_NUMS"].get("T@G") is None
+
+
+async def test_a_broker_counts_what_it_stores_and_serves(cluster, poll, dispatched) -> None:
+    broker = await cluster.broker(stats_sample_interval=0.02)
+    mq = cluster.mq(broker)
+    for _ in range(3):
+        assert (await mq.send("TopicStats", b"x" * 10)).code == 0
+    await dispatched(broker)
+    [m0, m1, m2] = decode_all((await mq.pull("GStats", "TopicStats", 0, 0)).body)
+    stats = broker.broker_stats_manager
+    await poll(lambda: stats.topic_put_in_minute("TopicStats").sum == 3)
+    await poll(lambda: stats.group_get_in_minute("TopicStats", "GStats").sum == 3)
+    assert stats.topic_put_in_minute("TopicStats").tps > 0
+    assert stats.sets["TOPIC_PUT_SIZE"].total("TopicStats") == m0.store_size + m1.store_size + m2.store_size
+    assert stats.broker_put_total == 3 and stats.broker_get_total == 3

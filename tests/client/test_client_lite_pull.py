@@ -1,0 +1,209 @@
+"""LitePullConsumer against a real name server and broker: subscribe (the group splits the queues) or assign,
+poll, seek, pause / resume, auto and manual commit, flow control."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from push_helpers import committed, create_topic, max_offsets, send_many, unique
+
+from pocketmq.client import LitePullConsumer, Message, MessageQueue, MQClientException, Producer
+
+pytest.importorskip("pocketmq.broker.broker_controller")
+
+# Every timer in tens of milliseconds (rebalance, heartbeats, offset persistence, pauses).
+FAST: dict[str, Any] = {
+    "rebalance_interval": 0.2,
+    "heartbeat_broker_interval": 0.1,
+    "poll_name_server_interval": 0.2,
+    "persist_consumer_offset_interval": 0.1,
+    "pull_time_delay_when_exception": 0.05,
+    "pull_time_delay_when_pause": 0.02,
+    "pull_time_delay_when_flow_control": 0.01,
+    "auto_commit_interval": 0.05,
+}
+
+
+def lite(cluster: Any, group: str, **options: Any) -> LitePullConsumer:
+    settings = dict(FAST)
+    settings.setdefault("instance_name", unique("lite"))
+    settings.update(options)
+    return LitePullConsumer(group, cluster.namesrv_addr, **settings)
+
+
+async def poll_while(consumer: LitePullConsumer, predicate: Any, rounds: int = 200) -> None:
+    """Keep polling (each poll auto-commits what the earlier ones returned) until ``predicate()``."""
+    for _ in range(rounds):
+        if predicate():
+            return
+        assert await consumer.poll(timeout=0.02) == []
+    raise AssertionError("condition not met")
+
+
+async def poll_until(consumer: LitePullConsumer, count: int, rounds: int = 200) -> list[Any]:
+    got: list[Any] = []
+    for _ in range(rounds):
+        if len(got) >= count:
+            break
+        got += await consumer.poll(timeout=0.05)
+    return got
+
+
+@pytest.mark.parametrize("protocol", ["msgpack", "rocketmq"])
+async def test_subscribe_polls_everything_once_and_auto_commits(push_cluster, protocol) -> None:
+    topic, group = unique("LiteT"), unique("LiteG")
+    await create_topic(push_cluster, topic, 2)
+    bodies = [b"m%03d" % i for i in range(40)]
+    await send_many(push_cluster, topic, bodies, 2, batch=10)
+    consumer = lite(push_cluster, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET", protocol=protocol)
+    consumer.subscribe(topic, "*")
+    async with consumer:
+        got = await poll_until(consumer, len(bodies))
+        assert sorted(m.body for m in got) == bodies  # each once
+        assert consumer.assignment() == {MessageQueue(topic, "broker-a", q) for q in range(2)}
+        # Later polls commit what the earlier ones returned; the instance persists it.
+        everything = max_offsets(push_cluster, topic, 2)
+        await poll_while(consumer, lambda: committed(push_cluster, group, topic, 2) == everything)
+
+
+async def test_tag_subscription_filters(push_cluster) -> None:
+    topic, group = unique("LiteTagT"), unique("LiteTagG")
+    await create_topic(push_cluster, topic, 1)
+    async with Producer(unique("PG"), push_cluster.namesrv_addr, instance_name=unique("p")) as producer:
+        for i in range(10):
+            await producer.send(Message(topic, b"%d" % i, tags="even" if i % 2 == 0 else "odd"))
+    consumer = lite(push_cluster, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    consumer.subscribe(topic, "even")
+    async with consumer:
+        got = await poll_until(consumer, 5)
+        assert [m.body for m in got] == [b"0", b"2", b"4", b"6", b"8"]
+        assert await consumer.poll(timeout=0.05) == []
+
+
+async def test_two_members_split_the_queues_and_the_survivor_takes_them_all(push_cluster, poll) -> None:
+    topic, group = unique("LiteSplitT"), unique("LiteSplitG")
+    await create_topic(push_cluster, topic, 4)
+    a = lite(push_cluster, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    b = lite(push_cluster, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    a.subscribe(topic)
+    b.subscribe(topic)
+    everything = {MessageQueue(topic, "broker-a", q) for q in range(4)}
+    async with a:
+        await poll(lambda: a.assignment() == everything, timeout=10)
+        async with b:
+            await poll(lambda: len(a.assignment()) == len(b.assignment()) == 2, timeout=10)
+            assert a.assignment() | b.assignment() == everything
+            await send_many(push_cluster, topic, [b"x%02d" % i for i in range(40)], 4, batch=5)
+            got_a = await poll_until(a, 20)
+            got_b = await poll_until(b, 20)
+            assert {m.queue_id for m in got_a} == {mq.queue_id for mq in a.assignment()}
+            assert sorted(m.body for m in got_a + got_b) == [b"x%02d" % i for i in range(40)]
+            await a.poll(timeout=0.06)  # (past the auto-commit interval: b's shutdown commits all it polled)
+        await poll(lambda: a.assignment() == everything, timeout=10)
+        # b committed when it left: a starts b's old queues where b stopped, so nothing comes again.
+        assert await a.poll(timeout=0.1) == []
+
+
+async def test_assign_seek_seek_to_begin_and_end(push_cluster) -> None:
+    topic, group = unique("LiteSeekT"), unique("LiteSeekG")
+    await create_topic(push_cluster, topic, 2)
+    mq = MessageQueue(topic, "broker-a", 0)
+    async with Producer(unique("PG"), push_cluster.namesrv_addr, instance_name=unique("p")) as producer:
+        for i in range(10):
+            await producer.send(Message(topic, b"%d" % i), mq)
+    consumer = lite(push_cluster, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    with pytest.raises(MQClientException, match="not running"):
+        await consumer.poll(0.01)
+    consumer.assign([mq])
+    with pytest.raises(MQClientException, match="mutually exclusive"):
+        consumer.subscribe(topic)
+    async with consumer:
+        assert consumer.assignment() == {mq}
+        got = await poll_until(consumer, 10)
+        assert [m.queue_offset for m in got] == list(range(10))
+        await consumer.seek(mq, 7)
+        assert [m.queue_offset for m in await poll_until(consumer, 3)] == [7, 8, 9]
+        await consumer.seek_to_begin(mq)
+        assert [m.queue_offset for m in await poll_until(consumer, 10)] == list(range(10))
+        await consumer.seek_to_end(mq)
+        assert await consumer.poll(timeout=0.05) == []
+        async with Producer(unique("PG"), push_cluster.namesrv_addr, instance_name=unique("p")) as producer:
+            await producer.send(Message(topic, b"new"), mq)
+        [new] = await poll_until(consumer, 1)
+        assert (new.body, new.queue_offset) == (b"new", 10)
+        with pytest.raises(MQClientException, match="Seek offset illegal"):
+            await consumer.seek(mq, 12)
+        with pytest.raises(MQClientException, match="not in assigned list"):
+            await consumer.seek(MessageQueue(topic, "broker-a", 1), 0)
+
+
+async def test_manual_commit_stores_only_what_was_polled(push_cluster) -> None:
+    topic, group = unique("LiteCommitT"), unique("LiteCommitG")
+    await create_topic(push_cluster, topic, 1)
+    mq = MessageQueue(topic, "broker-a", 0)
+    await send_many(push_cluster, topic, [b"%d" % i for i in range(30)], 1, batch=10)
+    consumer = lite(push_cluster, group, auto_commit=False, pull_batch_size=10)
+    consumer.assign([mq])
+    async with consumer:
+        first = await consumer.poll(timeout=5)
+        assert [m.queue_offset for m in first] == list(range(10))
+        await asyncio.sleep(0.3)  # three persist periods: still nothing stored, commits are manual
+        assert committed(push_cluster, group, topic, 1) == [-1]
+        await consumer.commit_sync()
+        assert committed(push_cluster, group, topic, 1) == [10]  # stored at the broker when it returns
+        assert await consumer.committed(mq) == 10
+    # A new member starts at the commit: the 20 pulled but never polled come again.
+    again = lite(push_cluster, group, auto_commit=False, pull_batch_size=10)
+    again.assign([mq])
+    async with again:
+        assert [m.queue_offset for m in await poll_until(again, 20)] == list(range(10, 30))
+
+
+async def test_pause_stops_a_queues_pulls_until_resume(push_cluster) -> None:
+    topic, group = unique("LitePauseT"), unique("LitePauseG")
+    await create_topic(push_cluster, topic, 2)
+    q0, q1 = MessageQueue(topic, "broker-a", 0), MessageQueue(topic, "broker-a", 1)
+    consumer = lite(push_cluster, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    consumer.assign([q0, q1])
+    async with consumer:
+        consumer.pause([q0])
+        async with Producer(unique("PG"), push_cluster.namesrv_addr, instance_name=unique("p")) as producer:
+            for i in range(5):
+                await producer.send(Message(topic, b"zero%d" % i), q0)
+                await producer.send(Message(topic, b"one%d" % i), q1)
+        got = await poll_until(consumer, 5)
+        assert sorted(m.body for m in got) == [b"one%d" % i for i in range(5)]
+        assert await consumer.poll(timeout=0.1) == []  # q0 paused: nothing of it pulled
+        consumer.resume([q0])
+        assert sorted(m.body for m in await poll_until(consumer, 5)) == [b"zero%d" % i for i in range(5)]
+
+
+async def test_flow_control_bounds_what_is_pulled_and_not_polled(push_cluster, poll) -> None:
+    topic, group = unique("LiteFlowT"), unique("LiteFlowG")
+    await create_topic(push_cluster, topic, 1)
+    mq = MessageQueue(topic, "broker-a", 0)
+    await send_many(push_cluster, topic, [b"%03d" % i for i in range(200)], 1, batch=50)
+    consumer = lite(push_cluster, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+                    pull_batch_size=4, pull_threshold_for_queue=10)
+    consumer.assign([mq])
+    async with consumer:
+        await poll(lambda: consumer.queue_flow_control_times > 0)
+        pq = consumer.assigned_message_queue.get(mq).process_queue
+        assert pq.msg_count <= 10 + 4  # one pull may cross the threshold, then pulls stop
+        got = await poll_until(consumer, 200, rounds=2000)
+        assert [m.body for m in got] == [b"%03d" % i for i in range(200)]  # in order, nothing lost
+
+
+async def test_the_cache_over_every_queue_is_bounded_too(push_cluster, poll) -> None:
+    topic, group = unique("LiteAllT"), unique("LiteAllG")
+    await create_topic(push_cluster, topic, 4)
+    await send_many(push_cluster, topic, [b"%03d" % i for i in range(200)], 4, batch=25)
+    consumer = lite(push_cluster, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+                    pull_batch_size=5, pull_threshold_for_all=20)
+    consumer.subscribe(topic)
+    async with consumer:
+        await poll(lambda: consumer.consume_request_flow_control_times > 0, timeout=10)
+        got = await poll_until(consumer, 200, rounds=2000)
+        assert sorted(m.body for m in got) == [b"%03d" % i for i in range(200)]

@@ -1,0 +1,55 @@
+"""A broker restarts under running push consumers: the client heartbeats as soon as it reconnects, so the new
+broker knows the group before the first pull arrives (RocketMQ waits for the next periodic heartbeat, and its
+pulls are answered SUBSCRIPTION_NOT_EXIST, "the consumer's group info not exist", until then)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from push_helpers import FAST_BROKER, create_topic, make_consumer, unique
+
+from pocketmq.broker.broker_controller import BrokerController
+from pocketmq.broker.config import BrokerConfig
+from pocketmq.client import ConsumeConcurrentlyStatus, Message, Producer
+
+embedded = pytest.importorskip("pocketmq.embedded")
+
+
+async def restart_broker(cluster: Any) -> None:
+    """Shut the broker down and start a new one on the same port and store."""
+    old = cluster.broker
+    port = old.port
+    await old.shutdown()
+    cluster.broker = BrokerController(BrokerConfig(**{**vars(old.broker_config), "listen_port": port}))
+    await cluster.broker.start()
+
+
+async def test_consumers_pull_again_right_after_a_broker_restart(tmp_path, poll, caplog) -> None:
+    async with embedded.EmbeddedCluster(tmp_path, **FAST_BROKER) as cluster:
+        topic, group = unique("RestartT"), unique("RestartG")
+        await create_topic(cluster, topic, 2)
+        got: list[bytes] = []
+
+        async def on_messages(msgs: list[Any], context: Any) -> ConsumeConcurrentlyStatus:
+            got.extend(m.body for m in msgs)
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+        # The periodic heartbeat is RocketMQ's 30 s: only the one on reconnecting can reach the new broker.
+        consumer = make_consumer(cluster, group, heartbeat_broker_interval=30.0,
+                                 consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        consumer.subscribe(topic, "*")
+        consumer.register_message_listener(on_messages)
+        async with consumer:
+            await poll(lambda: sum(q.topic == topic for q in consumer.assigned_queues()) == 2, timeout=10)
+            async with Producer(unique("PG"), cluster.namesrv_addr, instance_name=unique("p")) as producer:
+                await producer.send(Message(topic, b"before"))
+                await poll(lambda: got == [b"before"], timeout=10)
+                await restart_broker(cluster)
+                caplog.clear()
+                with caplog.at_level(logging.WARNING, logger="pocketmq.client"):
+                    await producer.send(Message(topic, b"after"), timeout=5)
+                    await poll(lambda: got == [b"before", b"after"], timeout=5)
+        refused = [r.getMessage() for r in caplog.records if "group info not exist" in r.getMessage()]
+        assert refused == []

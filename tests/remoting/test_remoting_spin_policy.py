@@ -1,0 +1,81 @@
+"""SpinPolicy: the decisions of adaptive busy polling, fed by hand (the policy is pure)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from pocketmq.remoting.busy_poll import BusyPoller
+from pocketmq.remoting.spin_policy import SpinPolicy, parse_running
+from tests.conftest import wait_until
+
+
+def test_spins_while_spins_see_data_arrive() -> None:
+    p = SpinPolicy(cpus=2)
+    for _ in range(100):
+        p.record_spin(hit=True)
+        assert p.should_spin()
+
+
+def test_stops_after_spins_that_saw_nothing_and_probes_now_and_then() -> None:
+    p = SpinPolicy(cpus=2, probe_every=4)
+    misses = 0
+    while p.should_spin():
+        p.record_spin(hit=False)
+        misses += 1
+    assert 5 <= misses <= 12  # the running average forgets the good past in a few spins, not at once
+    decisions = [p.should_spin() for _ in range(12)]
+    assert decisions.count(True) == 3  # one in probe_every
+    # Probes that hit bring spinning back.
+    while not p.should_spin():
+        pass
+    for _ in range(10):
+        p.record_spin(hit=True)
+    assert all(p.should_spin() for _ in range(20))
+
+
+def test_no_spin_while_tasks_wait_for_a_cpu() -> None:
+    p = SpinPolicy(cpus=2)
+    for _ in range(3):
+        p.record_runnable(3)  # one task more than cores: someone waits
+    assert p.should_spin()  # a moment of crowding is not enough
+    for _ in range(10):
+        p.record_runnable(3)
+    assert not p.should_spin()
+    assert not any(p.should_spin() for _ in range(100))  # no probing either: a spin would take a turn
+    for _ in range(10):
+        p.record_runnable(2)  # the spinner and its peer, each on a core: nobody waits
+    assert p.should_spin()
+
+
+def test_parse_running() -> None:
+    assert parse_running("0.20 0.18 0.12 3/214 8823\n") == 3
+    assert parse_running("garbage") is None
+    assert parse_running("1 2 3 x/5 6") is None
+
+
+async def test_a_poller_whose_spins_see_nothing_stops_spinning() -> None:
+    # Sends with no answer: each spin runs out its window without data arriving.
+    loop = asyncio.get_running_loop()
+    poller = BusyPoller(loop, 0.001, SpinPolicy(cpus=64, probe_every=1000))
+    started = 0
+    for _ in range(30):
+        poller.poke(arrived=False)
+        if poller.spinning:
+            started += 1
+            await wait_until(lambda: not poller.spinning)
+    assert 5 <= started < 30
+    poller.poke(arrived=False)
+    assert not poller.spinning
+
+
+async def test_a_poller_whose_spins_see_answers_keeps_spinning() -> None:
+    loop = asyncio.get_running_loop()
+    poller = BusyPoller(loop, 0.05, SpinPolicy(cpus=64))
+    for _ in range(30):
+        poller.poke(arrived=False)  # a request goes out
+        assert poller.spinning
+        await asyncio.sleep(0)
+        poller.poke(arrived=True)  # its answer comes in during the spin
+        poller._deadline = 0.0  # end this spin now (a hit): the next request starts a new one
+        await wait_until(lambda: not poller.spinning)
+    assert poller.policy.hit_rate > 0.9

@@ -365,6 +365,8 @@ class DefaultMQPushConsumerImpl(RebalancedConsumerInner):
             "PROP_THREADPOOL_CORE_SIZE": str(self.config.consume_thread_max),
             "PROP_CONSUMER_START_TIMESTAMP": str(self.start_timestamp),
             "pullBatchSize": str(self.config.pull_batch_size),
+            # RocketMQ writes the strategy object here; its name (AVG, AVG_BY_CIRCLE, ...) says as much.
+            "allocateMessageQueueStrategy": str(getattr(r.allocate_message_queue_strategy, "name", "?")),
         }
         mq_table: dict[str, dict[str, object]] = {}
         now_ms = int(time.time() * 1000)

@@ -8,7 +8,8 @@
 Wall time on a machine shared with other jobs moves by tens of percent; the number of instructions a path
 executes does not. Each path runs under ``valgrind --tool=cachegrind --cache-sim=no`` with its set-up only
 (SKIP=1) and with the set-up and the measured step, at N and at 2N messages; the figure is the marginal cost of
-the second N messages, per message (one-time costs, such as creating a file, drop out). PYTHONHASHSEED is fixed.
+the second N messages, per message (one-time costs, such as creating a file, drop out). PYTHONHASHSEED is fixed
+and the garbage collector off.
 Everything runs in one thread: the store is loaded but not started, and dispatch is driven by calling
 ``ReputMessageService.do_reput`` directly.
 
@@ -23,6 +24,7 @@ last exit crashed: the commit log scanned with CRC checks, consume queues recove
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import shutil
@@ -74,6 +76,9 @@ def _nothing(*_args: object) -> None:
 
 
 def run_one(path: str, n: int, skip: bool) -> None:
+    # A collection runs after so many allocations, wherever that falls: with it on, a change that allocates a
+    # few objects more or less at import moves a whole collection in or out of the measured step.
+    gc.disable()
     root = tempfile.mkdtemp(prefix="pmq-instr-")
     try:
         store = DefaultMessageStore(_config(root))

@@ -30,7 +30,7 @@ class ConsumeQueue:
     def __init__(self, topic: str, queue_id: int, root: str, file_size: int) -> None:
         self.topic = topic
         self.queue_id = queue_id
-        self.file_size = file_size
+        self.file_size = file_size  # whole entries (MessageStoreConfig rounds it up to a multiple of 20)
         self.mapped_file_queue = MappedFileQueue(os.path.join(root, topic, str(queue_id)), file_size,
                                                  page_by_page=True, reserve_chunk=RESERVE_CHUNK)
         self.max_physic_offset = -1  # end (offset + size) of the last commit-log record indexed here
@@ -159,8 +159,8 @@ class ConsumeQueue:
         wp = mf.wrote_position
         end = offset + size
         # (The fast path of put_entries, for one entry.)
-        if (queue_offset * CQ_STORE_UNIT_SIZE - mf.file_from_offset == wp <= mf.reserved - CQ_STORE_UNIT_SIZE
-                and end > self.max_physic_offset):
+        # (mf.reserved counts whole entries, so an entry that starts below it ends within it.)
+        if queue_offset * CQ_STORE_UNIT_SIZE - mf.file_from_offset == wp < mf.reserved and end > self.max_physic_offset:
             _pack_entry(mf.mm, wp, offset, size, tags_code)
             mf.wrote_position = wp + CQ_STORE_UNIT_SIZE
             self.max_physic_offset = end

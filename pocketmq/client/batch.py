@@ -1,22 +1,23 @@
 """MessageBatch: several messages of one topic sent as one SEND_BATCH_MESSAGE request (§9.3).
 
-Body = the messages one after another, each as
-``TOTALSIZE i | MAGICCODE i (0) | BODYCRC i (0) | FLAG i | BODY len i + bytes | PROPERTIES len h + bytes``
-(MessageDecoder.encodeMessage); the broker re-encodes each into a commit-log record.
+Body = the messages one after another, each in common.record_layout's BATCH_MESSAGE layout
+(MessageDecoder.encodeMessage, MAGICCODE and BODYCRC written as 0); the broker re-encodes each into a
+commit-log record.
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable
 
 from pocketmq.common.constants import MAX_PROPERTIES_LENGTH
 from pocketmq.common.message import properties_to_string
+from pocketmq.common.record_layout import BATCH_FIXED_LENGTH, BATCH_HEAD, BATCH_MESSAGE, field_struct
 
 from .exceptions import MQClientException
 from .message import Message
 from .message_const import (
     PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     PROPERTY_WAIT_STORE_MSG_OK,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -24,9 +25,9 @@ from .message_const import (
 from .message_id import uniq_id_maker
 from .validators import check_body, check_message
 
-_HEAD = struct.Struct(">iiiii")  # TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BODY length
-_SHORT = struct.Struct(">h")
-_FIXED = _HEAD.size + _SHORT.size
+_HEAD = BATCH_HEAD  # TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BODYLENGTH
+_SHORT = field_struct("PROPERTIESLENGTH", BATCH_MESSAGE)
+_FIXED = BATCH_FIXED_LENGTH  # a message takes this + its body + its properties
 
 
 class MessageBatch(Message):
@@ -102,6 +103,9 @@ def generate_from_list(msgs: Iterable[Message], max_message_size: int) -> Messag
             continue
         if PROPERTY_DELAY_TIME_LEVEL in props and m.delay_time_level > 0:
             raise MQClientException("TimeDelayLevel is not supported for batching")
+        if props.get(PROPERTY_TRANSACTION_PREPARED, "").lower() == "true":
+            # A batch is sent without the prepared flag: the message would be stored as an ordinary one.
+            raise MQClientException("Transactional messages are not supported for batching")
         if m.topic != topic:
             raise MQClientException("The topic of the messages in one batch should be the same")
         if (props.get(PROPERTY_WAIT_STORE_MSG_OK, "true") != "false") != wait:

@@ -38,7 +38,10 @@ class BoundedCache(dict[K, V]):
     def __missing__(self, key: K) -> V:
         value = self.compute(key)
         if len(self) >= self.maxsize:
-            del self[next(iter(self))]
+            try:
+                del self[next(iter(self))]
+            except (KeyError, RuntimeError, StopIteration):
+                pass  # another thread changed the table meanwhile (it evicted too, or it was cleared)
         self[key] = value
         return value
 

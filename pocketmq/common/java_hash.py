@@ -10,6 +10,8 @@ import threading
 from array import array
 from operator import mul
 
+from .bounded_cache import BoundedCache
+
 _MASK = 0xFFFFFFFF
 _POWERS: list[int] = [1]
 
@@ -43,19 +45,15 @@ def java_string_hash(s: str) -> int:
     return h - 0x100000000 if h & 0x80000000 else h
 
 
-_TAGS_CACHE: dict[str, int] = {}
+# Tags repeat (keys do not, and are not remembered).
+_TAGS_CODES: BoundedCache[str, int] = BoundedCache(java_string_hash, 65536)
 
 
 def tags_code(tags: str | None) -> int:
     """MessageExtBrokerInner.tagsString2tagsCode: 0 for no tags, else the hash of the whole TAGS string."""
     if not tags:
         return 0
-    code = _TAGS_CACHE.get(tags)
-    if code is None:
-        code = java_string_hash(tags)
-        if len(_TAGS_CACHE) < 65536:  # tags repeat; keys don't, so the cache is bounded
-            _TAGS_CACHE[tags] = code
-    return code
+    return _TAGS_CODES.get(tags) or _TAGS_CODES[tags]
 
 
 def extend_hash(prefix_hash: int, suffix: bytes) -> int | None:

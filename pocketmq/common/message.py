@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 import ipaddress
 import struct
 from dataclasses import dataclass, field, fields
 
+from .bounded_cache import BoundedCache
 from .constants import (
     KEY_SEPARATOR,
     NAME_VALUE_SEPARATOR,
@@ -24,20 +24,33 @@ def pack_host(host: str, port: int) -> bytes:
     return ipaddress.ip_address(host.strip("[]")).packed + _PORT.pack(port)
 
 
-@functools.lru_cache(maxsize=4096)  # decoding a pull's records meets the same few hosts again and again
-def unpack_host(raw: bytes) -> str:
-    """The inverse of pack_host, as "ip:port" ("[ip]:port" for IPv6)."""
+def _unpack_host(raw: bytes) -> str:
     port = _PORT.unpack_from(raw, len(raw) - 4)[0]
     if len(raw) == 8:
         return f"{raw[0]}.{raw[1]}.{raw[2]}.{raw[3]}:{port}"
     return f"[{ipaddress.IPv6Address(raw[:16])}]:{port}"
 
 
-@functools.lru_cache(maxsize=256)
-def _packed_host(address: str) -> bytes:
-    """pack_host of an "ip:port" string as unpack_host gives it (a MessageExt keeps only the string)."""
+# Decoding a pull's records meets the same few hosts again and again.
+_HOSTS: BoundedCache[bytes, str] = BoundedCache(_unpack_host, 4096)
+
+
+def unpack_host(raw: bytes) -> str:
+    """The inverse of pack_host, as "ip:port" ("[ip]:port" for IPv6)."""
+    return _HOSTS.get(raw) or _HOSTS[raw]
+
+
+def _pack_address(address: str) -> bytes:
     host, _, port = address.rpartition(":")
     return pack_host(host, int(port))
+
+
+_PACKED: BoundedCache[str, bytes] = BoundedCache(_pack_address, 256)
+
+
+def _packed_host(address: str) -> bytes:
+    """pack_host of an "ip:port" string as unpack_host gives it (a MessageExt keeps only the string)."""
+    return _PACKED.get(address) or _PACKED[address]
 
 
 _MSG_ID_V4 = struct.Struct(">8sq")

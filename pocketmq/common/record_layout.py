@@ -73,7 +73,8 @@ class Field:
         return struct.calcsize(">" + self.code)
 
 
-# RocketMQ's field numbers (as in calMsgLength's comments) are the positions in this tuple, plus one.
+# RocketMQ's order. docs/storage.md numbers the fields by their position here, plus one (1 TOTALSIZE .. 20
+# PROPERTIES); RocketMQ's comments count a length and its bytes as one field (15 BODY, 16 TOPIC, 17 PROPERTIES).
 COMMIT_LOG_RECORD: tuple[Field, ...] = (
     Field("TOTALSIZE", "i"),
     Field("MAGICCODE", "I"),

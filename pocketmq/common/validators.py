@@ -2,6 +2,7 @@
 
 import re
 
+from .bounded_cache import BoundedCache
 from .constants import TOPIC_MAX_LENGTH
 
 _TOPIC_RE = re.compile(r"[%|a-zA-Z0-9_-]+")
@@ -11,23 +12,41 @@ class InvalidTopicError(ValueError):
     pass
 
 
-# Names that passed: every put, send and pull asks again (the store, the broker and the client all use this
-# rule), and a set lookup costs a fraction of the regex. Bounded; names that fail are never kept.
-_VALID: set[str] = set()
-
-
-def topic_error(topic: object) -> str | None:
-    """Return why `topic` is not a valid topic name, or None when it is."""
-    if topic.__class__ is str and topic in _VALID:
-        return None
+def _reason(topic: object) -> str | None:
+    """Why ``topic`` is not a valid topic name, or None: the rule itself, with nothing remembered."""
     if not isinstance(topic, str) or not topic:
         return "the topic name is blank"
     if len(topic) > TOPIC_MAX_LENGTH:
         return f"the topic name is longer than {TOPIC_MAX_LENGTH} characters"
     if not _TOPIC_RE.fullmatch(topic):
         return f"the topic name {topic!r} contains characters outside ^[%|a-zA-Z0-9_-]+$"
-    if len(_VALID) < 100_000:
-        _VALID.add(topic)
+    return None
+
+
+def _valid(topic: str) -> bool:
+    """True for a valid name; raises for any other, so that a cache of it holds valid names only."""
+    reason = _reason(topic)
+    if reason is not None:
+        raise InvalidTopicError(reason)
+    return True
+
+
+# Names that passed: every put, send and pull asks again (the store, the broker and the client all use this rule),
+# and a lookup costs a fraction of the regex. A name that fails is never remembered (_valid raises), and one that
+# is remembered was checked by the same rule, so a hit and a miss give the same answer.
+VALID_TOPICS: BoundedCache[str, bool] = BoundedCache(_valid, 100_000)
+
+
+def topic_error(topic: object) -> str | None:
+    """Return why `topic` is not a valid topic name, or None when it is."""
+    if topic.__class__ is not str:  # (a str subclass may hash and compare as it likes: never looked up)
+        return _reason(topic)
+    if topic in VALID_TOPICS:
+        return None
+    try:
+        VALID_TOPICS[topic]
+    except InvalidTopicError as e:
+        return str(e)
     return None
 
 

@@ -24,7 +24,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pocketmq.common.codec import CorruptRecordError, decode
 from pocketmq.common.constants import PROPERTY_WAIT_STORE_MSG_OK
 from pocketmq.common.message import Message, MessageExt, MessageExtBatch, raw_property
-from pocketmq.common.validators import topic_error
+from pocketmq.common.validators import VALID_TOPICS, topic_error
 
 from .checkpoint import StoreCheckpoint
 from .clean_service import CleanService, disk_free_bytes, disk_usage_ratio
@@ -82,6 +82,11 @@ def _wait_store_msg_ok(msgs: list[Message] | MessageExtBatch) -> bool:
     return msgs[0].properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false"
 
 
+def _empty_batch() -> PutMessageResult:
+    """(An empty list has no topic to check: say what is wrong with it rather than that its topic is blank.)"""
+    return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch: no messages")
+
+
 def _batch_topic(msgs: list[Message] | MessageExtBatch) -> str:
     if isinstance(msgs, MessageExtBatch):
         return msgs.topic
@@ -135,7 +140,9 @@ class DefaultMessageStore:
         self._free_needed = 0  # bytes a store file failed to reserve: writes wait until that much is free
         self._next_disk_recheck = 0.0  # (monotonic) while the disk is full, when a put looks again
         self.last_exit_ok = True
-        self._valid_topics: set[str] = set()
+        # The names topic_error passed (common.validators' cache, shared with the broker and the client): a hit is
+        # a name the rule passed, and a miss asks the rule (_check_store_status).
+        self._valid_topics = VALID_TOPICS
         self._lock: StoreLock | None = None
         self._loaded = False
         self._running = False
@@ -378,12 +385,9 @@ class DefaultMessageStore:
         if not self.running_flags.is_writeable():
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE,
                                     remark=self.running_flags.why_not_writeable())
-        if topic not in self._valid_topics:
-            reason = topic_error(topic)
-            if reason is not None:
-                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=reason)
-            if len(self._valid_topics) < 100_000:
-                self._valid_topics.add(topic)
+        reason = topic_error(topic)
+        if reason is not None:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=reason)
         return None
 
     # -- disk space -------------------------------------------------------------------------------
@@ -456,7 +460,7 @@ class DefaultMessageStore:
 
     def put_messages(self, msgs: list[Message] | MessageExtBatch) -> PutMessageResult:
         """Append a batch atomically (one file, consecutive queue offsets)."""
-        bad = self._check_store_status(_batch_topic(msgs))
+        bad = self._check_store_status(_batch_topic(msgs)) if len(msgs) else _empty_batch()
         if bad is not None:
             return bad
         result = self.commit_log.put_messages(msgs)
@@ -545,7 +549,7 @@ class DefaultMessageStore:
 
     def put_messages_nowait(self, msgs: list[Message] | MessageExtBatch) -> PutMessageResult | Future:
         """put_message_nowait for a batch (put_messages)."""
-        bad = self._check_store_status(_batch_topic(msgs))
+        bad = self._check_store_status(_batch_topic(msgs)) if len(msgs) else _empty_batch()
         if bad is not None:
             return bad
         result = self.commit_log.put_messages(msgs)

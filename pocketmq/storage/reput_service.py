@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
+from pocketmq.common.bounded_cache import BoundedCache
 from pocketmq.common.constants import (
     BLANK_MAGIC_CODE,
     BORNHOST_V6_FLAG,
@@ -24,39 +25,51 @@ from pocketmq.common.constants import (
 )
 from pocketmq.common.java_hash import tags_code
 from pocketmq.common.message import raw_property
+from pocketmq.common.record_layout import (
+    BODY_POS_V4,
+    COMMIT_LOG_RECORD,
+    HOST_SHAPES,
+    IPV4_HOST_LENGTH,
+    SIZE_MAGIC,
+    SYSFLAG_POS,
+    RecordFormat,
+    field_positions,
+    field_struct,
+    host_lengths,
+    host_widths,
+)
 
-from .consume_queue import CQ_ENTRY
 from .service_thread import ServiceThread
 
 if TYPE_CHECKING:
-    from mmap import mmap
-
     from .consume_queue import ConsumeQueue
     from .message_store import DefaultMessageStore
 
 log = logging.getLogger(__name__)
 
-# size, magic, queue id, queue offset, physical offset, sys flag, store timestamp, body length (IPv4 hosts)
-DISPATCH_V4 = struct.Struct(">iI4xi4xqqi8x8xq8x4x8xi")
-_DISPATCH_V6 = {
-    (b, s): struct.Struct(f">iI4xi4xqqi8x{b}xq{s}x4x8xi") for b in (8, 20) for s in (8, 20)
-}
-_SHORT = struct.Struct(">H")
-_SIZE_MAGIC = struct.Struct(">iI")
-_SYSFLAG = struct.Struct(">i")
+# What dispatch reads of a record; the other fields are skipped as pad bytes.
+_HEAD_FIELDS = ("TOTALSIZE", "MAGICCODE", "QUEUEID", "QUEUEOFFSET", "PHYSICALOFFSET", "SYSFLAG", "STORETIMESTAMP",
+                "BODYLENGTH")
+_TAIL_FIELDS = ("TOPICLENGTH", "TOPIC", "PROPERTIESLENGTH", "PROPERTIES")
+_V4_HOSTS = (IPV4_HOST_LENGTH, IPV4_HOST_LENGTH)
+# The fixed part (through BODYLENGTH) for each host shape, those fields only.
+_HEADS = {hosts: RecordFormat(COMMIT_LOG_RECORD, lengths=host_widths(*hosts), keep=_HEAD_FIELDS,
+                              through="BODYLENGTH").struct() for hosts in HOST_SHAPES}
+DISPATCH_V4 = _HEADS[_V4_HOSTS]
+# A whole IPv4 record, those fields and the topic and properties; open: the lengths of BODY (skipped), TOPIC and
+# PROPERTIES, one struct per shape of record.
+_RUN_FORMAT = RecordFormat(COMMIT_LOG_RECORD, lengths=host_widths(*_V4_HOSTS), keep=_HEAD_FIELDS + _TAIL_FIELDS)
+_PROPS_LEN = field_struct("PROPERTIESLENGTH")
+_SYSFLAG = field_struct("SYSFLAG")
+_TOPIC_LEN_SIZE = field_struct("TOPICLENGTH").size
 _RUN_BYTES = 256 * 1024  # a run is read with one slice copy; keep it cache-sized
-
-
-def _run_struct(cache: dict, shape: tuple[int, int, int]) -> struct.Struct:
-    """A whole IPv4 record of this (body, topic, properties) shape, decoding only what dispatch needs:
-    size, magic, queue id, queue offset, physical offset, sys flag, store time, body length, topic
-    length, topic, properties length, properties."""
-    blen, tlen, plen = shape
-    if len(cache) >= 4096:
-        cache.clear()
-    rs = cache[shape] = struct.Struct(f">iI4xi4xqqi8x8xq8x4x8xi{blen}xB{tlen}sH{plen}s")
-    return rs
+_RUN_RECORDS = 64  # records decoded by one iter_unpack, and entries written by one put_entries, at most
 _V6 = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
+
+
+def _tags_code_of_bytes(tags: bytes) -> int:
+    return tags_code(tags.decode(errors="replace"))
+
 
 # Listener: (topic, queue id, next logic offset, tags code, store timestamp, raw properties)
 ArrivingListener = Callable[[str, int, int, int, int, bytes], None]
@@ -83,12 +96,15 @@ class ReputMessageService(ServiceThread):
         # such a sleep at once. Unset, every round is prompt, as in RocketMQ.
         self.relaxed_poll_interval = 0.01
         self.prompt_needed: Callable[[], bool] | None = None
-        self._tags_codes: dict[bytes, int] = {}
-        # Properties repeat when messages carry no unique key: map short property strings straight
-        # to their tags code and skip the scan.
-        self._props_codes: dict[bytes, int] = {}
-        self._rest_codes: dict[bytes, tuple[int, bytes | None]] = {}  # properties with the UNIQ_KEY pair cut out
-        self._run_structs: dict[tuple[int, int, int], struct.Struct] = {}
+        # Tags repeat, and so do properties when messages carry no unique key: the codes of both are remembered.
+        self._tags_codes: BoundedCache[bytes, int] = BoundedCache(_tags_code_of_bytes, 65536)
+        # Short properties without keys -> their tags code: the dispatch loop's first look, which skips the scan.
+        self._props_codes: BoundedCache[bytes, int] = BoundedCache(self._tags_code_of, 4096)
+        # Short properties with the UNIQ_KEY pair cut out -> (tags code, KEYS).
+        self._rest_codes: BoundedCache[bytes, tuple[int, bytes | None]] = BoundedCache(self._rest_info, 4096)
+        # The run struct of each IPv4 record shape (body, topic, properties lengths).
+        self._run_structs: BoundedCache[tuple[int, int, int], struct.Struct] = BoundedCache(
+            lambda shape: _RUN_FORMAT.struct(*shape), 4096)
         # Work that must happen on this thread at a point of the log (run_at): (offset, fn, future), in
         # offset order. Dispatch stops at the first one's offset until it has run.
         self._tasks: list[tuple[int, Callable[[], Any], Future]] = []
@@ -145,35 +161,27 @@ class ReputMessageService(ServiceThread):
             tags = raw_property(props, b"TAGS\x01") if i > 0 else None
         if not tags:
             return 0
-        code = self._tags_codes.get(tags)
-        if code is None:
-            code = tags_code(tags.decode(errors="replace"))
-            if len(self._tags_codes) < 65536:
-                self._tags_codes[tags] = code
-        return code
+        return self._tags_codes.get(tags) or self._tags_codes[tags]
+
+    def _rest_info(self, rest: bytes) -> tuple[int, bytes | None]:
+        return self._tags_code_of(rest), raw_property(rest, b"KEYS\x01") if rest else None
 
     def _classify(self, props: bytes, indexed: bool) -> tuple[int, bytes | None, bytes | None]:
         """(tags code, KEYS, UNIQ_KEY) of properties the cache does not hold; keys only when ``indexed``.
 
         Every message of a producer carries its own UNIQ_KEY, so such properties never repeat; the others
-        around it do, and are cached here without it, with their tags code and KEYS.
+        around it do, and are cached here without it, with their tags code and KEYS. Only short properties
+        are remembered (the caches' bound counts entries, not bytes).
         """
         i = props.find(b"UNIQ_KEY\x01")
         if i == 0 or i > 0 and props[i - 1] == 2:
             j = props.find(b"\x02", i)
             uniq, rest = (props[i + 9:j], props[:i] + props[j + 1:]) if j >= 0 else (props[i + 9:], props[:i])
-            known = self._rest_codes.get(rest)
-            if known is None:
-                known = (self._tags_code_of(rest), raw_property(rest, b"KEYS\x01") if rest else None)
-                if len(rest) <= 64 and len(self._rest_codes) < 4096:
-                    self._rest_codes[rest] = known
+            known = self._rest_codes[rest] if len(rest) <= 64 else self._rest_info(rest)
             return (known[0], known[1], uniq) if indexed else (known[0], None, None)
-        code = self._tags_code_of(props)
         if not indexed or (b"KEYS\x01" not in props and b"UNIQ_KEY\x01" not in props):
-            if len(props) <= 64 and len(self._props_codes) < 4096:
-                self._props_codes[props] = code
-            return code, None, None
-        return code, raw_property(props, b"KEYS\x01"), raw_property(props, b"UNIQ_KEY\x01")
+            return (self._props_codes[props] if len(props) <= 64 else self._tags_code_of(props)), None, None
+        return self._tags_code_of(props), raw_property(props, b"KEYS\x01"), raw_property(props, b"UNIQ_KEY\x01")
 
     def behind(self) -> int:
         return self.store.commit_log.get_max_offset() - self.reput_from_offset
@@ -275,12 +283,21 @@ class ReputMessageService(ServiceThread):
                 self._progress.notify_all()
 
     def _dispatch_file(self, mf, stop_at: int | None = None) -> None:
+        """Dispatch the records of ``mf`` from reput_from_offset: index them, hand each queue its entries, tell
+        the listener.
+
+        The entries of consecutive records of one queue (most of a batch; one record in mixed traffic) are
+        collected as a run and written by one ``ConsumeQueue.put_entries``, and the listener hears of those
+        records right after (a reader it wakes must find the entries). A run ends at a record of another
+        queue, so the queues are written in log order: after a crash, dispatch resumes after the furthest
+        record any queue holds, which must leave no earlier record of another queue out.
+        """
         store = self.store
         cq_table = store.dispatch_cq_table
         touch = store.cq_lru.touch
         index = store.index_service if store.config.message_index_enable else None
         listener = self.listener
-        props_codes = self._props_codes
+        known_code = self._props_codes.get
         runs = self._run_structs
         mm = mf.mm
         base = mf.file_from_offset
@@ -289,28 +306,33 @@ class ReputMessageService(ServiceThread):
         if stop_at is not None:
             end = min(end, stop_at - base)  # (a task is due there: run_at)
         unpack = DISPATCH_V4.unpack_from
-        pack_entry = CQ_ENTRY.pack_into
-        limit = mf.file_size - 88
+        props_len_at = _PROPS_LEN.unpack_from
+        size_at = _SYSFLAG.unpack_from  # (an int, as TOTALSIZE is)
+        body_pos = BODY_POS_V4
+        limit = mf.file_size - body_pos
+        max_run = _RUN_RECORDS
+        magic_code, v6_bits, prepared_bit = MESSAGE_MAGIC_CODE, _V6, TRANSACTION_PREPARED_TYPE
         store_ts = 0
-        # The queue being appended to, kept in locals while records keep landing in it: its last file
-        # (qf, with mapped buffer qmm, start qbase and qend, the end of its reserved bytes: past it the
-        # slow path reserves more first) and its max physical offset (qmax,
-        # written back when the queue changes and at the end). qf.wrote_position is stored on every
-        # entry, as a reader woken by the listener below must already see the entry.
-        cur_topic = cur_qid = qf = None
-        # cq and qmm are None only until the first record sets them, which mypy cannot follow through the loop.
+        # The queue being dispatched to (cq, known by topic bytes and queue id) and its run: the entries that
+        # follow the last one written, as flat (commit-log offset, size, tags code) triples in `run` (`pending`
+        # of them, from queue offset `first`), and `expected`, the queue offset that would extend it. The first
+        # entry of a run is written at once, alone: mixed traffic makes runs of one, and those then cost one
+        # call and no list. `arrivals` are the listener's calls, made once their records' entries are written.
+        cur_topic = cur_qid = None
+        # cq is None only until the first record sets it, which mypy cannot follow through the loop.
         cq: ConsumeQueue = None  # type: ignore[assignment]
-        qmm: mmap = None  # type: ignore[assignment]
+        pending = 0
+        first = expected = -1
+        run: list[int] = []
+        arrivals: list[tuple[int, int, int, int, bytes]] = []
         records: Iterable[tuple[Any, ...]]
-        qbase = qend = 0
-        qmax = -1
         is_sched = False
         try:
             while pos < end:
                 if pos <= limit:
                     size, magic, qid, qoff, phys, sys_flag, store_ts, blen = unpack(mm, pos)
                 else:  # only the blank record fits in the last bytes of a file
-                    size, magic = _SIZE_MAGIC.unpack_from(mm, pos)
+                    size, magic = SIZE_MAGIC.unpack_from(mm, pos)
                 if magic != MESSAGE_MAGIC_CODE:
                     if magic == BLANK_MAGIC_CODE:
                         pos = store.commit_log.roll_next_file(base + pos) - base
@@ -320,88 +342,113 @@ class ReputMessageService(ServiceThread):
                 v6 = sys_flag & _V6
                 if v6:
                     records = [self._decode_v6(mm, pos)]
-                    blen, tlen, plen = records[0][7], records[0][8], records[0][10]
+                    blen, tlen = records[0][7], records[0][8]
                 else:
                     # Records of one shape (body, topic and properties lengths) usually come in runs:
                     # decode up to 64 of them with one iter_unpack over one slice. Each is checked
                     # against the shape below, so the run stops at the first record that differs
                     # (same size, body and topic lengths imply the same properties length).
-                    tlen = mm[pos + 88 + blen]
-                    plen = _SHORT.unpack_from(mm, pos + 89 + blen + tlen)[0]
-                    shape = (blen, tlen, plen)
-                    rs = runs.get(shape)
-                    if rs is None:
-                        rs = _run_struct(runs, shape)
-                    n = min((end - pos) // size, _RUN_BYTES // size + 1, 64)
-                    records = rs.iter_unpack(mm[pos:pos + n * size])
+                    tlen = mm[pos + body_pos + blen]
+                    shape = (blen, tlen, props_len_at(mm, pos + body_pos + blen + _TOPIC_LEN_SIZE + tlen)[0])
+                    rs = runs.get(shape) or runs[shape]
+                    # (A record followed by one of another size is a run of one: copy just it. Mixed traffic
+                    # is mostly such records, and copying 64 of them to decode one cost 5 % of dispatch.)
+                    if pos + size < end and size_at(mm, pos + size)[0] == size:
+                        n = min((end - pos) // size, _RUN_BYTES // size + 1, _RUN_RECORDS)
+                        records = rs.iter_unpack(mm[pos:pos + n * size])
+                    else:
+                        records = rs.iter_unpack(mm[pos:pos + size])
                 for (size_, magic, qid, qoff, phys, sys_flag, store_ts, blen_, tlen_, topic_b, _plen,
                      props) in records:
-                    if (magic != MESSAGE_MAGIC_CODE or size_ != size or blen_ != blen or tlen_ != tlen
-                            or sys_flag & _V6 != v6):
+                    if (magic != magic_code or size_ != size or blen_ != blen or tlen_ != tlen
+                            or sys_flag & v6_bits != v6):
                         break
-                    code = props_codes.get(props)
-                    if code is None:
-                        code, keys, uniq = self._classify(props, index is not None)
-                    else:
-                        keys = uniq = None  # only properties without keys are cached
                     if qid != cur_qid or topic_b != cur_topic:
-                        if cq is not None:
-                            cq.max_physic_offset = qmax
+                        if pending or arrivals:
+                            self._put_run(cq, first, run if pending else [], arrivals)
+                            pending = 0
+                            arrivals = []
                         cq = cq_table.get((topic_b, qid))  # type: ignore[assignment]  # None: made below
                         if cq is None:
                             cq = store.find_consume_queue_for_dispatch(topic_b.decode(), qid)
                         touch(cq)  # mapped, most recently used (ConsumeQueueLru)
-                        cur_topic, cur_qid, is_sched, qmax = topic_b, qid, cq.is_schedule, cq.max_physic_offset
-                        files = cq.mapped_file_queue.files
-                        qf = files[-1] if files else None
-                        if qf is not None:
-                            qmm, qbase, qend = qf.mm, qf.file_from_offset, qf.reserved
+                        cur_topic = topic_b
+                        cur_qid = qid
+                        is_sched = cq.is_schedule
+                        expected = -1
+                    code = known_code(props)  # (only properties without keys are there)
+                    if code is None:
+                        code, keys, uniq = self._classify(props, index is not None)
+                        # Index before the queue entry: after a crash, dispatch resumes after the last queue
+                        # entry, so everything up to it must already be indexed.
+                        if keys or uniq:
+                            index.build_index_raw(  # type: ignore[union-attr]  # keys come only with an index
+                                cq.topic, topic_b, keys, uniq, phys, store_ts, sys_flag)
                     if is_sched:
                         code = store.delivery_timestamp(props, store_ts)
-                    # Index before the queue entry: after a crash, dispatch resumes after the last queue
-                    # entry, so everything up to it must already be indexed.
-                    if keys or uniq:
-                        index.build_index_raw(  # type: ignore[union-attr]  # keys come only with an index
-                            cq.topic, topic_b, keys, uniq, phys, store_ts, sys_flag)
-                    if not sys_flag & TRANSACTION_PREPARED_TYPE and phys + size > qmax:
-                        wp = qoff * 20 - qbase
-                        if qf is not None and wp == qf.wrote_position and wp < qend:
-                            # Fast path: the entry lands right at the end of the queue's current file.
-                            pack_entry(qmm, wp, phys, size, code)
-                            qf.wrote_position = wp + 20
-                            qmax = phys + size
-                        else:
-                            cq.max_physic_offset = qmax
-                            cq.put_message_position_info(phys, size, code, qoff)
-                            qmax = cq.max_physic_offset
-                            files = cq.mapped_file_queue.files
-                            qf = files[-1] if files else None
-                            if qf is not None:
-                                qmm, qbase, qend = qf.mm, qf.file_from_offset, qf.reserved
-                    if listener is not None:
-                        try:
-                            listener(cq.topic, qid, qoff + 1, code, store_ts, props)
-                        except Exception:  # a listener's bug must not stop dispatch (nor repeat the record)
-                            log.exception("message arriving listener failed")
+                    if not sys_flag & prepared_bit:
+                        if qoff == expected and pending < max_run:  # the run goes on
+                            if pending:
+                                run += (phys, size, code)
+                            else:
+                                run = [phys, size, code]
+                                first = qoff
+                            pending += 1
+                            if listener is not None:
+                                arrivals.append((qid, qoff + 1, code, store_ts, props))
+                        else:  # a run starts: its first entry is written now, and its listener call made
+                            if pending or arrivals:
+                                self._put_run(cq, first, run if pending else [], arrivals)
+                                pending = 0
+                                arrivals = []
+                            cq.put_entry(qoff, phys, size, code)
+                            if listener is not None:
+                                try:
+                                    listener(cq.topic, qid, qoff + 1, code, store_ts, props)
+                                except Exception:  # a listener's bug must not stop dispatch (nor repeat the record)
+                                    log.exception("message arriving listener failed")
+                        expected = qoff + 1
+                    elif listener is not None:  # (prepared records take no queue slot; the listener hears of them)
+                        arrivals.append((qid, qoff + 1, code, store_ts, props))
+                        if not pending or len(arrivals) >= max_run:  # (after the run's records, if there is one)
+                            self._put_run(cq, first, run if pending else [], arrivals)
+                            pending = 0
+                            arrivals = []
                     pos += size
         finally:
-            if cq is not None:
-                cq.max_physic_offset = qmax
+            if pending or arrivals:
+                self._put_run(cq, first, run if pending else [], arrivals)
             if index is not None:
                 index.sync_header()
             self.reput_from_offset = base + pos
             if store_ts:
                 store.checkpoint.logics_msg_timestamp = store_ts  # type: ignore[union-attr]  # set while running
 
+    def _put_run(self, cq: ConsumeQueue, first: int, entries: list[int],
+                 arrivals: list[tuple[int, int, int, int, bytes]]) -> None:
+        """Write a run's entries to their queue, then tell the listener of its records."""
+        if entries:
+            cq.put_entries(first, entries)
+        if arrivals:
+            self._tell(cq.topic, arrivals)
+
+    def _tell(self, topic: str, arrivals: list[tuple[int, int, int, int, bytes]]) -> None:
+        listener = self.listener
+        if listener is not None:
+            for qid, next_offset, code, store_ts, props in arrivals:
+                try:
+                    listener(topic, qid, next_offset, code, store_ts, props)
+                except Exception:  # a listener's bug must not stop dispatch (nor repeat the record)
+                    log.exception("message arriving listener failed")
+
     @staticmethod
     def _decode_v6(mm, pos: int) -> tuple:
         """One record with an IPv6 host, in the layout of the run structs' tuples."""
-        sys_flag = _SYSFLAG.unpack_from(mm, pos + 36)[0]
-        b = 20 if sys_flag & BORNHOST_V6_FLAG else 8
-        s = 20 if sys_flag & STOREHOSTADDRESS_V6_FLAG else 8
-        size, magic, qid, qoff, phys, sys_flag, store_ts, blen = _DISPATCH_V6[(b, s)].unpack_from(mm, pos)
-        tail = mm[pos + 72 + b + s + blen:pos + size]
+        hosts = host_lengths(_SYSFLAG.unpack_from(mm, pos + SYSFLAG_POS)[0])
+        size, magic, qid, qoff, phys, sys_flag, store_ts, blen = _HEADS[hosts].unpack_from(mm, pos)
+        tail = mm[pos + field_positions(*hosts)["BODY"] + blen:pos + size]
         tlen = tail[0]
-        plen = _SHORT.unpack_from(tail, 1 + tlen)[0]
-        return (size, magic, qid, qoff, phys, sys_flag, store_ts, blen, tlen, tail[1:1 + tlen], plen,
-                tail[3 + tlen:])
+        plen = _PROPS_LEN.unpack_from(tail, _TOPIC_LEN_SIZE + tlen)[0]
+        topic_end = _TOPIC_LEN_SIZE + tlen
+        return (size, magic, qid, qoff, phys, sys_flag, store_ts, blen, tlen, tail[_TOPIC_LEN_SIZE:topic_end], plen,
+                tail[topic_end + _PROPS_LEN.size:])

@@ -88,6 +88,17 @@ def test_batch_codec_checks_total_size_and_lengths() -> None:
     assert decode_message_batch(utf8)[0].properties == "K\x01\u00e9\x02"
 
 
+@pytest.mark.parametrize("split", [_split_each, _split_one_shape])
+def test_batch_properties_length_is_a_signed_short_as_in_java(split) -> None:
+    """PROPERTIESLENGTH 0xFFFF is -1 to Java's getShort: refused, not read as 65535 bytes of properties."""
+    one = struct.pack(">iiiii", 22 + 1, 0, 0, 0, 1) + b"x" + struct.pack(">H", 0xFFFF)
+    if split is _split_one_shape:
+        assert split(one + one) is None  # (not one shape it can split: the message-by-message loop says why)
+    else:
+        with pytest.raises(MessageBatchError, match="properties length -1"):
+            split(one)
+
+
 async def test_bad_batches_are_message_illegal(broker, mq) -> None:
     await mq.create_topic("TopicBatchBad")
     resp = await mq.invoke(

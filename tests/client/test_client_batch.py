@@ -56,6 +56,12 @@ def test_batch_request_is_never_compressed() -> None:
     assert body == batch.body and uniq == batch.uniq_ids()
 
 
+def _prepared(m: Message) -> Message:
+    """As the transactional producer marks its half message (a user cannot set TRAN_MSG)."""
+    m.properties["TRAN_MSG"] = "true"
+    return m
+
+
 @pytest.mark.parametrize(
     ("msgs", "fragment"),
     [
@@ -66,6 +72,8 @@ def test_batch_request_is_never_compressed() -> None:
         ([Message("T", b"a"), Message("T", b"b", wait_store_msg_ok=False)], "waitStoreMsgOK"),
         ([Message("T", b"a"), Message("T", b"")], "body length is zero"),
         ([Message("T", b"a"), "not a message"], "is not a Message"),
+        # A batch is sent without the prepared flag: a transactional message in it would be stored as an ordinary one.
+        ([Message("T", b"a"), _prepared(Message("T", b"b"))], "Transactional messages"),
     ],
 )
 def test_batch_rules(msgs: list[Message], fragment: str) -> None:

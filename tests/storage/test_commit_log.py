@@ -9,6 +9,7 @@ import struct
 import pytest
 
 from pocketmq.common import Message, decode, decode_all, decode_message_id, pack_host
+from pocketmq.common.constants import TRANSACTION_PREPARED_TYPE
 from pocketmq.common.message import MessageExtBatch, create_message_id, unpack_host
 from pocketmq.storage import PutMessageStatus
 from pocketmq.storage.config import parse_delay_levels
@@ -375,3 +376,33 @@ def test_a_batch_of_one_shape_with_a_delay_level_is_refused(store):
     props = [b"DELAX\x012\x02", b"DELAY\x012\x02"]  # one shape: the shortcut must still see the delay
     res = store.put_messages(MessageExtBatch("TopicA", 0, [0, 0], [b"a", b"b"], props))
     assert res.status == PutMessageStatus.MESSAGE_ILLEGAL and "delay" in res.remark
+
+
+# -- batches the store refuses, and why -------------------------------------------------------------------
+
+def test_refused_batches_say_why_and_write_nothing(store):
+    v4 = pack_host("10.0.0.1", 5000)
+    cases = [
+        ([], "empty batch"),
+        (MessageExtBatch("TopicA", 0, [], [], [], 0, 0, v4), "empty batch"),
+        ([msg(body=b"a"), Message(topic="TopicA", body=b"b", sys_flag=TRANSACTION_PREPARED_TYPE)],
+         "cannot carry transactional"),
+        (MessageExtBatch("TopicA", 0, [0], [b"a"], [b""], TRANSACTION_PREPARED_TYPE, 0, v4),
+         "cannot carry transactional"),
+        (MessageExtBatch("TopicA", 0, [0], [b"a"], [b""], 0, 0, b"\x01\x02\x03\x04\x05"), "a host is 8 bytes"),
+        ([Message(topic="TopicA", body=b"a", born_host=v4 + b"\x00")], "a host is 8 bytes"),
+    ]
+    before = store.get_max_phy_offset()
+    for batch, why in cases:
+        r = store.put_messages(batch)
+        assert r.status.name == "MESSAGE_ILLEGAL", (batch, r)
+        assert why in r.remark
+    assert store.get_max_phy_offset() == before
+
+
+def test_a_host_of_another_width_is_refused_not_written(store):
+    before = store.get_max_phy_offset()
+    for born, stored in ((b"\x7f\x00\x00\x01\x00", None), (pack_host("::1", 1), b"\x00" * 9)):
+        r = store.put_message(Message(topic="TopicA", body=b"x", born_host=born, store_host=stored))
+        assert r.status.name == "MESSAGE_ILLEGAL" and "a host is 8 bytes" in r.remark
+    assert store.get_max_phy_offset() == before

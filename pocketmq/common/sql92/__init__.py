@@ -11,8 +11,8 @@ RocketMQ does), and a comparison involving a missing property is unknown, which 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import lru_cache
 
+from ..bounded_cache import BoundedCache
 from .errors import EvaluationError, SqlParseError
 from .java_values import Value
 from .nodes import BooleanNode
@@ -46,7 +46,10 @@ class Sql92Expression:
         return f"Sql92Expression({self.expression!r})"
 
 
-@lru_cache(maxsize=256)
+# Parsed expressions (SelectorParser's parse cache). One that does not parse raises and is not remembered.
+_COMPILED: BoundedCache[str, Sql92Expression] = BoundedCache(Sql92Expression, 256)
+
+
 def compile_sql92(expression: str) -> Sql92Expression:
     """Parse ``expression`` (cached, like SelectorParser's parse cache); raises SqlParseError."""
-    return Sql92Expression(expression)
+    return _COMPILED.get(expression) or _COMPILED[expression]

@@ -4,6 +4,9 @@
 const $ = (sel) => document.querySelector(sel);
 const esc = (v) => String(v ?? "").replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
 const fmtTime = (ms) => (ms > 0 ? new Date(ms).toLocaleString() : "");
+// to the millisecond: a client joining moves queues at several clients within the same second
+const fmtTimeMs = (ms) => new Date(ms).toLocaleString(undefined, {year: "numeric", month: "numeric", day: "numeric",
+  hour: "numeric", minute: "2-digit", second: "2-digit", fractionalSecondDigits: 3});
 const fmtBytes = (n) => {
   for (const [u, s] of [["GiB", 1 << 30], ["MiB", 1 << 20], ["KiB", 1 << 10]]) if (n >= s) return (n / s).toFixed(1) + " " + u;
   return n + " B";
@@ -98,7 +101,7 @@ async function showGroup(group) {
   if (d.rebalances && d.rebalances.length) {
     const members = (e) => [...e.joined.map((c) => "+" + c), ...e.left.map((c) => "−" + c)].map(esc).join("<br>");
     table($("#group-rebalances"), ["time", "client", "topic", "strategy", "clients joined (+) / left (−)", "queues gained", "queues lost", "holds", "clients in the split"],
-      d.rebalances.map((e) => [fmtTime(e.timestamp), esc(e.client), esc(e.topic), esc(e.strategy), members(e),
+      d.rebalances.map((e) => [fmtTimeMs(e.timestamp), esc(e.client), esc(e.topic), esc(e.strategy), members(e),
         e.gained.map(esc).join(", "), e.lost.map(esc).join(", "), e.held.length, e.clients.length]));
   }
   const form = $("#reset");

@@ -26,9 +26,9 @@ from pocketmq.client import (
     PullConsumer,
     SendResult,
     SendStatus,
+    mq_client_instance,
     select_message_queue_by_hash,
 )
-from pocketmq.client import mq_client_instance
 from pocketmq.client.exceptions import ClientErrorCode
 from pocketmq.client.mq_client_manager import MQClientManager
 from pocketmq.common.message import string_to_properties

@@ -20,8 +20,9 @@ from broker_harness import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND, 
 
 from pocketmq.broker import BrokerController
 from pocketmq.common.codec import decode_all
+from pocketmq.remoting.admin_body import KVTable
 from pocketmq.remoting.client import RemotingClient
-from pocketmq.remoting.codes import ResponseCode
+from pocketmq.remoting.codes import RequestCode, ResponseCode
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -136,6 +137,19 @@ class DevProcess:
 
     async def pull_all(self, topic: str, queue_id: int, start: int = 0) -> list[tuple[int, bytes]]:
         return await pull_all(self.mq, topic, queue_id, start)
+
+    async def wait_dispatched(self, guard: float = 120.0) -> None:
+        """Until the broker has dispatched its whole commit log (GET_BROKER_RUNTIME_INFO's dispatchBehindBytes
+        is 0). A send is answered once the commit log has the message; its consume-queue entry, for a new queue
+        also the queue's directory and file, comes after: a pull right after a burst of new topics may not
+        find the last ones yet."""
+        deadline = asyncio.get_running_loop().time() + guard
+        while True:
+            resp = await self.mq.invoke(RequestCode.GET_BROKER_RUNTIME_INFO)
+            if resp.code == ResponseCode.SUCCESS and resp.decode_body(KVTable).table["dispatchBehindBytes"] == "0":
+                return
+            assert asyncio.get_running_loop().time() < deadline, "the broker did not catch up with dispatch"
+            await asyncio.sleep(0.01)
 
     async def stderr_text(self) -> str:
         if self.proc.returncode is None or self.proc.stderr is None:

@@ -35,6 +35,7 @@ async def test_many_more_topics_than_descriptors_are_all_pullable(tmp_path, dev_
                 assert resp.code == ResponseCode.SUCCESS, (topic, resp.code, resp.remark)
                 acked.setdefault(topic, []).append(int(resp.ext_fields["queueOffset"]))
         assert open_files(dev.proc.pid) < 256
+        await dev.wait_dispatched()
         for topic, offsets in acked.items():
             pulled = await dev.pull_all(topic, 0)
             assert [off for off, _ in pulled] == offsets, topic

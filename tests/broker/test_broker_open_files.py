@@ -7,6 +7,7 @@ limit the dispatcher failed ("Too many open files") for every topic while sends 
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 from pocketmq.remoting.codes import ResponseCode
@@ -61,6 +62,17 @@ async def test_dispatch_that_keeps_failing_refuses_sends_with_a_clear_status(tmp
             if resp.code != ResponseCode.SUCCESS:
                 refused = resp
                 break
+        # Sends are answered before dispatch (and the dispatcher creates a new queue's files, ~1 ms each here,
+        # behind them), and puts are refused once dispatch has failed for a few rounds 0.1 s apart: a fast
+        # sender may be done with its new topics before then. Keep sending until the refusal comes (a guard,
+        # not a timing assertion).
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+        while refused is None and loop.time() < deadline:
+            resp = await dev.mq.send("TopicFd0", b"x")
+            if resp.code != ResponseCode.SUCCESS:
+                refused = resp
+            await asyncio.sleep(0.01)
         assert refused is not None
         assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE
         assert "consume queue could not be written" in refused.remark

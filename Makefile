@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test bench lint typecheck clean java spark-demo native-clients
+.PHONY: run demo test bench lint typecheck clean java spark-demo native-clients browser
 
 SPARK_STAMP := $(VENV)/.installed-spark
 
@@ -41,6 +41,17 @@ $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 
 native-clients: $(CPP_STAMP) $(NODE_STAMP)
 
+# The console's browser tests (tests/console/test_browser.py): Debian's Chromium, driven by Playwright for Python
+# (the dev extra) through executable_path, so Playwright downloads no browser of its own.
+BROWSER_STAMP := $(VENV)/.installed-browser
+
+$(BROWSER_STAMP): $(STAMP)
+	@command -v chromium >/dev/null || \
+	  { apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; }
+	touch $(BROWSER_STAMP)
+
+browser: $(BROWSER_STAMP)
+
 # Spark needs Java 17 (or 21); a fresh Debian/Ubuntu machine gets it from apt.
 java:
 	@command -v java >/dev/null || { apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless; }
@@ -63,7 +74,7 @@ lint: $(STAMP)
 typecheck: $(SPARK_STAMP)
 	$(VENV)/bin/mypy
 
-test: $(SPARK_STAMP) lint typecheck java native-clients
+test: $(SPARK_STAMP) lint typecheck java native-clients browser
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
 # Order events streamed through Spark into per-minute aggregates, on a cluster of its own (examples/).

@@ -59,7 +59,8 @@ async def start_dev(store: str, conf: str, nofile: int | None = None) -> tuple[a
             resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
 
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "pocketmq", "dev", "--store", store, "--namesrv-port", "0", "--broker-port", "0",
+        sys.executable, "-m", "pocketmq", "dev", "--no-console", "--store", store,
+        "--namesrv-port", "0", "--broker-port", "0",
         "-c", conf_path, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, preexec_fn=limit)
     assert proc.stdout is not None
     line = await asyncio.wait_for(proc.stdout.readline(), 120)

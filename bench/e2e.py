@@ -536,7 +536,7 @@ def run_pocketmq(tmp: Path, n: int, latency_s: float, rounds: int = 1, cpp: bool
     from pocketmq.runtime import run
 
     namesrv_port, broker_port = free_port(), free_port()
-    argv = [sys.executable, "-m", "pocketmq", "dev", "--store", str(tmp / "pocketmq"),
+    argv = [sys.executable, "-m", "pocketmq", "dev", "--no-console", "--store", str(tmp / "pocketmq"),
             "--namesrv-port", str(namesrv_port), "--broker-port", str(broker_port)]
     namesrv = f"127.0.0.1:{namesrv_port}"
     with server("pocketmq", argv, tmp / "pocketmq.log", "stops it cleanly"):

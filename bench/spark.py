@@ -133,7 +133,7 @@ def main() -> int:
     figures: dict[str, float | int | None] = {"messages": n, "body_bytes": len(BODY)}
     with tempfile.TemporaryDirectory(prefix="bench-spark-") as tmp:
         namesrv_port, broker_port = free_port(), free_port()
-        argv = [sys.executable, "-m", "pocketmq", "dev", "--store", os.path.join(tmp, "store"),
+        argv = [sys.executable, "-m", "pocketmq", "dev", "--no-console", "--store", os.path.join(tmp, "store"),
                 "--namesrv-port", str(namesrv_port), "--broker-port", str(broker_port)]
         with server("pocketmq", argv, Path(tmp) / "pocketmq.log", "stops it cleanly"):
             ns = f"127.0.0.1:{namesrv_port}"

@@ -24,7 +24,64 @@ def _add_dev(sub) -> None:
     p.add_argument("--broker-port", type=int, default=10911, help="0 picks a free port")
     p.add_argument("--host", default="127.0.0.1", help="address to bind and advertise (default loopback)")
     p.add_argument("-c", "--config", help="broker properties file (its values win over the defaults)")
+    p.add_argument("--console-host", default="127.0.0.1", help="address the web console binds (default loopback)")
+    p.add_argument("--console-port", type=int, default=8080, help="the web console's port (0 picks a free one)")
+    p.add_argument("--no-console", action="store_true", help="do not serve the web console and /metrics")
+    p.add_argument("--console-read-only", action="store_true",
+                   help="the console may only look (by default `dev`'s console may also create, delete and send)")
     p.set_defaults(func=_dev)
+
+
+def _add_console(sub) -> None:
+    p = sub.add_parser("console", help="the web console and /metrics for any cluster, read through the admin API")
+    p.add_argument("-n", "--namesrvAddr", dest="namesrv_addr", required=True,
+                   help="name server address(es), host:port, ';'-separated")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
+    p.add_argument("--port", type=int, default=8080, help="0 picks a free port")
+    p.add_argument("--admin", action="store_true",
+                   help="allow admin actions (create/delete topics, reset offsets, send); read-only without it")
+    p.add_argument("--access-key", help="ACL account the console signs its requests with (admin actions need an "
+                                        "admin account)")
+    p.add_argument("--secret-key", help="its secret key")
+    p.add_argument("--store", action="append", default=[], metavar="[BROKER=]PATH",
+                   help="a broker's store folder (…/store) to show on the storage page; repeat per broker")
+    p.add_argument("--protocol", choices=["msgpack", "rocketmq"], default="msgpack",
+                   help="wire protocol to the cluster (rocketmq: Apache RocketMQ's own)")
+    p.set_defaults(func=_console)
+
+
+def _console_missing() -> str | None:
+    try:
+        import aiohttp  # noqa: F401
+        import prometheus_client  # noqa: F401
+    except ImportError as e:
+        return f"the web console needs the console extra (pip install 'pocketmq[console]'): {e}"
+    return None
+
+
+async def _console(args) -> int:
+    missing = _console_missing()
+    if missing:
+        raise RuntimeError(missing)
+    from pocketmq.console import ConsoleServer
+
+    roots: dict[str, str] = {}
+    for item in args.store:
+        name, sep, path = item.partition("=")
+        if not sep:
+            name, path = "broker-a" if not roots else f"store-{len(roots)}", item
+        roots[name] = os.path.abspath(path)
+    stop = _stop_on_signal()
+    console = ConsoleServer(args.namesrv_addr, args.host, args.port, admin=args.admin, store_roots=roots,
+                            access_key=args.access_key, secret_key=args.secret_key, protocol=args.protocol)
+    await console.start()
+    print(f"pocketmq console: {console.url} ({'admin' if args.admin else 'read-only'}; metrics at "
+          f"{console.url}metrics)", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await console.stop()
+    return 0
 
 
 def _add_namesrv(sub) -> None:
@@ -96,7 +153,25 @@ async def _dev(args) -> int:
     except BaseException:
         await namesrv.shutdown()
         raise
+    console, console_note = None, None
+    if not args.no_console:
+        console_note = _console_missing()
+        if console_note is None:
+            from pocketmq.console import ConsoleServer
+
+            console = ConsoleServer(namesrv.address, args.console_host, args.console_port,
+                                    admin=not args.console_read_only, local_brokers=[broker],
+                                    access_key=config.access_key, secret_key=config.secret_key)
+            try:
+                await console.start()
+            except OSError as e:  # e.g. the port is taken: the cluster is still worth running
+                await console.stop()
+                console, console_note = None, f"could not serve the console on port {args.console_port}: {e}"
     print(f"pocketmq dev: name server {namesrv.address}, broker {config.broker_name} at {broker.address}")
+    if console is not None:
+        print(f"  console: {console.url}  (metrics: {console.url}metrics)")
+    elif console_note is not None:
+        print(f"  no console: {console_note}")
     print(f"  store: {config.store_root}")
     print(f"  try:   pocketmq send -n {namesrv.address} -t TopicTest -p hello")
     print(f"         pocketmq consume -n {namesrv.address} -t TopicTest --count 1")
@@ -105,6 +180,8 @@ async def _dev(args) -> int:
         await stop.wait()
     finally:
         print("pocketmq dev: shutting down", flush=True)
+        if console is not None:
+            await console.stop()
         await broker.shutdown()
         await namesrv.shutdown()
     return 0
@@ -161,6 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_dev(sub)
     _add_namesrv(sub)
     _add_broker(sub)
+    _add_console(sub)
     add_tool_commands(sub)
     add_admin_commands(sub)
     return parser

@@ -1,5 +1,5 @@
 """Message commands: queryMsgById, queryMsgByKey, queryMsgByUniqueKey, queryMsgByOffset, sendMessage,
-consumeMessage."""
+consumeMessage (queryMsgTraceById lives in trace.py)."""
 
 from __future__ import annotations
 

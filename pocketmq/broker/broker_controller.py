@@ -46,11 +46,14 @@ from .processor import (
 )
 from .processor.admin_ext_processor import AdminExtProcessor
 from .processor.consumer_manage_processor import total_physical_memory
+from .processor.end_transaction_processor import EndTransactionProcessor
+from .processor.reply_message_processor import ReplyMessageProcessor
 from .schedule import ScheduleMessageService
 from .stats import BrokerStatsManager
 from .subscription_group_manager import SubscriptionGroupManager
 from .topic_config_manager import TopicConfigManager
 from .topic_validator import RMQ_SYS_SCHEDULE_TOPIC
+from .transaction import TransactionalMessageCheckService, TransactionalMessageService
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -99,7 +102,12 @@ class BrokerController:
             config.bind_address or config.broker_ip1, config.listen_port, busy_poll=config.busy_poll,
             max_inflight=config.server_max_inflight_requests, limits=config.connection_limits,
         )
+        self.transactional_message_service = TransactionalMessageService(self)
+        self.transactional_message_check_service = TransactionalMessageCheckService(
+            self, self.transactional_message_service
+        )
         self.send_message_processor = SendMessageProcessor(self)
+        self.end_transaction_processor = EndTransactionProcessor(self)
         self.pull_message_processor = PullMessageProcessor(self)
         self.pull_request_hold_service = PullRequestHoldService(
             self.store.get_max_offset_in_queue,
@@ -118,6 +126,8 @@ class BrokerController:
             ConsumerManageProcessor(self),
             AdminBrokerProcessor(self),
             AdminExtProcessor(self),
+            ReplyMessageProcessor(self),
+            self.end_transaction_processor,
         )
         for p in processors:
             p.register_to(self.remoting_server)
@@ -185,6 +195,7 @@ class BrokerController:
         self.store_host = pack_host(bc.broker_ip1, self.remoting_server.port)
         self.pull_request_hold_service.start()
         self.schedule_message_service.start()
+        self.transactional_message_check_service.start()
         self.tasks.periodic(
             "persist-consumer-offsets",
             bc.flush_consumer_offset_interval,

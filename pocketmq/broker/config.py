@@ -115,6 +115,9 @@ class BrokerConfig:
     broker_topic_enable: bool = _f(True, "brokerTopicEnable")
     trace_topic_enable: bool = _f(False, "traceTopicEnable")
     msg_trace_topic_name: str = _f("RMQ_SYS_TRACE_TOPIC", "msgTraceTopicName")
+    # A reply (SEND_REPLY_MESSAGE) is pushed to the requesting client and, with this on, also stored in the
+    # reply topic (<cluster>_REPLY_TOPIC).
+    store_reply_message_enable: bool = _f(True, "storeReplyMessageEnable")
 
     # --- name server registration ---
     register_name_server_period: float = _f(30.0, "registerNameServerPeriod", "ms")
@@ -133,6 +136,14 @@ class BrokerConfig:
 
     # --- delayed messages ---
     flush_delay_offset_interval: float = _f(10.0, "flushDelayOffsetInterval", "ms")
+
+    # --- transactional messages (docs/broker.md, "Transactional messages") ---
+    # A half message younger than this is not asked about yet (RocketMQ: transactionTimeOut, 6 s).
+    transaction_timeout: float = _f(6.0, "transactionTimeOut", "ms")
+    # How often the half messages are checked, and how many times one is asked about before it is discarded.
+    transaction_check_interval: float = _f(60.0, "transactionCheckInterval", "ms")
+    transaction_check_max: int = _f(15, "transactionCheckMax")
+    reject_transaction_message: bool = _f(False, "rejectTransactionMessage")
 
     # --- consumer offsets and clients ---
     flush_consumer_offset_interval: float = _f(5.0, "flushConsumerOffsetInterval", "ms")
@@ -198,12 +209,7 @@ class BrokerConfig:
 
     @property
     def connection_limits(self) -> ConnectionLimits:
-        return ConnectionLimits(
-            write_buffer_high_water_mark=self.write_buffer_high_water_mark,
-            write_buffer_low_water_mark=self.write_buffer_low_water_mark,
-            frame_read_timeout=self.server_frame_read_timeout,
-            max_idle_time=self.server_channel_max_idle_time,
-        )
+        return ConnectionLimits.of(self)
 
     @property
     def store_root(self) -> str:

@@ -21,7 +21,14 @@ from .allocate import (
 )
 from .batch import MessageBatch
 from .consumer_enums import ConsumeFromWhere, MessageModel
-from .exceptions import ClientErrorCode, MQBrokerException, MQClientException, NameServerAddressError, RemotingException
+from .exceptions import (
+    ClientErrorCode,
+    MQBrokerException,
+    MQClientException,
+    NameServerAddressError,
+    RemotingException,
+    RequestTimeoutException,
+)
 from .lite_pull_consumer import LitePullConsumer
 from .message import Message, PullResult, PullStatus, SendResult, SendStatus
 from .message_listener import (
@@ -30,11 +37,21 @@ from .message_listener import (
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
 )
+from .message_util import MessageUtil, create_reply_message
 from .producer import Producer, SendCallback
 from .pull_consumer import PullConsumer
 from .push_consumer import PushConsumer
+from .request_future_holder import RequestCallback
 from .selector import MessageQueueSelector, select_message_queue_by_hash, select_message_queue_by_random
 from .sync import SyncProducer, SyncPullConsumer, SyncPushConsumer
+from .sync_transaction_producer import SyncTransactionProducer
+from .transaction_producer import (
+    LocalTransactionState,
+    TransactionListener,
+    TransactionMQProducer,
+    TransactionProducer,
+    TransactionSendResult,
+)
 
 __all__ = [
     "AllocateMessageQueueAveragely",
@@ -55,6 +72,7 @@ __all__ = [
     "MessageQueue",
     "MessageModel",
     "MessageQueueSelector",
+    "MessageUtil",
     "NameServerAddressError",
     "Producer",
     "PullConsumer",
@@ -62,12 +80,21 @@ __all__ = [
     "PullStatus",
     "PushConsumer",
     "RemotingException",
+    "RequestCallback",
+    "RequestTimeoutException",
     "SendCallback",
     "SendResult",
     "SendStatus",
     "SyncProducer",
     "SyncPullConsumer",
     "SyncPushConsumer",
+    "create_reply_message",
+    "SyncTransactionProducer",
+    "LocalTransactionState",
+    "TransactionListener",
+    "TransactionMQProducer",
+    "TransactionProducer",
+    "TransactionSendResult",
     "select_message_queue_by_hash",
     "select_message_queue_by_random",
 ]

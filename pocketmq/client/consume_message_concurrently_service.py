@@ -25,6 +25,7 @@ from .message_listener import (
     is_async_listener,
 )
 from .process_queue import CONSUME_START_TIME, ProcessQueue, now_ms
+from .trace.trace_context import ConsumeReturnType
 
 if TYPE_CHECKING:
     from .push_consumer_impl import DefaultMQPushConsumerImpl
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 SEND_BACK_DELAY_LEVEL_WHEN_EXPIRED = 3  # a message stuck in the listener goes back with delay level 3
 # (Enum members read once: each read off the class costs ~70 ns in Python 3.11, and these are read per batch)
 _SUCCESS, _LATER = ConsumeConcurrentlyStatus.CONSUME_SUCCESS, ConsumeConcurrentlyStatus.RECONSUME_LATER
+_RAISED = object()  # the listener raised (told apart from returning None for the trace's ConsumeReturnType)
 
 
 class ConsumeMessageConcurrentlyService:
@@ -82,6 +84,8 @@ class ConsumeMessageConcurrentlyService:
             msg.put_encoded_properties(start)
         context = ConsumeConcurrentlyContext(mq)
         status: Any = None
+        trace = consumer.trace_hook
+        before = trace.consume_message_before(msgs) if trace is not None else None
         try:
             if self._is_async:
                 status = await self.listener(msgs, context)
@@ -90,6 +94,11 @@ class ConsumeMessageConcurrentlyService:
         except Exception:
             log.warning("consumeMessage exception, group %s, %s; reconsume later", consumer.group, mq,
                         exc_info=True)
+            status = _RAISED
+        if before is not None:
+            self._trace_after(before, msgs, status, ms)
+        if status is _RAISED:
+            status = None
         if status is _SUCCESS and context.ack_index is None and not pq.dropped:
             # The common case, without a coroutine per result: the whole batch is done.
             self.consumed_ok += 1
@@ -107,6 +116,22 @@ class ConsumeMessageConcurrentlyService:
             log.info("%s dropped while consuming; result of %d messages ignored", mq, len(msgs))
             return
         await self.process_consume_result(status, context, msgs, pq, mq)
+
+    def _trace_after(self, before: Any, msgs: list[MessageExt], status: Any, begin_ms: int) -> None:
+        """The SubAfter record of a traced listener call, with how it ended (ConsumeReturnType)."""
+        if status is _RAISED:
+            kind = ConsumeReturnType.EXCEPTION
+        elif status is None:
+            kind = ConsumeReturnType.RETURNNULL
+        elif now_ms() - begin_ms >= self.consumer.config.consume_timeout * 1000:
+            kind = ConsumeReturnType.TIME_OUT
+        elif status is _SUCCESS:
+            kind = ConsumeReturnType.SUCCESS
+        else:
+            kind = ConsumeReturnType.FAILED
+        trace = self.consumer.trace_hook
+        if trace is not None:
+            trace.consume_message_after(before, len(msgs), status is _SUCCESS, kind)
 
     async def process_consume_result(
         self,

@@ -29,6 +29,7 @@ from .consumer_enums import MessageModel
 from .message_const import PROPERTY_RECONSUME_TIME
 from .message_listener import ConsumeOrderlyContext, ConsumeOrderlyStatus, is_async_listener
 from .process_queue import ProcessQueue
+from .trace.trace_context import ConsumeReturnType
 
 if TYPE_CHECKING:
     from .push_consumer_impl import DefaultMQPushConsumerImpl
@@ -145,7 +146,13 @@ class ConsumeMessageOrderlyService:
                 async with pq.consume_lock:
                     if pq.dropped:
                         return
+                    trace = self.consumer.trace_hook
+                    before = trace.consume_message_before(msgs) if trace is not None else None
                     status = await self._call_listener(msgs, context)
+                    if before is not None and trace is not None:
+                        ok = status is ConsumeOrderlyStatus.SUCCESS
+                        kind = ConsumeReturnType.SUCCESS if ok else ConsumeReturnType.FAILED
+                        trace.consume_message_after(before, len(msgs), ok, kind)
                     go_on = await self.process_consume_result(msgs, status, context, pq, mq)
                 if not go_on:
                     return

@@ -21,6 +21,7 @@ __all__ = [
     "RemotingException",
     "RemotingSendRequestError",
     "RemotingTimeoutError",
+    "RequestTimeoutException",
 ]
 
 
@@ -32,6 +33,8 @@ class ClientErrorCode:
     BROKER_NOT_EXIST_EXCEPTION = 10003
     NO_NAME_SERVER_EXCEPTION = 10004
     NOT_FOUND_TOPIC_EXCEPTION = 10005
+    REQUEST_TIMEOUT_EXCEPTION = 10006
+    CREATE_REPLY_MESSAGE_EXCEPTION = 10007
 
 
 class MQClientException(Exception):
@@ -44,6 +47,14 @@ class MQClientException(Exception):
         super().__init__(message)
         self.response_code = response_code
         self.error_message = message
+
+
+class RequestTimeoutException(MQClientException):
+    """A request (Producer.request) was sent but no reply came within its timeout (RocketMQ's
+    RequestTimeoutException, code REQUEST_TIMEOUT_EXCEPTION)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, response_code=ClientErrorCode.REQUEST_TIMEOUT_EXCEPTION)
 
 
 class NameServerAddressError(MQClientException, RemotingConnectError):

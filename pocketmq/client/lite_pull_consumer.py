@@ -36,6 +36,7 @@ from pocketmq.common.message import MessageExt
 from pocketmq.remoting.client_body import ConsumerData, MessageQueue, SubscriptionData
 from pocketmq.remoting.errors import RemotingError
 
+from . import mq_admin
 from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
 from .assigned_message_queue import AssignedMessageQueue, MessageQueueState
 from .client_config import ClientConfig
@@ -47,11 +48,15 @@ from .local_file_offset_store import LocalFileOffsetStore
 from .message import PullStatus
 from .mq_client_instance import MQClientInstance
 from .mq_client_manager import MQClientManager
+from .mq_consumer_inner import RebalancedConsumerInner
 from .offset_store import OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
 from .process_queue import ProcessQueue
 from .pull_api import PullAPIWrapper, build_sys_flag
 from .rebalance_lite_pull_impl import RebalanceLitePullImpl
 from .topic_publish_info import topic_route_data_to_subscribe_info
+from .trace.async_trace_dispatcher import AsyncTraceDispatcher
+from .trace.trace_context import ConsumeReturnType
+from .trace.trace_hooks import ConsumeMessageTraceHook
 from .validators import DEFAULT_CONSUMER_GROUP, check_group, check_topic
 
 log = logging.getLogger(__name__)
@@ -73,7 +78,7 @@ class ConsumeRequest:
     process_queue: ProcessQueue
 
 
-class LitePullConsumer:
+class LitePullConsumer(RebalancedConsumerInner):
     def __init__(
         self,
         group: str,
@@ -98,6 +103,8 @@ class LitePullConsumer:
         self.subscriptions: dict[str, SubscriptionData] = {}
         self.assigned_message_queue = AssignedMessageQueue()
         self.running = False
+        self.trace_dispatcher: AsyncTraceDispatcher | None = None
+        self.trace_hook: ConsumeMessageTraceHook | None = None  # set while tracing (enable_msg_trace)
         self.consume_request_flow_control_times = 0
         self.queue_flow_control_times = 0
         self.queue_max_span_flow_control_times = 0
@@ -251,6 +258,11 @@ class LitePullConsumer:
         self._cache_not_empty = asyncio.Event()
         self.running = True
         await instance.start()
+        if self.config.enable_msg_trace:
+            dispatcher = AsyncTraceDispatcher(self.group, self.client_config, self.config.custom_trace_topic)
+            await dispatcher.start()
+            self.trace_dispatcher = dispatcher
+            self.trace_hook = ConsumeMessageTraceHook(dispatcher, self.group)
         try:
             for topic in list(self.subscriptions):
                 await instance.update_topic_route_info_from_name_server(topic, unreachable_raises=True)
@@ -284,6 +296,9 @@ class LitePullConsumer:
         await asyncio.gather(*tasks, return_exceptions=True)
         self._task_table.clear()
         await self.persist_consumer_offset()
+        if self.trace_dispatcher is not None:
+            dispatcher, self.trace_dispatcher, self.trace_hook = self.trace_dispatcher, None, None
+            await dispatcher.shutdown()  # sends the records still queued
         await instance.unregister_consumer(self.group)
         self.assigned_message_queue.clear()
         self._consume_request_cache.clear()
@@ -330,6 +345,10 @@ class LitePullConsumer:
                 state = self.assigned_message_queue.get(request.message_queue)
                 if state is not None and offset >= 0:
                     state.consume_offset = offset
+                trace = self.trace_hook
+                if trace is not None:  # as RocketMQ's poll: handed over counts as consumed, successfully
+                    before = trace.consume_message_before(request.messages)
+                    trace.consume_message_after(before, len(request.messages), True, ConsumeReturnType.SUCCESS)
                 return request.messages
             remaining = deadline - loop.time()
             if remaining <= 0 or not self.running:
@@ -452,29 +471,16 @@ class LitePullConsumer:
 
     async def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
         """The offset of the first message of ``mq`` stored at or after ``timestamp_ms`` (searchOffset)."""
-        addr = await self._master_addr(mq)
-        return await self.instance.mq_client_api.search_offset(
-            addr, mq.topic, mq.queue_id, timestamp_ms, self.client_config.mq_client_api_timeout
-        )
+        self._check_running()
+        return await mq_admin.search_offset(self.instance, mq, timestamp_ms, self.client_config.mq_client_api_timeout)
 
     async def min_offset(self, mq: MessageQueue) -> int:
-        addr = await self._master_addr(mq)
-        return await self.instance.mq_client_api.get_min_offset(
-            addr, mq.topic, mq.queue_id, self.client_config.mq_client_api_timeout
-        )
+        self._check_running()
+        return await mq_admin.min_offset(self.instance, mq, self.client_config.mq_client_api_timeout)
 
     async def max_offset(self, mq: MessageQueue) -> int:
-        addr = await self._master_addr(mq)
-        return await self.instance.mq_client_api.get_max_offset(
-            addr, mq.topic, mq.queue_id, self.client_config.mq_client_api_timeout
-        )
-
-    async def _master_addr(self, mq: MessageQueue) -> str:
         self._check_running()
-        addr = await self.instance.find_master_address(mq.broker_name, mq.topic)
-        if addr is None:
-            raise MQClientException(f"The broker[{mq.broker_name}] not exist")
-        return addr
+        return await mq_admin.max_offset(self.instance, mq, self.client_config.mq_client_api_timeout)
 
     def register_topic_message_queue_change_listener(
         self, topic: str, listener: TopicMessageQueueChangeListener
@@ -627,18 +633,6 @@ class LitePullConsumer:
             consume_from_where=self.consume_from_where.value,
             subscription_data_set=list(subs.values()),
         )
-
-    def subscription_topics(self) -> set[str]:
-        return set(self._rebalance_impl.subscription_inner) if self._rebalance_impl is not None else set()
-
-    def is_subscribe_topic_need_update(self, topic: str) -> bool:
-        r = self._rebalance_impl
-        return r is not None and topic in r.subscription_inner and not r.topic_subscribe_info_table.get(topic)
-
-    def update_topic_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
-        r = self._rebalance_impl
-        if r is not None and topic in r.subscription_inner:
-            r.topic_subscribe_info_table[topic] = mqs
 
     async def persist_consumer_offset(self) -> None:
         if self._offset_store is not None:

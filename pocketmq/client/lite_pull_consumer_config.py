@@ -41,6 +41,10 @@ class LitePullConsumerConfig:
     # --- BROADCASTING offsets ---
     offset_store_dir: str = DEFAULT_OFFSET_STORE_DIR
 
+    # --- message trace (DefaultLitePullConsumer's enableMsgTrace, customizedTraceTopic) ---
+    enable_msg_trace: bool = False  # a SubBefore and a SubAfter record for what each poll returns
+    custom_trace_topic: str | None = None  # None: RMQ_SYS_TRACE_TOPIC
+
     def __post_init__(self) -> None:
         self.message_model = MessageModel(self.message_model)
         self.consume_from_where = ConsumeFromWhere(self.consume_from_where)

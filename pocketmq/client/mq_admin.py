@@ -8,6 +8,7 @@ import time
 
 from pocketmq.common.codec import decode_message_id
 from pocketmq.common.message import MessageExt
+from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.header import QueryMessageRequestHeader
 
 from .exceptions import MQClientException
@@ -87,3 +88,46 @@ async def query_message_by_id(
 async def fetch_all_topic_list(instance: MQClientInstance) -> list[str]:
     """Every topic the name servers know, system topics included (MQAdminExt.fetchAllTopicList)."""
     return await instance.mq_client_api.get_topic_list_from_name_server(instance.config.mq_client_api_timeout)
+
+
+# --- a queue's offsets (MQAdminImpl.searchOffset / minOffset / maxOffset / earliestMsgStoreTime), shared by the
+# pull and lite pull consumers ----------------------------------------------------------------------------------
+
+
+async def master_address(instance: MQClientInstance, mq: MessageQueue) -> str:
+    """The master of ``mq``'s broker, refreshing the topic's route once when it is not known yet."""
+    addr = instance.find_broker_address_in_publish(mq.broker_name)
+    if addr is None:
+        await instance.update_topic_route_info_from_name_server(mq.topic, unreachable_raises=True)
+        addr = instance.find_broker_address_in_publish(mq.broker_name)
+    if addr is None:
+        raise MQClientException(f"The broker[{mq.broker_name}] not exist")
+    return addr
+
+
+async def search_offset(instance: MQClientInstance, mq: MessageQueue, timestamp_ms: int,
+                        timeout: float | None = None) -> int:
+    """The offset of the first message of ``mq`` stored at or after ``timestamp_ms`` (SEARCH_OFFSET_BY_TIMESTAMP)."""
+    addr = await master_address(instance, mq)
+    return await instance.mq_client_api.search_offset(
+        addr, mq.topic, mq.queue_id, timestamp_ms, timeout or instance.config.mq_client_api_timeout
+    )
+
+
+async def min_offset(instance: MQClientInstance, mq: MessageQueue, timeout: float | None = None) -> int:
+    addr = await master_address(instance, mq)
+    return await instance.mq_client_api.get_min_offset(addr, mq.topic, mq.queue_id,
+                                                       timeout or instance.config.mq_client_api_timeout)
+
+
+async def max_offset(instance: MQClientInstance, mq: MessageQueue, timeout: float | None = None) -> int:
+    """The offset the next message of ``mq`` will get: one past the last stored."""
+    addr = await master_address(instance, mq)
+    return await instance.mq_client_api.get_max_offset(addr, mq.topic, mq.queue_id,
+                                                       timeout or instance.config.mq_client_api_timeout)
+
+
+async def earliest_msg_store_time(instance: MQClientInstance, mq: MessageQueue, timeout: float | None = None) -> int:
+    addr = await master_address(instance, mq)
+    return await instance.mq_client_api.get_earliest_msg_storetime(addr, mq.topic, mq.queue_id,
+                                                                   timeout or instance.config.mq_client_api_timeout)

@@ -98,7 +98,14 @@ class ResetOffsetResult:
 
 
 class MQAdminExt:
-    def __init__(self, namesrv_addr: str, timeout: float = 3.0, protocol: str = "msgpack") -> None:
+    def __init__(
+        self,
+        namesrv_addr: str,
+        timeout: float = 3.0,
+        protocol: str = "msgpack",
+        access_key: str | None = None,
+        secret_key: str | None = None,
+    ) -> None:
         self.timeout = timeout
         self.config = ClientConfig(
             namesrv_addr=namesrv_addr,
@@ -106,6 +113,8 @@ class MQAdminExt:
             connect_timeout=timeout,
             protocol=protocol,
             busy_poll=0.0,
+            access_key=access_key,
+            secret_key=secret_key,
         )
         self.api = MQClientAPIImpl(self.config)
 

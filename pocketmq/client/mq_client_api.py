@@ -85,6 +85,7 @@ class PullResultExt(PullResult):
 
 
 _SEND_MESSAGE_V2, _SEND_BATCH_MESSAGE = int(RequestCode.SEND_MESSAGE_V2), int(RequestCode.SEND_BATCH_MESSAGE)
+_SEND_REPLY_MESSAGE_V2 = int(RequestCode.SEND_REPLY_MESSAGE_V2)
 
 
 def build_send_request(header: SendMessageRequestHeader, body: bytes, oneway: bool = False) -> RemotingCommand:
@@ -282,6 +283,16 @@ class MQClientAPIImpl:
 
     async def send_message_oneway(self, addr: str, header: SendMessageRequestHeader, body: bytes) -> None:
         await self.remoting_client.invoke_oneway(addr, build_send_request(header, body, oneway=True))
+
+    async def send_reply_message(
+        self, addr: str, broker_name: str, header: SendMessageRequestHeader, body: bytes, timeout: float,
+        uniq_msg_id: str, mq: MessageQueue | None = None,
+    ) -> SendResult:
+        """SEND_REPLY_MESSAGE_V2: a reply (MSG_TYPE=reply) the broker pushes to the requesting client."""
+        request = build_send_request(header, body)
+        request.code = _SEND_REPLY_MESSAGE_V2
+        response = await self.remoting_client.invoke(addr, request, timeout)
+        return process_send_response(broker_name, header.topic, response, uniq_msg_id, addr, mq)
 
     # --- consumer ------------------------------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ from .mq_client_api import MQClientAPIImpl
 from .pull_message_service import PullMessageService
 from .pull_request import PullRequest
 from .rebalance_service import RebalanceService
+from .request_future_holder import RequestFutureHolder
 from .topic_publish_info import (
     TopicPublishInfo,
     topic_route_data_to_publish_info,
@@ -113,6 +114,8 @@ class MQClientInstance:
         )
         self.mq_client_api.remoting_client.on_connected = self._on_connected
         ClientAdminProcessor(self).register()
+        self.request_future_holder = RequestFutureHolder()  # requests of this client waiting for replies
+        self.request_future_holder.register(self.mq_client_api.remoting_client)
 
     # --- lifecycle -----------------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import uuid
 from collections.abc import Coroutine, Iterable
 from typing import Any, Protocol
 
@@ -22,15 +23,25 @@ from pocketmq.remoting.errors import RemotingError, RemotingTimeoutError
 
 from .batch import generate_from_list
 from .client_config import ClientConfig
-from .exceptions import ClientErrorCode, MQBrokerException, MQClientException
+from .exceptions import ClientErrorCode, MQBrokerException, MQClientException, RequestTimeoutException
 from .fault_strategy import MQFaultStrategy
 from .message import Message, MessageExt, SendResult, SendStatus
+from .message_util import (
+    PROPERTY_CORRELATION_ID,
+    PROPERTY_MESSAGE_REPLY_TO_CLIENT,
+    PROPERTY_MESSAGE_TTL,
+    PROPERTY_MESSAGE_TYPE,
+    REPLY_MESSAGE_FLAG,
+)
 from .mq_admin import query_message, query_message_by_id
 from .mq_client_instance import MQClientInstance
 from .mq_client_manager import MQClientManager
+from .request_future_holder import RequestCallback
 from .selector import MessageQueueSelector
 from .send_request import SendRequestOptions, build_send_request
 from .topic_publish_info import TopicPublishInfo
+from .trace.async_trace_dispatcher import AsyncTraceDispatcher
+from .trace.trace_hooks import SendMessageTraceHook
 from .validators import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     DEFAULT_PRODUCER_GROUP,
@@ -86,10 +97,14 @@ class Producer:
         default_topic_queue_nums: int = 4,
         create_topic_key: str = AUTO_CREATE_TOPIC_KEY_TOPIC,
         send_latency_fault_enable: bool = False,
+        enable_msg_trace: bool = False,
+        custom_trace_topic: str | None = None,
         **client_options: Any,
     ) -> None:
         """``client_options`` are ClientConfig fields: instance_name, client_ip, poll_name_server_interval,
-        heartbeat_broker_interval, mq_client_api_timeout, connect_timeout, unit_name, busy_poll, protocol."""
+        heartbeat_broker_interval, mq_client_api_timeout, connect_timeout, unit_name, busy_poll, protocol.
+        ``enable_msg_trace`` records each send in the trace topic (RMQ_SYS_TRACE_TOPIC or
+        ``custom_trace_topic``), as RocketMQ's DefaultMQProducer(group, enableMsgTrace, customizedTraceTopic)."""
         self.group = group
         self.client_config = ClientConfig(namesrv_addr=namesrv_addr, **client_options)
         self.send_timeout = send_timeout
@@ -106,7 +121,12 @@ class Producer:
         self.topic_publish_info_table: dict[str, TopicPublishInfo] = {}
         self._instance: MQClientInstance | None = None
         self._async_sends: set[asyncio.Task[SendResult]] = set()
+        self._async_requests: set[asyncio.Task[MessageExt]] = set()
         self._options: SendRequestOptions | None = None
+        self.enable_msg_trace = enable_msg_trace
+        self.custom_trace_topic = custom_trace_topic
+        self.trace_dispatcher: AsyncTraceDispatcher | None = None
+        self._send_hook: SendMessageTraceHook | None = None
 
     # --- lifecycle -----------------------------------------------------------------------------------------
 
@@ -136,6 +156,16 @@ class Producer:
         self._instance = instance
         await instance.start()
         await instance.send_heartbeat_to_all_brokers()
+        if self.enable_msg_trace:
+            await self._start_trace()
+
+    async def _start_trace(self) -> None:
+        dispatcher = AsyncTraceDispatcher(self.group, self.client_config, self.custom_trace_topic)
+        await dispatcher.start()
+        self.trace_dispatcher = dispatcher
+        self._send_hook = SendMessageTraceHook(dispatcher, self.group)
+        # Only a traced producer pays for the hook: its instance attribute shadows the class's method.
+        self._send_kernel_impl = self._traced_send_kernel_impl  # type: ignore[method-assign]
 
     async def shutdown(self) -> None:
         """Let async sends in flight finish, unregister the group from the brokers, release the instance."""
@@ -144,6 +174,15 @@ class Producer:
             return
         if self._async_sends:
             await asyncio.wait(list(self._async_sends))
+        for task in list(self._async_requests):
+            task.cancel()  # no reply can reach a client that is going away
+        if self._async_requests:
+            await asyncio.wait(list(self._async_requests))
+        if self.trace_dispatcher is not None:
+            dispatcher, self.trace_dispatcher = self.trace_dispatcher, None
+            await dispatcher.shutdown()  # sends the records still queued
+            del self._send_kernel_impl
+            self._send_hook = None
         self._instance = None
         await instance.unregister_producer(self.group)
         await instance.shutdown()
@@ -206,6 +245,82 @@ class Producer:
         """Send messages of one topic as one request, stored atomically with consecutive offsets."""
         batch = generate_from_list(msgs, self.max_message_size)
         return await self.send(batch, queue, timeout=timeout)
+
+    # --- request-reply -------------------------------------------------------------------------------------
+
+    async def request(
+        self,
+        msg: Message,
+        timeout: float | None = None,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: Any = None,
+    ) -> MessageExt:
+        """Send ``msg`` as a request and wait for its reply (RocketMQ's DefaultMQProducer.request).
+
+        The message gets CORRELATION_ID, REPLY_TO_CLIENT (this client's id) and TTL; a consumer answers with
+        ``MessageUtil.create_reply_message(msg, body)`` sent by any producer, and the broker pushes the reply
+        here. RequestTimeoutException when no reply comes within ``timeout`` (default ``send_timeout``)
+        seconds; MQClientException when the request could not be sent."""
+        self.make_sure_state_ok()
+        timeout = self.send_timeout if timeout is None else timeout
+        loop = asyncio.get_running_loop()
+        begin = loop.time()
+        correlation_id = await self._prepare_send_request(msg, timeout)
+        holder = self.instance.request_future_holder
+        future = holder.add(correlation_id)
+        try:
+            remaining = timeout - (loop.time() - begin)
+            try:
+                # ASYNC: like RocketMQ's request, retried on network failures only.
+                await self._send(msg, _ASYNC, queue, selector, arg, max(remaining, 0.001))
+            except (MQClientException, MQBrokerException, RemotingError) as e:
+                raise MQClientException(f"send request message to <{msg.topic}> fail: {e}") from e
+            remaining = timeout - (loop.time() - begin)
+            try:
+                return await asyncio.wait_for(future, max(remaining, 0))
+            except TimeoutError:
+                raise RequestTimeoutException(
+                    f"send request message to <{msg.topic}> OK, but wait reply message timeout, "
+                    f"{int(timeout * 1000)}ms"
+                ) from None
+        finally:
+            holder.remove(correlation_id)
+
+    def request_async(
+        self,
+        msg: Message,
+        callback: RequestCallback | None = None,
+        timeout: float | None = None,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: Any = None,
+    ) -> asyncio.Task[MessageExt]:
+        """``request`` started at once: await the task, or pass a RequestCallback (``on_success(reply)`` /
+        ``on_exception(exc)``, called on the event loop). Requests still waiting at shutdown are cancelled."""
+        self.make_sure_state_ok()
+        task = asyncio.get_running_loop().create_task(
+            self.request(msg, timeout, queue=queue, selector=selector, arg=arg)
+        )
+        self._async_requests.add(task)
+        task.add_done_callback(self._async_requests.discard)
+        if callback is not None:
+            task.add_done_callback(lambda t: _run_callback(callback, t))
+        return task
+
+    async def _prepare_send_request(self, msg: Message, timeout: float) -> str:
+        """prepareSendRequest: mark ``msg`` as a request of this client; make sure the brokers know this client
+        (they push the reply to it by id) before the request reaches them."""
+        correlation_id = str(uuid.uuid4())
+        msg.put_property(PROPERTY_CORRELATION_ID, correlation_id)
+        msg.put_property(PROPERTY_MESSAGE_REPLY_TO_CLIENT, self.instance.client_id)
+        msg.put_property(PROPERTY_MESSAGE_TTL, str(int(timeout * 1000)))
+        if msg.topic not in self.instance.topic_route_table:
+            await self._try_to_find_topic_publish_info(msg.topic)
+            await self.instance.send_heartbeat_to_all_brokers()
+        return correlation_id
 
     async def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
         info = await self._try_to_find_topic_publish_info(topic)
@@ -349,7 +464,21 @@ class Producer:
         header, body, uniq_id = build_send_request(msg, mq, self._request_options())
         if mode is _ONEWAY:
             return instance.mq_client_api.send_message_oneway(addr, header, body)
+        if msg.properties.get(PROPERTY_MESSAGE_TYPE) == REPLY_MESSAGE_FLAG:  # a reply (MessageUtil)
+            return instance.mq_client_api.send_reply_message(addr, mq.broker_name, header, body, timeout, uniq_id, mq)
         return instance.mq_client_api.send_message(addr, mq.broker_name, header, body, timeout, uniq_id, mq)
+
+    async def _traced_send_kernel_impl(
+        self, msg: Message, mq: MessageQueue, mode: CommunicationMode, timeout: float
+    ) -> SendResult | None:
+        """_send_kernel_impl with the trace hook around it (SendMessageTraceHookImpl): a Pub record a send."""
+        hook = self._send_hook
+        if hook is None:
+            return await Producer._send_kernel_impl(self, msg, mq, mode, timeout)
+        ctx = hook.send_message_before(msg, mq, self.instance.find_broker_address_in_publish(mq.broker_name))
+        result = await Producer._send_kernel_impl(self, msg, mq, mode, timeout)
+        hook.send_message_after(ctx, result)
+        return result
 
     async def _send_kernel_impl_after_route(
         self, msg: Message, mq: MessageQueue, mode: CommunicationMode, timeout: float
@@ -363,7 +492,8 @@ class Producer:
         cost = loop.time() - begin
         if timeout < cost:
             raise RemotingTimeoutError("sendKernelImpl call timeout")
-        return await self._send_kernel_impl(msg, mq, mode, timeout - cost)
+        # (the class's method: a traced producer's own attribute would trace this send a second time)
+        return await Producer._send_kernel_impl(self, msg, mq, mode, timeout - cost)
 
     def _request_options(self) -> SendRequestOptions:
         """The producer's settings a request carries; rebuilt only when one of them was changed (they are
@@ -406,7 +536,7 @@ class Producer:
             self.topic_publish_info_table[topic] = info
 
 
-def _run_callback(callback: SendCallback, task: asyncio.Task[SendResult]) -> None:
+def _run_callback(callback: SendCallback | RequestCallback, task: asyncio.Task[Any]) -> None:
     try:
         if task.cancelled():
             callback.on_exception(asyncio.CancelledError())

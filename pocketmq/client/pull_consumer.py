@@ -20,6 +20,7 @@ from typing import Any
 from pocketmq.common.bounded_cache import BoundedCache
 from pocketmq.remoting.client_body import ConsumerData, MessageQueue, SubscriptionData
 
+from . import mq_admin
 from .client_config import ClientConfig
 from .exceptions import MQClientException, NameServerAddressError
 from .filter_api import EXPRESSION_TYPE_TAG, SUB_ALL, build_subscription_data
@@ -243,39 +244,18 @@ class PullConsumer:
 
     async def seek_by_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
         """The offset of the first message stored at or after ``timestamp_ms`` (SEARCH_OFFSET_BY_TIMESTAMP)."""
-        addr = await self._master_addr(mq)
-        return await self.instance.mq_client_api.search_offset(
-            addr, mq.topic, mq.queue_id, timestamp_ms, self.client_config.mq_client_api_timeout
-        )
+        return await mq_admin.search_offset(self.instance, mq, timestamp_ms, self.client_config.mq_client_api_timeout)
 
     async def min_offset(self, mq: MessageQueue) -> int:
-        addr = await self._master_addr(mq)
-        return await self.instance.mq_client_api.get_min_offset(
-            addr, mq.topic, mq.queue_id, self.client_config.mq_client_api_timeout
-        )
+        return await mq_admin.min_offset(self.instance, mq, self.client_config.mq_client_api_timeout)
 
     async def max_offset(self, mq: MessageQueue) -> int:
         """The offset the next message will get: one past the last stored."""
-        addr = await self._master_addr(mq)
-        return await self.instance.mq_client_api.get_max_offset(
-            addr, mq.topic, mq.queue_id, self.client_config.mq_client_api_timeout
-        )
+        return await mq_admin.max_offset(self.instance, mq, self.client_config.mq_client_api_timeout)
 
     async def earliest_msg_store_time(self, mq: MessageQueue) -> int:
-        addr = await self._master_addr(mq)
-        return await self.instance.mq_client_api.get_earliest_msg_storetime(
-            addr, mq.topic, mq.queue_id, self.client_config.mq_client_api_timeout
-        )
+        return await mq_admin.earliest_msg_store_time(self.instance, mq, self.client_config.mq_client_api_timeout)
 
-    async def _master_addr(self, mq: MessageQueue) -> str:
-        instance = self.instance
-        addr = instance.find_broker_address_in_publish(mq.broker_name)
-        if addr is None:
-            await instance.update_topic_route_info_from_name_server(mq.topic, unreachable_raises=True)
-            addr = instance.find_broker_address_in_publish(mq.broker_name)
-        if addr is None:
-            raise MQClientException(f"The broker[{mq.broker_name}] not exist")
-        return addr
 
     # --- ConsumerInner (called by MQClientInstance) --------------------------------------------------------
 

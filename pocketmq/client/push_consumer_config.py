@@ -66,6 +66,10 @@ class PushConsumerConfig:
     # --- BROADCASTING offsets ---
     offset_store_dir: str = DEFAULT_OFFSET_STORE_DIR
 
+    # --- message trace (DefaultMQPushConsumer(group, enableMsgTrace, customizedTraceTopic)) ---
+    enable_msg_trace: bool = False  # a SubBefore and a SubAfter record per listener call
+    custom_trace_topic: str | None = None  # None: RMQ_SYS_TRACE_TOPIC
+
     def __post_init__(self) -> None:
         self.message_model = MessageModel(self.message_model)
         self.consume_from_where = ConsumeFromWhere(self.consume_from_where)

@@ -48,6 +48,7 @@ from .message_const import (
 )
 from .mq_client_instance import MQClientInstance
 from .mq_client_manager import MQClientManager
+from .mq_consumer_inner import RebalancedConsumerInner
 from .offset_store import OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
 from .pull_api import PullAPIWrapper, build_sys_flag
 from .pull_request import PullRequest
@@ -55,6 +56,8 @@ from .push_consumer_config import PushConsumerConfig
 from .rebalance_push_impl import RebalancePushImpl
 from .send_request import SendRequestOptions, build_send_request
 from .topic_publish_info import topic_route_data_to_publish_info
+from .trace.async_trace_dispatcher import AsyncTraceDispatcher
+from .trace.trace_hooks import ConsumeMessageTraceHook
 from .validators import DEFAULT_CONSUMER_GROUP, check_group, check_topic
 
 log = logging.getLogger(__name__)
@@ -73,7 +76,7 @@ def _closed(coro: Coroutine[Any, Any, Any]) -> None:
     coro.close()  # never started: no "coroutine was never awaited" warning
 
 
-class DefaultMQPushConsumerImpl:
+class DefaultMQPushConsumerImpl(RebalancedConsumerInner):
     def __init__(
         self,
         group: str,
@@ -102,6 +105,8 @@ class DefaultMQPushConsumerImpl:
         self.consume_message_service: ConsumeMessageService | None = None
         self._tasks = TaskTracker(log)
         self._learning_routes = False
+        self.trace_dispatcher: AsyncTraceDispatcher | None = None
+        self.trace_hook: ConsumeMessageTraceHook | None = None  # set while tracing (enable_msg_trace)
 
     # --- state ---------------------------------------------------------------------------------------------
 
@@ -209,6 +214,11 @@ class DefaultMQPushConsumerImpl:
         self.running = True
         self.start_timestamp = int(time.time() * 1000)
         self._tasks = TaskTracker(log)
+        if cfg.enable_msg_trace:
+            dispatcher = AsyncTraceDispatcher(self.group, self.client_config, cfg.custom_trace_topic)
+            await dispatcher.start()
+            self.trace_dispatcher = dispatcher
+            self.trace_hook = ConsumeMessageTraceHook(dispatcher, self.group)
         self.consume_message_service.start()
         await instance.start()
         try:
@@ -238,6 +248,9 @@ class DefaultMQPushConsumerImpl:
             log.warning("%s: %d background tasks ignored cancellation", self.group, stuck)
         assert self.consume_message_service is not None
         await self.consume_message_service.shutdown(self.config.await_termination_when_shutdown)
+        if self.trace_dispatcher is not None:
+            dispatcher, self.trace_dispatcher, self.trace_hook = self.trace_dispatcher, None, None
+            await dispatcher.shutdown()  # sends the records still queued
         await self.persist_consumer_offset()
         await instance.unregister_consumer(self.group)
         for pq in self.rebalance_impl.process_queue_table.values():
@@ -307,18 +320,6 @@ class DefaultMQPushConsumerImpl:
             subscription_data_set=list(self.rebalance_impl.subscription_inner.values()),
         )
 
-    def subscription_topics(self) -> set[str]:
-        return set(self.rebalance_impl.subscription_inner) if self._rebalance_impl is not None else set()
-
-    def is_subscribe_topic_need_update(self, topic: str) -> bool:
-        r = self._rebalance_impl
-        return r is not None and topic in r.subscription_inner and not r.topic_subscribe_info_table.get(topic)
-
-    def update_topic_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
-        r = self._rebalance_impl
-        if r is not None and topic in r.subscription_inner:
-            r.topic_subscribe_info_table[topic] = mqs
-
     async def persist_consumer_offset(self) -> None:
         if self._offset_store is not None:
             try:
@@ -376,6 +377,8 @@ class DefaultMQPushConsumerImpl:
             "PROP_THREADPOOL_CORE_SIZE": str(self.config.consume_thread_max),
             "PROP_CONSUMER_START_TIMESTAMP": str(self.start_timestamp),
             "pullBatchSize": str(self.config.pull_batch_size),
+            # RocketMQ writes the strategy object here; its name (AVG, AVG_BY_CIRCLE, ...) says as much.
+            "allocateMessageQueueStrategy": str(getattr(r.allocate_message_queue_strategy, "name", "?")),
         }
         mq_table: dict[str, dict[str, object]] = {}
         now_ms = int(time.time() * 1000)

@@ -24,6 +24,7 @@ from .message import Message, MessageExt, PullResult, SendResult
 from .producer import Producer, SendCallback
 from .pull_consumer import PullConsumer
 from .push_consumer import PushConsumer
+from .request_future_holder import RequestCallback
 from .selector import MessageQueueSelector
 
 T = TypeVar("T")
@@ -113,6 +114,20 @@ class SyncProducer:
     ) -> concurrent.futures.Future[SendResult]:
         """send_batch without waiting: a concurrent.futures.Future of the batch's SendResult."""
         return self._runner.submit(self.producer.send_batch(list(msgs), queue, **kwargs))
+
+    def request(self, msg: Message, timeout: float | None = None, **kwargs: Any) -> MessageExt:
+        """Producer.request: send ``msg`` and block until its reply (RequestTimeoutException after ``timeout``)."""
+        return self._runner.run(self.producer.request(msg, timeout, **kwargs))
+
+    def request_async(
+        self, msg: Message, callback: RequestCallback | None = None, timeout: float | None = None, **kwargs: Any
+    ) -> concurrent.futures.Future[MessageExt]:
+        """A concurrent.futures.Future of the reply; ``callback`` runs on the client's thread."""
+
+        async def start() -> MessageExt:
+            return await self.producer.request_async(msg, callback, timeout, **kwargs)
+
+        return self._runner.submit(start())
 
     def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
         return self._runner.run(self.producer.fetch_publish_message_queues(topic))

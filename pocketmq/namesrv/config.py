@@ -33,9 +33,4 @@ class NamesrvConfig:
 
     @property
     def connection_limits(self) -> ConnectionLimits:
-        return ConnectionLimits(
-            write_buffer_high_water_mark=self.write_buffer_high_water_mark,
-            write_buffer_low_water_mark=self.write_buffer_low_water_mark,
-            frame_read_timeout=self.server_frame_read_timeout,
-            max_idle_time=self.server_channel_max_idle_time,
-        )
+        return ConnectionLimits.of(self)

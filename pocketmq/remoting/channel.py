@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .busy_poll import busy_poller
 from .codec import encode
@@ -58,6 +58,25 @@ class ConnectionLimits:
             )
         if self.frame_read_timeout < 0 or self.max_idle_time < 0:
             raise ValueError("connection timeouts must be >= 0 (0: none)")
+
+    @classmethod
+    def of(cls, config: ServerConnectionSettings) -> ConnectionLimits:
+        """The limits a broker's or a name server's config sets (both use the same keys)."""
+        return cls(
+            write_buffer_high_water_mark=config.write_buffer_high_water_mark,
+            write_buffer_low_water_mark=config.write_buffer_low_water_mark,
+            frame_read_timeout=config.server_frame_read_timeout,
+            max_idle_time=config.server_channel_max_idle_time,
+        )
+
+
+class ServerConnectionSettings(Protocol):
+    """The keys of a server's config that ConnectionLimits.of reads."""
+
+    write_buffer_high_water_mark: int
+    write_buffer_low_water_mark: int
+    server_frame_read_timeout: float
+    server_channel_max_idle_time: float
 
 
 def format_address(sockname: object) -> str:

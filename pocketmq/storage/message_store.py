@@ -34,6 +34,7 @@ from .consume_queue import ConsumeQueue
 from .consume_queue_lru import ConsumeQueueLru
 from .dispatch_manifest import take_manifest, write_manifest
 from .flush_service import FlushConsumeQueueService, FlushRealTimeService, GroupCommitService
+from .flush_stats import FlushStats
 from .get_message import read_queue
 from .index_service import IndexService
 from .message_filter import MessageFilter
@@ -122,6 +123,7 @@ class DefaultMessageStore:
         self._pending_hold: Future | None = None  # the hold writers wait on (_dispatch_hold), while not done
         self.flush_service = GroupCommitService(self) if self.sync_flush else FlushRealTimeService(self)
         self.flush_cq_service = FlushConsumeQueueService(self)
+        self.flush_stats = FlushStats()  # commit-log flushes that wrote something, by latency
         self.clean_service = CleanService(self)
         self.warm_service = (WarmMappedFileService(self.commit_log.mapped_file_queue, config.warm_mapped_file_ahead)
                              if config.warm_mapped_file_ahead > 0 and WarmMappedFileService.available() else None)
@@ -594,7 +596,11 @@ class DefaultMessageStore:
 
     def flush_commit_log(self, least_pages: int) -> None:
         ts = self.commit_log._last_store_timestamp
+        before = self.commit_log.mapped_file_queue.flushed_where
+        started = time.monotonic()
         self.commit_log.flush(least_pages)
+        if self.commit_log.mapped_file_queue.flushed_where != before:
+            self.flush_stats.record(time.monotonic() - started)
         if self.checkpoint is not None and ts:
             self.checkpoint.physic_msg_timestamp = ts
 

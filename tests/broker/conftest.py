@@ -20,9 +20,8 @@ from broker_harness import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND, 
 
 from pocketmq.broker import BrokerController
 from pocketmq.common.codec import decode_all
-from pocketmq.remoting.admin_body import KVTable
 from pocketmq.remoting.client import RemotingClient
-from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.codes import ResponseCode
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -138,19 +137,6 @@ class DevProcess:
     async def pull_all(self, topic: str, queue_id: int, start: int = 0) -> list[tuple[int, bytes]]:
         return await pull_all(self.mq, topic, queue_id, start)
 
-    async def wait_dispatched(self, guard: float = 120.0) -> None:
-        """Until the broker has dispatched its whole commit log (GET_BROKER_RUNTIME_INFO's dispatchBehindBytes
-        is 0). A send is answered once the commit log has the message; its consume-queue entry, for a new queue
-        also the queue's directory and file, comes after: a pull right after a burst of new topics may not
-        find the last ones yet."""
-        deadline = asyncio.get_running_loop().time() + guard
-        while True:
-            resp = await self.mq.invoke(RequestCode.GET_BROKER_RUNTIME_INFO)
-            if resp.code == ResponseCode.SUCCESS and resp.decode_body(KVTable).table["dispatchBehindBytes"] == "0":
-                return
-            assert asyncio.get_running_loop().time() < deadline, "the broker did not catch up with dispatch"
-            await asyncio.sleep(0.01)
-
     async def stderr_text(self) -> str:
         if self.proc.returncode is None or self.proc.stderr is None:
             return ""
@@ -168,7 +154,8 @@ async def dev_process(store: Path, conf: str = "", *, nofile: int | None = None,
     conf_path.write_text(conf)
     env = dict(os.environ, **(extra_env or {}))
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "pocketmq", "dev", "--store", str(store), "--namesrv-port", "0", "--broker-port", "0",
+        sys.executable, "-m", "pocketmq", "dev", "--no-console", "--store", str(store),
+        "--namesrv-port", "0", "--broker-port", "0",
         "-c", str(conf_path), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
         preexec_fn=(lambda: _limit_open_files(nofile, nofile_hard)) if nofile else None)
     assert proc.stdout is not None

@@ -595,3 +595,36 @@ async def pull_with_pocketmq_as(cluster: Any, topic: str) -> list[MessageExt]:
             result = await consumer.pull(mq, "*", 0, 32)
             out.extend(result.msg_found_list)
     return out
+
+
+@needs_cpp
+async def test_cpp_clients_see_committed_transactions_only(cluster: Any, clients: Clients) -> None:
+    # (The C++ client's C API in PyPI rocketmq 0.4.4 has no transactional producer: pocketmq's sends them.)
+    from pocketmq.client import LocalTransactionState, TransactionProducer
+
+    class Outcomes:
+        def execute_local_transaction(self, msg: Message, arg: Any) -> LocalTransactionState:
+            return arg  # type: ignore[no-any-return]
+
+        def check_local_transaction(self, msg: MessageExt) -> LocalTransactionState:
+            return LocalTransactionState.UNKNOW
+
+    topic, prefix = unique("TxnT"), unique("t")
+    await create_topic(cluster, topic)
+    msgs = pocketmq_messages(topic, prefix, 3)
+    outcomes = [LocalTransactionState.COMMIT_MESSAGE, LocalTransactionState.ROLLBACK_MESSAGE,
+                LocalTransactionState.UNKNOW]  # (the broker's check waits transactionTimeOut, 6 s)
+    async with TransactionProducer(unique("TxnPG"), cluster.namesrv_addr, Outcomes(), instance_name=unique("p"),
+                                   protocol="rocketmq") as producer:
+        for msg, outcome in zip(msgs, outcomes, strict=True):
+            await producer.send_message_in_transaction(msg, arg=outcome)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        while cluster.broker.end_transaction_processor.rolled_back < 1 and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+    committed = [expected(msgs[0])]
+    pulled = await clients.run("cpp", "pull", "--topic", topic, "--group", unique("PullG"))
+    assert [reported(e) for e in pulled.messages] == committed, pulled.diagnostics()
+    pushed = await clients.run("cpp", "push", "--topic", topic, "--group", unique("PushG"), "--expect", "1",
+                               "--linger", "1")
+    assert [reported(e) for e in pushed.of("message")] == committed, pushed.diagnostics()

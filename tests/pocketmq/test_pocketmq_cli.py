@@ -16,7 +16,7 @@ CLI = [sys.executable, "-m", "pocketmq"]
 
 @pytest.fixture
 def dev_server(tmp_path):
-    proc = subprocess.Popen([*CLI, "dev", "--store", str(tmp_path / "dev"), "--namesrv-port", "0",
+    proc = subprocess.Popen([*CLI, "dev", "--no-console", "--store", str(tmp_path / "dev"), "--namesrv-port", "0",
                              "--broker-port", "0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     first = proc.stdout.readline()
     match = re.search(r"name server (\S+), broker \S+ at (\S+)", first)
@@ -129,7 +129,7 @@ def test_dev_with_access_control_and_signed_commands(tmp_path):
                    "    defaultGroupPerm: SUB\n")
     conf = tmp_path / "broker.conf"
     conf.write_text(f"aclEnable=true\naclFile={acl}\naccessKey=devAdmin1\nsecretKey=devSecret1\n")
-    proc = subprocess.Popen([*CLI, "dev", "--store", str(tmp_path / "dev"), "--namesrv-port", "0",
+    proc = subprocess.Popen([*CLI, "dev", "--no-console", "--store", str(tmp_path / "dev"), "--namesrv-port", "0",
                              "--broker-port", "0", "-c", str(conf)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     try:

@@ -16,9 +16,12 @@ class ProducerManager:
     def __init__(self, channel_expired_timeout: float = 120.0) -> None:
         self.channel_expired_timeout = channel_expired_timeout
         self.group_channel_table: dict[str, dict[Channel, ClientChannelInfo]] = {}
+        # client id -> its connection, for the replies pushed to a requesting client (PUSH_REPLY_MESSAGE_TO_CLIENT)
+        self.client_channel_table: dict[str, Channel] = {}
 
     def register_producer(self, group: str, info: ClientChannelInfo) -> None:
         channels = self.group_channel_table.setdefault(group, {})
+        self.client_channel_table[info.client_id] = info.channel
         old = channels.get(info.channel)
         if old is None:
             channels[info.channel] = info
@@ -34,11 +37,19 @@ class ProducerManager:
             log.info("unregistered producer %s of group %s", info.client_id, group)
         if not channels:
             del self.group_channel_table[group]
+        if not any(info.channel in chs for chs in self.group_channel_table.values()):
+            self._forget_channel(info.channel)
+
+    def _forget_channel(self, channel: Channel) -> None:
+        for client_id, ch in list(self.client_channel_table.items()):
+            if ch is channel:
+                del self.client_channel_table[client_id]
 
     def do_channel_close_event(self, channel: Channel) -> None:
         for group, channels in list(self.group_channel_table.items()):
             if channels.pop(channel, None) is not None and not channels:
                 del self.group_channel_table[group]
+        self._forget_channel(channel)
 
     def scan_not_active_channel(self, now: float | None = None) -> list[Channel]:
         now = time.monotonic() if now is None else now
@@ -51,6 +62,8 @@ class ProducerManager:
                     expired.append(channel)
             if not channels:
                 del self.group_channel_table[group]
+        for channel in expired:
+            self._forget_channel(channel)
         return expired
 
     def get_available_channel(self, group: str) -> Channel | None:
@@ -59,3 +72,8 @@ class ProducerManager:
             if not channel.closed:
                 return channel
         return None
+
+    def find_channel(self, client_id: str) -> Channel | None:
+        """The live connection of the producer client ``client_id`` (ProducerManager.findChannel)."""
+        channel = self.client_channel_table.get(client_id)
+        return channel if channel is not None and not channel.closed else None

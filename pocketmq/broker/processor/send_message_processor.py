@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PROPERTY_TRANSACTION_PREPARED = "TRAN_MSG"
+_PROPERTY_REPLY_TO_CLIENT, _PROPERTY_CLUSTER = "REPLY_TO_CLIENT", "CLUSTER"
 # MQVersion.Version.V3_4_9.ordinal(): from this client version on, the header's maxReconsumeTimes counts.
 _V3_4_9 = 121
 _SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)  # (a plain int: Enum members are slow to read)
@@ -83,6 +84,11 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             )
         props_string = header.properties or ""
         props = string_to_properties(props_string)
+        if _PROPERTY_REPLY_TO_CLIENT in props and _PROPERTY_CLUSTER not in props:
+            # A request (Producer.request): its replier learns the reply topic, <cluster>_REPLY_TOPIC, from
+            # CLUSTER. RocketMQ 4.9.8 adds CLUSTER to every message; pocketmq only to the ones that need it.
+            props[_PROPERTY_CLUSTER] = self.controller.broker_config.broker_cluster_name
+            props_string = properties_to_string(props)
         topic = header.topic
         if topic.startswith(tv.RETRY_GROUP_TOPIC_PREFIX):
             rerouted = self._handle_retry_and_dlq(request, header, props)
@@ -93,14 +99,22 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
                 props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
                 props_string = properties_to_string(props)
         sys_flag = header.sys_flag
-        if props.get(PROPERTY_TRANSACTION_PREPARED) == "true" or sys_flag & TRANSACTION_TYPE_MASK:
-            # No transactional message service (half topic, checks): refuse, as a broker configured with
-            # rejectTransactionMessage does, rather than store a half message nobody would ever commit.
+        # A transactional send: TRAN_MSG=true (RocketMQ's test; a retry that copied the property from a committed
+        # message, reconsumed and delayed, is none), or the prepared flag alone.
+        transactional = sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_PREPARED_TYPE or (
+            props.get(PROPERTY_TRANSACTION_PREPARED) == "true"
+            and not (header.reconsume_times and PROPERTY_DELAY_TIME_LEVEL in props)
+        )
+        if transactional and self.controller.broker_config.reject_transaction_message:
             return response(
                 request,
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{self.controller.broker_config.broker_ip1}] sending transaction message is forbidden",
             )
+        if not transactional and sys_flag & TRANSACTION_TYPE_MASK:
+            # Only END_TRANSACTION writes committed (and nothing writes rolled-back) records.
+            return response(request, ResponseCode.MESSAGE_ILLEGAL, "a producer cannot send a committed or rolled "
+                            "back transaction message; send a prepared one and END_TRANSACTION it")
         if tc.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
         # The producer's encoded properties go to the store verbatim. RocketMQ 4.9.8 re-encodes them to add
@@ -118,6 +132,8 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             reconsume_times=header.reconsume_times or 0,
             properties_string=props_string,
         )
+        if transactional:
+            msg = self.controller.transactional_message_service.prepare_message(msg)
         return self.put_and_answer(msg, request, queue_id)
 
     def _handle_retry_and_dlq(

@@ -9,6 +9,7 @@ GET_BROKER_RUNTIME_INFO read the minute's rates from here.
 from __future__ import annotations
 
 import datetime as dt
+from bisect import bisect_left
 
 from .stats_item import StatsItemSet, StatsSnapshot, monotonic_ms
 
@@ -19,6 +20,10 @@ GROUP_GET_SIZE = "GROUP_GET_SIZE"
 SNDBCK_PUT_NUMS = "SNDBCK_PUT_NUMS"
 BROKER_PUT_NUMS = "BROKER_PUT_NUMS"
 BROKER_GET_NUMS = "BROKER_GET_NUMS"
+
+
+# RocketMQ 5.1's rocketmq_message_size buckets (le_1_kb ... le_4_mb, then overflow), in bytes.
+MESSAGE_SIZE_BOUNDS = (1024, 4096, 512 * 1024, 1024 * 1024, 2 * 1024 * 1024, 4 * 1024 * 1024)
 
 
 def group_key(topic: str, group: str) -> str:
@@ -51,6 +56,8 @@ class BrokerStatsManager:
         self.msg_put_total_today_morning = 0
         self.msg_get_total_yesterday_morning = 0
         self.msg_get_total_today_morning = 0
+        # topic -> [messages per MESSAGE_SIZE_BOUNDS bucket ..., overflow, total bytes]: rocketmq_message_size.
+        self.message_sizes: dict[str, list[int]] = {}
 
     # --- the hot path: one dict lookup and two additions per call ---
 
@@ -58,6 +65,14 @@ class BrokerStatsManager:
         self._topic_put_nums.add(topic, msgs)
         self._topic_put_size.add(topic, size)
         self._broker_put_nums.add(self.cluster_name, msgs)
+        counts = self.message_sizes.get(topic)
+        if counts is None:
+            counts = self.message_sizes[topic] = [0] * (len(MESSAGE_SIZE_BOUNDS) + 2)
+        counts[-1] += size
+        if size <= 1024 * msgs:  # the common case, at the cost of one comparison
+            counts[0] += msgs
+        else:  # a batch's messages counted at their mean size: the put result gives only the batch's bytes
+            counts[bisect_left(MESSAGE_SIZE_BOUNDS, size // msgs if msgs else size)] += msgs
 
     def inc_get(self, group: str, topic: str, msgs: int, size: int) -> None:
         key = group_key(topic, group)
@@ -107,6 +122,7 @@ class BrokerStatsManager:
     def on_topic_deleted(self, topic: str) -> None:
         self._topic_put_nums.remove_where(lambda k: k == topic)
         self._topic_put_size.remove_where(lambda k: k == topic)
+        self.message_sizes.pop(topic, None)
         self._group_get_nums.remove_where(lambda k: k.startswith(topic + "@"))
         self._group_get_size.remove_where(lambda k: k.startswith(topic + "@"))
 

@@ -1,0 +1,115 @@
+"""EndTransactionProcessor: END_TRANSACTION (37), a producer's commit or rollback of a half message.
+
+Commit writes the real message (its topic and queue back from REAL_TOPIC / REAL_QID, TRANSACTION_COMMIT_TYPE,
+PREPAREDTRANSACTIONOFFSET = the half's commit-log offset), then the op record; rollback writes the op record
+only. An "unknown" answer (TRANSACTION_NOT_TYPE) changes nothing: the check asks again later.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from pocketmq.common.constants import (
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_NOT_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+)
+from pocketmq.common.message import MessageExt
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.transaction_header import EndTransactionRequestHeader
+from pocketmq.remoting.transport import Channel
+from pocketmq.storage.results import PutMessageStatus
+
+from ..topic_validator import RMQ_SYS_TRANS_HALF_TOPIC
+from ..transaction.transactional_message_util import PROPERTY_PRODUCER_GROUP, real_message
+from .base import BrokerProcessor, response
+
+if TYPE_CHECKING:
+    from ..broker_controller import BrokerController
+
+log = logging.getLogger(__name__)
+
+# sendFinalMessage's answers to a refused put (the stored ones all answer SUCCESS).
+_REFUSED = {
+    PutMessageStatus.CREATE_MAPEDFILE_FAILED: (ResponseCode.SYSTEM_ERROR, "Create mapped file failed."),
+    PutMessageStatus.MESSAGE_ILLEGAL: (
+        ResponseCode.MESSAGE_ILLEGAL,
+        "The message is illegal, maybe msg body or properties length not matched. msg body length limit 128k, "
+        "msg properties length limit 32k.",
+    ),
+    PutMessageStatus.SERVICE_NOT_AVAILABLE: (ResponseCode.SERVICE_NOT_AVAILABLE, "Service not available now."),
+    PutMessageStatus.OS_PAGECACHE_BUSY: (ResponseCode.SYSTEM_ERROR, "OS page cache busy, please try another machine"),
+}
+_REFUSED[PutMessageStatus.PROPERTIES_SIZE_EXCEEDED] = _REFUSED[PutMessageStatus.MESSAGE_ILLEGAL]
+
+
+class EndTransactionProcessor(BrokerProcessor):
+    def __init__(self, controller: BrokerController) -> None:
+        super().__init__(controller)
+        self.handlers[RequestCode.END_TRANSACTION] = self.end_transaction
+        self.committed = 0  # observability (tests, stats)
+        self.rolled_back = 0
+
+    async def end_transaction(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+        header = request.decode_header(EndTransactionRequestHeader)
+        state = header.commit_or_rollback
+        origin = "the check of" if header.from_transaction_check else "the send of"
+        if state == TRANSACTION_NOT_TYPE:
+            log.warning("producer %s answered %s transaction %s: still unknown (%s)", channel.remote_address,
+                        origin, header.transaction_id, request.remark)
+            return None
+        if state not in (TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE):
+            return response(request, ResponseCode.SYSTEM_ERROR, f"commitOrRollback {state} is neither commit (8) "
+                            "nor rollback (12) nor unknown (0)")
+        if state == TRANSACTION_ROLLBACK_TYPE or header.from_transaction_check:
+            log.info("producer %s %s transaction %s in %s", channel.remote_address,
+                     "rolled back" if state == TRANSACTION_ROLLBACK_TYPE else "committed", header.transaction_id,
+                     origin)
+        service = self.controller.transactional_message_service
+        half = await service.lookup_half_message(header.commit_log_offset)
+        error = self._check_prepare_message(request, half, header)
+        if error is not None:
+            return error
+        assert half is not None
+        if state == TRANSACTION_COMMIT_TYPE:
+            answer = await self._send_final_message(request, half, header)
+            if answer.code == ResponseCode.SUCCESS:
+                await service.delete_prepare_message(half)
+                self.committed += 1
+            return answer
+        await service.delete_prepare_message(half)
+        self.rolled_back += 1
+        return response(request)
+
+    @staticmethod
+    def _check_prepare_message(
+        request: RemotingCommand, half: MessageExt | None, header: EndTransactionRequestHeader
+    ) -> RemotingCommand | None:
+        """checkPrepareMessage: the record at the given offset is this group's half message at the given queue
+        offset (pocketmq also checks that it is a half message at all)."""
+        if half is None or half.topic != RMQ_SYS_TRANS_HALF_TOPIC:
+            return response(request, ResponseCode.SYSTEM_ERROR, "Find prepared transaction message failed")
+        if half.properties.get(PROPERTY_PRODUCER_GROUP) != header.producer_group:
+            return response(request, ResponseCode.SYSTEM_ERROR, "The producer group wrong")
+        if half.queue_offset != header.tran_state_table_offset:
+            return response(request, ResponseCode.SYSTEM_ERROR, "The transaction state table offset wrong")
+        if half.commit_log_offset != header.commit_log_offset:
+            return response(request, ResponseCode.SYSTEM_ERROR, "The commit log offset wrong")
+        return None
+
+    async def _send_final_message(
+        self, request: RemotingCommand, half: MessageExt, header: EndTransactionRequestHeader
+    ) -> RemotingCommand:
+        try:
+            msg = real_message(half, header.commit_log_offset)
+        except (KeyError, ValueError) as e:
+            return response(request, ResponseCode.SYSTEM_ERROR, f"the half message has no real topic or queue: {e}")
+        result = await self.controller.transactional_message_service.bridge.put_message(msg)
+        if result.is_ok:
+            if result.append_result is not None:
+                self.controller.broker_stats_manager.inc_put(msg.topic, 1, result.append_result.wrote_bytes)
+            return response(request)
+        code, remark = _REFUSED.get(result.status, (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"))
+        return response(request, code, remark)

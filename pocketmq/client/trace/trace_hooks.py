@@ -1,0 +1,100 @@
+"""SendMessageTraceHookImpl and ConsumeMessageTraceHookImpl: the records a traced send and a traced listener
+call leave with the dispatcher (a Pub per send; a SubBefore and a SubAfter per listener call)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from pocketmq.common.constants import PROPERTY_DELAY_TIME_LEVEL, PROPERTY_KEYS
+from pocketmq.common.message import MessageExt
+from pocketmq.remoting.client_body import MessageQueue
+
+from ..message import Message, SendResult, SendStatus
+from ..message_const import PROPERTY_TRANSACTION_PREPARED
+from .async_trace_dispatcher import AsyncTraceDispatcher
+from .trace_constants import DEFAULT_REGION
+from .trace_context import ConsumeReturnType, MessageType, TraceBean, TraceContext, TraceType
+
+PROPERTY_MSG_REGION = "MSG_REGION"
+PROPERTY_TRACE_SWITCH = "TRACE_ON"
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _msg_type(msg: Message) -> MessageType:
+    props = msg.properties
+    if props.get(PROPERTY_TRANSACTION_PREPARED, "").lower() == "true":
+        return MessageType.Trans_Msg_Half
+    if props.get(PROPERTY_DELAY_TIME_LEVEL, "0") not in ("", "0"):
+        return MessageType.Delay_Msg
+    return MessageType.Normal_Msg
+
+
+class SendMessageTraceHook:
+    def __init__(self, dispatcher: AsyncTraceDispatcher, group: str) -> None:
+        self.dispatcher = dispatcher
+        self.group = group
+
+    def send_message_before(self, msg: Message, mq: MessageQueue, broker_addr: str | None) -> TraceContext | None:
+        if msg.topic == self.dispatcher.trace_topic:
+            return None  # trace messages are not traced
+        bean = TraceBean(
+            topic=msg.topic, tags=msg.tags or "", keys=msg.properties.get(PROPERTY_KEYS, ""),
+            store_host=broker_addr or "", body_length=len(msg.body), msg_type=_msg_type(msg),
+        )
+        return TraceContext(TraceType.Pub, group_name=self.group, trace_beans=[bean])
+
+    def send_message_after(self, ctx: TraceContext | None, result: SendResult | None) -> None:
+        """After a send that got an answer (a oneway send gets none, a failed send raised: neither is traced)."""
+        if ctx is None or result is None:
+            return
+        bean = ctx.trace_beans[0]
+        ctx.cost_time = _now_ms() - ctx.time_stamp
+        ctx.success = result.send_status is SendStatus.SEND_OK
+        ctx.region_id = DEFAULT_REGION
+        bean.msg_id = result.msg_id
+        bean.offset_msg_id = result.offset_msg_id
+        bean.store_time = ctx.time_stamp + ctx.cost_time // 2
+        self.dispatcher.append(ctx)
+
+
+class ConsumeMessageTraceHook:
+    def __init__(self, dispatcher: AsyncTraceDispatcher, group: str) -> None:
+        self.dispatcher = dispatcher
+        self.group = group
+
+    def consume_message_before(self, msgs: Sequence[MessageExt]) -> TraceContext | None:
+        beans: list[TraceBean] = []
+        region = ""
+        for msg in msgs:
+            props = msg.properties
+            if props.get(PROPERTY_TRACE_SWITCH) == "false":
+                continue
+            region = props.get(PROPERTY_MSG_REGION, region)
+            beans.append(TraceBean(
+                topic=msg.topic, msg_id=msg.msg_id, tags=msg.tags or "", keys=props.get(PROPERTY_KEYS, ""),
+                store_time=msg.store_timestamp, body_length=msg.store_size, retry_times=msg.reconsume_times,
+                store_host=msg.store_host,
+            ))
+        if not beans:
+            return None
+        ctx = TraceContext(TraceType.SubBefore, group_name=self.group, region_id=region or DEFAULT_REGION,
+                           trace_beans=beans)
+        self.dispatcher.append(ctx)
+        return ctx
+
+    def consume_message_after(
+        self, before: TraceContext | None, msg_count: int, success: bool, return_type: ConsumeReturnType
+    ) -> None:
+        if before is None:
+            return
+        after = TraceContext(
+            TraceType.SubAfter, region_id=before.region_id, group_name=before.group_name,
+            request_id=before.request_id, success=success,
+            cost_time=(_now_ms() - before.time_stamp) // max(msg_count, 1), context_code=int(return_type),
+            trace_beans=before.trace_beans,
+        )
+        self.dispatcher.append(after)

@@ -1,0 +1,468 @@
+"""The console's JSON API: what each page shows, read through MQAdminExt (so it works against any cluster), and
+the admin actions, refused unless the console was started with admin rights."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+from pocketmq.client.exceptions import MQBrokerException, MQClientException
+from pocketmq.client.message import Message
+from pocketmq.client.mq_admin import broker_of_offset_msg_id
+from pocketmq.client.mq_admin_ext import RETRY_GROUP_TOPIC_PREFIX, MQAdminExt, _is_system_topic, retry_topic
+from pocketmq.client.producer import Producer
+from pocketmq.common.message import MessageExt
+from pocketmq.remoting.body import TopicConfig
+from pocketmq.remoting.codes import ResponseCode
+
+from . import storage_view
+
+JsonHandler = Callable[[web.Request], Awaitable[Any]]
+
+CONSOLE_PRODUCER_GROUP = "CONSOLE_PRODUCER"
+DLQ_PREFIX = "%DLQ%"
+MAX_SEARCH = 64
+MAX_TOPIC_SAMPLES = 1000
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+class ConsoleApi:
+    def __init__(self, admin: MQAdminExt, namesrv_addr: str, admin_rights: bool, store_roots: dict[str, str],
+                 access_key: str | None = None, secret_key: str | None = None,
+                 hash_slots: int = 5_000_000, index_num: int = 20_000_000) -> None:
+        self.admin = admin
+        self.namesrv_addr = namesrv_addr
+        self.admin_rights = admin_rights
+        self.store_roots = store_roots  # broker name -> store root, for the storage page
+        self.access_key, self.secret_key = access_key, secret_key
+        self.hash_slots, self.index_num = hash_slots, index_num
+        # topic -> (monotonic time, (broker, queue id) -> max offset) at its last view: each queue's TPS is the
+        # offsets it gained since, per second. Bounded: the oldest topics are forgotten first.
+        self._topic_samples: OrderedDict[str, tuple[float, dict[tuple[str, int], int]]] = OrderedDict()
+        self._producer: Producer | None = None
+        self._producer_lock = asyncio.Lock()
+
+    def routes(self) -> list[tuple[str, str, JsonHandler]]:
+        """(method, path, handler): each handler answers a JSON-ready value."""
+        get, post = "GET", "POST"
+        return [
+            (get, "/api/info", self.info),
+            (get, "/api/cluster", self.cluster),
+            (get, "/api/topics", self.topics),
+            (get, "/api/topic", self.topic),
+            (post, "/api/topic", self.create_topic),
+            (post, "/api/topic/delete", self.delete_topic),
+            (get, "/api/groups", self.groups),
+            (get, "/api/group", self.group),
+            (post, "/api/group/reset", self.reset_offsets),
+            (get, "/api/messages", self.search_messages),
+            (get, "/api/message", self.message),
+            (post, "/api/send", self.send),
+            (get, "/api/storage/files", self.storage_files),
+            (get, "/api/storage/record", self.storage_record),
+        ]
+
+    async def close(self) -> None:
+        if self._producer is not None:
+            await self._producer.shutdown()
+
+    # --- plumbing ------------------------------------------------------------------------------------------
+
+    def _require_admin(self) -> None:
+        if not self.admin_rights:
+            raise ApiError(403, "this console is read-only: start it with --admin to change the cluster")
+
+    @staticmethod
+    def _arg(request: web.Request, name: str, required: bool = True) -> str:
+        value = request.query.get(name, "").strip()
+        if required and not value:
+            raise ApiError(400, f"missing parameter {name!r}")
+        return value
+
+    @staticmethod
+    async def _body(request: web.Request) -> dict[str, Any]:
+        # JSON only: a cross-site page can post a form (text/plain, urlencoded) without the browser asking first,
+        # but not JSON, so an admin console on loopback cannot be driven by another site the user visits.
+        if request.content_type != "application/json":
+            raise ApiError(415, "send the request body as application/json")
+        try:
+            data = await request.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise ApiError(400, "the request body is not JSON")
+        if not isinstance(data, dict):
+            raise ApiError(400, "the request body must be a JSON object")
+        return data
+
+    def _store_root(self, request: web.Request) -> str:
+        if not self.store_roots:
+            raise ApiError(404, "no store to show: run the console inside `pocketmq dev` or give --store")
+        broker = request.query.get("broker") or next(iter(self.store_roots))
+        root = self.store_roots.get(broker)
+        if root is None:
+            raise ApiError(404, f"no store known for broker {broker!r}")
+        return root
+
+    # --- info and cluster ----------------------------------------------------------------------------------
+
+    async def info(self, request: web.Request) -> dict[str, Any]:
+        return {"namesrv": self.namesrv_addr, "admin": self.admin_rights, "storage": sorted(self.store_roots)}
+
+    async def cluster(self, request: web.Request) -> dict[str, Any]:
+        info = await self.admin.examine_broker_cluster_info()
+        rows = []
+        now = time.time() * 1000
+        for cluster, names in sorted(info.cluster_addr_table.items()):
+            for name in sorted(names):
+                bd = info.broker_addr_table.get(name)
+                if bd is None:
+                    continue
+                for broker_id, addr in sorted(bd.broker_addrs.items()):
+                    try:
+                        rt = await self.admin.fetch_broker_runtime_stats(addr)
+                    except Exception as e:
+                        rows.append({"cluster": cluster, "broker": name, "id": broker_id, "addr": addr,
+                                     "error": str(e)})
+                        continue
+                    boot = int(rt.get("bootTimestamp", "0") or 0)
+                    rows.append({
+                        "cluster": cluster, "broker": name, "id": broker_id, "addr": addr,
+                        "version": rt.get("brokerVersionDesc", ""),
+                        "put_tps": _first(rt.get("putTps", "")), "get_tps": _first(rt.get("getTransferedTps", "")),
+                        "put_today": _int(rt.get("msgPutTotalTodayNow")),
+                        "get_today": _int(rt.get("msgGetTotalTodayNow")),
+                        "disk_ratio": _float(rt.get("commitLogDiskRatio")),
+                        "commitlog_min": _int(rt.get("commitLogMinOffset")),
+                        "commitlog_max": _int(rt.get("commitLogMaxOffset")),
+                        "dispatch_behind": _int(rt.get("dispatchBehindBytes")),
+                        "uptime_s": round((now - boot) / 1000) if boot else None,
+                    })
+        return {"namesrv": self.admin.api.namesrv_addr_list, "brokers": rows}
+
+    # --- topics --------------------------------------------------------------------------------------------
+
+    async def topics(self, request: web.Request) -> dict[str, Any]:
+        names = await self.admin.fetch_all_topic_list()
+        return {"topics": [{"topic": t, "system": _is_system_topic(t)} for t in names]}
+
+    async def topic(self, request: web.Request) -> dict[str, Any]:
+        topic = self._arg(request, "topic")
+        route = await self.admin.examine_topic_route_info(topic)
+        stats = await self.admin.examine_topic_stats(topic)
+        now = time.monotonic()
+        offsets = {(mq.broker_name, mq.queue_id): o.max_offset for mq, o in stats.offset_table.items()}
+        then, before = self._topic_samples.pop(topic, (now, {}))
+        self._topic_samples[topic] = (now, offsets)
+        while len(self._topic_samples) > MAX_TOPIC_SAMPLES:
+            self._topic_samples.popitem(last=False)
+        elapsed = now - then
+        queues = [{"broker": mq.broker_name, "queue_id": mq.queue_id, "min_offset": o.min_offset,
+                   "max_offset": o.max_offset, "last_update": o.last_update_timestamp,
+                   "tps": (round((o.max_offset - before[(mq.broker_name, mq.queue_id)]) / elapsed, 2)
+                           if elapsed > 0 and (mq.broker_name, mq.queue_id) in before else None)}
+                  for mq, o in sorted(stats.offset_table.items(), key=lambda kv: (kv[0].broker_name, kv[0].queue_id))]
+        try:
+            groups = await self.admin.query_topic_consume_by_who(topic)
+        except (MQClientException, MQBrokerException):
+            groups = []
+        return {"topic": topic, "queues": queues, "groups": groups,
+                "route": {"queue_datas": [q.to_dict() for q in route.queue_datas],
+                          "broker_datas": [{"broker": b.broker_name, "cluster": b.cluster,
+                                            "addrs": {str(k): v for k, v in b.broker_addrs.items()}}
+                                           for b in route.broker_datas]}}
+
+    async def create_topic(self, request: web.Request) -> dict[str, Any]:
+        self._require_admin()
+        body = await self._body(request)
+        topic = str(body.get("topic", "")).strip()
+        if not topic:
+            raise ApiError(400, "give a topic name")
+        queues = _number(body.get("queues", 4), "queues")
+        if not 1 <= queues <= 1024:
+            raise ApiError(400, "queues must be between 1 and 1024")
+        cluster = body.get("cluster") or next(iter((await self.admin.examine_broker_cluster_info()).cluster_addr_table),
+                                               None)
+        tc = TopicConfig(topic, read_queue_nums=queues, write_queue_nums=queues)
+        addrs = await self.admin.create_topic(tc, cluster=cluster)
+        return {"created": topic, "brokers": addrs}
+
+    async def delete_topic(self, request: web.Request) -> dict[str, Any]:
+        self._require_admin()
+        body = await self._body(request)
+        topic = str(body.get("topic", "")).strip()
+        cluster = body.get("cluster") or next(iter((await self.admin.examine_broker_cluster_info()).cluster_addr_table),
+                                               None)
+        if not topic or not cluster:
+            raise ApiError(400, "give a topic (and a cluster when there are several)")
+        return {"deleted": topic, "brokers": await self.admin.delete_topic(topic, cluster)}
+
+    # --- consumer groups -----------------------------------------------------------------------------------
+
+    async def groups(self, request: web.Request) -> dict[str, Any]:
+        names: set[str] = set()
+        for addr in (await self.admin.master_addrs()).values():
+            names.update(await self.admin.get_all_subscription_group(addr))
+        rows = []
+        for g in sorted(names):
+            row: dict[str, Any] = {"group": g, "system": _is_system_group(g)}
+            try:
+                stats = await self.admin.examine_consume_stats(g)
+                row["lag"] = stats.compute_total_diff()
+                row["tps"] = round(stats.consume_tps, 2)
+            except (MQClientException, MQBrokerException):
+                row["lag"], row["tps"] = None, None
+            rows.append(row)
+        return {"groups": rows}
+
+    async def group(self, request: web.Request) -> dict[str, Any]:
+        group = self._arg(request, "group")
+        out: dict[str, Any] = {"group": group, "queues": [], "clients": [], "lag": 0}
+        try:
+            stats = await self.admin.examine_consume_stats(group)
+        except (MQClientException, MQBrokerException) as e:
+            out["error"] = str(e)
+            stats = None
+        owners: dict[tuple[str, str, int], str] = {}
+        try:
+            conn = await self.admin.examine_consumer_connection_info(group)
+            out["clients"] = [{"client_id": c.client_id, "addr": c.client_addr, "language": c.language,
+                               "version": c.version} for c in conn.connection_set]
+            out["consume_type"], out["message_model"] = conn.consume_type, conn.message_model
+            for c in conn.connection_set:
+                try:
+                    running = await self.admin.get_consumer_running_info(group, c.client_id)
+                except (MQClientException, MQBrokerException):
+                    continue
+                out.setdefault("strategy", running.properties.get("allocateMessageQueueStrategy"))
+                for key in running.mq_table:
+                    owned = _parse_mq_key(key)
+                    if owned is not None:
+                        owners[owned] = c.client_id
+        except (MQClientException, MQBrokerException):
+            pass  # no consumer online
+        if stats is not None:
+            for mq, w in sorted(stats.offset_table.items(),
+                                key=lambda kv: (kv[0].topic, kv[0].broker_name, kv[0].queue_id)):
+                lag = max(0, w.broker_offset - w.consumer_offset)
+                out["lag"] += lag
+                out["queues"].append({"topic": mq.topic, "broker": mq.broker_name, "queue_id": mq.queue_id,
+                                      "broker_offset": w.broker_offset, "consumer_offset": w.consumer_offset,
+                                      "lag": lag, "last_timestamp": w.last_timestamp,
+                                      "client": owners.get((mq.topic, mq.broker_name, mq.queue_id), "")})
+            out["tps"] = round(stats.consume_tps, 2)
+        return out
+
+    async def reset_offsets(self, request: web.Request) -> dict[str, Any]:
+        self._require_admin()
+        body = await self._body(request)
+        group, topic = str(body.get("group", "")), str(body.get("topic", ""))
+        if not group or not topic:
+            raise ApiError(400, "give a group and a topic")
+        timestamp = _number(body.get("timestamp", -1), "timestamp")
+        result = await self.admin.reset_offset_by_timestamp(topic, group, timestamp)
+        return {"online": result.online,
+                "offsets": [{"broker": mq.broker_name, "queue_id": mq.queue_id, "offset": off}
+                            for mq, off in sorted(result.offsets.items(),
+                                                  key=lambda kv: (kv[0].broker_name, kv[0].queue_id))]}
+
+    # --- messages ------------------------------------------------------------------------------------------
+
+    async def search_messages(self, request: web.Request) -> dict[str, Any]:
+        """By topic and time, by key, by unique id (msgId) or by offset id."""
+        topic = self._arg(request, "topic", required=False)
+        key = self._arg(request, "key", required=False)
+        msg_id = self._arg(request, "msgId", required=False)
+        offset_id = self._arg(request, "offsetId", required=False)
+        found: list[MessageExt] = []
+        if offset_id:
+            msg = await self.admin.view_message_by_offset_id(offset_id)
+            found = [msg] if msg else []
+        elif msg_id:
+            msg = await self.admin.view_message(msg_id, topic or None)
+            found = [msg] if msg else []
+        elif key:
+            if not topic:
+                raise ApiError(400, "a search by key needs its topic")
+            found = await self.admin.query_message(topic, key, MAX_SEARCH)
+        elif topic:
+            begin = _number(request.query.get("begin") or 0, "begin")
+            end = _number(request.query.get("end") or int(time.time() * 1000) + 60_000, "end")
+            found = await self._by_time(topic, begin, end)
+        else:
+            raise ApiError(400, "give a topic (and a time range), a key, a msgId or an offsetId")
+        return {"messages": [_summary(m) for m in found[:MAX_SEARCH]]}
+
+    async def _by_time(self, topic: str, begin: int, end: int) -> list[MessageExt]:
+        """Every queue from the first message stored at or after ``begin``, as the Dashboard's search by time
+        does, up to MAX_SEARCH messages stored before ``end``."""
+        stats = await self.admin.examine_topic_stats(topic)
+        out: list[MessageExt] = []
+        for mq, o in sorted(stats.offset_table.items(), key=lambda kv: (kv[0].broker_name, kv[0].queue_id)):
+            offset = o.min_offset
+            while offset < o.max_offset and len(out) < MAX_SEARCH:
+                msg = await self.admin.query_message_by_offset(topic, mq.broker_name, mq.queue_id, offset)
+                if msg is None:
+                    break
+                offset = msg.queue_offset + 1
+                if msg.store_timestamp > end:
+                    break
+                if msg.store_timestamp >= begin:
+                    out.append(msg)
+        return sorted(out, key=lambda m: m.store_timestamp)
+
+    async def message(self, request: web.Request) -> dict[str, Any]:
+        msg_id = self._arg(request, "msgId")
+        topic = self._arg(request, "topic", required=False)
+        msg = await self.admin.view_message(msg_id, topic or None)
+        if msg is None:
+            raise ApiError(404, f"no message {msg_id}")
+        out = _summary(msg)
+        out["properties"] = dict(msg.properties)
+        out["body_hex"] = msg.body.hex()
+        out["body_text"] = msg.body.decode("utf-8", "replace")
+        try:
+            out["body_json"] = json.loads(msg.body)
+        except (ValueError, UnicodeDecodeError):
+            out["body_json"] = None
+        out["history"] = await self._retry_history(msg)
+        return out
+
+    async def _retry_history(self, msg: MessageExt) -> list[dict[str, Any]]:
+        """The copies of the message that consumers sent back: a copy keeps the UNIQ_KEY, and once its delay is
+        over it is stored (and indexed) in %RETRY%group, or in %DLQ%group after the last retry."""
+        if not msg.uniq_key or msg.topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_PREFIX)):
+            return []
+        try:
+            groups = await self.admin.query_topic_consume_by_who(msg.topic)
+        except (MQClientException, MQBrokerException):
+            return []
+        out: list[dict[str, Any]] = []
+        for group in groups:
+            for kind, topic in (("retry", retry_topic(group)), ("DLQ", DLQ_PREFIX + group)):
+                try:
+                    copies = await self.admin.query_message(topic, msg.uniq_key, 32, unique_key=True)
+                except (MQClientException, MQBrokerException):
+                    continue  # no such topic: never sent back
+                out += [{**_summary(m), "group": group, "kind": kind} for m in copies]
+        return sorted(out, key=lambda m: m["store_timestamp"])
+
+    async def send(self, request: web.Request) -> dict[str, Any]:
+        self._require_admin()
+        body = await self._body(request)
+        topic = str(body.get("topic", "")).strip()
+        if not topic:
+            raise ApiError(400, "give a topic")
+        msg = Message(topic, str(body.get("body", "")).encode(), tags=body.get("tags") or None,
+                      keys=body.get("keys") or None)
+        producer = await self._get_producer()
+        result = await producer.send(msg)
+        where = broker_of_offset_msg_id(result.offset_msg_id)
+        return {"msg_id": result.msg_id, "offset_msg_id": result.offset_msg_id,
+                "commitlog_offset": where[1] if where else None,
+                "broker": result.message_queue.broker_name, "queue_id": result.message_queue.queue_id,
+                "queue_offset": result.queue_offset, "status": result.send_status.name}
+
+    async def _get_producer(self) -> Producer:
+        async with self._producer_lock:
+            if self._producer is None:
+                producer = Producer(CONSOLE_PRODUCER_GROUP, self.namesrv_addr, access_key=self.access_key,
+                                    secret_key=self.secret_key)
+                await producer.start()
+                self._producer = producer
+            return self._producer
+
+    # --- storage -------------------------------------------------------------------------------------------
+
+    async def storage_files(self, request: web.Request) -> dict[str, Any]:
+        root = self._store_root(request)
+        return await asyncio.to_thread(storage_view.files_view, root)
+
+    async def storage_record(self, request: web.Request) -> dict[str, Any]:
+        root = self._store_root(request)
+        try:
+            offset = int(self._arg(request, "offset"))
+        except ValueError:
+            raise ApiError(400, "offset must be an integer")
+        try:
+            return await asyncio.to_thread(storage_view.record_view, root, offset, self.hash_slots, self.index_num)
+        except LookupError as e:
+            raise ApiError(404, str(e))
+
+
+def _summary(m: MessageExt) -> dict[str, Any]:
+    return {"msg_id": m.uniq_key or m.offset_msg_id, "offset_msg_id": m.offset_msg_id, "topic": m.topic,
+            "tags": m.tags, "keys": m.keys, "queue_id": m.queue_id, "queue_offset": m.queue_offset,
+            "commitlog_offset": m.commit_log_offset, "store_timestamp": m.store_timestamp,
+            "born_timestamp": m.born_timestamp, "born_host": m.born_host, "store_host": m.store_host,
+            "reconsume_times": m.reconsume_times, "size": m.store_size, "body_size": len(m.body),
+            "retry_topic": m.properties.get("RETRY_TOPIC"), "origin_msg_id": m.properties.get("ORIGIN_MESSAGE_ID")}
+
+
+def _parse_mq_key(key: str) -> tuple[str, str, int] | None:
+    """A ConsumerRunningInfo mqTable key (the queue as fastjson writes it) as (topic, broker, queue id)."""
+    try:
+        d = json.loads(key)
+        return str(d["topic"]), str(d["brokerName"]), int(d["queueId"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _is_system_group(group: str) -> bool:
+    return group.startswith(("CID_RMQ_SYS_", "CID_ONSAPI_")) or group in {
+        "TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "__MONITOR_CONSUMER", "CLIENT_INNER_PRODUCER", "SELF_TEST_P_GROUP",
+        "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY", "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", "CID_ONSAPI_PULL",
+        "CID_RMQ_SYS_TRANS", "DEFAULT_CONSUMER", "DEFAULT_PRODUCER", CONSOLE_PRODUCER_GROUP,
+    }
+
+
+def _number(value: Any, name: str) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ApiError(400, f"{name} must be an integer, not {value!r}")
+
+
+def _first(tps: str) -> float:
+    try:
+        return float(tps.split()[0])
+    except (IndexError, ValueError):
+        return 0.0
+
+
+def _int(v: str | None) -> int:
+    try:
+        return int(v or 0)
+    except ValueError:
+        return 0
+
+
+def _float(v: str | None) -> float | None:
+    try:
+        return float(v) if v is not None else None
+    except ValueError:
+        return None
+
+
+def error_response(e: Exception) -> tuple[int, dict[str, Any]]:
+    """An exception as (HTTP status, JSON body): refusals keep the broker's response code and remark."""
+    if isinstance(e, ApiError):
+        return e.status, {"error": str(e), "code": e.code}
+    if isinstance(e, MQBrokerException):
+        status = 403 if e.response_code == ResponseCode.NO_PERMISSION else 502
+        return status, {"error": str(e), "code": e.response_code}
+    if isinstance(e, MQClientException):
+        if e.response_code == ResponseCode.TOPIC_NOT_EXIST:
+            return 404, {"error": str(e), "code": e.response_code}
+        return 400, {"error": str(e), "code": getattr(e, "response_code", None)}
+    return 500, {"error": f"{type(e).__name__}: {e}"}

@@ -1,0 +1,156 @@
+"""The storage page's data: a store's files read directly, read-only, as `python -m pocketmq.storage inspect`
+reads them (the same walkers and field annotator: pocketmq.storage.inspect), shaped for drawing.
+
+Nothing here writes, locks or opens the store: it is safe next to the broker that owns the store.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pocketmq.common.constants import CQ_STORE_UNIT_SIZE, INDEX_HASH_SLOT_SIZE, INDEX_HEADER_SIZE
+from pocketmq.common.message import MessageExt
+from pocketmq.storage.consume_queue import CQ_ENTRY
+from pocketmq.storage.index_file import ENTRY, key_hash
+from pocketmq.storage.inspect.commitlog import CommitLogFiles
+from pocketmq.storage.inspect.consumequeue import queue_dirs, read_entries
+from pocketmq.storage.inspect.files import INDEX_NAME_DIGITS, ReadOnlyFiles, numbered_files
+from pocketmq.storage.inspect.indexfile import entry_position, infer_geometry, read_header, slot_position
+from pocketmq.storage.inspect.record import annotate, body_text
+
+MAX_RECORDS = 2000  # records listed per file: enough to draw, bounded for a big store
+MAX_ENTRIES = 500  # consume-queue entries listed per queue
+
+
+def files_view(root: str, max_records: int = MAX_RECORDS) -> dict[str, Any]:
+    """The commit-log files, each with its size, the records in it (position, size, topic, queue) and how it
+    ends (the blank record of a full file, or unwritten bytes)."""
+    out: list[dict[str, Any]] = []
+    with ReadOnlyFiles() as files:
+        log = CommitLogFiles(root, files)
+        for name in log.names:
+            mm = log.map(name)
+            records, end = log.walk(name)
+            rows = []
+            for pos, size in records[:max_records]:
+                msg = log.record_at(int(name) + pos)
+                rows.append({"offset": int(name) + pos, "position": pos, "size": size,
+                             "topic": msg.topic if msg else "?", "queue_id": msg.queue_id if msg else -1,
+                             "queue_offset": msg.queue_offset if msg else -1})
+            out.append({"name": name, "base": int(name), "size": len(mm), "records": rows,
+                        "record_count": len(records), "end": end,
+                        "written": (len(mm) if end["kind"] in ("blank", "full") else end["offset"] - int(name))})
+        queues = _queues_view(root, files, MAX_ENTRIES)
+        index = _index_files_view(root, files)
+    return {"store": root, "files": out, "consume_queues": queues, "index_files": index}
+
+
+def _queues_view(root: str, files: ReadOnlyFiles, max_entries: int) -> list[dict[str, Any]]:
+    """Every consume queue: its files (size, entries written) and its first entries."""
+    out = []
+    for topic, queue_id in queue_dirs(root):
+        infos, entries, end = read_entries(files, os.path.join(root, "consumequeue", topic, str(queue_id)))
+        out.append({"topic": topic, "queue_id": queue_id, "entry_count": len(entries), "end": end,
+                    "files": [{"name": i["name"], "size": i["size"], "entries": i["entries"]} for i in infos],
+                    "entries": [{"index": e[0], "commitlog_offset": e[1], "size": e[2], "tags_code": e[3],
+                                 "file": e[4], "position": e[5]} for e in entries[:max_entries]]})
+    return out
+
+
+def _index_files_view(root: str, files: ReadOnlyFiles) -> list[dict[str, Any]]:
+    directory = os.path.join(root, "index")
+    out = []
+    for name in numbered_files(directory, INDEX_NAME_DIGITS):
+        mm = files.map(os.path.join(directory, name))
+        if len(mm) < INDEX_HEADER_SIZE:
+            out.append({"name": name, "size": len(mm), "error": "shorter than the 40-byte header"})
+            continue
+        out.append({"name": name, "size": len(mm), "header": read_header(mm)})
+    return out
+
+
+def record_view(root: str, offset: int, hash_slots: int = 5_000_000, index_num: int = 20_000_000) -> dict[str, Any]:
+    """One record field by field, the consume-queue entry that points at it, and the index entries (slot and
+    chain) that find it by its keys."""
+    with ReadOnlyFiles() as files:
+        log = CommitLogFiles(root, files)
+        where = log.locate(offset)
+        if where is None:
+            raise LookupError(f"no record starts at commit-log offset {offset}")
+        name, pos = where
+        fields = annotate(log.map(name), pos)
+        msg = log.record_at(offset)
+        assert msg is not None
+        return {
+            "offset": offset, "file": name, "position": pos,
+            "topic": msg.topic, "queue_id": msg.queue_id, "queue_offset": msg.queue_offset,
+            "keys": msg.keys, "uniq_key": msg.uniq_key, "tags": msg.tags,
+            "body_preview": body_text(msg.body, msg.sys_flag, 200),
+            "fields": fields,
+            "consume_queue": _cq_entry(root, files, msg),
+            "index": _index_entries(root, files, msg, offset, hash_slots, index_num),
+        }
+
+
+def _cq_entry(root: str, files: ReadOnlyFiles, msg: MessageExt) -> dict[str, Any] | None:
+    qdir = os.path.join(root, "consumequeue", msg.topic, str(msg.queue_id))
+    at = msg.queue_offset * CQ_STORE_UNIT_SIZE
+    for name in numbered_files(qdir):
+        mm = files.map(os.path.join(qdir, name))
+        base = int(name)
+        if base <= at < base + len(mm) - CQ_STORE_UNIT_SIZE + 1:
+            raw = bytes(mm[at - base:at - base + CQ_STORE_UNIT_SIZE])
+            phys, size, code = CQ_ENTRY.unpack(raw)
+            if size <= 0:
+                return {"path": f"consumequeue/{msg.topic}/{msg.queue_id}/{name}", "position": at - base,
+                        "dispatched": False}
+            return {"path": f"consumequeue/{msg.topic}/{msg.queue_id}/{name}", "file": name,
+                    "position": at - base, "index": msg.queue_offset, "hex": raw.hex(),
+                    "commitlog_offset": phys, "size": size, "tags_code": code, "dispatched": True,
+                    "fields": [{"pos": 0, "len": 8, "field": "CommitLogOffset", "value": phys},
+                               {"pos": 8, "len": 4, "field": "MsgSize", "value": size},
+                               {"pos": 12, "len": 8, "field": "TagsCode", "value": code}]}
+    return None
+
+
+def _index_entries(root: str, files: ReadOnlyFiles, msg: MessageExt, offset: int, hash_slots: int,
+                   index_num: int) -> list[dict[str, Any]]:
+    """For each key the dispatcher indexed ("topic#key": the UNIQ_KEY and every KEYS entry), the slot its hash
+    falls in and the chain from the slot's head down to the entry holding this record's offset."""
+    keys = ([msg.uniq_key] if msg.uniq_key else []) + list(msg.keys)
+    directory = os.path.join(root, "index")
+    out: list[dict[str, Any]] = []
+    for name in numbered_files(directory, INDEX_NAME_DIGITS):
+        mm = files.map(os.path.join(directory, name))
+        if len(mm) < INDEX_HEADER_SIZE:
+            continue
+        header = read_header(mm)
+        if header["index_count"] > 1 and offset < header["begin_phy_offset"]:
+            continue  # (the end is not checked: the header is rewritten once per dispatch round)
+        geometry = infer_geometry(mm, header, hash_slots, index_num)
+        if geometry is None:
+            continue
+        slots, num, _source = geometry
+        for key in keys:
+            full = f"{msg.topic}#{key}"
+            h = key_hash(full)
+            slot = h % slots
+            spos = slot_position(slot)
+            head = int.from_bytes(mm[spos:spos + INDEX_HASH_SLOT_SIZE], "big", signed=True)
+            chain: list[dict[str, Any]] = []
+            n, seen, found = head, set(), None
+            while 0 < n < num and n not in seen and len(chain) < 64:
+                seen.add(n)
+                epos = entry_position(slots, n)
+                kh, phy, diff, prev = ENTRY.unpack_from(mm, epos)
+                item = {"entry": n, "position": epos, "key_hash": kh, "phy_offset": phy, "time_diff": diff,
+                        "prev": prev, "hex": bytes(mm[epos:epos + ENTRY.size]).hex()}
+                chain.append(item)
+                if kh == h and phy == offset:
+                    found = n
+                    break
+                n = prev
+            out.append({"file": name, "key": full, "hash": h, "slot": slot, "slot_position": spos,
+                        "head": head, "chain": chain, "found": found, "hash_slots": slots})
+    return out

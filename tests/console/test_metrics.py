@@ -1,0 +1,94 @@
+"""/metrics: RocketMQ 5.1's broker metric names and labels, parsed with prometheus_client's own text parser,
+against a live cluster; the counters move when messages flow."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("aiohttp", reason="the console extra")
+pytest.importorskip("prometheus_client", reason="the console extra")
+
+import aiohttp  # noqa: E402
+from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+
+from pocketmq.client.message import Message  # noqa: E402
+from pocketmq.client.producer import Producer  # noqa: E402
+from pocketmq.client.pull_consumer import PullConsumer  # noqa: E402
+
+
+async def scrape(console) -> dict[str, list]:
+    async with aiohttp.ClientSession() as s, s.get(console.url + "metrics") as r:
+        assert r.status == 200
+        assert r.headers["Content-Type"].startswith("text/plain")
+        text = await r.text()
+    families = {f.name: f.samples for f in text_string_to_metric_families(text)}
+    return families
+
+
+def value(samples, name: str, **labels) -> float | None:
+    for s in samples:
+        if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+            return s.value
+    return None
+
+
+async def test_metrics_parse_and_counters_move(cluster, console, poll):
+    before = await scrape(console)
+    assert value(before.get("rocketmq_messages_in", []), "rocketmq_messages_in_total", topic="MetricsT") is None
+    async with Producer("PG", cluster.namesrv_addr) as p:
+        for i in range(5):
+            await p.send(Message("MetricsT", b"x" * (100 + i), keys=f"k{i}"))
+        await p.send(Message("MetricsT", b"y" * 2000))
+    after = await scrape(console)
+    labels = {"cluster": "DefaultCluster", "node_type": "broker", "node_id": "broker-a", "topic": "MetricsT"}
+    assert value(after["rocketmq_messages_in"], "rocketmq_messages_in_total", **labels) == 6
+    assert value(after["rocketmq_throughput_in"], "rocketmq_throughput_in_total", **labels) > 6 * 100
+    sizes = after["rocketmq_message_size"]
+    assert value(sizes, "rocketmq_message_size_bucket", le="1024.0", **labels) == 5
+    assert value(sizes, "rocketmq_message_size_bucket", le="4096.0", **labels) == 6
+    assert value(sizes, "rocketmq_message_size_count", **labels) == 6
+    # The store's own.
+    assert value(after["pocketmq_commitlog_bytes"], "pocketmq_commitlog_bytes", node_id="broker-a") > 2500
+    assert value(after["rocketmq_storage_dispatch_behind_bytes"], "rocketmq_storage_dispatch_behind_bytes",
+                 node_id="broker-a") is not None
+    ratio = value(after["pocketmq_commitlog_disk_ratio"], "pocketmq_commitlog_disk_ratio", node_id="broker-a")
+    assert 0 <= ratio <= 1
+    assert value(after["pocketmq_flush_latency_seconds"], "pocketmq_flush_latency_seconds_count",
+                 node_id="broker-a") is not None
+
+    # Consume 4 of the 6 with a group that commits its offset: out moves, the lag is what is left.
+    assert await cluster.wait_routed("MetricsT")
+    assert await cluster.wait_dispatched()
+    async with PullConsumer("MetricsGroup", cluster.namesrv_addr) as c:
+        got = 0
+        for mq in sorted(await c.fetch_subscribe_message_queues("MetricsT"), key=lambda q: q.queue_id):
+            result = await c.pull(mq, "*", 0, 32)
+            for m in result.msg_found_list[: max(0, 4 - got)]:
+                got += 1
+                await c.update_consume_offset(mq, m.queue_offset + 1)
+        assert got == 4
+    later = await scrape(console)
+    out = value(later["rocketmq_messages_out"], "rocketmq_messages_out_total", consumer_group="MetricsGroup",
+                topic="MetricsT")
+    assert out is not None and out >= 4
+    lag = value(later["rocketmq_consumer_lag_messages"], "rocketmq_consumer_lag_messages",
+                consumer_group="MetricsGroup", topic="MetricsT", is_retry="false")
+    assert lag == 2
+    assert value(later["rocketmq_throughput_out"], "rocketmq_throughput_out_total", consumer_group="MetricsGroup",
+                 topic="MetricsT") > 4 * 100
+
+
+async def test_a_remote_cluster_has_its_counters_from_offsets(cluster, tmp_path):
+    """A console that does not run the broker (`pocketmq console -n`): messages in and out from the queues'
+    offsets, read through MQAdminExt."""
+    from pocketmq.console import ConsoleServer
+
+    async with ConsoleServer(cluster.namesrv_addr, port=0) as remote:
+        async with Producer("PG", cluster.namesrv_addr) as p:
+            for _ in range(3):
+                await p.send(Message("RemoteT", b"z"))
+        assert await cluster.wait_dispatched()
+        families = await scrape(remote)
+        assert value(families["rocketmq_messages_in"], "rocketmq_messages_in_total", topic="RemoteT",
+                     node_id="broker-a") == 3
+        assert "rocketmq_message_size" in families  # the family is there, without a broker's samples

@@ -25,9 +25,11 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--protocol", choices=list(PROTOCOLS), default="msgpack",
                    help="wire protocol: pocketmq's msgpack frames or RocketMQ's native ones")
     # mqadmin reads its account from $ROCKETMQ_HOME/conf/tools.yml; pocketmq takes it as `send`/`consume` do.
-    p.add_argument("--access-key", help="ACL access key: sign every request (with --secret-key); admin requests "
-                                        "need an admin account")
-    p.add_argument("--secret-key", help="ACL secret key of --access-key")
+    p.add_argument("--access-key", default=os.environ.get("POCKETMQ_ACCESS_KEY"),
+                   help="ACL access key: sign every request (with --secret-key); admin requests need an admin "
+                        "account (default $POCKETMQ_ACCESS_KEY)")
+    p.add_argument("--secret-key", default=os.environ.get("POCKETMQ_SECRET_KEY"),
+                   help="ACL secret key of --access-key (default $POCKETMQ_SECRET_KEY)")
 
 
 def add_target(p: argparse.ArgumentParser, required: bool = True) -> None:

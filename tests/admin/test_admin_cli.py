@@ -174,6 +174,60 @@ def test_group_commands_and_reset(cluster: ThreadedCluster, capsys: pytest.Captu
     assert brokers(cluster)[1].subscription_group_manager.subscription_group_table.get("CliG") is None
 
 
+def test_consumer_progress_without_a_group_lists_every_group(
+    cluster: ThreadedCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pocketmq.client import ConsumeConcurrentlyStatus, Message, MessageQueue
+    from pocketmq.client.sync import SyncProducer, SyncPushConsumer
+
+    cli(capsys, cluster, "updateTopic", "-c", "DefaultCluster", "-t", "CliP_T", "-r", "1", "-w", "1")
+    wait_routed(cluster, "CliP_T", 2)
+
+    consumed: list[bytes] = []
+
+    def consumer(group: str) -> SyncPushConsumer:
+        def listener(msgs: list[Any], _ctx: Any) -> ConsumeConcurrentlyStatus:
+            consumed.extend(m.body for m in msgs)
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+        c = SyncPushConsumer(group, cluster.namesrv_addr, heartbeat_broker_interval=0.05,
+                             consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        c.subscribe("CliP_T", "*")
+        c.register_message_listener(listener)
+        return c
+
+    def send(body: bytes) -> None:
+        with SyncProducer("CliProgPG", cluster.namesrv_addr) as producer:
+            producer.send(Message("CliP_T", body), MessageQueue("CliP_T", "broker-a", 0))
+        assert cluster.wait_dispatched()
+
+    def wait_consumed(n: int) -> None:
+        deadline = time.monotonic() + 10
+        while len(consumed) < n:
+            assert time.monotonic() < deadline, consumed
+            time.sleep(0.01)
+
+    # Each group that ever consumed has a retry topic, which is how mqadmin finds the groups. The offline group
+    # consumed the first message (its offset is stored when it shuts down) and not the second.
+    send(b"first")
+    with consumer("CliProgOff"):
+        wait_routed(cluster, "%RETRY%CliProgOff", 1)
+        wait_consumed(1)
+    send(b"second")
+    with consumer("CliProgOn"):
+        wait_routed(cluster, "%RETRY%CliProgOn", 1)
+        listed = {i["group"]: i for i in cli_json(capsys, cluster, "consumerProgress")}
+        on, off = listed["CliProgOn"], listed["CliProgOff"]
+        assert (on["count"], on["version"], on["type"], on["model"]) == (1, "V4_9_8", "PUSH", "CLUSTERING")
+        assert (off["count"], off["version"], off["type"], off["model"]) == (0, "OFFLINE", "", "")
+        assert off["diffTotal"] == 1  # the message sent after it stopped
+        code, out, _ = cli(capsys, cluster, "consumerProgress")
+        lines = out.splitlines()
+        assert code == 0 and lines[0].split() == ["#Group", "#Count", "#Version", "#Type", "#Model", "#TPS",
+                                                  "#Diff", "Total"]
+        assert lines[1].split()[:5] == ["CliProgOn", "1", "V4_9_8", "PUSH", "CLUSTERING"]  # online groups first
+
+
 def test_connection_commands(cluster: ThreadedCluster, capsys: pytest.CaptureFixture[str]) -> None:
     from pocketmq.client import Message
     from pocketmq.client.sync import SyncProducer

@@ -10,7 +10,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from pocketmq.client.client_config import PROTOCOLS
 
@@ -57,7 +57,7 @@ class Credentials:
             raise InvalidOptionError("options 'accessKey' and 'secretKey' must not be empty")
 
 
-def client_credentials(credentials: Credentials | None) -> dict[str, str]:
+def client_credentials(credentials: Credentials | None) -> dict[str, Any]:
     """The keyword arguments that make a pocketmq client sign with ``credentials`` (none without an account)."""
     if credentials is None:
         return {}

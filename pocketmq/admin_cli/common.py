@@ -61,7 +61,7 @@ def command(
     return p
 
 
-def credentials(args: argparse.Namespace) -> dict[str, str | None]:
+def credentials(args: argparse.Namespace) -> dict[str, Any]:
     """The account for the other clients a command opens (sendMessage's producer, consumeMessage's consumer)."""
     return {"access_key": args.access_key, "secret_key": args.secret_key}
 

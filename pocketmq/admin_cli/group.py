@@ -116,7 +116,7 @@ async def _all_groups_progress(admin: MQAdminExt) -> Printable:
     has one), with its online clients, their type and model, TPS and total lag. A group whose stats or
     connections cannot be read is shown offline or without lag, as mqadmin shows it."""
     groups = [t[len(RETRY_PREFIX):] for t in await admin.fetch_all_topic_list() if t.startswith(RETRY_PREFIX)]
-    infos = []
+    infos: list[dict[str, Any]] = []
     for g in groups:
         tps, diff = 0, 0
         try:
@@ -130,7 +130,7 @@ async def _all_groups_progress(admin: MQAdminExt) -> Printable:
             count = len(cc.connection_set)
             version = _version(min(c.version for c in cc.connection_set))
             ctype = "PULL" if cc.consume_type == "CONSUME_ACTIVELY" else "PUSH"
-            model = cc.message_model or "" if ctype == "PUSH" else ""
+            model = (cc.message_model or "") if ctype == "PUSH" else ""
         except Exception:  # not online
             pass
         infos.append({"group": g, "count": count, "version": version, "type": ctype, "model": model,

@@ -7,8 +7,9 @@
 2. disk full: the store on a 32 MiB tmpfs (root only; skipped with the reason otherwise), 16 KiB bodies until
    refused; the process must survive, every acked message must be pullable, and puts must resume once a ballast
    file is deleted.
-3. descriptor limit: RLIMIT_NOFILE 1,024 (soft and hard), --topics topics of one message each; every acked
-   message must be pullable.
+3. descriptor limit: RLIMIT_NOFILE 1,024 (soft and hard), --topics topics of one message each; once the broker
+   has dispatched everything (its new queues' files are made behind the sends), every acked message must be
+   pullable. Prints how long dispatch took to catch up and the broker's CPU per topic verified.
 
 A benchmark, not a test: it prints figures and asserts nothing (a run with lost > 0 says so). Its own target,
 not part of `make bench` (a full run takes minutes):
@@ -34,6 +35,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from pocketmq.common.codec import decode_all  # noqa: E402
+from pocketmq.remoting.admin_body import KVTable  # noqa: E402
 from pocketmq.remoting.client import RemotingClient  # noqa: E402
 from pocketmq.remoting.codes import RequestCode, ResponseCode  # noqa: E402
 from pocketmq.remoting.command import RemotingCommand  # noqa: E402
@@ -102,6 +104,26 @@ def check(ledger: dict[tuple[str, int], dict[int, bytes]], pulled: dict[tuple[st
         bodies = [b for _, b in pulled.get(key, [])]
         dup += len(bodies) - len(set(bodies))
     return lost, dup
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds the process used so far (/proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def dispatch_caught_up(client: RemotingClient, addr: str, timeout: float = 600.0) -> float:
+    """Wait until the broker has dispatched everything in its commit log (GET_BROKER_RUNTIME_INFO's
+    dispatchBehindBytes is 0); returns the seconds waited. A send is acknowledged once the commit log has it,
+    its consume-queue entry comes after, so a pull right after the last send may not find it yet."""
+    began = time.monotonic()
+    while time.monotonic() - began < timeout:
+        resp = await client.invoke(addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO), 5.0)
+        if resp.code == ResponseCode.SUCCESS and resp.decode_body(KVTable).table["dispatchBehindBytes"] == "0":
+            break
+        await asyncio.sleep(0.05)
+    return time.monotonic() - began
 
 
 async def verify(addr: str, ledger) -> tuple[int, int]:
@@ -226,11 +248,16 @@ async def descriptor_limit(topics: int) -> None:
             else:
                 refused += 1
         send_s = time.monotonic() - began
+        lag_s = await dispatch_caught_up(client, addr)
         fds = len(os.listdir(f"/proc/{proc.pid}/fd")) if os.path.isdir(f"/proc/{proc.pid}/fd") else -1
+        cpu_before, began = cpu_s(proc.pid), time.monotonic()
         lost, dup = await verify(addr, ledger)
+        verify_s, verify_cpu_ms = time.monotonic() - began, (cpu_s(proc.pid) - cpu_before) * 1000
         await client.close()
         print(f"descriptor limit 1024: topics {topics}, acked {len(ledger)}, refused {refused}, lost {lost}, "
-              f"duplicated {dup}, open files at the end {fds}, {send_s:.1f} s to send  (target: lost 0, refused 0)")
+              f"duplicated {dup}, open files at the end {fds}, {send_s:.1f} s to send, dispatch caught up "
+              f"{lag_s:.1f} s after the last send, verified in {verify_s:.1f} s (broker CPU "
+              f"{verify_cpu_ms / max(1, len(ledger)):.2f} ms per topic)  (target: lost 0, refused 0)")
         proc.terminate()
         await proc.wait()
     finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 from pocketmq.client import Message, Producer, PullConsumer, PullStatus
@@ -37,8 +38,10 @@ def _add_protocol(parser) -> None:
     parser.add_argument("--protocol", choices=list(PROTOCOLS), default="msgpack",
                         help="wire protocol: pocketmq's msgpack frames (default) or RocketMQ's native ones, which "
                              "an Apache RocketMQ cluster also understands")
-    parser.add_argument("--access-key", help="ACL access key: sign every request (with --secret-key)")
-    parser.add_argument("--secret-key", help="ACL secret key of --access-key")
+    parser.add_argument("--access-key", default=os.environ.get("POCKETMQ_ACCESS_KEY"),
+                        help="ACL access key: sign every request (with --secret-key; default $POCKETMQ_ACCESS_KEY)")
+    parser.add_argument("--secret-key", default=os.environ.get("POCKETMQ_SECRET_KEY"),
+                        help="ACL secret key of --access-key (default $POCKETMQ_SECRET_KEY)")
 
 
 def _client_options(args) -> dict:

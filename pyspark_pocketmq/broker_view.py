@@ -11,7 +11,7 @@ from pocketmq.client import MessageQueue, MQClientException, SyncPullConsumer
 from pocketmq.remoting.codes import ResponseCode
 
 from .offsets import Offsets, QueueRef
-from .options import DEFAULT_PROTOCOL, InvalidOptionError, OffsetSpec, Subscription
+from .options import DEFAULT_PROTOCOL, Credentials, InvalidOptionError, OffsetSpec, Subscription, client_credentials
 from .planning import resolve_offsets
 
 READER_GROUP = "pocketmq-spark-reader"
@@ -37,12 +37,15 @@ def to_mq(q: QueueRef) -> MessageQueue:
 class BrokerView:
     """One client connection for planning; not picklable, so readers keep it out of what they pickle."""
 
-    def __init__(self, endpoints: str, timeout: float, protocol: str = DEFAULT_PROTOCOL) -> None:
+    def __init__(
+        self, endpoints: str, timeout: float, protocol: str = DEFAULT_PROTOCOL, credentials: Credentials | None = None
+    ) -> None:
         self.endpoints = endpoints
         self.protocol = protocol
+        self.credentials = credentials
         self._consumer = SyncPullConsumer(
             READER_GROUP, endpoints, instance_name=private_instance("view"), consumer_pull_timeout=timeout,
-            protocol=protocol,
+            protocol=protocol, **client_credentials(credentials),
         )
         self._group_consumers: dict[str, SyncPullConsumer] = {}
 
@@ -128,7 +131,7 @@ class BrokerView:
         consumer = self._group_consumers.get(group)
         if consumer is None:
             consumer = SyncPullConsumer(group, self.endpoints, instance_name=private_instance("group"),
-                                        protocol=self.protocol)
+                                        protocol=self.protocol, **client_credentials(self.credentials))
             self._group_consumers[group] = consumer
         for q, offset in sorted(offsets.items()):
             consumer.update_consume_offset(to_mq(q), offset, flush=False)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from pocketmq.client.client_config import PROTOCOLS
 
@@ -45,6 +45,26 @@ class Subscription:
 
 
 @dataclass(frozen=True, slots=True)
+class Credentials:
+    """The ACL account (``accessKey``/``secretKey``) every client of the source or sink signs its requests with,
+    on the driver and in the workers. The secret stays out of ``repr`` and so out of logs and error messages."""
+
+    access_key: str
+    secret_key: str = field(repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.access_key or not self.secret_key:
+            raise InvalidOptionError("options 'accessKey' and 'secretKey' must not be empty")
+
+
+def client_credentials(credentials: Credentials | None) -> dict[str, Any]:
+    """The keyword arguments that make a pocketmq client sign with ``credentials`` (none without an account)."""
+    if credentials is None:
+        return {}
+    return {"access_key": credentials.access_key, "secret_key": credentials.secret_key}
+
+
+@dataclass(frozen=True, slots=True)
 class SourceOptions:
     endpoints: str  # the client's form, "host:port;host:port"
     subscription: Subscription
@@ -61,6 +81,7 @@ class SourceOptions:
     pull_timeout: float = 10.0  # seconds
     consumer_group: str | None = None
     protocol: str = DEFAULT_PROTOCOL  # ClientConfig.protocol of every client the source opens
+    credentials: Credentials | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +93,7 @@ class SinkOptions:
     send_timeout: float = 10.0  # seconds
     send_batch_size: int = 256
     protocol: str = DEFAULT_PROTOCOL  # ClientConfig.protocol of the producers
+    credentials: Credentials | None = None
 
 
 _STREAM_ONLY = {"maxoffsetspertrigger": "maxOffsetsPerTrigger", "consumergroup": "consumerGroup"}
@@ -140,6 +162,16 @@ def parse_protocol(opts: Mapping[str, str]) -> str:
             f"native remoting protocol, which an Apache RocketMQ cluster speaks too), got {opts['protocol']!r}"
         )
     return value
+
+
+def parse_credentials(opts: Mapping[str, str]) -> Credentials | None:
+    """``accessKey`` and ``secretKey``: an ACL account, both or neither (docs/broker.md, Access control)."""
+    access_key, secret_key = opts.get("accesskey"), opts.get("secretkey")
+    if access_key is None and secret_key is None:
+        return None
+    if access_key is None or secret_key is None:
+        raise InvalidOptionError("options 'accessKey' and 'secretKey' go together: give both or neither")
+    return Credentials(access_key.strip(), secret_key)
 
 
 def parse_subscription(opts: Mapping[str, str]) -> Subscription:
@@ -250,6 +282,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         pull_timeout=(pull_timeout_ms or 10_000) / 1000,
         consumer_group=consumer_group,
         protocol=parse_protocol(opts),
+        credentials=parse_credentials(opts),
     )
 
 
@@ -267,4 +300,5 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         send_timeout=(send_timeout_ms or 10_000) / 1000,
         send_batch_size=_int(opts, "sendbatchsize", "sendBatchSize", 1) or 256,
         protocol=parse_protocol(opts),
+        credentials=parse_credentials(opts),
     )

@@ -20,7 +20,7 @@ from pocketmq.remoting.event_loop import loop_factory
 
 from .broker_view import READER_GROUP, BrokerView, private_instance, to_mq
 from .offsets import EARLIEST, LATEST, OffsetRange, QueueRef
-from .options import SourceOptions
+from .options import SourceOptions, client_credentials
 from .planning import plan_ranges, report_data_loss
 from .schema import BatchBuilder, arrow_schema
 
@@ -68,7 +68,8 @@ def read_range(opts: SourceOptions, schema: StructType, part: QueueRange) -> Ite
     """
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
         consumer = PullConsumer(READER_GROUP, opts.endpoints, instance_name=private_instance("reader"),
-                                consumer_pull_timeout=opts.pull_timeout, busy_poll=0.0, protocol=opts.protocol)
+                                consumer_pull_timeout=opts.pull_timeout, busy_poll=0.0, protocol=opts.protocol,
+                                **client_credentials(opts.credentials))
         runner.run(consumer.start())
         batches = _read_batches(consumer, opts, schema, part)
         try:
@@ -142,7 +143,7 @@ class BatchReader(DataSourceReader):
 
     def partitions(self) -> list[QueueRange]:
         opts = self.opts
-        with BrokerView(opts.endpoints, opts.pull_timeout, opts.protocol) as view:
+        with BrokerView(opts.endpoints, opts.pull_timeout, opts.protocol, opts.credentials) as view:
             queues = view.queues(opts.subscription)
             start = view.resolve(opts.starting_offsets, opts.starting_timestamp, queues, EARLIEST, "startingOffsets")
             end = view.resolve(opts.ending_offsets, opts.ending_timestamp, queues, LATEST, "endingOffsets")

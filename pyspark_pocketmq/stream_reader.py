@@ -42,7 +42,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @property
     def view(self) -> BrokerView:
         if self._view is None:
-            self._view = BrokerView(self.opts.endpoints, self.opts.pull_timeout, self.opts.protocol)
+            self._view = BrokerView(self.opts.endpoints, self.opts.pull_timeout, self.opts.protocol,
+                                    self.opts.credentials)
         return self._view
 
     def _latest_offsets(self) -> Offsets:

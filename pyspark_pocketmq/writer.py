@@ -26,7 +26,7 @@ from pocketmq.common.bounded_cache import BoundedCache
 from pocketmq.remoting.codes import ResponseCode
 
 from .broker_view import private_instance
-from .options import SinkOptions
+from .options import SinkOptions, client_credentials
 
 MAX_BATCH_BYTES = 1024 * 1024  # well under the producer's 4 MiB per request
 SENDS_IN_FLIGHT = 4  # at-least-once: batches sent before waiting for the oldest answer
@@ -173,7 +173,8 @@ def write_rows(opts: SinkOptions, cols: SinkColumns, rows: Iterable[tuple], part
     """Send the rows of one task; with ``dedup_prefix`` (idempotent), skip what an earlier attempt stored."""
     sent = skipped = 0
     with SyncProducer(opts.producer_group, opts.endpoints, send_timeout=opts.send_timeout,
-                      instance_name=private_instance("writer"), protocol=opts.protocol) as producer:
+                      instance_name=private_instance("writer"), protocol=opts.protocol,
+                      **client_credentials(opts.credentials)) as producer:
         sender = _Sender(producer)
         if dedup_prefix is None:
             in_flight: collections.deque[concurrent.futures.Future] = collections.deque()

@@ -1,4 +1,5 @@
-"""What every admin command shares: mqadmin's -n option, --json, --timeout, --protocol, and table printing."""
+"""What every admin command shares: mqadmin's -n option, --json, --timeout, --protocol, ACL credentials, and
+table printing."""
 
 from __future__ import annotations
 
@@ -23,6 +24,12 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=3.0, help="seconds each request may take (default 3)")
     p.add_argument("--protocol", choices=list(PROTOCOLS), default="msgpack",
                    help="wire protocol: pocketmq's msgpack frames or RocketMQ's native ones")
+    # mqadmin reads its account from $ROCKETMQ_HOME/conf/tools.yml; pocketmq takes it as `send`/`consume` do.
+    p.add_argument("--access-key", default=os.environ.get("POCKETMQ_ACCESS_KEY"),
+                   help="ACL access key: sign every request (with --secret-key); admin requests need an admin "
+                        "account (default $POCKETMQ_ACCESS_KEY)")
+    p.add_argument("--secret-key", default=os.environ.get("POCKETMQ_SECRET_KEY"),
+                   help="ACL secret key of --access-key (default $POCKETMQ_SECRET_KEY)")
 
 
 def add_target(p: argparse.ArgumentParser, required: bool = True) -> None:
@@ -39,7 +46,10 @@ def command(
     add_common(p)
 
     async def run(args: argparse.Namespace) -> int:
-        async with MQAdminExt(args.namesrv_addr, timeout=args.timeout, protocol=args.protocol) as admin:
+        if (args.access_key is None) != (args.secret_key is None):
+            raise ValueError("--access-key and --secret-key go together")
+        async with MQAdminExt(args.namesrv_addr, timeout=args.timeout, protocol=args.protocol,
+                              access_key=args.access_key, secret_key=args.secret_key) as admin:
             result = await fn(admin, args)
         if args.json:
             print(json.dumps(to_jsonable(result), indent=2, sort_keys=True))
@@ -49,6 +59,11 @@ def command(
 
     p.set_defaults(func=run)
     return p
+
+
+def credentials(args: argparse.Namespace) -> dict[str, Any]:
+    """The account for the other clients a command opens (sendMessage's producer, consumeMessage's consumer)."""
+    return {"access_key": args.access_key, "secret_key": args.secret_key}
 
 
 class Printable:

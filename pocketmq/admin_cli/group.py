@@ -12,6 +12,7 @@ from pocketmq.remoting.client_body import SubscriptionGroupConfig
 from .common import Printable, add_target, bool_arg, command, human_time, parse_timestamp, table
 
 VERSION_DESC = {409: "V4_9_8"}
+RETRY_PREFIX = "%RETRY%"  # MixAll.RETRY_GROUP_TOPIC_PREFIX
 
 
 def _version(v: int) -> str:
@@ -37,7 +38,8 @@ def add(sub: Any) -> None:
     p.add_argument("-r", "--removeOffset", type=bool_arg, default=False, help="remove the group's offsets too")
 
     p = command(sub, "consumerProgress", "Query consumers's progress, speed", consumer_progress)
-    p.add_argument("-g", "--groupName", dest="group", required=True, help="consumer group name")
+    p.add_argument("-g", "--groupName", dest="group",
+                   help="consumer group name (default: a summary line for every group with a retry topic)")
     p.add_argument("-t", "--topicName", dest="topic", help="topic name (default: every topic of the group)")
     p.add_argument("-s", "--showClientIP", type=bool_arg, default=False, help="show the client holding each queue")
 
@@ -77,6 +79,8 @@ async def delete_sub_group(admin: MQAdminExt, args: argparse.Namespace) -> Print
 
 
 async def consumer_progress(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
+    if args.group is None:
+        return await _all_groups_progress(admin)
     stats = await admin.examine_consume_stats(args.group, args.topic)
     owners: dict[Any, str] = {}
     if args.showClientIP:
@@ -105,6 +109,37 @@ async def consumer_progress(admin: MQAdminExt, args: argparse.Namespace) -> Prin
                                     f"Diff Total: {stats.compute_total_diff()}"]
     return Printable({"queues": data, "consumeTps": stats.consume_tps, "diffTotal": stats.compute_total_diff()},
                      lines)
+
+
+async def _all_groups_progress(admin: MQAdminExt) -> Printable:
+    """mqadmin's consumerProgress without -g: every group that has a retry topic (each group that ever consumed
+    has one), with its online clients, their type and model, TPS and total lag. A group whose stats or
+    connections cannot be read is shown offline or without lag, as mqadmin shows it."""
+    groups = [t[len(RETRY_PREFIX):] for t in await admin.fetch_all_topic_list() if t.startswith(RETRY_PREFIX)]
+    infos: list[dict[str, Any]] = []
+    for g in groups:
+        tps, diff = 0, 0
+        try:
+            stats = await admin.examine_consume_stats(g)
+            tps, diff = int(stats.consume_tps), stats.compute_total_diff()
+        except Exception:  # no offsets anywhere yet: mqadmin logs and shows zeros
+            pass
+        count, version, ctype, model = 0, "OFFLINE", "", ""
+        try:
+            cc = await admin.examine_consumer_connection_info(g)
+            count = len(cc.connection_set)
+            version = _version(min(c.version for c in cc.connection_set))
+            ctype = "PULL" if cc.consume_type == "CONSUME_ACTIVELY" else "PUSH"
+            model = (cc.message_model or "") if ctype == "PUSH" else ""
+        except Exception:  # not online
+            pass
+        infos.append({"group": g, "count": count, "version": version, "type": ctype, "model": model,
+                      "consumeTps": tps, "diffTotal": diff})
+    # GroupConsumeInfo.compareTo: most clients first, then most lag (then by name, for a stable listing).
+    infos.sort(key=lambda i: (-i["count"], -i["diffTotal"], i["group"]))
+    rows = [(i["group"], i["count"], i["version"], i["type"], i["model"], i["consumeTps"], i["diffTotal"])
+            for i in infos]
+    return Printable(infos, table(("#Group", "#Count", "#Version", "#Type", "#Model", "#TPS", "#Diff Total"), rows))
 
 
 async def consumer_connection(admin: MQAdminExt, args: argparse.Namespace) -> Printable:

@@ -11,7 +11,7 @@ from pocketmq.client.exceptions import MQClientException
 from pocketmq.client.mq_admin_ext import MQAdminExt
 from pocketmq.common.message import MessageExt
 
-from .common import Printable, command, human_time, parse_timestamp, table
+from .common import Printable, command, credentials, human_time, parse_timestamp, table
 
 
 def add(sub: Any) -> None:
@@ -123,7 +123,7 @@ async def send_message(admin: MQAdminExt, args: argparse.Namespace) -> Printable
         raise MQClientException("give both -b broker and -i queue id, or neither")
     msg = Message(args.topic, args.body.encode("utf-8"), tags=args.tags, keys=args.key)
     async with Producer("PID_SMSC", args.namesrv_addr, protocol=args.protocol, mq_client_api_timeout=args.timeout,
-                        instance_name=f"sendMessage-{id(msg)}") as producer:
+                        instance_name=f"sendMessage-{id(msg)}", **credentials(args)) as producer:
         mq = MessageQueue(args.topic, args.broker, args.qid) if args.broker is not None else None
         r = await producer.send(msg, mq)
     row = (r.message_queue.broker_name, r.message_queue.queue_id, r.send_status.name, r.msg_id)
@@ -138,7 +138,7 @@ async def consume_message(admin: MQAdminExt, args: argparse.Namespace) -> Printa
     end = parse_timestamp(args.end) if args.end else None
     out: list[MessageExt] = []
     async with PullConsumer(args.group, args.namesrv_addr, protocol=args.protocol,
-                            instance_name=f"consumeMessage-{id(out)}") as consumer:
+                            instance_name=f"consumeMessage-{id(out)}", **credentials(args)) as consumer:
         queues = await consumer.fetch_subscribe_message_queues(args.topic)
         if args.broker_name is not None:
             queues = [q for q in queues if q.broker_name == args.broker_name]

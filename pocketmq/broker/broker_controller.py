@@ -306,13 +306,16 @@ class BrokerController:
         (often none: then the registration is a heartbeat); a new or restarted one, one that missed a
         registration or does not speak deltas, gets the whole table, as RocketMQ sends it every time.
         """
-        addrs = self.broker_config.namesrv_addr_list
-        if not addrs:
-            return []
         # One registration at a time, each with a snapshot taken when its turn comes, so a name server never
         # sees an older topic table after a newer one.
         async with self._register_lock:
-            results = list(await asyncio.gather(*(self._register_with(addr, force_full) for addr in addrs)))
+            return await self._register_all_locked(force_full)
+
+    async def _register_all_locked(self, force_full: bool) -> list[RegisterResult]:
+        addrs = self.broker_config.namesrv_addr_list
+        if not addrs:
+            return []
+        results = list(await asyncio.gather(*(self._register_with(addr, force_full) for addr in addrs)))
         self.last_register_results = results
         return results
 
@@ -348,8 +351,13 @@ class BrokerController:
         self.tasks.spawn(self._register_after_change(), name="register-after-topic-change")
 
     async def _register_after_change(self) -> None:
-        self._register_scheduled = False
-        await self.register_broker_all()
+        # The flag stays set until this registration's turn comes: the changes made while it waits for the one
+        # in flight ride along in its snapshot. Creating topics in a burst then costs a registration per name
+        # server round trip, not one per topic (it was ~0.4 per topic: each one a request the broker encodes
+        # and every name server decodes and applies).
+        async with self._register_lock:
+            self._register_scheduled = False
+            await self._register_all_locked(False)
 
     async def _sample_stats(self) -> None:
         self.broker_stats_manager.sample()

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from pocketmq.remoting.body import BrokerData, QueueData, TopicRouteData
@@ -45,6 +46,9 @@ from .topic_publish_info import (
 )
 
 log = logging.getLogger(__name__)
+
+# How long the default topic's (TBW102's) route is reused for new topics (_default_topic_route).
+DEFAULT_TOPIC_ROUTE_REUSE_S = 1.0
 
 
 class ProducerInner(Protocol):
@@ -94,6 +98,8 @@ class MQClientInstance:
         self.topic_route_table: dict[str, TopicRouteData] = {}
         self.broker_addr_table: dict[str, dict[int, str]] = {}  # brokerName -> brokerId -> address
         self._route_lock = asyncio.Lock()
+        # Default topic -> (monotonic time fetched, its route): see _default_topic_route.
+        self._default_topic_routes: dict[str, tuple[float, TopicRouteData]] = {}
         self._tasks = TaskTracker(log)
         self._on_shutdown = on_shutdown
         self.started = False
@@ -219,13 +225,29 @@ class MQClientInstance:
         async with self._route_lock:
             api = self.mq_client_api
             if default_topic is not None:
-                route = await api.get_topic_route_info_from_name_server(default_topic, timeout)
-                for qd in route.queue_datas:
-                    qd.read_queue_nums = qd.write_queue_nums = min(default_topic_queue_nums, qd.read_queue_nums)
+                default = await self._default_topic_route(default_topic, timeout)
+                route = replace(default, queue_datas=[
+                    replace(qd, read_queue_nums=min(default_topic_queue_nums, qd.read_queue_nums),
+                            write_queue_nums=min(default_topic_queue_nums, qd.read_queue_nums))
+                    for qd in default.queue_datas])
             else:
                 route = await api.get_topic_route_info_from_name_server(topic, timeout)
             self.apply_topic_route(topic, route)
             return route
+
+    async def _default_topic_route(self, default_topic: str, timeout: float) -> TopicRouteData:
+        """The default topic's route, asked of the name server at most once a second (callers hold _route_lock).
+
+        A producer's first send to a topic the name server does not know asks for the topic's route, then
+        for the default topic's, whose brokers create the topic. Sending to many new topics in a burst asked
+        for the same default route once per topic: half the name server's requests, and a round trip each.
+        """
+        cached = self._default_topic_routes.get(default_topic)
+        if cached is not None and time.monotonic() - cached[0] < DEFAULT_TOPIC_ROUTE_REUSE_S:
+            return cached[1]
+        route = await self.mq_client_api.get_topic_route_info_from_name_server(default_topic, timeout)
+        self._default_topic_routes[default_topic] = (time.monotonic(), route)
+        return route
 
     def apply_topic_route(self, topic: str, route: TopicRouteData) -> bool:
         """Store a fetched route and hand the derived queue lists to producers and consumers if it changed."""

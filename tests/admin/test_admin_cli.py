@@ -174,6 +174,60 @@ def test_group_commands_and_reset(cluster: ThreadedCluster, capsys: pytest.Captu
     assert brokers(cluster)[1].subscription_group_manager.subscription_group_table.get("CliG") is None
 
 
+def test_consumer_progress_without_a_group_lists_every_group(
+    cluster: ThreadedCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pocketmq.client import ConsumeConcurrentlyStatus, Message, MessageQueue
+    from pocketmq.client.sync import SyncProducer, SyncPushConsumer
+
+    cli(capsys, cluster, "updateTopic", "-c", "DefaultCluster", "-t", "CliP_T", "-r", "1", "-w", "1")
+    wait_routed(cluster, "CliP_T", 2)
+
+    consumed: list[bytes] = []
+
+    def consumer(group: str) -> SyncPushConsumer:
+        def listener(msgs: list[Any], _ctx: Any) -> ConsumeConcurrentlyStatus:
+            consumed.extend(m.body for m in msgs)
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+        c = SyncPushConsumer(group, cluster.namesrv_addr, heartbeat_broker_interval=0.05,
+                             consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        c.subscribe("CliP_T", "*")
+        c.register_message_listener(listener)
+        return c
+
+    def send(body: bytes) -> None:
+        with SyncProducer("CliProgPG", cluster.namesrv_addr) as producer:
+            producer.send(Message("CliP_T", body), MessageQueue("CliP_T", "broker-a", 0))
+        assert cluster.wait_dispatched()
+
+    def wait_consumed(n: int) -> None:
+        deadline = time.monotonic() + 10
+        while len(consumed) < n:
+            assert time.monotonic() < deadline, consumed
+            time.sleep(0.01)
+
+    # Each group that ever consumed has a retry topic, which is how mqadmin finds the groups. The offline group
+    # consumed the first message (its offset is stored when it shuts down) and not the second.
+    send(b"first")
+    with consumer("CliProgOff"):
+        wait_routed(cluster, "%RETRY%CliProgOff", 1)
+        wait_consumed(1)
+    send(b"second")
+    with consumer("CliProgOn"):
+        wait_routed(cluster, "%RETRY%CliProgOn", 1)
+        listed = {i["group"]: i for i in cli_json(capsys, cluster, "consumerProgress")}
+        on, off = listed["CliProgOn"], listed["CliProgOff"]
+        assert (on["count"], on["version"], on["type"], on["model"]) == (1, "V4_9_8", "PUSH", "CLUSTERING")
+        assert (off["count"], off["version"], off["type"], off["model"]) == (0, "OFFLINE", "", "")
+        assert off["diffTotal"] == 1  # the message sent after it stopped
+        code, out, _ = cli(capsys, cluster, "consumerProgress")
+        lines = out.splitlines()
+        assert code == 0 and lines[0].split() == ["#Group", "#Count", "#Version", "#Type", "#Model", "#TPS",
+                                                  "#Diff", "Total"]
+        assert lines[1].split()[:5] == ["CliProgOn", "1", "V4_9_8", "PUSH", "CLUSTERING"]  # online groups first
+
+
 def test_connection_commands(cluster: ThreadedCluster, capsys: pytest.CaptureFixture[str]) -> None:
     from pocketmq.client import Message
     from pocketmq.client.sync import SyncProducer
@@ -228,3 +282,66 @@ def test_the_installed_command_runs_an_admin_command(cluster: ThreadedCluster) -
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert {r["brokerName"] for r in json.loads(proc.stdout)} == {"broker-a", "broker-b"}
+
+
+ACL_YAML = """\
+accounts:
+  - accessKey: cliAdmin01
+    secretKey: cliAdminSecret
+    admin: true
+  - accessKey: cliUser01
+    secretKey: cliUserSecret
+    defaultTopicPerm: PUB|SUB
+    defaultGroupPerm: SUB
+"""
+ADMIN_KEYS = ["--access-key", "cliAdmin01", "--secret-key", "cliAdminSecret"]
+USER_KEYS = ["--access-key", "cliUser01", "--secret-key", "cliUserSecret"]
+
+
+@pytest.fixture(scope="module")
+def acl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedCluster]:
+    root = tmp_path_factory.mktemp("admin-cli-acl")
+    (root / "plain_acl.yml").write_text(ACL_YAML)
+    with ThreadedCluster(root / "cluster", acl_enable=True, acl_file=str(root / "plain_acl.yml"),
+                         access_key="cliAdmin01", secret_key="cliAdminSecret") as c:
+        yield c
+
+
+@pytest.mark.parametrize("protocol", ["msgpack", "rocketmq"])
+def test_commands_sign_with_credentials_on_an_acl_cluster(
+    acl_cluster: ThreadedCluster, capsys: pytest.CaptureFixture[str], protocol: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    topic = f"CliAcl_{protocol}"
+    p = ["--protocol", protocol]
+    # Without credentials, a broker refuses: one line with NO_PERMISSION (16) and the broker's remark.
+    code, out, err = cli(capsys, acl_cluster, "updateTopic", "-c", "DefaultCluster", "-t", topic, *p)
+    assert code == 1 and out == "" and len(err.splitlines()) == 1, err
+    assert err.startswith("pocketmq updateTopic: CODE: 16") and "No accessKey is configured" in err
+    # A signed account without admin rights is refused too, and told why.
+    code, _, err = cli(capsys, acl_cluster, "updateTopic", "-c", "DefaultCluster", "-t", topic, *p, *USER_KEYS)
+    assert code == 1 and len(err.splitlines()) == 1 and "CODE: 16" in err and "Need admin permission" in err, err
+    # A wrong secret: the signature does not match.
+    code, _, err = cli(capsys, acl_cluster, "updateTopic", "-c", "DefaultCluster", "-t", topic, *p,
+                       "--access-key", "cliAdmin01", "--secret-key", "notTheSecret")
+    assert code == 1 and len(err.splitlines()) == 1 and "CODE: 16" in err and "Check signature failed" in err, err
+    # One half of an account is a usage error, before any request.
+    code, _, err = cli(capsys, acl_cluster, "topicList", "--access-key", "cliAdmin01")
+    assert code == 1 and "--access-key and --secret-key go together" in err
+
+    code, out, err = cli(capsys, acl_cluster, "updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "2", "-w",
+                         "2", *p, *ADMIN_KEYS)
+    assert code == 0 and "create topic to " in out, err
+    wait_routed(acl_cluster, topic, 1)
+    # sendMessage and consumeMessage open a producer and a consumer of their own: they sign too.
+    code, out, err = cli(capsys, acl_cluster, "sendMessage", "-t", topic, "-p", "signed", *p, *USER_KEYS)
+    assert code == 0 and "SEND_OK" in out, err
+    assert acl_cluster.wait_dispatched()
+    code, out, err = cli(capsys, acl_cluster, "consumeMessage", "-t", topic, "-g", "CliAclG", *p, *USER_KEYS)
+    assert code == 0 and "body=signed" in out, err
+    status = cli_json(capsys, acl_cluster, "topicStatus", "-t", topic, *p, *USER_KEYS)
+    assert sum(s["maxOffset"] for s in status) == 1
+    # The account may come from the environment instead (kept out of `ps`).
+    monkeypatch.setenv("POCKETMQ_ACCESS_KEY", "cliAdmin01")
+    monkeypatch.setenv("POCKETMQ_SECRET_KEY", "cliAdminSecret")
+    code, out, err = cli(capsys, acl_cluster, "deleteTopic", "-t", topic, "-c", "DefaultCluster", *p)
+    assert code == 0 and "from NameServer success" in out, err

@@ -45,8 +45,15 @@ async def fill_until_refused(dev, limit: int = 2000) -> tuple[dict[int, list[int
 
 
 async def assert_all_pullable(dev, acked: dict[int, list[int]]) -> None:
+    """Every acked offset is pulled (dispatch trails the acks: waited for, up to a generous 30 s)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
     for q, offsets in acked.items():
-        pulled = [off for off, _ in await dev.pull_all(TOPIC, q)]
+        while True:
+            pulled = [off for off, _ in await dev.pull_all(TOPIC, q)]
+            if set(offsets) <= set(pulled) or loop.time() > deadline:
+                break
+            await asyncio.sleep(0.01)
         assert set(offsets) <= set(pulled), (q, sorted(set(offsets) - set(pulled))[:10])
 
 
@@ -57,7 +64,9 @@ async def assert_resumes(dev) -> None:
     while (await dev.mq.send(TOPIC, b"after", queue_id=0)).code != ResponseCode.SUCCESS:
         assert loop.time() < deadline, "puts did not resume after space was freed"
         await asyncio.sleep(0.01)
-    assert (await dev.pull_all(TOPIC, 0))[-1][1] == b"after"
+    while (await dev.pull_all(TOPIC, 0))[-1][1] != b"after":
+        assert loop.time() < deadline + 20, "the message sent after space came back was never pullable"
+        await asyncio.sleep(0.01)
 
 
 async def test_disk_usage_check_refuses_before_the_disk_is_full(small_fs, dev_broker):

@@ -137,3 +137,25 @@ async def test_a_restarted_name_server_gets_the_whole_table(cluster, poll) -> No
     assert "TopicBefore" in ns.route_info_manager.topic_queue_table
     [result] = await broker.register_broker_all()
     assert result.ok and result.delta_accepted  # from here on, heartbeats are empty deltas
+
+
+async def test_topics_created_while_a_registration_is_in_flight_share_the_next_one(cluster, poll) -> None:
+    ns = await cluster.namesrv()
+    broker = await cluster.broker(namesrv_addr=ns.address)
+    mq = cluster.mq(broker)
+    registrations = []
+    register = broker.broker_outer_api.register
+
+    async def counted(*args, **kwargs):  # a spy: the real registration runs
+        registrations.append(args[0])
+        return await register(*args, **kwargs)
+
+    broker.broker_outer_api.register = counted
+    # Hold the registration lock as a registration in flight does (a periodic one, or the first topic's)
+    # while 20 topics are created by sending: they all ride along in one registration once it is released.
+    async with broker._register_lock:
+        for i in range(20):
+            assert (await mq.send(f"TopicBurst{i}", default_topic_queue_nums=2)).code == ResponseCode.SUCCESS
+    rim = ns.route_info_manager
+    await poll(lambda: all(f"TopicBurst{i}" in rim.topic_queue_table for i in range(20)))
+    assert registrations == [ns.address]

@@ -26,6 +26,7 @@ from pocketmq.client import (
     PullConsumer,
     SendResult,
     SendStatus,
+    mq_client_instance,
     select_message_queue_by_hash,
 )
 from pocketmq.client.exceptions import ClientErrorCode
@@ -220,6 +221,25 @@ async def test_unknown_topic_goes_through_tbw102(
     assert h.queue_id < 4  # TBW102's 8 queues capped at defaultTopicQueueNums
     assert len(await producer.fetch_publish_message_queues("BrandNew")) == 4
     assert result.message_queue.topic == "BrandNew"
+
+
+async def test_many_new_topics_share_one_tbw102_route_request(
+    namesrv: FakeNamesrv, broker_a: FakeBroker, producer: Producer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (a long reuse period, so that a slow machine cannot turn this into a test of timing)
+    monkeypatch.setattr(mq_client_instance, "DEFAULT_TOPIC_ROUTE_REUSE_S", 60.0)
+    namesrv.routes["TBW102"] = route_for([broker_a], queues=8)
+    for i in range(10):
+        await producer.send(Message(f"BrandNew{i}", b"x"))
+    assert namesrv.requested.count("TBW102") == 1
+    assert [header_of(r).topic for r in broker_a.sends] == [f"BrandNew{i}" for i in range(10)]
+    # Each gets the default route capped at its own defaultTopicQueueNums, the cached one left alone.
+    assert all(header_of(r).queue_id < 4 for r in broker_a.sends)
+    namesrv.routes["TBW102"] = route_for([broker_a], queues=2)
+    monkeypatch.setattr(mq_client_instance, "DEFAULT_TOPIC_ROUTE_REUSE_S", 0.0)
+    await producer.send(Message("BrandNewAfter", b"x"))
+    assert namesrv.requested.count("TBW102") == 2
+    assert len(await producer.fetch_publish_message_queues("BrandNewAfter")) == 2
 
 
 async def test_no_route_at_all(namesrv: FakeNamesrv, producer: Producer) -> None:

@@ -111,3 +111,29 @@ def test_protocol_is_msgpack_or_rocketmq_for_source_and_sink():
         with pytest.raises(InvalidOptionError, match=r"option 'protocol' must be 'msgpack' .* or 'rocketmq' .*"
                                                      r"got 'native'"):
             parse(protocol="native")
+
+
+def test_credentials_are_both_or_neither_and_the_secret_stays_out_of_reprs():
+    import pickle
+
+    from pyspark_pocketmq.options import Credentials, client_credentials
+
+    assert batch(subscribe="T").credentials is None and parse_sink_options(NS).credentials is None
+    assert client_credentials(None) == {}
+    o = batch(subscribe="T", ACCESSKEY="sparkUser1", secretKey="s3cretValue")
+    assert o.credentials == Credentials("sparkUser1", "s3cretValue")
+    assert client_credentials(o.credentials) == {"access_key": "sparkUser1", "secret_key": "s3cretValue"}
+    sink = parse_sink_options({**NS, "accessKey": "sparkUser1", "secretkey": "s3cretValue"})
+    assert stream(subscribe="T", accessKey="a1", secretKey="b2").credentials == Credentials("a1", "b2")
+    # What a log line, an error or a worker's traceback would show of the options: never the secret.
+    for shown in (repr(o), str(o), repr(sink), repr(sink.credentials)):
+        assert "sparkUser1" in shown and "s3cretValue" not in shown
+    # The workers get the options pickled, and sign with the same account.
+    assert pickle.loads(pickle.dumps(o)).credentials == o.credentials
+    for bad in ({"accessKey": "a1"}, {"secretKey": "b2"}):
+        with pytest.raises(InvalidOptionError, match="go together"):
+            batch(subscribe="T", **bad)
+        with pytest.raises(InvalidOptionError, match="go together"):
+            parse_sink_options({**NS, **bad})
+    with pytest.raises(InvalidOptionError, match="must not be empty"):
+        batch(subscribe="T", accessKey=" ", secretKey="b2")

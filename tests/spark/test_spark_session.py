@@ -338,3 +338,59 @@ def test_protocol_rocketmq_streams_micro_batches_over_the_native_protocol(spark,
     assert bodies == sorted([f"NativeStream-0-{i}" for i in range(4)] + [f"NativeStream-1-{i}" for i in range(3)])
     # The group mirrors Spark's commits (a batch behind), sent natively too.
     assert sum(group_offsets(spark_cluster, "native-dash", "NativeStream", 2).values()) == 4
+
+
+SPARK_ACL_YAML = """\
+accounts:
+  - accessKey: sparkAdmin1
+    secretKey: sparkAdminSecret
+    admin: true
+  - accessKey: sparkUser01
+    secretKey: sparkUserSecret9
+    defaultTopicPerm: PUB|SUB
+    defaultGroupPerm: SUB
+"""
+
+
+def test_accesskey_and_secretkey_sign_every_client_on_an_acl_cluster(spark, tmp_path, capsys):
+    """A second cluster, with access control on: the source and the sink sign with the account they are given, on
+    the driver (planning) and in the workers (pulls, sends); without one the broker refuses; the secret stays out of
+    the plan Spark prints."""
+    from pocketmq.cli import main
+    from pocketmq.embedded import ThreadedCluster
+
+    (tmp_path / "plain_acl.yml").write_text(SPARK_ACL_YAML)
+    with ThreadedCluster(tmp_path / "acl-cluster", acl_enable=True, acl_file=str(tmp_path / "plain_acl.yml"),
+                         access_key="sparkAdmin1", secret_key="sparkAdminSecret") as cluster:
+        assert main(["updateTopic", "-n", cluster.namesrv_addr, "-b", cluster.broker_addr, "-t", "AclSpark", "-r",
+                     "2", "-w", "2", "--access-key", "sparkAdmin1", "--secret-key", "sparkAdminSecret"]) == 0
+        assert cluster.cluster.namesrv is not None
+        assert poll_sync(lambda: cluster.cluster.namesrv.route_info_manager.topic_queue_table.get("AclSpark"))
+        account = {"accessKey": "sparkUser01", "secretKey": "sparkUserSecret9"}
+
+        df = spark.createDataFrame([(f"signed {i}",) for i in range(10)], "body string")
+        writer = df.write.format("rocketmq").option("endpoints", cluster.namesrv_addr).option("topic", "AclSpark")
+        with pytest.raises(Exception, match="No accessKey is configured"):
+            writer.mode("append").save()
+        writer.options(**account).mode("append").save()
+        assert cluster.wait_dispatched()
+
+        with pytest.raises(Exception, match="No accessKey is configured"):
+            read(spark, cluster, subscribe="AclSpark").count()
+        signed = read(spark, cluster, subscribe="AclSpark", **account)
+        assert sorted(bytes(r.body).decode() for r in signed.collect()) == [f"signed {i}" for i in range(10)]
+        capsys.readouterr()
+        signed.explain(True)
+        plan = capsys.readouterr().out
+        assert "BatchScan rocketmq" in plan and "sparkUserSecret9" not in plan, plan
+
+
+def poll_sync(cond, timeout: float = 10.0):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not (value := cond()):
+        if time.monotonic() > deadline:
+            return value
+        time.sleep(0.01)
+    return value

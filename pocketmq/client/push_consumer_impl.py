@@ -53,6 +53,7 @@ from .offset_store import OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
 from .pull_api import PullAPIWrapper, build_sys_flag
 from .pull_request import PullRequest
 from .push_consumer_config import PushConsumerConfig
+from .rebalance_history import REBALANCE_HISTORY_PROPERTY
 from .rebalance_push_impl import RebalancePushImpl
 from .send_request import SendRequestOptions, build_send_request
 from .topic_publish_info import topic_route_data_to_publish_info
@@ -379,6 +380,7 @@ class DefaultMQPushConsumerImpl(RebalancedConsumerInner):
             "pullBatchSize": str(self.config.pull_batch_size),
             # RocketMQ writes the strategy object here; its name (AVG, AVG_BY_CIRCLE, ...) says as much.
             "allocateMessageQueueStrategy": str(getattr(r.allocate_message_queue_strategy, "name", "?")),
+            REBALANCE_HISTORY_PROPERTY: r.history.to_json(),  # pocketmq's own key (rebalance_history.py)
         }
         mq_table: dict[str, dict[str, object]] = {}
         now_ms = int(time.time() * 1000)

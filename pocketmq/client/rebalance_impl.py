@@ -32,6 +32,7 @@ from .mq_client_instance import MQClientInstance
 from .offset_store import OffsetStore, ReadOffsetType
 from .process_queue import ProcessQueue
 from .pull_request import PullRequest
+from .rebalance_history import RebalanceHistory
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,7 @@ class RebalanceImpl:
         # The table's queues as the last finished rebalance left them. A round takes and drops queues one at a
         # time with a broker call between them (the start offset), so the table itself can show half a round.
         self.settled_queues: list[MessageQueue] = []
+        self.history = RebalanceHistory()  # the rounds that changed something, for ConsumerRunningInfo
         self._lock = asyncio.Lock()  # one rebalance at a time per consumer
         self.stopped = False  # set by stop(): no round starts or takes a queue after it
 
@@ -144,8 +146,11 @@ class RebalanceImpl:
             if not topic.startswith("%RETRY%"):
                 log.warning("doRebalance, %s, but the topic[%s] not exist.", self.consumer_group, topic)
             return
+        strategy = str(getattr(self.allocate_message_queue_strategy, "name", "?"))
+        cid_all: list[str] = []
         if self.message_model is MessageModel.BROADCASTING:
             allocated = set(mq_set)
+            strategy = "BROADCASTING"  # no strategy: every consumer takes every queue
             is_order = False  # every consumer reads every queue: there is nothing to lock against
         else:
             cid_all = await self.instance.find_consumer_id_list(topic, self.consumer_group)
@@ -161,12 +166,12 @@ class RebalanceImpl:
                     )
                 )
             except Exception:
-                log.exception(
-                    "AllocateMessageQueueStrategy.allocate (%s) failed",
-                    getattr(self.allocate_message_queue_strategy, "name", "?"),
-                )
+                log.exception("AllocateMessageQueueStrategy.allocate (%s) failed", strategy)
                 return
+        before = [mq for mq in self.process_queue_table if mq.topic == topic]
         changed = await self.update_process_queue_table_in_rebalance(topic, allocated, is_order)
+        after = [mq for mq in self.process_queue_table if mq.topic == topic]
+        self.history.record(self.instance.client_id, topic, strategy, cid_all, before, after)
         if changed:
             log.info(
                 "rebalanced %s of group %s, client %s: %s",

@@ -22,6 +22,7 @@ from pocketmq.remoting.body import TopicConfig
 from pocketmq.remoting.codes import ResponseCode
 
 from . import storage_view
+from .rebalances import RebalanceLog, parse_history
 
 JsonHandler = Callable[[web.Request], Awaitable[Any]]
 
@@ -51,6 +52,7 @@ class ConsoleApi:
         # topic -> (monotonic time, (broker, queue id) -> max offset) at its last view: each queue's TPS is the
         # offsets it gained since, per second. Bounded: the oldest topics are forgotten first.
         self._topic_samples: OrderedDict[str, tuple[float, dict[tuple[str, int], int]]] = OrderedDict()
+        self._rebalances = RebalanceLog()
         self._producer: Producer | None = None
         self._producer_lock = asyncio.Lock()
 
@@ -234,6 +236,7 @@ class ConsoleApi:
             out["error"] = str(e)
             stats = None
         owners: dict[tuple[str, str, int], str] = {}
+        reported: list[dict[str, Any]] = []
         try:
             conn = await self.admin.examine_consumer_connection_info(group)
             out["clients"] = [{"client_id": c.client_id, "addr": c.client_addr, "language": c.language,
@@ -245,12 +248,14 @@ class ConsoleApi:
                 except (MQClientException, MQBrokerException):
                     continue
                 out.setdefault("strategy", running.properties.get("allocateMessageQueueStrategy"))
+                reported.extend(parse_history(c.client_id, running.properties))
                 for key in running.mq_table:
                     owned = _parse_mq_key(key)
                     if owned is not None:
                         owners[owned] = c.client_id
         except (MQClientException, MQBrokerException):
             pass  # no consumer online
+        out["rebalances"] = self._rebalances.merge(group, reported)
         if stats is not None:
             for mq, w in sorted(stats.offset_table.items(),
                                 key=lambda kv: (kv[0].topic, kv[0].broker_name, kv[0].queue_id)):

@@ -114,3 +114,59 @@ async def test_over_rocketmqs_own_wire_protocol(fast):
         assert [m["keys"] for m in found] == [["wk"]]
         async with aiohttp.ClientSession() as s, s.get(console.url + "metrics") as r:
             assert 'rocketmq_messages_in_total{cluster="DefaultCluster"' in await r.text()
+
+
+async def test_the_rebalance_history_shows_clients_joining_and_leaving_and_the_queues_moving(fast, poll):
+    """Each client reports its own rounds in its ConsumerRunningInfo; the page merges them, newest first, and keeps
+    those of a client that has left."""
+    cluster, console = fast
+
+    async def listener(_msgs: list[Any], _context: Any) -> Any:
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    async with Producer("ApiPG", cluster.namesrv_addr) as p:
+        await p.send(Message("MoveT", b"x"))  # the topic exists, 4 queues
+    assert await cluster.wait_routed("MoveT")
+
+    def consumer(name: str) -> PushConsumer:
+        c = PushConsumer("MoveGroup", cluster.namesrv_addr, instance_name=name, **FAST_CONSUMER)
+        c.subscribe("MoveT", "*")
+        c.register_message_listener(listener)
+        return c
+
+    def own(c: PushConsumer) -> set[int]:
+        return {mq.queue_id for mq in c.assigned_queues() if mq.topic == "MoveT"}
+
+    async def history() -> list[dict[str, Any]]:
+        return [e for e in (await get(console.url + "api/group?group=MoveGroup"))["rebalances"]
+                if e["topic"] == "MoveT"]
+
+    a, b = consumer("first"), consumer("second")
+    await a.start()
+    try:
+        await poll(lambda: own(a) == {0, 1, 2, 3}, timeout=20)
+        first = await history()
+        assert [(e["client"], e["joined"], e["gained"], e["lost"]) for e in first] == [
+            (a.client_id, [a.client_id], ["broker-a:0", "broker-a:1", "broker-a:2", "broker-a:3"], [])]
+
+        await b.start()
+        b_id = b.client_id  # (a consumer shut down has no client id any more)
+        await poll(lambda: len(own(a)) == 2 and len(own(b)) == 2, timeout=20)
+        joined = await history()
+        a_gives = next(e for e in joined if e["client"] == a.client_id and e["lost"])
+        b_takes = next(e for e in joined if e["client"] == b_id and e["gained"])
+        assert a_gives["joined"] == [b_id] and a_gives["strategy"] == "AVG"
+        assert sorted(a_gives["clients"]) == sorted([a.client_id, b_id])
+        assert set(a_gives["lost"]) == set(b_takes["gained"]) == {f"broker-a:{q}" for q in own(b)}
+        assert joined.index(a_gives) < joined.index(first[0])  # newest first
+
+        await b.shutdown()
+        await poll(lambda: own(a) == {0, 1, 2, 3}, timeout=20)
+        left = await history()
+        a_takes_back = left[0]
+        assert a_takes_back["client"] == a.client_id and a_takes_back["left"] == [b_id]
+        assert set(a_takes_back["gained"]) == set(a_gives["lost"]) and a_takes_back["held"] == first[0]["gained"]
+        assert b_takes in left  # the departed client's rounds stay: the console saw them while it was there
+    finally:
+        await b.shutdown()
+        await a.shutdown()

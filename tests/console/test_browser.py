@@ -18,6 +18,7 @@ import pytest
 pytest.importorskip("aiohttp", reason="the console extra")
 playwright_api = pytest.importorskip("playwright.async_api", reason="playwright (the dev extra)")
 
+from pocketmq.client import ConsumeConcurrentlyStatus, PushConsumer  # noqa: E402
 from pocketmq.client.message import Message  # noqa: E402
 from pocketmq.client.producer import Producer  # noqa: E402
 from pocketmq.client.pull_consumer import PullConsumer  # noqa: E402
@@ -66,7 +67,11 @@ async def send(cluster: Any, topic: str, n: int, **kw: Any) -> list[Any]:
     return results
 
 
-async def test_each_page_loads_against_a_live_cluster(cluster, console, page):
+async def consume_all(_msgs: list[Any], _context: Any) -> ConsumeConcurrentlyStatus:
+    return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+
+async def test_each_page_loads_against_a_live_cluster(cluster, console, page, poll):
     await send(cluster, "PagesT", 6, keys="k")
     async with PullConsumer("PagesGroup", cluster.namesrv_addr) as c:
         mq = sorted(await c.fetch_subscribe_message_queues("PagesT"), key=lambda q: q.queue_id)[0]
@@ -84,11 +89,29 @@ async def test_each_page_loads_against_a_live_cluster(cluster, console, page):
     rows = await page.locator("#topic-queues tr").count()
     assert rows == 1 + 4  # header + the topic's 4 queues
 
-    await open_page(page, console, "groups")
-    await page.locator("#groups td", has_text="PagesGroup").click()
-    await page.wait_for_selector("#group-lag")
-    lag = int(await page.locator("#group-lag").text_content())
-    assert 0 < lag <= 6
+    # A push consumer's group shows its rebalance history: the round that gave it the topic's four queues.
+    push = PushConsumer("PagesPushGroup", cluster.namesrv_addr, rebalance_interval=0.2,
+                        heartbeat_broker_interval=0.1)
+    push.subscribe("PagesT", "*")
+    push.register_message_listener(consume_all)
+    await push.start()
+    try:
+        await poll(lambda: len([q for q in push.assigned_queues() if q.topic == "PagesT"]) == 4, timeout=20)
+        await open_page(page, console, "groups")
+        await page.locator("#groups td", has_text="PagesGroup").first.click()
+        await page.wait_for_selector("#group-lag")
+        lag = int(await page.locator("#group-lag").text_content())
+        assert 0 < lag <= 6
+
+        await page.locator("#groups td", has_text="PagesPushGroup").click()
+        await page.wait_for_selector("#group-rebalances td")
+        rows = page.locator("#group-rebalances tr", has_text="PagesT")
+        assert await rows.count() == 1
+        row = await rows.first.text_content()
+        assert push.client_id in row and "AVG" in row and "broker-a:0, broker-a:1, broker-a:2, broker-a:3" in row
+        assert "A rebalance is" in await page.locator("#group-detail").text_content()
+    finally:
+        await push.shutdown()
 
     await open_page(page, console, "messages")
     await open_page(page, console, "storage")

@@ -4,6 +4,9 @@
 const $ = (sel) => document.querySelector(sel);
 const esc = (v) => String(v ?? "").replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
 const fmtTime = (ms) => (ms > 0 ? new Date(ms).toLocaleString() : "");
+// to the millisecond: a client joining moves queues at several clients within the same second
+const fmtTimeMs = (ms) => new Date(ms).toLocaleString(undefined, {year: "numeric", month: "numeric", day: "numeric",
+  hour: "numeric", minute: "2-digit", second: "2-digit", fractionalSecondDigits: 3});
 const fmtBytes = (n) => {
   for (const [u, s] of [["GiB", 1 << 30], ["MiB", 1 << 20], ["KiB", 1 << 10]]) if (n >= s) return (n / s).toFixed(1) + " " + u;
   return n + " B";
@@ -86,11 +89,21 @@ async function showGroup(group) {
   el.innerHTML = `<h2>${esc(group)}</h2><p>Total lag: <b id="group-lag">${d.lag}</b>` +
     (d.strategy ? `; allocation strategy: ${esc(d.strategy)}` : "") + (d.message_model ? `; ${esc(d.message_model)}` : "") + "</p>" +
     `<h3>Clients</h3><table id="group-clients"></table><h3>Queues</h3><table id="group-queues"></table>` +
+    `<h3>Rebalance history</h3><p class="explain">A rebalance is a client splitting a topic's queues anew when the ` +
+    `group's clients change: each client sorts the same queue and client lists and takes its share by the allocation ` +
+    `strategy, so queues move from client to client without a coordinator (newest first, as each client reports its rounds).</p>` +
+    (d.rebalances && d.rebalances.length ? `<table id="group-rebalances"></table>` : `<p id="group-rebalances">No rebalance reported (no pocketmq client online).</p>`) +
     (info.admin && topics.length ? `<form id="reset"><b>Reset offsets</b> of <select name="topic">${topics.map((t) => `<option>${esc(t)}</option>`).join("")}</select>
        to the first message stored at or after <input name="time" type="datetime-local" step="1"> <button>Reset</button></form><p id="reset-result"></p>` : "");
   table($("#group-clients"), ["client id", "address", "language", "version"], d.clients.map((c) => [esc(c.client_id), esc(c.addr), esc(c.language), c.version]));
   table($("#group-queues"), ["topic", "broker", "queue", "broker offset", "consumer offset", "lag", "client", "last consumed"],
     d.queues.map((q) => [esc(q.topic), esc(q.broker), q.queue_id, q.broker_offset, q.consumer_offset, q.lag, esc(q.client), fmtTime(q.last_timestamp)]));
+  if (d.rebalances && d.rebalances.length) {
+    const members = (e) => [...e.joined.map((c) => "+" + c), ...e.left.map((c) => "−" + c)].map(esc).join("<br>");
+    table($("#group-rebalances"), ["time", "client", "topic", "strategy", "clients joined (+) / left (−)", "queues gained", "queues lost", "holds", "clients in the split"],
+      d.rebalances.map((e) => [fmtTimeMs(e.timestamp), esc(e.client), esc(e.topic), esc(e.strategy), members(e),
+        e.gained.map(esc).join(", "), e.lost.map(esc).join(", "), e.held.length, e.clients.length]));
+  }
   const form = $("#reset");
   if (form) form.addEventListener("submit", async (ev) => {
     ev.preventDefault();

@@ -22,23 +22,11 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from pocketmq.broker.config_file import _link_backup, write_json_file  # noqa: E402
-
-
-def _write_sync(path: str, data: Any) -> None:
-    text = json.dumps(data, indent=4, ensure_ascii=False)
-    tmp = path + ".tmp"
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    _link_backup(path, path + ".bak")
-    os.replace(tmp, path)
+from pocketmq.broker.config_file import write_json_file, write_json_file_sync  # noqa: E402
 
 
 async def one_hop(path: str, data: Any) -> None:
-    await asyncio.to_thread(_write_sync, path, data)
+    await asyncio.to_thread(write_json_file_sync, path, data)
 
 
 def table(queues: int) -> dict[str, Any]:

@@ -42,10 +42,10 @@ class BrokerConfig:
     broker_name: str = _f("broker-a", "brokerName")
     broker_id: int = _f(0, "brokerId")  # 0 = master; pocketmq runs masters only (no replication)
     broker_ip1: str = _f("127.0.0.1", "brokerIP1")  # advertised to name servers and written as storeHost
-    listen_port: int = _f(10911, "listenPort")
+    listen_port: int = _f(10911, "listenPort")  # 0 = any free port (read BrokerController.address)
     # pocketmq's own: how long the event loop keeps polling after a request, instead of sleeping until the
     # next one wakes it (remoting/busy_poll.py). The file value is in microseconds; 0 turns it off.
-    busy_poll: float = _f(0.0002, "busyPollMicros", "us")  # 0 = any free port (read BrokerController.address)
+    busy_poll: float = _f(0.0002, "busyPollMicros", "us")
     # Where the server binds; None = brokerIP1. RocketMQ binds 0.0.0.0; binding the advertised address is
     # the safer default for a development broker.
     bind_address: str | None = _f(None, "bindAddress")

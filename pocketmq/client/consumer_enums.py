@@ -1,8 +1,12 @@
-"""What a consumer group tells the brokers about itself: MessageModel, ConsumeType, ConsumeFromWhere."""
+"""What a consumer group tells the brokers about itself: MessageModel, ConsumeType, ConsumeFromWhere, and
+CONSUME_FROM_TIMESTAMP's start as both consumer configs hold it."""
 
 from __future__ import annotations
 
 import enum
+import time
+
+_TIMESTAMP_FORMAT = "%Y%m%d%H%M%S"  # RocketMQ's yyyyMMddHHmmss, local time
 
 
 class MessageModel(enum.StrEnum):
@@ -23,3 +27,20 @@ class ConsumeFromWhere(enum.StrEnum):
     CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
     CONSUME_FROM_FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
     CONSUME_FROM_TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
+
+
+def half_an_hour_ago() -> str:
+    """The default consumeTimestamp of RocketMQ's consumers."""
+    return time.strftime(_TIMESTAMP_FORMAT, time.localtime(time.time() - 30 * 60))
+
+
+def check_consume_timestamp(timestamp: str) -> None:
+    try:
+        time.strptime(timestamp, _TIMESTAMP_FORMAT)
+    except ValueError:
+        raise ValueError(f"consume_timestamp {timestamp!r} is not yyyyMMddHHmmss") from None
+
+
+def consume_timestamp_ms(timestamp: str) -> int:
+    """A yyyyMMddHHmmss local time as epoch milliseconds."""
+    return int(time.mktime(time.strptime(timestamp, _TIMESTAMP_FORMAT)) * 1000)

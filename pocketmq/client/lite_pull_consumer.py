@@ -41,7 +41,7 @@ from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrateg
 from .assigned_message_queue import AssignedMessageQueue, MessageQueueState
 from .client_config import ClientConfig
 from .consumer_enums import ConsumeFromWhere, ConsumeType, MessageModel
-from .exceptions import MQBrokerException, MQClientException, NameServerAddressError
+from .exceptions import MQBrokerException, MQClientException
 from .filter_api import EXPRESSION_TYPE_SQL92, EXPRESSION_TYPE_TAG, SUB_ALL, build_subscription_data, message_matches
 from .lite_pull_consumer_config import LitePullConsumerConfig
 from .local_file_offset_store import LocalFileOffsetStore
@@ -53,7 +53,6 @@ from .offset_store import OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
 from .process_queue import ProcessQueue
 from .pull_api import PullAPIWrapper, build_sys_flag
 from .rebalance_lite_pull_impl import RebalanceLitePullImpl
-from .topic_publish_info import topic_route_data_to_subscribe_info
 from .trace.async_trace_dispatcher import AsyncTraceDispatcher
 from .trace.trace_context import ConsumeReturnType
 from .trace.trace_hooks import ConsumeMessageTraceHook
@@ -456,18 +455,7 @@ class LitePullConsumer(RebalancedConsumerInner):
     async def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
         """The topic's readable queues, from a name server (sorted)."""
         self._check_running()
-        try:
-            route = await self.instance.fetch_and_apply_route(topic)
-        except NameServerAddressError:
-            raise
-        except MQClientException as e:
-            raise MQClientException(
-                f"Can not find Message Queue for this topic, {topic}: {e}", response_code=e.response_code
-            ) from e
-        mqs = topic_route_data_to_subscribe_info(topic, route)
-        if not mqs:
-            raise MQClientException(f"Can not find Message Queue for this topic, {topic} Namesrv return empty")
-        return mqs
+        return await mq_admin.fetch_subscribe_message_queues(self.instance, topic)
 
     async def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
         """The offset of the first message of ``mq`` stored at or after ``timestamp_ms`` (searchOffset)."""

@@ -11,8 +11,9 @@ from pocketmq.common.message import MessageExt
 from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.header import QueryMessageRequestHeader
 
-from .exceptions import MQClientException
+from .exceptions import MQClientException, NameServerAddressError
 from .mq_client_instance import MQClientInstance
+from .topic_publish_info import topic_route_data_to_subscribe_info
 
 
 async def query_message(
@@ -83,6 +84,23 @@ async def query_message_by_id(
     found = await query_message(instance, topic, msg_id, 32, unique_key=True)
     # A retried message keeps its UNIQ_KEY: the first stored is the one the send returned.
     return min(found, key=lambda m: m.store_timestamp) if found else None
+
+
+async def fetch_subscribe_message_queues(instance: MQClientInstance, topic: str) -> list[MessageQueue]:
+    """The topic's readable queues, straight from a name server, sorted by broker name and queue id
+    (MQAdminImpl.fetchSubscribeMessageQueues); shared by the pull and lite pull consumers."""
+    try:
+        route = await instance.fetch_and_apply_route(topic)
+    except NameServerAddressError:
+        raise  # the address is the problem, not the topic
+    except MQClientException as e:
+        raise MQClientException(
+            f"Can not find Message Queue for this topic, {topic}: {e}", response_code=e.response_code
+        ) from e
+    mqs = topic_route_data_to_subscribe_info(topic, route)
+    if not mqs:
+        raise MQClientException(f"Can not find Message Queue for this topic, {topic} Namesrv return empty")
+    return mqs
 
 
 async def fetch_all_topic_list(instance: MQClientInstance) -> list[str]:

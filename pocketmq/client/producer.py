@@ -102,7 +102,8 @@ class Producer:
         **client_options: Any,
     ) -> None:
         """``client_options`` are ClientConfig fields: instance_name, client_ip, poll_name_server_interval,
-        heartbeat_broker_interval, mq_client_api_timeout, connect_timeout, unit_name, busy_poll, protocol.
+        heartbeat_broker_interval, mq_client_api_timeout, connect_timeout, unit_name, busy_poll, protocol,
+        access_key/secret_key, rpc_hook.
         ``enable_msg_trace`` records each send in the trace topic (RMQ_SYS_TRACE_TOPIC or
         ``custom_trace_topic``), as RocketMQ's DefaultMQProducer(group, enableMsgTrace, customizedTraceTopic)."""
         self.group = group

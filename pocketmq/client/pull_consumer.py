@@ -22,7 +22,7 @@ from pocketmq.remoting.client_body import ConsumerData, MessageQueue, Subscripti
 
 from . import mq_admin
 from .client_config import ClientConfig
-from .exceptions import MQClientException, NameServerAddressError
+from .exceptions import MQClientException
 from .filter_api import EXPRESSION_TYPE_TAG, SUB_ALL, build_subscription_data
 from .message import PullResult
 from .mq_admin import fetch_all_topic_list
@@ -30,7 +30,6 @@ from .mq_client_instance import MQClientInstance
 from .mq_client_manager import MQClientManager
 from .offset_store import ReadOffsetType, RemoteBrokerOffsetStore
 from .pull_api import PullAPIWrapper, build_sys_flag
-from .topic_publish_info import topic_route_data_to_subscribe_info
 from .validators import DEFAULT_CONSUMER_GROUP, check_group
 
 log = logging.getLogger(__name__)
@@ -126,18 +125,7 @@ class PullConsumer:
 
     async def fetch_subscribe_message_queues(self, topic: str) -> list[MessageQueue]:
         """The topic's readable queues, straight from a name server (sorted by broker name, queue id)."""
-        try:
-            route = await self.instance.fetch_and_apply_route(topic)
-        except NameServerAddressError:
-            raise  # the address is the problem, not the topic
-        except MQClientException as e:
-            raise MQClientException(
-                f"Can not find Message Queue for this topic, {topic}: {e}", response_code=e.response_code
-            ) from e
-        mqs = topic_route_data_to_subscribe_info(topic, route)
-        if not mqs:
-            raise MQClientException(f"Can not find Message Queue for this topic, {topic} Namesrv return empty")
-        return mqs
+        return await mq_admin.fetch_subscribe_message_queues(self.instance, topic)
 
     async def fetch_topic_list(self) -> list[str]:
         """Every topic the name servers know, system topics included (MQAdminExt.fetchAllTopicList)."""

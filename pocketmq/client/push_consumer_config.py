@@ -4,15 +4,16 @@ system properties). Every time is in seconds so tests can run the machinery in m
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
-from .consumer_enums import ConsumeFromWhere, MessageModel
+from .consumer_enums import (
+    ConsumeFromWhere,
+    MessageModel,
+    check_consume_timestamp,
+    consume_timestamp_ms,
+    half_an_hour_ago,
+)
 from .local_file_offset_store import DEFAULT_OFFSET_STORE_DIR
-
-
-def _half_an_hour_ago() -> str:
-    return time.strftime("%Y%m%d%H%M%S", time.localtime(time.time() - 30 * 60))
 
 
 @dataclass(slots=True)
@@ -20,7 +21,7 @@ class PushConsumerConfig:
     message_model: MessageModel = MessageModel.CLUSTERING
     consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
     # CONSUME_FROM_TIMESTAMP's start, local time as yyyyMMddHHmmss (RocketMQ's format).
-    consume_timestamp: str = field(default_factory=_half_an_hour_ago)
+    consume_timestamp: str = field(default_factory=half_an_hour_ago)
 
     # --- consumption ---
     consume_thread_max: int = 20  # concurrent consume requests (tasks, or threads for sync listeners)
@@ -92,10 +93,7 @@ class PushConsumerConfig:
         if self.broker_suspend_max_time >= self.consumer_timeout_when_suspend:
             raise ValueError("consumer_timeout_when_suspend must exceed broker_suspend_max_time")
         if self.consume_timestamp:
-            try:
-                time.strptime(self.consume_timestamp, "%Y%m%d%H%M%S")
-            except ValueError:
-                raise ValueError(f"consume_timestamp {self.consume_timestamp!r} is not yyyyMMddHHmmss") from None
+            check_consume_timestamp(self.consume_timestamp)
 
     def consume_timestamp_ms(self) -> int:
-        return int(time.mktime(time.strptime(self.consume_timestamp, "%Y%m%d%H%M%S")) * 1000)
+        return consume_timestamp_ms(self.consume_timestamp)

@@ -132,7 +132,8 @@ class DefaultRequestProcessor:
                 result = done.value
                 break
             await asyncio.sleep(0)  # let the loop serve others between steps of a big table
-        # RocketMQ also returns the ORDER_TOPIC_CONFIG KV table as the body; we keep no KV config, so none.
+        # RocketMQ also returns the ORDER_TOPIC_CONFIG namespace of its KV config as the body; pocketmq's brokers
+        # do not read it, so none.
         return RemotingCommand.response_to(
             request,
             ResponseCode.SUCCESS,

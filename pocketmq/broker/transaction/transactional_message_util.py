@@ -71,26 +71,36 @@ def half_message(msg: Message) -> Message:
     return msg
 
 
-def real_message(half: MessageExt, commit_log_offset: int) -> Message:
-    """EndTransactionProcessor.endMessageTransaction + the commit flags: the committed message in its real
-    topic and queue. ``commit_log_offset`` (the half's) goes into PREPAREDTRANSACTIONOFFSET."""
-    props = dict(half.properties)
-    topic = props.pop(PROPERTY_REAL_TOPIC)
-    queue_id = int(props.pop(PROPERTY_REAL_QUEUE_ID))
+def _stored_again(
+    half: MessageExt, topic: str, queue_id: int, props: dict[str, str], sys_flag: int,
+    prepared_transaction_offset: int = 0,
+) -> Message:
+    """``half`` to be written again with another topic, queue, properties or flags; the rest as the producer
+    sent it."""
     return Message(
         topic=topic,
         body=half.body,
         properties=props,
         queue_id=queue_id,
         flag=half.flag,
-        sys_flag=reset_transaction_value(half.sys_flag, TRANSACTION_COMMIT_TYPE),
+        sys_flag=sys_flag,
         born_timestamp=half.born_timestamp,
         born_host=host_bytes(half.born_host),
         store_host=host_bytes(half.store_host),
         reconsume_times=half.reconsume_times,
-        prepared_transaction_offset=commit_log_offset,
+        prepared_transaction_offset=prepared_transaction_offset,
         properties_string=properties_to_string(props),
     )
+
+
+def real_message(half: MessageExt, commit_log_offset: int) -> Message:
+    """EndTransactionProcessor.endMessageTransaction + the commit flags: the committed message in its real
+    topic and queue. ``commit_log_offset`` (the half's) goes into PREPAREDTRANSACTIONOFFSET."""
+    props = dict(half.properties)
+    topic = props.pop(PROPERTY_REAL_TOPIC)
+    queue_id = int(props.pop(PROPERTY_REAL_QUEUE_ID))
+    sys_flag = reset_transaction_value(half.sys_flag, TRANSACTION_COMMIT_TYPE)
+    return _stored_again(half, topic, queue_id, props, sys_flag, prepared_transaction_offset=commit_log_offset)
 
 
 def renewed_half_message(half: MessageExt) -> Message:
@@ -99,19 +109,7 @@ def renewed_half_message(half: MessageExt) -> Message:
     offset of the first copy in TRAN_PREPARED_QUEUE_OFFSET."""
     props = dict(half.properties)
     props.setdefault(PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET, str(half.queue_offset))
-    return Message(
-        topic=half.topic,
-        body=half.body,
-        properties=props,
-        queue_id=half.queue_id,
-        flag=half.flag,
-        sys_flag=half.sys_flag,
-        born_timestamp=half.born_timestamp,
-        born_host=host_bytes(half.born_host),
-        store_host=host_bytes(half.store_host),
-        reconsume_times=half.reconsume_times,
-        properties_string=properties_to_string(props),
-    )
+    return _stored_again(half, half.topic, half.queue_id, props, half.sys_flag)
 
 
 def op_message(half_queue_id: int, half_queue_offset: int, store_host: bytes) -> Message:
@@ -132,17 +130,4 @@ def op_message(half_queue_id: int, half_queue_offset: int, store_host: bytes) ->
 def check_max_time_message(half: MessageExt, topic: str) -> Message:
     """DefaultTransactionalMessageCheckListener.toMessageExtBrokerInner: a half message checked too often, kept
     in TRANS_CHECK_MAX_TIME_TOPIC for an operator."""
-    props = dict(half.properties)
-    return Message(
-        topic=topic,
-        body=half.body,
-        properties=props,
-        queue_id=0,
-        flag=half.flag,
-        sys_flag=half.sys_flag,
-        born_timestamp=half.born_timestamp,
-        born_host=host_bytes(half.born_host),
-        store_host=host_bytes(half.store_host),
-        reconsume_times=half.reconsume_times,
-        properties_string=properties_to_string(props),
-    )
+    return _stored_again(half, topic, 0, dict(half.properties), half.sys_flag)

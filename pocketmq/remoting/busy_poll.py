@@ -20,12 +20,24 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
 import weakref
 from time import monotonic
 
 from .spin_policy import SpinPolicy, parse_running
 
 _LOADAVG = "/proc/loadavg"
+# POCKETMQ_BUSY_POLL=never|always|adaptive (default): a switch for measuring what the policy buys (bench/README.md),
+# read once per event loop.
+_MODE_ENV = "POCKETMQ_BUSY_POLL"
+
+
+def read_preemptions() -> int:
+    """The calling thread's involuntary context switches so far."""
+    return resource.getrusage(_RUSAGE_THREAD).ru_nivcsw
+
+
+_RUSAGE_THREAD = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)  # (Linux; else the whole process)
 
 
 def read_running() -> int | None:
@@ -39,7 +51,7 @@ def read_running() -> int | None:
 
 class BusyPoller:
     __slots__ = ("_loop", "window", "_deadline", "spinning", "policy", "_hit", "_next_sample", "_sampling",
-                 "__weakref__")
+                 "_activities", "_preemptions", "__weakref__")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, window: float, policy: SpinPolicy | None = None) -> None:
         self._loop = loop
@@ -50,16 +62,16 @@ class BusyPoller:
         self._hit = False  # data arrived during the current spin
         self._next_sample = 0.0
         self._sampling = os.path.exists(_LOADAVG)
+        self._activities = 0  # pokes since the last sample
+        self._preemptions = read_preemptions()  # the loop thread's involuntary context switches at the last sample
 
     def poke(self, arrived: bool = True) -> None:
         """Activity now (``arrived``: data came in; else we sent some): keep the loop polling for ``window``
         seconds from here, if the policy says spinning pays."""
         now = monotonic()
-        if self._sampling and now >= self._next_sample:
-            self._next_sample = now + self.policy.sample_interval
-            running = read_running()
-            if running is not None:
-                self.policy.record_runnable(running)
+        self._activities += 1
+        if now >= self._next_sample:
+            self._sample(now)
         if self.spinning:
             self._hit = self._hit or arrived
             self._deadline = now + self.window
@@ -68,6 +80,16 @@ class BusyPoller:
             self._hit = False
             self.spinning = True
             self._loop.call_soon(self._spin)
+
+    def _sample(self, now: float) -> None:
+        self._next_sample = now + self.policy.sample_interval
+        preemptions = read_preemptions()
+        self.policy.record_preemptions(preemptions - self._preemptions, self._activities)
+        self._preemptions, self._activities = preemptions, 0
+        if self._sampling:
+            running = read_running()
+            if running is not None:
+                self.policy.record_runnable(running)
 
     def _spin(self) -> None:
         if monotonic() < self._deadline and not self._loop.is_closed():
@@ -86,12 +108,14 @@ def _alone(loop: asyncio.AbstractEventLoop) -> bool:
 
 def busy_poller(window: float) -> BusyPoller | None:
     """The running loop's poller (one per loop, shared by its endpoints: the widest window wins); None for 0."""
-    if window <= 0:
+    mode = os.environ.get(_MODE_ENV, "adaptive")
+    if window <= 0 or mode == "never":
         return None
     loop = asyncio.get_running_loop()
     poller = _pollers.get(loop)
     if poller is None:
-        poller = _pollers[loop] = BusyPoller(loop, window)
+        policy = SpinPolicy(os.cpu_count() or 1, always=mode == "always")
+        poller = _pollers[loop] = BusyPoller(loop, window, policy)
     elif window > poller.window:
         poller.window = window
     return poller

@@ -76,3 +76,9 @@ async def test_no_polling_while_another_loop_of_the_process_runs():
 
 async def _make_poller():
     return busy_poller(0.05)
+
+
+async def test_busy_polling_switched_off_by_the_environment(monkeypatch) -> None:
+    # POCKETMQ_BUSY_POLL=never: what bench/e2e.py's policy comparison runs the broker and clients with.
+    monkeypatch.setenv("POCKETMQ_BUSY_POLL", "never")
+    assert busy_poller(0.05) is None

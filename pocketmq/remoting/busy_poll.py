@@ -20,24 +20,25 @@ from __future__ import annotations
 
 import asyncio
 import os
-import resource
 import weakref
 from time import monotonic
 
 from .spin_policy import SpinPolicy, parse_running
 
 _LOADAVG = "/proc/loadavg"
+_SCHEDSTAT = "/proc/thread-self/schedstat"  # cpu time, run delay, timeslices (ns, ns, count)
 # POCKETMQ_BUSY_POLL=never|always|adaptive (default): a switch for measuring what the policy buys (bench/README.md),
 # read once per event loop.
 _MODE_ENV = "POCKETMQ_BUSY_POLL"
 
 
-def read_preemptions() -> int:
-    """The calling thread's involuntary context switches so far."""
-    return resource.getrusage(_RUSAGE_THREAD).ru_nivcsw
-
-
-_RUSAGE_THREAD = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)  # (Linux; else the whole process)
+def read_run_delay() -> float | None:
+    """Seconds the calling thread has spent runnable but waiting for a CPU (Linux schedstat), else None."""
+    try:
+        with open(_SCHEDSTAT) as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def read_running() -> int | None:
@@ -51,7 +52,7 @@ def read_running() -> int | None:
 
 class BusyPoller:
     __slots__ = ("_loop", "window", "_deadline", "spinning", "policy", "_hit", "_next_sample", "_sampling",
-                 "_activities", "_preemptions", "__weakref__")
+                 "_delay", "_delay_at", "__weakref__")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, window: float, policy: SpinPolicy | None = None) -> None:
         self._loop = loop
@@ -62,14 +63,14 @@ class BusyPoller:
         self._hit = False  # data arrived during the current spin
         self._next_sample = 0.0
         self._sampling = os.path.exists(_LOADAVG)
-        self._activities = 0  # pokes since the last sample
-        self._preemptions = read_preemptions()  # the loop thread's involuntary context switches at the last sample
+        # The loop thread's run delay at the last sample, and when that was (None: not available here).
+        self._delay = read_run_delay()
+        self._delay_at = monotonic()
 
     def poke(self, arrived: bool = True) -> None:
         """Activity now (``arrived``: data came in; else we sent some): keep the loop polling for ``window``
         seconds from here, if the policy says spinning pays."""
         now = monotonic()
-        self._activities += 1
         if now >= self._next_sample:
             self._sample(now)
         if self.spinning:
@@ -83,9 +84,11 @@ class BusyPoller:
 
     def _sample(self, now: float) -> None:
         self._next_sample = now + self.policy.sample_interval
-        preemptions = read_preemptions()
-        self.policy.record_preemptions(preemptions - self._preemptions, self._activities)
-        self._preemptions, self._activities = preemptions, 0
+        if self._delay is not None:
+            delay = read_run_delay()
+            if delay is not None:
+                self.policy.record_run_delay(delay - self._delay, now - self._delay_at)
+                self._delay, self._delay_at = delay, now
         if self._sampling:
             running = read_running()
             if running is not None:

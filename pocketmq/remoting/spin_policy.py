@@ -13,13 +13,14 @@ Like an adaptive mutex, the policy keeps two running averages and spins only whi
 - crowding: the share of recent samples of the machine's runnable tasks (``/proc/loadavg``'s running count,
   sampled by the caller every ``sample_interval``) that exceeded its cores: some task was waiting for a CPU.
   Above ``max_crowding`` it does not spin at all: spinning would take that task's turn.
-- preemption: the share of recent samples in which the polling thread was preempted (an involuntary context
-  switch: another task wanted its core) more than ``max_preemptions`` times per activity. Above
-  ``max_crowding`` it does not spin either. The runnable count alone misses the commonest crowding: a client
-  and its server answering each other beside a CPU-bound process. They alternate, so whenever one of them
-  samples, the other sleeps and the count says "2 tasks, 2 cores" while the spinner holds the core its peer
-  is woken for. Measured on 2 cores, sync send: preemptions per activity 0.00-0.04 idle, 0.15-0.55 beside
-  one CPU-bound process, spinning or not (bench/README.md, "e2e.py --contend").
+- waiting: the share of recent samples in which the polling thread spent more than ``max_wait_share`` of the
+  time runnable but waiting for a CPU (the scheduler's run delay: a task of another process held its core).
+  Above ``max_crowding`` it does not spin either. The runnable count alone misses the commonest crowding: a
+  client and its server answering each other beside a CPU-bound process. They alternate, so whenever one of
+  them samples, the other sleeps and the count says "2 tasks, 2 cores" while the spinner holds the core its
+  peer is woken for. Measured on 2 cores, sync send without spinning: the loop threads waited 0.7-2.6 % of
+  the time idle, 18-30 % beside one CPU-bound process. (Involuntary context switches do not tell the two
+  apart: the process's own threads preempt its spinning loop thread too, for a few microseconds each.)
 """
 
 from __future__ import annotations
@@ -32,14 +33,14 @@ class SpinPolicy:
     cpus: int
     min_hit_rate: float = 0.3
     max_crowding: float = 0.5
-    max_preemptions: float = 0.08  # per activity, in one sample
+    max_wait_share: float = 0.1  # of a sample's time spent waiting for a CPU
     probe_every: int = 16
     weight: float = 0.125  # of a new sample in the running averages (about the last 8 count)
     sample_interval: float = 0.05  # seconds between runnable-task samples (the caller samples)
     always: bool = False  # spin whatever the averages say (for measuring what the policy buys)
     hit_rate: float = 1.0
     crowding: float = 0.0
-    preempted: float = 0.0
+    waiting: float = 0.0
     _declined: int = 0
 
     def record_spin(self, hit: bool) -> None:
@@ -50,16 +51,16 @@ class SpinPolicy:
         """A sample of the machine's runnable tasks, this process's spinning thread included."""
         self.crowding += self.weight * ((1.0 if running > self.cpus else 0.0) - self.crowding)
 
-    def record_preemptions(self, preemptions: int, activities: int) -> None:
-        """A sample of the polling thread's involuntary context switches over ``activities`` pokes."""
-        crowded = preemptions > self.max_preemptions * max(activities, 1)
-        self.preempted += self.weight * ((1.0 if crowded else 0.0) - self.preempted)
+    def record_run_delay(self, waited: float, elapsed: float) -> None:
+        """A sample: the polling thread waited ``waited`` seconds for a CPU in the last ``elapsed`` seconds."""
+        crowded = waited > self.max_wait_share * elapsed
+        self.waiting += self.weight * ((1.0 if crowded else 0.0) - self.waiting)
 
     def should_spin(self) -> bool:
         """Asked at each activity: spin for the window after it?"""
         if self.always:
             return True
-        if self.crowding > self.max_crowding or self.preempted > self.max_crowding:
+        if self.crowding > self.max_crowding or self.waiting > self.max_crowding:
             return False
         if self.hit_rate >= self.min_hit_rate:
             self._declined = 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from pocketmq.remoting.busy_poll import busy_poller
+from pocketmq.remoting.busy_poll import BusyPoller, busy_poller
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.server import RemotingServer
@@ -82,3 +82,16 @@ async def test_busy_polling_switched_off_by_the_environment(monkeypatch) -> None
     # POCKETMQ_BUSY_POLL=never: what bench/e2e.py's policy comparison runs the broker and clients with.
     monkeypatch.setenv("POCKETMQ_BUSY_POLL", "never")
     assert busy_poller(0.05) is None
+
+
+async def test_the_poller_samples_its_threads_run_delay() -> None:
+    # Linux: /proc/thread-self/schedstat. The sample must come from the loop's own thread.
+    from pocketmq.remoting.busy_poll import read_run_delay
+
+    delay = read_run_delay()
+    assert delay is not None and delay >= 0
+    poller = BusyPoller(asyncio.get_running_loop(), 0.001, SpinPolicy(cpus=2, sample_interval=0.0))
+    poller.poke(arrived=False)
+    await wait_until(lambda: not poller.spinning)
+    poller.poke(arrived=False)
+    assert poller._delay is not None and poller._delay >= delay

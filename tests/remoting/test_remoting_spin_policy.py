@@ -81,30 +81,27 @@ async def test_a_poller_whose_spins_see_answers_keeps_spinning() -> None:
     assert poller.policy.hit_rate > 0.9
 
 
-def test_no_spin_while_the_polling_thread_keeps_being_preempted() -> None:
+def test_no_spin_while_the_polling_thread_waits_for_a_cpu() -> None:
     # A client and its server answering each other beside a CPU-bound process: the runnable count sampled
-    # by either says "no one waits" (the other sleeps then), but each is preempted at every few activities.
+    # by either says "no one waits" (the other sleeps then), but each waits for a CPU a fifth of the time.
     p = SpinPolicy(cpus=2)
     for _ in range(3):
         p.record_runnable(2)
-        p.record_preemptions(30, 100)
+        p.record_run_delay(0.010, 0.050)
     assert p.should_spin()  # a moment of it is not enough
     for _ in range(10):
-        p.record_preemptions(30, 100)
+        p.record_run_delay(0.010, 0.050)
     assert not any(p.should_spin() for _ in range(100))  # no probing: a spin would take a turn
     for _ in range(10):
-        p.record_preemptions(2, 100)  # idle machine: the odd kernel thread
+        p.record_run_delay(0.001, 0.050)  # idle machine: the odd wake-up of a kernel thread
     assert p.should_spin()
 
 
-def test_preemptions_without_activity_count_against_one_activity() -> None:
+def test_a_long_quiet_sample_is_not_crowded() -> None:
     p = SpinPolicy(cpus=2)
     for _ in range(20):
-        p.record_preemptions(0, 0)
+        p.record_run_delay(0.5, 60.0)  # a minute without activity between two samples
     assert p.should_spin()
-    for _ in range(20):
-        p.record_preemptions(1, 0)
-    assert not p.should_spin()
 
 
 def test_always_spins_whatever_the_samples_say() -> None:
@@ -112,5 +109,5 @@ def test_always_spins_whatever_the_samples_say() -> None:
     for _ in range(20):
         p.record_spin(hit=False)
         p.record_runnable(8)
-        p.record_preemptions(50, 10)
+        p.record_run_delay(1.0, 1.0)
     assert p.should_spin()

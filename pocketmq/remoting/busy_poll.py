@@ -12,8 +12,9 @@ Idle, it costs nothing; busy, at most ``window`` of one core after each request 
 Only when one event loop of the process polls: two spinning loops in one process (a broker on a thread of a
 test, say) would pass the GIL back and forth at every iteration and slow each other down.
 
-And only while spinning pays (spin_policy.py): data must keep arriving during spins, and the machine must
-have no task waiting for a CPU, or the spin takes the core the other side needs to answer.
+And only while spinning pays (spin_policy.py): data must keep arriving during spins, and neither the machine
+(its runnable-task count) nor this loop's thread (its run delay) may show tasks waiting for a CPU, or the
+spin takes the core the other side needs to answer.
 """
 
 from __future__ import annotations

@@ -33,12 +33,13 @@ _SCHEDSTAT = "/proc/thread-self/schedstat"  # cpu time, run delay, timeslices (n
 _MODE_ENV = "POCKETMQ_BUSY_POLL"
 
 
-def read_run_delay() -> float | None:
-    """Seconds the calling thread has spent runnable but waiting for a CPU (Linux schedstat), else None."""
+def read_schedstat() -> tuple[float, float] | None:
+    """(seconds on a CPU, seconds runnable but waiting for one) of the calling thread (Linux), else None."""
     try:
         with open(_SCHEDSTAT) as f:
-            return int(f.read().split()[1]) / 1e9
-    except (OSError, IndexError, ValueError):
+            ran, waited = f.read().split()[:2]
+        return int(ran) / 1e9, int(waited) / 1e9
+    except (OSError, ValueError):
         return None
 
 
@@ -53,7 +54,7 @@ def read_running() -> int | None:
 
 class BusyPoller:
     __slots__ = ("_loop", "window", "_deadline", "spinning", "policy", "_hit", "_next_sample", "_sampling",
-                 "_delay", "_delay_at", "__weakref__")
+                 "_schedstat", "__weakref__")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, window: float, policy: SpinPolicy | None = None) -> None:
         self._loop = loop
@@ -64,9 +65,7 @@ class BusyPoller:
         self._hit = False  # data arrived during the current spin
         self._next_sample = 0.0
         self._sampling = os.path.exists(_LOADAVG)
-        # The loop thread's run delay at the last sample, and when that was (None: not available here).
-        self._delay = read_run_delay()
-        self._delay_at = monotonic()
+        self._schedstat = read_schedstat()  # the loop thread's, at the last sample (None: not available here)
 
     def poke(self, arrived: bool = True) -> None:
         """Activity now (``arrived``: data came in; else we sent some): keep the loop polling for ``window``
@@ -85,11 +84,11 @@ class BusyPoller:
 
     def _sample(self, now: float) -> None:
         self._next_sample = now + self.policy.sample_interval
-        if self._delay is not None:
-            delay = read_run_delay()
-            if delay is not None:
-                self.policy.record_run_delay(delay - self._delay, now - self._delay_at)
-                self._delay, self._delay_at = delay, now
+        if self._schedstat is not None:
+            stat = read_schedstat()
+            if stat is not None:
+                self.policy.record_run_delay(stat[1] - self._schedstat[1], stat[0] - self._schedstat[0])
+                self._schedstat = stat
         if self._sampling:
             running = read_running()
             if running is not None:

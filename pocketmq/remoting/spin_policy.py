@@ -13,14 +13,16 @@ Like an adaptive mutex, the policy keeps two running averages and spins only whi
 - crowding: the share of recent samples of the machine's runnable tasks (``/proc/loadavg``'s running count,
   sampled by the caller every ``sample_interval``) that exceeded its cores: some task was waiting for a CPU.
   Above ``max_crowding`` it does not spin at all: spinning would take that task's turn.
-- waiting: the share of recent samples in which the polling thread spent more than ``max_wait_share`` of the
-  time runnable but waiting for a CPU (the scheduler's run delay: a task of another process held its core).
-  Above ``max_crowding`` it does not spin either. The runnable count alone misses the commonest crowding: a
-  client and its server answering each other beside a CPU-bound process. They alternate, so whenever one of
-  them samples, the other sleeps and the count says "2 tasks, 2 cores" while the spinner holds the core its
-  peer is woken for. Measured on 2 cores, sync send without spinning: the loop threads waited 0.7-2.6 % of
-  the time idle, 18-30 % beside one CPU-bound process. (Involuntary context switches do not tell the two
-  apart: the process's own threads preempt its spinning loop thread too, for a few microseconds each.)
+- waiting: the share of recent samples in which the polling thread, of the time it wanted a CPU, spent more
+  than ``max_wait_share`` waiting for one (the scheduler's run delay against its CPU time: a task of another
+  process held its core). Above ``max_crowding`` it does not spin either. The runnable count alone misses the
+  commonest crowding: a client and its server answering each other beside a CPU-bound process. They
+  alternate, so whenever one of them samples, the other sleeps and the count says "2 tasks, 2 cores" while
+  the spinner holds the core its peer is woken for. Measured on 2 cores, sync send without spinning, the loop
+  threads waited 1-4 % of their runnable time idle, 25-32 % beside one CPU-bound process. (Involuntary
+  context switches do not tell the two apart: the process's own threads preempt its spinning loop thread
+  too, for a few microseconds each. A share of wall time would not either: at 1,000 requests/s a loop
+  thread is runnable a few % of the time, crowded or not.)
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ class SpinPolicy:
     cpus: int
     min_hit_rate: float = 0.3
     max_crowding: float = 0.5
-    max_wait_share: float = 0.1  # of a sample's time spent waiting for a CPU
+    max_wait_share: float = 0.1  # of the time the polling thread was runnable, spent waiting for a CPU
     probe_every: int = 16
     weight: float = 0.125  # of a new sample in the running averages (about the last 8 count)
     sample_interval: float = 0.05  # seconds between runnable-task samples (the caller samples)
@@ -51,9 +53,10 @@ class SpinPolicy:
         """A sample of the machine's runnable tasks, this process's spinning thread included."""
         self.crowding += self.weight * ((1.0 if running > self.cpus else 0.0) - self.crowding)
 
-    def record_run_delay(self, waited: float, elapsed: float) -> None:
-        """A sample: the polling thread waited ``waited`` seconds for a CPU in the last ``elapsed`` seconds."""
-        crowded = waited > self.max_wait_share * elapsed
+    def record_run_delay(self, waited: float, ran: float) -> None:
+        """A sample: since the last one the polling thread ran ``ran`` seconds and waited ``waited`` seconds
+        for a CPU while runnable."""
+        crowded = waited > self.max_wait_share * (waited + ran)
         self.waiting += self.weight * ((1.0 if crowded else 0.0) - self.waiting)
 
     def should_spin(self) -> bool:

@@ -5,7 +5,7 @@ microseconds on a VM) and when the spinner takes a core nobody else needs. On a 
 it does the opposite: the spinner holds the core the other side needs to answer (a sync send fell from
 25,000/s to 2,800/s beside one CPU-bound process on 2 cores, and to 8,400/s with spinning off).
 
-Like an adaptive mutex, the policy keeps running averages and spins only while both say it pays:
+Like an adaptive mutex, the policy keeps running averages and spins only while all of them say it pays:
 
 - hits: the share of recent spins during which data arrived (a spin that timed out is a miss). Below
   ``min_hit_rate`` it stops spinning, except one spin in ``probe_every`` that measures again, so it resumes

@@ -12,8 +12,9 @@ Idle, it costs nothing; busy, at most ``window`` of one core after each request 
 Only when one event loop of the process polls: two spinning loops in one process (a broker on a thread of a
 test, say) would pass the GIL back and forth at every iteration and slow each other down.
 
-And only while spinning pays (spin_policy.py): data must keep arriving during spins, and the machine must
-have no task waiting for a CPU, or the spin takes the core the other side needs to answer.
+And only while spinning pays (spin_policy.py): data must keep arriving during spins, and neither the machine
+(its runnable-task count) nor this loop's thread (its run delay) may show tasks waiting for a CPU, or the
+spin takes the core the other side needs to answer.
 """
 
 from __future__ import annotations
@@ -26,6 +27,20 @@ from time import monotonic
 from .spin_policy import SpinPolicy, parse_running
 
 _LOADAVG = "/proc/loadavg"
+_SCHEDSTAT = "/proc/thread-self/schedstat"  # cpu time, run delay, timeslices (ns, ns, count)
+# POCKETMQ_BUSY_POLL=never|always|adaptive (default): a switch for measuring what the policy buys (bench/README.md),
+# read once per event loop.
+_MODE_ENV = "POCKETMQ_BUSY_POLL"
+
+
+def read_schedstat() -> tuple[float, float] | None:
+    """(seconds on a CPU, seconds runnable but waiting for one) of the calling thread (Linux), else None."""
+    try:
+        with open(_SCHEDSTAT) as f:
+            ran, waited = f.read().split()[:2]
+        return int(ran) / 1e9, int(waited) / 1e9
+    except (OSError, ValueError):
+        return None
 
 
 def read_running() -> int | None:
@@ -39,7 +54,7 @@ def read_running() -> int | None:
 
 class BusyPoller:
     __slots__ = ("_loop", "window", "_deadline", "spinning", "policy", "_hit", "_next_sample", "_sampling",
-                 "__weakref__")
+                 "_schedstat", "__weakref__")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, window: float, policy: SpinPolicy | None = None) -> None:
         self._loop = loop
@@ -50,16 +65,14 @@ class BusyPoller:
         self._hit = False  # data arrived during the current spin
         self._next_sample = 0.0
         self._sampling = os.path.exists(_LOADAVG)
+        self._schedstat = read_schedstat()  # the loop thread's, at the last sample (None: not available here)
 
     def poke(self, arrived: bool = True) -> None:
         """Activity now (``arrived``: data came in; else we sent some): keep the loop polling for ``window``
         seconds from here, if the policy says spinning pays."""
         now = monotonic()
-        if self._sampling and now >= self._next_sample:
-            self._next_sample = now + self.policy.sample_interval
-            running = read_running()
-            if running is not None:
-                self.policy.record_runnable(running)
+        if now >= self._next_sample:
+            self._sample(now)
         if self.spinning:
             self._hit = self._hit or arrived
             self._deadline = now + self.window
@@ -68,6 +81,18 @@ class BusyPoller:
             self._hit = False
             self.spinning = True
             self._loop.call_soon(self._spin)
+
+    def _sample(self, now: float) -> None:
+        self._next_sample = now + self.policy.sample_interval
+        if self._schedstat is not None:
+            stat = read_schedstat()
+            if stat is not None:
+                self.policy.record_run_delay(stat[1] - self._schedstat[1], stat[0] - self._schedstat[0])
+                self._schedstat = stat
+        if self._sampling:
+            running = read_running()
+            if running is not None:
+                self.policy.record_runnable(running)
 
     def _spin(self) -> None:
         if monotonic() < self._deadline and not self._loop.is_closed():
@@ -86,12 +111,14 @@ def _alone(loop: asyncio.AbstractEventLoop) -> bool:
 
 def busy_poller(window: float) -> BusyPoller | None:
     """The running loop's poller (one per loop, shared by its endpoints: the widest window wins); None for 0."""
-    if window <= 0:
+    mode = os.environ.get(_MODE_ENV, "adaptive")
+    if window <= 0 or mode == "never":
         return None
     loop = asyncio.get_running_loop()
     poller = _pollers.get(loop)
     if poller is None:
-        poller = _pollers[loop] = BusyPoller(loop, window)
+        policy = SpinPolicy(os.cpu_count() or 1, always=mode == "always")
+        poller = _pollers[loop] = BusyPoller(loop, window, policy)
     elif window > poller.window:
         poller.window = window
     return poller

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from pocketmq.remoting.busy_poll import busy_poller
+from pocketmq.remoting.busy_poll import BusyPoller, busy_poller
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.server import RemotingServer
@@ -76,3 +76,22 @@ async def test_no_polling_while_another_loop_of_the_process_runs():
 
 async def _make_poller():
     return busy_poller(0.05)
+
+
+async def test_busy_polling_switched_off_by_the_environment(monkeypatch) -> None:
+    # POCKETMQ_BUSY_POLL=never: what bench/e2e.py's policy comparison runs the broker and clients with.
+    monkeypatch.setenv("POCKETMQ_BUSY_POLL", "never")
+    assert busy_poller(0.05) is None
+
+
+async def test_the_poller_samples_its_threads_schedstat() -> None:
+    # Linux: /proc/thread-self/schedstat, read on the loop's own thread at each sample.
+    from pocketmq.remoting.busy_poll import read_schedstat
+
+    first = read_schedstat()
+    assert first is not None and first[0] > 0 and first[1] >= 0
+    poller = BusyPoller(asyncio.get_running_loop(), 0.001, SpinPolicy(cpus=2, sample_interval=0.0))
+    poller.poke(arrived=False)
+    await wait_until(lambda: not poller.spinning)  # the spin ran on this thread
+    poller.poke(arrived=False)
+    assert poller._schedstat is not None and poller._schedstat[0] > first[0]

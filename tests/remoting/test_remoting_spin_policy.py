@@ -79,3 +79,41 @@ async def test_a_poller_whose_spins_see_answers_keeps_spinning() -> None:
         poller._deadline = 0.0  # end this spin now (a hit): the next request starts a new one
         await wait_until(lambda: not poller.spinning)
     assert poller.policy.hit_rate > 0.9
+
+
+def test_no_spin_while_the_polling_thread_waits_for_a_cpu() -> None:
+    # A client and its server answering each other beside a CPU-bound process: the runnable count sampled
+    # by either says "no one waits" (the other sleeps then), but each waits for a CPU a quarter of the time
+    # it wants one.
+    p = SpinPolicy(cpus=2)
+    for _ in range(3):
+        p.record_runnable(2)
+        p.record_run_delay(0.002, 0.006)
+    assert p.should_spin()  # a moment of it is not enough
+    for _ in range(10):
+        p.record_run_delay(0.002, 0.006)
+    assert not any(p.should_spin() for _ in range(100))  # no probing: a spin would take a turn
+    for _ in range(10):
+        p.record_run_delay(0.0002, 0.006)  # idle machine: the odd wake-up of a kernel thread
+    assert p.should_spin()
+
+
+def test_waiting_counts_against_the_time_the_thread_wanted_a_cpu_not_wall_time() -> None:
+    # 1,000 requests/s beside a CPU-bound process: runnable 3 ms in a 50 ms sample, a third of it waiting.
+    p = SpinPolicy(cpus=2)
+    for _ in range(20):
+        p.record_run_delay(0.001, 0.002)
+    assert not p.should_spin()
+    q = SpinPolicy(cpus=2)
+    for _ in range(20):
+        q.record_run_delay(0.0, 0.0)  # a sample with no activity at all
+    assert q.should_spin()
+
+
+def test_always_spins_whatever_the_samples_say() -> None:
+    p = SpinPolicy(cpus=2, always=True)
+    for _ in range(20):
+        p.record_spin(hit=False)
+        p.record_runnable(8)
+        p.record_run_delay(1.0, 1.0)
+    assert p.should_spin()

@@ -33,12 +33,13 @@ _SCHEDSTAT = "/proc/thread-self/schedstat"  # cpu time, run delay, timeslices (n
 _MODE_ENV = "POCKETMQ_BUSY_POLL"
 
 
-def read_schedstat() -> tuple[float, float] | None:
-    """(seconds on a CPU, seconds runnable but waiting for one) of the calling thread (Linux), else None."""
+def read_schedstat() -> tuple[float, float, int] | None:
+    """(seconds on a CPU, seconds runnable but waiting for one, turns on a CPU) of the calling thread (Linux),
+    else None."""
     try:
         with open(_SCHEDSTAT) as f:
-            ran, waited = f.read().split()[:2]
-        return int(ran) / 1e9, int(waited) / 1e9
+            ran, waited, runs = f.read().split()[:3]
+        return int(ran) / 1e9, int(waited) / 1e9, int(runs)
     except (OSError, ValueError):
         return None
 
@@ -87,7 +88,8 @@ class BusyPoller:
         if self._schedstat is not None:
             stat = read_schedstat()
             if stat is not None:
-                self.policy.record_run_delay(stat[1] - self._schedstat[1], stat[0] - self._schedstat[0])
+                last = self._schedstat
+                self.policy.record_run_delay(stat[1] - last[1], stat[0] - last[0], stat[2] - last[2])
                 self._schedstat = stat
         if self._sampling:
             running = read_running()

@@ -110,6 +110,39 @@ def test_waiting_counts_against_the_time_the_thread_wanted_a_cpu_not_wall_time()
     assert q.should_spin()
 
 
+def test_wake_ups_of_an_idle_machine_are_not_crowding() -> None:
+    # A broker's loop thread that stopped spinning, on an idle 2-core VM: woken ~185 times in a 20 ms sample
+    # (requests, its own threads handing back the GIL), 7 us of wake-up latency each: 13 % of its runnable
+    # time. Counted as crowding, it would never spin again.
+    p = SpinPolicy(cpus=2)
+    for _ in range(20):
+        p.record_run_delay(185 * 7e-6, 0.0087, runs=185)
+    assert p.waiting == 0.0 and p.should_spin()
+
+
+def test_a_cpu_taken_by_another_process_costs_tens_of_microseconds_a_run() -> None:
+    # The same thread beside a CPU-bound process: 46 % of its runnable time waiting, ~40 us a run.
+    p = SpinPolicy(cpus=2)
+    for _ in range(20):
+        p.record_run_delay(220 * 40e-6, 0.0103, runs=220)
+    assert not any(p.should_spin() for _ in range(100))
+    for _ in range(20):  # the CPU-bound process ends: short waits again, spinning resumes
+        p.record_run_delay(185 * 7e-6, 0.0087, runs=185)
+    assert p.should_spin()
+
+
+def test_a_long_wait_in_few_runs_is_crowding_whatever_the_count() -> None:
+    # Runs unknown (0): the share alone decides, as before the count was read.
+    p = SpinPolicy(cpus=2)
+    for _ in range(20):
+        p.record_run_delay(0.002, 0.006, runs=0)
+    assert not p.should_spin()
+    q = SpinPolicy(cpus=2)
+    for _ in range(20):
+        q.record_run_delay(0.002, 0.006, runs=10)  # 200 us a run
+    assert not q.should_spin()
+
+
 def test_always_spins_whatever_the_samples_say() -> None:
     p = SpinPolicy(cpus=2, always=True)
     for _ in range(20):

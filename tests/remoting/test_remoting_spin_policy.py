@@ -111,7 +111,7 @@ def test_waiting_counts_against_the_time_the_thread_wanted_a_cpu_not_wall_time()
 
 
 def test_wake_ups_of_an_idle_machine_are_not_crowding() -> None:
-    # A broker's loop thread that stopped spinning, on an idle 2-core VM: woken ~185 times in a 20 ms sample
+    # A broker's loop thread that stopped spinning, on an idle 2-core VM: woken ~185 times in a 50 ms sample
     # (requests, its own threads handing back the GIL), 7 us of wake-up latency each: 13 % of its runnable
     # time. Counted as crowding, it would never spin again.
     p = SpinPolicy(cpus=2)

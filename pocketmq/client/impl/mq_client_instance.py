@@ -31,15 +31,15 @@ from pocketmq.remoting.header import NotifyConsumerIdsChangedRequestHeader
 from pocketmq.remoting.tasks import TaskTracker
 from pocketmq.remoting.transport import Channel
 
-from .client_config import ClientConfig
+from ..client_config import ClientConfig
+from ..exceptions import MQBrokerException, MQClientException, NameServerAddressError
+from ..producer.request_future_holder import RequestFutureHolder
 from .client_remoting_processor import ClientAdminProcessor
-from .exceptions import MQBrokerException, MQClientException, NameServerAddressError
+from .consumer.pull_message_service import PullMessageService
+from .consumer.pull_request import PullRequest
+from .consumer.rebalance_service import RebalanceService
 from .mq_client_api import MQClientAPIImpl
-from .pull_message_service import PullMessageService
-from .pull_request import PullRequest
-from .rebalance_service import RebalanceService
-from .request_future_holder import RequestFutureHolder
-from .topic_publish_info import (
+from .producer.topic_publish_info import (
     TopicPublishInfo,
     topic_route_data_to_publish_info,
     topic_route_data_to_subscribe_info,

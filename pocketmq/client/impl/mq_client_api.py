@@ -54,9 +54,9 @@ from pocketmq.remoting.header import (
     send_message_v2_ext,
 )
 
-from .client_config import ClientConfig
-from .exceptions import MQBrokerException, MQClientException, NameServerAddressError
-from .message import PullResult, PullStatus, SendResult, SendStatus
+from ..client_config import ClientConfig
+from ..exceptions import MQBrokerException, MQClientException, NameServerAddressError
+from ..message import PullResult, PullStatus, SendResult, SendStatus
 
 log = logging.getLogger(__name__)
 

@@ -73,10 +73,10 @@ from pocketmq.remoting.header import (
     ViewMessageRequestHeader,
 )
 
-from .client_config import ClientConfig
-from .exceptions import MQBrokerException, MQClientException
-from .mq_admin import broker_of_offset_msg_id
-from .mq_client_api import UNIQUE_MSG_QUERY_FLAG, MQClientAPIImpl
+from ..client_config import ClientConfig
+from ..exceptions import MQBrokerException, MQClientException
+from ..impl.mq_admin import broker_of_offset_msg_id
+from ..impl.mq_client_api import UNIQUE_MSG_QUERY_FLAG, MQClientAPIImpl
 
 TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"  # MixAll.TOOLS_CONSUMER_GROUP
 _FLAG_SUBSCRIPTION = 0x4  # PullSysFlag: the subscription comes with the pull

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.errors import RemotingError
 
-from .consumer_enums import MessageModel
-from .exceptions import MQBrokerException, MQClientException
+from ...consumer.consumer_enums import MessageModel
+from ...exceptions import MQBrokerException, MQClientException
 from .process_queue import ProcessQueue
 from .pull_request import PullRequest
 from .rebalance_impl import RebalanceImpl, compute_pull_from_where

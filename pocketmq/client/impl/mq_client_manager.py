@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from .client_config import ClientConfig
+from ..client_config import ClientConfig
 from .mq_client_instance import MQClientInstance
 
 

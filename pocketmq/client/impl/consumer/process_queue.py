@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 from pocketmq.common.message import MessageExt
 
-from .message_const import PROPERTY_MAX_OFFSET
+from ...message_const import PROPERTY_MAX_OFFSET
 
 CONSUME_START_TIME = "CONSUME_START_TIME"  # MessageConst.PROPERTY_CONSUME_START_TIMESTAMP
 

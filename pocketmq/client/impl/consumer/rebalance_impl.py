@@ -24,12 +24,12 @@ from collections.abc import Callable
 from pocketmq.remoting.client_body import LockBatchRequestBody, MessageQueue, SubscriptionData
 from pocketmq.remoting.errors import RemotingError
 
-from .allocate import AllocateMessageQueueStrategy
-from .consumer_enums import ConsumeFromWhere, MessageModel
-from .exceptions import MQBrokerException, MQClientException
-from .message_const import RETRY_GROUP_TOPIC_PREFIX
-from .mq_client_instance import MQClientInstance
-from .offset_store import OffsetStore, ReadOffsetType
+from ...consumer.allocate import AllocateMessageQueueStrategy
+from ...consumer.consumer_enums import ConsumeFromWhere, MessageModel
+from ...consumer.store.offset_store import OffsetStore, ReadOffsetType
+from ...exceptions import MQBrokerException, MQClientException
+from ...message_const import RETRY_GROUP_TOPIC_PREFIX
+from ..mq_client_instance import MQClientInstance
 from .process_queue import ProcessQueue
 from .pull_request import PullRequest
 from .rebalance_history import RebalanceHistory

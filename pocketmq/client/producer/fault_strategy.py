@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from pocketmq.remoting.client_body import MessageQueue
 
-from .topic_publish_info import TopicPublishInfo
+from ..impl.producer.topic_publish_info import TopicPublishInfo
 
 LATENCY_MAX = (0.05, 0.1, 0.55, 1.0, 2.0, 3.0, 15.0)  # seconds
 NOT_AVAILABLE_DURATION = (0.0, 0.0, 30.0, 60.0, 120.0, 180.0, 600.0)

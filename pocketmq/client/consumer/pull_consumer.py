@@ -20,17 +20,17 @@ from typing import Any
 from pocketmq.common.bounded_cache import BoundedCache
 from pocketmq.remoting.client_body import ConsumerData, MessageQueue, SubscriptionData
 
-from . import mq_admin
-from .client_config import ClientConfig
-from .exceptions import MQClientException
-from .filter_api import EXPRESSION_TYPE_TAG, SUB_ALL, build_subscription_data
-from .message import PullResult
-from .mq_admin import fetch_all_topic_list
-from .mq_client_instance import MQClientInstance
-from .mq_client_manager import MQClientManager
-from .offset_store import ReadOffsetType, RemoteBrokerOffsetStore
-from .pull_api import PullAPIWrapper, build_sys_flag
-from .validators import DEFAULT_CONSUMER_GROUP, check_group
+from ..client_config import ClientConfig
+from ..exceptions import MQClientException
+from ..filter_api import EXPRESSION_TYPE_TAG, SUB_ALL, build_subscription_data
+from ..impl import mq_admin
+from ..impl.consumer.pull_api import PullAPIWrapper, build_sys_flag
+from ..impl.mq_admin import fetch_all_topic_list
+from ..impl.mq_client_instance import MQClientInstance
+from ..impl.mq_client_manager import MQClientManager
+from ..message import PullResult
+from ..validators import DEFAULT_CONSUMER_GROUP, check_group
+from .store.offset_store import ReadOffsetType, RemoteBrokerOffsetStore
 
 log = logging.getLogger(__name__)
 

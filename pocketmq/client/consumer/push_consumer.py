@@ -24,15 +24,15 @@ from typing import Any
 
 from pocketmq.remoting.client_body import MessageQueue
 
+from ..client_config import ClientConfig
+from ..exceptions import MQClientException
+from ..filter_api import EXPRESSION_TYPE_TAG
+from ..impl.consumer.push_consumer_impl import DefaultMQPushConsumerImpl
+from ..impl.mq_client_instance import MQClientInstance
 from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
-from .client_config import ClientConfig
 from .consumer_enums import ConsumeFromWhere, MessageModel
-from .exceptions import MQClientException
-from .filter_api import EXPRESSION_TYPE_TAG
 from .message_listener import MessageListenerConcurrently, MessageListenerOrderly
-from .mq_client_instance import MQClientInstance
 from .push_consumer_config import PushConsumerConfig
-from .push_consumer_impl import DefaultMQPushConsumerImpl
 
 _CONSUMER_FIELDS = {f.name for f in dataclasses.fields(PushConsumerConfig)}
 

@@ -21,33 +21,33 @@ from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.codes import ResponseCode
 from pocketmq.remoting.errors import RemotingError, RemotingTimeoutError
 
-from .batch import generate_from_list
-from .client_config import ClientConfig
-from .exceptions import ClientErrorCode, MQBrokerException, MQClientException, RequestTimeoutException
-from .fault_strategy import MQFaultStrategy
-from .message import Message, MessageExt, SendResult, SendStatus
-from .message_util import (
+from ..batch import generate_from_list
+from ..client_config import ClientConfig
+from ..exceptions import ClientErrorCode, MQBrokerException, MQClientException, RequestTimeoutException
+from ..impl.mq_admin import query_message, query_message_by_id
+from ..impl.mq_client_instance import MQClientInstance
+from ..impl.mq_client_manager import MQClientManager
+from ..impl.producer.send_request import SendRequestOptions, build_send_request
+from ..impl.producer.topic_publish_info import TopicPublishInfo
+from ..message import Message, MessageExt, SendResult, SendStatus
+from ..message_util import (
     PROPERTY_CORRELATION_ID,
     PROPERTY_MESSAGE_REPLY_TO_CLIENT,
     PROPERTY_MESSAGE_TTL,
     PROPERTY_MESSAGE_TYPE,
     REPLY_MESSAGE_FLAG,
 )
-from .mq_admin import query_message, query_message_by_id
-from .mq_client_instance import MQClientInstance
-from .mq_client_manager import MQClientManager
-from .request_future_holder import RequestCallback
-from .selector import MessageQueueSelector
-from .send_request import SendRequestOptions, build_send_request
-from .topic_publish_info import TopicPublishInfo
-from .trace.async_trace_dispatcher import AsyncTraceDispatcher
-from .trace.trace_hooks import SendMessageTraceHook
-from .validators import (
+from ..trace.async_trace_dispatcher import AsyncTraceDispatcher
+from ..trace.trace_hooks import SendMessageTraceHook
+from ..validators import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     DEFAULT_PRODUCER_GROUP,
     check_group,
     check_message,
 )
+from .fault_strategy import MQFaultStrategy
+from .request_future_holder import RequestCallback
+from .selector import MessageQueueSelector
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ from pocketmq.common.message import MessageExt
 from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.header import QueryMessageRequestHeader
 
-from .exceptions import MQClientException, NameServerAddressError
+from ..exceptions import MQClientException, NameServerAddressError
 from .mq_client_instance import MQClientInstance
-from .topic_publish_info import topic_route_data_to_subscribe_info
+from .producer.topic_publish_info import topic_route_data_to_subscribe_info
 
 
 async def query_message(

@@ -36,27 +36,27 @@ from pocketmq.common.message import MessageExt
 from pocketmq.remoting.client_body import ConsumerData, MessageQueue, SubscriptionData
 from pocketmq.remoting.errors import RemotingError
 
-from . import mq_admin
+from ..client_config import ClientConfig
+from ..exceptions import MQBrokerException, MQClientException
+from ..filter_api import EXPRESSION_TYPE_SQL92, EXPRESSION_TYPE_TAG, SUB_ALL, build_subscription_data, message_matches
+from ..impl import mq_admin
+from ..impl.consumer.assigned_message_queue import AssignedMessageQueue, MessageQueueState
+from ..impl.consumer.mq_consumer_inner import RebalancedConsumerInner
+from ..impl.consumer.process_queue import ProcessQueue
+from ..impl.consumer.pull_api import PullAPIWrapper, build_sys_flag
+from ..impl.consumer.rebalance_lite_pull_impl import RebalanceLitePullImpl
+from ..impl.mq_client_instance import MQClientInstance
+from ..impl.mq_client_manager import MQClientManager
+from ..message import PullStatus
+from ..trace.async_trace_dispatcher import AsyncTraceDispatcher
+from ..trace.trace_context import ConsumeReturnType
+from ..trace.trace_hooks import ConsumeMessageTraceHook
+from ..validators import DEFAULT_CONSUMER_GROUP, check_group, check_topic
 from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
-from .assigned_message_queue import AssignedMessageQueue, MessageQueueState
-from .client_config import ClientConfig
 from .consumer_enums import ConsumeFromWhere, ConsumeType, MessageModel
-from .exceptions import MQBrokerException, MQClientException
-from .filter_api import EXPRESSION_TYPE_SQL92, EXPRESSION_TYPE_TAG, SUB_ALL, build_subscription_data, message_matches
 from .lite_pull_consumer_config import LitePullConsumerConfig
-from .local_file_offset_store import LocalFileOffsetStore
-from .message import PullStatus
-from .mq_client_instance import MQClientInstance
-from .mq_client_manager import MQClientManager
-from .mq_consumer_inner import RebalancedConsumerInner
-from .offset_store import OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
-from .process_queue import ProcessQueue
-from .pull_api import PullAPIWrapper, build_sys_flag
-from .rebalance_lite_pull_impl import RebalanceLitePullImpl
-from .trace.async_trace_dispatcher import AsyncTraceDispatcher
-from .trace.trace_context import ConsumeReturnType
-from .trace.trace_hooks import ConsumeMessageTraceHook
-from .validators import DEFAULT_CONSUMER_GROUP, check_group, check_topic
+from .store.local_file_offset_store import LocalFileOffsetStore
+from .store.offset_store import OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
 
 log = logging.getLogger(__name__)
 

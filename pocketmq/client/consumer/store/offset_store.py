@@ -15,8 +15,8 @@ from pocketmq.remoting.codes import ResponseCode
 from pocketmq.remoting.errors import RemotingError
 from pocketmq.remoting.header import QueryConsumerOffsetRequestHeader, UpdateConsumerOffsetRequestHeader
 
-from .exceptions import MQBrokerException, MQClientException
-from .mq_client_instance import MQClientInstance
+from ...exceptions import MQBrokerException, MQClientException
+from ...impl.mq_client_instance import MQClientInstance
 
 log = logging.getLogger(__name__)
 

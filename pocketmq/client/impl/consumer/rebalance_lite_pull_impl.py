@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.errors import RemotingError
 
-from .exceptions import MQBrokerException, MQClientException
+from ...exceptions import MQBrokerException, MQClientException
 from .process_queue import ProcessQueue
 from .pull_request import PullRequest
 from .rebalance_impl import RebalanceImpl, compute_pull_from_where
 
 if TYPE_CHECKING:
-    from .lite_pull_consumer import LitePullConsumer
+    from ...consumer.lite_pull_consumer import LitePullConsumer
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from .consumer_enums import (
     consume_timestamp_ms,
     half_an_hour_ago,
 )
-from .local_file_offset_store import DEFAULT_OFFSET_STORE_DIR
+from .store.local_file_offset_store import DEFAULT_OFFSET_STORE_DIR
 
 
 @dataclass(slots=True)

@@ -8,11 +8,11 @@ from pocketmq.remoting.client_body import MessageQueue, SubscriptionData
 from pocketmq.remoting.codes import MASTER_ID
 from pocketmq.remoting.header import PullMessageRequestHeader
 
-from .exceptions import MQClientException
-from .message import PullResult, PullStatus
-from .message_const import PROPERTY_MAX_OFFSET, PROPERTY_MIN_OFFSET
-from .mq_client_api import PullResultExt
-from .mq_client_instance import MQClientInstance
+from ...exceptions import MQClientException
+from ...message import PullResult, PullStatus
+from ...message_const import PROPERTY_MAX_OFFSET, PROPERTY_MIN_OFFSET
+from ..mq_client_api import PullResultExt
+from ..mq_client_instance import MQClientInstance
 
 # PullSysFlag
 FLAG_COMMIT_OFFSET = 0x1

@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING, Any
 from pocketmq.common.message import MessageExt, properties_to_string
 from pocketmq.remoting.client_body import MessageQueue
 
-from .consume_message_service import ConsumeExecutor
-from .consumer_enums import MessageModel
-from .message_listener import (
+from ...consumer.consumer_enums import MessageModel
+from ...consumer.message_listener import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     call_listener,
     is_async_listener,
 )
+from ...trace.trace_context import ConsumeReturnType
+from .consume_message_service import ConsumeExecutor
 from .process_queue import CONSUME_START_TIME, ProcessQueue, now_ms
-from .trace.trace_context import ConsumeReturnType
 
 if TYPE_CHECKING:
     from .push_consumer_impl import DefaultMQPushConsumerImpl

@@ -13,7 +13,7 @@ from typing import Any
 from pocketmq.common.java_hash import java_string_hash
 from pocketmq.remoting.client_body import MessageQueue
 
-from .message import Message
+from ..message import Message
 
 MessageQueueSelector = Callable[[list[MessageQueue], Message, Any], MessageQueue | None]
 

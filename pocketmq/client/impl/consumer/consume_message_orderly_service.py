@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 from pocketmq.common.message import MessageExt
 from pocketmq.remoting.client_body import MessageQueue
 
+from ...consumer.consumer_enums import MessageModel
+from ...consumer.message_listener import ConsumeOrderlyContext, ConsumeOrderlyStatus, is_async_listener
+from ...message_const import PROPERTY_RECONSUME_TIME
+from ...trace.trace_context import ConsumeReturnType
 from .consume_message_service import ConsumeExecutor
-from .consumer_enums import MessageModel
-from .message_const import PROPERTY_RECONSUME_TIME
-from .message_listener import ConsumeOrderlyContext, ConsumeOrderlyStatus, is_async_listener
 from .process_queue import ProcessQueue
-from .trace.trace_context import ConsumeReturnType
 
 if TYPE_CHECKING:
     from .push_consumer_impl import DefaultMQPushConsumerImpl

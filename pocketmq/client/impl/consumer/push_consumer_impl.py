@@ -28,17 +28,16 @@ from pocketmq.remoting.errors import RemotingError
 from pocketmq.remoting.header import ConsumerSendMsgBackRequestHeader
 from pocketmq.remoting.tasks import TaskTracker
 
-from .allocate import AllocateMessageQueueStrategy
-from .client_config import ClientConfig
-from .consume_message_concurrently_service import ConsumeMessageConcurrentlyService
-from .consume_message_orderly_service import ConsumeMessageOrderlyService
-from .consume_message_service import ConsumeMessageService
-from .consumer_enums import ConsumeType, MessageModel
-from .exceptions import MQBrokerException, MQClientException
-from .filter_api import EXPRESSION_TYPE_SQL92, build_subscription_data, message_matches
-from .local_file_offset_store import LocalFileOffsetStore
-from .message import Message, PullStatus
-from .message_const import (
+from ...client_config import ClientConfig
+from ...consumer.allocate import AllocateMessageQueueStrategy
+from ...consumer.consumer_enums import ConsumeType, MessageModel
+from ...consumer.push_consumer_config import PushConsumerConfig
+from ...consumer.store.local_file_offset_store import LocalFileOffsetStore
+from ...consumer.store.offset_store import OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
+from ...exceptions import MQBrokerException, MQClientException
+from ...filter_api import EXPRESSION_TYPE_SQL92, build_subscription_data, message_matches
+from ...message import Message, PullStatus
+from ...message_const import (
     PROPERTY_MAX_RECONSUME_TIMES,
     PROPERTY_ORIGIN_MESSAGE_ID,
     PROPERTY_RECONSUME_TIME,
@@ -46,20 +45,21 @@ from .message_const import (
     PROPERTY_TRANSACTION_PREPARED,
     RETRY_GROUP_TOPIC_PREFIX,
 )
-from .mq_client_instance import MQClientInstance
-from .mq_client_manager import MQClientManager
+from ...trace.async_trace_dispatcher import AsyncTraceDispatcher
+from ...trace.trace_hooks import ConsumeMessageTraceHook
+from ...validators import DEFAULT_CONSUMER_GROUP, check_group, check_topic
+from ..mq_client_instance import MQClientInstance
+from ..mq_client_manager import MQClientManager
+from ..producer.send_request import SendRequestOptions, build_send_request
+from ..producer.topic_publish_info import topic_route_data_to_publish_info
+from .consume_message_concurrently_service import ConsumeMessageConcurrentlyService
+from .consume_message_orderly_service import ConsumeMessageOrderlyService
+from .consume_message_service import ConsumeMessageService
 from .mq_consumer_inner import RebalancedConsumerInner
-from .offset_store import OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
 from .pull_api import PullAPIWrapper, build_sys_flag
 from .pull_request import PullRequest
-from .push_consumer_config import PushConsumerConfig
 from .rebalance_history import REBALANCE_HISTORY_PROPERTY
 from .rebalance_push_impl import RebalancePushImpl
-from .send_request import SendRequestOptions, build_send_request
-from .topic_publish_info import topic_route_data_to_publish_info
-from .trace.async_trace_dispatcher import AsyncTraceDispatcher
-from .trace.trace_hooks import ConsumeMessageTraceHook
-from .validators import DEFAULT_CONSUMER_GROUP, check_group, check_topic
 
 log = logging.getLogger(__name__)
 

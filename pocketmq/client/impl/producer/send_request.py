@@ -14,15 +14,15 @@ from pocketmq.common.message import properties_to_string
 from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.header import SendMessageRequestHeader
 
-from .batch import MessageBatch
-from .message import Message
-from .message_const import (
+from ...batch import MessageBatch
+from ...message import Message
+from ...message_const import (
     PROPERTY_MAX_RECONSUME_TIMES,
     PROPERTY_RECONSUME_TIME,
     PROPERTY_TRANSACTION_PREPARED,
     RETRY_GROUP_TOPIC_PREFIX,
 )
-from .message_id import set_uniq_id
+from ...message_id import set_uniq_id
 
 COMPRESSION_ZLIB_TYPE = 0x300  # MessageSysFlag compression-type bits 8-10, sent with COMPRESSED_FLAG
 

@@ -39,17 +39,17 @@ from pocketmq.remoting.errors import HeaderError, RemotingError
 from pocketmq.remoting.transaction_header import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
 from pocketmq.remoting.transport import Channel
 
-from .exceptions import MQBrokerException, MQClientException
-from .message import Message, SendResult, SendStatus
-from .message_const import (
+from ..exceptions import MQBrokerException, MQClientException
+from ..impl.mq_client_instance import MQClientInstance
+from ..impl.producer.topic_publish_info import TopicPublishInfo
+from ..message import Message, SendResult, SendStatus
+from ..message_const import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_PRODUCER_GROUP,
     PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
 )
-from .mq_client_instance import MQClientInstance
 from .producer import Producer
-from .topic_publish_info import TopicPublishInfo
 
 log = logging.getLogger(__name__)
 

@@ -106,7 +106,14 @@ def commitlog_section(log: CommitLogFiles, opts: Options) -> dict:
             entry["records"].append(record)
             shown += 1
         files.append(entry)
-    section = {
+    section = _section(files, total, matched, shown)
+    if opts.offset is not None and not matched:
+        section["offset_error"] = _no_record_at(log, opts.offset)
+    return section
+
+
+def _section(files: list[dict], total: int, matched: int, shown: int) -> dict:
+    return {
         "dir": "commitlog",
         "file_size": files[0]["size"] if files else None,
         "min_offset": files[0]["from_offset"] if files else 0,
@@ -116,9 +123,6 @@ def commitlog_section(log: CommitLogFiles, opts: Options) -> dict:
         "records_shown": shown,
         "files": files,
     }
-    if opts.offset is not None and not matched:
-        section["offset_error"] = _no_record_at(log, opts.offset)
-    return section
 
 
 def _no_record_at(log: CommitLogFiles, offset: int) -> str:

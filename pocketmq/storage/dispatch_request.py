@@ -1,0 +1,85 @@
+"""DispatchRequest and check_message_and_return_size (RocketMQ's CommitLog.checkMessageAndReturnSize): what the
+dispatcher learns of one commit-log record, read the plain way, one record at a time.
+
+This is the reference of dispatch. ReputMessageService's fast twin (``_dispatch_file``) reads the same fields of
+runs of records with one struct call and caches what it classified; tests/storage/test_dispatch_twins.py holds
+the two to the same consume-queue entries, index keys and listener calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pocketmq.common.constants import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE
+from pocketmq.common.java_hash import tags_code
+from pocketmq.common.message import raw_property
+from pocketmq.common.record_layout import (
+    COMMIT_LOG_RECORD,
+    HOST_SHAPES,
+    SIZE_MAGIC,
+    SYSFLAG_POS,
+    RecordFormat,
+    field_positions,
+    field_struct,
+    host_lengths,
+    host_widths,
+)
+
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+
+# What dispatch reads of a record's fixed part; the other fields are skipped as pad bytes. One struct per shape of
+# the hosts (IPv4 or IPv6 born and store hosts move the fields after them).
+HEAD_FIELDS = ("TOTALSIZE", "MAGICCODE", "QUEUEID", "QUEUEOFFSET", "PHYSICALOFFSET", "SYSFLAG", "STORETIMESTAMP",
+               "BODYLENGTH")
+HEADS = {hosts: RecordFormat(COMMIT_LOG_RECORD, lengths=host_widths(*hosts), keep=HEAD_FIELDS,
+                             through="BODYLENGTH").struct() for hosts in HOST_SHAPES}
+_SYSFLAG = field_struct("SYSFLAG")
+_TOPIC_LEN = field_struct("TOPICLENGTH").size
+_PROPS_LEN = field_struct("PROPERTIESLENGTH")
+
+# (raw properties, store timestamp) -> the tags code of a SCHEDULE_TOPIC_XXXX entry (when it is due)
+DeliveryTimestamp = Callable[[bytes, int], int]
+
+
+@dataclass(slots=True, frozen=True)
+class DispatchRequest:
+    """One record as the dispatchers see it (RocketMQ's DispatchRequest). ``keys`` and ``uniq_key`` are the raw
+    values of the KEYS and UNIQ_KEY properties (None when absent); ``properties`` the record's own bytes."""
+
+    topic: str
+    topic_bytes: bytes
+    queue_id: int
+    commit_log_offset: int
+    msg_size: int
+    tags_code: int
+    store_timestamp: int
+    consume_queue_offset: int
+    keys: bytes | None
+    uniq_key: bytes | None
+    sys_flag: int
+    properties: bytes
+
+
+def check_message_and_return_size(mm, pos: int, file_from: int,
+                                  delivery_timestamp: DeliveryTimestamp) -> DispatchRequest | None:
+    """The record at ``pos`` of a commit-log file starting at ``file_from``; None for the blank record that ends
+    a file. Recovery leaves only valid records below the write position, so anything else is an error."""
+    size, magic = SIZE_MAGIC.unpack_from(mm, pos)
+    if magic == BLANK_MAGIC_CODE:
+        return None
+    if magic != MESSAGE_MAGIC_CODE:
+        raise RuntimeError(f"dispatch found a bad record at {file_from + pos}")
+    hosts = host_lengths(_SYSFLAG.unpack_from(mm, pos + SYSFLAG_POS)[0])
+    size, _magic, queue_id, queue_offset, phys, sys_flag, store_ts, body_len = HEADS[hosts].unpack_from(mm, pos)
+    topic_at = pos + field_positions(*hosts)["BODY"] + body_len + _TOPIC_LEN
+    topic_b = bytes(mm[topic_at:topic_at + mm[topic_at - _TOPIC_LEN]])
+    props_at = topic_at + len(topic_b) + _PROPS_LEN.size
+    props = bytes(mm[props_at:props_at + _PROPS_LEN.unpack_from(mm, props_at - _PROPS_LEN.size)[0]])
+    topic = topic_b.decode()
+    tags = raw_property(props, b"TAGS\x01")
+    code = tags_code(tags.decode(errors="replace")) if tags else 0
+    if topic == SCHEDULE_TOPIC:
+        code = delivery_timestamp(props, store_ts)
+    return DispatchRequest(topic, topic_b, queue_id, phys, size, code, store_ts, queue_offset,
+                           raw_property(props, b"KEYS\x01"), raw_property(props, b"UNIQ_KEY\x01"), sys_flag, props)

@@ -3,8 +3,14 @@
 It writes frames (queued and flushed once per event-loop iteration, or at once past 256 KiB), answers
 requests (``send_response``), and sends its own (``invoke`` waits for the response with the same opaque, under
 a timeout; ``invoke_oneway`` does not). Timeouts work like RocketMQ's scanResponseTable: one timer per channel,
-armed for the earliest deadline. The bytes come in through ``transport._Protocol``, which hands responses to
-``_on_response`` and requests to its Endpoint's dispatch.
+armed for the earliest deadline.
+
+A connection's state lives here and changes only here, the way h11 keeps a connection's state in one place: the
+transport (``transport._Protocol``, ``Endpoint``) and the server's scan report what happened through the events
+below (``read_began`` / ``read_ended``, ``response_received``, ``request_queued`` / ``request_starting``,
+``request_started`` / ``request_finished``, ``pause_writing`` / ``resume_writing``, ``connection_lost``) and ask
+through read-only questions (``may_answer_inline``, ``holds_requests``, ``write_paused``, ``idle_for``,
+``partial_frame_age``); none of them touches a private member of a Channel (tests/test_architecture.py checks).
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from .busy_poll import busy_poller
 from .codec import encode
@@ -20,9 +26,6 @@ from .codes import FLAG_ONEWAY, FLAG_RESPONSE, ResponseCode
 from .command import RemotingCommand
 from .errors import FrameError, RemotingConnectError, RemotingSendRequestError, RemotingTimeoutError
 from .wire_protocol import Encoder, WireProtocol, encoder_for
-
-if TYPE_CHECKING:
-    from .transport import Endpoint
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +71,15 @@ class ConnectionLimits:
             frame_read_timeout=config.server_frame_read_timeout,
             max_idle_time=config.server_channel_max_idle_time,
         )
+
+
+class ChannelOwner(Protocol):
+    """What a Channel reads of the endpoint it belongs to (transport.Endpoint: a RemotingServer or RemotingClient)."""
+
+    max_frame_size: int
+    max_inflight: int
+    busy_poll: float
+    limits: ConnectionLimits | None
 
 
 class ServerConnectionSettings(Protocol):
@@ -128,7 +140,7 @@ class Channel:
         "attrs",
     )
 
-    def __init__(self, endpoint: Endpoint, transport: asyncio.Transport) -> None:
+    def __init__(self, endpoint: ChannelOwner, transport: asyncio.Transport) -> None:
         self._endpoint = endpoint
         self._transport = transport
         self._loop = asyncio.get_running_loop()
@@ -284,7 +296,7 @@ class Channel:
         request.flag |= FLAG_ONEWAY
         data = self._encode(request, self._endpoint.max_frame_size)
         if self._write_paused:
-            await self._drain()
+            await self.drain()
         self._write(data)
 
     def close(self) -> None:
@@ -333,7 +345,7 @@ class Channel:
             self._transport.writelines(out)
 
     async def _drain_or_expire(self, fut: asyncio.Future[RemotingCommand]) -> None:
-        drain = asyncio.ensure_future(self._drain())
+        drain = asyncio.ensure_future(self.drain())
         try:
             await asyncio.wait((drain, fut), return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -341,7 +353,8 @@ class Channel:
         if fut.done():
             fut.result()  # raises: expired, or the connection was lost
 
-    async def _drain(self) -> None:
+    async def drain(self) -> None:
+        """Wait until the transport's buffer is below its low-water mark (or the channel closed)."""
         while self._write_paused and not self._closing:
             waiter: asyncio.Future[None] = self._loop.create_future()
             self._drain_waiters.append(waiter)
@@ -353,9 +366,34 @@ class Channel:
             if not w.done():
                 w.set_result(None)
 
-    # --- events from the protocol ---
+    # --- events from the transport and the server: how the connection's state changes from outside ---
 
-    def _on_response(self, response: RemotingCommand) -> None:
+    def read_began(self) -> bool:
+        """Bytes arrived: the connection is active, and what is answered until ``read_ended`` goes out in one
+        write. False when the channel is closed (the bytes are dropped, and no read_ended follows)."""
+        if self._closing:
+            return False
+        self._activity += 1
+        self._reading = True
+        return True
+
+    def read_ended(self, partial: bool, frame_done: bool) -> None:
+        """The read is handled: ``partial`` when the bytes of an incomplete frame are left, ``frame_done`` when a
+        frame was completed (a partial frame left then began with this read; else it is the one already timed).
+        Flushes what the read's inline processors answered, without waiting a loop turn."""
+        self._reading = False
+        if not self._closing:
+            if not partial:
+                self._partial_since = None
+            elif self._partial_since is None or frame_done:
+                self._partial_since = self._loop.time()
+            if self._out:
+                self._flush()
+        if self._poller is not None:
+            self._poller.poke()
+
+    def response_received(self, response: RemotingCommand) -> None:
+        """Complete the invoke waiting for ``response`` (same opaque)."""
         waiting = self._pending.pop(response.opaque, None)
         fut = None if waiting is None else waiting[0]
         if fut is None or fut.done():
@@ -364,18 +402,82 @@ class Channel:
             return
         fut.set_result(response)
 
-    def _on_pause_writing(self) -> None:
+    @property
+    def may_answer_inline(self) -> bool:
+        """A request may be answered right where it is read: no earlier request of the connection waits for its
+        task to start, and the peer takes its responses."""
+        return not (self._unstarted or self._write_paused)
+
+    @property
+    def holds_requests(self) -> bool:
+        """A server's connection whose peer does not take its responses: requests wait before their processor."""
+        return self._write_paused and self._endpoint.limits is not None
+
+    @property
+    def write_paused(self) -> bool:
+        """The transport's buffer is above its high-water mark."""
+        return self._write_paused
+
+    def request_queued(self) -> None:
+        """A request's task was created: until it starts (request_starting), later requests queue behind it."""
+        self._unstarted += 1
+
+    def request_starting(self) -> None:
+        """A queued request's task runs (or gives up, the channel closed while it waited)."""
+        self._unstarted -= 1
+
+    def request_started(self) -> None:
+        """A request is in flight in a task: at ``max_inflight`` of them the connection is no longer read."""
+        self._inflight += 1
+        if self._inflight >= self._endpoint.max_inflight and not self._inflight_full:
+            self._inflight_full = True
+            self._update_reading()
+
+    def request_finished(self) -> None:
+        """A request's task is done: reading resumes once half of the in-flight limit has finished."""
+        self._inflight -= 1
+        if self._inflight_full and self._inflight <= self._endpoint.max_inflight // 2:
+            self._inflight_full = False
+            self._update_reading()
+
+    async def hold_until_drained(self, response: RemotingCommand) -> None:
+        """Wait for the write buffer to drain, the response's body counted in the channel's unwritten bytes."""
+        held = len(response.body or b"")
+        self._held_bytes += held
+        try:
+            await self.drain()
+        finally:
+            self._held_bytes -= held
+
+    def idle_for(self, now: float) -> float:
+        """Seconds without a read or a write, as of the previous call (the server's scan calls it each round):
+        0.0 when there was one since."""
+        if self._activity != self._activity_seen:
+            self._activity_seen = self._activity
+            self._active_at = now
+            return 0.0
+        return now - self._active_at
+
+    def partial_frame_age(self, now: float) -> float | None:
+        """Seconds since the incomplete frame being received began; None without one, or while this end itself
+        does not read the connection."""
+        since = self._partial_since
+        if since is None or self._reading_paused:
+            return None
+        return now - since
+
+    def pause_writing(self) -> None:
         self._write_paused = True
         if self._endpoint.limits is not None:
             self._update_reading()  # a server stops reading requests whose responses would only pile up
 
-    def _on_resume_writing(self) -> None:
+    def resume_writing(self) -> None:
         self._write_paused = False
         if self._endpoint.limits is not None:
             self._update_reading()
         self._wake_drain_waiters()
 
-    def _on_connection_lost(self, exc: Exception | None) -> None:
+    def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
         if self._flush_handle is not None:
             self._flush_handle.cancel()
@@ -398,18 +500,6 @@ class Channel:
         self._wake_drain_waiters()
         if not self._closed.done():
             self._closed.set_result(None)
-
-    def _request_started(self, max_inflight: int) -> None:
-        self._inflight += 1
-        if self._inflight >= max_inflight and not self._inflight_full:
-            self._inflight_full = True
-            self._update_reading()
-
-    def _request_finished(self, max_inflight: int) -> None:
-        self._inflight -= 1
-        if self._inflight_full and self._inflight <= max_inflight // 2:
-            self._inflight_full = False
-            self._update_reading()
 
     def _update_reading(self) -> None:
         """Read requests unless too many are in flight or (a server's connection) its responses pile up unwritten."""

@@ -76,18 +76,15 @@ class RemotingServer(Endpoint):
         for ch in list(self._channels):
             if ch.closed:
                 continue
-            if ch._activity != ch._activity_seen:
-                ch._activity_seen = ch._activity
-                ch._active_at = now
-            elif idle and now - ch._active_at >= idle:
-                log.warning("closing %r: idle for %.3gs (serverChannelMaxIdleTimeSeconds %gs)",
-                            ch, now - ch._active_at, idle)
+            idle_for = ch.idle_for(now)
+            if idle and idle_for >= idle:
+                log.warning("closing %r: idle for %.3gs (serverChannelMaxIdleTimeSeconds %gs)", ch, idle_for, idle)
                 ch.abort()
                 continue
-            since = ch._partial_since
-            if since is not None and frame_timeout and now - since >= frame_timeout and not ch._reading_paused:
+            age = ch.partial_frame_age(now)
+            if age is not None and frame_timeout and age >= frame_timeout:
                 log.warning("closing %r: a frame that began %.3gs ago is still incomplete (frame read timeout %gs)",
-                            ch, now - since, frame_timeout)
+                            ch, age, frame_timeout)
                 ch.abort()
         self._schedule_scan()
 

@@ -73,26 +73,23 @@ class _Protocol(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         channel = self.channel
         assert channel is not None
-        if channel.closed:
+        if not channel.read_began():
             return
-        channel._activity += 1
         decoder = self._decoder
         if decoder is None:
             decoder = self._sniff(channel, data)
-            if decoder is None:
-                if channel._partial_since is None and not channel.closed:
-                    channel._partial_since = channel._loop.time()  # first bytes, too few to tell the protocol
+            if decoder is None:  # first bytes, too few to tell the protocol (or the connection was closed)
+                channel.read_ended(True, False)
                 return
             before = decoder.buffered - len(data)  # (the sniffer handed over every byte so far, none consumed)
         else:
             before = decoder.buffered
             decoder.receive_data(data)
         endpoint = self._endpoint
-        channel._reading = True
         try:
             while (cmd := decoder.next_event()) is not None:
                 if cmd.is_response:
-                    channel._on_response(cmd)
+                    channel.response_received(cmd)
                 else:
                     endpoint._dispatch(channel, cmd)
                 if channel.closed:
@@ -106,19 +103,8 @@ class _Protocol(asyncio.Protocol):
             log.exception("closing %r after an unexpected error while reading", channel)
             channel.close()
         finally:
-            channel._reading = False
-            if not channel._closing:
-                # A partial frame is left: it began with this read if the read completed a frame (or nothing was
-                # buffered before), else it is the one already timed.
-                left = decoder.buffered
-                if not left:
-                    channel._partial_since = None
-                elif channel._partial_since is None or left != before + len(data):
-                    channel._partial_since = channel._loop.time()
-            if channel._out and not channel._closing:
-                channel._flush()  # what inline processors answered, in one write, without waiting a loop turn
-            if channel._poller is not None:
-                channel._poller.poke()
+            left = decoder.buffered
+            channel.read_ended(left > 0, left != before + len(data))
 
     def _sniff(self, channel: Channel, data: bytes) -> FrameDecoder | NativeFrameDecoder | None:
         """Feed the first bytes of a server connection to the detection; once they decide, the channel speaks
@@ -147,16 +133,16 @@ class _Protocol(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.channel is not None:
-            self.channel._on_connection_lost(exc)
+            self.channel.connection_lost(exc)
             self._endpoint._channel_closed(self.channel)
 
     def pause_writing(self) -> None:
         if self.channel is not None:
-            self.channel._on_pause_writing()
+            self.channel.pause_writing()
 
     def resume_writing(self) -> None:
         if self.channel is not None:
-            self.channel._on_resume_writing()
+            self.channel.resume_writing()
 
 
 class Endpoint:
@@ -241,7 +227,7 @@ class Endpoint:
             return
         code = request.code
         inline = self._inline_processors.get(code)
-        if inline is not None and not (channel._unstarted or channel._write_paused):
+        if inline is not None and channel.may_answer_inline:
             try:
                 result = inline(channel, request)
             except Exception as e:
@@ -284,7 +270,7 @@ class Endpoint:
     def _start(self, handler: Handler, channel: Channel, request: RemotingCommand) -> None:
         """Run ``handler`` in a task. Until the task starts, later inline requests of the channel queue behind
         it (in tasks of their own), so the requests of a connection start in the order they came."""
-        channel._unstarted += 1
+        channel.request_queued()
         self._spawn(channel, self._run(handler, channel, request))
 
     def _finish_in_task(
@@ -295,26 +281,26 @@ class Endpoint:
         self._spawn(channel, self._answer(channel, request, rest))
 
     def _spawn(self, channel: Channel, coro: Coroutine[object, object, None]) -> None:
-        channel._request_started(self.max_inflight)
+        channel.request_started()
         task = asyncio.get_running_loop().create_task(coro)
         self._track(task)
-        task.add_done_callback(lambda _t: channel._request_finished(self.max_inflight))
+        task.add_done_callback(lambda _t: channel.request_finished())
 
     async def _run(self, handler: Handler, channel: Channel, request: RemotingCommand) -> None:
-        if channel._write_paused and self.limits is not None:
+        if channel.holds_requests:
             # The peer is not taking its responses: make no more of them until it does (a server's connection).
-            # Still unstarted meanwhile, so later requests keep their order behind this one.
-            await channel._drain()
+            # Still queued meanwhile, so later requests keep their order behind this one.
+            await channel.drain()
             if channel.closed:
-                channel._unstarted -= 1
+                channel.request_starting()
                 return  # the peer left (or was closed) without an answer: it has to retry, so do nothing for it
-        channel._unstarted -= 1
+        channel.request_starting()
         try:
             response = _checked(await handler(channel, request))
         except Exception as e:
             response = _failed(channel, request, e)
-        if channel._write_paused and response is not None:
-            await _hold_until_drained(channel, response)
+        if channel.write_paused and response is not None:
+            await channel.hold_until_drained(response)
         _reply(channel, request, response)
 
     @staticmethod
@@ -323,8 +309,8 @@ class Endpoint:
             response = _checked(await rest)
         except Exception as e:
             response = _failed(channel, request, e)
-        if channel._write_paused and response is not None:
-            await _hold_until_drained(channel, response)
+        if channel.write_paused and response is not None:
+            await channel.hold_until_drained(response)
         _reply(channel, request, response)
 
     def _on_malformed_frame(self, channel: Channel, error: MalformedFrame) -> None:
@@ -351,16 +337,6 @@ class Endpoint:
             t.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
-
-
-async def _hold_until_drained(channel: Channel, response: RemotingCommand) -> None:
-    """Wait for the write buffer to drain, the response's body counted in the channel's unwritten bytes."""
-    held = len(response.body or b"")
-    channel._held_bytes += held
-    try:
-        await channel._drain()
-    finally:
-        channel._held_bytes -= held
 
 
 def _failed(channel: Channel, request: RemotingCommand, error: Exception) -> RemotingCommand:

@@ -9,12 +9,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from pocketmq.client import Message, Producer, PushConsumer
 from pocketmq.remoting.body import TopicConfig
-
-embedded = pytest.importorskip("pocketmq.embedded")
 
 _names = itertools.count()
 

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
-embedded = pytest.importorskip("pocketmq.embedded")
-
-from pocketmq.client import Message, MessageQueue  # noqa: E402
-from pocketmq.client.sync import SyncProducer, SyncPullConsumer  # noqa: E402
+from pocketmq import embedded
+from pocketmq.client import Message, MessageQueue
+from pocketmq.client.sync import SyncProducer, SyncPullConsumer
 
 
 def test_query_message_finds_stored_messages_by_key(tmp_path: Any) -> None:

@@ -88,7 +88,8 @@ def test_batch_of_batches_is_refused() -> None:
 
 
 def test_matches_the_brokers_decoder() -> None:
-    decode = pytest.importorskip("pocketmq.broker.message_batch").decode_message_batch
+    from pocketmq.broker.message_batch import decode_message_batch as decode
+
     msgs = [Message("T", b"one", tags="A"), Message("T", b"two", flag=9)]
     items = decode(generate_from_list(msgs, MAX).body)
     assert [(i.flag, i.body) for i in items] == [(0, b"one"), (9, b"two")]

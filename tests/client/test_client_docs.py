@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("pocketmq.broker.broker_controller")
-embedded = pytest.importorskip("pocketmq.embedded")
+from pocketmq import embedded
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "client.md"
 DOC_ADDR = "127.0.0.1:9876"

@@ -10,10 +10,8 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("pocketmq.broker.broker_controller")
-embedded = pytest.importorskip("pocketmq.embedded")
-
-from pocketmq.client import (  # noqa: E402
+from pocketmq import embedded
+from pocketmq.client import (
     Message,
     MessageExt,
     MessageQueue,
@@ -24,7 +22,7 @@ from pocketmq.client import (  # noqa: E402
     PullStatus,
     SendStatus,
 )
-from pocketmq.remoting.wire_protocol import WireProtocol  # noqa: E402
+from pocketmq.remoting.wire_protocol import WireProtocol
 
 _names = itertools.count()
 

@@ -11,8 +11,6 @@ from push_helpers import committed, create_topic, max_offsets, send_many, unique
 
 from pocketmq.client import LitePullConsumer, Message, MessageQueue, MQClientException, Producer
 
-pytest.importorskip("pocketmq.broker.broker_controller")
-
 # Every timer in tens of milliseconds (rebalance, heartbeats, offset persistence, pauses).
 FAST: dict[str, Any] = {
     "rebalance_interval": 0.2,

@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-embedded = pytest.importorskip("pocketmq.embedded")
-
-from pocketmq.client import Message, MessageQueue, Producer, PullConsumer  # noqa: E402
+from pocketmq import embedded
+from pocketmq.client import Message, MessageQueue, Producer, PullConsumer
 
 
 @pytest.fixture(params=["msgpack", "rocketmq"])

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from pocketmq import embedded
 from pocketmq.client import Message, Producer
 from pocketmq.client.client_config import ClientConfig
 from pocketmq.client.impl.mq_client_api import MQClientAPIImpl
@@ -17,7 +18,6 @@ from pocketmq.remoting.codes import RequestCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import RemotingTimeoutError
 
-embedded = pytest.importorskip("pocketmq.embedded")
 _names = itertools.count()
 
 

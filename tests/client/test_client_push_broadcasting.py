@@ -5,12 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
 from push_helpers import create_topic, make_consumer, send_many, unique
 
 from pocketmq.client import ConsumeConcurrentlyStatus, MessageModel
-
-pytest.importorskip("pocketmq.broker.broker_controller")
 
 
 async def test_every_consumer_gets_every_message_and_offsets_survive_a_restart(push_cluster, poll, tmp_path) -> None:

@@ -7,14 +7,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import pytest
 from push_helpers import FAST_BROKER, create_topic, make_consumer, unique
 
+from pocketmq import embedded
 from pocketmq.broker.broker_controller import BrokerController
 from pocketmq.broker.config import BrokerConfig
 from pocketmq.client import ConsumeConcurrentlyStatus, Message, Producer
-
-embedded = pytest.importorskip("pocketmq.embedded")
 
 
 async def restart_broker(cluster: Any) -> None:

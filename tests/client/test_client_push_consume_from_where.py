@@ -5,13 +5,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import pytest
 from push_helpers import FAST_BROKER, create_topic, make_consumer, send_many, unique
 
+from pocketmq import embedded
 from pocketmq.client import ConsumeConcurrentlyStatus, ConsumeFromWhere, MessageQueue, PullConsumer
-
-pytest.importorskip("pocketmq.broker.broker_controller")
-embedded = pytest.importorskip("pocketmq.embedded")
 
 
 async def consume(cluster: Any, poll: Any, group: str, topic: str, where: ConsumeFromWhere, expected: list[bytes],

@@ -7,11 +7,9 @@ from typing import Any
 import pytest
 from push_helpers import FAST_BROKER, create_topic, make_consumer, unique
 
+from pocketmq import embedded
 from pocketmq.client import ConsumeConcurrentlyStatus, Message, MQClientException, Producer, PushConsumer
 from pocketmq.common.java_hash import java_string_hash
-
-pytest.importorskip("pocketmq.broker.broker_controller")
-embedded = pytest.importorskip("pocketmq.embedded")
 
 
 async def test_tag_and_sql92_subscriptions(tmp_path, poll) -> None:

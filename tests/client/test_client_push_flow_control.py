@@ -12,8 +12,6 @@ from push_helpers import committed, create_topic, make_consumer, max_offsets, se
 
 from pocketmq.client import ConsumeConcurrentlyStatus, MessageQueue
 
-pytest.importorskip("pocketmq.broker.broker_controller")
-
 
 def gated_listener(gate: asyncio.Event, consumed: list[int], hold: set[int] | None = None) -> Any:
     """Blocks until ``gate`` opens (only for offsets in ``hold`` when given)."""

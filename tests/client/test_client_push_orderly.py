@@ -6,7 +6,6 @@ import asyncio
 from collections import defaultdict
 from typing import Any
 
-import pytest
 from push_helpers import committed, create_topic, make_consumer, max_offsets, unique
 
 from pocketmq.client import (
@@ -17,8 +16,6 @@ from pocketmq.client import (
     PullConsumer,
     select_message_queue_by_hash,
 )
-
-pytest.importorskip("pocketmq.broker.broker_controller")
 
 QUEUES = 4
 ORDERS = 12

@@ -23,8 +23,6 @@ from push_helpers import (
 
 from pocketmq.client import ConsumeConcurrentlyStatus, ConsumeFromWhere
 
-pytest.importorskip("pocketmq.broker.broker_controller")
-
 QUEUES = 8
 
 

@@ -10,7 +10,6 @@ import asyncio
 import time
 from typing import Any
 
-import pytest
 from push_helpers import create_topic, make_consumer, unique
 
 from pocketmq.client import (
@@ -22,8 +21,6 @@ from pocketmq.client import (
     PullStatus,
 )
 from pocketmq.remoting.body import TopicConfig
-
-pytest.importorskip("pocketmq.broker.broker_controller")
 
 SCHEDULE = "SCHEDULE_TOPIC_XXXX"
 

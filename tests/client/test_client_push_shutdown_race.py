@@ -10,8 +10,6 @@ from push_helpers import create_topic, make_consumer, unique
 
 from pocketmq.client import ConsumeOrderlyStatus
 
-pytest.importorskip("pocketmq.broker.broker_controller")
-
 QUEUES = 8
 
 

@@ -5,13 +5,10 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import pytest
 from push_helpers import FAST_CONSUMER
 
+from pocketmq import embedded
 from pocketmq.client import ConsumeConcurrentlyStatus, Message, SyncProducer, SyncPushConsumer
-
-pytest.importorskip("pocketmq.broker.broker_controller")
-embedded = pytest.importorskip("pocketmq.embedded")
 
 
 def test_sync_push_consumer(tmp_path: Any) -> None:

@@ -20,8 +20,6 @@ from pocketmq.client import (
 )
 from pocketmq.client.exceptions import ClientErrorCode
 
-pytest.importorskip("pocketmq.broker.broker_controller")
-
 
 async def start_replier(cluster: Any, topic: str, protocol: str = "msgpack", answer: bool = True) -> tuple[Any, Any]:
     """A consumer of ``topic`` that answers each request with b"re:" + its body (when ``answer``)."""

@@ -8,11 +8,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("pocketmq.broker.broker_controller")
-embedded = pytest.importorskip("pocketmq.embedded")
-
-from pocketmq.client import Message, MessageQueue, MQClientException, PullStatus, SendResult, SendStatus  # noqa: E402
-from pocketmq.client.sync import SyncProducer, SyncPullConsumer  # noqa: E402
+from pocketmq import embedded
+from pocketmq.client import Message, MessageQueue, MQClientException, PullStatus, SendResult, SendStatus
+from pocketmq.client.sync import SyncProducer, SyncPullConsumer
 
 
 def test_sync_wrappers_from_plain_code(tmp_path: Any) -> None:

@@ -26,9 +26,7 @@ from pocketmq.client.trace import (
     decoder_from_trace_data_string,
     encoder_from_context_bean,
 )
-
-pytest.importorskip("pocketmq.broker.broker_controller")
-from pocketmq.embedded import EmbeddedCluster  # noqa: E402
+from pocketmq.embedded import EmbeddedCluster
 
 TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 

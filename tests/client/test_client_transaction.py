@@ -10,17 +10,15 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("pocketmq.broker.broker_controller")
-embedded = pytest.importorskip("pocketmq.embedded")
-
-from pocketmq.broker.broker_controller import BrokerController  # noqa: E402
-from pocketmq.broker.config import BrokerConfig  # noqa: E402
-from pocketmq.broker.topic_validator import (  # noqa: E402
+from pocketmq import embedded
+from pocketmq.broker.broker_controller import BrokerController
+from pocketmq.broker.config import BrokerConfig
+from pocketmq.broker.topic_validator import (
     RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
     RMQ_SYS_TRANS_HALF_TOPIC,
     RMQ_SYS_TRANS_OP_HALF_TOPIC,
 )
-from pocketmq.client import (  # noqa: E402
+from pocketmq.client import (
     LocalTransactionState,
     Message,
     MessageExt,
@@ -31,13 +29,13 @@ from pocketmq.client import (  # noqa: E402
     TransactionMQProducer,
     TransactionProducer,
 )
-from pocketmq.common.codec import decode_all, decode_message_id  # noqa: E402
-from pocketmq.common.constants import (  # noqa: E402
+from pocketmq.common.codec import decode_all, decode_message_id
+from pocketmq.common.constants import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_TYPE_MASK,
 )
-from pocketmq.remoting.body import TopicConfig  # noqa: E402
+from pocketmq.remoting.body import TopicConfig
 
 _names = itertools.count()
 COMMIT, ROLLBACK, UNKNOW = (LocalTransactionState.COMMIT_MESSAGE, LocalTransactionState.ROLLBACK_MESSAGE,

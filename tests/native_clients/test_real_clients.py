@@ -6,7 +6,7 @@ lines: the C++ client (PyPI ``rocketmq`` 0.4.4, librocketmq bundled; cpp_client.
 native-clients`` installs both. Each test starts a cluster on free ports, runs drivers against its name server,
 and checks what they report against what pocketmq stored, sent or received.
 
-Skipped while pocketmq does not speak the native protocol, and per client while its runtime is missing.
+Skipped per client while its runtime is missing (`make native-clients`, which `make test` runs).
 """
 
 from __future__ import annotations
@@ -24,12 +24,8 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip(
-    "pocketmq.remoting.native_codec", reason="pocketmq does not speak RocketMQ's native protocol yet (issue 17)"
-)
-embedded = pytest.importorskip("pocketmq.embedded")
-
-from pocketmq.client import (  # noqa: E402
+from pocketmq import embedded
+from pocketmq.client import (
     ConsumeConcurrentlyStatus,
     Message,
     MessageExt,
@@ -38,7 +34,7 @@ from pocketmq.client import (  # noqa: E402
     PullStatus,
     PushConsumer,
 )
-from pocketmq.remoting.body import TopicConfig  # noqa: E402
+from pocketmq.remoting.body import TopicConfig
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

@@ -118,6 +118,11 @@ class BrokerConfig:
     # A reply (SEND_REPLY_MESSAGE) is pushed to the requesting client and, with this on, also stored in the
     # reply topic (<cluster>_REPLY_TOPIC).
     store_reply_message_enable: bool = _f(True, "storeReplyMessageEnable")
+    # RocketMQ 5's typed topics: MIXED is refused at creation unless this is on (BrokerConfig), and a send whose
+    # type does not fit its topic's message.type is refused (the proxy's enableTopicMessageTypeCheck; pocketmq
+    # checks topics that have a message.type only: an untyped topic takes every type, as a 5.x broker does).
+    enable_mixed_message_type: bool = _f(False, "enableMixedMessageType")
+    enable_topic_message_type_check: bool = _f(True, "enableTopicMessageTypeCheck")
 
     # --- name server registration ---
     register_name_server_period: float = _f(30.0, "registerNameServerPeriod", "ms")

@@ -300,4 +300,5 @@ def _copy(tc: TopicConfig) -> TopicConfig:
         tc.topic_filter_type,
         tc.topic_sys_flag,
         tc.order,
+        dict(tc.attributes),
     )

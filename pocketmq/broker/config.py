@@ -141,6 +141,18 @@ class BrokerConfig:
 
     # --- delayed messages ---
     flush_delay_offset_interval: float = _f(10.0, "flushDelayOffsetInterval", "ms")
+    # RocketMQ 5's timer messages (docs/broker.md §4.5, docs/storage.md "Timer files")
+    timer_wheel_enable: bool = _f(True, "timerWheelEnable", store="timer_wheel_enable")
+    timer_precision_ms: int = _f(1000, "timerPrecisionMs", store="timer_precision_ms")
+    timer_max_delay_sec: int = _f(3600 * 24 * 3, "timerMaxDelaySec", store="timer_max_delay_sec")
+    timer_roll_window_slot: int = _f(3600 * 24 * 2, "timerRollWindowSlot", store="timer_roll_window_slot")
+    mapped_file_size_timer_log: int = _f(
+        100 * 1024 * 1024, "mappedFileSizeTimerLog", store="mapped_file_size_timer_log")
+    timer_flush_interval: float = _f(1.0, "timerFlushIntervalMs", "ms", store="timer_flush_interval")
+    # pocketmq's own: how often the timer threads look for work when idle (None: a tenth of the precision).
+    timer_poll_interval: float | None = _f(None, "timerPollIntervalMs", "ms", store="timer_poll_interval")
+    timer_enable_retry_until_success: bool = _f(
+        False, "timerEnableRetryUntilSuccess", store="timer_enable_retry_until_success")
 
     # --- transactional messages (docs/broker.md, "Transactional messages") ---
     # A half message younger than this is not asked about yet (RocketMQ: transactionTimeOut, 6 s).

@@ -73,6 +73,8 @@ class TopicConfigManager(ConfigManager):
             put(TopicConfig(bc.msg_trace_topic_name, 1, 1))
             self.system_topics.add(bc.msg_trace_topic_name)
         put(TopicConfig(f"{bc.broker_cluster_name}_REPLY_TOPIC", 1, 1))
+        if bc.timer_wheel_enable:
+            put(TopicConfig(tv.RMQ_SYS_WHEEL_TIMER, 1, 1))  # RocketMQ 5's timer messages wait here
 
     def _put_builtin(self, tc: TopicConfig) -> None:
         self.topic_config_table[tc.topic_name] = tc

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from pocketmq.common.validators import topic_error
+from pocketmq.storage.timer.timer_routing import TIMER_TOPIC as RMQ_SYS_WHEEL_TIMER  # noqa: F401 (a name of here)
 
 AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
 RMQ_SYS_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"

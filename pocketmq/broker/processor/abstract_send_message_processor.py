@@ -62,6 +62,20 @@ _REFUSED = {
         "[PC_SYNCHRONIZED]broker busy, start flow control for a while",
     ),
     PutMessageStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
+    # RocketMQ 5's answers for timer messages (their numbers are the broker's settings: _timer_remark)
+    PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL: (
+        ResponseCode.MESSAGE_ILLEGAL,
+        "timer message illegal, the delay time should not be bigger than the max delay {max_delay}ms; or if set "
+        "del msg, the delay time should be bigger than the current time",
+    ),
+    PutMessageStatus.WHEEL_TIMER_FLOW_CONTROL: (
+        ResponseCode.SYSTEM_ERROR,
+        "timer message is under flow control",
+    ),
+    PutMessageStatus.WHEEL_TIMER_NOT_ENABLE: (
+        ResponseCode.SYSTEM_ERROR,
+        "accurate timer message is not enabled, timerWheelEnable is {enabled}",
+    ),
 }
 
 
@@ -218,6 +232,9 @@ class AbstractSendMessageProcessor(BrokerProcessor):
                 remark += f" ({result.remark})"
             return response(request, ResponseCode.SERVICE_NOT_AVAILABLE, remark)
         code, remark = _REFUSED.get(result.status, (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"))
+        if "{" in remark:
+            bc = self.controller.broker_config
+            remark = remark.format(max_delay=bc.timer_max_delay_sec * 1000, enabled=str(bc.timer_wheel_enable).lower())
         if result.remark:
             remark = f"{remark} ({result.remark})"
         return response(request, code, remark)

@@ -38,6 +38,30 @@ class Slot:
 EMPTY_SLOT = Slot(-1, -1, -1)
 
 
+def data_ranges(path: str, length: int) -> list[tuple[int, int]]:
+    """Slot-aligned ranges of the wheel file that may hold data: the file is sparse, and SEEK_DATA / SEEK_HOLE
+    (which see dirty mapped pages too) find its written pages; all of it where the OS cannot tell."""
+    if not hasattr(os, "SEEK_DATA"):
+        return [(0, length)]
+    out = []
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        pos = 0
+        while pos < length:
+            try:
+                data = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError as e:
+                if e.errno == errno.ENXIO:  # nothing after pos
+                    break
+                return [(0, length)]
+            hole = min(os.lseek(fd, data, os.SEEK_HOLE), length)
+            out.append((data - data % SLOT_SIZE, -(-hole // SLOT_SIZE) * SLOT_SIZE))
+            pos = hole
+    finally:
+        os.close(fd)
+    return out
+
+
 class TimerWheel:
     def __init__(self, path: str, slots_total: int, precision_ms: int) -> None:
         self.path = path
@@ -95,32 +119,10 @@ class TimerWheel:
         store that used a few slots has a few pages."""
         lo = time_start_ms // self.precision_ms
         hi = lo + self.slots_total * 2
-        for start, stop in self._data_ranges():
+        for start, stop in data_ranges(self.path, self.wheel_length):
             for t, first, last, num, magic in _SLOT.iter_unpack(self.mm[start:stop]):
                 if lo <= t < hi:
                     yield first, last, num, magic
-
-    def _data_ranges(self) -> list[tuple[int, int]]:
-        """Slot-aligned ranges of the file that may hold data (SEEK_DATA / SEEK_HOLE; all of it elsewhere)."""
-        if not hasattr(os, "SEEK_DATA"):
-            return [(0, self.wheel_length)]
-        out = []
-        fd = os.open(self.path, os.O_RDONLY)
-        try:
-            pos = 0
-            while pos < self.wheel_length:
-                try:
-                    data = os.lseek(fd, pos, os.SEEK_DATA)
-                except OSError as e:
-                    if e.errno == errno.ENXIO:
-                        break
-                    return [(0, self.wheel_length)]
-                hole = min(os.lseek(fd, data, os.SEEK_HOLE), self.wheel_length)
-                out.append((data - data % SLOT_SIZE, -(-hole // SLOT_SIZE) * SLOT_SIZE))
-                pos = hole
-        finally:
-            os.close(fd)
-        return out
 
     def check_phy_pos(self, time_start_ms: int, max_offset: int) -> int:
         """The smallest first position of the live slots whose last position is past ``max_offset`` (units the

@@ -70,3 +70,11 @@ def test_checkpoint_layout(tmp_path) -> None:
     again = TimerCheckpoint(path)
     assert again.existed and (again.last_read_time_ms, again.master_timer_queue_offset, again.counter) == (1_700, 10, 1)
     again.shutdown()
+
+
+def test_the_documented_example_unit_and_slot() -> None:
+    """docs/storage.md §13.2 and §13.3: the bytes of the example are what the code writes."""
+    unit = pack_unit(-1, MAGIC_DEFAULT, 1795280095000, 1795280155000, 1305, 272, -1395865113)
+    assert unit == bytes.fromhex("00000034 ffffffffffffffff 00000001 000001a1ff084718 0000ea60"
+                                 "0000000000000519 00000110 accc c9e7 0000000000000000".replace(" ", ""))
+    assert 1795280155 % (7 * 86400 * 2) * SLOT_SIZE == 7_480_160

@@ -303,11 +303,13 @@ class DefaultMessageStore:
         if not self._loaded:
             return
         was_running = self._running
+        if was_running and self.timer_message_store is not None:
+            # First, while the store still takes puts: the timer threads finish the slot in hand (a slot cut
+            # short by refused puts would be delivered again, in full, at the next start).
+            self.timer_message_store.shutdown()
         self._running = False
         caught_up = True
         if was_running:
-            if self.timer_message_store is not None:
-                self.timer_message_store.shutdown()  # (it puts messages: while the store still takes them)
             self.clean_service.shutdown()
             if self.warm_service is not None:
                 self.warm_service.shutdown()

@@ -66,14 +66,15 @@ class TimerDelivery:
     def __init__(self, timer: TimerMessageStore) -> None:
         self.timer = timer
 
-    def deliver(self, msg: MessageExt, enqueue_time: int, roll: bool) -> None:
-        """Put ``msg`` again; a put the store refuses for a while is retried (three times, or while running with
-        timerEnableRetryUntilSuccess), one it will never take is dropped with a log line."""
+    def deliver(self, msg: MessageExt, enqueue_time: int, roll: bool) -> bool:
+        """Put ``msg`` again. A put the store refuses for a while is retried (three times, or for as long as it
+        takes with timerEnableRetryUntilSuccess), one it will never take is dropped with a log line, as
+        RocketMQ does. False when the store stopped first (the message is tried again at the next start)."""
         timer = self.timer
         inner = convert(msg, enqueue_time, roll, None)
         if inner is None:
             log.error("dropping timer message %s: no REAL_TOPIC/REAL_QID", msg.msg_id)
-            return
+            return True
         retries = 0
         while True:
             outcome = self.do_put(inner)
@@ -82,14 +83,16 @@ class TimerDelivery:
                     timer.rolled += 1
                 else:
                     timer.delivered += 1
-                return
+                return True
             if outcome == PUT_NO_RETRY:
                 log.warning("dropping timer message %s: the store will not take it", msg.msg_id)
-                return
+                return True
+            if not timer.running:
+                return False
             retries += 1
-            if not timer.config.timer_enable_retry_until_success and retries >= 3 or not timer.running:
+            if not timer.config.timer_enable_retry_until_success and retries >= 3:
                 log.error("timer message %s not delivered after %d tries", msg.msg_id, retries)
-                return
+                return True
             time.sleep(timer.precision_ms / 2000)
 
     def do_put(self, inner: Message) -> int:

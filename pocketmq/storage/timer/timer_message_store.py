@@ -135,25 +135,27 @@ class TimerMessageStore:
             self._commit_queue_offset(self.curr_queue_offset)
             return False
         for queue_offset, msg in zip(result.queue_offsets, decode_all(result.body), strict=True):
-            self._enqueue_one(msg)
+            if not self._enqueue_one(msg):
+                break  # stopping: this message is enqueued again at the next start
             self.curr_queue_offset = queue_offset + 1
         self._commit_queue_offset(self.curr_queue_offset)
         return True
 
-    def _enqueue_one(self, msg: MessageExt) -> None:
+    def _enqueue_one(self, msg: MessageExt) -> bool:
+        """Into the wheel, or delivered when due already; False when the store stopped before it was done."""
         try:
             delayed_time = int(msg.properties[PROPERTY_TIMER_OUT_MS])
         except (KeyError, ValueError):
             log.error("dropping %s from %s: no TIMER_OUT_MS", msg.msg_id, TIMER_TOPIC)
-            return
+            return True
         if delayed_time < self.curr_write_time_ms:  # due already: deliver without the wheel
-            self.delivery.deliver(msg, JAVA_LONG_MAX, roll=False)
-            return
+            return self.delivery.deliver(msg, JAVA_LONG_MAX, roll=False)
         while not self.do_enqueue(msg.commit_log_offset, msg.store_size, delayed_time,
                                   msg.properties.get(PROPERTY_REAL_TOPIC)):
             if not self.running:
-                return
+                return False
             time.sleep(0.05)  # (the timer log could not grow: a full disk) RocketMQ holds on the same way
+        return True
 
     def do_enqueue(self, offset_py: int, size_py: int, delayed_time: int, real_topic: str | None) -> bool:
         """Append a unit for the message at ``offset_py`` and link it into its slot (TimerMessageStore.doEnqueue)."""
@@ -194,7 +196,8 @@ class TimerMessageStore:
                 if msg is None:
                     log.warning("timer message at %d is gone from the commit log", unit.offset_py)
                     continue
-                self.delivery.deliver(msg, unit.enqueue_time, roll=need_roll(unit.magic))
+                if not self.delivery.deliver(msg, unit.enqueue_time, roll=need_roll(unit.magic)):
+                    return -1  # stopping: the slot is delivered again at the next start
         with self.lock:
             self.move_read_time()
             self._write_checkpoint()

@@ -97,8 +97,11 @@ def test_far_off_messages_roll(stores) -> None:
     wait_until(lambda: store.get_max_offset_in_queue("T", 0) == 1)
     [m] = all_messages(store, "T")
     assert m.store_timestamp >= deliver
-    assert int(m.properties["TIMER_ROLL_TIMES"]) >= 2 and store.timer_message_store.rolled >= 2
-    assert store.get_max_offset_in_queue(TIMER_TOPIC, 0) >= 3  # the message and its re-puts
+    # 400 ms ahead with a 100 ms window: parked at the window's end and put again at least once (more often
+    # when the threads keep up: each turn parks it another window ahead).
+    rolls = int(m.properties["TIMER_ROLL_TIMES"])
+    assert rolls >= 1 and store.timer_message_store.rolled == rolls
+    assert store.get_max_offset_in_queue(TIMER_TOPIC, 0) == 1 + rolls  # the message and its re-puts
 
 
 def test_restart_delivers_each_once(stores) -> None:

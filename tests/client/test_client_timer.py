@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pocketmq.client import Message, MQBrokerException, Producer, PullConsumer, PullStatus, SendStatus
-from pocketmq.client.mq_admin_ext import MQAdminExt
+from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.embedded import EmbeddedCluster
 from pocketmq.remoting.body import TopicConfig
 

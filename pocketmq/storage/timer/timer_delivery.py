@@ -50,9 +50,11 @@ def convert(msg: MessageExt, enqueue_time: int, roll: bool, store_host: bytes | 
     if roll:
         topic, queue_id = msg.topic, msg.queue_id
     else:
-        topic = props.pop(PROPERTY_REAL_TOPIC, "")
+        # REAL_TOPIC / REAL_QID stay: RocketMQ 5 clears them after it has encoded the properties it stores, so
+        # its delivered message carries them (seen against 5.5.0: tests/apache).
+        topic = props.get(PROPERTY_REAL_TOPIC, "")
         try:
-            queue_id = int(props.pop(PROPERTY_REAL_QUEUE_ID, ""))
+            queue_id = int(props.get(PROPERTY_REAL_QUEUE_ID, ""))
         except ValueError:
             return None
         if not topic:

@@ -70,23 +70,23 @@ def slot_time(deliver: int, precision_ms: int) -> int:
 
 
 def route_timer_message(msg: Message, config: MessageStoreConfig, now_ms: int) -> PutMessageResult | None:
-    """Reroute a timer message to the wheel's topic (in place); a refusal, or None."""
+    """Reroute a timer message to the wheel's topic (in place); a refusal, or None. A refusal carries no remark:
+    the broker answers with RocketMQ's own text for each status."""
     if not is_timer_message(msg):
         return None
     if not config.timer_wheel_enable:
-        return PutMessageResult(PutMessageStatus.WHEEL_TIMER_NOT_ENABLE, remark="timerWheelEnable is false")
+        return PutMessageResult(PutMessageStatus.WHEEL_TIMER_NOT_ENABLE)
     props = msg.properties
     try:
         deliver = deliver_ms(props, now_ms)
     except ValueError:
-        return PutMessageResult(PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL, remark="the delivery time is not a number")
+        return PutMessageResult(PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL)  # (not a number)
     if deliver <= now_ms:
         if PROPERTY_TIMER_DEL_UNIQKEY in props:
-            return PutMessageResult(PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL, remark="a deletion in the past")
+            return PutMessageResult(PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL)  # (a deletion in the past)
         return None  # due already: an ordinary message
     if deliver - now_ms > config.timer_max_delay_sec * 1000:
-        return PutMessageResult(PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL,
-                                remark=f"delivery {deliver - now_ms} ms ahead exceeds timerMaxDelaySec")
+        return PutMessageResult(PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL)  # (too far ahead)
     props = dict(props)
     props[PROPERTY_TIMER_OUT_MS] = str(slot_time(deliver, config.timer_precision_ms))
     props[PROPERTY_REAL_TOPIC] = msg.topic

@@ -17,8 +17,11 @@ import pytest
 from pocketmq.client import Message, MQBrokerException, Producer, PullConsumer, PullStatus
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.embedded import EmbeddedCluster
+from pocketmq.remoting import fastjson
 from pocketmq.remoting.body import TopicConfig
-from pocketmq.remoting.codes import ResponseCode
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.header import GetRouteInfoRequestHeader
 from tests.apache.apache_rocketmq import ApacheRocketMQ
 
 PRECISION = 1000  # both servers' default timerPrecisionMs
@@ -64,6 +67,10 @@ async def test_mqadmin_sets_message_type_on_both(apache_rocketmq5: ApacheRocketM
                                          broker_addr=server.broker_addr)
             assert (refused.value.response_code, refused.value.remark) == (
                 ResponseCode.SYSTEM_ERROR, "unsupported key: color"), server.name
+            # A route (GET_ROUTEINFO_BY_TOPIC) carries no attributes, in RocketMQ 5 as in 4.x.
+            request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic))
+            route = fastjson.loads((await admin.api.remoting_client.invoke(server.namesrv_addr, request, 10)).body)
+            assert "attributes" not in route and all("attributes" not in q for q in route["queueDatas"]), server.name
 
 
 async def pull_topic(server: Server, topic: str) -> list[Any]:

@@ -45,7 +45,7 @@ def recover(timer: TimerMessageStore) -> None:
     if cq is not None:
         curr = min(max(curr, cq.get_min_offset_in_queue()), cq.get_max_offset_in_queue())
     timer.curr_queue_offset = timer.commit_queue_offset = curr
-    timer.curr_read_time_ms = _read_time(timer, cp.last_read_time_ms, cp.existed)
+    timer.curr_read_time_ms = _read_time(timer, cp.last_read_time_ms, cp.existed or bool(tlog.files))
     if tlog.files and not timer.store.last_exit_ok:  # (a clean stop flushed the log before the wheel)
         assert timer.timer_wheel is not None
         min_first = timer.timer_wheel.check_phy_pos(timer.curr_read_time_ms, process_offset)
@@ -58,11 +58,11 @@ def recover(timer: TimerMessageStore) -> None:
     timer.prepare_timer_checkpoint()
 
 
-def _read_time(timer: TimerMessageStore, last_read_time_ms: int, existed: bool) -> int:
-    """Where delivery resumes: the checkpoint's time, but no further back than the wheel reaches. A new store
-    starts now (RocketMQ starts a wheel's turn back and walks a week of empty slots)."""
+def _read_time(timer: TimerMessageStore, last_read_time_ms: int, used: bool) -> int:
+    """Where delivery resumes: the checkpoint's time, but no further back than the wheel reaches. A store that
+    never had a timer starts now (RocketMQ starts a wheel's turn back and walks a week of empty slots)."""
     now = timer.format_time_ms(time.time_ns() // 1_000_000)
-    if not existed:
+    if not used:
         return now
     oldest = now - timer.slots_total * timer.precision_ms + 60 * timer.precision_ms
     return max(last_read_time_ms, oldest)

@@ -12,7 +12,7 @@ import asyncio
 import time
 from typing import TYPE_CHECKING
 
-from pocketmq.common.constants import PROPERTY_TAGS, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
+from pocketmq.common.constants import PROPERTY_TAGS
 from pocketmq.common.message import Message
 from pocketmq.common.pop_ack_constants import ACK_TAG, BATCH_ACK_TAG, CK_TAG, build_cluster_revive_topic
 from pocketmq.storage.pop import AckMsg, BatchAckMsg, PopCheckPoint
@@ -36,20 +36,18 @@ class ReviveLog:
         return self._counter % self.queue_num
 
     async def append_check_point(self, ck: PopCheckPoint, revive_qid: int) -> PutMessageResult:
-        unique = f"{ck.topic}{ck.cid}{ck.queue_id}{ck.start_offset}{ck.pop_time}{ck.invisible_time}{CK_TAG}"
-        return await self._put(ck.encode(), revive_qid, CK_TAG, unique)
+        return await self._put(ck.encode(), revive_qid, CK_TAG)
 
     async def append_ack(self, ack: AckMsg, revive_qid: int) -> PutMessageResult:
-        tag = BATCH_ACK_TAG if isinstance(ack, BatchAckMsg) else ACK_TAG
-        unique = f"{ack.topic}{ack.consumer_group}{ack.queue_id}{ack.start_offset}{ack.pop_time}{ack.ack_offset}{tag}"
-        return await self._put(ack.encode(), revive_qid, tag, unique)
+        return await self._put(ack.encode(), revive_qid, BATCH_ACK_TAG if isinstance(ack, BatchAckMsg) else ACK_TAG)
 
-    async def _put(self, body: bytes, revive_qid: int, tag: str, unique: str) -> PutMessageResult:
+    async def _put(self, body: bytes, revive_qid: int, tag: str) -> PutMessageResult:
+        # No UNIQ_KEY (RocketMQ sets one for its timer's de-duplication): it would cost an index entry per pop.
         c = self.controller
         msg = Message(
             topic=self.revive_topic,
             body=body,
-            properties={PROPERTY_TAGS: tag, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX: unique},
+            properties={PROPERTY_TAGS: tag},
             queue_id=revive_qid,
             born_timestamp=time.time_ns() // 1_000_000,
             born_host=c.store_host,

@@ -29,7 +29,8 @@ def client(cluster: Cluster, broker: BrokerController, protocol: WireProtocol = 
 async def send_group(pc: PopClient, topic: str, group: str, n: int, queue_id: int = 0) -> list[bytes]:
     bodies = [f"{group}-{i}".encode() for i in range(n)]
     for body in bodies:
-        resp = await pc.mq.send(topic, body, queue_id=queue_id, properties=pc.mq.props(**{PROPERTY_SHARDING_KEY: group}))
+        props = pc.mq.props(**{PROPERTY_SHARDING_KEY: group})
+        resp = await pc.mq.send(topic, body, queue_id=queue_id, properties=props)
         assert resp.code == ResponseCode.SUCCESS, resp.remark
     return bodies
 
@@ -39,7 +40,9 @@ async def dispatched(broker: BrokerController) -> None:
 
 
 @PROTOCOLS
-async def test_an_orderly_pop_blocks_the_queue_until_its_batch_is_acked(cluster: Cluster, protocol: WireProtocol) -> None:
+async def test_an_orderly_pop_blocks_the_queue_until_its_batch_is_acked(
+    cluster: Cluster, protocol: WireProtocol
+) -> None:
     broker = await cluster.broker()
     a, b = client(cluster, broker, protocol), client(cluster, broker, protocol)
     await a.mq.create_topic("Fifo", 1)

@@ -214,6 +214,7 @@ class BrokerController:
         self.pop_message_processor.long_polling.start()
         self.notification_processor.long_polling.start()
         self.pop_revive_service.start()
+        self.pop_message_processor.buffer_merge.start()
         self.schedule_message_service.start()
         self.transactional_message_check_service.start()
         self.tasks.periodic(
@@ -284,6 +285,10 @@ class BrokerController:
             except TimeoutError:
                 log.warning("unregistering from the name servers timed out")
         await self.remoting_server.stop()
+        try:
+            await self.pop_message_processor.buffer_merge.flush_all()  # before the offsets are persisted
+        except Exception:
+            log.exception("cannot write the buffered pop checkpoints at shutdown")
         self.pull_request_hold_service.shutdown()
         self.pop_message_processor.long_polling.shutdown()
         self.notification_processor.long_polling.shutdown()

@@ -143,6 +143,12 @@ class BrokerConfig:
     pop_from_retry_probability: int = _f(20, "popFromRetryProbability")
     # Parked pops per topic@group@queue before POLLING_FULL (RocketMQ: popPollingSize).
     pop_polling_size: int = _f(1024, "popPollingSize")
+    # Checkpoints wait in memory for their acks this long before they are written (RocketMQ:
+    # enablePopBufferMerge, off there; popCkStayBufferTime): a message acked within it costs no revive-log record.
+    enable_pop_buffer_merge: bool = _f(True, "enablePopBufferMerge")
+    pop_ck_stay_buffer_time: float = _f(10.0, "popCkStayBufferTime", "ms")
+    # pocketmq's own: how often the buffer is scanned for checkpoints to write.
+    pop_buffer_scan_interval: float = _f(0.05, "popBufferScanInterval", "ms")
     # Retried pops go to %RETRY%group+topic instead of %RETRY%group_topic (RocketMQ: enableRetryTopicV2).
     enable_retry_topic_v2: bool = _f(False, "enableRetryTopicV2")
     # A new group starts at offset 0 of a queue whose first message is still in memory, not at its end

@@ -77,13 +77,35 @@ async def test_pop_answers_with_offsets_and_handles_and_ack_takes_the_messages(
         e = parse_extra_info(handle)
         assert (e.queue_id, e.queue_offset, e.pop_time, e.broker_name) == (m.queue_id, m.queue_offset, h.pop_time,
                                                                          broker.broker_config.broker_name)
-    # The offsets moved at once: a second pop finds nothing (POLLING_TIMEOUT without a poll time).
+    # A second pop finds nothing (POLLING_TIMEOUT without a poll time); the group's offsets are committed once
+    # the checkpoints are resolved (here: acked in the buffer, never written).
     again = await pc.pop("G", "PopT")
     assert again.response.code == ResponseCode.POLLING_TIMEOUT and not again.messages
-    assert [broker.consumer_offset_manager.query_offset("G", "PopT", q) for q in (0, 1)] == [2, 1]
+    assert [broker.consumer_offset_manager.query_offset("G", "PopT", q) for q in (0, 1)] == [0, 0]
     await pc.ack_all("G", "PopT", got)
-    # Checkpoint and acks are in the revive log; acked messages never come back.
+    assert [broker.consumer_offset_manager.query_offset("G", "PopT", q) for q in (0, 1)] == [2, 1]
+    assert broker.pop_message_processor.buffer_merge.merged == 2
     await dispatched(broker)
+    await broker.pop_revive_service.revive_all()
+    assert broker.pop_revive_service.held_count == 0 and broker.pop_revive_service.revived == 0
+
+
+async def test_without_the_buffer_a_pop_commits_at_once_and_writes_checkpoint_and_ack_records(
+    cluster: Cluster,
+) -> None:
+    broker = await cluster.broker(enable_pop_buffer_merge=False, **FAST)
+    pc = client(cluster, broker)
+    await pc.mq.create_topic("PopW", 1)
+    await send(pc, "PopW", [b"a", b"b"])
+    await dispatched(broker)
+    got = await pc.pop("G", "PopW")
+    assert broker.consumer_offset_manager.query_offset("G", "PopW", 0) == 2
+    await pc.ack("G", "PopW", got.handles[0])
+    assert (await pc.batch_ack("G", "PopW", got.handles[1:])).code == ResponseCode.SUCCESS
+    await dispatched(broker)
+    revive_topic = broker.pop_message_processor.revive_log.revive_topic
+    records = [m for q in range(8) for m in decode_all(broker.store.get_message("x", revive_topic, q, 0, 9).body)]
+    assert sorted(m.tags for m in records) == ["ack", "bAck", "ck"]
     await broker.pop_revive_service.revive_all()
     assert broker.pop_revive_service.held_count == 0 and broker.pop_revive_service.revived == 0
 

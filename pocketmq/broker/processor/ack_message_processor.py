@@ -50,7 +50,7 @@ class AckMessageProcessor(BrokerProcessor):
             return resp
         ack = AckMsg(header.offset, extra.ck_queue_offset, group, topic, header.queue_id, extra.pop_time,
                      extra.broker_name)
-        return await self._append(request, resp, ack, extra.revive_qid)
+        return await self.append_ack(request, resp, ack, extra.revive_qid)
 
     async def batch_ack_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         body = request.decode_body(BatchAckMessageRequestBody)
@@ -80,7 +80,7 @@ class AckMessageProcessor(BrokerProcessor):
             return None
         ack = BatchAckMsg(-1, b.start_offset, b.consumer_group, topic, b.queue_id, b.pop_time, broker_name,
                           ack_offset_list=offsets)
-        answer = await self._append(request, resp, ack, b.revive_queue_id)
+        answer = await self.append_ack(request, resp, ack, b.revive_queue_id)
         return None if answer.code == ResponseCode.SUCCESS else answer
 
     def check_ack(self, request: RemotingCommand, channel: Channel, topic: str, queue_id: int, offset: int,
@@ -106,8 +106,11 @@ class AckMessageProcessor(BrokerProcessor):
             return None
         return response(request, ResponseCode.INVALID_PARAMETER, f"reviveQid {revive_qid} is not 0..{n - 1} or 999")
 
-    async def _append(self, request: RemotingCommand, resp: RemotingCommand, ack: AckMsg, revive_qid: int
+    async def append_ack(self, request: RemotingCommand, resp: RemotingCommand, ack: AckMsg, revive_qid: int
                       ) -> RemotingCommand:
+        pop = self.controller.pop_message_processor
+        if pop.buffer_merge.enabled and pop.buffer_merge.add_ack(ack):
+            return resp  # met its checkpoint in memory
         put = await self.controller.pop_message_processor.revive_log.append_ack(ack, revive_qid)
         if not put.is_ok:
             return response(request, ResponseCode.SYSTEM_ERROR, f"ack not written: {put.status.value} {put.remark}")

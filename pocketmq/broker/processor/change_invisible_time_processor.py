@@ -56,14 +56,17 @@ class ChangeInvisibleTimeProcessor(BrokerProcessor):
         revive_qid = pop.revive_log.next_revive_qid()
         ck = PopCheckPoint(header.offset, pop_time, header.invisible_time, 1, header.queue_id, topic, group,
                            c.broker_config.broker_name, queue_offset_diff=[0])
-        put = await pop.revive_log.append_check_point(ck, revive_qid)
-        if not put.is_ok:
-            return response(request, ResponseCode.SYSTEM_ERROR, f"checkpoint not written: {put.status.value}")
+        if pop.buffer_merge.enabled:
+            pop.buffer_merge.add_ck(ck, revive_qid, -1)
+        else:
+            put = await pop.revive_log.append_check_point(ck, revive_qid)
+            if not put.is_ok:
+                return response(request, ResponseCode.SYSTEM_ERROR, f"checkpoint not written: {put.status.value}")
         ack = AckMsg(header.offset, extra.ck_queue_offset, group, topic, header.queue_id, extra.pop_time,
                      extra.broker_name)
-        put = await pop.revive_log.append_ack(ack, extra.revive_qid)
-        if not put.is_ok:
-            return response(request, ResponseCode.SYSTEM_ERROR, f"ack not written: {put.status.value}")
+        answer = await c.ack_message_processor.append_ack(request, response(request), ack, extra.revive_qid)
+        if answer.code != ResponseCode.SUCCESS:
+            return answer
         return response(request, ext_fields=ChangeInvisibleTimeResponseHeader(pop_time, header.invisible_time,
                                                                               revive_qid))
 

@@ -38,7 +38,7 @@ from pocketmq.storage.results import GetMessageResult, GetMessageStatus
 
 from ..filter import EXPRESSION_TYPE_SQL92, SubscriptionParseError, build_subscription_data, message_filter_for
 from ..longpolling.pop_long_polling_service import PollingResult, PopLongPollingService
-from ..pop import QueueLockManager, ReviveLog
+from ..pop import PopBufferMergeService, QueueLockManager, ReviveLog
 from .abstract_send_message_processor import AbstractSendMessageProcessor
 from .base import BrokerProcessor, log, response
 
@@ -86,6 +86,7 @@ class PopMessageProcessor(BrokerProcessor):
         bc = controller.broker_config
         self.queue_lock_manager = QueueLockManager()
         self.revive_log = ReviveLog(controller)
+        self.buffer_merge = PopBufferMergeService(controller, self.revive_log)
         self.long_polling = PopLongPollingService(
             self.execute_request_when_wakeup, controller.tasks, bc.pop_polling_size, bc.enable_retry_topic_v2,
             on_park=controller.store.reput_service.hurry,
@@ -261,7 +262,7 @@ class PopMessageProcessor(BrokerProcessor):
                 ctx.rest_num += result.max_offset - offset
                 return
         elif result.status in _SKIP and result.next_begin_offset > offset:
-            self.commit_offset(ctx.channel, group, topic, queue_id, result.next_begin_offset)  # filtered out
+            self._skip(ctx, topic, queue_id, offset, result.next_begin_offset)  # filtered out
         ctx.rest_num += max(0, result.max_offset - result.next_begin_offset)
 
     async def _take(self, ctx: PopContext, topic: str, queue_id: int, offset: int, result: GetMessageResult,
@@ -279,11 +280,15 @@ class PopMessageProcessor(BrokerProcessor):
             ck = PopCheckPoint(offset, ctx.pop_time, header.invisible_time, result.message_count, queue_id, topic,
                                group, c.broker_config.broker_name,
                                queue_offset_diff=[o - offset for o in result.queue_offsets])
-            put = await self.revive_log.append_check_point(ck, ctx.revive_qid)
-            if not put.is_ok:
-                log.warning("pop of %s@%s queue %d: checkpoint not written (%s)", topic, group, queue_id, put.status)
-                return False
-            self.commit_offset(ctx.channel, group, topic, queue_id, result.next_begin_offset)
+            if self.buffer_merge.enabled:
+                self.buffer_merge.add_ck(ck, ctx.revive_qid, result.next_begin_offset)
+            else:
+                put = await self.revive_log.append_check_point(ck, ctx.revive_qid)
+                if not put.is_ok:
+                    log.warning("pop of %s@%s queue %d: checkpoint not written (%s)", topic, group, queue_id,
+                                put.status)
+                    return False
+                self.commit_offset(ctx.channel, group, topic, queue_id, result.next_begin_offset)
         build_start_offset_info(ctx.start_offset_info, topic, queue_id, offset)
         build_msg_offset_info(ctx.msg_offset_info, topic, queue_id, result.queue_offsets)
         if is_retry:
@@ -293,6 +298,15 @@ class PopMessageProcessor(BrokerProcessor):
         ctx.count += result.message_count
         c.broker_stats_manager.inc_get(group, header.topic, result.message_count, result.buffer_total_size)
         return True
+
+    def _skip(self, ctx: PopContext, topic: str, queue_id: int, offset: int, next_begin: int) -> None:
+        """Move past messages the filter left out; behind buffered pops of the queue, in their order."""
+        group = ctx.header.consumer_group
+        if ctx.order or not self.buffer_merge.has_pending(topic, group, queue_id):
+            self.commit_offset(ctx.channel, group, topic, queue_id, next_begin)
+            return
+        mock = PopCheckPoint(offset, ctx.pop_time, ctx.header.invisible_time, 0, queue_id, topic, group)
+        self.buffer_merge.add_ck(mock, ctx.revive_qid, next_begin)
 
     def _as_original_topic(self, ctx: PopContext, offset: int, result: GetMessageResult) -> bytes:
         """Messages of a pop retry topic as RocketMQ answers them: under the topic the consumer popped, each with
@@ -344,7 +358,8 @@ class PopMessageProcessor(BrokerProcessor):
         c = self.controller
         offset = c.consumer_offset_manager.query_offset(group, topic, queue_id)
         if offset >= 0:
-            return offset
+            # Pops buffered for their acks have not moved the committed offset yet.
+            return max(offset, self.buffer_merge.latest_offset(topic, group, queue_id))
         store = c.store
         if init_mode == CONSUME_INIT_MODE_MIN or topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             offset = store.get_min_offset_in_queue(topic, queue_id)

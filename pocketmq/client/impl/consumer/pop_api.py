@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pocketmq.common.codec import CorruptRecordError, decode_all
+from pocketmq.common.constants import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
 from pocketmq.common.extra_info_util import (
     ExtraInfo,
     ExtraInfoError,
@@ -48,12 +49,39 @@ def process_pop_response(response: RemotingCommand, addr: str, broker_name: str,
     try:
         msgs = decode_all(response.body or b"", decompress=True)
         starts = parse_start_offset_info(h.start_offset_info)
-        counts = parse_order_count_info(h.order_count_info) if order else {}
-        for m in msgs:
-            _mark(m, h, starts, counts, broker_name)
+        if order:
+            counts = parse_order_count_info(h.order_count_info)
+            for m in msgs:
+                _mark(m, h, starts, counts, broker_name)
+        else:
+            _mark_fast(msgs, h, starts, broker_name)
     except (CorruptRecordError, ExtraInfoError, ValueError) as e:
         raise MQClientException(f"undecodable pop answer from {addr}: {e}") from e
     return PopResult(status, msgs, h.pop_time, h.invisible_time, h.rest_num)
+
+
+_POP_CK_NAME = PROPERTY_POP_CK + NAME_VALUE_SEPARATOR
+_FIRST_POP_NAME = PROPERTY_FIRST_POP_TIME + NAME_VALUE_SEPARATOR
+
+
+def _mark_fast(msgs: list[MessageExt], h: PopMessageResponseHeader, starts: dict[str, int], broker_name: str) -> None:
+    """_mark for a normal pop, without building each message's property map: one handle prefix per queue, the
+    two properties appended as encoded text (a pop of 32 is marked in a fraction of the time)."""
+    prefixes: dict[tuple[str, int], str] = {}
+    first_pop = f"{_FIRST_POP_NAME}{h.pop_time}{PROPERTY_SEPARATOR}"
+    for m in msgs:
+        stored = m.properties_string
+        extra = "" if _FIRST_POP_NAME in stored else first_pop
+        if _POP_CK_NAME not in stored:
+            key = (m.topic, m.queue_id)
+            prefix = prefixes.get(key)
+            if prefix is None:
+                handle = receipt_handle(m.topic, m.queue_id, 0, None, starts, h.pop_time, h.invisible_time,
+                                        h.revive_qid, broker_name)
+                prefix = prefixes[key] = handle[: handle.rfind(" ") + 1]
+            extra += f"{_POP_CK_NAME}{prefix}{m.queue_offset}{PROPERTY_SEPARATOR}"
+        if extra:
+            m.put_encoded_properties(extra)
 
 
 def _mark(m: MessageExt, h: PopMessageResponseHeader, starts: dict[str, int], counts: dict[str, int],
@@ -94,6 +122,8 @@ def ack_target(msg: MessageExt, group: str) -> AckTarget:
         extra = parse_extra_info(handle)
     except ExtraInfoError as e:
         raise MQClientException(f"bad receipt handle: {e}") from None
+    if extra.queue_offset < 0:
+        raise MQClientException(f"receipt handle {handle!r} names no queue offset")
     return AckTarget(handle, extra, extra.real_topic(msg.topic, group))
 
 

@@ -18,7 +18,7 @@ from pocketmq.remoting.pop_header import (
 
 from ...consumer.pop_result import PopResult
 from ...exceptions import MQClientException
-from .pop_api import AckTarget, ack_target
+from .pop_api import AckTarget, ack_target, receipt_handle_of
 
 if TYPE_CHECKING:
     from ..mq_client_instance import MQClientInstance
@@ -59,19 +59,29 @@ class PopAPIWrapper:
 
     async def ack_batch(self, msgs: list[MessageExt], timeout: float) -> None:
         """One BATCH_ACK_MESSAGE per broker: an entry per pop checkpoint (queue, start offset, pop time)."""
-        per_broker: dict[str, dict[tuple[object, ...], BatchAck]] = {}
+        per_broker: dict[str, dict[tuple[str, str], BatchAck]] = {}
         topics: dict[str, str] = {}
         for msg in msgs:
-            t = ack_target(msg, self.consumer_group)
-            e = t.extra
-            acks = per_broker.setdefault(e.broker_name, {})
-            topics[e.broker_name] = msg.topic
-            key = (msg.topic, e.retry, e.queue_id, e.ck_queue_offset, e.pop_time, e.revive_qid)
-            entry = acks.get(key)
-            if entry is None:
-                entry = acks[key] = BatchAck(self.consumer_group, msg.topic, e.retry, e.ck_queue_offset, e.queue_id,
-                                             e.revive_qid, e.pop_time, e.invisible_time)
-            entry.offsets.append(e.queue_offset - e.ck_queue_offset)
+            handle = receipt_handle_of(msg)
+            # Handles of one pop checkpoint differ only in their last field (the queue offset): parsed once.
+            prefix, _, offset = handle.rpartition(" ")
+            key = (msg.topic, prefix)
+            entry = None
+            for acks in per_broker.values():
+                entry = acks.get(key)
+                if entry is not None:
+                    break
+            if entry is None or not offset.isdigit():
+                e = ack_target(msg, self.consumer_group).extra
+                acks = per_broker.setdefault(e.broker_name, {})
+                topics[e.broker_name] = msg.topic
+                entry = acks.get(key)
+                if entry is None:
+                    entry = acks[key] = BatchAck(self.consumer_group, msg.topic, e.retry, e.ck_queue_offset,
+                                                 e.queue_id, e.revive_qid, e.pop_time, e.invisible_time)
+                entry.offsets.append(e.queue_offset - e.ck_queue_offset)
+                continue
+            entry.offsets.append(int(offset) - entry.start_offset)
         api = self._instance.mq_client_api
         for broker_name, acks in per_broker.items():
             addr = await self.broker_address(broker_name, topics[broker_name])

@@ -16,6 +16,7 @@ acked (or its invisible time is over), and attempts are counted in place. See do
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -129,9 +130,9 @@ class SimpleConsumer:
             raise MQClientException(f"maxMessageNum {max_message_num} is not 1..{MAX_POP_NUMS}")
         if invisible_duration < 0:
             raise MQClientException("invisibleDuration must be >= 0")
-        topic, broker_name = await self._next_target()
-        sub = self._subscriptions[topic]
         wait = self.await_duration if await_duration is None else await_duration
+        topic, broker_name = await self._next_target(wait)
+        sub = self._subscriptions[topic]
         result = await self.pop_api.pop(
             topic, broker_name, max_message_num, round(invisible_duration * 1000), round(wait * 1000),
             sub.sub_string, sub.expression_type, self.fifo, self.init_mode,
@@ -156,17 +157,22 @@ class SimpleConsumer:
         return await self.pop_api.change_invisible_time(
             msg, round(invisible_duration * 1000), self.client_config.mq_client_api_timeout)
 
-    async def _next_target(self) -> tuple[str, str]:
-        """The next (topic, broker name) in turn over the subscribed topics' brokers."""
+    async def _next_target(self, wait: float) -> tuple[str, str]:
+        """The next (topic, broker name) in turn over the subscribed topics' brokers; a topic without a route yet
+        (just created: the name servers learn it a moment later) is looked up again for up to ``wait``."""
         if not self._subscriptions:
             raise MQClientException("no subscription: subscribe to a topic first")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
         targets = self._targets()
-        if not targets:
+        while not targets:
             for topic in self._subscriptions:
                 await self.instance.update_topic_route_info_from_name_server(topic, unreachable_raises=True)
             targets = self._targets()
-            if not targets:
+            if not targets and loop.time() >= deadline:
                 raise MQClientException(f"no route for {sorted(self._subscriptions)}: do the topics exist?")
+            if not targets:
+                await asyncio.sleep(0.05)
         self._turn += 1
         return targets[self._turn % len(targets)]
 

@@ -311,3 +311,26 @@ async def test_pops_and_pulls_share_the_groups_offsets(cluster: Cluster) -> None
     pulled = await pc.mq.pull("GO", "PopO", 0, int(offset), max_nums=32)
     rest = [m.body for m in decode_all(pulled.body)]
     assert first + popped.bodies + rest == [f"o{i}".encode() for i in range(6)]
+
+
+async def test_a_buffered_checkpoint_not_acked_in_time_is_written_and_the_offset_moves(cluster: Cluster) -> None:
+    broker = await cluster.broker(pop_ck_stay_buffer_time=0.05, pop_buffer_scan_interval=0.01, **FAST)
+    pc = client(cluster, broker)
+    await pc.mq.create_topic("PopK", 1)
+    await send(pc, "PopK", [b"k1", b"k2"])
+    await dispatched(broker)
+    got = await pc.pop("G", "PopK", invisible=60_000)
+    assert broker.consumer_offset_manager.query_offset("G", "PopK", 0) == 0  # buffered
+    await pc.ack("G", "PopK", got.handles[0])
+    for _ in range(200):
+        if broker.consumer_offset_manager.query_offset("G", "PopK", 0) == 2:
+            break
+        await asyncio.sleep(0.01)
+    assert broker.consumer_offset_manager.query_offset("G", "PopK", 0) == 2
+    await pc.ack("G", "PopK", got.handles[1])  # after the write: an ack record
+    await dispatched(broker)
+    revive_topic = broker.pop_message_processor.revive_log.revive_topic
+    records = [m for q in range(8) for m in decode_all(broker.store.get_message("x", revive_topic, q, 0, 9).body)]
+    assert sorted(m.tags for m in records) == ["ack", "ck"]
+    await broker.pop_revive_service.revive_all()
+    assert broker.pop_revive_service.held_count == 0 and broker.pop_message_processor.buffer_merge.merged == 0

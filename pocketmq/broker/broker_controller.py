@@ -124,10 +124,7 @@ class BrokerController:
             config.pull_request_hold_check_interval,
             on_park=self.store.reput_service.hurry,
         )
-        self.pop_message_processor = PopMessageProcessor(self)
-        self.ack_message_processor = AckMessageProcessor(self)
-        self.notification_processor = NotificationProcessor(self)
-        self.pop_revive_service = PopReviveService(self)
+        self._create_pop_parts()
         # The dispatcher polls every 1 ms while pulls or pops wait for arrivals, every 10 ms while none does.
         self.store.reput_service.prompt_needed = self._someone_waits
         processors = (
@@ -171,6 +168,13 @@ class BrokerController:
         self._started = False
         self._stopped = False
         self._recovered_topics: list[str] = []  # topics rebuilt from the store at start (recover_topics)
+
+    def _create_pop_parts(self) -> None:
+        """RocketMQ 5's POP: its processors (registered with the others) and the revive service."""
+        self.pop_message_processor = PopMessageProcessor(self)
+        self.ack_message_processor = AckMessageProcessor(self)
+        self.notification_processor = NotificationProcessor(self)
+        self.pop_revive_service = PopReviveService(self)
 
     # --- addresses ---
 

@@ -334,3 +334,23 @@ async def test_a_buffered_checkpoint_not_acked_in_time_is_written_and_the_offset
     assert sorted(m.tags for m in records) == ["ack", "ck"]
     await broker.pop_revive_service.revive_all()
     assert broker.pop_revive_service.held_count == 0 and broker.pop_message_processor.buffer_merge.merged == 0
+
+
+@pytest.mark.parametrize("probability", [0, 100])
+async def test_the_retry_topic_is_read_first_with_pop_from_retry_probability(
+    cluster: Cluster, probability: int
+) -> None:
+    broker = await cluster.broker(pop_from_retry_probability=probability, **FAST)
+    pc = client(cluster, broker)
+    await pc.mq.create_topic("PopP", 1)
+    await send(pc, "PopP", [b"old"])
+    await dispatched(broker)
+    await pc.pop("G", "PopP", invisible=50)  # not acked: revived into %RETRY%G_PopP
+    for _ in range(200):
+        await asyncio.sleep(0.01)
+        if broker.pop_revive_service.revived:
+            break
+    await send(pc, "PopP", [b"new"])
+    await dispatched(broker)
+    got = await pc.pop("G", "PopP", max_nums=1)
+    assert got.bodies == ([b"old"] if probability == 100 else [b"new"])

@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test bench lint typecheck clean java spark-demo native-clients browser
+.PHONY: run demo test bench lint typecheck clean java spark-demo native-clients browser go-client
 
 SPARK_STAMP := $(VENV)/.installed-spark
 
@@ -40,6 +40,25 @@ $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 	touch $(NODE_STAMP)
 
 native-clients: $(CPP_STAMP) $(NODE_STAMP)
+
+# ---- Apache RocketMQ's Go client (issue 27): rocketmq-client-go v2 ------------------------------------------
+# tests/native_clients/go/main.go, pinned by its go.mod and go.sum, built into go/bin/goclient when a source
+# changed; modules come from the Go module proxy into Go's module cache (~/go/pkg/mod), kept between runs.
+# Go comes from Debian when missing (go.mod asks for 1.18). A failed build stops `make test` with one line.
+GO_DIR := tests/native_clients/go
+GO_CLIENT := $(GO_DIR)/bin/goclient
+
+$(GO_CLIENT): $(GO_DIR)/main.go $(GO_DIR)/go.mod $(GO_DIR)/go.sum
+	@command -v go >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends golang-go >/dev/null; } || \
+	  { echo "make go-client: Go is not installed and apt-get could not install golang-go"; exit 1; }
+	@cd $(GO_DIR) && go build -mod=readonly -buildvcs=false -o bin/goclient . >bin.log 2>&1 || \
+	  { echo "make go-client: could not build rocketmq-client-go v2: $$(grep -v '^#' bin.log | tail -1) (see $(GO_DIR)/bin.log)"; exit 1; }
+	@rm -f $(GO_DIR)/bin.log
+
+go-client: $(GO_CLIENT)
+
+native-clients: go-client
+# ---- end of the Go client block ------------------------------------------------------------------------------
 
 # The console's browser tests (tests/console/test_browser.py): Debian's Chromium, driven by Playwright for Python
 # (the dev extra) through executable_path, so Playwright downloads no browser of its own.
@@ -94,4 +113,4 @@ bench: $(SPARK_STAMP) java
 	$(PY) bench/spark.py
 
 clean:
-	rm -rf $(VENV) $(CPP_VENV) $(NODE_DIR)/node_modules .pocketmq .pocketmq-demo
+	rm -rf $(VENV) $(CPP_VENV) $(NODE_DIR)/node_modules $(GO_DIR)/bin .pocketmq .pocketmq-demo

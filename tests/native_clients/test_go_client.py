@@ -47,9 +47,13 @@ def go_client_built() -> Iterator[None]:
     yield
 
 
+# A half message left unknown is checked back after 2 s instead of 6 s, and checks run every 0.5 s, not 60 s.
+FAST_TRANSACTION_CHECK: dict[str, Any] = {"transaction_timeout": 2.0, "transaction_check_interval": 0.5}
+
+
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[Any]:
-    async with embedded.EmbeddedCluster(tmp_path / "pocketmq", **FAST_RETRY_BROKER) as c:
+    async with embedded.EmbeddedCluster(tmp_path / "pocketmq", **FAST_RETRY_BROKER, **FAST_TRANSACTION_CHECK) as c:
         yield c
 
 
@@ -154,6 +158,29 @@ async def test_go_selector_picks_the_queue_and_each_order_stays_in_sequence(
         in_queue = sorted((m for m in stored if m.queue_id == order_queue[order]), key=lambda m: m.queue_offset)
         assert [int(m.properties["idx"]) for m in in_queue if int(m.properties["idx"]) % 4 == order] == list(
             range(order, 40, 4))
+
+
+async def test_go_transaction_producer_commits_rolls_back_and_answers_the_check(
+    cluster: Any, clients: Clients
+) -> None:
+    topic, prefix = unique("GoTxnT"), unique("gt")
+    await create_topic(cluster, topic)
+    # idx % 3: commit, rollback, unknown; the broker checks the unknown ones back and the driver commits them.
+    driver = await clients.run("go", "send", "--mode", "transaction", "--topic", topic, "--group", unique("GoTxnPG"),
+                               "--count", "9", "--prefix", prefix)
+    sent = sent_by_index(driver.of("sent"))
+    assert [(sent[i]["status"], sent[i]["local_state"]) for i in range(9)] == [
+        ("SEND_OK", ("COMMIT_MESSAGE", "ROLLBACK_MESSAGE", "UNKNOW")[i % 3]) for i in range(9)]
+    checked = {e["i"] for e in driver.of("check")}
+    assert {2, 5, 8} <= checked
+    assert all(e["topic"] == topic for e in driver.of("check"))  # the check carries the real topic back
+    stored = await pull_with_pocketmq(cluster, topic)
+    assert sorted(int(m.properties["idx"]) for m in stored) == [0, 2, 3, 5, 6, 8]
+    for m in stored:
+        i = int(m.properties["idx"])
+        assert (m.body.decode(), m.tags, " ".join(m.keys)) == (body_for(prefix, i), TAGS[i % 3], sent[i]["keys"])
+        assert m.uniq_key == sent[i]["msg_id"]
+    assert cluster.broker.end_transaction_processor.rolled_back >= 3
 
 
 # ---- the Go push consumer -----------------------------------------------------------------------------------

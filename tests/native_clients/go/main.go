@@ -2,7 +2,7 @@
 // (tests/native_clients/test_go_client.py).
 //
 //	goclient --namesrv 127.0.0.1:9876 [--timeout s] send --topic T --group PG --count 100 --prefix run1 \
-//	    [--mode sync|async|batch] [--selector roundrobin|order|hash --order-ids 4]
+//	    [--mode sync|async|batch|transaction] [--selector roundrobin|order|hash --order-ids 4]
 //	goclient --namesrv ... push --topic T --group CG [--expression "TagA || TagB"] [--expect 10] [--orderly] \
 //	    [--retry-key K] [--linger s]
 //
@@ -82,6 +82,62 @@ func (s orderSelector) Select(msg *primitive.Message, mqs []*primitive.MessageQu
 	return sorted[(idx%s.orders)%len(sorted)]
 }
 
+// outcomes answers a transactional send by the message's index: idx % 3 is commit, rollback or unknown; a
+// check-back (the broker asks about a half message left unknown) commits, and is reported.
+type outcomes struct{ checks chan int }
+
+func (o outcomes) ExecuteLocalTransaction(msg *primitive.Message) primitive.LocalTransactionState {
+	idx, _ := strconv.Atoi(msg.GetProperty("idx"))
+	return [...]primitive.LocalTransactionState{primitive.CommitMessageState, primitive.RollbackMessageState,
+		primitive.UnkonwnState}[idx%3]
+}
+
+func (o outcomes) CheckLocalTransaction(msg *primitive.MessageExt) primitive.LocalTransactionState {
+	idx, _ := strconv.Atoi(msg.GetProperty("idx"))
+	emit("check", map[string]any{"i": idx, "keys": msg.GetKeys(), "topic": msg.Topic, "msg_id": msg.MsgId,
+		"transaction_id": msg.TransactionId, "queue_offset": msg.QueueOffset})
+	o.checks <- idx
+	if idx%3 == 1 {
+		return primitive.RollbackMessageState
+	}
+	return primitive.CommitMessageState
+}
+
+func transactions(namesrv string, a sendArgs, opts []producer.Option) error {
+	listener := outcomes{checks: make(chan int, 1024)}
+	p, err := rocketmq.NewTransactionProducer(listener, opts...)
+	if err != nil {
+		return err
+	}
+	if err := p.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = p.Shutdown() }()
+	emit("started", map[string]any{"client": "go", "role": "transaction producer"})
+	unknown := map[int]bool{}
+	for i := 0; i < a.count; i++ {
+		msg, fields := message(a, i)
+		r, err := p.SendMessageInTransaction(context.Background(), msg)
+		if err != nil {
+			fields = result(fields, nil, err)
+		} else {
+			fields = result(fields, r.SendResult, nil)
+			fields["local_state"] = [...]string{"", "COMMIT_MESSAGE", "ROLLBACK_MESSAGE", "UNKNOW"}[r.State]
+			fields["transaction_id"] = r.TransactionID
+		}
+		if i%3 == 2 {
+			unknown[i] = true
+		}
+		emit("sent", fields)
+	}
+	// Stay until the broker has checked back every unknown one.
+	for len(unknown) > 0 {
+		delete(unknown, <-listener.checks)
+	}
+	emit("done", map[string]any{"timed_out": false, "sent": a.count})
+	return nil
+}
+
 func message(a sendArgs, i int) (*primitive.Message, map[string]any) {
 	body := bodyFor(a.prefix, i)
 	msg := primitive.NewMessage(a.topic, []byte(body))
@@ -120,7 +176,7 @@ func send(namesrv string, args []string) error {
 	fs.StringVar(&a.topic, "topic", "", "topic")
 	fs.StringVar(&a.group, "group", "GoProducer", "producer group")
 	fs.StringVar(&a.prefix, "prefix", "go", "body and key prefix")
-	fs.StringVar(&a.mode, "mode", "sync", "sync, async or batch")
+	fs.StringVar(&a.mode, "mode", "sync", "sync, async, batch or transaction")
 	fs.StringVar(&a.selector, "selector", "roundrobin", "roundrobin, order (idx % order-ids) or hash (sharding key)")
 	fs.IntVar(&a.count, "count", 10, "messages")
 	fs.IntVar(&a.orderIDs, "order-ids", 0, "order ids for the order and hash selectors")
@@ -137,6 +193,9 @@ func send(namesrv string, args []string) error {
 	case "roundrobin":
 	default:
 		return fmt.Errorf("unknown selector %q", a.selector)
+	}
+	if a.mode == "transaction" {
+		return transactions(namesrv, a, opts)
 	}
 	p, err := rocketmq.NewProducer(opts...)
 	if err != nil {

@@ -261,3 +261,21 @@ async def test_go_reconsume_later_comes_back_with_reconsume_times_plus_one(clust
     assert reported(again[0]) == expected(msgs[4])
     assert set(by_keys(driver.consumed)) == {expected(m)["keys"] for m in msgs}
     assert cluster.store.get_max_offset_in_queue(f"%RETRY%{group}", 0) == 1
+
+
+# ---- the Go admin API ---------------------------------------------------------------------------------------
+
+
+async def test_go_admin_creates_lists_and_deletes_a_topic(cluster: Any, clients: Clients) -> None:
+    topic = unique("GoAdminT")
+    driver = await clients.run("go", "admin", "--topic", topic, "--broker", cluster.broker_addr, "--queues", "8")
+    assert [e.get("error") for e in driver.events if e["event"] not in ("started", "done")] == [None] * 6
+    # UPDATE_AND_CREATE_TOPIC to the broker (the Go admin ignores the response code: the config is the proof).
+    assert driver.of("created")
+    assert topic in driver.of("topics")[0]["topics"]
+    assert driver.of("queues")[0]["queue_ids"] == list(range(8))  # the route the broker registered at once
+    assert driver.of("clusters")[0]["clusters"] == [cluster.broker.broker_config.broker_cluster_name]
+    assert "SELF_TEST_C_GROUP" in driver.of("groups")[0]["groups"]
+    # DELETE_TOPIC_IN_BROKER, then DELETE_TOPIC_IN_NAMESRV.
+    assert cluster.broker.topic_config_manager.select_topic_config(topic) is None
+    assert topic not in cluster.namesrv.route_info_manager.get_all_topic_list().topic_list

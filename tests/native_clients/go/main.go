@@ -5,6 +5,7 @@
 //	    [--mode sync|async|batch|transaction] [--selector roundrobin|order|hash --order-ids 4]
 //	goclient --namesrv ... push --topic T --group CG [--expression "TagA || TagB"] [--expect 10] [--orderly] \
 //	    [--retry-key K] [--linger s]
+//	goclient --namesrv ... admin --topic T --broker 127.0.0.1:10911 [--queues 8]
 //
 // Output: one JSON object per line on stdout ({"event": ...}); the last one is {"event": "done", ...}. A line
 // "stop" on stdin ends a push consumer early. Every scenario has a deadline (--timeout seconds) after which the
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	rocketmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/admin"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
@@ -372,6 +374,63 @@ func push(namesrv string, args []string) error {
 	return nil
 }
 
+// adminScenario is what an application does with the Go client's admin API: create a topic on a broker, list
+// topics, routes, clusters and subscription groups, and delete the topic again.
+func adminScenario(namesrv string, args []string) error {
+	fs := flag.NewFlagSet("admin", flag.ContinueOnError)
+	topic := fs.String("topic", "", "topic to create and delete")
+	broker := fs.String("broker", "", "broker address")
+	queues := fs.Int("queues", 8, "read and write queues of the new topic")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver([]string{namesrv})))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = adm.Close() }()
+	ctx := context.Background()
+	emit("started", map[string]any{"client": "go", "role": "admin"})
+	errText := func(err error) any {
+		if err != nil {
+			return err.Error()
+		}
+		return nil
+	}
+	err = adm.CreateTopic(ctx, admin.WithTopicCreate(*topic), admin.WithBrokerAddrCreate(*broker),
+		admin.WithReadQueueNums(*queues), admin.WithWriteQueueNums(*queues))
+	emit("created", map[string]any{"topic": *topic, "error": errText(err)})
+	list, err := adm.FetchAllTopicList(ctx)
+	fields := map[string]any{"error": errText(err)}
+	if list != nil {
+		fields["topics"] = list.TopicList
+	}
+	emit("topics", fields)
+	mqs, err := adm.FetchPublishMessageQueues(ctx, *topic)
+	ids := []int{}
+	for _, mq := range mqs {
+		ids = append(ids, mq.QueueId)
+	}
+	emit("queues", map[string]any{"topic": *topic, "queue_ids": ids, "error": errText(err)})
+	clusters, err := adm.FetchClusterList(*topic)
+	emit("clusters", map[string]any{"clusters": clusters, "error": errText(err)})
+	groups, err := adm.GetAllSubscriptionGroup(ctx, *broker, 3*time.Second)
+	fields = map[string]any{"error": errText(err)}
+	if groups != nil {
+		names := []string{}
+		for name := range groups.SubscriptionGroupTable {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		fields["groups"] = names
+	}
+	emit("groups", fields)
+	err = adm.DeleteTopic(ctx, admin.WithTopicDelete(*topic), admin.WithBrokerAddrDelete(*broker))
+	emit("deleted", map[string]any{"topic": *topic, "error": errText(err)})
+	emit("done", map[string]any{"timed_out": false})
+	return nil
+}
+
 func main() {
 	// GOCLIENT_LOG_LEVEL=info (or debug) shows the library's own account on stderr.
 	level := os.Getenv("GOCLIENT_LOG_LEVEL")
@@ -385,7 +444,7 @@ func main() {
 	_ = fs.Parse(os.Args[1:])
 	rest := fs.Args()
 	if *namesrv == "" || len(rest) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: goclient --namesrv host:port [--timeout s] (send|push) [options]")
+		fmt.Fprintln(os.Stderr, "usage: goclient --namesrv host:port [--timeout s] (send|push|admin) [options]")
 		os.Exit(2)
 	}
 	time.AfterFunc(time.Duration(*timeout*float64(time.Second)), func() {
@@ -398,6 +457,8 @@ func main() {
 		err = send(*namesrv, rest[1:])
 	case "push":
 		err = push(*namesrv, rest[1:])
+	case "admin":
+		err = adminScenario(*namesrv, rest[1:])
 	default:
 		err = errors.New("unknown scenario: " + rest[0])
 	}

@@ -35,7 +35,7 @@ from test_real_clients import (
 from pocketmq import embedded
 from pocketmq.client import Message, MessageQueue, Producer
 
-SOURCES = [GO_CLIENT.parents[1] / name for name in ("main.go", "go.mod", "go.sum")]
+SOURCES = [Path(__file__).resolve().parent / "go" / name for name in ("main.go", "go.mod", "go.sum")]
 
 
 @pytest.fixture(autouse=True)

@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test bench lint typecheck clean java spark-demo native-clients browser apache-rocketmq go-client spring-client
+.PHONY: run demo test bench lint typecheck clean java spark-demo native-clients browser apache-rocketmq go-client spring-client java-clients
 
 SPARK_STAMP := $(VENV)/.installed-spark
 
@@ -113,6 +113,24 @@ $(APACHE_DIR)/%/.resolved: tests/apache/pom.xml | java
 
 apache-rocketmq: $(APACHE_STAMPS)
 
+# The Java client harness (tests/java_client): one source tree built against each RocketMQ Java client the suite
+# runs, 4.9.8 and 5.x's remoting client, into .java-clients/<version>/ (harness.jar and lib/). Rebuilt only when its
+# sources change; Maven keeps the artifacts in ~/.m2. tests/java_client/java_harness.py names the same versions.
+JAVA_CLIENT_VERSIONS := 4.9.8 5.5.0
+JAVA_CLIENT_DIR := .java-clients
+JAVA_CLIENT_SOURCES := tests/java_client/pom.xml $(shell find tests/java_client/src -name '*.java' 2>/dev/null)
+JAVA_CLIENT_STAMPS := $(foreach v,$(JAVA_CLIENT_VERSIONS),$(JAVA_CLIENT_DIR)/$(v)/.built)
+
+$(JAVA_CLIENT_DIR)/%/.built: $(JAVA_CLIENT_SOURCES) | java
+	rm -rf $(JAVA_CLIENT_DIR)/$* && mkdir -p $(JAVA_CLIENT_DIR)
+	mvn -B -q -f tests/java_client/pom.xml -Drocketmq.client.version=$* $(if $(filter 4.%,$*),-Pclient4) \
+	  -Dharness.out=$(CURDIR)/$(JAVA_CLIENT_DIR)/$* -DskipTests package dependency:copy-dependencies \
+	  >$(JAVA_CLIENT_DIR)/$*.log 2>&1 || \
+	  { echo "make java-clients: rocketmq-client $* could not be fetched from Maven Central or built (see $(JAVA_CLIENT_DIR)/$*.log)"; exit 1; }
+	touch $@
+
+java-clients: $(JAVA_CLIENT_STAMPS)
+
 # A name server and a broker in one process, store in ./.pocketmq; Ctrl-C stops it cleanly.
 run: $(STAMP)
 	$(VENV)/bin/pocketmq dev
@@ -131,7 +149,7 @@ lint: $(STAMP)
 typecheck: $(SPARK_STAMP)
 	$(VENV)/bin/mypy
 
-test: $(SPARK_STAMP) lint typecheck java native-clients browser apache-rocketmq
+test: $(SPARK_STAMP) lint typecheck java native-clients browser apache-rocketmq java-clients
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
 # Order events streamed through Spark into per-minute aggregates, on a cluster of its own (examples/).
@@ -159,4 +177,4 @@ bench: $(SPARK_STAMP) java apache-rocketmq $(BENCH_JAVA_STAMP)
 	$(PY) bench/spark.py
 
 clean:
-	rm -rf $(VENV) $(CPP_VENV) $(NODE_DIR)/node_modules $(GO_DIR)/bin $(SPRING_DIR)/target .pocketmq .pocketmq-demo $(APACHE_DIR)
+	rm -rf $(VENV) $(CPP_VENV) $(NODE_DIR)/node_modules $(GO_DIR)/bin $(SPRING_DIR)/target .pocketmq .pocketmq-demo $(APACHE_DIR) $(JAVA_CLIENT_DIR)

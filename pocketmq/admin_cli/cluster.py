@@ -86,7 +86,8 @@ async def get_broker_config(admin: MQAdminExt, args: argparse.Namespace) -> Prin
     for addr in await _addrs(admin, args):
         conf = await admin.get_broker_config(addr)
         out[addr] = conf
-        lines.append(f"============{addr}============")
+        # mqadmin names the role when it walks a cluster (_addrs gives the masters), not for -b.
+        lines.append(f"============{'Master: ' if args.cluster_name else ''}{addr}============")
         lines += [f"{k:<50}=  {v}" for k, v in sorted(conf.items())]
     return Printable(out, lines)
 

@@ -68,10 +68,11 @@ def message_data(msg: MessageExt) -> dict[str, Any]:
     }
 
 
-def message_lines(msg: MessageExt) -> list[str]:
-    """QueryMsgByIdSubCommand.printMsg's fields (the body printed, not written to a file)."""
+def message_lines(msg: MessageExt, offset_id: bool = True) -> list[str]:
+    """QueryMsgByIdSubCommand.printMsg's fields (the body printed, not written to a file); queryMsgByUniqueKey
+    prints no OffsetID, as mqadmin's."""
     fields = [
-        ("OffsetID:", msg.offset_msg_id), ("MsgId:", msg.msg_id), ("Topic:", msg.topic),
+        *((("OffsetID:", msg.offset_msg_id),) if offset_id else ()), ("Topic:", msg.topic),
         ("Tags:", f"[{msg.tags}]"), ("Keys:", f"[{' '.join(msg.keys) or None}]"), ("Queue ID:", msg.queue_id),
         ("Queue Offset:", msg.queue_offset), ("CommitLog Offset:", msg.commit_log_offset),
         ("Reconsume Times:", msg.reconsume_times), ("Born Timestamp:", human_time(msg.born_timestamp)),
@@ -83,12 +84,12 @@ def message_lines(msg: MessageExt) -> list[str]:
     return [f"{k:<20} {v}" for k, v in fields]
 
 
-def _found(msgs: list[MessageExt], what: str) -> Printable:
+def _found(msgs: list[MessageExt], what: str, offset_id: bool = True) -> Printable:
     if not msgs:
         raise MQClientException(f"Message not found: {what}")
     lines: list[str] = []
     for m in msgs:
-        lines += [*message_lines(m), ""]
+        lines += [*message_lines(m, offset_id), ""]
     return Printable([message_data(m) for m in msgs] if len(msgs) > 1 else message_data(msgs[0]), lines[:-1])
 
 
@@ -110,7 +111,7 @@ async def query_msg_by_key(admin: MQAdminExt, args: argparse.Namespace) -> Print
 
 async def query_msg_by_unique_key(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
     msg = await admin.query_message_by_unique_key(args.topic, args.msgId)
-    return _found([msg] if msg else [], f"topic {args.topic} id {args.msgId}")
+    return _found([msg] if msg else [], f"topic {args.topic} id {args.msgId}", offset_id=False)
 
 
 async def query_msg_by_offset(admin: MQAdminExt, args: argparse.Namespace) -> Printable:

@@ -152,7 +152,7 @@ def test_group_commands_and_reset(cluster: ThreadedCluster, capsys: pytest.Captu
     assert reset["online"] is False and {"brokerName": "broker-a", "queueId": 0, "offset": 0} in reset["offsets"]
     assert brokers(cluster)[0].consumer_offset_manager.query_offset("CliG", "CliG_T", 0) == 0
     code, out, _ = cli(capsys, cluster, "resetOffsetByTime", "-g", "CliG", "-t", "CliG_T", "-s", "now")
-    assert code == 0 and out.startswith("rollback consumer offset by specified consumerGroup[CliG], topic[CliG_T]")
+    assert code == 0 and out.startswith("rollback consumer offset by specified group[CliG], topic[CliG_T]")
 
     # Messages by key, by either id, by offset.
     code, out, _ = cli(capsys, cluster, "queryMsgByKey", "-t", "CliG_T", "-k", "k1")

@@ -337,7 +337,7 @@ def test_commands_sign_with_credentials_on_an_acl_cluster(
     assert code == 0 and "SEND_OK" in out, err
     assert acl_cluster.wait_dispatched()
     code, out, err = cli(capsys, acl_cluster, "consumeMessage", "-t", topic, "-g", "CliAclG", *p, *USER_KEYS)
-    assert code == 0 and "body=signed" in out, err
+    assert code == 0 and "BODY: signed" in out, err
     status = cli_json(capsys, acl_cluster, "topicStatus", "-t", topic, *p, *USER_KEYS)
     assert sum(s["maxOffset"] for s in status) == 1
     # The account may come from the environment instead (kept out of `ps`).

@@ -332,16 +332,23 @@ def test_send_message_and_consume_message(sides: tuple[Side, Side], mqadmin: Mqa
     assert rows(pocket)[1][:3] == ["broker-a", "1", "SEND_OK"]
     apache, pocket = mqadmin.both(sides, "consumeMessage", "-t", topic, "-g", f"MqaTools{SUFFIX}")
 
-    def consumed(text: str) -> tuple[list[str], str]:
-        # The queues come in a HashSet's order; the message line names the stored record's fields.
-        queue_lines = sorted(line for line in mask(text).splitlines() if line.startswith("MessageQueue"))
-        message = next(line for line in mask(text).splitlines() if line.startswith("MSGID"))
-        message = re.sub(r"(storeSize|commitLogOffset|bornTimestamp|storeTimestamp)=\d+", r"\1=N", message)
-        message = re.sub(r", (CLUSTER|WAIT)=[^,}]+", "", message)
-        return queue_lines, message
-
     assert consumed(pocket) == consumed(apache)
     assert "BODY: hello" in pocket and "queueId=1" in pocket
+
+
+def consumed(text: str) -> tuple[list[str], int, str]:
+    """consumeMessage's output: its queue lines (in a HashSet's order: sorted here), its "Consume ok" lines, and
+    its message line without what differs (record sizes and offsets, times; Apache's CLUSTER property and
+    pocketmq's WAIT; the properties' order, a HashMap's in mqadmin)."""
+    lines = mask(text).splitlines()
+    queue_lines = sorted(line for line in lines if line.startswith("MessageQueue"))
+    message = next(line for line in lines if line.startswith("MSGID"))
+    message = re.sub(r"(storeSize|commitLogOffset|bornTimestamp|storeTimestamp)=\d+", r"\1=N", message)
+    props = re.search(r"properties=\{([^}]*)\}", message)
+    assert props is not None, message
+    kept = sorted(p for p in props.group(1).split(", ") if not p.startswith(("CLUSTER=", "WAIT=")))
+    message = message.replace(props.group(0), "properties={" + ", ".join(kept) + "}")
+    return queue_lines, lines.count("Consume ok"), message
 
 
 # --- offsets --------------------------------------------------------------------------------------------------
@@ -474,6 +481,22 @@ def test_pocketmq_delete_commands_print_what_mqadmin_prints(
         assert pocketmq_main([command, "-n", pocket.namesrv_addr, "-c", CLUSTER, option, value.format("B")]) == 0
         mine = capsys.readouterr().out
         assert rows(mine.replace(value.format("B"), value.format("A"))) == rows(theirs)
+
+
+def test_pocketmq_consume_message_prints_what_mqadmin_prints(
+    sides: tuple[Side, Side], mqadmin: Mqadmin, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, pocket = sides
+    topic = f"MqaOwnConsume{SUFFIX}"
+    mqadmin.run(pocket.namesrv_addr, "updateTopic", "-c", CLUSTER, "-t", topic, "-r", "3", "-w", "3")
+    mqadmin.run(pocket.namesrv_addr, "sendMessage", "-t", topic, "-p", "døgn", "-k", "k", "-b", "broker-a", "-i", "2")
+    args = ("consumeMessage", "-t", topic, "-g", f"MqaOwnTools{SUFFIX}")
+    theirs = mqadmin.run(pocket.namesrv_addr, *args)
+    capsys.readouterr()
+    assert pocketmq_main([args[0], "-n", pocket.namesrv_addr, *args[1:]]) == 0
+    mine = capsys.readouterr().out
+    assert consumed(mine) == consumed(theirs)
+    assert "body=[100, -61, -72, 103, 110]" in mine  # Java's signed bytes of "døgn"
 
 
 def test_pocketmq_send_message_prints_what_mqadmin_prints(

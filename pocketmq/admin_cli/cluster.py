@@ -73,10 +73,9 @@ async def broker_status(admin: MQAdminExt, args: argparse.Namespace) -> Printabl
     for addr in addrs:
         kv = await admin.fetch_broker_runtime_stats(addr)
         out[addr] = kv
-        width = max(len(k) for k in kv) if kv else 0
-        for k in sorted(kv):
+        for k in sorted(kv):  # mqadmin's printf widths: a longer key pushes its own line only
             prefix = f"{addr:<24} " if len(addrs) > 1 or args.cluster_name else ""
-            lines.append(f"{prefix}{k:<{max(width, 32)}}: {kv[k]}")
+            lines.append(f"{prefix}{k:<32}: {kv[k]}")
     return Printable(out if len(addrs) > 1 or args.cluster_name else out[addrs[0]], lines)
 
 

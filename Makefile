@@ -99,15 +99,23 @@ test: $(SPARK_STAMP) lint typecheck java native-clients browser apache-rocketmq
 spark-demo: $(SPARK_STAMP) java
 	$(PY) examples/spark_pipeline.py
 
+# bench/apache.py's Java side: RocketMQ's Java client 4.9.8 driving the e2e workloads (bench/java).
+BENCH_JAVA_STAMP := bench/java/target/.built
+
+$(BENCH_JAVA_STAMP): bench/java/pom.xml $(wildcard bench/java/src/main/java/io/pocketmq/bench/*.java) | java
+	mvn -B -q -f bench/java/pom.xml package dependency:copy-dependencies -DoutputDirectory=target/lib
+	touch $@
+
 # The peers of bench/e2e.py (Redis 7, NATS JetStream) come from Debian when missing; their Python clients
-# from the `bench` extra. The benches themselves install nothing.
-bench: $(SPARK_STAMP) java
+# from the `bench` extra; Apache RocketMQ (bench/apache.py) from Maven Central. The benches install nothing.
+bench: $(SPARK_STAMP) java apache-rocketmq $(BENCH_JAVA_STAMP)
 	@command -v redis-server >/dev/null && command -v nats-server >/dev/null || \
 	  { apt-get update -qq && apt-get install -y -qq redis-server nats-server; } || \
 	  echo "make bench: could not install redis-server/nats-server; bench/e2e.py will skip those peers"
 	$(PY) -m pip install --quiet -e '.[dev,bench,spark]'
 	$(PY) bench/storage.py
 	$(PY) bench/e2e.py
+	$(PY) bench/apache.py
 	$(PY) bench/scale.py
 	$(PY) bench/spark.py
 

@@ -33,7 +33,7 @@ from pocketmq.client import (
     SendStatus,
     TransactionProducer,
 )
-from pocketmq.client.mq_admin_ext import MQAdminExt
+from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.client.trace import decoder_from_trace_data_string
 from pocketmq.embedded import EmbeddedCluster
 from pocketmq.remoting.body import TopicConfig

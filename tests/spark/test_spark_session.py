@@ -403,7 +403,7 @@ def test_reads_from_and_writes_to_apache_rocketmq(spark, apache_rocketmq):
     import asyncio
     import uuid
 
-    from pocketmq.client.mq_admin_ext import MQAdminExt
+    from pocketmq.client.admin.mq_admin_ext import MQAdminExt
     from pocketmq.remoting.body import TopicConfig
 
     source, sink = f"SparkIn{uuid.uuid4().hex[:8]}", f"SparkOut{uuid.uuid4().hex[:8]}"

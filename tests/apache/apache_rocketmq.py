@@ -221,6 +221,11 @@ class ApacheRocketMQ:
         for name in ("namesrv", "broker", "tools"):
             shutil.copyfile(LOGBACK, self.home / "conf" / f"logback_{name}.xml")
 
+    def prepare_tools(self) -> ApacheRocketMQ:
+        """Only mqadmin of this version (its home and logback file), no servers: ``mqadmin(..., "-n", addr)``."""
+        self._prepare_home()
+        return self
+
     def broker_conf(self) -> dict[str, str]:
         conf = {
             "brokerClusterName": "DefaultCluster",

@@ -85,6 +85,7 @@ def test_update_topic_attributes(cluster: ThreadedCluster, capsys: pytest.Captur
     code, out, err = cli(capsys, cluster, "updateTopic", "-c", "DefaultCluster", "-t", "CliTyped",
                          "-a", "+message.type=DELAY")
     assert code == 0 and out.count("create topic to ") == 2, err
+    assert "order=false, attributes={+message.type=DELAY}]" in out  # RocketMQ 5's TopicConfig.toString
     assert all(b.topic_config_manager.select_topic_config("CliTyped").attributes == {"message.type": "DELAY"}
                for b in brokers(cluster))
     code, out, err = cli(capsys, cluster, "updateTopic", "-c", "DefaultCluster", "-t", "CliTyped", "-a", "+color=red")

@@ -10,7 +10,6 @@ import time
 from collections import Counter
 
 from broker_harness import MQ
-from conftest import pull_all
 
 from pocketmq.broker import BrokerController
 from pocketmq.common.codec import decode_all
@@ -30,8 +29,18 @@ async def wait_for(predicate, timeout: float = GUARD) -> None:  # type: ignore[n
         await asyncio.sleep(0.02)
 
 
+async def pull_all(mq: MQ, topic: str, queue_id: int) -> list[bytes]:
+    out: list[bytes] = []
+    while True:
+        resp = await mq.pull("G", topic, queue_id, len(out), max_nums=32)
+        msgs = decode_all(resp.body) if resp.code == ResponseCode.SUCCESS else []
+        if not msgs:
+            return out
+        out += [m.body for m in msgs]
+
+
 async def delivered(mq: MQ, topic: str, queues: int) -> list[bytes]:
-    return [body for q in range(queues) for _, body in await pull_all(mq, topic, q)]
+    return [body for q in range(queues) for body in await pull_all(mq, topic, q)]
 
 
 async def test_timer_message_three_seconds_ahead(cluster) -> None:

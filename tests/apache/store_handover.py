@@ -18,15 +18,18 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pocketmq.client import Message, Producer, PullConsumer, PullStatus
+from pocketmq.client import Message, MessageQueue, Producer, PullConsumer, PullStatus
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.client.producer.transaction_producer import LocalTransactionState, TransactionProducer
 from pocketmq.common.message import MessageExt
+from pocketmq.remoting import fastjson
+from pocketmq.remoting.body import TopicConfig
+from pocketmq.remoting.client_body import SubscriptionGroupConfig
 from pocketmq.remoting.header import ConsumerSendMsgBackRequestHeader
 from tests.apache.apache_rocketmq import V4, ApacheRocketMQ
 from tests.apache.pocketmq_process import PocketMQBroker, PocketMQNamesrv
@@ -45,9 +48,13 @@ STORE = {
 }
 
 NORMAL, BATCH, TX, DELAY = "HandNormal", "HandBatch", "HandTx", "HandDelay"
-RETRY_GROUP, RESUME_GROUP = "cg-hand-retry", "cg-hand-resume"
+RETRY_GROUP, RESUME_GROUP, CUSTOM_GROUP = "cg-hand-retry", "cg-hand-resume", "cg-hand-custom"
+# A topic with settings of its own. (Not the order flag: 4.9.x's broker does not keep it from
+# UPDATE_AND_CREATE_TOPIC, pocketmq's and 5.x's do.)
+CUSTOM_TOPIC = TopicConfig("HandCustom", 3, 2, 4, "MULTI_TAG")
 RETRY_TOPIC = f"%RETRY%{RETRY_GROUP}"
 PENDING_DELAY_LEVEL = 3
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 # Properties a pull adds on the way out (the client's, or the broker's answer): not part of the store.
 READ_TIME_PROPERTIES = {"MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME"}
 
@@ -81,28 +88,22 @@ class _Committing:
         return LocalTransactionState.COMMIT_MESSAGE
 
 
-async def _in_chunks(coros: list[Any], width: int = 32) -> list[Any]:
+async def _in_chunks(send: Callable[[int], Awaitable[Any]], count: int, width: int = 16) -> list[Any]:
+    """``send(i)`` for i < count, ``width`` at a time."""
     out: list[Any] = []
-    for start in range(0, len(coros), width):
-        out += await asyncio.gather(*coros[start:start + width])
+    for start in range(0, count, width):
+        out += await asyncio.gather(*(send(i) for i in range(start, min(start + width, count))))
     return out
 
 
 async def write_workload(namesrv_addr: str, normal: int) -> Workload:
     work = Workload(normal, batches=max(1, normal // 100))
     async with Producer("pg-hand", namesrv_addr, protocol="rocketmq") as producer:
-        results = await _in_chunks([producer.send(_normal_message(i)) for i in range(normal)])
+        results = await _in_chunks(lambda i: producer.send(_normal_message(i)), normal)
         work.sent_ids += [r.msg_id for r in results]
         for b in range(work.batches):
             batch = [Message(BATCH, f"batch {b}.{j}".encode(), keys=f"bkey-{b}-{j}") for j in range(work.batch_size)]
             work.sent_ids += (await producer.send_batch(batch)).msg_id.split(",")
-        for level, n in ((1, 3), (PENDING_DELAY_LEVEL, 3)):
-            for i in range(n):
-                msg = Message(DELAY, f"delay {level}.{i}".encode(), keys=f"dkey-{level}-{i}")
-                msg.delay_time_level = level
-                await producer.send(msg)
-                if level == PENDING_DELAY_LEVEL:
-                    work.pending_delayed.append(msg.body)
     async with TransactionProducer("pg-hand-tx", namesrv_addr, _Committing(), protocol="rocketmq") as tx:
         for i in range(6):
             await tx.send_message_in_transaction(Message(TX, f"tx {i}".encode(), keys=f"tkey-{i}"), str(i))
@@ -119,10 +120,29 @@ async def write_workload(namesrv_addr: str, normal: int) -> Workload:
     async with PullConsumer(RESUME_GROUP, namesrv_addr, protocol="rocketmq") as consumer:
         for mq in await consumer.fetch_subscribe_message_queues(NORMAL):
             await consumer.update_consume_offset(mq, 3 + mq.queue_id, flush=True)
-    # The fired delays and retries are in their topics before the writer stops.
-    await wait_for_count(namesrv_addr, DELAY, 3)
+    # A group and a topic with settings of their own (subscriptionGroup.json, topics.json).
+    async with MQAdminExt(namesrv_addr, protocol="rocketmq") as admin:
+        await admin.create_subscription_group(SubscriptionGroupConfig(
+            CUSTOM_GROUP, consume_broadcast_enable=False, retry_queue_nums=2, retry_max_times=5), "DefaultCluster")
+        [addr] = (await admin.master_addrs()).values()
+        await admin.create_and_update_topic_config(addr, CUSTOM_TOPIC)
+    # The retries are in their topic before the writer stops.
     await wait_for_count(namesrv_addr, RETRY_TOPIC, 5)
     return work
+
+
+async def write_delays(namesrv_addr: str, work: Workload) -> list[tuple[Any, ...]]:
+    """Delayed messages, last thing before the writer stops: three that fire at once and three still pending when
+    it stops; returns the topic once the first three are in it."""
+    async with Producer("pg-hand-delay", namesrv_addr, protocol="rocketmq") as producer:
+        for level in (1, PENDING_DELAY_LEVEL):
+            for i in range(3):
+                msg = Message(DELAY, f"delay {level}.{i}".encode(), keys=f"dkey-{level}-{i}")
+                msg.delay_time_level = level
+                await producer.send(msg)
+                if level == PENDING_DELAY_LEVEL:
+                    work.pending_delayed.append(msg.body)
+    return await wait_for_count(namesrv_addr, DELAY, 3)
 
 
 def _row(m: MessageExt) -> tuple[Any, ...]:
@@ -165,10 +185,13 @@ class Snapshot:
     topics: dict[str, list[tuple[Any, ...]]]
     offsets: dict[int, int]  # RESUME_GROUP's committed offset per queue of NORMAL
     by_key: dict[str, list[str]]  # key -> offsetMsgIds queryMessage finds
+    configs: dict[str, Any] = field(default_factory=dict)  # the workload's topic configs and CUSTOM_GROUP's
 
 
 async def snapshot(namesrv_addr: str, work: Workload,
-                   topics: tuple[str, ...] = (NORMAL, BATCH, TX, RETRY_TOPIC, DELAY)) -> Snapshot:
+                   topics: tuple[str, ...] = (NORMAL, BATCH, TX, RETRY_TOPIC)) -> Snapshot:
+    """Every message of ``topics`` and the rest of what the reader must serve alike (DELAY is read apart: its
+    pending messages fire in between)."""
     got = {topic: await read_topic(namesrv_addr, topic) for topic in topics}
     offsets: dict[int, int] = {}
     async with PullConsumer(RESUME_GROUP, namesrv_addr, protocol="rocketmq") as consumer:
@@ -181,15 +204,26 @@ async def snapshot(namesrv_addr: str, work: Workload,
             topic = BATCH if key.startswith("bkey") else NORMAL
             found = await admin.query_message(topic, key, max_num=64, begin=0)
             by_key[key] = sorted(m.offset_msg_id for m in found)
-    return Snapshot(got, offsets, by_key)
+        [addr] = (await admin.master_addrs()).values()
+        configs: dict[str, Any] = {
+            name: tc for name, tc in (await admin.get_all_topic_config(addr)).topic_config_table.items()
+            if name in topics or name == CUSTOM_TOPIC.topic_name}
+        configs[CUSTOM_GROUP] = (await admin.get_all_subscription_group(addr)).get(CUSTOM_GROUP)
+    return Snapshot(got, offsets, by_key, configs)
 
 
 # --- the handover, each way --------------------------------------------------------------------------------------
 
 
+# Apache's flow control answers SYSTEM_BUSY to a send that waited 200 ms in its queue or a put that took 1 s, which a
+# busy test machine sees; the workload's sends are not retried on it (nor are the Java client's).
+APACHE_PATIENCE = {"waitTimeMillsInSendQueue": "10000", "osPageCacheBusyTimeOutMills": "10000"}
+
+
 def apache_on(home: Path, namesrv_addr: str, store: Path, conf: dict[str, str]) -> ApacheRocketMQ:
     return ApacheRocketMQ(home, version=V4, namesrv_addr=namesrv_addr, brokerName="broker-a",
-                          storePathRootDir=str(store), storePathCommitLog=str(store / "commitlog"), **conf)
+                          storePathRootDir=str(store), storePathCommitLog=str(store / "commitlog"),
+                          **APACHE_PATIENCE, **conf)
 
 
 def pocketmq_on(home: Path, namesrv_addr: str, store: Path, conf: dict[str, str]) -> PocketMQBroker:
@@ -220,18 +254,21 @@ def check_workload(before: Snapshot, work: Workload) -> None:
     assert set(before.offsets.values()) == {3, 4, 5, 6}
     assert len(before.by_key["shared-3"]) >= 2 and all(before.by_key.values())
     assert not set(work.pending_delayed) & {row[14] for row in before.topics[DELAY]}, "fired on the writer"
+    assert set(before.configs) == {NORMAL, BATCH, TX, RETRY_TOPIC, CUSTOM_TOPIC.topic_name, CUSTOM_GROUP}
+    assert before.configs[CUSTOM_TOPIC.topic_name] == CUSTOM_TOPIC
+    assert before.configs[CUSTOM_GROUP] == SubscriptionGroupConfig(
+        CUSTOM_GROUP, consume_broadcast_enable=False, retry_queue_nums=2, retry_max_times=5)
 
 
 async def check_served_alike(namesrv_addr: str, before: Snapshot, work: Workload) -> Snapshot:
     """The reader serves what the writer did (every field of every message, offsets, queries by key), fires the
     delayed messages still pending exactly once, and appends after the writer's last record."""
     after = await snapshot(namesrv_addr, work)
-    for topic, rows in before.topics.items():
-        if topic == DELAY:
-            continue  # the pending ones may have fired by now: checked below
-        assert after.topics[topic] == rows, topic
+    for topic, rows in after.topics.items():
+        assert rows == before.topics[topic], topic
     assert after.offsets == before.offsets
     assert after.by_key == before.by_key
+    assert after.configs == before.configs
     # Exactly once: the ones that fired on the writer are not delivered again (the reader resumed each delay level
     # where delayOffset.json says), and neither are the retries.
     fired = await wait_for_count(namesrv_addr, DELAY, 6)
@@ -248,20 +285,24 @@ async def check_served_alike(namesrv_addr: str, before: Snapshot, work: Workload
     [new] = [row for row in rows if row[14] == b"after the handover"]
     assert new[3] > last[3]
     # What the reader now holds, for a handover back.
-    return Snapshot({**before.topics, NORMAL: rows, DELAY: fired}, after.offsets, after.by_key)
+    return Snapshot({**before.topics, NORMAL: rows, DELAY: fired}, after.offsets, after.by_key, after.configs)
 
 
-async def wait_persisted(store: Path, timeout: float = 60.0) -> None:
-    """Until Apache's broker has written the group's offsets and its delay progress (it does every
-    flush...Interval: a kill before that loses them on its own restart too)."""
+async def wait_persisted(namesrv_addr: str, store: Path, timeout: float = 60.0) -> None:
+    """Until Apache's broker has written the group's offsets and how far level 1 of the delays has been delivered
+    (it writes both every flush...Interval: a kill before that loses them on its own restart too)."""
+    async with PullConsumer("cg-hand-schedule", namesrv_addr, protocol="rocketmq") as consumer:
+        # Level 1 is queue 0 of the schedule topic: the retries and the three level-1 delays went through it.
+        delivered = await consumer.max_offset(MessageQueue(SCHEDULE_TOPIC, "broker-a", 0))
     deadline = time.monotonic() + timeout
-    offsets = store / "config" / "consumerOffset.json"
+    offsets, delays = store / "config" / "consumerOffset.json", store / "config" / "delayOffset.json"
     while True:
         try:
-            # fastjson's text ({0:3}: not JSON to Python's json module)
-            if "@" + RESUME_GROUP in offsets.read_text() and (store / "config" / "delayOffset.json").exists():
+            # fastjson's text ({1:8}: not JSON to Python's json module)
+            levels = fastjson.loads(delays.read_bytes()).get("offsetTable", {})
+            if "@" + RESUME_GROUP in offsets.read_text() and levels.get("1") == delivered:
                 return
-        except OSError:
+        except (OSError, ValueError):
             pass
         assert time.monotonic() < deadline, "Apache never persisted the offsets"
         await asyncio.sleep(0.1)
@@ -280,6 +321,7 @@ async def store_from_pocketmq_to_apache_rocketmq(root: Path, messages: int, conf
             work = await write_workload(ns.addr, messages)
             phases.mark("write")
             before = await snapshot(ns.addr, work)
+            before.topics[DELAY] = await write_delays(ns.addr, work)
             phases.mark("read on writer")
         check_workload(before, work)
         if check_files is not None:
@@ -293,8 +335,9 @@ async def store_from_pocketmq_to_apache_rocketmq(root: Path, messages: int, conf
             with pocketmq_on(root / "pocketmq-again", ns.addr, store, conf):
                 await wait_for_count(ns.addr, NORMAL, 1)
                 again = await snapshot(ns.addr, work)
+                again.topics[DELAY] = await read_topic(ns.addr, DELAY)
                 assert again.topics == held.topics and again.offsets == held.offsets
-                assert again.by_key == held.by_key
+                assert again.by_key == held.by_key and again.configs == held.configs
                 async with MQAdminExt(ns.addr, protocol="rocketmq") as admin:
                     [found] = await admin.query_message(NORMAL, "after", begin=0)
                 assert found.body == b"after the handover"
@@ -315,9 +358,10 @@ async def store_from_apache_rocketmq_to_pocketmq(root: Path, messages: int, conf
             work = await write_workload(ns.addr, messages)
             phases.mark("write")
             before = await snapshot(ns.addr, work)
+            before.topics[DELAY] = await write_delays(ns.addr, work)
             phases.mark("read on writer")
             if stop == signal.SIGKILL:
-                await wait_persisted(store)
+                await wait_persisted(ns.addr, store)
             assert apache.broker is not None
             apache.broker.stop(stop)
         check_workload(before, work)

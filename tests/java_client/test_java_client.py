@@ -529,3 +529,8 @@ def test_acl_client_rpc_hook(pair: Pair) -> None:
         assert codes(p[refused])[-1] == 16 and codes(a[refused])[-1] == 1, refused
     as_apache = json.dumps({k: error(v) for k, v in p.items()}).replace('"responseCode": 16', '"responseCode": 1')
     same(pair, json.loads(as_apache), {k: error(v) for k, v in a.items()})
+
+
+def test_a_missing_build_fails_with_its_reason() -> None:
+    with pytest.raises(jh.JavaClientUnavailable, match="make java-clients"):
+        jh.harness_classpath("0.0.0")

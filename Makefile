@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test bench lint typecheck clean java spark-demo native-clients browser apache-rocketmq java-clients
+.PHONY: run demo test bench lint typecheck clean java spark-demo native-clients browser apache-rocketmq go-client spring-client java-clients
 
 SPARK_STAMP := $(VENV)/.installed-spark
 
@@ -40,6 +40,45 @@ $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 	touch $(NODE_STAMP)
 
 native-clients: $(CPP_STAMP) $(NODE_STAMP)
+
+# ---- Apache RocketMQ's Go client and a Spring Boot application (issue 27) ------------------------------------
+# rocketmq-client-go v2 in tests/native_clients/go/main.go, pinned by its go.mod and go.sum, built into
+# go/bin/goclient when a source changed; modules come from the Go module proxy into Go's module cache (~/go/pkg/mod), kept between runs.
+# Go comes from Debian when missing (go.mod asks for 1.18). A failed build stops `make test` with one line.
+GO_DIR := tests/native_clients/go
+GO_CLIENT := $(GO_DIR)/bin/goclient
+
+$(GO_CLIENT): $(GO_DIR)/main.go $(GO_DIR)/go.mod $(GO_DIR)/go.sum
+	@command -v go >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends golang-go >/dev/null; } || \
+	  { echo "make go-client: Go is not installed and apt-get could not install golang-go"; exit 1; }
+	@cd $(GO_DIR) && go build -mod=readonly -buildvcs=false -o bin/goclient . >bin.log 2>&1 || \
+	  { echo "make go-client: could not build rocketmq-client-go v2: $$(grep -v '^#' bin.log | tail -1) (see $(GO_DIR)/bin.log)"; exit 1; }
+	@rm -f $(GO_DIR)/bin.log
+
+go-client: $(GO_CLIENT)
+
+native-clients: go-client
+
+# A Spring Boot application on rocketmq-spring-boot-starter (tests/native_clients/spring, a Maven project), built
+# into spring/target/spring-client.jar when a source changed: offline first (artifacts in ~/.m2), else from Maven
+# Central. A JDK and Maven come from Debian when missing. A failed build stops `make test` with one line.
+SPRING_DIR := tests/native_clients/spring
+SPRING_JAR := $(SPRING_DIR)/target/spring-client.jar
+SPRING_SRC := $(shell find $(SPRING_DIR)/src -type f 2>/dev/null)
+
+$(SPRING_JAR): $(SPRING_DIR)/pom.xml $(SPRING_SRC)
+	@command -v mvn >/dev/null && command -v javac >/dev/null || \
+	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends openjdk-17-jdk-headless maven >/dev/null; } || \
+	  { echo "make spring-client: a JDK and Maven are not installed and apt-get could not install them"; exit 1; }
+	@cd $(SPRING_DIR) && { mvn -B -q -o -Dstyle.color=never package -DskipTests >build.log 2>&1 || mvn -B -q -Dstyle.color=never package -DskipTests >build.log 2>&1; } || \
+	  { echo "make spring-client: could not build the Spring application: $$(grep -m1 ERROR build.log) (see $(SPRING_DIR)/build.log)"; exit 1; }
+	@rm -f $(SPRING_DIR)/build.log
+	@touch $(SPRING_JAR)
+
+spring-client: $(SPRING_JAR)
+
+native-clients: spring-client
+# ---- end of the Go client and Spring application block -------------------------------------------------------
 
 # The console's browser tests (tests/console/test_browser.py): Debian's Chromium, driven by Playwright for Python
 # (the dev extra) through executable_path, so Playwright downloads no browser of its own.
@@ -117,17 +156,25 @@ test: $(SPARK_STAMP) lint typecheck java native-clients browser apache-rocketmq 
 spark-demo: $(SPARK_STAMP) java
 	$(PY) examples/spark_pipeline.py
 
+# bench/apache.py's Java side: RocketMQ's Java client 4.9.8 driving the e2e workloads (bench/java).
+BENCH_JAVA_STAMP := bench/java/target/.built
+
+$(BENCH_JAVA_STAMP): bench/java/pom.xml $(wildcard bench/java/src/main/java/io/pocketmq/bench/*.java) | java
+	mvn -B -q -f bench/java/pom.xml package dependency:copy-dependencies -DoutputDirectory=target/lib
+	touch $@
+
 # The peers of bench/e2e.py (Redis 7, NATS JetStream) come from Debian when missing; their Python clients
-# from the `bench` extra. The benches themselves install nothing.
-bench: $(SPARK_STAMP) java
+# from the `bench` extra; Apache RocketMQ (bench/apache.py) from Maven Central. The benches install nothing.
+bench: $(SPARK_STAMP) java apache-rocketmq $(BENCH_JAVA_STAMP)
 	@command -v redis-server >/dev/null && command -v nats-server >/dev/null || \
 	  { apt-get update -qq && apt-get install -y -qq redis-server nats-server; } || \
 	  echo "make bench: could not install redis-server/nats-server; bench/e2e.py will skip those peers"
 	$(PY) -m pip install --quiet -e '.[dev,bench,spark]'
 	$(PY) bench/storage.py
 	$(PY) bench/e2e.py
+	$(PY) bench/apache.py
 	$(PY) bench/scale.py
 	$(PY) bench/spark.py
 
 clean:
-	rm -rf $(VENV) $(CPP_VENV) $(NODE_DIR)/node_modules .pocketmq .pocketmq-demo $(APACHE_DIR) $(JAVA_CLIENT_DIR)
+	rm -rf $(VENV) $(CPP_VENV) $(NODE_DIR)/node_modules $(GO_DIR)/bin $(SPRING_DIR)/target .pocketmq .pocketmq-demo $(APACHE_DIR) $(JAVA_CLIENT_DIR)

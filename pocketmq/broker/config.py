@@ -134,6 +134,27 @@ class BrokerConfig:
     # check (CHECK_CLIENT_CONFIG) fails with a message naming this setting.
     enable_property_filter: bool = _f(False, "enablePropertyFilter")
 
+    # --- POP (docs/broker.md, "POP") ---
+    # Queues of rmq_sys_REVIVE_LOG_<cluster>: checkpoints and acks of pops, spread over them by pop.
+    revive_queue_num: int = _f(8, "reviveQueueNum")
+    # How often each revive queue is read and expired checkpoints revived (RocketMQ: reviveInterval, 1 s).
+    revive_interval: float = _f(1.0, "reviveInterval", "ms")
+    # Percent of pops that read the group's pop retry topic first (RocketMQ: popFromRetryProbability, 20).
+    pop_from_retry_probability: int = _f(20, "popFromRetryProbability")
+    # Parked pops per topic@group@queue before POLLING_FULL (RocketMQ: popPollingSize).
+    pop_polling_size: int = _f(1024, "popPollingSize")
+    # Checkpoints wait in memory for their acks this long before they are written (RocketMQ:
+    # enablePopBufferMerge, off there; popCkStayBufferTime): a message acked within it costs no revive-log record.
+    enable_pop_buffer_merge: bool = _f(True, "enablePopBufferMerge")
+    pop_ck_stay_buffer_time: float = _f(10.0, "popCkStayBufferTime", "ms")
+    # pocketmq's own: how often the buffer is scanned for checkpoints to write.
+    pop_buffer_scan_interval: float = _f(0.05, "popBufferScanInterval", "ms")
+    # Retried pops go to %RETRY%group+topic instead of %RETRY%group_topic (RocketMQ: enableRetryTopicV2).
+    enable_retry_topic_v2: bool = _f(False, "enableRetryTopicV2")
+    # A new group starts at offset 0 of a queue whose first message is still in memory, not at its end
+    # (RocketMQ: initPopOffsetByCheckMsgInMem).
+    init_pop_offset_by_check_msg_in_mem: bool = _f(True, "initPopOffsetByCheckMsgInMem")
+
     # --- delayed messages ---
     flush_delay_offset_interval: float = _f(10.0, "flushDelayOffsetInterval", "ms")
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from pocketmq.common.constants import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
 from pocketmq.common.message import MessageExt
+from pocketmq.common.pop_ack_constants import PROPERTY_SHARDING_KEY
 from pocketmq.remoting.client_body import MessageQueue
 
 from .message_const import (
@@ -64,6 +65,7 @@ class Message:
         flag: int = 0,
         delay_time_level: int = 0,
         wait_store_msg_ok: bool = True,
+        message_group: str | None = None,
     ) -> None:
         self.topic = topic
         self.body = body
@@ -75,6 +77,8 @@ class Message:
             self.keys = keys
         if delay_time_level > 0:
             self.delay_time_level = delay_time_level
+        if message_group:
+            self.message_group = message_group
         # RocketMQ's constructors always write WAIT, so every message carries it.
         self.wait_store_msg_ok = wait_store_msg_ok
         for k, v in (properties or {}).items():
@@ -116,6 +120,20 @@ class Message:
             self.put_property(PROPERTY_KEYS, joined)
         else:
             self.properties.pop(PROPERTY_KEYS, None)
+
+    @property
+    def message_group(self) -> str | None:
+        """RocketMQ 5's message group (FIFO): property __SHARDINGKEY. A producer sends a group's messages to one
+        queue (by the group's hash, unless a queue or selector is given), where orderly consumers read them in
+        order."""
+        return self.properties.get(PROPERTY_SHARDING_KEY)
+
+    @message_group.setter
+    def message_group(self, group: str | None) -> None:
+        if group:
+            self.put_property(PROPERTY_SHARDING_KEY, group)
+        else:
+            self.properties.pop(PROPERTY_SHARDING_KEY, None)
 
     @property
     def delay_time_level(self) -> int:

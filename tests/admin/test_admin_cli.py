@@ -152,7 +152,7 @@ def test_group_commands_and_reset(cluster: ThreadedCluster, capsys: pytest.Captu
     assert reset["online"] is False and {"brokerName": "broker-a", "queueId": 0, "offset": 0} in reset["offsets"]
     assert brokers(cluster)[0].consumer_offset_manager.query_offset("CliG", "CliG_T", 0) == 0
     code, out, _ = cli(capsys, cluster, "resetOffsetByTime", "-g", "CliG", "-t", "CliG_T", "-s", "now")
-    assert code == 0 and out.startswith("rollback consumer offset by specified consumerGroup[CliG], topic[CliG_T]")
+    assert code == 0 and out.startswith("rollback consumer offset by specified group[CliG], topic[CliG_T]")
 
     # Messages by key, by either id, by offset.
     code, out, _ = cli(capsys, cluster, "queryMsgByKey", "-t", "CliG_T", "-k", "k1")
@@ -337,7 +337,7 @@ def test_commands_sign_with_credentials_on_an_acl_cluster(
     assert code == 0 and "SEND_OK" in out, err
     assert acl_cluster.wait_dispatched()
     code, out, err = cli(capsys, acl_cluster, "consumeMessage", "-t", topic, "-g", "CliAclG", *p, *USER_KEYS)
-    assert code == 0 and "body=signed" in out, err
+    assert code == 0 and "BODY: signed" in out, err
     status = cli_json(capsys, acl_cluster, "topicStatus", "-t", topic, *p, *USER_KEYS)
     assert sum(s["maxOffset"] for s in status) == 1
     # The account may come from the environment instead (kept out of `ps`).

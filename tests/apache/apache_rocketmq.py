@@ -144,8 +144,8 @@ class ApacheRocketMQ:
     """A name server and one master broker of Apache RocketMQ ``version`` under ``root``.
 
     ``broker_props`` are broker.conf keys (``aclEnable``, ``brokerName``...). ``jvm`` replaces the test JVM flags
-    (the bench passes the distribution's own). ``namesrv_addr`` joins an existing name server instead of starting
-    one (a mixed cluster).
+    (the bench passes the distribution's own, scaled to the machine), ``namesrv_jvm`` the name server's if they
+    differ. ``namesrv_addr`` joins an existing name server instead of starting one (a mixed cluster).
     """
 
     def __init__(
@@ -154,11 +154,13 @@ class ApacheRocketMQ:
         version: str = V4,
         jvm: tuple[str, ...] = TEST_JVM,
         namesrv_addr: str | None = None,
+        namesrv_jvm: tuple[str, ...] | None = None,
         **broker_props: str,
     ) -> None:
         self.version = version
         self.home = Path(root)
         self.jvm = jvm
+        self.namesrv_jvm = jvm if namesrv_jvm is None else namesrv_jvm
         self.lib = jar_dir(version)
         self._external_namesrv = namesrv_addr
         self.namesrv_port = 0 if namesrv_addr is None else int(namesrv_addr.rsplit(":", 1)[1])
@@ -219,6 +221,11 @@ class ApacheRocketMQ:
         for name in ("namesrv", "broker", "tools"):
             shutil.copyfile(LOGBACK, self.home / "conf" / f"logback_{name}.xml")
 
+    def prepare_tools(self) -> ApacheRocketMQ:
+        """Only mqadmin of this version (its home and logback file), no servers: ``mqadmin(..., "-n", addr)``."""
+        self._prepare_home()
+        return self
+
     def broker_conf(self) -> dict[str, str]:
         conf = {
             "brokerClusterName": "DefaultCluster",
@@ -258,7 +265,7 @@ class ApacheRocketMQ:
                 "kvConfigPath": str(self.home / "namesrv" / "kvConfig.json"),
             },
         )
-        argv = self.java("org.apache.rocketmq.namesrv.NamesrvStartup", "-c", str(conf))
+        argv = self.java("org.apache.rocketmq.namesrv.NamesrvStartup", "-c", str(conf), jvm=self.namesrv_jvm)
         self.namesrv = JavaProcess("namesrv", argv, self.home)
         self.namesrv.start(self.env())
         self.namesrv.wait_for("The Name Server boot success")
@@ -289,6 +296,9 @@ class ApacheRocketMQ:
         return subprocess.run(
             cmd, capture_output=True, text=True, env=self.env(), cwd=self.home, timeout=timeout, check=False
         )
+
+    def pids(self) -> list[int]:
+        return [p.proc.pid for p in (self.namesrv, self.broker) if p is not None and p.proc is not None]
 
     def stop(self) -> None:
         for proc in (self.broker, self.namesrv):

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from pocketmq.client import Message, Producer, PullConsumer, PullStatus
-from pocketmq.client.mq_admin_ext import MQAdminExt
+from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from tests.apache.apache_rocketmq import V4, V5, ApacheRocketMQ
 
 

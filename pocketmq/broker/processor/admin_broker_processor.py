@@ -123,6 +123,7 @@ class AdminBrokerProcessor(BrokerProcessor):
         c.topic_config_manager.delete_topic_config(topic)
         # 5.x also drops the topic's consumer offsets; 4.9.8 keeps them until the group is cleaned.
         c.consumer_offset_manager.remove_topic(topic)
+        c.consumer_order_info_manager.remove_topic(topic)
         if tv.validate_topic(topic) is None:
             await c.run_in_pull_executor(c.store.delete_topics, {topic})
         await c.register_broker_all()

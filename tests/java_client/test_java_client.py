@@ -58,8 +58,8 @@ APACHE_CONFIG = {
 
 # Set by the broker, not the producer: Apache adds CLUSTER to every message (5.x also MSG_REGION and TRACE_ON, and
 # __transactionId__ to transactional ones) and drops WAIT; pocketmq keeps what the producer sent (docs/broker.md
-# §7, "Properties pass through"). A committed transactional message keeps REAL_TOPIC/REAL_QID on Apache, not on
-# pocketmq (docs/broker.md §7, "Transactions").
+# §7, "Properties pass through"). A committed transactional message keeps REAL_TOPIC/REAL_QID on Apache 4.9.7, not
+# on 5.5.0 or pocketmq (docs/broker.md §7, "Transactions").
 BROKER_REENCODED = {"CLUSTER", "WAIT", "MSG_REGION", "TRACE_ON", "__transactionId__"}
 # A delayed message (and a retry, which is one) comes back from Apache still carrying DELAY (4.9.7 and 5.x alike:
 # its broker clears the level from the message's property map after the properties string was encoded); pocketmq
@@ -413,7 +413,9 @@ def test_transaction_commit_rollback_and_check_back(pair: Pair) -> None:
         assert sorted({m["body"] for m in received}) == ["commit", "unknown"]
         received = [m for i, m in enumerate(received) if m not in received[:i]]
         for m in received:
-            if run == pair.apache.run_id:  # Apache keeps the half message's REAL_TOPIC/REAL_QID, pocketmq not
+            if run == pair.apache.run_id and pair.version.startswith("4."):
+                # Apache 4.9.7 keeps the half message's REAL_TOPIC/REAL_QID in the committed one; 5.5.0 and
+                # pocketmq drop them.
                 assert m["props"].pop("REAL_TOPIC") == "RUN-transaction-T"
                 assert m["props"].pop("REAL_QID") == "<the message's queue>"
         checks = [comparable(m, run) for m in result["checks"]]
@@ -450,7 +452,7 @@ def trace_types(result: dict[str, Any]) -> list[str]:
 def test_message_trace(pair: Pair) -> None:
     views = []
     for result, run in both(pair, "trace"):
-        assert trace_types(result) == ["Pub", "SubAfter", "SubBefore"]
+        assert result["consumed"] == 1
         (pub,) = [r for r in result["records"] if r[0] == "Pub"]
         # Pub: type, time, region, group, topic, msgId, tags, keys, storeHost, bodyLength, costTime, msgType,
         # offsetMsgId, success.
@@ -466,6 +468,13 @@ def test_message_trace(pair: Pair) -> None:
             "true",
         ]
         views.append((trace_types(result), fields[:2] + fields[3:]))
+    if pair.version.startswith("5."):
+        # A known difference: the 5.x client's trace dispatcher drops the consume traces (SubBefore, SubAfter) of
+        # a message without MSG_REGION. Apache 5.x's broker stamps MSG_REGION (and TRACE_ON) on every message it
+        # stores; pocketmq, like Apache 4.9.x, stores the producer's properties as they came.
+        assert views[0][0] == ["Pub"]
+        views[0] = (["Pub", "SubAfter", "SubBefore"], views[0][1])
+    assert views[1][0] == ["Pub", "SubAfter", "SubBefore"]
     same(pair, *views)
 
 
@@ -520,3 +529,8 @@ def test_acl_client_rpc_hook(pair: Pair) -> None:
         assert codes(p[refused])[-1] == 16 and codes(a[refused])[-1] == 1, refused
     as_apache = json.dumps({k: error(v) for k, v in p.items()}).replace('"responseCode": 16', '"responseCode": 1')
     same(pair, json.loads(as_apache), {k: error(v) for k, v in a.items()})
+
+
+def test_a_missing_build_fails_with_its_reason() -> None:
+    with pytest.raises(jh.JavaClientUnavailable, match="make java-clients"):
+        jh.harness_classpath("0.0.0")

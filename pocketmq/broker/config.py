@@ -122,6 +122,11 @@ class BrokerConfig:
     # A reply (SEND_REPLY_MESSAGE) is pushed to the requesting client and, with this on, also stored in the
     # reply topic (<cluster>_REPLY_TOPIC).
     store_reply_message_enable: bool = _f(True, "storeReplyMessageEnable")
+    # RocketMQ 5's typed topics: MIXED is refused at creation unless this is on (BrokerConfig), and a send whose
+    # type does not fit its topic's message.type is refused (the proxy's enableTopicMessageTypeCheck; pocketmq
+    # checks topics that have a message.type only: an untyped topic takes every type, as a 5.x broker does).
+    enable_mixed_message_type: bool = _f(False, "enableMixedMessageType")
+    enable_topic_message_type_check: bool = _f(True, "enableTopicMessageTypeCheck")
 
     # --- name server registration ---
     register_name_server_period: float = _f(30.0, "registerNameServerPeriod", "ms")
@@ -170,6 +175,18 @@ class BrokerConfig:
 
     # --- delayed messages ---
     flush_delay_offset_interval: float = _f(10.0, "flushDelayOffsetInterval", "ms")
+    # RocketMQ 5's timer messages (docs/broker.md §4.6, docs/storage.md "Timer files")
+    timer_wheel_enable: bool = _f(True, "timerWheelEnable", store="timer_wheel_enable")
+    timer_precision_ms: int = _f(1000, "timerPrecisionMs", store="timer_precision_ms")
+    timer_max_delay_sec: int = _f(3600 * 24 * 3, "timerMaxDelaySec", store="timer_max_delay_sec")
+    timer_roll_window_slot: int = _f(3600 * 24 * 2, "timerRollWindowSlot", store="timer_roll_window_slot")
+    mapped_file_size_timer_log: int = _f(
+        100 * 1024 * 1024, "mappedFileSizeTimerLog", store="mapped_file_size_timer_log")
+    timer_flush_interval: float = _f(1.0, "timerFlushIntervalMs", "ms", store="timer_flush_interval")
+    # pocketmq's own: how often the timer threads look for work when idle (None: a tenth of the precision).
+    timer_poll_interval: float | None = _f(None, "timerPollIntervalMs", "ms", store="timer_poll_interval")
+    timer_enable_retry_until_success: bool = _f(
+        False, "timerEnableRetryUntilSuccess", store="timer_enable_retry_until_success")
 
     # --- transactional messages (docs/broker.md, "Transactional messages") ---
     # A half message younger than this is not asked about yet (RocketMQ: transactionTimeOut, 6 s).

@@ -297,9 +297,12 @@ class TopicConfig:
     topic_filter_type: str = "SINGLE_TAG"
     topic_sys_flag: int = 0
     order: bool = False
+    # RocketMQ 5's attributes (message.type, ...); written only when there are some, so an untyped topic keeps
+    # 4.9.8's shape.
+    attributes: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "topicName": self.topic_name,
             "readQueueNums": self.read_queue_nums,
             "writeQueueNums": self.write_queue_nums,
@@ -308,6 +311,9 @@ class TopicConfig:
             "topicSysFlag": self.topic_sys_flag,
             "order": self.order,
         }
+        if self.attributes:
+            d["attributes"] = dict(self.attributes)
+        return d
 
     @classmethod
     def from_dict(cls, obj: object, path: str = "") -> TopicConfig:
@@ -320,7 +326,16 @@ class TopicConfig:
             topic_filter_type=r.enum("topicFilterType", TOPIC_FILTER_TYPES, "SINGLE_TAG"),
             topic_sys_flag=r.int("topicSysFlag", 0),
             order=r.bool("order", False),
+            attributes=_str_map(r, "attributes"),
         )
+
+
+def _str_map(r: Reader, key: str) -> dict[str, str]:
+    m = r.map(key, {})
+    for k, v in m.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise BodyError(r.at(key), "expected a map of strings")
+    return dict(m)
 
 
 @dataclass(slots=True)

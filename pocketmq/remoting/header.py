@@ -537,6 +537,8 @@ class CreateTopicRequestHeader(CommandHeader):
     topic_filter_type: str = "SINGLE_TAG"
     topic_sys_flag: int | None = None
     order: bool = False
+    # RocketMQ 5: the attribute modifications, "+message.type=FIFO,-reserve.time" (AttributeParser's form)
+    attributes: str | None = None
 
 
 @dataclass(slots=True)

@@ -156,6 +156,7 @@ class RequestCode(IntEnum):
     ADD_WRITE_PERM_OF_BROKER = 327
     GET_ALL_PRODUCER_INFO = 328
     DELETE_EXPIRED_COMMITLOG = 329
+    GET_TOPIC_CONFIG = 351  # RocketMQ 5: one topic's config with its attributes (what a 5.x proxy reads)
 
 
 class ResponseCode(IntEnum):

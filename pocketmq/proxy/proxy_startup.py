@@ -44,6 +44,7 @@ class GrpcProxy:
         self._thread: threading.Thread | None = None
         self._server: grpc.aio.Server | None = None
         self._front: PermissiveFront | None = None
+        self.certificate_pem: bytes | None = None  # the TLS side's certificate (self-signed unless given)
 
     def _build(self) -> None:
         config = self.config
@@ -128,6 +129,7 @@ class GrpcProxy:
                 c.grpc_server_port = server.add_insecure_port(f"{c.grpc_host}:{c.grpc_server_port}")
             else:
                 key, cert = load_or_make(c.tls_cert_file, c.tls_key_file, [c.grpc_host])
+                self.certificate_pem = cert
                 credentials = grpc.ssl_server_credentials([(key, cert)])
                 if c.tls_mode is TlsMode.ENFORCING:
                     c.grpc_server_port = server.add_secure_port(f"{c.grpc_host}:{c.grpc_server_port}", credentials)

@@ -27,8 +27,8 @@ def accept_message_types(topic_message_type: str | None) -> list[int]:
     broker checks nothing either); RocketMQ 5 reads a topic without the attribute as NORMAL."""
     if topic_message_type is None or topic_message_type == "MIXED":
         return list(_ALL_TYPES)
-    value = pb.MessageType.Value(topic_message_type) if topic_message_type in pb.MessageType.keys()  # noqa: SIM118 else 0
-    return [value]
+    names = pb.MessageType.keys()
+    return [pb.MessageType.Value(topic_message_type) if topic_message_type in names else 0]
 
 
 def permission(perm: int) -> int:

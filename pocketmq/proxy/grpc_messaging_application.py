@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
+from google.protobuf.message import DecodeError
 
 from .client_activity import ClientActivity, telemetry_error
 from .grpc_channel_manager import GrpcChannelManager, GrpcClientChannel
@@ -24,6 +25,27 @@ from .proxy_exception import GrpcProxyException, status_of
 
 pb = load()
 log = logging.getLogger(__name__)
+
+# What grpc-java (and so RocketMQ's proxy) answers a request that does not parse.
+MALFORMED = (grpc.StatusCode.INTERNAL, "Invalid protobuf byte sequence")
+
+
+class Malformed:
+    """Stands for a request whose bytes do not parse (grpcio would log a traceback and answer UNKNOWN)."""
+
+
+_MALFORMED = Malformed()
+
+
+def parser(cls: Any) -> Callable[[bytes], Any]:
+    def parse(data: bytes) -> Any:
+        try:
+            return cls.FromString(data)
+        except DecodeError:
+            return _MALFORMED
+
+    return parse
+
 
 Unary = Callable[[ProxyContext, Any], Awaitable[Any]]
 ServerStream = Callable[[ProxyContext, Any], AsyncIterator[Any]]
@@ -39,7 +61,7 @@ class GrpcMessagingApplication:
         self.channels = channels
         self._handlers: dict[str, grpc.RpcMethodHandler] = {}
         self._handlers["Telemetry"] = grpc.stream_stream_rpc_method_handler(
-            self.telemetry, request_deserializer=pb.TelemetryCommand.FromString,
+            self.telemetry, request_deserializer=parser(pb.TelemetryCommand),
             response_serializer=pb.TelemetryCommand.SerializeToString)
 
     def register_unary(self, method: str, activity: Unary) -> None:
@@ -49,6 +71,8 @@ class GrpcMessagingApplication:
         response_cls = getattr(pb, f"{method}Response")
 
         async def handle(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            if request is _MALFORMED:
+                await context.abort(*MALFORMED)
             ctx = _context_of(context)
             try:
                 ctx.validate()
@@ -62,7 +86,7 @@ class GrpcMessagingApplication:
                 return response_cls(status=answer)
 
         self._handlers[method] = grpc.unary_unary_rpc_method_handler(
-            handle, request_deserializer=request_cls.FromString, response_serializer=response_cls.SerializeToString)
+            handle, request_deserializer=parser(request_cls), response_serializer=response_cls.SerializeToString)
 
     def register_server_stream(self, method: str, activity: ServerStream) -> None:
         """``activity(ctx, request)`` yields the responses; a failure before the first one becomes a single
@@ -71,6 +95,8 @@ class GrpcMessagingApplication:
         response_cls = getattr(pb, f"{method}Response")
 
         async def handle(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            if request is _MALFORMED:
+                await context.abort(*MALFORMED)
             ctx = _context_of(context)
             try:
                 ctx.validate()
@@ -82,7 +108,7 @@ class GrpcMessagingApplication:
                 yield response_cls(status=status_of(e))
 
         self._handlers[method] = grpc.unary_stream_rpc_method_handler(
-            handle, request_deserializer=request_cls.FromString, response_serializer=response_cls.SerializeToString)
+            handle, request_deserializer=parser(request_cls), response_serializer=response_cls.SerializeToString)
 
     def generic_handler(self) -> grpc.GenericRpcHandler:
         return grpc.method_handlers_generic_handler(SERVICE, self._handlers)
@@ -125,6 +151,9 @@ class GrpcMessagingApplication:
 
         try:
             async for command in requests:
+                if command is _MALFORMED:
+                    put(MALFORMED)
+                    return
                 if not ctx.client_id.strip():
                     put(pb.TelemetryCommand(status=status_of(
                         GrpcProxyException(pb.Code.CLIENT_ID_REQUIRED, "client id cannot be empty"))))

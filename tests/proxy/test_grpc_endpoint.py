@@ -136,7 +136,8 @@ async def test_send_refusals_carry_rocketmqs_codes_and_messages(cluster, proxy, 
     reserved = message("Refused")
     reserved.user_properties["UNIQ_KEY"] = "mine"
     r = await send(stub, reserved)
-    assert (r.status.code, r.status.message) == (D.Code.ILLEGAL_MESSAGE_PROPERTY_KEY, "property is used by system: UNIQ_KEY")
+    assert (r.status.code, r.status.message) == (D.Code.ILLEGAL_MESSAGE_PROPERTY_KEY,
+                                                 "property is used by system: UNIQ_KEY")
     r = await send(stub, message("Refused", tag="a|b"))
     assert (r.status.code, r.status.message) == (D.Code.ILLEGAL_MESSAGE_TAG, "tag cannot contain '|'")
     r = await send(stub)
@@ -158,10 +159,10 @@ async def test_query_assignment_gives_each_broker_as_queue_minus_one(cluster, pr
 
 async def test_end_transaction_of_an_unknown_transaction_is_invalid_transaction_id(cluster, proxy, stub):
     await create_topic(cluster, "Txn")
-    r = await stub.EndTransaction(S.EndTransactionRequest(topic=D.Resource(name="Txn"), message_id="m",
-                                                          transaction_id="nope", resolution=D.TransactionResolution.COMMIT,
-                                                          source=D.TransactionSource.SOURCE_CLIENT),
-                                  metadata=metadata())
+    request = S.EndTransactionRequest(topic=D.Resource(name="Txn"), message_id="m", transaction_id="nope",
+                                      resolution=D.TransactionResolution.COMMIT,
+                                      source=D.TransactionSource.SOURCE_CLIENT)
+    r = await stub.EndTransaction(request, metadata=metadata())
     assert (r.status.code, r.status.message) == (D.Code.INVALID_TRANSACTION_ID, "cannot found transaction data")
     r = await stub.EndTransaction(S.EndTransactionRequest(topic=D.Resource(name="Txn")), metadata=metadata())
     assert (r.status.code, r.status.message) == (D.Code.INVALID_TRANSACTION_ID, "transaction id cannot be empty")

@@ -66,7 +66,7 @@ class EmbeddedCluster:
     def grpc_endpoint(self) -> str:
         """``host:port`` of the gRPC endpoint (MessagingService) the 5.x SDKs are given."""
         assert self.proxy is not None, "the cluster serves no gRPC endpoint (EmbeddedCluster(..., grpc=True))"
-        return self.proxy.endpoint  # type: ignore[no-any-return]
+        return self.proxy.endpoint
 
     @property
     def store(self):

@@ -55,7 +55,8 @@ class ClusterService:
         self.check_listener: CheckListener | None = None
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._heartbeat_now = asyncio.Event()
-        self.api.remoting_client.register_processor(RequestCode.CHECK_TRANSACTION_STATE, self._check_transaction_state)
+        self.api.remoting_client.register_inline_processor(RequestCode.CHECK_TRANSACTION_STATE,
+                                                          self._check_transaction_state)
 
     async def start(self) -> None:
         self._heartbeat_task = asyncio.get_running_loop().create_task(self._heartbeat_loop())
@@ -77,7 +78,7 @@ class ClusterService:
         now = asyncio.get_running_loop().time()
         cached = self._routes.get(topic)
         if cached is not None and cached.expires > now:
-            return cached.value  # type: ignore[no-any-return]
+            return cached.value
         route = await self.api.get_topic_route_info_from_name_server(topic, self.config.request_timeout)
         if len(self._routes) > 10_000:
             self._routes.clear()
@@ -100,7 +101,7 @@ class ClusterService:
         now = asyncio.get_running_loop().time()
         cached = self._types.get(topic)
         if cached is not None and cached.expires > now:
-            return cached.value  # type: ignore[no-any-return]
+            return cached.value
         value: str | None = None
         for qd in route.queue_datas:
             addr = self.master_addr(route, qd.broker_name)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 from functools import cache
 from importlib import metadata
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -47,9 +48,9 @@ def _read(path: str) -> bytes:
         dist = metadata.distribution(DISTRIBUTION)
     except metadata.PackageNotFoundError as e:
         raise ProtocolUnavailable(f"the gRPC endpoint needs {DISTRIBUTION} (pip install {DISTRIBUTION})") from e
-    file = dist.locate_file(path)
+    file = Path(str(dist.locate_file(path)))
     try:
-        return serialized_descriptor(file.read_text(encoding="utf-8"))  # type: ignore[attr-defined]
+        return serialized_descriptor(file.read_text(encoding="utf-8"))
     except OSError as e:
         raise ProtocolUnavailable(f"{DISTRIBUTION} has no {path}: {e}") from e
 

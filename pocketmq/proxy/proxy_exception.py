@@ -13,7 +13,7 @@ from .protocol import load
 pb = load()
 
 # ResponseBuilder.RESPONSE_CODE_MAPPING; anything else is INTERNAL_SERVER_ERROR.
-_RESPONSE_CODE_MAPPING = {
+_RESPONSE_CODE_MAPPING: dict[int, Any] = {
     ResponseCode.SUCCESS: pb.Code.OK,
     ResponseCode.SYSTEM_BUSY: pb.Code.TOO_MANY_REQUESTS,
     ResponseCode.REQUEST_CODE_NOT_SUPPORTED: pb.Code.NOT_IMPLEMENTED,

@@ -31,7 +31,7 @@ def consistent_hash(input_: int, buckets: int) -> int:
 def write_queues(route: TopicRouteData) -> list[tuple[str, int]]:
     """(broker name, queue id) of every writable master queue, brokers by name."""
     masters = {bd.broker_name for bd in route.broker_datas if 0 in bd.broker_addrs}
-    queues = []
+    queues: list[tuple[str, int]] = []
     for qd in sorted(route.queue_datas, key=lambda q: q.broker_name):
         if PermName.is_writeable(qd.perm) and qd.broker_name in masters:
             queues.extend((qd.broker_name, i) for i in range(qd.write_queue_nums))

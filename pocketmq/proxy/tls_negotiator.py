@@ -102,7 +102,6 @@ class _Client(_Half):
             if self.transport is not None:
                 self.transport.close()
             return
-        backend = cast(_Half, backend)
         if self.transport is None or self.transport.is_closing():
             assert backend.transport is not None
             backend.transport.close()

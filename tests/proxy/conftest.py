@@ -3,7 +3,7 @@ Python SDK's ``rocketmq.grpc_protocol``): what the endpoint answers is read with
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import grpc
@@ -53,3 +53,20 @@ async def proxy(cluster: Any) -> AsyncIterator[GrpcProxy]:
 async def stub(proxy: GrpcProxy) -> AsyncIterator[Any]:
     async with grpc.aio.insecure_channel(proxy.endpoint) as channel:
         yield service_pb2_grpc.MessagingServiceStub(channel)
+
+
+@pytest.fixture
+def threaded_cluster(tmp_path: Any) -> Iterator[embedded.ThreadedCluster]:
+    """A cluster with the endpoint on a loop of its own, for the SDKs (which block, or run in other processes)."""
+    with embedded.ThreadedCluster(tmp_path, grpc=True) as c:
+        yield c
+
+
+@pytest.fixture
+def fast_check_cluster(tmp_path: Any) -> Iterator[embedded.ThreadedCluster]:
+    """The broker's transaction checks within a test (a check racing a client's own commit would roll it back in
+    the other tests)."""
+    from .sdk_helpers import FAST_CHECK
+
+    with embedded.ThreadedCluster(tmp_path, grpc=True, **FAST_CHECK) as c:
+        yield c

@@ -9,51 +9,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
 from typing import Any
 
-import pytest
 from rocketmq import ClientConfiguration, Credentials, Message, Producer, TransactionChecker, TransactionResolution
 
 from pocketmq import embedded
-from pocketmq.client.message import PullStatus
-from pocketmq.client.sync import SyncPullConsumer
-from pocketmq.common.message import MessageExt
-from pocketmq.remoting.body import TopicConfig
 
-# The broker's transaction checks in milliseconds, so a check-back happens within the test.
-FAST_CHECK: dict[str, Any] = {"transaction_timeout": 0.3, "transaction_check_interval": 0.05}
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(0.01)
-
-
-@pytest.fixture
-def cluster(tmp_path: Any) -> Iterator[embedded.ThreadedCluster]:
-    with embedded.ThreadedCluster(tmp_path, grpc=True) as c:
-        yield c
-
-
-@pytest.fixture
-def fast_check_cluster(tmp_path: Any) -> Iterator[embedded.ThreadedCluster]:
-    """Checks within the test (a check racing a client's own commit would roll it back in the other tests)."""
-    with embedded.ThreadedCluster(tmp_path, grpc=True, **FAST_CHECK) as c:
-        yield c
-
-
-def create_topic(cluster: embedded.ThreadedCluster, topic: str, queues: int = 4) -> None:
-    async def create() -> None:
-        broker = cluster.cluster.broker
-        assert broker is not None
-        broker.topic_config_manager.update_topic_config(TopicConfig(topic, queues, queues, 6))
-        await broker.register_broker_all()
-
-    cluster._call(create())
+from .sdk_helpers import create_topic, wait_for, wait_pulled
 
 
 def sdk_producer(cluster: embedded.ThreadedCluster, topics: tuple[str, ...], checker: Any = None) -> Producer:
@@ -62,34 +24,8 @@ def sdk_producer(cluster: embedded.ThreadedCluster, topics: tuple[str, ...], che
     return producer
 
 
-def pull_all(cluster: embedded.ThreadedCluster, topic: str) -> list[MessageExt]:
-    """Every message of ``topic``, pulled by pocketmq's 4.x pull consumer."""
-    out: list[MessageExt] = []
-    with SyncPullConsumer("ReaderGroup", cluster.namesrv_addr) as consumer:
-        for mq in consumer.fetch_subscribe_message_queues(topic):
-            offset = 0
-            while True:
-                result = consumer.pull(mq, "*", offset, 32)
-                out.extend(result.msg_found_list)
-                if result.pull_status is not PullStatus.FOUND:
-                    break
-                offset = result.next_begin_offset
-    return out
-
-
-def wait_pulled(cluster: embedded.ThreadedCluster, topic: str, count: int) -> list[MessageExt]:
-    assert cluster.wait_dispatched()
-    found: list[MessageExt] = []
-
-    def enough() -> bool:
-        found[:] = pull_all(cluster, topic)
-        return len(found) >= count
-
-    wait_for(enough)
-    return found
-
-
-def test_a_normal_message_reaches_a_4x_consumer_with_its_id_tag_keys_and_properties(cluster):
+def test_a_normal_message_reaches_a_4x_consumer_with_its_id_tag_keys_and_properties(threaded_cluster):
+    cluster = threaded_cluster
     create_topic(cluster, "Orders5")
     producer = sdk_producer(cluster, ("Orders5",))
     try:
@@ -113,7 +49,8 @@ def test_a_normal_message_reaches_a_4x_consumer_with_its_id_tag_keys_and_propert
     assert receipt.offset == got.queue_offset
 
 
-def test_fifo_messages_of_one_group_share_a_queue_in_order(cluster):
+def test_fifo_messages_of_one_group_share_a_queue_in_order(threaded_cluster):
+    cluster = threaded_cluster
     create_topic(cluster, "Fifo5", queues=8)
     producer = sdk_producer(cluster, ("Fifo5",))
     try:
@@ -129,7 +66,8 @@ def test_fifo_messages_of_one_group_share_a_queue_in_order(cluster):
     assert {m.properties["__SHARDINGKEY"] for m in got} == {"order-42"}
 
 
-def test_a_delay_message_carries_its_delivery_time_to_the_broker(cluster):
+def test_a_delay_message_carries_its_delivery_time_to_the_broker(threaded_cluster):
+    cluster = threaded_cluster
     create_topic(cluster, "Delay5")
     producer = sdk_producer(cluster, ("Delay5",))
     deliver_at = int(time.time()) + 1  # (the Python SDK sends whole seconds)
@@ -159,7 +97,8 @@ class Checker(TransactionChecker):
         return self.resolution
 
 
-def test_transactions_commit_and_rollback(cluster):
+def test_transactions_commit_and_rollback(threaded_cluster):
+    cluster = threaded_cluster
     create_topic(cluster, "Txn5")
     producer = sdk_producer(cluster, ("Txn5",), Checker(TransactionResolution.ROLLBACK))
     try:

@@ -51,7 +51,9 @@ class ProxyConfig:
     transaction_data_max_num: int = 100_000
     # How long a route or a topic's message type is reused before the name server / broker is asked again.
     route_cache_seconds: float = 5.0
-    # Bounds against clients that misbehave: Telemetry streams at once, commands queued for one stream.
+    # Bounds against clients that misbehave: a connection to the permissive port that sends nothing is closed after
+    # this long; Telemetry streams at once; commands queued for one stream.
+    first_byte_timeout: float = 30.0
     max_telemetry_streams: int = 10_000
     telemetry_queue_size: int = 64
     request_timeout: float = 3.0

@@ -139,7 +139,7 @@ class GrpcProxy:
                     server.add_insecure_port(f"unix-abstract:{name}-plain")
                     server.add_secure_port(f"unix-abstract:{name}-tls", credentials)
                     self._front = PermissiveFront(c.grpc_host, c.grpc_server_port, f"\0{name}-tls",
-                                                  f"\0{name}-plain")
+                                                  f"\0{name}-plain", c.first_byte_timeout)
             if c.grpc_server_port == 0 and self._front is None:
                 raise OSError(f"cannot listen on {c.grpc_host}")
             await server.start()

@@ -18,7 +18,7 @@ from typing import cast
 log = logging.getLogger(__name__)
 
 TLS_HANDSHAKE = 0x16
-# A connection that sends nothing is closed after this long (nobody's first byte, nothing to route).
+# A connection that sends nothing is closed after this long (no first byte, nothing to route).
 FIRST_BYTE_TIMEOUT = 30.0
 
 

@@ -3,6 +3,8 @@ and a flood of them. Each gets an error status or a closed stream; the endpoint 
 
 from __future__ import annotations
 
+import asyncio
+
 import grpc
 import pytest
 from rocketmq.grpc_protocol import service_pb2_grpc
@@ -79,7 +81,7 @@ async def test_a_flood_of_telemetry_streams_is_capped_and_every_closed_one_is_fo
             for _ in range(500):
                 if await proxy.call(count()) == 0:
                     break
-                await __import__("asyncio").sleep(0.01)
+                await asyncio.sleep(0.01)
             assert await proxy.call(count()) == 0
             again = stub.Telemetry(metadata=metadata("flood@again"))
             await again.write(settings("Flood"))
@@ -121,3 +123,15 @@ def proxy_command_of_size(size: int):
     message = pb.Message(topic=pb.Resource(name="Deaf"), body=b"x" * size)
     return pb.TelemetryCommand(recover_orphaned_transaction_command=pb.RecoverOrphanedTransactionCommand(
         message=message, transaction_id="t"))
+
+
+async def test_a_connection_that_never_speaks_is_closed(cluster):
+    proxy = await start_proxy(cluster, first_byte_timeout=0.2)
+    try:
+        host, _, port = proxy.endpoint.rpartition(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        assert await asyncio.wait_for(reader.read(1), 10) == b""  # closed by the proxy, not by this test's timeout
+        writer.close()
+        await still_serves(proxy.endpoint)
+    finally:
+        await proxy.stop()

@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test bench lint typecheck clean java spark-demo native-clients browser
+.PHONY: run demo test bench lint typecheck clean java spark-demo native-clients browser apache-rocketmq
 
 SPARK_STAMP := $(VENV)/.installed-spark
 
@@ -59,9 +59,27 @@ $(BROWSER_STAMP): $(STAMP)
 
 browser: $(BROWSER_STAMP)
 
-# Spark needs Java 17 (or 21); a fresh Debian/Ubuntu machine gets it from apt.
+# Spark and Apache RocketMQ need Java 17; the Java clients of tests/ are built with its JDK and Maven. A fresh
+# Debian/Ubuntu machine gets them from apt.
 java:
-	@command -v java >/dev/null || { apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless; }
+	@command -v java >/dev/null && command -v javac >/dev/null && command -v mvn >/dev/null || \
+	  { apt-get update -qq && apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null; }
+
+# Apache RocketMQ itself, the reference the suite compares pocketmq with (tests/apache/): name server, broker and
+# mqadmin (and 5.x's proxy) from Maven Central, one folder of jars per version, resolved once (Maven keeps them
+# in ~/.m2; the stamp keeps make from asking again). tests/apache/apache_rocketmq.py names the same versions.
+APACHE_ROCKETMQ_VERSIONS := 4.9.7 5.5.0
+APACHE_DIR := .apache-rocketmq
+APACHE_STAMPS := $(foreach v,$(APACHE_ROCKETMQ_VERSIONS),$(APACHE_DIR)/$(v)/.resolved)
+
+$(APACHE_DIR)/%/.resolved: tests/apache/pom.xml | java
+	rm -rf $(APACHE_DIR)/$*/lib && mkdir -p $(APACHE_DIR)
+	mvn -B -q -f tests/apache/pom.xml -Drocketmq.version=$* $(if $(filter 5.%,$*),-Pproxy) \
+	  dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/$(APACHE_DIR)/$*/lib >$(APACHE_DIR)/$*.log 2>&1 || \
+	  { echo "make apache-rocketmq: Apache RocketMQ $* could not be fetched from Maven Central (see $(APACHE_DIR)/$*.log)"; exit 1; }
+	touch $@
+
+apache-rocketmq: $(APACHE_STAMPS)
 
 # A name server and a broker in one process, store in ./.pocketmq; Ctrl-C stops it cleanly.
 run: $(STAMP)
@@ -81,24 +99,32 @@ lint: $(STAMP)
 typecheck: $(SPARK_STAMP)
 	$(VENV)/bin/mypy
 
-test: $(SPARK_STAMP) lint typecheck java native-clients browser
+test: $(SPARK_STAMP) lint typecheck java native-clients browser apache-rocketmq
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
 # Order events streamed through Spark into per-minute aggregates, on a cluster of its own (examples/).
 spark-demo: $(SPARK_STAMP) java
 	$(PY) examples/spark_pipeline.py
 
+# bench/apache.py's Java side: RocketMQ's Java client 4.9.8 driving the e2e workloads (bench/java).
+BENCH_JAVA_STAMP := bench/java/target/.built
+
+$(BENCH_JAVA_STAMP): bench/java/pom.xml $(wildcard bench/java/src/main/java/io/pocketmq/bench/*.java) | java
+	mvn -B -q -f bench/java/pom.xml package dependency:copy-dependencies -DoutputDirectory=target/lib
+	touch $@
+
 # The peers of bench/e2e.py (Redis 7, NATS JetStream) come from Debian when missing; their Python clients
-# from the `bench` extra. The benches themselves install nothing.
-bench: $(SPARK_STAMP) java
+# from the `bench` extra; Apache RocketMQ (bench/apache.py) from Maven Central. The benches install nothing.
+bench: $(SPARK_STAMP) java apache-rocketmq $(BENCH_JAVA_STAMP)
 	@command -v redis-server >/dev/null && command -v nats-server >/dev/null || \
 	  { apt-get update -qq && apt-get install -y -qq redis-server nats-server; } || \
 	  echo "make bench: could not install redis-server/nats-server; bench/e2e.py will skip those peers"
 	$(PY) -m pip install --quiet -e '.[dev,bench,spark]'
 	$(PY) bench/storage.py
 	$(PY) bench/e2e.py
+	$(PY) bench/apache.py
 	$(PY) bench/scale.py
 	$(PY) bench/spark.py
 
 clean:
-	rm -rf $(VENV) $(CPP_VENV) $(NODE_DIR)/node_modules $(NODE5_DIR)/node_modules .pocketmq .pocketmq-demo
+	rm -rf $(VENV) $(CPP_VENV) $(NODE_DIR)/node_modules $(NODE5_DIR)/node_modules .pocketmq .pocketmq-demo $(APACHE_DIR)

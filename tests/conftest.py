@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
 from hypothesis import settings
 
 from pocketmq.remoting.client import RemotingClient
+from tests.apache.apache_rocketmq import V4, V5, ApacheRocketMQ
 
 # Tests never assert on wall time, and hypothesis's per-example deadline (200 ms) is one: on a busy CI machine an
 # example that waited for a CPU failed as "flaky". Loaded here, before any test module builds its settings.
@@ -38,3 +39,18 @@ async def client() -> AsyncIterator[RemotingClient]:
     c = RemotingClient()
     yield c
     await c.close()
+
+
+# Apache RocketMQ, the reference (tests/apache/): one name server and broker per version and test process, shared
+# by the tests of that process, which keep to topics and groups of their own. A missing jar or Java fails the test
+# with the one-line reason (ApacheRocketMQUnavailable), never a skip.
+@pytest.fixture(scope="session")
+def apache_rocketmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheRocketMQ]:
+    with ApacheRocketMQ(tmp_path_factory.mktemp("apache-rocketmq-4"), version=V4) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def apache_rocketmq5(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheRocketMQ]:
+    with ApacheRocketMQ(tmp_path_factory.mktemp("apache-rocketmq-5"), version=V5) as server:
+        yield server

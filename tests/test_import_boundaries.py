@@ -70,7 +70,7 @@ def test_the_lazy_package_still_offers_the_cluster_classes():
 
 def test_the_client_loads_no_server_side_module():
     modules = loaded_after("import pocketmq.client")
-    assert "pocketmq.client.producer" in modules
+    assert "pocketmq.client.producer.producer" in modules
     assert under(modules, SERVER_SIDE) == []
 
 

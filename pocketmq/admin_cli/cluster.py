@@ -6,7 +6,7 @@ import argparse
 import time
 from typing import Any
 
-from pocketmq.client.mq_admin_ext import MQAdminExt
+from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 
 from .common import Printable, add_target, command, table
 

@@ -10,8 +10,8 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.client.client_config import PROTOCOLS
-from pocketmq.client.mq_admin_ext import MQAdminExt
 
 Command = Callable[[MQAdminExt, argparse.Namespace], Awaitable[Any]]
 

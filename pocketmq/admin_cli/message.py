@@ -7,8 +7,8 @@ import argparse
 from typing import Any
 
 from pocketmq.client import Message, MessageQueue, Producer, PullConsumer, PullStatus
+from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.client.exceptions import MQClientException
-from pocketmq.client.mq_admin_ext import MQAdminExt
 from pocketmq.common.message import MessageExt
 
 from .common import Printable, command, credentials, human_time, parse_timestamp, table

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pocketmq.client.mq_admin_ext import MQAdminExt
+from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.remoting.body import TopicConfig
 
 from .common import Printable, add_target, bool_arg, command, human_time, table

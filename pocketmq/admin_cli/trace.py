@@ -6,7 +6,7 @@ import argparse
 import datetime as dt
 from typing import Any
 
-from pocketmq.client.mq_admin_ext import MQAdminExt
+from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.client.trace import RMQ_SYS_TRACE_TOPIC, TraceView, decode_from_trace_trans_data
 from pocketmq.client.trace.trace_view import fill_consumer_groups
 

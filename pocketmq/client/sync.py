@@ -20,12 +20,12 @@ from typing import Any, TypeVar
 
 from pocketmq.remoting.client_body import MessageQueue
 
+from .consumer.pull_consumer import PullConsumer
+from .consumer.push_consumer import PushConsumer
 from .message import Message, MessageExt, PullResult, SendResult
-from .producer import Producer, SendCallback
-from .pull_consumer import PullConsumer
-from .push_consumer import PushConsumer
-from .request_future_holder import RequestCallback
-from .selector import MessageQueueSelector
+from .producer.producer import Producer, SendCallback
+from .producer.request_future_holder import RequestCallback
+from .producer.selector import MessageQueueSelector
 
 T = TypeVar("T")
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from .message import Message
+from .producer.transaction_producer import TransactionListener, TransactionProducer, TransactionSendResult
 from .sync import SyncProducer, _LoopThread
-from .transaction_producer import TransactionListener, TransactionProducer, TransactionSendResult
 
 
 class SyncTransactionProducer(SyncProducer):

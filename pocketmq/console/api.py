@@ -12,11 +12,11 @@ from typing import Any
 
 from aiohttp import web
 
+from pocketmq.client.admin.mq_admin_ext import RETRY_GROUP_TOPIC_PREFIX, MQAdminExt, _is_system_topic, retry_topic
 from pocketmq.client.exceptions import MQBrokerException, MQClientException
+from pocketmq.client.impl.mq_admin import broker_of_offset_msg_id
 from pocketmq.client.message import Message
-from pocketmq.client.mq_admin import broker_of_offset_msg_id
-from pocketmq.client.mq_admin_ext import RETRY_GROUP_TOPIC_PREFIX, MQAdminExt, _is_system_topic, retry_topic
-from pocketmq.client.producer import Producer
+from pocketmq.client.producer.producer import Producer
 from pocketmq.common.message import MessageExt
 from pocketmq.remoting.body import TopicConfig
 from pocketmq.remoting.codes import ResponseCode

@@ -27,8 +27,8 @@ from pocketmq.broker.stats.broker_stats_manager import (
     TOPIC_PUT_NUMS,
     TOPIC_PUT_SIZE,
 )
+from pocketmq.client.admin.mq_admin_ext import MQAdminExt, _is_system_topic
 from pocketmq.client.exceptions import MQClientException
-from pocketmq.client.mq_admin_ext import MQAdminExt, _is_system_topic
 from pocketmq.storage.flush_stats import FLUSH_LATENCY_BOUNDS
 
 from .local import LocalBrokers

@@ -1,6 +1,7 @@
 """A group's rebalance history for its page: each client reports its own last rounds in its ConsumerRunningInfo
-(pocketmq/client/rebalance_history.py); the console merges them, newest first, and remembers what it has seen so
-the rounds of a client that has since left stay on the page. Bounded: so many events per group, so many groups.
+(pocketmq/client/impl/consumer/rebalance_history.py); the console merges them, newest first, and remembers what it
+has seen so the rounds of a client that has since left stay on the page. Bounded: so many events per group, so
+many groups.
 
 A client's report is a peer's input: anything that is not the expected shape is skipped, never an error."""
 
@@ -10,7 +11,7 @@ import json
 from collections import OrderedDict
 from typing import Any
 
-from pocketmq.client.rebalance_history import REBALANCE_HISTORY_PROPERTY
+from pocketmq.client.impl.consumer.rebalance_history import REBALANCE_HISTORY_PROPERTY
 
 MAX_EVENTS_PER_GROUP = 200
 MAX_GROUPS = 1000

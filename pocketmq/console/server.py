@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from pocketmq.client.mq_admin_ext import MQAdminExt
+from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 
 from .api import ConsoleApi, error_response
 from .local import LocalBrokers

@@ -14,7 +14,7 @@ from typing import Any
 
 from pocketmq.client.client_config import ClientConfig
 from pocketmq.client.message import SendResult
-from pocketmq.client.mq_client_api import MQClientAPIImpl
+from pocketmq.client.impl.mq_client_api import MQClientAPIImpl
 from pocketmq.common.codec import CorruptRecordError, decode
 from pocketmq.common.message import MessageExt
 from pocketmq.remoting.admin_header import GetTopicConfigRequestHeader

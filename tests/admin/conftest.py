@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pocketmq.client.mq_admin_ext import MQAdminExt
+from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.embedded import EmbeddedCluster
 
 FAST = {"stats_sample_interval": 0.02, "register_name_server_period": 30.0}

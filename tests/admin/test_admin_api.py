@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from pocketmq.client import Message, MessageQueue, Producer, PullConsumer, PushConsumer
+from pocketmq.client.admin.mq_admin_ext import MQAdminExt
+from pocketmq.client.consumer.message_listener import ConsumeConcurrentlyStatus
 from pocketmq.client.exceptions import MQBrokerException, MQClientException
-from pocketmq.client.message_listener import ConsumeConcurrentlyStatus
-from pocketmq.client.mq_admin_ext import MQAdminExt
 from pocketmq.remoting.body import TopicConfig
 from pocketmq.remoting.client_body import SubscriptionGroupConfig
 from pocketmq.remoting.codes import ResponseCode

@@ -12,7 +12,7 @@ import logging
 
 import pytest
 
-from pocketmq.client.allocate import (
+from pocketmq.client.consumer.allocate import (
     AllocateMachineRoomNearby,
     AllocateMessageQueueAveragely,
     AllocateMessageQueueAveragelyByCircle,
@@ -21,7 +21,7 @@ from pocketmq.client.allocate import (
     AllocateMessageQueueConsistentHash,
     AllocateMessageQueueStrategy,
 )
-from pocketmq.client.allocate.consistent_hash import md5_hash, message_queue_key
+from pocketmq.client.consumer.allocate.consistent_hash import md5_hash, message_queue_key
 from pocketmq.remoting.client_body import MessageQueue
 
 CONSUMERS = range(1, 11)
@@ -157,7 +157,7 @@ def test_argument_checks(strategy: AllocateMessageQueueStrategy, caplog: pytest.
     for bad in [("", mqs, ids), ("127.0.0.1@1", [], ids), ("127.0.0.1@1", mqs, [])]:
         with pytest.raises(ValueError):
             strategy.allocate("G", *bad)
-    with caplog.at_level(logging.WARNING, logger="pocketmq.client.allocate"):
+    with caplog.at_level(logging.WARNING, logger="pocketmq.client.consumer.allocate"):
         assert strategy.allocate("G", "127.0.0.1@9", mqs, ids) == []
     assert "not in cidAll" in caplog.text
 

@@ -8,7 +8,7 @@ import pytest
 
 from pocketmq.client import Message, MQClientException
 from pocketmq.client.batch import MessageBatch, encode_message, generate_from_list
-from pocketmq.client.send_request import SendRequestOptions, build_send_request
+from pocketmq.client.impl.producer.send_request import SendRequestOptions, build_send_request
 from pocketmq.common.message import string_to_properties
 from pocketmq.remoting.client_body import MessageQueue
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from pocketmq.client.consume_message_service import ConsumeExecutor
+from pocketmq.client.impl.consumer.consume_message_service import ConsumeExecutor
 
 
 async def settle() -> None:

@@ -6,8 +6,8 @@ import asyncio
 import json
 from pathlib import Path
 
-from pocketmq.client.local_file_offset_store import LocalFileOffsetStore
-from pocketmq.client.offset_store import ReadOffsetType
+from pocketmq.client.consumer.store.local_file_offset_store import LocalFileOffsetStore
+from pocketmq.client.consumer.store.offset_store import ReadOffsetType
 from pocketmq.remoting.client_body import MessageQueue
 
 MQ0 = MessageQueue("TopicB", "broker-a", 0)

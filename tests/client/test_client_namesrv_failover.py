@@ -12,7 +12,7 @@ import pytest
 
 from pocketmq.client import Message, Producer
 from pocketmq.client.client_config import ClientConfig
-from pocketmq.client.mq_client_api import MQClientAPIImpl
+from pocketmq.client.impl.mq_client_api import MQClientAPIImpl
 from pocketmq.remoting.codes import RequestCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import RemotingTimeoutError

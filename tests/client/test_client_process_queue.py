@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pocketmq.client.process_queue import CONSUME_START_TIME, ProcessQueue, now_ms
+from pocketmq.client.impl.consumer.process_queue import CONSUME_START_TIME, ProcessQueue, now_ms
 from pocketmq.common.message import MessageExt, properties_to_string
 
 

@@ -26,11 +26,11 @@ from pocketmq.client import (
     PullConsumer,
     SendResult,
     SendStatus,
-    mq_client_instance,
     select_message_queue_by_hash,
 )
 from pocketmq.client.exceptions import ClientErrorCode
-from pocketmq.client.mq_client_manager import MQClientManager
+from pocketmq.client.impl import mq_client_instance
+from pocketmq.client.impl.mq_client_manager import MQClientManager
 from pocketmq.common.message import string_to_properties
 from pocketmq.remoting.body import decode_body
 from pocketmq.remoting.client_body import HeartbeatData, MessageQueue

@@ -78,7 +78,7 @@ async def test_check_client_config_answers(tmp_path) -> None:
     from pocketmq.client.client_config import ClientConfig
     from pocketmq.client.exceptions import MQBrokerException
     from pocketmq.client.filter_api import build_subscription_data
-    from pocketmq.client.mq_client_api import MQClientAPIImpl
+    from pocketmq.client.impl.mq_client_api import MQClientAPIImpl
     from pocketmq.remoting.client_body import SubscriptionData
 
     async with embedded.EmbeddedCluster(tmp_path, enable_property_filter=True) as cluster:

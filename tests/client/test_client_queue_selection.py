@@ -7,12 +7,12 @@ from collections import Counter
 import pytest
 
 from pocketmq.client import Message, select_message_queue_by_hash
-from pocketmq.client.fault_strategy import MQFaultStrategy, compute_not_available_duration
-from pocketmq.client.topic_publish_info import (
+from pocketmq.client.impl.producer.topic_publish_info import (
     TopicPublishInfo,
     topic_route_data_to_publish_info,
     topic_route_data_to_subscribe_info,
 )
+from pocketmq.client.producer.fault_strategy import MQFaultStrategy, compute_not_available_duration
 from pocketmq.common.java_hash import java_string_hash
 from pocketmq.remoting.body import BrokerData, QueueData, TopicRouteData
 from pocketmq.remoting.client_body import MessageQueue

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pocketmq.client import MQBrokerException, PullStatus, SendStatus
-from pocketmq.client.mq_client_api import process_pull_response, process_send_response
+from pocketmq.client.impl.mq_client_api import process_pull_response, process_send_response
 from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.codes import ResponseCode
 from pocketmq.remoting.command import RemotingCommand

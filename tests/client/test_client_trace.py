@@ -18,7 +18,7 @@ from push_helpers import FAST_BROKER, create_topic, make_consumer, unique
 
 from pocketmq.cli import main
 from pocketmq.client import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, Message, Producer
-from pocketmq.client.mq_admin_ext import MQAdminExt
+from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.client.trace import (
     TraceBean,
     TraceContext,

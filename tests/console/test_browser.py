@@ -19,9 +19,9 @@ pytest.importorskip("aiohttp", reason="the console extra")
 playwright_api = pytest.importorskip("playwright.async_api", reason="playwright (the dev extra)")
 
 from pocketmq.client import ConsumeConcurrentlyStatus, PushConsumer  # noqa: E402
+from pocketmq.client.consumer.pull_consumer import PullConsumer  # noqa: E402
 from pocketmq.client.message import Message  # noqa: E402
-from pocketmq.client.producer import Producer  # noqa: E402
-from pocketmq.client.pull_consumer import PullConsumer  # noqa: E402
+from pocketmq.client.producer.producer import Producer  # noqa: E402
 from pocketmq.console import ConsoleServer  # noqa: E402
 
 CHROMIUM = os.environ.get("POCKETMQ_CHROMIUM", "/usr/bin/chromium")

@@ -11,9 +11,9 @@ pytest.importorskip("prometheus_client", reason="the console extra")
 import aiohttp  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
+from pocketmq.client.consumer.pull_consumer import PullConsumer  # noqa: E402
 from pocketmq.client.message import Message  # noqa: E402
-from pocketmq.client.producer import Producer  # noqa: E402
-from pocketmq.client.pull_consumer import PullConsumer  # noqa: E402
+from pocketmq.client.producer.producer import Producer  # noqa: E402
 
 
 async def scrape(console) -> dict[str, list]:

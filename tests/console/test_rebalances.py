@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("aiohttp", reason="the console extra")
 
-from pocketmq.client.rebalance_history import REBALANCE_HISTORY_PROPERTY, RebalanceHistory  # noqa: E402
+from pocketmq.client.impl.consumer.rebalance_history import REBALANCE_HISTORY_PROPERTY, RebalanceHistory  # noqa: E402
 from pocketmq.console.rebalances import RebalanceLog, parse_history  # noqa: E402
 from pocketmq.remoting.client_body import MessageQueue  # noqa: E402
 

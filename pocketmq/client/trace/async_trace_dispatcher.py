@@ -25,7 +25,7 @@ from .trace_data_encoder import encoder_from_context_bean
 
 if TYPE_CHECKING:
     from ..client_config import ClientConfig
-    from ..producer import Producer
+    from ..producer.producer import Producer
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ class AsyncTraceDispatcher:
         self._worker: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        from ..producer import Producer  # (the producer creates dispatchers: imported when one starts)
+        from ..producer.producer import Producer  # (the producer creates dispatchers: imported when one starts)
 
         cfg = self.client_config
         options: dict[str, Any] = {

@@ -1,0 +1,1 @@
+"""Cluster administration from the client side (RocketMQ's ``tools.admin``): ``MQAdminExt``."""

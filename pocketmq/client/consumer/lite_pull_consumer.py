@@ -1,0 +1,639 @@
+"""LitePullConsumer: RocketMQ's DefaultLitePullConsumer (and its Impl). Pull tasks fetch in the background;
+the application polls.
+
+    consumer = LitePullConsumer("CG", "127.0.0.1:9876")
+    consumer.subscribe("TopicTest", "*")      # the group splits the topic's queues (rebalance) ...
+    async with consumer:                      # ... or consumer.assign([...]) picks them
+        while running:
+            for msg in await consumer.poll(timeout=1.0):
+                ...                           # auto commit: what poll returned is committed by a later poll
+
+Each assigned queue has a pull task (an asyncio task): flow control first (messages waiting to be polled over
+every queue, cached count, size and span of the queue), then one long-polling PULL_MESSAGE whose messages go to
+the queue's ProcessQueue and, as one consume request, to the poll cache. ``poll`` hands out the oldest request
+and moves the queue's consume offset past it; a commit stores consume offsets (auto: at most every
+``auto_commit_interval``, from ``poll``; manual: ``commit_sync``). ``seek`` drops what was pulled and restarts
+the queue's task at the new offset; ``pause`` stops a queue's pulls (what was pulled can still be polled).
+
+In subscribe mode the group's members split each topic's queues as push consumers do (RebalanceImpl, on the
+instance's rebalance service); a queue taken away is committed and persisted first. Not in 4.9.8 but done
+here: a rebalance's queue commit (RocketMQ drops what was polled and not committed, so the next owner repeats
+it) and ``commit_sync`` storing the offsets at the broker before it returns (RocketMQ leaves that to the next
+periodic persist).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import random
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, fields
+from typing import Any
+
+from pocketmq.common.message import MessageExt
+from pocketmq.remoting.client_body import ConsumerData, MessageQueue, SubscriptionData
+from pocketmq.remoting.errors import RemotingError
+
+from ..client_config import ClientConfig
+from ..exceptions import MQBrokerException, MQClientException
+from ..filter_api import EXPRESSION_TYPE_SQL92, EXPRESSION_TYPE_TAG, SUB_ALL, build_subscription_data, message_matches
+from ..impl import mq_admin
+from ..impl.consumer.assigned_message_queue import AssignedMessageQueue, MessageQueueState
+from ..impl.consumer.mq_consumer_inner import RebalancedConsumerInner
+from ..impl.consumer.process_queue import ProcessQueue
+from ..impl.consumer.pull_api import PullAPIWrapper, build_sys_flag
+from ..impl.consumer.rebalance_lite_pull_impl import RebalanceLitePullImpl
+from ..impl.mq_client_instance import MQClientInstance
+from ..impl.mq_client_manager import MQClientManager
+from ..message import PullStatus
+from ..trace.async_trace_dispatcher import AsyncTraceDispatcher
+from ..trace.trace_context import ConsumeReturnType
+from ..trace.trace_hooks import ConsumeMessageTraceHook
+from ..validators import DEFAULT_CONSUMER_GROUP, check_group, check_topic
+from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
+from .consumer_enums import ConsumeFromWhere, ConsumeType, MessageModel
+from .lite_pull_consumer_config import LitePullConsumerConfig
+from .store.local_file_offset_store import LocalFileOffsetStore
+from .store.offset_store import OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
+
+log = logging.getLogger(__name__)
+
+MIB = 1024 * 1024
+_CONFIG_FIELDS = {f.name for f in fields(LitePullConsumerConfig)}
+NOT_RUNNING = "The consumer not running, please start it first."
+SUBSCRIPTION_CONFLICT = "Subscribe and assign are mutually exclusive."
+
+TopicMessageQueueChangeListener = Callable[[str, set[MessageQueue]], object]
+
+
+@dataclass(slots=True)
+class ConsumeRequest:
+    """One pull's messages, waiting in the poll cache."""
+
+    messages: list[MessageExt]
+    message_queue: MessageQueue
+    process_queue: ProcessQueue
+
+
+class LitePullConsumer(RebalancedConsumerInner):
+    def __init__(
+        self,
+        group: str,
+        namesrv_addr: str,
+        *,
+        allocate_strategy: AllocateMessageQueueStrategy | None = None,
+        **options: Any,
+    ) -> None:
+        """``options`` are LitePullConsumerConfig fields (message_model, consume_from_where, auto_commit,
+        auto_commit_interval, pull_batch_size, pull_threshold_for_queue, ... every time in seconds) and
+        ClientConfig fields (instance_name, rebalance_interval, poll_name_server_interval, protocol, ...)."""
+        config_options = {k: v for k, v in options.items() if k in _CONFIG_FIELDS}
+        client_options = {k: v for k, v in options.items() if k not in _CONFIG_FIELDS}
+        try:
+            self.config = LitePullConsumerConfig(**config_options)
+        except ValueError as e:
+            raise MQClientException(f"bad lite pull consumer setting: {e}") from None
+        self.group = group
+        self.client_config = ClientConfig(namesrv_addr=namesrv_addr, **client_options)
+        self.allocate_strategy = allocate_strategy or AllocateMessageQueueAveragely()
+        self.subscription_type: str | None = None  # "SUBSCRIBE" or "ASSIGN", fixed by the first call
+        self.subscriptions: dict[str, SubscriptionData] = {}
+        self.assigned_message_queue = AssignedMessageQueue()
+        self.running = False
+        self.trace_dispatcher: AsyncTraceDispatcher | None = None
+        self.trace_hook: ConsumeMessageTraceHook | None = None  # set while tracing (enable_msg_trace)
+        self.consume_request_flow_control_times = 0
+        self.queue_flow_control_times = 0
+        self.queue_max_span_flow_control_times = 0
+        self._assigned_before_start: list[MessageQueue] = []
+        self._task_table: dict[MessageQueue, asyncio.Task[None]] = {}
+        self._consume_request_cache: collections.deque[ConsumeRequest] = collections.deque()
+        self._cache_not_empty: asyncio.Event | None = None
+        self._next_auto_commit_deadline = -1.0
+        self._topic_listeners: dict[str, TopicMessageQueueChangeListener] = {}
+        self._queues_for_topic: dict[str, set[MessageQueue]] = {}
+        self._monitor: asyncio.Task[None] | None = None
+        self._instance: MQClientInstance | None = None
+        self._offset_store: OffsetStore | None = None
+        self._rebalance_impl: RebalanceLitePullImpl | None = None
+        self._pull_api: PullAPIWrapper | None = None
+
+    # --- state ---------------------------------------------------------------------------------------------
+
+    @property
+    def message_model(self) -> MessageModel:
+        return self.config.message_model
+
+    @property
+    def consume_from_where(self) -> ConsumeFromWhere:
+        return self.config.consume_from_where
+
+    def consume_timestamp_ms(self) -> int:
+        return self.config.consume_timestamp_ms()
+
+    @property
+    def instance(self) -> MQClientInstance:
+        if self._instance is None:
+            raise MQClientException(NOT_RUNNING)
+        return self._instance
+
+    @property
+    def offset_store(self) -> OffsetStore:
+        if self._offset_store is None:
+            raise MQClientException(NOT_RUNNING)
+        return self._offset_store
+
+    @property
+    def rebalance_impl(self) -> RebalanceLitePullImpl:
+        if self._rebalance_impl is None:
+            raise MQClientException(NOT_RUNNING)
+        return self._rebalance_impl
+
+    @property
+    def client_id(self) -> str:
+        return self.instance.client_id
+
+    def _check_running(self) -> None:
+        if not self.running:
+            raise MQClientException(NOT_RUNNING)
+
+    def _set_subscription_type(self, kind: str) -> None:
+        if self.subscription_type is None:
+            self.subscription_type = kind
+        elif self.subscription_type != kind:
+            raise MQClientException(SUBSCRIPTION_CONFLICT)
+
+    def assignment(self) -> set[MessageQueue]:
+        """The queues this consumer reads now (its share of the split, or what ``assign`` gave it)."""
+        return set(self.assigned_message_queue.message_queues())
+
+    # --- subscribe or assign -------------------------------------------------------------------------------
+
+    def subscribe(self, topic: str, expression: str | None = "*", expression_type: str = EXPRESSION_TYPE_TAG) -> None:
+        """Read ``topic``'s messages that match ``expression`` (tags, or SQL92 with ``expression_type``), the
+        group's members splitting its queues. Subscribing again replaces the expression."""
+        check_topic(topic)
+        self._set_subscription_type("SUBSCRIBE")
+        data = build_subscription_data(topic, expression, expression_type)
+        self.subscriptions[topic] = data
+        if self._rebalance_impl is not None:
+            self._rebalance_impl.subscription_inner[topic] = data
+        if self.running:
+            self._spawn(self._after_subscribe(topic))
+
+    async def _after_subscribe(self, topic: str) -> None:
+        instance = self.instance
+        await instance.send_heartbeat_to_all_brokers()
+        await instance.update_topic_route_info_from_name_server(topic)
+        instance.rebalance_immediately()
+
+    def unsubscribe(self, topic: str) -> None:
+        self.subscriptions.pop(topic, None)
+        if self._rebalance_impl is not None:
+            self._rebalance_impl.subscription_inner.pop(topic, None)
+        self._remove_pull_tasks([mq for mq in self._task_table if mq.topic == topic])
+        self.assigned_message_queue.remove_assigned_message_queue(topic)
+
+    def assign(self, mqs: Iterable[MessageQueue]) -> None:
+        """Read exactly these queues (no rebalance; every message of them, as with ``"*"``)."""
+        mqs = list(mqs)
+        if not mqs:
+            raise MQClientException("Message queues can not be null or empty.")
+        self._set_subscription_type("ASSIGN")
+        if not self.running:
+            self._assigned_before_start = mqs
+            return
+        self._update_assign(mqs)
+
+    def _update_assign(self, mqs: list[MessageQueue]) -> None:
+        dropped = self.assigned_message_queue.update_assigned_message_queue(mqs)
+        self._remove_pull_tasks(dropped)
+        self._start_pull_tasks(mqs)
+
+    def message_queue_changed(self, topic: str, mq_all: list[MessageQueue], mq_divided: set[MessageQueue]) -> None:
+        """The rebalance's new split of ``topic`` (every queue, broadcasting)."""
+        mqs = set(mq_all) if self.message_model is MessageModel.BROADCASTING else mq_divided
+        r = self.rebalance_impl
+        dropped = self.assigned_message_queue.update_assigned_message_queue(
+            mqs, topic, r.process_queue_table, r.start_offsets
+        )
+        for mq in mqs:
+            r.start_offsets.pop(mq, None)
+        self._remove_pull_tasks(dropped)
+        self._start_pull_tasks(mqs)
+
+    # --- lifecycle -----------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._instance is not None or self.running:
+            raise MQClientException("The PullConsumer service state not OK, maybe started once")
+        check_group(self.group)
+        if self.group == DEFAULT_CONSUMER_GROUP:
+            raise MQClientException(
+                f"consumerGroup can not equal {DEFAULT_CONSUMER_GROUP}, please specify another one."
+            )
+        if self.message_model is MessageModel.CLUSTERING and self.client_config.instance_name in (None, "DEFAULT"):
+            # changeInstanceNameToPID: each clustering consumer of a process is a member of its own.
+            pid = self.client_config.effective_instance_name()
+            self.client_config.instance_name = f"{pid}#{random.getrandbits(48)}"
+        instance = MQClientManager.get_instance().get_or_create_mq_client_instance(self.client_config)
+        instance.register_consumer(self.group, self)
+        self._instance = instance
+        rebalance = RebalanceLitePullImpl(self)
+        rebalance.subscription_inner.update(self.subscriptions)
+        self._rebalance_impl = rebalance
+        self._pull_api = PullAPIWrapper(instance, self.group)
+        if self.message_model is MessageModel.BROADCASTING:
+            instance_name = self.client_config.instance_name or "DEFAULT"
+            local = LocalFileOffsetStore(
+                self.config.offset_store_dir, f"{self.client_config.client_ip}@{instance_name}", self.group
+            )
+            await asyncio.to_thread(local.load)
+            self._offset_store = local
+        else:
+            self._offset_store = RemoteBrokerOffsetStore(instance, self.group)
+        self._cache_not_empty = asyncio.Event()
+        self.running = True
+        await instance.start()
+        if self.config.enable_msg_trace:
+            dispatcher = AsyncTraceDispatcher(self.group, self.client_config, self.config.custom_trace_topic)
+            await dispatcher.start()
+            self.trace_dispatcher = dispatcher
+            self.trace_hook = ConsumeMessageTraceHook(dispatcher, self.group)
+        try:
+            for topic in list(self.subscriptions):
+                await instance.update_topic_route_info_from_name_server(topic, unreachable_raises=True)
+            await instance.check_client_in_broker(self.group, list(self.subscriptions.values()))
+        except MQClientException:
+            await self.shutdown()
+            raise
+        if self.subscription_type == "ASSIGN":
+            self._update_assign(self._assigned_before_start)
+        for topic in self._topic_listeners:
+            self._queues_for_topic[topic] = set(await self.fetch_message_queues(topic))
+        self._monitor = asyncio.get_running_loop().create_task(self._monitor_topic_queues())
+        await instance.send_heartbeat_to_all_brokers()
+        instance.rebalance_immediately()
+        log.info("lite pull consumer %s started as %s", self.group, instance.client_id)
+
+    async def shutdown(self) -> None:
+        """Stop pulling, commit (auto commit) and persist the offsets, leave the group."""
+        instance = self._instance
+        if instance is None or not self.running:
+            return
+        if self.config.auto_commit:
+            self.commit_all()
+        self.running = False
+        await self.rebalance_impl.stop()
+        tasks = list(self._task_table.values())
+        if self._monitor is not None:
+            tasks.append(self._monitor)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._task_table.clear()
+        await self.persist_consumer_offset()
+        if self.trace_dispatcher is not None:
+            dispatcher, self.trace_dispatcher, self.trace_hook = self.trace_dispatcher, None, None
+            await dispatcher.shutdown()  # sends the records still queued
+        await instance.unregister_consumer(self.group)
+        self.assigned_message_queue.clear()
+        self._consume_request_cache.clear()
+        await instance.shutdown()
+        self._instance = None
+        log.info("lite pull consumer %s shut down", self.group)
+
+    async def __aenter__(self) -> LitePullConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        task.add_done_callback(_log_failure)
+
+    # --- poll ----------------------------------------------------------------------------------------------
+
+    async def poll(self, timeout: float | None = None) -> list[MessageExt]:
+        """The messages of one pull, the oldest waiting, within ``timeout`` seconds (default ``poll_timeout``);
+        [] when none came. With auto commit, what earlier polls returned is committed first (at most every
+        ``auto_commit_interval``)."""
+        self._check_running()
+        timeout = self.config.poll_timeout if timeout is None else timeout
+        if timeout < 0:
+            raise MQClientException("Timeout must not be negative")
+        if self.config.auto_commit:
+            self._maybe_auto_commit()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        cache = self._consume_request_cache
+        not_empty = self._cache_not_empty
+        assert not_empty is not None
+        while True:
+            while cache:
+                request = cache.popleft()
+                if not cache:
+                    not_empty.clear()
+                if request.process_queue.dropped:
+                    continue
+                offset = request.process_queue.remove_message(request.messages)
+                state = self.assigned_message_queue.get(request.message_queue)
+                if state is not None and offset >= 0:
+                    state.consume_offset = offset
+                trace = self.trace_hook
+                if trace is not None:  # as RocketMQ's poll: handed over counts as consumed, successfully
+                    before = trace.consume_message_before(request.messages)
+                    trace.consume_message_after(before, len(request.messages), True, ConsumeReturnType.SUCCESS)
+                return request.messages
+            remaining = deadline - loop.time()
+            if remaining <= 0 or not self.running:
+                return []
+            try:
+                async with asyncio.timeout(remaining):
+                    await not_empty.wait()
+            except TimeoutError:
+                return []
+
+    def _submit_consume_request(self, request: ConsumeRequest) -> None:
+        self._consume_request_cache.append(request)
+        assert self._cache_not_empty is not None
+        self._cache_not_empty.set()
+
+    def _clear_message_queue_in_cache(self, mq: MessageQueue) -> None:
+        state = self.assigned_message_queue.get(mq)
+        if state is not None:
+            state.process_queue.remove_message(state.process_queue.messages())
+        cache = self._consume_request_cache
+        kept = [r for r in cache if r.message_queue != mq]
+        if len(kept) != len(cache):
+            cache.clear()
+            cache.extend(kept)
+            if not cache and self._cache_not_empty is not None:
+                self._cache_not_empty.clear()
+
+    # --- pause, resume, seek -------------------------------------------------------------------------------
+
+    def pause(self, mqs: Iterable[MessageQueue]) -> None:
+        """Stop pulling these queues; what was pulled still comes out of ``poll``."""
+        self.assigned_message_queue.pause(mqs)
+
+    def resume(self, mqs: Iterable[MessageQueue]) -> None:
+        paused = [mq for mq in mqs if self.assigned_message_queue.is_paused(mq)]
+        self.assigned_message_queue.resume(paused)
+        for mq in paused:
+            if mq in self._task_table:
+                self._restart_pull_task(mq)  # at once, not after the rest of the pause's delay
+
+    async def seek(self, mq: MessageQueue, offset: int) -> None:
+        """Poll ``mq`` from ``offset`` next (between its min and max offset): what was pulled beyond is
+        dropped, and the consume offset (what a commit stores) moves there too."""
+        self._check_running()
+        if mq not in self.assigned_message_queue:
+            rebalancing = ", may be rebalancing" if self.subscription_type == "SUBSCRIBE" else ""
+            raise MQClientException(f"The message queue is not in assigned list{rebalancing}, message queue: {mq}")
+        min_offset, max_offset = await self.min_offset(mq), await self.max_offset(mq)
+        if not min_offset <= offset <= max_offset:
+            raise MQClientException(
+                f"Seek offset illegal, seek offset = {offset}, min offset = {min_offset}, max offset = {max_offset}"
+            )
+        state = self.assigned_message_queue.get(mq)
+        if state is None or state.process_queue.dropped:
+            return  # taken away by a rebalance meanwhile
+        state.seek_offset = offset
+        state.consume_offset = offset
+        self.offset_store.update_offset(mq, offset, increase_only=False)
+        self._clear_message_queue_in_cache(mq)
+        self._restart_pull_task(mq)
+
+    async def seek_to_begin(self, mq: MessageQueue) -> None:
+        await self.seek(mq, await self.min_offset(mq))
+
+    async def seek_to_end(self, mq: MessageQueue) -> None:
+        await self.seek(mq, await self.max_offset(mq))
+
+    # --- commits -------------------------------------------------------------------------------------------
+
+    def _maybe_auto_commit(self) -> None:
+        now = asyncio.get_running_loop().time()
+        if now >= self._next_auto_commit_deadline:
+            self.commit_all()
+            self._next_auto_commit_deadline = now + self.config.auto_commit_interval
+
+    def commit_queue(self, mq: MessageQueue, dropped_too: bool = False) -> None:
+        """Record ``mq``'s consume offset in the offset store (in memory; persisted periodically). A queue
+        already dropped is skipped unless ``dropped_too`` (the rebalance giving it away commits it last)."""
+        state = self.assigned_message_queue.get(mq)
+        if state is None or state.consume_offset < 0 or (state.process_queue.dropped and not dropped_too):
+            return
+        self.offset_store.update_offset(mq, state.consume_offset, increase_only=False)
+
+    def commit_all(self) -> None:
+        """commitAll: every queue's consume offset into the offset store; the instance persists them every
+        ``persist_consumer_offset_interval`` and at shutdown."""
+        for mq in self.assigned_message_queue.message_queues():
+            self.commit_queue(mq)
+
+    async def commit_sync(self) -> None:
+        """Commit what ``poll`` has returned so far and store it (at the brokers, or the local file when
+        broadcasting) before returning."""
+        self._check_running()
+        self.commit_all()
+        for mq in self.assigned_message_queue.message_queues():
+            await self.offset_store.persist(mq)
+
+    async def committed(self, mq: MessageQueue) -> int:
+        """The group's committed offset of ``mq`` (this client's first, else the broker's); -1 if none."""
+        self._check_running()
+        return await self.offset_store.read_offset(mq, ReadOffsetType.MEMORY_FIRST_THEN_STORE)
+
+    # --- lookups -------------------------------------------------------------------------------------------
+
+    async def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
+        """The topic's readable queues, from a name server (sorted)."""
+        self._check_running()
+        return await mq_admin.fetch_subscribe_message_queues(self.instance, topic)
+
+    async def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        """The offset of the first message of ``mq`` stored at or after ``timestamp_ms`` (searchOffset)."""
+        self._check_running()
+        return await mq_admin.search_offset(self.instance, mq, timestamp_ms, self.client_config.mq_client_api_timeout)
+
+    async def min_offset(self, mq: MessageQueue) -> int:
+        self._check_running()
+        return await mq_admin.min_offset(self.instance, mq, self.client_config.mq_client_api_timeout)
+
+    async def max_offset(self, mq: MessageQueue) -> int:
+        self._check_running()
+        return await mq_admin.max_offset(self.instance, mq, self.client_config.mq_client_api_timeout)
+
+    def register_topic_message_queue_change_listener(
+        self, topic: str, listener: TopicMessageQueueChangeListener
+    ) -> None:
+        """``listener(topic, queues)`` whenever the topic's queues change (checked every
+        ``topic_metadata_check_interval``), e.g. to ``assign`` the new ones."""
+        self._topic_listeners[topic] = listener
+        if self.running:
+            self._spawn(self._remember_queues(topic))
+
+    async def _remember_queues(self, topic: str) -> None:
+        self._queues_for_topic[topic] = set(await self.fetch_message_queues(topic))
+
+    async def _monitor_topic_queues(self) -> None:
+        while self.running:
+            await asyncio.sleep(self.config.topic_metadata_check_interval)
+            for topic, listener in list(self._topic_listeners.items()):
+                try:
+                    now = set(await self.fetch_message_queues(topic))
+                except (RemotingError, MQClientException) as e:
+                    log.warning("%s: queues of %s not checked: %s", self.group, topic, e)
+                    continue
+                if now != self._queues_for_topic.get(topic):
+                    self._queues_for_topic[topic] = now
+                    try:
+                        listener(topic, now)
+                    except Exception:
+                        log.exception("queue-change listener of %s failed", topic)
+
+    # --- pull tasks ----------------------------------------------------------------------------------------
+
+    def _start_pull_tasks(self, mqs: Iterable[MessageQueue]) -> None:
+        if not self.running:
+            return
+        loop = asyncio.get_running_loop()
+        for mq in mqs:
+            if mq not in self._task_table:
+                self._task_table[mq] = loop.create_task(self._pull_task(mq), name=f"{self.group}-pull-{mq}")
+
+    def _remove_pull_tasks(self, mqs: Iterable[MessageQueue]) -> None:
+        for mq in list(mqs):
+            task = self._task_table.pop(mq, None)
+            if task is not None:
+                task.cancel()
+
+    def _restart_pull_task(self, mq: MessageQueue) -> None:
+        """Cancel the queue's task (a pull in flight is abandoned, its answer dropped) and start a new one."""
+        self._remove_pull_tasks([mq])
+        self._start_pull_tasks([mq])
+
+    async def _pull_task(self, mq: MessageQueue) -> None:
+        cfg = self.config
+        assigned = self.assigned_message_queue
+        while self.running:
+            state = assigned.get(mq)
+            if state is None or state.process_queue.dropped:
+                return
+            pq = state.process_queue
+            delay = 0.0
+            if state.paused:
+                delay = cfg.pull_time_delay_when_pause
+            elif len(self._consume_request_cache) * cfg.pull_batch_size > cfg.pull_threshold_for_all:
+                self.consume_request_flow_control_times += 1
+                delay = cfg.pull_time_delay_when_flow_control
+            elif pq.msg_count > cfg.pull_threshold_for_queue or pq.msg_size > cfg.pull_threshold_size_for_queue * MIB:
+                self.queue_flow_control_times += 1
+                delay = cfg.pull_time_delay_when_flow_control
+            elif pq.get_max_span() > cfg.consume_max_span:
+                self.queue_max_span_flow_control_times += 1
+                delay = cfg.pull_time_delay_when_flow_control
+            else:
+                try:
+                    delay = await self._pull_once(mq, state)
+                except Exception:  # a bug must not end the queue's pulls for good
+                    log.exception("%s: pull task of %s failed", self.group, mq)
+                    delay = cfg.pull_time_delay_when_exception
+            if delay > 0:
+                await asyncio.sleep(delay)
+
+    async def _next_pull_offset(self, mq: MessageQueue) -> int:
+        state = self.assigned_message_queue.get(mq)
+        assert state is not None
+        if state.seek_offset != -1:
+            offset, state.seek_offset = state.seek_offset, -1
+            state.consume_offset = offset
+            state.pull_offset = offset
+            return offset
+        if state.pull_offset == -1:
+            offset = await self.rebalance_impl.compute_pull_from_where(mq)
+            if offset >= 0 and state is self.assigned_message_queue.get(mq):
+                state.pull_offset = offset
+                if state.consume_offset < 0:
+                    state.consume_offset = offset
+            return offset
+        if state.consume_offset < 0:
+            state.consume_offset = state.pull_offset
+        return state.pull_offset
+
+    def _subscription(self, topic: str) -> SubscriptionData:
+        if self.subscription_type == "SUBSCRIBE":
+            sub = self.rebalance_impl.subscription_inner.get(topic)
+            if sub is not None:
+                return sub
+        return build_subscription_data(topic, SUB_ALL)
+
+    async def _pull_once(self, mq: MessageQueue, state: MessageQueueState) -> float:
+        """One pull of ``mq``; the delay before the next."""
+        cfg = self.config
+        try:
+            offset = await self._next_pull_offset(mq)
+            if offset < 0:
+                return cfg.pull_time_delay_when_exception
+            subscription = self._subscription(mq.topic)
+            assert self._pull_api is not None
+            raw = await self._pull_api.pull_kernel_impl(
+                mq, subscription, offset, cfg.pull_batch_size,
+                build_sys_flag(commit_offset=False, suspend=True, subscription=True),
+                0, cfg.broker_suspend_max_time, cfg.consumer_timeout_when_suspend,
+                0 if subscription.expression_type == EXPRESSION_TYPE_TAG else subscription.sub_version,
+            )
+            result = self._pull_api.process_pull_result(mq, raw, subscription)
+        except (RemotingError, MQClientException, MQBrokerException) as e:
+            log.warning("%s: pull of %s failed: %s", self.group, mq, e)
+            return cfg.pull_time_delay_when_exception
+        # (nothing awaited from here on: a seek cannot come between this check and the updates below)
+        current = self.assigned_message_queue.get(mq)
+        if current is not state or state.process_queue.dropped:
+            return 0.0
+        if result.pull_status is PullStatus.FOUND and state.seek_offset == -1:
+            msgs = result.msg_found_list
+            if msgs and subscription.expression_type == EXPRESSION_TYPE_SQL92:
+                msgs = [m for m in msgs if message_matches(subscription, m)]
+            if msgs:
+                state.process_queue.put_message(msgs)
+                self._submit_consume_request(ConsumeRequest(msgs, mq, state.process_queue))
+        elif result.pull_status is PullStatus.OFFSET_ILLEGAL:
+            log.warning("%s: pull offset of %s illegal, moving to %d", self.group, mq, result.next_begin_offset)
+        if state.seek_offset == -1:
+            state.pull_offset = result.next_begin_offset
+        return 0.0
+
+    # --- ConsumerInner (called by MQClientInstance) --------------------------------------------------------
+
+    def consumer_data(self) -> ConsumerData:
+        subs = self._rebalance_impl.subscription_inner if self._rebalance_impl is not None else self.subscriptions
+        return ConsumerData(
+            group_name=self.group,
+            consume_type=ConsumeType.CONSUME_ACTIVELY.value,
+            message_model=self.message_model.value,
+            consume_from_where=self.consume_from_where.value,
+            subscription_data_set=list(subs.values()),
+        )
+
+    async def persist_consumer_offset(self) -> None:
+        if self._offset_store is not None:
+            try:
+                await self._offset_store.persist_all()
+            except (RemotingError, MQClientException, MQBrokerException, OSError) as e:
+                log.warning("%s: persisting offsets failed: %s", self.group, e)
+
+    async def do_rebalance(self) -> None:
+        if self.running and self.subscription_type == "SUBSCRIBE" and self._rebalance_impl is not None:
+            await self._rebalance_impl.do_rebalance(False)
+
+
+def _log_failure(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("lite pull consumer background step failed: %s", task.exception())

@@ -1,0 +1,590 @@
+"""DefaultMQPushConsumerImpl: the push consumer's machinery, behind the PushConsumer facade.
+
+    RebalanceService ─► RebalanceImpl ─► PullMessageService ─► pull_message ─► ProcessQueue
+                                              ▲                      │
+                                              └── next PullRequest ◄─┴─► ConsumeMessage*Service ─► listener
+
+``pull_message`` is DefaultMQPushConsumerImpl.pullMessage: flow control first (cached count, size, span;
+orderly: the queue must be locked), then one long-polling PULL_MESSAGE whose answer feeds the ProcessQueue
+and the consume service and queues the next PullRequest. The consumer registers with its MQClientInstance,
+which heartbeats its subscriptions, persists its offsets and wakes its rebalance.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+from pocketmq.common.message import MessageExt
+from pocketmq.remoting import fastjson
+from pocketmq.remoting.admin_body import ConsumerRunningInfo
+from pocketmq.remoting.client_body import ConsumerData, MessageQueue, SubscriptionData
+from pocketmq.remoting.codes import ResponseCode
+from pocketmq.remoting.errors import RemotingError
+from pocketmq.remoting.header import ConsumerSendMsgBackRequestHeader
+from pocketmq.remoting.tasks import TaskTracker
+
+from ...client_config import ClientConfig
+from ...consumer.allocate import AllocateMessageQueueStrategy
+from ...consumer.consumer_enums import ConsumeType, MessageModel
+from ...consumer.push_consumer_config import PushConsumerConfig
+from ...consumer.store.local_file_offset_store import LocalFileOffsetStore
+from ...consumer.store.offset_store import OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
+from ...exceptions import MQBrokerException, MQClientException
+from ...filter_api import EXPRESSION_TYPE_SQL92, build_subscription_data, message_matches
+from ...message import Message, PullStatus
+from ...message_const import (
+    PROPERTY_MAX_RECONSUME_TIMES,
+    PROPERTY_ORIGIN_MESSAGE_ID,
+    PROPERTY_RECONSUME_TIME,
+    PROPERTY_RETRY_TOPIC,
+    PROPERTY_TRANSACTION_PREPARED,
+    RETRY_GROUP_TOPIC_PREFIX,
+)
+from ...trace.async_trace_dispatcher import AsyncTraceDispatcher
+from ...trace.trace_hooks import ConsumeMessageTraceHook
+from ...validators import DEFAULT_CONSUMER_GROUP, check_group, check_topic
+from ..mq_client_instance import MQClientInstance
+from ..mq_client_manager import MQClientManager
+from ..producer.send_request import SendRequestOptions, build_send_request
+from ..producer.topic_publish_info import topic_route_data_to_publish_info
+from .consume_message_concurrently_service import ConsumeMessageConcurrentlyService
+from .consume_message_orderly_service import ConsumeMessageOrderlyService
+from .consume_message_service import ConsumeMessageService
+from .mq_consumer_inner import RebalancedConsumerInner
+from .pull_api import PullAPIWrapper, build_sys_flag
+from .pull_request import PullRequest
+from .rebalance_history import REBALANCE_HISTORY_PROPERTY
+from .rebalance_push_impl import RebalancePushImpl
+
+log = logging.getLogger(__name__)
+
+CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
+MAX_RECONSUME_TIMES_CONCURRENTLY = 16
+MAX_RECONSUME_TIMES_ORDERLY = 2**31 - 1  # Integer.MAX_VALUE
+MIB = 1024 * 1024
+
+
+def retry_topic(group: str) -> str:
+    return RETRY_GROUP_TOPIC_PREFIX + group
+
+
+def _closed(coro: Coroutine[Any, Any, Any]) -> None:
+    coro.close()  # never started: no "coroutine was never awaited" warning
+
+
+class DefaultMQPushConsumerImpl(RebalancedConsumerInner):
+    def __init__(
+        self,
+        group: str,
+        client_config: ClientConfig,
+        config: PushConsumerConfig,
+        allocate_strategy: AllocateMessageQueueStrategy,
+    ) -> None:
+        self.group = group
+        self.client_config = client_config
+        self.config = config
+        self.allocate_strategy = allocate_strategy
+        self.subscriptions: dict[str, SubscriptionData] = {}  # what the user subscribed to
+        self.listener: Any = None
+        self.consume_orderly = False
+        self.pull_threshold_for_queue = config.pull_threshold_for_queue
+        self.pull_threshold_size_for_queue = config.pull_threshold_size_for_queue
+        self.pause = False
+        self.running = False
+        self.start_timestamp = 0  # epoch ms of the last start (ConsumerRunningInfo's PROP_CONSUMER_START_TIMESTAMP)
+        self.queue_flow_control_times = 0  # pulls put off by the count, size or span limits (observability)
+        self.queue_max_span_flow_control_times = 0
+        self._instance: MQClientInstance | None = None
+        self._offset_store: OffsetStore | None = None
+        self._rebalance_impl: RebalancePushImpl | None = None
+        self._pull_api: PullAPIWrapper | None = None
+        self.consume_message_service: ConsumeMessageService | None = None
+        self._tasks = TaskTracker(log)
+        self._learning_routes = False
+        self.trace_dispatcher: AsyncTraceDispatcher | None = None
+        self.trace_hook: ConsumeMessageTraceHook | None = None  # set while tracing (enable_msg_trace)
+
+    # --- state ---------------------------------------------------------------------------------------------
+
+    def _state_error(self) -> MQClientException:
+        return MQClientException("The consumer service state not OK, maybe started once or not started yet")
+
+    @property
+    def instance(self) -> MQClientInstance:
+        if self._instance is None:
+            raise self._state_error()
+        return self._instance
+
+    @property
+    def offset_store(self) -> OffsetStore:
+        if self._offset_store is None:
+            raise self._state_error()
+        return self._offset_store
+
+    @property
+    def rebalance_impl(self) -> RebalancePushImpl:
+        if self._rebalance_impl is None:
+            raise self._state_error()
+        return self._rebalance_impl
+
+    def max_reconsume_times(self) -> int:
+        if self.config.max_reconsume_times != -1:
+            return self.config.max_reconsume_times
+        return MAX_RECONSUME_TIMES_ORDERLY if self.consume_orderly else MAX_RECONSUME_TIMES_CONCURRENTLY
+
+    # --- configuration before start ------------------------------------------------------------------------
+
+    def subscribe(self, topic: str, expression: str | None, expression_type: str) -> None:
+        check_topic(topic)
+        data = build_subscription_data(topic, expression, expression_type)
+        self.subscriptions[topic] = data
+        if self._rebalance_impl is not None:
+            self._rebalance_impl.subscription_inner[topic] = data
+            self.instance.rebalance_service.wakeup()
+            self.spawn(self.instance.send_heartbeat_to_all_brokers())
+
+    def unsubscribe(self, topic: str) -> None:
+        self.subscriptions.pop(topic, None)
+        if self._rebalance_impl is not None:
+            self._rebalance_impl.subscription_inner.pop(topic, None)
+
+    def register_message_listener(self, listener: Any, orderly: bool) -> None:
+        if not callable(listener):
+            raise MQClientException("messageListener must be callable")
+        if self.running:
+            raise MQClientException("register the message listener before start()")
+        self.listener = listener
+        self.consume_orderly = orderly
+
+    # --- lifecycle -----------------------------------------------------------------------------------------
+
+    def _check_config(self) -> None:
+        check_group(self.group)
+        if self.group == DEFAULT_CONSUMER_GROUP:
+            raise MQClientException(
+                f"consumerGroup can not equal {DEFAULT_CONSUMER_GROUP}, please specify another one."
+            )
+        if self.listener is None:
+            raise MQClientException("messageListener is null; register_message_listener() first")
+        if not self.subscriptions:
+            raise MQClientException("no subscription; subscribe() to a topic first")
+
+    async def start(self) -> None:
+        if self._instance is not None or self.running:
+            raise MQClientException("The PushConsumer service state not OK, maybe started once")
+        self._check_config()
+        cfg = self.config
+        if cfg.message_model is MessageModel.CLUSTERING and self.client_config.instance_name in (None, "DEFAULT"):
+            # DefaultMQPushConsumer.changeInstanceNameToPID (4.9.8 appends nanoTime): every clustering consumer
+            # of a process is a member of its group of its own.
+            pid = self.client_config.effective_instance_name()
+            self.client_config.instance_name = f"{pid}#{random.getrandbits(48)}"
+        instance = MQClientManager.get_instance().get_or_create_mq_client_instance(self.client_config)
+        self._instance = instance
+        rebalance = RebalancePushImpl(self)
+        rebalance.subscription_inner.update(self.subscriptions)
+        if cfg.message_model is MessageModel.CLUSTERING:
+            # Failed messages come back through the group's retry topic; every consumer reads it.
+            rt = retry_topic(self.group)
+            rebalance.subscription_inner[rt] = build_subscription_data(rt, "*")
+        self._rebalance_impl = rebalance
+        self._pull_api = PullAPIWrapper(instance, self.group)
+        if cfg.message_model is MessageModel.BROADCASTING:
+            instance_name = self.client_config.instance_name or "DEFAULT"
+            local = LocalFileOffsetStore(cfg.offset_store_dir, f"{self.client_config.client_ip}@{instance_name}",
+                                         self.group)
+            await asyncio.to_thread(local.load)
+            self._offset_store = local
+        else:
+            self._offset_store = RemoteBrokerOffsetStore(instance, self.group)
+        if self.consume_orderly:
+            self.consume_message_service = ConsumeMessageOrderlyService(self, self.listener)
+        else:
+            self.consume_message_service = ConsumeMessageConcurrentlyService(self, self.listener)
+        try:
+            instance.register_consumer(self.group, self)
+        except MQClientException:
+            self._instance = self._offset_store = self._rebalance_impl = self._pull_api = None
+            self.consume_message_service = None
+            raise
+        self.running = True
+        self.start_timestamp = int(time.time() * 1000)
+        self._tasks = TaskTracker(log)
+        if cfg.enable_msg_trace:
+            dispatcher = AsyncTraceDispatcher(self.group, self.client_config, cfg.custom_trace_topic)
+            await dispatcher.start()
+            self.trace_dispatcher = dispatcher
+            self.trace_hook = ConsumeMessageTraceHook(dispatcher, self.group)
+        self.consume_message_service.start()
+        await instance.start()
+        try:
+            # A wrong name server address fails start() at once; a topic without a route yet does not.
+            for topic in list(rebalance.subscription_inner):
+                await instance.update_topic_route_info_from_name_server(topic, unreachable_raises=True)
+            await instance.check_client_in_broker(self.group, list(self.subscriptions.values()))
+        except MQClientException:  # NameServerAddressError among them
+            await self.shutdown()
+            raise
+        await instance.send_heartbeat_to_all_brokers()
+        self.learn_missing_routes()
+        instance.rebalance_service.wakeup()
+        log.info("push consumer %s started as %s", self.group, instance.client_id)
+
+    async def shutdown(self) -> None:
+        """Stop pulling and consuming, persist offsets, leave the group (the others take its queues over)."""
+        instance = self._instance
+        if instance is None or not self.running:
+            return
+        self.running = False
+        # A round already running (a peer's departure wakes it at any moment) would go on taking and dropping
+        # queues while the table below is walked: let it finish, and start none after it.
+        await self.rebalance_impl.stop()
+        stuck = await self._tasks.close(timeout=5.0)
+        if stuck:
+            log.warning("%s: %d background tasks ignored cancellation", self.group, stuck)
+        assert self.consume_message_service is not None
+        await self.consume_message_service.shutdown(self.config.await_termination_when_shutdown)
+        if self.trace_dispatcher is not None:
+            dispatcher, self.trace_dispatcher, self.trace_hook = self.trace_dispatcher, None, None
+            await dispatcher.shutdown()  # sends the records still queued
+        await self.persist_consumer_offset()
+        await instance.unregister_consumer(self.group)
+        for pq in self.rebalance_impl.process_queue_table.values():
+            pq.dropped = True
+        self.rebalance_impl.process_queue_table.clear()
+        self.rebalance_impl.settled_queues = []
+        await instance.shutdown()
+        self._instance = None
+        log.info("push consumer %s shut down", self.group)
+
+    def learn_missing_routes(self) -> None:
+        """Ask the name servers again, with a growing pause, for subscribed topics that have no route yet,
+        until they have one or a name-server poll period has passed.
+
+        A new group's %RETRY% topic above all: the heartbeat start() sends creates it, and it reaches the name
+        servers with the broker's registration a moment later, after the start-up lookup and rebalance. RocketMQ
+        learns it at the next poll and takes its queues at the rebalance after that (the first retry of a new
+        group came ~20 s late); here the route change wakes the rebalance (MQClientInstance.apply_topic_route).
+        """
+        if not self._learning_routes:
+            self._learning_routes = True
+            if self.spawn(self._learn_missing_routes()) is None:
+                self._learning_routes = False
+
+    async def _learn_missing_routes(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + self.client_config.poll_name_server_interval
+            pause = 0.01
+            while self.running:
+                r = self.rebalance_impl
+                missing = [t for t in r.subscription_inner if not r.topic_subscribe_info_table.get(t)]
+                if not missing or loop.time() + pause > deadline:
+                    return
+                await asyncio.sleep(pause)
+                for topic in missing:
+                    await self.instance.update_topic_route_info_from_name_server(topic)
+                pause = min(pause * 2, 1.0)
+        finally:
+            self._learning_routes = False
+
+    # --- background work, all cancelled by shutdown --------------------------------------------------------
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any] | None:
+        if self.running:
+            return self._tasks.spawn(coro)
+        _closed(coro)
+        return None
+
+    def schedule(self, delay: float, fn: Callable[[], object]) -> None:
+        if self.running:
+            self._tasks.schedule(delay, fn)
+
+    def periodic(self, first: float, period: float, job: Callable[[], Awaitable[object]]) -> None:
+        if self.running:
+            name = f"{self.group}-{getattr(job, '__name__', 'job')}"
+            self._tasks.periodic(name, period, job, first, (RemotingError, MQClientException, MQBrokerException))
+
+    # --- ConsumerInner (called by MQClientInstance) --------------------------------------------------------
+
+    def consumer_data(self) -> ConsumerData:
+        return ConsumerData(
+            group_name=self.group,
+            consume_type=ConsumeType.CONSUME_PASSIVELY.value,
+            message_model=self.config.message_model.value,
+            consume_from_where=self.config.consume_from_where.value,
+            subscription_data_set=list(self.rebalance_impl.subscription_inner.values()),
+        )
+
+    async def persist_consumer_offset(self) -> None:
+        if self._offset_store is not None:
+            try:
+                await self._offset_store.persist_all()
+            except OSError as e:
+                log.warning("%s: persisting offsets failed: %s", self.group, e)
+
+    async def persist_offset(self, mq: MessageQueue) -> None:
+        try:
+            await self.offset_store.persist(mq)
+        except (RemotingError, MQClientException, MQBrokerException, OSError) as e:
+            log.warning("%s: persisting the offset of %s failed: %s", self.group, mq, e)
+
+    async def reset_offset(self, topic: str, offset_table: dict[MessageQueue, int]) -> None:
+        """MQClientInstance.resetOffset: suspend, drop the topic's queues named in ``offset_table``, let what is
+        in flight settle, then take the new offsets (persisted to the broker as the queues are let go) and
+        resume; the next rebalance pulls from there."""
+        if not self.running:
+            return
+        rebalance = self.rebalance_impl
+        self.pause = True
+        try:
+            for mq, pq in list(rebalance.process_queue_table.items()):
+                if mq.topic == topic and mq in offset_table:
+                    pq.dropped = True
+            await asyncio.sleep(self.config.reset_offset_settle_time)
+            for mq, pq in list(rebalance.process_queue_table.items()):
+                offset = offset_table.get(mq)
+                if mq.topic == topic and offset is not None:
+                    self.offset_store.update_offset(mq, offset)
+                    await rebalance.remove_unnecessary_message_queue(mq, pq)
+                    if rebalance.process_queue_table.get(mq) is pq:
+                        del rebalance.process_queue_table[mq]
+            # Queues this consumer does not hold get the offset too: it may be given them next.
+            for mq, offset in offset_table.items():
+                if mq.topic == topic and mq not in rebalance.process_queue_table:
+                    self.offset_store.update_offset(mq, offset)
+                    await self.persist_offset(mq)
+        finally:
+            self.pause = False
+        self.instance.rebalance_immediately()
+        log.info("%s: offsets of %s reset to %s", self.group, topic, {mq.queue_id: o for mq, o in offset_table.items()})
+
+    def running_info(self) -> dict[str, object]:
+        """ConsumerRunningInfo's content: settings, subscriptions, held queues and their cached messages."""
+        r = self.rebalance_impl
+        props = {
+            "consumerGroup": self.group,
+            "messageModel": self.config.message_model.value,
+            "consumeFromWhere": self.config.consume_from_where.value,
+            "consumeOrderly": str(self.consume_orderly).lower(),
+            "consumeType": ConsumeType.CONSUME_PASSIVELY.value,
+            "PROP_CONSUME_TYPE": ConsumeType.CONSUME_PASSIVELY.value,
+            "PROP_CONSUMEORDERLY": str(self.consume_orderly).lower(),
+            "PROP_THREADPOOL_CORE_SIZE": str(self.config.consume_thread_max),
+            "PROP_CONSUMER_START_TIMESTAMP": str(self.start_timestamp),
+            "pullBatchSize": str(self.config.pull_batch_size),
+            # RocketMQ writes the strategy object here; its name (AVG, AVG_BY_CIRCLE, ...) says as much.
+            "allocateMessageQueueStrategy": str(getattr(r.allocate_message_queue_strategy, "name", "?")),
+            REBALANCE_HISTORY_PROPERTY: r.history.to_json(),  # pocketmq's own key (rebalance_history.py)
+        }
+        mq_table: dict[str, dict[str, object]] = {}
+        now_ms = int(time.time() * 1000)
+        for mq, pq in r.process_queue_table.items():
+            cached = pq.messages()
+            mq_table[fastjson.dumps(mq)] = {
+                "commitOffset": self.offset_store_offset(mq),
+                "cachedMsgCount": len(cached),
+                "cachedMsgMinOffset": cached[0].queue_offset if cached else 0,
+                "cachedMsgMaxOffset": cached[-1].queue_offset if cached else 0,
+                "droped": pq.dropped,  # sic, RocketMQ's spelling
+                "lastPullTimestamp": now_ms - int((time.monotonic() - pq.last_pull_timestamp) * 1000),
+            }
+        return ConsumerRunningInfo(props, list(r.subscription_inner.values()), mq_table).to_dict()
+
+    def offset_store_offset(self, mq: MessageQueue) -> int:
+        store = self._offset_store
+        table = getattr(store, "offset_table", None)
+        if isinstance(table, dict):
+            return int(table.get(mq, -1))
+        return -1
+
+    async def do_rebalance(self) -> None:
+        if self.running and not self.pause:
+            await self.rebalance_impl.do_rebalance(self.consume_orderly)
+
+    # --- pulling -------------------------------------------------------------------------------------------
+
+    def execute_pull_request_immediately(self, request: PullRequest) -> None:
+        if self.running:
+            self.instance.pull_message_service.execute_pull_request_immediately(request)
+
+    def execute_pull_request_later(self, request: PullRequest, delay: float) -> None:
+        if self.running:
+            self.instance.pull_message_service.execute_pull_request_later(request, delay)
+
+    def pull_message(self, request: PullRequest) -> None:
+        """Start one pull for ``request`` (PullMessageService calls this; it returns at once)."""
+        pq = request.process_queue
+        if pq.dropped or not self.running:
+            return
+        cfg = self.config
+        if self.pause:
+            self.execute_pull_request_later(request, cfg.pull_time_delay_when_suspend)
+            return
+        if pq.msg_count > self.pull_threshold_for_queue or pq.msg_size > self.pull_threshold_size_for_queue * MIB:
+            self.queue_flow_control_times += 1
+            self.execute_pull_request_later(request, cfg.pull_time_delay_when_flow_control)
+            return
+        if not self.consume_orderly and pq.get_max_span() > cfg.consume_concurrently_max_span:
+            self.queue_max_span_flow_control_times += 1
+            self.execute_pull_request_later(request, cfg.pull_time_delay_when_flow_control)
+            return
+        if self.consume_orderly and cfg.message_model is MessageModel.CLUSTERING and not pq.locked:
+            self.execute_pull_request_later(request, cfg.pull_time_delay_when_exception)
+            return
+        subscription = self.rebalance_impl.subscription_inner.get(request.message_queue.topic)
+        if subscription is None:
+            self.execute_pull_request_later(request, cfg.pull_time_delay_when_exception)
+            return
+        self.spawn(self._pull(request, subscription))
+
+    async def _pull(self, request: PullRequest, subscription: SubscriptionData) -> None:
+        cfg = self.config
+        mq, pq = request.message_queue, request.process_queue
+        pq.last_pull_timestamp = time.monotonic()
+        try:
+            if self.consume_orderly and cfg.message_model is MessageModel.CLUSTERING and not request.previously_locked:
+                # First pull since the lock was taken: start from what the previous owner committed.
+                offset = await self.rebalance_impl.compute_pull_from_where(mq)
+                if offset < 0:
+                    self.execute_pull_request_later(request, cfg.pull_time_delay_when_exception)
+                    return
+                request.previously_locked = True
+                request.next_offset = offset
+            commit_offset = 0
+            if cfg.message_model is MessageModel.CLUSTERING and not self.consume_orderly:
+                # The offset rides along on the pull (FLAG_COMMIT_OFFSET). Not for orderly consumers: a pull
+                # the broker finishes after a handoff's persist would move the offset back, and the queue's
+                # next owner would consume messages again, out of order.
+                commit_offset = await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_MEMORY)
+            post = cfg.post_subscription_when_pull and not subscription.class_filter_mode
+            sys_flag = build_sys_flag(
+                commit_offset=commit_offset > 0, suspend=True, subscription=post,
+                class_filter=subscription.class_filter_mode,
+            )
+            assert self._pull_api is not None
+            raw = await self._pull_api.pull_kernel_impl(
+                mq, subscription, request.next_offset, cfg.pull_batch_size, sys_flag, max(commit_offset, 0),
+                cfg.broker_suspend_max_time, cfg.consumer_timeout_when_suspend, subscription.sub_version,
+            )
+            result = self._pull_api.process_pull_result(mq, raw, subscription)
+        except (RemotingError, MQClientException, MQBrokerException) as e:
+            if isinstance(e, MQBrokerException) and e.code == ResponseCode.FLOW_CONTROL:
+                delay = cfg.pull_time_delay_when_broker_flow_control
+            else:
+                delay = cfg.pull_time_delay_when_exception
+                if not (isinstance(e, MQBrokerException) and e.code == ResponseCode.SUBSCRIPTION_NOT_LATEST):
+                    log.warning("%s: pull of %s failed: %s", self.group, mq, e)
+            self.execute_pull_request_later(request, delay)
+            return
+        if pq.dropped:
+            return
+        status = result.pull_status
+        if status is PullStatus.FOUND:
+            request.next_offset = result.next_begin_offset
+            msgs = result.msg_found_list
+            if msgs and subscription.expression_type == EXPRESSION_TYPE_SQL92:
+                # The broker evaluated the expression already; checked again here, as RocketMQ's client does.
+                msgs = [m for m in msgs if message_matches(subscription, m)]
+            if not msgs:
+                self.execute_pull_request_immediately(request)
+                return
+            dispatch = pq.put_message(msgs)
+            assert self.consume_message_service is not None
+            self.consume_message_service.submit_consume_request(msgs, pq, mq, dispatch)
+            if cfg.pull_interval > 0:
+                self.execute_pull_request_later(request, cfg.pull_interval)
+            else:
+                self.execute_pull_request_immediately(request)
+        elif status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
+            request.next_offset = result.next_begin_offset
+            self._correct_tags_offset(request)
+            self.execute_pull_request_immediately(request)
+        else:  # OFFSET_ILLEGAL
+            log.warning("%s: offset of %s illegal, moving to %d", self.group, mq, result.next_begin_offset)
+            request.next_offset = result.next_begin_offset
+            pq.dropped = True
+            self.schedule(cfg.offset_illegal_delay, lambda: self.spawn(self._fix_illegal_offset(request)))
+
+    def _correct_tags_offset(self, request: PullRequest) -> None:
+        """Nothing cached: everything up to the next offset was filtered out or consumed, so commit it."""
+        if request.process_queue.msg_count == 0:
+            self.offset_store.update_offset(request.message_queue, request.next_offset, increase_only=True)
+
+    async def _fix_illegal_offset(self, request: PullRequest) -> None:
+        mq = request.message_queue
+        self.offset_store.update_offset(mq, request.next_offset, increase_only=False)
+        await self.offset_store.persist(mq)
+        await self.rebalance_impl.remove_process_queue(mq)
+        self.instance.rebalance_service.wakeup()  # take it again at the corrected offset
+
+    # --- retries -------------------------------------------------------------------------------------------
+
+    def reset_retry_topic(self, msgs: list[MessageExt]) -> None:
+        """A message from %RETRY%group shows its original topic to the listener."""
+        rt = retry_topic(self.group)
+        for msg in msgs:
+            if msg.topic == rt:  # the topic first: it is what almost every message fails
+                original = msg.properties.get(PROPERTY_RETRY_TOPIC)
+                if original is not None:
+                    msg.topic = original
+
+    async def send_message_back(self, msg: MessageExt, delay_level: int, mq: MessageQueue) -> bool:
+        """CONSUMER_SEND_MSG_BACK, else a send to %RETRY%group; False when both failed."""
+        try:
+            addr = self.instance.find_broker_address_in_publish(mq.broker_name)
+            if addr is None:
+                raise MQClientException(f"The broker[{mq.broker_name}] not exist")
+            header = ConsumerSendMsgBackRequestHeader(
+                offset=msg.commit_log_offset,
+                group=self.group,
+                delay_level=delay_level,
+                origin_msg_id=msg.msg_id,
+                origin_topic=msg.topic,
+                max_reconsume_times=self.max_reconsume_times(),
+            )
+            await self.instance.mq_client_api.consumer_send_message_back(
+                addr, header, self.config.send_message_back_timeout
+            )
+            if not self.rebalance_impl.topic_subscribe_info_table.get(retry_topic(self.group)):
+                self.learn_missing_routes()  # the retry is due after its delay level, not the next poll
+            return True
+        except (RemotingError, MQClientException, MQBrokerException) as e:
+            log.warning("%s: sendMessageBack of %s failed (%s); sending to the retry topic", self.group, msg.msg_id, e)
+        return await self.send_to_retry_topic(msg, msg.reconsume_times + 1, mq)
+
+    async def send_to_retry_topic(self, msg: MessageExt, reconsume_times: int, mq: MessageQueue) -> bool:
+        """A copy of ``msg`` sent to %RETRY%group with RECONSUME_TIME = ``reconsume_times``; the broker puts it
+        into the DLQ when that reached the max (how the orderly consumer dead-letters)."""
+        rt = retry_topic(self.group)
+        new = Message(rt, msg.body, flag=msg.flag)
+        new.properties.update(msg.properties)
+        new.properties.pop(PROPERTY_TRANSACTION_PREPARED, None)
+        new.properties.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, msg.msg_id)
+        new.properties[PROPERTY_RETRY_TOPIC] = msg.topic
+        new.properties[PROPERTY_RECONSUME_TIME] = str(reconsume_times)
+        new.properties[PROPERTY_MAX_RECONSUME_TIMES] = str(self.max_reconsume_times())
+        new.delay_time_level = 3 + msg.reconsume_times
+        try:
+            route = self.instance.topic_route_table.get(rt) or await self.instance.fetch_and_apply_route(rt)
+            queues = topic_route_data_to_publish_info(rt, route).message_queue_list  # writeable queues only
+            if not queues:
+                raise MQClientException(f"No route info of this topic: {rt}")
+            target = random.choice(queues)
+            addr = self.instance.find_broker_address_in_publish(target.broker_name)
+            if addr is None:
+                raise MQClientException(f"The broker[{target.broker_name}] not exist")
+            header, body, uniq = build_send_request(new, target, SendRequestOptions(CLIENT_INNER_PRODUCER_GROUP))
+            await self.instance.mq_client_api.send_message(
+                addr, target.broker_name, header, body, self.config.send_message_back_timeout, uniq
+            )
+            return True
+        except (RemotingError, MQClientException, MQBrokerException) as e:
+            log.warning("%s: sending %s to %s failed: %s", self.group, msg.msg_id, rt, e)
+            return False
+

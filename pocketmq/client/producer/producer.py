@@ -1,0 +1,549 @@
+"""Producer: RocketMQ's DefaultMQProducer and DefaultMQProducerImpl in one asyncio class.
+
+    async with Producer("PG", "127.0.0.1:9876") as producer:
+        result = await producer.send(Message("TopicTest", b"hello", tags="TagA"))
+
+Sync sends retry (another broker first) on network errors and on the broker codes in
+``retry_response_codes``, within one ``send_timeout`` budget; async sends retry network errors only; one-way
+sends and sends to a chosen queue (``queue=`` or ``selector=``) are tried once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import uuid
+from collections.abc import Coroutine, Iterable
+from typing import Any, Protocol
+
+from pocketmq.remoting.client_body import MessageQueue
+from pocketmq.remoting.codes import ResponseCode
+from pocketmq.remoting.errors import RemotingError, RemotingTimeoutError
+
+from ..batch import generate_from_list
+from ..client_config import ClientConfig
+from ..exceptions import ClientErrorCode, MQBrokerException, MQClientException, RequestTimeoutException
+from ..impl.mq_admin import query_message, query_message_by_id
+from ..impl.mq_client_instance import MQClientInstance
+from ..impl.mq_client_manager import MQClientManager
+from ..impl.producer.send_request import SendRequestOptions, build_send_request
+from ..impl.producer.topic_publish_info import TopicPublishInfo
+from ..message import Message, MessageExt, SendResult, SendStatus
+from ..message_util import (
+    PROPERTY_CORRELATION_ID,
+    PROPERTY_MESSAGE_REPLY_TO_CLIENT,
+    PROPERTY_MESSAGE_TTL,
+    PROPERTY_MESSAGE_TYPE,
+    REPLY_MESSAGE_FLAG,
+)
+from ..trace.async_trace_dispatcher import AsyncTraceDispatcher
+from ..trace.trace_hooks import SendMessageTraceHook
+from ..validators import (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    DEFAULT_PRODUCER_GROUP,
+    check_group,
+    check_message,
+)
+from .fault_strategy import MQFaultStrategy
+from .request_future_holder import RequestCallback
+from .selector import MessageQueueSelector
+
+log = logging.getLogger(__name__)
+
+DEFAULT_RETRY_RESPONSE_CODES = frozenset(
+    {
+        ResponseCode.TOPIC_NOT_EXIST,
+        ResponseCode.SERVICE_NOT_AVAILABLE,
+        ResponseCode.SYSTEM_ERROR,
+        ResponseCode.NO_PERMISSION,
+        ResponseCode.NO_BUYER_ID,
+        ResponseCode.NOT_IN_CURRENT_UNIT,
+    }
+)
+
+
+class CommunicationMode(enum.Enum):
+    SYNC = "SYNC"
+    ASYNC = "ASYNC"
+    ONEWAY = "ONEWAY"
+
+
+# Reading an Enum member off its class runs Python code in 3.11 (~70 ns); a send reads these several times.
+_SYNC, _ASYNC, _ONEWAY = CommunicationMode.SYNC, CommunicationMode.ASYNC, CommunicationMode.ONEWAY
+_SEND_OK = SendStatus.SEND_OK
+
+
+class SendCallback(Protocol):
+    def on_success(self, result: SendResult) -> None: ...
+
+    def on_exception(self, exc: BaseException) -> None: ...
+
+
+class Producer:
+    def __init__(
+        self,
+        group: str,
+        namesrv_addr: str,
+        *,
+        send_timeout: float = 3.0,
+        retry_times_when_send_failed: int = 2,
+        retry_times_when_send_async_failed: int = 2,
+        retry_another_broker_when_not_store_ok: bool = False,
+        retry_response_codes: Iterable[int] = DEFAULT_RETRY_RESPONSE_CODES,
+        compress_over: int = 4096,
+        compress_level: int = 5,
+        max_message_size: int = 4 * 1024 * 1024,
+        default_topic_queue_nums: int = 4,
+        create_topic_key: str = AUTO_CREATE_TOPIC_KEY_TOPIC,
+        send_latency_fault_enable: bool = False,
+        enable_msg_trace: bool = False,
+        custom_trace_topic: str | None = None,
+        **client_options: Any,
+    ) -> None:
+        """``client_options`` are ClientConfig fields: instance_name, client_ip, poll_name_server_interval,
+        heartbeat_broker_interval, mq_client_api_timeout, connect_timeout, unit_name, busy_poll, protocol,
+        access_key/secret_key, rpc_hook.
+        ``enable_msg_trace`` records each send in the trace topic (RMQ_SYS_TRACE_TOPIC or
+        ``custom_trace_topic``), as RocketMQ's DefaultMQProducer(group, enableMsgTrace, customizedTraceTopic)."""
+        self.group = group
+        self.client_config = ClientConfig(namesrv_addr=namesrv_addr, **client_options)
+        self.send_timeout = send_timeout
+        self.retry_times_when_send_failed = retry_times_when_send_failed
+        self.retry_times_when_send_async_failed = retry_times_when_send_async_failed
+        self.retry_another_broker_when_not_store_ok = retry_another_broker_when_not_store_ok
+        self.retry_response_codes = frozenset(retry_response_codes)
+        self.compress_over = compress_over
+        self.compress_level = compress_level
+        self.max_message_size = max_message_size
+        self.default_topic_queue_nums = default_topic_queue_nums
+        self.create_topic_key = create_topic_key
+        self.fault_strategy = MQFaultStrategy(send_latency_fault_enable)
+        self.topic_publish_info_table: dict[str, TopicPublishInfo] = {}
+        self._instance: MQClientInstance | None = None
+        self._async_sends: set[asyncio.Task[SendResult]] = set()
+        self._async_requests: set[asyncio.Task[MessageExt]] = set()
+        self._options: SendRequestOptions | None = None
+        self.enable_msg_trace = enable_msg_trace
+        self.custom_trace_topic = custom_trace_topic
+        self.trace_dispatcher: AsyncTraceDispatcher | None = None
+        self._send_hook: SendMessageTraceHook | None = None
+
+    # --- lifecycle -----------------------------------------------------------------------------------------
+
+    @property
+    def client_id(self) -> str:
+        return self.client_config.build_mq_client_id()
+
+    @property
+    def instance(self) -> MQClientInstance:
+        return self.make_sure_state_ok()
+
+    def make_sure_state_ok(self) -> MQClientInstance:
+        if self._instance is None:
+            raise MQClientException("The producer service state not OK, maybe started once or not started yet")
+        return self._instance
+
+    async def start(self) -> None:
+        if self._instance is not None:
+            raise MQClientException("The producer service state not OK, maybe started once")
+        check_group(self.group)
+        if self.group == DEFAULT_PRODUCER_GROUP:
+            raise MQClientException(
+                f"producerGroup can not equal {DEFAULT_PRODUCER_GROUP}, please specify another one."
+            )
+        instance = MQClientManager.get_instance().get_or_create_mq_client_instance(self.client_config)
+        instance.register_producer(self.group, self)
+        self._instance = instance
+        await instance.start()
+        await instance.send_heartbeat_to_all_brokers()
+        if self.enable_msg_trace:
+            await self._start_trace()
+
+    async def _start_trace(self) -> None:
+        dispatcher = AsyncTraceDispatcher(self.group, self.client_config, self.custom_trace_topic)
+        await dispatcher.start()
+        self.trace_dispatcher = dispatcher
+        self._send_hook = SendMessageTraceHook(dispatcher, self.group)
+        # Only a traced producer pays for the hook: its instance attribute shadows the class's method.
+        self._send_kernel_impl = self._traced_send_kernel_impl  # type: ignore[method-assign]
+
+    async def shutdown(self) -> None:
+        """Let async sends in flight finish, unregister the group from the brokers, release the instance."""
+        instance = self._instance
+        if instance is None:
+            return
+        if self._async_sends:
+            await asyncio.wait(list(self._async_sends))
+        for task in list(self._async_requests):
+            task.cancel()  # no reply can reach a client that is going away
+        if self._async_requests:
+            await asyncio.wait(list(self._async_requests))
+        if self.trace_dispatcher is not None:
+            dispatcher, self.trace_dispatcher = self.trace_dispatcher, None
+            await dispatcher.shutdown()  # sends the records still queued
+            del self._send_kernel_impl
+            self._send_hook = None
+        self._instance = None
+        await instance.unregister_producer(self.group)
+        await instance.shutdown()
+
+    async def __aenter__(self) -> Producer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    # --- sending -------------------------------------------------------------------------------------------
+
+    async def send(
+        self,
+        msg: Message,
+        queue: MessageQueue | None = None,
+        *,
+        selector: MessageQueueSelector | None = None,
+        arg: Any = None,
+        timeout: float | None = None,
+    ) -> SendResult:
+        """Send and wait for the broker's answer. ``queue`` or ``selector(mqs, msg, arg)`` pins the queue."""
+        if queue is None and selector is None:  # the common case, one coroutine less than through _send
+            return await self._send_default_impl(msg, _SYNC, self._checked(msg, timeout))  # type: ignore[return-value]
+        return await self._send(msg, _SYNC, queue, selector, arg, timeout)  # type: ignore[return-value]
+
+    def send_async(
+        self,
+        msg: Message,
+        callback: SendCallback | None = None,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: Any = None,
+        timeout: float | None = None,
+    ) -> asyncio.Task[SendResult]:
+        """Start a send and return at once. Await the task, or pass a callback with ``on_success(result)`` /
+        ``on_exception(exc)``, called on the event loop. Retries network failures only."""
+        self.make_sure_state_ok()  # fail now, not inside the task
+        task: asyncio.Task[SendResult] = asyncio.get_running_loop().create_task(
+            self._send(msg, CommunicationMode.ASYNC, queue, selector, arg, timeout)  # type: ignore[arg-type]
+        )
+        self._async_sends.add(task)
+        task.add_done_callback(self._async_sends.discard)
+        if callback is not None:
+            task.add_done_callback(lambda t: _run_callback(callback, t))
+        return task
+
+    async def send_oneway(
+        self, msg: Message, queue: MessageQueue | None = None, *, selector: MessageQueueSelector | None = None,
+        arg: Any = None,
+    ) -> None:
+        """Send without waiting for an answer: one attempt, no result, no retry."""
+        await self._send(msg, CommunicationMode.ONEWAY, queue, selector, arg, None)
+
+    async def send_batch(
+        self, msgs: Iterable[Message], queue: MessageQueue | None = None, *, timeout: float | None = None
+    ) -> SendResult:
+        """Send messages of one topic as one request, stored atomically with consecutive offsets."""
+        batch = generate_from_list(msgs, self.max_message_size)
+        return await self.send(batch, queue, timeout=timeout)
+
+    # --- request-reply -------------------------------------------------------------------------------------
+
+    async def request(
+        self,
+        msg: Message,
+        timeout: float | None = None,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: Any = None,
+    ) -> MessageExt:
+        """Send ``msg`` as a request and wait for its reply (RocketMQ's DefaultMQProducer.request).
+
+        The message gets CORRELATION_ID, REPLY_TO_CLIENT (this client's id) and TTL; a consumer answers with
+        ``MessageUtil.create_reply_message(msg, body)`` sent by any producer, and the broker pushes the reply
+        here. RequestTimeoutException when no reply comes within ``timeout`` (default ``send_timeout``)
+        seconds; MQClientException when the request could not be sent."""
+        self.make_sure_state_ok()
+        timeout = self.send_timeout if timeout is None else timeout
+        loop = asyncio.get_running_loop()
+        begin = loop.time()
+        correlation_id = await self._prepare_send_request(msg, timeout)
+        holder = self.instance.request_future_holder
+        future = holder.add(correlation_id)
+        try:
+            remaining = timeout - (loop.time() - begin)
+            try:
+                # ASYNC: like RocketMQ's request, retried on network failures only.
+                await self._send(msg, _ASYNC, queue, selector, arg, max(remaining, 0.001))
+            except (MQClientException, MQBrokerException, RemotingError) as e:
+                raise MQClientException(f"send request message to <{msg.topic}> fail: {e}") from e
+            remaining = timeout - (loop.time() - begin)
+            try:
+                return await asyncio.wait_for(future, max(remaining, 0))
+            except TimeoutError:
+                raise RequestTimeoutException(
+                    f"send request message to <{msg.topic}> OK, but wait reply message timeout, "
+                    f"{int(timeout * 1000)}ms"
+                ) from None
+        finally:
+            holder.remove(correlation_id)
+
+    def request_async(
+        self,
+        msg: Message,
+        callback: RequestCallback | None = None,
+        timeout: float | None = None,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: Any = None,
+    ) -> asyncio.Task[MessageExt]:
+        """``request`` started at once: await the task, or pass a RequestCallback (``on_success(reply)`` /
+        ``on_exception(exc)``, called on the event loop). Requests still waiting at shutdown are cancelled."""
+        self.make_sure_state_ok()
+        task = asyncio.get_running_loop().create_task(
+            self.request(msg, timeout, queue=queue, selector=selector, arg=arg)
+        )
+        self._async_requests.add(task)
+        task.add_done_callback(self._async_requests.discard)
+        if callback is not None:
+            task.add_done_callback(lambda t: _run_callback(callback, t))
+        return task
+
+    async def _prepare_send_request(self, msg: Message, timeout: float) -> str:
+        """prepareSendRequest: mark ``msg`` as a request of this client; make sure the brokers know this client
+        (they push the reply to it by id) before the request reaches them."""
+        correlation_id = str(uuid.uuid4())
+        msg.put_property(PROPERTY_CORRELATION_ID, correlation_id)
+        msg.put_property(PROPERTY_MESSAGE_REPLY_TO_CLIENT, self.instance.client_id)
+        msg.put_property(PROPERTY_MESSAGE_TTL, str(int(timeout * 1000)))
+        if msg.topic not in self.instance.topic_route_table:
+            await self._try_to_find_topic_publish_info(msg.topic)
+            await self.instance.send_heartbeat_to_all_brokers()
+        return correlation_id
+
+    async def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
+        info = await self._try_to_find_topic_publish_info(topic)
+        return list(info.message_queue_list)
+
+    async def query_message(
+        self, topic: str, key: str, max_num: int = 32, begin: int = 0, end: int | None = None
+    ) -> list[MessageExt]:
+        """Stored messages of ``topic`` with ``key`` among their KEYS, through the brokers' index (queryMessage)."""
+        return await query_message(self.instance, topic, key, max_num, begin, end)
+
+    async def view_message(self, topic: str, msg_id: str) -> MessageExt | None:
+        """A stored message of ``topic`` by the id its send returned (UNIQ_KEY) or by its offsetMsgId
+        (MQAdmin.viewMessage(topic, msgId)); None when not found."""
+        return await query_message_by_id(self.instance, topic, msg_id)
+
+    async def _send(
+        self,
+        msg: Message,
+        mode: CommunicationMode,
+        queue: MessageQueue | None,
+        selector: MessageQueueSelector | None,
+        arg: Any,
+        timeout: float | None,
+    ) -> SendResult | None:
+        timeout = self._checked(msg, timeout)
+        if queue is not None and selector is not None:
+            raise MQClientException("pass either queue or selector, not both")
+        if queue is None and selector is None:
+            return await self._send_default_impl(msg, mode, timeout)
+        loop = asyncio.get_running_loop()
+        begin = loop.time()
+        if queue is not None:
+            if msg.topic != queue.topic:
+                raise MQClientException("message's topic not equal mq's topic")
+        else:
+            info = await self._try_to_find_topic_publish_info(msg.topic)
+            if not info.ok():
+                raise MQClientException(f"No route info for this topic, {msg.topic}")
+            queue = selector(list(info.message_queue_list), msg, arg)  # type: ignore[misc]
+            if queue is None:
+                raise MQClientException("select message queue return null.")
+        cost = loop.time() - begin
+        if timeout < cost:
+            raise RemotingTimeoutError("sendSelectImpl call timeout")
+        return await self._send_kernel_impl(msg, queue, mode, timeout - cost)
+
+    def _checked(self, msg: Message, timeout: float | None) -> float:
+        """The checks every send starts with (started, message valid); the timeout it gets."""
+        self.make_sure_state_ok()
+        check_message(msg, self.max_message_size)
+        return self.send_timeout if timeout is None else timeout
+
+    async def _send_default_impl(self, msg: Message, mode: CommunicationMode, timeout: float) -> SendResult | None:
+        loop = asyncio.get_running_loop()
+        begin_first = loop.time()
+        info = self.topic_publish_info_table.get(msg.topic)
+        if info is None or not info.message_queue_list:
+            info = await self._try_to_find_topic_publish_info(msg.topic)
+        if not info.ok():
+            raise MQClientException(
+                f"No route info of this topic: {msg.topic}", response_code=ClientErrorCode.NOT_FOUND_TOPIC_EXCEPTION
+            )
+        if mode is _SYNC:
+            times_total = 1 + self.retry_times_when_send_failed
+        elif mode is _ASYNC:
+            times_total = 1 + self.retry_times_when_send_async_failed
+        else:
+            times_total = 1
+        mq: MessageQueue | None = None
+        result: SendResult | None = None
+        error: BaseException | None = None
+        brokers_sent: list[str] = []
+        call_timeout = False
+        times = 0
+        while times < times_total:
+            chosen = self.fault_strategy.select_one_message_queue(info, mq.broker_name if mq else None)
+            if chosen is None:
+                break
+            mq = chosen
+            times += 1
+            brokers_sent.append(mq.broker_name)
+            begin = loop.time()
+            cost = begin - begin_first
+            if timeout < cost:
+                call_timeout = True
+                break
+            try:
+                result = await self._send_kernel_impl(msg, mq, mode, timeout - cost)
+                self.fault_strategy.update_fault_item(mq.broker_name, loop.time() - begin, False)
+                if (
+                    mode is _SYNC
+                    and result is not None
+                    and result.send_status is not _SEND_OK
+                    and self.retry_another_broker_when_not_store_ok
+                ):
+                    continue
+                return result
+            except RemotingError as e:
+                self.fault_strategy.update_fault_item(mq.broker_name, loop.time() - begin, True)
+                log.info("send to %s failed (attempt %d): %s", mq, times, e)
+                error = e
+            except MQClientException as e:
+                self.fault_strategy.update_fault_item(mq.broker_name, loop.time() - begin, True)
+                if mode is _ASYNC:
+                    raise  # async sends retry network failures only
+                error = e
+            except MQBrokerException as e:
+                self.fault_strategy.update_fault_item(mq.broker_name, loop.time() - begin, True)
+                if mode is _ASYNC or e.code not in self.retry_response_codes:
+                    if result is not None:
+                        return result  # an earlier attempt stored it (not SEND_OK): that answer stands
+                    raise
+                log.info("send to %s refused (attempt %d): %s", mq, times, e)
+                error = e
+        if result is not None:
+            return result  # stored, but not SEND_OK, on every attempt
+        if call_timeout:
+            raise RemotingTimeoutError(f"sendDefaultImpl call timeout ({timeout}s)") from error
+        cost_ms = int((loop.time() - begin_first) * 1000)
+        code = -1
+        if isinstance(error, MQBrokerException):
+            code = error.code
+        elif isinstance(error, MQClientException):
+            code = error.response_code
+        raise MQClientException(
+            f"Send [{times}] times, still failed, cost [{cost_ms}]ms, Topic: {msg.topic}, "
+            f"BrokersSent: {brokers_sent}: {error}",
+            response_code=code,
+        ) from error
+
+    def _send_kernel_impl(
+        self, msg: Message, mq: MessageQueue, mode: CommunicationMode, timeout: float
+    ) -> Coroutine[Any, Any, SendResult | None]:
+        """The send's coroutine, to await. With the broker's address known (the common case) it is the API
+        call's own coroutine: a frame less to enter and to resume on every send."""
+        instance = self.instance
+        addr = instance.find_broker_address_in_publish(mq.broker_name)
+        if addr is None:
+            return self._send_kernel_impl_after_route(msg, mq, mode, timeout)
+        header, body, uniq_id = build_send_request(msg, mq, self._request_options())
+        if mode is _ONEWAY:
+            return instance.mq_client_api.send_message_oneway(addr, header, body)
+        if msg.properties.get(PROPERTY_MESSAGE_TYPE) == REPLY_MESSAGE_FLAG:  # a reply (MessageUtil)
+            return instance.mq_client_api.send_reply_message(addr, mq.broker_name, header, body, timeout, uniq_id, mq)
+        return instance.mq_client_api.send_message(addr, mq.broker_name, header, body, timeout, uniq_id, mq)
+
+    async def _traced_send_kernel_impl(
+        self, msg: Message, mq: MessageQueue, mode: CommunicationMode, timeout: float
+    ) -> SendResult | None:
+        """_send_kernel_impl with the trace hook around it (SendMessageTraceHookImpl): a Pub record a send."""
+        hook = self._send_hook
+        if hook is None:
+            return await Producer._send_kernel_impl(self, msg, mq, mode, timeout)
+        ctx = hook.send_message_before(msg, mq, self.instance.find_broker_address_in_publish(mq.broker_name))
+        result = await Producer._send_kernel_impl(self, msg, mq, mode, timeout)
+        hook.send_message_after(ctx, result)
+        return result
+
+    async def _send_kernel_impl_after_route(
+        self, msg: Message, mq: MessageQueue, mode: CommunicationMode, timeout: float
+    ) -> SendResult | None:
+        """_send_kernel_impl for a broker whose address the route cache lacks: refresh the route first."""
+        loop = asyncio.get_running_loop()
+        begin = loop.time()
+        await self._try_to_find_topic_publish_info(mq.topic)
+        if self.instance.find_broker_address_in_publish(mq.broker_name) is None:
+            raise MQClientException(f"The broker[{mq.broker_name}] not exist")
+        cost = loop.time() - begin
+        if timeout < cost:
+            raise RemotingTimeoutError("sendKernelImpl call timeout")
+        # (the class's method: a traced producer's own attribute would trace this send a second time)
+        return await Producer._send_kernel_impl(self, msg, mq, mode, timeout - cost)
+
+    def _request_options(self) -> SendRequestOptions:
+        """The producer's settings a request carries; rebuilt only when one of them was changed (they are
+        plain attributes, RocketMQ's setters)."""
+        o = self._options
+        if (o is None or o.producer_group is not self.group or o.create_topic_key is not self.create_topic_key
+                or o.default_topic_queue_nums != self.default_topic_queue_nums
+                or o.compress_over != self.compress_over or o.compress_level != self.compress_level):
+            o = self._options = SendRequestOptions(self.group, self.create_topic_key, self.default_topic_queue_nums,
+                                                   self.compress_over, self.compress_level)
+        return o
+
+    # --- routes (tryToFindTopicPublishInfo) ----------------------------------------------------------------
+
+    async def _try_to_find_topic_publish_info(self, topic: str) -> TopicPublishInfo:
+        """The cached route, else the name server's, else TBW102's (so the broker creates the topic)."""
+        info = self.topic_publish_info_table.get(topic)
+        if info is None or not info.ok():
+            self.topic_publish_info_table.setdefault(topic, TopicPublishInfo())
+            await self.instance.update_topic_route_info_from_name_server(topic, unreachable_raises=True)
+            info = self.topic_publish_info_table[topic]
+        if info.have_topic_router_info or info.ok():
+            return info
+        await self.instance.update_topic_route_info_from_name_server(
+            topic, self.create_topic_key, self.default_topic_queue_nums
+        )
+        return self.topic_publish_info_table[topic]
+
+    # --- ProducerInner (called by MQClientInstance) --------------------------------------------------------
+
+    def publish_topics(self) -> list[str]:
+        return list(self.topic_publish_info_table)
+
+    def is_publish_topic_need_update(self, topic: str) -> bool:
+        info = self.topic_publish_info_table.get(topic)
+        return info is not None and not info.ok()
+
+    def update_topic_publish_info(self, topic: str, info: TopicPublishInfo) -> None:
+        if topic in self.topic_publish_info_table:
+            self.topic_publish_info_table[topic] = info
+
+
+def _run_callback(callback: SendCallback | RequestCallback, task: asyncio.Task[Any]) -> None:
+    try:
+        if task.cancelled():
+            callback.on_exception(asyncio.CancelledError())
+        elif task.exception() is not None:
+            callback.on_exception(task.exception())  # type: ignore[arg-type]
+        else:
+            callback.on_success(task.result())
+    except Exception:
+        log.exception("send callback %r failed", callback)

@@ -1,0 +1,311 @@
+"""A real Apache RocketMQ name server and broker (and, for 5.x, its gRPC proxy) as subprocesses, for the suite.
+
+The jars come from Maven Central through `make apache-rocketmq` (tests/apache/pom.xml), one folder per version
+under `.apache-rocketmq/<version>/lib`. Each server gets a folder of its own as ROCKETMQ_HOME and user.home (the
+4.9.x logback files it insists on, its store, its KV config, its logs), free loopback ports, small heaps and small
+mapped files, so it is ready in seconds and leaves nothing behind.
+
+Readiness is what the servers print: "The Name Server boot success" and, since BrokerStartup prints "The broker[...]
+boot success" only after BrokerController.start() has registered with the name server, a broker that printed it
+is in the name server's route table.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+JARS = REPO / ".apache-rocketmq"
+LOGBACK = Path(__file__).with_name("conf") / "logback.xml"
+
+# The versions the suite runs: the newest 4.x whose servers are on Maven Central, and the newest 5.x whose name
+# server, broker, proxy and tools are all there (Makefile's APACHE_ROCKETMQ_VERSIONS must list the same).
+V4 = "4.9.7"
+V5 = "5.5.0"
+
+# Java 17 closes the JDK internals RocketMQ's mapped files use (the cleaner of a direct buffer), and 5.4+ reflects
+# into java.lang; the proxy's gRPC netty wants java.nio.
+JAVA17_OPENS = (
+    "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang=ALL-UNNAMED",
+)
+# Test-sized JVMs: a small heap, the serial collector and C1 only start in a fraction of the default's time on
+# two cores. The bench starts them with its own flags.
+TEST_JVM = ("-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData")
+
+# Small files: a 1 GiB commit log and 420 MB index files would not fit a test's budget.
+SMALL_STORE = {
+    "mappedFileSizeCommitLog": str(16 * 1024 * 1024),
+    "mappedFileSizeConsumeQueue": str(20 * 30_000),
+    "maxIndexNum": "10000",
+    "maxHashSlotNum": "4000",
+    "mappedFileSizeTimerLog": str(4 * 1024 * 1024),
+    "timerWheelEnable": "true",
+}
+
+BOOT_TIMEOUT = 120.0
+
+
+class ApacheRocketMQUnavailable(RuntimeError):
+    """The jars or Java are missing: the one-line reason, never a skip."""
+
+
+def jar_dir(version: str) -> Path:
+    lib = JARS / version / "lib"
+    if not any(lib.glob("rocketmq-broker-*.jar")):
+        raise ApacheRocketMQUnavailable(
+            f"Apache RocketMQ {version} jars are not in {lib}: run `make apache-rocketmq` (Maven Central)"
+        )
+    if shutil.which("java") is None:
+        raise ApacheRocketMQUnavailable("no `java` on PATH: Apache RocketMQ needs Java 17")
+    return lib
+
+
+def free_port(*offsets: int) -> int:
+    """A port P such that P + each offset is free on loopback (the broker also listens on P - 2 and P + 1)."""
+    for _ in range(200):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        if port + min(offsets, default=0) < 1024 or port + max(offsets, default=0) > 65535:
+            continue
+        if all(_is_free(port + offset) for offset in offsets):
+            return port
+    raise RuntimeError("no free port block on loopback")
+
+
+def _is_free(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def write_properties(path: Path, props: dict[str, str]) -> None:
+    path.write_text("".join(f"{key}={value}\n" for key, value in props.items()), encoding="utf-8")
+
+
+@dataclass
+class JavaProcess:
+    """One JVM with its output in a file; ``wait_for`` reads the file until a line appears or the JVM dies."""
+
+    name: str
+    args: list[str]
+    home: Path
+    proc: subprocess.Popen[bytes] | None = None
+    out: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.out = self.home / f"{self.name}.out"
+
+    def start(self, env: dict[str, str]) -> None:
+        with open(self.out, "wb") as sink:
+            self.proc = subprocess.Popen(
+                self.args, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=self.home
+            )
+
+    def output(self) -> str:
+        return self.out.read_text(encoding="utf-8", errors="replace") if self.out.exists() else ""
+
+    def wait_for(self, marker: str, timeout: float = BOOT_TIMEOUT) -> None:
+        deadline = time.monotonic() + timeout
+        while marker not in self.output():
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n{self.output()[-3000:]}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name} not ready in {timeout:.0f}s:\n{self.output()[-3000:]}")
+            time.sleep(0.05)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(sig)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class ApacheRocketMQ:
+    """A name server and one master broker of Apache RocketMQ ``version`` under ``root``.
+
+    ``broker_props`` are broker.conf keys (``aclEnable``, ``brokerName``...). ``jvm`` replaces the test JVM flags
+    (the bench passes the distribution's own, scaled to the machine), ``namesrv_jvm`` the name server's if they
+    differ. ``namesrv_addr`` joins an existing name server instead of starting one (a mixed cluster).
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        version: str = V4,
+        jvm: tuple[str, ...] = TEST_JVM,
+        namesrv_addr: str | None = None,
+        namesrv_jvm: tuple[str, ...] | None = None,
+        **broker_props: str,
+    ) -> None:
+        self.version = version
+        self.home = Path(root)
+        self.jvm = jvm
+        self.namesrv_jvm = jvm if namesrv_jvm is None else namesrv_jvm
+        self.lib = jar_dir(version)
+        self._external_namesrv = namesrv_addr
+        self.namesrv_port = 0 if namesrv_addr is None else int(namesrv_addr.rsplit(":", 1)[1])
+        self.broker_port = 0
+        self.broker_props = broker_props
+        self.namesrv: JavaProcess | None = None
+        self.broker: JavaProcess | None = None
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".")[0])
+
+    @property
+    def namesrv_addr(self) -> str:
+        return self._external_namesrv or f"127.0.0.1:{self.namesrv_port}"
+
+    @property
+    def broker_addr(self) -> str:
+        return f"127.0.0.1:{self.broker_port}"
+
+    @property
+    def broker_name(self) -> str:
+        return self.broker_props.get("brokerName", "broker-a")
+
+    @property
+    def cluster_name(self) -> str:
+        return self.broker_props.get("brokerClusterName", "DefaultCluster")
+
+    @property
+    def store_dir(self) -> Path:
+        return self.home / "store"
+
+    @property
+    def kind(self) -> str:
+        return f"apache-{self.version}"
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["ROCKETMQ_HOME"] = str(self.home)
+        return env
+
+    def java(self, main: str, *args: str, jvm: tuple[str, ...] | None = None) -> list[str]:
+        props = (f"-Drocketmq.home.dir={self.home}", f"-Duser.home={self.home}", "-Drocketmq.client.logUseSlf4j=true")
+        return [
+            "java",
+            *(self.jvm if jvm is None else jvm),
+            *JAVA17_OPENS,
+            *props,
+            "-cp",
+            f"{self.lib}/*",
+            main,
+            *args,
+        ]
+
+    def _prepare_home(self) -> None:
+        (self.home / "conf").mkdir(parents=True, exist_ok=True)
+        (self.home / "logs").mkdir(exist_ok=True)
+        for name in ("namesrv", "broker", "tools"):
+            shutil.copyfile(LOGBACK, self.home / "conf" / f"logback_{name}.xml")
+
+    def broker_conf(self) -> dict[str, str]:
+        conf = {
+            "brokerClusterName": "DefaultCluster",
+            "brokerName": "broker-a",
+            "brokerId": "0",
+            "namesrvAddr": self.namesrv_addr,
+            "brokerIP1": "127.0.0.1",
+            "listenPort": str(self.broker_port),
+            "bindAddress": "127.0.0.1",
+            "storePathRootDir": str(self.store_dir),
+            "storePathCommitLog": str(self.store_dir / "commitlog"),
+            "autoCreateTopicEnable": "true",
+            "autoCreateSubscriptionGroup": "true",
+            "enablePropertyFilter": "true",
+            "traceTopicEnable": "true",
+            "aclEnable": "false",
+            **SMALL_STORE,
+        }
+        conf.update(self.broker_props)
+        return conf
+
+    def start(self) -> ApacheRocketMQ:
+        self._prepare_home()
+        if self._external_namesrv is None:
+            self.start_namesrv()
+        self.start_broker()
+        return self
+
+    def start_namesrv(self) -> None:
+        self.namesrv_port = free_port(0)
+        conf = self.home / "namesrv.conf"
+        write_properties(
+            conf,
+            {
+                "listenPort": str(self.namesrv_port),
+                "bindAddress": "127.0.0.1",
+                "kvConfigPath": str(self.home / "namesrv" / "kvConfig.json"),
+            },
+        )
+        argv = self.java("org.apache.rocketmq.namesrv.NamesrvStartup", "-c", str(conf), jvm=self.namesrv_jvm)
+        self.namesrv = JavaProcess("namesrv", argv, self.home)
+        self.namesrv.start(self.env())
+        self.namesrv.wait_for("The Name Server boot success")
+
+    def start_broker(self) -> None:
+        if self.broker_port == 0:
+            self.broker_port = free_port(-2, 0, 1)
+        conf = self.home / "broker.conf"
+        write_properties(conf, self.broker_conf())
+        argv = self.java("org.apache.rocketmq.broker.BrokerStartup", "-c", str(conf))
+        self.broker = JavaProcess("broker", argv, self.home)
+        self.broker.start(self.env())
+        self.broker.wait_for("boot success")
+
+    def restart_broker(self, sig: int = signal.SIGTERM) -> None:
+        """Stop the broker (SIGTERM: its shutdown hook; SIGKILL: a crash) and start it on the same store and port."""
+        assert self.broker is not None
+        self.broker.stop(sig)
+        self.broker.out.rename(self.home / f"broker-{int(time.time() * 1000)}.out")
+        self.start_broker()
+
+    def mqadmin(self, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+        """Apache RocketMQ's own mqadmin (MQAdminStartup) with ``args``; ``-n`` is added unless given."""
+        argv = list(args)
+        if "-n" not in argv:
+            argv += ["-n", self.namesrv_addr]
+        cmd = self.java("org.apache.rocketmq.tools.command.MQAdminStartup", *argv, jvm=TEST_JVM)
+        return subprocess.run(
+            cmd, capture_output=True, text=True, env=self.env(), cwd=self.home, timeout=timeout, check=False
+        )
+
+    def pids(self) -> list[int]:
+        return [p.proc.pid for p in (self.namesrv, self.broker) if p is not None and p.proc is not None]
+
+    def stop(self) -> None:
+        for proc in (self.broker, self.namesrv):
+            if proc is not None:
+                proc.stop()
+
+    def __enter__(self) -> ApacheRocketMQ:
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pocketmq.client.client_config import ClientConfig
-from pocketmq.client.message import SendResult
 from pocketmq.client.impl.mq_client_api import MQClientAPIImpl
+from pocketmq.client.message import SendResult
 from pocketmq.common.codec import CorruptRecordError, decode
 from pocketmq.common.message import MessageExt
 from pocketmq.remoting.admin_header import GetTopicConfigRequestHeader

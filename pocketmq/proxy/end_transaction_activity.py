@@ -48,7 +48,10 @@ class EndTransactionActivity:
         group = request.topic.name  # the topic is the producer group
         data = self.transactions.poll(group, request.transaction_id)
         if data is None:
-            raise GrpcProxyException(pb.Code.INVALID_TRANSACTION_ID, "cannot found transaction data")
+            # RocketMQ's TRANSACTION_DATA_NOT_FOUND has no gRPC code of its own: its proxy answers with the Java
+            # exception's text as an internal error, and so does this one.
+            raise GrpcProxyException(pb.Code.INTERNAL_SERVER_ERROR,
+                                     "org.apache.rocketmq.proxy.common.ProxyException: cannot found transaction data")
         header = EndTransactionRequestHeader(
             producer_group=group,
             tran_state_table_offset=data.tran_state_table_offset,

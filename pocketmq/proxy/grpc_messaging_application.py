@@ -81,7 +81,7 @@ class GrpcMessagingApplication:
                 raise
             except Exception as e:
                 answer = status_of(e)
-                if answer.code == pb.Code.INTERNAL_SERVER_ERROR:
+                if answer.code == pb.Code.INTERNAL_SERVER_ERROR and not isinstance(e, GrpcProxyException):
                     log.warning("%s failed", method, exc_info=True)
                 return response_cls(status=answer)
 

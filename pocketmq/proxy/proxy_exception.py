@@ -21,6 +21,15 @@ _RESPONSE_CODE_MAPPING: dict[int, Any] = {
 }
 
 
+# What RocketMQ's MQClientException appends to its message (FAQUrl.attachDefaultURL).
+FAQ_SUFFIX = "\nFor more information, please visit the url, https://rocketmq.apache.org/docs/bestPractice/06FAQ"
+
+
+def topic_not_exist_message(code: int, remark: str | None) -> str:
+    """The message of the MQClientException RocketMQ's proxy turns into TOPIC_NOT_FOUND (its getMessage())."""
+    return f"CODE: {code}  DESC: {remark}{FAQ_SUFFIX}"
+
+
 class GrpcProxyException(Exception):
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
@@ -46,11 +55,11 @@ def status_of(error: BaseException) -> Any:
         return status(error.code, error.message)
     if isinstance(error, MQClientException):
         if error.response_code == ResponseCode.TOPIC_NOT_EXIST:
-            return status(pb.Code.TOPIC_NOT_FOUND, str(error))
+            return status(pb.Code.TOPIC_NOT_FOUND, topic_not_exist_message(error.response_code, str(error)))
         return status(build_code(error.response_code), str(error))
     if isinstance(error, MQBrokerException):
         if error.code == ResponseCode.TOPIC_NOT_EXIST:
-            return status(pb.Code.TOPIC_NOT_FOUND, error.remark)
+            return status(pb.Code.TOPIC_NOT_FOUND, topic_not_exist_message(error.code, error.remark))
         return status(build_code(error.code), error.remark or str(error.code))
     if isinstance(error, RemotingTimeoutError | TimeoutError):
         return status(pb.Code.PROXY_TIMEOUT, str(error) or "timeout")

@@ -29,7 +29,9 @@ async def test_query_route_gives_every_queue_at_the_proxys_own_address(cluster, 
 async def test_an_unknown_topic_is_topic_not_found(proxy, stub):
     r = await stub.QueryRoute(S.QueryRouteRequest(topic=D.Resource(name="Nowhere")), metadata=metadata())
     assert r.status.code == D.Code.TOPIC_NOT_FOUND
-    assert r.status.message == "No topic route info in name server for the topic: Nowhere"
+    assert r.status.message == ("CODE: 17  DESC: No topic route info in name server for the topic: Nowhere\n"
+                                "For more information, please visit the url, "
+                                "https://rocketmq.apache.org/docs/bestPractice/06FAQ")
 
 
 async def test_a_call_without_a_client_id_is_client_id_required(proxy, stub):
@@ -157,13 +159,14 @@ async def test_query_assignment_gives_each_broker_as_queue_minus_one(cluster, pr
     assert a.message_queue.permission == D.Permission.READ_WRITE
 
 
-async def test_end_transaction_of_an_unknown_transaction_is_invalid_transaction_id(cluster, proxy, stub):
+async def test_end_transaction_of_an_unknown_transaction_is_refused_as_rocketmq_refuses_it(cluster, proxy, stub):
     await create_topic(cluster, "Txn")
     request = S.EndTransactionRequest(topic=D.Resource(name="Txn"), message_id="m", transaction_id="nope",
                                       resolution=D.TransactionResolution.COMMIT,
                                       source=D.TransactionSource.SOURCE_CLIENT)
     r = await stub.EndTransaction(request, metadata=metadata())
-    assert (r.status.code, r.status.message) == (D.Code.INVALID_TRANSACTION_ID, "cannot found transaction data")
+    assert (r.status.code, r.status.message) == (
+        D.Code.INTERNAL_SERVER_ERROR, "org.apache.rocketmq.proxy.common.ProxyException: cannot found transaction data")
     r = await stub.EndTransaction(S.EndTransactionRequest(topic=D.Resource(name="Txn")), metadata=metadata())
     assert (r.status.code, r.status.message) == (D.Code.INVALID_TRANSACTION_ID, "transaction id cannot be empty")
 

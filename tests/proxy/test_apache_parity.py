@@ -1,6 +1,6 @@
 """pocketmq's gRPC endpoint and Apache RocketMQ 5's own proxy asked the same questions, answers compared.
 
-A session's worth of real Apache RocketMQ (tests/apache: name server, broker and its gRPC proxy in cluster mode,
+A module's worth of real Apache RocketMQ (tests/apache: name server, broker and its gRPC proxy in cluster mode,
 from Maven Central's jars through `make apache-rocketmq`) beside a pocketmq cluster; each case sends both the same
 raw MessagingService requests (Apache's own generated classes, from the Python SDK) and compares status codes,
 messages and the Settings values the SDKs depend on. Where pocketmq answers differently on purpose the test says
@@ -75,7 +75,7 @@ def pocketmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def both(apache: str, pocketmq: str) -> Iterator[dict[str, Any]]:
+def both_servers(apache: str, pocketmq: str) -> Iterator[dict[str, Any]]:
     channels = {name: grpc.insecure_channel(endpoint) for name, endpoint in (("apache", apache),
                                                                              ("pocketmq", pocketmq))}
     yield {name: service_pb2_grpc.MessagingServiceStub(ch) for name, ch in channels.items()}
@@ -83,9 +83,9 @@ def both(apache: str, pocketmq: str) -> Iterator[dict[str, Any]]:
         ch.close()
 
 
-def ask(both: dict[str, Any], method: str, request: Any, md: Any = None) -> dict[str, Any]:
+def ask(both_servers: dict[str, Any], method: str, request: Any, md: Any = None) -> dict[str, Any]:
     return {name: getattr(stub, method)(request, metadata=metadata() if md is None else md, timeout=30)
-            for name, stub in both.items()}
+            for name, stub in both_servers.items()}
 
 
 def statuses(answers: dict[str, Any]) -> dict[str, tuple[int, str]]:
@@ -102,20 +102,20 @@ def message(body: bytes = b"x", message_id: str = "0102FC0000000171190B1C3CCC000
         message_id=message_id, message_type=D.MessageType.NORMAL, body_encoding=D.Encoding.IDENTITY, **system))
 
 
-def test_a_call_without_client_id(both):
-    assert_same_status(ask(both, "QueryRoute", S.QueryRouteRequest(topic=D.Resource(name=TOPIC)), md=()))
+def test_a_call_without_client_id(both_servers):
+    assert_same_status(ask(both_servers, "QueryRoute", S.QueryRouteRequest(topic=D.Resource(name=TOPIC)), md=()))
 
 
-def test_an_unknown_topic(both):
-    assert_same_status(ask(both, "QueryRoute", S.QueryRouteRequest(topic=D.Resource(name="NoSuchTopic5"))))
+def test_an_unknown_topic(both_servers):
+    assert_same_status(ask(both_servers, "QueryRoute", S.QueryRouteRequest(topic=D.Resource(name="NoSuchTopic5"))))
 
 
-def test_a_system_topic(both):
-    assert_same_status(ask(both, "QueryRoute", S.QueryRouteRequest(topic=D.Resource(name="TBW102"))))
+def test_a_system_topic(both_servers):
+    assert_same_status(ask(both_servers, "QueryRoute", S.QueryRouteRequest(topic=D.Resource(name="TBW102"))))
 
 
-def test_the_route_of_a_topic(both):
-    answers = ask(both, "QueryRoute", S.QueryRouteRequest(topic=D.Resource(name=TOPIC)))
+def test_the_route_of_a_topic(both_servers):
+    answers = ask(both_servers, "QueryRoute", S.QueryRouteRequest(topic=D.Resource(name=TOPIC)))
     assert_same_status(answers)
     shape = {name: [(q.id, q.permission, q.broker.id) for q in a.message_queues] for name, a in answers.items()}
     assert shape["pocketmq"] == shape["apache"]
@@ -123,16 +123,16 @@ def test_the_route_of_a_topic(both):
     assert {tuple(q.accept_message_types) for q in answers["apache"].message_queues} == {(D.MessageType.NORMAL,)}
 
 
-def test_a_heartbeat_before_settings(both):
-    assert_same_status(ask(both, "Heartbeat", S.HeartbeatRequest(client_type=D.ClientType.PRODUCER),
+def test_a_heartbeat_before_settings(both_servers):
+    assert_same_status(ask(both_servers, "Heartbeat", S.HeartbeatRequest(client_type=D.ClientType.PRODUCER),
                            md=metadata("no-settings@1")))
 
 
-def settings_replies(both: dict[str, Any], settings: Any, who: str) -> dict[str, Any]:
+def settings_replies(both_servers: dict[str, Any], settings: Any, who: str) -> dict[str, Any]:
     """Each server's reply to ``settings`` on a Telemetry stream kept open until the reply is read (Apache's proxy
     ends a stream the client half-closes before its reply is written, as the SDKs never do)."""
     replies = {}
-    for name, stub in both.items():
+    for name, stub in both_servers.items():
         read = threading.Event()
 
         def commands() -> Iterator[Any]:
@@ -146,8 +146,8 @@ def settings_replies(both: dict[str, Any], settings: Any, who: str) -> dict[str,
     return replies
 
 
-def test_the_settings_reply_of_a_producer(both):
-    replies = settings_replies(both, D.Settings(client_type=D.ClientType.PRODUCER,
+def test_the_settings_reply_of_a_producer(both_servers):
+    replies = settings_replies(both_servers, D.Settings(client_type=D.ClientType.PRODUCER,
                                                 publishing=D.Publishing(topics=[D.Resource(name=TOPIC)])),
                                "parity-producer")
     a, p = replies["apache"], replies["pocketmq"]
@@ -157,8 +157,8 @@ def test_the_settings_reply_of_a_producer(both):
     assert p.settings.metric == a.settings.metric
 
 
-def test_the_settings_reply_of_a_push_consumer(both):
-    replies = settings_replies(both, D.Settings(
+def test_the_settings_reply_of_a_push_consumer(both_servers):
+    replies = settings_replies(both_servers, D.Settings(
         client_type=D.ClientType.PUSH_CONSUMER, subscription=D.Subscription(
             group=D.Resource(name="ParityGroup"), subscriptions=[D.SubscriptionEntry(
                 topic=D.Resource(name=TOPIC), expression=D.FilterExpression(type=D.FilterType.TAG, expression="*"))])),
@@ -171,7 +171,7 @@ def test_the_settings_reply_of_a_push_consumer(both):
 
 @pytest.mark.parametrize("case", ["too large", "empty", "no id", "system key", "bad tag", "no message",
                                   "control character key"])
-def test_send_refusals(both, case):
+def test_send_refusals(both_servers, case):
     if case == "no message":
         request = S.SendMessageRequest()
     else:
@@ -184,11 +184,11 @@ def test_send_refusals(both, case):
         if case == "system key":
             msg.user_properties["UNIQ_KEY"] = "mine"
         request = S.SendMessageRequest(messages=[msg])
-    assert_same_status(ask(both, "SendMessage", request))
+    assert_same_status(ask(both_servers, "SendMessage", request))
 
 
-def test_query_assignment(both):
-    answers = ask(both, "QueryAssignment", S.QueryAssignmentRequest(topic=D.Resource(name=TOPIC),
+def test_query_assignment(both_servers):
+    answers = ask(both_servers, "QueryAssignment", S.QueryAssignmentRequest(topic=D.Resource(name=TOPIC),
                                                                      group=D.Resource(name="ParityGroup")))
     assert_same_status(answers)
     shape = {name: [(x.message_queue.id, x.message_queue.permission, x.message_queue.broker.id)
@@ -196,8 +196,8 @@ def test_query_assignment(both):
     assert shape["pocketmq"] == shape["apache"]
 
 
-def test_end_transaction_of_an_unknown_transaction(both):
-    assert_same_status(ask(both, "EndTransaction", S.EndTransactionRequest(
+def test_end_transaction_of_an_unknown_transaction(both_servers):
+    assert_same_status(ask(both_servers, "EndTransaction", S.EndTransactionRequest(
         topic=D.Resource(name=TOPIC), message_id="m", transaction_id="unknown",
         resolution=D.TransactionResolution.COMMIT, source=D.TransactionSource.SOURCE_CLIENT)))
-    assert_same_status(ask(both, "EndTransaction", S.EndTransactionRequest(topic=D.Resource(name=TOPIC))))
+    assert_same_status(ask(both_servers, "EndTransaction", S.EndTransactionRequest(topic=D.Resource(name=TOPIC))))

@@ -46,8 +46,8 @@ def check_message_type(topic: str, topic_type: str | None, message_type: int) ->
         return
     actual = pb.MessageType.Name(message_type)
     if actual != topic_type:
-        raise GrpcProxyException(
-            pb.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+        raise GrpcProxyException(  # (the text of the ProxyException RocketMQ's proxy throws, class name and all)
+            pb.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "org.apache.rocketmq.proxy.common.ProxyException: "
             f"TopicMessageType validate failed, the expected type is {topic_type}, but actual type is {actual}")
 
 
@@ -100,12 +100,12 @@ class SendMessageActivity:
             entry_status = status(failed, f"send message failed, sendStatus={result.send_status.value}")
             entries = [pb.SendResultEntry(status=entry_status) for _ in ids]
             return pb.SendMessageResponse(status=status(failed, pb.Code.Name(failed)), entries=entries)
-        transaction_id = ""
+        # A 5.x broker answers every send with a transaction id, the message's UNIQ_KEY; 4.9.8's answers with none,
+        # and its clients use the message id: the proxy gives the message id too.
+        transaction_id = result.transaction_id or ids[0]
         if sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_PREPARED_TYPE:
-            # 4.9.8's broker returns no transaction id; its clients use the message id, and so does the proxy.
-            transaction_id = result.transaction_id or ids[0]
             _, commit_log_offset = decode_message_id(result.offset_msg_id.split(",")[0])
             self.transactions.add(topic, addr, topic, result.queue_offset, commit_log_offset, transaction_id)
-        entries = [pb.SendResultEntry(status=ok(), message_id=msg_id, transaction_id=transaction_id,
+        entries = [pb.SendResultEntry(status=ok(), message_id=msg_id, transaction_id=result.transaction_id or msg_id,
                                       offset=result.queue_offset + i) for i, msg_id in enumerate(ids)]
         return pb.SendMessageResponse(status=ok(), entries=entries)

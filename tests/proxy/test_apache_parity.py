@@ -25,6 +25,7 @@ from .conftest import D, S, metadata
 from .sdk_helpers import create_topic
 
 TOPIC = "ParityTopic"
+TXN_TOPIC = "ParityTxnTopic"  # message.type=TRANSACTION at Apache's (pocketmq's untyped topics take every type)
 
 
 class ApacheProxy:
@@ -62,6 +63,9 @@ def apache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         try:
             made = rmq.mqadmin("updateTopic", "-t", TOPIC, "-c", rmq.cluster_name, "-r", "4", "-w", "4")
             assert made.returncode == 0, made.stdout + made.stderr
+            made = rmq.mqadmin("updateTopic", "-t", TXN_TOPIC, "-c", rmq.cluster_name,
+                               "-a", "+message.type=TRANSACTION")
+            assert made.returncode == 0, made.stdout + made.stderr
             yield proxy.endpoint
         finally:
             proxy.stop()
@@ -71,6 +75,7 @@ def apache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def pocketmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with embedded.ThreadedCluster(tmp_path_factory.mktemp("pocketmq5"), grpc=True) as cluster:
         create_topic(cluster, TOPIC)
+        create_topic(cluster, TXN_TOPIC)
         yield cluster.grpc_endpoint
 
 
@@ -201,3 +206,25 @@ def test_end_transaction_of_an_unknown_transaction(both_servers):
         topic=D.Resource(name=TOPIC), message_id="m", transaction_id="unknown",
         resolution=D.TransactionResolution.COMMIT, source=D.TransactionSource.SOURCE_CLIENT)))
     assert_same_status(ask(both_servers, "EndTransaction", S.EndTransactionRequest(topic=D.Resource(name=TOPIC))))
+
+
+def test_a_send_answers_with_the_clients_message_id(both_servers):
+    answers = ask(both_servers, "SendMessage", S.SendMessageRequest(messages=[message(
+        b"parity", message_id="0102FC0000000171190B1C3CCC0000AAAA", tag="TagP", keys=["k1"])]))
+    assert_same_status(answers)
+    entries = {name: [(e.status.code, e.message_id, e.transaction_id) for e in a.entries]
+               for name, a in answers.items()}
+    # (Apache 5's broker gives every send a transaction id: the message id.)
+    assert entries["pocketmq"] == entries["apache"] == [(D.Code.OK, "0102FC0000000171190B1C3CCC0000AAAA",
+                                                         "0102FC0000000171190B1C3CCC0000AAAA")]
+
+
+def test_a_half_message_gets_a_transaction_id(both_servers):
+    half = message(b"half", message_id="0102FC0000000171190B1C3CCC0000BBBB")
+    half.topic.name = TXN_TOPIC
+    half.system_properties.message_type = D.MessageType.TRANSACTION
+    answers = ask(both_servers, "SendMessage", S.SendMessageRequest(messages=[half]))
+    assert_same_status(answers)
+    for answer in answers.values():
+        [entry] = answer.entries
+        assert entry.message_id == "0102FC0000000171190B1C3CCC0000BBBB" and entry.transaction_id

@@ -3,6 +3,9 @@
     async with EmbeddedCluster(tmp_path) as cluster:
         producer = Producer("group", cluster.namesrv_addr)
 
+With ``grpc=True`` the cluster also serves RocketMQ 5's gRPC endpoint (``cluster.grpc_endpoint``, for the 5.x
+SDKs), on a free port, plaintext and TLS alike.
+
 EmbeddedCluster runs on the caller's event loop. ThreadedCluster runs the same cluster on an event loop
 of its own in a background thread, so synchronous tests and tests on any other loop can use it too
 (clients only ever reach it over sockets); the pytest fixture uses it.
@@ -41,15 +44,22 @@ class EmbeddedCluster:
     """
 
     def __init__(
-        self, root: str | os.PathLike[str], brokers: int = 1, namesrv_addr: str | None = None, **broker_overrides: Any
+        self,
+        root: str | os.PathLike[str],
+        brokers: int = 1,
+        namesrv_addr: str | None = None,
+        grpc: bool = False,
+        **broker_overrides: Any,
     ) -> None:
         self.root = os.fspath(root)
         self.external_namesrv_addr = namesrv_addr
         self.broker_count = brokers
+        self.grpc = grpc
         self.broker_overrides = broker_overrides
         self.namesrv: NamesrvController | None = None
         self.broker: BrokerController | None = None
         self.brokers: list[BrokerController] = []  # broker-a, broker-b, ... (one cluster); broker is the first
+        self.proxy: Any = None  # pocketmq.proxy's GrpcProxy, with grpc=True
 
     @property
     def namesrv_addr(self) -> str:
@@ -62,6 +72,12 @@ class EmbeddedCluster:
     def broker_addr(self) -> str:
         assert self.broker is not None, "the cluster is not started"
         return self.broker.address
+
+    @property
+    def grpc_endpoint(self) -> str:
+        """``host:port`` of the gRPC endpoint (MessagingService) the 5.x SDKs are given."""
+        assert self.proxy is not None, "the cluster serves no gRPC endpoint (EmbeddedCluster(..., grpc=True))"
+        return self.proxy.endpoint
 
     @property
     def store(self):
@@ -94,6 +110,12 @@ class EmbeddedCluster:
                 await broker.start()
                 self.brokers.append(broker)
             self.broker = self.brokers[0]
+            if self.grpc:
+                # Imported here: a cluster without the endpoint never loads grpc.
+                from pocketmq.proxy.config import ProxyConfig
+                from pocketmq.proxy.proxy_startup import GrpcProxy
+
+                self.proxy = await GrpcProxy(ProxyConfig(self.namesrv.address, grpc_server_port=0)).start()
         except BaseException:
             for b in self.brokers:
                 await b.shutdown()
@@ -104,6 +126,8 @@ class EmbeddedCluster:
 
     async def stop(self) -> None:
         try:
+            if self.proxy is not None:
+                await self.proxy.stop()
             for b in self.brokers:
                 await b.shutdown()
         finally:
@@ -155,6 +179,10 @@ class ThreadedCluster:
     @property
     def broker_addr(self) -> str:
         return self.cluster.broker_addr
+
+    @property
+    def grpc_endpoint(self) -> str:
+        return self.cluster.grpc_endpoint
 
     @property
     def store(self):

@@ -115,7 +115,7 @@ class EmbeddedCluster:
                 from pocketmq.proxy.config import ProxyConfig
                 from pocketmq.proxy.proxy_startup import GrpcProxy
 
-                self.proxy = await GrpcProxy(ProxyConfig(self.namesrv.address, grpc_server_port=0)).start()
+                self.proxy = await GrpcProxy(ProxyConfig(self.namesrv_addr, grpc_server_port=0)).start()
         except BaseException:
             for b in self.brokers:
                 await b.shutdown()

@@ -7,6 +7,7 @@ import re
 from pocketmq.common.pop_ack_constants import CID_RMQ_SYS_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from pocketmq.common.pop_ack_constants import SYSTEM_TOPIC_PREFIX as SYSTEM_TOPIC_PREFIX
 from pocketmq.common.validators import topic_error
+from pocketmq.storage.timer.timer_routing import TIMER_TOPIC as RMQ_SYS_WHEEL_TIMER  # noqa: F401 (a name of here)
 
 AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
 RMQ_SYS_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"

@@ -11,7 +11,13 @@ import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from pocketmq.common.constants import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
+from pocketmq.common.constants import (
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
+    PROPERTY_TIMER_DELAY_MS,
+    PROPERTY_TIMER_DELAY_SEC,
+    PROPERTY_TIMER_DELIVER_MS,
+)
 from pocketmq.common.message import MessageExt
 from pocketmq.common.pop_ack_constants import PROPERTY_SHARDING_KEY
 from pocketmq.remoting.client_body import MessageQueue
@@ -142,6 +148,33 @@ class Message:
     @delay_time_level.setter
     def delay_time_level(self, level: int) -> None:
         self.properties[PROPERTY_DELAY_TIME_LEVEL] = str(int(level))
+
+    # RocketMQ 5's timer messages (Message.setDelayTimeSec / setDelayTimeMs / setDeliverTimeMs): delivered by the
+    # broker's timer wheel at that time, to the precision of its slots (timerPrecisionMs).
+    @property
+    def delay_time_sec(self) -> int:
+        return int(self.properties.get(PROPERTY_TIMER_DELAY_SEC, "0"))
+
+    @delay_time_sec.setter
+    def delay_time_sec(self, sec: int) -> None:
+        self.properties[PROPERTY_TIMER_DELAY_SEC] = str(int(sec))
+
+    @property
+    def delay_time_ms(self) -> int:
+        return int(self.properties.get(PROPERTY_TIMER_DELAY_MS, "0"))
+
+    @delay_time_ms.setter
+    def delay_time_ms(self, ms: int) -> None:
+        self.properties[PROPERTY_TIMER_DELAY_MS] = str(int(ms))
+
+    @property
+    def deliver_time_ms(self) -> int:
+        """The epoch milliseconds the message is due at (0: none)."""
+        return int(self.properties.get(PROPERTY_TIMER_DELIVER_MS, "0"))
+
+    @deliver_time_ms.setter
+    def deliver_time_ms(self, ms: int) -> None:
+        self.properties[PROPERTY_TIMER_DELIVER_MS] = str(int(ms))
 
     @property
     def wait_store_msg_ok(self) -> bool:

@@ -156,6 +156,8 @@ class RequestCode(IntEnum):
     ADD_WRITE_PERM_OF_BROKER = 327
     GET_ALL_PRODUCER_INFO = 328
     DELETE_EXPIRED_COMMITLOG = 329
+    GET_TOPIC_CONFIG = 351  # RocketMQ 5: one topic's config with its attributes (what a 5.x proxy reads)
+    LITE_PULL_MESSAGE = 361  # 5.x clients' DefaultLitePullConsumer: a PULL_MESSAGE on a pull thread pool of its own
     # RocketMQ 5's POP (docs/protocol.md, "POP")
     POP_MESSAGE = 200050
     ACK_MESSAGE = 200051

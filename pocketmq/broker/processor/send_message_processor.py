@@ -95,6 +95,9 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             # CLUSTER. RocketMQ 4.9.8 adds CLUSTER to every message; pocketmq only to the ones that need it.
             props[_PROPERTY_CLUSTER] = self.controller.broker_config.broker_cluster_name
             props_string = properties_to_string(props)
+        conflict = self.check_message_type(request, tc, props)
+        if conflict is not None:
+            return conflict
         topic = header.topic
         if topic.startswith(tv.RETRY_GROUP_TOPIC_PREFIX):
             rerouted = self._handle_retry_and_dlq(request, header, props)
@@ -198,6 +201,9 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
                 request, ResponseCode.MESSAGE_ILLEGAL,
                 f"message {list(map(len, bodies)).index(0)} of the batch: the message body length is zero",
             )
+        conflict = self.check_message_type(request, tc, string_to_properties(header.properties or ""))
+        if conflict is not None:
+            return conflict
         sys_flag = header.sys_flag & ~TRANSACTION_PREPARED_TYPE
         if tc.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG

@@ -96,7 +96,7 @@ def parse_request(remote_address: str, request: RemotingCommand) -> AccessResour
         _add_send(resource, get("b"), get("a"))
     elif code == RequestCode.CONSUMER_SEND_MSG_BACK:
         resource.add(_retry(get("group")), SUB)
-    elif code == RequestCode.PULL_MESSAGE:
+    elif code == RequestCode.PULL_MESSAGE or code == RequestCode.LITE_PULL_MESSAGE:
         resource.add(get("topic"), SUB)
         resource.add(_retry(get("consumerGroup")), SUB)
     elif code == RequestCode.QUERY_MESSAGE:

@@ -13,6 +13,15 @@ class GetTopicStatsInfoRequestHeader(CommandHeader):
 
 
 @dataclass(slots=True)
+class GetTopicConfigRequestHeader(CommandHeader):
+    """5.x's GetTopicConfigRequestHeader: ``lo`` asks for the static topic's queue mapping too (pocketmq has
+    none)."""
+
+    topic: str
+    lo: bool | None = None
+
+
+@dataclass(slots=True)
 class GetConsumeStatsRequestHeader(CommandHeader):
     consumer_group: str
     topic: str | None = None  # blank: every topic the group has offsets of

@@ -156,6 +156,7 @@ class RequestCode(IntEnum):
     ADD_WRITE_PERM_OF_BROKER = 327
     GET_ALL_PRODUCER_INFO = 328
     DELETE_EXPIRED_COMMITLOG = 329
+    GET_TOPIC_CONFIG = 351  # 5.x: one topic's config (mqadmin 5.x's topicStatus asks each broker of the route)
 
 
 class ResponseCode(IntEnum):

@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 
 from pocketmq.embedded import ThreadedCluster
-from tests.apache.apache_rocketmq import TEST_JVM, V4, V5, ApacheRocketMQ
+from tests.apache.apache_rocketmq import V4, V5, ApacheRocketMQ
 from tests.java_client import java_harness as jh
 from tests.java_client.java_harness import HarnessRun, by_body, error, message
 
@@ -48,7 +48,7 @@ POCKETMQ_CONFIG: dict[str, Any] = {
     "transaction_check_interval": 1.0,
     "transaction_timeout": 3.0,
 }
-APACHE_CONFIG = {
+APACHE_CONFIG: dict[str, Any] = {  # broker.conf keys (Any: ApacheRocketMQ's **broker_props)
     "enablePropertyFilter": "true",
     "traceTopicEnable": "true",
     "transactionCheckInterval": "1000",
@@ -102,11 +102,11 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
     (root / "apache-acl" / "conf" / "plain_acl.yml").write_text(acl_yml, encoding="utf-8")
     (root / "pocketmq_acl.yml").write_text(acl_yml, encoding="utf-8")
     apache = {
-        "4.9.8": ApacheRocketMQ(root / "apache4", V4, TEST_JVM, None, **APACHE_CONFIG),
-        "5.5.0": ApacheRocketMQ(root / "apache5", V5, TEST_JVM, None, **APACHE_CONFIG),
+        "4.9.8": ApacheRocketMQ(root / "apache4", version=V4, **APACHE_CONFIG),
+        "5.5.0": ApacheRocketMQ(root / "apache5", version=V5, **APACHE_CONFIG),
     }
     assert set(apache) == set(jh.CLIENT_VERSIONS)
-    apache_acl = ApacheRocketMQ(root / "apache-acl", V4, TEST_JVM, None, aclEnable="true", **APACHE_CONFIG)
+    apache_acl = ApacheRocketMQ(root / "apache-acl", version=V4, aclEnable="true", **APACHE_CONFIG)
     pocketmq = ThreadedCluster(root / "pocketmq", **POCKETMQ_CONFIG)
     pocketmq_acl = ThreadedCluster(
         root / "pocketmq-acl",

@@ -8,8 +8,8 @@ takes one scenario's results from both, asserts what the scenario must show (so 
 way still fails), and asserts that both showed the same, ids, addresses and times aside.
 
 Both servers are configured alike: SQL92 filtering and the trace topic on (enablePropertyFilter,
-traceTopicEnable), transaction checks every second for half messages older than a second (transactionCheckInterval,
-transactionTimeOut), topics and groups created on first use; Apache's send-queue fast failure
+traceTopicEnable), transaction checks every second for half messages older than three seconds
+(transactionCheckInterval, transactionTimeOut), topics and groups created on first use; Apache's send-queue fast failure
 (waitTimeMillsInSendQueue, 200 ms) is raised, since pocketmq has none and a busy two-core machine trips it. The
 ACL scenario runs against a second server of each kind with aclEnable and the same plain_acl.yml (Apache 4.9.7's
 plain ACL for both clients).
@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 
 from pocketmq.embedded import ThreadedCluster
-from tests.apache.apache_rocketmq import TEST_JVM, V4, V5, ApacheRocketMQ
+from tests.apache.apache_rocketmq import V4, V5, ApacheRocketMQ
 from tests.java_client import java_harness as jh
 from tests.java_client.java_harness import HarnessRun, by_body, error, message
 
@@ -48,7 +48,7 @@ POCKETMQ_CONFIG: dict[str, Any] = {
     "transaction_check_interval": 1.0,
     "transaction_timeout": 3.0,
 }
-APACHE_CONFIG = {
+APACHE_CONFIG: dict[str, Any] = {  # broker.conf keys (Any: ApacheRocketMQ's **broker_props)
     "enablePropertyFilter": "true",
     "traceTopicEnable": "true",
     "transactionCheckInterval": "1000",
@@ -102,11 +102,11 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
     (root / "apache-acl" / "conf" / "plain_acl.yml").write_text(acl_yml, encoding="utf-8")
     (root / "pocketmq_acl.yml").write_text(acl_yml, encoding="utf-8")
     apache = {
-        "4.9.8": ApacheRocketMQ(root / "apache4", V4, TEST_JVM, None, **APACHE_CONFIG),
-        "5.5.0": ApacheRocketMQ(root / "apache5", V5, TEST_JVM, None, **APACHE_CONFIG),
+        "4.9.8": ApacheRocketMQ(root / "apache4", version=V4, **APACHE_CONFIG),
+        "5.5.0": ApacheRocketMQ(root / "apache5", version=V5, **APACHE_CONFIG),
     }
     assert set(apache) == set(jh.CLIENT_VERSIONS)
-    apache_acl = ApacheRocketMQ(root / "apache-acl", V4, TEST_JVM, None, aclEnable="true", **APACHE_CONFIG)
+    apache_acl = ApacheRocketMQ(root / "apache-acl", version=V4, aclEnable="true", **APACHE_CONFIG)
     pocketmq = ThreadedCluster(root / "pocketmq", **POCKETMQ_CONFIG)
     pocketmq_acl = ThreadedCluster(
         root / "pocketmq-acl",
@@ -409,17 +409,18 @@ def test_transaction_commit_rollback_and_check_back(pair: Pair) -> None:
         received = by_body([comparable(m, run) for m in result["received"]])
         # The rollback never arrives. The checked one may arrive twice, from either server, on a busy machine: a
         # check is asked again when the producer's answer is slower than transactionCheckInterval, and each answer
-        # commits (docs/broker.md §4.3). Compared once each.
+        # commits (docs/broker.md §4.3), the later copy counting one more check. Compared once each, the first.
         assert sorted({m["body"] for m in received}) == ["commit", "unknown"]
-        received = [m for i, m in enumerate(received) if m not in received[:i]]
+        received = [m for i, m in enumerate(received) if m["body"] not in {r["body"] for r in received[:i]}]
         for m in received:
             if run == pair.apache.run_id and pair.version.startswith("4."):
                 # Apache 4.9.7 keeps the half message's REAL_TOPIC/REAL_QID in the committed one; 5.5.0 and
                 # pocketmq drop them.
                 assert m["props"].pop("REAL_TOPIC") == "RUN-transaction-T"
                 assert m["props"].pop("REAL_QID") == "<the message's queue>"
-        checks = [comparable(m, run) for m in result["checks"]]
-        assert {m["body"] for m in checks} == {"unknown"}
+        # The unknown one is asked about; another only if its END_TRANSACTION reached the broker after a check.
+        checks = [comparable(m, run) for m in result["checks"] if m["body"] == "unknown"]
+        assert checks
         assert all(m["props"]["TRAN_MSG"] == "true" and m["props"]["PGROUP"] == "RUN-transaction-p" for m in received)
         views.append((received, checks[:1]))
     same(pair, *views)

@@ -152,7 +152,9 @@ class BrokerController:
             # broker does with aclEnable=true.
             self.remoting_server.request_validator = PlainAccessValidator.for_broker(acl_file)
             log.info("access control on: accounts from %s", acl_file)
-        self.broker_outer_api = BrokerOuterAPI(config.register_broker_timeout, config.compressed_register)
+        self.broker_outer_api = BrokerOuterAPI(
+            config.register_broker_timeout, config.compressed_register, config.namesrv_wire_protocol,
+            config.broker_not_active_timeout)
         if config.access_key is not None and config.secret_key is not None:
             self.broker_outer_api.client.rpc_hook = AclClientRPCHook(
                 SessionCredentials(config.access_key, config.secret_key))
@@ -359,7 +361,7 @@ class BrokerController:
     async def _register_with(self, addr: str, force_full: bool) -> RegisterResult:
         api = self.broker_outer_api
         acked = self._acked_versions
-        base = None if force_full else acked.get(addr)
+        base = None if force_full or not api.speaks_deltas else acked.get(addr)
         changes = self.topic_config_manager.changes_since(base.counter) if base is not None else None
         if base is not None and changes is not None:
             changed, deleted = changes

@@ -14,7 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pocketmq.remoting.channel import DEFAULT_MAX_INFLIGHT, ConnectionLimits, parse_address
+from pocketmq.remoting.wire_protocol import WireProtocol
 from pocketmq.storage.config import DEFAULT_DELAY_LEVELS, FlushDiskType, MessageStoreConfig
+
+# namesrvProtocol's values (the client's ``protocol`` names the same two).
+NAMESRV_PROTOCOLS = {"msgpack": WireProtocol.MSGPACK, "rocketmq": WireProtocol.NATIVE}
 
 
 class BrokerConfigError(ValueError):
@@ -128,6 +132,15 @@ class BrokerConfig:
     register_name_server_period: float = _f(30.0, "registerNameServerPeriod", "ms")
     register_broker_timeout: float = _f(6.0, "registerBrokerTimeoutMills", "ms")
     compressed_register: bool = _f(False, "compressedRegister")
+    # pocketmq's own: what the broker speaks to its name servers. "msgpack": pocketmq's frames, with delta
+    # registrations; "rocketmq": RocketMQ's native frames and RegisterBrokerBody (JSON, or with compressedRegister
+    # RocketMQ's compressed form), full tables only: what an Apache RocketMQ name server reads. pocketmq's name
+    # server reads both.
+    namesrv_protocol: str = _f("msgpack", "namesrvProtocol")
+    # RocketMQ 5.x: sent with every registration as heartbeatTimeoutMillis, the time a name server keeps this
+    # broker without a registration before its scan drops it (5.x name servers, pocketmq's; 4.x ignores it and
+    # keeps its 120 s). None: not sent.
+    broker_not_active_timeout: float | None = _f(None, "brokerNotActiveTimeoutMillis", "ms")
 
     # --- pulls and long polling ---
     long_polling_enable: bool = _f(True, "longPollingEnable")
@@ -217,6 +230,9 @@ class BrokerConfig:
                     raise ValueError(addr)
             except ValueError:
                 raise BrokerConfigError(f"name server {addr!r} is not an address: expected host:port") from None
+        if self.namesrv_protocol not in NAMESRV_PROTOCOLS:
+            raise BrokerConfigError(
+                f"namesrvProtocol {self.namesrv_protocol!r}: expected one of {', '.join(NAMESRV_PROTOCOLS)}")
         if (self.access_key is None) != (self.secret_key is None):
             raise BrokerConfigError("accessKey and secretKey go together: set both or neither")
         if self.acl_enable and self.resolved_acl_file is None:
@@ -248,6 +264,10 @@ class BrokerConfig:
     @property
     def connection_limits(self) -> ConnectionLimits:
         return ConnectionLimits.of(self)
+
+    @property
+    def namesrv_wire_protocol(self) -> WireProtocol:
+        return NAMESRV_PROTOCOLS[self.namesrv_protocol]
 
     @property
     def store_root(self) -> str:

@@ -59,9 +59,17 @@ class Mqadmin:
         self.seen: dict[tuple[str, ...], str] = {}  # pocketmq's output of each command run (args without -n)
 
     def run(self, namesrv_addr: str, *args: str) -> str:
-        done = self.tools.mqadmin(*args, "-n", namesrv_addr)
-        assert done.returncode == 0 and "Exception" not in done.stdout, (args, done.stdout, done.stderr[-3000:])
-        return done.stdout
+        """The command's output. mqadmin exits 0 after a failure and prints the exception on stderr; one that
+        timed out (a request slower than mqadmin's fixed 5 s on a loaded machine) is run again, except
+        sendMessage, which would store a second message."""
+        for attempt in range(3):
+            done = self.tools.mqadmin(*args, "-n", namesrv_addr)
+            failed = done.returncode != 0 or "Exception" in done.stdout + done.stderr
+            if not failed:
+                return done.stdout
+            if attempt == 2 or args[0] == "sendMessage" or not _TIMEOUT.search(done.stderr):
+                break
+        raise AssertionError((args, done.returncode, done.stdout, done.stderr[-3000:]))
 
     def both(self, sides: tuple[Side, Side], *args: str | Callable[[Side], str]) -> tuple[str, str]:
         """The command on both servers at once; an argument may depend on the side (its broker address...)."""
@@ -76,6 +84,11 @@ class Mqadmin:
         with ThreadPoolExecutor(2) as pool:
             apache, pocket = pool.map(one, sides)
         return apache, pocket
+
+
+# pocketmq's commands wait 3 s for each answer by default; a loaded machine may take longer.
+SLOW_OK = ("--timeout", "30")
+_TIMEOUT = re.compile(r"Remoting(Timeout|Connect|SendRequest)Exception|TimeoutException")
 
 
 # --- masking what legitimately differs ------------------------------------------------------------------------
@@ -155,7 +168,12 @@ def _set_up(side: Side, mq: Mqadmin) -> None:
     side.clients.append(consumer)
     deadline = time.monotonic() + 60
     while True:  # consumed, and the offsets committed: consumerProgress shows no lag on either server
-        progress = mq.run(side.namesrv_addr, "consumerProgress", "-g", GROUP) if len(consumed) >= MESSAGES else ""
+        progress = ""
+        if len(consumed) >= MESSAGES:
+            try:
+                progress = mq.run(side.namesrv_addr, "consumerProgress", "-g", GROUP)
+            except AssertionError as e:  # no offset committed yet: CODE 206 on Apache, an empty table on pocketmq
+                progress = str(e)
         if "Diff Total: 0" in progress:
             break
         assert time.monotonic() < deadline, (side.name, len(consumed), progress)
@@ -261,10 +279,9 @@ def test_get_and_update_broker_config(sides: tuple[Side, Side], mqadmin: Mqadmin
 
 def test_consumer_progress(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:
     apache, pocket = mqadmin.both(sides, "consumerProgress", "-g", GROUP)
-    tps = len(rows(apache)) - 2  # Consume TPS: x.xx
-    masked = [numbers_masked(rows(text), set()) for text in (apache, pocket)]
+    masked = [rows(text) for text in (apache, pocket)]
     for cells in masked:
-        cells[tps][-1] = "N"
+        cells[-2][-1] = "N"  # Consume TPS: x.xx
     assert masked[1] == masked[0]
     assert rows(pocket)[-1] == ["Diff", "Total:", "0"]
     apache, pocket = mqadmin.both(sides, "consumerProgress")
@@ -281,8 +298,10 @@ def test_consumer_connection(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None
 
 def test_producer_connection(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:
     apache, pocket = mqadmin.both(sides, "producerConnection", "-g", PRODUCER_GROUP, "-t", TOPIC)
-    assert rows(pocket) == rows(apache) == [["0001", "CLIENTID", "ADDR", "PYTHON", "VERSION"]] or (
-        rows(pocket) == rows(apache) and len(rows(pocket)) == 1)
+    # One numbered line per producer, no header; the client id is this process's on both (IP@pid).
+    assert rows(pocket) == rows(apache)
+    [line] = rows(pocket)
+    assert line[0] == "0001" and line[2:] == ["ADDR", "PYTHON", "VERSION"]
 
 
 def test_delete_sub_group_and_delete_topic(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:
@@ -364,9 +383,14 @@ def test_reset_offset_by_time(sides: tuple[Side, Side], mqadmin: Mqadmin) -> Non
 # --- 5.5.0's mqadmin ------------------------------------------------------------------------------------------
 
 
-def test_mqadmin_5(sides: tuple[Side, Side], mqadmin5: Mqadmin) -> None:
-    apache, pocket = mqadmin5.both(sides, "topicStatus", "-t", TOPIC)
-    assert rows(pocket) == rows(apache)
+def test_mqadmin_5(sides: tuple[Side, Side], mqadmin: Mqadmin, mqadmin5: Mqadmin) -> None:
+    # 5.x's topicStatus first asks each broker for the topic's config (GET_TOPIC_CONFIG, 351), which 4.9.7's
+    # broker does not answer: pocketmq's answer to 5.5.0's tools is compared with 4.9.7's tools on Apache.
+    apache = mqadmin.run(sides[0].namesrv_addr, "topicStatus", "-t", TOPIC)
+    pocket = mqadmin5.run(sides[1].namesrv_addr, "topicStatus", "-t", TOPIC)
+    *queues, tps = rows(pocket)  # 5.x adds the topic's put rate
+    assert queues == rows(apache) and len(queues) == 1 + QUEUES
+    assert tps[:3] == ["Topic", "Put", "TPS:"]
     apache, pocket = mqadmin5.both(sides, "consumerConnection", "-g", GROUP)
     assert rows(pocket) == rows(apache)
     apache, pocket = mqadmin5.both(sides, "queryMsgById", "-t", TOPIC, "-i", lambda s: s.offset_msg_ids[2])
@@ -461,7 +485,7 @@ def test_pocketmq_command_prints_what_mqadmin_prints(
     args = tuple(a.format(**values) for a in template)
     theirs = mqadmin.seen.get(args) or mqadmin.run(pocket.namesrv_addr, *args)
     capsys.readouterr()
-    code = pocketmq_main([args[0], "-n", pocket.namesrv_addr, *args[1:]])
+    code = pocketmq_main([args[0], "-n", pocket.namesrv_addr, *SLOW_OK, *args[1:]])
     mine, err = capsys.readouterr()
     assert code == 0, err
     same(mine, theirs)
@@ -478,7 +502,8 @@ def test_pocketmq_delete_commands_print_what_mqadmin_prints(
                                    ("deleteSubGroup", "-g", "MqaDelGroup{}" + SUFFIX)):
         theirs = mqadmin.run(pocket.namesrv_addr, command, "-c", CLUSTER, option, value.format("A"))
         capsys.readouterr()
-        assert pocketmq_main([command, "-n", pocket.namesrv_addr, "-c", CLUSTER, option, value.format("B")]) == 0
+        argv = [command, "-n", pocket.namesrv_addr, *SLOW_OK, "-c", CLUSTER, option, value.format("B")]
+        assert pocketmq_main(argv) == 0
         mine = capsys.readouterr().out
         assert rows(mine.replace(value.format("B"), value.format("A"))) == rows(theirs)
 
@@ -493,7 +518,7 @@ def test_pocketmq_consume_message_prints_what_mqadmin_prints(
     args = ("consumeMessage", "-t", topic, "-g", f"MqaOwnTools{SUFFIX}")
     theirs = mqadmin.run(pocket.namesrv_addr, *args)
     capsys.readouterr()
-    assert pocketmq_main([args[0], "-n", pocket.namesrv_addr, *args[1:]]) == 0
+    assert pocketmq_main([args[0], "-n", pocket.namesrv_addr, *SLOW_OK, *args[1:]]) == 0
     mine = capsys.readouterr().out
     assert consumed(mine) == consumed(theirs)
     assert "body=[100, -61, -72, 103, 110]" in mine  # Java's signed bytes of "døgn"
@@ -506,5 +531,5 @@ def test_pocketmq_send_message_prints_what_mqadmin_prints(
     args = ("sendMessage", "-t", TOPIC, "-p", "own", "-c", "TagC", "-b", "broker-a", "-i", "2")
     theirs = mqadmin.run(pocket.namesrv_addr, *args)
     capsys.readouterr()
-    assert pocketmq_main([args[0], "-n", pocket.namesrv_addr, *args[1:]]) == 0
+    assert pocketmq_main([args[0], "-n", pocket.namesrv_addr, *SLOW_OK, *args[1:]]) == 0
     assert rows(capsys.readouterr().out) == rows(theirs)

@@ -97,7 +97,7 @@ async def test_a_message_group_stays_in_order_across_consumers_a_lost_consumer_a
     await a.mq.create_topic("Fifo", 1)
     bodies = await send_group(a, "Fifo", "g1", 6)
     await dispatched(broker)
-    got = await a.pop("GF", "Fifo", max_nums=3, order=True, invisible=400)
+    got = await a.pop("GF", "Fifo", max_nums=3, order=True, invisible=5_000)  # (outlasts a slow restart)
     await a.ack("GF", "Fifo", got.handles[0])
     await cluster.clients[0].close()  # the consumer goes away mid-batch: 1 and 2 never acked
     broker = await cluster.restart(broker)
@@ -105,7 +105,7 @@ async def test_a_message_group_stays_in_order_across_consumers_a_lost_consumer_a
     assert (await b.pop("GF", "Fifo", order=True)).messages == []  # still blocked after the restart
     delivered = [bodies[0]]
     while len(delivered) < len(bodies):
-        got = await b.pop("GF", "Fifo", max_nums=2, order=True, poll=2_000, invisible=60_000)
+        got = await b.pop("GF", "Fifo", max_nums=2, order=True, poll=8_000, invisible=60_000)
         assert got.messages, "nothing came"
         delivered += got.bodies
         await b.ack_all("GF", "Fifo", got)

@@ -24,7 +24,8 @@ from pocketmq.common.codec import decode_all
 from pocketmq.embedded import EmbeddedCluster
 
 PROTOCOLS = pytest.mark.parametrize("protocol", ["msgpack", "rocketmq"])
-POP = {"client_rebalance": False, "broker_suspend_max_time": 0.5, "consumer_timeout_when_suspend": 3.0,
+POP = {"client_rebalance": False, "broker_suspend_max_time": 0.5, "consumer_timeout_when_suspend": 15.0,
+       "mq_client_api_timeout": 15.0,
        "pop_retry_delays": (0.05, 0.05, 0.05), "consume_from_where": "CONSUME_FROM_FIRST_OFFSET"}
 
 

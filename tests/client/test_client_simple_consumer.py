@@ -24,6 +24,7 @@ from pocketmq.remoting.client_body import SubscriptionGroupConfig
 
 PROTOCOLS = pytest.mark.parametrize("protocol", ["msgpack", "rocketmq"])
 FAST = {"revive_interval": 0.02, "flush_consumer_offset_interval": 0.2}
+SLOW_OK = {"mq_client_api_timeout": 15.0}  # a loaded machine answers late; nothing here waits for a timeout
 
 
 @pytest.fixture
@@ -60,7 +61,8 @@ async def receive_until(consumer: SimpleConsumer, n: int, **kw: Any) -> list[Any
 async def test_receive_ack_and_redelivery_with_the_attempt_count(cluster: EmbeddedCluster, protocol: str) -> None:
     t = await topic(cluster, "SimpleT")
     await produce(cluster, t, [f"m{i}".encode() for i in range(6)], protocol=protocol)
-    async with SimpleConsumer("SG", cluster.namesrv_addr, subscriptions={t: "T"}, protocol=protocol) as consumer:
+    async with SimpleConsumer("SG", cluster.namesrv_addr, subscriptions={t: "T"}, protocol=protocol,
+                              **SLOW_OK) as consumer:
         first = await receive_until(consumer, 6, invisible_duration=0.3)
         assert sorted(m.body for m in first) == [f"m{i}".encode() for i in range(6)]
         assert all(m.reconsume_times == 0 and parse_extra_info(m.properties[PROPERTY_POP_CK]) for m in first)
@@ -79,7 +81,8 @@ async def test_receive_ack_and_redelivery_with_the_attempt_count(cluster: Embedd
 async def test_change_invisible_duration_gives_a_new_handle(cluster: EmbeddedCluster, protocol: str) -> None:
     t = await topic(cluster, "SimpleC", 1)
     await produce(cluster, t, [b"slow", b"fast"])
-    async with SimpleConsumer("SG", cluster.namesrv_addr, subscriptions={t: "*"}, protocol=protocol) as consumer:
+    async with SimpleConsumer("SG", cluster.namesrv_addr, subscriptions={t: "*"}, protocol=protocol,
+                              **SLOW_OK) as consumer:
         slow, fast = await receive_until(consumer, 2, invisible_duration=60)
         old = slow.properties[PROPERTY_POP_CK]
         new = await consumer.change_invisible_duration(slow, 60)
@@ -99,7 +102,7 @@ async def test_after_the_retry_maximum_a_message_goes_to_the_dlq(cluster: Embedd
     cluster.broker.subscription_group_manager.update_subscription_group_config(
         SubscriptionGroupConfig("SGD", retry_max_times=1))
     await produce(cluster, t, [b"poison"])
-    async with SimpleConsumer("SGD", cluster.namesrv_addr, subscriptions={t: "*"}) as consumer:
+    async with SimpleConsumer("SGD", cluster.namesrv_addr, subscriptions={t: "*"}, **SLOW_OK) as consumer:
         attempts = [m.reconsume_times for m in await receive_until(consumer, 1, invisible_duration=0.05)]
         attempts += [m.reconsume_times for m in await receive_until(consumer, 1, invisible_duration=0.05)]
         assert attempts == [0, 1]
@@ -121,7 +124,8 @@ async def test_two_consumers_never_get_the_same_message_while_it_is_invisible(cl
     seen: list[bytes] = []
 
     async def run(name: str) -> None:
-        async with SimpleConsumer("SG2", cluster.namesrv_addr, subscriptions={t: "*"}, instance_name=name) as c:
+        async with SimpleConsumer("SG2", cluster.namesrv_addr, subscriptions={t: "*"}, instance_name=name,
+                                  **SLOW_OK) as c:
             while True:
                 msgs = await c.receive(4, invisible_duration=60, await_duration=0.3)
                 if not msgs:
@@ -162,7 +166,8 @@ async def test_a_fifo_group_stays_in_order_with_a_consumer_killed_mid_batch(clus
     assert len(line) == 3
     delivered: dict[str, list[bytes]] = {"ga": [], "gb": []}
     delivered[line[0].split("-")[0]].append(line[0].encode())  # the one it acked
-    async with SimpleConsumer("FG", cluster.namesrv_addr, subscriptions={t: "*"}, fifo=True) as consumer:
+    async with SimpleConsumer("FG", cluster.namesrv_addr, subscriptions={t: "*"}, fifo=True,
+                              **SLOW_OK) as consumer:
         while sum(map(len, delivered.values())) < 10:
             msgs = await consumer.receive(2, invisible_duration=30, await_duration=2)
             assert msgs, "nothing came"
@@ -183,7 +188,8 @@ def test_the_blocking_simple_consumer(tmp_path: Any) -> None:
                 producer.send(Message("SyncPop", f"s{i}".encode()))
         assert cluster.wait_dispatched()
         assert cluster.wait_routed("SyncPop")
-        with SyncSimpleConsumer("SSG", cluster.namesrv_addr, subscriptions={"SyncPop": "*"}, init_mode=0) as c:
+        with SyncSimpleConsumer("SSG", cluster.namesrv_addr, subscriptions={"SyncPop": "*"}, init_mode=0,
+                                **SLOW_OK) as c:
             got: list[Any] = []
             while len(got) < 3:
                 got += c.receive_async(32, 30, 0.5).result(10)

@@ -73,10 +73,9 @@ async def broker_status(admin: MQAdminExt, args: argparse.Namespace) -> Printabl
     for addr in addrs:
         kv = await admin.fetch_broker_runtime_stats(addr)
         out[addr] = kv
-        width = max(len(k) for k in kv) if kv else 0
-        for k in sorted(kv):
+        for k in sorted(kv):  # mqadmin's printf widths: a longer key pushes its own line only
             prefix = f"{addr:<24} " if len(addrs) > 1 or args.cluster_name else ""
-            lines.append(f"{prefix}{k:<{max(width, 32)}}: {kv[k]}")
+            lines.append(f"{prefix}{k:<32}: {kv[k]}")
     return Printable(out if len(addrs) > 1 or args.cluster_name else out[addrs[0]], lines)
 
 
@@ -86,7 +85,8 @@ async def get_broker_config(admin: MQAdminExt, args: argparse.Namespace) -> Prin
     for addr in await _addrs(admin, args):
         conf = await admin.get_broker_config(addr)
         out[addr] = conf
-        lines.append(f"============{addr}============")
+        # mqadmin names the role when it walks a cluster (_addrs gives the masters), not for -b.
+        lines.append(f"============{'Master: ' if args.cluster_name else ''}{addr}============")
         lines += [f"{k:<50}=  {v}" for k, v in sorted(conf.items())]
     return Printable(out, lines)
 

@@ -100,6 +100,34 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
 
 
+def java_bool(b: bool) -> str:
+    return "true" if b else "false"
+
+
+def perm_text(perm: int) -> str:
+    """PermName.perm2String: R, W and X (inherit) or a dash each ("RW-")."""
+    return "".join(c if perm & bit else "-" for c, bit in (("R", 4), ("W", 2), ("X", 1)))
+
+
+def topic_config_text(tc: Any) -> str:
+    """TopicConfig.toString, as mqadmin updateTopic prints it (with RocketMQ 5's attributes when there are some)."""
+    attributes = getattr(tc, "attributes", None)
+    shown = (", attributes={" + ", ".join(f"{k}={v}" for k, v in attributes.items()) + "}") if attributes else ""
+    return (f"TopicConfig [topicName={tc.topic_name}, readQueueNums={tc.read_queue_nums}, "
+            f"writeQueueNums={tc.write_queue_nums}, perm={perm_text(tc.perm)}, topicFilterType={tc.topic_filter_type}, "
+            f"topicSysFlag={tc.topic_sys_flag}, order={java_bool(tc.order)}{shown}]")
+
+
+def subscription_group_text(c: Any) -> str:
+    """SubscriptionGroupConfig.toString, as mqadmin updateSubGroup prints it."""
+    return (f"SubscriptionGroupConfig [groupName={c.group_name}, consumeEnable={java_bool(c.consume_enable)}, "
+            f"consumeFromMinEnable={java_bool(c.consume_from_min_enable)}, "
+            f"consumeBroadcastEnable={java_bool(c.consume_broadcast_enable)}, retryQueueNums={c.retry_queue_nums}, "
+            f"retryMaxTimes={c.retry_max_times}, brokerId={c.broker_id}, "
+            f"whichBrokerWhenConsumeSlowly={c.which_broker_when_consume_slowly}, "
+            f"notifyConsumerIdsChangedEnable={java_bool(c.notify_consumer_ids_changed_enable)}]")
+
+
 def human_time(ms: int) -> str:
     """UtilAll.timeMillisToHumanString2: yyyy-MM-dd HH:mm:ss,SSS in local time."""
     if ms <= 0:

@@ -9,10 +9,20 @@ from typing import Any
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.remoting.client_body import SubscriptionGroupConfig
 
-from .common import Printable, add_target, bool_arg, command, human_time, parse_timestamp, table
+from .common import (
+    Printable,
+    add_target,
+    bool_arg,
+    command,
+    human_time,
+    parse_timestamp,
+    subscription_group_text,
+    table,
+)
 
 VERSION_DESC = {409: "V4_9_8"}
 RETRY_PREFIX = "%RETRY%"  # MixAll.RETRY_GROUP_TOPIC_PREFIX
+DLQ_PREFIX = "%DLQ%"  # MixAll.DLQ_GROUP_TOPIC_PREFIX
 
 
 def _version(v: int) -> str:
@@ -68,14 +78,22 @@ async def update_sub_group(admin: MQAdminExt, args: argparse.Namespace) -> Print
     )
     addrs = await admin.create_subscription_group(cfg, cluster=args.cluster_name, broker_addr=args.broker_addr)
     return Printable({"brokers": addrs, "subscriptionGroupConfig": cfg},
-                     [f"create subscription group to {a} success." for a in addrs] + [str(cfg)])
+                     [f"create subscription group to {a} success." for a in addrs] + [subscription_group_text(cfg)])
 
 
 async def delete_sub_group(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
     addrs = await admin.delete_subscription_group(args.group, args.cluster_name, args.broker_addr, args.removeOffset)
     where = f" in cluster [{args.cluster_name}]" if args.cluster_name else ""
-    return Printable({"group": args.group, "brokers": addrs},
-                     [f"delete subscription group [{args.group}] from broker [{a}]{where} success." for a in addrs])
+    lines = [f"delete subscription group [{args.group}] from broker [{a}]{where} success." for a in addrs]
+    topics: list[str] = []
+    if args.cluster_name:
+        # As mqadmin: a group deleted from a cluster takes its retry and dead-letter topics along.
+        for topic in (RETRY_PREFIX + args.group, DLQ_PREFIX + args.group):
+            await admin.delete_topic(topic, args.cluster_name)
+            topics.append(topic)
+            lines += [f"delete topic [{topic}] from cluster [{args.cluster_name}] success.",
+                      f"delete topic [{topic}] from NameServer success."]
+    return Printable({"group": args.group, "brokers": addrs, "deletedTopics": topics}, lines)
 
 
 async def consumer_progress(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
@@ -98,13 +116,15 @@ async def consumer_progress(admin: MQAdminExt, args: argparse.Namespace) -> Prin
     for mq, w in sorted(stats.offset_table.items(), key=lambda kv: (kv[0].topic, kv[0].broker_name, kv[0].queue_id)):
         diff = w.broker_offset - w.consumer_offset
         client = owners.get(fastjson.dumps(mq), "N/A")
-        rows.append((mq.topic, mq.broker_name, mq.queue_id, w.broker_offset, w.consumer_offset, client, diff,
-                     human_time(w.last_timestamp)))
+        # mqadmin shows the client column with -s only, and the last consume time to the second.
+        last = human_time(w.last_timestamp).split(",")[0]
+        rows.append((mq.topic, mq.broker_name, mq.queue_id, w.broker_offset, w.consumer_offset,
+                     *((client,) if args.showClientIP else ()), diff, last))
         data.append({"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id, "brokerOffset":
                      w.broker_offset, "consumerOffset": w.consumer_offset, "clientIP": client, "diff": diff,
                      "lastTimestamp": w.last_timestamp})
-    headers = ("#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Client IP", "#Diff",
-               "#LastTime")
+    headers = ("#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset",
+               *(("#Client IP",) if args.showClientIP else ()), "#Diff", "#LastTime")
     lines = table(headers, rows) + ["", f"Consume TPS: {stats.consume_tps:.2f}",
                                     f"Diff Total: {stats.compute_total_diff()}"]
     return Printable({"queues": data, "consumeTps": stats.consume_tps, "diffTotal": stats.compute_total_diff()},
@@ -144,12 +164,11 @@ async def _all_groups_progress(admin: MQAdminExt) -> Printable:
 
 async def consumer_connection(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
     cc = await admin.examine_consumer_connection_info(args.group)
-    rows = [(f"{i:03d}", c.client_id, c.client_addr, c.language, _version(c.version))
-            for i, c in enumerate(sorted(cc.connection_set, key=lambda c: c.client_id), 1)]
-    lines = table(("#", "#ClientId", "#ClientAddr", "#Language", "#Version"), rows)
+    rows = [(c.client_id, c.client_addr, c.language, _version(c.version))
+            for c in sorted(cc.connection_set, key=lambda c: c.client_id)]
+    lines = table(("#ClientId", "#ClientAddr", "#Language", "#Version"), rows)
     lines += ["", "Below is subscription:"]
-    lines += [f"{i:03d}  Topic: {t:<40} SubExpression: {s.sub_string}"
-              for i, (t, s) in enumerate(sorted(cc.subscription_table.items()), 1)]
+    lines += table(("#Topic", "#SubExpression"), [(t, s.sub_string) for t, s in sorted(cc.subscription_table.items())])
     lines += ["", f"ConsumeType: {cc.consume_type}", f"MessageModel: {cc.message_model}",
               f"ConsumeFromWhere: {cc.consume_from_where}"]
     return Printable(cc, lines)
@@ -157,16 +176,17 @@ async def consumer_connection(admin: MQAdminExt, args: argparse.Namespace) -> Pr
 
 async def producer_connection(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
     pc = await admin.examine_producer_connection_info(args.group, args.topic)
-    rows = [(f"{i:04d}", c.client_id, c.client_addr, c.language, _version(c.version))
-            for i, c in enumerate(sorted(pc.connection_set, key=lambda c: c.client_id), 1)]
-    return Printable(pc, table(("#", "#ClientId", "#ClientAddr", "#Language", "#Version"), rows))
+    # mqadmin prints a numbered line per producer, without a header.
+    lines = [f"{i:04d}  {c.client_id:<32} {c.client_addr:<22} {c.language:<8} {_version(c.version)}"
+             for i, c in enumerate(sorted(pc.connection_set, key=lambda c: c.client_id), 1)]
+    return Printable(pc, lines)
 
 
 async def reset_offset_by_time(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
     ts = parse_timestamp(args.timestamp)
     result = await admin.reset_offset_by_timestamp(args.topic, args.group, ts, args.force)
     items = sorted(result.offsets.items(), key=lambda kv: (kv[0].broker_name, kv[0].queue_id))
-    lines = [f"rollback consumer offset by specified consumerGroup[{args.group}], topic[{args.topic}], "
+    lines = [f"rollback consumer offset by specified group[{args.group}], topic[{args.topic}], "
              f"force[{str(args.force).lower()}], timestamp(string)[{args.timestamp}], timestamp(long)[{ts}]"]
     if not result.online:
         lines.append("the consumer group is not online: its offsets were set at the brokers")

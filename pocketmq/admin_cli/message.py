@@ -68,10 +68,11 @@ def message_data(msg: MessageExt) -> dict[str, Any]:
     }
 
 
-def message_lines(msg: MessageExt) -> list[str]:
-    """QueryMsgByIdSubCommand.printMsg's fields (the body printed, not written to a file)."""
+def message_lines(msg: MessageExt, offset_id: bool = True) -> list[str]:
+    """QueryMsgByIdSubCommand.printMsg's fields (the body printed, not written to a file); queryMsgByUniqueKey
+    prints no OffsetID, as mqadmin's."""
     fields = [
-        ("OffsetID:", msg.offset_msg_id), ("MsgId:", msg.msg_id), ("Topic:", msg.topic),
+        *((("OffsetID:", msg.offset_msg_id),) if offset_id else ()), ("Topic:", msg.topic),
         ("Tags:", f"[{msg.tags}]"), ("Keys:", f"[{' '.join(msg.keys) or None}]"), ("Queue ID:", msg.queue_id),
         ("Queue Offset:", msg.queue_offset), ("CommitLog Offset:", msg.commit_log_offset),
         ("Reconsume Times:", msg.reconsume_times), ("Born Timestamp:", human_time(msg.born_timestamp)),
@@ -83,12 +84,12 @@ def message_lines(msg: MessageExt) -> list[str]:
     return [f"{k:<20} {v}" for k, v in fields]
 
 
-def _found(msgs: list[MessageExt], what: str) -> Printable:
+def _found(msgs: list[MessageExt], what: str, offset_id: bool = True) -> Printable:
     if not msgs:
         raise MQClientException(f"Message not found: {what}")
     lines: list[str] = []
     for m in msgs:
-        lines += [*message_lines(m), ""]
+        lines += [*message_lines(m, offset_id), ""]
     return Printable([message_data(m) for m in msgs] if len(msgs) > 1 else message_data(msgs[0]), lines[:-1])
 
 
@@ -110,7 +111,7 @@ async def query_msg_by_key(admin: MQAdminExt, args: argparse.Namespace) -> Print
 
 async def query_msg_by_unique_key(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
     msg = await admin.query_message_by_unique_key(args.topic, args.msgId)
-    return _found([msg] if msg else [], f"topic {args.topic} id {args.msgId}")
+    return _found([msg] if msg else [], f"topic {args.topic} id {args.msgId}", offset_id=False)
 
 
 async def query_msg_by_offset(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
@@ -133,10 +134,13 @@ async def send_message(admin: MQAdminExt, args: argparse.Namespace) -> Printable
 
 
 async def consume_message(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
-    """Print up to -c messages of the topic (or one queue from -o), optionally within [-s, -e]; commits nothing."""
+    """Print up to -c messages of the topic (or one queue from -o), optionally within [-s, -e]; commits nothing.
+    The lines are mqadmin's: "Consume ok" before each batch found, a MSGID line per message (MessageExt's
+    toString), and a "print msg finished" line per queue read to its end."""
     begin = parse_timestamp(args.begin) if args.begin else None
     end = parse_timestamp(args.end) if args.end else None
     out: list[MessageExt] = []
+    lines: list[str] = []
     async with PullConsumer(args.group, args.namesrv_addr, protocol=args.protocol,
                             instance_name=f"consumeMessage-{id(out)}", **credentials(args)) as consumer:
         queues = await consumer.fetch_subscribe_message_queues(args.topic)
@@ -156,9 +160,30 @@ async def consume_message(admin: MQAdminExt, args: argparse.Namespace) -> Printa
             while len(out) < args.count:
                 result = await consumer.pull(mq, "*", offset, min(32, args.count - len(out)))
                 if result.pull_status is not PullStatus.FOUND:
+                    lines.append(f"{java_message_queue(mq)} print msg finished. status={result.pull_status.name}, "
+                                 f"offset={offset}")
                     break
-                out += [m for m in result.msg_found_list if end is None or m.store_timestamp <= end]
+                found = [m for m in result.msg_found_list if end is None or m.store_timestamp <= end]
+                lines.append("Consume ok")
+                lines += [f"MSGID: {m.msg_id} {java_message_ext(m, mq.broker_name)} BODY: "
+                          f"{m.body.decode('utf-8', 'replace')}" for m in found]
+                out += found
                 offset = result.next_begin_offset
-    lines = [f"{m.msg_id}  {m.topic}  {m.queue_id}  {m.queue_offset}  tags={m.tags or ''}  "
-             f"body={m.body.decode('utf-8', 'replace')}" for m in out[: args.count]]
     return Printable([message_data(m) for m in out[: args.count]], lines or ["no message"])
+
+
+def java_message_queue(mq: MessageQueue) -> str:
+    return f"MessageQueue [topic={mq.topic}, brokerName={mq.broker_name}, queueId={mq.queue_id}]"
+
+
+def java_message_ext(m: MessageExt, broker_name: str) -> str:
+    """MessageExt.toString (4.9.7), Message.toString within: Java's signed bytes, a null transaction id."""
+    props = "{" + ", ".join(f"{k}={v}" for k, v in m.properties.items()) + "}"
+    body = "[" + ", ".join(str(b - 256 if b > 127 else b) for b in m.body) + "]"
+    return (f"MessageExt [brokerName={broker_name}, queueId={m.queue_id}, storeSize={m.store_size}, "
+            f"queueOffset={m.queue_offset}, sysFlag={m.sys_flag}, bornTimestamp={m.born_timestamp}, "
+            f"bornHost=/{m.born_host}, storeTimestamp={m.store_timestamp}, storeHost=/{m.store_host}, "
+            f"msgId={m.offset_msg_id}, commitLogOffset={m.commit_log_offset}, bodyCRC={m.body_crc}, "
+            f"reconsumeTimes={m.reconsume_times}, preparedTransactionOffset={m.prepared_transaction_offset}, "
+            f"toString()=Message{{topic='{m.topic}', flag={m.flag}, properties={props}, body={body}, "
+            f"transactionId='null'}}]")

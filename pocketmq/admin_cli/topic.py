@@ -6,9 +6,11 @@ import argparse
 from typing import Any
 
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
+from pocketmq.common.attribute import AttributeError_, parse_to_map
+from pocketmq.remoting import fastjson
 from pocketmq.remoting.body import TopicConfig
 
-from .common import Printable, add_target, bool_arg, command, human_time, table
+from .common import Printable, add_target, bool_arg, command, human_time, table, topic_config_text
 
 
 def add(sub: Any) -> None:
@@ -19,6 +21,8 @@ def add(sub: Any) -> None:
     p.add_argument("-w", "--writeQueueNums", dest="write", type=int, default=8, help="set write queue nums (8)")
     p.add_argument("-p", "--perm", type=int, default=6, help="set topic's permission(2|4|6), intro[2:W 4:R; 6:RW]")
     p.add_argument("-o", "--order", type=bool_arg, default=False, help="set topic's order(true|false)")
+    p.add_argument("-a", "--attributes", type=_attributes, default={},
+                   help="attribute(+a=b,+c=d,-e), e.g. +message.type=FIFO (NORMAL|FIFO|DELAY|TRANSACTION|MIXED)")
 
     p = command(sub, "deleteTopic", "Delete topic from broker and NameServer.", delete_topic)
     p.add_argument("-t", "--topic", required=True)
@@ -35,10 +39,17 @@ def add(sub: Any) -> None:
     p.add_argument("-t", "--topic", required=True)
 
 
+def _attributes(text: str) -> dict[str, str]:
+    try:
+        return parse_to_map(text)
+    except AttributeError_ as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 async def update_topic(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
-    tc = TopicConfig(args.topic, args.read, args.write, args.perm, order=args.order)
+    tc = TopicConfig(args.topic, args.read, args.write, args.perm, order=args.order, attributes=args.attributes)
     addrs = await admin.create_topic(tc, cluster=args.cluster_name, broker_addr=args.broker_addr)
-    lines = [f"create topic to {a} success." for a in addrs] + [str(tc)]
+    lines = [f"create topic to {a} success." for a in addrs] + [topic_config_text(tc)]
     return Printable({"brokers": addrs, "topicConfig": tc}, lines)
 
 
@@ -73,16 +84,15 @@ async def topic_list(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
 
 
 async def topic_route(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
-    import json
-
     route = await admin.examine_topic_route_info(args.topic)
-    return Printable(route, json.dumps(route.to_dict(), indent=4, sort_keys=True).splitlines())
+    return Printable(route, fastjson.dumps_pretty(route).splitlines())
 
 
 async def topic_status(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
     stats = await admin.examine_topic_stats(args.topic)
     items = sorted(stats.offset_table.items(), key=lambda kv: (kv[0].broker_name, kv[0].queue_id))
-    rows = [(mq.broker_name, mq.queue_id, o.min_offset, o.max_offset, human_time(o.last_update_timestamp))
-            for mq, o in items]
+    # A queue that never had a message shows no time, as mqadmin's does.
+    rows = [(mq.broker_name, mq.queue_id, o.min_offset, o.max_offset,
+             human_time(o.last_update_timestamp) if o.last_update_timestamp > 0 else "") for mq, o in items]
     data = [{"brokerName": mq.broker_name, "queueId": mq.queue_id, **o.to_dict()} for mq, o in items]
     return Printable(data, table(("#Broker Name", "#QID", "#Min Offset", "#Max Offset", "#Last Updated"), rows))

@@ -13,6 +13,14 @@ class GetTopicStatsInfoRequestHeader(CommandHeader):
 
 
 @dataclass(slots=True)
+class GetTopicConfigRequestHeader(CommandHeader):
+    """RocketMQ 5's GET_TOPIC_CONFIG (TopicRequestHeader: ``lo`` asks for the logic-queue mapping too)."""
+
+    topic: str
+    lo: bool | None = None
+
+
+@dataclass(slots=True)
 class GetConsumeStatsRequestHeader(CommandHeader):
     consumer_group: str
     topic: str | None = None  # blank: every topic the group has offsets of

@@ -401,3 +401,49 @@ def _sorted(items: Any, key: Callable[[Any], Any] | None = None) -> list[Any]:
         return sorted(listed, key=key)
     except TypeError:
         return listed
+
+
+def dumps_pretty(obj: object) -> str:
+    """``obj`` as fastjson's ``toJSONString(obj, true)`` (PrettyFormat) writes it, as mqadmin prints bodies
+    (topicRoute): tabs; each entry of a string-keyed object and each array item on a line of its own; the entries
+    of a map with other keys (``{0:"addr"}``) on the opening line; empty objects and arrays as ``{}`` and ``[]``."""
+    out: list[str] = []
+    _write_pretty(obj, out, 0)
+    return "".join(out)
+
+
+def _write_pretty(v: object, out: list[str], indent: int) -> None:
+    if indent > MAX_DEPTH:
+        raise ValueError(f"nesting deeper than {MAX_DEPTH}")
+    if not isinstance(v, Mapping | list | tuple | set | frozenset | str | bytes | enum.Enum):
+        to_dict = getattr(v, "to_dict", None)
+        if callable(to_dict):
+            v = to_dict()
+    if isinstance(v, Mapping):
+        entries = [(k, val) for k, val in _sorted(v.items(), key=lambda kv: kv[0]) if val is not None]
+        if not entries:
+            out.append("{}")
+            return
+        out.append("{")
+        for i, (k, val) in enumerate(entries):
+            if i:
+                out.append(",")
+            if isinstance(k, str) and not isinstance(k, enum.Enum):
+                out.append("\n" + "\t" * (indent + 1) + quote(k))
+            else:
+                out.append(dumps(k))
+            out.append(":")
+            _write_pretty(val, out, indent + 1)
+        out.append("\n" + "\t" * indent + "}")
+    elif isinstance(v, list | tuple | set | frozenset):
+        items = _sorted(v) if isinstance(v, set | frozenset) else list(v)
+        if not items:
+            out.append("[]")
+            return
+        out.append("[")
+        for i, item in enumerate(items):
+            out.append(("," if i else "") + "\n" + "\t" * (indent + 1))
+            _write_pretty(item, out, indent + 1)
+        out.append("\n" + "\t" * indent + "]")
+    else:
+        _write(v, out, False, indent)

@@ -59,6 +59,20 @@ async def test_clusters_topics_and_routes(cluster2: Any, admin: MQAdminExt) -> N
         await admin.create_topic(TopicConfig("X"), cluster="Nope")
 
 
+async def test_typed_topic(cluster2: Any, admin: MQAdminExt) -> None:
+    """RocketMQ 5's attributes through the admin API, in both wire protocols: a plain key is an addition."""
+    addr = cluster2.brokers[0].address
+    await admin.create_topic(TopicConfig("TopicTyped", 2, 2, attributes={"message.type": "FIFO"}), broker_addr=addr)
+    tc = await admin.examine_topic_config(addr, "TopicTyped")
+    assert (tc.write_queue_nums, tc.attributes) == (2, {"message.type": "FIFO"})
+    configs = (await admin.get_all_topic_config(addr)).topic_config_table
+    assert configs["TopicTyped"].attributes == {"message.type": "FIFO"}
+    await admin.create_topic(TopicConfig("TopicTyped", 2, 2, attributes={"-message.type": ""}), broker_addr=addr)
+    assert (await admin.examine_topic_config(addr, "TopicTyped")).attributes == {}
+    with pytest.raises(MQBrokerException, match="No topic in this broker. topic: NoSuchTopic"):
+        await admin.examine_topic_config(addr, "NoSuchTopic")
+
+
 async def test_topic_stats_consume_stats_and_who_consumes(cluster2: Any, admin: MQAdminExt, protocol: str) -> None:
     await admin.create_topic(TopicConfig("TopicStat", 2, 2), cluster="DefaultCluster")
     await routed(cluster2, "TopicStat", 2)
@@ -248,3 +262,30 @@ async def test_reset_offset_online_to_a_running_push_consumer_and_offline(
     assert not result.online and result.offsets == {mq: 4}
     result = await admin.reset_offset_by_timestamp(topic, group, 0)
     assert om.query_offset(group, topic, 0) == 0 and result.offsets == {mq: 0}
+
+
+async def test_get_topic_config_answers_what_rocketmq_5_asks(cluster2: Any, protocol: str) -> None:
+    """GET_TOPIC_CONFIG (351), which mqadmin 5.x's topicStatus sends each broker of the route first: the
+    topic's config with its attributes, or TOPIC_NOT_EXIST."""
+    from pocketmq.remoting.admin_header import GetTopicConfigRequestHeader
+    from pocketmq.remoting.client import RemotingClient
+    from pocketmq.remoting.codes import RequestCode, ResponseCode
+    from pocketmq.remoting.command import RemotingCommand
+    from pocketmq.remoting.wire_protocol import WireProtocol
+
+    async with MQAdminExt(cluster2.namesrv_addr, protocol=protocol) as admin:
+        await admin.create_topic(TopicConfig("TopicCfg5", 3, 2, perm=4), cluster="DefaultCluster")
+    client = RemotingClient(wire_protocol=WireProtocol.NATIVE if protocol == "rocketmq" else WireProtocol.MSGPACK)
+    try:
+        addr = cluster2.brokers[0].address
+        ok = await client.invoke(addr, RemotingCommand.request(RequestCode.GET_TOPIC_CONFIG,
+                                                               GetTopicConfigRequestHeader("TopicCfg5", True)), 5)
+        missing = await client.invoke(addr, RemotingCommand.request(RequestCode.GET_TOPIC_CONFIG,
+                                                                    GetTopicConfigRequestHeader("NoSuchTopic")), 5)
+    finally:
+        await client.close()
+    assert ok.code == ResponseCode.SUCCESS
+    body = ok.decode_body()
+    assert (body["topicName"], body["readQueueNums"], body["writeQueueNums"], body["perm"]) == ("TopicCfg5", 3, 2, 4)
+    assert body["attributes"] == {} and "mappingDetail" not in body
+    assert missing.code == ResponseCode.TOPIC_NOT_EXIST and "NoSuchTopic" in (missing.remark or "")

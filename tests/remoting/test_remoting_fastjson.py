@@ -409,3 +409,20 @@ def test_route_dialect_follows_the_name_server_of_4_9_8(
     dialect: BodyDialect, version: int, asked: bool, expected: BodyDialect
 ) -> None:
     assert topic_route_body_dialect(dialect, version, asked) is expected
+
+
+def test_dumps_pretty_writes_fastjsons_pretty_format() -> None:
+    # The text fastjson 1.2.69 writes for this map with toJSONString(map, true) (checked with Apache
+    # RocketMQ's jar): number-keyed maps keep their entries on the opening line, string keys one a line.
+    from pocketmq.remoting.body import BrokerData
+    from pocketmq.remoting.fastjson import dumps_pretty
+
+    value = {"brokerAddrs": {0: "a:1", 1: "b:2"}, "empty": {}, "emptyList": [], "list": [1, 2], "n": 5, "s": "x",
+             "gone": None}
+    assert dumps_pretty(value) == (
+        '{\n\t"brokerAddrs":{0:"a:1",1:"b:2"\n\t},\n\t"empty":{},\n\t"emptyList":[],\n\t"list":[\n\t\t1,\n\t\t2\n\t],'
+        '\n\t"n":5,\n\t"s":"x"\n}'
+    )
+    nested = dumps_pretty({"brokerDatas": [BrokerData("c", "broker-a", {0: "h:1"})]})
+    assert nested == ('{\n\t"brokerDatas":[\n\t\t{\n\t\t\t"brokerAddrs":{0:"h:1"\n\t\t\t},'
+                      '\n\t\t\t"brokerName":"broker-a",\n\t\t\t"cluster":"c"\n\t\t}\n\t]\n}')

@@ -394,3 +394,45 @@ def poll_sync(cond, timeout: float = 10.0):
             return value
         time.sleep(0.01)
     return value
+
+
+def test_reads_from_and_writes_to_apache_rocketmq(spark, apache_rocketmq):
+    """The source and the sink with option("protocol", "rocketmq") against Apache RocketMQ 4.9.7's own name server
+    and broker (the session's, tests/apache/): a batch read of what a producer sent, written back through the sink
+    to another topic, and read again."""
+    import asyncio
+    import uuid
+
+    from pocketmq.client.admin.mq_admin_ext import MQAdminExt
+    from pocketmq.remoting.body import TopicConfig
+
+    source, sink = f"SparkIn{uuid.uuid4().hex[:8]}", f"SparkOut{uuid.uuid4().hex[:8]}"
+    namesrv = apache_rocketmq.namesrv_addr
+
+    async def create_topics() -> None:
+        async with MQAdminExt(namesrv, protocol="rocketmq") as admin:
+            for topic in (source, sink):
+                await admin.create_topic(TopicConfig(topic, 2, 2), cluster=apache_rocketmq.cluster_name)
+
+    asyncio.run(create_topics())
+    with SyncProducer("spark-apache", namesrv, protocol="rocketmq") as producer:
+        sent = [producer.send(Message(source, f"apache-{i}".encode(), tags="t", keys=[f"k{i}"]),
+                              MessageQueue(source, apache_rocketmq.broker_name, i % 2)) for i in range(6)]
+
+    def load(topic: str):
+        return (spark.read.format("rocketmq").option("endpoints", namesrv).option("protocol", "rocketmq")
+                .option("subscribe", topic).load())
+
+    rows = load(source).collect()
+    assert sorted((r.queueId, r.queueOffset, bytes(r.body), r.msgId, r.tags, list(r.keys)) for r in rows) == sorted(
+        (s.message_queue.queue_id, s.queue_offset, f"apache-{i}".encode(), s.msg_id, "t", [f"k{i}"])
+        for i, s in enumerate(sent))
+    assert {r.storeHost for r in rows} == {apache_rocketmq.broker_addr} and {r.brokerName for r in rows} == {
+        apache_rocketmq.broker_name}
+
+    load(source).selectExpr("body", "'copied' AS tags", "array(msgId) AS keys", "map('from', 'spark') AS properties") \
+        .write.format("rocketmq").option("endpoints", namesrv).option("topic", sink) \
+        .option("protocol", "rocketmq").mode("append").save()
+    back = load(sink).collect()
+    assert sorted((bytes(r.body), r.tags, r.keys[0], r.properties["from"]) for r in back) == sorted(
+        (bytes(r.body), "copied", r.msgId, "spark") for r in rows)

@@ -8,6 +8,7 @@ topic, subscription-group deletion, broker config, and offset resets pushed to r
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import shutil
 import time
@@ -124,9 +125,14 @@ class AdminExtProcessor(BrokerProcessor):
         commit_log_dir = os.path.join(root, "commitlog")
         try:
             usage = shutil.disk_usage(commit_log_dir if os.path.isdir(commit_log_dir) else root)
-            disk_ratio, capacity = usage.used / usage.total, f"Total : {usage.total}, Free : {usage.free}."
+            disk_ratio = usage.used / usage.total
+            capacity = f"Total : {human_bytes(usage.total)}, Free : {human_bytes(usage.free)}."
         except OSError:
             disk_ratio, capacity = -1.0, "unknown"
+        cq_ratio = _disk_ratio(os.path.join(root, "consumequeue"), root)
+        put_bytes = stats.put_size_total
+        put_count = stats.broker_put_total
+        unflushed = max(store.get_max_phy_offset() - store.commit_log.mapped_file_queue.flushed_where, 0)
         earliest = 0
         min_phy = store.get_min_phy_offset()
         if store.get_max_phy_offset() > min_phy:
@@ -148,12 +154,18 @@ class AdminExtProcessor(BrokerProcessor):
             "pullThreadPoolQueueCapacity": str(pull_threads),
             "queryThreadPoolQueueSize": "0",
             "queryThreadPoolQueueCapacity": str(pull_threads),
+            "EndTransactionQueueSize": "0",  # END_TRANSACTION is answered on the event loop too
+            "EndTransactionThreadPoolQueueCapacity": "0",
             "sendThreadPoolQueueHeadWaitTimeMills": "0",
             "pullThreadPoolQueueHeadWaitTimeMills": "0",
+            "queryThreadPoolQueueHeadWaitTimeMills": "0",
             "dispatchBehindBytes": str(store.dispatch_behind_bytes()),
             "pageCacheLockTimeMills": "0",
             "earliestMessageTimeStamp": str(earliest),
             "startAcceptSendRequestTimeStamp": "0",
+            # No transient store pool: RocketMQ then reports Integer.MAX_VALUE buffers.
+            "remainTransientStoreBufferNumbs": str(2**31 - 1),
+            "remainHowManyDataToFlush": human_bytes(unflushed),
             "bootTimestamp": str(self.boot_timestamp),
             "runtime": _runtime_text(time.time() - self.boot_timestamp / 1000),
             "putTps": put_tps,
@@ -161,11 +173,23 @@ class AdminExtProcessor(BrokerProcessor):
             "getTotalTps": get_tps,
             "getFoundTps": get_tps,
             "getMissTps": "0.00 0.00 0.00",
-            "putMessageTimesTotal": str(stats.broker_put_total),
-            "getMessageTransferedMsgCount": str(stats.broker_get_total),
+            "putMessageTimesTotal": str(put_count),
+            "putMessageSizeTotal": str(put_bytes),
+            "putMessageAverageSize": str(put_bytes / put_count if put_count else 0.0),
+            "putMessageFailedTimes": "0",
+            # StoreStatsService times every put and get; pocketmq keeps no per-request latencies (its flush
+            # latencies are on /metrics), so these read as an idle RocketMQ broker's do.
+            "putMessageEntireTimeMax": "0",
+            "getMessageEntireTimeMax": "0",
+            "putMessageDistributeTime": " ".join(f"{b}:0" for b in _PUT_TIME_BUCKETS) + " ",
+            "putLatency99": "0.00",
+            "putLatency999": "0.00",
+            "dispatchMaxBuffer": "0",
             "commitLogMinOffset": str(min_phy),
             "commitLogMaxOffset": str(store.get_max_phy_offset()),
             "commitLogDiskRatio": f"{disk_ratio}",
+            f"commitLogDiskRatio_{commit_log_dir}": f"{disk_ratio}",
+            "consumeQueueDiskRatio": f"{cq_ratio}",
             "commitLogDirCapacity": capacity,
         }
 
@@ -415,3 +439,24 @@ class AdminExtProcessor(BrokerProcessor):
                 log.warning("[reset-offset] cannot reach %s: %s", ci.client_id, e)
         return response(request, body=request.encode_body(body))
 
+
+
+# StoreStatsService's putMessageDistributeTime buckets.
+_PUT_TIME_BUCKETS = ("[<=0ms]", "[0~10ms]", "[10~50ms]", "[50~100ms]", "[100~200ms]", "[200~500ms]", "[500ms~1s]",
+                     "[1~2s]", "[2~3s]", "[3~4s]", "[4~5s]", "[5~10s]", "[10s~]")
+
+
+def human_bytes(n: int) -> str:
+    """MixAll.humanReadableByteCount(n, false): binary units, one decimal ("252.0 GiB", "512 B")."""
+    if n < 1024:
+        return f"{n} B"
+    exp = min(int(math.log(n) / math.log(1024)), 6)
+    return f"{n / 1024**exp:.1f} {'KMGTPE'[exp - 1]}iB"
+
+
+def _disk_ratio(path: str, fallback: str) -> float:
+    try:
+        usage = shutil.disk_usage(path if os.path.isdir(path) else fallback)
+    except OSError:
+        return -1.0
+    return usage.used / usage.total

@@ -107,6 +107,11 @@ class BrokerStatsManager:
     def broker_get_total(self) -> int:
         return self._broker_get_nums.total(self.cluster_name)
 
+    @property
+    def put_size_total(self) -> int:
+        """Bytes put into the topics that still exist (StoreStatsService's putMessageSizeTotal)."""
+        return sum(counts[-1] for counts in self.message_sizes.values())
+
     def topic_put_in_minute(self, topic: str) -> StatsSnapshot:
         return self._topic_put_nums.stats_in_minute(topic)
 

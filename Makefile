@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test bench lint typecheck clean java spark-demo native-clients browser apache-rocketmq
+.PHONY: run demo test bench lint typecheck clean java spark-demo native-clients browser apache-rocketmq go-client spring-client java-clients store-handover
 
 SPARK_STAMP := $(VENV)/.installed-spark
 
@@ -20,13 +20,16 @@ $(SPARK_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,spark]'
 	touch $(SPARK_STAMP)
 
-# Real RocketMQ clients for tests/native_clients: the C++ client (PyPI rocketmq 0.4.4, librocketmq bundled)
+# Real RocketMQ clients for tests/native_clients (and RocketMQ 5's Node SDK for tests/proxy): the C++ client (PyPI rocketmq 0.4.4, librocketmq bundled)
 # in a virtualenv of its own, since other packages also import as `rocketmq`, and ali-ons (npm) pinned by
 # tests/native_clients/node/package-lock.json. Node and npm come from Debian when missing.
 CPP_VENV := .venv-rocketmq-cpp
 CPP_STAMP := $(CPP_VENV)/.installed
 NODE_DIR := tests/native_clients/node
 NODE_STAMP := $(NODE_DIR)/node_modules/.installed
+# Apache RocketMQ 5's Node SDK (rocketmq-client-nodejs, gRPC) for tests/proxy, pinned by its package-lock.json.
+NODE5_DIR := tests/native_clients/node5
+NODE5_STAMP := $(NODE5_DIR)/node_modules/.installed
 
 $(CPP_STAMP):
 	test -x $(CPP_VENV)/bin/python || $(PYTHON) -m venv $(CPP_VENV)
@@ -39,7 +42,50 @@ $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 	cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error >/dev/null
 	touch $(NODE_STAMP)
 
-native-clients: $(CPP_STAMP) $(NODE_STAMP)
+$(NODE5_STAMP): $(NODE5_DIR)/package.json $(NODE5_DIR)/package-lock.json $(NODE_STAMP)
+	cd $(NODE5_DIR) && npm ci --no-audit --no-fund --loglevel=error >/dev/null
+	touch $(NODE5_STAMP)
+
+native-clients: $(CPP_STAMP) $(NODE_STAMP) $(NODE5_STAMP)
+
+# ---- Apache RocketMQ's Go client and a Spring Boot application (issue 27) ------------------------------------
+# rocketmq-client-go v2 in tests/native_clients/go/main.go, pinned by its go.mod and go.sum, built into
+# go/bin/goclient when a source changed; modules come from the Go module proxy into Go's module cache (~/go/pkg/mod), kept between runs.
+# Go comes from Debian when missing (go.mod asks for 1.18). A failed build stops `make test` with one line.
+GO_DIR := tests/native_clients/go
+GO_CLIENT := $(GO_DIR)/bin/goclient
+
+$(GO_CLIENT): $(GO_DIR)/main.go $(GO_DIR)/go.mod $(GO_DIR)/go.sum
+	@command -v go >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends golang-go >/dev/null; } || \
+	  { echo "make go-client: Go is not installed and apt-get could not install golang-go"; exit 1; }
+	@cd $(GO_DIR) && go build -mod=readonly -buildvcs=false -o bin/goclient . >bin.log 2>&1 || \
+	  { echo "make go-client: could not build rocketmq-client-go v2: $$(grep -v '^#' bin.log | tail -1) (see $(GO_DIR)/bin.log)"; exit 1; }
+	@rm -f $(GO_DIR)/bin.log
+
+go-client: $(GO_CLIENT)
+
+native-clients: go-client
+
+# A Spring Boot application on rocketmq-spring-boot-starter (tests/native_clients/spring, a Maven project), built
+# into spring/target/spring-client.jar when a source changed: offline first (artifacts in ~/.m2), else from Maven
+# Central. A JDK and Maven come from Debian when missing. A failed build stops `make test` with one line.
+SPRING_DIR := tests/native_clients/spring
+SPRING_JAR := $(SPRING_DIR)/target/spring-client.jar
+SPRING_SRC := $(shell find $(SPRING_DIR)/src -type f 2>/dev/null)
+
+$(SPRING_JAR): $(SPRING_DIR)/pom.xml $(SPRING_SRC)
+	@command -v mvn >/dev/null && command -v javac >/dev/null || \
+	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends openjdk-17-jdk-headless maven >/dev/null; } || \
+	  { echo "make spring-client: a JDK and Maven are not installed and apt-get could not install them"; exit 1; }
+	@cd $(SPRING_DIR) && { mvn -B -q -o -Dstyle.color=never package -DskipTests >build.log 2>&1 || mvn -B -q -Dstyle.color=never package -DskipTests >build.log 2>&1; } || \
+	  { echo "make spring-client: could not build the Spring application: $$(grep -m1 ERROR build.log) (see $(SPRING_DIR)/build.log)"; exit 1; }
+	@rm -f $(SPRING_DIR)/build.log
+	@touch $(SPRING_JAR)
+
+spring-client: $(SPRING_JAR)
+
+native-clients: spring-client
+# ---- end of the Go client and Spring application block -------------------------------------------------------
 
 # The console's browser tests (tests/console/test_browser.py): Debian's Chromium, driven by Playwright for Python
 # (the dev extra) through executable_path, so Playwright downloads no browser of its own.
@@ -74,6 +120,24 @@ $(APACHE_DIR)/%/.resolved: tests/apache/pom.xml | java
 
 apache-rocketmq: $(APACHE_STAMPS)
 
+# The Java client harness (tests/java_client): one source tree built against each RocketMQ Java client the suite
+# runs, 4.9.8 and 5.x's remoting client, into .java-clients/<version>/ (harness.jar and lib/). Rebuilt only when its
+# sources change; Maven keeps the artifacts in ~/.m2. tests/java_client/java_harness.py names the same versions.
+JAVA_CLIENT_VERSIONS := 4.9.8 5.5.0
+JAVA_CLIENT_DIR := .java-clients
+JAVA_CLIENT_SOURCES := tests/java_client/pom.xml $(shell find tests/java_client/src -name '*.java' 2>/dev/null)
+JAVA_CLIENT_STAMPS := $(foreach v,$(JAVA_CLIENT_VERSIONS),$(JAVA_CLIENT_DIR)/$(v)/.built)
+
+$(JAVA_CLIENT_DIR)/%/.built: $(JAVA_CLIENT_SOURCES) | java
+	rm -rf $(JAVA_CLIENT_DIR)/$* && mkdir -p $(JAVA_CLIENT_DIR)
+	mvn -B -q -f tests/java_client/pom.xml -Drocketmq.client.version=$* $(if $(filter 4.%,$*),-Pclient4) \
+	  -Dharness.out=$(CURDIR)/$(JAVA_CLIENT_DIR)/$* -DskipTests package dependency:copy-dependencies \
+	  >$(JAVA_CLIENT_DIR)/$*.log 2>&1 || \
+	  { echo "make java-clients: rocketmq-client $* could not be fetched from Maven Central or built (see $(JAVA_CLIENT_DIR)/$*.log)"; exit 1; }
+	touch $@
+
+java-clients: $(JAVA_CLIENT_STAMPS)
+
 # A name server and a broker in one process, store in ./.pocketmq; Ctrl-C stops it cleanly.
 run: $(STAMP)
 	$(VENV)/bin/pocketmq dev
@@ -92,7 +156,7 @@ lint: $(STAMP)
 typecheck: $(SPARK_STAMP)
 	$(VENV)/bin/mypy
 
-test: $(SPARK_STAMP) lint typecheck java native-clients browser apache-rocketmq
+test: $(SPARK_STAMP) lint typecheck java native-clients browser apache-rocketmq java-clients
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
 # Order events streamed through Spark into per-minute aggregates, on a cluster of its own (examples/).
@@ -119,5 +183,10 @@ bench: $(SPARK_STAMP) java apache-rocketmq $(BENCH_JAVA_STAMP)
 	$(PY) bench/scale.py
 	$(PY) bench/spark.py
 
+# The store handed between pocketmq and Apache RocketMQ 4.9.7 (tests/apache/test_store_both_ways.py) at the
+# issue's 100,000 messages, each way, with the time of each phase (minutes; the suite runs 400 messages).
+store-handover: $(STAMP) java apache-rocketmq
+	$(PY) bench/store_handover.py
+
 clean:
-	rm -rf $(VENV) $(CPP_VENV) $(NODE_DIR)/node_modules .pocketmq .pocketmq-demo $(APACHE_DIR)
+	rm -rf $(VENV) $(CPP_VENV) $(NODE_DIR)/node_modules $(GO_DIR)/bin $(SPRING_DIR)/target .pocketmq .pocketmq-demo $(APACHE_DIR) $(JAVA_CLIENT_DIR) $(NODE5_DIR)/node_modules

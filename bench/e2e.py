@@ -16,6 +16,9 @@ this process on uvloop. Workloads, per system:
   (d) latency     a producer paced at 1,000 msgs/s stamps perf_counter_ns in the body; a consumer receives
   (e) push        pocketmq only: PushConsumers of a new group (no-op listener, clustering, RocketMQ's
                   defaults) consume what (a) wrote, with 1 and with 3 consumers; compared with the peers' (c)
+  (f) pop         pocketmq only: a SimpleConsumer of a new group pops what (a) wrote, 32 per pop (RocketMQ 5's
+                  POP_MESSAGE over every queue), and acks each pop's messages with one BATCH_ACK_MESSAGE, sent
+                  while the next pop is on its way (one ack in flight); compared with pocketmq's own (c)
 
 pocketmq's client runs every workload twice on one server, in its msgpack protocol and in RocketMQ's native
 one (ClientConfig(protocol="rocketmq")), alternating which goes first over --rounds rounds; the native/msgpack
@@ -523,6 +526,39 @@ async def push_consume(namesrv: str, topic: str, expected: int, consumers: int, 
             "duplicates": deliveries - len(seen)}
 
 
+async def pop_consume(namesrv: str, topic: str, expected: int, protocol: str = "msgpack") -> dict[str, Any]:
+    """(f): one SimpleConsumer of a fresh group pops ``topic`` from its first offset, 32 per pop, each pop's
+    messages acked with one batch ack that goes out while the next pop is on its way. msgs/s counts distinct
+    messages from the first pop to the last ack's answer."""
+    from pocketmq.client import SimpleConsumer
+
+    seen: set[tuple[int, int]] = set()
+    deliveries = 0
+    consumer = SimpleConsumer(f"bench-pop-{topic}", namesrv, subscriptions={topic: "*"}, init_mode=0,
+                              await_duration=1.0, protocol=protocol)
+    await consumer.start()
+    try:
+        acking: asyncio.Task[None] | None = None
+        begin = time.perf_counter()
+        deadline = time.monotonic() + max(60, expected / 500)
+        while len(seen) < expected and time.monotonic() < deadline:
+            msgs = await consumer.receive(BATCH, invisible_duration=60)
+            if acking is not None:
+                await acking
+                acking = None
+            if msgs:
+                deliveries += len(msgs)
+                seen.update((m.queue_id, m.queue_offset) for m in msgs)
+                acking = asyncio.ensure_future(consumer.ack_batch(msgs))
+        if acking is not None:
+            await acking
+        seconds = time.perf_counter() - begin
+    finally:
+        await consumer.shutdown()
+    return {"msgs_per_s": round(len(seen) / seconds), "received": len(seen), "expected": expected,
+            "duplicates": deliveries - len(seen)}
+
+
 # --- running each system ----------------------------------------------------------------------------------
 
 
@@ -547,6 +583,7 @@ def run_pocketmq(tmp: Path, n: int, latency_s: float, rounds: int = 1, cpp: bool
             for consumers in (1, 3):
                 out[f"push_consume_{consumers}"] = await push_consume(namesrv, f"{prefix}-a", n + WARMUP, consumers,
                                                                       protocol)
+            out["pop_consume"] = await pop_consume(namesrv, f"{prefix}-a", n + WARMUP, protocol)
             return out
 
         runs: dict[str, Any] = {p: [] for p in PROTOCOLS}
@@ -598,6 +635,7 @@ def median_figures(runs: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str,
 NATIVE_RATIOS = {
     "sync_send": ("tps", False), "batch_send": ("tps", False), "consume": ("msgs_per_s", False),
     "push_consume_1": ("msgs_per_s", False), "push_consume_3": ("msgs_per_s", False),
+    "pop_consume": ("msgs_per_s", False),
     "latency_p50": ("p50_ms", True), "latency_p99": ("p99_ms", True),
 }
 NATIVE_TARGET = 0.80
@@ -681,6 +719,7 @@ FIGURES = {
     "latency": ("p50_ms", "p99_ms", "max_ms", "sent", "received", "failed", "rate"),
     "push_consume_1": ("msgs_per_s", "received", "expected", "duplicates"),
     "push_consume_3": ("msgs_per_s", "received", "expected", "duplicates"),
+    "pop_consume": ("msgs_per_s", "received", "expected", "duplicates"),
 }
 
 
@@ -723,6 +762,21 @@ def print_table(results: dict[str, dict[str, Any] | None]) -> None:
             got = f"{f['received']}/{f['expected']}" if f else "-"
             print(f"  {s:<16}{k:<10}{fmt(f.get('msgs_per_s'), ',d'):>14}{got:>15}   "
                   f"{fmt(push_ratio(results, k, s), '')}x")
+    print(f"\n(f) pop and ack (pocketmq only): a SimpleConsumer pops (a)'s messages, {BATCH} per pop, "
+          "one batch ack each")
+    print(f"  {'system':<16}{'Consume TPS':>14}{'received':>15}{'duplicates':>12}   vs its own (c)")
+    for s in ("pocketmq", "pocketmq_native"):
+        f = (results[s] or {}).get("pop_consume", {})
+        got = f"{f['received']}/{f['expected']}" if f else "-"
+        print(f"  {s:<16}{fmt(f.get('msgs_per_s'), ',d'):>14}{got:>15}{fmt(f.get('duplicates'), 'd'):>12}   "
+              f"{fmt(pop_ratio(results, s), '')}x")
+
+
+def pop_ratio(results: dict[str, dict[str, Any] | None], system: str = "pocketmq") -> float | None:
+    """(f) over (c), both pocketmq's: popping and acking against pulling with piggybacked offset commits."""
+    r = results[system] or {}
+    pop, pull = r.get("pop_consume", {}).get("msgs_per_s"), r.get("consume", {}).get("msgs_per_s")
+    return round(pop / pull, 3) if pop is not None and pull else None
 
 
 def ratio(results: dict[str, dict[str, Any] | None], workload: str, key: str) -> float | None:
@@ -835,8 +889,10 @@ def main() -> int:
         "push_consume_ratio": max((r for r in (push_ratio(results, 1), push_ratio(results, 3)) if r is not None),
                                   default=None),
         "latency_p99_ms": figures.get("pocketmq_latency_p99_ms"),
+        "pop_vs_consume_ratio": pop_ratio(results),
     }
-    targets = {"sync_send_ratio": 2.0, "batch_send_ratio": 4.0, "consume_ratio": 3.0, "push_consume_ratio": 3.0}
+    targets = {"sync_send_ratio": 2.0, "batch_send_ratio": 4.0, "consume_ratio": 3.0, "push_consume_ratio": 3.0,
+               "pop_vs_consume_ratio": 0.5}
     met = {f"{k}_target_met": None if summary[k] is None else summary[k] >= t for k, t in targets.items()}
     p99 = summary["latency_p99_ms"]
     met["latency_p99_target_met"] = None if p99 is None else p99 < 5.0

@@ -29,6 +29,14 @@ def _add_dev(sub) -> None:
     p.add_argument("--no-console", action="store_true", help="do not serve the web console and /metrics")
     p.add_argument("--console-read-only", action="store_true",
                    help="the console may only look (by default `dev`'s console may also create, delete and send)")
+    p.add_argument("--grpc-port", type=int, default=8081,
+                   help="RocketMQ 5's gRPC endpoint for the 5.x SDKs (default 8081; 0 picks a free port)")
+    p.add_argument("--grpc-tls", choices=["permissive", "disabled", "enforcing"], default="permissive",
+                   help="TLS on the gRPC port: permissive (default) serves TLS and plaintext alike, as RocketMQ's "
+                        "proxy")
+    p.add_argument("--tls-cert", help="PEM certificate for the gRPC port (default: a self-signed one made at start)")
+    p.add_argument("--tls-key", help="its PEM private key")
+    p.add_argument("--no-grpc", action="store_true", help="do not serve the gRPC endpoint")
     p.set_defaults(func=_dev)
 
 
@@ -167,7 +175,14 @@ async def _dev(args) -> int:
             except OSError as e:  # e.g. the port is taken: the cluster is still worth running
                 await console.stop()
                 console, console_note = None, f"could not serve the console on port {args.console_port}: {e}"
+    proxy, grpc_note = None, None
+    if not args.no_grpc:
+        proxy, grpc_note = await _start_grpc(args, namesrv.address)
     print(f"pocketmq dev: name server {namesrv.address}, broker {config.broker_name} at {broker.address}")
+    if proxy is not None:
+        print(f"  gRPC:    {proxy.endpoint}  (RocketMQ 5 SDKs; TLS {args.grpc_tls})")
+    elif grpc_note is not None:
+        print(f"  no gRPC endpoint: {grpc_note}")
     if console is not None:
         print(f"  console: {console.url}  (metrics: {console.url}metrics)")
     elif console_note is not None:
@@ -180,11 +195,26 @@ async def _dev(args) -> int:
         await stop.wait()
     finally:
         print("pocketmq dev: shutting down", flush=True)
+        if proxy is not None:
+            await proxy.stop()
         if console is not None:
             await console.stop()
         await broker.shutdown()
         await namesrv.shutdown()
     return 0
+
+
+async def _start_grpc(args, namesrv_addr: str) -> tuple[Any, str | None]:
+    """The gRPC endpoint, or None and why not (a port in use leaves the rest of `dev` running)."""
+    from pocketmq.proxy.config import ProxyConfig, TlsMode
+    from pocketmq.proxy.proxy_startup import GrpcProxy
+
+    config = ProxyConfig(namesrv_addr, grpc_host=args.host, grpc_server_port=args.grpc_port,
+                         tls_mode=TlsMode(args.grpc_tls), tls_cert_file=args.tls_cert, tls_key_file=args.tls_key)
+    try:
+        return await GrpcProxy(config).start(), None
+    except (OSError, RuntimeError) as e:
+        return None, f"could not serve gRPC on port {args.grpc_port}: {e}"
 
 
 def namesrv_config(args):

@@ -3,6 +3,9 @@
     async with EmbeddedCluster(tmp_path) as cluster:
         producer = Producer("group", cluster.namesrv_addr)
 
+With ``grpc=True`` the cluster also serves RocketMQ 5's gRPC endpoint (``cluster.grpc_endpoint``, for the 5.x
+SDKs), on a free port, plaintext and TLS alike.
+
 EmbeddedCluster runs on the caller's event loop. ThreadedCluster runs the same cluster on an event loop
 of its own in a background thread, so synchronous tests and tests on any other loop can use it too
 (clients only ever reach it over sockets); the pytest fixture uses it.
@@ -36,18 +39,32 @@ class EmbeddedCluster:
     Keyword arguments are BrokerConfig fields (snake_case) and override the test defaults, e.g.
     ``EmbeddedCluster(tmp_path, auto_create_topic_enable=False)``. With ``acl_enable=True`` the name server checks
     the broker's ACL file too, and the broker signs its registrations with ``access_key``/``secret_key``.
+    ``namesrv_addr`` joins the brokers to a name server that runs elsewhere (another pocketmq, or Apache
+    RocketMQ's with ``namesrv_protocol="rocketmq"``) instead of starting one.
     """
 
-    def __init__(self, root: str | os.PathLike[str], brokers: int = 1, **broker_overrides: Any) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        brokers: int = 1,
+        namesrv_addr: str | None = None,
+        grpc: bool = False,
+        **broker_overrides: Any,
+    ) -> None:
         self.root = os.fspath(root)
+        self.external_namesrv_addr = namesrv_addr
         self.broker_count = brokers
+        self.grpc = grpc
         self.broker_overrides = broker_overrides
         self.namesrv: NamesrvController | None = None
         self.broker: BrokerController | None = None
         self.brokers: list[BrokerController] = []  # broker-a, broker-b, ... (one cluster); broker is the first
+        self.proxy: Any = None  # pocketmq.proxy's GrpcProxy, with grpc=True
 
     @property
     def namesrv_addr(self) -> str:
+        if self.external_namesrv_addr is not None:
+            return self.external_namesrv_addr
         assert self.namesrv is not None, "the cluster is not started"
         return self.namesrv.address
 
@@ -55,6 +72,12 @@ class EmbeddedCluster:
     def broker_addr(self) -> str:
         assert self.broker is not None, "the cluster is not started"
         return self.broker.address
+
+    @property
+    def grpc_endpoint(self) -> str:
+        """``host:port`` of the gRPC endpoint (MessagingService) the 5.x SDKs are given."""
+        assert self.proxy is not None, "the cluster serves no gRPC endpoint (EmbeddedCluster(..., grpc=True))"
+        return self.proxy.endpoint
 
     @property
     def store(self):
@@ -78,23 +101,33 @@ class EmbeddedCluster:
         # (checked before anything starts; the address comes later)
         config = self.broker_config(namesrv_addr="127.0.0.1:9876")
         acl_file = config.resolved_acl_file if config.acl_enable else None
-        self.namesrv = NamesrvController(NamesrvConfig(listen_port=0, acl_file=acl_file))
-        await self.namesrv.start()
+        if self.external_namesrv_addr is None:
+            self.namesrv = NamesrvController(NamesrvConfig(listen_port=0, acl_file=acl_file))
+            await self.namesrv.start()
         try:
             for i in range(self.broker_count):
                 broker = BrokerController(self.broker_config(i))
                 await broker.start()
                 self.brokers.append(broker)
             self.broker = self.brokers[0]
+            if self.grpc:
+                # Imported here: a cluster without the endpoint never loads grpc.
+                from pocketmq.proxy.config import ProxyConfig
+                from pocketmq.proxy.proxy_startup import GrpcProxy
+
+                self.proxy = await GrpcProxy(ProxyConfig(self.namesrv_addr, grpc_server_port=0)).start()
         except BaseException:
             for b in self.brokers:
                 await b.shutdown()
-            await self.namesrv.shutdown()
+            if self.namesrv is not None:
+                await self.namesrv.shutdown()
             raise
         return self
 
     async def stop(self) -> None:
         try:
+            if self.proxy is not None:
+                await self.proxy.stop()
             for b in self.brokers:
                 await b.shutdown()
         finally:
@@ -112,8 +145,9 @@ class EmbeddedCluster:
     async def wait_routed(self, topic: str, timeout: float = 10.0) -> bool:
         """Wait until the name server has a route for `topic`. A topic a send creates reaches the name server
         with the broker's next registration, a moment after the send is answered (as in RocketMQ); clients
-        that look its route up (queries by key, pull consumers) need it there first."""
-        assert self.namesrv is not None, "the cluster is not started"
+        that look its route up (queries by key, pull consumers) need it there first. (This cluster's own name
+        server only.)"""
+        assert self.namesrv is not None, "the cluster has no name server of its own"
         table = self.namesrv.route_info_manager.topic_queue_table
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -134,7 +168,7 @@ class ThreadedCluster:
     """EmbeddedCluster on its own event loop in a daemon thread; start() and stop() block."""
 
     def __init__(self, root: str | os.PathLike[str], **broker_overrides: Any) -> None:
-        self.cluster = EmbeddedCluster(root, **broker_overrides)
+        self.cluster = EmbeddedCluster(root, **broker_overrides)  # namesrv_addr= joins an outside name server
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
@@ -145,6 +179,10 @@ class ThreadedCluster:
     @property
     def broker_addr(self) -> str:
         return self.cluster.broker_addr
+
+    @property
+    def grpc_endpoint(self) -> str:
+        return self.cluster.grpc_endpoint
 
     @property
     def store(self):

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TOP_LEVEL = ("pocketmq", "pyspark_pocketmq")
 
 # A module's layer: the pocketmq sub-package it sits in; pocketmq's own modules are the composition.
-LAYERS = ("common", "storage", "remoting", "namesrv", "broker", "client", "composition", "spark")
+LAYERS = ("common", "storage", "remoting", "namesrv", "broker", "client", "proxy", "composition", "spark")
 IO = frozenset({"asyncio", "socket", "selectors", "ssl", "uvloop"})
 # remoting's thin asyncio shell; every other remoting module (codecs, headers, bodies, framing, the spin policy,
 # access control's acl package, and any module added later) is the sans-IO core: bytes in, commands out, in the
@@ -35,15 +35,19 @@ class Rule:
 
 
 RULES: Mapping[str, Rule] = {
-    "common": Rule(frozenset({"storage", "remoting", "namesrv", "broker", "client", "composition", "spark"}), IO),
-    "storage": Rule(frozenset({"remoting", "namesrv", "broker", "client", "composition", "spark"}), IO),
-    "remoting": Rule(frozenset({"storage", "namesrv", "broker", "client", "composition", "spark"})),
-    "namesrv": Rule(frozenset({"storage", "broker", "client", "composition", "spark"})),
-    "broker": Rule(frozenset({"namesrv", "client", "composition", "spark"})),
-    "client": Rule(frozenset({"storage", "namesrv", "broker", "composition", "spark"})),
+    "common": Rule(frozenset({"storage", "remoting", "namesrv", "broker", "client", "proxy", "composition", "spark"}),
+                   IO),
+    "storage": Rule(frozenset({"remoting", "namesrv", "broker", "client", "proxy", "composition", "spark"}), IO),
+    "remoting": Rule(frozenset({"storage", "namesrv", "broker", "client", "proxy", "composition", "spark"})),
+    "namesrv": Rule(frozenset({"storage", "broker", "client", "proxy", "composition", "spark"})),
+    "broker": Rule(frozenset({"namesrv", "client", "proxy", "composition", "spark"})),
+    "client": Rule(frozenset({"storage", "namesrv", "broker", "proxy", "composition", "spark"})),
+    # RocketMQ 5's gRPC endpoint: the broker's and name server's own requests through remoting and the client's
+    # remoting API, as RocketMQ's proxy in cluster mode; never a broker, name server or store of its own.
+    "proxy": Rule(frozenset({"storage", "namesrv", "broker", "composition", "spark"})),
     "composition": Rule(frozenset({"spark"})),
     # What Spark's Python workers import: the client alone (its tests start clusters through pocketmq.embedded).
-    "spark": Rule(frozenset({"storage", "namesrv", "broker", "composition"})),
+    "spark": Rule(frozenset({"storage", "namesrv", "broker", "proxy", "composition"})),
 }
 SANS_IO_CORE = Rule(frozenset(), IO)
 
@@ -170,11 +174,13 @@ def test_a_synthetic_violation_of_each_rule_is_reported():
         "pocketmq.client.fake": {"pocketmq.broker.broker_controller"},
         "pocketmq.remoting.codec": {"socket"},
         "pocketmq.remoting.channel": {"asyncio"},  # the shell may
+        "pocketmq.proxy.fake": {"pocketmq.storage.commit_log", "pocketmq.client.mq_client_api"},
         "pyspark_pocketmq.fake": {"pocketmq.embedded", "pocketmq.client"},
     }
     assert check_layers(imports) == [
         "pocketmq.client.fake imports pocketmq.broker.broker_controller (layer client must not)",
         "pocketmq.common.fake imports pocketmq.storage.commit_log (layer common must not)",
+        "pocketmq.proxy.fake imports pocketmq.storage.commit_log (layer proxy must not)",
         "pocketmq.remoting.codec imports socket (remoting's sans-IO core must not)",
         "pocketmq.storage.fake imports asyncio (layer storage must not)",
         "pyspark_pocketmq.fake imports pocketmq.embedded (layer spark must not)",

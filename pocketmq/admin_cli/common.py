@@ -110,10 +110,12 @@ def perm_text(perm: int) -> str:
 
 
 def topic_config_text(tc: Any) -> str:
-    """TopicConfig.toString, as mqadmin updateTopic prints it."""
+    """TopicConfig.toString, as mqadmin updateTopic prints it (with RocketMQ 5's attributes when there are some)."""
+    attributes = getattr(tc, "attributes", None)
+    shown = (", attributes={" + ", ".join(f"{k}={v}" for k, v in attributes.items()) + "}") if attributes else ""
     return (f"TopicConfig [topicName={tc.topic_name}, readQueueNums={tc.read_queue_nums}, "
             f"writeQueueNums={tc.write_queue_nums}, perm={perm_text(tc.perm)}, topicFilterType={tc.topic_filter_type}, "
-            f"topicSysFlag={tc.topic_sys_flag}, order={java_bool(tc.order)}]")
+            f"topicSysFlag={tc.topic_sys_flag}, order={java_bool(tc.order)}{shown}]")
 
 
 def subscription_group_text(c: Any) -> str:

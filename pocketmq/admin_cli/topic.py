@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
+from pocketmq.common.attribute import AttributeError_, parse_to_map
 from pocketmq.remoting import fastjson
 from pocketmq.remoting.body import TopicConfig
 
@@ -20,6 +21,8 @@ def add(sub: Any) -> None:
     p.add_argument("-w", "--writeQueueNums", dest="write", type=int, default=8, help="set write queue nums (8)")
     p.add_argument("-p", "--perm", type=int, default=6, help="set topic's permission(2|4|6), intro[2:W 4:R; 6:RW]")
     p.add_argument("-o", "--order", type=bool_arg, default=False, help="set topic's order(true|false)")
+    p.add_argument("-a", "--attributes", type=_attributes, default={},
+                   help="attribute(+a=b,+c=d,-e), e.g. +message.type=FIFO (NORMAL|FIFO|DELAY|TRANSACTION|MIXED)")
 
     p = command(sub, "deleteTopic", "Delete topic from broker and NameServer.", delete_topic)
     p.add_argument("-t", "--topic", required=True)
@@ -36,8 +39,15 @@ def add(sub: Any) -> None:
     p.add_argument("-t", "--topic", required=True)
 
 
+def _attributes(text: str) -> dict[str, str]:
+    try:
+        return parse_to_map(text)
+    except AttributeError_ as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 async def update_topic(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
-    tc = TopicConfig(args.topic, args.read, args.write, args.perm, order=args.order)
+    tc = TopicConfig(args.topic, args.read, args.write, args.perm, order=args.order, attributes=args.attributes)
     addrs = await admin.create_topic(tc, cluster=args.cluster_name, broker_addr=args.broker_addr)
     lines = [f"create topic to {a} success." for a in addrs] + [topic_config_text(tc)]
     return Printable({"brokers": addrs, "topicConfig": tc}, lines)

@@ -35,7 +35,9 @@ from .client.rebalance_lock_manager import RebalanceLockManager
 from .config import BrokerConfig
 from .config_file import ConfigManager
 from .consumer_offset_manager import ConsumerOffsetManager
+from .consumer_order_info_manager import ConsumerOrderInfoManager
 from .longpolling import PullRequestHoldService
+from .pop import PopReviveService
 from .processor import (
     AdminBrokerProcessor,
     ClientManageProcessor,
@@ -44,9 +46,14 @@ from .processor import (
     QueryMessageProcessor,
     SendMessageProcessor,
 )
+from .processor.ack_message_processor import AckMessageProcessor
 from .processor.admin_ext_processor import AdminExtProcessor
+from .processor.change_invisible_time_processor import ChangeInvisibleTimeProcessor
 from .processor.consumer_manage_processor import total_physical_memory
 from .processor.end_transaction_processor import EndTransactionProcessor
+from .processor.notification_processor import NotificationProcessor
+from .processor.peek_message_processor import PeekMessageProcessor
+from .processor.pop_message_processor import PopMessageProcessor
 from .processor.reply_message_processor import ReplyMessageProcessor
 from .schedule import ScheduleMessageService
 from .stats import BrokerStatsManager
@@ -89,6 +96,7 @@ class BrokerController:
         self.topic_config_manager = TopicConfigManager(config, on_change=self._on_topic_config_changed)
         self.subscription_group_manager = SubscriptionGroupManager(config)
         self.consumer_offset_manager = ConsumerOffsetManager(config)
+        self.consumer_order_info_manager = ConsumerOrderInfoManager(config)
         self.consumer_ids_change_listener = DefaultConsumerIdsChangeListener(
             config.notify_consumer_ids_changed_enable, self.tasks
         )
@@ -116,8 +124,9 @@ class BrokerController:
             config.pull_request_hold_check_interval,
             on_park=self.store.reput_service.hurry,
         )
-        # The dispatcher polls every 1 ms while pulls wait for arrivals, every 10 ms while none does.
-        self.store.reput_service.prompt_needed = self.pull_request_hold_service.waiting
+        self._create_pop_parts()
+        # The dispatcher polls every 1 ms while pulls or pops wait for arrivals, every 10 ms while none does.
+        self.store.reput_service.prompt_needed = self._someone_waits
         processors = (
             self.send_message_processor,
             self.pull_message_processor,
@@ -128,6 +137,11 @@ class BrokerController:
             AdminExtProcessor(self),
             ReplyMessageProcessor(self),
             self.end_transaction_processor,
+            self.pop_message_processor,
+            self.ack_message_processor,
+            ChangeInvisibleTimeProcessor(self),
+            PeekMessageProcessor(self),
+            self.notification_processor,
         )
         for p in processors:
             p.register_to(self.remoting_server)
@@ -138,7 +152,9 @@ class BrokerController:
             # broker does with aclEnable=true.
             self.remoting_server.request_validator = PlainAccessValidator.for_broker(acl_file)
             log.info("access control on: accounts from %s", acl_file)
-        self.broker_outer_api = BrokerOuterAPI(config.register_broker_timeout, config.compressed_register)
+        self.broker_outer_api = BrokerOuterAPI(
+            config.register_broker_timeout, config.compressed_register, config.namesrv_wire_protocol,
+            config.broker_not_active_timeout)
         if config.access_key is not None and config.secret_key is not None:
             self.broker_outer_api.client.rpc_hook = AclClientRPCHook(
                 SessionCredentials(config.access_key, config.secret_key))
@@ -154,6 +170,13 @@ class BrokerController:
         self._started = False
         self._stopped = False
         self._recovered_topics: list[str] = []  # topics rebuilt from the store at start (recover_topics)
+
+    def _create_pop_parts(self) -> None:
+        """RocketMQ 5's POP: its processors (registered with the others) and the revive service."""
+        self.pop_message_processor = PopMessageProcessor(self)
+        self.ack_message_processor = AckMessageProcessor(self)
+        self.notification_processor = NotificationProcessor(self)
+        self.pop_revive_service = PopReviveService(self)
 
     # --- addresses ---
 
@@ -194,12 +217,21 @@ class BrokerController:
             raise
         self.store_host = pack_host(bc.broker_ip1, self.remoting_server.port)
         self.pull_request_hold_service.start()
+        self.pop_message_processor.long_polling.start()
+        self.notification_processor.long_polling.start()
+        self.pop_revive_service.start()
+        self.pop_message_processor.buffer_merge.start()
         self.schedule_message_service.start()
         self.transactional_message_check_service.start()
         self.tasks.periodic(
             "persist-consumer-offsets",
             bc.flush_consumer_offset_interval,
             self.consumer_offset_manager.persist_if_changed,
+        )
+        self.tasks.periodic(
+            "persist-consumer-order-info",
+            bc.flush_consumer_offset_interval,
+            self.consumer_order_info_manager.persist_if_changed,
         )
         self.tasks.periodic(
             "client-housekeeping",
@@ -225,6 +257,7 @@ class BrokerController:
             self.topic_config_manager,
             self.subscription_group_manager,
             self.consumer_offset_manager,
+            self.consumer_order_info_manager,
             self.schedule_message_service,
         )
 
@@ -258,7 +291,13 @@ class BrokerController:
             except TimeoutError:
                 log.warning("unregistering from the name servers timed out")
         await self.remoting_server.stop()
+        try:
+            await self.pop_message_processor.buffer_merge.flush_all()  # before the offsets are persisted
+        except Exception:
+            log.exception("cannot write the buffered pop checkpoints at shutdown")
         self.pull_request_hold_service.shutdown()
+        self.pop_message_processor.long_polling.shutdown()
+        self.notification_processor.long_polling.shutdown()
         self.schedule_message_service.shutdown()
         for manager in self._config_managers():
             await manager.wait_persisted()
@@ -322,7 +361,7 @@ class BrokerController:
     async def _register_with(self, addr: str, force_full: bool) -> RegisterResult:
         api = self.broker_outer_api
         acked = self._acked_versions
-        base = None if force_full else acked.get(addr)
+        base = None if force_full or not api.speaks_deltas else acked.get(addr)
         changes = self.topic_config_manager.changes_since(base.counter) if base is not None else None
         if base is not None and changes is not None:
             changed, deleted = changes
@@ -390,6 +429,10 @@ class BrokerController:
             functools.partial(store.get_message, group, topic, queue_id, offset, max_msg_nums, message_filter),
         )
 
+    def is_in_memory(self, topic: str, queue_id: int, offset: int) -> bool:
+        """Whether a read of ``offset`` in the queue would come from memory (see get_message)."""
+        return self._in_memory(topic, queue_id, offset)
+
     def _in_memory(self, topic: str, queue_id: int, offset: int) -> bool:
         store = self.store
         memory = self._memory_bytes
@@ -412,10 +455,18 @@ class BrokerController:
         )
         if topic == RMQ_SYS_SCHEDULE_TOPIC:
             self.schedule_message_service.on_message_arriving(queue_id)
+        self.pop_message_processor.long_polling.on_message_arriving(topic, queue_id)
+        self.notification_processor.long_polling.on_message_arriving(topic, queue_id)
+
+    def _someone_waits(self) -> bool:
+        return (self.pull_request_hold_service.waiting() or self.pop_message_processor.long_polling.waiting()
+                or self.notification_processor.long_polling.waiting())
 
     def _on_channel_close(self, channel: Channel) -> None:
         self.client_housekeeping_service.on_channel_close(channel)
         self.pull_request_hold_service.on_channel_close(channel)
+        self.pop_message_processor.long_polling.on_channel_close(channel)
+        self.notification_processor.long_polling.on_channel_close(channel)
 
 
 def _with_perm(tc: TopicConfig, perm: int) -> TopicConfig:

@@ -20,6 +20,7 @@ from pocketmq.remoting.header import (
     RegisterBrokerResponseHeader,
     UnRegisterBrokerRequestHeader,
 )
+from pocketmq.remoting.wire_protocol import WireProtocol
 
 log = logging.getLogger(__name__)
 
@@ -42,10 +43,27 @@ class BrokerIdentity:
 
 
 class BrokerOuterAPI:
-    def __init__(self, timeout: float = 6.0, compressed: bool = False) -> None:
+    """``wire_protocol`` NATIVE speaks to the name servers as a RocketMQ broker does (an Apache RocketMQ name
+    server reads nothing else): native frames, RegisterBrokerBody in RocketMQ's JSON or compressed form, and no
+    delta registrations. ``heartbeat_timeout`` (seconds) goes with each registration as RocketMQ 5.x's
+    heartbeatTimeoutMillis."""
+
+    def __init__(
+        self,
+        timeout: float = 6.0,
+        compressed: bool = False,
+        wire_protocol: WireProtocol = WireProtocol.MSGPACK,
+        heartbeat_timeout: float | None = None,
+    ) -> None:
         self.timeout = timeout
         self.compressed = compressed
-        self.client = RemotingClient(connect_timeout=min(3.0, timeout))
+        self.heartbeat_timeout = heartbeat_timeout
+        self.client = RemotingClient(connect_timeout=min(3.0, timeout), wire_protocol=wire_protocol)
+
+    @property
+    def speaks_deltas(self) -> bool:
+        """Delta registrations are pocketmq's: a RocketMQ name server would merge the delta as a full table."""
+        return self.client.wire_protocol is WireProtocol.MSGPACK
 
     async def register_broker_all(
         self, namesrv_addrs: list[str], identity: BrokerIdentity, wrapper: TopicConfigSerializeWrapper
@@ -59,9 +77,10 @@ class BrokerOuterAPI:
     ) -> bytes:
         """The request body; a big table (a snapshot: nothing else holds it) is encoded on a worker thread."""
         body = RegisterBrokerBody(wrapper, deleted_topics=deleted_topics or [])
+        dialect = self.client.body_dialect
         if len(wrapper.topic_config_table) > 256:
-            return await asyncio.to_thread(body.encode, self.compressed)
-        return body.encode(self.compressed)
+            return await asyncio.to_thread(body.encode, self.compressed, dialect)
+        return body.encode(self.compressed, dialect)
 
     async def register(
         self, addr: str, identity: BrokerIdentity, body: bytes, delta_base: DataVersion | None = None
@@ -77,6 +96,7 @@ class BrokerOuterAPI:
             body_crc32=body_crc32(body),
             base_version_timestamp=delta_base.timestamp if delta_base is not None else None,
             base_version_counter=delta_base.counter if delta_base is not None else None,
+            heartbeat_timeout_millis=round(self.heartbeat_timeout * 1000) if self.heartbeat_timeout else None,
         )
         request = RemotingCommand.request(RequestCode.REGISTER_BROKER, header, body)
         try:

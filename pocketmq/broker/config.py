@@ -14,7 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pocketmq.remoting.channel import DEFAULT_MAX_INFLIGHT, ConnectionLimits, parse_address
+from pocketmq.remoting.wire_protocol import WireProtocol
 from pocketmq.storage.config import DEFAULT_DELAY_LEVELS, FlushDiskType, MessageStoreConfig
+
+# namesrvProtocol's values (the client's ``protocol`` names the same two).
+NAMESRV_PROTOCOLS = {"msgpack": WireProtocol.MSGPACK, "rocketmq": WireProtocol.NATIVE}
 
 
 class BrokerConfigError(ValueError):
@@ -118,11 +122,25 @@ class BrokerConfig:
     # A reply (SEND_REPLY_MESSAGE) is pushed to the requesting client and, with this on, also stored in the
     # reply topic (<cluster>_REPLY_TOPIC).
     store_reply_message_enable: bool = _f(True, "storeReplyMessageEnable")
+    # RocketMQ 5's typed topics: MIXED is refused at creation unless this is on (BrokerConfig), and a send whose
+    # type does not fit its topic's message.type is refused (the proxy's enableTopicMessageTypeCheck; pocketmq
+    # checks topics that have a message.type only: an untyped topic takes every type, as a 5.x broker does).
+    enable_mixed_message_type: bool = _f(False, "enableMixedMessageType")
+    enable_topic_message_type_check: bool = _f(True, "enableTopicMessageTypeCheck")
 
     # --- name server registration ---
     register_name_server_period: float = _f(30.0, "registerNameServerPeriod", "ms")
     register_broker_timeout: float = _f(6.0, "registerBrokerTimeoutMills", "ms")
     compressed_register: bool = _f(False, "compressedRegister")
+    # pocketmq's own: what the broker speaks to its name servers. "msgpack": pocketmq's frames, with delta
+    # registrations; "rocketmq": RocketMQ's native frames and RegisterBrokerBody (JSON, or with compressedRegister
+    # RocketMQ's compressed form), full tables only: what an Apache RocketMQ name server reads. pocketmq's name
+    # server reads both.
+    namesrv_protocol: str = _f("msgpack", "namesrvProtocol")
+    # RocketMQ 5.x: sent with every registration as heartbeatTimeoutMillis, the time a name server keeps this
+    # broker without a registration before its scan drops it (5.x name servers, pocketmq's; 4.x ignores it and
+    # keeps its 120 s). None: not sent.
+    broker_not_active_timeout: float | None = _f(None, "brokerNotActiveTimeoutMillis", "ms")
 
     # --- pulls and long polling ---
     long_polling_enable: bool = _f(True, "longPollingEnable")
@@ -134,8 +152,41 @@ class BrokerConfig:
     # check (CHECK_CLIENT_CONFIG) fails with a message naming this setting.
     enable_property_filter: bool = _f(False, "enablePropertyFilter")
 
+    # --- POP (docs/broker.md, "POP") ---
+    # Queues of rmq_sys_REVIVE_LOG_<cluster>: checkpoints and acks of pops, spread over them by pop.
+    revive_queue_num: int = _f(8, "reviveQueueNum")
+    # How often each revive queue is read and expired checkpoints revived (RocketMQ: reviveInterval, 1 s).
+    revive_interval: float = _f(1.0, "reviveInterval", "ms")
+    # Percent of pops that read the group's pop retry topic first (RocketMQ: popFromRetryProbability, 20).
+    pop_from_retry_probability: int = _f(20, "popFromRetryProbability")
+    # Parked pops per topic@group@queue before POLLING_FULL (RocketMQ: popPollingSize).
+    pop_polling_size: int = _f(1024, "popPollingSize")
+    # Checkpoints wait in memory for their acks this long before they are written (RocketMQ:
+    # enablePopBufferMerge, off there; popCkStayBufferTime): a message acked within it costs no revive-log record.
+    enable_pop_buffer_merge: bool = _f(True, "enablePopBufferMerge")
+    pop_ck_stay_buffer_time: float = _f(10.0, "popCkStayBufferTime", "ms")
+    # pocketmq's own: how often the buffer is scanned for checkpoints to write.
+    pop_buffer_scan_interval: float = _f(0.05, "popBufferScanInterval", "ms")
+    # Retried pops go to %RETRY%group+topic instead of %RETRY%group_topic (RocketMQ: enableRetryTopicV2).
+    enable_retry_topic_v2: bool = _f(False, "enableRetryTopicV2")
+    # A new group starts at offset 0 of a queue whose first message is still in memory, not at its end
+    # (RocketMQ: initPopOffsetByCheckMsgInMem).
+    init_pop_offset_by_check_msg_in_mem: bool = _f(True, "initPopOffsetByCheckMsgInMem")
+
     # --- delayed messages ---
     flush_delay_offset_interval: float = _f(10.0, "flushDelayOffsetInterval", "ms")
+    # RocketMQ 5's timer messages (docs/broker.md §4.6, docs/storage.md "Timer files")
+    timer_wheel_enable: bool = _f(True, "timerWheelEnable", store="timer_wheel_enable")
+    timer_precision_ms: int = _f(1000, "timerPrecisionMs", store="timer_precision_ms")
+    timer_max_delay_sec: int = _f(3600 * 24 * 3, "timerMaxDelaySec", store="timer_max_delay_sec")
+    timer_roll_window_slot: int = _f(3600 * 24 * 2, "timerRollWindowSlot", store="timer_roll_window_slot")
+    mapped_file_size_timer_log: int = _f(
+        100 * 1024 * 1024, "mappedFileSizeTimerLog", store="mapped_file_size_timer_log")
+    timer_flush_interval: float = _f(1.0, "timerFlushIntervalMs", "ms", store="timer_flush_interval")
+    # pocketmq's own: how often the timer threads look for work when idle (None: a tenth of the precision).
+    timer_poll_interval: float | None = _f(None, "timerPollIntervalMs", "ms", store="timer_poll_interval")
+    timer_enable_retry_until_success: bool = _f(
+        False, "timerEnableRetryUntilSuccess", store="timer_enable_retry_until_success")
 
     # --- transactional messages (docs/broker.md, "Transactional messages") ---
     # A half message younger than this is not asked about yet (RocketMQ: transactionTimeOut, 6 s).
@@ -179,6 +230,9 @@ class BrokerConfig:
                     raise ValueError(addr)
             except ValueError:
                 raise BrokerConfigError(f"name server {addr!r} is not an address: expected host:port") from None
+        if self.namesrv_protocol not in NAMESRV_PROTOCOLS:
+            raise BrokerConfigError(
+                f"namesrvProtocol {self.namesrv_protocol!r}: expected one of {', '.join(NAMESRV_PROTOCOLS)}")
         if (self.access_key is None) != (self.secret_key is None):
             raise BrokerConfigError("accessKey and secretKey go together: set both or neither")
         if self.acl_enable and self.resolved_acl_file is None:
@@ -210,6 +264,10 @@ class BrokerConfig:
     @property
     def connection_limits(self) -> ConnectionLimits:
         return ConnectionLimits.of(self)
+
+    @property
+    def namesrv_wire_protocol(self) -> WireProtocol:
+        return NAMESRV_PROTOCOLS[self.namesrv_protocol]
 
     @property
     def store_root(self) -> str:

@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from pocketmq.common.pop_ack_constants import build_cluster_revive_topic
 from pocketmq.remoting.body import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from pocketmq.remoting.codes import PermName
 
@@ -73,6 +74,12 @@ class TopicConfigManager(ConfigManager):
             put(TopicConfig(bc.msg_trace_topic_name, 1, 1))
             self.system_topics.add(bc.msg_trace_topic_name)
         put(TopicConfig(f"{bc.broker_cluster_name}_REPLY_TOPIC", 1, 1))
+        if bc.timer_wheel_enable:
+            put(TopicConfig(tv.RMQ_SYS_WHEEL_TIMER, 1, 1))  # RocketMQ 5's timer messages wait here
+        # POP's checkpoints and acks (RocketMQ 5's TopicConfigManager).
+        revive = build_cluster_revive_topic(bc.broker_cluster_name)
+        put(TopicConfig(revive, bc.revive_queue_num, bc.revive_queue_num))
+        self.system_topics.add(revive)
 
     def _put_builtin(self, tc: TopicConfig) -> None:
         self.topic_config_table[tc.topic_name] = tc
@@ -300,4 +307,5 @@ def _copy(tc: TopicConfig) -> TopicConfig:
         tc.topic_filter_type,
         tc.topic_sys_flag,
         tc.order,
+        dict(tc.attributes),
     )

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 
+from pocketmq.common.pop_ack_constants import CID_RMQ_SYS_PREFIX, RETRY_GROUP_TOPIC_PREFIX
+from pocketmq.common.pop_ack_constants import SYSTEM_TOPIC_PREFIX as SYSTEM_TOPIC_PREFIX
 from pocketmq.common.validators import topic_error
+from pocketmq.storage.timer.timer_routing import TIMER_TOPIC as RMQ_SYS_WHEEL_TIMER  # noqa: F401 (a name of here)
 
 AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
 RMQ_SYS_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
@@ -15,11 +18,8 @@ RMQ_SYS_TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
 RMQ_SYS_SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
 RMQ_SYS_OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
-SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
-CID_RMQ_SYS_PREFIX = "CID_RMQ_SYS_"
 DLQ_NUMS_PER_GROUP = 1
 CHARACTER_MAX_LENGTH = 255  # Validators.CHARACTER_MAX_LENGTH: group names
 _NAME_RE = re.compile(r"[%|a-zA-Z0-9_-]+")

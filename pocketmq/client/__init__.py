@@ -28,8 +28,10 @@ from .consumer.message_listener import (
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
 )
+from .consumer.pop_result import PopResult, PopStatus
 from .consumer.pull_consumer import PullConsumer
 from .consumer.push_consumer import PushConsumer
+from .consumer.simple_consumer import SimpleConsumer
 from .exceptions import (
     ClientErrorCode,
     MQBrokerException,
@@ -50,7 +52,7 @@ from .producer.transaction_producer import (
     TransactionProducer,
     TransactionSendResult,
 )
-from .sync import SyncProducer, SyncPullConsumer, SyncPushConsumer
+from .sync import SyncProducer, SyncPullConsumer, SyncPushConsumer, SyncSimpleConsumer
 from .sync_transaction_producer import SyncTransactionProducer
 
 __all__ = [
@@ -74,6 +76,8 @@ __all__ = [
     "MessageQueueSelector",
     "MessageUtil",
     "NameServerAddressError",
+    "PopResult",
+    "PopStatus",
     "Producer",
     "PullConsumer",
     "PullResult",
@@ -85,9 +89,11 @@ __all__ = [
     "SendCallback",
     "SendResult",
     "SendStatus",
+    "SimpleConsumer",
     "SyncProducer",
     "SyncPullConsumer",
     "SyncPushConsumer",
+    "SyncSimpleConsumer",
     "create_reply_message",
     "SyncTransactionProducer",
     "LocalTransactionState",

@@ -11,8 +11,15 @@ import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from pocketmq.common.constants import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
+from pocketmq.common.constants import (
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
+    PROPERTY_TIMER_DELAY_MS,
+    PROPERTY_TIMER_DELAY_SEC,
+    PROPERTY_TIMER_DELIVER_MS,
+)
 from pocketmq.common.message import MessageExt
+from pocketmq.common.pop_ack_constants import PROPERTY_SHARDING_KEY
 from pocketmq.remoting.client_body import MessageQueue
 
 from .message_const import (
@@ -64,6 +71,7 @@ class Message:
         flag: int = 0,
         delay_time_level: int = 0,
         wait_store_msg_ok: bool = True,
+        message_group: str | None = None,
     ) -> None:
         self.topic = topic
         self.body = body
@@ -75,6 +83,8 @@ class Message:
             self.keys = keys
         if delay_time_level > 0:
             self.delay_time_level = delay_time_level
+        if message_group:
+            self.message_group = message_group
         # RocketMQ's constructors always write WAIT, so every message carries it.
         self.wait_store_msg_ok = wait_store_msg_ok
         for k, v in (properties or {}).items():
@@ -118,12 +128,53 @@ class Message:
             self.properties.pop(PROPERTY_KEYS, None)
 
     @property
+    def message_group(self) -> str | None:
+        """RocketMQ 5's message group (FIFO): property __SHARDINGKEY. A producer sends a group's messages to one
+        queue (by the group's hash, unless a queue or selector is given), where orderly consumers read them in
+        order."""
+        return self.properties.get(PROPERTY_SHARDING_KEY)
+
+    @message_group.setter
+    def message_group(self, group: str | None) -> None:
+        if group:
+            self.put_property(PROPERTY_SHARDING_KEY, group)
+        else:
+            self.properties.pop(PROPERTY_SHARDING_KEY, None)
+
+    @property
     def delay_time_level(self) -> int:
         return int(self.properties.get(PROPERTY_DELAY_TIME_LEVEL, "0"))
 
     @delay_time_level.setter
     def delay_time_level(self, level: int) -> None:
         self.properties[PROPERTY_DELAY_TIME_LEVEL] = str(int(level))
+
+    # RocketMQ 5's timer messages (Message.setDelayTimeSec / setDelayTimeMs / setDeliverTimeMs): delivered by the
+    # broker's timer wheel at that time, to the precision of its slots (timerPrecisionMs).
+    @property
+    def delay_time_sec(self) -> int:
+        return int(self.properties.get(PROPERTY_TIMER_DELAY_SEC, "0"))
+
+    @delay_time_sec.setter
+    def delay_time_sec(self, sec: int) -> None:
+        self.properties[PROPERTY_TIMER_DELAY_SEC] = str(int(sec))
+
+    @property
+    def delay_time_ms(self) -> int:
+        return int(self.properties.get(PROPERTY_TIMER_DELAY_MS, "0"))
+
+    @delay_time_ms.setter
+    def delay_time_ms(self, ms: int) -> None:
+        self.properties[PROPERTY_TIMER_DELAY_MS] = str(int(ms))
+
+    @property
+    def deliver_time_ms(self) -> int:
+        """The epoch milliseconds the message is due at (0: none)."""
+        return int(self.properties.get(PROPERTY_TIMER_DELIVER_MS, "0"))
+
+    @deliver_time_ms.setter
+    def deliver_time_ms(self, ms: int) -> None:
+        self.properties[PROPERTY_TIMER_DELIVER_MS] = str(int(ms))
 
     @property
     def wait_store_msg_ok(self) -> bool:

@@ -1,4 +1,4 @@
-"""Blocking wrappers for scripts: SyncProducer, SyncPullConsumer and SyncPushConsumer.
+"""Blocking wrappers for scripts: SyncProducer, SyncPullConsumer, SyncPushConsumer and SyncSimpleConsumer.
 
 Each runs its client on a private event loop in a daemon thread and waits for every call, so plain code
 without asyncio can send and pull:
@@ -22,6 +22,7 @@ from pocketmq.remoting.client_body import MessageQueue
 
 from .consumer.pull_consumer import PullConsumer
 from .consumer.push_consumer import PushConsumer
+from .consumer.simple_consumer import SimpleConsumer
 from .message import Message, MessageExt, PullResult, SendResult
 from .producer.producer import Producer, SendCallback
 from .producer.request_future_holder import RequestCallback
@@ -278,3 +279,68 @@ class SyncPushConsumer:
 
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
+
+
+class SyncSimpleConsumer:
+    """A SimpleConsumer behind blocking calls; arguments are SimpleConsumer's. ``*_async`` calls return a
+    concurrent.futures.Future at once.
+
+        with SyncSimpleConsumer("CG", "127.0.0.1:9876", subscriptions={"Orders": "*"}) as consumer:
+            for msg in consumer.receive(16, invisible_duration=30):
+                consumer.ack(msg)
+    """
+
+    def __init__(self, group: str, namesrv_addr: str, **kwargs: Any) -> None:
+        self.consumer = SimpleConsumer(group, namesrv_addr, **kwargs)
+        self._runner = _LoopThread(f"SyncSimpleConsumer-{group}")
+        try:
+            self._runner.run(self.consumer.start())
+        except BaseException:
+            self._runner.stop()
+            raise
+
+    def subscribe(self, topic: str, expression: str | None = "*", expression_type: str = "TAG") -> None:
+        self.consumer.subscribe(topic, expression, expression_type)
+
+    def unsubscribe(self, topic: str) -> None:
+        self.consumer.unsubscribe(topic)
+
+    def receive(self, max_message_num: int = 16, invisible_duration: float = 30.0,
+                await_duration: float | None = None) -> list[MessageExt]:
+        return self._runner.run(self.consumer.receive(max_message_num, invisible_duration, await_duration))
+
+    def receive_async(self, max_message_num: int = 16, invisible_duration: float = 30.0,
+                      await_duration: float | None = None) -> concurrent.futures.Future[list[MessageExt]]:
+        return self._runner.submit(self.consumer.receive(max_message_num, invisible_duration, await_duration))
+
+    def ack(self, msg: MessageExt) -> None:
+        self._runner.run(self.consumer.ack(msg))
+
+    def ack_async(self, msg: MessageExt) -> concurrent.futures.Future[None]:
+        return self._runner.submit(self.consumer.ack(msg))
+
+    def ack_batch(self, msgs: list[MessageExt]) -> None:
+        self._runner.run(self.consumer.ack_batch(msgs))
+
+    def change_invisible_duration(self, msg: MessageExt, invisible_duration: float) -> str:
+        return self._runner.run(self.consumer.change_invisible_duration(msg, invisible_duration))
+
+    def change_invisible_duration_async(self, msg: MessageExt, invisible_duration: float
+                                        ) -> concurrent.futures.Future[str]:
+        return self._runner.submit(self.consumer.change_invisible_duration(msg, invisible_duration))
+
+    def close(self) -> None:
+        if self._runner.loop.is_closed():
+            return
+        try:
+            self._runner.run(self.consumer.shutdown())
+        finally:
+            self._runner.stop()
+
+    shutdown = close
+
+    def __enter__(self) -> SyncSimpleConsumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

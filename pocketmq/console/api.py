@@ -49,6 +49,7 @@ class ConsoleApi:
         self.store_roots = store_roots  # broker name -> store root, for the storage page
         self.access_key, self.secret_key = access_key, secret_key
         self.hash_slots, self.index_num = hash_slots, index_num
+        self.timer_precision_ms = 1000  # the store's timerPrecisionMs: the wheel's slots hold time / precision
         # topic -> (monotonic time, (broker, queue id) -> max offset) at its last view: each queue's TPS is the
         # offsets it gained since, per second. Bounded: the oldest topics are forgotten first.
         self._topic_samples: OrderedDict[str, tuple[float, dict[tuple[str, int], int]]] = OrderedDict()
@@ -391,7 +392,7 @@ class ConsoleApi:
 
     async def storage_files(self, request: web.Request) -> dict[str, Any]:
         root = self._store_root(request)
-        return await asyncio.to_thread(storage_view.files_view, root)
+        return await asyncio.to_thread(storage_view.files_view, root, storage_view.MAX_RECORDS, self.timer_precision_ms)
 
     async def storage_record(self, request: web.Request) -> dict[str, Any]:
         root = self._store_root(request)

@@ -61,6 +61,8 @@ class ConsoleServer:
         self.admin = MQAdminExt(namesrv_addr, timeout=timeout, protocol=protocol, access_key=access_key,
                                 secret_key=secret_key)
         self.api = ConsoleApi(self.admin, namesrv_addr, admin, roots, access_key, secret_key, slots, num)
+        if self.local.controllers:
+            self.api.timer_precision_ms = self.local.controllers[0].broker_config.timer_precision_ms
         self.metrics = MetricsCollector(self.admin, self.local)
         self._runner: web.AppRunner | None = None
 

@@ -18,14 +18,16 @@ from pocketmq.storage.inspect.consumequeue import queue_dirs, read_entries
 from pocketmq.storage.inspect.files import INDEX_NAME_DIGITS, ReadOnlyFiles, numbered_files
 from pocketmq.storage.inspect.indexfile import entry_position, infer_geometry, read_header, slot_position
 from pocketmq.storage.inspect.record import annotate, body_text
+from pocketmq.storage.inspect.timer import timer_section
 
 MAX_RECORDS = 2000  # records listed per file: enough to draw, bounded for a big store
 MAX_ENTRIES = 500  # consume-queue entries listed per queue
 
 
-def files_view(root: str, max_records: int = MAX_RECORDS) -> dict[str, Any]:
+def files_view(root: str, max_records: int = MAX_RECORDS, timer_precision_ms: int = 1000) -> dict[str, Any]:
     """The commit-log files, each with its size, the records in it (position, size, topic, queue) and how it
-    ends (the blank record of a full file, or unwritten bytes)."""
+    ends (the blank record of a full file, or unwritten bytes); the consume queues, index files and RocketMQ 5's
+    timer files (timercheck, the wheel's slots in use, the timer log's units)."""
     out: list[dict[str, Any]] = []
     with ReadOnlyFiles() as files:
         log = CommitLogFiles(root, files)
@@ -43,7 +45,8 @@ def files_view(root: str, max_records: int = MAX_RECORDS) -> dict[str, Any]:
                         "written": (len(mm) if end["kind"] in ("blank", "full") else end["offset"] - int(name))})
         queues = _queues_view(root, files, MAX_ENTRIES)
         index = _index_files_view(root, files)
-    return {"store": root, "files": out, "consume_queues": queues, "index_files": index}
+        timer = timer_section(root, files, timer_precision_ms, MAX_ENTRIES)
+    return {"store": root, "files": out, "consume_queues": queues, "index_files": index, "timer": timer}
 
 
 def _queues_view(root: str, files: ReadOnlyFiles, max_entries: int) -> list[dict[str, Any]]:

@@ -107,9 +107,10 @@ class DefaultRequestProcessor:
             )
         if request.body is not None and len(request.body) > DECODE_OFF_LOOP_BYTES:
             body = await asyncio.to_thread(RegisterBrokerBody.decode, request.body, header.compressed,
-                                        self.inflate_limit)
+                                        self.inflate_limit, request.body_dialect)
         else:
-            body = RegisterBrokerBody.decode(request.body, header.compressed, self.inflate_limit)
+            body = RegisterBrokerBody.decode(request.body, header.compressed, self.inflate_limit,
+                                             request.body_dialect)
         delta_base = None
         if header.base_version_counter is not None:
             delta_base = DataVersion(header.base_version_timestamp or 0, header.base_version_counter)
@@ -124,6 +125,7 @@ class DefaultRequestProcessor:
             filter_server_list=body.filter_server_list,
             delta_base=delta_base,
             deleted_topics=body.deleted_topics,
+            heartbeat_timeout=header.heartbeat_timeout_millis / 1000 if header.heartbeat_timeout_millis else None,
         )
         while True:
             try:

@@ -40,6 +40,9 @@ class BrokerLiveInfo:
     data_version: DataVersion
     channel: Hashable | None
     ha_server_addr: str
+    # RocketMQ 5.x: the broker's own expiry (heartbeatTimeoutMillis of its registration), in seconds; None: the
+    # name server's broker_channel_expired_time.
+    heartbeat_timeout: float | None = None
 
 
 @dataclass(slots=True)
@@ -79,11 +82,12 @@ class RouteInfoManager:
         filter_server_list: list[str] | None = None,
         delta_base: DataVersion | None = None,
         deleted_topics: Sequence[str] = (),
+        heartbeat_timeout: float | None = None,
     ) -> RegisterBrokerResult:
         """register_broker_in_steps() run to its end at once."""
         steps = self.register_broker_in_steps(
             cluster_name, broker_addr, broker_name, broker_id, ha_server_addr, topic_config_wrapper, channel,
-            filter_server_list, delta_base, deleted_topics,
+            filter_server_list, delta_base, deleted_topics, heartbeat_timeout,
         )
         while True:
             try:
@@ -104,11 +108,13 @@ class RouteInfoManager:
         filter_server_list: list[str] | None = None,
         delta_base: DataVersion | None = None,
         deleted_topics: Sequence[str] = (),
+        heartbeat_timeout: float | None = None,
     ) -> Steps:
         """A full registration (the broker's whole topic table) or, with ``delta_base``, a delta: the topics
         changed and ``deleted_topics`` since that version. A delta applies only when this name server holds
         exactly that version for the broker; else nothing changes and the result says it was not accepted
-        (the broker then sends its whole table).
+        (the broker then sends its whole table). ``heartbeat_timeout`` (a RocketMQ 5.x broker's
+        heartbeatTimeoutMillis, in seconds) replaces broker_channel_expired_time for this broker.
 
         A generator: it yields every TOPICS_PER_STEP topics and returns the result. Between steps the tables
         hold part of the new topics; the broker's live entry (its data version) changes only at the end.
@@ -157,7 +163,7 @@ class RouteInfoManager:
 
         previous = self.broker_live_table.get(broker_addr)
         self.broker_live_table[broker_addr] = BrokerLiveInfo(
-            self.clock(), data_version.copy(), channel, ha_server_addr
+            self.clock(), data_version.copy(), channel, ha_server_addr, heartbeat_timeout
         )
         if previous is None:
             log.info(
@@ -249,7 +255,8 @@ class RouteInfoManager:
     # --- expiry ---
 
     def scan_not_active_broker(self, now: float | None = None) -> dict[str, BrokerLiveInfo]:
-        """Drop brokers not heard from for ``broker_channel_expired_time``; returns them by address.
+        """Drop brokers not heard from for ``broker_channel_expired_time`` (or the heartbeat timeout a broker
+        registered with, as RocketMQ 5.x's name server does); returns them by address.
 
         The caller should close the returned channels (RocketMQ does).
         """
@@ -257,7 +264,7 @@ class RouteInfoManager:
         expired = {
             addr: live
             for addr, live in self.broker_live_table.items()
-            if live.last_update_timestamp + self.broker_channel_expired_time < now
+            if live.last_update_timestamp + self._expiry(live) < now
         }
         for addr, live in expired.items():
             log.warning(
@@ -265,6 +272,9 @@ class RouteInfoManager:
             )
             self._remove_broker_addr(addr)
         return expired
+
+    def _expiry(self, live: BrokerLiveInfo) -> float:
+        return self.broker_channel_expired_time if live.heartbeat_timeout is None else live.heartbeat_timeout
 
     def on_channel_destroy(self, channel: Hashable | None, remote_addr: str | None = None) -> list[str]:
         """A connection closed: drop every broker that registered over it at once; returns their addresses.

@@ -14,8 +14,7 @@ class GetTopicStatsInfoRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class GetTopicConfigRequestHeader(CommandHeader):
-    """5.x's GetTopicConfigRequestHeader: ``lo`` asks for the static topic's queue mapping too (pocketmq has
-    none)."""
+    """RocketMQ 5's GET_TOPIC_CONFIG (TopicRequestHeader: ``lo`` asks for the logic-queue mapping too)."""
 
     topic: str
     lo: bool | None = None

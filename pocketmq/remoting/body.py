@@ -30,6 +30,7 @@ from . import fastjson
 from .codes import MASTER_ID, BodyDialect, PermName
 from .errors import BodyError
 from .fastjson import JsonObject
+from .register_broker_native import decode_compressed, encode_compressed
 
 
 class _BodyClass(Protocol):
@@ -296,9 +297,12 @@ class TopicConfig:
     topic_filter_type: str = "SINGLE_TAG"
     topic_sys_flag: int = 0
     order: bool = False
+    # RocketMQ 5's attributes (message.type, ...); written only when there are some, so an untyped topic keeps
+    # 4.9.8's shape.
+    attributes: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "topicName": self.topic_name,
             "readQueueNums": self.read_queue_nums,
             "writeQueueNums": self.write_queue_nums,
@@ -307,6 +311,9 @@ class TopicConfig:
             "topicSysFlag": self.topic_sys_flag,
             "order": self.order,
         }
+        if self.attributes:
+            d["attributes"] = dict(self.attributes)
+        return d
 
     @classmethod
     def from_dict(cls, obj: object, path: str = "") -> TopicConfig:
@@ -319,7 +326,16 @@ class TopicConfig:
             topic_filter_type=r.enum("topicFilterType", TOPIC_FILTER_TYPES, "SINGLE_TAG"),
             topic_sys_flag=r.int("topicSysFlag", 0),
             order=r.bool("order", False),
+            attributes=_str_map(r, "attributes"),
         )
+
+
+def _str_map(r: Reader, key: str) -> dict[str, str]:
+    m = r.map(key, {})
+    for k, v in m.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise BodyError(r.at(key), "expected a map of strings")
+    return dict(m)
 
 
 @dataclass(slots=True)
@@ -349,7 +365,8 @@ class TopicConfigSerializeWrapper:
 
 @dataclass(slots=True)
 class RegisterBrokerBody:
-    """REGISTER_BROKER body. With the header's ``compressed`` set, the msgpack bytes are zlib-deflated."""
+    """REGISTER_BROKER body. With the header's ``compressed`` set, the msgpack bytes are zlib-deflated; on a
+    native connection the body is RocketMQ's (JSON, or its compressed form: register_broker_native)."""
 
     topic_config_serialize_wrapper: TopicConfigSerializeWrapper = field(
         default_factory=TopicConfigSerializeWrapper
@@ -381,19 +398,40 @@ class RegisterBrokerBody:
             deleted_topics=r.str_list("deletedTopics", []),
         )
 
-    def encode(self, compress: bool = False) -> bytes:
-        data = encode_body(self)
-        return zlib.compress(data) if compress else data
+    def encode(self, compress: bool = False, dialect: BodyDialect = BodyDialect.MSGPACK) -> bytes:
+        """msgpack (deflated when ``compress``), or for a RocketMQ name server (``dialect`` FASTJSON) the JSON of
+        RegisterBrokerBody, or with ``compress`` RocketMQ's compressed form (register_broker_native)."""
+        if dialect == BodyDialect.MSGPACK:
+            data = encode_body(self)
+            return zlib.compress(data) if compress else data
+        if not compress:
+            return encode_body(self, dialect)
+        w = self.topic_config_serialize_wrapper
+        topics = [
+            (t.topic_name, t.read_queue_nums, t.write_queue_nums, t.perm, t.topic_filter_type)
+            for t in w.topic_config_table.values()
+        ]
+        return encode_compressed(w.data_version.to_dict(), topics, self.filter_server_list)
 
     @classmethod
     def decode(
-        cls, data: bytes | None, compressed: bool = False, inflate_limit: int = DEFAULT_INFLATE_LIMIT
+        cls,
+        data: bytes | None,
+        compressed: bool = False,
+        inflate_limit: int = DEFAULT_INFLATE_LIMIT,
+        dialect: BodyDialect = BodyDialect.MSGPACK,
     ) -> RegisterBrokerBody:
-        """The body of a REGISTER_BROKER; a compressed one inflates to at most ``inflate_limit`` bytes (a
-        BodyError beyond), so a small deflated bomb costs no more than a frame."""
+        """The body of a REGISTER_BROKER in ``dialect`` (a RocketMQ broker's: JSON, or its own compressed form);
+        a compressed one inflates to at most ``inflate_limit`` bytes (a BodyError beyond), so a small deflated
+        bomb costs no more than a frame."""
         if data is None:
             # No body: an empty table with version 0, as RocketMQ's name server assumes.
             return cls(TopicConfigSerializeWrapper(data_version=DataVersion(0, 0)))
+        if dialect != BodyDialect.MSGPACK:
+            if compressed:
+                return cls.from_dict(decode_compressed(data, inflate_limit))
+            native: RegisterBrokerBody = decode_body(data, cls, dialect)
+            return native
         if compressed:
             try:
                 data = inflate(data, inflate_limit)

@@ -223,6 +223,9 @@ class RegisterBrokerRequestHeader(CommandHeader):
     # broker sends its whole table. A RocketMQ name server ignores both fields and merges the topics it gets.
     base_version_timestamp: int | None = None
     base_version_counter: int | None = None
+    # RocketMQ 5.x: how long the name server keeps this broker without a registration (its scan drops it after);
+    # absent: the name server's own expiry (120 s).
+    heartbeat_timeout_millis: int | None = None
 
 
 @dataclass(slots=True)
@@ -534,6 +537,8 @@ class CreateTopicRequestHeader(CommandHeader):
     topic_filter_type: str = "SINGLE_TAG"
     topic_sys_flag: int | None = None
     order: bool = False
+    # RocketMQ 5: the attribute modifications, "+message.type=FIFO,-reserve.time" (AttributeParser's form)
+    attributes: str | None = None
 
 
 @dataclass(slots=True)

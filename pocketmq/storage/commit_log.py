@@ -47,6 +47,8 @@ from .config import MessageStoreConfig, parse_delay_levels
 from .mapped_file import MappedFile
 from .mapped_file_queue import MappedFileQueue
 from .results import AppendMessageResult, AppendMessageStatus, PutMessageResult, PutMessageStatus
+from .timer.timer_routing import ROUTED_KEYS as _ROUTED_KEYS
+from .timer.timer_routing import TIMER_TOPIC, route_timer_message
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 
@@ -209,10 +211,25 @@ class CommitLog:
         self._write_limit = min(self.file_size - END_FILE_MIN_BLANK_LENGTH, mf.wrote_position + self.space_check_bytes)
         return mf
 
+    def _reroute(self, msg: Message) -> PutMessageResult | None:
+        """HookUtils.handleScheduleMessage: a timer message to the wheel's topic, a delay level to
+        SCHEDULE_TOPIC_XXXX (prepared and rolled-back transaction records stay where they are); or a refusal."""
+        if msg.sys_flag & TRANSACTION_TYPE_MASK in _NOT_COUNTED:
+            return None
+        if msg.topic != TIMER_TOPIC:
+            refused = route_timer_message(msg, self.config, time_ns() // 1_000_000)
+            if refused is not None:
+                return refused
+        if PROPERTY_DELAY_TIME_LEVEL in msg.properties:
+            self._reroute_delay(msg)
+        return None
+
     def put_message(self, msg: Message) -> PutMessageResult:
         props = msg.properties
-        if props and PROPERTY_DELAY_TIME_LEVEL in props:
-            self._reroute_delay(msg)
+        if props and not _ROUTED_KEYS.isdisjoint(props):
+            refused = self._reroute(msg)
+            if refused is not None:
+                return refused
             props = msg.properties
         body, born_host, ps = msg.body, msg.born_host, msg.properties_string
         props_b = ps.encode() if ps is not None else _encode_properties(props) if props else b""

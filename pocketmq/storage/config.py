@@ -78,10 +78,24 @@ class MessageStoreConfig:
 
     message_delay_level: str = DEFAULT_DELAY_LEVELS
 
+    # RocketMQ 5's timer messages (storage/timer/, docs/storage.md "Timer files"). RocketMQ rounds the precision
+    # to 100, 200, 500 or 1000 ms; pocketmq takes any number of milliseconds (tests run at 10 ms). The intervals
+    # are pocketmq's (RocketMQ: 100 * precision / 1000 ms between polls, 1 s between flushes).
+    timer_wheel_enable: bool = True
+    timer_precision_ms: int = 1000
+    timer_max_delay_sec: int = 3600 * 24 * 3
+    timer_roll_window_slot: int = 3600 * 24 * 2
+    mapped_file_size_timer_log: int = 100 * 1024 * 1024
+    timer_flush_interval: float = 1.0
+    timer_poll_interval: float | None = None  # None: precision / 10
+    timer_enable_retry_until_success: bool = False
+
     def __post_init__(self) -> None:
         # The getter in RocketMQ rounds the consume-queue file size up to whole 20-byte entries.
         self.mapped_file_size_consume_queue = -(-self.mapped_file_size_consume_queue // 20) * 20
         self.flush_disk_type = FlushDiskType(self.flush_disk_type)
+        if self.timer_precision_ms < 1:
+            raise ValueError(f"timerPrecisionMs must be >= 1, got {self.timer_precision_ms}")
         # RocketMQ 5's broker.conf gives these two in percent (90, 85); 4.x's system properties as fractions.
         if self.disk_space_warning_level_ratio > 1:
             self.disk_space_warning_level_ratio /= 100
@@ -99,6 +113,19 @@ class MessageStoreConfig:
     @property
     def store_path_consume_queue(self) -> str:
         return os.path.join(self.store_path_root_dir, "consumequeue")
+
+    @property
+    def timer_wheel_path(self) -> str:
+        return os.path.join(self.store_path_root_dir, "timerwheel")
+
+    @property
+    def timer_log_path(self) -> str:
+        return os.path.join(self.store_path_root_dir, "timerlog")
+
+    @property
+    def timer_check_path(self) -> str:
+        """RocketMQ keeps it with the broker's JSON files (BrokerPathConfigHelper.getTimerCheckPath)."""
+        return os.path.join(self.store_path_root_dir, "config", "timercheck")
 
     @property
     def store_path_index(self) -> str:

@@ -49,6 +49,7 @@ from .results import (
 )
 from .running_flags import DISK_FULL_BIT, RunningFlags
 from .store_lock import StoreLock
+from .timer.timer_message_store import TimerMessageStore
 from .warm_service import WarmMappedFileService
 
 log = logging.getLogger(__name__)
@@ -144,6 +145,8 @@ class DefaultMessageStore:
         # a name the rule passed, and a miss asks the rule (_check_store_status).
         self._valid_topics = VALID_TOPICS
         self._lock: StoreLock | None = None
+        # RocketMQ 5's timer messages (storage/timer/): loaded and started once dispatch has caught up.
+        self.timer_message_store = TimerMessageStore(self, config) if config.timer_wheel_enable else None
         self._loaded = False
         self._running = False
 
@@ -283,6 +286,8 @@ class DefaultMessageStore:
         # Like RocketMQ, serve nothing until dispatch has caught up with the recovered log.
         self.reput_service.wait_caught_up(self.commit_log.get_max_offset(), None)
         self._recover_topic_queue_table()
+        if self.timer_message_store is not None:
+            self.timer_message_store.load()
         self.flush_service.start()
         self.flush_cq_service.start()
         self.clean_service.start()
@@ -291,11 +296,17 @@ class DefaultMessageStore:
         with open(self.abort_file, "w"):
             pass
         self._running = True
+        if self.timer_message_store is not None:
+            self.timer_message_store.start()  # (it puts messages: after the store runs)
 
     def shutdown(self) -> None:
         if not self._loaded:
             return
         was_running = self._running
+        if was_running and self.timer_message_store is not None:
+            # First, while the store still takes puts: the timer threads finish the slot in hand (a slot cut
+            # short by refused puts would be delivered again, in full, at the next start).
+            self.timer_message_store.shutdown()
         self._running = False
         caught_up = True
         if was_running:

@@ -59,6 +59,20 @@ async def test_clusters_topics_and_routes(cluster2: Any, admin: MQAdminExt) -> N
         await admin.create_topic(TopicConfig("X"), cluster="Nope")
 
 
+async def test_typed_topic(cluster2: Any, admin: MQAdminExt) -> None:
+    """RocketMQ 5's attributes through the admin API, in both wire protocols: a plain key is an addition."""
+    addr = cluster2.brokers[0].address
+    await admin.create_topic(TopicConfig("TopicTyped", 2, 2, attributes={"message.type": "FIFO"}), broker_addr=addr)
+    tc = await admin.examine_topic_config(addr, "TopicTyped")
+    assert (tc.write_queue_nums, tc.attributes) == (2, {"message.type": "FIFO"})
+    configs = (await admin.get_all_topic_config(addr)).topic_config_table
+    assert configs["TopicTyped"].attributes == {"message.type": "FIFO"}
+    await admin.create_topic(TopicConfig("TopicTyped", 2, 2, attributes={"-message.type": ""}), broker_addr=addr)
+    assert (await admin.examine_topic_config(addr, "TopicTyped")).attributes == {}
+    with pytest.raises(MQBrokerException, match="No topic in this broker. topic: NoSuchTopic"):
+        await admin.examine_topic_config(addr, "NoSuchTopic")
+
+
 async def test_topic_stats_consume_stats_and_who_consumes(cluster2: Any, admin: MQAdminExt, protocol: str) -> None:
     await admin.create_topic(TopicConfig("TopicStat", 2, 2), cluster="DefaultCluster")
     await routed(cluster2, "TopicStat", 2)

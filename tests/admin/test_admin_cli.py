@@ -81,6 +81,20 @@ def test_every_command_has_help(name: str, capsys: pytest.CaptureFixture[str]) -
     assert "--namesrvAddr" in out and "--json" in out
 
 
+def test_update_topic_attributes(cluster: ThreadedCluster, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = cli(capsys, cluster, "updateTopic", "-c", "DefaultCluster", "-t", "CliTyped",
+                         "-a", "+message.type=DELAY")
+    assert code == 0 and out.count("create topic to ") == 2, err
+    assert "order=false, attributes={+message.type=DELAY}]" in out  # RocketMQ 5's TopicConfig.toString
+    assert all(b.topic_config_manager.select_topic_config("CliTyped").attributes == {"message.type": "DELAY"}
+               for b in brokers(cluster))
+    code, out, err = cli(capsys, cluster, "updateTopic", "-c", "DefaultCluster", "-t", "CliTyped", "-a", "+color=red")
+    assert code != 0 and "unsupported key: color" in out + err
+    with pytest.raises(SystemExit):  # (refused before any request, as mqadmin's parser refuses it)
+        main(["updateTopic", "-n", cluster.namesrv_addr, "-c", "DefaultCluster", "-t", "X", "-a", "message.type=FIFO"])
+    assert "add/alter attribute format is wrong" in capsys.readouterr().err
+
+
 def test_topic_commands(cluster: ThreadedCluster, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = cli(capsys, cluster, "updateTopic", "-c", "DefaultCluster", "-t", "CliT", "-r", "3", "-w", "3")
     assert code == 0 and out.count("create topic to ") == 2

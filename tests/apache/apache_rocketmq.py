@@ -145,7 +145,8 @@ class ApacheRocketMQ:
 
     ``broker_props`` are broker.conf keys (``aclEnable``, ``brokerName``...). ``jvm`` replaces the test JVM flags
     (the bench passes the distribution's own, scaled to the machine), ``namesrv_jvm`` the name server's if they
-    differ. ``namesrv_addr`` joins an existing name server instead of starting one (a mixed cluster).
+    differ. ``namesrv_addr`` joins an existing name server instead of starting one (a mixed cluster);
+    ``namesrv_props`` are namesrv.conf keys (5.x's ``scanNotActiveBrokerInterval``...).
     """
 
     def __init__(
@@ -155,6 +156,7 @@ class ApacheRocketMQ:
         jvm: tuple[str, ...] = TEST_JVM,
         namesrv_addr: str | None = None,
         namesrv_jvm: tuple[str, ...] | None = None,
+        namesrv_props: dict[str, str] | None = None,
         **broker_props: str,
     ) -> None:
         self.version = version
@@ -166,6 +168,7 @@ class ApacheRocketMQ:
         self.namesrv_port = 0 if namesrv_addr is None else int(namesrv_addr.rsplit(":", 1)[1])
         self.broker_port = 0
         self.broker_props = broker_props
+        self.namesrv_props = dict(namesrv_props or {})
         self.namesrv: JavaProcess | None = None
         self.broker: JavaProcess | None = None
 
@@ -263,6 +266,7 @@ class ApacheRocketMQ:
                 "listenPort": str(self.namesrv_port),
                 "bindAddress": "127.0.0.1",
                 "kvConfigPath": str(self.home / "namesrv" / "kvConfig.json"),
+                **self.namesrv_props,
             },
         )
         argv = self.java("org.apache.rocketmq.namesrv.NamesrvStartup", "-c", str(conf), jvm=self.namesrv_jvm)

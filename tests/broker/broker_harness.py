@@ -220,8 +220,9 @@ class Cluster:
         self.clients: list[RemotingClient] = []
         self._n = 0
 
-    async def namesrv(self) -> NamesrvController:
-        ns = NamesrvController(NamesrvConfig(listen_port=0))
+    async def namesrv(self, **settings: Any) -> NamesrvController:
+        """A name server on a free port; ``settings`` are NamesrvConfig fields."""
+        ns = NamesrvController(NamesrvConfig(listen_port=0, **settings))
         await ns.start()
         self.namesrvs.append(ns)
         return ns

@@ -213,3 +213,17 @@ async def test_a_bad_acl_file_stops_the_broker_before_it_listens(cluster, tmp_pa
     bad = acl_file(tmp_path, "accounts:\n  - accessKey: short\n    secretKey: x\n", "bad.yml")
     with pytest.raises(ValueError, match="longer than 6"):
         await cluster.broker(acl_enable=True, acl_file=str(bad))
+
+
+async def test_pops_and_acks_need_sub_on_the_topic(cluster: Any, acl_broker: Any) -> None:
+    from pocketmq.remoting.pop_header import AckMessageRequestHeader, PopMessageRequestHeader
+
+    pop = PopMessageRequestHeader("G", "denied", -1, 1, 60_000, 0, 0, 0)
+    producer = signed_mq(cluster, acl_broker.address, PRODUCER)
+    assert refused(await producer.invoke(RequestCode.POP_MESSAGE, pop), "producerKey", "group:G")
+    consumer = signed_mq(cluster, acl_broker.address, CONSUMER)
+    assert refused(await consumer.invoke(RequestCode.POP_MESSAGE, pop), "consumerKey", "denied")
+    ack = AckMessageRequestHeader("G", "denied", 0, "0 1 2 3 0 b 0 0", 0)
+    assert refused(await consumer.invoke(RequestCode.ACK_MESSAGE, ack), "consumerKey", "denied")
+    allowed = PopMessageRequestHeader("G", "open", -1, 1, 60_000, 0, 0, 0)
+    assert (await consumer.invoke(RequestCode.POP_MESSAGE, allowed)).code == ResponseCode.POLLING_TIMEOUT

@@ -99,6 +99,7 @@ def test_unknown_key_is_an_error_naming_key_and_line(tmp_path) -> None:
         ("flushDiskType=SOMETIMES", "ASYNC_FLUSH or SYNC_FLUSH"),
         ("brokerRole=SLAVE", "masters only"),
         ("brokerId=1", "masters only"),
+        ("namesrvProtocol=native", "namesrvProtocol 'native': expected one of msgpack, rocketmq"),
     ],
 )
 def test_bad_lines_are_clear_errors(text, message) -> None:

@@ -159,3 +159,35 @@ async def test_topics_created_while_a_registration_is_in_flight_share_the_next_o
     rim = ns.route_info_manager
     await poll(lambda: all(f"TopicBurst{i}" in rim.topic_queue_table for i in range(20)))
     assert registrations == [ns.address]
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["json", "compressed"])
+async def test_native_registration_routes_topics_in_rocketmq_encoding(cluster, poll, compressed) -> None:
+    # namesrvProtocol=rocketmq: native frames and RocketMQ's RegisterBrokerBody (what an Apache RocketMQ name server
+    # reads, tests/apache/test_mixed_cluster.py); pocketmq's name server reads it too. Whole tables every time.
+    ns = await cluster.namesrv()
+    broker = await cluster.broker(namesrv_addr=ns.address, namesrv_protocol="rocketmq",
+                                  compressed_register=compressed)
+    mq = cluster.mq(broker)
+    assert [r.ok for r in broker.last_register_results] == [True]
+    await mq.create_topic("TopicNative", queues=3)
+    route = await mq.route_data(ns.address, "TopicNative")
+    assert route is not None and (route.queue_datas[0].write_queue_nums, route.queue_datas[0].perm) == (3, 6)
+    assert [(r.ok, r.delta_accepted) for r in broker.last_register_results] == [(True, False)]
+    await mq.invoke(RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader("TopicNative"))
+    rim = ns.route_info_manager
+    await poll(lambda: "TopicNative" not in rim.topic_queue_table)
+    assert set(rim.topic_queue_table) == set(broker.topic_config_manager.topic_config_table)
+    assert rim.query_broker_topic_config(broker.address) == broker.topic_config_manager.data_version
+    # The compressed form carries no topicSysFlag/order (RocketMQ's text form of a TopicConfig); JSON does.
+    await broker.shutdown()
+    assert ns.route_info_manager.broker_live_table == {}
+
+
+async def test_heartbeat_timeout_of_a_registration_replaces_the_name_server_expiry(cluster, poll) -> None:
+    ns = await cluster.namesrv(scan_not_active_broker_interval=0.02)
+    broker = await cluster.broker(namesrv_addr=ns.address, broker_not_active_timeout=0.3,
+                                  register_name_server_period=30.0)
+    live = ns.route_info_manager.broker_live_table[broker.address]
+    assert live.heartbeat_timeout == 0.3  # the name server's own expiry is 120 s
+    await poll(lambda: broker.address not in ns.route_info_manager.broker_live_table, timeout=10)

@@ -118,6 +118,17 @@ async def test_pull_status_mapping_over_the_wire(broker, mq, dispatched) -> None
     assert resp.ext_fields["offset"] == 3
 
 
+async def test_lite_pull_message_code_is_a_pull(broker, mq, dispatched) -> None:
+    """RocketMQ 5.x's DefaultLitePullConsumer pulls with LITE_PULL_MESSAGE (361) and PULL_MESSAGE's header."""
+    await fill(mq, "TopicLite", ["a", "b"])
+    await dispatched(broker)
+    header = mq.pull_request("G", "TopicLite", 0, 0)
+    lite = await mq.invoke(RequestCode.LITE_PULL_MESSAGE, header)
+    plain = await mq.invoke(RequestCode.PULL_MESSAGE, header)
+    assert lite.code == plain.code == ResponseCode.SUCCESS
+    assert [m.body for m in decode_all(lite.body)] == [m.body for m in decode_all(plain.body)] == [b"m0", b"m1"]
+
+
 async def test_max_msg_nums_limits_the_batch(broker, mq, dispatched) -> None:
     await fill(mq, "TopicMax", [None] * 6)
     await dispatched(broker)

@@ -21,10 +21,10 @@ def runnable_examples() -> list[str]:
 
 
 def test_the_doc_has_runnable_examples() -> None:
-    assert len(runnable_examples()) == 7
+    assert len(runnable_examples()) == 8
 
 
-@pytest.mark.parametrize("index", range(7))
+@pytest.mark.parametrize("index", range(8))
 def test_doc_example_runs(index: int, tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     code = runnable_examples()[index]
     with embedded.ThreadedCluster(tmp_path) as cluster:
@@ -37,10 +37,12 @@ def test_doc_example_runs(index: int, tmp_path: Any, capsys: pytest.CaptureFixtu
         assert "[b'payment 0', b'payment 1', b'payment 2']" in out
     if index == 3:  # the push consumer
         assert "[b'order 0', b'order 1', b'order 2']" in out
-    if index == 4:  # request-reply
+    if index == 4:  # the simple consumer
+        assert "[b'order 0', b'order 1', b'order 2']" in out
+    if index == 5:  # request-reply
         assert "b'price of apples: 42'" in out
-    if index == 5:  # message trace
+    if index == 6:  # message trace
         assert "['Pub', 'SubAfter', 'SubBefore']" in out
-    if index == 6:  # the transactional producer
+    if index == 7:  # the transactional producer
         assert "SendStatus.SEND_OK LocalTransactionState.COMMIT_MESSAGE" in out
         assert "[b'order 7 paid']" in out

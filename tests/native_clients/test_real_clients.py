@@ -45,6 +45,8 @@ ROOT = HERE.parents[1]
 CPP_PYTHON = Path(os.environ.get("POCKETMQ_CPP_CLIENT_PYTHON", ROOT / ".venv-rocketmq-cpp" / "bin" / "python"))
 NODE = shutil.which("node")
 NODE_DIR = HERE / "node"
+# rocketmq-client-go v2 in a small program (go/main.go), built by `make go-client` (test_go_client.py).
+GO_CLIENT = Path(os.environ.get("POCKETMQ_GO_CLIENT", HERE / "go" / "bin" / "goclient"))
 
 
 def _cpp_client_missing() -> str | None:
@@ -184,6 +186,9 @@ class Clients:
             log_dir.mkdir(exist_ok=True)
             argv = [str(CPP_PYTHON), str(HERE / "cpp_client.py"), *common, "--log-dir", str(log_dir),
                     *self.cpp_options]
+            cwd = self.tmp_path
+        elif client == "go":
+            argv = [str(GO_CLIENT), *common]
             cwd = self.tmp_path
         else:
             assert NODE is not None

@@ -17,7 +17,8 @@ CLI = [sys.executable, "-m", "pocketmq"]
 @pytest.fixture
 def dev_server(tmp_path):
     proc = subprocess.Popen([*CLI, "dev", "--no-console", "--store", str(tmp_path / "dev"), "--namesrv-port", "0",
-                             "--broker-port", "0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                             "--broker-port", "0", "--grpc-port", "0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
     first = proc.stdout.readline()
     match = re.search(r"name server (\S+), broker \S+ at (\S+)", first)
     if not match:
@@ -52,6 +53,22 @@ def test_dev_send_consume_and_clean_shutdown(dev_server):
     proc.send_signal(signal.SIGINT)
     assert proc.wait(30) == 0
     assert not os.path.exists(store / "abort")  # Ctrl-C shut the store down cleanly
+
+
+def test_dev_serves_the_grpc_endpoint_for_5x_sdks(dev_server):
+    import grpc
+    from rocketmq.grpc_protocol import definition_pb2, service_pb2, service_pb2_grpc
+
+    proc, namesrv, _ = dev_server
+    line = proc.stdout.readline()
+    match = re.search(r"gRPC:\s+(\S+)\s+\(RocketMQ 5 SDKs; TLS permissive\)", line)
+    assert match, line
+    assert run("send", "-n", namesrv, "-t", "FromCli", "-p", "x").returncode == 0
+    with grpc.insecure_channel(match.group(1)) as channel:
+        answer = service_pb2_grpc.MessagingServiceStub(channel).QueryRoute(
+            service_pb2.QueryRouteRequest(topic=definition_pb2.Resource(name="FromCli")),
+            metadata=(("x-mq-client-id", "cli-test"),), timeout=10)
+    assert answer.status.code == definition_pb2.Code.OK and len(answer.message_queues) == 4
 
 
 def test_consume_count_gives_up_with_an_error(dev_server):
@@ -130,7 +147,7 @@ def test_dev_with_access_control_and_signed_commands(tmp_path):
     conf = tmp_path / "broker.conf"
     conf.write_text(f"aclEnable=true\naclFile={acl}\naccessKey=devAdmin1\nsecretKey=devSecret1\n")
     proc = subprocess.Popen([*CLI, "dev", "--no-console", "--store", str(tmp_path / "dev"), "--namesrv-port", "0",
-                             "--broker-port", "0", "-c", str(conf)], stdout=subprocess.PIPE,
+                             "--broker-port", "0", "--grpc-port", "0", "-c", str(conf)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     try:
         first = proc.stdout.readline()

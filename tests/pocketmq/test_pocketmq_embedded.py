@@ -84,3 +84,16 @@ def test_plugin_is_registered_for_users(tmp_path):
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 passed" in proc.stdout
+
+
+async def test_embedded_brokers_join_another_name_server(tmp_path):
+    # namesrv_addr= starts no name server: the broker joins the given one (here another cluster's, in RocketMQ's
+    # native registration as it would join Apache RocketMQ's: tests/apache/test_mixed_cluster.py).
+    async with EmbeddedCluster(tmp_path / "first") as first:
+        async with EmbeddedCluster(tmp_path / "second", namesrv_addr=first.namesrv_addr, broker_name="broker-b",
+                                   namesrv_protocol="rocketmq") as second:
+            assert second.namesrv is None and second.namesrv_addr == first.namesrv_addr
+            table = first.namesrv.route_info_manager.broker_addr_table
+            assert {name: bd.broker_addrs for name, bd in table.items()} == {
+                "broker-a": {0: first.broker_addr}, "broker-b": {0: second.broker_addr}}
+        assert set(first.namesrv.route_info_manager.broker_addr_table) == {"broker-a"}

@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pocketmq.common.attribute import ATTR_ADD_PLUS_SIGN, AttributeError_, alter_current_attributes, parse_to_map
+from pocketmq.common.topic_attributes import (
+    ALL,
+    TOPIC_MESSAGE_TYPE_ATTRIBUTE,
+    TopicMessageType,
+)
+from pocketmq.remoting.admin_header import GetTopicConfigRequestHeader
 from pocketmq.remoting.body import TopicConfig
 from pocketmq.remoting.client_body import (
     LockBatchRequestBody,
@@ -47,6 +54,7 @@ class AdminBrokerProcessor(BrokerProcessor):
         h[RequestCode.UPDATE_AND_CREATE_TOPIC] = self.update_and_create_topic
         h[RequestCode.DELETE_TOPIC_IN_BROKER] = self.delete_topic
         h[RequestCode.GET_ALL_TOPIC_CONFIG] = self.get_all_topic_config
+        h[RequestCode.GET_TOPIC_CONFIG] = self.get_topic_config
         h[RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP] = self.update_and_create_subscription_group
         h[RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG] = self.get_all_subscription_group_config
         h[RequestCode.GET_ALL_CONSUMER_OFFSET] = self.get_all_consumer_offset
@@ -106,12 +114,43 @@ class AdminBrokerProcessor(BrokerProcessor):
             topic_sys_flag=header.topic_sys_flag or 0,
             order=header.order,
         )
+        refusal = self._apply_attributes(request, tc, header.attributes)
+        if refusal is not None:
+            return refusal
         log.info("UPDATE_AND_CREATE_TOPIC %s from %s", tc, channel.remote_address)
         c.topic_config_manager.update_topic_config(tc)
         # Like registerIncrementBrokerData: answer once the name servers know (routes are usable at once).
         await c.topic_config_manager.wait_persisted()
         await c.register_broker_all()
         return response(request)
+
+    def _apply_attributes(self, request: RemotingCommand, tc: TopicConfig, modification: str | None) -> (
+            RemotingCommand | None):
+        """RocketMQ 5's attribute modifications applied to ``tc`` (updateSingleTopicConfigWithoutPersist), or the
+        refusal: INVALID_PARAMETER for MIXED when it is off, SYSTEM_ERROR with RocketMQ's text otherwise."""
+        try:
+            modifications = parse_to_map(modification)
+        except AttributeError_ as e:
+            return response(request, ResponseCode.SYSTEM_ERROR, str(e))
+        mixed = modifications.get(ATTR_ADD_PLUS_SIGN + TOPIC_MESSAGE_TYPE_ATTRIBUTE.name) == TopicMessageType.MIXED
+        if mixed and not self.controller.broker_config.enable_mixed_message_type:
+            return response(request, ResponseCode.INVALID_PARAMETER, "MIXED message type is not supported.")
+        current = self.controller.topic_config_manager.select_topic_config(tc.topic_name)
+        try:
+            tc.attributes = alter_current_attributes(
+                current is None, ALL, current.attributes if current is not None else {}, modifications)
+        except AttributeError_ as e:
+            return response(request, ResponseCode.SYSTEM_ERROR, str(e))
+        return None
+
+    async def get_topic_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """GET_TOPIC_CONFIG (RocketMQ 5): the topic's TopicConfigAndQueueMapping (no logic-queue mapping here)."""
+        header = request.decode_header(GetTopicConfigRequestHeader)
+        tc = self.controller.topic_config_manager.select_topic_config(header.topic)
+        if tc is None:
+            return response(request, ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {header.topic}")
+        body = {**tc.to_dict(), "attributes": dict(tc.attributes)}
+        return response(request, body=request.encode_body(body))
 
     async def delete_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = request.decode_header(DeleteTopicRequestHeader)
@@ -123,6 +162,7 @@ class AdminBrokerProcessor(BrokerProcessor):
         c.topic_config_manager.delete_topic_config(topic)
         # 5.x also drops the topic's consumer offsets; 4.9.8 keeps them until the group is cleaned.
         c.consumer_offset_manager.remove_topic(topic)
+        c.consumer_order_info_manager.remove_topic(topic)
         if tv.validate_topic(topic) is None:
             await c.run_in_pull_executor(c.store.delete_topics, {topic})
         await c.register_broker_all()

@@ -35,7 +35,6 @@ from pocketmq.remoting.admin_header import (
     GetConsumerRunningInfoRequestHeader,
     GetConsumeStatsRequestHeader,
     GetProducerConnectionListRequestHeader,
-    GetTopicConfigRequestHeader,
     GetTopicStatsInfoRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
@@ -92,7 +91,6 @@ class AdminExtProcessor(BrokerProcessor):
         h = self.handlers
         h[RequestCode.GET_BROKER_RUNTIME_INFO] = self.get_broker_runtime_info
         h[RequestCode.GET_TOPIC_STATS_INFO] = self.get_topic_stats_info
-        h[RequestCode.GET_TOPIC_CONFIG] = self.get_topic_config
         h[RequestCode.GET_CONSUME_STATS] = self.get_consume_stats
         h[RequestCode.GET_CONSUMER_CONNECTION_LIST] = self.get_consumer_connection_list
         h[RequestCode.GET_PRODUCER_CONNECTION_LIST] = self.get_producer_connection_list
@@ -204,15 +202,6 @@ class AdminExtProcessor(BrokerProcessor):
             return response(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
         table = await c.run_in_pull_executor(self._topic_stats, topic, tc.write_queue_nums)
         return response(request, body=request.encode_body(table))
-
-    async def get_topic_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        """5.x's TopicConfigAndQueueMapping: the topic's config with its attributes, and no queue mapping (static
-        topics are a 5.x feature pocketmq does not have)."""
-        header = request.decode_header(GetTopicConfigRequestHeader)
-        tc = self.controller.topic_config_manager.select_topic_config(header.topic)
-        if tc is None:
-            return response(request, ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {header.topic}")
-        return response(request, body=request.encode_body({**tc.to_dict(), "attributes": {}}))
 
     def _topic_stats(self, topic: str, queue_nums: int) -> TopicStatsTable:
         store = self.controller.store

@@ -71,6 +71,7 @@ class EndTransactionProcessor(BrokerProcessor):
         half = await service.lookup_half_message(header.commit_log_offset)
         error = self._check_prepare_message(request, half, header)
         if error is not None:
+            log.warning("END_TRANSACTION refused: %s %s", error.remark, header)
             return error
         assert half is not None
         if state == TRANSACTION_COMMIT_TYPE:

@@ -1,5 +1,5 @@
-"""PullMessageProcessor: PULL_MESSAGE (11), with tag and SQL92 filtering, piggybacked offset commits and long
-polling."""
+"""PullMessageProcessor: PULL_MESSAGE (11) and 5.x's LITE_PULL_MESSAGE (361), with tag and SQL92 filtering,
+piggybacked offset commits and long polling."""
 
 from __future__ import annotations
 
@@ -72,6 +72,9 @@ class PullMessageProcessor(BrokerProcessor):
         super().__init__(controller)
         # Answered as it is read: a pull of what is in memory, or one that parks, needs no task.
         self.inline_handlers[RequestCode.PULL_MESSAGE] = self.pull_message
+        # RocketMQ 5.x's lite pull consumer sends the same header under its own code (its broker only runs those
+        # on a separate executor); a 4.9.8 broker answers REQUEST_CODE_NOT_SUPPORTED.
+        self.inline_handlers[RequestCode.LITE_PULL_MESSAGE] = self.pull_message
         # The filter a TAG subscription posted with the pull gives (a pull consumer posts its own on every
         # pull) depends on the expression alone: parsed once (~2 us of a ~32 us pull).
         self._posted_tag_filters: BoundedCache[str | None, MessageFilter] = BoundedCache(_tag_filter, 1024)

@@ -15,7 +15,13 @@ from pocketmq.common.constants import (
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_TYPE_MASK,
 )
-from pocketmq.common.message import Message, MessageExtBatch, properties_to_string, string_to_properties
+from pocketmq.common.message import (
+    Message,
+    MessageExt,
+    MessageExtBatch,
+    properties_to_string,
+    string_to_properties,
+)
 from pocketmq.remoting.codes import PermName, RequestCode, ResponseCode, TopicSysFlag
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.header import (
@@ -89,6 +95,9 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             # CLUSTER. RocketMQ 4.9.8 adds CLUSTER to every message; pocketmq only to the ones that need it.
             props[_PROPERTY_CLUSTER] = self.controller.broker_config.broker_cluster_name
             props_string = properties_to_string(props)
+        conflict = self.check_message_type(request, tc, props)
+        if conflict is not None:
+            return conflict
         topic = header.topic
         if topic.startswith(tv.RETRY_GROUP_TOPIC_PREFIX):
             rerouted = self._handle_retry_and_dlq(request, header, props)
@@ -192,6 +201,9 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
                 request, ResponseCode.MESSAGE_ILLEGAL,
                 f"message {list(map(len, bodies)).index(0)} of the batch: the message body length is zero",
             )
+        conflict = self.check_message_type(request, tc, string_to_properties(header.properties or ""))
+        if conflict is not None:
+            return conflict
         sys_flag = header.sys_flag & ~TRANSACTION_PREPARED_TYPE
         if tc.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
@@ -231,35 +243,61 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             )
         if sgc.retry_queue_nums <= 0:
             return response(request)  # the group wants no retries
-        tcm = c.topic_config_manager
-        rw = PermName.PERM_WRITE | PermName.PERM_READ
-        new_topic = tv.retry_topic(group)
-        queue_id = self._random.randrange(99_999_999) % sgc.retry_queue_nums
-        topic_sys_flag = TopicSysFlag.FLAG_UNIT_SUB if header.unit_mode else 0
-        tc = tcm.create_topic_in_send_message_back_method(new_topic, sgc.retry_queue_nums, rw, topic_sys_flag)
-        if not PermName.is_writeable(tc.perm):
-            return response(request, ResponseCode.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden")
         original = await c.run_in_pull_executor(c.store.look_message_by_offset, header.offset)
         if original is None:
             return response(request, ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {header.offset}")
-        props = dict(original.properties)
-        props.setdefault(PROPERTY_RETRY_TOPIC, original.topic)
-        props["WAIT"] = "false"
         max_reconsume = sgc.retry_max_times
         if request.version >= _V3_4_9 and header.max_reconsume_times is not None:
             max_reconsume = header.max_reconsume_times
-        delay_level = header.delay_level
-        if original.reconsume_times >= max_reconsume or delay_level < 0:
+        topic_sys_flag = TopicSysFlag.FLAG_UNIT_SUB if header.unit_mode else 0
+        msg = self.build_send_back_message(
+            original, group, tv.retry_topic(group), sgc.retry_queue_nums, max_reconsume, header.delay_level,
+            topic_sys_flag,
+        )
+        if isinstance(msg, str):
+            return response(request, ResponseCode.NO_PERMISSION, msg)
+        result = await self.put_message(msg)
+        if result.status is PutMessageStatus.PUT_OK:
+            c.broker_stats_manager.inc_send_back(group, msg.properties.get(PROPERTY_RETRY_TOPIC, original.topic))
+            return response(request)
+        return response(request, ResponseCode.SYSTEM_ERROR, f"{result.status.value} {result.remark}".strip())
+
+    def build_send_back_message(
+        self,
+        original: MessageExt,
+        group: str,
+        retry_topic: str,
+        retry_queue_nums: int,
+        max_reconsume: int,
+        delay_level: int | None,
+        topic_sys_flag: int = 0,
+        extra_properties: dict[str, str] | None = None,
+    ) -> Message | str:
+        """A failed message's copy for ``retry_topic`` (created when missing), or for %DLQ%group once it used up
+        ``max_reconsume`` times (or ``delay_level`` < 0): the one implementation of "give a message back" that
+        CONSUMER_SEND_MSG_BACK and POP's revive share. ``delay_level`` None: no delay (POP's invisible time was
+        the delay); 0: the level follows the reconsume times. A str is the refusal (a retry topic not writable)."""
+        c = self.controller
+        tcm = c.topic_config_manager
+        rw = PermName.PERM_WRITE | PermName.PERM_READ
+        new_topic = retry_topic
+        queue_id = self._random.randrange(99_999_999) % retry_queue_nums
+        tc = tcm.create_topic_in_send_message_back_method(new_topic, retry_queue_nums, rw, topic_sys_flag)
+        if not PermName.is_writeable(tc.perm):
+            return f"the topic[{new_topic}] sending message is forbidden"
+        props = dict(original.properties)
+        props.setdefault(PROPERTY_RETRY_TOPIC, original.topic)
+        props["WAIT"] = "false"
+        props.update(extra_properties or {})
+        if original.reconsume_times >= max_reconsume or (delay_level is not None and delay_level < 0):
             new_topic = tv.dlq_topic(group)
             queue_id = self._random.randrange(99_999_999) % tv.DLQ_NUMS_PER_GROUP
             tcm.create_topic_in_send_message_back_method(new_topic, tv.DLQ_NUMS_PER_GROUP, rw, 0)
             props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
-        else:
-            if delay_level == 0:
-                delay_level = 3 + original.reconsume_times
-            props[PROPERTY_DELAY_TIME_LEVEL] = str(delay_level)
+        elif delay_level is not None:
+            props[PROPERTY_DELAY_TIME_LEVEL] = str(delay_level if delay_level > 0 else 3 + original.reconsume_times)
         props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, original.offset_msg_id)
-        msg = Message(
+        return Message(
             topic=new_topic,
             body=original.body,
             properties=props,
@@ -271,8 +309,3 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             store_host=c.store_host,
             reconsume_times=original.reconsume_times + 1,
         )
-        result = await self.put_message(msg)
-        if result.status is PutMessageStatus.PUT_OK:
-            c.broker_stats_manager.inc_send_back(group, props.get(PROPERTY_RETRY_TOPIC, original.topic))
-            return response(request)
-        return response(request, ResponseCode.SYSTEM_ERROR, f"{result.status.value} {result.remark}".strip())

@@ -99,6 +99,8 @@ def real_message(half: MessageExt, commit_log_offset: int) -> Message:
     props = dict(half.properties)
     topic = props.pop(PROPERTY_REAL_TOPIC)
     queue_id = int(props.pop(PROPERTY_REAL_QUEUE_ID))
+    # The check's own bookkeeping on a renewed copy; consumers of Apache's committed messages never see it.
+    props.pop(PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET, None)
     sys_flag = reset_transaction_value(half.sys_flag, TRANSACTION_COMMIT_TYPE)
     return _stored_again(half, topic, queue_id, props, sys_flag, prepared_transaction_offset=commit_log_offset)
 

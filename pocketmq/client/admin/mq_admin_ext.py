@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pocketmq.common.attribute import parse_to_string, signed_attributes
 from pocketmq.common.codec import CorruptRecordError, decode_all
 from pocketmq.common.message import MessageExt
 from pocketmq.common.properties_text import format_properties, parse_properties
@@ -41,6 +42,7 @@ from pocketmq.remoting.admin_header import (
     GetKVConfigRequestHeader,
     GetKVListByNamespaceRequestHeader,
     GetProducerConnectionListRequestHeader,
+    GetTopicConfigRequestHeader,
     GetTopicsByClusterRequestHeader,
     GetTopicStatsInfoRequestHeader,
     PutKVConfigRequestHeader,
@@ -242,6 +244,7 @@ class MQAdminExt:
             tc.topic_filter_type,
             tc.topic_sys_flag,
             tc.order,
+            parse_to_string(signed_attributes(tc.attributes)) or None,
         )
         self._ok(await self._broker(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header), addr)
 
@@ -264,6 +267,11 @@ class MQAdminExt:
             )
             self._ok(await self.api.remoting_client.invoke(ns, request, self.timeout), ns)
         return addrs
+
+    async def examine_topic_config(self, addr: str, topic: str) -> TopicConfig:
+        """One topic's config with its attributes (RocketMQ 5's GET_TOPIC_CONFIG, examineTopicConfig)."""
+        r = self._ok(await self._broker(addr, RequestCode.GET_TOPIC_CONFIG, GetTopicConfigRequestHeader(topic)), addr)
+        return r.decode_body(TopicConfig)
 
     async def get_all_topic_config(self, addr: str) -> TopicConfigSerializeWrapper:
         r = self._ok(await self._broker(addr, RequestCode.GET_ALL_TOPIC_CONFIG), addr)

@@ -14,7 +14,9 @@
 The consumers of one group share the topic's queues (CLUSTERING, the default: each message to one of
 them, offsets stored by the brokers) or each read them all (BROADCASTING: offsets in a local file). A failed
 message (RECONSUME_LATER, or an exception) comes back later through the group's %RETRY% topic, after the
-delay of its retry level, up to ``max_reconsume_times``, then goes to %DLQ%group. See docs/client.md.
+delay of its retry level, up to ``max_reconsume_times``, then goes to %DLQ%group. With
+``client_rebalance=False`` the consumers pop instead (RocketMQ 5's POP: the broker decides who gets what, acks
+and retries go through POP; impl/consumer/pop_push_consumer_impl.py). See docs/client.md.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pocketmq.remoting.client_body import MessageQueue
 from ..client_config import ClientConfig
 from ..exceptions import MQClientException
 from ..filter_api import EXPRESSION_TYPE_TAG
+from ..impl.consumer.pop_push_consumer_impl import PopPushConsumerImpl
 from ..impl.consumer.push_consumer_impl import DefaultMQPushConsumerImpl
 from ..impl.mq_client_instance import MQClientInstance
 from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
@@ -65,9 +68,13 @@ class PushConsumer:
         self.group = group
         self.client_config = ClientConfig(namesrv_addr=namesrv_addr, **client_options)
         self.config = config
-        self.impl = DefaultMQPushConsumerImpl(
-            group, self.client_config, config, allocate_strategy or AllocateMessageQueueAveragely()
-        )
+        self.impl: DefaultMQPushConsumerImpl | PopPushConsumerImpl
+        if config.client_rebalance:
+            self.impl = DefaultMQPushConsumerImpl(
+                group, self.client_config, config, allocate_strategy or AllocateMessageQueueAveragely()
+            )
+        else:
+            self.impl = PopPushConsumerImpl(group, self.client_config, config)
 
     # --- configuration -------------------------------------------------------------------------------------
 
@@ -109,7 +116,7 @@ class PushConsumer:
 
     def resume(self) -> None:
         self.impl.pause = False
-        if self.impl.running:
+        if self.impl.running and isinstance(self.impl, DefaultMQPushConsumerImpl):
             self.impl.instance.rebalance_immediately()
 
     # --- state ---------------------------------------------------------------------------------------------
@@ -130,5 +137,8 @@ class PushConsumer:
         """The queues this consumer holds (its share as the last finished rebalance left it), sorted.
 
         Never half a round: a rebalance in progress may have taken some of its new queues and not yet dropped
-        the old ones, and a test that waits for a split must not see that as settled."""
+        the old ones, and a test that waits for a split must not see that as settled. A consumer that pops
+        (``client_rebalance=False``) holds every queue of each broker: (topic, broker, -1) each."""
+        if isinstance(self.impl, PopPushConsumerImpl):
+            return self.impl.popped_queues()
         return list(self.impl.rebalance_impl.settled_queues)

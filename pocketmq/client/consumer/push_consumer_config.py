@@ -64,6 +64,17 @@ class PushConsumerConfig:
     retry_consume_delay: float = 0.01  # ... and, locked, consumes again after this
     not_locked_consume_delay: float = 3.0  # ... or, still not locked, after this
 
+    # --- POP instead of client rebalance (RocketMQ 5's remoting client: setClientRebalance(false)) ---
+    # False: the consumers of the group pop every queue of each broker (POP_MESSAGE, queue -1) and the broker
+    # decides who gets what; acks and retries go through POP (docs/client.md, "POP").
+    client_rebalance: bool = True
+    pop_invisible_time: float = 60.0  # what a pop hides from the group until it is acked
+    pop_batch_nums: int = 32  # messages per pop (1..32)
+    # A failed message becomes visible again after pop_retry_delays[min(2 + reconsume times, last)] seconds
+    # (RocketMQ's delay levels from level 3 on, as a failed pulled message's send-back).
+    pop_retry_delays: tuple[float, ...] = (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200,
+                                           1800, 3600, 7200)
+
     # --- BROADCASTING offsets ---
     offset_store_dir: str = DEFAULT_OFFSET_STORE_DIR
 
@@ -94,6 +105,10 @@ class PushConsumerConfig:
             raise ValueError("consumer_timeout_when_suspend must exceed broker_suspend_max_time")
         if self.consume_timestamp:
             check_consume_timestamp(self.consume_timestamp)
+        if not 1 <= self.pop_batch_nums <= 32:
+            raise ValueError("pop_batch_nums out of range [1, 32]")
+        if not self.client_rebalance and self.message_model is MessageModel.BROADCASTING:
+            raise ValueError("POP (client_rebalance=False) consumes in the CLUSTERING model only")
 
     def consume_timestamp_ms(self) -> int:
         return consume_timestamp_ms(self.consume_timestamp)

@@ -53,10 +53,19 @@ from pocketmq.remoting.header import (
     ViewMessageRequestHeader,
     send_message_v2_ext,
 )
+from pocketmq.remoting.pop_body import BatchAckMessageRequestBody
+from pocketmq.remoting.pop_header import (
+    AckMessageRequestHeader,
+    ChangeInvisibleTimeRequestHeader,
+    ChangeInvisibleTimeResponseHeader,
+    PopMessageRequestHeader,
+)
 
 from ..client_config import ClientConfig
+from ..consumer.pop_result import PopResult
 from ..exceptions import MQBrokerException, MQClientException, NameServerAddressError
 from ..message import PullResult, PullStatus, SendResult, SendStatus
+from .consumer.pop_api import process_pop_response
 
 log = logging.getLogger(__name__)
 
@@ -379,6 +388,31 @@ class MQClientAPIImpl:
         request = RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, header)
         response = await self._invoke_ok(addr, request, timeout)
         return response.decode_body(GetConsumerListByGroupResponseBody).consumer_id_list
+
+    # --- POP (RocketMQ 5) ----------------------------------------------------------------------------------
+
+    async def pop_message(
+        self, addr: str, broker_name: str, header: PopMessageRequestHeader, timeout: float
+    ) -> PopResult:
+        """POP_MESSAGE: messages that become invisible to the group for ``header.invisible_time`` ms, each with
+        its receipt handle (property POP_CK); NO_NEW_MSG when the poll time ran out."""
+        request = RemotingCommand.request(RequestCode.POP_MESSAGE, header)
+        response = await self.remoting_client.invoke(addr, request, timeout)
+        return process_pop_response(response, addr, broker_name, bool(header.order))
+
+    async def ack_message(self, addr: str, header: AckMessageRequestHeader, timeout: float) -> None:
+        await self._invoke_ok(addr, RemotingCommand.request(RequestCode.ACK_MESSAGE, header), timeout)
+
+    async def batch_ack_message(self, addr: str, body: BatchAckMessageRequestBody, timeout: float) -> None:
+        request = RemotingCommand.request(RequestCode.BATCH_ACK_MESSAGE, body=encode_body(body, self._body_dialect))
+        await self._invoke_ok(addr, request, timeout)
+
+    async def change_invisible_time(
+        self, addr: str, header: ChangeInvisibleTimeRequestHeader, timeout: float
+    ) -> ChangeInvisibleTimeResponseHeader:
+        request = RemotingCommand.request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header)
+        response = await self._invoke_ok(addr, request, timeout)
+        return response.decode_header(ChangeInvisibleTimeResponseHeader)
 
     async def consumer_send_message_back(
         self, addr: str, header: ConsumerSendMsgBackRequestHeader, timeout: float

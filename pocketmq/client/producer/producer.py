@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Coroutine, Iterable
 from typing import Any, Protocol
 
+from pocketmq.common.pop_ack_constants import PROPERTY_SHARDING_KEY
 from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.codes import ResponseCode
 from pocketmq.remoting.errors import RemotingError, RemotingTimeoutError
@@ -47,7 +48,7 @@ from ..validators import (
 )
 from .fault_strategy import MQFaultStrategy
 from .request_future_holder import RequestCallback
-from .selector import MessageQueueSelector
+from .selector import MessageQueueSelector, select_message_queue_by_hash
 
 log = logging.getLogger(__name__)
 
@@ -208,6 +209,10 @@ class Producer:
     ) -> SendResult:
         """Send and wait for the broker's answer. ``queue`` or ``selector(mqs, msg, arg)`` pins the queue."""
         if queue is None and selector is None:  # the common case, one coroutine less than through _send
+            group = msg.properties.get(PROPERTY_SHARDING_KEY)
+            if group is not None:  # a message group's messages go to one queue, in order
+                by_group = select_message_queue_by_hash
+                return await self._send(msg, _SYNC, None, by_group, group, timeout)  # type: ignore[return-value]
             return await self._send_default_impl(msg, _SYNC, self._checked(msg, timeout))  # type: ignore[return-value]
         return await self._send(msg, _SYNC, queue, selector, arg, timeout)  # type: ignore[return-value]
 

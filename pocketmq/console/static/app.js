@@ -189,10 +189,28 @@ async function showStorage() {
         <div class="zoom">${q.entries.map((e) => `<div class="rec cqe" data-offset="${e.commitlog_offset}" style="flex:0 0 40px" title="entry ${e.index} (byte ${e.position} of ${esc(e.file)}): offset ${e.commitlog_offset}, size ${e.size}, tags code ${e.tags_code}">${e.index}</div>`).join("")}</div></div>`).join("") +
     `<h2>Index files</h2><p class="legend">A 40-byte header, then hash slots of 4 bytes, then 20-byte entries (key hash, commit-log offset, time diff, previous entry).</p>` +
     d.index_files.map((f) => f.error ? `<p>index/${esc(f.name)}: ${esc(f.error)}</p>` : `<p class="fieldname">index/${esc(f.name)} — ${fmtBytes(f.size)}: ${f.header.index_count} entries (entry 0 is never used),
-        ${f.header.hash_slot_count} slots in use; commit-log offsets ${f.header.begin_phy_offset} to ${f.header.end_phy_offset}; ${esc(f.header.begin_time)} to ${esc(f.header.end_time)}</p>`).join("");
+        ${f.header.hash_slot_count} slots in use; commit-log offsets ${f.header.begin_phy_offset} to ${f.header.end_phy_offset}; ${esc(f.header.begin_time)} to ${esc(f.header.end_time)}</p>`).join("") +
+    timerHtml(d.timer);
   el.querySelectorAll(".rec").forEach((r) => r.addEventListener("click", () => showRecord(+r.dataset.offset)));
   if (pending != null) { const o = pending; pending = null; showRecord(o); }
   return d;
+}
+
+function timerHtml(t) {
+  // RocketMQ 5's timer files (docs/storage.md, "Timer files"): a timer message waits in rmq_sys_wheel_timer; its
+  // 52-byte unit in the timer log is linked into the wheel slot of its time.
+  if (!t || (!t.checkpoint.present && !t.wheel.present && !t.log.files.length)) return "";
+  const cp = t.checkpoint;
+  const check = cp.present && !cp.error ? `<p class="fieldname" id="timer-checkpoint">config/timercheck: delivered up to ${esc(cp.last_read_time)};
+    rmq_sys_wheel_timer enqueued up to offset ${cp.last_timer_queue_offset}; timer log flushed to ${cp.last_timer_log_flush_pos}</p>` : "";
+  const wheel = t.wheel.present ? `<p class="fieldname" id="timer-wheel">timerwheel — ${fmtBytes(t.wheel.size)} (${fmtBytes(t.wheel.allocated)} allocated),
+    ${t.wheel.slot_count} slots of 32 bytes (time / precision, first pos, last pos, num, magic), ${t.wheel.slots_in_use} in use:</p>
+    <div class="zoom">${t.wheel.slots.map((s) => `<div class="rec-slot" style="flex:0 0 auto" title="slot ${s.index}: first unit ${s.first_pos}, last ${s.last_pos}">${esc(s.time)} × ${s.num}</div>`).join(" ")}</div>` : "";
+  const logs = t.log.files.map((f) => `<div class="file cq"><div class="fieldname">timerlog/${esc(f.name)} — ${fmtBytes(f.size)}, ${f.unit_count} units of 52 bytes; ends: ${esc(f.end.kind)}</div>
+    <div class="zoom">${f.units.map((u) => `<div class="rec tlu" data-offset="${u.commitlog_offset}" style="flex:0 0 52px" title="unit @${u.offset}: due ${esc(u.delayed_time)}${u.roll ? " (roll)" : ""}, previous unit ${u.prev_pos}, message at commit-log offset ${u.commitlog_offset}">${u.offset}</div>`).join("")}</div></div>`).join("");
+  return `<h2>Timer files</h2><p class="legend">RocketMQ 5's timer messages: each waits in rmq_sys_wheel_timer; a 52-byte unit in the timer log
+    (size, previous unit, magic, enqueue time, delay, commit-log offset, size, topic hash) is linked into the wheel slot of its time. Click a unit to open its message.</p>` +
+    check + wheel + logs;
 }
 
 function bytesHtml(fields, base) {

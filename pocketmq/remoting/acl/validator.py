@@ -96,7 +96,7 @@ def parse_request(remote_address: str, request: RemotingCommand) -> AccessResour
         _add_send(resource, get("b"), get("a"))
     elif code == RequestCode.CONSUMER_SEND_MSG_BACK:
         resource.add(_retry(get("group")), SUB)
-    elif code == RequestCode.PULL_MESSAGE:
+    elif code == RequestCode.PULL_MESSAGE or code == RequestCode.LITE_PULL_MESSAGE:
         resource.add(get("topic"), SUB)
         resource.add(_retry(get("consumerGroup")), SUB)
     elif code == RequestCode.QUERY_MESSAGE:
@@ -105,10 +105,18 @@ def parse_request(remote_address: str, request: RemotingCommand) -> AccessResour
         _add_heartbeat(resource, request)
     elif code == RequestCode.UNREGISTER_CLIENT or code == RequestCode.GET_CONSUMER_LIST_BY_GROUP:
         resource.add(_retry(get("consumerGroup")), SUB)
-    elif code == RequestCode.UPDATE_CONSUMER_OFFSET:
+    elif code == RequestCode.UPDATE_CONSUMER_OFFSET or code in _POP_CODES:
+        # (POP: consuming a topic as the group, as a pull does; BATCH_ACK_MESSAGE names both in its body and is
+        # checked by signature only.)
         resource.add(_retry(get("consumerGroup")), SUB)
         resource.add(get("topic"), SUB)
     return resource
+
+
+_POP_CODES = frozenset({
+    RequestCode.POP_MESSAGE, RequestCode.ACK_MESSAGE, RequestCode.PEEK_MESSAGE,
+    RequestCode.CHANGE_MESSAGE_INVISIBLETIME, RequestCode.NOTIFICATION, RequestCode.POLLING_INFO,
+})
 
 
 def _retry(group: str | None) -> str | None:

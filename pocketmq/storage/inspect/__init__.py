@@ -19,6 +19,7 @@ from .indexfile import index_section
 from .options import SECTIONS, Options
 from .state import checkpoint_section, state_section
 from .text import render
+from .timer import timer_section
 
 FORMAT = "pocketmq-inspect/1"
 
@@ -38,19 +39,23 @@ def inspect_store(root: str, opts: Options) -> dict:
             report["index"] = index_section(root, files, log, opts)
         if "checkpoint" in opts.sections:
             report["checkpoint"] = checkpoint_section(root, files)
+        if "timer" in opts.sections:
+            report["timer"] = timer_section(root, files, opts.timer_precision_ms, opts.limit)
     return report
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m pocketmq.storage inspect",
-        description="Show a store's files (commit log, consume queues, index files, checkpoint) without "
+        description="Show a store's files (commit log, consume queues, index files, checkpoint, timer files) "
+                    "without "
                     "modifying anything. With no section option, all sections are shown.")
     p.add_argument("store_dir", metavar="STORE_DIR")
     for name, what in (("commitlog", "commit-log files and records"),
                        ("consumequeue", "consume-queue entries per topic and queue"),
                        ("index", "index files: header, used slots and their chains"),
-                       ("checkpoint", "the checkpoint's three timestamps")):
+                       ("checkpoint", "the checkpoint's three timestamps"),
+                       ("timer", "RocketMQ 5's timer files: timercheck, the wheel's slots in use, timer-log units")):
         p.add_argument(f"--{name}", action="store_true", help=f"show {what}")
     p.add_argument("--topic", metavar="T", help="only records, queues and index keys of topic T")
     p.add_argument("--queue", type=int, metavar="Q", help="only records and consume queues with queue id Q")
@@ -67,6 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "size disagrees)")
     p.add_argument("--index-num", type=int, default=20_000_000, metavar="N",
                    help="index entries per file (default RocketMQ's 20,000,000)")
+    p.add_argument("--timer-precision", type=int, default=1000, metavar="MS",
+                   help="the store's timerPrecisionMs, to read the wheel's slot times (default 1000)")
     return p
 
 
@@ -74,7 +81,7 @@ def options_from(args: argparse.Namespace) -> Options:
     chosen = frozenset(s for s in SECTIONS if getattr(args, s))
     return Options(sections=chosen or frozenset(SECTIONS), topic=args.topic, queue=args.queue,
                    limit=args.limit, offset=args.offset, hex=args.hex, hash_slots=args.hash_slots,
-                   index_num=args.index_num)
+                   index_num=args.index_num, timer_precision_ms=args.timer_precision)
 
 
 def main(argv: list[str] | None = None) -> int:

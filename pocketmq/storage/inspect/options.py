@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SECTIONS = ("commitlog", "consumequeue", "index", "checkpoint")
+SECTIONS = ("commitlog", "consumequeue", "index", "checkpoint", "timer")
 
 
 @dataclass
 class Options:
-    """What to show. sections: any of commitlog, consumequeue, index, checkpoint."""
+    """What to show. sections: any of commitlog, consumequeue, index, checkpoint, timer."""
 
     sections: frozenset[str]
     topic: str | None = None
@@ -19,3 +19,4 @@ class Options:
     hex: bool = False
     hash_slots: int = 5_000_000
     index_num: int = 20_000_000
+    timer_precision_ms: int = 1000  # the wheel stores time / precision: it cannot tell the precision itself

@@ -9,7 +9,7 @@ from .files import ReadOnlyFiles, fmt_ms, lock_holder
 
 CHECKPOINT_FIELDS = struct.Struct(">qqq")  # physicMsgTimestamp, logicsMsgTimestamp, indexMsgTimestamp
 KNOWN_ENTRIES = ("commitlog", "consumequeue", "index", "checkpoint", "abort", "lock", "config",
-                 "dispatch_manifest.json")
+                 "dispatch_manifest.json", "timerwheel", "timerlog")
 
 
 def checkpoint_section(root: str, files: ReadOnlyFiles) -> dict:

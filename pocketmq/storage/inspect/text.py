@@ -19,6 +19,8 @@ def render(report: dict) -> str:
         _index(lines, report["index"], report.get("offset"))
     if "checkpoint" in report:
         _checkpoint(lines, report["checkpoint"])
+    if "timer" in report:
+        _timer(lines, report["timer"])
     return "\n".join(lines) + "\n"
 
 
@@ -234,3 +236,42 @@ def _checkpoint(lines: list[str], cp: dict) -> None:
                                     "whose first record is older"))
     for label, key, meaning in rows:
         lines.append(f"  {label:<19} {cp[key + '_timestamp']:<14} {cp[key + '_time']:<24} {meaning}")
+
+
+# -- timer files (RocketMQ 5) ----------------------------------------------------------------------
+
+def _timer(lines: list[str], section: dict) -> None:
+    cp, wheel, tlog = section["checkpoint"], section["wheel"], section["log"]
+    if not cp["present"] and not wheel["present"] and not tlog["files"]:
+        return  # a store without timers (timerWheelEnable=false, or written before them): nothing to say
+    lines.append("")
+    lines.append("Timer checkpoint (config/timercheck)" + ("" if cp["present"] else ": absent"))
+    if cp.get("error"):
+        lines.append(f"  ! {cp['error']}")
+    elif cp["present"]:
+        lines.append(f"  lastReadTimeMs          {cp['last_read_time_ms']:<14} {cp['last_read_time']:<24} "
+                     "slots before it are delivered")
+        lines.append(f"  lastTimerLogFlushPos    {cp['last_timer_log_flush_pos']}")
+        lines.append(f"  lastTimerQueueOffset    {cp['last_timer_queue_offset']:<14} "
+                     "rmq_sys_wheel_timer is enqueued up to this offset")
+        lines.append(f"  masterTimerQueueOffset  {cp['master_timer_queue_offset']}")
+        lines.append(f"  dataVersion             stateVersion {cp['state_version']}, timestamp {cp['timestamp']}, "
+                     f"counter {cp['counter']}")
+    if wheel["present"]:
+        lines.append(f"Timer wheel (timerwheel, {fmt_bytes(wheel['size'])}, {fmt_bytes(wheel['allocated'])} "
+                     f"allocated): {wheel['slot_count']:,} slots of 32 bytes, {wheel['slots_in_use']} in use "
+                     f"(times at {wheel['precision_ms']} ms precision, --timer-precision)")
+        for s in wheel["slots"]:
+            lines.append(f"  slot {s['index']:<8} {s['time']:<24} first {s['first_pos']:<10} last "
+                         f"{s['last_pos']:<10} num {s['num']}")
+        _more(lines, "  ", wheel["hidden"], "slot", "slots")
+    for f in tlog["files"]:
+        end = f["end"]
+        units = _plural(f["unit_count"], "unit", "units")
+        lines.append(f"Timer log file timerlog/{f['name']} ({fmt_bytes(f['size'])}): {units} of 52 bytes; ends: "
+                     f"{end['kind']} at {end['offset']}")
+        for u in f["units"]:
+            flags = "".join(("R" if u["roll"] else "-", "D" if u["delete"] else "-"))
+            lines.append(f"  @{u['offset']:<10} prev {u['prev_pos']:<10} magic {u['magic']} {flags} due "
+                         f"{u['delayed_time']:<24} commitlog {u['commitlog_offset']} ({u['size']} bytes)")
+        _more(lines, "  ", f["hidden"], "unit", "units")

@@ -1,0 +1,175 @@
+"""PopLongPollingService: pops (and notifications) that found nothing, held until a message arrives for them or
+their poll time is up (RocketMQ's PopLongPollingService).
+
+Requests are parked per topic, then per (group, queue id); queue id -1 waits for any queue of the topic. An
+arrival on a queue wakes, per group, the first request waiting for that queue and the first waiting for any
+queue; one on a group's pop retry topic wakes that group's requests of the original topic. A woken request runs
+again and parks again, with what is left of its poll time, when another consumer took the message first; a pop
+that finds more than it can carry wakes the next one itself (``notify_message_arriving``), as RocketMQ's does.
+
+As in PullRequestHoldService, the store's arrival listener runs on the dispatcher thread: it only looks the topic
+up and hops to the event loop once per batch of arrivals. Each request has a loop timer for its deadline, or for
+an earlier moment when the caller knows the answer may change then (an orderly queue's block running out).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from pocketmq.common.pop_ack_constants import RETRY_GROUP_TOPIC_PREFIX, build_pop_retry_topic
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.tasks import TaskTracker
+from pocketmq.remoting.transport import Channel
+
+from .pop_request import PopRequest
+
+Wakeup = Callable[[Channel, RemotingCommand, float], Coroutine[Any, Any, None]]
+GroupKey = tuple[str, int]  # (group, queue id)
+
+
+class PollingResult(enum.Enum):
+    POLLING_SUC = "POLLING_SUC"
+    POLLING_FULL = "POLLING_FULL"
+    NOT_POLLING = "NOT_POLLING"
+
+
+class PopLongPollingService:
+    def __init__(self, wakeup: Wakeup, tasks: TaskTracker, polling_size: int = 1024,
+                 retry_v2: bool = False, on_park: Callable[[], None] | None = None) -> None:
+        self._wakeup = wakeup
+        self._tasks = tasks
+        self.polling_size = polling_size
+        self._retry_v2 = retry_v2
+        self._on_park = on_park
+        # topic -> (group, queue id) -> parked requests. Membership is read from the dispatcher thread.
+        self.table: dict[str, dict[GroupKey, list[PopRequest]]] = {}
+        self._retry_topics: dict[str, tuple[str, str]] = {}  # pop retry topic -> (topic, group), while parked
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._arrivals: list[tuple[str, int]] = []
+        self._arrivals_lock = threading.Lock()
+        self._drain_scheduled = False
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+
+    def shutdown(self) -> None:
+        for groups in self.table.values():
+            for requests in groups.values():
+                for r in requests:
+                    if r.timer is not None:
+                        r.timer.cancel()
+        self.table.clear()
+        self._retry_topics.clear()
+        self._loop = None
+
+    def waiting(self) -> bool:
+        return bool(self.table)
+
+    def polling_num(self, topic: str, group: str, queue_id: int) -> int:
+        return len(self.table.get(topic, {}).get((group, queue_id), ()))
+
+    # --- parking (event loop) ---
+
+    def polling(self, channel: Channel, request: RemotingCommand, topic: str, group: str, queue_id: int,
+                deadline: float, wake_at: float | None = None) -> PollingResult:
+        """Park the request until an arrival, ``wake_at`` (loop time) or its ``deadline``."""
+        loop = self._loop
+        if loop is None or deadline <= loop.time() or channel.closed:
+            return PollingResult.NOT_POLLING
+        groups = self.table.setdefault(topic, {})
+        requests = groups.setdefault((group, queue_id), [])
+        if len(requests) >= self.polling_size:
+            return PollingResult.POLLING_FULL
+        r = PopRequest(request, channel, topic, group, queue_id, deadline)
+        requests.append(r)
+        self._retry_topics[build_pop_retry_topic(topic, group, self._retry_v2)] = (topic, group)
+        r.timer = loop.call_at(min(deadline, wake_at) if wake_at is not None else deadline, self._on_timer, r)
+        if self._on_park is not None:
+            self._on_park()
+        return PollingResult.POLLING_SUC
+
+    def on_channel_close(self, channel: Channel) -> None:
+        for groups in list(self.table.values()):
+            for requests in list(groups.values()):
+                for r in [r for r in requests if r.channel is channel]:
+                    self._remove(r)
+
+    # --- arrivals ---
+
+    def on_message_arriving(self, topic: str, queue_id: int) -> None:
+        """From the store's dispatcher thread, for every message: a dict lookup unless someone waits."""
+        if topic not in self.table and topic not in self._retry_topics:
+            return
+        with self._arrivals_lock:
+            self._arrivals.append((topic, queue_id))
+            if self._drain_scheduled:
+                return
+            self._drain_scheduled = True
+        loop = self._loop
+        if loop is None:
+            return
+        try:
+            loop.call_soon_threadsafe(self._drain_arrivals)
+        except RuntimeError:  # the loop is closed: the broker is shutting down
+            pass
+
+    def _drain_arrivals(self) -> None:
+        with self._arrivals_lock:
+            arrivals, self._arrivals = set(self._arrivals), []
+            self._drain_scheduled = False
+        for topic, queue_id in arrivals:
+            self.notify_message_arriving(topic, queue_id)
+
+    def notify_message_arriving(self, topic: str, queue_id: int, group: str | None = None) -> None:
+        """Wake, per group (or for ``group`` only), the first request waiting for ``queue_id`` and the first
+        waiting for any queue; an arrival on a pop retry topic wakes its group's requests of the topic."""
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) and topic in self._retry_topics:
+            original, retry_group = self._retry_topics[topic]
+            if group is None or group == retry_group:
+                for key in list(self.table.get(original, {})):
+                    if key[0] == retry_group:
+                        self._wake_first(original, key)
+            return
+        groups = self.table.get(topic)
+        if not groups:
+            return
+        for key in list(groups):
+            if (group is None or key[0] == group) and (queue_id < 0 or key[1] in (queue_id, -1)):
+                self._wake_first(topic, key)
+
+    # --- internals ---
+
+    def _wake_first(self, topic: str, key: GroupKey) -> None:
+        requests = self.table.get(topic, {}).get(key)
+        while requests:
+            r = requests[0]
+            self._remove(r)
+            if not r.channel.closed:
+                self._tasks.spawn(self._wakeup(r.channel, r.request, r.deadline), name="pop-wakeup")
+                return
+
+    def _on_timer(self, r: PopRequest) -> None:
+        r.timer = None
+        if self._remove(r) and not r.channel.closed:
+            self._tasks.spawn(self._wakeup(r.channel, r.request, r.deadline), name="pop-wakeup")
+
+    def _remove(self, r: PopRequest) -> bool:
+        if r.timer is not None:
+            r.timer.cancel()
+            r.timer = None
+        groups = self.table.get(r.topic)
+        requests = groups.get((r.group, r.queue_id)) if groups else None
+        if groups is None or requests is None or r not in requests:
+            return False
+        requests.remove(r)
+        if not requests:
+            del groups[(r.group, r.queue_id)]
+            if not any(k[0] == r.group for k in groups):
+                self._retry_topics.pop(build_pop_retry_topic(r.topic, r.group, self._retry_v2), None)
+            if not groups:
+                del self.table[r.topic]
+        return True

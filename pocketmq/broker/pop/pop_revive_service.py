@@ -1,0 +1,178 @@
+"""PopReviveService: gives back what pops handed out and nobody acked in time.
+
+Each revive queue of ``rmq_sys_REVIVE_LOG_<cluster>`` is read in order, as the system group
+``CID_RMQ_SYS_REVIVE_GROUP`` (its consumer offset is the revive offset), every ``reviveInterval``. A checkpoint
+(``ck``) is held until its revive time (pop time + invisible time); the acks (``ack``, ``bAck``) that follow it in
+the same queue set its bits. A checkpoint all of whose messages are acked is dropped; one that is due has each
+message not acked re-read from its queue and put into the group's pop retry topic with reconsumeTimes + 1, or into
+``%DLQ%group`` once the group's retryMaxTimes are used up (the send-back that CONSUMER_SEND_MSG_BACK uses).
+
+The revive offset is committed up to the oldest checkpoint still held, so a restarted broker reads the held
+checkpoints and their acks again and carries on: nothing handed out is forgotten (a message revived just before
+a crash may be revived twice, as in RocketMQ: delivery is at least once).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pocketmq.common.codec import CorruptRecordError, decode_all
+from pocketmq.common.message import MessageExt
+from pocketmq.common.pop_ack_constants import (
+    ACK_TAG,
+    BATCH_ACK_TAG,
+    CK_TAG,
+    PROPERTY_FIRST_POP_TIME,
+    RETRY_GROUP_TOPIC_PREFIX,
+    REVIVE_GROUP,
+)
+from pocketmq.storage.message_filter import TagsFilter
+from pocketmq.storage.pop import PopCheckPoint, decode_ack
+from pocketmq.storage.pop.pop_check_point import PopRecordError
+from pocketmq.storage.results import GetMessageResult, GetMessageStatus
+
+if TYPE_CHECKING:
+    from ..broker_controller import BrokerController
+
+log = logging.getLogger(__name__)
+
+_ALL = TagsFilter(None)
+_BATCH = 32
+_RETRY_QUEUE_NUM = 1  # PopAckConstants.retryQueueNum: a pop retry topic has one queue
+_MOVED = (GetMessageStatus.OFFSET_TOO_SMALL, GetMessageStatus.OFFSET_OVERFLOW_BADLY)
+
+
+@dataclass(slots=True)
+class ReviveQueue:
+    queue_id: int
+    offset: int = -1  # the next revive-log offset to read; -1 until loaded from the revive group's offset
+    held: dict[str, PopCheckPoint] = field(default_factory=dict)  # merge key -> checkpoint, in log order
+
+
+class PopReviveService:
+    def __init__(self, controller: BrokerController) -> None:
+        self.controller = controller
+        self.revive_topic = controller.pop_message_processor.revive_log.revive_topic
+        n = controller.pop_message_processor.revive_log.queue_num
+        self.queues = [ReviveQueue(i) for i in range(n)]
+        self.revived = 0  # messages put back (retry or DLQ), for tests and statistics
+
+    def start(self) -> None:
+        self.controller.tasks.periodic("pop-revive", self.controller.broker_config.revive_interval, self.revive_all)
+
+    @property
+    def held_count(self) -> int:
+        return sum(len(q.held) for q in self.queues)
+
+    async def revive_all(self) -> None:
+        for q in self.queues:
+            await self._read_new(q)
+            await self._revive_due(q)
+            self._commit(q)
+
+    async def _read_new(self, q: ReviveQueue) -> None:
+        c = self.controller
+        if q.offset < 0:
+            committed = c.consumer_offset_manager.query_offset(REVIVE_GROUP, self.revive_topic, q.queue_id)
+            q.offset = committed if committed >= 0 else c.store.get_min_offset_in_queue(self.revive_topic, q.queue_id)
+        while True:
+            result = await self._read(self.revive_topic, q.queue_id, q.offset, _BATCH)
+            if result.status in _MOVED:
+                q.offset = result.next_begin_offset  # (revive log files removed under it)
+                continue
+            if not result.message_count:
+                return
+            for m in decode_all(result.body):
+                self._consume(q, m)
+            q.offset = result.next_begin_offset
+
+    def _consume(self, q: ReviveQueue, m: MessageExt) -> None:
+        try:
+            if m.tags == CK_TAG:
+                new = PopCheckPoint.decode(m.body)
+                new.revive_offset = m.queue_offset
+                q.held.setdefault(new.merge_key(), new)
+            elif m.tags in (ACK_TAG, BATCH_ACK_TAG):
+                ack = decode_ack(m.body, m.tags == BATCH_ACK_TAG)
+                key = ack.merge_key()
+                ck = q.held.get(key)
+                if ck is None:
+                    return  # revived already (a late ack), or of a checkpoint before the revive offset
+                for offset in ack.ack_offsets:
+                    i = ck.index_of_ack(offset)
+                    if i >= 0:
+                        ck.bit_map |= 1 << i
+                if ck.all_acked:
+                    del q.held[key]
+        except PopRecordError as e:
+            log.warning("revive queue %d offset %d: skipped %s", q.queue_id, m.queue_offset, e)
+
+    async def _revive_due(self, q: ReviveQueue) -> None:
+        now = time.time_ns() // 1_000_000
+        for key, ck in list(q.held.items()):
+            if ck.revive_time > now:
+                continue
+            if await self._revive(ck):
+                del q.held[key]
+
+    def _commit(self, q: ReviveQueue) -> None:
+        if q.offset < 0:
+            return
+        upto = min((ck.revive_offset for ck in q.held.values()), default=q.offset)
+        c = self.controller
+        if c.consumer_offset_manager.query_offset(REVIVE_GROUP, self.revive_topic, q.queue_id) != upto:
+            c.consumer_offset_manager.commit_offset("revive", REVIVE_GROUP, self.revive_topic, q.queue_id, upto)
+
+    async def _revive(self, ck: PopCheckPoint) -> bool:
+        """Put back every message of ``ck`` not acked; False (kept for the next round) when a put fails."""
+        for i in range(ck.num):
+            if ck.is_acked(i):
+                continue
+            offset = ck.ack_offset_by_index(i)
+            msg = await self._message_at(ck.topic, ck.queue_id, offset)
+            if msg is None:
+                log.info("revive of %s@%s queue %d offset %d: the message is gone", ck.topic, ck.cid, ck.queue_id,
+                         offset)
+                continue
+            if not await self._put_back(ck, msg):
+                return False
+            ck.bit_map |= 1 << i  # (not again if a later message of the checkpoint fails)
+            self.revived += 1
+        return True
+
+    async def _message_at(self, topic: str, queue_id: int, offset: int) -> MessageExt | None:
+        result = await self._read(topic, queue_id, offset, 1)
+        try:
+            msgs = decode_all(result.body) if result.message_count else []
+        except CorruptRecordError:
+            return None
+        return msgs[0] if msgs and msgs[0].queue_offset == offset else None
+
+    async def _put_back(self, ck: PopCheckPoint, msg: MessageExt) -> bool:
+        c = self.controller
+        sgc = c.subscription_group_manager.find_subscription_group_config(ck.cid)
+        max_reconsume = sgc.retry_max_times if sgc is not None else 16
+        if ck.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            retry_topic = ck.topic
+        else:
+            retry_topic = c.pop_message_processor.retry_topic(ck.topic, ck.cid)
+        extra = {}
+        if msg.reconsume_times == 0 or PROPERTY_FIRST_POP_TIME not in msg.properties:
+            extra[PROPERTY_FIRST_POP_TIME] = str(ck.pop_time)
+        sender = c.send_message_processor
+        back = sender.build_send_back_message(msg, ck.cid, retry_topic, _RETRY_QUEUE_NUM, max_reconsume, None,
+                                              extra_properties=extra)
+        if isinstance(back, str):
+            log.warning("revive of %s@%s: %s", ck.topic, ck.cid, back)
+            return False
+        result = await sender.put_message(back)
+        if not result.is_ok:
+            log.warning("revive of %s@%s offset %d: put failed (%s)", ck.topic, ck.cid, msg.queue_offset,
+                        result.status)
+        return result.is_ok
+
+    async def _read(self, topic: str, queue_id: int, offset: int, n: int) -> GetMessageResult:
+        return await self.controller.pop_message_processor.read(REVIVE_GROUP, topic, queue_id, offset, n, _ALL)

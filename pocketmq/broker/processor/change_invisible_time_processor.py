@@ -1,0 +1,86 @@
+"""ChangeInvisibleTimeProcessor: CHANGE_MESSAGE_INVISIBLETIME (200053).
+
+For a normal pop, a new checkpoint of the one message with the new invisible time from now, then an ack of the
+old one (RocketMQ's appendCheckPointThenAckOrigin); the answer's pop time, invisible time and revive queue make the
+message's new receipt handle. For an orderly pop, the message's next visible time in ConsumerOrderInfoManager: the
+queue stays blocked until then, and the count of the next delivery goes up in place.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pocketmq.common.extra_info_util import ExtraInfoError, parse_extra_info
+from pocketmq.common.pop_ack_constants import RETRY_GROUP_TOPIC_PREFIX
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.pop_header import ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader
+from pocketmq.remoting.transport import Channel
+from pocketmq.storage.pop import AckMsg, PopCheckPoint
+
+from .base import BrokerProcessor, response
+from .pop_message_processor import now_ms
+
+if TYPE_CHECKING:
+    from ..broker_controller import BrokerController
+
+MAX_INVISIBLE_TIME = 12 * 3600 * 1000  # what RocketMQ's proxy accepts at most
+
+
+class ChangeInvisibleTimeProcessor(BrokerProcessor):
+    def __init__(self, controller: BrokerController) -> None:
+        super().__init__(controller)
+        self.handlers[RequestCode.CHANGE_MESSAGE_INVISIBLETIME] = self.change_invisible_time
+
+    async def change_invisible_time(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        c = self.controller
+        header = request.decode_header(ChangeInvisibleTimeRequestHeader)
+        try:
+            extra = parse_extra_info(header.extra_info)
+        except ExtraInfoError as e:
+            return response(request, ResponseCode.INVALID_PARAMETER, str(e))
+        if not 0 <= header.invisible_time <= MAX_INVISIBLE_TIME:
+            return response(request, ResponseCode.INVALID_PARAMETER,
+                            f"invisibleTime {header.invisible_time} is not 0..{MAX_INVISIBLE_TIME}")
+        group = header.consumer_group
+        topic = header.topic if header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else extra.real_topic(
+            header.topic, group)
+        error = c.ack_message_processor.check_ack(request, channel, topic, header.queue_id, header.offset,
+                                                  extra.revive_qid)
+        if error is not None:
+            return error
+        if extra.is_order:
+            return self._change_orderly(request, header, topic, extra.pop_time, extra.revive_qid)
+        pop = c.pop_message_processor
+        pop_time = now_ms()
+        revive_qid = pop.revive_log.next_revive_qid()
+        ck = PopCheckPoint(header.offset, pop_time, header.invisible_time, 1, header.queue_id, topic, group,
+                           c.broker_config.broker_name, queue_offset_diff=[0])
+        if pop.buffer_merge.enabled:
+            pop.buffer_merge.add_ck(ck, revive_qid, -1)
+        else:
+            put = await pop.revive_log.append_check_point(ck, revive_qid)
+            if not put.is_ok:
+                return response(request, ResponseCode.SYSTEM_ERROR, f"checkpoint not written: {put.status.value}")
+        ack = AckMsg(header.offset, extra.ck_queue_offset, group, topic, header.queue_id, extra.pop_time,
+                     extra.broker_name)
+        answer = await c.ack_message_processor.append_ack(request, response(request), ack, extra.revive_qid)
+        if answer.code != ResponseCode.SUCCESS:
+            return answer
+        return response(request, ext_fields=ChangeInvisibleTimeResponseHeader(pop_time, header.invisible_time,
+                                                                              revive_qid))
+
+    def _change_orderly(self, request: RemotingCommand, header: ChangeInvisibleTimeRequestHeader, topic: str,
+                        pop_time: int, revive_qid: int) -> RemotingCommand:
+        c = self.controller
+        group = header.consumer_group
+        answer = ChangeInvisibleTimeResponseHeader(pop_time, header.invisible_time, revive_qid)
+        if header.offset < c.consumer_offset_manager.query_offset(group, topic, header.queue_id):
+            return response(request, ext_fields=answer)  # acked already
+        next_visible = now_ms() + header.invisible_time
+        c.consumer_order_info_manager.update_next_visible_time(topic, group, header.queue_id, header.offset,
+                                                               pop_time, next_visible)
+        answer.invisible_time = next_visible - pop_time
+        # A parked pop of the queue re-checks when the batch frees up now (it parks again if not).
+        c.pop_message_processor.long_polling.notify_message_arriving(topic, header.queue_id, group)
+        return response(request, ext_fields=answer)

@@ -1,0 +1,93 @@
+"""NotificationProcessor: NOTIFICATION (200054), "is there something to pop?" answered without popping
+(``hasMsg``), held like a pop for its poll time when there is not; and POLLING_INFO (200055), how many pops are
+parked for a topic@group@queue."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.errors import HeaderError
+from pocketmq.remoting.pop_header import (
+    NotificationRequestHeader,
+    NotificationResponseHeader,
+    PollingInfoRequestHeader,
+    PollingInfoResponseHeader,
+)
+from pocketmq.remoting.transport import Channel
+
+from ..longpolling.pop_long_polling_service import PollingResult, PopLongPollingService
+from .base import BrokerProcessor, log, response
+
+if TYPE_CHECKING:
+    from ..broker_controller import BrokerController
+
+
+class NotificationProcessor(BrokerProcessor):
+    def __init__(self, controller: BrokerController) -> None:
+        super().__init__(controller)
+        self.handlers[RequestCode.NOTIFICATION] = self.notification
+        self.handlers[RequestCode.POLLING_INFO] = self.polling_info
+        bc = controller.broker_config
+        self.long_polling = PopLongPollingService(self.execute_request_when_wakeup, controller.tasks,
+                                                  bc.pop_polling_size, bc.enable_retry_topic_v2)
+
+    async def notification(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+        return self._process(channel, request, None)
+
+    async def execute_request_when_wakeup(self, channel: Channel, request: RemotingCommand, deadline: float) -> None:
+        try:
+            resp = self._process(channel, request, deadline)
+        except (HeaderError, Exception) as e:
+            log.exception("re-executing a parked notification failed")
+            resp = response(request, ResponseCode.SYSTEM_ERROR, str(e) or type(e).__name__)
+        if resp is not None and not request.is_oneway:
+            resp.opaque = request.opaque
+            channel.send_response(resp)
+
+    def _process(self, channel: Channel, request: RemotingCommand, deadline: float | None) -> RemotingCommand | None:
+        header = request.decode_header(NotificationRequestHeader)
+        pop = self.controller.pop_message_processor
+        tc = pop.check_topic_and_group(channel, request, header.topic, header.queue_id, header.consumer_group)
+        if isinstance(tc, RemotingCommand):
+            return tc
+        if self.has_msg(header, tc.read_queue_nums):
+            return response(request, ext_fields=NotificationResponseHeader(True))
+        loop = asyncio.get_running_loop()
+        if deadline is None:
+            deadline = loop.time() + max(0, header.poll_time) / 1000
+        polled = self.long_polling.polling(channel, request, header.topic, header.consumer_group, header.queue_id,
+                                           deadline)
+        if polled is PollingResult.POLLING_SUC:
+            return None
+        return response(request, ext_fields=NotificationResponseHeader(
+            False, polled is PollingResult.POLLING_FULL))
+
+    def has_msg(self, header: NotificationRequestHeader, read_queue_nums: int) -> bool:
+        c = self.controller
+        pop = c.pop_message_processor
+        group = header.consumer_group
+        queues = range(read_queue_nums) if header.queue_id < 0 else [header.queue_id]
+        targets = [(header.topic, q) for q in queues]
+        retry = c.topic_config_manager.select_topic_config(pop.retry_topic(header.topic, group))
+        if retry is not None and not header.order:
+            targets += [(retry.topic_name, q) for q in range(retry.read_queue_nums)]
+        for topic, queue_id in targets:
+            if header.order and c.consumer_order_info_manager.check_block(header.attempt_id, topic, group, queue_id):
+                continue
+            if c.store.get_max_offset_in_queue(topic, queue_id) > pop.pop_offset(group, topic, queue_id, 1, init=False):
+                return True
+        return False
+
+    async def polling_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(PollingInfoRequestHeader)
+        tc = self.controller.topic_config_manager.select_topic_config(header.topic)
+        if tc is None:
+            return response(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{header.topic}] not exist")
+        if header.queue_id < -1 or header.queue_id >= tc.read_queue_nums:
+            return response(request, ResponseCode.INVALID_PARAMETER, f"queueId[{header.queue_id}] is illegal")
+        n = self.controller.pop_message_processor.long_polling.polling_num(header.topic, header.consumer_group,
+                                                                           header.queue_id)
+        return response(request, ext_fields=PollingInfoResponseHeader(n))

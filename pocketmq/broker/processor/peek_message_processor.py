@@ -1,0 +1,58 @@
+"""PeekMessageProcessor: PEEK_MESSAGE (200052): what a pop would return, without taking it (no offset moves, no
+checkpoint, no long polling); PULL_NOT_FOUND when there is nothing."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.pop_header import PeekMessageRequestHeader, PopMessageResponseHeader
+from pocketmq.remoting.transport import Channel
+from pocketmq.storage.message_filter import TagsFilter
+from pocketmq.storage.results import GetMessageStatus
+
+from .base import BrokerProcessor, response
+from .pop_message_processor import MAX_POP_NUMS, now_ms
+
+if TYPE_CHECKING:
+    from ..broker_controller import BrokerController
+
+_ALL = TagsFilter(None)
+
+
+class PeekMessageProcessor(BrokerProcessor):
+    def __init__(self, controller: BrokerController) -> None:
+        super().__init__(controller)
+        self.handlers[RequestCode.PEEK_MESSAGE] = self.peek_message
+
+    async def peek_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(PeekMessageRequestHeader)
+        pop = self.controller.pop_message_processor
+        if not 0 < header.max_msg_nums <= MAX_POP_NUMS:
+            return response(request, ResponseCode.INVALID_PARAMETER, f"maxMsgNums {header.max_msg_nums} is not 1..32")
+        tc = pop.check_topic_and_group(channel, request, header.topic, header.queue_id, header.consumer_group)
+        if isinstance(tc, RemotingCommand):
+            return tc
+        group = header.consumer_group
+        targets = [(header.topic, q) for q in (range(tc.read_queue_nums) if header.queue_id < 0 else [header.queue_id])]
+        retry = self.controller.topic_config_manager.select_topic_config(pop.retry_topic(header.topic, group))
+        if retry is not None:
+            targets += [(retry.topic_name, q) for q in range(retry.read_queue_nums)]
+        buffers: list[bytes] = []
+        count = rest = 0
+        for topic, queue_id in targets:
+            offset = pop.pop_offset(group, topic, queue_id, 1, init=False)
+            need = header.max_msg_nums - count
+            if need > 0:
+                result = await pop.read(group, topic, queue_id, offset, need, _ALL)
+                buffers += result.buffers
+                count += result.message_count
+                offset = result.next_begin_offset
+            rest += max(0, self.controller.store.get_max_offset_in_queue(topic, queue_id) - offset)
+        answer = PopMessageResponseHeader(now_ms(), 0, 0, rest)
+        if not count:
+            return response(request, ResponseCode.PULL_NOT_FOUND, GetMessageStatus.NO_MESSAGE_IN_QUEUE.value,
+                            ext_fields=answer)
+        return response(request, ResponseCode.SUCCESS, GetMessageStatus.FOUND.value, ext_fields=answer,
+                        body=b"".join(buffers))

@@ -1,0 +1,373 @@
+"""PopMessageProcessor: POP_MESSAGE (200050), RocketMQ 5's consumption without client-side rebalance.
+
+A pop reads from the group's offset in each queue it visits (queue id -1: every queue of the topic, from a random
+one on; with ``popFromRetryProbability`` percent the group's pop retry topic first, else after the topic when the
+batch is not full), commits the offset past what it read at once and writes a checkpoint of it to the revive log.
+What is not acked before the checkpoint's invisible time runs out the revive service gives back through the retry
+topic (PopReviveService). An orderly pop (``order=true``) writes no checkpoint: the queue stays blocked for the
+group until the batch is acked (ConsumerOrderInfoManager). A pop that finds nothing is parked for its poll time
+(PopLongPollingService).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pocketmq.common.codec import decode_all, encode
+from pocketmq.common.extra_info_util import build_extra_info, build_msg_offset_info, build_start_offset_info
+from pocketmq.common.pop_ack_constants import (
+    CONSUME_INIT_MODE_MIN,
+    POP_ORDER_REVIVE_QUEUE,
+    PROPERTY_POP_CK,
+    RETRY_GROUP_TOPIC_PREFIX,
+    build_pop_retry_topic,
+)
+from pocketmq.remoting.body import TopicConfig
+from pocketmq.remoting.codes import PermName, RequestCode, ResponseCode
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.errors import HeaderError
+from pocketmq.remoting.pop_header import PopMessageRequestHeader, PopMessageResponseHeader
+from pocketmq.remoting.transport import Channel
+from pocketmq.storage.message_filter import MessageFilter, TagsFilter
+from pocketmq.storage.pop import PopCheckPoint
+from pocketmq.storage.results import GetMessageResult, GetMessageStatus
+
+from ..filter import EXPRESSION_TYPE_SQL92, SubscriptionParseError, build_subscription_data, message_filter_for
+from ..longpolling.pop_long_polling_service import PollingResult, PopLongPollingService
+from ..pop import PopBufferMergeService, QueueLockManager, ReviveLog
+from .abstract_send_message_processor import AbstractSendMessageProcessor
+from .base import BrokerProcessor, log, response
+
+if TYPE_CHECKING:
+    from ..broker_controller import BrokerController
+
+MAX_POP_NUMS = 32  # RocketMQ refuses more per pop
+_MATCH_ALL = TagsFilter(None)  # a pop retry topic holds only what the group's filter once matched
+_RE_READ = (GetMessageStatus.OFFSET_TOO_SMALL, GetMessageStatus.OFFSET_OVERFLOW_BADLY,
+            GetMessageStatus.OFFSET_FOUND_NULL)
+_SKIP = (GetMessageStatus.NO_MATCHED_MESSAGE, GetMessageStatus.OFFSET_FOUND_NULL,
+         GetMessageStatus.MESSAGE_WAS_REMOVING)
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(slots=True)
+class PopContext:
+    """One pop's progress over the queues it visits."""
+
+    header: PopMessageRequestHeader
+    channel: Channel
+    pop_time: int
+    revive_qid: int
+    message_filter: MessageFilter
+    buffers: list[bytes] = field(default_factory=list)
+    count: int = 0
+    rest_num: int = 0
+    start_offset_info: list[str] = field(default_factory=list)
+    msg_offset_info: list[str] = field(default_factory=list)
+    order_count_info: list[str] = field(default_factory=list)
+    unblock_at: int | None = None  # ms: when the first blocked orderly queue frees up
+
+    @property
+    def order(self) -> bool:
+        return bool(self.header.order)
+
+
+class PopMessageProcessor(BrokerProcessor):
+    def __init__(self, controller: BrokerController) -> None:
+        super().__init__(controller)
+        self.handlers[RequestCode.POP_MESSAGE] = self.pop_message
+        bc = controller.broker_config
+        self.queue_lock_manager = QueueLockManager()
+        self.revive_log = ReviveLog(controller)
+        self.buffer_merge = PopBufferMergeService(controller, self.revive_log)
+        self.long_polling = PopLongPollingService(
+            self.execute_request_when_wakeup, controller.tasks, bc.pop_polling_size, bc.enable_retry_topic_v2,
+            on_park=controller.store.reput_service.hurry,
+        )
+        self._random = random.Random()
+
+    def retry_topic(self, topic: str, group: str) -> str:
+        return build_pop_retry_topic(topic, group, self.controller.broker_config.enable_retry_topic_v2)
+
+    async def pop_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+        return await self._process(channel, request, None)
+
+    async def execute_request_when_wakeup(self, channel: Channel, request: RemotingCommand, deadline: float) -> None:
+        """Run a parked pop again (it may park again until ``deadline``) and write its answer to the channel."""
+        try:
+            resp = await self._process(channel, request, deadline)
+        except HeaderError as e:  # cannot happen for a request that was parked, but never leave it hanging
+            resp = response(request, ResponseCode.SYSTEM_ERROR, f"bad request: {e}")
+        except Exception as e:
+            log.exception("re-executing a parked pop failed")
+            resp = response(request, ResponseCode.SYSTEM_ERROR, str(e) or type(e).__name__)
+        if resp is not None and not request.is_oneway:
+            resp.opaque = request.opaque
+            channel.send_response(resp)
+
+    async def _process(self, channel: Channel, request: RemotingCommand, deadline: float | None
+                       ) -> RemotingCommand | None:
+        header = request.decode_header(PopMessageRequestHeader)
+        checked = self._check(channel, request, header, first_run=deadline is None)
+        if isinstance(checked, RemotingCommand):
+            return checked
+        tc, message_filter = checked
+        loop = asyncio.get_running_loop()
+        if deadline is None:
+            deadline = loop.time() + max(0, header.poll_time) / 1000
+        revive_qid = POP_ORDER_REVIVE_QUEUE if header.order else self.revive_log.next_revive_qid()
+        ctx = PopContext(header, channel, now_ms(), revive_qid, message_filter)
+        await self._pop(ctx, tc)
+        if ctx.count:
+            if ctx.rest_num > 0:  # more than this batch could carry: the next parked pop may take it
+                self.long_polling.notify_message_arriving(header.topic, header.queue_id, header.consumer_group)
+            return self._found(request, ctx)
+        wake_at = None if ctx.unblock_at is None else loop.time() + max(0, ctx.unblock_at - now_ms()) / 1000
+        polled = self.long_polling.polling(channel, request, header.topic, header.consumer_group, header.queue_id,
+                                           deadline, wake_at)
+        if polled is PollingResult.POLLING_SUC:
+            return None
+        code = ResponseCode.POLLING_FULL if polled is PollingResult.POLLING_FULL else ResponseCode.POLLING_TIMEOUT
+        return response(request, code, GetMessageStatus.NO_MESSAGE_IN_QUEUE.value, ext_fields=self._header(ctx))
+
+    def _check(self, channel: Channel, request: RemotingCommand, header: PopMessageRequestHeader, first_run: bool
+               ) -> RemotingCommand | tuple[TopicConfig, MessageFilter]:
+        c = self.controller
+        bc = c.broker_config
+        if first_run and header.born_time > 0 and now_ms() - header.born_time - header.poll_time > 500:
+            return response(request, ResponseCode.POLLING_TIMEOUT,
+                            f"the broker[{bc.broker_ip1}] pop message is timeout too much")
+        if not PermName.is_readable(bc.broker_permission):
+            return response(request, ResponseCode.NO_PERMISSION,
+                            f"the broker[{bc.broker_ip1}] pop message is forbidden")
+        if not 0 < header.max_msg_nums <= MAX_POP_NUMS:
+            return response(request, ResponseCode.INVALID_PARAMETER,
+                            f"the broker[{bc.broker_ip1}] pop message's num {header.max_msg_nums} is not 1..32")
+        if header.invisible_time < 0 or header.poll_time < 0:
+            return response(request, ResponseCode.INVALID_PARAMETER,
+                            f"invisibleTime {header.invisible_time} and pollTime {header.poll_time} must be >= 0")
+        error = self.check_topic_and_group(channel, request, header.topic, header.queue_id, header.consumer_group)
+        if isinstance(error, RemotingCommand):
+            return error
+        flt = self.message_filter(request, header.topic, header.exp, header.exp_type)
+        return flt if isinstance(flt, RemotingCommand) else (error, flt)
+
+    def check_topic_and_group(self, channel: Channel, request: RemotingCommand, topic: str, queue_id: int,
+                              group: str) -> RemotingCommand | TopicConfig:
+        """The checks pop, peek and notification share: the topic, the queue id (-1: all) and the group."""
+        c = self.controller
+        tc = c.topic_config_manager.select_topic_config(topic)
+        if tc is None:
+            return response(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
+        if not PermName.is_readable(tc.perm):
+            return response(request, ResponseCode.NO_PERMISSION, f"the topic[{topic}] peeking message is forbidden")
+        if queue_id < -1 or queue_id >= tc.read_queue_nums:
+            return response(request, ResponseCode.INVALID_PARAMETER,
+                            f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
+                            f"[{tc.read_queue_nums}] consumer:[{channel.remote_address}]")
+        sgc = c.subscription_group_manager.find_subscription_group_config(group)
+        if sgc is None:
+            return response(request, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                            f"subscription group [{group}] does not exist")
+        if not sgc.consume_enable:
+            return response(request, ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+        return tc
+
+    def message_filter(self, request: RemotingCommand, topic: str, exp: str | None, exp_type: str | None
+                       ) -> MessageFilter | RemotingCommand:
+        if exp_type == EXPRESSION_TYPE_SQL92 and not self.controller.broker_config.enable_property_filter:
+            return response(request, ResponseCode.SYSTEM_ERROR,
+                            f"The broker does not support consumer to filter message by {exp_type}")
+        try:
+            return message_filter_for(build_subscription_data(topic, exp or "*", exp_type))
+        except SubscriptionParseError as e:
+            return response(request, ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+                            f"parse the consumer's subscription failed: {e}")
+
+    # --- reading ---
+
+    async def _pop(self, ctx: PopContext, tc: TopicConfig) -> None:
+        header = ctx.header
+        retry_topic = self.retry_topic(header.topic, header.consumer_group)
+        probability = self.controller.broker_config.pop_from_retry_probability
+        need_retry = not ctx.order and self._random.randrange(100) < probability
+        if need_retry:
+            await self._pop_from_topic(ctx, retry_topic, True)
+        if header.queue_id < 0:
+            await self._pop_from_topic(ctx, tc.topic_name, False)
+        else:
+            await self._pop_from_queue(ctx, tc.topic_name, header.queue_id, False)
+        if not need_retry and not ctx.order and ctx.count < header.max_msg_nums:
+            await self._pop_from_topic(ctx, retry_topic, True)
+
+    async def _pop_from_topic(self, ctx: PopContext, topic: str, is_retry: bool) -> None:
+        tc = self.controller.topic_config_manager.select_topic_config(topic)
+        if tc is None or tc.read_queue_nums <= 0:
+            return
+        n = tc.read_queue_nums
+        start = self._random.randrange(n)
+        for i in range(n):
+            await self._pop_from_queue(ctx, topic, (start + i) % n, is_retry)
+
+    async def _pop_from_queue(self, ctx: PopContext, topic: str, queue_id: int, is_retry: bool) -> None:
+        group = ctx.header.consumer_group
+        if ctx.count >= ctx.header.max_msg_nums:
+            # Full: what is left here only counts towards restNum (no lock, no offset initialised).
+            if not ctx.order:
+                ctx.rest_num += max(0, self.controller.store.get_max_offset_in_queue(topic, queue_id)
+                                    - self.pop_offset(group, topic, queue_id, ctx.header.init_mode, init=False))
+            return
+        key = self.queue_lock_manager.build_lock_key(topic, group, queue_id)
+        if not self.queue_lock_manager.try_lock(key):
+            # Another pop of this group reads the queue right now.
+            if not ctx.order:
+                ctx.rest_num += max(0, self.controller.store.get_max_offset_in_queue(topic, queue_id)
+                                    - self.pop_offset(group, topic, queue_id, ctx.header.init_mode, init=False))
+            return
+        try:
+            await self._pop_locked(ctx, topic, queue_id, is_retry)
+        finally:
+            self.queue_lock_manager.unlock(key)
+
+    async def _pop_locked(self, ctx: PopContext, topic: str, queue_id: int, is_retry: bool) -> None:
+        c = self.controller
+        header = ctx.header
+        group = header.consumer_group
+        offset = self.pop_offset(group, topic, queue_id, header.init_mode)
+        if ctx.order and c.consumer_order_info_manager.check_block(header.attempt_id, topic, group, queue_id):
+            free = c.consumer_order_info_manager.lock_free_timestamp(topic, group, queue_id)
+            if free is not None and (ctx.unblock_at is None or free < ctx.unblock_at):
+                ctx.unblock_at = free
+            return
+        need = header.max_msg_nums - ctx.count
+        if need <= 0:
+            ctx.rest_num += max(0, c.store.get_max_offset_in_queue(topic, queue_id) - offset)
+            return
+        flt = _MATCH_ALL if is_retry else ctx.message_filter
+        result = await self.read(group, topic, queue_id, offset, need, flt)
+        if result.status in _RE_READ:
+            # The stored offset is outside the queue (expired files, a reset): go on from where the queue is.
+            self.commit_offset(ctx.channel, group, topic, queue_id, result.next_begin_offset)
+            offset = result.next_begin_offset
+            result = await self.read(group, topic, queue_id, offset, need, flt)
+        if result.message_count:
+            if not await self._take(ctx, topic, queue_id, offset, result, is_retry):
+                ctx.rest_num += result.max_offset - offset
+                return
+        elif result.status in _SKIP and result.next_begin_offset > offset:
+            self._skip(ctx, topic, queue_id, offset, result.next_begin_offset)  # filtered out
+        ctx.rest_num += max(0, result.max_offset - result.next_begin_offset)
+
+    async def _take(self, ctx: PopContext, topic: str, queue_id: int, offset: int, result: GetMessageResult,
+                    is_retry: bool) -> bool:
+        """Hand the messages read to this pop: record them (order info, or a checkpoint), commit the offset and
+        add them to the answer. False when the checkpoint could not be written (nothing is handed out)."""
+        c = self.controller
+        header = ctx.header
+        group = header.consumer_group
+        if ctx.order:
+            c.consumer_order_info_manager.update(header.attempt_id, topic, group, queue_id, ctx.pop_time,
+                                                 header.invisible_time, result.queue_offsets, ctx.order_count_info)
+            self.commit_offset(ctx.channel, group, topic, queue_id, offset)
+        else:
+            ck = PopCheckPoint(offset, ctx.pop_time, header.invisible_time, result.message_count, queue_id, topic,
+                               group, c.broker_config.broker_name,
+                               queue_offset_diff=[o - offset for o in result.queue_offsets])
+            if self.buffer_merge.enabled:
+                self.buffer_merge.add_ck(ck, ctx.revive_qid, result.next_begin_offset)
+            else:
+                put = await self.revive_log.append_check_point(ck, ctx.revive_qid)
+                if not put.is_ok:
+                    log.warning("pop of %s@%s queue %d: checkpoint not written (%s)", topic, group, queue_id,
+                                put.status)
+                    return False
+                self.commit_offset(ctx.channel, group, topic, queue_id, result.next_begin_offset)
+        build_start_offset_info(ctx.start_offset_info, topic, queue_id, offset)
+        build_msg_offset_info(ctx.msg_offset_info, topic, queue_id, result.queue_offsets)
+        if is_retry:
+            ctx.buffers.append(self._as_original_topic(ctx, offset, result))
+        else:
+            ctx.buffers.extend(result.buffers)
+        ctx.count += result.message_count
+        c.broker_stats_manager.inc_get(group, header.topic, result.message_count, result.buffer_total_size)
+        return True
+
+    def _skip(self, ctx: PopContext, topic: str, queue_id: int, offset: int, next_begin: int) -> None:
+        """Move past messages the filter left out; behind buffered pops of the queue, in their order."""
+        group = ctx.header.consumer_group
+        if ctx.order or not self.buffer_merge.has_pending(topic, group, queue_id):
+            self.commit_offset(ctx.channel, group, topic, queue_id, next_begin)
+            return
+        mock = PopCheckPoint(offset, ctx.pop_time, ctx.header.invisible_time, 0, queue_id, topic, group)
+        self.buffer_merge.add_ck(mock, ctx.revive_qid, next_begin)
+
+    def _as_original_topic(self, ctx: PopContext, offset: int, result: GetMessageResult) -> bytes:
+        """Messages of a pop retry topic as RocketMQ answers them: under the topic the consumer popped, each with
+        its receipt handle in POP_CK (the offset infos only describe the retry topic's queue)."""
+        header = ctx.header
+        broker_name = self.controller.broker_config.broker_name
+        out = []
+        for m in decode_all(result.body):
+            m.put_property(PROPERTY_POP_CK, build_extra_info(offset, ctx.pop_time, header.invisible_time,
+                                                             ctx.revive_qid, m.topic, broker_name, m.queue_id,
+                                                             m.queue_offset))
+            host = AbstractSendMessageProcessor.host_bytes
+            out.append(encode(
+                topic=header.topic, body=m.body, properties=m.properties_string, queue_id=m.queue_id, flag=m.flag,
+                queue_offset=m.queue_offset, physical_offset=m.commit_log_offset, sys_flag=m.sys_flag,
+                born_timestamp=m.born_timestamp, born_host=host(m.born_host), store_timestamp=m.store_timestamp,
+                store_host=host(m.store_host), reconsume_times=m.reconsume_times,
+                prepared_transaction_offset=m.prepared_transaction_offset,
+            ))
+        return b"".join(out)
+
+    def _found(self, request: RemotingCommand, ctx: PopContext) -> RemotingCommand:
+        return response(request, ResponseCode.SUCCESS, GetMessageStatus.FOUND.value, ext_fields=self._header(ctx),
+                        body=b"".join(ctx.buffers))
+
+    @staticmethod
+    def _header(ctx: PopContext) -> PopMessageResponseHeader:
+        return PopMessageResponseHeader(
+            ctx.pop_time, ctx.header.invisible_time, ctx.revive_qid, ctx.rest_num,
+            ";".join(ctx.start_offset_info), ";".join(ctx.msg_offset_info),
+            ";".join(ctx.order_count_info) if ctx.order else None,
+        )
+
+    # --- offsets (shared with peek, notification and ack) ---
+
+    async def read(self, group: str, topic: str, queue_id: int, offset: int, n: int, flt: MessageFilter
+                   ) -> GetMessageResult:
+        got = self.controller.get_message(group, topic, queue_id, offset, n, flt)
+        return got if isinstance(got, GetMessageResult) else await got
+
+    def commit_offset(self, channel: Channel | None, group: str, topic: str, queue_id: int, offset: int) -> None:
+        who = channel.remote_address if channel is not None else "pop"
+        self.controller.consumer_offset_manager.commit_offset(who, group, topic, queue_id, offset)
+
+    def pop_offset(self, group: str, topic: str, queue_id: int, init_mode: int, init: bool = True) -> int:
+        """The group's offset in the queue; for a group without one, where it starts (committed when ``init``):
+        the queue's first message (ConsumeInitMode MIN, and in retry topics), else its first one when that is still
+        in memory, else its last one (RocketMQ's getInitOffset)."""
+        c = self.controller
+        offset = c.consumer_offset_manager.query_offset(group, topic, queue_id)
+        if offset >= 0:
+            # Pops buffered for their acks have not moved the committed offset yet.
+            return max(offset, self.buffer_merge.latest_offset(topic, group, queue_id))
+        store = c.store
+        if init_mode == CONSUME_INIT_MODE_MIN or topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            offset = store.get_min_offset_in_queue(topic, queue_id)
+        elif (c.broker_config.init_pop_offset_by_check_msg_in_mem and store.get_min_offset_in_queue(topic, queue_id)
+              <= 0 and c.is_in_memory(topic, queue_id, 0)):
+            offset = 0
+        else:
+            offset = max(0, store.get_max_offset_in_queue(topic, queue_id) - 1)
+        if init:
+            c.consumer_offset_manager.commit_offset("getPopOffset", group, topic, queue_id, offset)
+        return offset

@@ -1,0 +1,87 @@
+"""ClientActivity: Heartbeat, NotifyClientTermination and the Settings exchange of Telemetry."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from .cluster_service import ClusterService
+from .grpc_channel_manager import GrpcChannelManager, GrpcClientChannel
+from .grpc_client_settings_manager import GrpcClientSettingsManager
+from .grpc_validator import validate_consumer_group, validate_topic
+from .protocol import load
+from .proxy_context import ProxyContext
+from .proxy_exception import GrpcProxyException, ok, status
+
+pb = load()
+log = logging.getLogger(__name__)
+
+_CONSUMERS = (pb.ClientType.PUSH_CONSUMER, pb.ClientType.SIMPLE_CONSUMER)
+NO_SETTINGS = "cannot find client settings for this client"
+
+
+class ClientActivity:
+    def __init__(self, settings: GrpcClientSettingsManager, channels: GrpcChannelManager,
+                 cluster: ClusterService) -> None:
+        self.settings = settings
+        self.channels = channels
+        self.cluster = cluster
+
+    async def heartbeat(self, ctx: ProxyContext, request: Any) -> Any:
+        settings = self.settings.client_settings(ctx.client_id)
+        if settings is None:
+            return pb.HeartbeatResponse(status=status(pb.Code.UNRECOGNIZED_CLIENT_TYPE, NO_SETTINGS))
+        if settings.client_type == pb.ClientType.PRODUCER:
+            channel = self.channels.get_channel(ctx.client_id)
+            if channel is not None:
+                new = {t.name for t in settings.publishing.topics} - channel.producer_topics
+                if new:
+                    channel.producer_topics |= new
+                    self.cluster.heartbeat_soon()
+        elif settings.client_type in _CONSUMERS:
+            validate_consumer_group(request.group.name)
+        else:
+            return pb.HeartbeatResponse(status=status(pb.Code.UNRECOGNIZED_CLIENT_TYPE,
+                                                      pb.ClientType.Name(settings.client_type)))
+        return pb.HeartbeatResponse(status=ok())
+
+    async def notify_client_termination(self, ctx: ProxyContext, request: Any) -> Any:
+        settings = self.settings.remove_client_settings(ctx.client_id)
+        if settings is None:
+            return pb.NotifyClientTerminationResponse(status=status(pb.Code.UNRECOGNIZED_CLIENT_TYPE, NO_SETTINGS))
+        if settings.client_type in _CONSUMERS:
+            validate_consumer_group(request.group.name)
+        elif settings.client_type != pb.ClientType.PRODUCER:
+            return pb.NotifyClientTerminationResponse(status=status(pb.Code.UNRECOGNIZED_CLIENT_TYPE,
+                                                                    pb.ClientType.Name(settings.client_type)))
+        channel = self.channels.remove_channel(ctx.client_id)
+        if channel is not None and channel.producer_topics:
+            self.cluster.heartbeat_soon()
+        return pb.NotifyClientTerminationResponse(status=ok())
+
+    def process_client_settings(self, ctx: ProxyContext, channel: GrpcClientChannel, command: Any) -> Any:
+        """processAndWriteClientSettings: register the client, store its Settings, answer with the merged ones.
+        Raises GrpcProxyException for a bad topic or group; returns None when Settings has neither publishing nor
+        subscription (the stream then ends with INVALID_ARGUMENT)."""
+        settings = command.settings
+        which = settings.WhichOneof("pub_sub")
+        if which == "publishing":
+            for topic in settings.publishing.topics:
+                validate_topic(topic.name)
+            topics = {t.name for t in settings.publishing.topics}
+            if topics - channel.producer_topics:
+                self.cluster.heartbeat_soon()
+            channel.producer_topics = topics
+        elif which == "subscription":
+            validate_consumer_group(settings.subscription.group.name)
+        else:
+            return None
+        self.settings.update_client_settings(ctx.client_id, settings)
+        merged = self.settings.client_settings(ctx.client_id)
+        return pb.TelemetryCommand(status=ok(), settings=merged)
+
+
+def telemetry_error(error: GrpcProxyException) -> bool:
+    """processTelemetryException: a client's mistake (4xxxx) ends the stream with INVALID_ARGUMENT, anything else
+    with INTERNAL."""
+    return int(pb.Code.BAD_REQUEST) <= error.code < int(pb.Code.INTERNAL_ERROR)

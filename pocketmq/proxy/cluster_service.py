@@ -1,0 +1,187 @@
+"""The proxy's side of the cluster (RocketMQ's ClusterServiceManager): routes, topic types, sends, transactions and
+heartbeats, all as the name server's and brokers' own remoting requests through the client layer's API."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pocketmq.client.client_config import ClientConfig
+from pocketmq.client.impl.mq_client_api import MQClientAPIImpl
+from pocketmq.client.message import SendResult
+from pocketmq.common.codec import CorruptRecordError, decode
+from pocketmq.common.message import MessageExt
+from pocketmq.remoting.admin_header import GetTopicConfigRequestHeader
+from pocketmq.remoting.body import TopicRouteData
+from pocketmq.remoting.channel import Channel
+from pocketmq.remoting.client_body import HeartbeatData, ProducerData
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.errors import HeaderError, RemotingError
+from pocketmq.remoting.header import SendMessageRequestHeader
+from pocketmq.remoting.transaction_header import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
+
+from .config import ProxyConfig
+
+log = logging.getLogger(__name__)
+
+TOPIC_MESSAGE_TYPE_ATTRIBUTE = "message.type"
+CheckListener = Callable[[str, CheckTransactionStateRequestHeader, MessageExt], None]
+
+
+@dataclass(slots=True)
+class _Cached:
+    value: Any
+    expires: float
+
+
+class ClusterService:
+    def __init__(self, config: ProxyConfig) -> None:
+        self.config = config
+        self.client_config = ClientConfig(namesrv_addr=config.namesrv_addr,
+                                          mq_client_api_timeout=config.request_timeout, busy_poll=0.0)
+        self.api = MQClientAPIImpl(self.client_config)
+        # One client id for the proxy: brokers see it as the producer of every group its gRPC clients produce to.
+        self.client_id = f"{socket.gethostname()}@{os.getpid()}@proxy@{id(self):x}"
+        self._routes: dict[str, _Cached] = {}
+        self._types: dict[str, _Cached] = {}
+        self.producer_groups: Callable[[], set[str]] = set
+        self.check_listener: CheckListener | None = None
+        self._heartbeat_task: asyncio.Task[None] | None = None
+        self._heartbeat_now = asyncio.Event()
+        self.api.remoting_client.register_inline_processor(RequestCode.CHECK_TRANSACTION_STATE,
+                                                          self._check_transaction_state)
+
+    async def start(self) -> None:
+        self._heartbeat_task = asyncio.get_running_loop().create_task(self._heartbeat_loop())
+
+    async def shutdown(self) -> None:
+        if self._heartbeat_task is not None:
+            self._heartbeat_task.cancel()
+            try:
+                await self._heartbeat_task
+            except asyncio.CancelledError:
+                pass
+        await self.api.shutdown()
+
+    # --- routes and metadata -------------------------------------------------------------------------------
+
+    async def route(self, topic: str) -> TopicRouteData:
+        """The topic's route (GET_ROUTEINFO_BY_TOPIC), reused for ``route_cache_seconds``; MQClientException with
+        TOPIC_NOT_EXIST for a topic the name server does not know."""
+        now = asyncio.get_running_loop().time()
+        cached = self._routes.get(topic)
+        if cached is not None and cached.expires > now:
+            return cached.value
+        route = await self.api.get_topic_route_info_from_name_server(topic, self.config.request_timeout)
+        if len(self._routes) > 10_000:
+            self._routes.clear()
+        self._routes[topic] = _Cached(route, now + self.config.route_cache_seconds)
+        return route
+
+    def forget_route(self, topic: str) -> None:
+        self._routes.pop(topic, None)
+
+    @staticmethod
+    def master_addr(route: TopicRouteData, broker_name: str) -> str | None:
+        for bd in route.broker_datas:
+            if bd.broker_name == broker_name:
+                return bd.broker_addrs.get(0)
+        return None
+
+    async def topic_message_type(self, topic: str, route: TopicRouteData) -> str | None:
+        """The topic's ``message.type`` attribute (GET_TOPIC_CONFIG to a broker that has it); None for an untyped
+        topic, or a broker without RocketMQ 5's topic attributes."""
+        now = asyncio.get_running_loop().time()
+        cached = self._types.get(topic)
+        if cached is not None and cached.expires > now:
+            return cached.value
+        value: str | None = None
+        for qd in route.queue_datas:
+            addr = self.master_addr(route, qd.broker_name)
+            if addr is None:
+                continue
+            request = RemotingCommand.request(RequestCode.GET_TOPIC_CONFIG, GetTopicConfigRequestHeader(topic))
+            response = await self.api.remoting_client.invoke(addr, request, self.config.request_timeout)
+            if response.code != ResponseCode.SUCCESS:
+                continue
+            try:
+                body = response.decode_body()
+            except RemotingError:
+                continue
+            attributes = body.get("attributes") if isinstance(body, dict) else None
+            if isinstance(attributes, dict) and isinstance(attributes.get(TOPIC_MESSAGE_TYPE_ATTRIBUTE), str):
+                value = attributes[TOPIC_MESSAGE_TYPE_ATTRIBUTE]
+            break
+        if len(self._types) > 10_000:
+            self._types.clear()
+        self._types[topic] = _Cached(value, now + self.config.route_cache_seconds)
+        return value
+
+    # --- producer ------------------------------------------------------------------------------------------
+
+    async def send_message(self, addr: str, broker_name: str, header: SendMessageRequestHeader, body: bytes,
+                           uniq_id: str) -> SendResult:
+        return await self.api.send_message(addr, broker_name, header, body, self.config.request_timeout, uniq_id)
+
+    async def end_transaction_oneway(self, addr: str, header: EndTransactionRequestHeader) -> None:
+        request = RemotingCommand.request(RequestCode.END_TRANSACTION, header, oneway=True)
+        await self.api.remoting_client.invoke_oneway(addr, request)
+
+    def _check_transaction_state(self, channel: Channel, request: RemotingCommand) -> None:
+        """CHECK_TRANSACTION_STATE from a broker (ProxyClientRemotingProcessor): handed to the gRPC side, which
+        asks a live producer of the group on its Telemetry stream."""
+        try:
+            header = request.decode_header(CheckTransactionStateRequestHeader)
+            msg = decode(request.body or b"", decompress=True)
+        except (HeaderError, CorruptRecordError, ValueError, struct.error) as e:
+            log.warning("bad CHECK_TRANSACTION_STATE from %s: %s", channel.remote_address, e)
+            return None
+        if self.check_listener is not None:
+            self.check_listener(channel.remote_address, header, msg)
+        return None
+
+    # --- heartbeats ----------------------------------------------------------------------------------------
+
+    def heartbeat_soon(self) -> None:
+        self._heartbeat_now.set()
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            try:
+                await self.send_heartbeats()
+            except Exception:
+                log.exception("proxy heartbeat failed")
+            try:
+                async with asyncio.timeout(self.config.transaction_heartbeat_period):
+                    await self._heartbeat_now.wait()
+            except TimeoutError:
+                pass
+            self._heartbeat_now.clear()
+
+    async def send_heartbeats(self) -> None:
+        """HEART_BEAT to the brokers of every topic a live gRPC producer publishes to, with the topics as producer
+        groups (as RocketMQ's proxy registers them): the brokers' transaction checks then come to the proxy."""
+        groups = sorted(self.producer_groups())
+        if not groups:
+            return
+        addrs: set[str] = set()
+        for topic in groups:
+            try:
+                route = await self.route(topic)
+            except Exception as e:
+                log.debug("no route for %s: %s", topic, e)
+                continue
+            addrs.update(a for bd in route.broker_datas if (a := bd.broker_addrs.get(0)) is not None)
+        heartbeat = HeartbeatData(self.client_id, [ProducerData(g) for g in groups])
+        for addr in sorted(addrs):
+            try:
+                await self.api.send_heartbeat(addr, heartbeat, self.config.request_timeout)
+            except Exception as e:
+                log.warning("heartbeat to %s failed: %s", addr, e)

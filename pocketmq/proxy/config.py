@@ -1,0 +1,59 @@
+"""ProxyConfig: what the gRPC endpoint listens on and the values it gives the SDKs (RocketMQ's ProxyConfig)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class TlsMode(StrEnum):
+    """``tls.server.mode`` (TlsSystemConfig): RocketMQ's proxy defaults to permissive."""
+
+    DISABLED = "disabled"  # plaintext h2c only, gRPC bound on the port itself
+    PERMISSIVE = "permissive"  # TLS and plaintext on one port, told apart by the first byte
+    ENFORCING = "enforcing"  # TLS only
+
+
+@dataclass(slots=True)
+class ProxyConfig:
+    namesrv_addr: str
+    grpc_host: str = "127.0.0.1"
+    grpc_server_port: int = 8081  # 0 picks a free port
+    tls_mode: TlsMode = TlsMode.PERMISSIVE
+    # PEM files; without them a self-signed certificate is made at start (tlsTestModeEnable).
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+    # grpcMaxInboundMessageSize: a whole SendMessageRequest, body and all.
+    grpc_max_inbound_message_size: int = 130 * 1024 * 1024
+    max_message_size: int = 4 * 1024 * 1024
+    max_user_property_size: int = 16 * 1024
+    user_property_max_num: int = 128
+    max_message_group_size: int = 64
+    max_delay_time_millis: int = 24 * 3600 * 1000
+    max_transaction_recovery_second: int = 3600
+    enable_message_body_empty_check: bool = True
+    enable_topic_message_type_check: bool = True
+    # The producer's backoff policy in the Settings reply (the SDKs refuse any other than exponential).
+    producer_max_attempts: int = 3
+    producer_backoff_initial_millis: int = 10
+    producer_backoff_max_millis: int = 1000
+    producer_backoff_multiplier: float = 2.0
+    # The consumers' values in the Settings reply.
+    consumer_long_polling_batch_size: int = 32
+    consumer_max_long_polling_timeout_millis: int = 20_000
+    consumer_retry_max_times: int = 16
+    consumer_customized_backoff_millis: tuple[int, ...] = field(default_factory=lambda: tuple(
+        s * 1000 for s in (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)))
+    # transactionHeartbeatPeriodSecond: how often the proxy tells the brokers which producer groups it serves,
+    # so their transaction checks come to it.
+    transaction_heartbeat_period: float = 20.0
+    transaction_data_expire_millis: int = 30_000
+    transaction_data_max_num: int = 100_000
+    # How long a route or a topic's message type is reused before the name server / broker is asked again.
+    route_cache_seconds: float = 5.0
+    # Bounds against clients that misbehave: a connection to the permissive port that sends nothing is closed after
+    # this long; Telemetry streams at once; commands queued for one stream.
+    first_byte_timeout: float = 30.0
+    max_telemetry_streams: int = 10_000
+    telemetry_queue_size: int = 64
+    request_timeout: float = 3.0

@@ -1,0 +1,89 @@
+"""GrpcClientSettingsManager: each client's Settings from its Telemetry stream, and the merged Settings the proxy
+answers with (the values every SDK waits for before it sends anything)."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from .config import ProxyConfig
+from .protocol import load
+
+pb = load()
+
+
+def _duration(millis: int) -> Any:
+    return pb.Duration(seconds=millis // 1000, nanos=(millis % 1000) * 1_000_000)
+
+
+class GrpcClientSettingsManager:
+    """Settings by client id, most recently updated last; at most ``max_clients`` of them (the oldest go)."""
+
+    def __init__(self, config: ProxyConfig, max_clients: int | None = None) -> None:
+        self.config = config
+        self.max_clients = max_clients or 2 * config.max_telemetry_streams
+        self._settings: OrderedDict[str, Any] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._settings)
+
+    def update_client_settings(self, client_id: str, settings: Any) -> None:
+        if settings.HasField("subscription"):
+            # createDefaultConsumerSettingsBuilder().mergeFrom(settings): the client's own values win.
+            merged = self._default_consumer_settings()
+            merged.MergeFrom(settings)
+            settings = merged
+        self._settings.pop(client_id, None)
+        self._settings[client_id] = settings
+        while len(self._settings) > self.max_clients:
+            self._settings.popitem(last=False)
+
+    def raw_client_settings(self, client_id: str) -> Any | None:
+        return self._settings.get(client_id)
+
+    def client_settings(self, client_id: str) -> Any | None:
+        settings = self._settings.get(client_id)
+        return None if settings is None else self._merge(settings)
+
+    def remove_client_settings(self, client_id: str) -> Any | None:
+        settings = self._settings.pop(client_id, None)
+        return None if settings is None else self._merge(settings)
+
+    def _merge(self, settings: Any) -> Any:
+        result = pb.Settings()
+        result.CopyFrom(settings)
+        if result.HasField("publishing"):
+            self._merge_producer(result)
+        elif result.HasField("subscription"):
+            self._merge_subscription(result)
+        result.metric.CopyFrom(pb.Metric(on=False))  # no metric collector: the SDKs export nothing
+        return result
+
+    def _merge_producer(self, settings: Any) -> None:
+        c = self.config
+        backoff = settings.backoff_policy
+        backoff.max_attempts = c.producer_max_attempts
+        backoff.exponential_backoff.CopyFrom(pb.ExponentialBackoff(
+            initial=_duration(c.producer_backoff_initial_millis), max=_duration(c.producer_backoff_max_millis),
+            multiplier=c.producer_backoff_multiplier))
+        settings.publishing.validate_message_type = c.enable_topic_message_type_check
+        settings.publishing.max_body_size = c.max_message_size
+
+    def _merge_subscription(self, settings: Any) -> None:
+        # mergeSubscriptionData with a group's default config: the proxy's batch size and long polling, the group's
+        # retries (retryMaxTimes + 1 attempts) with its customized backoff.
+        c = self.config
+        sub = settings.subscription
+        sub.receive_batch_size = c.consumer_long_polling_batch_size
+        sub.long_polling_timeout.CopyFrom(_duration(c.consumer_max_long_polling_timeout_millis))
+        if not sub.HasField("fifo"):
+            sub.fifo = False
+        backoff = settings.backoff_policy
+        backoff.max_attempts = c.consumer_retry_max_times + 1
+        backoff.customized_backoff.CopyFrom(
+            pb.CustomizedBackoff(next=[_duration(ms) for ms in c.consumer_customized_backoff_millis]))
+
+    def _default_consumer_settings(self) -> Any:
+        settings = pb.Settings(subscription=pb.Subscription())
+        self._merge_subscription(settings)
+        return settings

@@ -1,0 +1,233 @@
+"""5.x messages ⇄ 4.x records: SendMessageActivity.buildMessageProperty and GrpcConverter.buildMessage.
+
+This is where both generations meet: the gRPC fields become the very properties a 4.x client writes (UNIQ_KEY,
+TAGS, KEYS, __SHARDINGKEY, TIMER_DELIVER_MS, TRAN_MSG ...), so a 4.x consumer reads a 5.x producer's message with
+the same id, tag, keys and properties, and the reverse.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from pocketmq.common.constants import (
+    COMPRESSED_FLAG,
+    KEY_SEPARATOR,
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_KEYS,
+    PROPERTY_RECONSUME_TIME,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+    TRANSACTION_PREPARED_TYPE,
+)
+from pocketmq.common.message import MessageExt
+
+from .config import ProxyConfig
+from .grpc_validator import contains_control_character, validate_tag
+from .protocol import load
+from .proxy_exception import GrpcProxyException
+
+pb = load()
+
+PROPERTY_TRANSACTION_PREPARED = "TRAN_MSG"
+PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+PROPERTY_TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
+PROPERTY_TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
+PROPERTY_PRODUCER_GROUP = "PGROUP"
+PROPERTY_SHARDING_KEY = "__SHARDINGKEY"
+PROPERTY_TRACE_CONTEXT = "TRACE_CONTEXT"
+PROPERTY_BORN_HOST = "__BORNHOST"
+PROPERTY_BORN_TIMESTAMP = "BORN_TIMESTAMP"
+PROPERTY_POP_CK = "POP_CK"
+PROPERTY_DLQ_ORIGIN_TOPIC = "DLQ_ORIGIN_TOPIC"
+PROPERTY_DLQ_ORIGIN_MESSAGE_ID = "DLQ_ORIGIN_MESSAGE_ID"
+
+# MessageConst.STRING_HASH_SET: names a user property may not take, and that are not user properties on the way
+# back. (RocketMQ leaves __SHARDINGKEY, TRACE_CONTEXT and CHECK_IMMUNITY_TIME_IN_SECONDS out of it: a consumer
+# sees them among the user properties too.)
+SYSTEM_PROPERTY_NAMES = frozenset({
+    "1ST_POP_TIME", "ARRIVE_TIME", "BORN_TIMESTAMP", "BUYER_ID", "CLUSTER", "CONSUME_START_TIME", "CORRECTION_FLAG",
+    "CORRELATION_ID", "DELAY", "DLQ_ORIGIN_MESSAGE_ID", "DLQ_ORIGIN_TOPIC", "DUP_INFO", "EXTEND_UNIQ_INFO",
+    "INNER_MULTI_QUEUE_OFFSET", "INSTANCE_ID", "KEYS", "MAX_OFFSET", "MAX_RECONSUME_TIMES", "MIN_OFFSET",
+    "MQ2_FLAG", "MSG_REGION", "MSG_TYPE", "ORIGIN_MESSAGE_ID", "PGROUP", "POP_CK", "POP_CK_OFFSET",
+    "PUSH_REPLY_TIME", "REAL_QID", "REAL_TOPIC", "RECONSUME_TIME", "REPLY_TO_CLIENT", "RETRY_TOPIC", "TAGS",
+    "TIMER_DELAY_LEVEL", "TIMER_DELAY_MS", "TIMER_DELAY_SEC", "TIMER_DELIVER_MS", "TIMER_DEL_UNIQKEY",
+    "TIMER_DEQUEUE_MS", "TIMER_ENQUEUE_MS", "TIMER_OUT_MS", "TIMER_ROLL_TIMES", "TRACE_ON", "TRANSFER_FLAG",
+    "TRAN_MSG", "TRAN_PREPARED_QUEUE_OFFSET", "TTL", "UNIQ_KEY", "WAIT", "__BORNHOST", "__CRC32#",
+})
+
+
+@dataclass(slots=True)
+class BrokerMessage:
+    """What SEND_MESSAGE_V2 carries for one 5.x message."""
+
+    topic: str
+    body: bytes
+    properties: dict[str, str]
+    sys_flag: int
+    born_timestamp: int
+
+
+def sys_flag_of(message: Any) -> int:
+    """SendMessageActivity.buildSysFlag: body encoding and transaction type."""
+    flag = 0
+    props = message.system_properties
+    if props.body_encoding == pb.Encoding.GZIP:
+        flag |= COMPRESSED_FLAG
+    if props.message_type == pb.MessageType.TRANSACTION:
+        flag |= TRANSACTION_PREPARED_TYPE
+    return flag
+
+
+def build_message(config: ProxyConfig, message: Any, producer_group: str, remote_address: str,
+                  now_ms: int) -> BrokerMessage:
+    """One 5.x message as the broker's record; GrpcProxyException with RocketMQ's code when it is not valid."""
+    body = message.body
+    if config.enable_message_body_empty_check and not body:
+        raise GrpcProxyException(pb.Code.MESSAGE_BODY_EMPTY, "message body cannot be empty")
+    if 0 < config.max_message_size < len(body):
+        raise GrpcProxyException(pb.Code.MESSAGE_BODY_TOO_LARGE,
+                                 f"message body cannot exceed the max {config.max_message_size}")
+    props = build_message_property(config, message, producer_group, remote_address, now_ms)
+    born = int(props.get(PROPERTY_BORN_TIMESTAMP) or now_ms)
+    return BrokerMessage(message.topic.name, bytes(body), props, sys_flag_of(message), born)
+
+
+def build_message_property(config: ProxyConfig, message: Any, producer_group: str, remote_address: str,
+                           now_ms: int) -> dict[str, str]:
+    """SendMessageActivity.buildMessageProperty, check for check, in its order."""
+    user_size = 0
+    user = message.user_properties
+    if len(user) > config.user_property_max_num:
+        raise GrpcProxyException(pb.Code.MESSAGE_PROPERTIES_TOO_LARGE,
+                                 f"too many user properties, max is {config.user_property_max_num}")
+    props: dict[str, str] = {}
+    for key, value in user.items():
+        if key in SYSTEM_PROPERTY_NAMES:
+            raise GrpcProxyException(pb.Code.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property is used by system: {key}")
+        if contains_control_character(key):
+            raise GrpcProxyException(pb.Code.ILLEGAL_MESSAGE_PROPERTY_KEY,
+                                     "the key of property cannot contain control character")
+        if contains_control_character(value):
+            raise GrpcProxyException(pb.Code.ILLEGAL_MESSAGE_PROPERTY_KEY,
+                                     "the value of property cannot contain control character")
+        user_size += len(key.encode()) + len(value.encode())
+        props[key] = value
+    sp = message.system_properties
+    tag = sp.tag
+    validate_tag(tag)
+    if tag:
+        props[PROPERTY_TAGS] = tag
+    user_size += len(tag.encode())
+    for key in sp.keys:
+        _validate_key(key)
+        user_size += len(key.encode())
+    if sp.keys:
+        props[PROPERTY_KEYS] = KEY_SEPARATOR.join(sp.keys)
+    if user_size > config.max_user_property_size:
+        raise GrpcProxyException(pb.Code.MESSAGE_PROPERTIES_TOO_LARGE, "the total size of user property is too "
+                                 f"large, max is {config.max_user_property_size}")
+    if not sp.message_id.strip():
+        raise GrpcProxyException(pb.Code.ILLEGAL_MESSAGE_ID, "message id cannot be empty")
+    props[PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = sp.message_id
+    if sp.message_type == pb.MessageType.TRANSACTION:
+        props[PROPERTY_TRANSACTION_PREPARED] = "true"
+        if sp.HasField("orphaned_transaction_recovery_duration"):
+            seconds = sp.orphaned_transaction_recovery_duration.seconds
+            if 0 < config.max_transaction_recovery_second < seconds:
+                raise GrpcProxyException(pb.Code.BAD_REQUEST, "the max transaction recovery time of message is too "
+                                         f"large, max is {config.max_transaction_recovery_second}")
+            props[PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS] = str(seconds)
+    if sp.HasField("delivery_timestamp"):
+        deliver_ms = sp.delivery_timestamp.ToMilliseconds()
+        if 0 < config.max_delay_time_millis < deliver_ms - now_ms:
+            raise GrpcProxyException(pb.Code.ILLEGAL_DELIVERY_TIME, "the max delay time of message is too large, "
+                                     f"max is {config.max_delay_time_millis}")
+        props[PROPERTY_TIMER_DELIVER_MS] = str(deliver_ms)
+    props[PROPERTY_RECONSUME_TIME] = str(sp.delivery_attempt)
+    props[PROPERTY_PRODUCER_GROUP] = producer_group
+    if sp.message_group:
+        _validate_message_group(config, sp.message_group)
+        props[PROPERTY_SHARDING_KEY] = sp.message_group
+    if sp.trace_context:
+        props[PROPERTY_TRACE_CONTEXT] = sp.trace_context
+    born_host = sp.born_host if sp.born_host.strip() else remote_address
+    if born_host.strip():
+        props[PROPERTY_BORN_HOST] = born_host
+    if sp.HasField("born_timestamp"):
+        props[PROPERTY_BORN_TIMESTAMP] = str(sp.born_timestamp.ToMilliseconds())
+    return props
+
+
+def _validate_key(key: str) -> None:
+    if key and not key.strip():
+        raise GrpcProxyException(pb.Code.ILLEGAL_MESSAGE_KEY, "key cannot be the char sequence of whitespace")
+    if contains_control_character(key):
+        raise GrpcProxyException(pb.Code.ILLEGAL_MESSAGE_KEY, "key cannot contain control character")
+
+
+def _validate_message_group(config: ProxyConfig, group: str) -> None:
+    if not group.strip():
+        raise GrpcProxyException(pb.Code.ILLEGAL_MESSAGE_GROUP,
+                                 "message group cannot be the char sequence of whitespace")
+    if 0 < config.max_message_group_size <= len(group.encode()):
+        raise GrpcProxyException(pb.Code.ILLEGAL_MESSAGE_GROUP,
+                                 f"message group exceed the max size {config.max_message_group_size}")
+    if contains_control_character(group):
+        raise GrpcProxyException(pb.Code.ILLEGAL_MESSAGE_GROUP, "message group cannot contain control character")
+
+
+def message_type_of(props: dict[str, str]) -> int:
+    """TopicMessageType.parseFromMessageProperty, as the protocol's MessageType."""
+    if props.get(PROPERTY_TRANSACTION_PREPARED) == "true":
+        return int(pb.MessageType.TRANSACTION)
+    if (PROPERTY_DELAY_TIME_LEVEL in props or PROPERTY_TIMER_DELIVER_MS in props
+            or PROPERTY_TIMER_DELAY_SEC in props):
+        return int(pb.MessageType.DELAY)
+    if PROPERTY_SHARDING_KEY in props:
+        return int(pb.MessageType.FIFO)
+    return int(pb.MessageType.NORMAL)
+
+
+def _timestamp(millis: int) -> Any:
+    return pb.Timestamp(seconds=millis // 1000, nanos=(millis % 1000) * 1_000_000)
+
+
+def to_grpc_message(msg: MessageExt) -> Any:
+    """GrpcConverter.buildMessage: a stored record as the SDKs receive it."""
+    props = msg.properties
+    sp = pb.SystemProperties()
+    tag = props.get(PROPERTY_TAGS)
+    if tag is not None:
+        sp.tag = tag
+    keys = props.get(PROPERTY_KEYS)
+    if keys is not None:
+        sp.keys.extend(keys.split(KEY_SEPARATOR))
+    sp.message_id = props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or msg.offset_msg_id
+    sp.body_digest.CopyFrom(pb.Digest(type=pb.DigestType.MD5, checksum=hashlib.md5(msg.body).hexdigest().upper()))
+    sp.body_encoding = pb.Encoding.GZIP if msg.sys_flag & COMPRESSED_FLAG else pb.Encoding.IDENTITY
+    sp.message_type = message_type_of(props)
+    sp.born_timestamp.CopyFrom(_timestamp(msg.born_timestamp))
+    sp.born_host = props.get(PROPERTY_BORN_HOST) or msg.born_host
+    sp.store_timestamp.CopyFrom(_timestamp(msg.store_timestamp))
+    sp.store_host = msg.store_host
+    if PROPERTY_TIMER_DELIVER_MS in props:
+        try:
+            sp.delivery_timestamp.CopyFrom(_timestamp(int(props[PROPERTY_TIMER_DELIVER_MS])))
+        except ValueError:
+            pass
+    if PROPERTY_SHARDING_KEY in props:
+        sp.message_group = props[PROPERTY_SHARDING_KEY]
+    if PROPERTY_POP_CK in props:
+        sp.receipt_handle = props[PROPERTY_POP_CK]
+    sp.queue_id = msg.queue_id
+    sp.queue_offset = msg.queue_offset
+    sp.delivery_attempt = msg.reconsume_times + 1
+    if PROPERTY_TRACE_CONTEXT in props:
+        sp.trace_context = props[PROPERTY_TRACE_CONTEXT]
+    origin_topic, origin_id = props.get(PROPERTY_DLQ_ORIGIN_TOPIC), props.get(PROPERTY_DLQ_ORIGIN_MESSAGE_ID)
+    if origin_topic is not None and origin_id is not None:
+        sp.dead_letter_queue.CopyFrom(pb.DeadLetterQueue(topic=origin_topic, message_id=origin_id))
+    user = {k: v for k, v in props.items() if k not in SYSTEM_PROPERTY_NAMES}
+    return pb.Message(topic=pb.Resource(name=msg.topic), user_properties=user, system_properties=sp, body=msg.body)

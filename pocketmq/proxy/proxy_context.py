@@ -1,0 +1,42 @@
+"""ProxyContext: who is calling, from the gRPC metadata every SDK sends (GrpcConstants' headers)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .protocol import load
+from .proxy_exception import GrpcProxyException
+
+pb = load()
+
+CLIENT_ID = "x-mq-client-id"
+LANGUAGE = "x-mq-language"
+CLIENT_VERSION = "x-mq-client-version"
+NAMESPACE = "x-mq-namespace"
+REQUEST_ID = "x-mq-request-id"
+# Headers longer than this are cut: a client id names a session, it is not a place for megabytes.
+_MAX_VALUE = 1024
+
+
+@dataclass(slots=True)
+class ProxyContext:
+    client_id: str = ""
+    language: str = ""
+    client_version: str = ""
+    namespace: str = ""
+    remote_address: str = ""
+
+    @classmethod
+    def of(cls, metadata: Iterable[tuple[str, str | bytes]] | None, peer: str = "") -> ProxyContext:
+        values: dict[str, str] = {}
+        for key, value in metadata or ():
+            if key in (CLIENT_ID, LANGUAGE, CLIENT_VERSION, NAMESPACE) and isinstance(value, str):
+                values[key] = value[:_MAX_VALUE]
+        return cls(values.get(CLIENT_ID, ""), values.get(LANGUAGE, ""), values.get(CLIENT_VERSION, ""),
+                   values.get(NAMESPACE, ""), peer)
+
+    def validate(self) -> None:
+        """GrpcMessagingApplication.validateContext."""
+        if not self.client_id.strip():
+            raise GrpcProxyException(pb.Code.CLIENT_ID_REQUIRED, "client id cannot be empty")

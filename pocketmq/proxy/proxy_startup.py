@@ -1,0 +1,166 @@
+"""GrpcProxy: the gRPC endpoint started and stopped as one piece (RocketMQ's ProxyStartup in cluster mode).
+
+The endpoint runs on an event loop of its own, in a thread of its own, with asyncio's standard loop: grpc.aio's
+server stops answering when it shares a uvloop loop with pocketmq's servers (seen with grpcio 1.85 and uvloop
+0.23: calls that wait for the name server never complete), and it reaches the name server and brokers over
+sockets anyway, as RocketMQ's proxy in cluster mode does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import secrets
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+import grpc
+
+from .client_activity import ClientActivity
+from .cluster_service import ClusterService
+from .config import ProxyConfig, TlsMode
+from .end_transaction_activity import EndTransactionActivity
+from .grpc_channel_manager import GrpcChannelManager
+from .grpc_client_settings_manager import GrpcClientSettingsManager
+from .grpc_messaging_application import GrpcMessagingApplication
+from .route_activity import RouteActivity
+from .send_message_activity import SendMessageActivity
+from .tls import load_or_make
+from .tls_negotiator import PermissiveFront
+from .transaction_data_manager import TransactionDataManager
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class GrpcProxy:
+    """``await GrpcProxy(ProxyConfig(namesrv_addr)).start()``; ``endpoint`` is ``host:port`` for the SDKs."""
+
+    def __init__(self, config: ProxyConfig) -> None:
+        self.config = config
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._server: grpc.aio.Server | None = None
+        self._front: PermissiveFront | None = None
+        self.certificate_pem: bytes | None = None  # the TLS side's certificate (self-signed unless given)
+
+    def _build(self) -> None:
+        config = self.config
+        self.cluster = ClusterService(config)
+        self.channels = GrpcChannelManager(config.max_telemetry_streams, config.telemetry_queue_size)
+        self.settings = GrpcClientSettingsManager(config)
+        self.transactions = TransactionDataManager(config.transaction_data_expire_millis,
+                                                   config.transaction_data_max_num)
+        self.client_activity = ClientActivity(self.settings, self.channels, self.cluster)
+        self.route_activity = RouteActivity(config, self.cluster)
+        self.send_activity = SendMessageActivity(config, self.cluster, self.transactions)
+        self.transaction_activity = EndTransactionActivity(self.cluster, self.transactions, self.channels)
+        self.cluster.producer_groups = self.channels.producer_topics
+        app = self.application = GrpcMessagingApplication(self.client_activity, self.channels)
+        app.register_unary("QueryRoute", self.route_activity.query_route)
+        app.register_unary("QueryAssignment", self.route_activity.query_assignment)
+        app.register_unary("Heartbeat", self.client_activity.heartbeat)
+        app.register_unary("NotifyClientTermination", self.client_activity.notify_client_termination)
+        app.register_unary("SendMessage", self.send_activity.send_message)
+        app.register_unary("EndTransaction", self.transaction_activity.end_transaction)
+
+    @property
+    def port(self) -> int:
+        return self.config.grpc_server_port
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.config.grpc_host}:{self.config.grpc_server_port}"
+
+    def _options(self) -> list[tuple[str, Any]]:
+        return [
+            ("grpc.max_receive_message_length", self.config.grpc_max_inbound_message_size),
+            ("grpc.max_send_message_length", -1),
+            ("grpc.max_concurrent_streams", 1000),
+            # The SDKs ping every few minutes, with or without calls (Java: keepAliveWithoutCalls).
+            ("grpc.keepalive_permit_without_calls", 1),
+            ("grpc.http2.min_recv_ping_interval_without_data_ms", 10_000),
+            ("grpc.so_reuseport", 0),
+        ]
+
+    async def start(self) -> GrpcProxy:
+        """Start the endpoint's thread and loop, and the endpoint on them; returns once it listens."""
+        loop = self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=loop.run_forever, name="pocketmq-grpc", daemon=True)
+        self._thread.start()
+        try:
+            await self.call(self._start())
+        except BaseException:
+            await self._stop_loop()
+            raise
+        return self
+
+    async def call(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the endpoint's loop and wait for it from the caller's."""
+        assert self.loop is not None, "the endpoint is not started"
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
+
+    async def stop(self) -> None:
+        if self.loop is None:
+            return
+        try:
+            await self.call(self._stop())
+        finally:
+            await self._stop_loop()
+
+    async def _stop_loop(self) -> None:
+        loop, self.loop = self.loop, None
+        if loop is None:
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            await asyncio.to_thread(self._thread.join, 10)
+        loop.close()
+
+    async def _start(self) -> None:
+        self._build()
+        c = self.config
+        server = self._server = grpc.aio.server(options=self._options())
+        server.add_generic_rpc_handlers((self.application.generic_handler(),))
+        try:
+            if c.tls_mode is TlsMode.DISABLED:
+                c.grpc_server_port = server.add_insecure_port(f"{c.grpc_host}:{c.grpc_server_port}")
+            else:
+                key, cert = load_or_make(c.tls_cert_file, c.tls_key_file, [c.grpc_host])
+                self.certificate_pem = cert
+                credentials = grpc.ssl_server_credentials([(key, cert)])
+                if c.tls_mode is TlsMode.ENFORCING:
+                    c.grpc_server_port = server.add_secure_port(f"{c.grpc_host}:{c.grpc_server_port}", credentials)
+                else:
+                    # Two listeners only this process can reach (abstract Unix sockets: no file, no port).
+                    name = f"pocketmq-grpc-{os.getpid()}-{secrets.token_hex(6)}"
+                    server.add_insecure_port(f"unix-abstract:{name}-plain")
+                    server.add_secure_port(f"unix-abstract:{name}-tls", credentials)
+                    self._front = PermissiveFront(c.grpc_host, c.grpc_server_port, f"\0{name}-tls",
+                                                  f"\0{name}-plain", c.first_byte_timeout)
+            if c.grpc_server_port == 0 and self._front is None:
+                raise OSError(f"cannot listen on {c.grpc_host}")
+            await server.start()
+            if self._front is not None:
+                await self._front.start()
+                c.grpc_server_port = self._front.port
+            await self.cluster.start()
+        except BaseException:
+            await self._stop()
+            raise
+        log.info("gRPC endpoint at %s (TLS %s)", self.endpoint, c.tls_mode.value)
+
+    async def _stop(self) -> None:
+        if self._front is not None:
+            await self._front.stop()
+        if self._server is not None:
+            await self._server.stop(grace=0.5)
+        await self.cluster.shutdown()
+
+    async def __aenter__(self) -> GrpcProxy:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()

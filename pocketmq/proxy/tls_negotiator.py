@@ -1,0 +1,146 @@
+"""TLS and plaintext gRPC on one port (RocketMQ's ProxyAndTlsProtocolNegotiator in permissive mode).
+
+grpcio cannot tell the two apart on one listener, so a small asyncio front owns the public port: it reads a
+connection's first byte (0x16 opens a TLS handshake record; a plaintext HTTP/2 connection opens with the preface
+``PRI * HTTP/2.0``) and splices the connection to one of two gRPC listeners on abstract Unix sockets, one with
+TLS, one without. The splice copies bytes with transports and protocols (no per-chunk task), pausing the reading
+side when the writing side's buffer fills, so a peer that stops reading holds at most one high-water mark of
+data per direction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from typing import cast
+
+log = logging.getLogger(__name__)
+
+TLS_HANDSHAKE = 0x16
+# A connection that sends nothing is closed after this long (no first byte, nothing to route).
+FIRST_BYTE_TIMEOUT = 30.0
+
+
+class _Half(asyncio.Protocol):
+    """One side of a splice: what it reads goes to ``peer``; its pause tells the peer to stop reading."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.peer: _Half | None = None
+        self.pending: list[bytes] = []
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # (uvloop's transports do not subclass asyncio's)
+
+    def data_received(self, data: bytes) -> None:
+        peer = self.peer
+        if peer is not None and peer.transport is not None:
+            peer.transport.write(data)
+        else:
+            self.pending.append(data)
+
+    def eof_received(self) -> bool:
+        if self.peer is not None and self.peer.transport is not None and self.peer.transport.can_write_eof():
+            self.peer.transport.write_eof()
+            return True
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.peer is not None and self.peer.transport is not None:
+            self.peer.transport.close()
+        self.transport = None
+
+    def pause_writing(self) -> None:
+        if self.peer is not None and self.peer.transport is not None:
+            self.peer.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self.peer is not None and self.peer.transport is not None:
+            self.peer.transport.resume_reading()
+
+
+class _Client(_Half):
+    """The accepted connection: routed on its first byte."""
+
+    def __init__(self, front: PermissiveFront) -> None:
+        super().__init__()
+        self.front = front
+        self.routed = False
+        self.timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self.timer = asyncio.get_running_loop().call_later(self.front.first_byte_timeout, transport.close)
+
+    def data_received(self, data: bytes) -> None:
+        if self.routed:
+            super().data_received(data)
+            return
+        self.routed = True
+        if self.timer is not None:
+            self.timer.cancel()
+        self.pending.append(data)
+        assert self.transport is not None
+        self.transport.pause_reading()
+        path = self.front.tls_path if data[0] == TLS_HANDSHAKE else self.front.plain_path
+        task = asyncio.get_running_loop().create_task(self._connect(path))
+        self.front.connecting.add(task)
+        task.add_done_callback(self.front.connecting.discard)
+
+    async def _connect(self, path: str) -> None:
+        loop = asyncio.get_running_loop()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.setblocking(False)
+            # (connected here: uvloop's create_unix_connection takes no abstract-namespace path)
+            await loop.sock_connect(sock, path)
+            _, backend = await loop.create_unix_connection(_Half, sock=sock)
+        except OSError as e:
+            sock.close()
+            log.warning("gRPC listener %r unreachable: %s", path, e)
+            if self.transport is not None:
+                self.transport.close()
+            return
+        if self.transport is None or self.transport.is_closing():
+            assert backend.transport is not None
+            backend.transport.close()
+            return
+        backend.peer, self.peer = self, backend
+        assert backend.transport is not None
+        for chunk in self.pending:
+            backend.transport.write(chunk)
+        self.pending.clear()
+        self.transport.resume_reading()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        super().connection_lost(exc)
+
+
+class PermissiveFront:
+    """The public listener: ``start()`` binds ``host:port`` (0 picks a port; ``port`` tells which)."""
+
+    def __init__(self, host: str, port: int, tls_path: str, plain_path: str,
+                 first_byte_timeout: float = FIRST_BYTE_TIMEOUT) -> None:
+        self.host = host
+        self.port = port
+        self.tls_path = tls_path
+        self.plain_path = plain_path
+        self.first_byte_timeout = first_byte_timeout
+        self.connecting: set[asyncio.Task[None]] = set()
+        self._server: asyncio.Server | None = None
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: _Client(self), self.host, self.port, reuse_address=True)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            # (wait_closed would wait for the spliced connections too; grpc's listeners close them.)
+            self._server = None
+        for task in list(self.connecting):
+            task.cancel()

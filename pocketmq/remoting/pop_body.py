@@ -1,0 +1,66 @@
+"""BATCH_ACK_MESSAGE's body (BatchAckMessageRequestBody with BatchAck entries), with RocketMQ's JSON names.
+
+A BatchAck's ``b`` is a Java ``BitSet`` as ``toByteArray()`` gives it (little-endian bytes, base64 in JSON): bit i
+set acks the message at ``startOffset + i``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .body import Reader
+from .errors import BodyError
+
+MAX_BATCH_ACKS = 1024  # acks in one request: a bound on what one request can make the broker write
+MAX_BITSET_BYTES = 1024  # 8192 offsets after startOffset
+
+
+@dataclass(slots=True)
+class BatchAck:
+    consumer_group: str
+    topic: str  # the topic the client knows (the original, also for retried messages)
+    retry: str  # "0", "1" or "2": ExtraInfoUtil's topic type of the messages acked
+    start_offset: int
+    queue_id: int
+    revive_queue_id: int
+    pop_time: int
+    invisible_time: int
+    offsets: list[int] = field(default_factory=list)  # the bit set, as the indexes of its set bits
+
+    def to_dict(self) -> dict[str, Any]:
+        bits = 0
+        for i in self.offsets:
+            bits |= 1 << i
+        raw = bits.to_bytes((bits.bit_length() + 7) // 8, "little")
+        return {"c": self.consumer_group, "t": self.topic, "r": self.retry, "so": self.start_offset,
+                "q": self.queue_id, "rq": self.revive_queue_id, "pt": self.pop_time, "it": self.invisible_time,
+                "b": raw}
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> BatchAck:
+        r = Reader(obj, path)
+        raw = r.bytes("b", b"")
+        if len(raw) > MAX_BITSET_BYTES:
+            raise BodyError(r.at("b"), f"bit set of {len(raw)} bytes, more than {MAX_BITSET_BYTES}")
+        bits = int.from_bytes(raw, "little")
+        offsets = [i for i in range(bits.bit_length()) if bits >> i & 1]
+        return cls(r.str("c"), r.str("t"), r.str("r", "0"), r.int("so"), r.int("q"), r.int("rq"), r.int("pt"),
+                   r.int("it"), offsets)
+
+
+@dataclass(slots=True)
+class BatchAckMessageRequestBody:
+    broker_name: str
+    acks: list[BatchAck]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"brokerName": self.broker_name, "acks": [a.to_dict() for a in self.acks]}
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> BatchAckMessageRequestBody:
+        r = Reader(obj, path)
+        acks = r.list("acks", [])
+        if len(acks) > MAX_BATCH_ACKS:
+            raise BodyError(r.at("acks"), f"{len(acks)} acks, more than {MAX_BATCH_ACKS}")
+        return cls(r.str("brokerName", ""), r.objects("acks", BatchAck, []))

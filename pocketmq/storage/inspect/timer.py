@@ -1,0 +1,86 @@
+"""The timer files of a RocketMQ 5 store (storage/timer/, docs/storage.md "Timer files"): ``config/timercheck``,
+``timerwheel`` (its slots in use) and ``timerlog/`` (its units), read-only."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+
+from ..timer.timer_log import BLANK_MAGIC_CODE, MAGIC_DELETE, MAGIC_ROLL, MIN_BLANK_LEN, UNIT, UNIT_SIZE
+from ..timer.timer_wheel import SLOT_SIZE, data_ranges
+from .files import ReadOnlyFiles, file_sizes, fmt_ms, numbered_files
+
+_CHECK = struct.Struct(">qqqqqqq")
+_CHECK_NAMES = ("last_read_time_ms", "last_timer_log_flush_pos", "last_timer_queue_offset",
+                "master_timer_queue_offset", "state_version", "timestamp", "counter")
+_SLOT = struct.Struct(">qqqii")
+
+
+def timer_section(root: str, files: ReadOnlyFiles, precision_ms: int, limit: int | None) -> dict:
+    return {"checkpoint": _checkpoint(root, files), "wheel": _wheel(root, files, precision_ms, limit),
+            "log": _log(root, files, limit)}
+
+
+def _checkpoint(root: str, files: ReadOnlyFiles) -> dict:
+    path = os.path.join(root, "config", "timercheck")
+    if not os.path.isfile(path):
+        return {"present": False}
+    mm = files.map(path)
+    if len(mm) < _CHECK.size:
+        return {"present": True, "size": len(mm), "error": f"shorter than its {_CHECK.size} bytes"}
+    out: dict = {"present": True, "size": len(mm), **dict(zip(_CHECK_NAMES, _CHECK.unpack_from(mm, 0), strict=True))}
+    out["last_read_time"] = fmt_ms(out["last_read_time_ms"])
+    return out
+
+
+def _wheel(root: str, files: ReadOnlyFiles, precision_ms: int, limit: int | None) -> dict:
+    path = os.path.join(root, "timerwheel")
+    if not os.path.isfile(path):
+        return {"present": False}
+    mm = files.map(path)
+    slots = []
+    for start, stop in data_ranges(path, len(mm) - len(mm) % SLOT_SIZE):
+        for i, (t, first, last, num, magic) in enumerate(_SLOT.iter_unpack(mm[start:stop])):
+            if t or first or last or num:
+                slots.append({"index": start // SLOT_SIZE + i, "time_ms": t * precision_ms,
+                              "time": fmt_ms(t * precision_ms), "first_pos": first, "last_pos": last, "num": num,
+                              "magic": magic})
+    slots.sort(key=lambda s: s["time_ms"])
+    shown = slots if limit is None else slots[:limit]
+    return {"present": True, **file_sizes(path), "slot_count": len(mm) // SLOT_SIZE, "precision_ms": precision_ms,
+            "slots_in_use": len(slots), "slots": shown, "hidden": len(slots) - len(shown)}
+
+
+def _log(root: str, files: ReadOnlyFiles, limit: int | None) -> dict:
+    directory = os.path.join(root, "timerlog")
+    out = []
+    for name in numbered_files(directory):
+        mm = files.map(os.path.join(directory, name))
+        units, end = _units(mm, int(name))
+        shown = units if limit is None else units[:limit]
+        out.append({"name": name, "size": len(mm), "unit_count": len(units), "units": shown,
+                    "hidden": len(units) - len(shown), "end": end})
+    return {"files": out}
+
+
+def _units(mm: mmap.mmap | bytes, base: int) -> tuple[list[dict], dict]:
+    """The units of one file, in order, and how it ends: a blank, unwritten bytes, a torn unit, or its end."""
+    units: list[dict] = []
+    pos = 0
+    while pos + MIN_BLANK_LEN <= len(mm):
+        size, prev, magic = struct.unpack_from(">iqi", mm, pos)
+        if magic == BLANK_MAGIC_CODE:
+            return units, {"kind": "blank", "offset": base + pos, "size": size}
+        if size == 0 and not any(mm[pos:pos + UNIT_SIZE]):
+            return units, {"kind": "unwritten", "offset": base + pos}
+        if size != UNIT_SIZE or pos + UNIT_SIZE > len(mm) or (magic | 0xF) != 0xF:
+            return units, {"kind": "not a unit", "offset": base + pos}
+        _, _, _, enqueue, delay, offset_py, size_py, hash_topic, _ = UNIT.unpack_from(mm, pos)
+        units.append({"offset": base + pos, "prev_pos": prev, "magic": magic,
+                      "roll": bool(magic & MAGIC_ROLL), "delete": bool(magic & MAGIC_DELETE),
+                      "enqueue_time_ms": enqueue, "delayed_time_ms": enqueue + delay,
+                      "delayed_time": fmt_ms(enqueue + delay), "commitlog_offset": offset_py, "size": size_py,
+                      "topic_hash": hash_topic})
+        pos += UNIT_SIZE
+    return units, {"kind": "end", "offset": base + pos}

@@ -1,0 +1,98 @@
+"""Where a put sends a timer message (RocketMQ 5's HookUtils.checkIfTimerMessage / transformTimerMessage).
+
+A message with TIMER_DELAY_SEC, TIMER_DELAY_MS, TIMER_DELIVER_MS (or ``__STARTDELIVERTIME``, pocketmq's
+addition) due later than now is stored in rmq_sys_wheel_timer queue 0 instead, its real topic and queue kept in
+REAL_TOPIC / REAL_QID and the wheel slot it goes to in TIMER_OUT_MS: the last slot that starts before its
+delivery time, so that it is delivered no earlier than that time and within one precision after it. One due now
+or earlier is an ordinary message. A delay level wins over a timer: the timer properties are dropped.
+"""
+
+from __future__ import annotations
+
+from pocketmq.common.constants import (
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_REAL_QUEUE_ID,
+    PROPERTY_REAL_TOPIC,
+    PROPERTY_START_DELIVER_TIME,
+    PROPERTY_TIMER_DEL_UNIQKEY,
+    PROPERTY_TIMER_DELAY_MS,
+    PROPERTY_TIMER_DELAY_SEC,
+    PROPERTY_TIMER_DELIVER_MS,
+    PROPERTY_TIMER_OUT_MS,
+)
+from pocketmq.common.message import Message
+
+from ..config import MessageStoreConfig
+from ..results import PutMessageResult, PutMessageStatus
+
+TIMER_TOPIC = "rmq_sys_wheel_timer"  # TopicValidator.SYSTEM_TOPIC_PREFIX + "wheel_timer"
+_TIMER_KEYS = (PROPERTY_TIMER_DELIVER_MS, PROPERTY_TIMER_DELAY_SEC, PROPERTY_TIMER_DELAY_MS)
+# Any of these makes a put look closer (CommitLog.put_message): delay levels and timers.
+ROUTED_KEYS = frozenset((PROPERTY_DELAY_TIME_LEVEL, *_TIMER_KEYS, PROPERTY_START_DELIVER_TIME))
+
+
+def delay_level(props: dict[str, str]) -> int:
+    try:
+        return int(props.get(PROPERTY_DELAY_TIME_LEVEL, "0"))
+    except ValueError:
+        return 0
+
+
+def is_timer_message(msg: Message) -> bool:
+    """checkIfTimerMessage (which also drops the timer properties of a message with a delay level)."""
+    props = msg.properties
+    if delay_level(props) > 0:
+        if any(key in props for key in _TIMER_KEYS):
+            msg.properties = {k: v for k, v in props.items() if k not in _TIMER_KEYS}
+            msg.properties_string = None
+        return False
+    if msg.topic == TIMER_TOPIC or PROPERTY_TIMER_OUT_MS in props:
+        return False  # already routed (a rolled message going round again, or one delivered)
+    return any(key in props for key in _TIMER_KEYS) or PROPERTY_START_DELIVER_TIME in props
+
+
+def deliver_ms(props: dict[str, str], now_ms: int) -> int:
+    """When the message is due. Raises ValueError for a value that is not a number."""
+    if PROPERTY_TIMER_DELAY_SEC in props:
+        return now_ms + int(props[PROPERTY_TIMER_DELAY_SEC]) * 1000
+    if PROPERTY_TIMER_DELAY_MS in props:
+        return now_ms + int(props[PROPERTY_TIMER_DELAY_MS])
+    if PROPERTY_TIMER_DELIVER_MS in props:
+        return int(props[PROPERTY_TIMER_DELIVER_MS])
+    return int(props[PROPERTY_START_DELIVER_TIME])
+
+
+def slot_time(deliver: int, precision_ms: int) -> int:
+    """The wheel slot a message due at ``deliver`` goes to (an exact multiple goes one slot earlier)."""
+    if deliver % precision_ms == 0:
+        return deliver - precision_ms
+    return deliver // precision_ms * precision_ms
+
+
+def route_timer_message(msg: Message, config: MessageStoreConfig, now_ms: int) -> PutMessageResult | None:
+    """Reroute a timer message to the wheel's topic (in place); a refusal, or None. A refusal carries no remark:
+    the broker answers with RocketMQ's own text for each status."""
+    if not is_timer_message(msg):
+        return None
+    if not config.timer_wheel_enable:
+        return PutMessageResult(PutMessageStatus.WHEEL_TIMER_NOT_ENABLE)
+    props = msg.properties
+    try:
+        deliver = deliver_ms(props, now_ms)
+    except ValueError:
+        return PutMessageResult(PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL)  # (not a number)
+    if deliver <= now_ms:
+        if PROPERTY_TIMER_DEL_UNIQKEY in props:
+            return PutMessageResult(PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL)  # (a deletion in the past)
+        return None  # due already: an ordinary message
+    if deliver - now_ms > config.timer_max_delay_sec * 1000:
+        return PutMessageResult(PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL)  # (too far ahead)
+    props = dict(props)
+    props[PROPERTY_TIMER_OUT_MS] = str(slot_time(deliver, config.timer_precision_ms))
+    props[PROPERTY_REAL_TOPIC] = msg.topic
+    props[PROPERTY_REAL_QUEUE_ID] = str(msg.queue_id)
+    msg.properties = props
+    msg.properties_string = None
+    msg.topic = TIMER_TOPIC
+    msg.queue_id = 0
+    return None

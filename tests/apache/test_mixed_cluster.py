@@ -1,0 +1,208 @@
+"""Mixed clusters: Apache RocketMQ brokers and pocketmq brokers under one name server, either kind of name server.
+
+An Apache RocketMQ broker registers with pocketmq's name server in RocketMQ's own RegisterBrokerBody (JSON, or with
+compressedRegister its compressed form); a pocketmq broker with ``namesrvProtocol=rocketmq`` registers with Apache
+RocketMQ's name server the same way. A topic created over the whole cluster by Apache's mqadmin lives on one broker
+of each kind, and pocketmq's client sends to and pulls from both through whichever name server; both mqadmins list
+both brokers. A broker killed is dropped at once by either name server (its connection closes), and a broker that
+hangs (SIGSTOP: its connection stays open) is dropped by the expiry scan, where the scan can be made short: pocketmq's
+(--scan-interval, --broker-expire, and a broker's heartbeatTimeoutMillis) and 5.x's (scanNotActiveBrokerInterval
+and heartbeatTimeoutMillis); 4.9.7's scan runs every 10 s with a fixed 120 s expiry, too long for the suite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pocketmq.client import Message, Producer, PullConsumer, PullStatus
+from pocketmq.client.admin.mq_admin_ext import MQAdminExt
+from tests.apache.apache_rocketmq import V4, V5, ApacheRocketMQ, JavaProcess
+from tests.apache.pocketmq_process import PocketMQBroker, PocketMQNamesrv, pocketmq_admin
+
+
+@dataclass
+class MixedCluster:
+    namesrv_addr: str
+    apache: ApacheRocketMQ  # its broker, and (when the name server is Apache's) its name server
+    pocket: PocketMQBroker
+
+    def processes(self) -> dict[str, JavaProcess]:
+        assert self.apache.broker is not None and self.pocket.process is not None
+        return {self.apache.broker_name: self.apache.broker, self.pocket.broker_name: self.pocket.process}
+
+    def addrs(self) -> dict[str, str]:
+        return {self.apache.broker_name: self.apache.broker_addr, self.pocket.broker_name: self.pocket.addr}
+
+
+# (name server, Apache broker version, the Apache broker's compressedRegister, the pocketmq broker's settings)
+LAYOUTS = {
+    "pocketmq-namesrv-4.9.7-compressed": ("pocketmq", V4, "true", {}),
+    "pocketmq-namesrv-5.5.0": ("pocketmq", V5, "false", {}),
+    "apache-4.9.7-namesrv": ("apache", V4, "false", {"namesrvProtocol": "rocketmq", "compressedRegister": "true"}),
+    "apache-5.5.0-namesrv": ("apache", V5, "false", {"namesrvProtocol": "rocketmq"}),
+}
+
+
+@contextmanager
+def mixed_cluster(root: Path, layout: str, **namesrv: float) -> Iterator[MixedCluster]:
+    kind, version, compressed, pocket_props = LAYOUTS[layout]
+    with ExitStack() as stack:
+        if kind == "pocketmq":
+            ns = stack.enter_context(PocketMQNamesrv(root / "namesrv", **namesrv))
+            apache = stack.enter_context(ApacheRocketMQ(
+                root / "apache", version=version, namesrv_addr=ns.addr, compressedRegister=compressed))
+        else:
+            apache = stack.enter_context(ApacheRocketMQ(root / "apache", version=version))
+        pocket = stack.enter_context(PocketMQBroker(root / "pocketmq", apache.namesrv_addr, **pocket_props))
+        yield MixedCluster(apache.namesrv_addr, apache, pocket)
+
+
+async def cluster_brokers(namesrv_addr: str) -> dict[str, dict[int, str]]:
+    async with MQAdminExt(namesrv_addr, protocol="rocketmq") as admin:
+        info = await admin.examine_broker_cluster_info()
+    return {name: dict(bd.broker_addrs) for name, bd in info.broker_addr_table.items()}
+
+
+async def wait_brokers(namesrv_addr: str, names: set[str], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while set(await cluster_brokers(namesrv_addr)) != names:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"brokers {await cluster_brokers(namesrv_addr)} never became {names}")
+        await asyncio.sleep(0.1)
+
+
+async def wait_route(namesrv_addr: str, topic: str, brokers: set[str], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    async with MQAdminExt(namesrv_addr, protocol="rocketmq") as admin:
+        while True:
+            try:
+                route = await admin.examine_topic_route_info(topic)
+                if {q.broker_name for q in route.queue_datas} == brokers:
+                    return
+            except Exception:  # no route yet: TOPIC_NOT_EXIST
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no route of {topic} over {brokers}")
+            await asyncio.sleep(0.1)
+
+
+async def send_everywhere_and_pull(namesrv_addr: str, topic: str) -> tuple[dict[str, int], list[bytes]]:
+    """One message to every queue of ``topic`` (both brokers) and six routed by the producer; returns how many each
+    broker took and every body pulled back from every queue."""
+    taken: dict[str, int] = {}
+    async with (
+        Producer(f"pg-{topic}", namesrv_addr, protocol="rocketmq") as producer,
+        PullConsumer(f"cg-{topic}", namesrv_addr, protocol="rocketmq") as consumer,
+    ):
+        queues = await consumer.fetch_subscribe_message_queues(topic)
+        for i, mq in enumerate(queues):
+            result = await producer.send(Message(topic, f"q{i}".encode(), keys=f"k{i}"), mq)
+            taken[result.message_queue.broker_name] = taken.get(result.message_queue.broker_name, 0) + 1
+        for i in range(6):
+            result = await producer.send(Message(topic, f"r{i}".encode()))
+            taken[result.message_queue.broker_name] = taken.get(result.message_queue.broker_name, 0) + 1
+        got: list[bytes] = []
+        for mq in queues:
+            offset = 0
+            while True:
+                pulled = await consumer.pull(mq, "*", offset, 32)
+                if pulled.pull_status != PullStatus.FOUND:
+                    break
+                got += [m.body for m in pulled.msg_found_list]
+                offset = pulled.next_begin_offset
+    return taken, got
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+async def test_a_topic_over_both_kinds_of_broker_through_either_name_server(tmp_path: Path, layout: str) -> None:
+    with mixed_cluster(tmp_path, layout) as cluster:
+        apache: ApacheRocketMQ = cluster.apache
+        both = {apache.broker_name, cluster.pocket.broker_name}
+        assert await cluster_brokers(cluster.namesrv_addr) == {
+            name: {0: addr} for name, addr in cluster.addrs().items()
+        }
+        # Apache's mqadmin creates the topic on every broker of the cluster (UPDATE_AND_CREATE_TOPIC to each).
+        topic = f"Mixed{uuid.uuid4().hex[:8]}"
+        created = await asyncio.to_thread(
+            apache.mqadmin, "updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "3", "-w", "3")
+        assert created.returncode == 0, created.stdout + created.stderr
+        await wait_route(cluster.namesrv_addr, topic, both)
+
+        taken, got = await send_everywhere_and_pull(cluster.namesrv_addr, topic)
+        assert set(taken) == both and taken[apache.broker_name] >= 3 and taken[cluster.pocket.broker_name] >= 3
+        assert sorted(got) == sorted([f"q{i}".encode() for i in range(6)] + [f"r{i}".encode() for i in range(6)])
+
+        # Both mqadmins list both brokers, with their versions (pocketmq's broker says V4_9_8).
+        apache_list = await asyncio.to_thread(apache.mqadmin, "clusterList")
+        assert apache_list.returncode == 0, apache_list.stderr
+        for name, addr in cluster.addrs().items():
+            assert any(name in line and addr in line for line in apache_list.stdout.splitlines()), apache_list.stdout
+        ours = await asyncio.to_thread(
+            pocketmq_admin, "clusterList", "-n", cluster.namesrv_addr, "--protocol", "rocketmq", "--json")
+        assert ours.returncode == 0, ours.stderr
+        listed = {row["brokerName"]: row for row in json.loads(ours.stdout)}
+        assert set(listed) == both
+        assert listed[apache.broker_name]["version"] == "V" + apache.version.replace(".", "_")
+        assert listed[cluster.pocket.broker_name]["version"] == "V4_9_8"
+
+        # A broker killed: its connection closes and the name server drops it at once (long before any expiry).
+        processes = cluster.processes()
+        processes[cluster.pocket.broker_name].stop(signal.SIGKILL)
+        await wait_brokers(cluster.namesrv_addr, {apache.broker_name}, timeout=30)
+        processes[apache.broker_name].stop(signal.SIGKILL)
+        await wait_brokers(cluster.namesrv_addr, set(), timeout=30)
+
+
+# A hung broker (SIGSTOP) keeps its connection open: only the expiry scan drops it.
+async def test_pocketmq_name_server_scan_drops_a_hung_apache_broker(tmp_path: Path) -> None:
+    # Apache's broker registers every 10 s at the most often (registerNameServerPeriod is clamped to 10-60 s).
+    with (
+        PocketMQNamesrv(tmp_path / "namesrv", scan_interval=0.2, broker_expire=15.0) as ns,
+        ApacheRocketMQ(tmp_path / "apache", version=V4, namesrv_addr=ns.addr,
+                       registerNameServerPeriod="10000") as apache,
+    ):
+        assert apache.broker is not None and apache.broker.proc is not None
+        await wait_brokers(ns.addr, {apache.broker_name})
+        apache.broker.proc.send_signal(signal.SIGSTOP)
+        try:
+            await wait_brokers(ns.addr, set(), timeout=60)
+        finally:
+            apache.broker.proc.send_signal(signal.SIGCONT)
+
+
+async def test_apache_5_name_server_scan_drops_a_hung_pocketmq_broker(tmp_path: Path) -> None:
+    # 5.x's name server scans every scanNotActiveBrokerInterval and keeps a broker for the heartbeatTimeoutMillis
+    # it registered with; pocketmq's broker sends brokerNotActiveTimeoutMillis as that.
+    with (
+        ApacheRocketMQ(tmp_path / "apache", version=V5, namesrv_props={"scanNotActiveBrokerInterval": "200"}) as apache,
+        PocketMQBroker(tmp_path / "pocketmq", apache.namesrv_addr, namesrvProtocol="rocketmq",
+                       registerNameServerPeriod="500", brokerNotActiveTimeoutMillis="3000") as pocket,
+    ):
+        assert pocket.process is not None
+        await wait_brokers(apache.namesrv_addr, {apache.broker_name, pocket.broker_name})
+        pocket.process.pause()
+        await wait_brokers(apache.namesrv_addr, {apache.broker_name}, timeout=60)
+
+
+async def test_pocketmq_name_server_keeps_a_broker_for_its_heartbeat_timeout(tmp_path: Path) -> None:
+    # The name server's own expiry is 120 s; the broker's heartbeatTimeoutMillis (3 s) is what its scan uses, as
+    # 5.x's name server does (the same broker setting as above, against pocketmq's name server).
+    with (
+        PocketMQNamesrv(tmp_path / "namesrv", scan_interval=0.2, broker_expire=120.0) as ns,
+        PocketMQBroker(tmp_path / "pocketmq", ns.addr, registerNameServerPeriod="500",
+                       brokerNotActiveTimeoutMillis="3000") as pocket,
+    ):
+        assert pocket.process is not None
+        await wait_brokers(ns.addr, {pocket.broker_name})
+        pocket.process.pause()
+        await wait_brokers(ns.addr, set(), timeout=60)

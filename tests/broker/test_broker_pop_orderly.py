@@ -1,0 +1,112 @@
+"""Orderly (FIFO) POP on the broker, over real sockets: a queue blocked for the group until its batch is acked,
+change invisible time counting attempts in place (orderCountInfo), and one queue's order kept across consumers,
+a consumer that goes away mid-batch and a broker restart."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from broker_harness import MQ, Cluster
+from pop_wire import PopClient
+
+from pocketmq.broker import BrokerController
+from pocketmq.common.extra_info_util import parse_extra_info, parse_order_count_info
+from pocketmq.common.pop_ack_constants import POP_ORDER_REVIVE_QUEUE, PROPERTY_SHARDING_KEY
+from pocketmq.remoting.client import RemotingClient
+from pocketmq.remoting.codes import ResponseCode
+from pocketmq.remoting.wire_protocol import WireProtocol
+
+PROTOCOLS = pytest.mark.parametrize("protocol", [WireProtocol.MSGPACK, WireProtocol.NATIVE])
+
+
+def client(cluster: Cluster, broker: BrokerController, protocol: WireProtocol = WireProtocol.MSGPACK) -> PopClient:
+    rc = RemotingClient(wire_protocol=protocol)
+    cluster.clients.append(rc)
+    return PopClient(MQ(rc, broker.address), broker.broker_config.broker_name, protocol == WireProtocol.NATIVE)
+
+
+async def send_group(pc: PopClient, topic: str, group: str, n: int, queue_id: int = 0) -> list[bytes]:
+    bodies = [f"{group}-{i}".encode() for i in range(n)]
+    for body in bodies:
+        props = pc.mq.props(**{PROPERTY_SHARDING_KEY: group})
+        resp = await pc.mq.send(topic, body, queue_id=queue_id, properties=props)
+        assert resp.code == ResponseCode.SUCCESS, resp.remark
+    return bodies
+
+
+async def dispatched(broker: BrokerController) -> None:
+    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+
+
+@PROTOCOLS
+async def test_an_orderly_pop_blocks_the_queue_until_its_batch_is_acked(
+    cluster: Cluster, protocol: WireProtocol
+) -> None:
+    broker = await cluster.broker()
+    a, b = client(cluster, broker, protocol), client(cluster, broker, protocol)
+    await a.mq.create_topic("Fifo", 1)
+    bodies = await send_group(a, "Fifo", "g1", 5)
+    await dispatched(broker)
+    first = await a.pop("GF", "Fifo", max_nums=2, order=True)
+    assert first.bodies == bodies[:2] and first.header is not None
+    assert first.header.revive_qid == POP_ORDER_REVIVE_QUEUE
+    assert all(parse_extra_info(h).is_order for h in first.handles)
+    assert parse_order_count_info(first.header.order_count_info) == {"0@0": 0}
+    assert (await b.pop("GF", "Fifo", order=True)).messages == []  # blocked for the group
+    assert (await b.pop("OtherGroup", "Fifo", order=True, max_nums=1)).bodies == bodies[:1]  # not for others
+    waiting = asyncio.ensure_future(b.pop("GF", "Fifo", order=True, poll=10_000))
+    await a.ack("GF", "Fifo", first.handles[0])
+    await asyncio.sleep(0.05)
+    assert not waiting.done()  # half the batch is still out
+    await a.ack("GF", "Fifo", first.handles[1])
+    second = await asyncio.wait_for(waiting, 5)
+    assert second.bodies == bodies[2:]
+    assert broker.consumer_offset_manager.query_offset("GF", "Fifo", 0) == 2
+
+
+@PROTOCOLS
+async def test_change_invisible_time_on_an_orderly_batch_counts_attempts_in_place(
+    cluster: Cluster, protocol: WireProtocol
+) -> None:
+    broker = await cluster.broker()
+    pc = client(cluster, broker, protocol)
+    await pc.mq.create_topic("Fifo", 1)
+    bodies = await send_group(pc, "Fifo", "g1", 3)
+    await dispatched(broker)
+    got = await pc.pop("GF", "Fifo", max_nums=2, order=True, invisible=60_000)
+    for handle in got.handles:
+        resp, _ = await pc.change_invisible("GF", "Fifo", handle, 50)
+        assert resp.code == ResponseCode.SUCCESS, resp.remark
+    again = await pc.pop("GF", "Fifo", max_nums=2, order=True, poll=5_000)
+    assert again.bodies == bodies[:2] and again.header is not None
+    counts = parse_order_count_info(again.header.order_count_info)
+    assert counts == {"0@qo0%0": 1, "0@qo0%1": 1, "0@0": 1}
+    assert [m.reconsume_times for m in again.messages] == [0, 0]  # (the count travels in orderCountInfo)
+    # Nothing went through a retry topic.
+    assert broker.topic_config_manager.select_topic_config("%RETRY%GF_Fifo") is None
+    await pc.ack_all("GF", "Fifo", again)
+    assert (await pc.pop("GF", "Fifo", order=True)).bodies == bodies[2:]
+
+
+async def test_a_message_group_stays_in_order_across_consumers_a_lost_consumer_and_a_restart(
+    cluster: Cluster,
+) -> None:
+    broker = await cluster.broker()
+    a = client(cluster, broker)
+    await a.mq.create_topic("Fifo", 1)
+    bodies = await send_group(a, "Fifo", "g1", 6)
+    await dispatched(broker)
+    got = await a.pop("GF", "Fifo", max_nums=3, order=True, invisible=5_000)  # (outlasts a slow restart)
+    await a.ack("GF", "Fifo", got.handles[0])
+    await cluster.clients[0].close()  # the consumer goes away mid-batch: 1 and 2 never acked
+    broker = await cluster.restart(broker)
+    b = client(cluster, broker)
+    assert (await b.pop("GF", "Fifo", order=True)).messages == []  # still blocked after the restart
+    delivered = [bodies[0]]
+    while len(delivered) < len(bodies):
+        got = await b.pop("GF", "Fifo", max_nums=2, order=True, poll=8_000, invisible=60_000)
+        assert got.messages, "nothing came"
+        delivered += got.bodies
+        await b.ack_all("GF", "Fifo", got)
+    assert delivered == bodies

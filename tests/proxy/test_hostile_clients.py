@@ -1,0 +1,137 @@
+"""Clients that misbehave: bytes that are no protobuf, messages past the size limit, Telemetry streams never read,
+and a flood of them. Each gets an error status or a closed stream; the endpoint keeps serving, its memory bounded."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import pytest
+from rocketmq.grpc_protocol import service_pb2_grpc
+
+from .conftest import D, S, create_topic, metadata, start_proxy
+
+SEND = "/apache.rocketmq.v2.MessagingService/SendMessage"
+
+
+async def still_serves(endpoint: str) -> None:
+    async with grpc.aio.insecure_channel(endpoint) as channel:
+        r = await service_pb2_grpc.MessagingServiceStub(channel).QueryRoute(
+            S.QueryRouteRequest(topic=D.Resource(name="Nowhere")), metadata=metadata())
+    assert r.status.code == D.Code.TOPIC_NOT_FOUND
+
+
+async def test_bytes_that_are_no_protobuf_get_an_error_status(proxy):
+    async with grpc.aio.insecure_channel(proxy.endpoint) as channel:
+        raw = channel.unary_unary(SEND)  # no serializers: the bytes go as they are
+        with pytest.raises(grpc.aio.AioRpcError) as e:
+            await raw(b"\xff\xff\xff\xff\x0f garbage", metadata=metadata())
+    assert (e.value.code(), e.value.details()) == (grpc.StatusCode.INTERNAL, "Invalid protobuf byte sequence")
+    async with grpc.aio.insecure_channel(proxy.endpoint) as channel:
+        telemetry = channel.stream_stream("/apache.rocketmq.v2.MessagingService/Telemetry")
+        call = telemetry(metadata=metadata())
+        await call.write(b"\xff\xff\xff\xff\x0f")
+        with pytest.raises(grpc.aio.AioRpcError) as e:
+            await call.read()
+    assert e.value.code() == grpc.StatusCode.INTERNAL
+    await still_serves(proxy.endpoint)
+
+
+async def test_a_message_past_the_inbound_limit_is_refused_before_it_is_read(cluster):
+    proxy = await start_proxy(cluster, grpc_max_inbound_message_size=64 * 1024)
+    try:
+        await create_topic(cluster, "Big")
+        request = S.SendMessageRequest(messages=[D.Message(topic=D.Resource(name="Big"), body=b"x" * 100_000)])
+        async with grpc.aio.insecure_channel(proxy.endpoint) as channel:
+            with pytest.raises(grpc.aio.AioRpcError) as e:
+                await service_pb2_grpc.MessagingServiceStub(channel).SendMessage(request, metadata=metadata())
+        assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        await still_serves(proxy.endpoint)
+    finally:
+        await proxy.stop()
+
+
+def settings(topic: str) -> S.TelemetryCommand:
+    return S.TelemetryCommand(settings=D.Settings(client_type=D.ClientType.PRODUCER,
+                                                  publishing=D.Publishing(topics=[D.Resource(name=topic)])))
+
+
+async def test_a_flood_of_telemetry_streams_is_capped_and_every_closed_one_is_forgotten(cluster):
+    proxy = await start_proxy(cluster, max_telemetry_streams=5)
+    try:
+        await create_topic(cluster, "Flood")
+        async with grpc.aio.insecure_channel(proxy.endpoint) as channel:
+            stub = service_pb2_grpc.MessagingServiceStub(channel)
+            calls = []
+            for i in range(5):
+                call = stub.Telemetry(metadata=metadata(f"flood@{i}"))
+                await call.write(settings("Flood"))
+                assert (await call.read()).status.code == D.Code.OK
+                calls.append(call)
+            extra = stub.Telemetry(metadata=metadata("flood@extra"))
+            with pytest.raises(grpc.aio.AioRpcError) as e:
+                await extra.read()
+            assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            for call in calls:
+                call.cancel()
+
+            async def count() -> int:
+                return proxy.channels.streams + len(proxy.channels)
+
+            for _ in range(500):
+                if await proxy.call(count()) == 0:
+                    break
+                await asyncio.sleep(0.01)
+            assert await proxy.call(count()) == 0
+            again = stub.Telemetry(metadata=metadata("flood@again"))
+            await again.write(settings("Flood"))
+            assert (await again.read()).status.code == D.Code.OK
+            again.cancel()
+    finally:
+        await proxy.stop()
+
+
+async def test_a_stream_never_read_holds_a_bounded_number_of_commands(cluster):
+    proxy = await start_proxy(cluster, telemetry_queue_size=8)
+    try:
+        await create_topic(cluster, "Deaf")
+        async with grpc.aio.insecure_channel(proxy.endpoint) as channel:
+            call = service_pb2_grpc.MessagingServiceStub(channel).Telemetry(metadata=metadata("deaf@1"))
+            await call.write(settings("Deaf"))
+            assert (await call.read()).status.code == D.Code.OK
+            # Then it stops reading, while the proxy has ever more to tell it (transaction checks, say): 5 MB each.
+            big = proxy_command_of_size(5 * 1024 * 1024)
+
+            async def flood() -> tuple[int, int]:
+                channel_ = proxy.channels.get_channel("deaf@1")
+                assert channel_ is not None
+                accepted = sum(channel_.write_telemetry_command(big) for _ in range(200))
+                return accepted, channel_.outbox.qsize()
+
+            accepted, queued = await proxy.call(flood())
+            assert accepted < 200 and queued <= 8
+            await still_serves(proxy.endpoint)
+            call.cancel()
+    finally:
+        await proxy.stop()
+
+
+def proxy_command_of_size(size: int):
+    from pocketmq.proxy.protocol import load
+
+    pb = load()
+    message = pb.Message(topic=pb.Resource(name="Deaf"), body=b"x" * size)
+    return pb.TelemetryCommand(recover_orphaned_transaction_command=pb.RecoverOrphanedTransactionCommand(
+        message=message, transaction_id="t"))
+
+
+async def test_a_connection_that_never_speaks_is_closed(cluster):
+    proxy = await start_proxy(cluster, first_byte_timeout=0.2)
+    try:
+        host, _, port = proxy.endpoint.rpartition(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        assert await asyncio.wait_for(reader.read(1), 10) == b""  # closed by the proxy, not by this test's timeout
+        writer.close()
+        await still_serves(proxy.endpoint)
+    finally:
+        await proxy.stop()

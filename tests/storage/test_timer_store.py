@@ -1,0 +1,175 @@
+"""Timer messages in the store (RocketMQ 5's TimerMessageStore) on real files: routing at put time, delivery no
+earlier than the time and in the slot before it, the roll of far-off messages, restarts, and recovery of a torn
+timer log. Precision is 20 ms, so a test waits a few hundred milliseconds."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from pocketmq.common.codec import decode_all
+from pocketmq.storage.results import PutMessageStatus
+from pocketmq.storage.timer.timer_log import UNIT_SIZE
+from pocketmq.storage.timer.timer_routing import TIMER_TOPIC, slot_time
+
+from .conftest import msg, put_ok, wait_until
+
+P = 20  # timer precision, ms
+FAST = {"timer_precision_ms": P, "timer_flush_interval": 0.05, "mapped_file_size_timer_log": UNIT_SIZE * 64 + 16}
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def all_messages(store, topic: str, queue_id: int = 0) -> list:
+    out, offset = [], 0
+    while True:
+        result = store.get_message("G", topic, queue_id, offset, 32)
+        msgs = decode_all(result.body) if result.buffers else []
+        if not msgs:
+            return out
+        out += msgs
+        offset = result.next_begin_offset
+
+
+def test_routing_at_put(stores) -> None:
+    store = stores.open(**FAST)
+    deliver = now_ms() + 60_000
+    for props in ({"TIMER_DELIVER_MS": str(deliver)}, {"TIMER_DELAY_SEC": "60"}, {"TIMER_DELAY_MS": "60000"},
+                  {"__STARTDELIVERTIME": str(deliver)}):
+        put_ok(store, msg("T", **props))
+    wait_until(lambda: store.timer_message_store.enqueued == 4)
+    parked = all_messages(store, TIMER_TOPIC)
+    assert len(parked) == 4 and store.get_max_offset_in_queue("T", 0) == 0
+    first = parked[0].properties
+    assert (first["REAL_TOPIC"], first["REAL_QID"]) == ("T", "0")
+    out = int(first["TIMER_OUT_MS"])
+    assert out == slot_time(deliver, P) and deliver - P <= out < deliver and out % P == 0
+    assert slot_time(1_000, 20) == 980 and slot_time(1_001, 20) == 1_000
+    # Due already: an ordinary message. A delay level wins (the timer properties are dropped).
+    put_ok(store, msg("T", TIMER_DELIVER_MS=str(now_ms() - 1)))
+    put_ok(store, msg("T", DELAY="1", TIMER_DELAY_SEC="5"))
+    wait_until(lambda: store.get_max_offset_in_queue("T", 0) == 1)
+    wait_until(lambda: store.get_max_offset_in_queue("SCHEDULE_TOPIC_XXXX", 0) == 1)
+    scheduled = all_messages(store, "SCHEDULE_TOPIC_XXXX", 0)
+    assert len(scheduled) == 1 and "TIMER_DELAY_SEC" not in scheduled[0].properties
+
+
+@pytest.mark.parametrize(("props", "status"), [
+    ({"TIMER_DELAY_SEC": "x"}, PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL),
+    ({"TIMER_DELAY_SEC": str(3 * 86400 + 10)}, PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL),
+])
+def test_refused_timers(stores, props, status) -> None:
+    store = stores.open(**FAST)
+    assert store.put_message(msg("T", **props)).status is status
+
+
+def test_timer_wheel_disabled(stores) -> None:
+    store = stores.open(**FAST, timer_wheel_enable=False)
+    assert store.timer_message_store is None
+    result = store.put_message(msg("T", TIMER_DELAY_SEC="1"))
+    assert result.status is PutMessageStatus.WHEEL_TIMER_NOT_ENABLE
+    assert not os.path.exists(os.path.join(store.root, "timerwheel"))
+
+
+def test_delivered_not_before_its_time(stores) -> None:
+    store = stores.open(**FAST)
+    deliver = now_ms() + 300
+    put_ok(store, msg("T", body=b"later", TIMER_DELIVER_MS=str(deliver), TAGS="a"))
+    while now_ms() < deliver - 5:  # before its time it is nowhere to be read
+        assert store.get_max_offset_in_queue("T", 0) == 0
+        time.sleep(0.01)
+    wait_until(lambda: store.get_max_offset_in_queue("T", 0) == 1)
+    [m] = all_messages(store, "T")
+    assert m.body == b"later" and m.properties["TAGS"] == "a"
+    assert m.store_timestamp >= deliver and int(m.properties["TIMER_DEQUEUE_MS"]) >= deliver
+    assert (m.properties["REAL_TOPIC"], m.properties["REAL_QID"]) == ("T", "0")  # kept, as RocketMQ 5 keeps them
+    assert int(m.properties["TIMER_OUT_MS"]) == slot_time(deliver, P)
+    assert m.properties["WAIT"] == "false" and store.timer_message_store.delivered == 1
+
+
+def test_far_off_messages_roll(stores) -> None:
+    store = stores.open(**FAST, timer_roll_window_slot=5)  # anything over 100 ms ahead rolls
+    deliver = now_ms() + 400
+    put_ok(store, msg("T", body=b"far", TIMER_DELIVER_MS=str(deliver)))
+    wait_until(lambda: store.get_max_offset_in_queue("T", 0) == 1)
+    [m] = all_messages(store, "T")
+    assert m.store_timestamp >= deliver
+    # 400 ms ahead with a 100 ms window: parked at the window's end and put again at least once (more often
+    # when the threads keep up: each turn parks it another window ahead).
+    rolls = int(m.properties["TIMER_ROLL_TIMES"])
+    assert rolls >= 1 and store.timer_message_store.rolled == rolls
+    assert store.get_max_offset_in_queue(TIMER_TOPIC, 0) == 1 + rolls  # the message and its re-puts
+
+
+def test_restart_delivers_each_once(stores) -> None:
+    config = stores.config(**FAST)
+    store = stores.open(config)
+    start = now_ms()
+    n = 1_000
+    for i in range(n):
+        put_ok(store, msg("T", body=b"%d" % i, queue_id=i % 2, TIMER_DELIVER_MS=str(start + 200 + i % 400)))
+    wait_until(lambda: store.timer_message_store.delivered > n // 4)
+    store.shutdown()  # in the middle of the deliveries
+    store = stores.open(config)
+    wait_until(lambda: sum(store.get_max_offset_in_queue("T", q) for q in (0, 1)) >= n)
+    time.sleep(5 * P / 1000)  # (a duplicate would come within a few slots)
+    bodies = sorted(int(m.body) for q in (0, 1) for m in all_messages(store, "T", q))
+    assert bodies == list(range(n))
+    assert os.path.getsize(os.path.join(store.root, "timerwheel")) == 7 * 86400 * 2 * 32
+
+
+def test_torn_timer_log_tail_is_cut(stores) -> None:
+    """A process crash can leave half a unit at the end of the log: recovery cuts it, keeps the whole units."""
+    config = stores.config(**FAST)
+    store = stores.open(config)
+    deliver = now_ms() + 60_000
+    for i in range(3):
+        put_ok(store, msg("T", body=b"%d" % i, TIMER_DELIVER_MS=str(deliver)))
+    wait_until(lambda: store.timer_message_store.enqueued == 3)
+    store.shutdown()
+    path = os.path.join(store.root, "timerlog", "0" * 20)
+    with open(path, "r+b") as f:
+        f.seek(3 * UNIT_SIZE)
+        f.write(b"\x00\x00\x00\x34" + b"\x07" * 20)  # a torn fourth unit
+    store = stores.open(config)
+    timer = store.timer_message_store
+    assert timer.timer_log.mapped_file_queue.get_max_offset() == 3 * UNIT_SIZE
+    with open(path, "rb") as f:
+        assert f.read()[3 * UNIT_SIZE:4 * UNIT_SIZE] == bytes(UNIT_SIZE)
+    slot = timer.timer_wheel.get_slot(slot_time(deliver, P))
+    assert (slot.first_pos, slot.last_pos) == (0, 2 * UNIT_SIZE)
+    assert timer.curr_queue_offset == 3  # nothing enqueued twice
+
+
+def test_timer_log_files_cleaned_with_the_commit_log(stores) -> None:
+    store = stores.open(**FAST)
+    tlog = store.timer_message_store.timer_log
+    deliver = now_ms() + 60_000
+    for i in range(150):
+        put_ok(store, msg("T", body=b"%d" % i, TIMER_DELIVER_MS=str(deliver)))
+    wait_until(lambda: store.timer_message_store.enqueued == 150)
+    assert len(tlog.files) == 3
+    assert tlog.clean_expired_files(0) == 0
+    second_last = tlog.last_unit_of(tlog.files[1])
+    assert tlog.clean_expired_files(second_last.offset_py + 1) == 2 and len(tlog.files) == 1
+
+
+def test_a_lost_timercheck_loses_no_message(stores) -> None:
+    """Without config/timercheck but with a timer log, delivery starts a wheel's turn back (as RocketMQ's does)
+    and the queue is enqueued again from its start: every message comes, some twice (nothing says otherwise)."""
+    config = stores.config(**FAST)
+    store = stores.open(config)
+    deliver = now_ms() + 300
+    for i in range(20):
+        put_ok(store, msg("T", body=b"%d" % i, TIMER_DELIVER_MS=str(deliver)))
+    wait_until(lambda: store.timer_message_store.enqueued == 20)
+    store.shutdown()
+    os.remove(os.path.join(store.root, "config", "timercheck"))
+    time.sleep(0.4)  # (due while the store is down)
+    store = stores.open(config)
+    wait_until(lambda: store.get_max_offset_in_queue("T", 0) >= 20, timeout=60)
+    assert {int(m.body) for m in all_messages(store, "T")} == set(range(20))

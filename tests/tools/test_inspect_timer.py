@@ -1,0 +1,77 @@
+"""inspect's timer section and the console's storage view of it: a store's timercheck, wheel slots and timer-log
+units as they are on disk, read-only."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from pocketmq.common import Message
+from pocketmq.console.storage_view import files_view
+from pocketmq.storage import DefaultMessageStore, MessageStoreConfig
+from pocketmq.storage.inspect import main as inspect_main
+from pocketmq.storage.timer.timer_log import UNIT_SIZE
+
+from .conftest import inspect_json, run_tool
+
+P = 100
+
+
+def timer_store(path: Path) -> tuple[list[int], list[int]]:
+    """A stopped store with 5 timer messages a minute ahead, 100 ms apart, in timer-log files of 3 units."""
+    config = MessageStoreConfig(store_path_root_dir=str(path), mapped_file_size_commit_log=64 * 1024,
+                                mapped_file_size_consume_queue=1000, max_hash_slot_num=64, max_index_num=256,
+                                timer_precision_ms=P, mapped_file_size_timer_log=3 * UNIT_SIZE + 16)
+    store = DefaultMessageStore(config)
+    store.load()
+    store.start()
+    base = (time.time_ns() // 1_000_000 // P + 600) * P + 50
+    offsets = []
+    for i in range(5):
+        r = store.put_message(Message("T", b"%d" % i, {"TIMER_DELIVER_MS": str(base + i * P)}))
+        offsets.append(r.append_result.wrote_offset)
+    deadline = time.monotonic() + 10
+    while store.timer_message_store.enqueued < 5:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    store.shutdown()
+    return offsets, [base + i * P - 50 for i in range(5)]
+
+
+def test_timer_section(tmp_path: Path) -> None:
+    offsets, slot_times = timer_store(tmp_path / "s")
+    report = inspect_json(tmp_path / "s", "--timer", "--timer-precision", str(P))
+    timer = report["timer"]
+    assert set(report) >= {"timer"} and "commitlog" not in report
+    cp = timer["checkpoint"]
+    assert cp["present"] and cp["last_timer_queue_offset"] == cp["master_timer_queue_offset"] == 5
+    assert cp["last_timer_log_flush_pos"] == 5 * UNIT_SIZE + 16  # two files: 3 units and a blank, then 2
+    wheel = timer["wheel"]
+    assert wheel["slot_count"] == 7 * 86400 * 2 and wheel["slots_in_use"] == 5
+    assert [s["time_ms"] for s in wheel["slots"]] == slot_times and {s["num"] for s in wheel["slots"]} == {1}
+    files = timer["log"]["files"]
+    assert [f["name"] for f in files] == ["00000000000000000000", "00000000000000000172"]
+    assert [f["end"]["kind"] for f in files] == ["blank", "unwritten"]
+    units = [u for f in files for u in f["units"]]
+    assert [u["offset"] for u in units] == [0, 52, 104, 172, 224]
+    assert [u["delayed_time_ms"] for u in units] == slot_times
+    assert {u["prev_pos"] for u in units} == {-1} and {u["magic"] for u in units} == {1}
+    # A unit's message is the record the timer topic holds, not the one sent (that went to rmq_sys_wheel_timer).
+    assert [u["commitlog_offset"] for u in units] == offsets
+    code, text = run_tool(inspect_main, [str(tmp_path / "s"), "--timer", "--timer-precision", str(P)])
+    assert code == 0 and "Timer wheel (timerwheel" in text and "5 in use" in text
+    assert "Timer log file timerlog/00000000000000000172" in text and "lastTimerQueueOffset    5" in text
+
+
+def test_console_storage_view_has_the_timer_files(tmp_path: Path) -> None:
+    _, slot_times = timer_store(tmp_path / "s")
+    view = files_view(str(tmp_path / "s"), timer_precision_ms=P)
+    assert [s["time_ms"] for s in view["timer"]["wheel"]["slots"]] == slot_times
+    assert sum(f["unit_count"] for f in view["timer"]["log"]["files"]) == 5
+
+
+def test_a_store_without_timers_prints_no_timer_section(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    code, text = run_tool(inspect_main, [str(tmp_path / "empty")])
+    assert code == 0 and "Timer" not in text
+    assert inspect_json(tmp_path / "empty")["timer"]["wheel"] == {"present": False}

@@ -62,13 +62,14 @@ class Mqadmin:
         """The command's output. mqadmin exits 0 after a failure and prints the exception on stderr; one that
         timed out (a request slower than mqadmin's fixed 5 s on a loaded machine) is run again, except
         sendMessage, which would store a second message."""
-        for attempt in range(3):
+        for attempt in range(ATTEMPTS):
             done = self.tools.mqadmin(*args, "-n", namesrv_addr)
             failed = done.returncode != 0 or "Exception" in done.stdout + done.stderr
             if not failed:
                 return done.stdout
-            if attempt == 2 or args[0] == "sendMessage" or not _TIMEOUT.search(done.stderr):
+            if attempt == ATTEMPTS - 1 or args[0] == "sendMessage" or not _TIMEOUT.search(done.stderr):
                 break
+            time.sleep(1.0)
         raise AssertionError((args, done.returncode, done.stdout, done.stderr[-3000:]))
 
     def both(self, sides: tuple[Side, Side], *args: str | Callable[[Side], str]) -> tuple[str, str]:
@@ -86,6 +87,7 @@ class Mqadmin:
         return apache, pocket
 
 
+ATTEMPTS = 5
 # pocketmq's commands wait 3 s for each answer by default; a loaded machine may take longer.
 SLOW_OK = ("--timeout", "30")
 _TIMEOUT = re.compile(r"Remoting(Timeout|Connect|SendRequest)Exception|TimeoutException")
@@ -321,8 +323,10 @@ def test_delete_sub_group_and_delete_topic(sides: tuple[Side, Side], mqadmin: Mq
 
 def _message_rows(text: str) -> list[list[str]]:
     """A message printout without its Properties (compared apart) and commit-log offset (CLUSTER makes Apache's
-    records 13 bytes longer)."""
-    return [r for r in rows(text) if r[0] not in ("Properties:", "CommitLog")]
+    records 13 bytes longer). mqadmin's MessageTrack says UNKNOWN when a request of its lookup failed (a timeout
+    on a loaded machine): such a line is left out."""
+    return [r for r in rows(text) if r[0] not in ("Properties:", "CommitLog")
+            and not (r[0] == "MessageTrack" and "trackType=UNKNOWN," in r)]
 
 
 def test_query_msg_by_id(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:
@@ -483,7 +487,9 @@ def test_pocketmq_command_prints_what_mqadmin_prints(
     template, same = _OWN[command]
     values = {"broker": pocket.broker_addr, "offset_msg_id": pocket.offset_msg_ids[5], "msg_id": pocket.msg_ids[5]}
     args = tuple(a.format(**values) for a in template)
-    theirs = mqadmin.seen.get(args) or mqadmin.run(pocket.namesrv_addr, *args)
+    # What an earlier test printed, unless the command's answer moves as the module's tests go on.
+    cached = None if command in ("topicList", "consumerProgress", "resetOffsetByTime") else mqadmin.seen.get(args)
+    theirs = cached or mqadmin.run(pocket.namesrv_addr, *args)
     capsys.readouterr()
     code = pocketmq_main([args[0], "-n", pocket.namesrv_addr, *SLOW_OK, *args[1:]])
     mine, err = capsys.readouterr()

@@ -154,7 +154,7 @@ async def dev_process(store: Path, conf: str = "", *, nofile: int | None = None,
     conf_path.write_text(conf)
     env = dict(os.environ, **(extra_env or {}))
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "pocketmq", "dev", "--no-console", "--store", str(store),
+        sys.executable, "-m", "pocketmq", "dev", "--no-console", "--no-grpc", "--store", str(store),
         "--namesrv-port", "0", "--broker-port", "0",
         "-c", str(conf_path), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
         preexec_fn=(lambda: _limit_open_files(nofile, nofile_hard)) if nofile else None)

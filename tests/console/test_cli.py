@@ -50,7 +50,7 @@ def stop(proc: subprocess.Popen) -> str:
 
 def test_dev_serves_the_console_and_prints_its_url(tmp_path):
     proc = start("dev", "--store", str(tmp_path / "dev"), "--namesrv-port", "0", "--broker-port", "0",
-                 "--console-port", "0")
+                 "--console-port", "0", "--no-grpc")  # (the console's line comes second, and no test binds 8081)
     try:
         first, second = proc.stdout.readline(), proc.stdout.readline()
         assert first.startswith("pocketmq dev: name server"), first
@@ -69,7 +69,7 @@ def test_dev_serves_the_console_and_prints_its_url(tmp_path):
 
 def test_dev_without_console(tmp_path):
     proc = start("dev", "--store", str(tmp_path / "dev"), "--namesrv-port", "0", "--broker-port", "0",
-                 "--no-console")
+                 "--no-console", "--no-grpc")
     proc.stdout.readline()
     out = stop(proc)
     assert "console:" not in out

@@ -53,7 +53,7 @@ FAST_CLIENT: dict[str, Any] = {
 # pocketmq's broker as the Apache fixture's: trace topic on, a transaction check soon after a half message.
 POCKETMQ_BROKER: dict[str, Any] = {
     "trace_topic_enable": True,
-    "transaction_timeout": 1.0,
+    "transaction_timeout": 3.0,  # a check must not race a slow END_TRANSACTION on a loaded machine
     "transaction_check_interval": 0.2,
     "message_delay_level": "100ms 200ms 300ms 400ms",
     "flush_consumer_offset_interval": 0.2,
@@ -103,7 +103,7 @@ async def server(request: pytest.FixtureRequest, tmp_path: Any) -> AsyncIterator
         yield Server(kind, cluster.namesrv_addr, kind.split("-")[1])
 
 
-async def until(predicate: Callable[[], bool], timeout: float = 60.0) -> None:
+async def until(predicate: Callable[[], bool], timeout: float = 120.0) -> None:
     """Wait for ``predicate`` (a generous bound: Apache's broker and a busy machine take their time)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout

@@ -126,11 +126,16 @@ async def test_ack_entries_one_status_each(env):
     entries = [S.AckMessageEntry(message_id=m.system_properties.message_id,
                                  receipt_handle=m.system_properties.receipt_handle) for m in got]
     entries.append(S.AckMessageEntry(message_id="bad", receipt_handle="not a handle"))
+    entries.append(S.AckMessageEntry(message_id="old", receipt_handle="0 1 2 3 0 broker-a 0 0 5"))
     r = await stub.AckMessage(S.AckMessageRequest(group=D.Resource(name="G"), topic=D.Resource(name="Acks"),
                                                   entries=entries), metadata=metadata())
     assert (r.status.code, r.status.message) == (D.Code.MULTIPLE_RESULTS, "MULTIPLE_RESULTS")
     assert [(e.message_id, e.status.code) for e in r.entries] == [
-        (m.system_properties.message_id, D.Code.OK) for m in got] + [("bad", D.Code.INVALID_RECEIPT_HANDLE)]
+        (m.system_properties.message_id, D.Code.OK) for m in got] + [("bad", D.Code.INTERNAL_SERVER_ERROR),
+                                                                     ("old", D.Code.INVALID_RECEIPT_HANDLE)]
+    # (as RocketMQ's proxy: what does not parse is its Java exception, a handle past its time is "expired")
+    assert (r.entries[2].status.message, r.entries[3].status.message) == (
+        "Parse failed, dataList size 3. IllegalArgumentException", "receipt handle is expired")
     assert sorted(e.message_id for e in r.entries[:2]) == sorted(ids)
     r = await stub.AckMessage(S.AckMessageRequest(group=D.Resource(name="G"), topic=D.Resource(name="Acks"),
                                                   entries=entries[:1]), metadata=metadata())

@@ -16,7 +16,7 @@ from .grpc_channel_manager import GrpcChannelManager
 from .grpc_validator import validate_consumer_group, validate_topic
 from .protocol import load
 from .proxy_context import ProxyContext
-from .proxy_exception import GrpcProxyException, build_code, status
+from .proxy_exception import PROXY_EXCEPTION, GrpcProxyException, build_code, status
 from .receipt_handle import decode
 from .receipt_handle_manager import ReceiptHandleManager
 from .send_message_activity import check_message_type
@@ -69,5 +69,5 @@ def check_recall_handle(text: str) -> Any:
     except (binascii.Error, UnicodeDecodeError, ValueError):
         items = []
     if len(items) < 5 or items[0] != "v1":
-        raise GrpcProxyException(pb.Code.INTERNAL_SERVER_ERROR, "recall handle is invalid")
+        raise GrpcProxyException(pb.Code.INTERNAL_SERVER_ERROR, PROXY_EXCEPTION + "recall handle is invalid")
     raise GrpcProxyException(pb.Code.NOT_IMPLEMENTED, f" request type {RECALL_MESSAGE} not supported")

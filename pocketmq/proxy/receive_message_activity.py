@@ -210,6 +210,9 @@ class ReceiveMessageActivity:
             except Exception as e:
                 log.info("nack of %s in %s failed: %s", msg.msg_id, group, e)
 
-        task = asyncio.get_running_loop().create_task(nack())
+        try:
+            task = asyncio.get_running_loop().create_task(nack())
+        except RuntimeError:  # (a stream finalized outside the loop: the invisible time brings them back)
+            return
         self._nacks.add(task)
         task.add_done_callback(self._nacks.discard)

@@ -333,19 +333,22 @@ def without_frame(status: Any) -> tuple[int, str]:
     return status.code, ". ".join(status.message.split(". ")[:2])
 
 
-# A handle that does not parse, one that is not numbers, and one whose invisible time ran out in 1970.
+# A handle that does not parse, one that is not numbers, and one whose invisible time ran out in 1970. Asked by
+# a client with a Telemetry stream, as the SDKs are: without one, Apache 5.5.0's ChangeInvisibleDuration of a
+# well-formed handle fails with a NullPointerException (its receipt-handle lookup keys on the missing channel),
+# where pocketmq answers as for any client.
 @pytest.mark.parametrize("handle", ["not a handle", "a b c d e f g h", "0 1 2 3 0 broker-a 0 0 5"])
-def test_bad_receipt_handles(both_servers, handle):
+def test_bad_receipt_handles(both_servers, consumer_sessions, handle):
     answers = ask(both_servers, "AckMessage", S.AckMessageRequest(
         group=D.Resource(name=RECV_GROUP), topic=D.Resource(name=RECV_TOPIC),
-        entries=[S.AckMessageEntry(message_id="m", receipt_handle=handle)]))
+        entries=[S.AckMessageEntry(message_id="m", receipt_handle=handle)]), md=metadata(CONSUMER_ID))
     got = {name: (without_frame(a.status), [(without_frame(e.status), e.message_id, e.receipt_handle)
                                              for e in a.entries]) for name, a in answers.items()}
     assert got["pocketmq"] == got["apache"], got
     change = S.ChangeInvisibleDurationRequest(group=D.Resource(name=RECV_GROUP), topic=D.Resource(name=RECV_TOPIC),
                                               receipt_handle=handle, message_id="m",
                                               invisible_duration=Duration(seconds=10))
-    answers = ask(both_servers, "ChangeInvisibleDuration", change)
+    answers = ask(both_servers, "ChangeInvisibleDuration", change, md=metadata(CONSUMER_ID))
     got = {name: without_frame(a.status) for name, a in answers.items()}
     assert got["pocketmq"] == got["apache"], got
 

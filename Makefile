@@ -139,7 +139,7 @@ $(JAVA_CLIENT_DIR)/%/.built: $(JAVA_CLIENT_SOURCES) | java
 java-clients: $(JAVA_CLIENT_STAMPS)
 
 # Apache RocketMQ 5's gRPC SDK for Java (rocketmq-client-java, tests/java_sdk/pom.xml names the version) and the
-# harness that drives it (tests/java_sdk, bench/grpc_sdk.py), built into .java-sdk/ (harness.jar and lib/) when a
+# harness that drives it (tests/java_sdk, bench/java_sdk.py), built into .java-sdk/ (harness.jar and lib/) when a
 # source changed; Maven keeps the artifacts in ~/.m2.
 JAVA_SDK_DIR := .java-sdk
 JAVA_SDK_SOURCES := tests/java_sdk/pom.xml $(shell find tests/java_sdk/src -name '*.java' 2>/dev/null)
@@ -189,7 +189,7 @@ $(BENCH_JAVA_STAMP): bench/java/pom.xml $(wildcard bench/java/src/main/java/io/p
 
 # The peers of bench/e2e.py (Redis 7, NATS JetStream) come from Debian when missing; their Python clients
 # from the `bench` extra; Apache RocketMQ (bench/apache.py) from Maven Central. The benches install nothing.
-bench: $(SPARK_STAMP) java apache-rocketmq $(BENCH_JAVA_STAMP)
+bench: $(SPARK_STAMP) java apache-rocketmq $(BENCH_JAVA_STAMP) java-sdk
 	@command -v redis-server >/dev/null && command -v nats-server >/dev/null || \
 	  { apt-get update -qq && apt-get install -y -qq redis-server nats-server; } || \
 	  echo "make bench: could not install redis-server/nats-server; bench/e2e.py will skip those peers"
@@ -197,6 +197,7 @@ bench: $(SPARK_STAMP) java apache-rocketmq $(BENCH_JAVA_STAMP)
 	$(PY) bench/storage.py
 	$(PY) bench/e2e.py
 	$(PY) bench/apache.py
+	$(PY) bench/java_sdk.py
 	$(PY) bench/scale.py
 	$(PY) bench/spark.py
 

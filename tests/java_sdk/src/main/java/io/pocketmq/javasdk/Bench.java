@@ -21,7 +21,7 @@ import org.apache.rocketmq.client.apis.message.MessageView;
 import org.apache.rocketmq.client.apis.producer.Producer;
 
 /**
- * bench/grpc_sdk.py's workload with the Java SDK: {@code --count} messages of {@code --size} bytes sent by
+ * bench/java_sdk.py's workload with the Java SDK: {@code --count} messages of {@code --size} bytes sent by
  * {@code --threads} threads of one producer (blocking sends), then received and acked by one SimpleConsumer
  * (batches of 32), each phase timed; prints one JSON line. The topic {@code <run>} and the group
  * {@code <run>-g} exist before it starts.

@@ -125,6 +125,7 @@ def run(endpoint: str, run_id: str, server: str, home: Path, scenarios: list[str
     proc = subprocess.run(argv, capture_output=True, timeout=RUN_TIMEOUT, check=False, cwd=home)
     stdout = proc.stdout.decode("utf-8", errors="replace")
     stderr = proc.stderr.decode("utf-8", errors="replace")
+    (home / "harness.stdout").write_text(stdout, encoding="utf-8")  # (the results, for a failure's post-mortem)
     (home / "harness.stderr").write_text(stderr, encoding="utf-8")
     lines: dict[str, dict[str, Any]] = {}
     done = False

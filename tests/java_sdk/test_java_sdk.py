@@ -13,6 +13,7 @@ one-line reason (`make java-sdk`), never a skip.
 from __future__ import annotations
 
 import asyncio
+import signal
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -23,6 +24,9 @@ import pytest
 
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.embedded import ThreadedCluster
+from pocketmq.remoting.admin_body import TopicStatsTable
+from pocketmq.remoting.admin_header import GetTopicStatsInfoRequestHeader
+from pocketmq.remoting.codes import RequestCode
 from tests.apache.apache_proxy import ApacheProxy
 from tests.apache.apache_rocketmq import V5, ApacheRocketMQ
 from tests.java_sdk import java_sdk as js
@@ -37,23 +41,30 @@ APACHE_CONFIG: dict[str, Any] = {  # broker.conf keys
     # Apache's send-queue fast failure (200 ms) trips on a busy two-core machine; pocketmq has none.
     "waitTimeMillsInSendQueue": "30000",
 }
-# Values that are ids or counts of the run, compared as present or absent.
-VOLATILE_PROPERTIES = {"__transactionId__", "TRANSACTION_CHECK_TIMES"}
-VOLATILE_FIELDS = {"messageId", "bornTimestamp", "receivedAt", "askedAt", "changeAskedAt", "deliveryTimestamp"}
+# Values that are counts of the run, compared as present or absent.
+VOLATILE_PROPERTIES = {"TRANSACTION_CHECK_TIMES"}
+# Apache's 5.x broker stamps __transactionId__ on a transactional message; pocketmq stores the producer's
+# properties as sent (docs/compatibility.md, "properties a broker adds"). The transaction test pins it.
+BROKER_STAMPED = {"__transactionId__"}
+VOLATILE_FIELDS = {"messageId", "bornTimestamp", "receivedAt", "askedAt", "deliveryTimestamp", "ranMs", "closedMs"}
 
 
 @dataclass
 class Runs:
     runs: dict[str, HarnessRun]
-    dead_letters: dict[str, int]  # messages in the dlq scenario's dead-letter topic, by server
+    brokers: dict[str, tuple[str, str]]  # (name server, broker) by server
 
     def results(self, scenario: str) -> dict[str, dict[str, Any]]:
         return {server: self.runs[server].result(scenario) for server in SERVERS}
 
 
-async def dead_letters(namesrv_addr: str, group: str) -> int:
+async def dead_letters(namesrv_addr: str, broker_addr: str, group: str) -> int:
+    """Messages in ``group``'s dead-letter topic, asked of the broker (Apache's broker tells the name server of a
+    topic it made at its next registration, up to 30 s later)."""
     async with MQAdminExt(namesrv_addr, protocol="rocketmq", timeout=30.0) as admin:
-        stats = await admin.examine_topic_stats(f"%DLQ%{group}")
+        response = await admin._broker(broker_addr, RequestCode.GET_TOPIC_STATS_INFO,
+                                       GetTopicStatsInfoRequestHeader(f"%DLQ%{group}"))
+        stats = admin._ok(response, broker_addr).decode_body(TopicStatsTable)
     return sum(o.max_offset - o.min_offset for o in stats.offset_table.values())
 
 
@@ -62,19 +73,28 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
     js.classpath()  # fails before any server starts when the harness is not built
     root = tmp_path_factory.mktemp("java-sdk")
     run_ids = {server: f"{server[0].upper()}{uuid.uuid4().hex[:8]}" for server in SERVERS}
-    with (ApacheRocketMQ(root / "apache", V5, **APACHE_CONFIG) as rmq, ApacheProxy(rmq) as proxy,
-          ThreadedCluster(root / "pocketmq", grpc=True, **POCKETMQ_CONFIG) as pocket):
-        servers = {"pocketmq": (pocket.namesrv_addr, pocket.broker_addr, pocket.grpc_endpoint),
-                   "apache": (rmq.namesrv_addr, rmq.broker_addr, proxy.endpoint)}
-        for server, (namesrv, broker, _) in servers.items():
-            asyncio.run(js.prepare(namesrv, broker, run_ids[server]))
-        with ThreadPoolExecutor(len(SERVERS)) as pool:
-            futures = {server: pool.submit(js.run, endpoint, run_ids[server], server, root / f"jvm-{server}")
-                       for server, (_, _, endpoint) in servers.items()}
+    servers: dict[str, tuple[str, str, str]] = {}
+    futures = {}
+    rmq = ApacheRocketMQ(root / "apache", V5, **APACHE_CONFIG)
+    proxy = ApacheProxy(rmq)
+    with (ThreadedCluster(root / "pocketmq", grpc=True, **POCKETMQ_CONFIG) as pocket,
+          ThreadPoolExecutor(len(SERVERS)) as pool):
+        try:
+            # pocketmq's JVM runs while Apache's three JVMs start
+            for server, start in (("pocketmq", lambda: pocket), ("apache", lambda: (rmq.start(), proxy.start()))):
+                start()
+                servers[server] = ((pocket.namesrv_addr, pocket.broker_addr, pocket.grpc_endpoint)
+                                   if server == "pocketmq" else (rmq.namesrv_addr, rmq.broker_addr, proxy.endpoint))
+                namesrv, broker, endpoint = servers[server]
+                asyncio.run(js.prepare(namesrv, broker, run_ids[server]))
+                futures[server] = pool.submit(js.run, endpoint, run_ids[server], server, root / f"jvm-{server}")
             done = {server: future.result() for server, future in futures.items()}
-        dlq = {server: asyncio.run(dead_letters(namesrv, js.group(run_ids[server], "dlq", "failing")))
-               for server, (namesrv, _, _) in servers.items()}
-        yield Runs(done, dlq)
+            yield Runs(done, {server: (namesrv, broker) for server, (namesrv, broker, _) in servers.items()})
+        finally:
+            # A throwaway store: killed, not shut down (a broker's shutdown hook takes many seconds).
+            for process in (proxy.process, rmq.broker, rmq.namesrv):
+                if process is not None:
+                    process.stop(signal.SIGKILL)
 
 
 def normalized(described: dict[str, Any], run_id: str) -> dict[str, Any]:
@@ -83,7 +103,7 @@ def normalized(described: dict[str, Any], run_id: str) -> dict[str, Any]:
     out = {k: v for k, v in described.items() if k not in VOLATILE_FIELDS}
     out["topic"] = out["topic"].replace(run_id, "RUN")
     out["properties"] = {k: ("<volatile>" if k in VOLATILE_PROPERTIES else v)
-                         for k, v in described["properties"].items()}
+                         for k, v in described["properties"].items() if k not in BROKER_STAMPED}
     return out
 
 
@@ -126,6 +146,7 @@ def test_fifo_message_groups_in_order(runs: Runs) -> None:
 def test_a_delay_message_not_before_its_time(runs: Runs) -> None:
     observed = {}
     for server, r in runs.results("delay").items():
+        assert len(r["seen"]) == 1, (server, r["seen"])
         [m] = r["seen"]
         assert m["messageId"] == r["sent"], server
         assert m["deliveryTimestamp"] == r["deliverAt"], server
@@ -137,9 +158,11 @@ def test_a_delay_message_not_before_its_time(runs: Runs) -> None:
 def test_transactions_committed_and_rolled_back(runs: Runs) -> None:
     observed = {}
     for server, r in runs.results("transaction").items():
-        [m] = r["seen"]  # the rolled-back message never comes
+        assert len(r["seen"]) == 1, (server, r["seen"])  # the rolled-back message never comes
+        [m] = r["seen"]
         assert (m["body"], m["messageId"]) == ("tx-commit", r["committed"]), server
-        assert r["checked"] == [], server  # both were decided before any check
+        assert m["properties"].get("__transactionId__", r["committed"]) == r["committed"], server
+        assert ("__transactionId__" in m["properties"]) == (server == "apache"), server  # (BROKER_STAMPED)
         observed[server] = normalized(m, runs.runs[server].run_id)
     same(runs, observed)
 
@@ -158,11 +181,10 @@ def test_transactions_checked_back(runs: Runs) -> None:
 def test_a_message_not_acked_comes_back_after_its_invisible_time(runs: Runs) -> None:
     observed = {}
     for server, r in runs.results("invisible").items():
-        first, second, third = r["deliveries"]
-        assert [d["deliveryAttempt"] for d in r["deliveries"]] == [1, 2, 3], server
+        first, second = r["deliveries"]
+        assert [d["deliveryAttempt"] for d in r["deliveries"]] == [1, 2], server
         assert {d["messageId"] for d in r["deliveries"]} == {r["sent"]} and r["sameId"], server
         assert second["receivedAt"] >= first["askedAt"] + r["invisibleMs"], server
-        assert third["receivedAt"] >= second["changeAskedAt"] + 1000, server
         assert r["afterAck"] == [], server
         observed[server] = [normalized(d, runs.runs[server].run_id) for d in r["deliveries"]]
     same(runs, observed)
@@ -175,7 +197,8 @@ def test_retries_then_the_dead_letter_queue(runs: Runs) -> None:
         # retryMaxTimes 1: two deliveries, then the dead-letter topic
         assert [a["deliveryAttempt"] for a in attempts] == [1, 2], server
         assert {a["messageId"] for a in attempts} == {r["sent"]}, server
-        assert runs.dead_letters[server] == 1, server
+        group = js.group(runs.runs[server].run_id, "dlq", "failing")
+        assert asyncio.run(dead_letters(*runs.brokers[server], group)) == 1, server
         observed[server] = [normalized(a, runs.runs[server].run_id) for a in attempts]
     same(runs, observed)
 

@@ -152,17 +152,32 @@ final class Ctx implements AutoCloseable {
         return new String(bytes, StandardCharsets.UTF_8);
     }
 
+    /** Closes every client at once: a push consumer's close waits for its receive in flight, a long poll of up to
+     * the server's long-polling time. */
     @Override
     public void close() {
         List<Closeable> all;
         synchronized (clients) {
             all = new ArrayList<>(clients);
         }
-        for (int i = all.size() - 1; i >= 0; i--) {
+        List<Thread> closing = new ArrayList<>();
+        for (Closeable client : all) {
+            Thread t = new Thread(() -> {
+                try {
+                    client.close();
+                } catch (Exception e) {
+                    // a client that could not start has nothing to close
+                }
+            });
+            t.start();
+            closing.add(t);
+        }
+        for (Thread t : closing) {
             try {
-                all.get(i).close();
-            } catch (Exception e) {
-                // a client that could not start has nothing to close
+                t.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
             }
         }
     }

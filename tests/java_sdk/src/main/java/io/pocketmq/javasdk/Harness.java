@@ -90,15 +90,22 @@ public final class Harness {
             emit(name, false, Map.of("type", "UnknownScenario", "message", name));
             return;
         }
+        long start = System.currentTimeMillis();
+        Map<String, Object> result;
         try (Ctx ctx = new Ctx(endpoint, prefix, ssl)) {
-            emit(name, true, scenario.run(ctx));
+            result = scenario.run(ctx);
+            result.put("ranMs", System.currentTimeMillis() - start);
         } catch (Throwable t) {
             Map<String, Object> error = error(t);
             StringWriter trace = new StringWriter();
             t.printStackTrace(new PrintWriter(trace));
             error.put("stack", trace.toString());
             emit(name, false, error);
+            return;
         }
+        // (after the clients closed: what closing costs shows in the JVM's time, not in the results)
+        result.put("closedMs", System.currentTimeMillis() - start);
+        emit(name, true, result);
     }
 
     /** An exception as the test compares it: its class, its message (a ClientException's names the status code). */

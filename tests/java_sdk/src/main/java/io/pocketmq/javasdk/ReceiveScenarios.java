@@ -25,8 +25,10 @@ final class ReceiveScenarios {
         scenarios.put("push_group", ReceiveScenarios::pushGroup);
     }
 
-    /** Received and not acked: back after its invisible time, attempt 2. Its invisible time changed to one
-     * second: back again, attempt 3. Acked: gone. */
+    /** Received and not acked: back after its invisible time, attempt 2, with the same id. Acked: gone.
+     *
+     * <p>(Not here: a SimpleConsumer's ChangeInvisibleDuration to a second. Apache's proxy sometimes never delivered
+     * the message again after it, on a loaded machine; a push consumer's nack, which is one, is in {@link #dlq}.) */
     static Map<String, Object> invisible(Ctx ctx) throws Exception {
         Producer producer = ctx.producer(null);
         SimpleConsumer consumer = ctx.simple("slow", "*");
@@ -34,22 +36,20 @@ final class ReceiveScenarios {
         List<Map<String, Object>> deliveries = new ArrayList<>();
         MessageView first = receiveOne(consumer, deliveries);
         MessageView second = receiveOne(consumer, deliveries);
-        deliveries.get(1).put("changeAskedAt", System.currentTimeMillis());
-        consumer.changeInvisibleDuration(second, Duration.ofSeconds(1));
-        MessageView third = receiveOne(consumer, deliveries);
-        consumer.ack(third);
+        consumer.ack(second);
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("sent", sent);
         out.put("invisibleMs", INVISIBLE.toMillis());
         out.put("deliveries", deliveries);
         out.put("afterAck", Ctx.drain(consumer, 0, 3000));
-        out.put("sameId", first.getMessageId().equals(third.getMessageId()));
+        out.put("sameId", first.getMessageId().equals(second.getMessageId()));
         return out;
     }
 
     private static MessageView receiveOne(SimpleConsumer consumer, List<Map<String, Object>> deliveries)
         throws Exception {
-        long deadline = System.currentTimeMillis() + Ctx.WAIT_MS;
+        // (twice the usual wait: Apache's revive service was seen to take over a minute on a loaded machine)
+        long deadline = System.currentTimeMillis() + 2 * Ctx.WAIT_MS;
         while (System.currentTimeMillis() < deadline) {
             long askedAt = System.currentTimeMillis();  // the server's invisible time starts after this
             List<MessageView> views = consumer.receive(1, INVISIBLE);
@@ -60,7 +60,7 @@ final class ReceiveScenarios {
                 return views.get(0);
             }
         }
-        throw new IllegalStateException("no delivery in " + Ctx.WAIT_MS + " ms after " + deliveries.size());
+        throw new IllegalStateException("no delivery in " + 2 * Ctx.WAIT_MS + " ms after " + deliveries.size());
     }
 
     /** A push consumer whose listener always fails, in a group of at most 2 deliveries (retryMaxTimes 1): two

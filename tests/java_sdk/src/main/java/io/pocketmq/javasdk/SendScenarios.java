@@ -85,8 +85,9 @@ final class SendScenarios {
 
     /** One transaction committed, one rolled back: only the committed message reaches a consumer. */
     static Map<String, Object> transaction(Ctx ctx) throws Exception {
-        Checker checker = new Checker();
-        Producer producer = ctx.producer(checker);
+        // A check that comes before the producer's own commit or rollback (a busy machine can delay those past the
+        // broker's transaction timeout) leaves the decision to the producer.
+        Producer producer = ctx.producer(view -> TransactionResolution.UNKNOWN);
         SimpleConsumer consumer = ctx.simple("txn", "*");
         Transaction commit = producer.beginTransaction();
         String committed = id(producer.send(ctx.message("tx-commit").build(), commit));
@@ -98,7 +99,6 @@ final class SendScenarios {
         out.put("committed", committed);
         out.put("rolledBack", rolledBack);
         out.put("seen", Ctx.drain(consumer, 1, 5000));
-        out.put("checked", checker.checked());
         return out;
     }
 

@@ -50,7 +50,8 @@ VOLATILE_PROPERTIES = {"TRANSACTION_CHECK_TIMES"}
 # Apache's 5.x broker stamps __transactionId__ on a transactional message; pocketmq stores the producer's
 # properties as sent (docs/compatibility.md, "properties a broker adds"). The transaction test pins it.
 BROKER_STAMPED = {"__transactionId__"}
-VOLATILE_FIELDS = {"messageId", "bornTimestamp", "receivedAt", "askedAt", "changeAskedAt", "deliveryTimestamp", "ranMs", "closedMs"}
+VOLATILE_FIELDS = {"messageId", "bornTimestamp", "receivedAt", "askedAt", "changeAskedAt", "deliveryTimestamp", "ranMs",
+                   "closedMs"}
 
 
 @dataclass

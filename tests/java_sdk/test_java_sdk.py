@@ -28,7 +28,7 @@ from pocketmq.remoting.admin_body import TopicStatsTable
 from pocketmq.remoting.admin_header import GetTopicStatsInfoRequestHeader
 from pocketmq.remoting.codes import RequestCode
 from tests.apache.apache_proxy import ApacheProxy
-from tests.apache.apache_rocketmq import TEST_JVM, V5, ApacheRocketMQ
+from tests.apache.apache_rocketmq import V5, ApacheRocketMQ
 from tests.java_sdk import java_sdk as js
 from tests.java_sdk.java_sdk import HarnessRun
 
@@ -41,10 +41,6 @@ APACHE_CONFIG: dict[str, Any] = {  # broker.conf keys
     # Apache's send-queue fast failure (200 ms) trips on a busy two-core machine; pocketmq has none.
     "waitTimeMillsInSendQueue": "30000",
 }
-# The suite's small JVMs, with room for direct buffers: the broker's timer wheel (which also brings POP's
-# checkpoints back) takes a 4 MiB direct buffer per thread, and with the heap's 256 MiB as the limit it failed with
-# OutOfMemoryError: Apache then never redelivered an unacked message.
-APACHE_JVM = (*TEST_JVM, "-XX:MaxDirectMemorySize=1g")
 # Values that are counts of the run, compared as present or absent.
 VOLATILE_PROPERTIES = {"TRANSACTION_CHECK_TIMES"}
 # Apache's 5.x broker stamps __transactionId__ on a transactional message; pocketmq stores the producer's
@@ -80,7 +76,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
     run_ids = {server: f"{server[0].upper()}{uuid.uuid4().hex[:8]}" for server in SERVERS}
     servers: dict[str, tuple[str, str, str]] = {}
     futures = {}
-    rmq = ApacheRocketMQ(root / "apache", V5, jvm=APACHE_JVM, **APACHE_CONFIG)
+    rmq = ApacheRocketMQ(root / "apache", V5, **APACHE_CONFIG)
     proxy = ApacheProxy(rmq)
     with (ThreadedCluster(root / "pocketmq", grpc=True, **POCKETMQ_CONFIG) as pocket,
           ThreadPoolExecutor(len(SERVERS)) as pool):

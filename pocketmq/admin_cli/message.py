@@ -10,6 +10,7 @@ from pocketmq.client import Message, MessageQueue, Producer, PullConsumer, PullS
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.client.exceptions import MQClientException
 from pocketmq.common.message import MessageExt
+from pocketmq.common.mix_all import TOOLS_CONSUMER_GROUP
 
 from .common import Printable, command, credentials, human_time, parse_timestamp, table
 
@@ -49,7 +50,7 @@ def add(sub: Any) -> None:
     p.add_argument("-b", "--brokerName", dest="broker_name", help="Broker name")
     p.add_argument("-i", "--queueId", dest="queue_id", type=int, help="Queue Id")
     p.add_argument("-o", "--offset", type=int, help="Queue Offset")
-    p.add_argument("-g", "--consumerGroup", dest="group", default="TOOLS_CONSUMER", help="Consumer group name")
+    p.add_argument("-g", "--consumerGroup", dest="group", default=TOOLS_CONSUMER_GROUP, help="Consumer group name")
     p.add_argument("-s", "--beginTimestamp", dest="begin",
                    help="Begin timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]")
     p.add_argument("-e", "--endTimestamp", dest="end", help="End timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]")

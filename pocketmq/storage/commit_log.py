@@ -42,6 +42,7 @@ from pocketmq.common.record_layout import (
     host_lengths,
     record_struct,
 )
+from pocketmq.common.topic_validator import RMQ_SYS_SCHEDULE_TOPIC as SCHEDULE_TOPIC
 
 from .config import MessageStoreConfig, parse_delay_levels
 from .mapped_file import MappedFile
@@ -49,8 +50,6 @@ from .mapped_file_queue import MappedFileQueue
 from .results import AppendMessageResult, AppendMessageStatus, PutMessageResult, PutMessageStatus
 from .timer.timer_routing import ROUTED_KEYS as _ROUTED_KEYS
 from .timer.timer_routing import TIMER_TOPIC, route_timer_message
-
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 
 _BLANK = SIZE_MAGIC  # the blank record that fills a file's end: TOTALSIZE and MAGICCODE only
 _SYSFLAG = field_struct("SYSFLAG")

@@ -11,6 +11,7 @@ import struct
 from collections.abc import Callable
 
 from pocketmq.common.constants import CQ_PRE_BLANK_SIZE, CQ_STORE_UNIT_SIZE
+from pocketmq.common.topic_validator import RMQ_SYS_SCHEDULE_TOPIC
 
 from .mapped_file import fault_in_page_by_page
 from .mapped_file_queue import MappedFileQueue
@@ -36,7 +37,7 @@ class ConsumeQueue:
         self.max_physic_offset = -1  # end (offset + size) of the last commit-log record indexed here
         self.min_logic_offset = 0  # in bytes
         # The delay topic's tags code holds the delivery time instead of a tag hash.
-        self.is_schedule = topic == "SCHEDULE_TOPIC_XXXX"
+        self.is_schedule = topic == RMQ_SYS_SCHEDULE_TOPIC
         # Files unmapped to bound the open descriptors (ConsumeQueueLru); readers fall back to pread.
         self.parked = False
 

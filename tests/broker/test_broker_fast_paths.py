@@ -9,9 +9,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from pocketmq.broker.message_batch import BatchItem
 from pocketmq.common import Message
 from pocketmq.common.codec import decode_all
+from pocketmq.common.message_batch import BatchItem
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.header import (

@@ -20,7 +20,8 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from pocketmq.common.pop_ack_constants import RETRY_GROUP_TOPIC_PREFIX, build_pop_retry_topic
+from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
+from pocketmq.common.pop_ack_constants import build_pop_retry_topic
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.tasks import TaskTracker
 from pocketmq.remoting.transport import Channel

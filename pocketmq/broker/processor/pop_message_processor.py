@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 
 from pocketmq.common.codec import decode_all, encode
 from pocketmq.common.extra_info_util import build_extra_info, build_msg_offset_info, build_start_offset_info
+from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
 from pocketmq.common.pop_ack_constants import (
     CONSUME_INIT_MODE_MIN,
     POP_ORDER_REVIVE_QUEUE,
     PROPERTY_POP_CK,
-    RETRY_GROUP_TOPIC_PREFIX,
     build_pop_retry_topic,
 )
 from pocketmq.remoting.body import TopicConfig

@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 from pocketmq.common.codec import decode_all
 from pocketmq.common.constants import PROPERTY_DELAY_TIME_LEVEL, PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC
 from pocketmq.common.message import LOOPBACK_HOST, Message, MessageExt, pack_host
+from pocketmq.common.topic_validator import RMQ_SYS_SCHEDULE_TOPIC
 from pocketmq.remoting.transport import parse_address
 from pocketmq.storage.config import parse_delay_levels
 from pocketmq.storage.results import GetMessageStatus, PutMessageResult
 
 from ..config_file import ConfigManager
-from ..topic_validator import RMQ_SYS_SCHEDULE_TOPIC
 
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController

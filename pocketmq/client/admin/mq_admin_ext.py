@@ -22,7 +22,10 @@ from typing import Any
 from pocketmq.common.attribute import parse_to_string, signed_attributes
 from pocketmq.common.codec import CorruptRecordError, decode_all
 from pocketmq.common.message import MessageExt
+from pocketmq.common.mix_all import TOOLS_CONSUMER_GROUP, get_retry_topic
 from pocketmq.common.properties_text import format_properties, parse_properties
+from pocketmq.common.pull_sys_flag import FLAG_SUBSCRIPTION
+from pocketmq.common.topic_validator import AUTO_CREATE_TOPIC_KEY_TOPIC, is_system_topic
 from pocketmq.remoting.admin_body import (
     ConsumerConnection,
     ConsumerRunningInfo,
@@ -80,14 +83,7 @@ from ..exceptions import MQBrokerException, MQClientException
 from ..impl.mq_admin import broker_of_offset_msg_id
 from ..impl.mq_client_api import UNIQUE_MSG_QUERY_FLAG, MQClientAPIImpl
 
-TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"  # MixAll.TOOLS_CONSUMER_GROUP
-_FLAG_SUBSCRIPTION = 0x4  # PullSysFlag: the subscription comes with the pull
 _GROUP_HAS_NO_OFFSETS = "THe consumer group <"  # (sic) Broker2Client.resetOffset's remark
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
-
-
-def retry_topic(group: str) -> str:
-    return RETRY_GROUP_TOPIC_PREFIX + group
 
 
 @dataclass(slots=True)
@@ -237,7 +233,7 @@ class MQAdminExt:
     async def create_and_update_topic_config(self, addr: str, tc: TopicConfig) -> None:
         header = CreateTopicRequestHeader(
             tc.topic_name,
-            "TBW102",
+            AUTO_CREATE_TOPIC_KEY_TOPIC,
             tc.read_queue_nums,
             tc.write_queue_nums,
             tc.perm,
@@ -331,7 +327,7 @@ class MQAdminExt:
         """The brokers to ask about a group: those of its retry topic (RocketMQ's way), those of ``topic``, and
         every master when neither has a route."""
         masters: dict[str, str] = {}
-        for t in (retry_topic(group), topic):
+        for t in (get_retry_topic(group), topic):
             if t is None:
                 continue
             try:
@@ -466,7 +462,7 @@ class MQAdminExt:
                 msg = await self.view_message_by_offset_id(msg_id)
                 if msg is not None and (topic is None or msg.topic == topic):
                     return msg
-        topics = [topic] if topic else [t for t in await self.fetch_all_topic_list() if not _is_system_topic(t)]
+        topics = [topic] if topic else [t for t in await self.fetch_all_topic_list() if not is_system_topic(t)]
         for t in topics:
             try:
                 msg = await self.query_message_by_unique_key(t, msg_id)
@@ -485,7 +481,7 @@ class MQAdminExt:
         if addr is None:
             raise MQClientException(f"broker {broker_name!r} does not serve {topic} (it has: {', '.join(masters)})")
         header = PullMessageRequestHeader(
-            TOOLS_CONSUMER_GROUP, topic, queue_id, offset, 1, _FLAG_SUBSCRIPTION, 0, 0, 0, "*", "TAG"
+            TOOLS_CONSUMER_GROUP, topic, queue_id, offset, 1, FLAG_SUBSCRIPTION, 0, 0, 0, "*", "TAG"
         )
         r = await self._broker(addr, RequestCode.PULL_MESSAGE, header)
         if r.code != ResponseCode.SUCCESS:
@@ -557,12 +553,3 @@ class MQAdminExt:
             out[mq] = target
         return out
 
-
-def _is_system_topic(topic: str) -> bool:
-    return topic.startswith(("%RETRY%", "%DLQ%", "rmq_sys_", "RMQ_SYS_")) or topic in {
-        "TBW102",
-        "SCHEDULE_TOPIC_XXXX",
-        "SELF_TEST_TOPIC",
-        "OFFSET_MOVED_EVENT",
-        "BenchmarkTest",
-    }

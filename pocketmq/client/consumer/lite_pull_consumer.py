@@ -33,6 +33,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from pocketmq.common.message import MessageExt
+from pocketmq.common.mix_all import DEFAULT_CONSUMER_GROUP
 from pocketmq.remoting.client_body import ConsumerData, MessageQueue, SubscriptionData
 from pocketmq.remoting.errors import RemotingError
 
@@ -51,7 +52,7 @@ from ..message import PullStatus
 from ..trace.async_trace_dispatcher import AsyncTraceDispatcher
 from ..trace.trace_context import ConsumeReturnType
 from ..trace.trace_hooks import ConsumeMessageTraceHook
-from ..validators import DEFAULT_CONSUMER_GROUP, check_group, check_topic
+from ..validators import check_group, check_topic
 from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
 from .consumer_enums import ConsumeFromWhere, ConsumeType, MessageModel
 from .lite_pull_consumer_config import LitePullConsumerConfig

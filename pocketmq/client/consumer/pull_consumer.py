@@ -18,6 +18,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from pocketmq.common.bounded_cache import BoundedCache
+from pocketmq.common.mix_all import DEFAULT_CONSUMER_GROUP
 from pocketmq.remoting.client_body import ConsumerData, MessageQueue, SubscriptionData
 
 from ..client_config import ClientConfig
@@ -29,7 +30,7 @@ from ..impl.mq_admin import fetch_all_topic_list
 from ..impl.mq_client_instance import MQClientInstance
 from ..impl.mq_client_manager import MQClientManager
 from ..message import PullResult
-from ..validators import DEFAULT_CONSUMER_GROUP, check_group
+from ..validators import check_group
 from .store.offset_store import ReadOffsetType, RemoteBrokerOffsetStore
 
 log = logging.getLogger(__name__)

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pocketmq.common.message import MessageExt
+from pocketmq.common.mix_all import DEFAULT_CONSUMER_GROUP
 from pocketmq.common.pop_ack_constants import CONSUME_INIT_MODE_MAX
 from pocketmq.remoting.client_body import ConsumerData, MessageQueue, SubscriptionData
 
@@ -31,7 +32,7 @@ from ..filter_api import EXPRESSION_TYPE_TAG, build_subscription_data
 from ..impl.consumer.pop_api_wrapper import MAX_POP_NUMS, PopAPIWrapper
 from ..impl.mq_client_instance import MQClientInstance
 from ..impl.mq_client_manager import MQClientManager
-from ..validators import DEFAULT_CONSUMER_GROUP, check_group
+from ..validators import check_group
 
 log = logging.getLogger(__name__)
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from pocketmq.common.codec import CorruptRecordError, decode_all
 from pocketmq.common.message import MessageExt
+from pocketmq.common.mix_all import UNIQUE_MSG_QUERY_FLAG
 from pocketmq.remoting.body import TopicList, TopicRouteData, encode_body
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.client_body import (
@@ -69,7 +70,6 @@ from .consumer.pop_api import process_pop_response
 
 log = logging.getLogger(__name__)
 
-UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"  # MixAll: a QUERY_MESSAGE whose key is a message id (UNIQ_KEY)
 
 SEND_STATUS_BY_CODE: dict[int, SendStatus] = {
     ResponseCode.SUCCESS: SendStatus.SEND_OK,

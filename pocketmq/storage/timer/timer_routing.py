@@ -21,11 +21,12 @@ from pocketmq.common.constants import (
     PROPERTY_TIMER_OUT_MS,
 )
 from pocketmq.common.message import Message
+from pocketmq.common.topic_validator import RMQ_SYS_WHEEL_TIMER
 
 from ..config import MessageStoreConfig
 from ..results import PutMessageResult, PutMessageStatus
 
-TIMER_TOPIC = "rmq_sys_wheel_timer"  # TopicValidator.SYSTEM_TOPIC_PREFIX + "wheel_timer"
+TIMER_TOPIC = RMQ_SYS_WHEEL_TIMER
 _TIMER_KEYS = (PROPERTY_TIMER_DELIVER_MS, PROPERTY_TIMER_DELAY_SEC, PROPERTY_TIMER_DELAY_MS)
 # Any of these makes a put look closer (CommitLog.put_message): delay levels and timers.
 ROUTED_KEYS = frozenset((PROPERTY_DELAY_TIME_LEVEL, *_TIMER_KEYS, PROPERTY_START_DELIVER_TIME))

@@ -21,6 +21,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from pocketmq.common.message import MessageExt
+from pocketmq.common.mix_all import DEFAULT_CONSUMER_GROUP
 from pocketmq.common.pop_ack_constants import CONSUME_INIT_MODE_MAX, CONSUME_INIT_MODE_MIN
 from pocketmq.remoting.admin_body import ConsumerRunningInfo
 from pocketmq.remoting.client_body import ConsumerData, MessageQueue, SubscriptionData
@@ -42,7 +43,7 @@ from ...consumer.pop_result import PopStatus
 from ...consumer.push_consumer_config import PushConsumerConfig
 from ...exceptions import MQBrokerException, MQClientException
 from ...filter_api import build_subscription_data
-from ...validators import DEFAULT_CONSUMER_GROUP, check_group, check_topic
+from ...validators import check_group, check_topic
 from ..mq_client_instance import MQClientInstance
 from ..mq_client_manager import MQClientManager
 from .consume_message_service import ConsumeExecutor

@@ -37,7 +37,8 @@ def add(sub: Any) -> None:
     p.add_argument("-i", "--queueId", dest="queue_id", type=int, required=True)
     p.add_argument("-o", "--offset", type=int, required=True, help="Queue Offset")
 
-    p = command(sub, "sendMessage", "Send a message", send_message)
+    # The shell's one way to send and to consume: mqadmin's commands, `send` and `consume` their short names.
+    p = command(sub, "sendMessage", "Send a message (alias: send)", send_message, aliases=["send"])
     p.add_argument("-t", "--topic", required=True)
     p.add_argument("-p", "--body", required=True, help="UTF-8 string format of the message body")
     p.add_argument("-k", "--key", help="Message keys")
@@ -45,7 +46,7 @@ def add(sub: Any) -> None:
     p.add_argument("-b", "--broker", help="Send message to target broker")
     p.add_argument("-i", "--qid", type=int, help="Send message to target queue")
 
-    p = command(sub, "consumeMessage", "Consume message", consume_message)
+    p = command(sub, "consumeMessage", "Consume message (alias: consume)", consume_message, aliases=["consume"])
     p.add_argument("-t", "--topic", required=True)
     p.add_argument("-b", "--brokerName", dest="broker_name", help="Broker name")
     p.add_argument("-i", "--queueId", dest="queue_id", type=int, help="Queue Id")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,12 +23,15 @@ PENDING = ("pocketmq/proxy/",)
 COMMON = "pocketmq/common/"
 
 
-def _modules():
+@cache
+def _modules() -> tuple[tuple[str, ast.Module], ...]:
+    out = []
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
             rel = path.relative_to(ROOT).as_posix()
             if not rel.startswith(PENDING) and not path.name.endswith("_pb2.py"):
-                yield rel, ast.parse(path.read_text(encoding="utf-8"))
+                out.append((rel, ast.parse(path.read_text(encoding="utf-8"))))
+    return tuple(out)
 
 
 def _declared_strings(tree: ast.Module):
@@ -46,6 +50,7 @@ def _declared_strings(tree: ast.Module):
                     yield name.id, val.value, node.lineno
 
 
+@cache
 def declarations() -> dict[str, list[str]]:
     found: dict[str, list[str]] = defaultdict(list)
     for rel, tree in _modules():
@@ -80,7 +85,7 @@ def test_rocketmq_names_are_spelled_only_in_common():
     assert spelled == [], "import the name from pocketmq.common.mix_all / topic_validator"
 
 
-def test_the_check_sees_a_second_declaration(tmp_path):
+def test_the_check_sees_a_second_declaration():
     tree = ast.parse('A = "x%RETRY%"\n_B: str = "TAG"\nC, D = "TBW102", 4\nlower = "not a constant"\n')
     assert list(_declared_strings(tree)) == [("A", "x%RETRY%", 1), ("_B", "TAG", 2), ("C", "TBW102", 3),
                                               ("lower", "not a constant", 4)]

@@ -11,15 +11,10 @@ from pocketmq.common.constants import (
     PROPERTY_MESSAGE_TTL,
     PROPERTY_MESSAGE_TYPE,
 )
-from pocketmq.common.mix_all import REPLY_MESSAGE_FLAG, REPLY_TOPIC_POSTFIX
+from pocketmq.common.mix_all import REPLY_MESSAGE_FLAG, get_reply_topic
 
 from .exceptions import ClientErrorCode, MQClientException
 from .message import Message
-
-
-def get_reply_topic(cluster: str) -> str:
-    """MixAll.getReplyTopic: the topic replies to requests sent within ``cluster`` go to."""
-    return f"{cluster}_{REPLY_TOPIC_POSTFIX}"
 
 
 def create_reply_message(request_message: object, body: bytes) -> Message:

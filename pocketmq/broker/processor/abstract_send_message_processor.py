@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from pocketmq.common import mix_all
 from pocketmq.common import topic_validator as tv
 from pocketmq.common.constants import PROPERTY_MSG_REGION, PROPERTY_TRACE_SWITCH, PROPERTY_TRANSFER_FLAG
-from pocketmq.common.message import LOOPBACK_HOST, Message, MessageExtBatch, pack_host
+from pocketmq.common.message import LOOPBACK_HOST, MessageExtBatch, MessageExtBrokerInner, pack_host
 from pocketmq.common.mix_all import DEFAULT_TRACE_REGION_ID as _REGION_ID
 from pocketmq.common.topic_attributes import (
     TOPIC_MESSAGE_TYPE_ATTRIBUTE,
@@ -184,12 +184,12 @@ class AbstractSendMessageProcessor(BrokerProcessor):
             host = channel.attrs["bornHost"] = self.host_bytes(channel.remote_address)
         return host  # type: ignore[return-value]
 
-    async def put_message(self, msg: Message) -> PutMessageResult:
+    async def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         put = self.controller.store.put_message_nowait(msg)
         return put if isinstance(put, PutMessageResult) else await asyncio.wrap_future(put)
 
     def put_and_answer(
-        self, msgs: Message | MessageExtBatch, request: RemotingCommand, queue_id: int
+        self, msgs: MessageExtBrokerInner | MessageExtBatch, request: RemotingCommand, queue_id: int
     ) -> RemotingCommand | Awaitable[RemotingCommand]:
         """Append, then the response: at once when the store has nothing to wait for, else an awaitable of it.
         What the store makes a put wait for (the group commit under SYNC_FLUSH; a dispatcher that fell more

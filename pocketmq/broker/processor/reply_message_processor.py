@@ -19,7 +19,7 @@ from pocketmq.common.constants import (
     PROPERTY_PUSH_REPLY_TIME,
     PROPERTY_TRACE_SWITCH,
 )
-from pocketmq.common.message import Message, properties_to_string, string_to_properties, unpack_host
+from pocketmq.common.message import MessageExtBrokerInner, properties_to_string, string_to_properties, unpack_host
 from pocketmq.common.mix_all import DEFAULT_TRACE_REGION_ID
 from pocketmq.remoting.codes import RequestCode, ResponseCode, SerializeType
 from pocketmq.remoting.command import RemotingCommand
@@ -63,7 +63,7 @@ class ReplyMessageProcessor(AbstractSendMessageProcessor):
         pushed, remark = await self._push_reply(channel, header, body)
         msg_id, queue_offset = "0", 0  # what a reply that was not stored answers (RocketMQ: avoids a decode error)
         if self.controller.broker_config.store_reply_message_enable:
-            msg = Message(
+            msg = MessageExtBrokerInner(
                 topic=header.topic,
                 body=body,
                 properties=string_to_properties(header.properties or ""),

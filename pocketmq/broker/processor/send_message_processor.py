@@ -21,9 +21,9 @@ from pocketmq.common.constants import (
     TRANSACTION_TYPE_MASK,
 )
 from pocketmq.common.message import (
-    Message,
     MessageExt,
     MessageExtBatch,
+    MessageExtBrokerInner,
     properties_to_string,
     string_to_properties,
 )
@@ -130,7 +130,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             sys_flag |= MULTI_TAGS_FLAG
         # The producer's encoded properties go to the store verbatim. RocketMQ 4.9.8 re-encodes them to add
         # CLUSTER and drop WAIT; passing them through keeps the stored record what the producer sent.
-        msg = Message(
+        msg = MessageExtBrokerInner(
             topic=topic,
             body=body,
             properties=props,
@@ -274,7 +274,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         delay_level: int | None,
         topic_sys_flag: int = 0,
         extra_properties: dict[str, str] | None = None,
-    ) -> Message | str:
+    ) -> MessageExtBrokerInner | str:
         """A failed message's copy for ``retry_topic`` (created when missing), or for %DLQ%group once it used up
         ``max_reconsume`` times (or ``delay_level`` < 0): the one implementation of "give a message back" that
         CONSUMER_SEND_MSG_BACK and POP's revive share. ``delay_level`` None: no delay (POP's invisible time was
@@ -299,7 +299,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         elif delay_level is not None:
             props[PROPERTY_DELAY_TIME_LEVEL] = str(delay_level if delay_level > 0 else 3 + original.reconsume_times)
         props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, original.offset_msg_id)
-        return Message(
+        return MessageExtBrokerInner(
             topic=new_topic,
             body=original.body,
             properties=props,

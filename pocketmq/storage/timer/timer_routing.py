@@ -20,7 +20,7 @@ from pocketmq.common.constants import (
     PROPERTY_TIMER_DELIVER_MS,
     PROPERTY_TIMER_OUT_MS,
 )
-from pocketmq.common.message import Message
+from pocketmq.common.message import MessageExtBrokerInner
 from pocketmq.common.topic_validator import RMQ_SYS_WHEEL_TIMER
 
 from ..config import MessageStoreConfig
@@ -39,7 +39,7 @@ def delay_level(props: dict[str, str]) -> int:
         return 0
 
 
-def is_timer_message(msg: Message) -> bool:
+def is_timer_message(msg: MessageExtBrokerInner) -> bool:
     """checkIfTimerMessage (which also drops the timer properties of a message with a delay level)."""
     props = msg.properties
     if delay_level(props) > 0:
@@ -70,7 +70,7 @@ def slot_time(deliver: int, precision_ms: int) -> int:
     return deliver // precision_ms * precision_ms
 
 
-def route_timer_message(msg: Message, config: MessageStoreConfig, now_ms: int) -> PutMessageResult | None:
+def route_timer_message(msg: MessageExtBrokerInner, config: MessageStoreConfig, now_ms: int) -> PutMessageResult | None:
     """Reroute a timer message to the wheel's topic (in place); a refusal, or None. A refusal carries no remark:
     the broker answers with RocketMQ's own text for each status."""
     if not is_timer_message(msg):

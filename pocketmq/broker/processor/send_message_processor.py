@@ -38,13 +38,14 @@ from pocketmq.remoting.header import (
 from pocketmq.remoting.transport import Channel
 from pocketmq.storage.results import PutMessageStatus
 
-from .abstract_send_message_processor import AbstractSendMessageProcessor
+from .abstract_send_message_processor import _MSGPACK, AbstractSendMessageProcessor
 from .base import response
 
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController
 
 log = logging.getLogger(__name__)
+_SUCCESS = ResponseCode.SUCCESS
 
 # MQVersion.Version.V3_4_9.ordinal(): from this client version on, the header's maxReconsumeTimes counts.
 _V3_4_9 = 121
@@ -66,8 +67,12 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         # RocketMQ picks the batch path by the header's batch flag alone; code 320 without it would store the
         # encoded batch as one message, so the code counts too.
         if header.batch or request.code == _SEND_BATCH_MESSAGE:
-            return self.send_batch_message(channel, request, header)
-        return self.send_message(channel, request, header)
+            answer = self.send_batch_message(channel, request, header)
+        else:
+            answer = self.send_message(channel, request, header)
+        if request.serialize_type is _MSGPACK or (type(answer) is RemotingCommand and answer.code == _SUCCESS):
+            return answer  # (a stored message's answer has the region and trace switch already)
+        return self.with_region(answer)
 
     # --- one message ---
 

@@ -14,8 +14,10 @@ README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
 NAMESRV = "127.0.0.1:9876"
 GRPC = "127.0.0.1:8081"
 # A word each block has and no other block has: the block's name for the tests below.
-MARKERS = ("my-producers", "LitePullConsumer", "order-handlers", "price-repliers", "payment-service",
-           "traced-producers", "from rocketmq import", "def test_order_is_published", "local_session")
+PUSH = 'PushConsumer("order-handlers"'
+SDK5 = "from rocketmq import ClientConfiguration"
+MARKERS = ("my-producers", "LitePullConsumer", PUSH, "price-repliers", "payment-service", "traced-producers", SDK5,
+           "def test_order_is_published", "local_session")
 
 
 def python_blocks() -> list[str]:
@@ -49,7 +51,7 @@ def test_readme_python_example_sends_and_consumes(pocketmq_cluster, tmp_path):
 
 def test_readme_push_consumer_example_consumes_what_the_first_example_sent(pocketmq_cluster, tmp_path):
     run_script(block("my-producers"), tmp_path, "send.py", pocketmq_cluster)
-    out = run_script(block("order-handlers"), tmp_path, "push.py", pocketmq_cluster)
+    out = run_script(block(PUSH), tmp_path, "push.py", pocketmq_cluster)
     assert "[('created', b'order 1')]" in out
 
 
@@ -94,17 +96,19 @@ def test_readme_trace_fragment_sends_a_traced_message(pocketmq_cluster):
     assert [(v.msg_type, v.topic, v.group_name) for v in views] == [("Pub", "Orders", "traced-producers")]
 
 
-def test_readme_5x_sdk_example_sends_through_the_grpc_endpoint(pocketmq_cluster, tmp_path):
+def test_readme_5x_sdk_example_sends_and_receives_through_the_grpc_endpoint(pocketmq_cluster, tmp_path):
     from pocketmq.cli import main
 
     # As the README says above it: create the topic first.
     assert main(["updateTopic", "-n", pocketmq_cluster.namesrv_addr, "-c", "DefaultCluster", "-t", "orders"]) == 0
     assert pocketmq_cluster.wait_routed("orders")
     script = tmp_path / "sdk5.py"
-    script.write_text(block("from rocketmq import").replace(GRPC, pocketmq_cluster.grpc_endpoint))
+    script.write_text(block(SDK5).replace(GRPC, pocketmq_cluster.grpc_endpoint))
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert re.fullmatch(r"[0-9A-F]{34}\n", proc.stdout), proc.stdout  # a 5.x message id: a version byte + 16
+    sent, received = proc.stdout.splitlines()  # the producer's message id; the simple consumer's message
+    assert re.fullmatch(r"[0-9A-F]{34}", sent), proc.stdout  # a 5.x message id: a version byte + 16
+    assert received == f"{sent} b'order 1'"
 
 
 def test_readme_fixture_example_passes_in_a_user_project(tmp_path):

@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pocketmq.common import Message, pack_host, properties_to_string  # noqa: E402
+from pocketmq.common import MessageExtBrokerInner, pack_host, properties_to_string  # noqa: E402
 from pocketmq.common.codec import decode_all  # noqa: E402
 from pocketmq.common.message import MessageExtBatch  # noqa: E402
 from pocketmq.storage import DefaultMessageStore, MessageStoreConfig  # noqa: E402
@@ -51,13 +51,14 @@ def _config(root: str) -> MessageStoreConfig:
                               check_crc_on_recover=True)
 
 
-def _messages(n: int) -> list[Message]:
+def _messages(n: int) -> list[MessageExtBrokerInner]:
     out = []
     for i in range(n):
         props = {"TAGS": f"Tag{i % 3}"}
         if i % 4 == 0:
             props["KEYS"] = f"ORDER-{i}"
-        out.append(Message(topic=f"Topic{i % 3}", body=b"x" * (100 + i % 2), properties=props, queue_id=i % 4,
+        out.append(MessageExtBrokerInner(
+            topic=f"Topic{i % 3}", body=b"x" * (100 + i % 2), properties=props, queue_id=i % 4,
                            born_timestamp=1_700_000_000_000, born_host=BORN))
     return out
 
@@ -102,7 +103,8 @@ def run_one(path: str, n: int, skip: bool) -> None:
                 if path == "dispatch_rr_listener":
                     store.message_arriving_listener = _nothing
                 for i in range(n):
-                    log.put_message(Message(topic="RoundRobin", body=b"z" * 100, properties={"TAGS": "TagA"},
+                    log.put_message(MessageExtBrokerInner(
+                        topic="RoundRobin", body=b"z" * 100, properties={"TAGS": "TagA"},
                                             queue_id=i % 4, born_timestamp=1_700_000_000_000, born_host=BORN))
             else:
                 for b in _batches(n):

@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pocketmq.common import Message, pack_host, properties_to_string  # noqa: E402
+from pocketmq.common import MessageExtBrokerInner, pack_host, properties_to_string  # noqa: E402
 from pocketmq.common.message import MessageExtBatch  # noqa: E402
 from pocketmq.storage import DefaultMessageStore, MessageStoreConfig  # noqa: E402
 
@@ -54,7 +54,7 @@ perf = time.perf_counter
 
 
 # -- messages and the baseline ----------------------------------------------------------------------
-def make_messages(n: int, body: bytes, variant: str, tag: str) -> list[Message]:
+def make_messages(n: int, body: bytes, variant: str, tag: str) -> list[MessageExtBrokerInner]:
     """n messages of one topic, 4 queues (a batch of 32 shares a queue), as a producer would send them.
     Without keys they may share one properties dict: the store only reads it."""
     now = time.time_ns() // 1_000_000
@@ -63,12 +63,12 @@ def make_messages(n: int, body: bytes, variant: str, tag: str) -> list[Message]:
     out = []
     for i in range(n):
         props = {"TAGS": "TagA", "KEYS": f"ORDER-{tag}-{i}"} if variant == "keys" else tags
-        out.append(Message(topic=TOPIC, body=body, properties=props, queue_id=(i // BATCH) % QUEUES,
+        out.append(MessageExtBrokerInner(topic=TOPIC, body=body, properties=props, queue_id=(i // BATCH) % QUEUES,
                            born_timestamp=now, born_host=BORN_HOST, properties_string=tags_str))
     return out
 
 
-def as_batch(msgs: list[Message]) -> MessageExtBatch:
+def as_batch(msgs: list[MessageExtBrokerInner]) -> MessageExtBatch:
     """A batch of 32 as the broker hands it to the store: shared fields once, properties encoded by the
     producer (the broker's decoding of the request is not the store's work, so it is done before timing)."""
     first = msgs[0]
@@ -79,15 +79,15 @@ def as_batch(msgs: list[Message]) -> MessageExtBatch:
     )
 
 
-def batches_of(msgs: list[Message]) -> list[MessageExtBatch]:
+def batches_of(msgs: list[MessageExtBrokerInner]) -> list[MessageExtBatch]:
     return [as_batch(msgs[i:i + BATCH]) for i in range(0, len(msgs), BATCH)]
 
 
-def record_size(m: Message) -> int:
+def record_size(m: MessageExtBrokerInner) -> int:
     return 91 + len(m.body) + len(m.topic.encode()) + len(properties_to_string(m.properties).encode())
 
 
-def baseline(msgs: Sequence[Message], path: str) -> tuple[float, int]:
+def baseline(msgs: Sequence[MessageExtBrokerInner], path: str) -> tuple[float, int]:
     """(seconds, bytes) of the bare loop: per record CRC, one pack_into of the header, then body, topic and
     properties by slice assignment, into the mmap of a fresh sparse file. Properties come pre-encoded.
     The file stays (the caller deletes it later), so that, like the store's, its pages are new ones and
@@ -142,7 +142,7 @@ class PutRun:
     drain_s: float
 
 
-def timed_puts(store: DefaultMessageStore, msgs: list[Message], batch: bool, sample_every: int) -> PutRun:
+def timed_puts(store: DefaultMessageStore, msgs: list[MessageExtBrokerInner], batch: bool, sample_every: int) -> PutRun:
     """Put all msgs (one by one or in batches of 32), sampling the dispatch lag every `sample_every`
     messages; then time how long the dispatcher takes to drain what is left."""
     units: list = batches_of(msgs) if batch else msgs

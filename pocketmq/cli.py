@@ -1,5 +1,6 @@
-"""The `pocketmq` command: run servers (`dev`, `namesrv`, `broker`), poke at them (`send`, `consume`), and
-administer them with mqadmin's commands (`updateTopic`, `clusterList`, `consumerProgress` ...)."""
+"""The `pocketmq` command: run servers (`dev`, `namesrv`, `broker`) and use them with mqadmin's commands
+(`sendMessage` and `consumeMessage`, also called `send` and `consume`; `updateTopic`, `clusterList`,
+`consumerProgress` ...)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from typing import Any
 
 from .admin_cli import add_admin_commands
 from .runtime import run
-from .tools import add_tool_commands
 
 
 def _add_dev(sub) -> None:
@@ -188,8 +188,8 @@ async def _dev(args) -> int:
     elif console_note is not None:
         print(f"  no console: {console_note}")
     print(f"  store: {config.store_root}")
-    print(f"  try:   pocketmq send -n {namesrv.address} -t TopicTest -p hello")
-    print(f"         pocketmq consume -n {namesrv.address} -t TopicTest --count 1")
+    print(f"  try:   pocketmq sendMessage -n {namesrv.address} -t TopicTest -p hello")
+    print(f"         pocketmq consumeMessage -n {namesrv.address} -t TopicTest -c 1")
     print("  Ctrl-C stops it cleanly.", flush=True)
     try:
         await stop.wait()
@@ -269,7 +269,6 @@ def build_parser() -> argparse.ArgumentParser:
     _add_namesrv(sub)
     _add_broker(sub)
     _add_console(sub)
-    add_tool_commands(sub)
     add_admin_commands(sub)
     return parser
 

@@ -8,6 +8,9 @@ import uuid
 from collections.abc import Iterable, Mapping
 
 from pocketmq.client import MessageQueue, MQClientException, SyncPullConsumer
+from pocketmq.common.topic_validator import (
+    is_system_topic,  # (the broker's own topics: a subscribePattern never matches them)
+)
 from pocketmq.remoting.codes import ResponseCode
 
 from .offsets import Offsets, QueueRef
@@ -16,13 +19,6 @@ from .planning import resolve_offsets
 
 READER_GROUP = "pocketmq-spark-reader"
 
-# Topics the broker and name server make for themselves (TopicValidator's names, MixAll's prefixes; the list
-# in broker/topic_validator.py, which this layer may not import): a subscribePattern never matches them.
-SYSTEM_TOPICS = frozenset({
-    "TBW102", "SCHEDULE_TOPIC_XXXX", "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRACE_TOPIC",
-    "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC", "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT",
-})
-_SYSTEM_PREFIXES = ("%RETRY%", "%DLQ%", "rmq_sys_", "RMQ_SYS_")
 
 
 def private_instance(role: str) -> str:
@@ -78,7 +74,7 @@ class BrokerView:
         if subscription.pattern is not None:
             pattern = re.compile(subscription.pattern)
             topics = [t for t in self._consumer.fetch_topic_list()
-                      if pattern.fullmatch(t) and t not in SYSTEM_TOPICS and not t.startswith(_SYSTEM_PREFIXES)]
+                      if pattern.fullmatch(t) and not is_system_topic(t)]
             out = []
             for t in topics:
                 queues = self.topic_queues(t)

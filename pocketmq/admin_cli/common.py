@@ -24,7 +24,7 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=3.0, help="seconds each request may take (default 3)")
     p.add_argument("--protocol", choices=list(PROTOCOLS), default="msgpack",
                    help="wire protocol: pocketmq's msgpack frames or RocketMQ's native ones")
-    # mqadmin reads its account from $ROCKETMQ_HOME/conf/tools.yml; pocketmq takes it as `send`/`consume` do.
+    # mqadmin reads its account from $ROCKETMQ_HOME/conf/tools.yml; pocketmq takes it on the command line.
     p.add_argument("--access-key", default=os.environ.get("POCKETMQ_ACCESS_KEY"),
                    help="ACL access key: sign every request (with --secret-key); admin requests need an admin "
                         "account (default $POCKETMQ_ACCESS_KEY)")
@@ -40,9 +40,10 @@ def add_target(p: argparse.ArgumentParser, required: bool = True) -> None:
 
 
 def command(
-    sub: Any, name: str, help_text: str, fn: Command, *, describe: str | None = None
+    sub: Any, name: str, help_text: str, fn: Command, *, describe: str | None = None, aliases: Sequence[str] = ()
 ) -> argparse.ArgumentParser:
-    p: argparse.ArgumentParser = sub.add_parser(name, help=help_text, description=describe or help_text)
+    p: argparse.ArgumentParser = sub.add_parser(name, help=help_text, description=describe or help_text,
+                                                aliases=list(aliases))
     add_common(p)
 
     async def run(args: argparse.Namespace) -> int:
@@ -104,7 +105,7 @@ def java_bool(b: bool) -> str:
     return "true" if b else "false"
 
 
-def perm_text(perm: int) -> str:
+def perm_to_string(perm: int) -> str:
     """PermName.perm2String: R, W and X (inherit) or a dash each ("RW-")."""
     return "".join(c if perm & bit else "-" for c, bit in (("R", 4), ("W", 2), ("X", 1)))
 
@@ -114,7 +115,8 @@ def topic_config_text(tc: Any) -> str:
     attributes = getattr(tc, "attributes", None)
     shown = (", attributes={" + ", ".join(f"{k}={v}" for k, v in attributes.items()) + "}") if attributes else ""
     return (f"TopicConfig [topicName={tc.topic_name}, readQueueNums={tc.read_queue_nums}, "
-            f"writeQueueNums={tc.write_queue_nums}, perm={perm_text(tc.perm)}, topicFilterType={tc.topic_filter_type}, "
+            f"writeQueueNums={tc.write_queue_nums}, perm={perm_to_string(tc.perm)}, "
+            f"topicFilterType={tc.topic_filter_type}, "
             f"topicSysFlag={tc.topic_sys_flag}, order={java_bool(tc.order)}{shown}]")
 
 

@@ -7,6 +7,8 @@ import argparse
 from typing import Any
 
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
+from pocketmq.common.mix_all import DLQ_GROUP_TOPIC_PREFIX as DLQ_PREFIX
+from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX as RETRY_PREFIX
 from pocketmq.remoting.client_body import SubscriptionGroupConfig
 
 from .common import (
@@ -21,8 +23,6 @@ from .common import (
 )
 
 VERSION_DESC = {409: "V4_9_8"}
-RETRY_PREFIX = "%RETRY%"  # MixAll.RETRY_GROUP_TOPIC_PREFIX
-DLQ_PREFIX = "%DLQ%"  # MixAll.DLQ_GROUP_TOPIC_PREFIX
 
 
 def _version(v: int) -> str:

@@ -10,6 +10,7 @@ from pocketmq.client import Message, MessageQueue, Producer, PullConsumer, PullS
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.client.exceptions import MQClientException
 from pocketmq.common.message import MessageExt
+from pocketmq.common.mix_all import TOOLS_CONSUMER_GROUP
 
 from .common import Printable, command, credentials, human_time, parse_timestamp, table
 
@@ -36,7 +37,8 @@ def add(sub: Any) -> None:
     p.add_argument("-i", "--queueId", dest="queue_id", type=int, required=True)
     p.add_argument("-o", "--offset", type=int, required=True, help="Queue Offset")
 
-    p = command(sub, "sendMessage", "Send a message", send_message)
+    # The shell's one way to send and to consume: mqadmin's commands, `send` and `consume` their short names.
+    p = command(sub, "sendMessage", "Send a message (alias: send)", send_message, aliases=["send"])
     p.add_argument("-t", "--topic", required=True)
     p.add_argument("-p", "--body", required=True, help="UTF-8 string format of the message body")
     p.add_argument("-k", "--key", help="Message keys")
@@ -44,12 +46,12 @@ def add(sub: Any) -> None:
     p.add_argument("-b", "--broker", help="Send message to target broker")
     p.add_argument("-i", "--qid", type=int, help="Send message to target queue")
 
-    p = command(sub, "consumeMessage", "Consume message", consume_message)
+    p = command(sub, "consumeMessage", "Consume message (alias: consume)", consume_message, aliases=["consume"])
     p.add_argument("-t", "--topic", required=True)
     p.add_argument("-b", "--brokerName", dest="broker_name", help="Broker name")
     p.add_argument("-i", "--queueId", dest="queue_id", type=int, help="Queue Id")
     p.add_argument("-o", "--offset", type=int, help="Queue Offset")
-    p.add_argument("-g", "--consumerGroup", dest="group", default="TOOLS_CONSUMER", help="Consumer group name")
+    p.add_argument("-g", "--consumerGroup", dest="group", default=TOOLS_CONSUMER_GROUP, help="Consumer group name")
     p.add_argument("-s", "--beginTimestamp", dest="begin",
                    help="Begin timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]")
     p.add_argument("-e", "--endTimestamp", dest="end", help="End timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]")

@@ -7,6 +7,7 @@ from typing import Any
 
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.common.attribute import AttributeError_, parse_to_map
+from pocketmq.common.mix_all import is_retry_or_dlq_topic
 from pocketmq.remoting import fastjson
 from pocketmq.remoting.body import TopicConfig
 
@@ -68,7 +69,7 @@ async def topic_list(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
     cluster_of = {name: bd.cluster for name, bd in info.broker_addr_table.items()}
     rows = []
     for t in topics:
-        if t.startswith(("%RETRY%", "%DLQ%")):
+        if is_retry_or_dlq_topic(t):
             continue
         try:
             route = await admin.examine_topic_route_info(t)

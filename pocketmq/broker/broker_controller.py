@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from pocketmq.common.constants import CQ_STORE_UNIT_SIZE
 from pocketmq.common.message import pack_host
+from pocketmq.common.topic_validator import RMQ_SYS_SCHEDULE_TOPIC
 from pocketmq.remoting.acl import AclClientRPCHook, SessionCredentials
 from pocketmq.remoting.acl.validator import PlainAccessValidator
 from pocketmq.remoting.body import DataVersion, TopicConfig, TopicConfigSerializeWrapper
@@ -61,7 +62,6 @@ from .schedule import ScheduleMessageService
 from .stats import BrokerStatsManager
 from .subscription_group_manager import SubscriptionGroupManager
 from .topic_config_manager import TopicConfigManager
-from .topic_validator import RMQ_SYS_SCHEDULE_TOPIC
 from .transaction import TransactionalMessageCheckService, TransactionalMessageService
 
 log = logging.getLogger(__name__)

@@ -13,6 +13,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from pocketmq.common.mix_all import DEFAULT_CLUSTER
+from pocketmq.common.topic_validator import RMQ_SYS_TRACE_TOPIC
 from pocketmq.remoting.channel import DEFAULT_MAX_INFLIGHT, ConnectionLimits, parse_address
 from pocketmq.remoting.wire_protocol import WireProtocol
 from pocketmq.storage.config import DEFAULT_DELAY_LEVELS, FlushDiskType, MessageStoreConfig
@@ -42,7 +44,7 @@ def _f(default: Any, key: str, unit: str | None = None, store: str | None = None
 @dataclass
 class BrokerConfig:
     # --- identity and addresses ---
-    broker_cluster_name: str = _f("DefaultCluster", "brokerClusterName")
+    broker_cluster_name: str = _f(DEFAULT_CLUSTER, "brokerClusterName")
     broker_name: str = _f("broker-a", "brokerName")
     broker_id: int = _f(0, "brokerId")  # 0 = master; pocketmq runs masters only (no replication)
     broker_ip1: str = _f("127.0.0.1", "brokerIP1")  # advertised to name servers and written as storeHost
@@ -118,7 +120,7 @@ class BrokerConfig:
     cluster_topic_enable: bool = _f(True, "clusterTopicEnable")
     broker_topic_enable: bool = _f(True, "brokerTopicEnable")
     trace_topic_enable: bool = _f(False, "traceTopicEnable")
-    msg_trace_topic_name: str = _f("RMQ_SYS_TRACE_TOPIC", "msgTraceTopicName")
+    msg_trace_topic_name: str = _f(RMQ_SYS_TRACE_TOPIC, "msgTraceTopicName")
     # A reply (SEND_REPLY_MESSAGE) is pushed to the requesting client and, with this on, also stored in the
     # reply topic (<cluster>_REPLY_TOPIC).
     store_reply_message_enable: bool = _f(True, "storeReplyMessageEnable")

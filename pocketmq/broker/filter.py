@@ -10,49 +10,36 @@ from __future__ import annotations
 import struct
 
 from pocketmq.common.codec import SYSFLAG_POS, header_struct, host_lengths
-from pocketmq.common.java_hash import java_string_hash
+from pocketmq.common.filter_api import (
+    EXPRESSION_TYPE_SQL92,
+    EXPRESSION_TYPE_TAG,
+    SUB_ALL,
+    SubscriptionParseError,
+    check_expression_type,
+    compile_sql92_subscription,
+    parse_tags,
+)
 from pocketmq.common.message import string_to_properties
-from pocketmq.common.sql92 import Sql92Expression, SqlParseError, compile_sql92
+from pocketmq.common.sql92 import Sql92Expression
 from pocketmq.remoting.client_body import SubscriptionData
+from pocketmq.storage.message_filter import MessageFilter
 
-SUB_ALL = "*"
-EXPRESSION_TYPE_TAG = "TAG"
-EXPRESSION_TYPE_SQL92 = "SQL92"
-
-
-class SubscriptionParseError(ValueError):
-    pass
+__all__ = ["EXPRESSION_TYPE_SQL92", "EXPRESSION_TYPE_TAG", "SUB_ALL", "ExpressionMessageFilter",
+           "Sql92MessageFilter", "SubscriptionParseError", "build_subscription_data", "message_filter_for",
+           "record_properties"]
 
 
 def build_subscription_data(
     topic: str, sub_string: str | None, expression_type: str | None = None, sub_version: int = 0
 ) -> SubscriptionData:
-    """``"*"`` (or empty) subscribes to everything; ``"A || B"`` to tags A and B by their Java hash codes; a
-    SQL92 expression is compiled here so that a malformed one is refused before anything is read."""
-    expression_type = expression_type or EXPRESSION_TYPE_TAG
+    """FilterAPI.build (pocketmq.common.filter_api's rule) for a request's subscription; SubscriptionParseError for
+    an unknown type or a malformed SQL92 expression, before anything is read."""
+    expression_type = check_expression_type(expression_type)
     if expression_type == EXPRESSION_TYPE_SQL92:
         compile_sql92_subscription(sub_string)
         return SubscriptionData(topic, sub_string or "", [], [], sub_version, EXPRESSION_TYPE_SQL92)
-    if expression_type != EXPRESSION_TYPE_TAG:
-        raise SubscriptionParseError(f"unknown expression type {expression_type!r}")
-    if not sub_string or not sub_string.strip() or sub_string.strip() == SUB_ALL:
-        return SubscriptionData(topic, SUB_ALL, [], [], sub_version, EXPRESSION_TYPE_TAG)
-    tags: list[str] = []
-    for tag in sub_string.split("||"):
-        tag = tag.strip()
-        if tag and tag not in tags:
-            tags.append(tag)
-    codes = list(dict.fromkeys(java_string_hash(t) for t in tags))
+    sub_string, tags, codes = parse_tags(sub_string)
     return SubscriptionData(topic, sub_string, tags, codes, sub_version, EXPRESSION_TYPE_TAG)
-
-
-def compile_sql92_subscription(sub_string: str | None) -> Sql92Expression:
-    if not sub_string:
-        raise SubscriptionParseError("Expression can't be null! SQL92")
-    try:
-        return compile_sql92(sub_string)
-    except SqlParseError as e:
-        raise SubscriptionParseError(f"Invalid SQL92 expression {sub_string!r}: {e}") from None
 
 
 class ExpressionMessageFilter:
@@ -104,9 +91,6 @@ class Sql92MessageFilter:
         except UnicodeDecodeError:
             return False
         return self.expression.matches(props)
-
-
-MessageFilter = ExpressionMessageFilter | Sql92MessageFilter
 
 
 def message_filter_for(subscription: SubscriptionData) -> MessageFilter:

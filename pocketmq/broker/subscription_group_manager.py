@@ -6,10 +6,11 @@ import logging
 import os
 from typing import Any
 
+from pocketmq.common import mix_all
+from pocketmq.common import topic_validator as tv
 from pocketmq.remoting.body import DataVersion, Reader
 from pocketmq.remoting.client_body import SubscriptionGroupConfig
 
-from . import topic_validator as tv
 from .config import BrokerConfig
 from .config_file import ConfigManager
 
@@ -17,13 +18,13 @@ log = logging.getLogger(__name__)
 
 # Groups SubscriptionGroupManager.init() creates in RocketMQ 4.9.8 (name, consumeBroadcastEnable).
 _BUILTIN_GROUPS = (
-    ("TOOLS_CONSUMER", True),
-    ("FILTERSRV_CONSUMER", True),
-    ("SELF_TEST_C_GROUP", True),
-    ("CID_ONS-HTTP-PROXY", True),
-    ("CID_ONSAPI_PULL", True),
-    ("CID_ONSAPI_PERMISSION", True),
-    ("CID_ONSAPI_OWNER", True),
+    (mix_all.TOOLS_CONSUMER_GROUP, True),
+    (mix_all.FILTERSRV_CONSUMER_GROUP, True),
+    (mix_all.SELF_TEST_CONSUMER_GROUP, True),
+    (mix_all.ONS_HTTP_PROXY_GROUP, True),
+    (mix_all.CID_ONSAPI_PULL_GROUP, True),
+    (mix_all.CID_ONSAPI_PERMISSION_GROUP, True),
+    (mix_all.CID_ONSAPI_OWNER_GROUP, True),
 )
 
 
@@ -41,7 +42,7 @@ class SubscriptionGroupManager(ConfigManager):
         cfg = self.subscription_group_table.get(group)
         if cfg is not None:
             return cfg
-        if not (self.broker_config.auto_create_subscription_group or tv.is_sys_consumer_group(group)):
+        if not (self.broker_config.auto_create_subscription_group or mix_all.is_sys_consumer_group(group)):
             return None
         if tv.is_group_illegal(group):
             return None

@@ -13,11 +13,11 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from pocketmq.common import topic_validator as tv
 from pocketmq.common.pop_ack_constants import build_cluster_revive_topic
 from pocketmq.remoting.body import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from pocketmq.remoting.codes import PermName
 
-from . import topic_validator as tv
 from .config import BrokerConfig
 from .config_file import ConfigManager, write_json_file_sync
 from .topic_config_journal import TopicConfigJournal

@@ -58,8 +58,8 @@ class ClientConfig:
     mq_client_api_timeout: float = 3.0  # name server queries, heartbeats, offsets
     connect_timeout: float = 3.0
     # pocketmq's own: how long the event loop keeps polling after a request goes out, instead of sleeping
-    # until the answer wakes it (remoting/busy_poll.py; 0 turns it off). Longer than the broker's 200 us: a
-    # batch of 32 takes the broker ~200 us to store, and a wakeup after the window costs ~50 us.
+    # until the answer wakes it (remoting/busy_poll.py; 0 turns it off). Longer than the broker's window: it
+    # covers the broker's time to store a batch, which a wakeup after the window would add to (bench/README.md).
     busy_poll: float = 0.001
     # The wire protocol of every connection: "msgpack" (pocketmq's frames) or "rocketmq" (RocketMQ's native
     # remoting protocol as a Java 4.9.8 client speaks it: JSON headers, fastjson bodies), which also reaches an

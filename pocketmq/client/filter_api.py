@@ -5,17 +5,24 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from pocketmq.common.java_hash import java_string_hash
-from pocketmq.common.sql92 import Sql92Expression, SqlParseError, compile_sql92
+from pocketmq.common.constants import PROPERTY_TAGS
+from pocketmq.common.filter_api import (
+    EXPRESSION_TYPE_SQL92,
+    EXPRESSION_TYPE_TAG,
+    SUB_ALL,
+    SubscriptionParseError,
+    check_expression_type,
+    compile_sql92_subscription,
+    parse_tags,
+)
+from pocketmq.common.sql92 import Sql92Expression
 from pocketmq.remoting.client_body import SubscriptionData
 from pocketmq.remoting.codes import ResponseCode
 
 from .exceptions import MQClientException
 
-SUB_ALL = "*"
-EXPRESSION_TYPE_TAG = "TAG"
-EXPRESSION_TYPE_SQL92 = "SQL92"
-_PROPERTY_TAGS = "TAGS"
+__all__ = ["EXPRESSION_TYPE_SQL92", "EXPRESSION_TYPE_TAG", "SUB_ALL", "build_subscription_data",
+           "compile_sql92_expression", "message_matches"]
 
 
 class _HasProperties(Protocol):
@@ -25,37 +32,27 @@ class _HasProperties(Protocol):
 def build_subscription_data(
     topic: str, sub_string: str | None, expression_type: str = EXPRESSION_TYPE_TAG
 ) -> SubscriptionData:
-    """Tags go into ``tags_set`` and their Java hash codes into ``code_set``, which the broker matches. A SQL92
+    """FilterAPI.buildSubscriptionData (pocketmq.common.filter_api's rule), its subVersion the time now. A SQL92
     expression is compiled here, so a malformed one fails at subscribe time (MQClientException with
     SUBSCRIPTION_PARSE_FAILED and the position of the error) rather than at every pull."""
-    if expression_type == EXPRESSION_TYPE_SQL92:
-        if not sub_string or not sub_string.strip():
-            raise MQClientException(
-                "the SQL92 expression is blank", response_code=ResponseCode.SUBSCRIPTION_PARSE_FAILED
-            )
-        compile_sql92_expression(sub_string)
-        return SubscriptionData(topic=topic, sub_string=sub_string.strip(), expression_type=expression_type)
-    if expression_type != EXPRESSION_TYPE_TAG:
-        raise MQClientException(f"unknown expression type {expression_type!r}, expected TAG or SQL92")
-    if not sub_string or sub_string == SUB_ALL:
-        return SubscriptionData(topic=topic, sub_string=SUB_ALL)
-    data = SubscriptionData(topic=topic, sub_string=sub_string)
-    for tag in sub_string.split("||"):
-        tag = tag.strip()
-        if tag and tag not in data.tags_set:
-            data.tags_set.append(tag)
-            data.code_set.append(java_string_hash(tag))
-    return data
-
-
-def compile_sql92_expression(expression: str) -> Sql92Expression:
-    """The compiled (cached) SQL92 filter; a malformed expression raises MQClientException."""
     try:
-        return compile_sql92(expression)
-    except SqlParseError as e:
-        raise MQClientException(
-            f"invalid SQL92 expression {expression!r}: {e}", response_code=ResponseCode.SUBSCRIPTION_PARSE_FAILED
-        ) from e
+        expression_type = check_expression_type(expression_type)
+    except SubscriptionParseError as e:
+        raise MQClientException(str(e)) from None
+    if expression_type == EXPRESSION_TYPE_SQL92:
+        compile_sql92_expression(sub_string)
+        assert sub_string is not None  # (compiled)
+        return SubscriptionData(topic=topic, sub_string=sub_string.strip(), expression_type=expression_type)
+    sub_string, tags, codes = parse_tags(sub_string)
+    return SubscriptionData(topic=topic, sub_string=sub_string, tags_set=tags, code_set=codes)
+
+
+def compile_sql92_expression(expression: str | None) -> Sql92Expression:
+    """The compiled (cached) SQL92 filter; a blank or malformed expression raises MQClientException."""
+    try:
+        return compile_sql92_subscription(expression)
+    except SubscriptionParseError as e:
+        raise MQClientException(str(e), response_code=ResponseCode.SUBSCRIPTION_PARSE_FAILED) from e
 
 
 def message_matches(subscription: SubscriptionData, msg: _HasProperties) -> bool:
@@ -70,4 +67,4 @@ def message_matches(subscription: SubscriptionData, msg: _HasProperties) -> bool
         return compile_sql92_expression(subscription.sub_string).matches(msg.properties)
     if not subscription.tags_set:
         return True
-    return msg.properties.get(_PROPERTY_TAGS) in subscription.tags_set
+    return msg.properties.get(PROPERTY_TAGS) in subscription.tags_set

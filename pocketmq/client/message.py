@@ -1,6 +1,6 @@
 """Messages as producers build them, and the results of send and pull.
 
-Received messages are ``storage.message.MessageExt`` (decoded by the store's record codec, bodies already
+Received messages are ``pocketmq.common.message.MessageExt`` (decoded by the store's record codec, bodies already
 decompressed): ``msg.msg_id`` is the producer's UNIQ_KEY (what the send returned), ``msg.offset_msg_id`` the
 broker's id (store host + commit-log offset), as RocketMQ's MessageClientExt has them.
 """

@@ -1,7 +1,5 @@
-"""RocketMQ's MessageConst: property names the client reads or writes, and the names users may not set.
-
-The ones the store also needs live in storage.constants and are re-exported from here.
-"""
+"""RocketMQ's MessageConst as the client sees it: the property names it reads or writes, and the names users may
+not set. Each is declared once, in pocketmq.common (constants, mix_all), and named here for the client's use."""
 
 from __future__ import annotations
 
@@ -13,14 +11,18 @@ from pocketmq.common.constants import (
     PROPERTY_MAX_RECONSUME_TIMES,
     PROPERTY_MIN_OFFSET,
     PROPERTY_ORIGIN_MESSAGE_ID,
+    PROPERTY_PRODUCER_GROUP,
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
     PROPERTY_RECONSUME_TIME,
     PROPERTY_RETRY_TOPIC,
     PROPERTY_TAGS,
+    PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     PROPERTY_WAIT_STORE_MSG_OK,
+    SYSTEM_PROPERTY_NAMES,
 )
+from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
 
 __all__ = [
     "KEY_SEPARATOR",
@@ -42,25 +44,3 @@ __all__ = [
     "RETRY_GROUP_TOPIC_PREFIX",
     "SYSTEM_PROPERTY_NAMES",
 ]
-
-PROPERTY_TRANSACTION_PREPARED = "TRAN_MSG"
-PROPERTY_PRODUCER_GROUP = "PGROUP"
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
-
-# MessageConst.STRING_HASH_SET (4.9.8): Message.putUserProperty refuses these names.
-SYSTEM_PROPERTY_NAMES = frozenset(
-    {
-        "TRACE_ON", "MSG_REGION", PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_WAIT_STORE_MSG_OK,
-        PROPERTY_DELAY_TIME_LEVEL, PROPERTY_RETRY_TOPIC, PROPERTY_REAL_TOPIC, PROPERTY_REAL_QUEUE_ID,
-        PROPERTY_TRANSACTION_PREPARED, PROPERTY_PRODUCER_GROUP, PROPERTY_MIN_OFFSET, PROPERTY_MAX_OFFSET,
-        "BUYER_ID", PROPERTY_ORIGIN_MESSAGE_ID, "TRANSFER_FLAG", "CORRECTION_FLAG", "MQ2_FLAG",
-        PROPERTY_RECONSUME_TIME, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, PROPERTY_MAX_RECONSUME_TIMES,
-        "CONSUME_START_TIME", "TRAN_PREPARED_QUEUE_OFFSET", "TRANSACTION_CHECK_TIMES",
-        "CHECK_IMMUNITY_TIME_IN_SECONDS", "INSTANCE_ID", "CORRELATION_ID", "REPLY_TO_CLIENT", "TTL",
-        "ARRIVE_TIME", "PUSH_REPLY_TIME", "CLUSTER", "MSG_TYPE", "INNER_MULTI_DISPATCH",
-        "INNER_MULTI_QUEUE_OFFSET", "__SHARDINGKEY",
-        # RocketMQ 5's timer properties (MessageConst.STRING_HASH_SET)
-        "TIMER_DELAY_SEC", "TIMER_DELIVER_MS", "TIMER_ENQUEUE_MS", "TIMER_DEQUEUE_MS", "TIMER_ROLL_TIMES",
-        "TIMER_OUT_MS", "TIMER_DEL_UNIQKEY", "TIMER_DELAY_LEVEL", "TIMER_DELAY_MS",
-    }
-)

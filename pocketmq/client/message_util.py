@@ -4,21 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from pocketmq.common.constants import (
+    PROPERTY_CLUSTER,
+    PROPERTY_CORRELATION_ID,
+    PROPERTY_MESSAGE_REPLY_TO_CLIENT,
+    PROPERTY_MESSAGE_TTL,
+    PROPERTY_MESSAGE_TYPE,
+)
+from pocketmq.common.mix_all import REPLY_MESSAGE_FLAG, get_reply_topic
+
 from .exceptions import ClientErrorCode, MQClientException
 from .message import Message
-
-PROPERTY_CLUSTER = "CLUSTER"
-PROPERTY_MESSAGE_REPLY_TO_CLIENT = "REPLY_TO_CLIENT"
-PROPERTY_CORRELATION_ID = "CORRELATION_ID"
-PROPERTY_MESSAGE_TTL = "TTL"
-PROPERTY_MESSAGE_TYPE = "MSG_TYPE"
-REPLY_MESSAGE_FLAG = "reply"  # MixAll.REPLY_MESSAGE_FLAG, the MSG_TYPE of a reply
-REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
-
-
-def get_reply_topic(cluster: str) -> str:
-    """MixAll.getReplyTopic: the topic replies to requests sent within ``cluster`` go to."""
-    return f"{cluster}_{REPLY_TOPIC_POSTFIX}"
 
 
 def create_reply_message(request_message: object, body: bytes) -> Message:

@@ -15,8 +15,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Coroutine, Iterable
-from typing import Any, TypeVar
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any, Protocol, Self, TypeVar
 
 from pocketmq.remoting.client_body import MessageQueue
 
@@ -29,6 +29,15 @@ from .producer.request_future_holder import RequestCallback
 from .producer.selector import MessageQueueSelector
 
 T = TypeVar("T")
+
+
+class _Startable(Protocol):
+    async def start(self) -> Any: ...
+
+    async def shutdown(self) -> Any: ...
+
+
+_C = TypeVar("_C", bound=_Startable)
 
 
 class _LoopThread:
@@ -76,17 +85,47 @@ class _LoopThread:
         self.loop.close()
 
 
-class SyncProducer:
-    """A started Producer behind blocking calls; arguments are Producer's."""
+class _StartedClient:
+    """A client started on a _LoopThread of its own when the wrapper is made, shut down (loop and thread too) by
+    ``close()`` / ``shutdown()`` or at the end of a ``with`` block."""
 
-    def __init__(self, group: str, namesrv_addr: str, **kwargs: Any) -> None:
-        self._runner = _LoopThread(f"SyncProducer-{group}")
+    _runner: _LoopThread
+    _client: Any
+
+    def _start(self, name: str, make: Callable[[], _C]) -> _C:
+        self._runner = _LoopThread(name)
         try:
-            self.producer = Producer(group, namesrv_addr, **kwargs)
-            self._runner.run(self.producer.start())
+            client = make()
+            self._runner.run(client.start())
         except BaseException:
             self._runner.stop()
             raise
+        self._client = client
+        return client
+
+    def close(self) -> None:
+        if self._runner.loop.is_closed():
+            return
+        try:
+            self._runner.run(self._client.shutdown())
+        finally:
+            self._runner.stop()
+
+    def shutdown(self) -> None:
+        self.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class SyncProducer(_StartedClient):
+    """A started Producer behind blocking calls; arguments are Producer's."""
+
+    def __init__(self, group: str, namesrv_addr: str, **kwargs: Any) -> None:
+        self.producer = self._start(f"SyncProducer-{group}", lambda: Producer(group, namesrv_addr, **kwargs))
 
     def send(
         self, msg: Message, queue: MessageQueue | None = None, *, selector: MessageQueueSelector | None = None,
@@ -141,34 +180,13 @@ class SyncProducer:
     def view_message(self, topic: str, msg_id: str) -> MessageExt | None:
         return self._runner.run(self.producer.view_message(topic, msg_id))
 
-    def close(self) -> None:
-        if self._runner.loop.is_closed():
-            return
-        try:
-            self._runner.run(self.producer.shutdown())
-        finally:
-            self._runner.stop()
-
-    shutdown = close
-
-    def __enter__(self) -> SyncProducer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
-class SyncPullConsumer:
+class SyncPullConsumer(_StartedClient):
     """A started PullConsumer behind blocking calls; arguments are PullConsumer's."""
 
     def __init__(self, group: str, namesrv_addr: str, **kwargs: Any) -> None:
-        self._runner = _LoopThread(f"SyncPullConsumer-{group}")
-        try:
-            self.consumer = PullConsumer(group, namesrv_addr, **kwargs)
-            self._runner.run(self.consumer.start())
-        except BaseException:
-            self._runner.stop()
-            raise
+        self.consumer = self._start(f"SyncPullConsumer-{group}", lambda: PullConsumer(group, namesrv_addr, **kwargs))
 
     def fetch_subscribe_message_queues(self, topic: str) -> list[MessageQueue]:
         return self._runner.run(self.consumer.fetch_subscribe_message_queues(topic))
@@ -210,21 +228,6 @@ class SyncPullConsumer:
     def max_offset(self, mq: MessageQueue) -> int:
         return self._runner.run(self.consumer.max_offset(mq))
 
-    def close(self) -> None:
-        if self._runner.loop.is_closed():
-            return
-        try:
-            self._runner.run(self.consumer.shutdown())
-        finally:
-            self._runner.stop()
-
-    shutdown = close
-
-    def __enter__(self) -> SyncPullConsumer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class SyncPushConsumer:
@@ -281,7 +284,7 @@ class SyncPushConsumer:
         self.shutdown()
 
 
-class SyncSimpleConsumer:
+class SyncSimpleConsumer(_StartedClient):
     """A SimpleConsumer behind blocking calls; arguments are SimpleConsumer's. ``*_async`` calls return a
     concurrent.futures.Future at once.
 
@@ -291,13 +294,8 @@ class SyncSimpleConsumer:
     """
 
     def __init__(self, group: str, namesrv_addr: str, **kwargs: Any) -> None:
-        self.consumer = SimpleConsumer(group, namesrv_addr, **kwargs)
-        self._runner = _LoopThread(f"SyncSimpleConsumer-{group}")
-        try:
-            self._runner.run(self.consumer.start())
-        except BaseException:
-            self._runner.stop()
-            raise
+        consumer = SimpleConsumer(group, namesrv_addr, **kwargs)
+        self.consumer = self._start(f"SyncSimpleConsumer-{group}", lambda: consumer)
 
     def subscribe(self, topic: str, expression: str | None = "*", expression_type: str = "TAG") -> None:
         self.consumer.subscribe(topic, expression, expression_type)
@@ -329,18 +327,3 @@ class SyncSimpleConsumer:
                                         ) -> concurrent.futures.Future[str]:
         return self._runner.submit(self.consumer.change_invisible_duration(msg, invisible_duration))
 
-    def close(self) -> None:
-        if self._runner.loop.is_closed():
-            return
-        try:
-            self._runner.run(self.consumer.shutdown())
-        finally:
-            self._runner.stop()
-
-    shutdown = close
-
-    def __enter__(self) -> SyncSimpleConsumer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -13,7 +13,7 @@ from typing import Any
 
 from .message import Message
 from .producer.transaction_producer import TransactionListener, TransactionProducer, TransactionSendResult
-from .sync import SyncProducer, _LoopThread
+from .sync import SyncProducer
 
 
 class SyncTransactionProducer(SyncProducer):
@@ -22,18 +22,11 @@ class SyncTransactionProducer(SyncProducer):
     def __init__(
         self, group: str, namesrv_addr: str, transaction_listener: TransactionListener | None = None, **kwargs: Any
     ) -> None:
-        self._runner = _LoopThread(f"SyncTransactionProducer-{group}")
-        try:
-            self.producer: TransactionProducer = TransactionProducer(
-                group, namesrv_addr, transaction_listener, **kwargs
-            )
-            self._runner.run(self.producer.start())
-        except BaseException:
-            self._runner.stop()
-            raise
+        self.producer: TransactionProducer = self._start(
+            f"SyncTransactionProducer-{group}",
+            lambda: TransactionProducer(group, namesrv_addr, transaction_listener, **kwargs),
+        )
 
     def send_message_in_transaction(self, msg: Message, arg: Any = None) -> TransactionSendResult:
         return self._runner.run(self.producer.send_message_in_transaction(msg, arg))
 
-    def __enter__(self) -> SyncTransactionProducer:
-        return self

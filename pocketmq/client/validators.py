@@ -2,32 +2,17 @@
 
 from __future__ import annotations
 
-import re
-
 from pocketmq.common.constants import TOPIC_MAX_LENGTH
+from pocketmq.common.topic_validator import (
+    CHARACTER_MAX_LENGTH,
+    NOT_ALLOWED_SEND_TOPICS,
+    VALID_PATTERN_STR,
+    is_valid_name,
+)
 from pocketmq.common.validators import topic_error
 from pocketmq.remoting.codes import ResponseCode
 
 from .exceptions import MQClientException
-
-VALID_PATTERN_STR = "^[%|a-zA-Z0-9_-]+$"
-_VALID = re.compile(r"[%|a-zA-Z0-9_-]+")
-CHARACTER_MAX_LENGTH = 255  # groups
-DEFAULT_PRODUCER_GROUP = "DEFAULT_PRODUCER"
-DEFAULT_CONSUMER_GROUP = "DEFAULT_CONSUMER"
-AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
-
-# TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET
-NOT_ALLOWED_SEND_TOPICS = frozenset(
-    {
-        "SCHEDULE_TOPIC_XXXX",
-        "RMQ_SYS_TRANS_HALF_TOPIC",
-        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-        "TRANS_CHECK_MAX_TIME_TOPIC",
-        "SELF_TEST_TOPIC",
-        "OFFSET_MOVED_EVENT",
-    }
-)
 
 
 def check_topic(topic: object) -> None:
@@ -37,7 +22,7 @@ def check_topic(topic: object) -> None:
         raise MQClientException("The specified topic is blank")
     if len(topic) > TOPIC_MAX_LENGTH:
         raise MQClientException(f"The specified topic is longer than topic max length {TOPIC_MAX_LENGTH}.")
-    if not _VALID.fullmatch(topic):
+    if not is_valid_name(topic):
         raise MQClientException(
             f"The specified topic[{topic}] contains illegal characters, allowing only {VALID_PATTERN_STR}"
         )
@@ -48,7 +33,7 @@ def check_group(group: object) -> None:
         raise MQClientException("the specified group is blank")
     if len(group) > CHARACTER_MAX_LENGTH:
         raise MQClientException(f"the specified group is longer than group max length {CHARACTER_MAX_LENGTH}.")
-    if not _VALID.fullmatch(group):
+    if not is_valid_name(group):
         raise MQClientException(
             f"the specified group[{group}] contains illegal characters, allowing only {VALID_PATTERN_STR}"
         )

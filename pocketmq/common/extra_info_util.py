@@ -11,12 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .pop_ack_constants import (
-    POP_ORDER_REVIVE_QUEUE,
-    RETRY_GROUP_TOPIC_PREFIX,
-    build_pop_retry_topic,
-    is_pop_retry_topic_v2,
-)
+from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
+
+from .pop_ack_constants import POP_ORDER_REVIVE_QUEUE, build_pop_retry_topic, is_pop_retry_topic_v2
 
 NORMAL_TOPIC = "0"
 RETRY_TOPIC = "1"

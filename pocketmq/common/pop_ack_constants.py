@@ -3,9 +3,12 @@ client need them, the client to read receipt handles and retry topics."""
 
 from __future__ import annotations
 
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
-SYSTEM_TOPIC_PREFIX = "rmq_sys_"
-CID_RMQ_SYS_PREFIX = "CID_RMQ_SYS_"
+from .constants import PROPERTY_FIRST_POP_TIME as PROPERTY_FIRST_POP_TIME
+from .constants import PROPERTY_POP_CK as PROPERTY_POP_CK
+from .constants import PROPERTY_POP_CK_OFFSET as PROPERTY_POP_CK_OFFSET
+from .constants import PROPERTY_SHARDING_KEY as PROPERTY_SHARDING_KEY
+from .mix_all import CID_RMQ_SYS_PREFIX, RETRY_GROUP_TOPIC_PREFIX
+from .topic_validator import SYSTEM_TOPIC_PREFIX
 
 REVIVE_TOPIC_PREFIX = SYSTEM_TOPIC_PREFIX + "REVIVE_LOG_"
 REVIVE_GROUP = CID_RMQ_SYS_PREFIX + "REVIVE_GROUP"
@@ -16,11 +19,6 @@ SPLIT = "@"
 # The revive queue id a receipt handle of an orderly pop carries: no checkpoint was written, the ack goes to
 # ConsumerOrderInfoManager.
 POP_ORDER_REVIVE_QUEUE = 999
-
-PROPERTY_POP_CK = "POP_CK"
-PROPERTY_POP_CK_OFFSET = "POP_CK_OFFSET"
-PROPERTY_FIRST_POP_TIME = "1ST_POP_TIME"
-PROPERTY_SHARDING_KEY = "__SHARDINGKEY"
 
 # ConsumeInitMode: where a group without an offset starts popping a queue.
 CONSUME_INIT_MODE_MIN = 0

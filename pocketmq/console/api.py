@@ -12,12 +12,16 @@ from typing import Any
 
 from aiohttp import web
 
-from pocketmq.client.admin.mq_admin_ext import RETRY_GROUP_TOPIC_PREFIX, MQAdminExt, _is_system_topic, retry_topic
+from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.client.exceptions import MQBrokerException, MQClientException
 from pocketmq.client.impl.mq_admin import broker_of_offset_msg_id
 from pocketmq.client.message import Message
 from pocketmq.client.producer.producer import Producer
 from pocketmq.common.message import MessageExt
+from pocketmq.common.mix_all import DLQ_GROUP_TOPIC_PREFIX as DLQ_PREFIX
+from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX, is_system_group
+from pocketmq.common.mix_all import get_retry_topic as retry_topic
+from pocketmq.common.topic_validator import is_system_topic as _is_system_topic
 from pocketmq.remoting.body import TopicConfig
 from pocketmq.remoting.codes import ResponseCode
 
@@ -27,7 +31,6 @@ from .rebalances import RebalanceLog, parse_history
 JsonHandler = Callable[[web.Request], Awaitable[Any]]
 
 CONSOLE_PRODUCER_GROUP = "CONSOLE_PRODUCER"
-DLQ_PREFIX = "%DLQ%"
 MAX_SEARCH = 64
 MAX_TOPIC_SAMPLES = 1000
 
@@ -425,11 +428,7 @@ def _parse_mq_key(key: str) -> tuple[str, str, int] | None:
 
 
 def _is_system_group(group: str) -> bool:
-    return group.startswith(("CID_RMQ_SYS_", "CID_ONSAPI_")) or group in {
-        "TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "__MONITOR_CONSUMER", "CLIENT_INNER_PRODUCER", "SELF_TEST_P_GROUP",
-        "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY", "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", "CID_ONSAPI_PULL",
-        "CID_RMQ_SYS_TRANS", "DEFAULT_CONSUMER", "DEFAULT_PRODUCER", CONSOLE_PRODUCER_GROUP,
-    }
+    return is_system_group(group) or group == CONSOLE_PRODUCER_GROUP
 
 
 def _number(value: Any, name: str) -> int:

@@ -27,8 +27,11 @@ from pocketmq.broker.stats.broker_stats_manager import (
     TOPIC_PUT_NUMS,
     TOPIC_PUT_SIZE,
 )
-from pocketmq.client.admin.mq_admin_ext import MQAdminExt, _is_system_topic
+from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.client.exceptions import MQClientException
+from pocketmq.common.mix_all import DLQ_GROUP_TOPIC_PREFIX as DLQ_PREFIX
+from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX as RETRY_PREFIX
+from pocketmq.common.topic_validator import is_system_topic as _is_system_topic
 from pocketmq.storage.flush_stats import FLUSH_LATENCY_BOUNDS
 
 from .local import LocalBrokers
@@ -37,8 +40,6 @@ __all__ = ["CONTENT_TYPE_LATEST", "MetricsCollector"]
 
 NODE = ("cluster", "node_type", "node_id")
 NODE_TYPE = "broker"
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
 
 
 @dataclass

@@ -1,8 +1,8 @@
 """Busy polling of the event loop for a short window after network activity.
 
 On a VM, a thread blocked in epoll_wait sleeps on a halted virtual CPU, and waking it costs tens of
-microseconds: a loopback round trip between two Python processes took ~80 us here when both sleep between
-messages, ~25 us when one of them polls and ~10 us when both do. Linux's ``net.core.busy_poll`` and Aeron's
+microseconds, several times a loopback round trip between two processes that poll (bench/README.md). Linux's
+``net.core.busy_poll`` and Aeron's
 idle strategies answer the same cost: keep polling a little while after the last activity, then sleep.
 
 Here a callback that re-schedules itself keeps the loop's ready queue non-empty, so each loop iteration

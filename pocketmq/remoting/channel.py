@@ -246,7 +246,8 @@ class Channel:
         deadline = loop.time() + timeout
         pending[opaque] = (fut, deadline, request.code, timeout)
         # Timeouts are RocketMQ's scanResponseTable, with the scan timed for the earliest deadline: a timer per
-        # request (call_later + cancel) cost 1.7 µs; this one fires about once per timeout while answers come.
+        # request (call_later + cancel) costs more than the rest of an invoke; this one fires about once per
+        # timeout while answers come.
         # Waiting for the write buffer to drain counts against the timeout too.
         if self._scan_handle is None or deadline < self._scan_at:
             self._arm_scan(deadline)

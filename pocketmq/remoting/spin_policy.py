@@ -1,9 +1,10 @@
 """SpinPolicy: whether busy polling should spin, decided from what recent spins achieved (pure, no I/O).
 
-A spin pays when the answer arrives while the loop spins (it skips the wake-up of a sleeping thread, tens of
-microseconds on a VM) and when the spinner takes a core nobody else needs. On a machine without an idle core
-it does the opposite: the spinner holds the core the other side needs to answer (a sync send fell from
-25,000/s to 2,800/s beside one CPU-bound process on 2 cores, and to 8,400/s with spinning off).
+A spin pays when the answer arrives while the loop spins (it skips the wake-up of a sleeping thread) and when
+the spinner takes a core nobody else needs. On a machine without an idle core it does the opposite: the
+spinner holds the core the other side needs to answer. The measurements behind this policy, and behind each of
+its thresholds, are in bench/README.md ("The push and consume drop explained: the spin policy",
+"e2e.py --contend").
 
 Like an adaptive mutex, the policy keeps running averages and spins only while all of them say it pays:
 
@@ -18,19 +19,14 @@ Like an adaptive mutex, the policy keeps running averages and spins only while a
   process held its core). Above ``max_crowding`` it does not spin either. The runnable count alone misses the
   commonest crowding: a client and its server answering each other beside a CPU-bound process. They
   alternate, so whenever one of them samples, the other sleeps and the count says "2 tasks, 2 cores" while
-  the spinner holds the core its peer is woken for. Measured on 2 cores, sync send without spinning, the loop
-  threads waited 1-4 % of their runnable time idle, 25-32 % beside one CPU-bound process. (Involuntary
-  context switches do not tell the two apart: the process's own threads preempt its spinning loop thread
-  too, for a few microseconds each. A share of wall time would not either: at 1,000 requests/s a loop
-  thread is runnable a few % of the time, crowded or not.)
+  the spinner holds the core its peer is woken for. (Involuntary context switches do not tell crowded from
+  idle: the process's own threads preempt its spinning loop thread too. A share of wall time would not
+  either: at a thousand requests a second a loop thread is runnable a small share of the time, crowded or
+  not.)
   A sample counts as waiting only when the average wait per time the thread was put on a CPU is also above
-  ``min_wait_per_run``: the wake-up latency of an idle machine is a few microseconds per run, a CPU taken
-  by another process costs tens. Without that, a loop that stopped spinning counted its own wake-ups as
-  crowding and never spun again: a broker's loop thread, woken some 3,700 times a second by requests and by
-  its own threads handing back the GIL, waited 12-14 % of its runnable time on an idle 2-core VM at ~6-8 us
-  per run, and 45-48 % at ~40 us per run beside a CPU-bound process (its client: 0-1 % idle, 10-20 % at
-  ~11 us beside one). The idle consume of bench/e2e.py fell from ~315,000 to ~200,000-245,000 msgs/s
-  while the broker stayed off.
+  ``min_wait_per_run``: an idle machine's wake-up latency is a few microseconds per run, a CPU taken by
+  another process costs tens. Without that, a loop that stopped spinning counted its own wake-ups (requests,
+  and its own threads handing back the GIL) as crowding and never spun again.
 """
 
 from __future__ import annotations
@@ -47,9 +43,8 @@ class SpinPolicy:
     min_wait_per_run: float = 12e-6  # seconds waited per time on a CPU, above an idle machine's wake-up latency
     probe_every: int = 16
     weight: float = 0.125  # of a new sample in the running averages (about the last 8 count)
-    # Seconds between samples (the caller samples: two /proc reads, 13 us, ~0.13 % of a core while busy). Eight
-    # samples are ~80 ms of memory: bench/e2e.py's consume phase (~0.2 s) came right after a batch phase
-    # that crowded the broker's own threads, and at 50 ms a sample spent most of it not spinning.
+    # Seconds between samples (the caller samples: two /proc reads). Short enough that the averages forget a
+    # crowded phase within a phase of bench/e2e.py, cheap enough to take while busy (bench/README.md).
     sample_interval: float = 0.01
     always: bool = False  # spin whatever the averages say (for measuring what the policy buys)
     hit_rate: float = 1.0

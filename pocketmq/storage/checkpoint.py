@@ -54,9 +54,6 @@ class StoreCheckpoint:
         """min(physic, logics) - 3 s: the newest point all files are certainly past (RocketMQ's margin)."""
         return max(min(self.physic_msg_timestamp, self.logics_msg_timestamp) - 3000, 0)
 
-    def get_min_timestamp_index(self) -> int:
-        return min(self.get_min_timestamp(), self.index_msg_timestamp)
-
     def shutdown(self) -> None:
         self.flush()
         self.mm.close()

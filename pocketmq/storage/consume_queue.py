@@ -11,6 +11,7 @@ import struct
 from collections.abc import Callable
 
 from pocketmq.common.constants import CQ_PRE_BLANK_SIZE, CQ_STORE_UNIT_SIZE
+from pocketmq.common.topic_validator import RMQ_SYS_SCHEDULE_TOPIC
 
 from .mapped_file import fault_in_page_by_page
 from .mapped_file_queue import MappedFileQueue
@@ -36,7 +37,7 @@ class ConsumeQueue:
         self.max_physic_offset = -1  # end (offset + size) of the last commit-log record indexed here
         self.min_logic_offset = 0  # in bytes
         # The delay topic's tags code holds the delivery time instead of a tag hash.
-        self.is_schedule = topic == "SCHEDULE_TOPIC_XXXX"
+        self.is_schedule = topic == RMQ_SYS_SCHEDULE_TOPIC
         # Files unmapped to bound the open descriptors (ConsumeQueueLru); readers fall back to pread.
         self.parked = False
 
@@ -145,9 +146,6 @@ class ConsumeQueue:
         self.max_physic_offset = max_phys
 
     # -- write ------------------------------------------------------------------------------------
-    def put_message_position_info(self, offset: int, size: int, tags_code: int, cq_offset: int) -> bool:
-        """Write entry `cq_offset` (RocketMQ's putMessagePositionInfo): put_entry."""
-        return self.put_entry(cq_offset, offset, size, tags_code)
 
     def put_entry(self, queue_offset: int, offset: int, size: int, tags_code: int) -> bool:
         """put_entries of one entry, without building the list (mixed traffic hands over runs of one: a
@@ -272,14 +270,6 @@ class ConsumeQueue:
     def get_entry(self, index: int) -> tuple[int, int, int] | None:
         raw = self.get_entries(index, 1)
         return CQ_ENTRY.unpack(raw) if raw else None
-
-    def get_last_offset(self) -> int:
-        """Physical offset of the last entry, or -1."""
-        n = self.get_max_offset_in_queue()
-        if n <= self.get_min_offset_in_queue():
-            return -1
-        entry = self.get_entry(n - 1)
-        return entry[0] if entry else -1
 
     def get_offset_in_queue_by_time(self, timestamp: int, store_time: Callable[[int, int], int],
                                     min_phy_offset: int) -> int:

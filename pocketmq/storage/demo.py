@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from pocketmq.common.constants import COMPRESSED_FLAG, CQ_STORE_UNIT_SIZE
-from pocketmq.common.message import Message, pack_host
+from pocketmq.common.message import MessageExtBrokerInner, pack_host
 
 from .commit_log import SCHEDULE_TOPIC
 from .config import FlushDiskType, MessageStoreConfig
@@ -51,7 +51,7 @@ DELAYS = ((3, "10s"), (5, "1m"))  # (level, delay) for the delayed messages
 class Put:
     """One call to the store: a single message, or a batch (one topic and queue)."""
 
-    messages: list[Message]
+    messages: list[MessageExtBrokerInner]
 
 
 @dataclass
@@ -92,26 +92,26 @@ class Producer:
         self.order = 0
         self.payment = 0
 
-    def _message(self, topic: str, queue_id: int, tags: str, keys: str, body: dict, **extra) -> Message:
+    def _message(self, topic: str, queue_id: int, tags: str, keys: str, body: dict, **extra) -> MessageExtBrokerInner:
         props = {"KEYS": keys, "TAGS": tags, "WAIT": "true", "UNIQ_KEY": self.uniq.next()}
         props.update(extra.pop("properties", {}))
         raw = json.dumps(body, separators=(",", ":")).encode()
-        return Message(topic=topic, body=raw, properties=props, queue_id=queue_id,
+        return MessageExtBrokerInner(topic=topic, body=raw, properties=props, queue_id=queue_id,
                        born_timestamp=int(time.time() * 1000), born_host=extra.pop("born_host", PRODUCER_V4),
                        **extra)
 
-    def order_event(self, order: int, step: int) -> Message:
+    def order_event(self, order: int, step: int) -> MessageExtBrokerInner:
         event, tags = self.EVENTS[step]
         items = self.rng.sample(self.ITEMS, self.rng.randint(1, 3))
         body = {"order": order, "event": event, "items": items,
                 "amount": f"{self.rng.randint(500, 99_999) / 100:.2f}", "currency": "EUR"}
         return self._message("OrderEvents", order % TOPICS["OrderEvents"], tags, f"order-{order}", body)
 
-    def new_order(self) -> Message:
+    def new_order(self) -> MessageExtBrokerInner:
         self.order += 1
         return self.order_event(self.order, 0)
 
-    def payment_for(self, order: int, ipv6: bool = False) -> Message:
+    def payment_for(self, order: int, ipv6: bool = False) -> MessageExtBrokerInner:
         self.payment += 1
         method, tags = self.rng.choice((("card", "TagA"), ("wallet", "TagB")))
         body = {"payment": self.payment, "order": order, "method": method,
@@ -120,12 +120,12 @@ class Producer:
         return self._message("Payments", self.payment % TOPICS["Payments"], tags, keys, body,
                              born_host=PRODUCER_V6 if ipv6 else PRODUCER_V4)
 
-    def delayed_check(self, order: int, level: int, delay: str) -> Message:
+    def delayed_check(self, order: int, level: int, delay: str) -> MessageExtBrokerInner:
         body = {"order": order, "event": "PaymentTimeoutCheck", "after": delay}
         return self._message("OrderEvents", order % TOPICS["OrderEvents"], "TagD", f"order-{order}", body,
                              properties={"DELAY": str(level)})
 
-    def compressed_invoice(self, order: int) -> Message:
+    def compressed_invoice(self, order: int) -> MessageExtBrokerInner:
         """A body over 4 KiB, zlib-compressed with SYSFLAG bit 0 set, as RocketMQ's producer does."""
         rng = self.rng
         lines = [{"line": i, "item": rng.choice(self.ITEMS), "qty": rng.randint(1, 9)} for i in range(160)]

@@ -25,8 +25,7 @@ from pocketmq.common.record_layout import (
     host_lengths,
     host_widths,
 )
-
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+from pocketmq.common.topic_validator import RMQ_SYS_SCHEDULE_TOPIC as SCHEDULE_TOPIC
 
 # What dispatch reads of a record's fixed part; the other fields are skipped as pad bytes. One struct per shape of
 # the hosts (IPv4 or IPv6 born and store hosts move the fields after them).

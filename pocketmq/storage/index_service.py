@@ -54,13 +54,6 @@ class IndexService:
                 f.destroy()
         return rebuild
 
-    def last_indexed_offset(self) -> int | None:
-        """Commit-log offset of the newest indexed record, or None when the index is empty."""
-        for f in reversed(self.files):
-            if f.entry_count() > 0:
-                return f.end_phy_offset
-        return None
-
     def _writable_file(self) -> IndexFile:
         last = self.files[-1] if self.files else None
         if last is not None and not last.is_full():
@@ -82,22 +75,9 @@ class IndexService:
             self.files = [*self.files, f]
         return f
 
-    def build_index(self, topic: str, keys: list[str], uniq_key: str | None, phy_offset: int,
-                    store_timestamp: int, sys_flag: int) -> None:
-        if sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_ROLLBACK_TYPE:
-            return
-        f = self._writable_file()
-        if f.entry_count() > 0 and phy_offset < f.end_phy_offset:
-            return  # already indexed (re-dispatch after recovery)
-        if uniq_key:
-            f = self._put(f, f"{topic}#{uniq_key}", phy_offset, store_timestamp)
-        for key in keys:
-            if key:
-                f = self._put(f, f"{topic}#{key}", phy_offset, store_timestamp)
-
     def build_index_raw(self, topic: str, topic_b: bytes, keys: bytes | None, uniq_key: bytes | None,
                         phy_offset: int, store_timestamp: int, sys_flag: int) -> None:
-        """build_index for the dispatcher: keys as raw property bytes, hashed without decoding."""
+        """IndexService.buildIndex for the dispatcher: keys as raw property bytes, hashed without decoding."""
         if sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_ROLLBACK_TYPE:
             return
         f = self.files[-1] if self.files else None

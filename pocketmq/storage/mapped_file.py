@@ -35,10 +35,9 @@ def fault_in_page_by_page(mm: mmap.mmap) -> None:
 
     On the first fault in a file, Linux reads around the faulting page: up to read_ahead_kb (8 MiB
     here) of the file's holes become fresh zeroed page-cache pages, all in that one fault. For a
-    6 MB consume-queue file that is its every page at once: 12-16 ms measured in this VM (where a
-    fresh page costs ~10 µs), paid by the dispatcher holding the GIL. MADV_RANDOM turns read-around
-    off for this mapping, so each page is faulted in when the writer reaches it: the same work, in
-    pieces of one page (first entry of a new file: 0.02-0.09 ms). Once the file is full, `done_writing`
+    6 MB consume-queue file that is its every page at once, paid by the dispatcher holding the GIL.
+    MADV_RANDOM turns read-around off for this mapping, so each page is faulted in when the writer
+    reaches it: the same work, in pieces of one page. Once the file is full, `done_writing`
     restores the default, so a reader of a file read back from disk gets read-ahead again.
     Commit-log files keep the default: a lagging consumer reads them back from disk while they are
     still being written, and the warm service puts their pages in the page cache ahead of the writer.

@@ -2,7 +2,7 @@
 
     store = DefaultMessageStore(MessageStoreConfig(store_path_root_dir=path))
     store.load(); store.start()
-    store.put_message(Message(topic="T", body=b"hi"))
+    store.put_message(MessageExtBrokerInner(topic="T", body=b"hi"))
     store.get_message("group", "T", 0, 0, 32)
     store.shutdown()
 
@@ -23,7 +23,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 
 from pocketmq.common.codec import CorruptRecordError, decode
 from pocketmq.common.constants import PROPERTY_WAIT_STORE_MSG_OK
-from pocketmq.common.message import Message, MessageExt, MessageExtBatch, raw_property
+from pocketmq.common.message import MessageExt, MessageExtBatch, MessageExtBrokerInner, raw_property
 from pocketmq.common.validators import VALID_TOPICS, topic_error
 
 from .checkpoint import StoreCheckpoint
@@ -53,7 +53,7 @@ from .timer.timer_message_store import TimerMessageStore
 from .warm_service import WarmMappedFileService
 
 log = logging.getLogger(__name__)
-_PUT_OK = PutMessageStatus.PUT_OK  # (an Enum member read off its class costs ~70 ns in 3.11)
+_PUT_OK = PutMessageStatus.PUT_OK  # (an Enum member read off its class runs Python code in 3.11)
 _dispatch_waiter_pool: ThreadPoolExecutor | None = None
 _dispatch_waiter_lock = threading.Lock()
 
@@ -76,7 +76,7 @@ def _as_future(result: PutMessageResult | Future) -> Future:
     return done
 
 
-def _wait_store_msg_ok(msgs: list[Message] | MessageExtBatch) -> bool:
+def _wait_store_msg_ok(msgs: list[MessageExtBrokerInner] | MessageExtBatch) -> bool:
     """WAIT (waitStoreMsgOK) of a batch, which its first message carries: False only when it says "false"."""
     if isinstance(msgs, MessageExtBatch):
         return raw_property(msgs.properties[0], b"WAIT\x01") != b"false"
@@ -88,7 +88,7 @@ def _empty_batch() -> PutMessageResult:
     return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch: no messages")
 
 
-def _batch_topic(msgs: list[Message] | MessageExtBatch) -> str:
+def _batch_topic(msgs: list[MessageExtBrokerInner] | MessageExtBatch) -> str:
     if isinstance(msgs, MessageExtBatch):
         return msgs.topic
     return msgs[0].topic if msgs else ""
@@ -369,9 +369,6 @@ class DefaultMessageStore:
     def get_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
         return self.consume_queue_table.get((topic, queue_id))
 
-    def get_topics(self) -> set[str]:
-        return {t for t, _ in self.consume_queue_table}
-
     def delivery_timestamp(self, props: bytes, store_ts: int) -> int:
         """Tags code of a SCHEDULE_TOPIC_XXXX entry: when the delayed message is due."""
         raw = raw_property(props, b"DELAY\x01")
@@ -457,7 +454,7 @@ class DefaultMessageStore:
             self.running_flags.make_disk_ok()
             log.warning("disk space is back: accepting puts again")
 
-    def put_message(self, msg: Message) -> PutMessageResult:
+    def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         """Append one message. Under SYNC_FLUSH this returns once the flush covers it."""
         bad = self._check_store_status(msg.topic)
         if bad is not None:
@@ -469,7 +466,7 @@ class DefaultMessageStore:
                 self._wait_flush(result, msg.properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false")
         return result
 
-    def put_messages(self, msgs: list[Message] | MessageExtBatch) -> PutMessageResult:
+    def put_messages(self, msgs: list[MessageExtBrokerInner] | MessageExtBatch) -> PutMessageResult:
         """Append a batch atomically (one file, consecutive queue offsets)."""
         bad = self._check_store_status(_batch_topic(msgs)) if len(msgs) else _empty_batch()
         if bad is not None:
@@ -495,7 +492,7 @@ class DefaultMessageStore:
 
         The dispatcher is a thread of this process: a writer that never waits keeps the GIL, and the
         dispatcher gets it back only at switch intervals (5 ms), or later when other threads take their
-        turn first, so under sustained puts its lag grows although it dispatches ~6x faster than the writer
+        turn first, so under sustained puts its lag grows although it dispatches faster than the writer
         appends. A writer that waits (blocked in put_message, or an event loop with nothing else to do
         while its sender awaits the hold) hands it the GIL at once; it then drains in about a millisecond.
         """
@@ -536,14 +533,14 @@ class DefaultMessageStore:
             if not ok:
                 result.status = PutMessageStatus.FLUSH_DISK_TIMEOUT
 
-    def async_put_message(self, msg: Message) -> Future:
+    def async_put_message(self, msg: MessageExtBrokerInner) -> Future:
         """asyncPutMessage: put_message_nowait's answer, always as a Future."""
         return _as_future(self.put_message_nowait(msg))
 
-    def async_put_messages(self, msgs: list[Message] | MessageExtBatch) -> Future:
+    def async_put_messages(self, msgs: list[MessageExtBrokerInner] | MessageExtBatch) -> Future:
         return _as_future(self.put_messages_nowait(msgs))
 
-    def put_message_nowait(self, msg: Message) -> PutMessageResult | Future:
+    def put_message_nowait(self, msg: MessageExtBrokerInner) -> PutMessageResult | Future:
         """Append one message without ever blocking the caller (an event loop): the PutMessageResult when
         nothing is left to wait for, else a Future of it. The Future is done once the group commit covers the
         message (SYNC_FLUSH, unless WAIT=false) and, if this put left the dispatcher too far behind, once the
@@ -558,7 +555,7 @@ class DefaultMessageStore:
             return result  # nothing to wait for: the common case, answered without the call below
         return self._after_put(result, msg)
 
-    def put_messages_nowait(self, msgs: list[Message] | MessageExtBatch) -> PutMessageResult | Future:
+    def put_messages_nowait(self, msgs: list[MessageExtBrokerInner] | MessageExtBatch) -> PutMessageResult | Future:
         """put_message_nowait for a batch (put_messages)."""
         bad = self._check_store_status(_batch_topic(msgs)) if len(msgs) else _empty_batch()
         if bad is not None:
@@ -569,7 +566,7 @@ class DefaultMessageStore:
         return self._after_put(result, msgs)
 
     def _after_put(
-        self, result: PutMessageResult, msgs: Message | list[Message] | MessageExtBatch
+        self, result: PutMessageResult, msgs: MessageExtBrokerInner | list[MessageExtBrokerInner] | MessageExtBatch
     ) -> PutMessageResult | Future:
         """The rest of a nowait put that may have something to wait for: the result, or a Future of it."""
         if not (result.status is _PUT_OK or result.is_ok):
@@ -581,7 +578,7 @@ class DefaultMessageStore:
             ar = result.append_result
             # Called only under SYNC_FLUSH (a GroupCommitService) and for an ok result, which has its append result.
             flushed = self.flush_service.submit(ar.wrote_offset + ar.wrote_bytes)  # type: ignore[union-attr]
-            if isinstance(msgs, Message):
+            if isinstance(msgs, MessageExtBrokerInner):
                 wait_store_msg_ok = msgs.properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false"
             else:
                 wait_store_msg_ok = bool(msgs) and _wait_store_msg_ok(msgs)

@@ -104,7 +104,7 @@ class ReputMessageService(ServiceThread):
         self._waiters = 0
         # Busy, the thread polls every busy_poll_interval seconds, as RocketMQ's sleeps 1 ms between rounds;
         # idle, it waits for a wakeup. Appends wake only an idle dispatcher: per append, a wakeup plus the GIL
-        # handoff would cost more than the dispatch (for a broker: 40 % of the batch send rate).
+        # handoff would cost more than the dispatch.
         self._idle = True
         self.busy_poll_interval = 0.001
         # Each round costs the writer's thread a GIL handoff, which matters only when someone waits for the
@@ -368,8 +368,8 @@ class ReputMessageService(ServiceThread):
 
     def _dispatch_file(self, mf, stop_at: int | None = None) -> None:
         """What _dispatch_file_by_record does with the three built-in dispatchers, in runs (the module's docstring
-        says how). One loop, its state in local variables: a function call per record costs this loop 3 to 8 %
-        (bench/README.md), so it is the one function of the package allowed past the size limits."""
+        says how). One loop, its state in local variables: a function call per record costs this loop more than
+        its readability is worth (bench/README.md), so it is allowed past the size limits."""
         store, base, mm = self.store, mf.file_from_offset, mf.mm
         pos, end = self._file_range(mf, stop_at)
         index = store.index_service if store.config.message_index_enable else None
@@ -464,8 +464,8 @@ class ReputMessageService(ServiceThread):
     def _run_length(pos: int, size: int, end: int) -> int:
         """How many records of ``size`` bytes from ``pos`` to decode together when the next one has the same size:
         up to 64, within 256 KiB (the slice copied). (A record followed by one of another size is a run of one: it
-        is copied alone. Mixed traffic is mostly such records, and copying 64 of them to decode one cost 5 % of
-        dispatch.)"""
+        is copied alone. Mixed traffic is mostly such records, and copying 64 of them to decode one was measurable
+        in dispatch.)"""
         return min((end - pos) // size, _RUN_BYTES // size + 1, _RUN_RECORDS)
 
     def _put_run(self, cq: ConsumeQueue, first: int, entries: list[int],

@@ -1,9 +1,9 @@
 """WarmMappedFileService: brings the commit log's next pages into the page cache ahead of the writer.
 
 RocketMQ's AllocateMappedFileService can warm a new file (warmMapedFileEnable) so that appends do not
-pay page faults. Here the first write to a fresh page of a mapped file costs ~1 µs when the kernel has
-the page at hand and ~10 µs when the hypervisor must back it first (VMs whose balloon takes freed
-memory back: free page reporting). A Python writer pays that inside the put lock, holding the GIL.
+pay page faults. Here the first write to a fresh page of a mapped file costs a page fault, ten times more
+when the hypervisor must back the page first (VMs whose balloon takes freed memory back: free page
+reporting). A Python writer pays that inside the put lock, holding the GIL.
 
 This thread reads the file a window ahead of the write position with preadv, which releases the GIL:
 reading a hole of a sparse file puts a zeroed, clean page in the page cache, so the writer's fault

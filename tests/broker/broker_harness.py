@@ -9,9 +9,9 @@ import time
 from typing import Any
 
 from pocketmq.broker import BrokerConfig, BrokerController
-from pocketmq.broker.message_batch import BatchItem, encode_message_batch
 from pocketmq.common.java_hash import java_string_hash
 from pocketmq.common.message import properties_to_string
+from pocketmq.common.message_batch import BatchItem, encode_message_batch
 from pocketmq.namesrv.config import NamesrvConfig
 from pocketmq.namesrv.namesrv_controller import NamesrvController
 from pocketmq.remoting.body import TopicRouteData, decode_body, encode_body

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pocketmq.broker.message_batch import BatchItem
+from pocketmq.common.message_batch import BatchItem
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.header import GetMaxOffsetRequestHeader
 

@@ -9,9 +9,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from pocketmq.broker.message_batch import BatchItem
-from pocketmq.common import Message
+from pocketmq.common import MessageExtBrokerInner
 from pocketmq.common.codec import decode_all
+from pocketmq.common.message_batch import BatchItem
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.header import (
@@ -63,7 +63,7 @@ async def test_sync_flush_sends_wait_for_the_group_commit_while_the_loop_keeps_s
 async def test_a_put_from_another_thread_is_dispatched_too(broker, mq, dispatched) -> None:
     assert (await mq.send("TopicThreads", b"from the loop")).code == ResponseCode.SUCCESS
     # Appends from the loop and from any other thread reach the same dispatcher thread.
-    msg = Message(topic="TopicThreads", body=b"from a thread", queue_id=0)
+    msg = MessageExtBrokerInner(topic="TopicThreads", body=b"from a thread", queue_id=0)
     assert (await asyncio.to_thread(broker.store.put_message, msg)).is_ok
     await dispatched(broker)
     resp = await mq.pull("G", "TopicThreads", 0, 0)

@@ -10,8 +10,8 @@ import pytest
 
 from pocketmq.broker import BrokerConfig
 from pocketmq.broker.config import BrokerConfigError
-from pocketmq.broker.message_batch import BatchItem
 from pocketmq.common.codec import decode_all
+from pocketmq.common.message_batch import BatchItem
 from pocketmq.remoting.channel import ConnectionLimits
 from pocketmq.remoting.codec import encode
 from pocketmq.remoting.codes import RequestCode, ResponseCode

@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pocketmq.broker.message_batch import (
+from pocketmq.common.codec import decode_all, decode_message_id
+from pocketmq.common.message import properties_to_string
+from pocketmq.common.message_batch import (
     BatchItem,
     MessageBatchError,
     _split_each,
@@ -16,8 +18,6 @@ from pocketmq.broker.message_batch import (
     decode_message_batch,
     encode_message_batch,
 )
-from pocketmq.common.codec import decode_all, decode_message_id
-from pocketmq.common.message import properties_to_string
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.header import ViewMessageRequestHeader
 

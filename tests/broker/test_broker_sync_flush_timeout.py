@@ -39,9 +39,9 @@ async def test_send_is_answered_flush_disk_timeout_after_the_timeout(cluster, di
 
 
 async def test_the_store_put_answers_the_same(cluster) -> None:
-    from pocketmq.common.message import Message
+    from pocketmq.common.message import MessageExtBrokerInner
 
     broker = await cluster.broker(flush_disk_type="SYNC_FLUSH", sync_flush_timeout=0.2)
     slow_flush(broker, 0.6)
-    fut = broker.store.async_put_message(Message(topic="TopicSyncFlush", body=b"x"))
+    fut = broker.store.async_put_message(MessageExtBrokerInner(topic="TopicSyncFlush", body=b"x"))
     assert fut.result(timeout=10).status is PutMessageStatus.FLUSH_DISK_TIMEOUT

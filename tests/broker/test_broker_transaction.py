@@ -11,7 +11,6 @@ import pytest
 from broker_harness import MQ, Cluster
 
 from pocketmq.broker import BrokerController
-from pocketmq.broker.topic_validator import RMQ_SYS_TRANS_HALF_TOPIC
 from pocketmq.common.codec import decode, decode_all, decode_message_id
 from pocketmq.common.constants import (
     TRANSACTION_COMMIT_TYPE,
@@ -20,6 +19,7 @@ from pocketmq.common.constants import (
     TRANSACTION_ROLLBACK_TYPE,
     TRANSACTION_TYPE_MASK,
 )
+from pocketmq.common.topic_validator import RMQ_SYS_TRANS_HALF_TOPIC
 from pocketmq.remoting.body import encode_body
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.client_body import HeartbeatData, ProducerData

@@ -88,7 +88,7 @@ def test_batch_of_batches_is_refused() -> None:
 
 
 def test_matches_the_brokers_decoder() -> None:
-    from pocketmq.broker.message_batch import decode_message_batch as decode
+    from pocketmq.common.message_batch import decode_message_batch as decode
 
     msgs = [Message("T", b"one", tags="A"), Message("T", b"two", flag=9)]
     items = decode(generate_from_list(msgs, MAX).body)

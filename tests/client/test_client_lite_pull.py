@@ -137,6 +137,48 @@ async def test_assign_seek_seek_to_begin_and_end(push_cluster) -> None:
             await consumer.seek(MessageQueue(topic, "broker-a", 1), 0)
 
 
+async def test_offset_for_timestamp_finds_the_first_message_stored_at_or_after_it(push_cluster) -> None:
+    topic = unique("LiteTimeT")
+    await create_topic(push_cluster, topic, 1)
+    mq = MessageQueue(topic, "broker-a", 0)
+    async with Producer(unique("PG"), push_cluster.namesrv_addr, instance_name=unique("p")) as producer:
+        for i in range(6):
+            await producer.send(Message(topic, b"%d" % i), mq)
+            await asyncio.sleep(0.003)  # (distinct store times, a millisecond apart at least)
+    consumer = lite(push_cluster, unique("LiteTimeG"), consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    with pytest.raises(MQClientException, match="not running"):
+        await consumer.offset_for_timestamp(mq, 0)
+    consumer.assign([mq])
+    async with consumer:
+        stored = [(m.queue_offset, m.store_timestamp) for m in await poll_until(consumer, 6)]
+        assert [offset for offset, _ in stored] == list(range(6))
+        for _, ts in stored:
+            expected = min(offset for offset, t in stored if t >= ts)
+            assert await consumer.offset_for_timestamp(mq, ts) == expected
+        assert await consumer.offset_for_timestamp(mq, 0) == 0
+        assert await consumer.offset_for_timestamp(mq, stored[-1][1] + 60_000) == 6  # past the last: the end
+
+
+async def test_queue_change_listener_hears_of_new_queues(push_cluster) -> None:
+    topic = unique("LiteGrowT")
+    await create_topic(push_cluster, topic, 2)
+    heard: list[tuple[str, set[MessageQueue]]] = []
+    consumer = lite(push_cluster, unique("LiteGrowG"), topic_metadata_check_interval=0.05)
+    consumer.register_topic_message_queue_change_listener(topic, lambda t, queues: heard.append((t, set(queues))))
+    async with consumer:
+        for _ in range(200):  # the queues it starts with are remembered, not announced
+            if topic in consumer._queues_for_topic:
+                break
+            await asyncio.sleep(0.01)
+        assert heard == []
+        await create_topic(push_cluster, topic, 4)
+        for _ in range(400):
+            if heard:
+                break
+            await asyncio.sleep(0.01)
+    assert heard == [(topic, {MessageQueue(topic, "broker-a", q) for q in range(4)})]
+
+
 async def test_manual_commit_stores_only_what_was_polled(push_cluster) -> None:
     topic, group = unique("LiteCommitT"), unique("LiteCommitG")
     await create_topic(push_cluster, topic, 1)

@@ -7,7 +7,7 @@ import zlib
 
 from pocketmq.client import Message
 from pocketmq.client.batch import generate_from_list
-from pocketmq.client.impl.mq_client_api import build_send_request as build_command
+from pocketmq.client.impl.mq_client_api import create_send_command as build_command
 from pocketmq.client.impl.producer.send_request import SendRequestOptions, build_send_request
 from pocketmq.common.message import string_to_properties
 from pocketmq.remoting.client_body import MessageQueue

@@ -13,11 +13,6 @@ import pytest
 from pocketmq import embedded
 from pocketmq.broker.broker_controller import BrokerController
 from pocketmq.broker.config import BrokerConfig
-from pocketmq.broker.topic_validator import (
-    RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
-    RMQ_SYS_TRANS_HALF_TOPIC,
-    RMQ_SYS_TRANS_OP_HALF_TOPIC,
-)
 from pocketmq.client import (
     LocalTransactionState,
     Message,
@@ -34,6 +29,11 @@ from pocketmq.common.constants import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_TYPE_MASK,
+)
+from pocketmq.common.topic_validator import (
+    RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
+    RMQ_SYS_TRANS_HALF_TOPIC,
+    RMQ_SYS_TRANS_OP_HALF_TOPIC,
 )
 from pocketmq.remoting.body import TopicConfig
 

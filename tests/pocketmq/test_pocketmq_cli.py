@@ -1,4 +1,5 @@
-"""`pocketmq dev`, `send` and `consume` as separate processes, the way a developer runs them."""
+"""`pocketmq dev`, `send` and `consume` (mqadmin's sendMessage and consumeMessage) as separate processes, the way a
+developer runs them."""
 
 from __future__ import annotations
 
@@ -36,19 +37,18 @@ def run(*args: str) -> subprocess.CompletedProcess:
 
 def test_dev_send_consume_and_clean_shutdown(dev_server):
     proc, namesrv, store = dev_server
-    sent = run("send", "-n", namesrv, "-t", "CliTopic", "-p", "hello cli", "-c", "TagA", "-k", "order-1",
-               "--count", "2")
-    assert sent.returncode == 0, sent.stderr
-    assert sent.stdout.count("SEND_OK") == 2
+    for _ in range(2):
+        sent = run("send", "-n", namesrv, "-t", "CliTopic", "-p", "hello cli", "-c", "TagA", "-k", "order-1")
+        assert sent.returncode == 0, sent.stderr
+        assert "SEND_OK" in sent.stdout
 
-    got = run("consume", "-n", namesrv, "-t", "CliTopic", "-g", "cli-group", "--count", "2", "--wait", "20")
+    got = run("consume", "-n", namesrv, "-t", "CliTopic", "-c", "2")
     assert got.returncode == 0, got.stdout + got.stderr
-    assert got.stdout.count("body=hello cli") == 2
-    assert "tags=TagA" in got.stdout and "keys=order-1" in got.stdout
-
-    # The group's offsets were committed: nothing new for it now.
-    again = run("consume", "-n", namesrv, "-t", "CliTopic", "-g", "cli-group")
-    assert again.returncode == 0 and "body=" not in again.stdout
+    assert got.stdout.count("BODY: hello cli") == 2
+    assert got.stdout.count("TAGS=TagA") == 2 and got.stdout.count("KEYS=order-1") == 2
+    # consumeMessage commits nothing: the same messages again.
+    again = run("consumeMessage", "-n", namesrv, "-t", "CliTopic", "-c", "2")
+    assert again.returncode == 0 and again.stdout.count("BODY: hello cli") == 2
 
     proc.send_signal(signal.SIGINT)
     assert proc.wait(30) == 0
@@ -71,12 +71,18 @@ def test_dev_serves_the_grpc_endpoint_for_5x_sdks(dev_server):
     assert answer.status.code == definition_pb2.Code.OK and len(answer.message_queues) == 4
 
 
-def test_consume_count_gives_up_with_an_error(dev_server):
-    _, namesrv, _ = dev_server
-    assert run("send", "-n", namesrv, "-t", "Lonely", "-p", "x").returncode == 0
-    got = run("consume", "-n", namesrv, "-t", "Lonely", "-g", "g", "--count", "2", "--wait", "1")
-    assert got.returncode == 1
-    assert "only 1 of 2 messages" in got.stdout
+def test_send_and_consume_are_mqadmins_commands_under_short_names():
+    """One front door: `send` / `consume` parse to the very command sendMessage / consumeMessage run."""
+    from pocketmq.cli import build_parser
+
+    parse = build_parser().parse_args
+    for short, long, args in (("send", "sendMessage", ["-t", "T", "-p", "x", "-k", "k1", "-c", "TagA"]),
+                              ("consume", "consumeMessage", ["-t", "T", "-c", "3", "-g", "G"])):
+        a, b = vars(parse([short, *args])), vars(parse([long, *args]))
+        assert (a.pop("command"), b.pop("command")) == (short, long)
+        assert a == b
+    with pytest.raises(SystemExit):  # the old commands' own options are gone
+        parse(["consume", "-t", "T", "--wait", "1"])
 
 
 def test_send_and_consume_with_the_rocketmq_protocol(tmp_path, capsys):
@@ -92,21 +98,22 @@ def test_send_and_consume_with_the_rocketmq_protocol(tmp_path, capsys):
         for name, server in (("namesrv", cluster.cluster.namesrv.remoting_server),
                              ("broker", cluster.cluster.broker.remoting_server)):
             server.on_channel_close(lambda ch, name=name: seen.append((name, ch.protocol)))
-        assert main(["send", "-n", addr, "-t", "CliNative", "-p", "native hello", "-c", "TagN", "--count", "2",
-                     "--protocol", "rocketmq"]) == 0
-        assert main(["consume", "-n", addr, "-t", "CliNative", "-g", "native-group", "--count", "2", "--wait", "20",
-                     "--protocol", "rocketmq"]) == 0
-        # Both commands closed their connections (to the name server and the broker) on the way out.
+        for _ in range(2):
+            assert main(["send", "-n", addr, "-t", "CliNative", "-p", "native hello", "-c", "TagN",
+                         "--protocol", "rocketmq"]) == 0
+        assert main(["consume", "-n", addr, "-t", "CliNative", "-c", "2", "--protocol", "rocketmq"]) == 0
+        # The commands closed their connections (to the name server and the broker) on the way out.
         for _ in range(500):
-            if len(seen) >= 4:
+            if {name for name, _ in seen} == {"namesrv", "broker"} and len(seen) >= 4:
                 break
             time.sleep(0.01)
         native = list(seen)
-        assert main(["consume", "-n", addr, "-t", "CliNative", "--count", "2", "--wait", "20"]) == 0  # msgpack
+        assert main(["consume", "-n", addr, "-t", "CliNative", "-c", "2"]) == 0  # msgpack
     out = capsys.readouterr().out
     assert out.count("SEND_OK") == 2
-    assert out.count("tags=TagN") == 4 and out.count("body=native hello") == 4
-    assert sorted(native) == [("broker", WireProtocol.NATIVE)] * 2 + [("namesrv", WireProtocol.NATIVE)] * 2
+    assert out.count("TAGS=TagN") == 4 and out.count("BODY: native hello") == 4
+    assert {name for name, _ in native} == {"namesrv", "broker"}
+    assert {protocol for _, protocol in native} == {WireProtocol.NATIVE}
 
 
 def test_an_unknown_protocol_is_a_usage_error():
@@ -162,9 +169,8 @@ def test_dev_with_access_control_and_signed_commands(tmp_path):
         keys = ["--access-key", "cliUser01", "--secret-key", "cliSecret1"]
         sent = run("send", "-n", namesrv, "-t", "AclCli", "-p", "signed hello", *keys)
         assert sent.returncode == 0 and "SEND_OK" in sent.stdout, sent.stderr
-        got = run("consume", "-n", namesrv, "-t", "AclCli", "-g", "cli-acl-group", "--count", "2", "--wait", "20",
-                  *keys)
-        assert got.returncode == 0 and "body=signed hello" in got.stdout, got.stdout + got.stderr
+        got = run("consume", "-n", namesrv, "-t", "AclCli", "-c", "2", *keys)
+        assert got.returncode == 0 and "BODY: signed hello" in got.stdout, got.stdout + got.stderr
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(30)

@@ -258,6 +258,21 @@ def test_the_quick_start_in_docs_runs_as_written(spark, spark_cluster, tmp_path,
     assert upper == [b"ORDER 0", b"ORDER 1", b"ORDER 2"]
 
 
+def test_the_readme_example_runs_as_written(spark, spark_cluster, capsys):
+    """README's Spark block (its other Python blocks: tests/pocketmq/test_pocketmq_readme.py): local_session() gets
+    the session that is already running, as Spark's getOrCreate does."""
+    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
+    [example] = [b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if "local_session" in b]
+    with SyncProducer("readme-spark", spark_cluster.namesrv_addr) as producer:
+        for i, tag in enumerate(("created", "paid", "created")):
+            producer.send(Message("ReadmeOrders", f"order {i}".encode(), tags=tag))
+    assert spark_cluster.wait_dispatched()
+    code = example.replace("127.0.0.1:9876", spark_cluster.namesrv_addr).replace('"Orders"', '"ReadmeOrders"')
+    exec(compile(code, "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert re.search(r"\|\s*created\|\s*2\|", out) and re.search(r"\|\s*paid\|\s*1\|", out), out
+
+
 class Connections:
     """The connections the name server and the broker accept from now on (until ``protocols()``), with the wire
     protocol each one's first frame chose: the Spark workers' clients live in other processes, so their

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from pocketmq.common import Message
+from pocketmq.common import MessageExtBrokerInner
 from pocketmq.common.codec import decode
 from pocketmq.storage import DefaultMessageStore, MessageStoreConfig
 
@@ -92,11 +92,11 @@ def wait_until(predicate: Callable[[], object], timeout: float = 10.0, interval:
         time.sleep(interval)
 
 
-def msg(topic: str = "TopicA", body: bytes = b"hello", queue_id: int = 0, **props: str) -> Message:
-    return Message(topic=topic, body=body, queue_id=queue_id, properties=dict(props))
+def msg(topic: str = "TopicA", body: bytes = b"hello", queue_id: int = 0, **props: str) -> MessageExtBrokerInner:
+    return MessageExtBrokerInner(topic=topic, body=body, queue_id=queue_id, properties=dict(props))
 
 
-def put_ok(store: DefaultMessageStore, m: Message):
+def put_ok(store: DefaultMessageStore, m: MessageExtBrokerInner):
     r = store.put_message(m)
     assert r.status.name == "PUT_OK", (r.status, r.remark)
     return r.append_result

@@ -21,7 +21,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)
 
-from pocketmq.common import Message  # noqa: E402
+from pocketmq.common import MessageExtBrokerInner  # noqa: E402
 from pocketmq.storage import DefaultMessageStore, MessageStoreConfig  # noqa: E402
 
 TOPIC = "CrashTopic"
@@ -58,7 +58,7 @@ def main() -> int:
         for _ in range(count):
             body = f"{seed}:{n}:".encode() + rnd.randbytes(rnd.choice((0, 10, 200, 1500, 3000)))
             props = {"KEYS": f"s{seed}-{n}", "TAGS": f"T{n % 3}"}
-            msgs.append(Message(topic=TOPIC, body=body, queue_id=qid, properties=props))
+            msgs.append(MessageExtBrokerInner(topic=TOPIC, body=body, queue_id=qid, properties=props))
             n += 1
         r = store.put_message(msgs[0]) if count == 1 else store.put_messages(msgs)
         if r.status.name != "PUT_OK":

@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from pocketmq.common import Message, decode, decode_all, decode_message_id, pack_host
+from pocketmq.common import MessageExtBrokerInner, decode, decode_all, decode_message_id, pack_host
 from pocketmq.common.constants import TRANSACTION_PREPARED_TYPE
 from pocketmq.common.message import MessageExtBatch, create_message_id, unpack_host
 from pocketmq.storage import PutMessageStatus
@@ -114,9 +114,9 @@ def test_queue_offsets_are_consecutive_per_topic_queue(store, store_root):
 
 def test_prepared_and_rollback_records_take_no_queue_slot(store, store_root):
     a = put_ok(store, msg(body=b"a"))
-    prepared = put_ok(store, Message(topic="TopicA", body=b"half", sys_flag=0x4))
-    rollback = put_ok(store, Message(topic="TopicA", body=b"rb", sys_flag=0xC))
-    commit = put_ok(store, Message(topic="TopicA", body=b"commit", sys_flag=0x8))
+    prepared = put_ok(store, MessageExtBrokerInner(topic="TopicA", body=b"half", sys_flag=0x4))
+    rollback = put_ok(store, MessageExtBrokerInner(topic="TopicA", body=b"rb", sys_flag=0xC))
+    commit = put_ok(store, MessageExtBrokerInner(topic="TopicA", body=b"commit", sys_flag=0x8))
     b = put_ok(store, msg(body=b"b"))
     assert (a.logics_offset, prepared.logics_offset, rollback.logics_offset) == (0, 0, 0)
     assert (commit.logics_offset, b.logics_offset) == (1, 2)
@@ -252,7 +252,8 @@ def test_properties_size_limit_is_in_bytes(store):
 
 
 def test_ipv6_born_host_sets_sysflag_and_decodes(store, store_root):
-    m = Message(topic="TopicV6", body=b"from v6", born_host=pack_host("fe80::1:2", 40000), born_timestamp=1234,
+    m = MessageExtBrokerInner(
+        topic="TopicV6", body=b"from v6", born_host=pack_host("fe80::1:2", 40000), born_timestamp=1234,
                 properties={"TAGS": "T6", "KEYS": "v6key"})
     r = put_ok(store, m)
     put_ok(store, msg(topic="TopicV6", body=b"v4 after"))
@@ -269,7 +270,8 @@ def test_ipv6_born_host_sets_sysflag_and_decodes(store, store_root):
 
 
 def test_ipv6_store_host_sets_sysflag_and_long_msg_id(store):
-    m = Message(topic="TopicV6", body=b"x", born_host=pack_host("::1", 1), store_host=pack_host("2001:db8::7", 10911))
+    m = MessageExtBrokerInner(
+        topic="TopicV6", body=b"x", born_host=pack_host("::1", 1), store_host=pack_host("2001:db8::7", 10911))
     r = put_ok(store, m)
     assert len(r.msg_id) == 56
     assert decode_message_id(r.msg_id) == ("[2001:db8::7]:10911", r.wrote_offset)
@@ -321,7 +323,8 @@ def test_look_message_by_made_up_offsets_never_raises(store):
 
 def test_batch_with_ipv6_born_hosts(store):
     v6 = pack_host("2001:db8::9", 1234)
-    res = store.put_messages([Message(topic="TopicA", body=b"b%d" % i, born_host=v6 if i % 2 else pack_host(
+    res = store.put_messages([MessageExtBrokerInner(
+        topic="TopicA", body=b"b%d" % i, born_host=v6 if i % 2 else pack_host(
         "10.1.1.1", 1)) for i in range(4)])
     assert res.status == PutMessageStatus.PUT_OK
     offsets = [decode_message_id(x)[1] for x in res.append_result.msg_id.split(",")]
@@ -385,12 +388,12 @@ def test_refused_batches_say_why_and_write_nothing(store):
     cases = [
         ([], "empty batch"),
         (MessageExtBatch("TopicA", 0, [], [], [], 0, 0, v4), "empty batch"),
-        ([msg(body=b"a"), Message(topic="TopicA", body=b"b", sys_flag=TRANSACTION_PREPARED_TYPE)],
+        ([msg(body=b"a"), MessageExtBrokerInner(topic="TopicA", body=b"b", sys_flag=TRANSACTION_PREPARED_TYPE)],
          "cannot carry transactional"),
         (MessageExtBatch("TopicA", 0, [0], [b"a"], [b""], TRANSACTION_PREPARED_TYPE, 0, v4),
          "cannot carry transactional"),
         (MessageExtBatch("TopicA", 0, [0], [b"a"], [b""], 0, 0, b"\x01\x02\x03\x04\x05"), "a host is 8 bytes"),
-        ([Message(topic="TopicA", body=b"a", born_host=v4 + b"\x00")], "a host is 8 bytes"),
+        ([MessageExtBrokerInner(topic="TopicA", body=b"a", born_host=v4 + b"\x00")], "a host is 8 bytes"),
     ]
     before = store.get_max_phy_offset()
     for batch, why in cases:
@@ -403,6 +406,6 @@ def test_refused_batches_say_why_and_write_nothing(store):
 def test_a_host_of_another_width_is_refused_not_written(store):
     before = store.get_max_phy_offset()
     for born, stored in ((b"\x7f\x00\x00\x01\x00", None), (pack_host("::1", 1), b"\x00" * 9)):
-        r = store.put_message(Message(topic="TopicA", body=b"x", born_host=born, store_host=stored))
+        r = store.put_message(MessageExtBrokerInner(topic="TopicA", body=b"x", born_host=born, store_host=stored))
         assert r.status.name == "MESSAGE_ILLEGAL" and "a host is 8 bytes" in r.remark
     assert store.get_max_phy_offset() == before

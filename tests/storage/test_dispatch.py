@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from pocketmq.common import Message, decode_all
+from pocketmq.common import MessageExtBrokerInner, decode_all
 from pocketmq.common.java_hash import tags_code
 from pocketmq.storage.config import parse_delay_levels
 
@@ -31,7 +31,7 @@ def test_arriving_listener_called_once_per_message_in_log_order(store, store_roo
         props = {"TAGS": f"Tag{i % 3}", "KEYS": f"key-{i}", "custom": "x" * (i % 5 + 1)}
         if i == 77:
             props["DELAY"] = "1"
-        r = put_ok(store, Message(topic=topic, body=b"%d" % i, queue_id=i % 3, properties=props))
+        r = put_ok(store, MessageExtBrokerInner(topic=topic, body=b"%d" % i, queue_id=i % 3, properties=props))
         expected.append(r)
     assert store.wait_dispatched()
     assert len(calls) == 200
@@ -195,7 +195,7 @@ def test_message_ids_are_indexed_wherever_they_stand_among_the_properties(store)
         ("none", {"TAGS": "T1", "KEYS": "k1"}),
     ]
     for body, props in cases:
-        put_ok(store, Message(topic="TopicA", body=body.encode(), properties=props))
+        put_ok(store, MessageExtBrokerInner(topic="TopicA", body=body.encode(), properties=props))
     assert store.wait_dispatched()
     assert [c[3] for c in calls] == [tags_code(props.get("TAGS")) for _, props in cases]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pocketmq.common import Message, pack_host
+from pocketmq.common import MessageExtBrokerInner, pack_host
 from pocketmq.common.constants import TRANSACTION_COMMIT_TYPE, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
 from pocketmq.storage import DefaultMessageStore
 from pocketmq.storage.dispatch_request import DispatchRequest
@@ -31,12 +31,14 @@ TEXT = st.text(st.characters(blacklist_characters="\x00\x01\x02", blacklist_cate
 
 
 @st.composite
-def messages(draw: st.DrawFn, topic: str | None = None, queue_id: int | None = None, single: bool = True) -> Message:
+def messages(
+    draw: st.DrawFn, topic: str | None = None, queue_id: int | None = None, single: bool = True,
+) -> MessageExtBrokerInner:
     props: dict[str, str] = {}
     # Properties in a random order: the fast twin looks for TAGS, KEYS and UNIQ_KEY wherever they stand.
     for name in draw(st.permutations(("TAGS", "KEYS", "UNIQ_KEY", "custom", "a"))):
         if draw(st.booleans()):
-            props[name] = draw(st.sampled_from(["", "k1 k2", "TagA", "x" * 40])) if name != "UNIQ_KEY" else \
+            props[name] = draw(st.sampled_from(["", "k1 k2", "TagA", "x" * 40])) if name != "UNIQ_KEY" else\
                 draw(st.text("0123456789ABCDEF", min_size=0, max_size=32))
     if single and draw(st.integers(0, 9)) == 0:
         props["DELAY"] = draw(st.sampled_from(["1", "3", "0", "x"]))
@@ -46,18 +48,19 @@ def messages(draw: st.DrawFn, topic: str | None = None, queue_id: int | None = N
     if single and draw(st.integers(0, 5)) == 0:
         sys_flag = draw(st.sampled_from([TRANSACTION_PREPARED_TYPE, TRANSACTION_COMMIT_TYPE,
                                          TRANSACTION_ROLLBACK_TYPE]))
-    return Message(topic=topic or draw(st.sampled_from(TOPICS)), body=b"b" * draw(st.sampled_from([0, 7, 100, 700])),
+    return MessageExtBrokerInner(
+        topic=topic or draw(st.sampled_from(TOPICS)), body=b"b" * draw(st.sampled_from([0, 7, 100, 700])),
                    properties=props, queue_id=draw(st.integers(0, 3)) if queue_id is None else queue_id,
                    sys_flag=sys_flag, born_timestamp=1_700_000_000_000,
                    born_host=V6_HOST if draw(st.integers(0, 7)) == 0 else V4_HOST)
 
 
 @st.composite
-def batches(draw: st.DrawFn) -> list[Message]:
+def batches(draw: st.DrawFn) -> list[MessageExtBrokerInner]:
     topic, queue_id = draw(st.sampled_from(TOPICS)), draw(st.integers(0, 3))
     one = draw(messages(topic, queue_id, single=False))
     if draw(st.booleans()):  # one shape: a run the twin decodes with one iter_unpack
-        return [Message(topic, one.body, dict(one.properties), queue_id, born_host=one.born_host)
+        return [MessageExtBrokerInner(topic, one.body, dict(one.properties), queue_id, born_host=one.born_host)
                 for _ in range(draw(st.integers(2, 70)))]
     return draw(st.lists(messages(topic, queue_id, single=False), min_size=2, max_size=20))
 
@@ -79,7 +82,7 @@ def _dispatched(root: Path, per_record: bool, listener: bool, indexed: bool):
         queues = {key: read_cq_entries(root, *key) for key in store.consume_queue_table
                   if os.path.isdir(cq_dir(root, *key))}
         index_dir = root / "index"
-        found = [(index_dir / name).read_bytes() for name in sorted(os.listdir(index_dir))] \
+        found = [(index_dir / name).read_bytes() for name in sorted(os.listdir(index_dir))]\
             if index_dir.is_dir() else []
         keys = {}
         if indexed:
@@ -99,7 +102,7 @@ def test_the_fast_twin_dispatches_what_the_reference_does(tmp_path_factory, traf
     writer.load()
     try:
         for put in traffic:
-            result = writer.commit_log.put_messages(put) if isinstance(put, list) else \
+            result = writer.commit_log.put_messages(put) if isinstance(put, list) else\
                 writer.commit_log.put_message(put)
             assert result.status.name == "PUT_OK", result
     finally:
@@ -113,7 +116,7 @@ def test_the_fast_twin_dispatches_what_the_reference_does(tmp_path_factory, traf
     assert twin[3] == reference[3]  # listener calls, in order
     assert twin[4] == reference[4]  # the checkpoint's logics timestamp
     assert sum(len(e) for e in reference[0].values()) == sum(
-        1 if isinstance(p, Message) and not p.sys_flag & TRANSACTION_PREPARED_TYPE else
+        1 if isinstance(p, MessageExtBrokerInner) and not p.sys_flag & TRANSACTION_PREPARED_TYPE else
         len(p) if isinstance(p, list) else 0 for p in traffic)
     if listener:
         assert len(reference[3]) == sum(len(p) if isinstance(p, list) else 1 for p in traffic)
@@ -131,8 +134,9 @@ def test_an_added_dispatcher_sees_every_record_before_the_listener(tmp_path) -> 
     store.reput_service.add_dispatcher(Recorder())
     store.message_arriving_listener = lambda *args: seen.append(args[:3])
     try:
-        store.commit_log.put_message(Message("TopicA", b"one", {"TAGS": "T", "KEYS": "k"}, queue_id=1))
-        store.commit_log.put_messages([Message("TopicA", b"two", queue_id=2), Message("TopicA", b"three", queue_id=2)])
+        store.commit_log.put_message(MessageExtBrokerInner("TopicA", b"one", {"TAGS": "T", "KEYS": "k"}, queue_id=1))
+        store.commit_log.put_messages([MessageExtBrokerInner(
+            "TopicA", b"two", queue_id=2), MessageExtBrokerInner("TopicA", b"three", queue_id=2)])
         store.reput_service.do_reput()
         requests = seen[0::2]
         assert all(isinstance(r, DispatchRequest) for r in requests)

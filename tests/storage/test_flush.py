@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import struct
 
-from pocketmq.common import Message
+from pocketmq.common import MessageExtBrokerInner
 from pocketmq.storage import PutMessageStatus
 
 from .conftest import COMMIT_LOG_FILE_SIZE, msg, put_ok, wait_until
@@ -24,7 +24,7 @@ def test_sync_flush_put_returns_after_the_record_is_flushed(stores):
         r = store.put_message(msg(body=os.urandom(1500)))
         assert r.status == PutMessageStatus.PUT_OK
         assert _flushed_through(store, r.append_result)  # at the moment put returns
-        assert store.commit_log.mapped_file_queue.flushed_where >= r.append_result.wrote_offset + \
+        assert store.commit_log.mapped_file_queue.flushed_where >= r.append_result.wrote_offset +\
             r.append_result.wrote_bytes
         results.append(r.append_result)
     # a full file is flushed to its end (blank record included)
@@ -46,7 +46,7 @@ def test_sync_flush_batch_and_async_put(stores):
 
 def test_sync_flush_without_wait_returns_at_once_and_is_flushed_soon(stores):
     store = stores.open(flush_disk_type="SYNC_FLUSH")
-    r = store.put_message(Message(topic="TopicA", body=b"no wait", properties={"WAIT": "false"}))
+    r = store.put_message(MessageExtBrokerInner(topic="TopicA", body=b"no wait", properties={"WAIT": "false"}))
     assert r.status == PutMessageStatus.PUT_OK
     wait_until(lambda: _flushed_through(store, r.append_result))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pocketmq.common import Message, decode_all
+from pocketmq.common import MessageExtBrokerInner, decode_all
 from pocketmq.common.java_hash import tags_code
 from pocketmq.storage import GetMessageStatus, TagsFilter
 
@@ -102,7 +102,7 @@ def test_no_matched_logic_queue(store):
 
 def test_no_message_in_queue(store):
     # a prepared transaction record is dispatched to its queue but takes no slot in it
-    put_ok(store, Message(topic="TopicHalf", body=b"half", sys_flag=0x4))
+    put_ok(store, MessageExtBrokerInner(topic="TopicHalf", body=b"half", sys_flag=0x4))
     assert store.wait_dispatched()
     assert store.get_consume_queue("TopicHalf", 0) is not None
     for offset in (0, 3):

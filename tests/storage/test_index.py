@@ -6,7 +6,7 @@ import os
 import struct
 import time
 
-from pocketmq.common import Message, decode, decode_all
+from pocketmq.common import MessageExtBrokerInner, decode, decode_all
 from pocketmq.storage.index_file import key_hash
 
 from .conftest import HASH_SLOTS, INDEX_NUM, msg, put_ok, wait_until
@@ -139,8 +139,8 @@ def test_query_finds_keys_and_uniq_key_and_filters_hash_collisions(store):
 
 
 def test_rollback_records_are_not_indexed(store):
-    put_ok(store, Message(topic="TopicA", body=b"rolled back", sys_flag=0xC, properties={"KEYS": "tx"}))
-    put_ok(store, Message(topic="TopicA", body=b"prepared", sys_flag=0x4, properties={"KEYS": "tx"}))
+    put_ok(store, MessageExtBrokerInner(topic="TopicA", body=b"rolled back", sys_flag=0xC, properties={"KEYS": "tx"}))
+    put_ok(store, MessageExtBrokerInner(topic="TopicA", body=b"prepared", sys_flag=0x4, properties={"KEYS": "tx"}))
     assert store.wait_dispatched()
     assert bodies(store.query_message("TopicA", "tx", 32, 0, FAR_FUTURE)) == [b"prepared"]
 

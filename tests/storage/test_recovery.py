@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from pocketmq.common import Message, decode_all, pack_host
+from pocketmq.common import MessageExtBrokerInner, decode_all, pack_host
 from pocketmq.storage import DefaultMessageStore, GetMessageStatus, StoreLockedError
 
 from .conftest import (
@@ -160,12 +160,12 @@ def test_clean_restart_keeps_every_kind_of_record(stores, store_root, exit_kind)
     store = stores.open()
     v6 = pack_host("2001:db8::5", 7)
     puts = [
-        put_ok(store, Message(topic="TopicA", body=b"", properties={})),
-        put_ok(store, Message(topic="TopicA", body=b"v6 born", born_host=v6)),
-        put_ok(store, Message(topic="TopicA", body=b"v6 both", born_host=v6, store_host=v6)),
+        put_ok(store, MessageExtBrokerInner(topic="TopicA", body=b"", properties={})),
+        put_ok(store, MessageExtBrokerInner(topic="TopicA", body=b"v6 born", born_host=v6)),
+        put_ok(store, MessageExtBrokerInner(topic="TopicA", body=b"v6 both", born_host=v6, store_host=v6)),
         put_ok(store, msg(body=b"p" * 100, K="v" * 30000)),
         put_ok(store, msg(body=b"delayed", DELAY="2")),
-        put_ok(store, Message(topic="TopicA", body=b"half", sys_flag=0x4)),
+        put_ok(store, MessageExtBrokerInner(topic="TopicA", body=b"half", sys_flag=0x4)),
     ]
     res = store.put_messages([msg(body=f"b{i}".encode()) for i in range(5)])
     assert res.status.name == "PUT_OK"
@@ -399,13 +399,14 @@ def test_clean_shutdown_removes_abort_file(stores, store_root):
 def test_killed_process_leaves_abort_file_and_recovers_abnormally(stores, store_root):
     script = textwrap.dedent(f"""
         import sys, time
-        from pocketmq.common import Message
+        from pocketmq.common import MessageExtBrokerInner
         from pocketmq.storage import DefaultMessageStore
         from tests.storage.conftest import small_config
         store = DefaultMessageStore(small_config({str(store_root)!r}, flush_disk_type="SYNC_FLUSH"))
         store.load(); store.start()
         for i in range(20):
-            assert store.put_message(Message(topic="TopicA", body=b"killed-%d" % i)).status.name == "PUT_OK"
+            put = store.put_message(MessageExtBrokerInner(topic="TopicA", body=b"killed-%d" % i))
+            assert put.status.name == "PUT_OK"
         print("READY", flush=True)
         time.sleep(60)
     """)

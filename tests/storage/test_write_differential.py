@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pocketmq.common import Message
+from pocketmq.common import MessageExtBrokerInner
 from pocketmq.storage import DefaultMessageStore
 
 from .conftest import small_config
@@ -159,7 +159,7 @@ BODY = st.one_of(st.binary(max_size=64), st.binary(min_size=1000, max_size=4000)
 
 
 @st.composite
-def messages(draw, topic: str, queue_id: int) -> Message:
+def messages(draw, topic: str, queue_id: int) -> MessageExtBrokerInner:
     props: dict[str, str] = {}
     if draw(st.booleans()):
         props["TAGS"] = draw(TEXT)
@@ -175,12 +175,13 @@ def messages(draw, topic: str, queue_id: int) -> Message:
         if draw(st.booleans()):
             as_string = as_string[:-1]
     born = host_bytes(*draw(HOSTS))
-    return Message(topic=topic, body=draw(BODY), queue_id=queue_id, properties=props, flag=draw(st.integers(0, 9)),
+    return MessageExtBrokerInner(
+        topic=topic, body=draw(BODY), queue_id=queue_id, properties=props, flag=draw(st.integers(0, 9)),
                    born_timestamp=draw(st.integers(0, 2**41)), born_host=born, properties_string=as_string)
 
 
 @st.composite
-def puts(draw) -> tuple[str, list[Message]]:
+def puts(draw) -> tuple[str, list[MessageExtBrokerInner]]:
     """("one", [message]) or ("batch", messages of one topic and queue)."""
     # (Few queues, so that most get several runs: a queue's first entry takes another path than the later ones.)
     topic = draw(st.sampled_from(["%RETRY%g|1", "T" * 100]))

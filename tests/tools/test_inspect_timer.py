@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from pocketmq.common import Message
+from pocketmq.common import MessageExtBrokerInner
 from pocketmq.console.storage_view import files_view
 from pocketmq.storage import DefaultMessageStore, MessageStoreConfig
 from pocketmq.storage.inspect import main as inspect_main
@@ -28,7 +28,7 @@ def timer_store(path: Path) -> tuple[list[int], list[int]]:
     base = (time.time_ns() // 1_000_000 // P + 600) * P + 50
     offsets = []
     for i in range(5):
-        r = store.put_message(Message("T", b"%d" % i, {"TIMER_DELIVER_MS": str(base + i * P)}))
+        r = store.put_message(MessageExtBrokerInner("T", b"%d" % i, {"TIMER_DELIVER_MS": str(base + i * P)}))
         offsets.append(r.append_result.wrote_offset)
     deadline = time.monotonic() + 10
     while store.timer_message_store.enqueued < 5:

@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from pocketmq.common.pop_ack_constants import RETRY_GROUP_TOPIC_PREFIX, build_pop_retry_topic
+from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
+from pocketmq.common.pop_ack_constants import build_pop_retry_topic
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.tasks import TaskTracker
 from pocketmq.remoting.transport import Channel
 
+from .arrival_inbox import ArrivalInbox
 from .pop_request import PopRequest
 
 Wakeup = Callable[[Channel, RemotingCommand, float], Coroutine[Any, Any, None]]
@@ -49,12 +50,10 @@ class PopLongPollingService:
         self.table: dict[str, dict[GroupKey, list[PopRequest]]] = {}
         self._retry_topics: dict[str, tuple[str, str]] = {}  # pop retry topic -> (topic, group), while parked
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._arrivals: list[tuple[str, int]] = []
-        self._arrivals_lock = threading.Lock()
-        self._drain_scheduled = False
+        self._arrivals: ArrivalInbox[tuple[str, int]] = ArrivalInbox(self._drain_arrivals)
 
     def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
+        self._loop = self._arrivals.loop = asyncio.get_running_loop()
 
     def shutdown(self) -> None:
         for groups in self.table.values():
@@ -64,7 +63,7 @@ class PopLongPollingService:
                         r.timer.cancel()
         self.table.clear()
         self._retry_topics.clear()
-        self._loop = None
+        self._loop = self._arrivals.loop = None
 
     def waiting(self) -> bool:
         return bool(self.table)
@@ -104,24 +103,10 @@ class PopLongPollingService:
         """From the store's dispatcher thread, for every message: a dict lookup unless someone waits."""
         if topic not in self.table and topic not in self._retry_topics:
             return
-        with self._arrivals_lock:
-            self._arrivals.append((topic, queue_id))
-            if self._drain_scheduled:
-                return
-            self._drain_scheduled = True
-        loop = self._loop
-        if loop is None:
-            return
-        try:
-            loop.call_soon_threadsafe(self._drain_arrivals)
-        except RuntimeError:  # the loop is closed: the broker is shutting down
-            pass
+        self._arrivals.put((topic, queue_id))
 
-    def _drain_arrivals(self) -> None:
-        with self._arrivals_lock:
-            arrivals, self._arrivals = set(self._arrivals), []
-            self._drain_scheduled = False
-        for topic, queue_id in arrivals:
+    def _drain_arrivals(self, arrivals: list[tuple[str, int]]) -> None:
+        for topic, queue_id in set(arrivals):
             self.notify_message_arriving(topic, queue_id)
 
     def notify_message_arriving(self, topic: str, queue_id: int, group: str | None = None) -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -28,6 +27,7 @@ from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.tasks import TaskTracker
 from pocketmq.remoting.transport import Channel
 
+from .arrival_inbox import ArrivalInbox
 from .pull_request import PullRequest
 
 log = logging.getLogger(__name__)
@@ -54,13 +54,11 @@ class PullRequestHoldService:
         # topic@queueId -> parked requests. Read (membership only) from the dispatcher thread.
         self.pull_request_table: dict[Key, list[PullRequest]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._arrivals: list[tuple[Key, int, int, bytes]] = []
-        self._arrivals_lock = threading.Lock()
-        self._drain_scheduled = False
+        self._arrivals: ArrivalInbox[tuple[Key, int, int, bytes]] = ArrivalInbox(self._drain_arrivals)
         self.wakeups = 0  # requests answered because of an arrival or a re-check (not a timeout)
 
     def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
+        self._loop = self._arrivals.loop = asyncio.get_running_loop()
         self._tasks.periodic("pull-request-hold-check", self.check_interval, self.check_hold_request)
 
     def shutdown(self) -> None:
@@ -69,7 +67,7 @@ class PullRequestHoldService:
                 if r.timer is not None:
                     r.timer.cancel()
         self.pull_request_table.clear()
-        self._loop = None
+        self._loop = self._arrivals.loop = None
 
     def waiting(self) -> bool:
         """Whether any pull is parked (read from the dispatcher thread: one dict truth test)."""
@@ -118,23 +116,9 @@ class PullRequestHoldService:
         key = (topic, queue_id)
         if key not in self.pull_request_table:
             return
-        with self._arrivals_lock:
-            self._arrivals.append((key, next_offset, tags_code, properties))
-            if self._drain_scheduled:
-                return
-            self._drain_scheduled = True
-        loop = self._loop
-        if loop is None:
-            return
-        try:
-            loop.call_soon_threadsafe(self._drain_arrivals)
-        except RuntimeError:  # the loop is closed: the broker is shutting down
-            pass
+        self._arrivals.put((key, next_offset, tags_code, properties))
 
-    def _drain_arrivals(self) -> None:
-        with self._arrivals_lock:
-            arrivals, self._arrivals = self._arrivals, []
-            self._drain_scheduled = False
+    def _drain_arrivals(self, arrivals: list[tuple[Key, int, int, bytes]]) -> None:
         by_key: dict[Key, list[Arrival]] = {}
         for key, next_offset, tags_code, properties in arrivals:
             by_key.setdefault(key, []).append((next_offset, tags_code, properties))

@@ -21,14 +21,8 @@ from typing import TYPE_CHECKING
 
 from pocketmq.common.codec import CorruptRecordError, decode_all
 from pocketmq.common.message import MessageExt
-from pocketmq.common.pop_ack_constants import (
-    ACK_TAG,
-    BATCH_ACK_TAG,
-    CK_TAG,
-    PROPERTY_FIRST_POP_TIME,
-    RETRY_GROUP_TOPIC_PREFIX,
-    REVIVE_GROUP,
-)
+from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
+from pocketmq.common.pop_ack_constants import ACK_TAG, BATCH_ACK_TAG, CK_TAG, PROPERTY_FIRST_POP_TIME, REVIVE_GROUP
 from pocketmq.storage.message_filter import TagsFilter
 from pocketmq.storage.pop import PopCheckPoint, decode_ack
 from pocketmq.storage.pop.pop_check_point import PopRecordError

@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING
 
 from pocketmq.common.constants import PROPERTY_TAGS
-from pocketmq.common.message import Message
+from pocketmq.common.message import MessageExtBrokerInner
 from pocketmq.common.pop_ack_constants import ACK_TAG, BATCH_ACK_TAG, CK_TAG, build_cluster_revive_topic
 from pocketmq.storage.pop import AckMsg, BatchAckMsg, PopCheckPoint
 from pocketmq.storage.results import PutMessageResult
@@ -44,7 +44,7 @@ class ReviveLog:
     async def _put(self, body: bytes, revive_qid: int, tag: str) -> PutMessageResult:
         # No UNIQ_KEY (RocketMQ sets one for its timer's de-duplication): it would cost an index entry per pop.
         c = self.controller
-        msg = Message(
+        msg = MessageExtBrokerInner(
             topic=self.revive_topic,
             body=body,
             properties={PROPERTY_TAGS: tag},

@@ -9,8 +9,11 @@ from collections.abc import Awaitable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
-from pocketmq.common.constants import PROPERTY_TRANSFER_FLAG
-from pocketmq.common.message import LOOPBACK_HOST, Message, MessageExtBatch, pack_host
+from pocketmq.common import mix_all
+from pocketmq.common import topic_validator as tv
+from pocketmq.common.constants import PROPERTY_MSG_REGION, PROPERTY_TRACE_SWITCH, PROPERTY_TRANSFER_FLAG
+from pocketmq.common.message import LOOPBACK_HOST, MessageExtBatch, MessageExtBrokerInner, pack_host
+from pocketmq.common.mix_all import DEFAULT_TRACE_REGION_ID as _REGION_ID
 from pocketmq.common.topic_attributes import (
     TOPIC_MESSAGE_TYPE_ATTRIBUTE,
     message_type_of,
@@ -24,7 +27,6 @@ from pocketmq.remoting.header import SendMessageRequestHeader, SendMessageRespon
 from pocketmq.remoting.transport import Channel, parse_address
 from pocketmq.storage.results import PutMessageResult, PutMessageStatus
 
-from .. import topic_validator as tv
 from .base import BrokerProcessor, response
 
 if TYPE_CHECKING:
@@ -32,11 +34,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_FAQ = " See http://rocketmq.apache.org/docs/faq/ for further details."
+# FAQUrl.suggestTodo's tail, in the remarks of refused sends and pulls
+FAQ = " See http://rocketmq.apache.org/docs/faq/ for further details."
 
 _PUT_OK, _SUCCESS = PutMessageStatus.PUT_OK, ResponseCode.SUCCESS
 _MSGPACK = SerializeType.MSGPACK
-_REGION_ID = "DefaultRegion"  # BrokerConfig.regionId's default
 # PutMessageStatus -> (response code, remark) for the refusals (handlePutMessageResult, RocketMQ 4.9.8).
 _STORED = {
     PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
@@ -108,12 +110,12 @@ class AbstractSendMessageProcessor(BrokerProcessor):
         if tc is None:
             topic_sys_flag = 0
             if header.unit_mode:
-                retry = topic.startswith(tv.RETRY_GROUP_TOPIC_PREFIX)
+                retry = topic.startswith(mix_all.RETRY_GROUP_TOPIC_PREFIX)
                 topic_sys_flag = TopicSysFlag.FLAG_UNIT_SUB if retry else TopicSysFlag.FLAG_UNIT
             tc = tcm.create_topic_in_send_message_method(
                 topic, header.default_topic, channel.remote_address, header.default_topic_queue_nums, topic_sys_flag
             )
-            if tc is None and topic.startswith(tv.RETRY_GROUP_TOPIC_PREFIX):
+            if tc is None and topic.startswith(mix_all.RETRY_GROUP_TOPIC_PREFIX):
                 tc = tcm.create_topic_in_send_message_back_method(
                     topic, 1, PermName.PERM_WRITE | PermName.PERM_READ, topic_sys_flag
                 )
@@ -121,7 +123,7 @@ class AbstractSendMessageProcessor(BrokerProcessor):
                 return response(
                     request,
                     ResponseCode.TOPIC_NOT_EXIST,
-                    f"topic[{topic}] not exist, apply first please!{_FAQ}",
+                    f"topic[{topic}] not exist, apply first please!{FAQ}",
                 ), None
         valid = max(tc.write_queue_nums, tc.read_queue_nums)
         if header.queue_id >= valid:
@@ -141,7 +143,7 @@ class AbstractSendMessageProcessor(BrokerProcessor):
             return None
         if TOPIC_MESSAGE_TYPE_ATTRIBUTE.name not in tc.attributes or PROPERTY_TRANSFER_FLAG in props:
             return None
-        if tc.topic_name.startswith((tv.RETRY_GROUP_TOPIC_PREFIX, tv.DLQ_GROUP_TOPIC_PREFIX)):
+        if tc.topic_name.startswith((mix_all.RETRY_GROUP_TOPIC_PREFIX, mix_all.DLQ_GROUP_TOPIC_PREFIX)):
             return None
         why = type_conflict(topic_message_type(tc.attributes), message_type_of(props))
         return None if why is None else response(request, ResponseCode.MESSAGE_ILLEGAL, why)
@@ -182,12 +184,12 @@ class AbstractSendMessageProcessor(BrokerProcessor):
             host = channel.attrs["bornHost"] = self.host_bytes(channel.remote_address)
         return host  # type: ignore[return-value]
 
-    async def put_message(self, msg: Message) -> PutMessageResult:
+    async def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         put = self.controller.store.put_message_nowait(msg)
         return put if isinstance(put, PutMessageResult) else await asyncio.wrap_future(put)
 
     def put_and_answer(
-        self, msgs: Message | MessageExtBatch, request: RemotingCommand, queue_id: int
+        self, msgs: MessageExtBrokerInner | MessageExtBatch, request: RemotingCommand, queue_id: int
     ) -> RemotingCommand | Awaitable[RemotingCommand]:
         """Append, then the response: at once when the store has nothing to wait for, else an awaitable of it.
         What the store makes a put wait for (the group commit under SYNC_FLUSH; a dispatcher that fell more
@@ -236,8 +238,9 @@ class AbstractSendMessageProcessor(BrokerProcessor):
             answer = response(request, code, ext_fields=header)
             if request.serialize_type is not _MSGPACK:
                 # What a 4.9.8 broker adds (SendMessageProcessor); Java's client reads both without a null check.
-                answer.ext_fields["MSG_REGION"] = _REGION_ID
-                answer.ext_fields["TRACE_ON"] = "true" if self.controller.broker_config.trace_topic_enable else "false"
+                answer.ext_fields[PROPERTY_MSG_REGION] = _REGION_ID
+                trace_on = self.controller.broker_config.trace_topic_enable
+                answer.ext_fields[PROPERTY_TRACE_SWITCH] = "true" if trace_on else "false"
             return answer
         if result.status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
             remark = (

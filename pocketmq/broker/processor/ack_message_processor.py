@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pocketmq.common.extra_info_util import ExtraInfoError, parse_extra_info, real_topic
-from pocketmq.common.pop_ack_constants import POP_ORDER_REVIVE_QUEUE, RETRY_GROUP_TOPIC_PREFIX
+from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
+from pocketmq.common.pop_ack_constants import POP_ORDER_REVIVE_QUEUE
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.pop_body import BatchAck, BatchAckMessageRequestBody

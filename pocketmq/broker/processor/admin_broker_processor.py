@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pocketmq.common import topic_validator as tv
 from pocketmq.common.attribute import ATTR_ADD_PLUS_SIGN, AttributeError_, alter_current_attributes, parse_to_map
 from pocketmq.common.topic_attributes import (
     ALL,
@@ -34,7 +35,6 @@ from pocketmq.remoting.header import (
 )
 from pocketmq.remoting.transport import Channel
 
-from .. import topic_validator as tv
 from .base import BrokerProcessor, log, response
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pocketmq.common.extra_info_util import ExtraInfoError, parse_extra_info
-from pocketmq.common.pop_ack_constants import RETRY_GROUP_TOPIC_PREFIX
+from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.pop_header import ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader

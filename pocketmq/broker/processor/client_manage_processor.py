@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pocketmq.common import mix_all
 from pocketmq.remoting.client_body import CheckClientRequestBody, HeartbeatData
 from pocketmq.remoting.codes import PermName, RequestCode, ResponseCode, TopicSysFlag
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.header import UnregisterClientRequestHeader
 from pocketmq.remoting.transport import Channel
 
-from .. import topic_validator as tv
 from ..client.client_channel_info import ClientChannelInfo
 from ..filter import (
     EXPRESSION_TYPE_SQL92,
@@ -44,7 +44,7 @@ class ClientManageProcessor(BrokerProcessor):
                 topic_sys_flag = TopicSysFlag.FLAG_UNIT_SUB if data.unit_mode else 0
                 # Each consumer group gets its retry topic at its first heartbeat.
                 c.topic_config_manager.create_topic_in_send_message_back_method(
-                    tv.retry_topic(data.group_name),
+                    mix_all.get_retry_topic(data.group_name),
                     sgc.retry_queue_nums,
                     PermName.PERM_WRITE | PermName.PERM_READ,
                     topic_sys_flag,

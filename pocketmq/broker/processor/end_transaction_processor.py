@@ -11,19 +11,20 @@ import logging
 from typing import TYPE_CHECKING
 
 from pocketmq.common.constants import (
+    PROPERTY_PRODUCER_GROUP,
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
 )
 from pocketmq.common.message import MessageExt
+from pocketmq.common.topic_validator import RMQ_SYS_TRANS_HALF_TOPIC
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.transaction_header import EndTransactionRequestHeader
 from pocketmq.remoting.transport import Channel
 from pocketmq.storage.results import PutMessageStatus
 
-from ..topic_validator import RMQ_SYS_TRANS_HALF_TOPIC
-from ..transaction.transactional_message_util import PROPERTY_PRODUCER_GROUP, real_message
+from ..transaction.transactional_message_util import real_message
 from .base import BrokerProcessor, response
 
 if TYPE_CHECKING:

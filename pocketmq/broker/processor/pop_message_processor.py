@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from pocketmq.common.clock import now_ms as now_ms
 from pocketmq.common.codec import decode_all, encode
 from pocketmq.common.extra_info_util import build_extra_info, build_msg_offset_info, build_start_offset_info
+from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
 from pocketmq.common.pop_ack_constants import (
     CONSUME_INIT_MODE_MIN,
     POP_ORDER_REVIVE_QUEUE,
     PROPERTY_POP_CK,
-    RETRY_GROUP_TOPIC_PREFIX,
     build_pop_retry_topic,
 )
 from pocketmq.remoting.body import TopicConfig
@@ -51,10 +51,6 @@ _RE_READ = (GetMessageStatus.OFFSET_TOO_SMALL, GetMessageStatus.OFFSET_OVERFLOW_
             GetMessageStatus.OFFSET_FOUND_NULL)
 _SKIP = (GetMessageStatus.NO_MATCHED_MESSAGE, GetMessageStatus.OFFSET_FOUND_NULL,
          GetMessageStatus.MESSAGE_WAS_REMOVING)
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @dataclass(slots=True)

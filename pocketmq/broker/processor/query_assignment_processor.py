@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from pocketmq.common.pop_ack_constants import RETRY_GROUP_TOPIC_PREFIX
+from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
 from pocketmq.common.queue_allocation import allocate_averagely, allocate_averagely_by_circle
 from pocketmq.remoting.assignment_body import (
     MessageQueueAssignment,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pocketmq.common.mix_all import UNIQUE_MSG_QUERY_FLAG
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.header import QueryMessageRequestHeader, QueryMessageResponseHeader, ViewMessageRequestHeader
@@ -14,7 +15,6 @@ from .base import BrokerProcessor, response
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController
 
-UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"  # MixAll: the key is a UNIQ_KEY (message id) lookup
 DEFAULT_QUERY_MAX_NUM = 32  # MessageStoreConfig.defaultQueryMaxNum
 
 

@@ -13,7 +13,14 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from pocketmq.common.message import Message, properties_to_string, string_to_properties, unpack_host
+from pocketmq.common.constants import (
+    PROPERTY_MESSAGE_REPLY_TO_CLIENT,
+    PROPERTY_MSG_REGION,
+    PROPERTY_PUSH_REPLY_TIME,
+    PROPERTY_TRACE_SWITCH,
+)
+from pocketmq.common.message import MessageExtBrokerInner, properties_to_string, string_to_properties, unpack_host
+from pocketmq.common.mix_all import DEFAULT_TRACE_REGION_ID
 from pocketmq.remoting.codes import RequestCode, ResponseCode, SerializeType
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import RemotingError
@@ -35,8 +42,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PROPERTY_MESSAGE_REPLY_TO_CLIENT = "REPLY_TO_CLIENT"
-PROPERTY_PUSH_REPLY_TIME = "PUSH_REPLY_TIME"
 _STORED_OK = frozenset({
     PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT, PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
     PutMessageStatus.SLAVE_NOT_AVAILABLE,
@@ -58,7 +63,7 @@ class ReplyMessageProcessor(AbstractSendMessageProcessor):
         pushed, remark = await self._push_reply(channel, header, body)
         msg_id, queue_offset = "0", 0  # what a reply that was not stored answers (RocketMQ: avoids a decode error)
         if self.controller.broker_config.store_reply_message_enable:
-            msg = Message(
+            msg = MessageExtBrokerInner(
                 topic=header.topic,
                 body=body,
                 properties=string_to_properties(header.properties or ""),
@@ -82,8 +87,9 @@ class ReplyMessageProcessor(AbstractSendMessageProcessor):
             return response(request, ResponseCode.SYSTEM_ERROR, remark)
         answer = response(request, ext_fields=SendMessageResponseHeader(msg_id, queue_id, queue_offset))
         if request.serialize_type is not SerializeType.MSGPACK:
-            answer.ext_fields["MSG_REGION"] = "DefaultRegion"
-            answer.ext_fields["TRACE_ON"] = "true" if self.controller.broker_config.trace_topic_enable else "false"
+            answer.ext_fields[PROPERTY_MSG_REGION] = DEFAULT_TRACE_REGION_ID
+            trace_on = self.controller.broker_config.trace_topic_enable
+            answer.ext_fields[PROPERTY_TRACE_SWITCH] = "true" if trace_on else "false"
         return answer
 
     async def _push_reply(self, channel: Channel, header: SendMessageRequestHeader, body: bytes) -> tuple[bool, str]:

@@ -7,21 +7,27 @@ import logging
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
+from pocketmq.common import mix_all
+from pocketmq.common import topic_validator as tv
 from pocketmq.common.constants import (
     MULTI_TAGS_FLAG,
+    PROPERTY_CLUSTER,
     PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_MESSAGE_REPLY_TO_CLIENT,
     PROPERTY_ORIGIN_MESSAGE_ID,
     PROPERTY_RETRY_TOPIC,
+    PROPERTY_TRANSACTION_PREPARED,
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_TYPE_MASK,
 )
 from pocketmq.common.message import (
-    Message,
     MessageExt,
     MessageExtBatch,
+    MessageExtBrokerInner,
     properties_to_string,
     string_to_properties,
 )
+from pocketmq.common.message_batch import MessageBatchError, split_message_batch
 from pocketmq.remoting.codes import PermName, RequestCode, ResponseCode, TopicSysFlag
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.header import (
@@ -32,8 +38,6 @@ from pocketmq.remoting.header import (
 from pocketmq.remoting.transport import Channel
 from pocketmq.storage.results import PutMessageStatus
 
-from .. import topic_validator as tv
-from ..message_batch import MessageBatchError, split_message_batch
 from .abstract_send_message_processor import _MSGPACK, AbstractSendMessageProcessor
 from .base import response
 
@@ -43,8 +47,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 _SUCCESS = ResponseCode.SUCCESS
 
-PROPERTY_TRANSACTION_PREPARED = "TRAN_MSG"
-_PROPERTY_REPLY_TO_CLIENT, _PROPERTY_CLUSTER = "REPLY_TO_CLIENT", "CLUSTER"
 # MQVersion.Version.V3_4_9.ordinal(): from this client version on, the header's maxReconsumeTimes counts.
 _V3_4_9 = 121
 _SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)  # (a plain int: Enum members are slow to read)
@@ -95,16 +97,16 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             )
         props_string = header.properties or ""
         props = string_to_properties(props_string)
-        if _PROPERTY_REPLY_TO_CLIENT in props and _PROPERTY_CLUSTER not in props:
+        if PROPERTY_MESSAGE_REPLY_TO_CLIENT in props and PROPERTY_CLUSTER not in props:
             # A request (Producer.request): its replier learns the reply topic, <cluster>_REPLY_TOPIC, from
             # CLUSTER. RocketMQ 4.9.8 adds CLUSTER to every message; pocketmq only to the ones that need it.
-            props[_PROPERTY_CLUSTER] = self.controller.broker_config.broker_cluster_name
+            props[PROPERTY_CLUSTER] = self.controller.broker_config.broker_cluster_name
             props_string = properties_to_string(props)
         conflict = self.check_message_type(request, tc, props)
         if conflict is not None:
             return conflict
         topic = header.topic
-        if topic.startswith(tv.RETRY_GROUP_TOPIC_PREFIX):
+        if topic.startswith(mix_all.RETRY_GROUP_TOPIC_PREFIX):
             rerouted = self._handle_retry_and_dlq(request, header, props)
             if isinstance(rerouted, RemotingCommand):
                 return rerouted
@@ -133,7 +135,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             sys_flag |= MULTI_TAGS_FLAG
         # The producer's encoded properties go to the store verbatim. RocketMQ 4.9.8 re-encodes them to add
         # CLUSTER and drop WAIT; passing them through keeps the stored record what the producer sent.
-        msg = Message(
+        msg = MessageExtBrokerInner(
             topic=topic,
             body=body,
             properties=props,
@@ -154,7 +156,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         self, request: RemotingCommand, header: SendMessageRequestHeader, props: dict[str, str]
     ) -> RemotingCommand | tuple[str, int] | None:
         """A producer send to %RETRY%group that used up its reconsume times goes to %DLQ%group instead."""
-        group = header.topic[len(tv.RETRY_GROUP_TOPIC_PREFIX) :]
+        group = header.topic[len(mix_all.RETRY_GROUP_TOPIC_PREFIX) :]
         sgc = self.controller.subscription_group_manager.find_subscription_group_config(group)
         if sgc is None:
             return response(
@@ -165,7 +167,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             max_reconsume = header.max_reconsume_times
         if (header.reconsume_times or 0) < max_reconsume:
             return None
-        dlq = tv.dlq_topic(group)
+        dlq = mix_all.get_dlq_topic(group)
         tcm = self.controller.topic_config_manager
         tcm.create_topic_in_send_message_back_method(
             dlq, tv.DLQ_NUMS_PER_GROUP, PermName.PERM_WRITE | PermName.PERM_READ, 0
@@ -181,7 +183,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         if error is not None:
             return error
         assert tc is not None
-        if header.topic.startswith(tv.RETRY_GROUP_TOPIC_PREFIX):
+        if header.topic.startswith(mix_all.RETRY_GROUP_TOPIC_PREFIX):
             return response(
                 request, ResponseCode.MESSAGE_ILLEGAL, f"batch request does not support retry group {header.topic}"
             )
@@ -256,7 +258,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             max_reconsume = header.max_reconsume_times
         topic_sys_flag = TopicSysFlag.FLAG_UNIT_SUB if header.unit_mode else 0
         msg = self.build_send_back_message(
-            original, group, tv.retry_topic(group), sgc.retry_queue_nums, max_reconsume, header.delay_level,
+            original, group, mix_all.get_retry_topic(group), sgc.retry_queue_nums, max_reconsume, header.delay_level,
             topic_sys_flag,
         )
         if isinstance(msg, str):
@@ -277,7 +279,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         delay_level: int | None,
         topic_sys_flag: int = 0,
         extra_properties: dict[str, str] | None = None,
-    ) -> Message | str:
+    ) -> MessageExtBrokerInner | str:
         """A failed message's copy for ``retry_topic`` (created when missing), or for %DLQ%group once it used up
         ``max_reconsume`` times (or ``delay_level`` < 0): the one implementation of "give a message back" that
         CONSUMER_SEND_MSG_BACK and POP's revive share. ``delay_level`` None: no delay (POP's invisible time was
@@ -295,14 +297,14 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         props["WAIT"] = "false"
         props.update(extra_properties or {})
         if original.reconsume_times >= max_reconsume or (delay_level is not None and delay_level < 0):
-            new_topic = tv.dlq_topic(group)
+            new_topic = mix_all.get_dlq_topic(group)
             queue_id = self._random.randrange(99_999_999) % tv.DLQ_NUMS_PER_GROUP
             tcm.create_topic_in_send_message_back_method(new_topic, tv.DLQ_NUMS_PER_GROUP, rw, 0)
             props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
         elif delay_level is not None:
             props[PROPERTY_DELAY_TIME_LEVEL] = str(delay_level if delay_level > 0 else 3 + original.reconsume_times)
         props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, original.offset_msg_id)
-        return Message(
+        return MessageExtBrokerInner(
             topic=new_topic,
             body=original.body,
             properties=props,

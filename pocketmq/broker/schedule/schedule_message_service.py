@@ -16,18 +16,18 @@ import asyncio
 import logging
 import os
 import threading
-import time
 from typing import TYPE_CHECKING, Any
 
+from pocketmq.common.clock import now_ms as now_ms
 from pocketmq.common.codec import decode_all
 from pocketmq.common.constants import PROPERTY_DELAY_TIME_LEVEL, PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC
-from pocketmq.common.message import LOOPBACK_HOST, Message, MessageExt, pack_host
+from pocketmq.common.message import LOOPBACK_HOST, MessageExt, MessageExtBrokerInner, pack_host
+from pocketmq.common.topic_validator import RMQ_SYS_SCHEDULE_TOPIC
 from pocketmq.remoting.transport import parse_address
 from pocketmq.storage.config import parse_delay_levels
 from pocketmq.storage.results import GetMessageStatus, PutMessageResult
 
 from ..config_file import ConfigManager
-from ..topic_validator import RMQ_SYS_SCHEDULE_TOPIC
 
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController
@@ -44,10 +44,6 @@ _EMPTY = (
     GetMessageStatus.NO_MATCHED_LOGIC_QUEUE,
     GetMessageStatus.OFFSET_OVERFLOW_ONE,
 )
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class ScheduleMessageService(ConfigManager):
@@ -160,7 +156,7 @@ class ScheduleMessageService(ConfigManager):
         self.delivered += 1
         return True
 
-    def message_timeup(self, msg: MessageExt) -> Message | None:
+    def message_timeup(self, msg: MessageExt) -> MessageExtBrokerInner | None:
         props = dict(msg.properties)
         topic = props.get(PROPERTY_REAL_TOPIC)
         try:
@@ -175,7 +171,7 @@ class ScheduleMessageService(ConfigManager):
             born_host = pack_host(*parse_address(msg.born_host))
         except (ValueError, OSError):
             born_host = LOOPBACK_HOST
-        return Message(
+        return MessageExtBrokerInner(
             topic=topic,
             body=msg.body,
             properties=props,

@@ -12,12 +12,13 @@ import logging
 from typing import TYPE_CHECKING
 
 from pocketmq.common.codec import decode_all
-from pocketmq.common.message import Message, MessageExt
+from pocketmq.common.message import MessageExt, MessageExtBrokerInner
+from pocketmq.common.mix_all import CID_SYS_RMQ_TRANS
+from pocketmq.common.topic_validator import RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
 from pocketmq.remoting.codes import PermName
 from pocketmq.storage.results import GetMessageStatus, PutMessageResult
 
-from ..topic_validator import RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
-from .transactional_message_util import CID_SYS_RMQ_TRANS, op_message
+from .transactional_message_util import op_message
 
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController
@@ -83,7 +84,7 @@ class TransactionalMessageBridge:
 
     # --- writes ---
 
-    async def put_message(self, msg: Message) -> PutMessageResult:
+    async def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         put = self.controller.store.put_message_nowait(msg)
         return put if isinstance(put, PutMessageResult) else await asyncio.wrap_future(put)
 

@@ -9,21 +9,17 @@ import logging
 from typing import TYPE_CHECKING
 
 from pocketmq.common.codec import encode
-from pocketmq.common.constants import PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC
+from pocketmq.common.constants import PROPERTY_PRODUCER_GROUP, PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC
 from pocketmq.common.message import MessageExt, properties_to_string
+from pocketmq.common.topic_validator import RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC
 from pocketmq.remoting.codes import RequestCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import RemotingError
 from pocketmq.remoting.transaction_header import CheckTransactionStateRequestHeader
 from pocketmq.remoting.transport import Channel
 
-from ..topic_validator import RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC
 from .transactional_message_service import TransactionalMessageService
-from .transactional_message_util import (
-    PROPERTY_PRODUCER_GROUP,
-    check_max_time_message,
-    host_bytes,
-)
+from .transactional_message_util import check_max_time_message, host_bytes
 
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController

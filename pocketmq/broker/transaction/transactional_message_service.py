@@ -15,14 +15,13 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Protocol
 
-from pocketmq.common.message import Message, MessageExt
+from pocketmq.common.constants import PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS, PROPERTY_TRANSACTION_CHECK_TIMES
+from pocketmq.common.message import MessageExt, MessageExtBrokerInner
+from pocketmq.common.topic_validator import RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
 from pocketmq.storage.results import GetMessageStatus
 
-from ..topic_validator import RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
 from .transactional_message_bridge import TransactionalMessageBridge
 from .transactional_message_util import (
-    PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS,
-    PROPERTY_TRANSACTION_CHECK_TIMES,
     PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET,
     REMOVE_TAG,
     half_message,
@@ -59,7 +58,7 @@ class TransactionalMessageService:
 
     # --- the send path ---
 
-    def prepare_message(self, msg: Message) -> Message:
+    def prepare_message(self, msg: MessageExtBrokerInner) -> MessageExtBrokerInner:
         """The half message to store for a transactional send (asyncPrepareMessage)."""
         self.bridge.ensure_topic(RMQ_SYS_TRANS_HALF_TOPIC)
         return half_message(msg)

@@ -16,32 +16,25 @@ TRANSACTION_CHECK_TIMES counting the checks) so the check service can keep walki
 
 from __future__ import annotations
 
-import time
-
+from pocketmq.common.clock import now_ms as now_ms
 from pocketmq.common.constants import (
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
     PROPERTY_TAGS,
+    PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET,
     PROPERTY_WAIT_STORE_MSG_OK,
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_TYPE_MASK,
 )
-from pocketmq.common.message import Message, MessageExt, pack_host, properties_to_string
+from pocketmq.common.message import MessageExt, MessageExtBrokerInner, pack_host, properties_to_string
+from pocketmq.common.topic_validator import RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
 from pocketmq.remoting.transport import parse_address
 
-from ..topic_validator import RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
-
 REMOVE_TAG = "d"  # TransactionalMessageUtil.REMOVETAG: the only op there is
-CID_SYS_RMQ_TRANS = "CID_RMQ_SYS_TRANS"  # MixAll: the group whose offsets record the check's progress
 TCMT_QUEUE_NUMS = 1  # queues of TRANS_CHECK_MAX_TIME_TOPIC
 
 # MessageConst
-PROPERTY_TRANSACTION_PREPARED = "TRAN_MSG"
-PROPERTY_PRODUCER_GROUP = "PGROUP"
-PROPERTY_TRANSACTION_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
-PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET = "TRAN_PREPARED_QUEUE_OFFSET"
-PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS = "CHECK_IMMUNITY_TIME_IN_SECONDS"
 
 
 def reset_transaction_value(sys_flag: int, transaction_type: int) -> int:
@@ -49,16 +42,12 @@ def reset_transaction_value(sys_flag: int, transaction_type: int) -> int:
     return (sys_flag & ~TRANSACTION_TYPE_MASK) | transaction_type
 
 
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 def host_bytes(address: str) -> bytes:
     host, port = parse_address(address)
     return pack_host(host, port)
 
 
-def half_message(msg: Message) -> Message:
+def half_message(msg: MessageExtBrokerInner) -> MessageExtBrokerInner:
     """TransactionalMessageBridge.parseHalfMessageInner: the producer's message as its half message."""
     props = dict(msg.properties)
     props[PROPERTY_REAL_TOPIC] = msg.topic
@@ -74,10 +63,10 @@ def half_message(msg: Message) -> Message:
 def _stored_again(
     half: MessageExt, topic: str, queue_id: int, props: dict[str, str], sys_flag: int,
     prepared_transaction_offset: int = 0,
-) -> Message:
+) -> MessageExtBrokerInner:
     """``half`` to be written again with another topic, queue, properties or flags; the rest as the producer
     sent it."""
-    return Message(
+    return MessageExtBrokerInner(
         topic=topic,
         body=half.body,
         properties=props,
@@ -93,7 +82,7 @@ def _stored_again(
     )
 
 
-def real_message(half: MessageExt, commit_log_offset: int) -> Message:
+def real_message(half: MessageExt, commit_log_offset: int) -> MessageExtBrokerInner:
     """EndTransactionProcessor.endMessageTransaction + the commit flags: the committed message in its real
     topic and queue. ``commit_log_offset`` (the half's) goes into PREPAREDTRANSACTIONOFFSET."""
     props = dict(half.properties)
@@ -105,7 +94,7 @@ def real_message(half: MessageExt, commit_log_offset: int) -> Message:
     return _stored_again(half, topic, queue_id, props, sys_flag, prepared_transaction_offset=commit_log_offset)
 
 
-def renewed_half_message(half: MessageExt) -> Message:
+def renewed_half_message(half: MessageExt) -> MessageExtBrokerInner:
     """TransactionalMessageBridge.renewImmunityHalfMessageInner: the half message written again at the end of
     the half queue (its properties as given: the caller has counted the check in them), remembering the queue
     offset of the first copy in TRAN_PREPARED_QUEUE_OFFSET."""
@@ -114,10 +103,10 @@ def renewed_half_message(half: MessageExt) -> Message:
     return _stored_again(half, half.topic, half.queue_id, props, half.sys_flag)
 
 
-def op_message(half_queue_id: int, half_queue_offset: int, store_host: bytes) -> Message:
+def op_message(half_queue_id: int, half_queue_offset: int, store_host: bytes) -> MessageExtBrokerInner:
     """TransactionalMessageBridge.addRemoveTagInTransactionOp: "half message at this offset is done"."""
     props = {PROPERTY_TAGS: REMOVE_TAG, PROPERTY_WAIT_STORE_MSG_OK: "true"}
-    return Message(
+    return MessageExtBrokerInner(
         topic=RMQ_SYS_TRANS_OP_HALF_TOPIC,
         body=str(half_queue_offset).encode(),
         properties=props,
@@ -129,7 +118,7 @@ def op_message(half_queue_id: int, half_queue_offset: int, store_host: bytes) ->
     )
 
 
-def check_max_time_message(half: MessageExt, topic: str) -> Message:
+def check_max_time_message(half: MessageExt, topic: str) -> MessageExtBrokerInner:
     """DefaultTransactionalMessageCheckListener.toMessageExtBrokerInner: a half message checked too often, kept
     in TRANS_CHECK_MAX_TIME_TOPIC for an operator."""
     return _stored_again(half, topic, 0, dict(half.properties), half.sys_flag)

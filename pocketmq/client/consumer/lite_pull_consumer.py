@@ -8,12 +8,13 @@ the application polls.
             for msg in await consumer.poll(timeout=1.0):
                 ...                           # auto commit: what poll returned is committed by a later poll
 
-Each assigned queue has a pull task (an asyncio task): flow control first (messages waiting to be polled over
-every queue, cached count, size and span of the queue), then one long-polling PULL_MESSAGE whose messages go to
-the queue's ProcessQueue and, as one consume request, to the poll cache. ``poll`` hands out the oldest request
-and moves the queue's consume offset past it; a commit stores consume offsets (auto: at most every
-``auto_commit_interval``, from ``poll``; manual: ``commit_sync``). ``seek`` drops what was pulled and restarts
-the queue's task at the new offset; ``pause`` stops a queue's pulls (what was pulled can still be polled).
+Each assigned queue has a pull task (an asyncio task; impl/consumer/lite_pull_task.py): flow control first
+(messages waiting to be polled over every queue, cached count, size and span of the queue), then one long-polling
+PULL_MESSAGE whose messages go to the queue's ProcessQueue and, as one consume request, to the poll cache.
+``poll`` hands out the oldest request and moves the queue's consume offset past it; a commit stores consume
+offsets (auto: at most every ``auto_commit_interval``, from ``poll``; manual: ``commit_sync``). ``seek`` drops
+what was pulled and restarts the queue's task at the new offset; ``pause`` stops a queue's pulls (what was pulled
+can still be polled).
 
 In subscribe mode the group's members split each topic's queues as push consumers do (RebalanceImpl, on the
 instance's rebalance service); a queue taken away is committed and persisted first. Not in 4.9.8 but done
@@ -28,30 +29,31 @@ import asyncio
 import collections
 import logging
 import random
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, fields
+from collections.abc import Iterable
+from dataclasses import fields
 from typing import Any
 
 from pocketmq.common.message import MessageExt
+from pocketmq.common.mix_all import DEFAULT_CONSUMER_GROUP
 from pocketmq.remoting.client_body import ConsumerData, MessageQueue, SubscriptionData
 from pocketmq.remoting.errors import RemotingError
 
 from ..client_config import ClientConfig
 from ..exceptions import MQBrokerException, MQClientException
-from ..filter_api import EXPRESSION_TYPE_SQL92, EXPRESSION_TYPE_TAG, SUB_ALL, build_subscription_data, message_matches
+from ..filter_api import EXPRESSION_TYPE_TAG, build_subscription_data
 from ..impl import mq_admin
-from ..impl.consumer.assigned_message_queue import AssignedMessageQueue, MessageQueueState
+from ..impl.consumer.assigned_message_queue import AssignedMessageQueue
+from ..impl.consumer.lite_pull_task import ConsumeRequest, LitePullTasks
 from ..impl.consumer.mq_consumer_inner import RebalancedConsumerInner
-from ..impl.consumer.process_queue import ProcessQueue
-from ..impl.consumer.pull_api import PullAPIWrapper, build_sys_flag
+from ..impl.consumer.pull_api import PullAPIWrapper
 from ..impl.consumer.rebalance_lite_pull_impl import RebalanceLitePullImpl
+from ..impl.consumer.topic_queue_watch import TopicMessageQueueChangeListener, TopicQueueWatch
 from ..impl.mq_client_instance import MQClientInstance
 from ..impl.mq_client_manager import MQClientManager
-from ..message import PullStatus
 from ..trace.async_trace_dispatcher import AsyncTraceDispatcher
 from ..trace.trace_context import ConsumeReturnType
 from ..trace.trace_hooks import ConsumeMessageTraceHook
-from ..validators import DEFAULT_CONSUMER_GROUP, check_group, check_topic
+from ..validators import check_group, check_topic
 from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
 from .consumer_enums import ConsumeFromWhere, ConsumeType, MessageModel
 from .lite_pull_consumer_config import LitePullConsumerConfig
@@ -60,24 +62,11 @@ from .store.offset_store import OffsetStore, ReadOffsetType, RemoteBrokerOffsetS
 
 log = logging.getLogger(__name__)
 
-MIB = 1024 * 1024
 _CONFIG_FIELDS = {f.name for f in fields(LitePullConsumerConfig)}
 NOT_RUNNING = "The consumer not running, please start it first."
 SUBSCRIPTION_CONFLICT = "Subscribe and assign are mutually exclusive."
 
-TopicMessageQueueChangeListener = Callable[[str, set[MessageQueue]], object]
-
-
-@dataclass(slots=True)
-class ConsumeRequest:
-    """One pull's messages, waiting in the poll cache."""
-
-    messages: list[MessageExt]
-    message_queue: MessageQueue
-    process_queue: ProcessQueue
-
-
-class LitePullConsumer(RebalancedConsumerInner):
+class LitePullConsumer(LitePullTasks, TopicQueueWatch, RebalancedConsumerInner):
     def __init__(
         self,
         group: str,
@@ -469,146 +458,6 @@ class LitePullConsumer(RebalancedConsumerInner):
     async def max_offset(self, mq: MessageQueue) -> int:
         self._check_running()
         return await mq_admin.max_offset(self.instance, mq, self.client_config.mq_client_api_timeout)
-
-    def register_topic_message_queue_change_listener(
-        self, topic: str, listener: TopicMessageQueueChangeListener
-    ) -> None:
-        """``listener(topic, queues)`` whenever the topic's queues change (checked every
-        ``topic_metadata_check_interval``), e.g. to ``assign`` the new ones."""
-        self._topic_listeners[topic] = listener
-        if self.running:
-            self._spawn(self._remember_queues(topic))
-
-    async def _remember_queues(self, topic: str) -> None:
-        self._queues_for_topic[topic] = set(await self.fetch_message_queues(topic))
-
-    async def _monitor_topic_queues(self) -> None:
-        while self.running:
-            await asyncio.sleep(self.config.topic_metadata_check_interval)
-            for topic, listener in list(self._topic_listeners.items()):
-                try:
-                    now = set(await self.fetch_message_queues(topic))
-                except (RemotingError, MQClientException) as e:
-                    log.warning("%s: queues of %s not checked: %s", self.group, topic, e)
-                    continue
-                if now != self._queues_for_topic.get(topic):
-                    self._queues_for_topic[topic] = now
-                    try:
-                        listener(topic, now)
-                    except Exception:
-                        log.exception("queue-change listener of %s failed", topic)
-
-    # --- pull tasks ----------------------------------------------------------------------------------------
-
-    def _start_pull_tasks(self, mqs: Iterable[MessageQueue]) -> None:
-        if not self.running:
-            return
-        loop = asyncio.get_running_loop()
-        for mq in mqs:
-            if mq not in self._task_table:
-                self._task_table[mq] = loop.create_task(self._pull_task(mq), name=f"{self.group}-pull-{mq}")
-
-    def _remove_pull_tasks(self, mqs: Iterable[MessageQueue]) -> None:
-        for mq in list(mqs):
-            task = self._task_table.pop(mq, None)
-            if task is not None:
-                task.cancel()
-
-    def _restart_pull_task(self, mq: MessageQueue) -> None:
-        """Cancel the queue's task (a pull in flight is abandoned, its answer dropped) and start a new one."""
-        self._remove_pull_tasks([mq])
-        self._start_pull_tasks([mq])
-
-    async def _pull_task(self, mq: MessageQueue) -> None:
-        cfg = self.config
-        assigned = self.assigned_message_queue
-        while self.running:
-            state = assigned.get(mq)
-            if state is None or state.process_queue.dropped:
-                return
-            pq = state.process_queue
-            delay = 0.0
-            if state.paused:
-                delay = cfg.pull_time_delay_when_pause
-            elif len(self._consume_request_cache) * cfg.pull_batch_size > cfg.pull_threshold_for_all:
-                self.consume_request_flow_control_times += 1
-                delay = cfg.pull_time_delay_when_flow_control
-            elif pq.msg_count > cfg.pull_threshold_for_queue or pq.msg_size > cfg.pull_threshold_size_for_queue * MIB:
-                self.queue_flow_control_times += 1
-                delay = cfg.pull_time_delay_when_flow_control
-            elif pq.get_max_span() > cfg.consume_max_span:
-                self.queue_max_span_flow_control_times += 1
-                delay = cfg.pull_time_delay_when_flow_control
-            else:
-                try:
-                    delay = await self._pull_once(mq, state)
-                except Exception:  # a bug must not end the queue's pulls for good
-                    log.exception("%s: pull task of %s failed", self.group, mq)
-                    delay = cfg.pull_time_delay_when_exception
-            if delay > 0:
-                await asyncio.sleep(delay)
-
-    async def _next_pull_offset(self, mq: MessageQueue) -> int:
-        state = self.assigned_message_queue.get(mq)
-        assert state is not None
-        if state.seek_offset != -1:
-            offset, state.seek_offset = state.seek_offset, -1
-            state.consume_offset = offset
-            state.pull_offset = offset
-            return offset
-        if state.pull_offset == -1:
-            offset = await self.rebalance_impl.compute_pull_from_where(mq)
-            if offset >= 0 and state is self.assigned_message_queue.get(mq):
-                state.pull_offset = offset
-                if state.consume_offset < 0:
-                    state.consume_offset = offset
-            return offset
-        if state.consume_offset < 0:
-            state.consume_offset = state.pull_offset
-        return state.pull_offset
-
-    def _subscription(self, topic: str) -> SubscriptionData:
-        if self.subscription_type == "SUBSCRIBE":
-            sub = self.rebalance_impl.subscription_inner.get(topic)
-            if sub is not None:
-                return sub
-        return build_subscription_data(topic, SUB_ALL)
-
-    async def _pull_once(self, mq: MessageQueue, state: MessageQueueState) -> float:
-        """One pull of ``mq``; the delay before the next."""
-        cfg = self.config
-        try:
-            offset = await self._next_pull_offset(mq)
-            if offset < 0:
-                return cfg.pull_time_delay_when_exception
-            subscription = self._subscription(mq.topic)
-            assert self._pull_api is not None
-            raw = await self._pull_api.pull_kernel_impl(
-                mq, subscription, offset, cfg.pull_batch_size,
-                build_sys_flag(commit_offset=False, suspend=True, subscription=True),
-                0, cfg.broker_suspend_max_time, cfg.consumer_timeout_when_suspend,
-                0 if subscription.expression_type == EXPRESSION_TYPE_TAG else subscription.sub_version,
-            )
-            result = self._pull_api.process_pull_result(mq, raw, subscription)
-        except (RemotingError, MQClientException, MQBrokerException) as e:
-            log.warning("%s: pull of %s failed: %s", self.group, mq, e)
-            return cfg.pull_time_delay_when_exception
-        # (nothing awaited from here on: a seek cannot come between this check and the updates below)
-        current = self.assigned_message_queue.get(mq)
-        if current is not state or state.process_queue.dropped:
-            return 0.0
-        if result.pull_status is PullStatus.FOUND and state.seek_offset == -1:
-            msgs = result.msg_found_list
-            if msgs and subscription.expression_type == EXPRESSION_TYPE_SQL92:
-                msgs = [m for m in msgs if message_matches(subscription, m)]
-            if msgs:
-                state.process_queue.put_message(msgs)
-                self._submit_consume_request(ConsumeRequest(msgs, mq, state.process_queue))
-        elif result.pull_status is PullStatus.OFFSET_ILLEGAL:
-            log.warning("%s: pull offset of %s illegal, moving to %d", self.group, mq, result.next_begin_offset)
-        if state.seek_offset == -1:
-            state.pull_offset = result.next_begin_offset
-        return 0.0
 
     # --- ConsumerInner (called by MQClientInstance) --------------------------------------------------------
 

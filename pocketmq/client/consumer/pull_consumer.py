@@ -18,18 +18,20 @@ from collections.abc import Coroutine
 from typing import Any
 
 from pocketmq.common.bounded_cache import BoundedCache
-from pocketmq.remoting.client_body import ConsumerData, MessageQueue, SubscriptionData
+from pocketmq.common.mix_all import DEFAULT_CONSUMER_GROUP
+from pocketmq.remoting.client_body import MessageQueue, SubscriptionData
 
 from ..client_config import ClientConfig
 from ..exceptions import MQClientException
 from ..filter_api import EXPRESSION_TYPE_TAG, SUB_ALL, build_subscription_data
 from ..impl import mq_admin
+from ..impl.consumer.mq_consumer_inner import SubscribedConsumerInner
 from ..impl.consumer.pull_api import PullAPIWrapper, build_sys_flag
 from ..impl.mq_admin import fetch_all_topic_list
 from ..impl.mq_client_instance import MQClientInstance
 from ..impl.mq_client_manager import MQClientManager
 from ..message import PullResult
-from ..validators import DEFAULT_CONSUMER_GROUP, check_group
+from ..validators import check_group
 from .store.offset_store import ReadOffsetType, RemoteBrokerOffsetStore
 
 log = logging.getLogger(__name__)
@@ -40,7 +42,7 @@ def _build_subscription(key: tuple[str, str | None, str]) -> SubscriptionData:
     return build_subscription_data(topic, expression, expression_type)
 
 
-class PullConsumer:
+class PullConsumer(SubscribedConsumerInner):
     def __init__(
         self,
         group: str,
@@ -63,7 +65,7 @@ class PullConsumer:
         self.consumer_timeout_when_suspend = consumer_timeout_when_suspend
         self.consumer_pull_timeout = consumer_pull_timeout
         self.topic_subscribe_info_table: dict[str, list[MessageQueue]] = {}
-        self._subscriptions: dict[str, SubscriptionData] = {}  # topics pulled from, reported in heartbeats
+        self.subscriptions: dict[str, SubscriptionData] = {}  # topics pulled from, reported in heartbeats
         # What each pull posts, parsed once per (topic, expression, type): a loop pulls with the same one.
         self._pull_subscriptions: BoundedCache[tuple[str, str | None, str], SubscriptionData] = BoundedCache(
             _build_subscription, 1024
@@ -208,8 +210,8 @@ class PullConsumer:
         return self._pull_api.process_pull_result(mq, result, subscription)
 
     def _subscribe_automatically(self, topic: str) -> None:
-        if topic not in self._subscriptions:
-            self._subscriptions[topic] = build_subscription_data(topic, SUB_ALL)
+        if topic not in self.subscriptions:
+            self.subscriptions[topic] = build_subscription_data(topic, SUB_ALL)
 
     # --- offsets -------------------------------------------------------------------------------------------
 
@@ -245,26 +247,7 @@ class PullConsumer:
         return await mq_admin.earliest_msg_store_time(self.instance, mq, self.client_config.mq_client_api_timeout)
 
 
-    # --- ConsumerInner (called by MQClientInstance) --------------------------------------------------------
-
-    def consumer_data(self) -> ConsumerData:
-        return ConsumerData(
-            group_name=self.group,
-            consume_type="CONSUME_ACTIVELY",
-            message_model="CLUSTERING",
-            consume_from_where="CONSUME_FROM_LAST_OFFSET",
-            subscription_data_set=list(self._subscriptions.values()),
-        )
-
-    def subscription_topics(self) -> set[str]:
-        return set(self._subscriptions)
-
-    def is_subscribe_topic_need_update(self, topic: str) -> bool:
-        return topic in self._subscriptions and not self.topic_subscribe_info_table.get(topic)
-
-    def update_topic_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
-        if topic in self._subscriptions:
-            self.topic_subscribe_info_table[topic] = mqs
+    # --- ConsumerInner (called by MQClientInstance; the rest in SubscribedConsumerInner) ---------------------
 
     async def persist_consumer_offset(self) -> None:
         if self._offset_store is not None:

@@ -22,21 +22,23 @@ from collections.abc import Mapping
 from typing import Any
 
 from pocketmq.common.message import MessageExt
+from pocketmq.common.mix_all import DEFAULT_CONSUMER_GROUP
 from pocketmq.common.pop_ack_constants import CONSUME_INIT_MODE_MAX
-from pocketmq.remoting.client_body import ConsumerData, MessageQueue, SubscriptionData
+from pocketmq.remoting.client_body import MessageQueue, SubscriptionData
 
 from ..client_config import ClientConfig
 from ..exceptions import MQClientException
 from ..filter_api import EXPRESSION_TYPE_TAG, build_subscription_data
+from ..impl.consumer.mq_consumer_inner import SubscribedConsumerInner
 from ..impl.consumer.pop_api_wrapper import MAX_POP_NUMS, PopAPIWrapper
 from ..impl.mq_client_instance import MQClientInstance
 from ..impl.mq_client_manager import MQClientManager
-from ..validators import DEFAULT_CONSUMER_GROUP, check_group
+from ..validators import check_group
 
 log = logging.getLogger(__name__)
 
 
-class SimpleConsumer:
+class SimpleConsumer(SubscribedConsumerInner):
     def __init__(
         self,
         group: str,
@@ -57,7 +59,7 @@ class SimpleConsumer:
         self.await_duration = await_duration
         self.fifo = fifo
         self.init_mode = init_mode
-        self._subscriptions: dict[str, SubscriptionData] = {}
+        self.subscriptions: dict[str, SubscriptionData] = {}
         self.topic_subscribe_info_table: dict[str, list[MessageQueue]] = {}
         self._turn = 0
         self._instance: MQClientInstance | None = None
@@ -90,7 +92,7 @@ class SimpleConsumer:
         self._instance = instance
         self._pop_api = PopAPIWrapper(instance, self.group)
         await instance.start()
-        for topic in self._subscriptions:
+        for topic in self.subscriptions:
             await instance.update_topic_route_info_from_name_server(topic)
         await instance.send_heartbeat_to_all_brokers()
 
@@ -112,12 +114,12 @@ class SimpleConsumer:
     # --- subscriptions -------------------------------------------------------------------------------------
 
     def subscribe(self, topic: str, expression: str | None = "*", expression_type: str = EXPRESSION_TYPE_TAG) -> None:
-        self._subscriptions[topic] = build_subscription_data(topic, expression, expression_type)
+        self.subscriptions[topic] = build_subscription_data(topic, expression, expression_type)
         if self._instance is not None:
             self._instance.rebalance_immediately()
 
     def unsubscribe(self, topic: str) -> None:
-        self._subscriptions.pop(topic, None)
+        self.subscriptions.pop(topic, None)
         self.topic_subscribe_info_table.pop(topic, None)
 
     # --- receive, ack, change invisible duration -----------------------------------------------------------
@@ -132,7 +134,7 @@ class SimpleConsumer:
             raise MQClientException("invisibleDuration must be >= 0")
         wait = self.await_duration if await_duration is None else await_duration
         topic, broker_name = await self._next_target(wait)
-        sub = self._subscriptions[topic]
+        sub = self.subscriptions[topic]
         result = await self.pop_api.pop(
             topic, broker_name, max_message_num, round(invisible_duration * 1000), round(wait * 1000),
             sub.sub_string, sub.expression_type, self.fifo, self.init_mode,
@@ -160,46 +162,27 @@ class SimpleConsumer:
     async def _next_target(self, wait: float) -> tuple[str, str]:
         """The next (topic, broker name) in turn over the subscribed topics' brokers; a topic without a route yet
         (just created: the name servers learn it a moment later) is looked up again for up to ``wait``."""
-        if not self._subscriptions:
+        if not self.subscriptions:
             raise MQClientException("no subscription: subscribe to a topic first")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
         targets = self._targets()
         while not targets:
-            for topic in self._subscriptions:
+            for topic in self.subscriptions:
                 await self.instance.update_topic_route_info_from_name_server(topic, unreachable_raises=True)
             targets = self._targets()
             if not targets and loop.time() >= deadline:
-                raise MQClientException(f"no route for {sorted(self._subscriptions)}: do the topics exist?")
+                raise MQClientException(f"no route for {sorted(self.subscriptions)}: do the topics exist?")
             if not targets:
                 await asyncio.sleep(0.05)
         self._turn += 1
         return targets[self._turn % len(targets)]
 
     def _targets(self) -> list[tuple[str, str]]:
-        return sorted({(t, mq.broker_name) for t in self._subscriptions
+        return sorted({(t, mq.broker_name) for t in self.subscriptions
                        for mq in self.topic_subscribe_info_table.get(t, [])})
 
-    # --- ConsumerInner (called by MQClientInstance) --------------------------------------------------------
-
-    def consumer_data(self) -> ConsumerData:
-        return ConsumerData(
-            group_name=self.group,
-            consume_type="CONSUME_ACTIVELY",
-            message_model="CLUSTERING",
-            consume_from_where="CONSUME_FROM_LAST_OFFSET",
-            subscription_data_set=list(self._subscriptions.values()),
-        )
-
-    def subscription_topics(self) -> set[str]:
-        return set(self._subscriptions)
-
-    def is_subscribe_topic_need_update(self, topic: str) -> bool:
-        return topic in self._subscriptions and not self.topic_subscribe_info_table.get(topic)
-
-    def update_topic_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
-        if topic in self._subscriptions:
-            self.topic_subscribe_info_table[topic] = mqs
+    # --- ConsumerInner (called by MQClientInstance; the rest in SubscribedConsumerInner) ---------------------
 
     async def persist_consumer_offset(self) -> None:
         """The broker keeps a popping group's offsets: nothing to persist."""

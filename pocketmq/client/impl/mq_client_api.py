@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from pocketmq.common.codec import CorruptRecordError, decode_all
 from pocketmq.common.message import MessageExt
+from pocketmq.common.mix_all import UNIQUE_MSG_QUERY_FLAG
 from pocketmq.remoting.assignment_body import (
     MessageQueueAssignment,
     QueryAssignmentRequestBody,
@@ -75,7 +76,6 @@ from .consumer.pop_api import process_pop_response
 
 log = logging.getLogger(__name__)
 
-UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"  # MixAll: a QUERY_MESSAGE whose key is a message id (UNIQ_KEY)
 
 SEND_STATUS_BY_CODE: dict[int, SendStatus] = {
     ResponseCode.SUCCESS: SendStatus.SEND_OK,
@@ -103,8 +103,10 @@ _SEND_MESSAGE_V2, _SEND_BATCH_MESSAGE = int(RequestCode.SEND_MESSAGE_V2), int(Re
 _SEND_REPLY_MESSAGE_V2 = int(RequestCode.SEND_REPLY_MESSAGE_V2)
 
 
-def build_send_request(header: SendMessageRequestHeader, body: bytes, oneway: bool = False) -> RemotingCommand:
-    """SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE for a batch) with the single-letter V2 header."""
+def create_send_command(header: SendMessageRequestHeader, body: bytes, oneway: bool = False) -> RemotingCommand:
+    """The command of a send: SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE for a batch) with the single-letter V2 header
+    (RemotingCommand.createRequestCommand in MQClientAPIImpl.sendMessage); its header and body are what
+    impl/producer/send_request.py's build_send_request made of the message."""
     code = _SEND_BATCH_MESSAGE if header.batch else _SEND_MESSAGE_V2
     # RemotingCommand.request would copy the ext map; this one is fresh and holds no None.
     return RemotingCommand(code=code, opaque=next_opaque(), flag=FLAG_ONEWAY if oneway else 0,
@@ -195,11 +197,6 @@ class MQClientAPIImpl:
     @property
     def namesrv_addr_list(self) -> list[str]:
         return list(self._namesrv_addrs)
-
-    def update_name_server_address_list(self, addrs: str) -> None:
-        self._namesrv_addrs = [a.strip() for a in addrs.split(";") if a.strip()]
-        if self._namesrv_chosen not in self._namesrv_addrs:
-            self._namesrv_chosen = None
 
     def _namesrv_candidates(self) -> list[str]:
         """The name server in use first, then the others round-robin from a moving start."""
@@ -293,18 +290,18 @@ class MQClientAPIImpl:
         uniq_msg_id: str,
         mq: MessageQueue | None = None,
     ) -> SendResult:
-        response = await self.remoting_client.invoke(addr, build_send_request(header, body), timeout)
+        response = await self.remoting_client.invoke(addr, create_send_command(header, body), timeout)
         return process_send_response(broker_name, header.topic, response, uniq_msg_id, addr, mq)
 
     async def send_message_oneway(self, addr: str, header: SendMessageRequestHeader, body: bytes) -> None:
-        await self.remoting_client.invoke_oneway(addr, build_send_request(header, body, oneway=True))
+        await self.remoting_client.invoke_oneway(addr, create_send_command(header, body, oneway=True))
 
     async def send_reply_message(
         self, addr: str, broker_name: str, header: SendMessageRequestHeader, body: bytes, timeout: float,
         uniq_msg_id: str, mq: MessageQueue | None = None,
     ) -> SendResult:
         """SEND_REPLY_MESSAGE_V2: a reply (MSG_TYPE=reply) the broker pushes to the requesting client."""
-        request = build_send_request(header, body)
+        request = create_send_command(header, body)
         request.code = _SEND_REPLY_MESSAGE_V2
         response = await self.remoting_client.invoke(addr, request, timeout)
         return process_send_response(broker_name, header.topic, response, uniq_msg_id, addr, mq)

@@ -15,7 +15,7 @@ import time
 from typing import Protocol
 
 from pocketmq.common.compression import inflate
-from pocketmq.common.constants import COMPRESSED_FLAG
+from pocketmq.common.constants import COMPRESSED_FLAG, PROPERTY_CORRELATION_ID, PROPERTY_REPLY_MESSAGE_ARRIVE_TIME
 from pocketmq.common.message import MessageExt, properties_to_string
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.codes import RequestCode, ResponseCode
@@ -26,8 +26,6 @@ from pocketmq.remoting.transport import Channel
 
 log = logging.getLogger(__name__)
 
-PROPERTY_CORRELATION_ID = "CORRELATION_ID"
-PROPERTY_REPLY_MESSAGE_ARRIVE_TIME = "ARRIVE_TIME"
 
 
 class RequestCallback(Protocol):

@@ -15,11 +15,12 @@ import dataclasses
 import logging
 from typing import TYPE_CHECKING, Any
 
+from pocketmq.common.topic_validator import RMQ_SYS_TRACE_TOPIC
 from pocketmq.remoting.errors import RemotingError
 
 from ..exceptions import MQBrokerException, MQClientException
 from ..message import Message
-from .trace_constants import GROUP_NAME_PREFIX, RMQ_SYS_TRACE_TOPIC
+from .trace_constants import GROUP_NAME_PREFIX
 from .trace_context import TraceContext
 from .trace_data_encoder import encoder_from_context_bean
 

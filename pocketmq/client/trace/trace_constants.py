@@ -4,6 +4,4 @@ from __future__ import annotations
 
 CONTENT_SPLITOR = "\u0001"  # between the fields of one record
 FIELD_SPLITOR = "\u0002"  # after each record
-RMQ_SYS_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"  # TopicValidator.RMQ_SYS_TRACE_TOPIC, the default trace topic
 GROUP_NAME_PREFIX = "_INNER_TRACE_PRODUCER-"  # the group of the producer that writes a client's trace records
-DEFAULT_REGION = "DefaultRegion"  # BrokerConfig.regionId's default

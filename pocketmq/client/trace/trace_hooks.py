@@ -6,18 +6,20 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from pocketmq.common.constants import PROPERTY_DELAY_TIME_LEVEL, PROPERTY_KEYS
+from pocketmq.common.constants import (
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_KEYS,
+    PROPERTY_MSG_REGION,
+    PROPERTY_TRACE_SWITCH,
+)
 from pocketmq.common.message import MessageExt
+from pocketmq.common.mix_all import DEFAULT_TRACE_REGION_ID as DEFAULT_REGION
 from pocketmq.remoting.client_body import MessageQueue
 
 from ..message import Message, SendResult, SendStatus
 from ..message_const import PROPERTY_TRANSACTION_PREPARED
 from .async_trace_dispatcher import AsyncTraceDispatcher
-from .trace_constants import DEFAULT_REGION
 from .trace_context import ConsumeReturnType, MessageType, TraceBean, TraceContext, TraceType
-
-PROPERTY_MSG_REGION = "MSG_REGION"
-PROPERTY_TRACE_SWITCH = "TRACE_ON"
 
 
 def _now_ms() -> int:

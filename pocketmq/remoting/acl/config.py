@@ -30,7 +30,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .permission import parse_perm, retry_topic
+from pocketmq.common.mix_all import get_retry_topic as retry_topic
+
+from .permission import parse_perm
 from .remote_address import AclConfigError, RemoteAddressStrategy
 
 log = logging.getLogger(__name__)

@@ -3,6 +3,8 @@ only an admin account may send."""
 
 from __future__ import annotations
 
+from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX, is_retry_topic
+
 from ..codes import RequestCode
 
 DENY = 1
@@ -11,7 +13,6 @@ PUB = 1 << 2
 SUB = 1 << 3
 
 # A group's permissions are kept under its retry topic's name (MixAll.RETRY_GROUP_TOPIC_PREFIX), as RocketMQ does.
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 
 _BY_TEXT = {"PUB": PUB, "SUB": SUB, "PUB|SUB": PUB | SUB, "SUB|PUB": PUB | SUB, "DENY": DENY}
 
@@ -39,14 +40,6 @@ def check_permission(needed: int, owned: int) -> bool:
     if needed & ANY:
         return bool(owned & (PUB | SUB))
     return bool(needed & owned)
-
-
-def retry_topic(group: str) -> str:
-    return RETRY_GROUP_TOPIC_PREFIX + group
-
-
-def is_retry_topic(resource: str) -> bool:
-    return resource.startswith(RETRY_GROUP_TOPIC_PREFIX)
 
 
 def describe_resource(resource: str) -> str:

@@ -21,6 +21,10 @@ import hmac
 import os
 from collections.abc import Collection
 
+from pocketmq.common.mix_all import UNIQUE_MSG_QUERY_FLAG, is_retry_topic
+from pocketmq.common.mix_all import get_retry_topic as retry_topic
+from pocketmq.common.topic_validator import RMQ_SYS_TRACE_TOPIC
+
 from ..codes import RequestCode
 from ..command import RemotingCommand
 from ..errors import BodyError, HeaderError
@@ -33,16 +37,12 @@ from .permission import (
     SUB,
     check_permission,
     describe_resource,
-    is_retry_topic,
     perm_text,
-    retry_topic,
 )
 from .signer import ACCESS_KEY, SECURITY_TOKEN, SIGNATURE, cal_signature, combine_request_content
 
 # MixAll.UNIQUE_MSG_QUERY_FLAG: clients up to 4.9.3 added it after signing, so it is not signed from them.
-UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
 V4_9_3 = 404  # MQVersion.Version.V4_9_3.ordinal()
-RMQ_SYS_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 
 
 class AclError(Exception):

@@ -1,7 +1,7 @@
 """`python -m pocketmq.storage inspect STORE_DIR`: the files of a store, read directly and never modified.
 
 It does not open DefaultMessageStore: it maps each file read-only and parses it with
-storage.codec and struct, so it works on a stopped store, a crashed one, or one another process
+pocketmq.common.codec and struct, so it works on a stopped store, a crashed one, or one another process
 is running (without taking its lock). See docs/storage.md for the layouts it shows.
 """
 

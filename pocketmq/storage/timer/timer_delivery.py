@@ -15,7 +15,7 @@ from pocketmq.common.constants import (
     PROPERTY_TIMER_ROLL_TIMES,
     PROPERTY_WAIT_STORE_MSG_OK,
 )
-from pocketmq.common.message import LOOPBACK_HOST, Message, MessageExt, pack_host
+from pocketmq.common.message import LOOPBACK_HOST, MessageExt, MessageExtBrokerInner, pack_host
 
 from ..results import PutMessageStatus
 
@@ -38,7 +38,7 @@ def host_bytes(address: str) -> bytes:
         return LOOPBACK_HOST
 
 
-def convert(msg: MessageExt, enqueue_time: int, roll: bool, store_host: bytes | None) -> Message | None:
+def convert(msg: MessageExt, enqueue_time: int, roll: bool, store_host: bytes | None) -> MessageExtBrokerInner | None:
     """The message to put for ``msg``; None when it lacks its real address (it cannot go anywhere)."""
     props = dict(msg.properties)
     if enqueue_time != -1:
@@ -59,7 +59,7 @@ def convert(msg: MessageExt, enqueue_time: int, roll: bool, store_host: bytes | 
             return None
         if not topic:
             return None
-    return Message(topic=topic, body=msg.body, properties=props, queue_id=queue_id, flag=msg.flag,
+    return MessageExtBrokerInner(topic=topic, body=msg.body, properties=props, queue_id=queue_id, flag=msg.flag,
                    sys_flag=msg.sys_flag, born_timestamp=msg.born_timestamp, born_host=host_bytes(msg.born_host),
                    store_host=store_host, reconsume_times=msg.reconsume_times)
 
@@ -97,7 +97,7 @@ class TimerDelivery:
                 return True
             time.sleep(timer.precision_ms / 2000)
 
-    def do_put(self, inner: Message) -> int:
+    def do_put(self, inner: MessageExtBrokerInner) -> int:
         result = self.timer.store.put_message(inner)
         status = result.status
         if status.is_ok:

@@ -19,6 +19,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from pocketmq.common.clock import now_ms as now_ms
 from pocketmq.common.codec import decode_all
 from pocketmq.common.constants import PROPERTY_REAL_TOPIC, PROPERTY_TIMER_OUT_MS
 from pocketmq.common.java_hash import java_string_hash
@@ -45,10 +46,6 @@ DAY_SECS = 24 * 3600
 TIMER_BLANK_SLOTS = 60
 ENQUEUE_BATCH = 32
 TIMER_GROUP = "TIMER_CONSUMER"  # (the store's reads take a group name; nothing is recorded under it)
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class TimerMessageStore:

@@ -20,12 +20,13 @@ from pocketmq.common.constants import (
     PROPERTY_TIMER_DELIVER_MS,
     PROPERTY_TIMER_OUT_MS,
 )
-from pocketmq.common.message import Message
+from pocketmq.common.message import MessageExtBrokerInner
+from pocketmq.common.topic_validator import RMQ_SYS_WHEEL_TIMER
 
 from ..config import MessageStoreConfig
 from ..results import PutMessageResult, PutMessageStatus
 
-TIMER_TOPIC = "rmq_sys_wheel_timer"  # TopicValidator.SYSTEM_TOPIC_PREFIX + "wheel_timer"
+TIMER_TOPIC = RMQ_SYS_WHEEL_TIMER
 _TIMER_KEYS = (PROPERTY_TIMER_DELIVER_MS, PROPERTY_TIMER_DELAY_SEC, PROPERTY_TIMER_DELAY_MS)
 # Any of these makes a put look closer (CommitLog.put_message): delay levels and timers.
 ROUTED_KEYS = frozenset((PROPERTY_DELAY_TIME_LEVEL, *_TIMER_KEYS, PROPERTY_START_DELIVER_TIME))
@@ -38,7 +39,7 @@ def delay_level(props: dict[str, str]) -> int:
         return 0
 
 
-def is_timer_message(msg: Message) -> bool:
+def is_timer_message(msg: MessageExtBrokerInner) -> bool:
     """checkIfTimerMessage (which also drops the timer properties of a message with a delay level)."""
     props = msg.properties
     if delay_level(props) > 0:
@@ -69,7 +70,7 @@ def slot_time(deliver: int, precision_ms: int) -> int:
     return deliver // precision_ms * precision_ms
 
 
-def route_timer_message(msg: Message, config: MessageStoreConfig, now_ms: int) -> PutMessageResult | None:
+def route_timer_message(msg: MessageExtBrokerInner, config: MessageStoreConfig, now_ms: int) -> PutMessageResult | None:
     """Reroute a timer message to the wheel's topic (in place); a refusal, or None. A refusal carries no remark:
     the broker answers with RocketMQ's own text for each status."""
     if not is_timer_message(msg):

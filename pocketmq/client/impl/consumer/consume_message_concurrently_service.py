@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SEND_BACK_DELAY_LEVEL_WHEN_EXPIRED = 3  # a message stuck in the listener goes back with delay level 3
-# (Enum members read once: each read off the class costs ~70 ns in Python 3.11, and these are read per batch)
+# (Enum members read once: each read off the class runs Python code in 3.11, and these are read per batch)
 _SUCCESS, _LATER = ConsumeConcurrentlyStatus.CONSUME_SUCCESS, ConsumeConcurrentlyStatus.RECONSUME_LATER
 _RAISED = object()  # the listener raised (told apart from returning None for the trace's ConsumeReturnType)
 

@@ -53,7 +53,7 @@ class ConsumeExecutor:
 
     def submit(self, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
         """Queue ``await fn(*args)``. One idle worker is woken, not one per job: a pull hands over 32 jobs at
-        once, and waking 20 workers for jobs the first one finishes without suspending cost ~2 us a message.
+        once, and waking 20 workers for jobs the first one finishes without suspending is wasted work.
         A worker that takes a job while more wait wakes the next one (in ``_work``), so a listener that does
         suspend still has the pool's other workers running the jobs behind it."""
         self._jobs.append((fn, args))

@@ -21,9 +21,10 @@ from collections.abc import Coroutine
 from typing import Any
 
 from pocketmq.common.message import MessageExt
+from pocketmq.common.mix_all import DEFAULT_CONSUMER_GROUP
 from pocketmq.common.pop_ack_constants import CONSUME_INIT_MODE_MAX, CONSUME_INIT_MODE_MIN
 from pocketmq.remoting.admin_body import ConsumerRunningInfo
-from pocketmq.remoting.client_body import ConsumerData, MessageQueue, SubscriptionData
+from pocketmq.remoting.client_body import MessageQueue, SubscriptionData
 from pocketmq.remoting.errors import RemotingError
 from pocketmq.remoting.header import ConsumerSendMsgBackRequestHeader
 from pocketmq.remoting.tasks import TaskTracker
@@ -42,10 +43,11 @@ from ...consumer.pop_result import PopStatus
 from ...consumer.push_consumer_config import PushConsumerConfig
 from ...exceptions import MQBrokerException, MQClientException
 from ...filter_api import build_subscription_data
-from ...validators import DEFAULT_CONSUMER_GROUP, check_group, check_topic
+from ...validators import check_group, check_topic
 from ..mq_client_instance import MQClientInstance
 from ..mq_client_manager import MQClientManager
 from .consume_message_service import ConsumeExecutor
+from .mq_consumer_inner import SubscribedConsumerInner
 from .pop_api import ack_target
 from .pop_api_wrapper import PopAPIWrapper
 
@@ -56,7 +58,9 @@ MAX_RECONSUME_TIMES_ORDERLY = 2**31 - 1
 _ERRORS = (RemotingError, MQClientException, MQBrokerException)
 
 
-class PopPushConsumerImpl:
+class PopPushConsumerImpl(SubscribedConsumerInner):
+    consume_type = ConsumeType.CONSUME_PASSIVELY.value  # the client instance hands it messages
+
     def __init__(self, group: str, client_config: ClientConfig, config: PushConsumerConfig) -> None:
         self.group = group
         self.client_config = client_config
@@ -304,26 +308,10 @@ class PopPushConsumerImpl:
         except _ERRORS as e:
             log.warning("%s: %s not sent to the DLQ (%s): back after its invisible time", self.group, msg.msg_id, e)
 
-    # --- ConsumerInner (called by MQClientInstance) --------------------------------------------------------
+    # --- ConsumerInner (called by MQClientInstance; the rest in SubscribedConsumerInner) ---------------------
 
-    def consumer_data(self) -> ConsumerData:
-        return ConsumerData(
-            group_name=self.group,
-            consume_type=ConsumeType.CONSUME_PASSIVELY.value,
-            message_model="CLUSTERING",
-            consume_from_where=self.config.consume_from_where.value,
-            subscription_data_set=list(self.subscriptions.values()),
-        )
-
-    def subscription_topics(self) -> set[str]:
-        return set(self.subscriptions)
-
-    def is_subscribe_topic_need_update(self, topic: str) -> bool:
-        return topic in self.subscriptions and not self.topic_subscribe_info_table.get(topic)
-
-    def update_topic_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
-        if topic in self.subscriptions:
-            self.topic_subscribe_info_table[topic] = mqs
+    def consume_from_where(self) -> str:
+        return self.config.consume_from_where.value
 
     async def persist_consumer_offset(self) -> None:
         """The broker keeps a popping group's offsets: nothing to persist."""

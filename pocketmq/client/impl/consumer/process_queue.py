@@ -15,15 +15,12 @@ import bisect
 import time
 from collections.abc import Iterable
 
+from pocketmq.common.clock import now_ms as now_ms
 from pocketmq.common.message import MessageExt
 
 from ...message_const import PROPERTY_MAX_OFFSET
 
 CONSUME_START_TIME = "CONSUME_START_TIME"  # MessageConst.PROPERTY_CONSUME_START_TIMESTAMP
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class ProcessQueue:

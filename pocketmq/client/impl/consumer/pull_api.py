@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pocketmq.common.codec import CorruptRecordError, decode_all
 from pocketmq.common.message import properties_to_string
+from pocketmq.common.pull_sys_flag import build_sys_flag as build_sys_flag
+from pocketmq.common.pull_sys_flag import clear_commit_offset_flag
 from pocketmq.remoting.client_body import MessageQueue, SubscriptionData
 from pocketmq.remoting.codes import MASTER_ID
 from pocketmq.remoting.header import PullMessageRequestHeader
@@ -13,22 +15,6 @@ from ...message import PullResult, PullStatus
 from ...message_const import PROPERTY_MAX_OFFSET, PROPERTY_MIN_OFFSET
 from ..mq_client_api import PullResultExt
 from ..mq_client_instance import MQClientInstance
-
-# PullSysFlag
-FLAG_COMMIT_OFFSET = 0x1
-FLAG_SUSPEND = 0x2
-FLAG_SUBSCRIPTION = 0x4
-FLAG_CLASS_FILTER = 0x8
-FLAG_LITE_PULL_MESSAGE = 0x10
-
-
-def build_sys_flag(commit_offset: bool, suspend: bool, subscription: bool, class_filter: bool = False) -> int:
-    return (
-        (FLAG_COMMIT_OFFSET if commit_offset else 0)
-        | (FLAG_SUSPEND if suspend else 0)
-        | (FLAG_SUBSCRIPTION if subscription else 0)
-        | (FLAG_CLASS_FILTER if class_filter else 0)
-    )
 
 
 class PullAPIWrapper:
@@ -62,7 +48,7 @@ class PullAPIWrapper:
         if found is None:
             raise MQClientException(f"The broker[{mq.broker_name}] not exist")
         if found.slave:
-            sys_flag &= ~FLAG_COMMIT_OFFSET  # only a master stores offsets
+            sys_flag = clear_commit_offset_flag(sys_flag)  # only a master stores offsets
         header = PullMessageRequestHeader(
             consumer_group=self.consumer_group,
             topic=mq.topic,

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from pocketmq.common.message import MessageExt
+from pocketmq.common.mix_all import CLIENT_INNER_PRODUCER_GROUP, DEFAULT_CONSUMER_GROUP
 from pocketmq.remoting import fastjson
 from pocketmq.remoting.admin_body import ConsumerRunningInfo
 from pocketmq.remoting.client_body import ConsumerData, MessageQueue, SubscriptionData
@@ -47,7 +48,7 @@ from ...message_const import (
 )
 from ...trace.async_trace_dispatcher import AsyncTraceDispatcher
 from ...trace.trace_hooks import ConsumeMessageTraceHook
-from ...validators import DEFAULT_CONSUMER_GROUP, check_group, check_topic
+from ...validators import check_group, check_topic
 from ..mq_client_instance import MQClientInstance
 from ..mq_client_manager import MQClientManager
 from ..producer.send_request import SendRequestOptions, build_send_request
@@ -63,7 +64,6 @@ from .rebalance_push_impl import RebalancePushImpl
 
 log = logging.getLogger(__name__)
 
-CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
 MAX_RECONSUME_TIMES_CONCURRENTLY = 16
 MAX_RECONSUME_TIMES_ORDERLY = 2**31 - 1  # Integer.MAX_VALUE
 MIB = 1024 * 1024

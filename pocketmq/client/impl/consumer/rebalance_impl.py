@@ -21,6 +21,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 
+from pocketmq.common.mix_all import is_retry_topic
 from pocketmq.remoting.client_body import LockBatchRequestBody, MessageQueue, SubscriptionData
 from pocketmq.remoting.errors import RemotingError
 
@@ -135,7 +136,7 @@ class RebalanceImpl:
                 try:
                     await self.rebalance_by_topic(topic, is_order)
                 except (RemotingError, MQClientException, MQBrokerException) as e:
-                    if not topic.startswith("%RETRY%"):
+                    if not is_retry_topic(topic):
                         log.warning("rebalance of %s for group %s failed: %s", topic, self.consumer_group, e)
             self.truncate_message_queue_not_my_topic()
             self.settled_queues = sorted(self.process_queue_table, key=mq_sort_key)
@@ -143,7 +144,7 @@ class RebalanceImpl:
     async def rebalance_by_topic(self, topic: str, is_order: bool) -> None:
         mq_set = self.topic_subscribe_info_table.get(topic)
         if not mq_set:
-            if not topic.startswith("%RETRY%"):
+            if not is_retry_topic(topic):
                 log.warning("doRebalance, %s, but the topic[%s] not exist.", self.consumer_group, topic)
             return
         strategy = str(getattr(self.allocate_message_queue_strategy, "name", "?"))

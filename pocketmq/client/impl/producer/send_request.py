@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from pocketmq.common.constants import COMPRESSED_FLAG, TRANSACTION_PREPARED_TYPE
 from pocketmq.common.message import properties_to_string
+from pocketmq.common.topic_validator import AUTO_CREATE_TOPIC_KEY_TOPIC
 from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.header import SendMessageRequestHeader
 
@@ -30,7 +31,7 @@ COMPRESSION_ZLIB_TYPE = 0x300  # MessageSysFlag compression-type bits 8-10, sent
 @dataclass(frozen=True, slots=True)
 class SendRequestOptions:
     producer_group: str
-    create_topic_key: str = "TBW102"
+    create_topic_key: str = AUTO_CREATE_TOPIC_KEY_TOPIC
     default_topic_queue_nums: int = 4
     compress_over: int = 4096
     compress_level: int = 5

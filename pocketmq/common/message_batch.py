@@ -1,4 +1,5 @@
-"""MessageBatch bodies (SEND_BATCH_MESSAGE): RocketMQ's MessageDecoder.encodeMessages format.
+"""MessageBatch bodies (SEND_BATCH_MESSAGE): RocketMQ's MessageDecoder.encodeMessages / decodeMessages, the one
+codec of the format: the client encodes with it, the broker splits and decodes with it.
 
 Per message (record_layout.BATCH_MESSAGE, big-endian)::
 
@@ -22,9 +23,9 @@ from pocketmq.common.record_layout import (
     field_struct,
 )
 
-_HEAD = BATCH_HEAD  # TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BODYLENGTH
-_SHORT = field_struct("PROPERTIESLENGTH", BATCH_MESSAGE)
-_FIXED = BATCH_FIXED_LENGTH  # 22
+HEAD = _HEAD = BATCH_HEAD  # TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BODYLENGTH
+PROPERTIES_LENGTH = _SHORT = field_struct("PROPERTIESLENGTH", BATCH_MESSAGE)
+FIXED = _FIXED = BATCH_FIXED_LENGTH  # 22: a message takes this + its body + its properties
 
 
 class MessageBatchError(ValueError):
@@ -38,8 +39,15 @@ class BatchItem:
     properties: str
 
 
+def batch_message_parts(flag: int, body: bytes, properties: bytes) -> tuple[bytes, bytes, bytes, bytes]:
+    """One message of a batch as four pieces to join (the body is not copied here): the client's encoder, which
+    joins a whole batch's pieces at once."""
+    size = _FIXED + len(body) + len(properties)
+    return _HEAD.pack(size, 0, 0, flag, len(body)), body, _SHORT.pack(len(properties)), properties
+
+
 def encode_message_batch(items: list[BatchItem]) -> bytes:
-    """The client side of the format (used by tests and tools)."""
+    """A batch of BatchItems in one go (the same bytes batch_message_parts gives; for tests and tools)."""
     out = []
     for item in items:
         body, props = item.body, item.properties.encode()

@@ -1,13 +1,14 @@
-"""TopicValidator / MixAll names: system topics, topics producers may not send to, retry and DLQ names."""
+"""RocketMQ's TopicValidator: the system topics, the topics producers may not send to, the remark a bad name gets,
+and which names are the broker's own (the one place the rule is written; broker, client, console, CLI and the
+Spark layer all ask it)."""
 
 from __future__ import annotations
 
 import re
 
-from pocketmq.common.pop_ack_constants import CID_RMQ_SYS_PREFIX, RETRY_GROUP_TOPIC_PREFIX
-from pocketmq.common.pop_ack_constants import SYSTEM_TOPIC_PREFIX as SYSTEM_TOPIC_PREFIX
-from pocketmq.common.validators import topic_error
-from pocketmq.storage.timer.timer_routing import TIMER_TOPIC as RMQ_SYS_WHEEL_TIMER  # noqa: F401 (a name of here)
+from .constants import TOPIC_MAX_LENGTH
+from .mix_all import is_retry_or_dlq_topic
+from .validators import topic_error
 
 AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
 RMQ_SYS_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
@@ -18,11 +19,13 @@ RMQ_SYS_TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
 RMQ_SYS_SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
 RMQ_SYS_OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+RMQ_SYS_WHEEL_TIMER = SYSTEM_TOPIC_PREFIX + "wheel_timer"  # RocketMQ 5's timer wheel topic
 
-DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 DLQ_NUMS_PER_GROUP = 1
 CHARACTER_MAX_LENGTH = 255  # Validators.CHARACTER_MAX_LENGTH: group names
-_NAME_RE = re.compile(r"[%|a-zA-Z0-9_-]+")
+VALID_PATTERN_STR = "^[%|a-zA-Z0-9_-]+$"
+_NAME_RE = re.compile(VALID_PATTERN_STR[1:-1])
 
 SYSTEM_TOPICS = frozenset(
     {
@@ -57,23 +60,22 @@ def validate_topic(topic: str) -> str | None:
         return None
     if not topic:
         return "The specified topic is blank."
-    if len(topic) > 127:
+    if len(topic) > TOPIC_MAX_LENGTH:
         return "The specified topic is longer than topic max length."
-    return f"The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    return f"The specified topic[{topic}] contains illegal characters, allowing only {VALID_PATTERN_STR}"
+
+
+def is_valid_name(name: str) -> bool:
+    """Whether ``name`` has only the characters topics and groups may have."""
+    return _NAME_RE.fullmatch(name) is not None
 
 
 def is_group_illegal(group: str) -> bool:
     """Group names share the topic character set and may be up to 255 characters long."""
-    return not group or len(group) > CHARACTER_MAX_LENGTH or _NAME_RE.fullmatch(group) is None
+    return not group or len(group) > CHARACTER_MAX_LENGTH or not is_valid_name(group)
 
 
-def retry_topic(group: str) -> str:
-    return RETRY_GROUP_TOPIC_PREFIX + group
-
-
-def dlq_topic(group: str) -> str:
-    return DLQ_GROUP_TOPIC_PREFIX + group
-
-
-def is_sys_consumer_group(group: str) -> bool:
-    return group.startswith(CID_RMQ_SYS_PREFIX)
+def is_system_topic(topic: str) -> bool:
+    """A topic the broker and name server make for themselves: TopicValidator's names, the retry and dead-letter
+    topics of groups, and anything under the system prefixes (RocketMQ 5's ``rmq_sys_``, older ``RMQ_SYS_``)."""
+    return topic in SYSTEM_TOPICS or is_retry_or_dlq_topic(topic) or topic.startswith((SYSTEM_TOPIC_PREFIX, "RMQ_SYS_"))

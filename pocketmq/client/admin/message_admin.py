@@ -1,0 +1,108 @@
+"""MQAdminExt's message lookups (queryMsgById, queryMsgByKey, queryMsgByUniqueKey, queryMsgByOffset): by offset
+message id from the broker it names, by key or unique key through the brokers' indexes, by queue offset as a pull
+of one message."""
+
+from __future__ import annotations
+
+import time
+
+from pocketmq.common.codec import CorruptRecordError, decode_all
+from pocketmq.common.message import MessageExt
+from pocketmq.common.mix_all import TOOLS_CONSUMER_GROUP
+from pocketmq.common.pull_sys_flag import FLAG_SUBSCRIPTION
+from pocketmq.common.topic_validator import is_system_topic
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.header import (
+    PullMessageRequestHeader,
+    QueryMessageRequestHeader,
+    ViewMessageRequestHeader,
+)
+
+from ..exceptions import MQClientException
+from ..impl.mq_admin import broker_of_offset_msg_id
+from ..impl.mq_client_api import UNIQUE_MSG_QUERY_FLAG
+from .admin_client import AdminClient
+
+
+class MessageAdmin(AdminClient):
+    # --- messages ------------------------------------------------------------------------------------------
+
+    def _decode_messages(self, data: bytes | None, addr: str) -> list[MessageExt]:
+        try:
+            return decode_all(data or b"", decompress=True)
+        except (CorruptRecordError, ValueError) as e:
+            raise MQClientException(f"undecodable messages from {addr}: {e}") from e
+
+    async def view_message_by_offset_id(self, offset_msg_id: str) -> MessageExt | None:
+        where = broker_of_offset_msg_id(offset_msg_id)
+        if where is None:
+            raise MQClientException(f"{offset_msg_id!r} is not an offset message id")
+        addr, phy = where
+        r = await self._broker(addr, RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(phy))
+        if r.code != ResponseCode.SUCCESS:
+            return None
+        msgs = self._decode_messages(r.body, addr)
+        return msgs[0] if msgs else None
+
+    async def query_message(
+        self, topic: str, key: str, max_num: int = 64, begin: int = 0, end: int | None = None, unique_key: bool = False
+    ) -> list[MessageExt]:
+        end = int(time.time() * 1000) + 3_600_000 if end is None else end
+        header = QueryMessageRequestHeader(topic, key, max_num, begin, end)
+        out: list[MessageExt] = []
+        for addr in (await self._topic_masters(topic)).values():
+            request = RemotingCommand.request(RequestCode.QUERY_MESSAGE, header)
+            if unique_key:
+                request.ext_fields[UNIQUE_MSG_QUERY_FLAG] = "true"
+            r = await self.api.remoting_client.invoke(addr, request, self.timeout)
+            if r.code == ResponseCode.QUERY_NOT_FOUND:
+                continue
+            msgs = self._decode_messages(self._ok(r, addr).body, addr)
+            out += [m for m in msgs if m.topic == topic and (m.uniq_key == key or (not unique_key and key in m.keys))]
+        return out
+
+    async def query_message_by_unique_key(self, topic: str, msg_id: str) -> MessageExt | None:
+        found = await self.query_message(topic, msg_id, 32, unique_key=True)
+        return min(found, key=lambda m: m.store_timestamp) if found else None
+
+    async def view_message(self, msg_id: str, topic: str | None = None) -> MessageExt | None:
+        """By either id, as queryMsgById: the offsetMsgId when it names a known broker, else the UNIQ_KEY in the
+        index of ``topic``'s brokers (of every topic's when no topic is given)."""
+        where = broker_of_offset_msg_id(msg_id)
+        if where is not None:
+            known = {
+                a
+                for bd in (await self.examine_broker_cluster_info()).broker_addr_table.values()
+                for a in bd.broker_addrs.values()
+            }
+            if where[0] in known:
+                msg = await self.view_message_by_offset_id(msg_id)
+                if msg is not None and (topic is None or msg.topic == topic):
+                    return msg
+        topics = [topic] if topic else [t for t in await self.fetch_all_topic_list() if not is_system_topic(t)]
+        for t in topics:
+            try:
+                msg = await self.query_message_by_unique_key(t, msg_id)
+            except MQClientException:
+                continue
+            if msg is not None:
+                return msg
+        return None
+
+    async def query_message_by_offset(
+        self, topic: str, broker_name: str, queue_id: int, offset: int
+    ) -> MessageExt | None:
+        """The message at a queue offset (queryMsgByOffset: a pull of one message by TOOLS_CONSUMER)."""
+        masters = await self._topic_masters(topic)
+        addr = masters.get(broker_name)
+        if addr is None:
+            raise MQClientException(f"broker {broker_name!r} does not serve {topic} (it has: {', '.join(masters)})")
+        header = PullMessageRequestHeader(
+            TOOLS_CONSUMER_GROUP, topic, queue_id, offset, 1, FLAG_SUBSCRIPTION, 0, 0, 0, "*", "TAG"
+        )
+        r = await self._broker(addr, RequestCode.PULL_MESSAGE, header)
+        if r.code != ResponseCode.SUCCESS:
+            return None
+        msgs = self._decode_messages(r.body, addr)
+        return msgs[0] if msgs else None

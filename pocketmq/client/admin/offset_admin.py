@@ -1,0 +1,104 @@
+"""MQAdminExt's offset reset (resetOffsetByTime): through the group's running consumers, or, with none running,
+straight into the brokers' stored offsets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pocketmq.remoting.admin_body import (
+    ConsumeStats,
+    ResetOffsetBody,
+)
+from pocketmq.remoting.admin_header import (
+    GetConsumeStatsRequestHeader,
+    ResetOffsetRequestHeader,
+)
+from pocketmq.remoting.client_body import MessageQueue
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.header import (
+    GetMaxOffsetRequestHeader,
+    GetMaxOffsetResponseHeader,
+    SearchOffsetRequestHeader,
+    SearchOffsetResponseHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+
+from ..exceptions import MQClientException
+from .admin_client import AdminClient
+
+_GROUP_HAS_NO_OFFSETS = "THe consumer group <"  # (sic) Broker2Client.resetOffset's remark
+
+
+@dataclass(slots=True)
+class ResetOffsetResult:
+    """What resetOffsetByTime did: the new offset of every queue, and whether running consumers took them
+    (online) or the brokers' stored offsets were set directly (the group had no consumer running)."""
+
+    offsets: dict[MessageQueue, int] = field(default_factory=dict)
+    online: bool = True
+
+
+class OffsetAdmin(AdminClient):
+    # --- offsets -------------------------------------------------------------------------------------------
+
+    async def reset_offset_by_timestamp(
+        self, topic: str, group: str, timestamp: int, force: bool = True
+    ) -> ResetOffsetResult:
+        """The group's offsets of ``topic`` set to the first message stored at or after ``timestamp`` (ms; -1 =
+        the end). Running consumers take them over at once (INVOKE_BROKER_TO_RESET_OFFSET); when the group has
+        none running, the brokers' stored offsets are set directly (as mqadmin falls back to the old way)."""
+        masters = await self._topic_masters(topic)
+        result = ResetOffsetResult()
+        offline: list[str] = []
+        header = ResetOffsetRequestHeader(topic, group, timestamp, force)
+        for addr in masters.values():
+            r = await self._broker(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header)
+            if r.code == ResponseCode.CONSUMER_NOT_ONLINE:
+                offline.append(addr)
+                continue
+            if r.code == ResponseCode.SYSTEM_ERROR and (r.remark or "").startswith(_GROUP_HAS_NO_OFFSETS):
+                # The group never consumed the topic on this broker: nothing to reset there (mqadmin fails the
+                # whole command instead).
+                continue
+            result.offsets.update(self._ok(r, addr).decode_body(ResetOffsetBody).offset_table)
+        if offline:
+            result.online = len(offline) < len(masters) and bool(result.offsets)
+            for addr in offline:
+                result.offsets.update(await self._reset_offline(addr, topic, group, timestamp, force))
+        if not result.offsets:
+            raise MQClientException(f"the consumer group {group} has no offsets of {topic} on any broker")
+        return result
+
+    async def _reset_offline(
+        self, addr: str, topic: str, group: str, timestamp: int, force: bool
+    ) -> dict[MessageQueue, int]:
+        stats = self._ok(
+            await self._broker(addr, RequestCode.GET_CONSUME_STATS, GetConsumeStatsRequestHeader(group, topic)), addr
+        )
+        table = stats.decode_body(ConsumeStats).offset_table
+        if not table:
+            raise MQClientException(f"the group {group} has no offsets of {topic} at {addr}")
+        out: dict[MessageQueue, int] = {}
+        for mq, w in table.items():
+            if timestamp == -1:
+                r = self._ok(
+                    await self._broker(addr, RequestCode.GET_MAX_OFFSET, GetMaxOffsetRequestHeader(topic, mq.queue_id)),
+                    addr,
+                )
+                target = r.decode_header(GetMaxOffsetResponseHeader).offset
+            else:
+                r = self._ok(
+                    await self._broker(
+                        addr,
+                        RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
+                        SearchOffsetRequestHeader(topic, mq.queue_id, timestamp),
+                    ),
+                    addr,
+                )
+                target = r.decode_header(SearchOffsetResponseHeader).offset
+            if not force and target >= w.consumer_offset:
+                target = w.consumer_offset
+            update = UpdateConsumerOffsetRequestHeader(group, topic, mq.queue_id, target)
+            self._ok(await self._broker(addr, RequestCode.UPDATE_CONSUMER_OFFSET, update), addr)
+            out[mq] = target
+        return out

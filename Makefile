@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test bench lint typecheck clean java spark-demo native-clients browser apache-rocketmq go-client spring-client java-clients store-handover
+.PHONY: run demo test bench lint typecheck clean java spark-demo native-clients browser apache-rocketmq go-client go5-client spring-client java-clients store-handover
 
 SPARK_STAMP := $(VENV)/.installed-spark
 
@@ -65,6 +65,23 @@ $(GO_CLIENT): $(GO_DIR)/main.go $(GO_DIR)/go.mod $(GO_DIR)/go.sum
 go-client: $(GO_CLIENT)
 
 native-clients: go-client
+
+# Apache RocketMQ 5's Go SDK (github.com/apache/rocketmq-clients/golang/v5, gRPC) in tests/native_clients/go5/main.go,
+# pinned by its go.mod and go.sum, for tests/proxy/test_go_sdk.py: built into go5/bin/go5client when a source
+# changed, modules from the Go module proxy into Go's module cache, kept between runs. go.mod asks for Go 1.24.
+GO5_DIR := tests/native_clients/go5
+GO5_CLIENT := $(GO5_DIR)/bin/go5client
+
+$(GO5_CLIENT): $(GO5_DIR)/main.go $(GO5_DIR)/go.mod $(GO5_DIR)/go.sum
+	@command -v go >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends golang-go >/dev/null; } || \
+	  { echo "make go5-client: Go is not installed and apt-get could not install golang-go"; exit 1; }
+	@cd $(GO5_DIR) && go build -mod=readonly -buildvcs=false -o bin/go5client . >bin.log 2>&1 || \
+	  { echo "make go5-client: could not build the RocketMQ 5 Go SDK driver: $$(grep -v '^#' bin.log | tail -1) (see $(GO5_DIR)/bin.log)"; exit 1; }
+	@rm -f $(GO5_DIR)/bin.log
+
+go5-client: $(GO5_CLIENT)
+
+native-clients: go5-client
 
 # A Spring Boot application on rocketmq-spring-boot-starter (tests/native_clients/spring, a Maven project), built
 # into spring/target/spring-client.jar when a source changed: offline first (artifacts in ~/.m2), else from Maven
@@ -189,4 +206,4 @@ store-handover: $(STAMP) java apache-rocketmq
 	$(PY) bench/store_handover.py
 
 clean:
-	rm -rf $(VENV) $(CPP_VENV) $(NODE_DIR)/node_modules $(GO_DIR)/bin $(SPRING_DIR)/target .pocketmq .pocketmq-demo $(APACHE_DIR) $(JAVA_CLIENT_DIR) $(NODE5_DIR)/node_modules
+	rm -rf $(VENV) $(CPP_VENV) $(NODE_DIR)/node_modules $(GO_DIR)/bin $(GO5_DIR)/bin $(SPRING_DIR)/target .pocketmq .pocketmq-demo $(APACHE_DIR) $(JAVA_CLIENT_DIR) $(NODE5_DIR)/node_modules

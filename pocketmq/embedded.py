@@ -49,9 +49,11 @@ class EmbeddedCluster:
         brokers: int = 1,
         namesrv_addr: str | None = None,
         grpc: bool = False,
+        proxy_overrides: dict[str, Any] | None = None,
         **broker_overrides: Any,
     ) -> None:
         self.root = os.fspath(root)
+        self.proxy_overrides = dict(proxy_overrides or {})  # ProxyConfig fields (milliseconds intervals in tests)
         self.external_namesrv_addr = namesrv_addr
         self.broker_count = brokers
         self.grpc = grpc
@@ -115,7 +117,8 @@ class EmbeddedCluster:
                 from pocketmq.proxy.config import ProxyConfig
                 from pocketmq.proxy.proxy_startup import GrpcProxy
 
-                self.proxy = await GrpcProxy(ProxyConfig(self.namesrv_addr, grpc_server_port=0)).start()
+                self.proxy = await GrpcProxy(ProxyConfig(self.namesrv_addr, grpc_server_port=0,
+                                                         **self.proxy_overrides)).start()
         except BaseException:
             for b in self.brokers:
                 await b.shutdown()

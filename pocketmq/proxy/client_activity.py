@@ -59,6 +59,18 @@ class ClientActivity:
             self.cluster.heartbeat_soon()
         return pb.NotifyClientTerminationResponse(status=ok())
 
+    async def read_group_config(self, command: Any) -> None:
+        """A consumer's group config read before its Settings are answered: the reply carries the group's fifo and
+        retries (mergeSubscriptionData)."""
+        settings = command.settings
+        if settings.WhichOneof("pub_sub") != "subscription" or not settings.subscription.subscriptions:
+            return
+        try:
+            await self.cluster.subscription_group_config(settings.subscription.group.name,
+                                                         settings.subscription.subscriptions[0].topic.name)
+        except Exception as e:
+            log.debug("group config of %s: %s", settings.subscription.group.name, e)
+
     def process_client_settings(self, ctx: ProxyContext, channel: GrpcClientChannel, command: Any) -> Any:
         """processAndWriteClientSettings: register the client, store its Settings, answer with the merged ones.
         Raises GrpcProxyException for a bad topic or group; returns None when Settings has neither publishing nor

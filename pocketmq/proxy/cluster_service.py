@@ -17,10 +17,10 @@ from pocketmq.client.impl.mq_client_api import MQClientAPIImpl
 from pocketmq.client.message import SendResult
 from pocketmq.common.codec import CorruptRecordError, decode
 from pocketmq.common.message import MessageExt
-from pocketmq.remoting.admin_header import GetTopicConfigRequestHeader
+from pocketmq.remoting.admin_header import GetSubscriptionGroupConfigRequestHeader, GetTopicConfigRequestHeader
 from pocketmq.remoting.body import TopicRouteData
 from pocketmq.remoting.channel import Channel
-from pocketmq.remoting.client_body import HeartbeatData, ProducerData
+from pocketmq.remoting.client_body import HeartbeatData, ProducerData, SubscriptionGroupConfig
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import HeaderError, RemotingError
@@ -51,6 +51,7 @@ class ClusterService:
         self.client_id = f"{socket.gethostname()}@{os.getpid()}@proxy@{id(self):x}"
         self._routes: dict[str, _Cached] = {}
         self._types: dict[str, _Cached] = {}
+        self._groups: dict[str, _Cached] = {}
         self.producer_groups: Callable[[], set[str]] = set
         self.check_listener: CheckListener | None = None
         self._heartbeat_task: asyncio.Task[None] | None = None
@@ -122,6 +123,44 @@ class ClusterService:
         if len(self._types) > 10_000:
             self._types.clear()
         self._types[topic] = _Cached(value, now + self.config.route_cache_seconds)
+        return value
+
+    def cached_group_config(self, group: str) -> SubscriptionGroupConfig | None:
+        """The group's config as last read (None before the first read, or for a broker that has none)."""
+        cached = self._groups.get(group)
+        return None if cached is None else cached.value
+
+    async def subscription_group_config(self, group: str, topic: str) -> SubscriptionGroupConfig | None:
+        """The group's config (GET_SUBSCRIPTIONGROUP_CONFIG to a master broker of ``topic``): whether it consumes
+        FIFO and how often a message is retried. None when no broker answers with one (a 4.x broker)."""
+        now = asyncio.get_running_loop().time()
+        cached = self._groups.get(group)
+        if cached is not None and cached.expires > now:
+            return cached.value
+        value: SubscriptionGroupConfig | None = None
+        try:
+            route = await self.route(topic)
+        except Exception as e:
+            log.debug("no route for %s: %s", topic, e)
+            return None if cached is None else cached.value
+        for bd in route.broker_datas:
+            addr = bd.broker_addrs.get(0)
+            if addr is None:
+                continue
+            request = RemotingCommand.request(RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG,
+                                              GetSubscriptionGroupConfigRequestHeader(group))
+            try:
+                response = await self.api.remoting_client.invoke(addr, request, self.config.request_timeout)
+                if response.code != ResponseCode.SUCCESS:
+                    continue
+                value = response.decode_body(SubscriptionGroupConfig)
+            except Exception as e:
+                log.debug("group config of %s from %s: %s", group, addr, e)
+                continue
+            break
+        if len(self._groups) > 10_000:
+            self._groups.clear()
+        self._groups[group] = _Cached(value, now + self.config.route_cache_seconds)
         return value
 
     # --- producer ------------------------------------------------------------------------------------------

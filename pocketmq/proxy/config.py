@@ -44,12 +44,30 @@ class ProxyConfig:
     consumer_retry_max_times: int = 16
     consumer_customized_backoff_millis: tuple[int, ...] = field(default_factory=lambda: tuple(
         s * 1000 for s in (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)))
+    # ReceiveMessage: a long polling time is clamped to [min, max] (grpcClientConsumer*LongPollingTimeoutMillis);
+    # a receive that does not auto-renew must ask an invisible time within [min for receive, max].
+    consumer_min_long_polling_timeout_millis: int = 5_000
+    min_invisible_time_millis_for_recv: int = 10_000
+    max_invisible_time_millis: int = 12 * 3600 * 1000
+    # Auto renew (a push consumer's receive): the invisible time the proxy picks, renewed while a message is not
+    # acked (renewAheadTimeMillis before it runs out, every renewSchedulePeriodMillis at most, with the next of
+    # renew_next_millis each time) for up to renew_max_time_millis; a client that goes away has its messages made
+    # visible again after invisible_time_millis_when_clear.
+    enable_proxy_auto_renew: bool = True
+    default_invisible_time_millis: int = 60_000
+    renew_ahead_time_millis: int = 10_000
+    renew_schedule_period_millis: int = 5_000
+    renew_max_time_millis: int = 3 * 3600 * 1000
+    renew_next_millis: tuple[int, ...] = (60_000, 180_000, 300_000, 600_000, 1_800_000, 3_600_000)
+    invisible_time_millis_when_clear: int = 1_000
+    max_renew_retry_times: int = 3
     # transactionHeartbeatPeriodSecond: how often the proxy tells the brokers which producer groups it serves,
     # so their transaction checks come to it.
     transaction_heartbeat_period: float = 20.0
     transaction_data_expire_millis: int = 30_000
     transaction_data_max_num: int = 100_000
-    # How long a route or a topic's message type is reused before the name server / broker is asked again.
+    # How long a route, a topic's message type or a group's config (fifo, retries) is reused before the name
+    # server / broker is asked again.
     route_cache_seconds: float = 5.0
     # Bounds against clients that misbehave: a connection to the permissive port that sends nothing is closed after
     # this long; Telemetry streams at once; commands queued for one stream.

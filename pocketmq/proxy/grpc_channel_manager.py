@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +53,8 @@ class GrpcChannelManager:
         self.queue_size = queue_size
         self._channels: dict[str, GrpcClientChannel] = {}
         self.streams = 0
+        # Told the client id of a channel removed (its auto-renewed messages become visible again).
+        self.on_remove: Callable[[str], None] | None = None
 
     def __len__(self) -> int:
         return len(self._channels)
@@ -81,6 +84,8 @@ class GrpcChannelManager:
             return None
         del self._channels[client_id]
         current.close()
+        if self.on_remove is not None:
+            self.on_remove(client_id)
         return current
 
     def producer_topics(self) -> set[str]:

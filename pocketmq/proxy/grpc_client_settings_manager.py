@@ -4,7 +4,10 @@ answers with (the values every SDK waits for before it sends anything)."""
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
+
+from pocketmq.remoting.client_body import SubscriptionGroupConfig
 
 from .config import ProxyConfig
 from .protocol import load
@@ -19,8 +22,11 @@ def _duration(millis: int) -> Any:
 class GrpcClientSettingsManager:
     """Settings by client id, most recently updated last; at most ``max_clients`` of them (the oldest go)."""
 
-    def __init__(self, config: ProxyConfig, max_clients: int | None = None) -> None:
+    def __init__(self, config: ProxyConfig, max_clients: int | None = None,
+                 group_config: Callable[[str], SubscriptionGroupConfig | None] | None = None) -> None:
         self.config = config
+        # The group's broker-side config as last read (its fifo and retries win over the client's values).
+        self.group_config = group_config or (lambda group: None)
         self.max_clients = max_clients or 2 * config.max_telemetry_streams
         self._settings: OrderedDict[str, Any] = OrderedDict()
 
@@ -55,7 +61,9 @@ class GrpcClientSettingsManager:
         if result.HasField("publishing"):
             self._merge_producer(result)
         elif result.HasField("subscription"):
-            self._merge_subscription(result)
+            group_config = self.group_config(result.subscription.group.name)
+            if group_config is not None:
+                self._merge_subscription(result, group_config)
         result.metric.CopyFrom(pb.Metric(on=False))  # no metric collector: the SDKs export nothing
         return result
 
@@ -69,17 +77,17 @@ class GrpcClientSettingsManager:
         settings.publishing.validate_message_type = c.enable_topic_message_type_check
         settings.publishing.max_body_size = c.max_message_size
 
-    def _merge_subscription(self, settings: Any) -> None:
-        # mergeSubscriptionData with a group's default config: the proxy's batch size and long polling, the group's
-        # retries (retryMaxTimes + 1 attempts) with its customized backoff.
+    def _merge_subscription(self, settings: Any, group_config: SubscriptionGroupConfig | None = None) -> None:
+        # mergeSubscriptionData with the group's config (or a default one): the proxy's batch size and long
+        # polling, the group's fifo and retries (retryMaxTimes + 1 attempts) with its customized backoff.
         c = self.config
         sub = settings.subscription
         sub.receive_batch_size = c.consumer_long_polling_batch_size
         sub.long_polling_timeout.CopyFrom(_duration(c.consumer_max_long_polling_timeout_millis))
-        if not sub.HasField("fifo"):
-            sub.fifo = False
+        sub.fifo = group_config.consume_message_orderly if group_config is not None else False
+        retry_max_times = group_config.retry_max_times if group_config is not None else c.consumer_retry_max_times
         backoff = settings.backoff_policy
-        backoff.max_attempts = c.consumer_retry_max_times + 1
+        backoff.max_attempts = retry_max_times + 1
         backoff.customized_backoff.CopyFrom(
             pb.CustomizedBackoff(next=[_duration(ms) for ms in c.consumer_customized_backoff_millis]))
 

@@ -2,9 +2,8 @@
 
 Every call reads the caller from its metadata (a missing ``x-mq-client-id`` is CLIENT_ID_REQUIRED, as in
 RocketMQ's proxy) and turns a failure into the response's ``status`` (gRPC status OK), never into a broken call.
-Methods not registered here (ReceiveMessage, AckMessage, ChangeInvisibleDuration and the rest of consumption,
-which build on the broker's POP requests) answer gRPC UNIMPLEMENTED; ``register_unary`` and
-``register_server_stream`` add them.
+Methods not registered (the pull RPCs, PullMessage, UpdateOffset, GetOffset and QueryOffset, which RocketMQ's proxy
+does not serve either) answer gRPC UNIMPLEMENTED; ``register_unary`` and ``register_server_stream`` add methods.
 """
 
 from __future__ import annotations
@@ -52,7 +51,11 @@ ServerStream = Callable[[ProxyContext, Any], AsyncIterator[Any]]
 
 
 def _context_of(context: grpc.aio.ServicerContext) -> ProxyContext:
-    return ProxyContext.of(context.invocation_metadata(), context.peer() or "")
+    ctx = ProxyContext.of(context.invocation_metadata(), context.peer() or "")
+    remaining = context.time_remaining()
+    if remaining is not None:
+        ctx.remaining_ms = max(0, int(remaining * 1000))
+    return ctx
 
 
 class GrpcMessagingApplication:
@@ -163,6 +166,7 @@ class GrpcMessagingApplication:
                 channel = self.channels.create_channel(ctx.client_id, ctx.language, ctx.client_version,
                                                        ctx.remote_address, outbox)
                 state["channel"] = channel
+                await self.client_activity.read_group_config(command)
                 try:
                     reply = self.client_activity.process_client_settings(ctx, channel, command)
                 except GrpcProxyException as e:

@@ -26,6 +26,8 @@ class ProxyContext:
     client_version: str = ""
     namespace: str = ""
     remote_address: str = ""
+    # Milliseconds left before the call's deadline when it arrived (None: the client set no deadline).
+    remaining_ms: int | None = None
 
     @classmethod
     def of(cls, metadata: Iterable[tuple[str, str | bytes]] | None, peer: str = "") -> ProxyContext:

@@ -18,13 +18,19 @@ from typing import Any, TypeVar
 
 import grpc
 
+from .ack_message_activity import AckMessageActivity
+from .change_invisible_duration_activity import ChangeInvisibleDurationActivity
 from .client_activity import ClientActivity
 from .cluster_service import ClusterService
 from .config import ProxyConfig, TlsMode
+from .consumer_processor import ConsumerProcessor
 from .end_transaction_activity import EndTransactionActivity
+from .forward_message_to_dlq_activity import ForwardMessageToDLQActivity, recall_message
 from .grpc_channel_manager import GrpcChannelManager
 from .grpc_client_settings_manager import GrpcClientSettingsManager
 from .grpc_messaging_application import GrpcMessagingApplication
+from .receipt_handle_manager import ReceiptHandleManager
+from .receive_message_activity import ReceiveMessageActivity
 from .route_activity import RouteActivity
 from .send_message_activity import SendMessageActivity
 from .tls import load_or_make
@@ -50,7 +56,7 @@ class GrpcProxy:
         config = self.config
         self.cluster = ClusterService(config)
         self.channels = GrpcChannelManager(config.max_telemetry_streams, config.telemetry_queue_size)
-        self.settings = GrpcClientSettingsManager(config)
+        self.settings = GrpcClientSettingsManager(config, group_config=self.cluster.cached_group_config)
         self.transactions = TransactionDataManager(config.transaction_data_expire_millis,
                                                    config.transaction_data_max_num)
         self.client_activity = ClientActivity(self.settings, self.channels, self.cluster)
@@ -58,6 +64,16 @@ class GrpcProxy:
         self.send_activity = SendMessageActivity(config, self.cluster, self.transactions)
         self.transaction_activity = EndTransactionActivity(self.cluster, self.transactions, self.channels)
         self.cluster.producer_groups = self.channels.producer_topics
+        self.consumer = ConsumerProcessor(self.cluster)
+        self.handles = ReceiptHandleManager(config, self.consumer, lambda c: self.channels.get_channel(c) is not None,
+                                            self._retry_delay)
+        self.channels.on_remove = self.handles.clear_client
+        self.receive_activity = ReceiveMessageActivity(config, self.settings, self.channels, self.cluster,
+                                                       self.consumer, self.handles)
+        self.ack_activity = AckMessageActivity(self.consumer, self.channels, self.handles)
+        self.change_invisible_activity = ChangeInvisibleDurationActivity(config, self.consumer, self.channels,
+                                                                         self.handles)
+        self.dlq_activity = ForwardMessageToDLQActivity(self.consumer, self.channels, self.handles)
         app = self.application = GrpcMessagingApplication(self.client_activity, self.channels)
         app.register_unary("QueryRoute", self.route_activity.query_route)
         app.register_unary("QueryAssignment", self.route_activity.query_assignment)
@@ -65,6 +81,16 @@ class GrpcProxy:
         app.register_unary("NotifyClientTermination", self.client_activity.notify_client_termination)
         app.register_unary("SendMessage", self.send_activity.send_message)
         app.register_unary("EndTransaction", self.transaction_activity.end_transaction)
+        app.register_server_stream("ReceiveMessage", self.receive_activity.receive_message)
+        app.register_unary("AckMessage", self.ack_activity.ack_message)
+        app.register_unary("ChangeInvisibleDuration", self.change_invisible_activity.change_invisible_duration)
+        app.register_unary("ForwardMessageToDeadLetterQueue", self.dlq_activity.forward_message_to_dead_letter_queue)
+        app.register_unary("RecallMessage", recall_message)
+
+    def _retry_delay(self, group: str, reconsume_times: int) -> int:
+        """The group's delay before its next attempt (its customized backoff), in ms."""
+        steps = self.config.consumer_customized_backoff_millis
+        return steps[min(reconsume_times, len(steps) - 1)]
 
     @property
     def port(self) -> int:
@@ -147,6 +173,7 @@ class GrpcProxy:
                 await self._front.start()
                 c.grpc_server_port = self._front.port
             await self.cluster.start()
+            self.handles.start()
         except BaseException:
             await self._stop()
             raise
@@ -157,6 +184,7 @@ class GrpcProxy:
             await self._front.stop()
         if self._server is not None:
             await self._server.stop(grace=0.5)
+        await self.handles.stop()
         await self.cluster.shutdown()
 
     async def __aenter__(self) -> GrpcProxy:

@@ -13,6 +13,13 @@ class GetTopicStatsInfoRequestHeader(CommandHeader):
 
 
 @dataclass(slots=True)
+class GetSubscriptionGroupConfigRequestHeader(CommandHeader):
+    """RocketMQ 5's GET_SUBSCRIPTIONGROUP_CONFIG."""
+
+    group: str
+
+
+@dataclass(slots=True)
 class GetTopicConfigRequestHeader(CommandHeader):
     """RocketMQ 5's GET_TOPIC_CONFIG (TopicRequestHeader: ``lo`` asks for the logic-queue mapping too)."""
 

@@ -240,7 +240,8 @@ class GetConsumerListByGroupResponseBody:
 @dataclass(slots=True)
 class SubscriptionGroupConfig:
     """A consumer group's broker-side settings: UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) body and the
-    values of subscriptionGroup.json (RocketMQ 4.9.8 fields and defaults)."""
+    values of subscriptionGroup.json (RocketMQ 4.9.8 fields and defaults, and RocketMQ 5's
+    ``consumeMessageOrderly``, written only when set so a 4.9.8 group reads and writes as before)."""
 
     group_name: str
     consume_enable: bool = True
@@ -251,9 +252,11 @@ class SubscriptionGroupConfig:
     broker_id: int = 0
     which_broker_when_consume_slowly: int = 1
     notify_consumer_ids_changed_enable: bool = True
+    # RocketMQ 5: the group consumes FIFO (its pops are orderly; the 5.x SDKs read it from the proxy's Settings).
+    consume_message_orderly: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "groupName": self.group_name,
             "consumeEnable": self.consume_enable,
             "consumeFromMinEnable": self.consume_from_min_enable,
@@ -264,6 +267,9 @@ class SubscriptionGroupConfig:
             "whichBrokerWhenConsumeSlowly": self.which_broker_when_consume_slowly,
             "notifyConsumerIdsChangedEnable": self.notify_consumer_ids_changed_enable,
         }
+        if self.consume_message_orderly:
+            out["consumeMessageOrderly"] = True
+        return out
 
     @classmethod
     def from_dict(cls, obj: object, path: str = "") -> SubscriptionGroupConfig:
@@ -278,4 +284,5 @@ class SubscriptionGroupConfig:
             broker_id=r.int("brokerId", 0),
             which_broker_when_consume_slowly=r.int("whichBrokerWhenConsumeSlowly", 1),
             notify_consumer_ids_changed_enable=r.bool("notifyConsumerIdsChangedEnable", True),
+            consume_message_orderly=r.bool("consumeMessageOrderly", False),
         )

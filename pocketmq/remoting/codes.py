@@ -157,6 +157,7 @@ class RequestCode(IntEnum):
     GET_ALL_PRODUCER_INFO = 328
     DELETE_EXPIRED_COMMITLOG = 329
     GET_TOPIC_CONFIG = 351  # RocketMQ 5: one topic's config with its attributes (what a 5.x proxy reads)
+    GET_SUBSCRIPTIONGROUP_CONFIG = 352  # RocketMQ 5: one group's config (a 5.x proxy reads fifo and retries)
     LITE_PULL_MESSAGE = 361  # 5.x clients' DefaultLitePullConsumer: a PULL_MESSAGE on a pull thread pool of its own
     # RocketMQ 5's POP (docs/protocol.md, "POP")
     POP_MESSAGE = 200050

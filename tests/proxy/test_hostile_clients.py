@@ -4,9 +4,11 @@ and a flood of them. Each gets an error status or a closed stream; the endpoint 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import grpc
 import pytest
+from google.protobuf.duration_pb2 import Duration
 from rocketmq.grpc_protocol import service_pb2_grpc
 
 from .conftest import D, S, create_topic, metadata, start_proxy
@@ -132,6 +134,81 @@ async def test_a_connection_that_never_speaks_is_closed(cluster):
         reader, writer = await asyncio.open_connection(host, int(port))
         assert await asyncio.wait_for(reader.read(1), 10) == b""  # closed by the proxy, not by this test's timeout
         writer.close()
+        await still_serves(proxy.endpoint)
+    finally:
+        await proxy.stop()
+
+
+# --- consumption ---------------------------------------------------------------------------------------------
+
+CONSUMING = {"consumer_min_long_polling_timeout_millis": 100, "min_invisible_time_millis_for_recv": 1000}
+
+
+def handles_of(topic: str, group: str = "HostileGroup") -> dict[str, Any]:
+    return {"group": D.Resource(name=group), "topic": D.Resource(name=topic)}
+
+
+@pytest.mark.parametrize("handle", ["", "garbage", "1 2 3", "a b c d e f g h", "0 1 2 3 9 broker-a 0 0",
+                                    "0 1 2 3 0 no-such-broker 0 0 5", "x" * 1_000_000, "0 " * 5000])
+async def test_malformed_receipt_handles_get_an_error_status(cluster, handle):
+    proxy = await start_proxy(cluster, **CONSUMING)
+    try:
+        await create_topic(cluster, "Handles")
+        async with grpc.aio.insecure_channel(proxy.endpoint) as channel:
+            stub = service_pb2_grpc.MessagingServiceStub(channel)
+            ack = await stub.AckMessage(S.AckMessageRequest(**handles_of("Handles"), entries=[
+                S.AckMessageEntry(message_id="m", receipt_handle=handle)]), metadata=metadata())
+            change = await stub.ChangeInvisibleDuration(S.ChangeInvisibleDurationRequest(
+                **handles_of("Handles"), receipt_handle=handle, message_id="m",
+                invisible_duration=Duration(seconds=10)), metadata=metadata())
+            forward = await stub.ForwardMessageToDeadLetterQueue(S.ForwardMessageToDeadLetterQueueRequest(
+                **handles_of("Handles"), receipt_handle=handle, message_id="m"), metadata=metadata())
+        for answer in (ack.entries[0], ack, change, forward):
+            assert answer.status.code in (D.Code.INVALID_RECEIPT_HANDLE, D.Code.BAD_REQUEST), answer.status
+        await still_serves(proxy.endpoint)
+    finally:
+        await proxy.stop()
+
+
+async def test_a_receive_stream_given_up_mid_way_gives_its_messages_back_at_once(cluster):
+    """A client that asks for 32 messages of 1 MB and goes away after the first response: what the proxy could not
+    write is visible again a second later, not after its invisible time."""
+    proxy = await start_proxy(cluster, **CONSUMING)
+    try:
+        await create_topic(cluster, "Walkaway", queues=1)
+        async with grpc.aio.insecure_channel(proxy.endpoint) as channel:
+            stub = service_pb2_grpc.MessagingServiceStub(channel)
+            for i in range(32):
+                msg = D.Message(topic=D.Resource(name="Walkaway"), body=bytes([i]) * 1024 * 1024,
+                                system_properties=D.SystemProperties(message_id=f"walk-{i}",
+                                                                     body_encoding=D.Encoding.IDENTITY,
+                                                                     message_type=D.MessageType.NORMAL))
+                assert (await stub.SendMessage(S.SendMessageRequest(messages=[msg]),
+                                               metadata=metadata())).status.code == D.Code.OK
+        request = S.ReceiveMessageRequest(
+            group=D.Resource(name="HostileGroup"),
+            message_queue=D.MessageQueue(topic=D.Resource(name="Walkaway"), broker=D.Broker(name="broker-a")),
+            filter_expression=D.FilterExpression(type=D.FilterType.TAG, expression="*"), batch_size=32,
+            invisible_duration=Duration(seconds=60), long_polling_timeout=Duration(seconds=1))
+        # A small receive window: the proxy's writes wait for a reader that never comes.
+        async with grpc.aio.insecure_channel(proxy.endpoint, options=[("grpc.http2.bdp_probe", 0)]) as channel:
+            call = service_pb2_grpc.MessagingServiceStub(channel).ReceiveMessage(request, metadata=metadata(),
+                                                                                   timeout=30)
+            first = await call.read()
+            assert first.status.code == D.Code.OK
+            await asyncio.sleep(0.5)
+            call.cancel()
+        got: set[str] = set()
+        async with grpc.aio.insecure_channel(proxy.endpoint) as channel:
+            stub = service_pb2_grpc.MessagingServiceStub(channel)
+            deadline = asyncio.get_running_loop().time() + 15
+            while len(got) < 20 and asyncio.get_running_loop().time() < deadline:
+                request.invisible_duration.seconds = 60
+                async for r in stub.ReceiveMessage(request, metadata=metadata(), timeout=10):
+                    if r.WhichOneof("content") == "message":
+                        got.add(r.message.system_properties.message_id)
+        # Most of the 32 never left the proxy: back within seconds (an invisible time of 60 s would keep them).
+        assert len(got) >= 20
         await still_serves(proxy.endpoint)
     finally:
         await proxy.stop()

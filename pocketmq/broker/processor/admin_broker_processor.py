@@ -10,7 +10,7 @@ from pocketmq.common.topic_attributes import (
     TOPIC_MESSAGE_TYPE_ATTRIBUTE,
     TopicMessageType,
 )
-from pocketmq.remoting.admin_header import GetTopicConfigRequestHeader
+from pocketmq.remoting.admin_header import GetSubscriptionGroupConfigRequestHeader, GetTopicConfigRequestHeader
 from pocketmq.remoting.body import TopicConfig
 from pocketmq.remoting.client_body import (
     LockBatchRequestBody,
@@ -57,6 +57,7 @@ class AdminBrokerProcessor(BrokerProcessor):
         h[RequestCode.GET_TOPIC_CONFIG] = self.get_topic_config
         h[RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP] = self.update_and_create_subscription_group
         h[RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG] = self.get_all_subscription_group_config
+        h[RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG] = self.get_subscription_group_config
         h[RequestCode.GET_ALL_CONSUMER_OFFSET] = self.get_all_consumer_offset
         h[RequestCode.GET_ALL_DELAY_OFFSET] = self.get_all_delay_offset
         h[RequestCode.LOCK_BATCH_MQ] = self.lock_batch_mq
@@ -185,6 +186,15 @@ class AdminBrokerProcessor(BrokerProcessor):
 
     async def get_all_subscription_group_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         return response(request, body=request.encode_body(self.controller.subscription_group_manager.encode()))
+
+    async def get_subscription_group_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """GET_SUBSCRIPTIONGROUP_CONFIG (RocketMQ 5): one group's config, as a 5.x proxy asks it (created first when
+        autoCreateSubscriptionGroup, as RocketMQ's findSubscriptionGroupConfig does)."""
+        header = request.decode_header(GetSubscriptionGroupConfigRequestHeader)
+        cfg = self.controller.subscription_group_manager.find_subscription_group_config(header.group)
+        if cfg is None:
+            return response(request, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "No group in this broker")
+        return response(request, body=request.encode_body(cfg.to_dict()))
 
     async def get_all_consumer_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         table = self.controller.consumer_offset_manager.offset_table

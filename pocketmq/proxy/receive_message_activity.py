@@ -1,0 +1,215 @@
+"""ReceiveMessageActivity: ReceiveMessage as one POP_MESSAGE of the named broker (RocketMQ's ReceiveMessageActivity
+and ReceiveMessageResponseStreamWriter).
+
+The stream is what the SDKs read: one status (OK, MESSAGE_NOT_FOUND when nothing came within the long polling time,
+or the error), then one response per message, then the time of delivery; then it ends. The long polling time is the
+request's, clamped to the proxy's bounds and to the call's deadline; a receive that does not auto-renew names an
+invisible time within the proxy's bounds; one that does (a push consumer) gets the proxy's and is renewed until
+acked (ReceiptHandleManager). A message that cannot be written (the client went away, or stopped reading) is made
+visible again a second later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from pocketmq.client.consumer.pop_result import PopResult, PopStatus
+from pocketmq.client.exceptions import MQClientException
+from pocketmq.client.filter_api import EXPRESSION_TYPE_SQL92, EXPRESSION_TYPE_TAG, build_subscription_data
+from pocketmq.common.message import MessageExt
+from pocketmq.common.pop_ack_constants import PROPERTY_POP_CK
+from pocketmq.remoting.codes import PermName
+
+from .cluster_service import ClusterService
+from .config import ProxyConfig
+from .consumer_processor import ConsumerProcessor, message_id, pop_filter
+from .grpc_channel_manager import GrpcChannelManager
+from .grpc_client_settings_manager import GrpcClientSettingsManager
+from .grpc_validator import validate_consumer_group, validate_topic
+from .message_converter import to_grpc_message
+from .protocol import load
+from .proxy_context import ProxyContext
+from .proxy_exception import GrpcProxyException, status, status_of
+from .receipt_handle import decode
+from .receipt_handle_manager import MessageReceiptHandle, ReceiptHandleManager
+
+pb = load()
+log = logging.getLogger(__name__)
+
+ILLEGAL_POLLING_TIME_INTRODUCED_CLIENT_VERSION = "5.0.3"
+NACK_INVISIBLE_TIME = 1000
+
+
+def validate_invisible_time(config: ProxyConfig, invisible_time: int, min_invisible_time: int = 0) -> None:
+    """GrpcValidator.validateInvisibleTime."""
+    if invisible_time < min_invisible_time:
+        raise GrpcProxyException(pb.Code.ILLEGAL_INVISIBLE_TIME,
+                                 f"the invisibleTime is too small. min is {min_invisible_time}")
+    if 0 < config.max_invisible_time_millis < invisible_time:
+        raise GrpcProxyException(pb.Code.ILLEGAL_INVISIBLE_TIME,
+                                 f"the invisibleTime is too large. max is {config.max_invisible_time_millis}")
+
+
+def _millis(duration: Any) -> int:
+    return int(duration.seconds * 1000 + duration.nanos // 1_000_000)
+
+
+def _delivery_timestamp() -> Any:
+    ms = time.time_ns() // 1_000_000
+    return pb.ReceiveMessageResponse(delivery_timestamp=pb.Timestamp(seconds=ms // 1000,
+                                                                    nanos=(ms % 1000) * 1_000_000))
+
+
+class ReceiveMessageActivity:
+    def __init__(self, config: ProxyConfig, settings: GrpcClientSettingsManager, channels: GrpcChannelManager,
+                 cluster: ClusterService, consumer: ConsumerProcessor, handles: ReceiptHandleManager) -> None:
+        self.config = config
+        self.settings = settings
+        self.channels = channels
+        self.cluster = cluster
+        self.consumer = consumer
+        self.handles = handles
+        self._nacks: set[asyncio.Task[None]] = set()
+
+    async def receive_message(self, ctx: ProxyContext, request: Any) -> AsyncIterator[Any]:
+        try:
+            pop = await self._pop(ctx, request)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            if not isinstance(e, GrpcProxyException | MQClientException):
+                log.warning("ReceiveMessage failed", exc_info=True)
+            yield pb.ReceiveMessageResponse(status=status_of(e))
+            yield _delivery_timestamp()
+            return
+        if isinstance(pop, tuple):  # (code, message): refused before any pop
+            yield pb.ReceiveMessageResponse(status=status(*pop))
+            yield _delivery_timestamp()
+            return
+        async for response in self._write(request, pop):
+            yield response
+
+    async def _pop(self, ctx: ProxyContext, request: Any) -> PopResult | tuple[int, str]:
+        c = self.config
+        topic = request.message_queue.topic.name
+        group = request.group.name
+        settings = self.settings.client_settings(ctx.client_id)
+        remaining = ctx.remaining_ms
+        if request.HasField("long_polling_timeout"):
+            polling_time = _millis(request.long_polling_timeout)
+        elif remaining is not None:
+            request_timeout = _millis(settings.request_timeout) if settings is not None else \
+                int(c.request_timeout * 1000)
+            polling_time = remaining - request_timeout // 2
+        else:
+            polling_time = c.consumer_max_long_polling_timeout_millis
+        polling_time = min(max(polling_time, c.consumer_min_long_polling_timeout_millis),
+                           c.consumer_max_long_polling_timeout_millis)
+        if remaining is not None and polling_time > remaining:
+            if remaining >= c.consumer_min_long_polling_timeout_millis:
+                polling_time = remaining
+            else:
+                version = ctx.client_version
+                code = pb.Code.BAD_REQUEST if not version or version < ILLEGAL_POLLING_TIME_INTRODUCED_CLIENT_VERSION \
+                    else pb.Code.ILLEGAL_POLLING_TIME
+                return code, "The deadline time remaining is not enough for polling, please check network condition"
+        validate_topic(topic)
+        validate_consumer_group(group)
+        auto_renew = c.enable_proxy_auto_renew and request.auto_renew
+        if auto_renew:
+            invisible_time = c.default_invisible_time_millis
+        else:
+            invisible_time = _millis(request.invisible_duration)
+            validate_invisible_time(c, invisible_time, c.min_invisible_time_millis_for_recv)
+        expression = request.filter_expression
+        try:
+            subscription = build_subscription_data(
+                topic, expression.expression,
+                EXPRESSION_TYPE_SQL92 if expression.type == pb.FilterType.SQL else EXPRESSION_TYPE_TAG)
+        except MQClientException as e:
+            return pb.Code.ILLEGAL_FILTER_EXPRESSION, str(e)
+        route = await self.cluster.route(topic)
+        broker_name = self._select_broker(route, request.message_queue.broker.name)
+        addr = None if broker_name is None else self.cluster.master_addr(route, broker_name)
+        if broker_name is None or addr is None:
+            raise GrpcProxyException(pb.Code.FORBIDDEN, "no readable queue")
+        # The group's config (fifo, retries) as the broker has it, then the client's Settings merged with it.
+        await self.cluster.subscription_group_config(group, topic)
+        settings = self.settings.client_settings(ctx.client_id)
+        fifo = settings.subscription.fifo if settings is not None else False
+        group_config = self.cluster.cached_group_config(group)
+        max_attempts = settings.backoff_policy.max_attempts if settings is not None else \
+            (group_config.retry_max_times if group_config is not None else c.consumer_retry_max_times) + 1
+        timeout = (remaining if remaining is not None else polling_time + int(c.request_timeout * 1000)) / 1000
+        result = await self.consumer.pop_message(
+            addr, broker_name, group, topic, request.batch_size, invisible_time, polling_time, subscription, fifo,
+            pop_filter(subscription, max_attempts), request.attempt_id if request.HasField("attempt_id") else None,
+            timeout)
+        if auto_renew and result.pop_status is PopStatus.FOUND and result.msg_found_list:
+            if self.channels.get_channel(ctx.client_id) is None:
+                for msg in result.msg_found_list:
+                    self._nack(msg, group, topic)
+                raise GrpcProxyException(pb.Code.MESSAGE_NOT_FOUND,
+                                         f"The client [{ctx.client_id}] is disconnected.")
+            for msg in result.msg_found_list:
+                handle = msg.properties.get(PROPERTY_POP_CK)
+                if handle is not None:
+                    self.handles.add(ctx.client_id, MessageReceiptHandle(
+                        group, topic, message_id(msg), handle, handle, msg.reconsume_times))
+        return result
+
+    @staticmethod
+    def _select_broker(route: Any, broker_name: str) -> str | None:
+        """ReceiveMessageQueueSelector: the named broker if it has readable queues of the topic, else any that has."""
+        readable = [qd.broker_name for qd in route.queue_datas
+                    if PermName.is_readable(qd.perm) and qd.read_queue_nums > 0]
+        if broker_name.strip() and broker_name in readable:
+            return broker_name
+        return readable[0] if readable else None
+
+    async def _write(self, request: Any, result: PopResult) -> AsyncIterator[Any]:
+        group, topic = request.group.name, request.message_queue.topic.name
+        msgs = result.msg_found_list
+        if result.pop_status is PopStatus.FOUND:
+            if not msgs:
+                yield pb.ReceiveMessageResponse(status=status(pb.Code.MESSAGE_NOT_FOUND, "no match message"))
+        elif result.pop_status is PopStatus.POLLING_FULL:
+            yield pb.ReceiveMessageResponse(status=status(pb.Code.TOO_MANY_REQUESTS, "polling full"))
+        else:
+            yield pb.ReceiveMessageResponse(status=status(pb.Code.MESSAGE_NOT_FOUND, "no new message"))
+        if result.pop_status is PopStatus.FOUND and msgs:
+            written = 0
+            try:
+                yield pb.ReceiveMessageResponse(status=status(pb.Code.OK))
+                for msg in msgs:
+                    yield pb.ReceiveMessageResponse(message=to_grpc_message(msg))
+                    written += 1
+            finally:
+                # The stream ended before every message was written (the client went away, or stopped reading
+                # until its deadline): they are visible again in a second, not after their invisible time.
+                for msg in msgs[written:]:
+                    self._nack(msg, group, topic)
+        yield _delivery_timestamp()
+
+    def _nack(self, msg: MessageExt, group: str, topic: str) -> None:
+        handle = msg.properties.get(PROPERTY_POP_CK)
+        if handle is None:
+            return
+
+        async def nack() -> None:
+            try:
+                current = handle
+                renewed = await self.handles.remove_any(group, message_id(msg), handle)
+                if renewed is not None:
+                    current = renewed.current
+                await self.consumer.change_invisible_time(decode(current), group, topic, NACK_INVISIBLE_TIME)
+            except Exception as e:
+                log.info("nack of %s in %s failed: %s", msg.msg_id, group, e)
+
+        task = asyncio.get_running_loop().create_task(nack())
+        self._nacks.add(task)
+        task.add_done_callback(self._nacks.discard)

@@ -12,8 +12,10 @@
 //	                                                                a SimpleConsumer receives and acks N messages;
 //	                                                                the message with key KEY is left un-acked once
 //	push        --topic T --group CG --expect N [--consumers C] [--fail KEY]
-//	                                                                C PushConsumers of one group; the listener fails
-//	                                                                the message with key KEY every time
+//	                                                                C PushConsumers of one group until N messages
+//	                                                                succeeded; with --fail the listener fails the
+//	                                                                message with keys KEY every time, and the
+//	                                                                consumers run until a line "stop" on stdin
 //
 // Output: one JSON object per line on stdout ({"event": ...}); the last one is {"event": "done"}. Every scenario
 // has a deadline (--timeout seconds), after which the program prints {"event": "done", "timed_out": true} and
@@ -21,6 +23,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -318,7 +321,8 @@ func runSimple(endpoint, topic, group string, expect int, hold string, invisible
 }
 
 // runPush starts `consumers` PushConsumers of one group and waits until `expect` messages were consumed with
-// SUCCESS; the listener answers FAILURE for the message whose keys are `failKey`, every time it comes.
+// SUCCESS; with `failKey` the listener answers FAILURE for the message whose keys are that, every time it comes, and
+// the consumers run until "stop" on stdin.
 func runPush(endpoint, topic, group string, expect, consumers int, failKey string) {
 	var mu sync.Mutex
 	succeeded := map[string]bool{}
@@ -338,7 +342,7 @@ func runPush(endpoint, topic, group string, expect, consumers int, failKey strin
 			}
 			mu.Lock()
 			succeeded[mv.GetMessageId()] = true
-			if len(succeeded) >= expect {
+			if len(succeeded) >= expect && failKey == "" {
 				closeOnce.Do(func() { close(done) })
 			}
 			mu.Unlock()
@@ -356,6 +360,18 @@ func runPush(endpoint, topic, group string, expect, consumers int, failKey strin
 		started = append(started, pc)
 	}
 	emit("started", map[string]any{})
+	if failKey != "" {
+		// A failing message keeps coming back until the DLQ takes it: the test says when it saw it there.
+		go func() {
+			scanner := bufio.NewScanner(os.Stdin)
+			for scanner.Scan() {
+				if strings.TrimSpace(scanner.Text()) == "stop" {
+					break
+				}
+			}
+			closeOnce.Do(func() { close(done) })
+		}()
+	}
 	<-done
 	// Acks are sent after the listener returns: give the last ones time to go before the process ends.
 	time.Sleep(500 * time.Millisecond)

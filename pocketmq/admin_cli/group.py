@@ -36,6 +36,8 @@ def add(sub: Any) -> None:
     p.add_argument("-s", "--consumeEnable", type=bool_arg, default=True, help="consume enable")
     p.add_argument("-m", "--consumeFromMinEnable", type=bool_arg, default=False, help="from min offset")
     p.add_argument("-d", "--consumeBroadcastEnable", type=bool_arg, default=False, help="broadcast")
+    p.add_argument("-o", "--consumeMessageOrderly", type=bool_arg, default=False,
+                   help="consume message orderly (RocketMQ 5: the group's 5.x SDK consumers are FIFO)")
     p.add_argument("-q", "--retryQueueNums", type=int, default=1, help="retry queue nums")
     p.add_argument("-r", "--retryMaxTimes", type=int, default=16, help="retry max times")
     p.add_argument("-i", "--brokerId", type=int, default=0, help="consumer from which broker id")
@@ -75,6 +77,7 @@ async def update_sub_group(admin: MQAdminExt, args: argparse.Namespace) -> Print
     cfg = SubscriptionGroupConfig(
         args.group, args.consumeEnable, args.consumeFromMinEnable, args.consumeBroadcastEnable, args.retryQueueNums,
         args.retryMaxTimes, args.brokerId, args.whichBrokerWhenConsumeSlowly, args.notifyConsumerIdsChanged,
+        consume_message_orderly=args.consumeMessageOrderly,
     )
     addrs = await admin.create_subscription_group(cfg, cluster=args.cluster_name, broker_addr=args.broker_addr)
     return Printable({"brokers": addrs, "subscriptionGroupConfig": cfg},

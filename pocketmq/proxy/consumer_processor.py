@@ -29,7 +29,7 @@ from pocketmq.remoting.pop_header import (
 
 from .cluster_service import ClusterService
 from .protocol import load
-from .proxy_exception import GrpcProxyException
+from .proxy_exception import PROXY_EXCEPTION, GrpcProxyException
 from .receipt_handle import ReceiptHandle, create_handle, decode
 
 pb = load()
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 MAX_MSG_NUMS_FOR_POP_REQUEST = 32
 CONSUME_INIT_MODE_MAX = 1
-EXPIRED = "receipt handle is expired"
+EXPIRED = PROXY_EXCEPTION + "receipt handle is expired"
 
 # What becomes of a popped message before it is handed over (PopMessageResultFilter).
 MATCH, NO_MATCH, TO_DLQ = "match", "no match", "to dlq"
@@ -139,7 +139,7 @@ class ConsumerProcessor:
         """CONSUMER_SEND_MSG_BACK with delay level -1 (straight to %DLQ%group), then, when the broker took it, the
         ack of the original; the broker's (code, remark)."""
         if handle.commit_log_offset < 0:
-            raise GrpcProxyException(pb.Code.INVALID_RECEIPT_HANDLE, "commit log offset is empty")
+            raise GrpcProxyException(pb.Code.INVALID_RECEIPT_HANDLE, PROXY_EXCEPTION + "commit log offset is empty")
         addr = await self.broker_addr(topic, handle.broker_name)
         header = ConsumerSendMsgBackRequestHeader(
             offset=handle.commit_log_offset, group=group, delay_level=-1, origin_msg_id=msg_id,

@@ -21,6 +21,9 @@ _RESPONSE_CODE_MAPPING: dict[int, Any] = {
 }
 
 
+# How a ProxyException of RocketMQ's proxy reads in a status (its toString: the class name, then the message).
+PROXY_EXCEPTION = "org.apache.rocketmq.proxy.common.ProxyException: "
+
 # What RocketMQ's MQClientException appends to its message (FAQUrl.attachDefaultURL).
 FAQ_SUFFIX = "\nFor more information, please visit the url, https://rocketmq.apache.org/docs/bestPractice/06FAQ"
 

@@ -25,7 +25,7 @@ from .cluster_service import ClusterService
 from .config import ProxyConfig, TlsMode
 from .consumer_processor import ConsumerProcessor
 from .end_transaction_activity import EndTransactionActivity
-from .forward_message_to_dlq_activity import ForwardMessageToDLQActivity, recall_message
+from .forward_message_to_dlq_activity import ForwardMessageToDLQActivity, RecallMessageActivity
 from .grpc_channel_manager import GrpcChannelManager
 from .grpc_client_settings_manager import GrpcClientSettingsManager
 from .grpc_messaging_application import GrpcMessagingApplication
@@ -74,6 +74,7 @@ class GrpcProxy:
         self.change_invisible_activity = ChangeInvisibleDurationActivity(config, self.consumer, self.channels,
                                                                          self.handles)
         self.dlq_activity = ForwardMessageToDLQActivity(self.consumer, self.channels, self.handles)
+        self.recall_activity = RecallMessageActivity(config, self.cluster)
         app = self.application = GrpcMessagingApplication(self.client_activity, self.channels)
         app.register_unary("QueryRoute", self.route_activity.query_route)
         app.register_unary("QueryAssignment", self.route_activity.query_assignment)
@@ -85,7 +86,7 @@ class GrpcProxy:
         app.register_unary("AckMessage", self.ack_activity.ack_message)
         app.register_unary("ChangeInvisibleDuration", self.change_invisible_activity.change_invisible_duration)
         app.register_unary("ForwardMessageToDeadLetterQueue", self.dlq_activity.forward_message_to_dead_letter_queue)
-        app.register_unary("RecallMessage", recall_message)
+        app.register_unary("RecallMessage", self.recall_activity.recall_message)
 
     def _retry_delay(self, group: str, reconsume_times: int) -> int:
         """The group's delay before its next attempt (its customized backoff), in ms."""

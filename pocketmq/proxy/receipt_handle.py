@@ -60,23 +60,32 @@ def create_handle(pop_ck: str, commit_log_offset: int) -> str:
     return f"{pop_ck} {commit_log_offset}"
 
 
+def _number(field: str) -> int:
+    try:
+        return int(field)
+    except ValueError:
+        raise GrpcProxyException(pb.Code.INTERNAL_SERVER_ERROR,
+                                 f'For input string: "{field[:64]}". NumberFormatException') from None
+
+
 def decode(text: str) -> ReceiptHandle:
-    """GrpcProxyException INVALID_RECEIPT_HANDLE for anything that is not a handle this proxy made."""
+    """ReceiptHandle.decode. What does not parse is refused as RocketMQ's proxy refuses it: an internal error with
+    the Java exception's text (its ExceptionUtils.getErrorDetailMessage, without the stack frame); an expired handle
+    is INVALID_RECEIPT_HANDLE, later (ConsumerProcessor). A handle longer than any the broker makes is refused
+    before it is parsed."""
     if len(text) > _MAX_LENGTH:
         raise GrpcProxyException(pb.Code.INVALID_RECEIPT_HANDLE, "receipt handle is too long")
     fields = text.split(" ")
-    commit_log_offset = -1
-    if len(fields) == 9:
-        try:
-            commit_log_offset = int(fields[8])
-        except ValueError:
-            raise GrpcProxyException(pb.Code.INVALID_RECEIPT_HANDLE, "receipt handle is malformed") from None
-        fields = fields[:8]
-    if len(fields) != 8:
-        raise GrpcProxyException(pb.Code.INVALID_RECEIPT_HANDLE,
-                                 f"receipt handle is malformed: {len(fields)} fields, not 8 or 9")
+    while fields and not fields[-1]:
+        fields.pop()  # (Java's String.split drops trailing empty strings)
+    if len(fields) < 8:
+        raise GrpcProxyException(pb.Code.INTERNAL_SERVER_ERROR,
+                                 f"Parse failed, dataList size {len(fields)}. IllegalArgumentException")
+    for i in (0, 1, 2, 3, 6, 7):
+        _number(fields[i])
+    commit_log_offset = _number(fields[8]) if len(fields) >= 9 else -1
     try:
-        extra = parse_extra_info(" ".join(fields))
-    except ExtraInfoError:
-        raise GrpcProxyException(pb.Code.INVALID_RECEIPT_HANDLE, "receipt handle is malformed") from None
+        extra = parse_extra_info(" ".join(fields[:8]))
+    except ExtraInfoError as e:
+        raise GrpcProxyException(pb.Code.INVALID_RECEIPT_HANDLE, f"receipt handle is malformed: {e}") from None
     return ReceiptHandle(extra, commit_log_offset, text)

@@ -95,8 +95,9 @@ class RouteActivity:
         validate_consumer_group(request.group.name)
         route = await self.cluster.route(request.topic.name)
         endpoints = self._endpoints(request.endpoints)
-        # A group's consumeMessageOrderly (RocketMQ 5) would give one assignment per queue; pocketmq's groups are
-        # 4.9.8's, without it, so every group gets the broker-wide queue -1.
+        # A FIFO group (consumeMessageOrderly) gets one assignment per queue, any other group the broker-wide -1.
+        config = await self.cluster.subscription_group_config(request.group.name, request.topic.name)
+        fifo = config is not None and config.consume_message_orderly
         assignments = []
         brokers = {bd.broker_name: bd for bd in route.broker_datas}
         for qd in route.queue_datas:
@@ -106,8 +107,9 @@ class RouteActivity:
             if bd is None or 0 not in bd.broker_addrs:
                 continue
             broker = pb.Broker(name=qd.broker_name, id=0, endpoints=endpoints)
-            mq = pb.MessageQueue(topic=request.topic, id=-1, permission=permission(qd.perm), broker=broker)
-            assignments.append(pb.Assignment(message_queue=mq))
+            for queue_id in range(qd.read_queue_nums) if fifo else (-1,):
+                mq = pb.MessageQueue(topic=request.topic, id=queue_id, permission=permission(qd.perm), broker=broker)
+                assignments.append(pb.Assignment(message_queue=mq))
         if not assignments:
             return pb.QueryAssignmentResponse(status=status(pb.Code.FORBIDDEN, "no readable queue"))
         return pb.QueryAssignmentResponse(status=ok(), assignments=assignments)

@@ -146,6 +146,11 @@ def test_group_commands_and_reset(cluster: ThreadedCluster, capsys: pytest.Captu
     assert code == 0 and out.count("create subscription group to") == 2
     assert all(b.subscription_group_manager.find_subscription_group_config("CliG").retry_max_times == 5
                for b in brokers(cluster))
+    # RocketMQ 5's -o: a FIFO group for the 5.x SDKs
+    code, _, _ = cli(capsys, cluster, "updateSubGroup", "-c", "DefaultCluster", "-g", "CliFifoG", "-o", "true")
+    assert code == 0 and all(
+        b.subscription_group_manager.find_subscription_group_config("CliFifoG").consume_message_orderly
+        for b in brokers(cluster))
     cli(capsys, cluster, "updateTopic", "-c", "DefaultCluster", "-t", "CliG_T", "-r", "1", "-w", "1")
     wait_routed(cluster, "CliG_T", 2)
     mq = MessageQueue("CliG_T", "broker-a", 0)

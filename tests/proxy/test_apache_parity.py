@@ -16,9 +16,11 @@ from typing import Any
 
 import grpc
 import pytest
+from google.protobuf.duration_pb2 import Duration
 from rocketmq.grpc_protocol import service_pb2_grpc
 
 from pocketmq import embedded
+from pocketmq.remoting.body import TopicConfig
 from tests.apache.apache_rocketmq import V5, ApacheRocketMQ, JavaProcess, free_port
 
 from .conftest import D, S, metadata
@@ -26,6 +28,8 @@ from .sdk_helpers import create_topic
 
 TOPIC = "ParityTopic"
 TXN_TOPIC = "ParityTxnTopic"  # message.type=TRANSACTION at Apache's (pocketmq's untyped topics take every type)
+RECV_TOPIC = "ParityRecvTopic"  # consumed by the receive cases only
+DELAY_TOPIC = "ParityDelayTopic"  # message.type=DELAY on both
 
 
 class ApacheProxy:
@@ -66,6 +70,10 @@ def apache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             made = rmq.mqadmin("updateTopic", "-t", TXN_TOPIC, "-c", rmq.cluster_name,
                                "-a", "+message.type=TRANSACTION")
             assert made.returncode == 0, made.stdout + made.stderr
+            made = rmq.mqadmin("updateTopic", "-t", RECV_TOPIC, "-c", rmq.cluster_name, "-r", "4", "-w", "4")
+            assert made.returncode == 0, made.stdout + made.stderr
+            made = rmq.mqadmin("updateTopic", "-t", DELAY_TOPIC, "-c", rmq.cluster_name, "-a", "+message.type=DELAY")
+            assert made.returncode == 0, made.stdout + made.stderr
             yield proxy.endpoint
         finally:
             proxy.stop()
@@ -76,6 +84,16 @@ def pocketmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with embedded.ThreadedCluster(tmp_path_factory.mktemp("pocketmq5"), grpc=True) as cluster:
         create_topic(cluster, TOPIC)
         create_topic(cluster, TXN_TOPIC)
+        create_topic(cluster, RECV_TOPIC)
+
+        async def typed() -> None:
+            broker = cluster.cluster.broker
+            assert broker is not None
+            broker.topic_config_manager.update_topic_config(TopicConfig(DELAY_TOPIC, 4, 4, 6,
+                                                                        attributes={"message.type": "DELAY"}))
+            await broker.register_broker_all()
+
+        cluster._call(typed())
         yield cluster.grpc_endpoint
 
 
@@ -228,3 +246,161 @@ def test_a_half_message_gets_a_transaction_id(both_servers):
     for answer in answers.values():
         [entry] = answer.entries
         assert entry.message_id == "0102FC0000000171190B1C3CCC0000BBBB" and entry.transaction_id
+
+
+# --- consumption ---------------------------------------------------------------------------------------------
+
+CONSUMER_ID = "parity-consumer@1"
+RECV_GROUP = "ParityRecvGroup"
+
+
+@pytest.fixture(scope="module")
+def consumer_sessions(both_servers: dict[str, Any]) -> Iterator[dict[str, str]]:
+    """A simple consumer's Telemetry stream on each server (its Settings are what ReceiveMessage reads), open for
+    the module; each server's broker name for the receive topic."""
+    stop = threading.Event()
+    calls = []
+    for stub in both_servers.values():
+        def commands() -> Iterator[Any]:
+            yield S.TelemetryCommand(settings=D.Settings(
+                client_type=D.ClientType.SIMPLE_CONSUMER, request_timeout=Duration(seconds=3),
+                subscription=D.Subscription(group=D.Resource(name=RECV_GROUP), subscriptions=[D.SubscriptionEntry(
+                    topic=D.Resource(name=RECV_TOPIC),
+                    expression=D.FilterExpression(type=D.FilterType.TAG, expression="*"))])))
+            stop.wait(300)
+
+        call = stub.Telemetry(commands(), metadata=metadata(CONSUMER_ID), timeout=300)
+        assert next(call).status.code == D.Code.OK
+        calls.append(call)
+    brokers = {}
+    for name, stub in both_servers.items():
+        route = stub.QueryRoute(S.QueryRouteRequest(topic=D.Resource(name=RECV_TOPIC)), metadata=metadata(),
+                                timeout=30)
+        brokers[name] = route.message_queues[0].broker.name
+    yield brokers
+    stop.set()
+    for call in calls:
+        call.cancel()
+
+
+def receive_request(broker: str, topic: str = RECV_TOPIC, group: str = RECV_GROUP, invisible_ms: int = 30_000,
+                    polling_ms: int = 5_000) -> Any:
+    request = S.ReceiveMessageRequest(
+        group=D.Resource(name=group), message_queue=D.MessageQueue(topic=D.Resource(name=topic),
+                                                                   broker=D.Broker(name=broker)),
+        filter_expression=D.FilterExpression(type=D.FilterType.TAG, expression="*"), batch_size=32,
+        invisible_duration=Duration(), long_polling_timeout=Duration())
+    request.invisible_duration.FromMilliseconds(invisible_ms)
+    request.long_polling_timeout.FromMilliseconds(polling_ms)
+    return request
+
+
+def receive_both(both_servers: dict[str, Any], brokers: dict[str, str], timeout: float = 30,
+                 **kwargs: Any) -> dict[str, list[Any]]:
+    return {name: list(stub.ReceiveMessage(receive_request(brokers[name], **kwargs), metadata=metadata(CONSUMER_ID),
+                                           timeout=timeout))
+            for name, stub in both_servers.items()}
+
+
+def shape(responses: list[Any]) -> list[Any]:
+    return [(r.status.code, r.status.message) if r.WhichOneof("content") == "status" else r.WhichOneof("content")
+            for r in responses]
+
+
+@pytest.mark.parametrize("case", ["unknown topic", "system topic", "illegal group", "invisible time too small",
+                                  "invisible time too large"])
+def test_receive_refusals(both_servers, consumer_sessions, case):
+    kwargs: dict[str, Any] = {
+        "unknown topic": {"topic": "NoSuchTopic5"},
+        "system topic": {"topic": "TBW102"},
+        "illegal group": {"group": "bad group!"},
+        "invisible time too small": {"invisible_ms": 9_999},
+        "invisible time too large": {"invisible_ms": 12 * 3600 * 1000 + 1},
+    }[case]
+    got = {name: shape(r) for name, r in receive_both(both_servers, consumer_sessions, **kwargs).items()}
+    assert got["pocketmq"] == got["apache"], got
+    assert got["apache"][-1] == "delivery_timestamp"
+
+
+def test_a_receive_whose_deadline_is_shorter_than_the_polling_time(both_servers, consumer_sessions):
+    got = {name: shape(r) for name, r in receive_both(both_servers, consumer_sessions, timeout=3,
+                                                      polling_ms=10_000).items()}
+    assert got["pocketmq"] == got["apache"], got
+
+
+def without_frame(status: Any) -> tuple[int, str]:
+    """(code, message) without the Java stack frame RocketMQ's proxy appends to an internal error's text."""
+    return status.code, ". ".join(status.message.split(". ")[:2])
+
+
+# A handle that does not parse, one that is not numbers, and one whose invisible time ran out in 1970.
+@pytest.mark.parametrize("handle", ["not a handle", "a b c d e f g h", "0 1 2 3 0 broker-a 0 0 5"])
+def test_bad_receipt_handles(both_servers, handle):
+    answers = ask(both_servers, "AckMessage", S.AckMessageRequest(
+        group=D.Resource(name=RECV_GROUP), topic=D.Resource(name=RECV_TOPIC),
+        entries=[S.AckMessageEntry(message_id="m", receipt_handle=handle)]))
+    got = {name: (without_frame(a.status), [(without_frame(e.status), e.message_id, e.receipt_handle)
+                                             for e in a.entries]) for name, a in answers.items()}
+    assert got["pocketmq"] == got["apache"], got
+    change = S.ChangeInvisibleDurationRequest(group=D.Resource(name=RECV_GROUP), topic=D.Resource(name=RECV_TOPIC),
+                                              receipt_handle=handle, message_id="m",
+                                              invisible_duration=Duration(seconds=10))
+    answers = ask(both_servers, "ChangeInvisibleDuration", change)
+    got = {name: without_frame(a.status) for name, a in answers.items()}
+    assert got["pocketmq"] == got["apache"], got
+
+
+def test_receive_ack_and_change_invisible_duration(both_servers, consumer_sessions):
+    for i in range(2):
+        answers = ask(both_servers, "SendMessage", S.SendMessageRequest(messages=[D.Message(
+            topic=D.Resource(name=RECV_TOPIC), body=f"consume me {i}".encode(),
+            system_properties=D.SystemProperties(message_id=f"0102FC0000000171190B1C3CCC0000CC0{i}", tag="TagR",
+                                                 message_type=D.MessageType.NORMAL,
+                                                 body_encoding=D.Encoding.IDENTITY))]))
+        assert_same_status(answers)
+    got: dict[str, list[Any]] = {"apache": [], "pocketmq": []}
+    for _ in range(10):
+        for name, responses in receive_both(both_servers, consumer_sessions).items():
+            got[name].extend(r.message for r in responses if r.WhichOneof("content") == "message")
+        if all(len(m) >= 2 for m in got.values()):
+            break
+    for name, msgs in got.items():
+        assert sorted(m.body for m in msgs) == [b"consume me 0", b"consume me 1"], name
+    views = {name: sorted((m.system_properties.message_id, m.system_properties.tag,
+                           m.system_properties.delivery_attempt, m.system_properties.body_digest.checksum,
+                           m.system_properties.body_encoding, m.system_properties.message_type) for m in msgs)
+             for name, msgs in got.items()}
+    assert views["pocketmq"] == views["apache"]
+    first = {name: sorted(msgs, key=lambda m: m.body)[0] for name, msgs in got.items()}
+    second = {name: sorted(msgs, key=lambda m: m.body)[1] for name, msgs in got.items()}
+    acks = {name: stub.AckMessage(S.AckMessageRequest(
+        group=D.Resource(name=RECV_GROUP), topic=D.Resource(name=RECV_TOPIC), entries=[S.AckMessageEntry(
+            message_id=first[name].system_properties.message_id,
+            receipt_handle=first[name].system_properties.receipt_handle)]), metadata=metadata(CONSUMER_ID), timeout=30)
+        for name, stub in both_servers.items()}
+    assert_same_status(acks)
+    assert {n: [(e.status.code, e.status.message) for e in a.entries] for n, a in acks.items()}["pocketmq"] == \
+        [(e.status.code, e.status.message) for e in acks["apache"].entries]
+    changes = {name: stub.ChangeInvisibleDuration(S.ChangeInvisibleDurationRequest(
+        group=D.Resource(name=RECV_GROUP), topic=D.Resource(name=RECV_TOPIC),
+        receipt_handle=second[name].system_properties.receipt_handle,
+        message_id=second[name].system_properties.message_id, invisible_duration=Duration(seconds=60)),
+        metadata=metadata(CONSUMER_ID), timeout=30) for name, stub in both_servers.items()}
+    assert_same_status(changes)
+    for name, change in changes.items():
+        assert change.receipt_handle and change.receipt_handle != second[name].system_properties.receipt_handle
+        # The new handle acks it, on both.
+        ack = both_servers[name].AckMessage(S.AckMessageRequest(
+            group=D.Resource(name=RECV_GROUP), topic=D.Resource(name=RECV_TOPIC), entries=[S.AckMessageEntry(
+                message_id=second[name].system_properties.message_id, receipt_handle=change.receipt_handle)]),
+            metadata=metadata(CONSUMER_ID), timeout=30)
+        assert ack.status.code == D.Code.OK, (name, ack.status)
+    # Nothing left: the same "nothing" on both.
+    nothing = {name: shape(r) for name, r in receive_both(both_servers, consumer_sessions).items()}
+    assert nothing["pocketmq"] == nothing["apache"], nothing
+
+
+def test_recall_of_a_handle_that_is_none(both_servers):
+    answers = ask(both_servers, "RecallMessage", S.RecallMessageRequest(topic=D.Resource(name=DELAY_TOPIC),
+                                                                        recall_handle="not a handle"))
+    assert_same_status(answers)

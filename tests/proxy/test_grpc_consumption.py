@@ -15,6 +15,7 @@ import pytest
 from rocketmq.grpc_protocol import service_pb2_grpc
 
 from pocketmq import embedded
+from pocketmq.remoting.client_body import SubscriptionGroupConfig
 
 from .conftest import D, S, create_topic, metadata, start_proxy
 
@@ -126,11 +127,17 @@ async def test_ack_entries_one_status_each(env):
     entries = [S.AckMessageEntry(message_id=m.system_properties.message_id,
                                  receipt_handle=m.system_properties.receipt_handle) for m in got]
     entries.append(S.AckMessageEntry(message_id="bad", receipt_handle="not a handle"))
+    entries.append(S.AckMessageEntry(message_id="old", receipt_handle="0 1 2 3 0 broker-a 0 0 5"))
     r = await stub.AckMessage(S.AckMessageRequest(group=D.Resource(name="G"), topic=D.Resource(name="Acks"),
                                                   entries=entries), metadata=metadata())
     assert (r.status.code, r.status.message) == (D.Code.MULTIPLE_RESULTS, "MULTIPLE_RESULTS")
     assert [(e.message_id, e.status.code) for e in r.entries] == [
-        (m.system_properties.message_id, D.Code.OK) for m in got] + [("bad", D.Code.INVALID_RECEIPT_HANDLE)]
+        (m.system_properties.message_id, D.Code.OK) for m in got] + [("bad", D.Code.INTERNAL_SERVER_ERROR),
+                                                                     ("old", D.Code.INVALID_RECEIPT_HANDLE)]
+    # (as RocketMQ's proxy: what does not parse is its Java exception, a handle past its time is "expired")
+    assert (r.entries[2].status.message, r.entries[3].status.message) == (
+        "Parse failed, dataList size 3. IllegalArgumentException",
+        "org.apache.rocketmq.proxy.common.ProxyException: receipt handle is expired")
     assert sorted(e.message_id for e in r.entries[:2]) == sorted(ids)
     r = await stub.AckMessage(S.AckMessageRequest(group=D.Resource(name="G"), topic=D.Resource(name="Acks"),
                                                   entries=entries[:1]), metadata=metadata())
@@ -259,3 +266,26 @@ async def test_receive_limits(env, case):
     responses = await receive(stub, request)
     assert [r.WhichOneof("content") for r in responses] == ["status", "delivery_timestamp"]
     assert (responses[0].status.code, responses[0].status.message) == expected
+
+
+async def test_a_sql92_filter_that_does_not_compile_is_refused_by_the_proxy(env):
+    cluster, _, stub = env
+    await create_topic(cluster, "Sql")
+    request = receive_request("Sql")
+    request.filter_expression.CopyFrom(D.FilterExpression(type=D.FilterType.SQL, expression="a >"))
+    responses = await receive(stub, request)
+    assert responses[0].status.code == D.Code.ILLEGAL_FILTER_EXPRESSION
+    assert responses[-1].WhichOneof("content") == "delivery_timestamp"
+
+
+async def test_a_fifo_group_is_assigned_every_queue(env):
+    cluster, _, stub = env
+    await create_topic(cluster, "FifoAssign", queues=3)
+    cluster.broker.subscription_group_manager.update_subscription_group_config(
+        SubscriptionGroupConfig("FifoAssignGroup", consume_message_orderly=True))
+    answers = {}
+    for group in ("FifoAssignGroup", "PlainAssignGroup"):
+        r = await stub.QueryAssignment(S.QueryAssignmentRequest(topic=D.Resource(name="FifoAssign"),
+                                                                group=D.Resource(name=group)), metadata=metadata())
+        answers[group] = [a.message_queue.id for a in r.assignments]
+    assert answers == {"FifoAssignGroup": [0, 1, 2], "PlainAssignGroup": [-1]}

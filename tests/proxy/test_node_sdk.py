@@ -1,6 +1,7 @@
 """Apache RocketMQ's Node SDK (npm rocketmq-client-nodejs 1.0.8, pinned by
 tests/native_clients/node5/package-lock.json; `make native-clients` installs it) against pocketmq's gRPC endpoint,
-in a process of its own (node5/producer.js), its messages read back by pocketmq's 4.x pull consumer."""
+in a process of its own (node5/producer.js), its messages read back by pocketmq's 4.x pull consumer; its SimpleConsumer
+and PushConsumer (node5/consumer.js) read what pocketmq's 4.x producer sent."""
 
 from __future__ import annotations
 
@@ -8,8 +9,15 @@ import json
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
+
+from pocketmq import embedded
+from pocketmq.client.message import Message as PocketMessage
+from pocketmq.client.sync import SyncProducer
 
 from .sdk_helpers import create_topic, wait_pulled
 
@@ -85,3 +93,69 @@ def test_a_node_orphaned_transaction_is_checked_back(fast_check_cluster):
     assert check == {"event": "checked", "message_id": receipt["message_id"], "body": "node orphan"}
     [got] = wait_pulled(cluster, "NodeOrphan5", 1)
     assert got.uniq_key == receipt["message_id"]
+
+
+# --- consumption (node5/consumer.js), on one cluster for the module ---------------------------------------------
+
+@pytest.fixture(scope="module")
+def node_consumer_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded.ThreadedCluster]:
+    # Long polls of a tenth of a second at least, invisible times from 1 s, revives every 50 ms.
+    with embedded.ThreadedCluster(tmp_path_factory.mktemp("node5c"), grpc=True, revive_interval=0.05,
+                                  proxy_overrides={"consumer_min_long_polling_timeout_millis": 100,
+                                                   "consumer_max_long_polling_timeout_millis": 1000,
+                                                   "min_invisible_time_millis_for_recv": 1000}) as c:
+        yield c
+
+
+def run_consumer(cluster: Any, topic: str, group: str, scenario: str, count: int = 1) -> list[dict[str, Any]]:
+    node = shutil.which("node")
+    assert node is not None, "node is not installed: `make native-clients`"
+    proc = subprocess.run([node, str(NODE_DIR / "consumer.js"), "--endpoint", cluster.grpc_endpoint, "--topic", topic,
+                           "--group", group, "--count", str(count), "--timeout", "60", scenario],
+                          capture_output=True, text=True, timeout=90, cwd=NODE_DIR)
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert proc.returncode == 0 and events[-1] == {"event": "done"}, (proc.stdout, proc.stderr[-3000:])
+    return events
+
+
+def send4(cluster: Any, topic: str, n: int) -> list[str]:
+    """Sent by pocketmq's 4.x client: the Node consumers read what the other generation wrote."""
+    with SyncProducer("NodeFeeder", cluster.namesrv_addr) as producer:
+        return [producer.send(PocketMessage(topic, f"to node {i}".encode(), tags="TagN", keys=[f"key-{i}"],
+                                            properties={"n": str(i)})).msg_id for i in range(n)]
+
+
+def received(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in events if e["event"] == "received"]
+
+
+def test_a_node_simple_consumer_receives_and_acks(node_consumer_cluster):
+    cluster = node_consumer_cluster
+    create_topic(cluster, "NodeRecv5")
+    ids = send4(cluster, "NodeRecv5", 3)
+    events = run_consumer(cluster, "NodeRecv5", "NodeRecvGroup", "simple", 3)
+    got = sorted(received(events), key=lambda e: e["body"])
+    assert [e["message_id"] for e in got] == ids
+    assert [(e["body"], e["tag"], e["keys"], e["properties"], e["attempt"], e["corrupted"]) for e in got] == [
+        (f"to node {i}", "TagN", [f"key-{i}"], {"n": str(i)}, 1, False) for i in range(3)]
+    assert sorted(e["message_id"] for e in events if e["event"] == "acked") == ids
+
+
+def test_a_node_simple_consumer_sees_a_message_again_and_changes_its_invisible_duration(node_consumer_cluster):
+    cluster = node_consumer_cluster
+    create_topic(cluster, "NodeAgain5")
+    [message_id] = send4(cluster, "NodeAgain5", 1)
+    events = run_consumer(cluster, "NodeAgain5", "NodeAgainGroup", "redeliver")
+    first, again = received(events)
+    assert first["message_id"] == again["message_id"] == message_id
+    assert (first["attempt"], again["attempt"]) == (1, 2) and first["handle"] != again["handle"]
+    assert {"event": "changed", "message_id": message_id, "new_handle": True} in events
+    assert {"event": "acked", "message_id": message_id} in events
+
+
+def test_a_node_push_consumer_consumes(node_consumer_cluster):
+    cluster = node_consumer_cluster
+    create_topic(cluster, "NodePush5")
+    ids = send4(cluster, "NodePush5", 4)
+    events = run_consumer(cluster, "NodePush5", "NodePushGroup", "push", 4)
+    assert sorted(e["message_id"] for e in received(events)) == sorted(ids)

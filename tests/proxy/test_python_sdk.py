@@ -450,3 +450,20 @@ def test_a_message_sent_by_the_sdk_is_popped_by_pocketmq_s_simple_consumer(consu
     [msg] = got
     assert (msg.uniq_key, msg.body, msg.tags, msg.keys) == (receipt.message_id, b"from 5.x", "Tag5", ["x"])
     assert msg.properties["origin"] == "sdk"
+
+
+def test_a_fifo_push_consumer_forwards_what_keeps_failing_to_the_dead_letter_queue(consumer_cluster, producer5):
+    cluster = consumer_cluster
+    create_topic(cluster, "FifoDlq5", queues=2)
+    set_group(cluster, "FifoDlqGroup5", consume_message_orderly=True, retry_max_times=1)
+    receipt = send5(producer5, "FifoDlq5", b"never", group="g-1")
+    listener = Listener(fail_first=99)
+    consumer = push_consumer(cluster, "FifoDlqGroup5", "FifoDlq5", listener)
+    try:
+        # Two attempts (retryMaxTimes 1), retried by the SDK itself, then ForwardMessageToDeadLetterQueue.
+        [dead] = dead_letters(cluster, "FifoDlqGroup5", 1)
+    finally:
+        consumer.shutdown()
+    assert dead.uniq_key == receipt.message_id and dead.body == b"never"
+    # (the Python SDK retries a FIFO message with the same view: its delivery attempt stays 1)
+    assert len([i for i, _, _ in listener.got if i == receipt.message_id]) == 2

@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test bench lint typecheck clean java spark-demo native-clients browser apache-rocketmq go-client go5-client spring-client java-clients store-handover
+.PHONY: run demo test bench lint typecheck clean java spark-demo native-clients browser apache-rocketmq go-client go5-client rust5-client spring-client java-clients store-handover
 
 SPARK_STAMP := $(VENV)/.installed-spark
 
@@ -82,6 +82,26 @@ $(GO5_CLIENT): $(GO5_DIR)/main.go $(GO5_DIR)/go.mod $(GO5_DIR)/go.sum
 go5-client: $(GO5_CLIENT)
 
 native-clients: go5-client
+
+# Apache RocketMQ 5's Rust SDK (crates.io `rocketmq`, gRPC) in tests/native_clients/rust5, pinned by its Cargo.lock,
+# for tests/proxy/test_rust_sdk.py: built into rust5/target/release/rust5client when a source changed, offline first
+# (crates in Cargo's cache, ~/.cargo/registry), else from crates.io. The crate ships its generated protocol code, so
+# no protoc is needed. Rust comes from rustup (Debian's rustc is too old for the crate's dependencies).
+RUST5_DIR := tests/native_clients/rust5
+RUST5_CLIENT := $(RUST5_DIR)/target/release/rust5client
+CARGO ?= $(shell command -v cargo || echo $(HOME)/.cargo/bin/cargo)
+
+$(RUST5_CLIENT): $(RUST5_DIR)/src/main.rs $(RUST5_DIR)/Cargo.toml $(RUST5_DIR)/Cargo.lock
+	@test -x $(CARGO) || { echo "make rust5-client: cargo is not installed (rustup's, 1.70 or newer)"; exit 1; }
+	@cd $(RUST5_DIR) && { $(CARGO) build --release --locked --offline -q >build.log 2>&1 || \
+	  $(CARGO) build --release --locked -q >build.log 2>&1; } || \
+	  { echo "make rust5-client: could not build the RocketMQ 5 Rust SDK driver: $$(grep -m1 '^error' build.log) (see $(RUST5_DIR)/build.log)"; exit 1; }
+	@rm -f $(RUST5_DIR)/build.log
+	@touch $(RUST5_CLIENT)
+
+rust5-client: $(RUST5_CLIENT)
+
+native-clients: rust5-client
 
 # A Spring Boot application on rocketmq-spring-boot-starter (tests/native_clients/spring, a Maven project), built
 # into spring/target/spring-client.jar when a source changed: offline first (artifacts in ~/.m2), else from Maven
@@ -206,4 +226,4 @@ store-handover: $(STAMP) java apache-rocketmq
 	$(PY) bench/store_handover.py
 
 clean:
-	rm -rf $(VENV) $(CPP_VENV) $(NODE_DIR)/node_modules $(GO_DIR)/bin $(GO5_DIR)/bin $(SPRING_DIR)/target .pocketmq .pocketmq-demo $(APACHE_DIR) $(JAVA_CLIENT_DIR) $(NODE5_DIR)/node_modules
+	rm -rf $(VENV) $(CPP_VENV) $(NODE_DIR)/node_modules $(GO_DIR)/bin $(GO5_DIR)/bin $(RUST5_DIR)/target $(SPRING_DIR)/target .pocketmq .pocketmq-demo $(APACHE_DIR) $(JAVA_CLIENT_DIR) $(NODE5_DIR)/node_modules

@@ -166,31 +166,36 @@ def test_go_sdk_fifo_consumer_gets_each_message_group_in_order(cluster, go5):
         assert [int(e["props"]["idx"]) for e in mine] == list(range(g, 12, 2))
 
 
-@pytest.mark.parametrize("fifo", [False, True], ids=["standard", "fifo"])
-def test_go_sdk_push_consumer_retries_then_the_dead_letter_queue(cluster, go5, fifo):
-    topic, group = ("GoDlqF5", "GoDlqFGroup5") if fifo else ("GoDlq5", "GoDlqGroup5")
-    create_topic(cluster, topic)
-    # Two attempts: a standard consumer nacks the failure (ChangeInvisibleDuration by its backoff), the proxy sends
-    # the message to the DLQ when it is due a third time; a FIFO consumer retries locally, then calls
-    # ForwardMessageToDeadLetterQueue.
-    set_group(cluster, group, retry_max_times=1, consume_message_orderly=fifo)
-    run = go5.start(cluster, "push", "--topic", topic, "--group", group, "--expect", "4", "--fail", "dl-2")
-    run.started()
-    sent = send_with_pocketmq(cluster, topic, "dl", 5)
-    [poison_id] = [i for i, m in sent.items() if m["i"] == 2]
+def test_go_sdk_push_consumers_retry_then_the_dead_letter_queue(cluster, go5):
+    # Two groups of two attempts each, side by side (two processes): a standard consumer nacks a failure
+    # (ChangeInvisibleDuration by the group's backoff) and the proxy sends the message to the DLQ when it is due a
+    # third time; a FIFO consumer retries locally, then calls ForwardMessageToDeadLetterQueue.
+    runs, sent, topics = {}, {}, {"GoDlqGroup5": "GoDlq5", "GoDlqFGroup5": "GoDlqF5"}
+    for group, topic in topics.items():
+        fifo = group == "GoDlqFGroup5"
+        create_topic(cluster, topic)
+        set_group(cluster, group, retry_max_times=1, consume_message_orderly=fifo)
+        runs[group] = go5.start(cluster, "push", "--topic", topic, "--group", group, "--expect", "4", "--fail", "dl-2")
+    for group, run in runs.items():
+        run.started()
+        sent[group] = send_with_pocketmq(cluster, topics[group], "dl", 5)
+    dead = {}
     try:
-        [dead] = dead_letters(cluster, group, 1)
+        for group in runs:
+            [dead[group]] = dead_letters(cluster, group, 1)
     finally:
-        run.stop()
-    events = run.done()
-    consumed = of(events, "consumed")
-    for e in consumed:
-        assert_received_as_sent(e, sent)
-    assert sorted(e["message_id"] for e in consumed if e["result"] == "SUCCESS") == sorted(set(sent) - {poison_id})
-    poison = [e for e in consumed if e["message_id"] == poison_id]
-    assert [(e["result"], e["delivery_attempt"]) for e in poison] == [("FAILURE", 1), ("FAILURE", 2)]
-    assert dead.uniq_key == poison_id and dead.body.decode() == sent[poison_id]["body"]
-    assert dead.keys == sent[poison_id]["keys"] and dead.tags == sent[poison_id]["tag"]
+        for run in runs.values():
+            run.stop()
+    for group, run in runs.items():
+        consumed, mine = of(run.done(), "consumed"), sent[group]
+        for e in consumed:
+            assert_received_as_sent(e, mine)
+        [poison_id] = [i for i, m in mine.items() if m["i"] == 2]
+        assert sorted(e["message_id"] for e in consumed if e["result"] == "SUCCESS") == sorted(set(mine) - {poison_id})
+        poison = [e for e in consumed if e["message_id"] == poison_id]
+        assert [(e["result"], e["delivery_attempt"]) for e in poison] == [("FAILURE", 1), ("FAILURE", 2)], group
+        assert dead[group].uniq_key == poison_id and dead[group].body.decode() == mine[poison_id]["body"]
+        assert dead[group].keys == mine[poison_id]["keys"] and dead[group].tags == mine[poison_id]["tag"]
 
 
 def test_go_sdk_push_group_of_two_shares_a_topic(cluster, go5):

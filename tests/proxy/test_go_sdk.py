@@ -70,6 +70,9 @@ def test_go_sdk_normal_sends_arrive_with_ids_tags_keys_and_properties(cluster, g
     assert {m.properties["city"] for m in stored if "city" in m.properties} == {"Zürich"}
     # The SDK spreads its sends over the topic's queues.
     assert {m.queue_id for m in stored} == {0, 1, 2, 3}
+    # With its default settings the SDK speaks TLS (the module's clients are all the SDK's: no plaintext).
+    connections = cluster.cluster.proxy.connections
+    assert connections["tls"] >= 1 and connections["plaintext"] == 0
 
 
 def test_go_sdk_fifo_groups_each_on_one_queue_in_order(cluster, go5):

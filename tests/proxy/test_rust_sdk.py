@@ -59,6 +59,9 @@ def test_rust_sdk_normal_sends_arrive_with_ids_tags_keys_and_properties(cluster,
     for m in stored:
         assert_stored_as_sent(sent[m.uniq_key], m, "rs")
         assert m.properties["PGROUP"] == "RustSend5"
+    # With its default settings the SDK speaks plaintext (the module's clients are all the SDK's: no TLS).
+    connections = cluster.cluster.proxy.connections
+    assert connections["plaintext"] >= 1 and connections["tls"] == 0
 
 
 def test_rust_sdk_fifo_groups_each_on_one_queue_in_order(cluster, rust5):

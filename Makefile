@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test bench lint typecheck clean java spark-demo native-clients browser apache-rocketmq go-client go5-client rust5-client spring-client java-clients store-handover
+.PHONY: run demo test bench lint typecheck clean java spark-demo native-clients browser apache-rocketmq go-client go5-client rust5-client spring-client java-clients store-handover fuzz-apache
 
 SPARK_STAMP := $(VENV)/.installed-spark
 
@@ -224,6 +224,11 @@ bench: $(SPARK_STAMP) java apache-rocketmq $(BENCH_JAVA_STAMP)
 # issue's 100,000 messages, each way, with the time of each phase (minutes; the suite runs 400 messages).
 store-handover: $(STAMP) java apache-rocketmq
 	$(PY) bench/store_handover.py
+
+# Issue 28's fuzzing with Apache RocketMQ as the oracle, many more examples than `make test` runs, drawn anew.
+FUZZ_EXAMPLES ?= 2000
+fuzz-apache: $(STAMP) java apache-rocketmq
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -p no:randomly tests/apache/test_differential_fuzz.py
 
 clean:
 	rm -rf $(VENV) $(CPP_VENV) $(NODE_DIR)/node_modules $(GO_DIR)/bin $(GO5_DIR)/bin $(RUST5_DIR)/target $(SPRING_DIR)/target .pocketmq .pocketmq-demo $(APACHE_DIR) $(JAVA_CLIENT_DIR) $(NODE5_DIR)/node_modules

@@ -54,6 +54,8 @@ from .processor.end_transaction_processor import EndTransactionProcessor
 from .processor.notification_processor import NotificationProcessor
 from .processor.peek_message_processor import PeekMessageProcessor
 from .processor.pop_message_processor import PopMessageProcessor
+from .processor.pop_rollback_processor import PopRollbackProcessor
+from .processor.query_assignment_processor import QueryAssignmentProcessor
 from .processor.reply_message_processor import ReplyMessageProcessor
 from .schedule import ScheduleMessageService
 from .stats import BrokerStatsManager
@@ -141,6 +143,7 @@ class BrokerController:
             self.ack_message_processor,
             ChangeInvisibleTimeProcessor(self),
             PeekMessageProcessor(self),
+            PopRollbackProcessor(self),
             self.notification_processor,
         )
         for p in processors:
@@ -158,6 +161,9 @@ class BrokerController:
         if config.access_key is not None and config.secret_key is not None:
             self.broker_outer_api.client.rpc_hook = AclClientRPCHook(
                 SessionCredentials(config.access_key, config.secret_key))
+        # Server-side rebalance reads routes through the name-server client above.
+        self.query_assignment_processor = QueryAssignmentProcessor(self)
+        self.query_assignment_processor.register_to(self.remoting_server)
         self.last_register_results: list[RegisterResult] = []
         # storeHost of written messages: brokerIP1 and the port actually bound (known after start()).
         self.store_host = pack_host(config.broker_ip1, config.listen_port)
@@ -259,6 +265,7 @@ class BrokerController:
             self.consumer_offset_manager,
             self.consumer_order_info_manager,
             self.schedule_message_service,
+            self.query_assignment_processor.message_request_mode_manager,
         )
 
     def _load_and_start_store(self) -> None:

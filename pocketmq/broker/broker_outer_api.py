@@ -10,12 +10,19 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
-from pocketmq.remoting.body import DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper, body_crc32
+from pocketmq.remoting.body import (
+    DataVersion,
+    RegisterBrokerBody,
+    TopicConfigSerializeWrapper,
+    TopicRouteData,
+    body_crc32,
+)
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import RemotingError
 from pocketmq.remoting.header import (
+    GetRouteInfoRequestHeader,
     RegisterBrokerRequestHeader,
     RegisterBrokerResponseHeader,
     UnRegisterBrokerRequestHeader,
@@ -134,6 +141,17 @@ class BrokerOuterAPI:
                 log.warning("name server %s refused the unregistration: %s %s", addr, resp.code, resp.remark)
         except (RemotingError, OSError, ValueError) as e:
             log.warning("unregister broker from name server %s failed: %s", addr, e)
+
+    async def get_topic_route_info_from_name_server(self, addr: str, topic: str) -> TopicRouteData | None:
+        """The topic's route as name server ``addr`` has it; None when it knows no such topic."""
+        request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic))
+        resp = await self.client.invoke(addr, request, self.timeout)
+        if resp.code == ResponseCode.TOPIC_NOT_EXIST:
+            return None
+        if resp.code != ResponseCode.SUCCESS or resp.body is None:
+            raise RemotingError(f"route of {topic} from {addr}: code {resp.code} {resp.remark}")
+        route: TopicRouteData = resp.decode_body(TopicRouteData)
+        return route
 
     async def close(self) -> None:
         await self.client.close()

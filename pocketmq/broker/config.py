@@ -172,6 +172,14 @@ class BrokerConfig:
     # A new group starts at offset 0 of a queue whose first message is still in memory, not at its end
     # (RocketMQ: initPopOffsetByCheckMsgInMem).
     init_pop_offset_by_check_msg_in_mem: bool = _f(True, "initPopOffsetByCheckMsgInMem")
+    # --- server-side rebalance (QUERY_ASSIGNMENT, RocketMQ 5) ---
+    # Off: a client that asks gets every queue of the topic and splits nothing (serverLoadBalancerEnable).
+    server_load_balancer_enable: bool = _f(True, "serverLoadBalancerEnable")
+    # How groups without a SET_MESSAGE_REQUEST_MODE of their own consume: "PULL" or "POP".
+    default_message_request_mode: str = _f("PULL", "defaultMessageRequestMode")
+    default_pop_share_queue_num: int = _f(-1, "defaultPopShareQueueNum")
+    # How long a topic's queues read from the name server serve assignments before they are read again.
+    load_balance_poll_name_server_interval: float = _f(30.0, "loadBalancePollNameServerInterval", "ms")
 
     # --- delayed messages ---
     flush_delay_offset_interval: float = _f(10.0, "flushDelayOffsetInterval", "ms")

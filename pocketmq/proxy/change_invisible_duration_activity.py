@@ -15,13 +15,9 @@ from .proxy_context import ProxyContext
 from .proxy_exception import ok
 from .receipt_handle import decode
 from .receipt_handle_manager import ReceiptHandleManager
-from .receive_message_activity import validate_invisible_time
+from .receive_message_activity import millis, validate_invisible_time
 
 pb = load()
-
-
-def _millis(duration: Any) -> int:
-    return int(duration.seconds * 1000 + duration.nanos // 1_000_000)
 
 
 class ChangeInvisibleDurationActivity:
@@ -36,7 +32,7 @@ class ChangeInvisibleDurationActivity:
         group, topic = request.group.name, request.topic.name
         validate_topic(topic)
         validate_consumer_group(group)
-        invisible_time = _millis(request.invisible_duration)
+        invisible_time = millis(request.invisible_duration)
         validate_invisible_time(self.config, invisible_time)
         decode(request.receipt_handle)  # (a malformed handle is refused before anything else)
         handle = await current_handle(ctx, self.channels, self.handles, group, request.message_id,

@@ -54,7 +54,7 @@ def validate_invisible_time(config: ProxyConfig, invisible_time: int, min_invisi
                                  f"the invisibleTime is too large. max is {config.max_invisible_time_millis}")
 
 
-def _millis(duration: Any) -> int:
+def millis(duration: Any) -> int:
     return int(duration.seconds * 1000 + duration.nanos // 1_000_000)
 
 
@@ -100,9 +100,9 @@ class ReceiveMessageActivity:
         settings = self.settings.client_settings(ctx.client_id)
         remaining = ctx.remaining_ms
         if request.HasField("long_polling_timeout"):
-            polling_time = _millis(request.long_polling_timeout)
+            polling_time = millis(request.long_polling_timeout)
         elif remaining is not None:
-            request_timeout = _millis(settings.request_timeout) if settings is not None else \
+            request_timeout = millis(settings.request_timeout) if settings is not None else \
                 int(c.request_timeout * 1000)
             polling_time = remaining - request_timeout // 2
         else:
@@ -123,7 +123,7 @@ class ReceiveMessageActivity:
         if auto_renew:
             invisible_time = c.default_invisible_time_millis
         else:
-            invisible_time = _millis(request.invisible_duration)
+            invisible_time = millis(request.invisible_duration)
             validate_invisible_time(c, invisible_time, c.min_invisible_time_millis_for_recv)
         expression = request.filter_expression
         try:
@@ -140,10 +140,13 @@ class ReceiveMessageActivity:
         # The group's config (fifo, retries) as the broker has it, then the client's Settings merged with it.
         await self.cluster.subscription_group_config(group, topic)
         settings = self.settings.client_settings(ctx.client_id)
-        fifo = settings.subscription.fifo if settings is not None else False
         group_config = self.cluster.cached_group_config(group)
-        max_attempts = settings.backoff_policy.max_attempts if settings is not None else \
-            (group_config.retry_max_times if group_config is not None else c.consumer_retry_max_times) + 1
+        if settings is not None:
+            fifo, max_attempts = settings.subscription.fifo, settings.backoff_policy.max_attempts
+        else:  # (Settings not there yet: the group's own values)
+            fifo = group_config is not None and group_config.consume_message_orderly
+            max_attempts = (group_config.retry_max_times if group_config is not None
+                            else c.consumer_retry_max_times) + 1
         timeout = (remaining if remaining is not None else polling_time + int(c.request_timeout * 1000)) / 1000
         result = await self.consumer.pop_message(
             addr, broker_name, group, topic, request.batch_size, invisible_time, polling_time, subscription, fifo,
@@ -210,6 +213,9 @@ class ReceiveMessageActivity:
             except Exception as e:
                 log.info("nack of %s in %s failed: %s", msg.msg_id, group, e)
 
-        task = asyncio.get_running_loop().create_task(nack())
+        try:
+            task = asyncio.get_running_loop().create_task(nack())
+        except RuntimeError:  # (a stream finalized outside the loop: the invisible time brings them back)
+            return
         self._nacks.add(task)
         task.add_done_callback(self._nacks.discard)

@@ -159,6 +159,8 @@ class RequestCode(IntEnum):
     GET_TOPIC_CONFIG = 351  # RocketMQ 5: one topic's config with its attributes (what a 5.x proxy reads)
     GET_SUBSCRIPTIONGROUP_CONFIG = 352  # RocketMQ 5: one group's config (a 5.x proxy reads fifo and retries)
     LITE_PULL_MESSAGE = 361  # 5.x clients' DefaultLitePullConsumer: a PULL_MESSAGE on a pull thread pool of its own
+    QUERY_ASSIGNMENT = 400  # RocketMQ 5's server-side rebalance: which queues a client consumes, by pull or pop
+    SET_MESSAGE_REQUEST_MODE = 401  # ... and the pull-or-pop choice per topic and group
     # RocketMQ 5's POP (docs/protocol.md, "POP")
     POP_MESSAGE = 200050
     ACK_MESSAGE = 200051

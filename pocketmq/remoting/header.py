@@ -42,12 +42,31 @@ def _show(v: object) -> str:
     return r if len(r) <= 60 else r[:57] + "..."
 
 
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
+# Header fields that are a Java Integer in RocketMQ's header classes (the others are Long): a text beyond its
+# range is a NumberFormatException there, a bad request here.
+_JAVA_INT_FIELDS = frozenset({
+    "queue_id", "max_msg_nums", "sys_flag", "flag", "default_topic_queue_nums", "reconsume_times",
+    "max_reconsume_times", "read_queue_nums", "write_queue_nums", "perm", "topic_sys_flag", "delay_level",
+})
+
+
 def _parse_int(wire_name: str, v: object) -> int:
     if type(v) is int:
         return v
     if type(v) is str and _INT_RE.fullmatch(v):
-        return int(v)
+        n = int(v)
+        if _LONG_MIN <= n <= _LONG_MAX:
+            return n
     raise HeaderError(wire_name, f"expected an int, got {type(v).__name__} {_show(v)}")
+
+
+def _parse_java_int(wire_name: str, v: object) -> int:
+    n = _parse_int(wire_name, v)
+    if type(v) is str and not _INT_MIN <= n <= _INT_MAX:
+        raise HeaderError(wire_name, f"expected an int, got {type(v).__name__} {_show(v)}")
+    return n
 
 
 def _parse_str(wire_name: str, v: object) -> str:
@@ -159,6 +178,8 @@ def _compile(
     for i, spec in enumerate(specs):
         kind, wire_name = spec.kind.__name__, spec.wire
         ns[f"A{i}"], ns[f"P{i}"] = _ACCEPTS[spec.kind], _PARSERS[spec.kind]
+        if spec.kind is int and spec.attr in _JAVA_INT_FIELDS:
+            ns[f"P{i}"] = _parse_java_int
         expected = f"expected {kind}, got "
         to_lines += [f"    v = h.{spec.attr}"]
         if spec.required:

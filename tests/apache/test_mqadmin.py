@@ -404,6 +404,20 @@ def test_mqadmin_5(sides: tuple[Side, Side], mqadmin: Mqadmin, mqadmin5: Mqadmin
     assert _message_rows(pocket) == _message_rows(apache)
 
 
+
+def test_set_consume_mode_5(sides: tuple[Side, Side], pocket: ThreadedCluster, mqadmin5: Mqadmin) -> None:
+    # 5.x's setConsumeMode (SET_MESSAGE_REQUEST_MODE, 401), which 4.9.7's broker does not have: the group's
+    # mode on pocketmq's broker afterwards is what the command asked (its answers to Apache 5.5.0's broker are
+    # compared in test_apache_assignment.py).
+    group = f"{GROUP}-pop"  # not the group the module's other tests consume with
+    out = mqadmin5.run(sides[1].namesrv_addr, "setConsumeMode", "-c", CLUSTER, "-t", TOPIC, "-g", group,
+                       "-m", "POP", "-q", "2")
+    assert f"set consume mode to {sides[1].broker_addr} success." in out
+    assert f"topic[{TOPIC}] group[{group}] consume mode[POP] popShareQueueNum[2]" in out
+    mode = pocket.cluster.broker.query_assignment_processor.mode_of(TOPIC, group)
+    assert (mode.mode, mode.pop_share_queue_num) == ("POP", 2)
+
+
 # --- pocketmq's own commands print what mqadmin prints --------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ import time
 from pocketmq.broker import BrokerConfig
 from pocketmq.broker.topic_config_manager import TopicConfigManager
 from pocketmq.common.codec import decode_all, decode_message_id
+from pocketmq.remoting.admin_header import GetSubscriptionGroupConfigRequestHeader
 from pocketmq.remoting.body import TopicConfigSerializeWrapper, decode_body, encode_body
 from pocketmq.remoting.client_body import SubscriptionGroupConfig
 from pocketmq.remoting.codes import RequestCode, ResponseCode
@@ -110,6 +111,25 @@ async def test_subscription_groups_are_persisted(cluster) -> None:
     assert decode_body(listed.body)["subscriptionGroupTable"]["GroupCfg"]["consumeBroadcastEnable"] is False
     resp = await cluster.mq(broker).invoke(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=b"\xc1")
     assert resp.code == ResponseCode.SYSTEM_ERROR and "bad request" in resp.remark
+
+
+async def test_one_subscription_group_config(cluster) -> None:
+    """GET_SUBSCRIPTIONGROUP_CONFIG (RocketMQ 5, what its proxy reads): RocketMQ 5's consumeMessageOrderly kept and
+    given back; written only when set, so a 4.9.8 group's JSON is as before."""
+    broker = await cluster.broker()
+    mq = cluster.mq(broker)
+    fifo = SubscriptionGroupConfig("FifoCfg", consume_message_orderly=True, retry_max_times=3)
+    assert (await mq.invoke(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=encode_body(fifo))).code == \
+        ResponseCode.SUCCESS
+    resp = await mq.invoke(RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG, GetSubscriptionGroupConfigRequestHeader("FifoCfg"))
+    assert resp.code == ResponseCode.SUCCESS and decode_body(resp.body, SubscriptionGroupConfig) == fifo
+    assert "consumeMessageOrderly" not in SubscriptionGroupConfig("Plain").to_dict()
+    broker = await cluster.restart(broker)
+    assert broker.subscription_group_manager.subscription_group_table["FifoCfg"].consume_message_orderly
+    broker.broker_config.auto_create_subscription_group = False
+    resp = await cluster.mq(broker).invoke(RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG,
+                                           GetSubscriptionGroupConfigRequestHeader("NoSuchGroup"))
+    assert (resp.code, resp.remark) == (ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "No group in this broker")
 
 
 async def test_queue_offset_queries(broker, mq, dispatched) -> None:

@@ -386,6 +386,22 @@ def test_dead_letter_queue_after_max_reconsume_times(pair: Pair) -> None:
     same(pair, *views)
 
 
+@pytest.mark.parametrize("pair", ["5.5.0"], indirect=True)  # 4.9.8's client has no pop mode
+def test_pop_mode_push_consumer_with_server_side_assignment(pair: Pair) -> None:
+    """The 5.x remoting push consumer with clientRebalance off and its group set to POP on the broker: it takes its
+    queues from QUERY_ASSIGNMENT, pops, acks, and changes the invisible time of what it reconsumes later."""
+    views = []
+    for result, run in both(pair, "pop_push"):
+        got = [{**d, "topic": d["topic"].replace(run, "RUN")} for d in result["deliveries"]]
+        assert all(d["popped"] for d in got), got  # every delivery came by POP (its POP_CK receipt)
+        assert {d["topic"] for d in got} == {"RUN-pop-push-T"}
+        assert [(d["body"], d["reconsumeTimes"]) for d in got] == [
+            ("pop 0", 0), ("pop 0", 1), *((f"pop {i}", 0) for i in range(1, 8))]
+        assert [d["keys"] for d in got[1:]] == [f"pop-key-{i}" for i in range(8)]
+        views.append(got)
+    same(pair, *views)
+
+
 def test_delay_level(pair: Pair) -> None:
     views = []
     for result, run in both(pair, "delay_level"):

@@ -12,6 +12,7 @@ from typing import Any
 
 import grpc
 import pytest
+from google.protobuf.duration_pb2 import Duration
 from rocketmq.grpc_protocol import service_pb2_grpc
 
 from pocketmq import embedded
@@ -289,3 +290,13 @@ async def test_a_fifo_group_is_assigned_every_queue(env):
                                                                 group=D.Resource(name=group)), metadata=metadata())
         answers[group] = [a.message_queue.id for a in r.assignments]
     assert answers == {"FifoAssignGroup": [0, 1, 2], "PlainAssignGroup": [-1]}
+
+
+async def test_an_expired_handle_is_invalid_for_a_client_without_telemetry_too(env):
+    cluster, _, stub = env
+    await create_topic(cluster, "Expired")
+    r = await stub.ChangeInvisibleDuration(S.ChangeInvisibleDurationRequest(
+        group=D.Resource(name="G"), topic=D.Resource(name="Expired"), receipt_handle="0 1 2 3 0 broker-a 0 0 5",
+        message_id="m", invisible_duration=Duration(seconds=10)), metadata=metadata("no-telemetry@1"))
+    assert (r.status.code, r.status.message) == (
+        D.Code.INVALID_RECEIPT_HANDLE, "org.apache.rocketmq.proxy.common.ProxyException: receipt handle is expired")

@@ -205,6 +205,22 @@ class AbstractSendMessageProcessor(BrokerProcessor):
     ) -> RemotingCommand:
         return self.handle_put_message_result(await asyncio.wrap_future(fut), request, queue_id, topic)
 
+    def with_region(
+        self, answer: RemotingCommand | Awaitable[RemotingCommand]
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        """The answer with MSG_REGION and TRACE_ON, which a 4.9.8 broker adds to every send it processes, refused
+        ones too (SendMessageProcessor sets them before msgCheck)."""
+        if isinstance(answer, RemotingCommand):
+            answer.ext_fields["MSG_REGION"] = _REGION_ID
+            answer.ext_fields["TRACE_ON"] = "true" if self.controller.broker_config.trace_topic_enable else "false"
+            return answer
+        return self._with_region_later(answer)
+
+    async def _with_region_later(self, answer: Awaitable[RemotingCommand]) -> RemotingCommand:
+        done = self.with_region(await answer)
+        assert isinstance(done, RemotingCommand)
+        return done
+
     def handle_put_message_result(
         self, result: PutMessageResult, request: RemotingCommand, queue_id: int, topic: str | None = None
     ) -> RemotingCommand:

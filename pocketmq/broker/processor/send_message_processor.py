@@ -34,13 +34,14 @@ from pocketmq.storage.results import PutMessageStatus
 
 from .. import topic_validator as tv
 from ..message_batch import MessageBatchError, split_message_batch
-from .abstract_send_message_processor import AbstractSendMessageProcessor
+from .abstract_send_message_processor import _MSGPACK, AbstractSendMessageProcessor
 from .base import response
 
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController
 
 log = logging.getLogger(__name__)
+_SUCCESS = ResponseCode.SUCCESS
 
 PROPERTY_TRANSACTION_PREPARED = "TRAN_MSG"
 _PROPERTY_REPLY_TO_CLIENT, _PROPERTY_CLUSTER = "REPLY_TO_CLIENT", "CLUSTER"
@@ -64,8 +65,12 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         # RocketMQ picks the batch path by the header's batch flag alone; code 320 without it would store the
         # encoded batch as one message, so the code counts too.
         if header.batch or request.code == _SEND_BATCH_MESSAGE:
-            return self.send_batch_message(channel, request, header)
-        return self.send_message(channel, request, header)
+            answer = self.send_batch_message(channel, request, header)
+        else:
+            answer = self.send_message(channel, request, header)
+        if request.serialize_type is _MSGPACK or (type(answer) is RemotingCommand and answer.code == _SUCCESS):
+            return answer  # (a stored message's answer has the region and trace switch already)
+        return self.with_region(answer)
 
     # --- one message ---
 

@@ -15,6 +15,12 @@ from dataclasses import dataclass
 
 from pocketmq.common.codec import CorruptRecordError, decode_all
 from pocketmq.common.message import MessageExt
+from pocketmq.remoting.assignment_body import (
+    MessageQueueAssignment,
+    QueryAssignmentRequestBody,
+    QueryAssignmentResponseBody,
+    SetMessageRequestModeRequestBody,
+)
 from pocketmq.remoting.body import TopicList, TopicRouteData, encode_body
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.client_body import (
@@ -434,6 +440,22 @@ class MQClientAPIImpl:
             await self.remoting_client.invoke_oneway(addr, request)
         else:
             await self._invoke_ok(addr, RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, body=data), timeout)
+
+    async def query_assignment(
+        self, addr: str, body: QueryAssignmentRequestBody, timeout: float
+    ) -> list[MessageQueueAssignment] | None:
+        """QUERY_ASSIGNMENT (RocketMQ 5's server-side rebalance): the queues the broker gives ``body.client_id``
+        and how to consume them; None when the broker has no answer this time."""
+        request = RemotingCommand.request(RequestCode.QUERY_ASSIGNMENT, body=encode_body(body, self._body_dialect))
+        response = await self._invoke_ok(addr, request, timeout)
+        if response.body is None:
+            return None
+        return response.decode_body(QueryAssignmentResponseBody).message_queue_assignments
+
+    async def set_message_request_mode(self, addr: str, body: SetMessageRequestModeRequestBody, timeout: float) -> None:
+        """SET_MESSAGE_REQUEST_MODE: a topic and group consumed by pull or by pop (mqadmin setConsumeMode)."""
+        data = encode_body(body, self._body_dialect)
+        await self._invoke_ok(addr, RemotingCommand.request(RequestCode.SET_MESSAGE_REQUEST_MODE, body=data), timeout)
 
     async def check_client_in_broker(
         self, addr: str, group: str, client_id: str, subscription: SubscriptionData, timeout: float

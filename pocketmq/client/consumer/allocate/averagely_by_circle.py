@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
+from pocketmq.common.queue_allocation import allocate_averagely_by_circle
 from pocketmq.remoting.client_body import MessageQueue
-
-from .strategy import check_allocate_args
 
 
 class AllocateMessageQueueAveragelyByCircle:
@@ -14,7 +13,4 @@ class AllocateMessageQueueAveragelyByCircle:
     def allocate(
         self, consumer_group: str, current_cid: str, mq_all: list[MessageQueue], cid_all: list[str]
     ) -> list[MessageQueue]:
-        if not check_allocate_args(consumer_group, current_cid, mq_all, cid_all):
-            return []
-        index = cid_all.index(current_cid)
-        return list(mq_all[index :: len(cid_all)])
+        return allocate_averagely_by_circle(consumer_group, current_cid, mq_all, cid_all)

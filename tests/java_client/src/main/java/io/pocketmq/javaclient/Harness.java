@@ -43,6 +43,7 @@ public final class Harness {
         RetryScenarios.register(SCENARIOS);
         TransactionScenarios.register(SCENARIOS);
         QueryScenarios.register(SCENARIOS);
+        PopScenarios.register(SCENARIOS);
     }
 
     static Map<String, String> options;
@@ -65,6 +66,9 @@ public final class Harness {
             names.addAll(SCENARIOS.keySet());
             if (!options.containsKey("acl-namesrv")) {
                 names.removeIf(n -> n.startsWith("acl"));
+            }
+            if (!PopScenarios.supported()) {
+                names.removeIf(n -> n.startsWith("pop"));
             }
         }
         int threads = Integer.parseInt(options.getOrDefault("threads", "4"));

@@ -1,0 +1,99 @@
+"""Sending one remoting request to Apache RocketMQ and to pocketmq and comparing the answers: what may differ for
+reasons that are no part of the behaviour (addresses, times, ids, versions) is masked; the rest must be equal.
+
+Used by test_differential.py (a table of requests) and test_differential_fuzz.py (hypothesis)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pocketmq.remoting.client import RemotingClient
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.errors import RemotingTimeoutError
+from pocketmq.remoting.wire_protocol import WireProtocol
+
+ADDRESS = re.compile(r"^\d+\.\d+\.\d+\.\d+:\d+$")
+# Ext fields whose values name a place, a time or an id: their presence is compared, not their value.
+VOLATILE_EXT = frozenset({"msgId", "offsetMsgId", "transactionId", "MSG_REGION", "TRACE_ON", "timestamp",
+                          "bornTimestamp", "storeTimestamp", "brokerVersion", "haServerAddr", "masterAddr",
+                          "brokerAddr", "version"})
+NO_ANSWER = -1  # the code of an Answer when the server never answered
+TIME_MS = 1_000_000_000_000  # numbers above are millisecond times (2001 on)
+
+
+@dataclass
+class Answer:
+    code: int
+    remark: str | None
+    ext: dict[str, str]
+    body: Any  # parsed JSON, {"bytes": n} for binary bodies, or None
+    raw_body: bytes | None = field(default=None, repr=False)
+
+    def view(self, ext_values: bool = True, body: bool = True, remark: bool = False) -> dict[str, Any]:
+        """What two servers must agree on."""
+        out: dict[str, Any] = {"code": self.code}
+        out["ext"] = {k: ("<set>" if k in VOLATILE_EXT or not ext_values else mask(v)) for k, v in self.ext.items()}
+        if body:
+            out["body"] = mask(self.body)
+        if remark:
+            out["remark"] = self.remark
+        return out
+
+
+def mask(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): mask(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask(v) for v in value]
+    if isinstance(value, str):
+        if ADDRESS.match(value):
+            return "<addr>"
+        if value.isdigit() and int(value) > TIME_MS:
+            return "<time>"
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and value > TIME_MS:
+        return "<time>"
+    return value
+
+
+_BARE_INT_KEY = re.compile(r"([{,]\s*)(-?\d+)(\s*:)")
+
+
+def parse_body(body: bytes | None) -> Any:
+    if body is None:
+        return None
+    try:
+        text = body.decode("utf-8")
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            return json.loads(_BARE_INT_KEY.sub(r'\1"\2"\3', text))  # fastjson's unquoted int keys
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return {"bytes": len(body), "head": base64.b64encode(body[:8]).decode()}
+
+
+async def _call(addr: str, request: RemotingCommand, timeout: float) -> Answer:
+    client = RemotingClient(wire_protocol=WireProtocol.NATIVE)
+    try:
+        resp = await client.invoke(addr, request, timeout)
+    except RemotingTimeoutError:
+        return Answer(NO_ANSWER, f"no answer within {timeout} s", {}, None)
+    finally:
+        await client.close()
+    ext = {k: str(v) for k, v in (resp.ext_fields or {}).items()}
+    return Answer(resp.code, resp.remark, ext, parse_body(resp.body), resp.body)
+
+
+def call(addr: str, request: RemotingCommand, timeout: float = 15.0) -> Answer:
+    """One request on a connection of its own (RocketMQ's native protocol), from synchronous test code."""
+    return asyncio.run(_call(addr, request, timeout))
+
+
+def request(code: int, ext: dict[str, Any] | None = None, body: bytes | None = None) -> RemotingCommand:
+    fields = {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (ext or {}).items() if v is not None}
+    return RemotingCommand.request(code, fields, body)

@@ -1,0 +1,230 @@
+"""Issue 28's differential table: one request at a time sent to Apache RocketMQ 4.9.7 and to pocketmq over RocketMQ's
+native protocol, the answers compared field by field (code, ext fields, JSON body; addresses, times and ids
+masked, see differential.py). Each row says what it sends; a row whose answers differ on purpose says why, and
+docs/compatibility.md lists it."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from pocketmq.client.batch import encode_messages
+from pocketmq.client.message import Message
+from pocketmq.common.message import properties_to_string
+from pocketmq.embedded import ThreadedCluster
+from pocketmq.remoting.codes import RequestCode as R
+from pocketmq.remoting.command import RemotingCommand
+from tests.apache.apache_rocketmq import ApacheRocketMQ
+
+from .differential import NO_ANSWER, Answer, call, request
+
+RUN = uuid.uuid4().hex[:6]
+TOPIC = f"Diff{RUN}"  # 3 messages in queue 0, read by the pull and offset rows
+SINK = f"Sink{RUN}"  # what the send rows write (a row's order must not matter)
+GROUP = f"diff_g_{RUN}"
+PRODUCER = f"diff_p_{RUN}"
+
+
+@dataclass
+class Side:
+    name: str
+    namesrv: str
+    broker: str
+    broker_name: str
+    sent: list[Answer] = field(default_factory=list)
+
+
+def send_v2(topic: str, body: bytes = b"body", queue_id: int = 0, props: dict[str, str] | None = None,
+            code: int = R.SEND_MESSAGE_V2, **overrides: Any) -> RemotingCommand:
+    ext: dict[str, Any] = {"a": PRODUCER, "b": topic, "c": "TBW102", "d": 4, "e": queue_id, "f": 0,
+                           "g": int(time.time() * 1000), "h": 0,
+                           "i": properties_to_string(props if props is not None else {"TAGS": "TagA", "KEYS": "k"}),
+                           "j": 0, "k": False, "m": False}
+    ext.update(overrides)
+    return request(code, ext, body)
+
+
+def send_v1(topic: str, body: bytes = b"body", **overrides: Any) -> RemotingCommand:
+    ext: dict[str, Any] = {"producerGroup": PRODUCER, "topic": topic, "defaultTopic": "TBW102",
+                           "defaultTopicQueueNums": 4, "queueId": 0, "sysFlag": 0,
+                           "bornTimestamp": int(time.time() * 1000), "flag": 0,
+                           "properties": properties_to_string({"TAGS": "TagA"}), "reconsumeTimes": 0,
+                           "unitMode": False, "batch": False}
+    ext.update(overrides)
+    return request(R.SEND_MESSAGE, ext, body)
+
+
+def pull(topic: str = TOPIC, offset: int = 0, queue_id: int = 0, subscription: str | None = "*",
+         expression_type: str | None = "TAG", sys_flag: int = 2, **overrides: Any) -> RemotingCommand:
+    ext: dict[str, Any] = {"consumerGroup": GROUP, "topic": topic, "queueId": queue_id, "queueOffset": offset,
+                           "maxMsgNums": 32, "sysFlag": sys_flag, "commitOffset": 0, "suspendTimeoutMillis": 0,
+                           "subVersion": 0, "subscription": subscription, "expressionType": expression_type}
+    ext.update(overrides)
+    return request(R.PULL_MESSAGE, ext)
+
+
+def create_topic(topic: str, queues: int = 4, perm: int = 6) -> RemotingCommand:
+    return request(R.UPDATE_AND_CREATE_TOPIC, {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": queues,
+                                               "writeQueueNums": queues, "perm": perm,
+                                               "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False})
+
+
+def heartbeat(client_id: str, extra: dict[str, Any] | None = None) -> bytes:
+    """A consumer's HEART_BEAT body; ``extra`` adds fields RocketMQ's classes do not have."""
+    subscription = {"topic": TOPIC, "subString": "*", "tagsSet": [], "codeSet": [], "subVersion": 0,
+                    "expressionType": "TAG"}
+    consumer = {"groupName": GROUP, "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
+                "consumeFromWhere": "CONSUME_FROM_FIRST_OFFSET", "subscriptionDataSet": [subscription],
+                "unitMode": False, **(extra or {})}
+    return json.dumps({"clientID": client_id, "producerDataSet": [], "consumerDataSet": [consumer],
+                       **(extra or {})}).encode()
+
+
+def _prepare(side: Side) -> None:
+    assert call(side.broker, create_topic(TOPIC)).code == 0
+    assert call(side.broker, create_topic(SINK)).code == 0
+    for tags in ("TagA", "TagB", "TagA"):
+        answer = call(side.broker, send_v2(TOPIC, f"m-{tags}".encode(), props={"TAGS": tags, "KEYS": "k"}))
+        assert answer.code == 0, (side.name, answer)
+        side.sent.append(answer)
+    commit = request(R.UPDATE_CONSUMER_OFFSET, {"consumerGroup": GROUP, "topic": TOPIC, "queueId": 0,
+                                                "commitOffset": 1})
+    assert call(side.broker, commit).code == 0
+    deadline = time.monotonic() + 30
+    while call(side.namesrv, request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC})).code != 0:
+        assert time.monotonic() < deadline, f"{side.name}: no route of {TOPIC}"
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def sides(apache_rocketmq: ApacheRocketMQ, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side]]:
+    with ThreadedCluster(tmp_path_factory.mktemp("differential"), enable_property_filter=True,
+                         trace_topic_enable=True) as pocket:
+        apache = Side("apache", apache_rocketmq.namesrv_addr, apache_rocketmq.broker_addr, "broker-a")
+        pocketmq = Side("pocketmq", pocket.namesrv_addr, pocket.broker_addr, "broker")
+        for side in (apache, pocketmq):
+            _prepare(side)
+        yield apache, pocketmq
+
+
+@dataclass
+class Case:
+    name: str
+    target: str  # "broker" or "namesrv"
+    build: Callable[[Side], RemotingCommand]
+    ext_values: bool = True  # compare ext field values, not only their names
+    body: bool = True
+    # A deliberate difference (docs/compatibility.md): Apache's code, pocketmq's code, and why.
+    differs: tuple[int, int, str] | None = None
+    timeout: float = 15.0
+
+
+CASES = [
+    # --- name server ---
+    Case("route of a known topic", "namesrv", lambda s: request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC})),
+    Case("route of an unknown topic", "namesrv",
+         lambda s: request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": f"NoSuch{RUN}"})),
+    Case("route request without its topic", "namesrv", lambda s: request(R.GET_ROUTEINFO_BY_TOPIC),
+         differs=(17, 1, "a field RocketMQ's header class marks @CFNotNull is missing: pocketmq answers SYSTEM_ERROR "
+                  "naming it; 4.9.7's name server looks up the topic null")),
+    Case("put a KV config", "namesrv",
+         lambda s: request(R.PUT_KV_CONFIG, {"namespace": f"ns{RUN}", "key": "k", "value": "v"})),
+    Case("get a KV config", "namesrv", lambda s: request(R.GET_KV_CONFIG, {"namespace": f"ns{RUN}", "key": "k"})),
+    Case("get a missing KV config", "namesrv",
+         lambda s: request(R.GET_KV_CONFIG, {"namespace": f"ns{RUN}", "key": "nope"})),
+    Case("KV list of a missing namespace", "namesrv",
+         lambda s: request(R.GET_KVLIST_BY_NAMESPACE, {"namespace": f"none{RUN}"})),
+    Case("delete a KV config", "namesrv",
+         lambda s: request(R.DELETE_KV_CONFIG, {"namespace": f"ns{RUN}", "key": "k"})),
+    Case("an unknown request code (name server)", "namesrv", lambda s: request(9999), timeout=3.0,
+         differs=(NO_ANSWER, 3, "4.9.7's name server never answers a code it does not know (the caller times out); "
+                  "pocketmq's answers REQUEST_CODE_NOT_SUPPORTED at once, as RocketMQ's broker does")),
+    # --- sends ---
+    Case("send, v1 header", "broker", lambda s: send_v1(SINK), ext_values=False),
+    Case("send, v2 header", "broker", lambda s: send_v2(SINK, queue_id=1), ext_values=False),
+    Case("send to a queue id the topic has not", "broker", lambda s: send_v2(SINK, queue_id=99), ext_values=False),
+    Case("send to an illegal topic name", "broker", lambda s: send_v2("bad topic!")),
+    Case("send to a topic name of 128 characters", "broker", lambda s: send_v2("T" * 128)),
+    Case("send to the default topic TBW102", "broker", lambda s: send_v2("TBW102")),
+    Case("send an empty body", "broker", lambda s: send_v2(SINK, b""),
+         differs=(0, 13, "the Java client refuses an empty body itself (MESSAGE_ILLEGAL, this remark); pocketmq's "
+                  "broker gives clients that do not check the same answer")),
+    Case("send a body over 4 MiB", "broker", lambda s: send_v2(SINK, b"x" * (4 * 1024 * 1024 + 1))),
+    Case("send without its producer group", "broker", lambda s: send_v2(SINK, a=None),
+         differs=(0, 1, "a field RocketMQ's header class marks @CFNotNull is missing: pocketmq answers SYSTEM_ERROR "
+                  "naming it; 4.9.7's fast header decoding for SEND_MESSAGE_V2 skips the check")),
+    Case("send with a queue id that is not a number", "broker", lambda s: send_v2(SINK, e="zero")),
+    Case("send to a topic that does not exist (auto-created from TBW102)", "broker",
+         lambda s: send_v2(f"Auto{RUN}"), ext_values=False),
+    Case("batch send", "broker", lambda s: send_v2(SINK, code=R.SEND_BATCH_MESSAGE, m=True,
+                                                    body=_batch([b"one", b"two"])), ext_values=False),
+    # --- pulls ---
+    Case("pull from offset 0", "broker", lambda s: pull(), body=False),
+    Case("pull at the max offset", "broker", lambda s: pull(offset=3)),
+    Case("pull beyond the max offset", "broker", lambda s: pull(offset=10)),
+    Case("pull from a queue with nothing", "broker", lambda s: pull(queue_id=2, offset=5)),
+    Case("pull a topic that does not exist", "broker", lambda s: pull(topic=f"NoSuch{RUN}")),
+    Case("pull with a tag expression", "broker", lambda s: pull(subscription="TagB", sys_flag=2), body=False),
+    Case("pull with a malformed SQL92 expression", "broker",
+         lambda s: pull(subscription="a >>> 1", expression_type="SQL92")),
+    Case("pull from a queue id the topic has not", "broker", lambda s: pull(queue_id=99)),
+    # --- offsets ---
+    Case("query a committed offset", "broker",
+         lambda s: request(R.QUERY_CONSUMER_OFFSET, {"consumerGroup": GROUP, "topic": TOPIC, "queueId": 0})),
+    Case("query the offset of a group that has none", "broker",
+         lambda s: request(R.QUERY_CONSUMER_OFFSET, {"consumerGroup": f"none{RUN}", "topic": TOPIC, "queueId": 0})),
+    Case("max offset", "broker", lambda s: request(R.GET_MAX_OFFSET, {"topic": TOPIC, "queueId": 0})),
+    Case("min offset", "broker", lambda s: request(R.GET_MIN_OFFSET, {"topic": TOPIC, "queueId": 0})),
+    Case("max offset of a queue the topic has not", "broker",
+         lambda s: request(R.GET_MAX_OFFSET, {"topic": TOPIC, "queueId": 99})),
+    Case("search an offset by a time before every message", "broker",
+         lambda s: request(R.SEARCH_OFFSET_BY_TIMESTAMP, {"topic": TOPIC, "queueId": 0, "timestamp": 1})),
+    Case("earliest message store time of an empty queue", "broker",
+         lambda s: request(R.GET_EARLIEST_MSG_STORETIME, {"topic": TOPIC, "queueId": 3})),
+    # --- clients ---
+    Case("heartbeat with fields RocketMQ does not know", "broker",
+         lambda s: request(R.HEART_BEAT, body=heartbeat(f"cid-{RUN}", {"futureField": 1}))),
+    Case("consumer list of a group nobody consumes in", "broker",
+         lambda s: request(R.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": f"none{RUN}"})),
+    # --- admin ---
+    Case("create a topic with an illegal name", "broker", lambda s: create_topic("bad topic!")),
+    Case("create a topic named like the default topic", "broker", lambda s: create_topic("TBW102")),
+    Case("topic stats of a topic that does not exist", "broker",
+         lambda s: request(R.GET_TOPIC_STATS_INFO, {"topic": f"NoSuch{RUN}"})),
+    Case("consume stats of a group without offsets", "broker",
+         lambda s: request(R.GET_CONSUME_STATS, {"consumerGroup": f"none{RUN}", "topic": TOPIC})),
+    Case("delete a subscription group that does not exist", "broker",
+         lambda s: request(R.DELETE_SUBSCRIPTIONGROUP, {"groupName": f"none{RUN}"})),
+    Case("topic stats of a topic with messages", "broker", lambda s: request(R.GET_TOPIC_STATS_INFO, {"topic": TOPIC})),
+    Case("consume stats of a group with an offset", "broker",
+         lambda s: request(R.GET_CONSUME_STATS, {"consumerGroup": GROUP, "topic": TOPIC})),
+    Case("who consumes a topic", "broker", lambda s: request(R.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": TOPIC})),
+    Case("cluster info", "namesrv", lambda s: request(R.GET_BROKER_CLUSTER_INFO)),
+    Case("topics of a cluster", "namesrv",
+         lambda s: request(R.GET_TOPICS_BY_CLUSTER, {"cluster": "DefaultCluster"}), body=False),
+    Case("broker runtime info", "broker", lambda s: request(R.GET_BROKER_RUNTIME_INFO), body=False),
+    Case("broker config", "broker", lambda s: request(R.GET_BROKER_CONFIG), ext_values=False, body=False),
+    Case("every topic config", "broker", lambda s: request(R.GET_ALL_TOPIC_CONFIG), body=False),
+    Case("an unknown request code (broker)", "broker", lambda s: request(9999)),
+]
+
+
+def _batch(bodies: list[bytes]) -> bytes:
+    return encode_messages(Message(SINK, b, tags="TagA") for b in bodies)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_same_answer_as_apache(case: Case, sides: tuple[Side, Side]) -> None:
+    answers = [call(getattr(side, case.target), case.build(side), case.timeout) for side in sides]
+    if case.differs is not None:
+        assert (answers[0].code, answers[1].code) == case.differs[:2], (case.name, answers)
+        return
+    apache, pocket = (a.view(ext_values=case.ext_values, body=case.body) for a in answers)
+    assert pocket == apache, (
+        f"{case.name}: pocketmq and Apache RocketMQ differ\n  apache:   {answers[0]}\n  pocketmq: {answers[1]}")

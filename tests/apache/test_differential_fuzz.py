@@ -1,0 +1,106 @@
+"""Issue 28's fuzzing with Apache RocketMQ as the oracle: hypothesis builds remoting requests, valid and not (header
+values that are empty, negative, huge, not numbers, too long, not ASCII; random bodies), sends each to Apache
+RocketMQ 4.9.7 and to pocketmq in RocketMQ's native protocol, and asserts the two answer in the same class of
+code (stored or found / nothing there / refused / no answer).
+
+`make test` runs a fixed, derandomized set of examples; `make fuzz-apache` runs many more, drawn anew each time
+(FUZZ_EXAMPLES, default 2000). The fields RocketMQ's header classes require are always present: a request without
+one is a difference on purpose (docs/compatibility.md, "Differences")."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pocketmq.common.message import properties_to_string
+from pocketmq.embedded import ThreadedCluster
+from pocketmq.remoting.codes import RequestCode as R
+from pocketmq.remoting.codes import ResponseCode as C
+from tests.apache.apache_rocketmq import ApacheRocketMQ
+
+from .differential import NO_ANSWER, call, request
+
+RUN = uuid.uuid4().hex[:6]
+TOPIC = f"Fuzz{RUN}"
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "0")) or None
+NOT_THERE = {C.TOPIC_NOT_EXIST, C.PULL_NOT_FOUND, C.PULL_RETRY_IMMEDIATELY, C.PULL_OFFSET_MOVED, C.QUERY_NOT_FOUND,
+             C.SUBSCRIPTION_NOT_EXIST, C.SUBSCRIPTION_NOT_LATEST, C.SUBSCRIPTION_GROUP_NOT_EXIST}
+
+
+def code_class(code: int) -> str:
+    if code == C.SUCCESS:
+        return "ok"
+    if code == NO_ANSWER:
+        return "no answer"
+    return "not there" if code in NOT_THERE else "refused"
+
+
+numbers = st.one_of(st.integers(-3, 40), st.integers(-(2**63), 2**63 - 1),
+                    st.sampled_from(["", "x", "1.5", "0x10", " 1", "99999999999999999999999"]))
+names = st.one_of(st.just(TOPIC), st.just("TBW102"), st.just(""), st.just("%RETRY%g"),
+                  st.text(st.characters(min_codepoint=32, max_codepoint=0x2FF), max_size=20),
+                  st.text("abcXYZ09_-%|", min_size=120, max_size=260))
+bodies = st.one_of(st.none(), st.binary(max_size=64), st.just(b"body"))
+
+
+@st.composite
+def requests(draw: Any) -> tuple[str, int, dict[str, Any], bytes | None]:
+    kind = draw(st.sampled_from(["send", "pull", "offset", "max", "search", "route", "kv", "stats"]))
+    if kind == "send":
+        props = draw(st.one_of(st.just(properties_to_string({"TAGS": "TagA"})), st.text(max_size=40)))
+        ext = {"a": draw(st.sampled_from(["pg", "PG_" + RUN])), "b": draw(names), "c": "TBW102", "d": draw(numbers),
+               "e": draw(numbers), "f": draw(st.sampled_from([0, 1, 4, 8, 12])), "g": int(time.time() * 1000),
+               "h": draw(numbers), "i": props, "j": draw(numbers), "k": "false", "m": "false"}
+        return "broker", R.SEND_MESSAGE_V2, ext, draw(st.binary(min_size=1, max_size=64))
+    if kind == "pull":
+        ext = {"consumerGroup": draw(st.sampled_from(["cg", "cg_" + RUN])), "topic": draw(names),
+               "queueId": draw(numbers), "queueOffset": draw(numbers), "maxMsgNums": draw(st.integers(1, 40)),
+               "sysFlag": draw(st.sampled_from([0, 2, 4, 6])), "commitOffset": draw(numbers),
+               "suspendTimeoutMillis": 0, "subVersion": 0,
+               "subscription": draw(st.sampled_from(["*", "TagA", "TagA || TagB", ""])), "expressionType": "TAG"}
+        return "broker", R.PULL_MESSAGE, ext, None
+    if kind == "offset":
+        ext = {"consumerGroup": draw(st.sampled_from(["cg", "cg_" + RUN])), "topic": draw(names),
+               "queueId": draw(numbers)}
+        return "broker", R.QUERY_CONSUMER_OFFSET, ext, None
+    if kind == "max":
+        code = draw(st.sampled_from([R.GET_MAX_OFFSET, R.GET_MIN_OFFSET]))
+        return "broker", code, {"topic": draw(names), "queueId": draw(numbers)}, None
+    if kind == "search":
+        return "broker", R.SEARCH_OFFSET_BY_TIMESTAMP, {"topic": draw(names), "queueId": draw(numbers),
+                                                        "timestamp": draw(numbers)}, None
+    if kind == "route":
+        return "namesrv", R.GET_ROUTEINFO_BY_TOPIC, {"topic": draw(names)}, None
+    if kind == "kv":
+        return "namesrv", R.GET_KV_CONFIG, {"namespace": draw(names), "key": draw(names)}, None
+    return "broker", R.GET_TOPIC_STATS_INFO, {"topic": draw(names)}, draw(bodies)
+
+
+@pytest.fixture(scope="module")
+def servers(apache_rocketmq: ApacheRocketMQ, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    with ThreadedCluster(tmp_path_factory.mktemp("fuzz")) as pocket:
+        sides = {"apache": {"broker": apache_rocketmq.broker_addr, "namesrv": apache_rocketmq.namesrv_addr},
+                 "pocketmq": {"broker": pocket.broker_addr, "namesrv": pocket.namesrv_addr}}
+        for side in sides.values():  # a topic with one message in queue 0, the same on both
+            create = {"topic": TOPIC, "defaultTopic": "TBW102", "readQueueNums": 4, "writeQueueNums": 4,
+                      "perm": 6, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": "false"}
+            assert call(side["broker"], request(R.UPDATE_AND_CREATE_TOPIC, create)).code == 0
+        yield sides
+
+
+@settings(max_examples=EXAMPLES or 80, derandomize=EXAMPLES is None, deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(requests())
+def test_same_class_of_answer_as_apache(servers: dict[str, Any], req: tuple[str, int, dict[str, Any], bytes | None]
+                                        ) -> None:
+    target, code, ext, body = req
+    answers = {name: call(side[target], request(code, ext, body), 5.0) for name, side in servers.items()}
+    classes = {name: code_class(a.code) for name, a in answers.items()}
+    assert classes["pocketmq"] == classes["apache"], (code, ext, answers)

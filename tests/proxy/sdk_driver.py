@@ -43,6 +43,7 @@ class Driver:
         self.binary, self.sources, self.make_target = binary, sources, make_target
         self.log_root, self.env, self.log = log_root, env or {}, log
         self.stderr = log_root / f"{binary.name}.stderr"
+        self.runs: list[DriverRun] = []
 
     def assert_built(self) -> None:
         assert self.binary.exists(), f"the driver is not built ({self.binary}): run `make {self.make_target}`"
@@ -60,7 +61,16 @@ class Driver:
 
     def start(self, cluster: embedded.ThreadedCluster, scenario: str, *args: str, timeout: float = 60) -> DriverRun:
         """A scenario running in the background (a consumer the test sends to once it has started)."""
-        return DriverRun(self, self.argv(cluster, scenario, args, timeout), timeout)
+        run = DriverRun(self, self.argv(cluster, scenario, args, timeout), timeout)
+        self.runs.append(run)
+        return run
+
+    def close(self) -> None:
+        """Ends what a failed test left running (each run also ends itself after its timeout)."""
+        for run in self.runs:
+            if run.proc.poll() is None:
+                run.proc.kill()
+                run.proc.wait()
 
     def logs(self) -> str:
         """The end of the SDK's log and of the program's stderr, for a failure's message."""

@@ -43,14 +43,15 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded.Threa
 
 
 @pytest.fixture(scope="module")
-def go5(tmp_path_factory: pytest.TempPathFactory) -> Driver:
+def go5(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Driver]:
     log_root = tmp_path_factory.mktemp("go5-logs")
     # The SDK logs to ~/logs/rocketmq unless told otherwise (an environment variable with dots in its name).
     driver = Driver(GO5_DIR / "bin" / "go5client", [GO5_DIR / n for n in ("main.go", "go.mod", "go.sum")],
                     "go5-client", log_root, env={"rocketmq.client.logRoot": str(log_root)},
                     log="rocketmq_client_go.log")
     driver.assert_built()
-    return driver
+    yield driver
+    driver.close()
 
 
 # ---- the producer ------------------------------------------------------------------------------------------------

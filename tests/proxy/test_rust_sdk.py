@@ -40,13 +40,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded.Threa
 
 
 @pytest.fixture(scope="module")
-def rust5(tmp_path_factory: pytest.TempPathFactory) -> Driver:
+def rust5(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Driver]:
     # The SDK logs to its terminal (stderr): the driver's stderr file.
     driver = Driver(RUST5_DIR / "target" / "release" / "rust5client",
                     [RUST5_DIR / n for n in ("src/main.rs", "Cargo.toml", "Cargo.lock")], "rust5-client",
                     tmp_path_factory.mktemp("rust5-logs"))
     driver.assert_built()
-    return driver
+    yield driver
+    driver.close()
 
 
 def test_rust_sdk_normal_sends_arrive_with_ids_tags_keys_and_properties(cluster, rust5):

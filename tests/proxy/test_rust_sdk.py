@@ -1,7 +1,7 @@
 """Apache RocketMQ 5's Rust SDK (crates.io `rocketmq` 5.0.0, pinned by tests/native_clients/rust5/Cargo.lock; `make
-rust5-client` builds tests/native_clients/rust5 into rust5/target/release/rust5client, and `make test` does so
-first) against pocketmq's gRPC endpoint, with the SDK's defaults: TLS off (as the SDK ships), nothing configured but
-the endpoint. The SDK has a producer (transactional too) and a SimpleConsumer, no push consumer.
+rust5-client` builds tests/native_clients/rust5 into rust5/bin/rust5client, and `make test` does so first) against
+pocketmq's gRPC endpoint, with the SDK's defaults: TLS off (as the SDK ships), nothing configured but the endpoint.
+The SDK has a producer (transactional too) and a SimpleConsumer, no push consumer.
 
 One cluster for the module; each test runs the Rust program once, and what it sent is read back by pocketmq's own
 4.x client, and what pocketmq's client sent is what the SDK must receive.
@@ -42,7 +42,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded.Threa
 @pytest.fixture(scope="module")
 def rust5(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Driver]:
     # The SDK logs to its terminal (stderr): the driver's stderr file.
-    driver = Driver(RUST5_DIR / "target" / "release" / "rust5client",
+    driver = Driver(RUST5_DIR / "bin" / "rust5client",
                     [RUST5_DIR / n for n in ("src/main.rs", "Cargo.toml", "Cargo.lock")], "rust5-client",
                     tmp_path_factory.mktemp("rust5-logs"))
     driver.assert_built()

@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test bench lint typecheck clean java spark-demo native-clients browser apache-rocketmq go-client go5-client rust5-client spring-client java-clients store-handover fuzz-apache
+.PHONY: run demo test bench lint typecheck clean java spark-demo native-clients browser apache-rocketmq go-client go5-client rust5-client spring-client java-clients java-sdk store-handover fuzz-apache
 
 SPARK_STAMP := $(VENV)/.installed-spark
 
@@ -178,6 +178,23 @@ $(JAVA_CLIENT_DIR)/%/.built: $(JAVA_CLIENT_SOURCES) | java
 
 java-clients: $(JAVA_CLIENT_STAMPS)
 
+# Apache RocketMQ 5's gRPC SDK for Java (rocketmq-client-java, tests/java_sdk/pom.xml names the version) and the
+# harness that drives it (tests/java_sdk, bench/java_sdk.py), built into .java-sdk/ (harness.jar and lib/) when a
+# source changed; Maven keeps the artifacts in ~/.m2.
+JAVA_SDK_DIR := .java-sdk
+JAVA_SDK_SOURCES := tests/java_sdk/pom.xml $(shell find tests/java_sdk/src -name '*.java' 2>/dev/null)
+JAVA_SDK_STAMP := $(JAVA_SDK_DIR)/.built
+
+$(JAVA_SDK_STAMP): $(JAVA_SDK_SOURCES) | java
+	rm -rf $(JAVA_SDK_DIR)
+	mvn -B -q -f tests/java_sdk/pom.xml -Dharness.out=$(CURDIR)/$(JAVA_SDK_DIR) -DskipTests package \
+	  dependency:copy-dependencies >$(JAVA_SDK_DIR).log 2>&1 || \
+	  { echo "make java-sdk: rocketmq-client-java could not be fetched from Maven Central or built (see $(JAVA_SDK_DIR).log)"; exit 1; }
+	@rm -f $(JAVA_SDK_DIR).log
+	touch $@
+
+java-sdk: $(JAVA_SDK_STAMP)
+
 # A name server and a broker in one process, store in ./.pocketmq; Ctrl-C stops it cleanly.
 run: $(STAMP)
 	$(VENV)/bin/pocketmq dev
@@ -196,7 +213,7 @@ lint: $(STAMP)
 typecheck: $(SPARK_STAMP)
 	$(VENV)/bin/mypy
 
-test: $(SPARK_STAMP) lint typecheck java native-clients browser apache-rocketmq java-clients
+test: $(SPARK_STAMP) lint typecheck java native-clients browser apache-rocketmq java-clients java-sdk
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
 # Order events streamed through Spark into per-minute aggregates, on a cluster of its own (examples/).
@@ -212,7 +229,7 @@ $(BENCH_JAVA_STAMP): bench/java/pom.xml $(wildcard bench/java/src/main/java/io/p
 
 # The peers of bench/e2e.py (Redis 7, NATS JetStream) come from Debian when missing; their Python clients
 # from the `bench` extra; Apache RocketMQ (bench/apache.py) from Maven Central. The benches install nothing.
-bench: $(SPARK_STAMP) java apache-rocketmq $(BENCH_JAVA_STAMP)
+bench: $(SPARK_STAMP) java apache-rocketmq $(BENCH_JAVA_STAMP) java-sdk
 	@command -v redis-server >/dev/null && command -v nats-server >/dev/null || \
 	  { apt-get update -qq && apt-get install -y -qq redis-server nats-server; } || \
 	  echo "make bench: could not install redis-server/nats-server; bench/e2e.py will skip those peers"
@@ -220,6 +237,7 @@ bench: $(SPARK_STAMP) java apache-rocketmq $(BENCH_JAVA_STAMP)
 	$(PY) bench/storage.py
 	$(PY) bench/e2e.py
 	$(PY) bench/apache.py
+	$(PY) bench/java_sdk.py
 	$(PY) bench/scale.py
 	$(PY) bench/spark.py
 
@@ -234,4 +252,4 @@ fuzz-apache: $(STAMP) java apache-rocketmq
 	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -p no:randomly tests/apache/test_differential_fuzz.py
 
 clean:
-	rm -rf $(VENV) $(CPP_VENV) $(NODE_DIR)/node_modules $(GO_DIR)/bin $(GO5_DIR)/bin $(RUST5_DIR)/bin $(RUST5_DIR)/target $(SPRING_DIR)/target .pocketmq .pocketmq-demo $(APACHE_DIR) $(JAVA_CLIENT_DIR) $(NODE5_DIR)/node_modules
+	rm -rf $(VENV) $(CPP_VENV) $(NODE_DIR)/node_modules $(GO_DIR)/bin $(GO5_DIR)/bin $(RUST5_DIR)/bin $(RUST5_DIR)/target $(SPRING_DIR)/target .pocketmq .pocketmq-demo $(APACHE_DIR) $(JAVA_CLIENT_DIR) $(JAVA_SDK_DIR) $(NODE5_DIR)/node_modules

@@ -117,8 +117,13 @@ class EmbeddedCluster:
                 from pocketmq.proxy.config import ProxyConfig
                 from pocketmq.proxy.proxy_startup import GrpcProxy
 
+                # With ACL on, the endpoint checks its callers against the broker's accounts and signs its own
+                # requests with the cluster's key pair, as a RocketMQ proxy beside such a cluster would.
+                acl: dict[str, Any] = {}
+                if acl_file is not None:
+                    acl = {"acl_file": acl_file, "access_key": config.access_key, "secret_key": config.secret_key}
                 self.proxy = await GrpcProxy(ProxyConfig(self.namesrv_addr, grpc_server_port=0,
-                                                         **self.proxy_overrides)).start()
+                                                         **acl, **self.proxy_overrides)).start()
         except BaseException:
             for b in self.brokers:
                 await b.shutdown()

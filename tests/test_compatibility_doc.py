@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "compatibility.md"
 STATUSES = {"same as Apache", "tested", "differs", "not supported"}
 # Where the tests that prove the table live: every test module here must be named by a row.
-PARITY_DIRS = ("tests/apache", "tests/native_clients", "tests/java_client")
+PARITY_DIRS = ("tests/apache", "tests/native_clients", "tests/java_client", "tests/java_sdk")
 APACHE_MARKERS = ("apache_rocketmq", "ApacheRocketMQ", "apache_server", "both_servers")
 ROW = re.compile(r"^\|(?P<feature>[^|]+)\|(?P<status>[^|]+)\|(?P<proof>[^|]*)\|\s*$")
 PROOF = re.compile(r"`([^`]+::[^`]+)`")

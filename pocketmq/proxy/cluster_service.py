@@ -45,7 +45,8 @@ class ClusterService:
     def __init__(self, config: ProxyConfig) -> None:
         self.config = config
         self.client_config = ClientConfig(namesrv_addr=config.namesrv_addr,
-                                          mq_client_api_timeout=config.request_timeout, busy_poll=0.0)
+                                          mq_client_api_timeout=config.request_timeout, busy_poll=0.0,
+                                          access_key=config.access_key, secret_key=config.secret_key)
         self.api = MQClientAPIImpl(self.client_config)
         # One client id for the proxy: brokers see it as the producer of every group its gRPC clients produce to.
         self.client_id = f"{socket.gethostname()}@{os.getpid()}@proxy@{id(self):x}"

@@ -75,3 +75,8 @@ class ProxyConfig:
     max_telemetry_streams: int = 10_000
     telemetry_queue_size: int = 64
     request_timeout: float = 3.0
+    # ACL (RocketMQ's plain_acl.yml): with a file, every call is checked against its accounts
+    # (grpc_access_validator.py); the proxy's own requests to brokers with aclEnable are signed with this key pair.
+    acl_file: str | None = None
+    access_key: str | None = None
+    secret_key: str | None = None

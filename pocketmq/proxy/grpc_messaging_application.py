@@ -17,6 +17,7 @@ import grpc
 from google.protobuf.message import DecodeError
 
 from .client_activity import ClientActivity, telemetry_error
+from .grpc_access_validator import GrpcAccessValidator
 from .grpc_channel_manager import GrpcChannelManager, GrpcClientChannel
 from .protocol import SERVICE, load
 from .proxy_context import ProxyContext
@@ -62,6 +63,8 @@ class GrpcMessagingApplication:
     def __init__(self, client_activity: ClientActivity, channels: GrpcChannelManager) -> None:
         self.client_activity = client_activity
         self.channels = channels
+        # Set when ACL is on (GrpcProxy): every call and every Settings command is checked first.
+        self.access_validator: GrpcAccessValidator | None = None
         self._handlers: dict[str, grpc.RpcMethodHandler] = {}
         self._handlers["Telemetry"] = grpc.stream_stream_rpc_method_handler(
             self.telemetry, request_deserializer=parser(pb.TelemetryCommand),
@@ -79,6 +82,8 @@ class GrpcMessagingApplication:
             ctx = _context_of(context)
             try:
                 ctx.validate()
+                if self.access_validator is not None:
+                    self.access_validator.check(ctx, method, request)
                 return await activity(ctx, request)
             except asyncio.CancelledError:
                 raise
@@ -103,6 +108,8 @@ class GrpcMessagingApplication:
             ctx = _context_of(context)
             try:
                 ctx.validate()
+                if self.access_validator is not None:
+                    self.access_validator.check(ctx, method, request)
                 async for response in activity(ctx, request):
                     yield response
             except asyncio.CancelledError:
@@ -163,6 +170,12 @@ class GrpcMessagingApplication:
                     continue
                 if command.WhichOneof("command") != "settings":
                     continue  # thread stack traces and verify results answer commands pocketmq never sends
+                if self.access_validator is not None:
+                    try:
+                        self.access_validator.check(ctx, "Telemetry", command)
+                    except GrpcProxyException as e:
+                        put(pb.TelemetryCommand(status=status_of(e)))
+                        continue
                 channel = self.channels.create_channel(ctx.client_id, ctx.language, ctx.client_version,
                                                        ctx.remote_address, outbox)
                 state["channel"] = channel

@@ -15,6 +15,9 @@ LANGUAGE = "x-mq-language"
 CLIENT_VERSION = "x-mq-client-version"
 NAMESPACE = "x-mq-namespace"
 REQUEST_ID = "x-mq-request-id"
+DATE_TIME = "x-mq-date-time"
+AUTHORIZATION = "authorization"
+_READ = frozenset({CLIENT_ID, LANGUAGE, CLIENT_VERSION, NAMESPACE, DATE_TIME, AUTHORIZATION})
 # Headers longer than this are cut: a client id names a session, it is not a place for megabytes.
 _MAX_VALUE = 1024
 
@@ -26,6 +29,9 @@ class ProxyContext:
     client_version: str = ""
     namespace: str = ""
     remote_address: str = ""
+    # What the caller signed and its signature (checked when ACL is on, grpc_access_validator.py).
+    date_time: str = ""
+    authorization: str = ""
     # Milliseconds left before the call's deadline when it arrived (None: the client set no deadline).
     remaining_ms: int | None = None
 
@@ -33,10 +39,10 @@ class ProxyContext:
     def of(cls, metadata: Iterable[tuple[str, str | bytes]] | None, peer: str = "") -> ProxyContext:
         values: dict[str, str] = {}
         for key, value in metadata or ():
-            if key in (CLIENT_ID, LANGUAGE, CLIENT_VERSION, NAMESPACE) and isinstance(value, str):
+            if key in _READ and isinstance(value, str):
                 values[key] = value[:_MAX_VALUE]
         return cls(values.get(CLIENT_ID, ""), values.get(LANGUAGE, ""), values.get(CLIENT_VERSION, ""),
-                   values.get(NAMESPACE, ""), peer)
+                   values.get(NAMESPACE, ""), peer, values.get(DATE_TIME, ""), values.get(AUTHORIZATION, ""))
 
     def validate(self) -> None:
         """GrpcMessagingApplication.validateContext."""

@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 
 import grpc
 
+from pocketmq.remoting.acl.validator import PlainAccessValidator
+
 from .ack_message_activity import AckMessageActivity
 from .change_invisible_duration_activity import ChangeInvisibleDurationActivity
 from .client_activity import ClientActivity
@@ -26,6 +28,7 @@ from .config import ProxyConfig, TlsMode
 from .consumer_processor import ConsumerProcessor
 from .end_transaction_activity import EndTransactionActivity
 from .forward_message_to_dlq_activity import ForwardMessageToDLQActivity, RecallMessageActivity
+from .grpc_access_validator import GrpcAccessValidator
 from .grpc_channel_manager import GrpcChannelManager
 from .grpc_client_settings_manager import GrpcClientSettingsManager
 from .grpc_messaging_application import GrpcMessagingApplication
@@ -76,6 +79,9 @@ class GrpcProxy:
         self.dlq_activity = ForwardMessageToDLQActivity(self.consumer, self.channels, self.handles)
         self.recall_activity = RecallMessageActivity(config, self.cluster)
         app = self.application = GrpcMessagingApplication(self.client_activity, self.channels)
+        if config.acl_file is not None:
+            # Read now, so a bad file stops the endpoint before it listens.
+            app.access_validator = GrpcAccessValidator(PlainAccessValidator.for_broker(config.acl_file))
         app.register_unary("QueryRoute", self.route_activity.query_route)
         app.register_unary("QueryAssignment", self.route_activity.query_assignment)
         app.register_unary("Heartbeat", self.client_activity.heartbeat)

@@ -9,7 +9,6 @@ so (docs/protocol.md §9).
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -22,7 +21,8 @@ from rocketmq.grpc_protocol import service_pb2_grpc
 
 from pocketmq import embedded
 from pocketmq.remoting.body import TopicConfig
-from tests.apache.apache_rocketmq import V5, ApacheRocketMQ, JavaProcess, free_port
+from tests.apache.apache_proxy import ApacheProxy
+from tests.apache.apache_rocketmq import V5, ApacheRocketMQ
 
 from .conftest import D, S, metadata
 from .sdk_helpers import create_topic
@@ -31,34 +31,6 @@ TOPIC = "ParityTopic"
 TXN_TOPIC = "ParityTxnTopic"  # message.type=TRANSACTION at Apache's (pocketmq's untyped topics take every type)
 RECV_TOPIC = "ParityRecvTopic"  # consumed by the receive cases only
 DELAY_TOPIC = "ParityDelayTopic"  # message.type=DELAY on both
-
-
-class ApacheProxy:
-    """Apache RocketMQ 5's ProxyStartup in cluster mode beside an ApacheRocketMQ's name server and broker."""
-
-    def __init__(self, rmq: ApacheRocketMQ) -> None:
-        self.rmq = rmq
-        self.port = free_port(0)
-        self.process: JavaProcess | None = None
-
-    def start(self) -> ApacheProxy:
-        conf = self.rmq.home / "rmq-proxy.json"
-        conf.write_text(json.dumps({"rocketMQClusterName": self.rmq.cluster_name, "namesrvAddr": self.rmq.namesrv_addr,
-                                    "grpcServerPort": self.port, "remotingListenPort": free_port(0)}))
-        argv = self.rmq.java("org.apache.rocketmq.proxy.ProxyStartup", "-pc", str(conf), "-pm", "cluster",
-                             "-n", self.rmq.namesrv_addr)
-        self.process = JavaProcess("proxy", argv, self.rmq.home)
-        self.process.start(self.rmq.env())
-        self.process.wait_for("rocketmq-proxy startup successfully")
-        return self
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.stop()
-
-    @property
-    def endpoint(self) -> str:
-        return f"127.0.0.1:{self.port}"
 
 
 @pytest.fixture(scope="module")

@@ -57,7 +57,7 @@ class AccessResource:
 
     def __init__(self, remote_ip: str, request: RemotingCommand, ext: dict[str, str]) -> None:
         self.remote_ip = remote_ip
-        self.request_code = request.code
+        self.request_code: int | str = request.code
         self.access_key = ext.get(ACCESS_KEY)
         self.signature = ext.get(SIGNATURE)
         self.security_token = ext.get(SECURITY_TOKEN)
@@ -69,6 +69,12 @@ class AccessResource:
     def add(self, resource: str | None, perm: int) -> None:
         if resource is not None:
             self.resource_perms[resource] = perm
+
+    def signature_matches(self, secret_key: str) -> bool:
+        """Whether the request was signed with ``secret_key`` (AclSigner's scheme over ``content()``)."""
+        if self.signature is None:
+            return False
+        return hmac.compare_digest(cal_signature(self.content(), secret_key), self.signature)
 
     def content(self) -> bytes:
         """What the client signed (``combine_request_content``), from what the request carries."""
@@ -196,8 +202,7 @@ class PlainAccessValidator:
             raise AclError(f"No acl config for {access_key}: no such accessKey (request code {code} from {ip})")
         if account.white_remote_address(ip):
             return
-        expected = cal_signature(resource.content(), account.secret_key)
-        if resource.signature is None or not hmac.compare_digest(expected, resource.signature):
+        if not resource.signature_matches(account.secret_key):
             raise AclError(f"Check signature failed for accessKey={access_key} (request code {code}): wrong secret "
                            "key, or the request was changed after it was signed")
         if resource.resource_perms.get(RMQ_SYS_TRACE_TOPIC) == PUB:

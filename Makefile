@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test bench lint typecheck clean java spark-demo native-clients browser apache-rocketmq go-client spring-client java-clients java-sdk store-handover fuzz-apache
+.PHONY: run demo test bench lint typecheck clean java spark-demo native-clients browser apache-rocketmq go-client go5-client rust5-client spring-client java-clients java-sdk store-handover fuzz-apache
 
 SPARK_STAMP := $(VENV)/.installed-spark
 
@@ -65,6 +65,46 @@ $(GO_CLIENT): $(GO_DIR)/main.go $(GO_DIR)/go.mod $(GO_DIR)/go.sum
 go-client: $(GO_CLIENT)
 
 native-clients: go-client
+
+# Apache RocketMQ 5's Go SDK (github.com/apache/rocketmq-clients/golang/v5, gRPC) in tests/native_clients/go5/main.go,
+# pinned by its go.mod and go.sum, for tests/proxy/test_go_sdk.py: built into go5/bin/go5client when a source
+# changed, modules from the Go module proxy into Go's module cache, kept between runs. go.mod asks for Go 1.24.
+GO5_DIR := tests/native_clients/go5
+GO5_CLIENT := $(GO5_DIR)/bin/go5client
+
+$(GO5_CLIENT): $(GO5_DIR)/main.go $(GO5_DIR)/go.mod $(GO5_DIR)/go.sum
+	@command -v go >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends golang-go >/dev/null; } || \
+	  { echo "make go5-client: Go is not installed and apt-get could not install golang-go"; exit 1; }
+	@cd $(GO5_DIR) && go build -mod=readonly -buildvcs=false -o bin/go5client . >bin.log 2>&1 || \
+	  { echo "make go5-client: could not build the RocketMQ 5 Go SDK driver: $$(grep -v '^#' bin.log | tail -1) (see $(GO5_DIR)/bin.log)"; exit 1; }
+	@rm -f $(GO5_DIR)/bin.log
+
+go5-client: $(GO5_CLIENT)
+
+native-clients: go5-client
+
+# Apache RocketMQ 5's Rust SDK (crates.io `rocketmq`, gRPC) in tests/native_clients/rust5, pinned by its Cargo.lock,
+# for tests/proxy/test_rust_sdk.py: built when a source changed and copied to rust5/bin/rust5client, offline first
+# (crates in Cargo's cache, ~/.cargo/registry), else from crates.io. Cargo's target folder is kept outside the work
+# tree (RUST5_TARGET), as Go's build cache and ~/.m2 are, so a fresh clone rebuilds only the driver itself, not its
+# ~250 dependencies (about 9 CPU-minutes the first time on a machine). The crate ships its generated protocol code:
+# no protoc is needed. Rust comes from rustup (Debian's rustc is too old for the crate's dependencies).
+RUST5_DIR := tests/native_clients/rust5
+RUST5_CLIENT := $(RUST5_DIR)/bin/rust5client
+RUST5_TARGET ?= $(HOME)/.cache/pocketmq/rust5-target
+CARGO ?= $(shell command -v cargo || echo $(HOME)/.cargo/bin/cargo)
+
+$(RUST5_CLIENT): $(RUST5_DIR)/src/main.rs $(RUST5_DIR)/Cargo.toml $(RUST5_DIR)/Cargo.lock
+	@test -x $(CARGO) || { echo "make rust5-client: cargo is not installed (rustup's, 1.70 or newer)"; exit 1; }
+	@cd $(RUST5_DIR) && export CARGO_TARGET_DIR=$(RUST5_TARGET) && \
+	  { $(CARGO) build --release --locked --offline -q >build.log 2>&1 || $(CARGO) build --release --locked -q >build.log 2>&1; } || \
+	  { echo "make rust5-client: could not build the RocketMQ 5 Rust SDK driver: $$(grep -m1 '^error' build.log) (see $(RUST5_DIR)/build.log)"; exit 1; }
+	@mkdir -p $(RUST5_DIR)/bin && cp $(RUST5_TARGET)/release/rust5client $(RUST5_CLIENT)
+	@rm -f $(RUST5_DIR)/build.log
+
+rust5-client: $(RUST5_CLIENT)
+
+native-clients: rust5-client
 
 # A Spring Boot application on rocketmq-spring-boot-starter (tests/native_clients/spring, a Maven project), built
 # into spring/target/spring-client.jar when a source changed: offline first (artifacts in ~/.m2), else from Maven
@@ -212,4 +252,4 @@ fuzz-apache: $(STAMP) java apache-rocketmq
 	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -p no:randomly tests/apache/test_differential_fuzz.py
 
 clean:
-	rm -rf $(VENV) $(CPP_VENV) $(NODE_DIR)/node_modules $(GO_DIR)/bin $(SPRING_DIR)/target .pocketmq .pocketmq-demo $(APACHE_DIR) $(JAVA_CLIENT_DIR) $(JAVA_SDK_DIR) $(NODE5_DIR)/node_modules
+	rm -rf $(VENV) $(CPP_VENV) $(NODE_DIR)/node_modules $(GO_DIR)/bin $(GO5_DIR)/bin $(RUST5_DIR)/bin $(RUST5_DIR)/target $(SPRING_DIR)/target .pocketmq .pocketmq-demo $(APACHE_DIR) $(JAVA_CLIENT_DIR) $(JAVA_SDK_DIR) $(NODE5_DIR)/node_modules

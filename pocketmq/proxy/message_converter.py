@@ -14,6 +14,7 @@ from typing import Any
 from pocketmq.common.constants import (
     COMPRESSED_FLAG,
     KEY_SEPARATOR,
+    PROPERTY_BODY_INFLATE_ERROR,
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_KEYS,
     PROPERTY_RECONSUME_TIME,
@@ -206,7 +207,12 @@ def to_grpc_message(msg: MessageExt) -> Any:
         sp.keys.extend(keys.split(KEY_SEPARATOR))
     sp.message_id = props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or msg.offset_msg_id
     sp.body_digest.CopyFrom(pb.Digest(type=pb.DigestType.MD5, checksum=hashlib.md5(msg.body).hexdigest().upper()))
-    sp.body_encoding = pb.Encoding.GZIP if msg.sys_flag & COMPRESSED_FLAG else pb.Encoding.IDENTITY
+    # The encoding says what the sent bytes are. pocketmq's client inflates a compressed body as it decodes the POP
+    # answer (decodeDecompressBody), so that body goes out as IDENTITY: GZIP on inflated bytes makes the Go SDK
+    # discard the message as corrupted and the Python SDK fail to inflate it. Only a body that did not inflate is
+    # still the stored zlib stream, and says so.
+    stored_bytes = PROPERTY_BODY_INFLATE_ERROR in props
+    sp.body_encoding = pb.Encoding.GZIP if msg.sys_flag & COMPRESSED_FLAG and stored_bytes else pb.Encoding.IDENTITY
     sp.message_type = message_type_of(props)
     sp.born_timestamp.CopyFrom(_timestamp(msg.born_timestamp))
     sp.born_host = props.get(PROPERTY_BORN_HOST) or msg.born_host

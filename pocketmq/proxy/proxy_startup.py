@@ -107,6 +107,13 @@ class GrpcProxy:
     def endpoint(self) -> str:
         return f"{self.config.grpc_host}:{self.config.grpc_server_port}"
 
+    @property
+    def connections(self) -> dict[str, int]:
+        """The connections the permissive port has routed, by how they opened: TLS or plaintext (empty when the
+        port is gRPC's own, TLS disabled or enforced)."""
+        f = self._front
+        return {} if f is None else {"tls": f.routed[True], "plaintext": f.routed[False]}
+
     def _options(self) -> list[tuple[str, Any]]:
         return [
             ("grpc.max_receive_message_length", self.config.grpc_max_inbound_message_size),

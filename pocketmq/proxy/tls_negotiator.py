@@ -83,7 +83,9 @@ class _Client(_Half):
         self.pending.append(data)
         assert self.transport is not None
         self.transport.pause_reading()
-        path = self.front.tls_path if data[0] == TLS_HANDSHAKE else self.front.plain_path
+        tls = data[0] == TLS_HANDSHAKE
+        self.front.routed[tls] += 1
+        path = self.front.tls_path if tls else self.front.plain_path
         task = asyncio.get_running_loop().create_task(self._connect(path))
         self.front.connecting.add(task)
         task.add_done_callback(self.front.connecting.discard)
@@ -130,6 +132,7 @@ class PermissiveFront:
         self.plain_path = plain_path
         self.first_byte_timeout = first_byte_timeout
         self.connecting: set[asyncio.Task[None]] = set()
+        self.routed = {True: 0, False: 0}  # connections routed so far, by "opened with a TLS handshake"
         self._server: asyncio.Server | None = None
 
     async def start(self) -> None:

@@ -190,3 +190,4 @@ async def test_tls_and_plaintext_share_the_port(cluster, proxy):
                                                                                                metadata=metadata())
                                          for ch in (tls, plain, tls, plain)))
     assert [a.status.code for a in answers] == [D.Code.OK] * 4
+    assert proxy.connections == {"tls": 1, "plaintext": 1}  # one connection per channel, each routed once

@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test bench lint typecheck clean java spark-demo native-clients browser apache-rocketmq go-client go5-client rust5-client spring-client java-clients java-sdk store-handover fuzz-apache
+.PHONY: run demo test bench lint typecheck clean java spark-demo native-clients browser apache-rocketmq go-client go5-client rust5-client test-rust5 spring-client java-clients java-sdk store-handover fuzz-apache
 
 SPARK_STAMP := $(VENV)/.installed-spark
 
@@ -104,7 +104,10 @@ $(RUST5_CLIENT): $(RUST5_DIR)/src/main.rs $(RUST5_DIR)/Cargo.toml $(RUST5_DIR)/C
 
 rust5-client: $(RUST5_CLIENT)
 
-native-clients: rust5-client
+# Not in `make test`: the crate and its dependencies take about 500 s of CPU to build on a new machine, more than
+# the suite's budget can spare. `make test-rust5` builds the driver and runs its tests.
+test-rust5: $(STAMP) rust5-client
+	$(PY) -m pytest -q -m rust5 tests/proxy/test_rust_sdk.py
 
 # A Spring Boot application on rocketmq-spring-boot-starter (tests/native_clients/spring, a Maven project), built
 # into spring/target/spring-client.jar when a source changed: offline first (artifacts in ~/.m2), else from Maven

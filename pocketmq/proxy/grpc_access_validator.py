@@ -14,7 +14,8 @@ from __future__ import annotations
 import hmac
 from typing import Any
 
-from pocketmq.remoting.acl.permission import ANY, PUB, SUB, retry_topic
+from pocketmq.common.mix_all import get_retry_topic
+from pocketmq.remoting.acl.permission import ANY, PUB, SUB
 from pocketmq.remoting.acl.validator import AccessResource, AclError, PlainAccessValidator, remote_ip
 
 from .protocol import load
@@ -66,7 +67,7 @@ def _topic(resource: Any) -> str:
 
 
 def _group(resource: Any) -> str:
-    return retry_topic(resource.name)
+    return get_retry_topic(resource.name)
 
 
 def resources_of(method: str, request: Any, access: GrpcAccessResource) -> None:

@@ -1,5 +1,6 @@
 """Apache RocketMQ 5's Rust SDK (crates.io `rocketmq` 5.0.0, pinned by tests/native_clients/rust5/Cargo.lock; `make
-rust5-client` builds tests/native_clients/rust5 into rust5/bin/rust5client, and `make test` does so first) against
+rust5-client` builds tests/native_clients/rust5 into rust5/bin/rust5client; `make test-rust5` builds it and runs this
+module, which `make test` leaves out: a new machine spends minutes building the crate) against
 pocketmq's gRPC endpoint, with the SDK's defaults: TLS off (as the SDK ships), nothing configured but the endpoint.
 The SDK has a producer (transactional too) and a SimpleConsumer, no push consumer.
 
@@ -31,6 +32,8 @@ from .sdk_driver import (
 from .sdk_helpers import create_topic, wait_for, wait_pulled
 
 RUST5_DIR = NATIVE_CLIENTS / "rust5"
+
+pytestmark = pytest.mark.rust5
 
 
 @pytest.fixture(scope="module")

@@ -63,3 +63,30 @@ def apache_rocketmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Apache
 def apache_rocketmq5(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheRocketMQ]:
     with ApacheRocketMQ(tmp_path_factory.mktemp("apache-rocketmq-5"), version=V5) as server:
         yield server
+
+
+# The modules that take minutes (JVMs of Apache RocketMQ and its clients, Spark) go to the two xdist workers
+# first, longest first: `--dist loadfile` hands out modules in collection order, and one of these started last
+# would leave the other worker idle at the end of `make test`.
+LONG_MODULES_FIRST = (
+    "tests/java_client/",
+    "tests/java_sdk/",
+    "tests/apache/test_mqadmin.py",
+    "tests/proxy/test_apache_parity.py",
+    "tests/native_clients/test_spring_client.py",
+    "tests/apache/test_store_both_ways.py",
+    "tests/apache/test_mixed_cluster.py",
+    "tests/apache/test_differential",
+    "tests/spark/",
+)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        for i, prefix in enumerate(LONG_MODULES_FIRST):
+            if item.nodeid.startswith(prefix):
+                return i
+        return len(LONG_MODULES_FIRST)
+
+    items.sort(key=rank)  # (stable: a module's tests stay together and in their order)

@@ -95,7 +95,7 @@ def servers(apache_rocketmq: ApacheRocketMQ, tmp_path_factory: pytest.TempPathFa
         yield sides
 
 
-@settings(max_examples=EXAMPLES or 80, derandomize=EXAMPLES is None, deadline=None,
+@settings(max_examples=EXAMPLES or 50, derandomize=EXAMPLES is None, deadline=None,
           suppress_health_check=list(HealthCheck))
 @given(requests())
 def test_same_class_of_answer_as_apache(servers: dict[str, Any], req: tuple[str, int, dict[str, Any], bytes | None]

@@ -128,6 +128,8 @@ async def test_a_topic_over_both_kinds_of_broker_through_either_name_server(tmp_
     with mixed_cluster(tmp_path, layout) as cluster:
         apache: ApacheRocketMQ = cluster.apache
         both = {apache.broker_name, cluster.pocket.broker_name}
+        # 5.x's broker may log "boot success" before its first registration is answered.
+        await wait_brokers(cluster.namesrv_addr, both)
         assert await cluster_brokers(cluster.namesrv_addr) == {
             name: {0: addr} for name, addr in cluster.addrs().items()
         }

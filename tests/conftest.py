@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
@@ -54,15 +55,19 @@ async def client() -> AsyncIterator[RemotingClient]:
 def apache_rocketmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheRocketMQ]:
     # A half message is checked a second after its send (4.9.7's defaults: every minute, once 6 s old), so the
     # client's transaction tests see the check without waiting a minute.
-    with ApacheRocketMQ(tmp_path_factory.mktemp("apache-rocketmq-4"), version=V4, transactionCheckInterval="1000",
-                        transactionTimeOut="1000") as server:
+    server = ApacheRocketMQ(tmp_path_factory.mktemp("apache-rocketmq-4"), version=V4, transactionCheckInterval="1000",
+                            transactionTimeOut="1000")
+    with server:
         yield server
+        server.stop(signal.SIGKILL)  # its store is thrown away: killed, not shut down (seconds at the session's end)
 
 
 @pytest.fixture(scope="session")
 def apache_rocketmq5(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheRocketMQ]:
-    with ApacheRocketMQ(tmp_path_factory.mktemp("apache-rocketmq-5"), version=V5) as server:
+    server = ApacheRocketMQ(tmp_path_factory.mktemp("apache-rocketmq-5"), version=V5)
+    with server:
         yield server
+        server.stop(signal.SIGKILL)
 
 
 # The modules that take minutes (JVMs of Apache RocketMQ and its clients, Spark) go to the two xdist workers

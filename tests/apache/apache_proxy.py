@@ -4,6 +4,7 @@ for the tests that compare pocketmq's gRPC endpoint with it (tests/proxy, tests/
 from __future__ import annotations
 
 import json
+import signal
 from typing import Any
 
 from tests.apache.apache_rocketmq import ApacheRocketMQ, JavaProcess, free_port
@@ -32,9 +33,9 @@ class ApacheProxy:
         self.process.wait_for("rocketmq-proxy startup successfully")
         return self
 
-    def stop(self) -> None:
+    def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.process is not None:
-            self.process.stop()
+            self.process.stop(sig)
 
     @property
     def endpoint(self) -> str:

@@ -307,10 +307,11 @@ class ApacheRocketMQ:
     def pids(self) -> list[int]:
         return [p.proc.pid for p in (self.namesrv, self.broker) if p is not None and p.proc is not None]
 
-    def stop(self) -> None:
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        """SIGKILL for a server whose store is thrown away: a 5.x broker's orderly shutdown takes seconds."""
         for proc in (self.broker, self.namesrv):
             if proc is not None:
-                proc.stop()
+                proc.stop(sig)
 
     def __enter__(self) -> ApacheRocketMQ:
         try:

@@ -9,6 +9,7 @@ so (docs/protocol.md §9).
 
 from __future__ import annotations
 
+import signal
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -49,7 +50,8 @@ def apache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             assert made.returncode == 0, made.stdout + made.stderr
             yield proxy.endpoint
         finally:
-            proxy.stop()
+            proxy.stop(signal.SIGKILL)  # the module's servers are thrown away: killed, not shut down
+            rmq.stop(signal.SIGKILL)
 
 
 @pytest.fixture(scope="module")

@@ -217,7 +217,7 @@ typecheck: $(SPARK_STAMP)
 	$(VENV)/bin/mypy
 
 test: $(SPARK_STAMP) lint typecheck java native-clients browser apache-rocketmq java-clients java-sdk
-	$(PY) -m pytest -q -n 2 --dist loadfile --durations=25
+	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=25
 
 # Order events streamed through Spark into per-minute aggregates, on a cluster of its own (examples/).
 spark-demo: $(SPARK_STAMP) java

@@ -71,7 +71,8 @@ def apache_rocketmq5(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Apach
 
 
 # The modules that take minutes (JVMs of Apache RocketMQ and its clients, Spark) go to the two xdist workers
-# first, longest first: `--dist loadfile` hands out modules in collection order, and one of these started last
+# first, longest first: `--dist loadfile --no-loadscope-reorder` hands out modules in collection order (without
+# the flag xdist sorts them by test count, and these few-test modules came last), and one of these started last
 # would leave the other worker idle at the end of `make test`.
 LONG_MODULES_FIRST = (
     "tests/java_client/",

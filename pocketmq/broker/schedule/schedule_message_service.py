@@ -38,6 +38,7 @@ SCHEDULE_GROUP = "SCHEDULE_CONSUMER"
 DELAY_FOR_A_PERIOD = 10.0  # seconds to wait after a failed re-put (RocketMQ's DELAY_FOR_A_PERIOD)
 IDLE_RECHECK = 1.0  # an idle level re-reads its queue at least this often
 BATCH = 32
+SHUTDOWN_PUT_WAIT = 10.0  # seconds shutdown waits for a cancelled delivery's put, to record its offset
 
 _EMPTY = (
     GetMessageStatus.NO_MESSAGE_IN_QUEUE,
@@ -130,20 +131,34 @@ class ScheduleMessageService(ConfigManager):
                     due = now  # correctDeliverTimestamp: a store time in the future (clock moved back)
                 if due > now:
                     await asyncio.sleep((due - now) / 1000.0)
-                while not await self._deliver(msg):
+                while not await self._deliver(msg, level):
                     await asyncio.sleep(DELAY_FOR_A_PERIOD)
                 self._set_offset(level, msg.queue_offset + 1)
             if self.offset_table.get(level, 0) < result.next_begin_offset:
                 self._set_offset(level, result.next_begin_offset)  # entries skipped by the store
 
-    async def _deliver(self, msg: MessageExt) -> bool:
+    async def _deliver(self, msg: MessageExt, level: int) -> bool:
         """messageTimeup + put. False when the store refused it (retried later); unusable messages are dropped."""
         inner = self.message_timeup(msg)
         if inner is None:
             log.error("dropping scheduled message %s: no REAL_TOPIC/REAL_QID", msg.msg_id)
             return True
         put = self.controller.store.put_message_nowait(inner)
-        result = put if isinstance(put, PutMessageResult) else await asyncio.wrap_future(put)
+        if isinstance(put, PutMessageResult):
+            result = put
+        else:
+            try:
+                result = await asyncio.shield(asyncio.wrap_future(put))
+            except asyncio.CancelledError:
+                # Shutdown cancels this loop while the store writes: the message is stored whatever happens here,
+                # so its offset must be too, or the restarted broker (or Apache's, on this store) fires it again.
+                try:
+                    stored = put.result(timeout=SHUTDOWN_PUT_WAIT).is_ok
+                except Exception:
+                    stored = False
+                if stored:
+                    self._set_offset(level, msg.queue_offset + 1)
+                raise
         if not result.is_ok:
             log.error(
                 "re-putting scheduled message %s to %s failed: %s %s",

@@ -99,6 +99,15 @@ def _c_decoder(object_type: type[dict[str, Any]], parse_float: Callable[[str], A
     return decoder
 
 
+def c_scanner(object_type: type[dict[str, Any]], parse_float: Callable[[str], Any]) -> Callable[[str, int], Any]:
+    """The scanner behind ``loads``' C decoder: ``scan(text, index)`` is ``(value, end)`` for the JSON value at
+    ``index`` (StopIteration when none starts there, ValueError when it is malformed), without the whitespace
+    handling and end check ``JSONDecoder.decode`` wraps around it. For a caller that checks the end itself and
+    falls back to ``loads`` on anything else."""
+    scan: Callable[[str, int], Any] = _c_decoder(object_type, parse_float).scan_once  # type: ignore[attr-defined]
+    return scan
+
+
 def _refuse_constant(name: str) -> Any:
     # json.loads would take NaN and Infinity; neither fastjson nor Java writes them.
     raise ValueError(f"{name} is not JSON")

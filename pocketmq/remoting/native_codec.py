@@ -30,8 +30,8 @@ from .codes import SerializeType
 from .command import RemotingCommand
 from .errors import FrameTooLarge, MalformedFrame
 from .framing import DEFAULT_MAX_FRAME_SIZE, LENGTH, LengthPrefixedDecoder
-from .remoting_serializable import decode_json_header, encode_json_header_fast
-from .rocketmq_serializable import decode_rocketmq_header, encode_rocketmq_header
+from .remoting_serializable import decode_json_header_fast, encode_json_header_fast
+from .rocketmq_serializable import decode_rocketmq_header_fast, encode_rocketmq_header_fast
 
 _LEN = LENGTH
 _LEN_AND_WORD = struct.Struct(">II")
@@ -56,7 +56,7 @@ def encode_native(
     if serialize_type == _JSON:
         header = encode_json_header_fast(cmd)
     elif serialize_type == _ROCKETMQ:
-        header = encode_rocketmq_header(cmd)
+        header = encode_rocketmq_header_fast(cmd)
     else:
         raise ValueError(f"{serialize_type!r} is not a native serialize type")
     header_length = len(header)
@@ -94,7 +94,7 @@ def _decode_frame(frame: memoryview) -> RemotingCommand:
         raise MalformedFrame(f"header length {header_length} runs past the frame's {length - 4} bytes")
     header = frame[4 : 4 + header_length]
     try:
-        cmd = decode_json_header(header) if serialize_type == _JSON else decode_rocketmq_header(header)
+        cmd = decode_json_header_fast(header) if serialize_type == _JSON else decode_rocketmq_header_fast(header)
     finally:
         header.release()
     if length > 4 + header_length:

@@ -134,6 +134,19 @@ def _c_header_writer() -> Callable[[dict[str, object]], str]:
 _dump_header = _c_header_writer()
 
 
+def _ints_as_text(ext: Mapping[str, object]) -> dict[str, str]:
+    """``java_ext_fields(ext)`` for a map of str keys whose values are str, int or None (what a header's
+    ``to_ext`` makes); anything else goes to ``java_ext_fields``, which writes it or says what is wrong."""
+    out: dict[str, str] = {}
+    for k, v in ext.items():
+        t = type(v)
+        if type(k) is not str or (t is not str and t is not int and v is not None):
+            return java_ext_fields(ext)
+        if v is not None:
+            out[k] = v if t is str else str(v)  # type: ignore[assignment]
+    return out
+
+
 def encode_json_header_fast(cmd: RemotingCommand) -> bytes:
     """``encode_json_header(cmd)``, written by the C JSON encoder when that gives the same bytes (almost every
     header: no control characters but tab, CR, LF, BS, FF, no U+007F-U+009F, no lone surrogate), else by the
@@ -153,7 +166,7 @@ def encode_json_header_fast(cmd: RemotingCommand) -> bytes:
     if ext:
         for k, v in ext.items():
             if type(k) is not str or type(v) is not str:
-                ext = java_ext_fields(ext)  # ints and booleans as Java's text; bad keys and values: TypeError
+                ext = _ints_as_text(ext)  # (the headers' ints) or java_ext_fields(ext)
                 break
         if ext:
             head["extFields"] = ext
@@ -212,6 +225,47 @@ def decode_json_header(data: bytes | bytearray | memoryview) -> RemotingCommand:
                 ext[k] = v if type(v) is str else _text(v)
     elif ext_obj is not None:
         raise MalformedFrame(f"'extFields' must be an object, got {_show(ext_obj)}", *where)
+    # Positional: code, language, version, opaque, flag, remark, ext_fields, body, serialize_type.
+    return RemotingCommand(code, language, version, opaque, flag, remark, ext, None, SerializeType.JSON)
+
+
+_scan_header = fastjson.c_scanner(dict, Decimal)
+
+
+def decode_json_header_fast(data: bytes | bytearray | memoryview) -> RemotingCommand:
+    """``decode_json_header(data)``, faster for the headers clients write: one call of the C scanner (no
+    whitespace regexes around it), and when every field has the type Java writes (ints in range, the language a
+    known name, a string remark, string ext values) the command built without checking each field through the
+    helpers. Anything else (whitespace around the object, a syntax error, a number as text) goes to the reference;
+    a hypothesis test checks the two agree."""
+    try:
+        text = str(data, "utf-8", "replace")
+        obj, end = _scan_header(text, 0)
+    except (StopIteration, ValueError, RecursionError):
+        return decode_json_header(data)
+    if end != len(text) or type(obj) is not dict:
+        return decode_json_header(data)
+    get = obj.get
+    code, opaque, flag, version = get("code"), get("opaque"), get("flag", 0), get("version", 0)
+    raw_language = get("language")
+    language = _LANGUAGE_CODES.get(raw_language) if type(raw_language) is str else None
+    remark = get("remark")
+    ext = get("extFields")
+    if not (
+        type(code) is int and type(opaque) is int and type(flag) is int and type(version) is int
+        and _INT32_MIN <= code <= _INT32_MAX and _INT32_MIN <= opaque <= _INT32_MAX
+        and _INT32_MIN <= flag <= _INT32_MAX and _INT32_MIN <= version <= _INT32_MAX
+        and language is not None and (remark is None or type(remark) is str)
+    ):
+        return decode_json_header(data)
+    if ext is None:
+        ext = {}
+    elif type(ext) is not dict:
+        return decode_json_header(data)
+    else:
+        for v in ext.values():
+            if type(v) is not str:
+                return decode_json_header(data)
     # Positional: code, language, version, opaque, flag, remark, ext_fields, body, serialize_type.
     return RemotingCommand(code, language, version, opaque, flag, remark, ext, None, SerializeType.JSON)
 

@@ -116,7 +116,7 @@ def _like_fastjson(text: str) -> bool:
             return False
     elif _RAW_IN_JSON.search(text) is not None:
         return False
-    return _LOWER_HEX_ESCAPE.search(text) is None
+    return "\\u00" not in text or _LOWER_HEX_ESCAPE.search(text) is None
 
 
 def _c_header_writer() -> Callable[[dict[str, object]], str]:
@@ -132,6 +132,7 @@ def _c_header_writer() -> Callable[[dict[str, object]], str]:
 
 
 _dump_header = _c_header_writer()
+_quote: Callable[[str], str] = getattr(json.encoder, "c_encode_basestring", None) or json.encoder.py_encode_basestring
 
 
 def _ints_as_text(ext: Mapping[str, object]) -> dict[str, str]:
@@ -161,23 +162,20 @@ def encode_json_header_fast(cmd: RemotingCommand) -> bytes:
         return encode_json_header(cmd)  # a value out of range, a remark that is no str: the reference's error
     language = int(cmd.language)
     name = _LANGUAGE_NAMES.get(language)
-    head: dict[str, object] = {"code": code}
     ext: Mapping[str, object] = cmd.ext_fields
     if ext:
         for k, v in ext.items():
             if type(k) is not str or type(v) is not str:
                 ext = _ints_as_text(ext)  # (the headers' ints) or java_ext_fields(ext)
                 break
-        if ext:
-            head["extFields"] = ext
-    head["flag"] = flag
-    head["language"] = name if name is not None else check_int32("language", language)
-    head["opaque"] = opaque
-    if remark is not None:
-        head["remark"] = remark
-    head["serializeTypeCurrentRPC"] = "JSON"
-    head["version"] = version
-    text = _dump_header(head)
+    # Only the ext map and the remark need the C writer's escaping; the rest is ASCII of a fixed shape.
+    language_text = f'"{name}"' if name is not None else str(check_int32("language", language))
+    text = "".join((
+        f'{{"code":{code},', f'"extFields":{_dump_header(ext)},' if ext else "",  # type: ignore[arg-type]
+        f'"flag":{flag},"language":{language_text},"opaque":{opaque},',
+        f'"remark":{_quote(remark)},' if remark is not None else "",
+        f'"serializeTypeCurrentRPC":"JSON","version":{version}}}',
+    ))  # fmt: skip
     if not _like_fastjson(text):
         return encode_json_header(cmd)
     return text.encode("utf-8")

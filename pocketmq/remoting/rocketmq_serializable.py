@@ -147,12 +147,12 @@ def decode_rocketmq_header_fast(data: bytes | bytearray | memoryview) -> Remotin
 def encode_rocketmq_header_fast(cmd: RemotingCommand) -> bytes:
     """``encode_rocketmq_header(cmd)``, faster: field names' bytes kept, values that are str or int written
     without building Java's map first."""
-    code, version, language, remark = cmd.code, cmd.version, cmd.language, cmd.remark
+    code, version, language, remark = int(cmd.code), int(cmd.version), int(cmd.language), cmd.remark
     if not (
-        type(code) is int and -0x8000 <= code <= 0x7FFF and type(version) is int and -0x8000 <= version <= 0x7FFF
-        and type(language) is int and 0 <= language <= 0xFF and (remark is None or type(remark) is str)
+        -0x8000 <= code <= 0x7FFF and -0x8000 <= version <= 0x7FFF and 0 <= language <= 0xFF
+        and (remark is None or type(remark) is str)
     ):
-        return encode_rocketmq_header(cmd)  # enums, values out of range, a remark that is no str: the reference
+        return encode_rocketmq_header(cmd)  # values out of range, a remark that is no str: the reference's error
     remark_bytes = remark.encode("utf-8") if remark else b""
     try:
         ext = _ext_block(cmd.ext_fields)

@@ -3,14 +3,14 @@ binary ``ROCKETMQ`` headers), without sockets: where native mode's extra cost pe
 instructions.
 
     python bench/codec.py                 # ns per frame, msgpack vs native, alternating rounds (wall clock)
-    python bench/codec.py --instructions  # instructions per frame and per request under valgrind (cachegrind)
+    python bench/codec.py --instructions  # instructions per frame and per request under valgrind (callgrind)
 
 The frames are what a sync send and a pull carry: SEND_MESSAGE_V2 with its single-letter header, properties and
 a 128 B body; its response (msgId, queueId, queueOffset); PULL_MESSAGE; its response with 32 records. Decoding
 feeds the decoder 16 frames a receive, as a busy connection's reads hold several. Instruction counts are exact
-and do not depend on what else the machine runs: each case runs under valgrind with N and 2N frames, and the
-difference over N is the cost of one frame, start-up and warm-up left out (PYTHONHASHSEED fixed, the garbage
-collector off, as bench/instructions.py runs).
+and do not depend on what else the machine runs: one process under callgrind runs each case N and 2N times,
+counting only inside those runs, and the difference over N is the cost of one frame, start-up and warm-up left
+out (PYTHONHASHSEED fixed, the garbage collector off, as bench/instructions.py runs).
 
 Besides the frames, the request paths (``--instructions`` counts both; ``--only`` picks by name): what each side
 does per sync request apart from the store, one frame per receive. ``broker_send``: decode the request frame,
@@ -26,6 +26,7 @@ binary header form, which RocketMQ's Java client can be set to (pocketmq's clien
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import json
 import os
@@ -246,31 +247,48 @@ def wall_clock(rounds: int, n: int) -> dict[str, dict[str, float]]:
 
 
 def instructions(n: int, only: str = "") -> dict[str, dict[str, float]]:
-    """Instructions per frame (or request), from cachegrind runs of N and 2N (cases matching the regex ``only``)."""
+    """Instructions per frame (or request) of the cases matching the regex ``only``: one callgrind run doing each
+    case N and 2N times, each inside a ``functools.reduce`` call, with collection on only inside it and a dump
+    after it (start-up and imports are not counted at all); the figure is the second run's extra over N."""
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
-    out: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for c, o in CASES:
-            if not re.search(only, f"{c}.{o}"):
-                continue
-            for p in PROTOCOLS:
-                counts = []
-                for frames in (n, 2 * n):
-                    path = os.path.join(tmp, "cg.out")
-                    subprocess.run([valgrind, "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={path}",
-                                    sys.executable, __file__, "--run", p, c, o, str(frames)],
-                                   check=True, capture_output=True, env={**os.environ, "PYTHONHASHSEED": "0"})
-                    counts.append(_total_instructions(Path(path).read_text()))
-                out.setdefault(f"{c}.{o}", {})[p] = (counts[1] - counts[0]) / n
+        path = os.path.join(tmp, "cg.out")
+        proc = subprocess.run([valgrind, "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=functools_reduce",
+                               "--dump-after=functools_reduce", f"--callgrind-out-file={path}",
+                               sys.executable, __file__, "--run-all", str(n), only],
+                              check=True, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+        labels = json.loads(proc.stdout.splitlines()[-1])
+        counts = [_total_instructions(Path(f"{path}.{i + 1}").read_text()) for i in range(len(labels))]
+        if Path(f"{path}.{len(labels) + 1}").exists():
+            raise RuntimeError("more dumps than measured runs: something else called functools.reduce")
+    out: dict[str, dict[str, float]] = {}
+    for i in range(0, len(labels), 2):
+        case, protocol = labels[i]
+        out.setdefault(case, {})[protocol] = (counts[i + 1] - counts[i]) / n
     return out
 
 
-def _total_instructions(cachegrind_out: str) -> int:
-    match = re.search(r"^summary:\s+(\d+)", cachegrind_out, flags=re.M)
+def run_all(n: int, only: str) -> None:
+    """What ``instructions`` runs under callgrind: every selected case, N then 2N times; prints the labels."""
+    labels = []
+    for c, o in CASES:
+        if not re.search(only, f"{c}.{o}"):
+            continue
+        for p in PROTOCOLS:
+            run = workload(p, c, o)
+            run(FRAMES_PER_RECEIVE * 4)  # warm-up: caches filled, the interpreter's specialisations made
+            for times in (n, 2 * n):
+                functools.reduce(lambda _acc, _x, times=times: run(times), [None], None)  # type: ignore[misc]
+                labels.append((f"{c}.{o}", p))
+    print(json.dumps(labels))
+
+
+def _total_instructions(callgrind_out: str) -> int:
+    match = re.search(r"^summary:\s+(\d+)", callgrind_out, flags=re.M)
     if match is None:
-        raise RuntimeError("no summary line in cachegrind's output")
+        raise RuntimeError("no summary line in callgrind's output")
     return int(match.group(1))
 
 
@@ -292,7 +310,12 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--only", default="", help="with --instructions: the cases matching this regex")
     parser.add_argument("--run", nargs=4, metavar=("PROTOCOL", "CASE", "OP", "N"), help=argparse.SUPPRESS)
+    parser.add_argument("--run-all", nargs=2, metavar=("N", "ONLY"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.run_all:
+        gc.disable()  # (a collection falls wherever the allocation count says: N vs 2N would differ by luck)
+        run_all(int(args.run_all[0]), args.run_all[1])
+        return 0
     if args.run:
         protocol, case, op, n = args.run
         run = workload(protocol, case, op)
@@ -303,7 +326,7 @@ def main() -> int:
     if args.instructions:
         n = args.frames or 1_600
         counted = instructions(n, args.only)
-        print_table(f"instructions per frame or request (cachegrind, {n} vs {2 * n})", "instr", counted)
+        print_table(f"instructions per frame or request (callgrind, {n} vs {2 * n})", "instr", counted)
         figures["instructions"] = counted
     else:
         n = args.frames or 16_000

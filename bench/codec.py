@@ -255,8 +255,9 @@ def instructions(n: int, only: str = "") -> dict[str, dict[str, float]]:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "cg.out")
-        proc = subprocess.run([valgrind, "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=functools_reduce",
-                               "--dump-after=functools_reduce", f"--callgrind-out-file={path}",
+        proc = subprocess.run([valgrind, "--tool=callgrind", "--collect-atstart=no",
+                               "--toggle-collect=functools_reduce", "--dump-after=functools_reduce",
+                               f"--callgrind-out-file={path}",
                                sys.executable, __file__, "--run-all", str(n), only],
                               check=True, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
         labels = json.loads(proc.stdout.splitlines()[-1])

@@ -173,6 +173,10 @@ def from_ext_reference(cls: type[T], ext: Mapping[str, object] | None) -> T:
     return cls(**kwargs)
 
 
+# The texts of the small ints most header fields hold (queue ids, flags, counts), found by one lookup.
+_SMALL_INTS = {str(i): i for i in range(-1, 1024)}
+
+
 # Per header class, a to_ext and a from_ext written out field by field (compiled once, at first use): every
 # request and response goes through them, and the unrolled form with the common type as a fast path costs a
 # third of a loop over the field specs. They implement exactly the rules of _ACCEPTS and _PARSERS.
@@ -190,7 +194,7 @@ def _compile(
     fields = {f.name: f for f in dataclasses.fields(cls)}
     if not all(f.init for f in fields.values()):
         raise TypeError(f"{cls.__name__}: header fields must all be __init__ arguments")
-    ns: dict[str, Any] = {"HeaderError": HeaderError, "_show": _show, "cls": cls}
+    ns: dict[str, Any] = {"HeaderError": HeaderError, "_show": _show, "cls": cls, "SMALL_INTS": _SMALL_INTS}
     to_lines = ["def to_ext(h):", "    ext = {}"]
     from_lines = ["def from_ext(ext):", "    get = ext.get"]
     args = []
@@ -228,7 +232,9 @@ def _compile(
         if spec.kind is int:
             digits = 9 if ns[f"P{i}"] is _parse_java_int else 18  # (fewer digits than the type's range)
             from_lines += [
-                f"        if type(v) is str and v.isascii() and v.isdigit() and len(v) <= {digits}:",
+                "        if type(v) is str and (n := SMALL_INTS.get(v)) is not None:",
+                "            v = n",
+                f"        elif type(v) is str and v.isascii() and v.isdigit() and len(v) <= {digits}:",
                 "            v = int(v)",
                 "        else:",
                 f"            v = P{i}({wire_name!r}, v)",

@@ -136,15 +136,21 @@ _quote: Callable[[str], str] = getattr(json.encoder, "c_encode_basestring", None
 
 
 def _ints_as_text(ext: Mapping[str, object]) -> dict[str, str]:
-    """``java_ext_fields(ext)`` for a map of str keys whose values are str, int or None (what a header's
+    """``java_ext_fields(ext)`` for a map of str keys whose values are str, int, bool or None (what a header's
     ``to_ext`` makes); anything else goes to ``java_ext_fields``, which writes it or says what is wrong."""
     out: dict[str, str] = {}
     for k, v in ext.items():
         t = type(v)
-        if type(k) is not str or (t is not str and t is not int and v is not None):
+        if type(k) is not str:
             return java_ext_fields(ext)
-        if v is not None:
-            out[k] = v if t is str else str(v)  # type: ignore[assignment]
+        if t is str:
+            out[k] = v  # type: ignore[assignment]
+        elif t is int:
+            out[k] = str(v)
+        elif t is bool:
+            out[k] = "true" if v else "false"
+        elif v is not None:
+            return java_ext_fields(ext)
     return out
 
 

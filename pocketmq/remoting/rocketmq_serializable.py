@@ -117,31 +117,48 @@ def decode_rocketmq_header_fast(data: bytes | bytearray | memoryview) -> Remotin
     pos += 4
     if not 0 <= ext_len <= n - pos:
         return decode_rocketmq_header(data)
-    ext: dict[str, object] = {}
-    end = pos + ext_len
-    block = b[pos:end]
-    text = block.decode("ascii") if block.isascii() else None
-    p, end = 0, ext_len
-    while p < end:
-        if end - p < 6 or block[p] & 0x80:  # (no room for both lengths; a negative key length)
-            return decode_rocketmq_header(data)
-        key_len = block[p] << 8 | block[p + 1]
-        p += 2
-        if key_len > end - p - 4:
-            return decode_rocketmq_header(data)
-        q = p + key_len
-        value_len = block[q] << 24 | block[q + 1] << 16 | block[q + 2] << 8 | block[q + 3]
-        q += 4
-        if value_len > end - q:  # (a negative one reads as above 2**31 here)
-            return decode_rocketmq_header(data)
-        if key_len and value_len:
-            if text is not None:
-                ext[text[p:q - 4]] = text[q : q + value_len]
-            else:
-                ext[block[p : q - 4].decode("utf-8", "replace")] = block[q : q + value_len].decode("utf-8", "replace")
-        p = q + value_len
+    ext = _ext_map(b[pos : pos + ext_len])
+    if ext is None:
+        return decode_rocketmq_header(data)
     # Positional: code, language, version, opaque, flag, remark, ext_fields, body, serialize_type.
     return RemotingCommand(code, language, version, opaque, flag, remark, ext, None, SerializeType.ROCKETMQ)
+
+
+def _ext_map(block: bytes) -> dict[str, object] | None:
+    """The ext fields of an ext block; None when the reference must read it (a malformed block, or an entry with
+    an empty key or value, which it leaves out).
+
+    No length is checked on the way: each entry's end is where the next starts, so the block is well formed when
+    the last entry ends exactly at its end (an entry running past it ends beyond; a cut one raises IndexError),
+    once key lengths are known not to be negative (a value length's sign bit makes it run past any block)."""
+    ext: dict[str, object] = {}
+    end = len(block)
+    p = 0
+    try:
+        if block.isascii():
+            text = block.decode("ascii")
+            while p < end:
+                key_len = block[p] << 8 | block[p + 1]
+                if key_len > 0x7FFF:
+                    return None
+                q = p + 2 + key_len
+                value_end = q + 4 + (block[q] << 24 | block[q + 1] << 16 | block[q + 2] << 8 | block[q + 3])
+                ext[text[p + 2 : q]] = text[q + 4 : value_end]
+                p = value_end
+        else:
+            while p < end:
+                key_len = block[p] << 8 | block[p + 1]
+                if key_len > 0x7FFF:
+                    return None
+                q = p + 2 + key_len
+                value_end = q + 4 + (block[q] << 24 | block[q + 1] << 16 | block[q + 2] << 8 | block[q + 3])
+                ext[block[p + 2 : q].decode("utf-8", "replace")] = block[q + 4 : value_end].decode("utf-8", "replace")
+                p = value_end
+    except IndexError:
+        return None
+    if p != end or "" in ext or "" in ext.values():
+        return None
+    return ext
 
 
 def encode_rocketmq_header_fast(cmd: RemotingCommand) -> bytes:
@@ -187,10 +204,12 @@ def _ext_block(ext_fields: dict[str, object]) -> bytes | None:
             value = v.encode("utf-8")  # type: ignore[attr-defined]
         elif t is int:
             value = str(v).encode()
+        elif t is bool:
+            value = b"true" if v else b"false"
         elif v is None:
             continue
         else:
-            return None  # booleans, floats, str and int subclasses, bad values: Java's text, the reference's errors
+            return None  # floats, str and int subclasses, bad values: Java's text, the reference's errors
         append(prefix)
         append(_I32.pack(len(value)))
         append(value)

@@ -23,6 +23,8 @@ from .remoting_serializable import check_int32, java_ext_fields
 _FIXED = struct.Struct(">hBhiii")  # code, language, version, opaque, flag, remarkLen
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
+_U16 = struct.Struct(">H")
+_U32 = struct.Struct(">I")
 MIN_HEADER_LENGTH = _FIXED.size + 4  # 21: no remark, no ext fields
 
 
@@ -113,7 +115,7 @@ def decode_rocketmq_header_fast(data: bytes | bytearray | memoryview) -> Remotin
     b = bytes(data)
     remark = b[pos : pos + remark_len].decode("utf-8", "replace") if remark_len else None
     pos += remark_len
-    ext_len = int.from_bytes(b[pos : pos + 4], "big", signed=True)
+    (ext_len,) = _I32.unpack_from(b, pos)
     pos += 4
     if not 0 <= ext_len <= n - pos:
         return decode_rocketmq_header(data)
@@ -129,32 +131,34 @@ def _ext_map(block: bytes) -> dict[str, object] | None:
     an empty key or value, which it leaves out).
 
     No length is checked on the way: each entry's end is where the next starts, so the block is well formed when
-    the last entry ends exactly at its end (an entry running past it ends beyond; a cut one raises IndexError),
-    once key lengths are known not to be negative (a value length's sign bit makes it run past any block)."""
+    the last entry ends exactly at its end (an entry running past it ends beyond; a cut one raises struct.error),
+    once key lengths are known not to be negative (read unsigned, a value length's sign bit makes it run past any
+    block: every entry moves forward)."""
     ext: dict[str, object] = {}
     end = len(block)
     p = 0
+    key_length, value_length = _U16.unpack_from, _U32.unpack_from
     try:
         if block.isascii():
             text = block.decode("ascii")
             while p < end:
-                key_len = block[p] << 8 | block[p + 1]
+                (key_len,) = key_length(block, p)
                 if key_len > 0x7FFF:
                     return None
                 q = p + 2 + key_len
-                value_end = q + 4 + (block[q] << 24 | block[q + 1] << 16 | block[q + 2] << 8 | block[q + 3])
+                value_end = q + 4 + value_length(block, q)[0]
                 ext[text[p + 2 : q]] = text[q + 4 : value_end]
                 p = value_end
         else:
             while p < end:
-                key_len = block[p] << 8 | block[p + 1]
+                (key_len,) = key_length(block, p)
                 if key_len > 0x7FFF:
                     return None
                 q = p + 2 + key_len
-                value_end = q + 4 + (block[q] << 24 | block[q + 1] << 16 | block[q + 2] << 8 | block[q + 3])
+                value_end = q + 4 + value_length(block, q)[0]
                 ext[block[p + 2 : q].decode("utf-8", "replace")] = block[q + 4 : value_end].decode("utf-8", "replace")
                 p = value_end
-    except IndexError:
+    except struct.error:
         return None
     if p != end or "" in ext or "" in ext.values():
         return None

@@ -154,6 +154,38 @@ def _ints_as_text(ext: Mapping[str, object]) -> dict[str, str]:
     return out
 
 
+# `"name":"text"` of each ext entry written so far, per value type (True == 1 and hash alike: one map each),
+# checked once to be fastjson's text. Requests repeat most entries (group, topic, queue id, flags); an entry's
+# piece costs one lookup instead of the C writer's steps and Java's text of the value. Each map is emptied when
+# full, so one-off values (timestamps, properties) cost an insert and never memory.
+_PIECES: dict[type, dict[tuple[str, object], str | None]] = {str: {}, int: {}, bool: {}}
+_MAX_PIECES = 4096
+
+
+def _ext_json(ext: Mapping[str, object]) -> str | None:
+    """The JSON object the reference writes for ``ext``, from the entries' cached pieces; None when an entry is
+    not a str key with a str, int or bool value, or its piece is not the reference's text (the caller's general
+    path writes those, or says what is wrong)."""
+    pieces = []
+    for k, v in ext.items():
+        cache = _PIECES.get(type(v))
+        if cache is None or type(k) is not str:
+            return None
+        piece = cache.get((k, v), "")
+        if piece == "":
+            text = v if type(v) is str else java_text(k, v)
+            piece = f"{_quote(k)}:{_quote(text)}"
+            if not _like_fastjson(piece):
+                piece = None
+            if len(cache) >= _MAX_PIECES:
+                cache.clear()
+            cache[(k, v)] = piece
+        if piece is None:
+            return None
+        pieces.append(piece)
+    return "{" + ",".join(pieces) + "}"
+
+
 def encode_json_header_fast(cmd: RemotingCommand) -> bytes:
     """``encode_json_header(cmd)``, written by the C JSON encoder when that gives the same bytes (almost every
     header: no control characters but tab, CR, LF, BS, FF, no U+007F-U+009F, no lone surrogate), else by the
@@ -169,20 +201,27 @@ def encode_json_header_fast(cmd: RemotingCommand) -> bytes:
     language = int(cmd.language)
     name = _LANGUAGE_NAMES.get(language)
     ext: Mapping[str, object] = cmd.ext_fields
+    ext_json = None
+    checked = True  # (the pieces are; a text the C writer makes here is not yet)
     if ext:
-        for k, v in ext.items():
-            if type(k) is not str or type(v) is not str:
-                ext = _ints_as_text(ext)  # (the headers' ints) or java_ext_fields(ext)
-                break
+        ext_json = _ext_json(ext)
+        if ext_json is None:
+            ext = _ints_as_text(ext)  # (None values, odd ones) or java_ext_fields(ext), with its errors
+            ext_json = _dump_header(ext) if ext else None  # type: ignore[arg-type]
+            checked = False
     # Only the ext map and the remark need the C writer's escaping; the rest is ASCII of a fixed shape.
     language_text = f'"{name}"' if name is not None else str(check_int32("language", language))
+    remark_json = None
+    if remark is not None:
+        remark_json = _quote(remark)
+        checked = checked and _like_fastjson(remark_json)
     text = "".join((
-        f'{{"code":{code},', f'"extFields":{_dump_header(ext)},' if ext else "",  # type: ignore[arg-type]
+        f'{{"code":{code},', f'"extFields":{ext_json},' if ext_json is not None else "",
         f'"flag":{flag},"language":{language_text},"opaque":{opaque},',
-        f'"remark":{_quote(remark)},' if remark is not None else "",
+        f'"remark":{remark_json},' if remark_json is not None else "",
         f'"serializeTypeCurrentRPC":"JSON","version":{version}}}',
     ))  # fmt: skip
-    if not _like_fastjson(text):
+    if not checked and not _like_fastjson(text):
         return encode_json_header(cmd)
     return text.encode("utf-8")
 

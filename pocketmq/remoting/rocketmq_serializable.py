@@ -18,7 +18,7 @@ import struct
 from .codes import SerializeType
 from .command import RemotingCommand
 from .errors import MalformedFrame
-from .remoting_serializable import check_int32, java_ext_fields
+from .remoting_serializable import check_int32, java_ext_fields, java_text
 
 _FIXED = struct.Struct(">hBhiii")  # code, language, version, opaque, flag, remarkLen
 _I16 = struct.Struct(">h")
@@ -99,8 +99,12 @@ def decode_rocketmq_header(data: bytes | bytearray | memoryview) -> RemotingComm
 # copies each key and value out of a memoryview before decoding it; these read lengths by indexing one bytes copy
 # of the header and, when the ext block is ASCII (almost always), slice keys and values out of one decoded str.
 # Whatever is unusual (a malformed length, a short header) goes to the reference, which says what is wrong.
-_KEY_PREFIXES: dict[str, bytes] = {}  # ext field name -> its i16 length and UTF-8 bytes, as the encoder writes it
-_MAX_KEY_PREFIXES = 1024  # (names are a header class's fields; a peer's odd ones past this are encoded per call)
+
+# An ext entry's bytes (key length, key, value length, value) as written so far, per value type (True == 1 and
+# hash alike: one map each). Requests repeat most entries (group, topic, queue id, flags): one lookup then. Each
+# map is emptied when full, so one-off values (timestamps, properties) cost an insert and never memory.
+_ENTRIES: dict[type, dict[tuple[str, object], bytes]] = {str: {}, int: {}, bool: {}}
+_MAX_ENTRIES = 4096
 
 
 def decode_rocketmq_header_fast(data: bytes | bytearray | memoryview) -> RemotingCommand:
@@ -191,30 +195,23 @@ def _ext_block(ext_fields: dict[str, object]) -> bytes | None:
     """The ext block of ``ext_fields``; None when the reference must write it (or say what is wrong)."""
     entries: list[bytes] = []
     append = entries.append
-    prefixes = _KEY_PREFIXES
     for k, v in ext_fields.items():
-        prefix = prefixes.get(k)
-        if prefix is None:
-            if type(k) is not str:
-                return None
+        if type(k) is not str:
+            return None
+        cache = _ENTRIES.get(type(v))
+        if cache is None:
+            if v is None:
+                continue
+            return None  # floats, str and int subclasses, bad values: Java's text, the reference's errors
+        entry = cache.get((k, v))
+        if entry is None:
             key = k.encode("utf-8")
             if len(key) > 0x7FFF:
                 return None
-            prefix = _I16.pack(len(key)) + key
-            if len(prefixes) < _MAX_KEY_PREFIXES:
-                prefixes[k] = prefix
-        t = type(v)
-        if t is str:
-            value = v.encode("utf-8")  # type: ignore[attr-defined]
-        elif t is int:
-            value = str(v).encode()
-        elif t is bool:
-            value = b"true" if v else b"false"
-        elif v is None:
-            continue
-        else:
-            return None  # floats, str and int subclasses, bad values: Java's text, the reference's errors
-        append(prefix)
-        append(_I32.pack(len(value)))
-        append(value)
+            value = (v if type(v) is str else java_text(k, v)).encode("utf-8")
+            entry = b"".join((_I16.pack(len(key)), key, _I32.pack(len(value)), value))
+            if len(cache) >= _MAX_ENTRIES:
+                cache.clear()
+            cache[(k, v)] = entry
+        append(entry)
     return b"".join(entries)

@@ -16,7 +16,12 @@ from pocketmq.remoting import header as h
 from pocketmq.remoting.codes import LanguageCode, RequestCode, SerializeType
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import HeaderError, MalformedFrame
-from pocketmq.remoting.remoting_serializable import decode_json_header, decode_json_header_fast, encode_json_header
+from pocketmq.remoting.remoting_serializable import (
+    decode_json_header,
+    decode_json_header_fast,
+    encode_json_header,
+    encode_json_header_fast,
+)
 from pocketmq.remoting.rocketmq_serializable import (
     decode_rocketmq_header,
     decode_rocketmq_header_fast,
@@ -193,3 +198,13 @@ def test_the_compiled_header_parsers_read_native_texts_inline() -> None:
     header = h.parse_send_message_request_header(RequestCode.SEND_MESSAGE_V2, ext)
     assert (header.queue_id, header.born_timestamp, header.unit_mode, header.batch) == (2, 1717000000123, False, True)
     assert struct.pack(">q", header.born_timestamp)  # a long, not text
+
+
+def test_the_fast_writers_cached_entries_keep_true_and_1_apart() -> None:
+    """The writers keep each entry they wrote; True == 1 with the same hash, so each type has its own map."""
+    for ext in ({"k": True}, {"k": 1}, {"k": True}, {"k": "1"}, {"k": 1}, {"k": False}, {"k": 0}):
+        cmd = RemotingCommand(10, opaque=1, ext_fields=ext)
+        assert encode_rocketmq_header_fast(cmd) == encode_rocketmq_header(cmd)
+        assert _written(encode_json_header_fast, cmd) == _written(encode_json_header, cmd)
+    assert b'"k":"true"' in encode_json_header_fast(RemotingCommand(10, ext_fields={"k": True}))
+    assert b'"k":"1"' in encode_json_header_fast(RemotingCommand(10, ext_fields={"k": 1}))

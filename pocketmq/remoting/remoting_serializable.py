@@ -157,9 +157,10 @@ def _ints_as_text(ext: Mapping[str, object]) -> dict[str, str]:
 # `"name":"text"` of each ext entry written so far, per value type (True == 1 and hash alike: one map each),
 # checked once to be fastjson's text. Requests repeat most entries (group, topic, queue id, flags); an entry's
 # piece costs one lookup instead of the C writer's steps and Java's text of the value. Each map is emptied when
-# full, so one-off values (timestamps, properties) cost an insert and never memory.
+# full and keeps no entry whose name and text exceed 128 characters: bounded memory, one-off values an insert.
 _PIECES: dict[type, dict[tuple[str, object], str | None]] = {str: {}, int: {}, bool: {}}
 _MAX_PIECES = 4096
+_MAX_PIECE_LENGTH = 128  # (longer ones, properties mostly, are one-off: kept, they would only take memory)
 
 
 def _ext_json(ext: Mapping[str, object]) -> str | None:
@@ -177,9 +178,10 @@ def _ext_json(ext: Mapping[str, object]) -> str | None:
             piece = f"{_quote(k)}:{_quote(text)}"
             if not _like_fastjson(piece):
                 piece = None
-            if len(cache) >= _MAX_PIECES:
-                cache.clear()
-            cache[(k, v)] = piece
+            if len(k) + len(text) <= _MAX_PIECE_LENGTH:
+                if len(cache) >= _MAX_PIECES:
+                    cache.clear()
+                cache[(k, v)] = piece
         if piece is None:
             return None
         pieces.append(piece)

@@ -102,9 +102,10 @@ def decode_rocketmq_header(data: bytes | bytearray | memoryview) -> RemotingComm
 
 # An ext entry's bytes (key length, key, value length, value) as written so far, per value type (True == 1 and
 # hash alike: one map each). Requests repeat most entries (group, topic, queue id, flags): one lookup then. Each
-# map is emptied when full, so one-off values (timestamps, properties) cost an insert and never memory.
+# map is emptied when full and keeps no entry above 128 bytes: bounded memory, one-off values an insert at most.
 _ENTRIES: dict[type, dict[tuple[str, object], bytes]] = {str: {}, int: {}, bool: {}}
 _MAX_ENTRIES = 4096
+_MAX_ENTRY_LENGTH = 128  # (longer ones, properties mostly, are one-off: kept, they would only take memory)
 
 
 def decode_rocketmq_header_fast(data: bytes | bytearray | memoryview) -> RemotingCommand:
@@ -210,8 +211,9 @@ def _ext_block(ext_fields: dict[str, object]) -> bytes | None:
                 return None
             value = (v if type(v) is str else java_text(k, v)).encode("utf-8")
             entry = b"".join((_I16.pack(len(key)), key, _I32.pack(len(value)), value))
-            if len(cache) >= _MAX_ENTRIES:
-                cache.clear()
-            cache[(k, v)] = entry
+            if len(entry) <= _MAX_ENTRY_LENGTH:
+                if len(cache) >= _MAX_ENTRIES:
+                    cache.clear()
+                cache[(k, v)] = entry
         append(entry)
     return b"".join(entries)

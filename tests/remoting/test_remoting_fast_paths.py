@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pocketmq.remoting import header as h
+from pocketmq.remoting import remoting_serializable, rocketmq_serializable
 from pocketmq.remoting.codes import LanguageCode, RequestCode, SerializeType
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import HeaderError, MalformedFrame
@@ -208,3 +209,15 @@ def test_the_fast_writers_cached_entries_keep_true_and_1_apart() -> None:
         assert _written(encode_json_header_fast, cmd) == _written(encode_json_header, cmd)
     assert b'"k":"true"' in encode_json_header_fast(RemotingCommand(10, ext_fields={"k": True}))
     assert b'"k":"1"' in encode_json_header_fast(RemotingCommand(10, ext_fields={"k": 1}))
+
+
+def test_the_fast_writers_keep_no_long_entry() -> None:
+    """Properties, a send's long ext value, differ from message to message: kept, they would only take memory."""
+    for i in range(3):
+        cmd = RemotingCommand(10, opaque=1, ext_fields={"i": f"UNIQ_KEY\x01{i:0200d}\x02", "b": "Topic"})
+        assert encode_rocketmq_header_fast(cmd) == encode_rocketmq_header(cmd)
+        assert encode_json_header_fast(cmd) == encode_json_header(cmd)
+    assert all(len(k) + len(v) <= 128 for k, v in remoting_serializable._PIECES[str])
+    assert all(len(entry) <= 128 for entry in rocketmq_serializable._ENTRIES[str].values())
+    assert ("b", "Topic") in remoting_serializable._PIECES[str]
+    assert ("b", "Topic") in rocketmq_serializable._ENTRIES[str]

@@ -228,7 +228,7 @@ def _compile(
                 from_lines += [f"        v = D{i}"]
         from_lines += [f"    elif type(v) is not {kind}:"]
         # A native frame's values are all text: the common texts are read inline (what the parser would make
-        # of them; test_header_fast_paths holds the two together), anything else goes to the parser.
+        # of them; test_remoting_fast_paths holds them to from_ext_reference), anything else goes to the parser.
         if spec.kind is int:
             digits = 9 if ns[f"P{i}"] is _parse_java_int else 18  # (fewer digits than the type's range)
             from_lines += [

@@ -185,6 +185,21 @@ def test_the_compiled_header_parsers_agree_with_the_reference(data: st.DataObjec
     assert _parsed(h.from_ext, cls, ext) == _parsed(h.from_ext_reference, cls, ext)
 
 
+@settings(max_examples=100, deadline=None)
+@given(data=st.data())
+def test_the_compiled_v2_send_header_parser_agrees_with_the_reference(data: st.DataObject) -> None:
+    wires = [s.wire for s in h._specs(h.SendMessageRequestHeaderV2)]
+    ext = data.draw(st.fixed_dictionaries({}, optional={w: field_values for w in wires}))
+
+    def v2(cls: type[h.CommandHeader], ext: dict[str, object]) -> h.CommandHeader:
+        return h.from_ext_reference(h.SendMessageRequestHeaderV2, ext).to_v1()
+
+    def compiled(cls: type[h.CommandHeader], ext: dict[str, object]) -> h.CommandHeader:
+        return h.parse_send_message_request_header(RequestCode.SEND_MESSAGE_V2, ext)
+
+    assert _parsed(compiled, h.SendMessageRequestHeader, ext) == _parsed(v2, h.SendMessageRequestHeader, ext)
+
+
 def _parsed(parse, cls: type[h.CommandHeader], ext: dict[str, object]) -> object:
     try:
         header = parse(cls, ext)

@@ -160,13 +160,18 @@ async def read_topic(namesrv_addr: str, topic: str) -> list[tuple[Any, ...]]:
     rows: list[tuple[Any, ...]] = []
     async with PullConsumer("cg-hand-reader", namesrv_addr, protocol="rocketmq") as consumer:
         for mq in sorted(await consumer.fetch_subscribe_message_queues(topic), key=lambda q: q.queue_id):
-            offset = 0
-            while True:
+            # Up to the queue's max offset: a broker just started on the store (Apache's above all, on a loaded
+            # machine) may answer a pull in the middle with a retry status before it serves the rest.
+            offset, end, retries = 0, await consumer.max_offset(mq), 0
+            while offset < end:
                 result = await consumer.pull(mq, "*", offset, 32)
-                if result.pull_status != PullStatus.FOUND:
-                    break
-                rows += [_row(m) for m in result.msg_found_list]
-                offset = result.next_begin_offset
+                if result.pull_status == PullStatus.FOUND:
+                    rows += [_row(m) for m in result.msg_found_list]
+                    offset = result.next_begin_offset
+                    continue
+                retries += 1
+                assert retries <= 100, f"{mq}: {result.pull_status} at {offset} of {end}"
+                await asyncio.sleep(0.1)
     return rows
 
 

@@ -17,7 +17,6 @@ from pocketmq.client import Message, MQBrokerException, MQClientException, Produ
 from pocketmq.common.recall_message_handle import decode_handle
 from pocketmq.embedded import EmbeddedCluster
 from pocketmq.remoting.codes import ResponseCode
-
 from tests.client.test_client_timer import now_ms, pull_all
 
 _names = itertools.count()
@@ -54,7 +53,7 @@ async def test_a_recalled_timer_message_is_never_delivered(cluster: EmbeddedClus
             "Recall", "broker-a", str(slot + 1), recalled.msg_id)
         assert await producer.recall_message("Recall", recalled.recall_handle) == recalled.msg_id
         deadline = time.monotonic() + 30
-        while b"kept" not in (bodies := [m.body for m in await pull_all(consumer, "Recall")]):
+        while b"kept" not in [m.body for m in await pull_all(consumer, "Recall")]:
             assert time.monotonic() < deadline
             await asyncio.sleep(0.05)
         await asyncio.sleep(3 * PRECISION / 1000)  # (the recalled one would come in the same slot)
@@ -62,7 +61,8 @@ async def test_a_recalled_timer_message_is_never_delivered(cluster: EmbeddedClus
         # Due already: the broker cannot take it back.
         with pytest.raises(MQBrokerException) as due:
             await producer.recall_message("Recall", kept.recall_handle)
-        assert (due.value.code, due.value.remark) == (ResponseCode.ILLEGAL_OPERATION, "recall failed, timestamp invalid")
+        assert (due.value.code, due.value.remark) == (ResponseCode.ILLEGAL_OPERATION,
+                                                      "recall failed, timestamp invalid")
 
 
 async def test_recall_refusals(cluster: EmbeddedCluster) -> None:

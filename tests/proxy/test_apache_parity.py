@@ -10,8 +10,8 @@ so (docs/protocol.md §9).
 from __future__ import annotations
 
 import signal
-import time
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any

@@ -85,12 +85,13 @@ final class SendScenarios {
         return out;
     }
 
-    /** Two delay messages due in three seconds, one recalled by its receipt's handle: only the other is received,
-     * and its handle is refused once it was delivered. */
+    /** Two delay messages due in ten seconds, one recalled by its receipt's handle: only the other is received,
+     * and its handle is refused once it was delivered. (Ten: the recall must come before the time, and a loaded
+     * machine running every scenario at once once took more than three seconds to send and recall.) */
     static Map<String, Object> recall(Ctx ctx) throws Exception {
         Producer producer = ctx.producer(null);
         SimpleConsumer consumer = ctx.simple("recalled", "*");
-        long deliverAt = System.currentTimeMillis() + 3000;
+        long deliverAt = System.currentTimeMillis() + 10_000;
         SendReceipt recalled = producer.send(ctx.message("recall-me").setDeliveryTimestamp(deliverAt).build());
         SendReceipt kept = producer.send(ctx.message("keep-me").setDeliveryTimestamp(deliverAt).build());
         Map<String, Object> out = new LinkedHashMap<>();

@@ -73,6 +73,9 @@ PROPERTY_TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
 PROPERTY_TIMER_ROLL_TIMES = "TIMER_ROLL_TIMES"
 PROPERTY_TIMER_DEL_UNIQKEY = "TIMER_DEL_UNIQKEY"
 PROPERTY_START_DELIVER_TIME = "__STARTDELIVERTIME"
+# RocketMQ 5 (a gRPC client's trace context and born time; a recall marker carries them too)
+PROPERTY_TRACE_CONTEXT = "TRACE_CONTEXT"
+PROPERTY_BORN_TIMESTAMP = "BORN_TIMESTAMP"
 # pocketmq's own: set by a client on a pulled message whose compressed body does not inflate (damaged, or past the
 # inflate limit); the body is left as stored and the value says why.
 PROPERTY_BODY_INFLATE_ERROR = "BODY_INFLATE_ERROR"

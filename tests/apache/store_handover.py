@@ -63,12 +63,9 @@ READ_TIME_PROPERTIES = {"MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME"}
 class Workload:
     normal: int
     batches: int = 0
+    batch_size: int = 10
     sent_ids: list[str] = field(default_factory=list)
     pending_delayed: list[bytes] = field(default_factory=list)  # bodies of the level-3 messages
-
-    @property
-    def batch_size(self) -> int:
-        return 10
 
 
 def _normal_message(i: int) -> Message:
@@ -96,14 +93,20 @@ async def _in_chunks(send: Callable[[int], Awaitable[Any]], count: int, width: i
     return out
 
 
-async def write_workload(namesrv_addr: str, normal: int) -> Workload:
+async def write_workload(namesrv_addr: str, normal: int, batched: int = 0) -> Workload:
+    """``normal`` messages sent one by one; ``batched`` more in batches of 100 (else a few batches of 10)."""
     work = Workload(normal, batches=max(1, normal // 100))
+    if batched:
+        work.batches, work.batch_size = batched // 100, 100
+
+    def batch(b: int) -> list[Message]:
+        return [Message(BATCH, f"batch {b}.{j}".encode(), keys=f"bkey-{b}-{j}") for j in range(work.batch_size)]
+
     async with Producer("pg-hand", namesrv_addr, protocol="rocketmq") as producer:
         results = await _in_chunks(lambda i: producer.send(_normal_message(i)), normal)
         work.sent_ids += [r.msg_id for r in results]
-        for b in range(work.batches):
-            batch = [Message(BATCH, f"batch {b}.{j}".encode(), keys=f"bkey-{b}-{j}") for j in range(work.batch_size)]
-            work.sent_ids += (await producer.send_batch(batch)).msg_id.split(",")
+        for sent in await _in_chunks(lambda b: producer.send_batch(batch(b)), work.batches, width=4):
+            work.sent_ids += sent.msg_id.split(",")
     async with TransactionProducer("pg-hand-tx", namesrv_addr, _Committing(), protocol="rocketmq") as tx:
         for i in range(6):
             await tx.send_message_in_transaction(Message(TX, f"tx {i}".encode(), keys=f"tkey-{i}"), str(i))
@@ -207,7 +210,8 @@ async def snapshot(namesrv_addr: str, work: Workload,
         for mq in await consumer.fetch_subscribe_message_queues(NORMAL):
             offsets[mq.queue_id] = await consumer.fetch_consume_offset(mq, from_store=True)
     by_key: dict[str, list[str]] = {}
-    keys = [f"key-{i}" for i in range(0, work.normal, max(1, work.normal // 20))] + ["shared-3", "bkey-0-4"]
+    keys = [f"key-{i}" for i in range(0, work.normal, max(1, work.normal // 20))] + [
+        "shared-3", "bkey-0-4", f"bkey-{work.batches - 1}-{work.batch_size - 1}"]
     async with MQAdminExt(namesrv_addr, protocol="rocketmq") as admin:
         for key in keys:
             topic = BATCH if key.startswith("bkey") else NORMAL
@@ -319,7 +323,7 @@ async def wait_persisted(namesrv_addr: str, store: Path, timeout: float = 60.0) 
 
 async def store_from_pocketmq_to_apache_rocketmq(root: Path, messages: int, conf: dict[str, str],
                                                  check_files: Callable[[Path], None] | None = None,
-                                                 and_back: bool = False) -> Phases:
+                                                 and_back: bool = False, batched: int = 0) -> Phases:
     """pocketmq writes (clean shutdown), Apache RocketMQ 4.9.7 reads and appends; ``and_back``: pocketmq then takes
     the store back (after Apache's clean shutdown) and serves what Apache appended too."""
     phases = Phases()
@@ -327,7 +331,7 @@ async def store_from_pocketmq_to_apache_rocketmq(root: Path, messages: int, conf
     with PocketMQNamesrv(root / "namesrv") as ns:
         with pocketmq_on(root / "pocketmq", ns.addr, store, conf):
             phases.mark("start writer")
-            work = await write_workload(ns.addr, messages)
+            work = await write_workload(ns.addr, messages, batched)
             phases.mark("write")
             before = await snapshot(ns.addr, work)
             before.topics[DELAY] = await write_delays(ns.addr, work)
@@ -356,7 +360,8 @@ async def store_from_pocketmq_to_apache_rocketmq(root: Path, messages: int, conf
 
 async def store_from_apache_rocketmq_to_pocketmq(root: Path, messages: int, conf: dict[str, str],
                                                  stop: signal.Signals,
-                                                 check_files: Callable[[Path], None] | None = None) -> Phases:
+                                                 check_files: Callable[[Path], None] | None = None,
+                                                 batched: int = 0) -> Phases:
     """Apache RocketMQ 4.9.7 writes and stops (SIGTERM: clean, SIGKILL: a crash), pocketmq reads."""
     phases = Phases()
     with PocketMQNamesrv(root / "namesrv") as ns:
@@ -364,7 +369,7 @@ async def store_from_apache_rocketmq_to_pocketmq(root: Path, messages: int, conf
         store = apache.store_dir
         with apache:
             phases.mark("start writer")
-            work = await write_workload(ns.addr, messages)
+            work = await write_workload(ns.addr, messages, batched)
             phases.mark("write")
             before = await snapshot(ns.addr, work)
             before.topics[DELAY] = await write_delays(ns.addr, work)

@@ -20,6 +20,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 REPO = Path(__file__).resolve().parents[2]
 JARS = REPO / ".apache-rocketmq"
@@ -141,6 +142,36 @@ class JavaProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+class ServerProcess:
+    """A server that runs as one process (a JavaProcess: its output in a file) until stopped: ``start`` returns it
+    ready, and a ``with`` block starts it and stops it, also when the start failed half-way."""
+
+    process: JavaProcess | None = None
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def launch(self, process: JavaProcess, env: dict[str, str], ready: str) -> None:
+        """Start ``process`` and wait until its output shows ``ready`` (raising if it exits first)."""
+        self.process = process
+        process.start(env)
+        process.wait_for(ready)
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.process is not None:
+            self.process.stop(sig)
+
+    def __enter__(self) -> Self:
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 class ApacheRocketMQ:

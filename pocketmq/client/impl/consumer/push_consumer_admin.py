@@ -13,30 +13,17 @@ from pocketmq.remoting.admin_body import ConsumerRunningInfo
 from pocketmq.remoting.client_body import MessageQueue
 
 from ...consumer.consumer_enums import ConsumeType
-from ...consumer.push_consumer_config import PushConsumerConfig
 from ...consumer.store.offset_store import OffsetStore
-from ..mq_client_instance import MQClientInstance
+from .push_consumer_state import PushConsumerState
 from .rebalance_history import REBALANCE_HISTORY_PROPERTY
-
-if TYPE_CHECKING:
-    from .rebalance_push_impl import RebalancePushImpl
 
 log = logging.getLogger("pocketmq.client.impl.consumer.push_consumer_impl")
 
 
-class PushConsumerAdmin:
+class PushConsumerAdmin(PushConsumerState):
     """DefaultMQPushConsumerImpl's admin side (a mixin: the state is the consumer's)."""
 
-    group: str
-    config: PushConsumerConfig
-
     if TYPE_CHECKING:
-        @property
-        def instance(self) -> MQClientInstance: ...
-
-        @property
-        def rebalance_impl(self) -> RebalancePushImpl: ...
-
         @property
         def offset_store(self) -> OffsetStore: ...
 

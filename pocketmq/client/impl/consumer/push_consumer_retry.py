@@ -14,7 +14,6 @@ from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.errors import RemotingError
 from pocketmq.remoting.header import ConsumerSendMsgBackRequestHeader
 
-from ...consumer.push_consumer_config import PushConsumerConfig
 from ...exceptions import MQBrokerException, MQClientException
 from ...message import Message
 from ...message_const import (
@@ -25,12 +24,9 @@ from ...message_const import (
     PROPERTY_TRANSACTION_PREPARED,
     RETRY_GROUP_TOPIC_PREFIX,
 )
-from ..mq_client_instance import MQClientInstance
 from ..producer.send_request import SendRequestOptions, build_send_request
 from ..producer.topic_publish_info import topic_route_data_to_publish_info
-
-if TYPE_CHECKING:
-    from .rebalance_push_impl import RebalancePushImpl
+from .push_consumer_state import PushConsumerState
 
 log = logging.getLogger("pocketmq.client.impl.consumer.push_consumer_impl")
 
@@ -39,19 +35,10 @@ def retry_topic(group: str) -> str:
     return RETRY_GROUP_TOPIC_PREFIX + group
 
 
-class PushConsumerRetry:
+class PushConsumerRetry(PushConsumerState):
     """DefaultMQPushConsumerImpl's retries (a mixin: the state is the consumer's)."""
 
-    group: str
-    config: PushConsumerConfig
-
     if TYPE_CHECKING:
-        @property
-        def instance(self) -> MQClientInstance: ...
-
-        @property
-        def rebalance_impl(self) -> RebalancePushImpl: ...
-
         def max_reconsume_times(self) -> int: ...
 
         def learn_missing_routes(self) -> None: ...

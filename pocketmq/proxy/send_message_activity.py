@@ -108,6 +108,9 @@ class SendMessageActivity:
         if sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_PREPARED_TYPE:
             _, commit_log_offset = decode_message_id(result.offset_msg_id.split(",")[0])
             self.transactions.add(topic, addr, topic, result.queue_offset, commit_log_offset, transaction_id)
+        # A timer message's recall handle (the broker gives one to a single message only).
+        recall = result.recall_handle or ""
         entries = [pb.SendResultEntry(status=ok(), message_id=msg_id, transaction_id=result.transaction_id or msg_id,
-                                      offset=result.queue_offset + i) for i, msg_id in enumerate(ids)]
+                                      offset=result.queue_offset + i, recall_handle=recall)
+                   for i, msg_id in enumerate(ids)]
         return pb.SendMessageResponse(status=ok(), entries=entries)

@@ -56,6 +56,7 @@ SCENARIOS: dict[str, Needs] = {
     "invisible": Needs("NORMAL", (Group("slow"),)),
     "dlq": Needs("NORMAL", (Group("failing", retry_max_times=1),)),
     "push_group": Needs("NORMAL", (Group("shared"),)),
+    "recall": Needs("DELAY", (Group("recalled"),)),
 }
 
 

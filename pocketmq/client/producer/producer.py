@@ -30,6 +30,7 @@ from ..impl.communication_mode import CommunicationMode
 from ..impl.mq_admin import query_message, query_message_by_id
 from ..impl.mq_client_instance import MQClientInstance
 from ..impl.mq_client_manager import MQClientManager
+from ..impl.producer.recall_message import recall_message
 from ..impl.producer.send_request import SendRequestOptions, build_send_request
 from ..impl.producer.topic_publish_info import TopicPublishInfo
 from ..message import Message, MessageExt, SendResult, SendStatus
@@ -234,6 +235,11 @@ class Producer(ProducerRequestReply):
         """Send messages of one topic as one request, stored atomically with consecutive offsets."""
         batch = generate_from_list(msgs, self.max_message_size)
         return await self.send(batch, queue, timeout=timeout)
+
+    async def recall_message(self, topic: str, recall_handle: str, timeout: float | None = None) -> str:
+        """Cancel a timer message before it is due, by the ``recall_handle`` of its SendResult (RocketMQ 5); the
+        message's id. MQBrokerException when the broker refuses (ILLEGAL_OPERATION once it is due)."""
+        return await recall_message(self, topic, recall_handle, self.send_timeout if timeout is None else timeout)
 
     async def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
         info = await self._try_to_find_topic_publish_info(topic)

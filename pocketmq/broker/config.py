@@ -15,7 +15,9 @@ from typing import Any
 
 from pocketmq.common.mix_all import DEFAULT_CLUSTER
 from pocketmq.common.topic_validator import RMQ_SYS_TRACE_TOPIC
-from pocketmq.remoting.channel import DEFAULT_MAX_INFLIGHT, ConnectionLimits, parse_address
+from pocketmq.remoting.channel import DEFAULT_MAX_INFLIGHT
+from pocketmq.remoting.connection_limits import ConnectionLimits
+from pocketmq.remoting.remoting_helper import parse_address
 from pocketmq.remoting.wire_protocol import WireProtocol
 from pocketmq.storage.config import DEFAULT_DELAY_LEVELS, FlushDiskType, MessageStoreConfig
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pocketmq.remoting.channel import DEFAULT_MAX_INFLIGHT, ConnectionLimits
+from pocketmq.remoting.channel import DEFAULT_MAX_INFLIGHT
 from pocketmq.remoting.codec import DEFAULT_MAX_FRAME_SIZE
+from pocketmq.remoting.connection_limits import ConnectionLimits
 
 
 @dataclass(slots=True)

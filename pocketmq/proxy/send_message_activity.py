@@ -12,6 +12,7 @@ from pocketmq.client.message import SendStatus
 from pocketmq.common.codec import decode_message_id
 from pocketmq.common.constants import TRANSACTION_PREPARED_TYPE, TRANSACTION_TYPE_MASK
 from pocketmq.common.message import properties_to_string
+from pocketmq.common.topic_validator import AUTO_CREATE_TOPIC_KEY_TOPIC
 from pocketmq.remoting.header import SendMessageRequestHeader
 
 from .cluster_service import ClusterService
@@ -82,7 +83,8 @@ class SendMessageActivity:
         broker_name, queue_id = target
         head = messages[0]
         header = SendMessageRequestHeader(
-            producer_group=topic, topic=topic, default_topic="TBW102", default_topic_queue_nums=4, queue_id=queue_id,
+            producer_group=topic, topic=topic, default_topic=AUTO_CREATE_TOPIC_KEY_TOPIC, default_topic_queue_nums=4,
+            queue_id=queue_id,
             sys_flag=head.sys_flag, born_timestamp=head.born_timestamp, flag=0,
             properties=properties_to_string(head.properties), reconsume_times=0, batch=len(messages) > 1)
         # A batch's body is the messages in MessageDecoder.encodeMessages' layout (what the batch encoder reads

@@ -21,7 +21,7 @@ def add_common(p: argparse.ArgumentParser) -> None:
                    default=os.environ.get("NAMESRV_ADDR", "127.0.0.1:9876"),
                    help="name server address(es), ';'-separated (default $NAMESRV_ADDR or 127.0.0.1:9876)")
     p.add_argument("--json", action="store_true", help="print the result as JSON (for scripts)")
-    p.add_argument("--timeout", type=float, default=3.0, help="seconds each request may take (default 3)")
+    p.add_argument("--timeout", type=float, default=5.0, help="seconds each request may take (default 5, as mqadmin)")
     p.add_argument("--protocol", choices=list(PROTOCOLS), default="msgpack",
                    help="wire protocol: pocketmq's msgpack frames or RocketMQ's native ones")
     # mqadmin reads its account from $ROCKETMQ_HOME/conf/tools.yml; pocketmq takes it on the command line.

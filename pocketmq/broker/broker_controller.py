@@ -57,6 +57,7 @@ from .processor.peek_message_processor import PeekMessageProcessor
 from .processor.pop_message_processor import PopMessageProcessor
 from .processor.pop_rollback_processor import PopRollbackProcessor
 from .processor.query_assignment_processor import QueryAssignmentProcessor
+from .processor.recall_message_processor import RecallMessageProcessor
 from .processor.reply_message_processor import ReplyMessageProcessor
 from .schedule import ScheduleMessageService
 from .stats import BrokerStatsManager
@@ -139,6 +140,7 @@ class BrokerController:
             AdminExtProcessor(self),
             ReplyMessageProcessor(self),
             self.end_transaction_processor,
+            RecallMessageProcessor(self),
             self.pop_message_processor,
             self.ack_message_processor,
             ChangeInvisibleTimeProcessor(self),

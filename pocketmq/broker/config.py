@@ -15,7 +15,9 @@ from typing import Any
 
 from pocketmq.common.mix_all import DEFAULT_CLUSTER
 from pocketmq.common.topic_validator import RMQ_SYS_TRACE_TOPIC
-from pocketmq.remoting.channel import DEFAULT_MAX_INFLIGHT, ConnectionLimits, parse_address
+from pocketmq.remoting.channel import DEFAULT_MAX_INFLIGHT
+from pocketmq.remoting.connection_limits import ConnectionLimits
+from pocketmq.remoting.remoting_helper import parse_address
 from pocketmq.remoting.wire_protocol import WireProtocol
 from pocketmq.storage.config import DEFAULT_DELAY_LEVELS, FlushDiskType, MessageStoreConfig
 
@@ -197,6 +199,11 @@ class BrokerConfig:
     timer_poll_interval: float | None = _f(None, "timerPollIntervalMs", "ms", store="timer_poll_interval")
     timer_enable_retry_until_success: bool = _f(
         False, "timerEnableRetryUntilSuccess", store="timer_enable_retry_until_success")
+    # RocketMQ 5's RecallMessage (RECALL_MESSAGE, docs/broker.md §4.6). RocketMQ's default is off (a recall is
+    # answered NO_PERMISSION "recall failed, operation is forbidden"); pocketmq's is on, so the 5.x SDKs'
+    # recallMessage works against a development broker as it is.
+    recall_message_enable: bool = _f(True, "recallMessageEnable")
+    allow_recall_when_broker_not_writeable: bool = _f(True, "allowRecallWhenBrokerNotWriteable")
 
     # --- transactional messages (docs/broker.md, "Transactional messages") ---
     # A half message younger than this is not asked about yet (RocketMQ: transactionTimeOut, 6 s).

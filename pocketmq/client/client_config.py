@@ -9,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pocketmq.remoting.acl.signer import AclClientRPCHook, SessionCredentials
-from pocketmq.remoting.channel import parse_address
 from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.remoting_helper import parse_address
 from pocketmq.remoting.wire_protocol import WireProtocol
 
 from .exceptions import ClientErrorCode, MQClientException, NameServerAddressError

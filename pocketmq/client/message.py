@@ -211,6 +211,7 @@ class SendResult:
     message_queue: MessageQueue
     queue_offset: int  # the first one, for a batch
     transaction_id: str | None = None
+    recall_handle: str | None = None  # a timer message's: Producer.recall_message cancels it before it is due
 
 
 class PullStatus(enum.Enum):

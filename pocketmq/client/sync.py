@@ -155,6 +155,10 @@ class SyncProducer(_StartedClient):
         """send_batch without waiting: a concurrent.futures.Future of the batch's SendResult."""
         return self._runner.submit(self.producer.send_batch(list(msgs), queue, **kwargs))
 
+    def recall_message(self, topic: str, recall_handle: str, timeout: float | None = None) -> str:
+        """Producer.recall_message: cancel a timer message by its SendResult's recall handle."""
+        return self._runner.run(self.producer.recall_message(topic, recall_handle, timeout))
+
     def request(self, msg: Message, timeout: float | None = None, **kwargs: Any) -> MessageExt:
         """Producer.request: send ``msg`` and block until its reply (RequestTimeoutException after ``timeout``)."""
         return self._runner.run(self.producer.request(msg, timeout, **kwargs))

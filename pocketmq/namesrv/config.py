@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pocketmq.remoting.channel import DEFAULT_MAX_INFLIGHT, ConnectionLimits
+from pocketmq.remoting.channel import DEFAULT_MAX_INFLIGHT
 from pocketmq.remoting.codec import DEFAULT_MAX_FRAME_SIZE
+from pocketmq.remoting.connection_limits import ConnectionLimits
 
 
 @dataclass(slots=True)
@@ -16,6 +17,10 @@ class NamesrvConfig:
     scan_not_active_broker_interval: float = 10.0
     # A broker silent for this long is dropped (RocketMQ's BROKER_CHANNEL_EXPIRED_TIME, 120 s).
     broker_channel_expired_time: float = 120.0
+    # A broker's whole topic table drops the routes of the topics it no longer lists (RocketMQ 5's
+    # deleteTopicWithBrokerRegistration, off by default there too: a 4.9.x broker registers one new topic as a
+    # table of that topic alone, which would drop every other route of the broker until its next version).
+    delete_topic_with_broker_registration: bool = False
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
     # Where PUT_KV_CONFIG settings are kept (RocketMQ: ~/namesrv/kvConfig.json); None = in memory only.
     kv_config_path: str | None = None

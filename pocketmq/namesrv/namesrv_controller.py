@@ -27,7 +27,9 @@ class NamesrvController:
         self, config: NamesrvConfig | None = None, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self.config = config if config is not None else NamesrvConfig()
-        self.route_info_manager = RouteInfoManager(self.config.broker_channel_expired_time, clock)
+        self.route_info_manager = RouteInfoManager(
+            self.config.broker_channel_expired_time, clock, self.config.delete_topic_with_broker_registration
+        )
         self.kv_config_manager = KVConfigManager(self.config.kv_config_path)
         self.processor = DefaultRequestProcessor(
             self.route_info_manager, self.config.max_frame_size, self.kv_config_manager

@@ -59,9 +59,11 @@ class RouteInfoManager:
         self,
         broker_channel_expired_time: float = DEFAULT_BROKER_CHANNEL_EXPIRED_TIME,
         clock: Callable[[], float] = time.monotonic,
+        delete_topic_with_broker_registration: bool = False,
     ) -> None:
         self.broker_channel_expired_time = broker_channel_expired_time
         self.clock = clock
+        self.delete_topic_with_broker_registration = delete_topic_with_broker_registration
         self.topic_queue_table: dict[str, dict[str, QueueData]] = {}  # topic -> brokerName -> QueueData
         self.broker_addr_table: dict[str, BrokerData] = {}  # brokerName -> BrokerData
         self.cluster_addr_table: dict[str, set[str]] = {}  # clusterName -> brokerNames
@@ -155,7 +157,7 @@ class RouteInfoManager:
         ):
             table = topic_config_wrapper.topic_config_table
             yield from self._update_queue_data(broker_name, table)
-            if delta_base is None:
+            if delta_base is None and self.delete_topic_with_broker_registration:
                 # The broker sent its whole table: a topic it no longer lists was deleted there.
                 deleted_topics = [t for t, by in self.topic_queue_table.items() if broker_name in by and t not in table]
             for topic in deleted_topics:

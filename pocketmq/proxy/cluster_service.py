@@ -25,6 +25,7 @@ from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import HeaderError, RemotingError
 from pocketmq.remoting.header import SendMessageRequestHeader
+from pocketmq.remoting.recall_header import RecallMessageRequestHeader
 from pocketmq.remoting.transaction_header import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
 
 from .config import ProxyConfig
@@ -32,6 +33,7 @@ from .config import ProxyConfig
 log = logging.getLogger(__name__)
 
 TOPIC_MESSAGE_TYPE_ATTRIBUTE = "message.type"
+RECALL_TIMEOUT = 2.0
 CheckListener = Callable[[str, CheckTransactionStateRequestHeader, MessageExt], None]
 
 
@@ -173,6 +175,10 @@ class ClusterService:
     async def end_transaction_oneway(self, addr: str, header: EndTransactionRequestHeader) -> None:
         request = RemotingCommand.request(RequestCode.END_TRANSACTION, header, oneway=True)
         await self.api.remoting_client.invoke_oneway(addr, request)
+
+    async def recall_message(self, addr: str, header: RecallMessageRequestHeader) -> str:
+        """RECALL_MESSAGE, with the 2 s RocketMQ's proxy gives it: the recalled message's id."""
+        return await self.api.recall_message(addr, header, RECALL_TIMEOUT)
 
     def _check_transaction_state(self, channel: Channel, request: RemotingCommand) -> None:
         """CHECK_TRANSACTION_STATE from a broker (ProxyClientRemotingProcessor): handed to the gRPC side, which

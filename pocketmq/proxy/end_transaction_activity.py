@@ -8,6 +8,7 @@ import logging
 from typing import Any
 
 from pocketmq.common.constants import (
+    PROPERTY_PRODUCER_GROUP,
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
@@ -18,7 +19,7 @@ from pocketmq.remoting.transaction_header import CheckTransactionStateRequestHea
 from .cluster_service import ClusterService
 from .grpc_channel_manager import GrpcChannelManager
 from .grpc_validator import validate_topic
-from .message_converter import PROPERTY_PRODUCER_GROUP, to_grpc_message
+from .message_converter import to_grpc_message
 from .protocol import load
 from .proxy_context import ProxyContext
 from .proxy_exception import GrpcProxyException, ok

@@ -6,22 +6,34 @@ import unicodedata
 
 from pocketmq.client.exceptions import MQClientException
 from pocketmq.client.validators import check_group, check_topic
+from pocketmq.common.mix_all import (
+    CID_ONSAPI_OWNER_GROUP,
+    CID_ONSAPI_PERMISSION_GROUP,
+    CID_ONSAPI_PULL_GROUP,
+    CID_RMQ_SYS_PREFIX,
+    CID_SYS_RMQ_TRANS,
+    CLIENT_INNER_PRODUCER_GROUP,
+    FILTERSRV_CONSUMER_GROUP,
+    MONITOR_CONSUMER_GROUP,
+    ONS_HTTP_PROXY_GROUP,
+    SELF_TEST_CONSUMER_GROUP,
+    SELF_TEST_PRODUCER_GROUP,
+    TOOLS_CONSUMER_GROUP,
+)
+from pocketmq.common.pop_ack_constants import REVIVE_GROUP
+from pocketmq.common.topic_validator import SYSTEM_TOPIC_PREFIX, SYSTEM_TOPICS
 
 from .protocol import load
 from .proxy_exception import GrpcProxyException
 
 pb = load()
 
-# TopicValidator.SYSTEM_TOPIC_SET (plus the rmq_sys_ prefix) and MixAll's system consumer groups.
-SYSTEM_TOPICS = frozenset({
-    "TBW102", "SCHEDULE_TOPIC_XXXX", "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRACE_TOPIC",
-    "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC", "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT",
-})
-SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+# TopicValidator.SYSTEM_TOPIC_SET (plus the rmq_sys_ prefix) and MixAll's system consumer groups (the revive
+# group among them; the default groups are not).
 SYSTEM_GROUPS = frozenset({
-    "CID_RMQ_SYS_REVIVE_GROUP", "TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "__MONITOR_CONSUMER", "CLIENT_INNER_PRODUCER",
-    "SELF_TEST_P_GROUP", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY", "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER",
-    "CID_ONSAPI_PULL", "CID_RMQ_SYS_TRANS",
+    REVIVE_GROUP, TOOLS_CONSUMER_GROUP, FILTERSRV_CONSUMER_GROUP, MONITOR_CONSUMER_GROUP, CLIENT_INNER_PRODUCER_GROUP,
+    SELF_TEST_PRODUCER_GROUP, SELF_TEST_CONSUMER_GROUP, ONS_HTTP_PROXY_GROUP, CID_ONSAPI_PERMISSION_GROUP,
+    CID_ONSAPI_OWNER_GROUP, CID_ONSAPI_PULL_GROUP, CID_SYS_RMQ_TRANS,
 })
 
 
@@ -44,7 +56,7 @@ def validate_consumer_group(name: str) -> None:
         check_group(name)
     except MQClientException as e:
         raise GrpcProxyException(pb.Code.ILLEGAL_CONSUMER_GROUP, str(e))
-    if name in SYSTEM_GROUPS or name.startswith("CID_RMQ_SYS_"):
+    if name in SYSTEM_GROUPS or name.startswith(CID_RMQ_SYS_PREFIX):
         raise GrpcProxyException(pb.Code.ILLEGAL_CONSUMER_GROUP, "cannot use system consumer group")
 
 

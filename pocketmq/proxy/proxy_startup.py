@@ -27,11 +27,12 @@ from .cluster_service import ClusterService
 from .config import ProxyConfig, TlsMode
 from .consumer_processor import ConsumerProcessor
 from .end_transaction_activity import EndTransactionActivity
-from .forward_message_to_dlq_activity import ForwardMessageToDLQActivity, RecallMessageActivity
+from .forward_message_to_dlq_activity import ForwardMessageToDLQActivity
 from .grpc_access_validator import GrpcAccessValidator
 from .grpc_channel_manager import GrpcChannelManager
 from .grpc_client_settings_manager import GrpcClientSettingsManager
 from .grpc_messaging_application import GrpcMessagingApplication
+from .recall_message_activity import RecallMessageActivity
 from .receipt_handle_manager import ReceiptHandleManager
 from .receive_message_activity import ReceiveMessageActivity
 from .route_activity import RouteActivity

@@ -12,6 +12,7 @@ from pocketmq.client.message import SendStatus
 from pocketmq.common.codec import decode_message_id
 from pocketmq.common.constants import TRANSACTION_PREPARED_TYPE, TRANSACTION_TYPE_MASK
 from pocketmq.common.message import properties_to_string
+from pocketmq.common.topic_validator import AUTO_CREATE_TOPIC_KEY_TOPIC
 from pocketmq.remoting.header import SendMessageRequestHeader
 
 from .cluster_service import ClusterService
@@ -82,7 +83,8 @@ class SendMessageActivity:
         broker_name, queue_id = target
         head = messages[0]
         header = SendMessageRequestHeader(
-            producer_group=topic, topic=topic, default_topic="TBW102", default_topic_queue_nums=4, queue_id=queue_id,
+            producer_group=topic, topic=topic, default_topic=AUTO_CREATE_TOPIC_KEY_TOPIC, default_topic_queue_nums=4,
+            queue_id=queue_id,
             sys_flag=head.sys_flag, born_timestamp=head.born_timestamp, flag=0,
             properties=properties_to_string(head.properties), reconsume_times=0, batch=len(messages) > 1)
         # A batch's body is the messages in MessageDecoder.encodeMessages' layout (what the batch encoder reads
@@ -106,6 +108,9 @@ class SendMessageActivity:
         if sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_PREPARED_TYPE:
             _, commit_log_offset = decode_message_id(result.offset_msg_id.split(",")[0])
             self.transactions.add(topic, addr, topic, result.queue_offset, commit_log_offset, transaction_id)
+        # A timer message's recall handle (the broker gives one to a single message only).
+        recall = result.recall_handle or ""
         entries = [pb.SendResultEntry(status=ok(), message_id=msg_id, transaction_id=result.transaction_id or msg_id,
-                                      offset=result.queue_offset + i) for i, msg_id in enumerate(ids)]
+                                      offset=result.queue_offset + i, recall_handle=recall)
+                   for i, msg_id in enumerate(ids)]
         return pb.SendMessageResponse(status=ok(), entries=entries)

@@ -160,6 +160,7 @@ class RequestCode(IntEnum):
     GET_SUBSCRIPTIONGROUP_CONFIG = 352  # RocketMQ 5: one group's config (a 5.x proxy reads fifo and retries)
     LITE_PULL_MESSAGE = 361  # 5.x clients' DefaultLitePullConsumer: a PULL_MESSAGE on a pull thread pool of its own
     QUERY_ASSIGNMENT = 400  # RocketMQ 5's server-side rebalance: which queues a client consumes, by pull or pop
+    RECALL_MESSAGE = 370  # RocketMQ 5: cancel a timer message before it is due (RecallMessageProcessor)
     SET_MESSAGE_REQUEST_MODE = 401  # ... and the pull-or-pop choice per topic and group
     # RocketMQ 5's POP (docs/protocol.md, "POP")
     POP_MESSAGE = 200050
@@ -215,6 +216,7 @@ class ResponseCode(IntEnum):
     POLLING_FULL = 209
     POLLING_TIMEOUT = 210
     FLOW_CONTROL = 215
+    ILLEGAL_OPERATION = 604  # 5.x: RECALL_MESSAGE of a handle that does not fit
 
 
 class PermName:

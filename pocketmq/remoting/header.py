@@ -451,6 +451,7 @@ class SendMessageResponseHeader(CommandHeader):
     queue_id: int
     queue_offset: int
     transaction_id: str | None = None
+    recall_handle: str | None = None  # RocketMQ 5: a timer message's (common/recall_message_handle.py)
 
 
 # --- consumer -> broker ------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ Writes are queued and flushed once per event-loop iteration (one syscall for a b
 Backpressure: ``invoke`` and handler responses wait while the transport's buffer is above its high-water mark,
 and a connection with too many requests in flight stops being read until they finish. A server's connections
 also stop being read while their responses pile up unwritten, and are closed when a frame stays incomplete or
-the connection idle for too long (``channel.ConnectionLimits``; the server scans for both).
+the connection idle for too long (``connection_limits.ConnectionLimits``; the server scans for both).
 """
 
 from __future__ import annotations
@@ -26,12 +26,14 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 
-from .channel import DEFAULT_MAX_INFLIGHT, Channel, ConnectionLimits, format_address, parse_address
+from .channel import DEFAULT_MAX_INFLIGHT, Channel
 from .codec import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
 from .codes import FLAG_ONEWAY, FLAG_RESPONSE, ResponseCode
 from .command import RemotingCommand
+from .connection_limits import ConnectionLimits
 from .errors import FrameTooLarge, MalformedFrame
 from .native_codec import NativeFrameDecoder
+from .remoting_helper import format_address, parse_address
 from .wire_protocol import SniffingDecoder, WireProtocol, decoder_for
 
 __all__ = ["DEFAULT_MAX_INFLIGHT", "Channel", "ConnectionLimits", "Endpoint", "format_address", "parse_address"]

@@ -12,18 +12,14 @@ or `with DefaultMessageStore(...) as store:` which does load + start + shutdown.
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import os
-import struct
-import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 
-from pocketmq.common.codec import CorruptRecordError, decode
 from pocketmq.common.constants import PROPERTY_WAIT_STORE_MSG_OK
-from pocketmq.common.message import MessageExt, MessageExtBatch, MessageExtBrokerInner, raw_property
+from pocketmq.common.message import MessageExtBatch, MessageExtBrokerInner, raw_property
 from pocketmq.common.validators import VALID_TOPICS, topic_error
 
 from .checkpoint import StoreCheckpoint
@@ -32,41 +28,25 @@ from .commit_log import CommitLog
 from .config import FlushDiskType, MessageStoreConfig
 from .consume_queue import ConsumeQueue
 from .consume_queue_lru import ConsumeQueueLru
-from .dispatch_manifest import take_manifest, write_manifest
+from .dispatch_hold import DispatchHold
 from .flush_service import FlushConsumeQueueService, FlushRealTimeService, GroupCommitService
 from .flush_stats import FlushStats
-from .get_message import read_queue
 from .index_service import IndexService
-from .message_filter import MessageFilter
-from .recovery import recover_abnormally, recover_normally
+from .message_store_lookup import MessageStoreLookup
 from .reput_service import ReputMessageService
 from .results import (
-    GetMessageResult,
-    GetMessageStatus,
     PutMessageResult,
     PutMessageStatus,
-    QueryMessageResult,
 )
 from .running_flags import DISK_FULL_BIT, RunningFlags
+from .store_disk_space import StoreDiskSpace
 from .store_lock import StoreLock
+from .store_recovery import MessageStoreRecovery
 from .timer.timer_message_store import TimerMessageStore
 from .warm_service import WarmMappedFileService
 
 log = logging.getLogger(__name__)
 _PUT_OK = PutMessageStatus.PUT_OK  # (an Enum member read off its class runs Python code in 3.11)
-_dispatch_waiter_pool: ThreadPoolExecutor | None = None
-_dispatch_waiter_lock = threading.Lock()
-
-
-def _dispatch_waiters() -> ThreadPoolExecutor:
-    """The threads that wait for a dispatcher on behalf of writers that must not block (put_message_nowait):
-    one pool for the process, made on first use, idle between holds."""
-    global _dispatch_waiter_pool
-    with _dispatch_waiter_lock:
-        if _dispatch_waiter_pool is None:
-            _dispatch_waiter_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="dispatch-hold")
-        return _dispatch_waiter_pool
-
 
 def _as_future(result: PutMessageResult | Future) -> Future:
     if isinstance(result, Future):
@@ -94,17 +74,12 @@ def _batch_topic(msgs: list[MessageExtBrokerInner] | MessageExtBatch) -> str:
     return msgs[0].topic if msgs else ""
 
 
-def _first_gap(files: list, file_size: int, first: int) -> int | None:
-    """Offset of the first file missing from a queue whose files should start at `first`, or None."""
-    want = first
-    for mf in files:
-        if mf.file_from_offset > want:
-            return want
-        want = mf.file_from_offset + file_size
-    return None
 
+class DefaultMessageStore(MessageStoreRecovery, StoreDiskSpace, DispatchHold, MessageStoreLookup):
+    """The store's parts in one facade: its lifecycle and puts here; recovery (store_recovery.py), the disk-full
+    rule (store_disk_space.py), the dispatch hold (dispatch_hold.py) and the reads (message_store_lookup.py)
+    beside it."""
 
-class DefaultMessageStore:
     def __init__(self, config: MessageStoreConfig | None = None, **overrides) -> None:
         if config is None:
             config = MessageStoreConfig(**overrides)
@@ -188,96 +163,6 @@ class DefaultMessageStore:
         self._loaded = True
         return True
 
-    def _load_consume_queues(self) -> None:
-        root = self.config.store_path_consume_queue
-        if not os.path.isdir(root):
-            return
-        for topic in sorted(os.listdir(root)):
-            if topic_error(topic) is not None:
-                log.warning("ignoring %s in %s: not a topic name", topic, root)
-                continue
-            for qid in sorted(os.listdir(os.path.join(root, topic))):
-                if qid.isdigit():
-                    cq = self._new_consume_queue(topic, int(qid))
-                    cq.load()
-                    cq.recover()
-                    self.cq_lru.touch(cq)  # (parks the least recent past the bound: load maps one queue at a time)
-
-    def _recover(self) -> None:
-        check_crc = self.config.check_crc_on_recover
-        dispatch_from = None
-        if self.last_exit_ok:
-            end = recover_normally(self.commit_log, check_crc)
-        else:
-            assert self.checkpoint is not None  # made by load() above
-            end, dispatch_from = recover_abnormally(self.commit_log, self.checkpoint.get_min_timestamp(), check_crc)
-        # Nothing may point past the recovered end of the log.
-        for cq in self.consume_queue_table.values():
-            if cq.max_physic_offset > end:
-                self.cq_lru.touch(cq)
-                cq.truncate_dirty_logic_files(end)
-        rebuild_index_from = self.index_service.drop_files_after(end)
-        min_offset = max(self.commit_log.get_min_offset(), 0)
-        reput_from = max((cq.max_physic_offset for cq in self.consume_queue_table.values()), default=-1)
-        if reput_from < 0:
-            reput_from = min_offset
-        rebuild_from = self._verify_files(take_manifest(self.root), min_offset)
-        if rebuild_from is not None:
-            dispatch_from = rebuild_from if dispatch_from is None else min(dispatch_from, rebuild_from)
-        for candidate in (dispatch_from, rebuild_index_from):
-            if candidate is not None:
-                reput_from = min(reput_from, candidate)
-        self.reput_service.reput_from_offset = max(reput_from, min_offset)
-
-    def _verify_files(self, manifest: tuple[dict[tuple[str, int], tuple[int, int]], list[str]] | None,
-                      min_offset: int) -> int | None:
-        """Check that every consume-queue and index file the store had at its last clean stop is here (the
-        manifest written then; there is none after a crash, where the checkpoint decides what to re-dispatch),
-        and that no queue has a gap; cut a damaged queue at its first missing file. Returns the commit-log
-        offset to re-dispatch from (its start) when anything is missing."""
-        damaged: list[str] = []
-        expected_queues, expected_index = manifest if manifest is not None else ({}, [])
-        for key, cq in self.consume_queue_table.items():
-            files = cq.mapped_file_queue.files
-            expect = expected_queues.get(key)
-            first = expect[0] if expect is not None else (files[0].file_from_offset if files else 0)
-            end = expect[1] if expect is not None else 0
-            gap = _first_gap(files, cq.file_size, first)
-            if gap is not None or cq.mapped_file_queue.get_max_offset() < end:
-                self.cq_lru.touch(cq)
-                cq.truncate_to_file_start(gap if gap is not None else files[-1].file_end_offset if files else first)
-                damaged.append(f"{key[0]}/{key[1]}")
-        for key in expected_queues.keys() - self.consume_queue_table.keys():
-            if expected_queues[key][1] > 0:
-                damaged.append(f"{key[0]}/{key[1]} (all of it)")
-        present = {f.name for f in self.index_service.files}
-        lost_index = [name for name in expected_index if name not in present]
-        if lost_index:
-            self.index_service.destroy()
-            damaged.append(f"index files {', '.join(lost_index)}")
-        if not damaged:
-            return None
-        log.warning("store files missing after a clean stop, rebuilding them from the commit log (from offset %d): "
-                    "%s", min_offset, "; ".join(damaged[:20]) + (f" and {len(damaged) - 20} more" if len(damaged) > 20
-                                                                  else ""))
-        return min_offset
-
-    def _write_manifest(self) -> None:
-        queues = {}
-        for key, cq in self.consume_queue_table.items():
-            first = cq.mapped_file_queue.first()
-            if first is not None:
-                queues[key] = (first.file_from_offset, cq.mapped_file_queue.get_max_offset())
-        write_manifest(self.root, queues, [f.name for f in self.index_service.files])
-
-    def _recover_topic_queue_table(self) -> None:
-        min_phy = self.commit_log.get_min_offset()
-        table = {}
-        for key, cq in self.consume_queue_table.items():
-            table[key] = cq.get_max_offset_in_queue()
-            if min_phy > 0:
-                cq.correct_min_offset(min_phy)
-        self.commit_log.topic_queue_table = table
 
     def start(self) -> None:
         if not self._loaded:
@@ -398,61 +283,6 @@ class DefaultMessageStore:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=reason)
         return None
 
-    # -- disk space -------------------------------------------------------------------------------
-    def _disk_refusal(self) -> PutMessageResult | None:
-        """Why the disk cannot take more now (usage above disk_space_warning_level_ratio, or less free than a
-        file failed to reserve), or None."""
-        cfg = self.config
-        path = cfg.store_path_commit_log
-        usage = self.disk_usage(path)
-        if usage > cfg.disk_space_warning_level_ratio:
-            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark=(
-                f"the disk is full: {usage:.0%} used, above diskSpaceWarningLevelRatio "
-                f"{cfg.disk_space_warning_level_ratio:.0%}; writes resume once space is freed"))
-        if self._free_needed:
-            free = self.disk_free(path)
-            if 0 <= free < self._free_needed:
-                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark=(
-                    f"the disk is full: {free} bytes free, a store file needs {self._free_needed}; "
-                    "writes resume once space is freed"))
-        return None
-
-    def _check_space(self) -> PutMessageResult | None:
-        """The put path's disk check (CommitLog._writable_file, under the put lock): refuse and mark the disk
-        full when there is no room."""
-        refusal = self._disk_refusal()
-        if refusal is not None:
-            if not self.running_flags.is_disk_full():
-                log.error("refusing puts: %s", refusal.remark)
-            self.running_flags.make_disk_full()
-            self._next_disk_recheck = time.monotonic() + self.config.disk_recheck_interval
-        return refusal
-
-    def _file_failed(self, e: OSError) -> PutMessageResult:
-        """A commit-log file that could not be created or reserved: refuse the put, and on a full disk refuse
-        every put until space comes back."""
-        if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-            self._free_needed = self.commit_log.file_size
-            if not self.running_flags.is_disk_full():
-                log.error("cannot create the next commit-log file (%s): refusing puts until %d bytes are free",
-                          e, self._free_needed)
-            self.running_flags.make_disk_full()
-            self._next_disk_recheck = time.monotonic() + self.config.disk_recheck_interval
-        else:
-            log.error("cannot create the next commit-log file: %s", e)
-        return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED, remark=f"commit-log file: {e}")
-
-    def _recheck_disk(self) -> None:
-        """While only a full disk blocks writes: look again (at most every disk_recheck_interval), and accept
-        writes again as soon as there is room, without waiting for the clean service's next round."""
-        now = time.monotonic()
-        if now < self._next_disk_recheck:
-            return
-        self._next_disk_recheck = now + self.config.disk_recheck_interval
-        if self._disk_refusal() is None:
-            self._free_needed = 0
-            self.running_flags.make_disk_ok()
-            log.warning("disk space is back: accepting puts again")
 
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         """Append one message. Under SYNC_FLUSH this returns once the flush covers it."""
@@ -478,48 +308,6 @@ class DefaultMessageStore:
                 self._wait_flush(result, _wait_store_msg_ok(msgs))
         return result
 
-    def _hold_for_dispatch(self, result: PutMessageResult) -> None:
-        """Block until the dispatcher is back within reach of this put, if it fell behind (_dispatch_hold_target),
-        for at most dispatch_hold_timeout. The synchronous put's way; put_message_nowait hands the caller a
-        Future instead."""
-        target = self._dispatch_hold_target(result)
-        if target is not None:
-            self.reput_service.wait_caught_up(target, self.dispatch_hold_timeout)
-
-    def _dispatch_hold_target(self, result: PutMessageResult) -> int | None:
-        """The offset the dispatcher must reach before this put's writer goes on: None when it is within
-        max_dispatch_lag_bytes of the put's end, else half that limit behind the end.
-
-        The dispatcher is a thread of this process: a writer that never waits keeps the GIL, and the
-        dispatcher gets it back only at switch intervals (5 ms), or later when other threads take their
-        turn first, so under sustained puts its lag grows although it dispatches faster than the writer
-        appends. A writer that waits (blocked in put_message, or an event loop with nothing else to do
-        while its sender awaits the hold) hands it the GIL at once; it then drains in about a millisecond.
-        """
-        limit = self._max_dispatch_lag
-        if limit <= 0:
-            return None
-        ar = result.append_result
-        end = ar.wrote_offset + ar.wrote_bytes  # type: ignore[union-attr]  # an ok result has its append result
-        reput = self.reput_service
-        if end - reput.reput_from_offset > limit and reput.running:
-            return end - limit // 2
-        return None
-
-    def _dispatch_hold(self, target: int) -> Future | None:
-        """_hold_for_dispatch without blocking: a Future done once the dispatcher reached ``target`` (or after
-        dispatch_hold_timeout). Writers held at the same time share one Future."""
-        held = self._pending_hold
-        if held is not None and not held.done():
-            return held
-        reput = self.reput_service
-        reput.hurry()  # dispatching starts now, not when a waiter thread gets the GIL
-        try:
-            held = _dispatch_waiters().submit(reput.wait_caught_up, target, self.dispatch_hold_timeout)
-        except RuntimeError:  # the interpreter is shutting down: no new threads
-            return None
-        self._pending_hold = held
-        return held
 
     def _wait_flush(self, result: PutMessageResult, wait: bool) -> None:
         ar = result.append_result
@@ -616,101 +404,6 @@ class DefaultMessageStore:
         if self.checkpoint is not None and ts:
             self.checkpoint.physic_msg_timestamp = ts
 
-    # -- get --------------------------------------------------------------------------------------
-    def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int,
-                    message_filter: MessageFilter | None = None) -> GetMessageResult:
-        """Read up to `max_msg_nums` raw records of a queue from `offset` (at most 32 / 256 KiB)."""
-        cq = self.consume_queue_table.get((topic, queue_id))
-        if cq is None:
-            return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, next_begin_offset=0)
-        min_offset = cq.get_min_offset_in_queue()
-        max_offset = cq.get_max_offset_in_queue()
-        result = GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, min_offset=min_offset, max_offset=max_offset)
-        if max_offset == 0:
-            result.next_begin_offset = 0
-        elif offset < min_offset:
-            result.status, result.next_begin_offset = GetMessageStatus.OFFSET_TOO_SMALL, min_offset
-        elif offset == max_offset:
-            result.status, result.next_begin_offset = GetMessageStatus.OFFSET_OVERFLOW_ONE, offset
-        elif offset > max_offset:
-            result.status, result.next_begin_offset = GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset
-        else:
-            read_queue(self.commit_log, self.config, cq, offset, max_msg_nums, message_filter, result)
-        return result
-
-    # -- offsets and lookups ----------------------------------------------------------------------
-    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
-        cq = self.consume_queue_table.get((topic, queue_id))
-        return cq.get_max_offset_in_queue() if cq is not None else 0
-
-    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
-        cq = self.consume_queue_table.get((topic, queue_id))
-        return cq.get_min_offset_in_queue() if cq is not None else -1
-
-    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, consume_queue_offset: int) -> int:
-        cq = self.consume_queue_table.get((topic, queue_id))
-        entry = cq.get_entry(consume_queue_offset) if cq is not None else None
-        return entry[0] if entry else 0
-
-    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
-        cq = self.consume_queue_table.get((topic, queue_id))
-        if cq is None:
-            return 0
-        return cq.get_offset_in_queue_by_time(timestamp, self.commit_log.pickup_store_timestamp,
-                                              self.commit_log.get_min_offset())
-
-    def get_message_store_timestamp(self, topic: str, queue_id: int, consume_queue_offset: int) -> int:
-        cq = self.consume_queue_table.get((topic, queue_id))
-        entry = cq.get_entry(consume_queue_offset) if cq is not None else None
-        return self.commit_log.pickup_store_timestamp(entry[0], entry[1]) if entry else -1
-
-    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
-        return self.get_message_store_timestamp(topic, queue_id, self.get_min_offset_in_queue(topic, queue_id))
-
-    def get_min_phy_offset(self) -> int:
-        return self.commit_log.get_min_offset()
-
-    def get_max_phy_offset(self) -> int:
-        return self.commit_log.get_max_offset()
-
-    def select_one_message_by_offset(self, commit_log_offset: int, size: int | None = None) -> bytes | None:
-        if size is None:
-            size = self.commit_log.read_size_at(commit_log_offset)
-            if size <= 0:
-                return None
-        return self.commit_log.get_message(commit_log_offset, size)
-
-    def look_message_by_offset(self, commit_log_offset: int, size: int | None = None) -> MessageExt | None:
-        raw = self.select_one_message_by_offset(commit_log_offset, size)
-        if raw is None:
-            return None
-        try:
-            return decode(raw)
-        except (CorruptRecordError, struct.error, UnicodeDecodeError):
-            return None
-
-    def query_message(self, topic: str, key: str, max_num: int, begin: int, end: int) -> QueryMessageResult:
-        """Records whose KEYS (or UNIQ_KEY) contain `key`, stored between begin and end (ms)."""
-        offsets, last_ts, last_phy = self.index_service.query_offset(topic, key, max_num, begin, end)
-        result = QueryMessageResult(index_last_update_timestamp=last_ts, index_last_update_phyoffset=last_phy)
-        seen = set()
-        for phy in offsets:
-            if phy in seen:
-                continue
-            seen.add(phy)
-            raw = self.select_one_message_by_offset(phy)
-            if raw is None or not self._record_has_key(raw, topic, key):
-                continue  # a hash collision, or data deleted since it was indexed
-            result.buffers.append(raw)
-        return result
-
-    @staticmethod
-    def _record_has_key(raw: bytes, topic: str, key: str) -> bool:
-        try:
-            msg = decode(raw)
-        except (CorruptRecordError, struct.error, UnicodeDecodeError):
-            return False
-        return msg.topic == topic and (key in msg.keys or msg.uniq_key == key)
 
     # -- dispatch progress ------------------------------------------------------------------------
     def dispatch_behind_bytes(self) -> int:

@@ -4,13 +4,12 @@ for the tests that compare pocketmq's gRPC endpoint with it (tests/proxy, tests/
 from __future__ import annotations
 
 import json
-import signal
 from typing import Any
 
-from tests.apache.apache_rocketmq import ApacheRocketMQ, JavaProcess, free_port
+from tests.apache.apache_rocketmq import ApacheRocketMQ, JavaProcess, ServerProcess, free_port
 
 
-class ApacheProxy:
+class ApacheProxy(ServerProcess):
     """``proxy_props`` are rmq-proxy.json keys beside the cluster's name and name server and the ports
     (``minInvisibleTimeMillsForRecv``...). ``jvm`` replaces the server's JVM flags (the bench's)."""
 
@@ -28,25 +27,9 @@ class ApacheProxy:
                                     **self.proxy_props}))
         argv = self.rmq.java("org.apache.rocketmq.proxy.ProxyStartup", "-pc", str(conf), "-pm", "cluster",
                              "-n", self.rmq.namesrv_addr, jvm=self.jvm)
-        self.process = JavaProcess("proxy", argv, self.rmq.home)
-        self.process.start(self.rmq.env())
-        self.process.wait_for("rocketmq-proxy startup successfully")
+        self.launch(JavaProcess("proxy", argv, self.rmq.home), self.rmq.env(), "rocketmq-proxy startup successfully")
         return self
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.process is not None:
-            self.process.stop(sig)
 
     @property
     def endpoint(self) -> str:
         return f"127.0.0.1:{self.port}"
-
-    def __enter__(self) -> ApacheProxy:
-        try:
-            return self.start()
-        except BaseException:
-            self.stop()
-            raise
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

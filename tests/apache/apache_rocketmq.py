@@ -20,6 +20,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 REPO = Path(__file__).resolve().parents[2]
 JARS = REPO / ".apache-rocketmq"
@@ -119,6 +120,11 @@ class JavaProcess:
                 self.args, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=self.home
             )
 
+    def start_ready(self, env: dict[str, str], ready: str) -> None:
+        """Start, and wait until the output shows ``ready`` (raising if the process exits first)."""
+        self.start(env)
+        self.wait_for(ready)
+
     def output(self) -> str:
         return self.out.read_text(encoding="utf-8", errors="replace") if self.out.exists() else ""
 
@@ -143,7 +149,38 @@ class JavaProcess:
             self.proc.wait()
 
 
-class ApacheRocketMQ:
+class ServerProcess:
+    """A server that runs as processes (JavaProcess: output in a file) until stopped: ``start`` returns it ready
+    (``launch`` starts one process and waits for its ready line), and a ``with`` block starts it and stops it, also
+    when the start failed half-way. ApacheProxy and pocketmq_process's servers are one process; ApacheRocketMQ,
+    two, stops both."""
+
+    process: JavaProcess | None = None
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def launch(self, process: JavaProcess, env: dict[str, str], ready: str) -> None:
+        """Start ``process`` and wait until its output shows ``ready`` (raising if it exits first)."""
+        self.process = process
+        process.start_ready(env, ready)
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.process is not None:
+            self.process.stop(sig)
+
+    def __enter__(self) -> Self:
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class ApacheRocketMQ(ServerProcess):
     """A name server and one master broker of Apache RocketMQ ``version`` under ``root``.
 
     ``broker_props`` are broker.conf keys (``aclEnable``, ``brokerName``...). ``jvm`` replaces the test JVM flags
@@ -274,8 +311,7 @@ class ApacheRocketMQ:
         )
         argv = self.java("org.apache.rocketmq.namesrv.NamesrvStartup", "-c", str(conf), jvm=self.namesrv_jvm)
         self.namesrv = JavaProcess("namesrv", argv, self.home)
-        self.namesrv.start(self.env())
-        self.namesrv.wait_for("The Name Server boot success")
+        self.namesrv.start_ready(self.env(), "The Name Server boot success")
 
     def start_broker(self) -> None:
         if self.broker_port == 0:
@@ -284,8 +320,7 @@ class ApacheRocketMQ:
         write_properties(conf, self.broker_conf())
         argv = self.java("org.apache.rocketmq.broker.BrokerStartup", "-c", str(conf))
         self.broker = JavaProcess("broker", argv, self.home)
-        self.broker.start(self.env())
-        self.broker.wait_for("boot success")
+        self.broker.start_ready(self.env(), "boot success")
 
     def restart_broker(self, sig: int = signal.SIGTERM) -> None:
         """Stop the broker (SIGTERM: its shutdown hook; SIGKILL: a crash) and start it on the same store and port."""
@@ -312,13 +347,3 @@ class ApacheRocketMQ:
         for proc in (self.broker, self.namesrv):
             if proc is not None:
                 proc.stop(sig)
-
-    def __enter__(self) -> ApacheRocketMQ:
-        try:
-            return self.start()
-        except BaseException:
-            self.stop()
-            raise
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

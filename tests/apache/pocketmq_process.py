@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.apache.apache_rocketmq import REPO, JavaProcess, free_port, write_properties
+from tests.apache.apache_rocketmq import REPO, JavaProcess, ServerProcess, free_port, write_properties
 
 # Test-sized stores, the same file sizes as ApacheRocketMQ's SMALL_STORE, so either side reads the other's store.
 SMALL_STORE = {
@@ -32,9 +32,6 @@ def _env() -> dict[str, str]:
 class PocketMQProcess(JavaProcess):
     """A pocketmq server process (JavaProcess's output file and readiness wait serve any process)."""
 
-    def start_python(self) -> None:
-        self.start(_env())
-
     def pause(self) -> None:
         """SIGSTOP: the process keeps its connections open and says nothing (a hung broker)."""
         assert self.proc is not None
@@ -50,7 +47,7 @@ class PocketMQProcess(JavaProcess):
         super().stop(sig, timeout)
 
 
-class PocketMQNamesrv:
+class PocketMQNamesrv(ServerProcess):
     def __init__(self, home: Path, scan_interval: float = 10.0, broker_expire: float = 120.0) -> None:
         self.home = Path(home)
         self.port = 0
@@ -67,27 +64,11 @@ class PocketMQNamesrv:
         self.port = free_port(0)
         argv = [sys.executable, "-m", "pocketmq", "namesrv", "--port", str(self.port),
                 "--scan-interval", str(self.scan_interval), "--broker-expire", str(self.broker_expire)]
-        self.process = PocketMQProcess("pocketmq-namesrv", argv, self.home)
-        self.process.start_python()
-        self.process.wait_for("listening on")
+        self.launch(PocketMQProcess("pocketmq-namesrv", argv, self.home), _env(), "listening on")
         return self
 
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.stop()
 
-    def __enter__(self) -> PocketMQNamesrv:
-        try:
-            return self.start()
-        except BaseException:
-            self.stop()
-            raise
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-class PocketMQBroker:
+class PocketMQBroker(ServerProcess):
     """A pocketmq broker on ``namesrv_addr``; ``props`` are broker.conf keys (``namesrvProtocol=rocketmq`` to join
     Apache RocketMQ's name server)."""
 
@@ -131,24 +112,8 @@ class PocketMQBroker:
         path = self.home / "broker.conf"
         write_properties(path, self.conf())
         argv = [sys.executable, "-m", "pocketmq", "broker", "-c", str(path)]
-        self.process = PocketMQProcess("pocketmq-broker", argv, self.home)
-        self.process.start_python()
-        self.process.wait_for("listening on")
+        self.launch(PocketMQProcess("pocketmq-broker", argv, self.home), _env(), "listening on")
         return self
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.process is not None:
-            self.process.stop(sig)
-
-    def __enter__(self) -> PocketMQBroker:
-        try:
-            return self.start()
-        except BaseException:
-            self.stop()
-            raise
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def pocketmq_admin(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:

@@ -63,12 +63,9 @@ READ_TIME_PROPERTIES = {"MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME"}
 class Workload:
     normal: int
     batches: int = 0
+    batch_size: int = 10
     sent_ids: list[str] = field(default_factory=list)
     pending_delayed: list[bytes] = field(default_factory=list)  # bodies of the level-3 messages
-
-    @property
-    def batch_size(self) -> int:
-        return 10
 
 
 def _normal_message(i: int) -> Message:
@@ -96,14 +93,20 @@ async def _in_chunks(send: Callable[[int], Awaitable[Any]], count: int, width: i
     return out
 
 
-async def write_workload(namesrv_addr: str, normal: int) -> Workload:
+async def write_workload(namesrv_addr: str, normal: int, batched: int = 0) -> Workload:
+    """``normal`` messages sent one by one; ``batched`` more in batches of 100 (else a few batches of 10)."""
     work = Workload(normal, batches=max(1, normal // 100))
+    if batched:
+        work.batches, work.batch_size = batched // 100, 100
+
+    def batch(b: int) -> list[Message]:
+        return [Message(BATCH, f"batch {b}.{j}".encode(), keys=f"bkey-{b}-{j}") for j in range(work.batch_size)]
+
     async with Producer("pg-hand", namesrv_addr, protocol="rocketmq") as producer:
         results = await _in_chunks(lambda i: producer.send(_normal_message(i)), normal)
         work.sent_ids += [r.msg_id for r in results]
-        for b in range(work.batches):
-            batch = [Message(BATCH, f"batch {b}.{j}".encode(), keys=f"bkey-{b}-{j}") for j in range(work.batch_size)]
-            work.sent_ids += (await producer.send_batch(batch)).msg_id.split(",")
+        for sent in await _in_chunks(lambda b: producer.send_batch(batch(b)), work.batches, width=4):
+            work.sent_ids += sent.msg_id.split(",")
     async with TransactionProducer("pg-hand-tx", namesrv_addr, _Committing(), protocol="rocketmq") as tx:
         for i in range(6):
             await tx.send_message_in_transaction(Message(TX, f"tx {i}".encode(), keys=f"tkey-{i}"), str(i))
@@ -126,6 +129,10 @@ async def write_workload(namesrv_addr: str, normal: int) -> Workload:
             CUSTOM_GROUP, consume_broadcast_enable=False, retry_queue_nums=2, retry_max_times=5), "DefaultCluster")
         [addr] = (await admin.master_addrs()).values()
         await admin.create_and_update_topic_config(addr, CUSTOM_TOPIC)
+        # 4.9.x registers the topic it just created as a table of that topic alone: the name server keeps the
+        # broker's other routes (RocketMQ's does not drop what a table leaves out).
+        for topic in (NORMAL, BATCH, TX):
+            assert (await admin.examine_topic_route_info(topic)).queue_datas, topic
     # The retries are in their topic before the writer stops.
     await wait_for_count(namesrv_addr, RETRY_TOPIC, 5)
     return work
@@ -156,13 +163,18 @@ async def read_topic(namesrv_addr: str, topic: str) -> list[tuple[Any, ...]]:
     rows: list[tuple[Any, ...]] = []
     async with PullConsumer("cg-hand-reader", namesrv_addr, protocol="rocketmq") as consumer:
         for mq in sorted(await consumer.fetch_subscribe_message_queues(topic), key=lambda q: q.queue_id):
-            offset = 0
-            while True:
+            # Up to the queue's max offset: a broker just started on the store (Apache's above all, on a loaded
+            # machine) may answer a pull in the middle with a retry status before it serves the rest.
+            offset, end, retries = 0, await consumer.max_offset(mq), 0
+            while offset < end:
                 result = await consumer.pull(mq, "*", offset, 32)
-                if result.pull_status != PullStatus.FOUND:
-                    break
-                rows += [_row(m) for m in result.msg_found_list]
-                offset = result.next_begin_offset
+                if result.pull_status == PullStatus.FOUND:
+                    rows += [_row(m) for m in result.msg_found_list]
+                    offset = result.next_begin_offset
+                    continue
+                retries += 1
+                assert retries <= 100, f"{mq}: {result.pull_status} at {offset} of {end}"
+                await asyncio.sleep(0.1)
     return rows
 
 
@@ -198,7 +210,8 @@ async def snapshot(namesrv_addr: str, work: Workload,
         for mq in await consumer.fetch_subscribe_message_queues(NORMAL):
             offsets[mq.queue_id] = await consumer.fetch_consume_offset(mq, from_store=True)
     by_key: dict[str, list[str]] = {}
-    keys = [f"key-{i}" for i in range(0, work.normal, max(1, work.normal // 20))] + ["shared-3", "bkey-0-4"]
+    keys = [f"key-{i}" for i in range(0, work.normal, max(1, work.normal // 20))] + [
+        "shared-3", "bkey-0-4", f"bkey-{work.batches - 1}-{work.batch_size - 1}"]
     async with MQAdminExt(namesrv_addr, protocol="rocketmq") as admin:
         for key in keys:
             topic = BATCH if key.startswith("bkey") else NORMAL
@@ -310,7 +323,7 @@ async def wait_persisted(namesrv_addr: str, store: Path, timeout: float = 60.0) 
 
 async def store_from_pocketmq_to_apache_rocketmq(root: Path, messages: int, conf: dict[str, str],
                                                  check_files: Callable[[Path], None] | None = None,
-                                                 and_back: bool = False) -> Phases:
+                                                 and_back: bool = False, batched: int = 0) -> Phases:
     """pocketmq writes (clean shutdown), Apache RocketMQ 4.9.7 reads and appends; ``and_back``: pocketmq then takes
     the store back (after Apache's clean shutdown) and serves what Apache appended too."""
     phases = Phases()
@@ -318,7 +331,7 @@ async def store_from_pocketmq_to_apache_rocketmq(root: Path, messages: int, conf
     with PocketMQNamesrv(root / "namesrv") as ns:
         with pocketmq_on(root / "pocketmq", ns.addr, store, conf):
             phases.mark("start writer")
-            work = await write_workload(ns.addr, messages)
+            work = await write_workload(ns.addr, messages, batched)
             phases.mark("write")
             before = await snapshot(ns.addr, work)
             before.topics[DELAY] = await write_delays(ns.addr, work)
@@ -347,7 +360,8 @@ async def store_from_pocketmq_to_apache_rocketmq(root: Path, messages: int, conf
 
 async def store_from_apache_rocketmq_to_pocketmq(root: Path, messages: int, conf: dict[str, str],
                                                  stop: signal.Signals,
-                                                 check_files: Callable[[Path], None] | None = None) -> Phases:
+                                                 check_files: Callable[[Path], None] | None = None,
+                                                 batched: int = 0) -> Phases:
     """Apache RocketMQ 4.9.7 writes and stops (SIGTERM: clean, SIGKILL: a crash), pocketmq reads."""
     phases = Phases()
     with PocketMQNamesrv(root / "namesrv") as ns:
@@ -355,7 +369,7 @@ async def store_from_apache_rocketmq_to_pocketmq(root: Path, messages: int, conf
         store = apache.store_dir
         with apache:
             phases.mark("start writer")
-            work = await write_workload(ns.addr, messages)
+            work = await write_workload(ns.addr, messages, batched)
             phases.mark("write")
             before = await snapshot(ns.addr, work)
             before.topics[DELAY] = await write_delays(ns.addr, work)

@@ -12,10 +12,10 @@ from pocketmq.broker import BrokerConfig
 from pocketmq.broker.config import BrokerConfigError
 from pocketmq.common.codec import decode_all
 from pocketmq.common.message_batch import BatchItem
-from pocketmq.remoting.channel import ConnectionLimits
 from pocketmq.remoting.codec import encode
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.connection_limits import ConnectionLimits
 from pocketmq.remoting.transport import parse_address
 
 

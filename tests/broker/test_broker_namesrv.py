@@ -9,7 +9,7 @@ import pytest
 from pocketmq.namesrv.config import NamesrvConfig
 from pocketmq.namesrv.namesrv_controller import NamesrvController
 from pocketmq.remoting.codes import RequestCode, ResponseCode
-from pocketmq.remoting.header import DeleteTopicRequestHeader
+from pocketmq.remoting.header import DeleteTopicFromNamesrvRequestHeader, DeleteTopicRequestHeader
 
 
 def free_port() -> int:
@@ -176,7 +176,13 @@ async def test_native_registration_routes_topics_in_rocketmq_encoding(cluster, p
     assert [(r.ok, r.delta_accepted) for r in broker.last_register_results] == [(True, False)]
     await mq.invoke(RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader("TopicNative"))
     rim = ns.route_info_manager
-    await poll(lambda: "TopicNative" not in rim.topic_queue_table)
+    await poll(lambda: rim.query_broker_topic_config(broker.address) == broker.topic_config_manager.data_version)
+    # As RocketMQ's name server: a whole table that no longer lists a topic leaves its route (mqadmin deleteTopic
+    # removes it from the name servers after the brokers).
+    assert "TopicNative" in rim.topic_queue_table
+    deleted = await mq.invoke(RequestCode.DELETE_TOPIC_IN_NAMESRV, DeleteTopicFromNamesrvRequestHeader("TopicNative"),
+                              addr=ns.address)
+    assert deleted.code == ResponseCode.SUCCESS
     assert set(rim.topic_queue_table) == set(broker.topic_config_manager.topic_config_table)
     assert rim.query_broker_topic_config(broker.address) == broker.topic_config_manager.data_version
     # The compressed form carries no topicSysFlag/order (RocketMQ's text form of a TopicConfig); JSON does.

@@ -56,7 +56,10 @@ SCENARIOS: dict[str, Needs] = {
     "invisible": Needs("NORMAL", (Group("slow"),)),
     "dlq": Needs("NORMAL", (Group("failing", retry_max_times=1),)),
     "push_group": Needs("NORMAL", (Group("shared"),)),
+    "recall": Needs("DELAY", (Group("recalled"),)),
 }
+# Run only against a server with ACL on, with an account's keys (test_java_sdk_acl.py).
+ACL_SCENARIOS: dict[str, Needs] = {"acl": Needs("NORMAL", (Group("signed"),))}
 
 
 def classpath() -> str:
@@ -91,9 +94,12 @@ async def create_group(admin: MQAdminExt, broker_addr: str, name: str, orderly: 
                                   body=json.dumps(body).encode()), broker_addr)
 
 
-async def prepare(namesrv_addr: str, broker_addr: str, run_id: str, scenarios: dict[str, Needs] = SCENARIOS) -> None:
-    """Every scenario's topic and groups on one server."""
-    async with MQAdminExt(namesrv_addr, protocol="rocketmq", timeout=30.0) as admin:
+async def prepare(namesrv_addr: str, broker_addr: str, run_id: str, scenarios: dict[str, Needs] = SCENARIOS,
+                  keys: tuple[str, str] | None = None) -> None:
+    """Every scenario's topic and groups on one server (as the account of ``keys`` on a server with ACL on)."""
+    access_key, secret_key = keys if keys is not None else (None, None)
+    async with MQAdminExt(namesrv_addr, protocol="rocketmq", timeout=30.0, access_key=access_key,
+                          secret_key=secret_key) as admin:
         for scenario, needs in scenarios.items():
             await create(admin, broker_addr, topic(run_id, scenario), needs.message_type)
             for g in needs.groups:
@@ -115,13 +121,15 @@ class HarnessRun:
 
 
 def run(endpoint: str, run_id: str, server: str, home: Path, scenarios: list[str] | None = None,
-        ssl: bool = True) -> HarnessRun:
-    """One JVM: every scenario (or ``scenarios``) against ``endpoint``, TLS on unless ``ssl`` is false."""
+        ssl: bool = True, keys: tuple[str, str] | None = None) -> HarnessRun:
+    """One JVM: every scenario of ``SCENARIOS`` (or ``scenarios``) against ``endpoint``, TLS on unless ``ssl`` is
+    false, every client signing with ``keys`` (access key, secret key) when given."""
     home.mkdir(parents=True, exist_ok=True)
     argv = ["java", *JVM, f"-Duser.home={home}", "-cp", classpath(), "io.pocketmq.javasdk.Harness",
-            "--endpoint", endpoint, "--run", run_id, "--ssl", str(ssl).lower()]
-    if scenarios:
-        argv += ["--scenarios", ",".join(scenarios)]
+            "--endpoint", endpoint, "--run", run_id, "--ssl", str(ssl).lower(),
+            "--scenarios", ",".join(scenarios or SCENARIOS)]
+    if keys is not None:
+        argv += ["--access-key", keys[0], "--secret-key", keys[1]]
     proc = subprocess.run(argv, capture_output=True, timeout=RUN_TIMEOUT, check=False, cwd=home)
     stdout = proc.stdout.decode("utf-8", errors="replace")
     stderr = proc.stderr.decode("utf-8", errors="replace")

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
+from pocketmq.common.recall_message_handle import decode_handle
 from pocketmq.embedded import ThreadedCluster
 from pocketmq.remoting.admin_body import TopicStatsTable
 from pocketmq.remoting.admin_header import GetTopicStatsInfoRequestHeader
@@ -40,6 +41,7 @@ APACHE_CONFIG: dict[str, Any] = {  # broker.conf keys
     "transactionTimeOut": "3000",
     # Apache's send-queue fast failure (200 ms) trips on a busy two-core machine; pocketmq has none.
     "waitTimeMillsInSendQueue": "30000",
+    "recallMessageEnable": "true",  # (RocketMQ's default is off, pocketmq's on)
 }
 # Values that are counts of the run, compared as present or absent.
 VOLATILE_PROPERTIES = {"TRANSACTION_CHECK_TIMES"}
@@ -212,4 +214,22 @@ def test_a_push_consumer_group_of_two_shares_a_topic(runs: Runs) -> None:
         assert sorted(first + second) == sorted(f"m{i}" for i in range(r["count"])), server  # each once
         assert first and second, server  # both consumers had a share
         observed[server] = sorted(first + second)
+    same(runs, observed)
+
+
+def test_a_recalled_delay_message_is_never_received(runs: Runs) -> None:
+    observed = {}
+    for server, r in runs.results("recall").items():
+        run_id = runs.runs[server].run_id
+        assert r["recalledId"] == r["sent"], server
+        assert [m["body"] for m in r["seen"]] == ["keep-me"], server  # the recalled one never came
+        assert r["seen"][0]["receivedAt"] >= r["deliverAt"], server
+        handles = [decode_handle(h) for h in r["handles"]]
+        # (the slot before the delivery time, at the default 1 s precision, plus one)
+        assert {(h.topic, h.broker_name, h.timestamp_str) for h in handles} == {
+            (js.topic(run_id, "recall"), "broker-a", str((r["deliverAt"] - 1) // 1000 * 1000 + 1))}, server
+        assert handles[0].message_id == r["sent"], server
+        refused = r["afterDelivery"]
+        assert "recall failed, timestamp invalid" in refused["message"], server
+        observed[server] = {"seen": normalized(r["seen"][0], run_id), "refused": refused["type"]}
     same(runs, observed)

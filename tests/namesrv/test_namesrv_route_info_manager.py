@@ -72,7 +72,17 @@ def test_queue_data_is_rebuilt_only_when_the_data_version_changes(rim: RouteInfo
     assert rim.broker_live_table[A_MASTER].data_version == DataVersion(1, 2)
 
 
-def test_a_topic_dropped_by_the_broker_leaves_its_route(rim: RouteInfoManager) -> None:
+def test_a_table_of_one_new_topic_keeps_the_brokers_other_routes(rim: RouteInfoManager) -> None:
+    # RocketMQ 4.9.x registers a topic created on it (updateTopic) as a table of that topic alone: as Apache's
+    # name server (deleteTopicWithBrokerRegistration off), the routes it does not list stay.
+    register(rim, A_MASTER, "broker-a", 0, wrapper(1, Shared=(4, 4), OnlyA=(2, 2)))
+    register(rim, A_MASTER, "broker-a", 0, wrapper(2, New=(1, 1)))
+    for topic in ("Shared", "OnlyA", "New"):
+        assert [q.broker_name for q in rim.pick_topic_route_data(topic).queue_datas] == ["broker-a"]
+
+
+def test_a_topic_dropped_by_the_broker_leaves_its_route(clock) -> None:
+    rim = RouteInfoManager(clock=clock, delete_topic_with_broker_registration=True)
     register(rim, A_MASTER, "broker-a", 0, wrapper(1, Shared=(4, 4), OnlyA=(2, 2)))
     register(rim, B_MASTER, "broker-b", 0, wrapper(1, Shared=(4, 4)))
     register(rim, A_MASTER, "broker-a", 0, wrapper(2, Kept=(1, 1)))
@@ -209,12 +219,13 @@ def test_a_delta_from_another_version_changes_nothing(rim: RouteInfoManager) -> 
     assert rim.query_broker_topic_config(A_MASTER) == DataVersion(1, 3)
 
 
-def test_a_big_table_applied_in_steps_ends_as_one_applied_at_once(rim: RouteInfoManager, clock) -> None:
+def test_a_big_table_applied_in_steps_ends_as_one_applied_at_once(clock) -> None:
     from pocketmq.namesrv.route_info_manager import TOPICS_PER_STEP
 
+    rim = RouteInfoManager(clock=clock, delete_topic_with_broker_registration=True)
     topics = {f"T{i}": (i % 7 + 1, 4) for i in range(TOPICS_PER_STEP * 3 + 1)}
     register(rim, A_MASTER, "broker-a", 0, wrapper(1, Gone=(1, 1), **topics))
-    stepped = RouteInfoManager(clock=clock)
+    stepped = RouteInfoManager(clock=clock, delete_topic_with_broker_registration=True)
     stepped.register_broker(CLUSTER, A_MASTER, "broker-a", 0, "", wrapper(1, Gone=(1, 1)), None)
     steps = stepped.register_broker_in_steps(CLUSTER, A_MASTER, "broker-a", 0, "", wrapper(2, **topics), None)
     yields = 0

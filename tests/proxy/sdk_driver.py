@@ -13,11 +13,11 @@ from typing import Any
 
 from pocketmq import embedded
 from pocketmq.client.message import Message as PocketMessage
-from pocketmq.client.sync import SyncProducer
+from pocketmq.client.sync import SyncProducer, SyncSimpleConsumer
 from pocketmq.common.message import MessageExt
 from pocketmq.remoting.client_body import SubscriptionGroupConfig
 
-from .sdk_helpers import FAST_CHECK, pull_all, wait_for
+from .sdk_helpers import FAST_CHECK, create_topic, pull_all, wait_for, wait_pulled
 
 NATIVE_CLIENTS = Path(__file__).resolve().parents[1] / "native_clients"
 TAGS = ("TagA", "TagB", "TagC")
@@ -206,3 +206,88 @@ def dead_letters(cluster: embedded.ThreadedCluster, group: str, count: int) -> l
 
     wait_for(enough, 20)
     return found
+
+
+# ---- the checks every SDK's tests make: the driver sends (or receives) and pocketmq's client reads back ----------
+
+
+def assert_sends_read_back(cluster: embedded.ThreadedCluster, driver: Driver, topic: str, count: int,
+                           prefix: str) -> tuple[dict[str, Any], list[MessageExt]]:
+    """The driver's normal sends, read back by pocketmq's 4.x client with the SDK's ids, bodies, tags, keys and
+    properties; the proxy makes the topic the producer group. Returns (sent by id, stored)."""
+    create_topic(cluster, topic)
+    events = driver.run(cluster, "send", "--topic", topic, "--count", str(count), "--prefix", prefix)
+    sent = {e["message_id"]: e for e in of(events, "sent")}
+    assert len(sent) == count
+    stored = wait_pulled(cluster, topic, count)
+    assert sorted(m.uniq_key for m in stored) == sorted(sent)
+    for m in stored:
+        assert_stored_as_sent(sent[m.uniq_key], m, prefix)
+        assert m.properties["PGROUP"] == topic
+    return sent, stored
+
+
+def assert_fifo_groups_read_back(cluster: embedded.ThreadedCluster, driver: Driver, topic: str, count: int,
+                                 groups: int, prefix: str) -> dict[str, Any]:
+    """The driver's FIFO sends: each message group on one queue, in the order sent. Returns the sent by id."""
+    create_topic(cluster, topic, queues=8)
+    events = driver.run(cluster, "fifo", "--topic", topic, "--count", str(count), "--groups", str(groups),
+                        "--prefix", prefix)
+    sent = {e["message_id"]: e for e in of(events, "sent")}
+    stored = wait_pulled(cluster, topic, count)
+    for g in range(groups):
+        mine = sorted((m for m in stored if m.properties["__SHARDINGKEY"] == f"{prefix}-{g}"),
+                      key=lambda m: m.queue_offset)
+        assert len({m.queue_id for m in mine}) == 1, f"group {prefix}-{g} spread over queues"
+        assert [int(m.properties["idx"]) for m in mine] == list(range(g, count, groups))
+        for m in mine:
+            assert_stored_as_sent(sent[m.uniq_key], m, prefix)
+    return sent
+
+
+def assert_transactions_read_back(cluster: embedded.ThreadedCluster, driver: Driver, topic: str,
+                                  prefix: str) -> tuple[dict[str, Any], list[MessageExt]]:
+    """A commit, a rollback, and a half message left open, which the broker checks back through the proxy and the
+    producer's Telemetry stream (the driver's checker commits it): the committed two are stored, the rolled-back
+    one is not. Returns (sent by decision, stored)."""
+    create_topic(cluster, topic)
+    broker = cluster.cluster.broker
+    assert broker is not None
+    rolled_back = broker.end_transaction_processor.rolled_back
+    events = driver.run(cluster, "transaction", "--topic", topic, "--prefix", prefix)
+    sent = {e["decision"]: e for e in of(events, "sent")}
+    assert set(sent) == {"commit", "rollback", "check"} and all(e["transaction_id"] for e in sent.values())
+    checked = [e for e in of(events, "checked") if e["decision"] == "check"]
+    assert checked and checked[0]["message_id"] == sent["check"]["message_id"]
+    assert checked[0]["body"] == sent["check"]["body"]
+    stored = wait_pulled(cluster, topic, 2)
+    assert sorted(m.uniq_key for m in stored) == sorted([sent["commit"]["message_id"], sent["check"]["message_id"]])
+    for m in stored:
+        i = int(m.properties["idx"])
+        assert m.body.decode() == body_for(prefix, i) and m.tags == TAGS[i % 3]
+    wait_for(lambda: broker.end_transaction_processor.rolled_back > rolled_back)
+    return sent, stored
+
+
+def assert_simple_consumer_receives(cluster: embedded.ThreadedCluster, driver: Driver, topic: str, group: str,
+                                    prefix: str) -> list[dict[str, Any]]:
+    """The driver's SimpleConsumer receives what pocketmq's producer sent and acks it, but one message held back,
+    which comes again after its invisible second with its next attempt and a new handle; then nothing is left for
+    the group (pocketmq's own POP consumer of it finds nothing). Returns the received events."""
+    create_topic(cluster, topic)
+    run = driver.start(cluster, "simple", "--topic", topic, "--group", group, "--expect", "12",
+                       "--hold", f"{prefix}-4", "--invisible-ms", "1000")
+    run.started()
+    sent = send_with_pocketmq(cluster, topic, prefix, 12)
+    events = run.done()
+    received, acked = of(events, "received"), of(events, "acked")
+    for e in received:
+        assert_received_as_sent(e, sent)
+        assert e["topic"] == topic
+    assert sorted(e["message_id"] for e in acked) == sorted(sent)
+    held = [e for e in received if e["keys"] == [f"{prefix}-4"]]
+    assert [e.get("held", False) for e in held] == [True, False]
+    assert_back_after_invisible_time(*held)
+    with SyncSimpleConsumer(group, cluster.namesrv_addr, subscriptions={topic: "*"}, await_duration=0.3) as consumer:
+        assert consumer.receive(32, 10) == []
+    return received

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -21,6 +22,7 @@ from google.protobuf.duration_pb2 import Duration
 from rocketmq.grpc_protocol import service_pb2_grpc
 
 from pocketmq import embedded
+from pocketmq.common.recall_message_handle import HandleV1
 from pocketmq.remoting.body import TopicConfig
 from tests.apache.apache_proxy import ApacheProxy
 from tests.apache.apache_rocketmq import V5, ApacheRocketMQ
@@ -36,7 +38,8 @@ DELAY_TOPIC = "ParityDelayTopic"  # message.type=DELAY on both
 
 @pytest.fixture(scope="module")
 def apache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with ApacheRocketMQ(tmp_path_factory.mktemp("apache5"), V5) as rmq:
+    # recallMessageEnable: RocketMQ's default is off; pocketmq's on (docs/compatibility.md).
+    with ApacheRocketMQ(tmp_path_factory.mktemp("apache5"), V5, recallMessageEnable="true") as rmq:
         proxy = ApacheProxy(rmq).start()
         try:
             made = rmq.mqadmin("updateTopic", "-t", TOPIC, "-c", rmq.cluster_name, "-r", "4", "-w", "4")
@@ -205,11 +208,11 @@ def test_a_send_answers_with_the_clients_message_id(both_servers):
     answers = ask(both_servers, "SendMessage", S.SendMessageRequest(messages=[message(
         b"parity", message_id="0102FC0000000171190B1C3CCC0000AAAA", tag="TagP", keys=["k1"])]))
     assert_same_status(answers)
-    entries = {name: [(e.status.code, e.message_id, e.transaction_id) for e in a.entries]
+    entries = {name: [(e.status.code, e.message_id, e.transaction_id, e.recall_handle) for e in a.entries]
                for name, a in answers.items()}
-    # (Apache 5's broker gives every send a transaction id: the message id.)
+    # (Apache 5's broker gives every send a transaction id: the message id; a recall handle to timer messages only.)
     assert entries["pocketmq"] == entries["apache"] == [(D.Code.OK, "0102FC0000000171190B1C3CCC0000AAAA",
-                                                         "0102FC0000000171190B1C3CCC0000AAAA")]
+                                                         "0102FC0000000171190B1C3CCC0000AAAA", "")]
 
 
 def test_a_half_message_gets_a_transaction_id(both_servers):
@@ -387,3 +390,53 @@ def test_recall_of_a_handle_that_is_none(both_servers):
     answers = ask(both_servers, "RecallMessage", S.RecallMessageRequest(topic=D.Resource(name=DELAY_TOPIC),
                                                                         recall_handle="not a handle"))
     assert_same_status(answers)
+
+
+def delay_message(message_id: str, deliver_ms: int) -> Any:
+    m = message(b"delayed", message_id=message_id)
+    m.topic.name = DELAY_TOPIC
+    m.system_properties.message_type = D.MessageType.DELAY
+    m.system_properties.delivery_timestamp.FromMilliseconds(deliver_ms)
+    return m
+
+
+def recall(both_servers: dict[str, Any], handles: dict[str, str], topic: str = DELAY_TOPIC) -> dict[str, Any]:
+    return {name: stub.RecallMessage(S.RecallMessageRequest(topic=D.Resource(name=topic),
+                                                            recall_handle=handles[name]),
+                                     metadata=metadata(), timeout=30) for name, stub in both_servers.items()}
+
+
+def test_a_delay_message_is_recalled_by_its_handle(both_servers):
+    """The handle a DELAY send answers with is Apache's, byte for byte (the same slot of the same precision), and
+    recalling with it is answered alike."""
+    message_id = "0102FC0000000171190B1C3CCC0000CCCC"
+    deliver = (int(time.time()) + 60) * 1000 + 500
+    sent = ask(both_servers, "SendMessage", S.SendMessageRequest(messages=[delay_message(message_id, deliver)]))
+    assert_same_status(sent)
+    handles = {name: a.entries[0].recall_handle for name, a in sent.items()}
+    assert handles["pocketmq"] == handles["apache"] == HandleV1.build_handle(
+        DELAY_TOPIC, "broker-a", str(deliver - 500 + 1), message_id)
+    answers = recall(both_servers, handles)
+    assert_same_status(answers)
+    assert {name: a.message_id for name, a in answers.items()} == {"apache": message_id, "pocketmq": message_id}
+
+
+@pytest.mark.parametrize("case", ["due already", "too far ahead", "another topic", "another broker",
+                                  "not a number"])
+def test_recall_refusals(both_servers, case):
+    now = int(time.time() * 1000)
+    topic, broker, timestamp = DELAY_TOPIC, "broker-a", str(now + 60_000)
+    if case == "due already":
+        timestamp = str(now - 1_000)
+    elif case == "too far ahead":
+        timestamp = str(now + 4 * 86_400_000)  # (timerMaxDelaySec: three days)
+    elif case == "another topic":
+        topic = TOPIC
+    elif case == "another broker":
+        broker = "no-such-broker"
+    else:
+        timestamp = "soon"
+    handle = HandleV1.build_handle(topic, broker, timestamp, "0102FC0000000171190B1C3CCC0000DDDD")
+    answers = recall(both_servers, {"apache": handle, "pocketmq": handle})
+    assert_same_status(answers)
+    assert answers["pocketmq"].status.code != D.Code.OK

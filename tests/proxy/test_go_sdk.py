@@ -20,18 +20,19 @@ from pocketmq.client.sync import SyncSimpleConsumer
 from .sdk_driver import (
     CLUSTER,
     NATIVE_CLIENTS,
-    TAGS,
     Driver,
-    assert_back_after_invisible_time,
+    assert_fifo_groups_read_back,
     assert_received_as_sent,
+    assert_sends_read_back,
+    assert_simple_consumer_receives,
     assert_stored_as_sent,
-    body_for,
+    assert_transactions_read_back,
     dead_letters,
     of,
     send_with_pocketmq,
     set_group,
 )
-from .sdk_helpers import create_topic, pull_all, wait_for, wait_pulled
+from .sdk_helpers import create_topic, pull_all, wait_pulled
 
 GO5_DIR = NATIVE_CLIENTS / "go5"
 
@@ -58,15 +59,7 @@ def go5(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Driver]:
 
 
 def test_go_sdk_normal_sends_arrive_with_ids_tags_keys_and_properties(cluster, go5):
-    create_topic(cluster, "GoSend5")
-    events = go5.run(cluster, "send", "--topic", "GoSend5", "--count", "20", "--prefix", "gs")
-    sent = {e["message_id"]: e for e in of(events, "sent")}
-    assert len(sent) == 20
-    stored = wait_pulled(cluster, "GoSend5", 20)
-    assert sorted(m.uniq_key for m in stored) == sorted(sent)
-    for m in stored:
-        assert_stored_as_sent(sent[m.uniq_key], m, "gs")
-        assert m.properties["PGROUP"] == "GoSend5"  # the proxy makes the topic the producer group
+    sent, stored = assert_sends_read_back(cluster, go5, "GoSend5", 20, "gs")
     assert sent[stored[0].uniq_key]["keys"] != []
     assert {m.properties["city"] for m in stored if "city" in m.properties} == {"Zürich"}
     # The SDK spreads its sends over the topic's queues.
@@ -77,41 +70,17 @@ def test_go_sdk_normal_sends_arrive_with_ids_tags_keys_and_properties(cluster, g
 
 
 def test_go_sdk_fifo_groups_each_on_one_queue_in_order(cluster, go5):
-    create_topic(cluster, "GoFifo5", queues=8)
-    events = go5.run(cluster, "fifo", "--topic", "GoFifo5", "--count", "24", "--groups", "3", "--prefix", "gf")
-    sent = {e["message_id"]: e for e in of(events, "sent")}
-    stored = wait_pulled(cluster, "GoFifo5", 24)
-    for g in range(3):
-        mine = [m for m in stored if m.properties["__SHARDINGKEY"] == f"gf-{g}"]
-        assert len({m.queue_id for m in mine}) == 1, f"group gf-{g} spread over queues"
-        in_queue = sorted(mine, key=lambda m: m.queue_offset)
-        assert [int(m.properties["idx"]) for m in in_queue] == list(range(g, 24, 3))
-        for m in mine:
-            assert_stored_as_sent(sent[m.uniq_key], m, "gf")
-            assert sent[m.uniq_key]["message_group"] == f"gf-{g}"
+    sent = assert_fifo_groups_read_back(cluster, go5, "GoFifo5", 24, 3, "gf")
+    assert {e["message_group"] for e in sent.values()} == {"gf-0", "gf-1", "gf-2"}
+    assert all(e["message_group"] == f"gf-{e['i'] % 3}" for e in sent.values())
 
 
 def test_go_sdk_transactions_commit_roll_back_and_are_checked_back(cluster, go5):
-    create_topic(cluster, "GoTxn5")
-    broker = cluster.cluster.broker
-    assert broker is not None
-    rolled_back = broker.end_transaction_processor.rolled_back
-    # A commit, a rollback, and a half message left open: the broker checks it back through the proxy, which asks
-    # the producer on its Telemetry stream; the SDK's checker commits it (the scenario ends when it was asked).
-    events = go5.run(cluster, "transaction", "--topic", "GoTxn5", "--prefix", "gt")
-    sent = {e["decision"]: e for e in of(events, "sent")}
-    assert set(sent) == {"commit", "rollback", "check"}
-    assert all(e["transaction_id"] for e in sent.values())
-    checked = [e for e in of(events, "checked") if e["decision"] == "check"]
-    assert checked and checked[0]["message_id"] == sent["check"]["message_id"]
-    assert checked[0]["body"] == sent["check"]["body"] and checked[0]["keys"] == sent["check"]["keys"]
-    stored = wait_pulled(cluster, "GoTxn5", 2)
-    assert sorted(m.uniq_key for m in stored) == sorted([sent["commit"]["message_id"], sent["check"]["message_id"]])
+    sent, stored = assert_transactions_read_back(cluster, go5, "GoTxn5", "gt")
+    checked = [e for e in of(go5.runs[-1].events, "checked") if e["decision"] == "check"]
+    assert checked[0]["keys"] == sent["check"]["keys"]
     for m in stored:
-        i = int(m.properties["idx"])
-        assert m.body.decode() == body_for("gt", i) and m.tags == TAGS[i % 3]
         assert "TRAN_MSG" not in m.properties or m.properties["TRAN_MSG"] == "true"
-    wait_for(lambda: broker.end_transaction_processor.rolled_back > rolled_back)
     assert sent["rollback"]["message_id"] not in {m.uniq_key for m in wait_pulled(cluster, "GoTxn5", 2)}
 
 
@@ -135,27 +104,10 @@ def test_go_sdk_delay_message_is_not_delivered_before_its_time(cluster, go5):
 
 
 def test_go_sdk_simple_consumer_receives_acks_and_gets_back_what_it_did_not_ack(cluster, go5):
-    create_topic(cluster, "GoSimple5")
-    run = go5.start(cluster, "simple", "--topic", "GoSimple5", "--group", "GoSimpleGroup5", "--expect", "12",
-                 "--hold", "sc-4", "--invisible-ms", "1000")
-    run.started()
-    sent = send_with_pocketmq(cluster, "GoSimple5", "sc", 12)
-    events = run.done()
-    received, acked = of(events, "received"), of(events, "acked")
-    for e in received:
-        assert_received_as_sent(e, sent)
-        assert e["topic"] == "GoSimple5" and e["receipt_handle"]
-    # Every message acked once; the one held back came again after its invisible second, with its next attempt
-    # and a new receipt handle, and all others once.
-    assert sorted(e["message_id"] for e in acked) == sorted(sent)
-    held = [e for e in received if e["keys"] == ["sc-4"]]
-    assert [e.get("held", False) for e in held] == [True, False]
-    assert_back_after_invisible_time(*held)
+    received = assert_simple_consumer_receives(cluster, go5, "GoSimple5", "GoSimpleGroup5", "sc")
+    assert all(e["receipt_handle"] for e in received)
+    # All but the one held back came once, at their first attempt.
     assert sorted(e["delivery_attempt"] for e in received if e["keys"] != ["sc-4"]) == [1] * 11
-    # Acked is gone for the group: pocketmq's own POP consumer of the same group finds nothing.
-    with SyncSimpleConsumer("GoSimpleGroup5", cluster.namesrv_addr, subscriptions={"GoSimple5": "*"},
-                            await_duration=0.3) as consumer:
-        assert consumer.receive(32, 10) == []
 
 
 def test_go_sdk_fifo_consumer_gets_each_message_group_in_order(cluster, go5):

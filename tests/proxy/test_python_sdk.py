@@ -336,6 +336,27 @@ def test_a_delay_message_is_not_received_before_its_time(consumer_cluster, produ
     assert received_at >= deliver_at
 
 
+def test_a_recalled_delay_message_is_never_received(consumer_cluster, producer5):
+    """Producer.recall_message with the send receipt's recall handle (RocketMQ 5's RecallMessage); once its
+    message is delivered, the handle is refused."""
+    create_topic(consumer_cluster, "Recall5")
+    deliver_at = int(time.time()) + 2
+    recalled, kept = (send5(producer5, "Recall5", body, at=deliver_at) for body in (b"recalled", b"kept"))
+    assert recalled.recall_handle and kept.recall_handle
+    assert producer5.recall_message("Recall5", recalled.recall_handle) == recalled.message_id
+    consumer = simple_consumer(consumer_cluster, "RecallGroup5", "Recall5")
+    try:
+        got = receive_until(consumer, 1)
+        got += consumer.receive(32, 10)  # (one more long poll: the recalled one was due in the same slot)
+        for msg in got:
+            consumer.ack(msg)
+    finally:
+        consumer.shutdown()
+    assert [m.body for m in got] == [b"kept"]
+    with pytest.raises(Exception, match="recall failed, timestamp invalid"):
+        producer5.recall_message("Recall5", kept.recall_handle)
+
+
 def dead_letters(cluster: embedded.ThreadedCluster, group: str, count: int) -> list[MessageExt]:
     async def register() -> None:
         broker = cluster.cluster.broker

@@ -15,21 +15,19 @@ from collections.abc import Iterator
 import pytest
 
 from pocketmq import embedded
-from pocketmq.client.sync import SyncSimpleConsumer
 
 from .sdk_driver import (
     CLUSTER,
     NATIVE_CLIENTS,
-    TAGS,
     Driver,
-    assert_back_after_invisible_time,
-    assert_received_as_sent,
+    assert_fifo_groups_read_back,
+    assert_sends_read_back,
+    assert_simple_consumer_receives,
     assert_stored_as_sent,
-    body_for,
+    assert_transactions_read_back,
     of,
-    send_with_pocketmq,
 )
-from .sdk_helpers import create_topic, wait_for, wait_pulled
+from .sdk_helpers import create_topic, wait_pulled
 
 RUST5_DIR = NATIVE_CLIENTS / "rust5"
 
@@ -54,31 +52,14 @@ def rust5(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Driver]:
 
 
 def test_rust_sdk_normal_sends_arrive_with_ids_tags_keys_and_properties(cluster, rust5):
-    create_topic(cluster, "RustSend5")
-    events = rust5.run(cluster, "send", "--topic", "RustSend5", "--count", "12", "--prefix", "rs")
-    sent = {e["message_id"]: e for e in of(events, "sent")}
-    assert len(sent) == 12
-    stored = wait_pulled(cluster, "RustSend5", 12)
-    assert sorted(m.uniq_key for m in stored) == sorted(sent)
-    for m in stored:
-        assert_stored_as_sent(sent[m.uniq_key], m, "rs")
-        assert m.properties["PGROUP"] == "RustSend5"
+    assert_sends_read_back(cluster, rust5, "RustSend5", 12, "rs")
     # With its default settings the SDK speaks plaintext (the module's clients are all the SDK's: no TLS).
     connections = cluster.cluster.proxy.connections
     assert connections["plaintext"] >= 1 and connections["tls"] == 0
 
 
 def test_rust_sdk_fifo_groups_each_on_one_queue_in_order(cluster, rust5):
-    create_topic(cluster, "RustFifo5", queues=8)
-    events = rust5.run(cluster, "fifo", "--topic", "RustFifo5", "--count", "12", "--groups", "3", "--prefix", "rf")
-    sent = {e["message_id"]: e for e in of(events, "sent")}
-    stored = wait_pulled(cluster, "RustFifo5", 12)
-    for g in range(3):
-        mine = sorted((m for m in stored if m.properties["__SHARDINGKEY"] == f"rf-{g}"), key=lambda m: m.queue_offset)
-        assert len({m.queue_id for m in mine}) == 1, f"group rf-{g} spread over queues"
-        assert [int(m.properties["idx"]) for m in mine] == list(range(g, 12, 3))
-        for m in mine:
-            assert_stored_as_sent(sent[m.uniq_key], m, "rf")
+    assert_fifo_groups_read_back(cluster, rust5, "RustFifo5", 12, 3, "rf")
 
 
 def test_rust_sdk_delay_message_is_not_delivered_before_its_time(cluster, rust5):
@@ -93,40 +74,8 @@ def test_rust_sdk_delay_message_is_not_delivered_before_its_time(cluster, rust5)
 
 
 def test_rust_sdk_transactions_commit_roll_back_and_are_checked_back(cluster, rust5):
-    create_topic(cluster, "RustTxn5")
-    broker = cluster.cluster.broker
-    assert broker is not None
-    rolled_back = broker.end_transaction_processor.rolled_back
-    events = rust5.run(cluster, "transaction", "--topic", "RustTxn5", "--prefix", "rt")
-    sent = {e["decision"]: e for e in of(events, "sent")}
-    assert set(sent) == {"commit", "rollback", "check"} and all(e["transaction_id"] for e in sent.values())
-    # The half message left open was checked back through the proxy and the producer's Telemetry stream.
-    checked = [e for e in of(events, "checked") if e["decision"] == "check"]
-    assert checked and checked[0]["message_id"] == sent["check"]["message_id"]
-    assert checked[0]["body"] == sent["check"]["body"]
-    stored = wait_pulled(cluster, "RustTxn5", 2)
-    assert sorted(m.uniq_key for m in stored) == sorted([sent["commit"]["message_id"], sent["check"]["message_id"]])
-    for m in stored:
-        i = int(m.properties["idx"])
-        assert m.body.decode() == body_for("rt", i) and m.tags == TAGS[i % 3]
-    wait_for(lambda: broker.end_transaction_processor.rolled_back > rolled_back)
+    assert_transactions_read_back(cluster, rust5, "RustTxn5", "rt")
 
 
 def test_rust_sdk_simple_consumer_receives_acks_and_gets_back_what_it_did_not_ack(cluster, rust5):
-    create_topic(cluster, "RustSimple5")
-    run = rust5.start(cluster, "simple", "--topic", "RustSimple5", "--group", "RustSimpleGroup5", "--expect", "12",
-                      "--hold", "rc-4", "--invisible-ms", "1000")
-    run.started()
-    sent = send_with_pocketmq(cluster, "RustSimple5", "rc", 12)
-    events = run.done()
-    received, acked = of(events, "received"), of(events, "acked")
-    for e in received:
-        assert_received_as_sent(e, sent)
-        assert e["topic"] == "RustSimple5"
-    assert sorted(e["message_id"] for e in acked) == sorted(sent)
-    held = [e for e in received if e["keys"] == ["rc-4"]]
-    assert [e.get("held", False) for e in held] == [True, False]
-    assert_back_after_invisible_time(*held)
-    with SyncSimpleConsumer("RustSimpleGroup5", cluster.namesrv_addr, subscriptions={"RustSimple5": "*"},
-                            await_duration=0.3) as consumer:
-        assert consumer.receive(32, 10) == []
+    assert_simple_consumer_receives(cluster, rust5, "RustSimple5", "RustSimpleGroup5", "rc")

@@ -16,11 +16,12 @@ from pocketmq.remoting.acl.config import AclConfigError, load_plain_acl, parse_p
 from pocketmq.remoting.acl.permission import ANY, DENY, PUB, SUB, check_permission, parse_perm
 from pocketmq.remoting.acl.remote_address import RemoteAddressStrategy
 from pocketmq.remoting.acl.signer import combine_request_content
-from pocketmq.remoting.acl.validator import PlainAccessValidator
+from pocketmq.remoting.acl.validator import PlainAccessValidator, parse_request
 from pocketmq.remoting.codec import decode_frames, encode
 from pocketmq.remoting.codes import RequestCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.native_codec import decode_native_frames, encode_native
+from pocketmq.remoting.recall_header import RecallMessageRequestHeader
 
 # A SEND_MESSAGE_V2 header as a Java client holds it after AclClientRPCHook added its AccessKey, with non-ASCII
 # in the properties, and a non-ASCII body. The signatures were computed by a Java 17 program that does what
@@ -220,3 +221,9 @@ def test_whatever_a_client_signs_the_server_accepts(ext: dict[str, object], body
     request = _signed(RequestCode.GET_MAX_OFFSET, ext, body)
     [received] = decode_native_frames(encode_native(request, None))
     assert PlainAccessValidator(parse_plain_acl(ACL))("127.0.0.1:1", received) is None
+
+
+def test_a_recall_needs_pub_on_its_topic() -> None:
+    """RECALL_MESSAGE (RocketMQ 5): RecallMessageRequestHeader's action is PUB on the topic."""
+    request = RemotingCommand.request(RequestCode.RECALL_MESSAGE, RecallMessageRequestHeader("T", "handle"))
+    assert parse_request("10.0.0.1:1234", request).resource_perms == {"T": PUB}

@@ -11,11 +11,11 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from pocketmq.remoting.channel import ConnectionLimits
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.codec import decode_frames, encode
 from pocketmq.remoting.codes import ResponseCode
 from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.connection_limits import ConnectionLimits
 from pocketmq.remoting.native_codec import encode_native
 from pocketmq.remoting.server import RemotingServer
 from pocketmq.remoting.transport import Channel, parse_address

@@ -11,9 +11,17 @@ from typing import TYPE_CHECKING
 
 from pocketmq.common import mix_all
 from pocketmq.common import topic_validator as tv
-from pocketmq.common.constants import PROPERTY_MSG_REGION, PROPERTY_TRACE_SWITCH, PROPERTY_TRANSFER_FLAG
+from pocketmq.common.constants import (
+    PROPERTY_MSG_REGION,
+    PROPERTY_REAL_TOPIC,
+    PROPERTY_TIMER_OUT_MS,
+    PROPERTY_TRACE_SWITCH,
+    PROPERTY_TRANSFER_FLAG,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+)
 from pocketmq.common.message import LOOPBACK_HOST, MessageExtBatch, MessageExtBrokerInner, pack_host
 from pocketmq.common.mix_all import DEFAULT_TRACE_REGION_ID as _REGION_ID
+from pocketmq.common.recall_message_handle import HandleV1
 from pocketmq.common.topic_attributes import (
     TOPIC_MESSAGE_TYPE_ATTRIBUTE,
     message_type_of,
@@ -197,15 +205,18 @@ class AbstractSendMessageProcessor(BrokerProcessor):
         connections meanwhile, and this sender gets its answer once it is done."""
         store = self.controller.store
         put = store.put_messages_nowait(msgs) if isinstance(msgs, MessageExtBatch) else store.put_message_nowait(msgs)
+        # A single message may be a timer message: its answer carries a recall handle (a batch's never does).
+        msg = msgs if isinstance(msgs, MessageExtBrokerInner) else None
         if type(put) is PutMessageResult:  # (not isinstance: 3.11 runs type(x) without a call)
-            return self.handle_put_message_result(put, request, queue_id, msgs.topic)
+            return self.handle_put_message_result(put, request, queue_id, msgs.topic, msg)
         assert isinstance(put, Future)
-        return self._answer_put_later(put, request, queue_id, msgs.topic)
+        return self._answer_put_later(put, request, queue_id, msgs.topic, msg)
 
     async def _answer_put_later(
-        self, fut: Future[PutMessageResult], request: RemotingCommand, queue_id: int, topic: str
+        self, fut: Future[PutMessageResult], request: RemotingCommand, queue_id: int, topic: str,
+        msg: MessageExtBrokerInner | None,
     ) -> RemotingCommand:
-        return self.handle_put_message_result(await asyncio.wrap_future(fut), request, queue_id, topic)
+        return self.handle_put_message_result(await asyncio.wrap_future(fut), request, queue_id, topic, msg)
 
     def with_region(
         self, answer: RemotingCommand | Awaitable[RemotingCommand]
@@ -223,8 +234,22 @@ class AbstractSendMessageProcessor(BrokerProcessor):
         assert isinstance(done, RemotingCommand)
         return done
 
+    def recall_handle(self, msg: MessageExtBrokerInner) -> str | None:
+        """attachRecallHandle: a stored timer message's handle (its slot, +1 for the floor the slot is)."""
+        props = msg.properties
+        real_topic = props.get(PROPERTY_REAL_TOPIC)
+        if real_topic is None or real_topic.startswith(mix_all.RETRY_GROUP_TOPIC_PREFIX):
+            return None
+        try:
+            timestamp = int(props[PROPERTY_TIMER_OUT_MS]) + 1
+        except ValueError:
+            return None
+        return HandleV1.build_handle(real_topic, self.controller.broker_config.broker_name, str(timestamp),
+                                     props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX))
+
     def handle_put_message_result(
-        self, result: PutMessageResult, request: RemotingCommand, queue_id: int, topic: str | None = None
+        self, result: PutMessageResult, request: RemotingCommand, queue_id: int, topic: str | None = None,
+        msg: MessageExtBrokerInner | None = None,
     ) -> RemotingCommand:
         status = result.status
         # (an Enum's hash runs Python code: the common answer is found by identity)
@@ -235,6 +260,8 @@ class AbstractSendMessageProcessor(BrokerProcessor):
             if topic is not None:
                 self.controller.broker_stats_manager.inc_put(topic, ar.msg_num, ar.wrote_bytes)
             header = SendMessageResponseHeader(msg_id=ar.msg_id, queue_id=queue_id, queue_offset=ar.logics_offset)
+            if msg is not None and PROPERTY_TIMER_OUT_MS in msg.properties:
+                header.recall_handle = self.recall_handle(msg)
             answer = response(request, code, ext_fields=header)
             if request.serialize_type is not _MSGPACK:
                 # What a 4.9.8 broker adds (SendMessageProcessor); Java's client reads both without a null check.

@@ -39,7 +39,7 @@ class AdminClient:
     def __init__(
         self,
         namesrv_addr: str,
-        timeout: float = 3.0,
+        timeout: float = 5.0,  # mqadmin's DefaultMQAdminExt.timeoutMillis
         protocol: str = "msgpack",
         access_key: str | None = None,
         secret_key: str | None = None,

@@ -67,6 +67,7 @@ from pocketmq.remoting.pop_header import (
     ChangeInvisibleTimeResponseHeader,
     PopMessageRequestHeader,
 )
+from pocketmq.remoting.recall_header import RecallMessageRequestHeader, RecallMessageResponseHeader
 
 from ..client_config import ClientConfig
 from ..consumer.pop_result import PopResult
@@ -131,6 +132,7 @@ def process_send_response(
         message_queue=mq,
         queue_offset=rh.queue_offset,
         transaction_id=rh.transaction_id,
+        recall_handle=rh.recall_handle,
     )
 
 
@@ -305,6 +307,12 @@ class MQClientAPIImpl:
         request.code = _SEND_REPLY_MESSAGE_V2
         response = await self.remoting_client.invoke(addr, request, timeout)
         return process_send_response(broker_name, header.topic, response, uniq_msg_id, addr, mq)
+
+    async def recall_message(self, addr: str, header: RecallMessageRequestHeader, timeout: float) -> str:
+        """RECALL_MESSAGE (RocketMQ 5): the recalled message's id; MQBrokerException when the broker refuses."""
+        request = RemotingCommand.request(RequestCode.RECALL_MESSAGE, header)
+        response = await self._invoke_ok(addr, request, timeout)
+        return response.decode_header(RecallMessageResponseHeader).msg_id
 
     # --- consumer ------------------------------------------------------------------------------------------
 

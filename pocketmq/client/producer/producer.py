@@ -5,17 +5,16 @@
 
 Sync sends retry (another broker first) on network errors and on the broker codes in
 ``retry_response_codes``, within one ``send_timeout`` budget; async sends retry network errors only; one-way
-sends and sends to a chosen queue (``queue=`` or ``selector=``) are tried once.
+sends and sends to a chosen queue (``queue=`` or ``selector=``) are tried once. Request-reply is in
+request_reply.py, SendCallback in send_callback.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
-import uuid
 from collections.abc import Coroutine, Iterable
-from typing import Any, Protocol
+from typing import Any
 
 from pocketmq.common.mix_all import DEFAULT_PRODUCER_GROUP
 from pocketmq.common.pop_ack_constants import PROPERTY_SHARDING_KEY
@@ -26,17 +25,16 @@ from pocketmq.remoting.errors import RemotingError, RemotingTimeoutError
 
 from ..batch import generate_from_list
 from ..client_config import ClientConfig
-from ..exceptions import ClientErrorCode, MQBrokerException, MQClientException, RequestTimeoutException
+from ..exceptions import ClientErrorCode, MQBrokerException, MQClientException
+from ..impl.communication_mode import CommunicationMode
 from ..impl.mq_admin import query_message, query_message_by_id
 from ..impl.mq_client_instance import MQClientInstance
 from ..impl.mq_client_manager import MQClientManager
+from ..impl.producer.recall_message import recall_message
 from ..impl.producer.send_request import SendRequestOptions, build_send_request
 from ..impl.producer.topic_publish_info import TopicPublishInfo
 from ..message import Message, MessageExt, SendResult, SendStatus
 from ..message_util import (
-    PROPERTY_CORRELATION_ID,
-    PROPERTY_MESSAGE_REPLY_TO_CLIENT,
-    PROPERTY_MESSAGE_TTL,
     PROPERTY_MESSAGE_TYPE,
     REPLY_MESSAGE_FLAG,
 )
@@ -44,8 +42,9 @@ from ..trace.async_trace_dispatcher import AsyncTraceDispatcher
 from ..trace.trace_hooks import SendMessageTraceHook
 from ..validators import check_group, check_message
 from .fault_strategy import MQFaultStrategy
-from .request_future_holder import RequestCallback
+from .request_reply import ProducerRequestReply
 from .selector import MessageQueueSelector, select_message_queue_by_hash
+from .send_callback import SendCallback, run_callback
 
 log = logging.getLogger(__name__)
 
@@ -61,24 +60,12 @@ DEFAULT_RETRY_RESPONSE_CODES = frozenset(
 )
 
 
-class CommunicationMode(enum.Enum):
-    SYNC = "SYNC"
-    ASYNC = "ASYNC"
-    ONEWAY = "ONEWAY"
-
-
 # Reading an Enum member off its class runs Python code in 3.11 (a descriptor call); a send reads these several times.
 _SYNC, _ASYNC, _ONEWAY = CommunicationMode.SYNC, CommunicationMode.ASYNC, CommunicationMode.ONEWAY
 _SEND_OK = SendStatus.SEND_OK
 
 
-class SendCallback(Protocol):
-    def on_success(self, result: SendResult) -> None: ...
-
-    def on_exception(self, exc: BaseException) -> None: ...
-
-
-class Producer:
+class Producer(ProducerRequestReply):
     def __init__(
         self,
         group: str,
@@ -232,7 +219,7 @@ class Producer:
         self._async_sends.add(task)
         task.add_done_callback(self._async_sends.discard)
         if callback is not None:
-            task.add_done_callback(lambda t: _run_callback(callback, t))
+            task.add_done_callback(lambda t: run_callback(callback, t))
         return task
 
     async def send_oneway(
@@ -249,81 +236,10 @@ class Producer:
         batch = generate_from_list(msgs, self.max_message_size)
         return await self.send(batch, queue, timeout=timeout)
 
-    # --- request-reply -------------------------------------------------------------------------------------
-
-    async def request(
-        self,
-        msg: Message,
-        timeout: float | None = None,
-        *,
-        queue: MessageQueue | None = None,
-        selector: MessageQueueSelector | None = None,
-        arg: Any = None,
-    ) -> MessageExt:
-        """Send ``msg`` as a request and wait for its reply (RocketMQ's DefaultMQProducer.request).
-
-        The message gets CORRELATION_ID, REPLY_TO_CLIENT (this client's id) and TTL; a consumer answers with
-        ``MessageUtil.create_reply_message(msg, body)`` sent by any producer, and the broker pushes the reply
-        here. RequestTimeoutException when no reply comes within ``timeout`` (default ``send_timeout``)
-        seconds; MQClientException when the request could not be sent."""
-        self.make_sure_state_ok()
-        timeout = self.send_timeout if timeout is None else timeout
-        loop = asyncio.get_running_loop()
-        begin = loop.time()
-        correlation_id = await self._prepare_send_request(msg, timeout)
-        holder = self.instance.request_future_holder
-        future = holder.add(correlation_id)
-        try:
-            remaining = timeout - (loop.time() - begin)
-            try:
-                # ASYNC: like RocketMQ's request, retried on network failures only.
-                await self._send(msg, _ASYNC, queue, selector, arg, max(remaining, 0.001))
-            except (MQClientException, MQBrokerException, RemotingError) as e:
-                raise MQClientException(f"send request message to <{msg.topic}> fail: {e}") from e
-            remaining = timeout - (loop.time() - begin)
-            try:
-                return await asyncio.wait_for(future, max(remaining, 0))
-            except TimeoutError:
-                raise RequestTimeoutException(
-                    f"send request message to <{msg.topic}> OK, but wait reply message timeout, "
-                    f"{int(timeout * 1000)}ms"
-                ) from None
-        finally:
-            holder.remove(correlation_id)
-
-    def request_async(
-        self,
-        msg: Message,
-        callback: RequestCallback | None = None,
-        timeout: float | None = None,
-        *,
-        queue: MessageQueue | None = None,
-        selector: MessageQueueSelector | None = None,
-        arg: Any = None,
-    ) -> asyncio.Task[MessageExt]:
-        """``request`` started at once: await the task, or pass a RequestCallback (``on_success(reply)`` /
-        ``on_exception(exc)``, called on the event loop). Requests still waiting at shutdown are cancelled."""
-        self.make_sure_state_ok()
-        task = asyncio.get_running_loop().create_task(
-            self.request(msg, timeout, queue=queue, selector=selector, arg=arg)
-        )
-        self._async_requests.add(task)
-        task.add_done_callback(self._async_requests.discard)
-        if callback is not None:
-            task.add_done_callback(lambda t: _run_callback(callback, t))
-        return task
-
-    async def _prepare_send_request(self, msg: Message, timeout: float) -> str:
-        """prepareSendRequest: mark ``msg`` as a request of this client; make sure the brokers know this client
-        (they push the reply to it by id) before the request reaches them."""
-        correlation_id = str(uuid.uuid4())
-        msg.put_property(PROPERTY_CORRELATION_ID, correlation_id)
-        msg.put_property(PROPERTY_MESSAGE_REPLY_TO_CLIENT, self.instance.client_id)
-        msg.put_property(PROPERTY_MESSAGE_TTL, str(int(timeout * 1000)))
-        if msg.topic not in self.instance.topic_route_table:
-            await self._try_to_find_topic_publish_info(msg.topic)
-            await self.instance.send_heartbeat_to_all_brokers()
-        return correlation_id
+    async def recall_message(self, topic: str, recall_handle: str, timeout: float | None = None) -> str:
+        """Cancel a timer message before it is due, by the ``recall_handle`` of its SendResult (RocketMQ 5); the
+        message's id. MQBrokerException when the broker refuses (ILLEGAL_OPERATION once it is due)."""
+        return await recall_message(self, topic, recall_handle, self.send_timeout if timeout is None else timeout)
 
     async def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
         info = await self._try_to_find_topic_publish_info(topic)
@@ -537,15 +453,3 @@ class Producer:
     def update_topic_publish_info(self, topic: str, info: TopicPublishInfo) -> None:
         if topic in self.topic_publish_info_table:
             self.topic_publish_info_table[topic] = info
-
-
-def _run_callback(callback: SendCallback | RequestCallback, task: asyncio.Task[Any]) -> None:
-    try:
-        if task.cancelled():
-            callback.on_exception(asyncio.CancelledError())
-        elif task.exception() is not None:
-            callback.on_exception(task.exception())  # type: ignore[arg-type]
-        else:
-            callback.on_success(task.result())
-    except Exception:
-        log.exception("send callback %r failed", callback)

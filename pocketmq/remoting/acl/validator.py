@@ -107,6 +107,8 @@ def parse_request(remote_address: str, request: RemotingCommand) -> AccessResour
         resource.add(_retry(get("consumerGroup")), SUB)
     elif code == RequestCode.QUERY_MESSAGE:
         resource.add(get("topic"), SUB)
+    elif code == RequestCode.RECALL_MESSAGE:  # (5.x: RecallMessageRequestHeader's action is PUB)
+        resource.add(get("topic"), PUB)
     elif code == RequestCode.HEART_BEAT:
         _add_heartbeat(resource, request)
     elif code == RequestCode.UNREGISTER_CLIENT or code == RequestCode.GET_CONSUMER_LIST_BY_GROUP:

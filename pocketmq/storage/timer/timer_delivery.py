@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from pocketmq.common.constants import (
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
+    PROPERTY_TIMER_DEL_UNIQKEY,
     PROPERTY_TIMER_DEQUEUE_MS,
     PROPERTY_TIMER_ENQUEUE_MS,
     PROPERTY_TIMER_ROLL_TIMES,
@@ -73,6 +74,11 @@ class TimerDelivery:
         takes with timerEnableRetryUntilSuccess), one it will never take is dropped with a log line, as
         RocketMQ does. False when the store stopped first (the message is tried again at the next start)."""
         timer = self.timer
+        if not roll and PROPERTY_TIMER_DEL_UNIQKEY in msg.properties:
+            # A delete marker due already when it was enqueued (its message went before it): nothing to do, as
+            # RocketMQ's doPut refuses one.
+            log.warning("dropping delete marker %s: not put in its topic", msg.msg_id)
+            return True
         inner = convert(msg, enqueue_time, roll, None)
         if inner is None:
             log.error("dropping timer message %s: no REAL_TOPIC/REAL_QID", msg.msg_id)

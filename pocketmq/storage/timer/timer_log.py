@@ -39,6 +39,10 @@ def need_roll(magic: int) -> bool:
     return bool(magic & MAGIC_ROLL)
 
 
+def need_delete(magic: int) -> bool:
+    return bool(magic & MAGIC_DELETE)
+
+
 @dataclass(frozen=True, slots=True)
 class TimerLogUnit:
     pos: int

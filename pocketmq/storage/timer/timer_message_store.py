@@ -7,6 +7,11 @@ precision) at a time behind the clock: every message of a slot whose time has pa
 commit log and put again in its real topic and queue. A message further off than the roll window goes into a
 slot at the window's end (magic ROLL) and, when that slot comes, is written to rmq_sys_wheel_timer again.
 
+A recall (RocketMQ 5's RecallMessage) is a delete marker: a message with TIMER_DEL_UNIQKEY = ``<real topic>+<UNIQ_KEY>``
+due in the same slot as the message it cancels. Its unit carries magic DELETE; when the slot comes, its markers are
+read first and a message they name is dropped instead of delivered. A marker is never delivered itself. Markers
+are commit-log messages and timer-log units like any other, so a recall survives a restart.
+
 Progress is kept in ``config/timercheck`` (timer_checkpoint.py): how far the queue was enqueued and the wheel
 delivered. After a crash both resume from there, so a message of the last moments may be delivered twice,
 never lost; after a clean stop, from exactly where they were (timer_recovery.py).
@@ -21,13 +26,27 @@ from typing import TYPE_CHECKING
 
 from pocketmq.common.clock import now_ms as now_ms
 from pocketmq.common.codec import decode_all
-from pocketmq.common.constants import PROPERTY_REAL_TOPIC, PROPERTY_TIMER_OUT_MS
+from pocketmq.common.constants import (
+    PROPERTY_REAL_TOPIC,
+    PROPERTY_TIMER_DEL_UNIQKEY,
+    PROPERTY_TIMER_OUT_MS,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+)
 from pocketmq.common.java_hash import java_string_hash
 
 from ..results import GetMessageStatus
 from .timer_checkpoint import TimerCheckpoint
 from .timer_delivery import JAVA_LONG_MAX, TimerDelivery
-from .timer_log import MAGIC_DEFAULT, MAGIC_ROLL, TimerLog, TimerLogUnit, need_roll, pack_unit
+from .timer_log import (
+    MAGIC_DEFAULT,
+    MAGIC_DELETE,
+    MAGIC_ROLL,
+    TimerLog,
+    TimerLogUnit,
+    need_delete,
+    need_roll,
+    pack_unit,
+)
 from .timer_recovery import recover
 from .timer_routing import TIMER_TOPIC
 from .timer_services import TimerDequeueService, TimerEnqueueService, TimerFlushService
@@ -46,6 +65,11 @@ DAY_SECS = 24 * 3600
 TIMER_BLANK_SLOTS = 60
 ENQUEUE_BATCH = 32
 TIMER_GROUP = "TIMER_CONSUMER"  # (the store's reads take a group name; nothing is recorded under it)
+
+
+def build_delete_key(real_topic: str | None, unique_key: str | None) -> str:
+    """What a delete marker's TIMER_DEL_UNIQKEY holds for a message: its topic and id, as a query names one."""
+    return f"{real_topic}+{unique_key}"
 
 
 class TimerMessageStore:
@@ -69,7 +93,7 @@ class TimerMessageStore:
         self.commit_read_time_ms = 0
         self.curr_queue_offset = 0
         self.commit_queue_offset = 0
-        self.enqueued = self.delivered = self.rolled = 0  # since start
+        self.enqueued = self.delivered = self.rolled = self.recalled = 0  # since start
         self.lock = threading.Lock()  # the checkpoint's fields (enqueue, dequeue and flush threads)
         self.enqueue_service = TimerEnqueueService(self)
         self.dequeue_service = TimerDequeueService(self)
@@ -147,14 +171,16 @@ class TimerMessageStore:
             return True
         if delayed_time < self.curr_write_time_ms:  # due already: deliver without the wheel
             return self.delivery.deliver(msg, JAVA_LONG_MAX, roll=False)
+        props = msg.properties
         while not self.do_enqueue(msg.commit_log_offset, msg.store_size, delayed_time,
-                                  msg.properties.get(PROPERTY_REAL_TOPIC)):
+                                  props.get(PROPERTY_REAL_TOPIC), PROPERTY_TIMER_DEL_UNIQKEY in props):
             if not self.running:
                 return False
             time.sleep(0.05)  # (the timer log could not grow: a full disk) RocketMQ holds on the same way
         return True
 
-    def do_enqueue(self, offset_py: int, size_py: int, delayed_time: int, real_topic: str | None) -> bool:
+    def do_enqueue(self, offset_py: int, size_py: int, delayed_time: int, real_topic: str | None,
+                   is_delete: bool = False) -> bool:
         """Append a unit for the message at ``offset_py`` and link it into its slot (TimerMessageStore.doEnqueue)."""
         wheel = self.timer_wheel
         assert wheel is not None
@@ -167,6 +193,8 @@ class TimerMessageStore:
                 delayed_time = write_time + self.timer_roll_window_slots // 2 * self.precision_ms
             else:
                 delayed_time = write_time + window
+        if is_delete:
+            magic |= MAGIC_DELETE
         slot = wheel.get_slot(delayed_time)
         unit = pack_unit(slot.last_pos, magic, write_time, delayed_time, offset_py, size_py,
                          java_string_hash(real_topic) if real_topic else 0)
@@ -175,7 +203,9 @@ class TimerMessageStore:
         except OSError as e:
             log.error("cannot append to the timer log: %s", e)
             return False
-        wheel.put_slot(delayed_time, pos if slot.first_pos == -1 else slot.first_pos, pos, slot.num + 1, slot.magic)
+        # (a marker counts one message less in its slot, as RocketMQ's does)
+        wheel.put_slot(delayed_time, pos if slot.first_pos == -1 else slot.first_pos, pos,
+                       slot.num - 1 if is_delete else slot.num + 1, slot.magic)
         self.enqueued += 1
         return True
 
@@ -188,10 +218,19 @@ class TimerMessageStore:
             return -1
         slot = wheel.get_slot(self.curr_read_time_ms)
         if slot.time_ms != -1:
-            for unit in self._slot_units(slot.last_pos):
+            units = self._slot_units(slot.last_pos)
+            deleted = self._delete_keys(units)
+            for unit in units:
+                if need_delete(unit.magic) and not need_roll(unit.magic):
+                    continue  # a marker: read above, never delivered
                 msg = self.store.look_message_by_offset(unit.offset_py, unit.size_py)
                 if msg is None:
                     log.warning("timer message at %d is gone from the commit log", unit.offset_py)
+                    continue
+                props = msg.properties
+                if deleted and build_delete_key(props.get(PROPERTY_REAL_TOPIC),
+                                                props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)) in deleted:
+                    self.recalled += 1
                     continue
                 if not self.delivery.deliver(msg, unit.enqueue_time, roll=need_roll(unit.magic)):
                     return -1  # stopping: the slot is delivered again at the next start
@@ -199,6 +238,17 @@ class TimerMessageStore:
             self.move_read_time()
             self._write_checkpoint()
         return 0 if slot.time_ms == -1 else 1
+
+    def _delete_keys(self, units: list[TimerLogUnit]) -> set[str]:
+        """The TIMER_DEL_UNIQKEY of the slot's markers (a rolled marker is not one yet: it goes round first)."""
+        keys = set()
+        for unit in units:
+            if need_delete(unit.magic) and not need_roll(unit.magic):
+                marker = self.store.look_message_by_offset(unit.offset_py, unit.size_py)
+                key = None if marker is None else marker.properties.get(PROPERTY_TIMER_DEL_UNIQKEY)
+                if key is not None:
+                    keys.add(key)
+        return keys
 
     def _slot_units(self, last_pos: int) -> list[TimerLogUnit]:
         """A slot's units, oldest first (the log links them newest first)."""

@@ -10,87 +10,53 @@
  */
 
 const { Producer } = require('rocketmq-client-nodejs');
+const { emit, logger, run } = require('./driver');
 
-function emit(event, fields) {
-  process.stdout.write(JSON.stringify(Object.assign({ event }, fields)) + '\n');
-}
-
-function parseArgs(argv) {
-  const args = { timeout: '60', count: '1' };
-  for (let i = 0; i < argv.length; i++) {
-    if (argv[i].startsWith('--')) args[argv[i].slice(2)] = argv[++i];
-    else args.scenario = argv[i];
-  }
-  if (!args.endpoint || !args.topic || !args.scenario) {
-    throw new Error('usage: producer.js --endpoint host:port --topic T (normal|fifo|delay|commit|rollback|orphan)');
-  }
-  return args;
-}
-
-const logger = {
-  info: (...a) => console.error('INFO', ...a),
-  warn: (...a) => console.error('WARN', ...a),
-  error: (...a) => console.error('ERROR', ...a),
-  debug: () => {}, // (the SDK's Transaction calls it unguarded)
-};
-
-async function main() {
-  const args = parseArgs(process.argv.slice(2));
-  const timer = setTimeout(() => {
-    emit('done', { timed_out: true });
-    process.exit(2);
-  }, Number(args.timeout) * 1000);
-  let checked;
-  const checkedOnce = new Promise(resolve => { checked = resolve; });
-  const checker = {
-    async check(view) {
-      emit('checked', { message_id: view.messageId, body: view.body.toString() });
-      checked();
-      return 1; // TransactionResolution.COMMIT
-    },
-  };
-  const producer = new Producer({ endpoints: args.endpoint, topic: args.topic, checker, logger });
-  await producer.startup();
-  const topic = args.topic;
-  const sent = receipt => emit('sent', { message_id: receipt.messageId, transaction_id: receipt.transactionId,
-    offset: Number(receipt.offset) });
-  switch (args.scenario) {
-    case 'normal':
-      sent(await producer.send({ topic, tag: 'TagN', keys: [ 'node-key-1', 'node-key-2' ],
-        properties: new Map([[ 'origin', 'node' ], [ 'n', '7' ]]), body: Buffer.from('from node') }));
-      break;
-    case 'fifo':
-      for (let i = 0; i < Number(args.count); i++) {
-        sent(await producer.send({ topic, messageGroup: 'node-group', body: Buffer.from(`node step ${i}`) }));
+run([ 'endpoint', 'topic', 'scenario' ],
+  'usage: producer.js --endpoint host:port --topic T (normal|fifo|delay|commit|rollback|orphan)',
+  async args => {
+    let checked;
+    const checkedOnce = new Promise(resolve => { checked = resolve; });
+    const checker = {
+      async check(view) {
+        emit('checked', { message_id: view.messageId, body: view.body.toString() });
+        checked();
+        return 1; // TransactionResolution.COMMIT
+      },
+    };
+    const producer = new Producer({ endpoints: args.endpoint, topic: args.topic, checker, logger });
+    await producer.startup();
+    const topic = args.topic;
+    const sent = receipt => emit('sent', { message_id: receipt.messageId, transaction_id: receipt.transactionId,
+      offset: Number(receipt.offset) });
+    switch (args.scenario) {
+      case 'normal':
+        sent(await producer.send({ topic, tag: 'TagN', keys: [ 'node-key-1', 'node-key-2' ],
+          properties: new Map([[ 'origin', 'node' ], [ 'n', '7' ]]), body: Buffer.from('from node') }));
+        break;
+      case 'fifo':
+        for (let i = 0; i < Number(args.count); i++) {
+          sent(await producer.send({ topic, messageGroup: 'node-group', body: Buffer.from(`node step ${i}`) }));
+        }
+        break;
+      case 'delay':
+        sent(await producer.send({ topic, deliveryTimestamp: new Date(Number(args.at)), body: Buffer.from('node later') }));
+        break;
+      case 'commit':
+      case 'rollback': {
+        const transaction = producer.beginTransaction();
+        sent(await producer.send({ topic, body: Buffer.from(`node ${args.scenario}`) }, transaction));
+        await (args.scenario === 'commit' ? transaction.commit() : transaction.rollback());
+        break;
       }
-      break;
-    case 'delay':
-      sent(await producer.send({ topic, deliveryTimestamp: new Date(Number(args.at)), body: Buffer.from('node later') }));
-      break;
-    case 'commit':
-    case 'rollback': {
-      const transaction = producer.beginTransaction();
-      sent(await producer.send({ topic, body: Buffer.from(`node ${args.scenario}`) }, transaction));
-      await (args.scenario === 'commit' ? transaction.commit() : transaction.rollback());
-      break;
+      case 'orphan': {
+        const transaction = producer.beginTransaction();
+        sent(await producer.send({ topic, body: Buffer.from('node orphan') }, transaction));
+        await checkedOnce; // neither committed nor rolled back: the broker's check-back decides
+        break;
+      }
+      default:
+        throw new Error(`unknown scenario ${args.scenario}`);
     }
-    case 'orphan': {
-      const transaction = producer.beginTransaction();
-      sent(await producer.send({ topic, body: Buffer.from('node orphan') }, transaction));
-      await checkedOnce; // neither committed nor rolled back: the broker's check-back decides
-      break;
-    }
-    default:
-      throw new Error(`unknown scenario ${args.scenario}`);
-  }
-  await producer.shutdown();
-  clearTimeout(timer);
-  emit('done', {});
-  process.exit(0);
-}
-
-main().catch(err => {
-  emit('error', { message: String(err && err.stack || err) });
-  emit('done', { failed: true });
-  process.exit(1);
-});
+    await producer.shutdown();
+  });

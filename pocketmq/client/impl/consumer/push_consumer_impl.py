@@ -19,14 +19,10 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from pocketmq.common.message import MessageExt
-from pocketmq.common.mix_all import CLIENT_INNER_PRODUCER_GROUP, DEFAULT_CONSUMER_GROUP
-from pocketmq.remoting import fastjson
-from pocketmq.remoting.admin_body import ConsumerRunningInfo
+from pocketmq.common.mix_all import DEFAULT_CONSUMER_GROUP
 from pocketmq.remoting.client_body import ConsumerData, MessageQueue, SubscriptionData
 from pocketmq.remoting.codes import ResponseCode
 from pocketmq.remoting.errors import RemotingError
-from pocketmq.remoting.header import ConsumerSendMsgBackRequestHeader
 from pocketmq.remoting.tasks import TaskTracker
 
 from ...client_config import ClientConfig
@@ -37,29 +33,20 @@ from ...consumer.store.local_file_offset_store import LocalFileOffsetStore
 from ...consumer.store.offset_store import OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
 from ...exceptions import MQBrokerException, MQClientException
 from ...filter_api import EXPRESSION_TYPE_SQL92, build_subscription_data, message_matches
-from ...message import Message, PullStatus
-from ...message_const import (
-    PROPERTY_MAX_RECONSUME_TIMES,
-    PROPERTY_ORIGIN_MESSAGE_ID,
-    PROPERTY_RECONSUME_TIME,
-    PROPERTY_RETRY_TOPIC,
-    PROPERTY_TRANSACTION_PREPARED,
-    RETRY_GROUP_TOPIC_PREFIX,
-)
+from ...message import PullStatus
 from ...trace.async_trace_dispatcher import AsyncTraceDispatcher
 from ...trace.trace_hooks import ConsumeMessageTraceHook
 from ...validators import check_group, check_topic
 from ..mq_client_instance import MQClientInstance
 from ..mq_client_manager import MQClientManager
-from ..producer.send_request import SendRequestOptions, build_send_request
-from ..producer.topic_publish_info import topic_route_data_to_publish_info
 from .consume_message_concurrently_service import ConsumeMessageConcurrentlyService
 from .consume_message_orderly_service import ConsumeMessageOrderlyService
 from .consume_message_service import ConsumeMessageService
 from .mq_consumer_inner import RebalancedConsumerInner
 from .pull_api import PullAPIWrapper, build_sys_flag
 from .pull_request import PullRequest
-from .rebalance_history import REBALANCE_HISTORY_PROPERTY
+from .push_consumer_admin import PushConsumerAdmin
+from .push_consumer_retry import PushConsumerRetry, retry_topic
 from .rebalance_push_impl import RebalancePushImpl
 
 log = logging.getLogger(__name__)
@@ -69,15 +56,12 @@ MAX_RECONSUME_TIMES_ORDERLY = 2**31 - 1  # Integer.MAX_VALUE
 MIB = 1024 * 1024
 
 
-def retry_topic(group: str) -> str:
-    return RETRY_GROUP_TOPIC_PREFIX + group
-
 
 def _closed(coro: Coroutine[Any, Any, Any]) -> None:
     coro.close()  # never started: no "coroutine was never awaited" warning
 
 
-class DefaultMQPushConsumerImpl(RebalancedConsumerInner):
+class DefaultMQPushConsumerImpl(PushConsumerAdmin, PushConsumerRetry, RebalancedConsumerInner):
     def __init__(
         self,
         group: str,
@@ -334,75 +318,6 @@ class DefaultMQPushConsumerImpl(RebalancedConsumerInner):
         except (RemotingError, MQClientException, MQBrokerException, OSError) as e:
             log.warning("%s: persisting the offset of %s failed: %s", self.group, mq, e)
 
-    async def reset_offset(self, topic: str, offset_table: dict[MessageQueue, int]) -> None:
-        """MQClientInstance.resetOffset: suspend, drop the topic's queues named in ``offset_table``, let what is
-        in flight settle, then take the new offsets (persisted to the broker as the queues are let go) and
-        resume; the next rebalance pulls from there."""
-        if not self.running:
-            return
-        rebalance = self.rebalance_impl
-        self.pause = True
-        try:
-            for mq, pq in list(rebalance.process_queue_table.items()):
-                if mq.topic == topic and mq in offset_table:
-                    pq.dropped = True
-            await asyncio.sleep(self.config.reset_offset_settle_time)
-            for mq, pq in list(rebalance.process_queue_table.items()):
-                offset = offset_table.get(mq)
-                if mq.topic == topic and offset is not None:
-                    self.offset_store.update_offset(mq, offset)
-                    await rebalance.remove_unnecessary_message_queue(mq, pq)
-                    if rebalance.process_queue_table.get(mq) is pq:
-                        del rebalance.process_queue_table[mq]
-            # Queues this consumer does not hold get the offset too: it may be given them next.
-            for mq, offset in offset_table.items():
-                if mq.topic == topic and mq not in rebalance.process_queue_table:
-                    self.offset_store.update_offset(mq, offset)
-                    await self.persist_offset(mq)
-        finally:
-            self.pause = False
-        self.instance.rebalance_immediately()
-        log.info("%s: offsets of %s reset to %s", self.group, topic, {mq.queue_id: o for mq, o in offset_table.items()})
-
-    def running_info(self) -> dict[str, object]:
-        """ConsumerRunningInfo's content: settings, subscriptions, held queues and their cached messages."""
-        r = self.rebalance_impl
-        props = {
-            "consumerGroup": self.group,
-            "messageModel": self.config.message_model.value,
-            "consumeFromWhere": self.config.consume_from_where.value,
-            "consumeOrderly": str(self.consume_orderly).lower(),
-            "consumeType": ConsumeType.CONSUME_PASSIVELY.value,
-            "PROP_CONSUME_TYPE": ConsumeType.CONSUME_PASSIVELY.value,
-            "PROP_CONSUMEORDERLY": str(self.consume_orderly).lower(),
-            "PROP_THREADPOOL_CORE_SIZE": str(self.config.consume_thread_max),
-            "PROP_CONSUMER_START_TIMESTAMP": str(self.start_timestamp),
-            "pullBatchSize": str(self.config.pull_batch_size),
-            # RocketMQ writes the strategy object here; its name (AVG, AVG_BY_CIRCLE, ...) says as much.
-            "allocateMessageQueueStrategy": str(getattr(r.allocate_message_queue_strategy, "name", "?")),
-            REBALANCE_HISTORY_PROPERTY: r.history.to_json(),  # pocketmq's own key (rebalance_history.py)
-        }
-        mq_table: dict[str, dict[str, object]] = {}
-        now_ms = int(time.time() * 1000)
-        for mq, pq in r.process_queue_table.items():
-            cached = pq.messages()
-            mq_table[fastjson.dumps(mq)] = {
-                "commitOffset": self.offset_store_offset(mq),
-                "cachedMsgCount": len(cached),
-                "cachedMsgMinOffset": cached[0].queue_offset if cached else 0,
-                "cachedMsgMaxOffset": cached[-1].queue_offset if cached else 0,
-                "droped": pq.dropped,  # sic, RocketMQ's spelling
-                "lastPullTimestamp": now_ms - int((time.monotonic() - pq.last_pull_timestamp) * 1000),
-            }
-        return ConsumerRunningInfo(props, list(r.subscription_inner.values()), mq_table).to_dict()
-
-    def offset_store_offset(self, mq: MessageQueue) -> int:
-        store = self._offset_store
-        table = getattr(store, "offset_table", None)
-        if isinstance(table, dict):
-            return int(table.get(mq, -1))
-        return -1
-
     async def do_rebalance(self) -> None:
         if self.running and not self.pause:
             await self.rebalance_impl.do_rebalance(self.consume_orderly)
@@ -522,69 +437,3 @@ class DefaultMQPushConsumerImpl(RebalancedConsumerInner):
         await self.offset_store.persist(mq)
         await self.rebalance_impl.remove_process_queue(mq)
         self.instance.rebalance_service.wakeup()  # take it again at the corrected offset
-
-    # --- retries -------------------------------------------------------------------------------------------
-
-    def reset_retry_topic(self, msgs: list[MessageExt]) -> None:
-        """A message from %RETRY%group shows its original topic to the listener."""
-        rt = retry_topic(self.group)
-        for msg in msgs:
-            if msg.topic == rt:  # the topic first: it is what almost every message fails
-                original = msg.properties.get(PROPERTY_RETRY_TOPIC)
-                if original is not None:
-                    msg.topic = original
-
-    async def send_message_back(self, msg: MessageExt, delay_level: int, mq: MessageQueue) -> bool:
-        """CONSUMER_SEND_MSG_BACK, else a send to %RETRY%group; False when both failed."""
-        try:
-            addr = self.instance.find_broker_address_in_publish(mq.broker_name)
-            if addr is None:
-                raise MQClientException(f"The broker[{mq.broker_name}] not exist")
-            header = ConsumerSendMsgBackRequestHeader(
-                offset=msg.commit_log_offset,
-                group=self.group,
-                delay_level=delay_level,
-                origin_msg_id=msg.msg_id,
-                origin_topic=msg.topic,
-                max_reconsume_times=self.max_reconsume_times(),
-            )
-            await self.instance.mq_client_api.consumer_send_message_back(
-                addr, header, self.config.send_message_back_timeout
-            )
-            if not self.rebalance_impl.topic_subscribe_info_table.get(retry_topic(self.group)):
-                self.learn_missing_routes()  # the retry is due after its delay level, not the next poll
-            return True
-        except (RemotingError, MQClientException, MQBrokerException) as e:
-            log.warning("%s: sendMessageBack of %s failed (%s); sending to the retry topic", self.group, msg.msg_id, e)
-        return await self.send_to_retry_topic(msg, msg.reconsume_times + 1, mq)
-
-    async def send_to_retry_topic(self, msg: MessageExt, reconsume_times: int, mq: MessageQueue) -> bool:
-        """A copy of ``msg`` sent to %RETRY%group with RECONSUME_TIME = ``reconsume_times``; the broker puts it
-        into the DLQ when that reached the max (how the orderly consumer dead-letters)."""
-        rt = retry_topic(self.group)
-        new = Message(rt, msg.body, flag=msg.flag)
-        new.properties.update(msg.properties)
-        new.properties.pop(PROPERTY_TRANSACTION_PREPARED, None)
-        new.properties.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, msg.msg_id)
-        new.properties[PROPERTY_RETRY_TOPIC] = msg.topic
-        new.properties[PROPERTY_RECONSUME_TIME] = str(reconsume_times)
-        new.properties[PROPERTY_MAX_RECONSUME_TIMES] = str(self.max_reconsume_times())
-        new.delay_time_level = 3 + msg.reconsume_times
-        try:
-            route = self.instance.topic_route_table.get(rt) or await self.instance.fetch_and_apply_route(rt)
-            queues = topic_route_data_to_publish_info(rt, route).message_queue_list  # writeable queues only
-            if not queues:
-                raise MQClientException(f"No route info of this topic: {rt}")
-            target = random.choice(queues)
-            addr = self.instance.find_broker_address_in_publish(target.broker_name)
-            if addr is None:
-                raise MQClientException(f"The broker[{target.broker_name}] not exist")
-            header, body, uniq = build_send_request(new, target, SendRequestOptions(CLIENT_INNER_PRODUCER_GROUP))
-            await self.instance.mq_client_api.send_message(
-                addr, target.broker_name, header, body, self.config.send_message_back_timeout, uniq
-            )
-            return True
-        except (RemotingError, MQClientException, MQBrokerException) as e:
-            log.warning("%s: sending %s to %s failed: %s", self.group, msg.msg_id, rt, e)
-            return False
-

@@ -13,6 +13,8 @@ import java.util.function.BooleanSupplier;
 import org.apache.rocketmq.client.apis.ClientConfiguration;
 import org.apache.rocketmq.client.apis.ClientException;
 import org.apache.rocketmq.client.apis.ClientServiceProvider;
+import org.apache.rocketmq.client.apis.SessionCredentialsProvider;
+import org.apache.rocketmq.client.apis.StaticSessionCredentialsProvider;
 import org.apache.rocketmq.client.apis.consumer.FilterExpression;
 import org.apache.rocketmq.client.apis.consumer.FilterExpressionType;
 import org.apache.rocketmq.client.apis.consumer.MessageListener;
@@ -29,7 +31,8 @@ import org.apache.rocketmq.client.apis.producer.TransactionChecker;
  * the server before the JVM starts (a 5.x SDK creates nothing). Every client is closed when the scenario ends.
  *
  * <p>The SDK's defaults stand (TLS on, trusting any certificate), except the request timeout: 10 s instead of 3 s,
- * since a busy two-core machine can keep a server from answering the first Telemetry settings in 3 s.
+ * since a busy two-core machine can keep a server from answering the first Telemetry settings in 3 s. Given an
+ * access key, every client signs its calls with that account's key pair (a server with ACL on checks them).
  */
 final class Ctx implements AutoCloseable {
     static final long WAIT_MS = 60_000;
@@ -39,13 +42,25 @@ final class Ctx implements AutoCloseable {
     final String topic;
     private final String prefix;
     private final boolean ssl;
+    final String accessKey;
+    private final SessionCredentialsProvider credentials;
     private final List<Closeable> clients = new ArrayList<>();
 
     Ctx(String endpoint, String prefix, boolean ssl) {
+        this(endpoint, prefix, ssl, null, null);
+    }
+
+    Ctx(String endpoint, String prefix, boolean ssl, String accessKey, String secretKey) {
         this.endpoint = endpoint;
         this.prefix = prefix;
         this.topic = prefix;
         this.ssl = ssl;
+        this.accessKey = accessKey;
+        this.credentials = accessKey == null ? null : keys(accessKey, secretKey);
+    }
+
+    static SessionCredentialsProvider keys(String accessKey, String secretKey) {
+        return new StaticSessionCredentialsProvider(accessKey, secretKey);
     }
 
     String group(String name) {
@@ -53,11 +68,18 @@ final class Ctx implements AutoCloseable {
     }
 
     ClientConfiguration configuration() {
-        return ClientConfiguration.newBuilder()
+        return configuration(credentials);
+    }
+
+    ClientConfiguration configuration(SessionCredentialsProvider keys) {
+        var builder = ClientConfiguration.newBuilder()
             .setEndpoints(endpoint)
             .enableSsl(ssl)
-            .setRequestTimeout(Duration.ofSeconds(10))
-            .build();
+            .setRequestTimeout(Duration.ofSeconds(10));
+        if (keys != null) {
+            builder.setCredentialProvider(keys);
+        }
+        return builder.build();
     }
 
     private <T extends Closeable> T keep(T client) {
@@ -73,6 +95,11 @@ final class Ctx implements AutoCloseable {
             builder.setTransactionChecker(checker);
         }
         return keep(builder.build());
+    }
+
+    /** A producer signing with {@code keys} that names no topic: it asks for the route at its first send. */
+    Producer producerSigningWith(SessionCredentialsProvider keys) throws ClientException {
+        return keep(provider.newProducerBuilder().setClientConfiguration(configuration(keys)).build());
     }
 
     MessageBuilder message(String body) {

@@ -23,6 +23,7 @@ import java.util.concurrent.TimeoutException;
  *
  * <pre>
  * java -cp harness.jar:lib/* io.pocketmq.javasdk.Harness --endpoint HOST:PORT --run ID [--scenarios a,b] [--ssl false]
+ *      [--access-key AK --secret-key SK]
  * </pre>
  */
 public final class Harness {
@@ -35,6 +36,7 @@ public final class Harness {
     static {
         SendScenarios.register(SCENARIOS);
         ReceiveScenarios.register(SCENARIOS);
+        AclScenarios.register(SCENARIOS);
     }
 
     private static PrintStream out;
@@ -55,7 +57,8 @@ public final class Harness {
         ExecutorService pool = Executors.newFixedThreadPool(names.size());
         Map<String, Future<?>> running = new LinkedHashMap<>();
         for (String name : names) {
-            running.put(name, pool.submit(() -> runOne(name, endpoint, run + "-" + name, ssl)));
+            running.put(name, pool.submit(() -> runOne(name, endpoint, run + "-" + name, ssl,
+                options.get("access-key"), options.get("secret-key"))));
         }
         long deadline = System.currentTimeMillis() + timeoutMs;
         for (Map.Entry<String, Future<?>> entry : running.entrySet()) {
@@ -84,7 +87,8 @@ public final class Harness {
         return options;
     }
 
-    private static void runOne(String name, String endpoint, String prefix, boolean ssl) {
+    private static void runOne(String name, String endpoint, String prefix, boolean ssl, String accessKey,
+                               String secretKey) {
         Scenario scenario = SCENARIOS.get(name);
         if (scenario == null) {
             emit(name, false, Map.of("type", "UnknownScenario", "message", name));
@@ -92,7 +96,7 @@ public final class Harness {
         }
         long start = System.currentTimeMillis();
         Map<String, Object> result;
-        try (Ctx ctx = new Ctx(endpoint, prefix, ssl)) {
+        try (Ctx ctx = new Ctx(endpoint, prefix, ssl, accessKey, secretKey)) {
             result = scenario.run(ctx);
             result.put("ranMs", System.currentTimeMillis() - start);
         } catch (Throwable t) {

@@ -1,0 +1,246 @@
+"""Bodies on the wire: ``encode_body`` / ``decode_body`` in each dialect (msgpack, fastjson, standard JSON) and
+the ``Reader`` every body class's ``from_dict`` checks its fields with (pocketmq/remoting/body.py says how the
+dialects differ)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import builtins
+import re
+import time
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+import msgpack
+
+from . import fastjson
+from .codes import BodyDialect
+from .errors import BodyError
+from .fastjson import JsonObject
+
+
+class _BodyClass(Protocol):
+    @classmethod
+    def from_dict(cls, obj: object, path: str = ...) -> Any: ...
+
+
+B = TypeVar("B")
+_MISSING: Any = object()
+
+
+def encode_body(obj: object, dialect: BodyDialect = BodyDialect.MSGPACK) -> bytes:
+    """``obj`` in ``dialect``: msgpack, or Java's JSON (``fastjson.dumps``); body classes are converted with their
+    ``to_dict()``. ``RemotingCommand.encode_body`` picks the dialect of a conversation."""
+    if dialect == BodyDialect.MSGPACK:
+        to_dict = getattr(obj, "to_dict", None)
+        if to_dict is not None:
+            obj = to_dict()
+        return msgpack.packb(obj, use_bin_type=True, default=_msgpack_key)
+    return fastjson.dumps(obj, standard=dialect == BodyDialect.STANDARD_JSON).encode("utf-8")
+
+
+def _msgpack_key(obj: object) -> object:
+    """An object msgpack has no form for: a body class used as a map key (Java's Map<MessageQueue, ...>) goes
+    as its JSON text, the form a JSON reader gives such a key back in (``admin_body.mq_from_key``)."""
+    if callable(getattr(obj, "to_dict", None)):
+        return fastjson.dumps(obj)
+    raise TypeError(f"{type(obj).__name__} cannot be written as msgpack")
+
+
+def decode_body(
+    data: bytes | None, cls: Callable[..., B] | type[B] | None = None, dialect: BodyDialect = BodyDialect.MSGPACK
+) -> Any:
+    """Decode a body in ``dialect`` (both JSON dialects are read alike, leniently); with ``cls`` (a body class)
+    return ``cls.from_dict(...)``. Raises BodyError."""
+    if data is None:
+        raise BodyError("", "missing")
+    if dialect == BodyDialect.MSGPACK:
+        try:
+            obj = msgpack.unpackb(data, raw=False, strict_map_key=False)
+        except Exception as e:
+            raise BodyError("", f"undecodable msgpack ({type(e).__name__}: {e})") from None
+    else:
+        try:
+            obj = fastjson.loads(data)
+        except fastjson.JsonSyntaxError as e:
+            raise BodyError("", f"undecodable JSON ({e})") from None
+    if cls is None:
+        return obj
+    return cls.from_dict(obj)  # type: ignore[union-attr]
+
+
+# MQVersion.Version.V4_9_4.ordinal(): from this version on a client reads standard JSON routes.
+V4_9_4 = 401
+
+
+def topic_route_body_dialect(dialect: BodyDialect, version: int, accept_standard_json_only: bool) -> BodyDialect:
+    """The dialect of a GET_ROUTEINFO_BY_TOPIC answer to a request in ``dialect``: RocketMQ 4.9.8's name server
+    writes standard JSON (``{"0":"addr"}``) to clients of V4_9_4 on and to those that ask for it
+    (``acceptStandardJsonOnly``), fastjson's default (``{0:"addr"}``) to the older ones."""
+    if dialect == BodyDialect.FASTJSON and (version >= V4_9_4 or accept_standard_json_only):
+        return BodyDialect.STANDARD_JSON
+    return dialect
+
+
+def now_millis() -> int:
+    return time.time_ns() // 1_000_000
+
+
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
+_TRUE_TEXTS = frozenset({"true", "1", "y", "t"})
+_FALSE_TEXTS = frozenset({"false", "0", "f", "n"})
+
+
+def _java_int(v: object) -> int | None:
+    """What fastjson casts to an int/long: a decimal string (a C++ client's ``"subVersion":"1700..."``) or an
+    integral float; None when it would refuse."""
+    if isinstance(v, str) and _INT_TEXT.fullmatch(v):
+        return int(v)
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return None
+
+
+def _java_bool(v: object) -> bool | None:
+    """fastjson's TypeUtils.castToBoolean: a number is true when it is 1; "true"/"1"/"Y"/"T" and
+    "false"/"0"/"F"/"N" (any case); None when it would refuse."""
+    if isinstance(v, int | float):
+        return v == 1
+    if isinstance(v, str):
+        t = v.lower()
+        if t in _TRUE_TEXTS:
+            return True
+        if t in _FALSE_TEXTS:
+            return False
+    return None
+
+
+class Reader:
+    """Typed access to one decoded map, for ``from_dict`` implementations (errors carry the path).
+
+    A map read from Java's JSON (a ``fastjson.JsonObject``) also gives what fastjson would cast to the asked type:
+    numbers written as strings, booleans as 0/1 or "true", strings as numbers, enums as ordinals, byte arrays as
+    base64. A msgpack map must hold the exact types.
+    """
+
+    __slots__ = ("_d", "_path", "_java")
+
+    def __init__(self, obj: object, path: str = "") -> None:
+        if not isinstance(obj, dict):
+            raise BodyError(path, f"expected a map, got {type(obj).__name__}")
+        self._d = obj
+        self._path = path
+        self._java = type(obj) is JsonObject
+
+    def at(self, key: str) -> str:
+        return f"{self._path}.{key}" if self._path else key
+
+    def _get(self, key: str, default: Any) -> Any:
+        v = self._d.get(key)
+        if v is None:
+            if default is _MISSING:
+                raise BodyError(self.at(key), "is missing")
+            return default
+        return v
+
+    def str(self, key: str, default: Any = _MISSING) -> Any:
+        v = self._get(key, default)
+        if v is not default and not isinstance(v, str):
+            if self._java and isinstance(v, int | float):  # fastjson's castToString: the value's toString()
+                return ("true" if v else "false") if isinstance(v, bool) else builtins.str(v)
+            raise BodyError(self.at(key), f"expected a str, got {type(v).__name__}")
+        return v
+
+    def int(self, key: builtins.str, default: Any = _MISSING) -> Any:
+        v = self._get(key, default)
+        if v is not default and (type(v) is bool or not isinstance(v, int)):
+            cast = _java_int(v) if self._java else None
+            if cast is None:
+                raise BodyError(self.at(key), f"expected an int, got {type(v).__name__}")
+            return cast
+        return v
+
+    def bool(self, key: builtins.str, default: Any = _MISSING) -> Any:
+        v = self._get(key, default)
+        if v is not default and not isinstance(v, bool):
+            cast = _java_bool(v) if self._java else None
+            if cast is None:
+                raise BodyError(self.at(key), f"expected a bool, got {type(v).__name__}")
+            return cast
+        return v
+
+    def enum(self, key: builtins.str, names: tuple[builtins.str, ...], default: Any = _MISSING) -> Any:
+        """A Java enum, as its name (a str); from Java's JSON also as its ordinal, an index into ``names``."""
+        v = self._get(key, default)
+        if v is default or isinstance(v, str):
+            return v
+        if self._java and type(v) is not bool and isinstance(v, int):
+            if 0 <= v < len(names):
+                return names[v]
+            raise BodyError(self.at(key), f"ordinal {v} is not one of {len(names)} values")
+        raise BodyError(self.at(key), f"expected an enum name, got {type(v).__name__}")
+
+    def bytes(self, key: builtins.str, default: Any = _MISSING) -> Any:
+        """A Java byte[]: msgpack bin, or in Java's JSON a base64 string."""
+        v = self._get(key, default)
+        if v is default or isinstance(v, builtins.bytes):
+            return v
+        if self._java and isinstance(v, str):
+            try:
+                return base64.b64decode(v, validate=True)
+            except binascii.Error:
+                raise BodyError(self.at(key), "is not base64") from None
+        raise BodyError(self.at(key), f"expected bytes, got {type(v).__name__}")
+
+    def list(self, key: builtins.str, default: Any = _MISSING) -> Any:
+        v = self._get(key, default)
+        if v is not default and not isinstance(v, list):
+            raise BodyError(self.at(key), f"expected a list, got {type(v).__name__}")
+        return v
+
+    def map(self, key: builtins.str, default: Any = _MISSING) -> Any:
+        v = self._get(key, default)
+        if v is not default and not isinstance(v, dict):
+            raise BodyError(self.at(key), f"expected a map, got {type(v).__name__}")
+        return v
+
+    def str_list(self, key: builtins.str, default: Any = _MISSING) -> Any:
+        items = self.list(key, default)
+        if items is default:
+            return items
+        for i, v in enumerate(items):
+            if not isinstance(v, str):
+                raise BodyError(f"{self.at(key)}[{i}]", f"expected a str, got {type(v).__name__}")
+        return items
+
+    def int_list(self, key: builtins.str, default: Any = _MISSING) -> Any:
+        items = self.list(key, default)
+        if items is default:
+            return items
+        out = []
+        for i, v in enumerate(items):
+            if type(v) is not int:
+                cast = _java_int(v) if self._java else None
+                if cast is None:
+                    raise BodyError(f"{self.at(key)}[{i}]", f"expected an int, got {type(v).__name__}")
+                v = cast
+            out.append(v)
+        return out
+
+    def objects(self, key: builtins.str, cls: type[_BodyClass], default: Any = _MISSING) -> Any:
+        items = self.list(key, default)
+        if items is default:
+            return items
+        return [cls.from_dict(v, f"{self.at(key)}[{i}]") for i, v in enumerate(items)]
+
+    def object_map(self, key: builtins.str, cls: type[_BodyClass], default: Any = _MISSING) -> Any:
+        m = self.map(key, default)
+        if m is default:
+            return m
+        out = {}
+        for k, v in m.items():
+            if not isinstance(k, str):
+                raise BodyError(self.at(key), f"key {k!r} is not a str")
+            out[k] = cls.from_dict(v, f"{self.at(key)}.{k}")
+        return out

@@ -285,8 +285,9 @@ async def check_served_alike(namesrv_addr: str, before: Snapshot, work: Workload
     # Exactly once: the ones that fired on the writer are not delivered again (the reader resumed each delay level
     # where delayOffset.json says), and neither are the retries.
     fired = await wait_for_count(namesrv_addr, DELAY, 6)
-    assert len(fired) == 6 and set(before.topics[DELAY]) <= set(fired)
-    assert set(work.pending_delayed) <= {row[14] for row in fired}
+    seen = [(row[14], row[1], row[2], row[10]) for row in fired]  # body, queue, offset, store time
+    assert len(fired) == 6 and set(before.topics[DELAY]) <= set(fired), seen
+    assert set(work.pending_delayed) <= {row[14] for row in fired}, seen
     assert await read_topic(namesrv_addr, RETRY_TOPIC) == before.topics[RETRY_TOPIC]
     # Appends go on where the writer stopped: the next queue offset and a commit-log offset past every record.
     last = max(before.topics[NORMAL], key=lambda row: row[3])

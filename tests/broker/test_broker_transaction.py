@@ -120,7 +120,9 @@ async def test_end_transaction_refuses_what_does_not_match_the_half_message(
 async def test_the_broker_asks_a_producer_of_the_group_in_its_codec(
     cluster: Cluster, protocol: WireProtocol, poll: Any
 ) -> None:
-    broker = await cluster.broker(transaction_timeout=0.05, transaction_check_interval=0.02)
+    # A half is asked about once it is transaction_timeout old, and its copy again after as long: long enough here
+    # for the commit to arrive before a second ask on a loaded machine (a second ask is RocketMQ's at-least-once).
+    broker = await cluster.broker(transaction_timeout=0.5, transaction_check_interval=0.02)
     mq = wire(cluster, broker, protocol)
     asked: asyncio.Queue[tuple[RemotingCommand, Channel]] = asyncio.Queue()
 

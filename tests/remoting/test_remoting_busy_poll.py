@@ -24,7 +24,7 @@ async def _echo_pair(server_poll: float, client_poll: float) -> tuple[RemotingSe
 
 async def test_the_loop_polls_after_a_request_then_sleeps_again():
     # The machine's load is not this test's subject (test_remoting_spin_policy.py): a policy that ignores it.
-    busy_poller(0.05).policy = SpinPolicy(cpus=1_000_000)
+    busy_poller(0.05).policy = SpinPolicy(cpus=1_000_000, max_crowding=1.0)
     srv, cli = await _echo_pair(0.05, 0.05)
     try:
         response = await cli.invoke(srv.address, RemotingCommand.request(ECHO, body=b"x"), 5)

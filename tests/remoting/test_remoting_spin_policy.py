@@ -53,10 +53,14 @@ def test_parse_running() -> None:
     assert parse_running("1 2 3 x/5 6") is None
 
 
+# The poller tests: the hit/miss rule alone (max_crowding=1.0: a machine that other processes crowd, sampled from
+# /proc, never stops the spin here; the crowding rule is tested on the pure policy above).
+
+
 async def test_a_poller_whose_spins_see_nothing_stops_spinning() -> None:
     # Sends with no answer: each spin runs out its window without data arriving.
     loop = asyncio.get_running_loop()
-    poller = BusyPoller(loop, 0.001, SpinPolicy(cpus=64, probe_every=1000))
+    poller = BusyPoller(loop, 0.001, SpinPolicy(cpus=64, probe_every=1000, max_crowding=1.0))
     started = 0
     for _ in range(30):
         poller.poke(arrived=False)
@@ -70,7 +74,7 @@ async def test_a_poller_whose_spins_see_nothing_stops_spinning() -> None:
 
 async def test_a_poller_whose_spins_see_answers_keeps_spinning() -> None:
     loop = asyncio.get_running_loop()
-    poller = BusyPoller(loop, 0.05, SpinPolicy(cpus=64))
+    poller = BusyPoller(loop, 0.05, SpinPolicy(cpus=64, max_crowding=1.0))
     for _ in range(30):
         poller.poke(arrived=False)  # a request goes out
         assert poller.spinning

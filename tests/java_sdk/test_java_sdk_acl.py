@@ -17,19 +17,7 @@ import pytest
 from pocketmq.embedded import ThreadedCluster
 from tests.java_sdk import java_sdk as js
 from tests.java_sdk.java_sdk import HarnessRun
-
-ADMIN = ("RocketMQAdmin", "admin-secret-123")
-USER = ("RocketMQUser", "user-secret-456")
-ACL = f"""accounts:
-  - accessKey: {ADMIN[0]}
-    secretKey: {ADMIN[1]}
-    admin: true
-  - accessKey: {USER[0]}
-    secretKey: {USER[1]}
-    admin: false
-    defaultTopicPerm: PUB|SUB
-    defaultGroupPerm: PUB|SUB
-"""
+from tests.proxy.acl_accounts import ACL, ADMIN, USER
 
 
 def stored(cluster: ThreadedCluster, topic: str) -> int:

@@ -16,23 +16,9 @@ from rocketmq import ClientConfiguration, Credentials, Message, Producer
 
 from pocketmq import embedded
 
+from .acl_accounts import ACL, ADMIN, USER
 from .conftest import D, S, endpoints
 from .sdk_helpers import create_topic, wait_for
-
-ADMIN = ("RocketMQAdmin", "admin-secret-123")
-USER = ("RocketMQUser", "user-secret-456")
-ACL = f"""accounts:
-  - accessKey: {ADMIN[0]}
-    secretKey: {ADMIN[1]}
-    admin: true
-  - accessKey: {USER[0]}
-    secretKey: {USER[1]}
-    admin: false
-    defaultTopicPerm: PUB|SUB
-    defaultGroupPerm: PUB|SUB
-    topicPerms:
-      - AclReadOnly=SUB
-"""
 
 
 @pytest.fixture(scope="module")

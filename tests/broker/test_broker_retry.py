@@ -132,3 +132,15 @@ def test_queue_locks_expire_unless_renewed() -> None:
     assert locks.try_lock_batch("G", {q}, "c2", now=218.0) == set()
     assert locks.try_lock_batch("G", {q}, "c2", now=219.5) == {q}  # expired: taken over
     assert locks.is_locked("G", q, "c2", now=219.5) and not locks.is_locked("G", q, "c1", now=219.5)
+
+
+async def test_shutdown_cancels_a_delay_level_woken_at_the_same_moment(broker) -> None:
+    # The cancellation and an arrival's wake-up in one loop iteration: Python 3.11's asyncio.wait_for returned the
+    # wake-up and dropped the cancellation, and broker shutdown then waited on that level's loop forever.
+    service = broker.schedule_message_service
+    level = next(t for t in asyncio.all_tasks() if t.get_name() == "schedule-level-1")
+    await asyncio.sleep(0.05)  # the level's loop is idle, waiting for an arrival
+    service._events[0].set()
+    level.cancel()
+    done, _ = await asyncio.wait([level], timeout=5)
+    assert done and level.cancelled()

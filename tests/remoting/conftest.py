@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
 import uvloop
 
+from pocketmq.remoting import busy_poll
 from pocketmq.remoting.server import RemotingServer
 
 
@@ -32,3 +34,10 @@ async def server(app: Any, server_options: dict[str, Any]) -> AsyncIterator[Remo
     await srv.start()
     yield srv
     await srv.stop()
+
+
+@pytest.fixture
+def no_other_pollers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A poller spins only while no other loop of the process with a poller runs (busy_poll._alone); an earlier test
+    of this worker may leave one running in a thread (a session's cluster). The busy-polling tests start from none."""
+    monkeypatch.setattr(busy_poll, "_pollers", weakref.WeakKeyDictionary())

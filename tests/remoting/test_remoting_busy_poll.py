@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import threading
 
+import pytest
+
 from pocketmq.remoting.busy_poll import BusyPoller, busy_poller
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.command import RemotingCommand
@@ -13,6 +15,8 @@ from pocketmq.remoting.spin_policy import SpinPolicy
 from tests.conftest import wait_until
 
 ECHO = 2101
+
+pytestmark = pytest.mark.usefixtures("no_other_pollers")
 
 
 async def _echo_pair(server_poll: float, client_poll: float) -> tuple[RemotingServer, RemotingClient]:

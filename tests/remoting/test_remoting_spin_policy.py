@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import weakref
 
 import pytest
 
-from pocketmq.remoting import busy_poll
 from pocketmq.remoting.busy_poll import BusyPoller
 from pocketmq.remoting.spin_policy import SpinPolicy, parse_running
 from tests.conftest import wait_until
+
+pytestmark = pytest.mark.usefixtures("no_other_pollers")
 
 
 def test_spins_while_spins_see_data_arrive() -> None:
@@ -59,13 +59,6 @@ def test_parse_running() -> None:
 
 # The poller tests: the hit/miss rule alone (max_crowding=1.0: a machine that other processes crowd, sampled from
 # /proc, never stops the spin here; the crowding rule is tested on the pure policy above).
-
-
-@pytest.fixture(autouse=True)
-def alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    # A poller spins only while no other loop of the process with a poller runs (busy_poll._alone): an earlier test
-    # of this worker may leave one running in a thread (a session's cluster). These tests start from none.
-    monkeypatch.setattr(busy_poll, "_pollers", weakref.WeakKeyDictionary())
 
 
 async def test_a_poller_whose_spins_see_nothing_stops_spinning() -> None:

@@ -113,8 +113,11 @@ class ScheduleMessageService(ConfigManager):
             if result.status in _EMPTY:
                 if result.status is not GetMessageStatus.OFFSET_OVERFLOW_ONE and offset != result.next_begin_offset:
                     self._set_offset(level, result.next_begin_offset)
+                # Not asyncio.wait_for: on Python 3.11 it swallows a cancellation that arrives while the event is
+                # being set, and then shutdown waits on this loop forever.
                 try:
-                    await asyncio.wait_for(event.wait(), IDLE_RECHECK)
+                    async with asyncio.timeout(IDLE_RECHECK):
+                        await event.wait()
                 except TimeoutError:
                     pass
                 continue

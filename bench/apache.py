@@ -3,6 +3,7 @@
     python bench/apache.py            # 50,000 messages per workload, 10 s of latency
     python bench/apache.py --quick    # 5,000 messages, 3 s of latency
     python bench/apache.py --contend  # beside cores - 1 CPU-bound processes
+    python bench/apache.py --startup-only [--runs N]  # pocketmq's start alone, no JVMs: median of N runs
 
 The servers run one at a time, each alone on the machine while its workloads run: pocketmq (`pocketmq dev`, one
 process) and Apache RocketMQ 4.9.7 and 5.5.0 (name server and broker JVMs from `make apache-rocketmq`, with
@@ -27,6 +28,7 @@ import argparse
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -64,20 +66,32 @@ def peak_rss_mib(pids: list[int]) -> float | None:
     return round(total / 1024, 1)
 
 
-class PocketMQServer:
-    """`pocketmq dev` as one process, as a developer runs it."""
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user and system, every thread's) a process has used: less sensitive than wall time to the
+    other processes of a loaded machine."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 3)
 
-    def __init__(self, root: Path) -> None:
+
+class PocketMQServer:
+    """`pocketmq dev` as one process, as a developer runs it: with its modules' bytecode cached (in
+    ``pycache``, PYTHONPYCACHEPREFIX), as after an install or a first run, even where PYTHONDONTWRITEBYTECODE is
+    set (compiling every module from source took about a second of each start)."""
+
+    def __init__(self, root: Path, pycache: Path | None = None) -> None:
         self.namesrv_port, broker_port = free_port(), free_port()
         self.namesrv_addr = f"127.0.0.1:{self.namesrv_port}"
         self.log = root / "pocketmq.log"
         self.argv = [sys.executable, "-m", "pocketmq", "dev", "--no-console", "--store", str(root / "pocketmq"),
                      "--namesrv-port", str(self.namesrv_port), "--broker-port", str(broker_port)]
+        self.env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        self.env["PYTHONPYCACHEPREFIX"] = str(pycache or root / "pycache")
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                         env=self.env)
         deadline = time.monotonic() + 30
         while b"stops it cleanly" not in self.log.read_bytes():
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -91,6 +105,18 @@ class PocketMQServer:
         if self.proc and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             self.proc.wait(30)
+
+
+def warm_bytecode(root: Path, pycache: Path) -> float:
+    """One start and stop of `pocketmq dev` that writes its bytecode to ``pycache``; its spawn to ready, s."""
+    root.mkdir(parents=True, exist_ok=True)
+    srv = PocketMQServer(root, pycache)
+    begin = time.monotonic()
+    srv.start()
+    try:
+        return round(time.monotonic() - begin, 3)
+    finally:
+        srv.stop()
 
 
 def java_client(namesrv: str, workload: str, topic: str, n: int, extra: int = 1) -> dict[str, Any]:
@@ -185,6 +211,39 @@ def print_table(results: dict[str, dict[str, Any] | None]) -> None:
         print(f"{key:<40}" + "".join(f"{str((results[n] or {}).get(key)):>18}" for n in names))
 
 
+def startup_only(runs: int) -> int:
+    """`pocketmq dev` started and stopped ``runs`` times after a first start that caches its bytecode: spawn to
+    ready and peak resident memory at ready (VmHWM), each run's figures and the medians (Apache RocketMQ's start
+    is measured by the full run only)."""
+    ready, rss, cpu = [], [], []
+    with tempfile.TemporaryDirectory(prefix="pocketmq-startup-") as tmp:
+        pycache = Path(tmp) / "pycache"
+        first = warm_bytecode(Path(tmp) / "first", pycache)
+        print(f"first run (compiling bytecode): ready in {first:.3f} s", file=sys.stderr, flush=True)
+        for i in range(runs):
+            (Path(tmp) / f"run-{i}").mkdir()
+            srv = PocketMQServer(Path(tmp) / f"run-{i}", pycache)
+            begin = time.monotonic()
+            srv.start()
+            try:
+                ready.append(round(time.monotonic() - begin, 3))
+                rss.append(peak_rss_mib(srv.pids()))
+                cpu.append(cpu_seconds(srv.pids()[0]))
+            finally:
+                srv.stop()
+            print(f"run {i + 1}: ready in {ready[-1]:.3f} s ({cpu[-1]:.2f} s of CPU), peak RSS {rss[-1]} MiB",
+                  file=sys.stderr, flush=True)
+    out = {"runs": runs, "first_run_ready_s": first, "ready_s": ready, "peak_rss_at_ready_mib": rss,
+           "cpu_s_at_ready": cpu, "median_ready_s": statistics.median(ready), "median_cpu_s": statistics.median(cpu),
+           "median_peak_rss_at_ready_mib": statistics.median(r for r in rss if r is not None),
+           "load_average": os.getloadavg()}
+    print(f"pocketmq dev, {runs} runs: median spawn to ready {out['median_ready_s']:.3f} s ("
+          f"{out['median_cpu_s']:.2f} s of CPU), median peak RSS at "
+          f"ready {out['median_peak_rss_at_ready_mib']} MiB (load average {os.getloadavg()[0]:.2f})")
+    print(json.dumps(out))
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="5,000 messages, 3 s of latency")
@@ -193,7 +252,12 @@ def main() -> int:
     parser.add_argument("--versions", nargs="*", default=[V4, V5], help="Apache RocketMQ versions")
     parser.add_argument("--no-java", action="store_true", help="leave out RocketMQ's Java client")
     parser.add_argument("--contend", type=int, nargs="?", const=-1, default=0, metavar="K")
+    parser.add_argument("--startup-only", action="store_true",
+                        help="only pocketmq's start (spawn to ready, RSS at ready), --runs times; no JVMs")
+    parser.add_argument("--runs", type=int, default=7, help="runs of --startup-only (default 7)")
     args = parser.parse_args()
+    if args.startup_only:
+        return startup_only(args.runs)
     n = args.messages or (5_000 if args.quick else 50_000)
     latency_s = args.latency_seconds or (3.0 if args.quick else 10.0)
     if args.contend < 0:
@@ -203,7 +267,9 @@ def main() -> int:
     results: dict[str, dict[str, Any] | None] = {}
     notes: dict[str, str] = {} if java or args.no_java else {"java_client": "bench/java not built (make bench)"}
     with tempfile.TemporaryDirectory(prefix="pocketmq-apache-") as tmp, contention(args.contend):
-        servers: dict[str, Any] = {"pocketmq": lambda: PocketMQServer(Path(tmp))}
+        pycache = Path(tmp) / "pycache"
+        warm_bytecode(Path(tmp) / "warm", pycache)
+        servers: dict[str, Any] = {"pocketmq": lambda: PocketMQServer(Path(tmp), pycache)}
         for v in args.versions:
             servers[f"apache-{v}"] = lambda v=v: ApacheRocketMQ(
                 Path(tmp) / f"apache-{v}", version=v, jvm=BROKER_JVM, namesrv_jvm=NAMESRV_JVM, **BENCH_STORE)

@@ -13,8 +13,11 @@ import signal
 import sys
 from typing import Any
 
-from .admin_cli import add_admin_commands
 from .runtime import run
+
+# The commands that run servers: `pocketmq dev` and the rest start without mqadmin's commands, whose modules load
+# the whole client (its import is most of a server's start-up time).
+SERVER_COMMANDS = frozenset({"dev", "namesrv", "broker", "console"})
 
 
 def _add_dev(sub) -> None:
@@ -261,7 +264,9 @@ async def _broker(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; for one of SERVER_COMMANDS (the ``command`` about to run) without mqadmin's
+    commands."""
     parser = argparse.ArgumentParser(prog="pocketmq", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -269,12 +274,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_namesrv(sub)
     _add_broker(sub)
     _add_console(sub)
-    add_admin_commands(sub)
+    if command not in SERVER_COMMANDS:
+        from .admin_cli import add_admin_commands
+
+        add_admin_commands(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    command = next((a for a in argv if not a.startswith("-")), None)  # (the only option before it is -v)
+    args = build_parser(command).parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

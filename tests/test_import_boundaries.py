@@ -69,9 +69,26 @@ def test_the_lazy_package_still_offers_the_cluster_classes():
 
 
 def test_the_client_loads_no_server_side_module():
-    modules = loaded_after("import pocketmq.client")
+    modules = loaded_after("from pocketmq.client import *")
     assert "pocketmq.client.producer.producer" in modules
     assert under(modules, SERVER_SIDE) == []
+
+
+def test_the_client_package_loads_a_room_only_when_one_of_its_names_is_used():
+    """`import pocketmq.client` loads no room (the gRPC endpoint imports two of the client's modules, and loads
+    nothing else of it), and each public name still comes from its real module."""
+    modules = loaded_after(
+        "import pocketmq.client\n"
+        "import sys\n"
+        "assert not [m for m in sys.modules if m.startswith('pocketmq.client.')], sorted(sys.modules)\n"
+        "assert {'Producer', 'PushConsumer', 'SyncProducer'} <= set(dir(pocketmq.client))\n"
+        "from pocketmq.client import Producer\n"
+        "assert Producer.__module__ == 'pocketmq.client.producer.producer'\n"
+        "assert 'pocketmq.client.consumer.push_consumer' not in sys.modules\n"
+        "try:\n    pocketmq.client.NoSuchThing\nexcept AttributeError:\n    pass\nelse:\n"
+        "    raise SystemExit('no error')"
+    )
+    assert "pocketmq.client.producer.producer" in modules
 
 
 @pytest.mark.parametrize("module", SPARK_MODULES)

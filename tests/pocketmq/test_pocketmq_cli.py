@@ -71,6 +71,57 @@ def test_dev_serves_the_grpc_endpoint_for_5x_sdks(dev_server):
     assert answer.status.code == definition_pb2.Code.OK and len(answer.message_queues) == 4
 
 
+def dev_imports(tmp_path, *options: str) -> set[str]:
+    """The modules `pocketmq dev` (no console) loads from its start until it stops, read from ``-X importtime``."""
+    log = tmp_path / "importtime.log"
+    with open(log, "w") as err:
+        proc = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "pocketmq", "dev", "--no-console",
+                                 "--store", str(tmp_path / "dev"), "--namesrv-port", "0", "--broker-port", "0",
+                                 "--grpc-port", "0", *options], stdout=subprocess.PIPE, stderr=err, text=True)
+        try:
+            out = []
+            for line in proc.stdout:  # (to the ready line; the end of the output if it never comes)
+                out.append(line)
+                if "stops it cleanly" in line:
+                    break
+            assert "stops it cleanly" in out[-1], out
+        finally:
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(30) == 0
+    lines = [line.split("|") for line in log.read_text().splitlines() if line.startswith("import time:")]
+    return {fields[2].strip() for fields in lines if len(fields) == 3}
+
+
+def under(modules: set[str], *packages: str) -> list[str]:
+    return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in packages))
+
+
+def test_dev_loads_no_admin_command_and_of_the_client_only_what_the_grpc_endpoint_uses(tmp_path):
+    """`pocketmq dev` runs servers: mqadmin's commands, the client's producer, consumers, admin and trace rooms
+    (most of a start's import time) stay unloaded; the gRPC endpoint uses the client's request API alone."""
+    modules = dev_imports(tmp_path)
+    assert {"pocketmq.broker.broker_controller", "pocketmq.namesrv.namesrv_controller",
+            "pocketmq.proxy.proxy_startup", "pocketmq.client.impl.mq_client_api"} <= modules
+    assert under(modules, "pocketmq.admin_cli", "pocketmq.console", "pocketmq.client.producer",
+                 "pocketmq.client.admin", "pocketmq.client.trace", "pocketmq.client.impl.mq_client_instance",
+                 "pocketmq.client.impl.mq_admin", "pocketmq.client.impl.consumer.push_consumer_impl",
+                 "pocketmq.client.consumer.push_consumer", "pocketmq.client.consumer.pull_consumer",
+                 "pocketmq.client.consumer.lite_pull_consumer", "pocketmq.client.sync") == []
+
+
+def test_dev_without_grpc_loads_no_client_and_no_grpc(tmp_path):
+    modules = dev_imports(tmp_path, "--no-grpc")
+    assert "pocketmq.broker.broker_controller" in modules
+    assert under(modules, "pocketmq.client", "pocketmq.proxy", "pocketmq.admin_cli", "grpc", "cryptography") == []
+
+
+def test_the_full_command_line_still_lists_every_command():
+    out = run("--help")
+    assert out.returncode == 0
+    assert all(name in out.stdout for name in ("dev", "namesrv", "broker", "console", "sendMessage", "clusterList"))
+    assert run("sendMessage", "--help").returncode == 0
+
+
 def test_send_and_consume_are_mqadmins_commands_under_short_names():
     """One front door: `send` / `consume` parse to the very command sendMessage / consumeMessage run."""
     from pocketmq.cli import build_parser

@@ -98,7 +98,8 @@ def under(modules: set[str], *packages: str) -> list[str]:
 
 def test_dev_loads_no_admin_command_and_of_the_client_only_what_the_grpc_endpoint_uses(tmp_path):
     """`pocketmq dev` runs servers: mqadmin's commands, the client's producer, consumers, admin and trace rooms
-    (most of a start's import time) stay unloaded; the gRPC endpoint uses the client's request API alone."""
+    (most of a start's import time) stay unloaded; the gRPC endpoint uses the client's request API alone, and
+    makes its self-signed certificate without a cryptography library."""
     modules = dev_imports(tmp_path)
     assert {"pocketmq.broker.broker_controller", "pocketmq.namesrv.namesrv_controller",
             "pocketmq.proxy.proxy_startup", "pocketmq.client.impl.mq_client_api"} <= modules
@@ -106,7 +107,7 @@ def test_dev_loads_no_admin_command_and_of_the_client_only_what_the_grpc_endpoin
                  "pocketmq.client.admin", "pocketmq.client.trace", "pocketmq.client.impl.mq_client_instance",
                  "pocketmq.client.impl.mq_admin", "pocketmq.client.impl.consumer.push_consumer_impl",
                  "pocketmq.client.consumer.push_consumer", "pocketmq.client.consumer.pull_consumer",
-                 "pocketmq.client.consumer.lite_pull_consumer", "pocketmq.client.sync") == []
+                 "pocketmq.client.consumer.lite_pull_consumer", "pocketmq.client.sync", "cryptography") == []
 
 
 def test_dev_without_grpc_loads_no_client_and_no_grpc(tmp_path):

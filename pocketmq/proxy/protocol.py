@@ -13,8 +13,8 @@ descriptor pool of pocketmq's own: a test process that also imports the SDK (the
 from __future__ import annotations
 
 import ast
+import importlib.util
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -25,8 +25,8 @@ from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 DISTRIBUTION = "rocketmq-python-client"
 PACKAGE = "apache.rocketmq.v2"
 SERVICE = f"{PACKAGE}.MessagingService"
-# In dependency order: service.proto imports definition.proto.
-_FILES = ("rocketmq/grpc_protocol/definition_pb2.py", "rocketmq/grpc_protocol/service_pb2.py")
+# In dependency order: service.proto imports definition.proto; under the SDK's import package, ``rocketmq``.
+_FILES = ("grpc_protocol/definition_pb2.py", "grpc_protocol/service_pb2.py")
 
 
 class ProtocolUnavailable(RuntimeError):
@@ -44,15 +44,17 @@ def serialized_descriptor(source: str) -> bytes:
 
 
 def _read(path: str) -> bytes:
-    try:
-        dist = metadata.distribution(DISTRIBUTION)
-    except metadata.PackageNotFoundError as e:
-        raise ProtocolUnavailable(f"the gRPC endpoint needs {DISTRIBUTION} (pip install {DISTRIBUTION})") from e
-    file = Path(str(dist.locate_file(path)))
+    # (find_spec of a top-level package finds its folders without running its __init__; importlib.metadata would
+    # find them too, at the price of loading the email and zipfile packages into the server)
+    spec = importlib.util.find_spec("rocketmq")
+    folders = [Path(f) for f in (spec.submodule_search_locations or [])] if spec is not None else []
+    if not folders:
+        raise ProtocolUnavailable(f"the gRPC endpoint needs {DISTRIBUTION} (pip install {DISTRIBUTION})")
+    file = next((f / path for f in folders if (f / path).is_file()), folders[0] / path)
     try:
         return serialized_descriptor(file.read_text(encoding="utf-8"))
     except OSError as e:
-        raise ProtocolUnavailable(f"{DISTRIBUTION} has no {path}: {e}") from e
+        raise ProtocolUnavailable(f"{DISTRIBUTION} has no rocketmq/{path}: {e}") from e
 
 
 @cache

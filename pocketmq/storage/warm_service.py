@@ -25,8 +25,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # Each time this thread takes the GIL it delays the dispatcher's turn (CPython restarts a waiter's 5 ms
-# switch interval after any switch), so it wakes seldom and reads a whole window with one preadv.
-_CHUNK = 4 << 20
+# switch interval after any switch), so it wakes seldom and reads a whole window with one preadv. Its iovecs
+# all name one buffer, which the reads fill, so the buffer is resident memory of the server: a small one,
+# named up to _IOVECS times a call (IOV_MAX is 1024).
+_CHUNK = 256 << 10
+_IOVECS = 512
 
 
 class WarmMappedFileService(ServiceThread):
@@ -71,7 +74,7 @@ class WarmMappedFileService(ServiceThread):
                     warmed = max(warmed, mf.wrote_position)
                     if warmed < target:
                         # One call for the whole gap: the iovecs all name the same buffer.
-                        full, rest = divmod(min(target - warmed, 256 * _CHUNK), _CHUNK)  # < IOV_MAX
+                        full, rest = divmod(min(target - warmed, _IOVECS * _CHUNK), _CHUNK)
                         n = os.preadv(fd, [self._buf] * full + ([self._buf[:rest]] if rest else []), warmed)
                         if n > 0:
                             warmed += n

@@ -79,11 +79,12 @@ class PocketMQServer:
     set (compiling every module from source took about a second of each start)."""
 
     def __init__(self, root: Path, pycache: Path | None = None) -> None:
-        self.namesrv_port, broker_port = free_port(), free_port()
+        self.namesrv_port, broker_port, self.grpc_port = free_port(), free_port(), free_port()
         self.namesrv_addr = f"127.0.0.1:{self.namesrv_port}"
         self.log = root / "pocketmq.log"
         self.argv = [sys.executable, "-m", "pocketmq", "dev", "--no-console", "--store", str(root / "pocketmq"),
-                     "--namesrv-port", str(self.namesrv_port), "--broker-port", str(broker_port)]
+                     "--namesrv-port", str(self.namesrv_port), "--broker-port", str(broker_port),
+                     "--grpc-port", str(self.grpc_port)]
         self.env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         self.env["PYTHONPYCACHEPREFIX"] = str(pycache or root / "pycache")
         self.proc: subprocess.Popen[bytes] | None = None
@@ -97,6 +98,9 @@ class PocketMQServer:
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"pocketmq did not start: {self.log.read_text()[-2000:]}")
             time.sleep(0.005)
+        if b"  gRPC:" not in self.log.read_bytes():  # (every endpoint counts, the gRPC one included)
+            self.stop()
+            raise RuntimeError(f"pocketmq started without its gRPC endpoint: {self.log.read_text()[-2000:]}")
 
     def pids(self) -> list[int]:
         return [self.proc.pid] if self.proc else []

@@ -34,7 +34,6 @@ if sys.path and Path(sys.path[0] or ".").resolve() == _BENCH:
 sys.path.insert(1, str(_BENCH))
 
 from apache import BENCH_STORE, BROKER_JVM, NAMESRV_JVM, PocketMQServer  # noqa: E402
-from e2e import free_port  # noqa: E402
 
 from tests.apache.apache_proxy import ApacheProxy  # noqa: E402
 from tests.apache.apache_rocketmq import V5, ApacheRocketMQ, ApacheRocketMQUnavailable  # noqa: E402
@@ -67,12 +66,10 @@ def sdk_bench(endpoint: str, namesrv: str, broker: str, count: int, threads: int
 def bench_pocketmq(root: Path, count: int, threads: int) -> dict[str, Any]:
     root.mkdir(parents=True, exist_ok=True)
     server = PocketMQServer(root)
-    grpc_port = free_port()
-    server.argv += ["--grpc-port", str(grpc_port)]
     server.start()
     try:
         broker = f"127.0.0.1:{server.argv[server.argv.index('--broker-port') + 1]}"
-        return sdk_bench(f"127.0.0.1:{grpc_port}", server.namesrv_addr, broker, count, threads)
+        return sdk_bench(f"127.0.0.1:{server.grpc_port}", server.namesrv_addr, broker, count, threads)
     finally:
         server.stop()
 

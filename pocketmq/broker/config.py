@@ -8,7 +8,6 @@ time keys that RocketMQ reads in milliseconds (``registerNameServerPeriod=30000`
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -385,6 +384,8 @@ def _unknown_key_message(key: str, where: str, known: list[str]) -> str:
     why = _ROCKETMQ_UNSUPPORTED.get(key)
     if why is not None:
         return f"{where}: RocketMQ key {key!r} is not supported by pocketmq ({why})"
+    import difflib  # (only for a misspelt key)
+
     hint = difflib.get_close_matches(key, known, n=1)
     suffix = f"; did you mean {hint[0]!r}?" if hint else ""
     return f"{where}: unknown broker config key {key!r}{suffix}"

@@ -21,9 +21,6 @@ import re
 import shutil
 from typing import Any
 
-import aiofiles
-import aiofiles.os
-
 log = logging.getLogger(__name__)
 
 # fastjson writes Map<Integer, Long> keys unquoted ({0:12,1:5}); quote them so RocketMQ's files load too.
@@ -87,6 +84,9 @@ def write_json_file_sync(path: str, data: Any) -> None:
 
 async def write_json_file(path: str, data: Any) -> None:
     """Atomically replace ``path`` with ``data`` as pretty JSON, keeping the previous version in ``.bak``."""
+    import aiofiles  # (on the first write: a broker that starts and writes nothing never loads it)
+    import aiofiles.os
+
     text = json.dumps(data, indent=4, sort_keys=False, ensure_ascii=False)
     tmp = path + ".tmp"
     await aiofiles.os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -3,7 +3,7 @@
     python bench/apache.py            # 50,000 messages per workload, 10 s of latency
     python bench/apache.py --quick    # 5,000 messages, 3 s of latency
     python bench/apache.py --contend  # beside cores - 1 CPU-bound processes
-    python bench/apache.py --startup-only [--runs N]  # pocketmq's start alone, no JVMs: median of N runs
+    python bench/apache.py --startup-only [--runs N] [--no-grpc]  # pocketmq's start alone, no JVMs: medians
 
 The servers run one at a time, each alone on the machine while its workloads run: pocketmq (`pocketmq dev`, one
 process) and Apache RocketMQ 4.9.7 and 5.5.0 (name server and broker JVMs from `make apache-rocketmq`, with
@@ -78,13 +78,14 @@ class PocketMQServer:
     ``pycache``, PYTHONPYCACHEPREFIX), as after an install or a first run, even where PYTHONDONTWRITEBYTECODE is
     set (compiling every module from source took about a second of each start)."""
 
-    def __init__(self, root: Path, pycache: Path | None = None) -> None:
+    def __init__(self, root: Path, pycache: Path | None = None, grpc: bool = True) -> None:
         self.namesrv_port, broker_port, self.grpc_port = free_port(), free_port(), free_port()
         self.namesrv_addr = f"127.0.0.1:{self.namesrv_port}"
         self.log = root / "pocketmq.log"
         self.argv = [sys.executable, "-m", "pocketmq", "dev", "--no-console", "--store", str(root / "pocketmq"),
                      "--namesrv-port", str(self.namesrv_port), "--broker-port", str(broker_port),
-                     "--grpc-port", str(self.grpc_port)]
+                     *(["--grpc-port", str(self.grpc_port)] if grpc else ["--no-grpc"])]
+        self.grpc = grpc
         self.env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         self.env["PYTHONPYCACHEPREFIX"] = str(pycache or root / "pycache")
         self.proc: subprocess.Popen[bytes] | None = None
@@ -98,7 +99,7 @@ class PocketMQServer:
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"pocketmq did not start: {self.log.read_text()[-2000:]}")
             time.sleep(0.005)
-        if b"  gRPC:" not in self.log.read_bytes():  # (every endpoint counts, the gRPC one included)
+        if self.grpc and b"  gRPC:" not in self.log.read_bytes():  # (every endpoint counts, the gRPC one included)
             self.stop()
             raise RuntimeError(f"pocketmq started without its gRPC endpoint: {self.log.read_text()[-2000:]}")
 
@@ -215,7 +216,7 @@ def print_table(results: dict[str, dict[str, Any] | None]) -> None:
         print(f"{key:<40}" + "".join(f"{str((results[n] or {}).get(key)):>18}" for n in names))
 
 
-def startup_only(runs: int) -> int:
+def startup_only(runs: int, grpc: bool = True) -> int:
     """`pocketmq dev` started and stopped ``runs`` times after a first start that caches its bytecode: spawn to
     ready and peak resident memory at ready (VmHWM), each run's figures and the medians (Apache RocketMQ's start
     is measured by the full run only)."""
@@ -226,7 +227,7 @@ def startup_only(runs: int) -> int:
         print(f"first run (compiling bytecode): ready in {first:.3f} s", file=sys.stderr, flush=True)
         for i in range(runs):
             (Path(tmp) / f"run-{i}").mkdir()
-            srv = PocketMQServer(Path(tmp) / f"run-{i}", pycache)
+            srv = PocketMQServer(Path(tmp) / f"run-{i}", pycache, grpc)
             begin = time.monotonic()
             srv.start()
             try:
@@ -237,12 +238,12 @@ def startup_only(runs: int) -> int:
                 srv.stop()
             print(f"run {i + 1}: ready in {ready[-1]:.3f} s ({cpu[-1]:.2f} s of CPU), peak RSS {rss[-1]} MiB",
                   file=sys.stderr, flush=True)
-    out = {"runs": runs, "first_run_ready_s": first, "ready_s": ready, "peak_rss_at_ready_mib": rss,
+    out = {"runs": runs, "grpc": grpc, "first_run_ready_s": first, "ready_s": ready, "peak_rss_at_ready_mib": rss,
            "cpu_s_at_ready": cpu, "median_ready_s": statistics.median(ready), "median_cpu_s": statistics.median(cpu),
            "median_peak_rss_at_ready_mib": statistics.median(r for r in rss if r is not None),
            "load_average": os.getloadavg()}
-    print(f"pocketmq dev, {runs} runs: median spawn to ready {out['median_ready_s']:.3f} s ("
-          f"{out['median_cpu_s']:.2f} s of CPU), median peak RSS at "
+    print(f"pocketmq dev{'' if grpc else ' --no-grpc'}, {runs} runs: median spawn to ready "
+          f"{out['median_ready_s']:.3f} s ({out['median_cpu_s']:.2f} s of CPU), median peak RSS at "
           f"ready {out['median_peak_rss_at_ready_mib']} MiB (load average {os.getloadavg()[0]:.2f})")
     print(json.dumps(out))
     return 0
@@ -259,9 +260,12 @@ def main() -> int:
     parser.add_argument("--startup-only", action="store_true",
                         help="only pocketmq's start (spawn to ready, RSS at ready), --runs times; no JVMs")
     parser.add_argument("--runs", type=int, default=7, help="runs of --startup-only (default 7)")
+    parser.add_argument("--no-grpc", action="store_true",
+                        help="--startup-only of `pocketmq dev --no-grpc` (Apache's name server and broker serve no "
+                             "gRPC either)")
     args = parser.parse_args()
     if args.startup_only:
-        return startup_only(args.runs)
+        return startup_only(args.runs, grpc=not args.no_grpc)
     n = args.messages or (5_000 if args.quick else 50_000)
     latency_s = args.latency_seconds or (3.0 if args.quick else 10.0)
     if args.contend < 0:

@@ -8,6 +8,7 @@ need the message's properties: get_message reads each candidate record from the 
 from __future__ import annotations
 
 import struct
+from typing import TYPE_CHECKING
 
 from pocketmq.common.codec import SYSFLAG_POS, header_struct, host_lengths
 from pocketmq.common.filter_api import (
@@ -20,9 +21,11 @@ from pocketmq.common.filter_api import (
     parse_tags,
 )
 from pocketmq.common.message import string_to_properties
-from pocketmq.common.sql92 import Sql92Expression
 from pocketmq.remoting.client_body import SubscriptionData
 from pocketmq.storage.message_filter import MessageFilter
+
+if TYPE_CHECKING:
+    from pocketmq.common.sql92 import Sql92Expression
 
 __all__ = ["EXPRESSION_TYPE_SQL92", "EXPRESSION_TYPE_TAG", "SUB_ALL", "ExpressionMessageFilter",
            "Sql92MessageFilter", "SubscriptionParseError", "build_subscription_data", "message_filter_for",

@@ -3,7 +3,7 @@ own check of a pulled message against its subscription."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pocketmq.common.constants import PROPERTY_TAGS
 from pocketmq.common.filter_api import (
@@ -15,11 +15,13 @@ from pocketmq.common.filter_api import (
     compile_sql92_subscription,
     parse_tags,
 )
-from pocketmq.common.sql92 import Sql92Expression
 from pocketmq.remoting.client_body import SubscriptionData
 from pocketmq.remoting.codes import ResponseCode
 
 from .exceptions import MQClientException
+
+if TYPE_CHECKING:
+    from pocketmq.common.sql92 import Sql92Expression
 
 __all__ = ["EXPRESSION_TYPE_SQL92", "EXPRESSION_TYPE_TAG", "SUB_ALL", "build_subscription_data",
            "compile_sql92_expression", "message_matches"]

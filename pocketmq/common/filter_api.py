@@ -5,8 +5,12 @@ compiled here so that a malformed one is refused before anything is read."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .java_hash import java_string_hash
-from .sql92 import Sql92Expression, SqlParseError, compile_sql92
+
+if TYPE_CHECKING:
+    from .sql92 import Sql92Expression
 
 SUB_ALL = "*"
 EXPRESSION_TYPE_TAG = "TAG"
@@ -36,6 +40,8 @@ def compile_sql92_subscription(sub_string: str | None) -> Sql92Expression:
     """The compiled (cached) SQL92 filter; raises SubscriptionParseError for a blank or malformed one."""
     if not sub_string or not sub_string.strip():
         raise SubscriptionParseError("Expression can't be null! SQL92")
+    from .sql92 import SqlParseError, compile_sql92  # (at the first SQL92 subscription: most never see one)
+
     try:
         return compile_sql92(sub_string)
     except SqlParseError as e:

@@ -107,7 +107,8 @@ def test_dev_loads_no_admin_command_and_of_the_client_only_what_the_grpc_endpoin
                  "pocketmq.client.admin", "pocketmq.client.trace", "pocketmq.client.impl.mq_client_instance",
                  "pocketmq.client.impl.mq_admin", "pocketmq.client.impl.consumer.push_consumer_impl",
                  "pocketmq.client.consumer.push_consumer", "pocketmq.client.consumer.pull_consumer",
-                 "pocketmq.client.consumer.lite_pull_consumer", "pocketmq.client.sync", "cryptography") == []
+                 "pocketmq.client.consumer.lite_pull_consumer", "pocketmq.client.sync", "cryptography",
+                 "pocketmq.common.sql92") == []
 
 
 def test_dev_without_grpc_loads_no_client_and_no_grpc(tmp_path):

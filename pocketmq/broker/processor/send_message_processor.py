@@ -105,6 +105,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         conflict = self.check_message_type(request, tc, props)
         if conflict is not None:
             return conflict
+        props_string = self.stamp_region(props, props_string)
         topic = header.topic
         if topic.startswith(mix_all.RETRY_GROUP_TOPIC_PREFIX):
             rerouted = self._handle_retry_and_dlq(request, header, props)
@@ -133,8 +134,8 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
                             "back transaction message; send a prepared one and END_TRANSACTION it")
         if tc.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
-        # The producer's encoded properties go to the store verbatim. RocketMQ 4.9.8 re-encodes them to add
-        # CLUSTER and drop WAIT; passing them through keeps the stored record what the producer sent.
+        # The producer's encoded properties go to the store as they came, with the region stamp appended.
+        # RocketMQ re-encodes them to add CLUSTER and drop WAIT; pocketmq keeps what the producer sent.
         msg = MessageExtBrokerInner(
             topic=topic,
             body=body,
@@ -214,14 +215,15 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         sys_flag = header.sys_flag & ~TRANSACTION_PREPARED_TYPE
         if tc.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
-        # Each record keeps its own properties verbatim. RocketMQ 4.9.8 appends the batch header's
-        # properties (CLUSTER, WAIT) to every record; we do not.
+        # Each record keeps its own properties, with the region stamp appended. RocketMQ appends the batch
+        # header's properties to every record: CLUSTER and WAIT too, which pocketmq does not store.
+        stamp = self.batch_region_stamp()
         batch = MessageExtBatch(
             header.topic,
             queue_id,
             flags,
             bodies,
-            properties,
+            [p + stamp if not p or p[-1] == 2 else p + b"\x02" + stamp for p in properties],
             sys_flag,
             header.born_timestamp,
             self.born_host(channel),

@@ -6,7 +6,7 @@ A row is ``| feature | status | proof |``. The proofs are test ids (``path::func
 - a status is not one of STATUSES, or a row that claims behaviour names no proof;
 - a named test does not exist (renamed or deleted: the row no longer has a proof);
 - a row claims "same as Apache" and its test never starts Apache RocketMQ (it must run the same scenario against
-  both servers; the test's signature or body names one of the Apache fixtures ApacheRocketMQ or ApacheNamesrv);
+  both servers; the test's signature or body names one of the Apache fixtures, ApacheRocketMQ or ApacheNamesrv);
 - a test module of the parity folders is named by no row (a proof that the table does not show).
 
 The named tests run in the same `make test`: a row whose proof fails fails the run.

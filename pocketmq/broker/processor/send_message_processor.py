@@ -96,6 +96,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         error = self._check_body(request, body)
         if error is not None:
             return error
+        assert body is not None
         props_string = header.properties or ""
         props = string_to_properties(props_string)
         if PROPERTY_MESSAGE_REPLY_TO_CLIENT in props and PROPERTY_CLUSTER not in props:

@@ -37,7 +37,7 @@ ALLOWED = {
     ("pocketmq/storage/commit_log.py", "CommitLog._message_list"):
         "31 straight lines; the count is its eight comprehensions, one per column of the rows it builds",
     ("pocketmq/common/codec.py", "_decode_common"):
-        "the pull answer's decode loop, its checks inline (a call a record was a fifth of the client's cost); "
+        "the pull answer's decode loop, its checks inline (a call per record was a fifth of the client's cost); "
         "decode() is its reference",
     ("pocketmq/remoting/codec.py", "_to_command"):
         "every frame's check of each field, inline: no call or closure per frame, only on the error's way out",

@@ -59,8 +59,8 @@ APACHE_CONFIG: dict[str, Any] = {  # broker.conf keys (Any: ApacheRocketMQ's **b
 
 # Set by the broker, not the producer: Apache adds CLUSTER to every message (5.x also MSG_REGION and TRACE_ON, and
 # __transactionId__ to transactional ones) and drops WAIT; pocketmq keeps what the producer sent and appends
-# MSG_REGION and TRACE_ON, as 5.x does (docs/broker.md §7, "Properties pass through"). A committed transactional message keeps REAL_TOPIC/REAL_QID on Apache 4.9.7, not
-# on 5.5.0 or pocketmq (docs/broker.md §7, "Transactions").
+# MSG_REGION and TRACE_ON, as 5.x does (docs/broker.md, "The region stamp"). A committed transactional message
+# keeps REAL_TOPIC/REAL_QID on Apache 4.9.7, not on 5.5.0 or pocketmq (docs/broker.md §7, "Transactions").
 BROKER_REENCODED = {"CLUSTER", "WAIT", "MSG_REGION", "TRACE_ON", "__transactionId__"}
 # A delayed message (and a retry, which is one) comes back from Apache still carrying DELAY (4.9.7 and 5.x alike:
 # its broker clears the level from the message's property map after the properties string was encoded); pocketmq

@@ -4,9 +4,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test bench lint typecheck clean java spark-demo native-clients browser apache-rocketmq go-client go5-client rust5-client test-rust5 spring-client java-clients java-sdk store-handover fuzz-apache
+.PHONY: run demo test test-needs bench lint typecheck clean java spark-demo native-clients browser apache-rocketmq go-client go5-client rust5-client test-rust5 spring-client java-clients java-sdk store-handover fuzz-apache
 
 SPARK_STAMP := $(VENV)/.installed-spark
+
+# `make test` builds what it needs in parallel (test-needs): apt-get and Maven each take a lock, so two targets
+# never run apt-get (dpkg's lock) or Maven (one local repository, ~/.m2, that Maven 3.8 does not lock) at once.
+apt_install = flock /tmp/pocketmq-apt.lock sh -c 'apt-get update -qq && apt-get install -y -qq $(1) >/dev/null'
+MVN := flock /tmp/pocketmq-maven.lock mvn
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,7 +43,7 @@ $(CPP_STAMP):
 
 $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 	@command -v node >/dev/null && command -v npm >/dev/null || \
-	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null; }
+	  $(call apt_install,--no-install-recommends nodejs npm)
 	cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error >/dev/null
 	touch $(NODE_STAMP)
 
@@ -56,7 +61,7 @@ GO_DIR := tests/native_clients/go
 GO_CLIENT := $(GO_DIR)/bin/goclient
 
 $(GO_CLIENT): $(GO_DIR)/main.go $(GO_DIR)/go.mod $(GO_DIR)/go.sum
-	@command -v go >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends golang-go >/dev/null; } || \
+	@command -v go >/dev/null || $(call apt_install,--no-install-recommends golang-go) || \
 	  { echo "make go-client: Go is not installed and apt-get could not install golang-go"; exit 1; }
 	@cd $(GO_DIR) && go build -mod=readonly -buildvcs=false -o bin/goclient . >bin.log 2>&1 || \
 	  { echo "make go-client: could not build rocketmq-client-go v2: $$(grep -v '^#' bin.log | tail -1) (see $(GO_DIR)/bin.log)"; exit 1; }
@@ -73,7 +78,7 @@ GO5_DIR := tests/native_clients/go5
 GO5_CLIENT := $(GO5_DIR)/bin/go5client
 
 $(GO5_CLIENT): $(GO5_DIR)/main.go $(GO5_DIR)/go.mod $(GO5_DIR)/go.sum
-	@command -v go >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends golang-go >/dev/null; } || \
+	@command -v go >/dev/null || $(call apt_install,--no-install-recommends golang-go) || \
 	  { echo "make go5-client: Go is not installed and apt-get could not install golang-go"; exit 1; }
 	@cd $(GO5_DIR) && go build -mod=readonly -buildvcs=false -o bin/go5client . >bin.log 2>&1 || \
 	  { echo "make go5-client: could not build the RocketMQ 5 Go SDK driver: $$(grep -v '^#' bin.log | tail -1) (see $(GO5_DIR)/bin.log)"; exit 1; }
@@ -118,9 +123,9 @@ SPRING_SRC := $(shell find $(SPRING_DIR)/src -type f 2>/dev/null)
 
 $(SPRING_JAR): $(SPRING_DIR)/pom.xml $(SPRING_SRC)
 	@command -v mvn >/dev/null && command -v javac >/dev/null || \
-	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends openjdk-17-jdk-headless maven >/dev/null; } || \
+	  $(call apt_install,--no-install-recommends openjdk-17-jdk-headless maven) || \
 	  { echo "make spring-client: a JDK and Maven are not installed and apt-get could not install them"; exit 1; }
-	@cd $(SPRING_DIR) && { mvn -B -q -o -Dstyle.color=never package -DskipTests >build.log 2>&1 || mvn -B -q -Dstyle.color=never package -DskipTests >build.log 2>&1; } || \
+	@cd $(SPRING_DIR) && { $(MVN) -B -q -o -Dstyle.color=never package -DskipTests >build.log 2>&1 || $(MVN) -B -q -Dstyle.color=never package -DskipTests >build.log 2>&1; } || \
 	  { echo "make spring-client: could not build the Spring application: $$(grep -m1 ERROR build.log) (see $(SPRING_DIR)/build.log)"; exit 1; }
 	@rm -f $(SPRING_DIR)/build.log
 	@touch $(SPRING_JAR)
@@ -136,7 +141,7 @@ BROWSER_STAMP := $(VENV)/.installed-browser
 
 $(BROWSER_STAMP): $(STAMP)
 	@command -v chromium >/dev/null || \
-	  { apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; }
+	  $(call apt_install,chromium chromium-driver)
 	touch $(BROWSER_STAMP)
 
 browser: $(BROWSER_STAMP)
@@ -145,7 +150,7 @@ browser: $(BROWSER_STAMP)
 # Debian/Ubuntu machine gets them from apt.
 java:
 	@command -v java >/dev/null && command -v javac >/dev/null && command -v mvn >/dev/null || \
-	  { apt-get update -qq && apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null; }
+	  $(call apt_install,openjdk-17-jdk-headless maven)
 
 # Apache RocketMQ itself, the reference the suite compares pocketmq with (tests/apache/): name server, broker and
 # mqadmin (and 5.x's proxy) from Maven Central, one folder of jars per version, resolved once (Maven keeps them
@@ -156,7 +161,7 @@ APACHE_STAMPS := $(foreach v,$(APACHE_ROCKETMQ_VERSIONS),$(APACHE_DIR)/$(v)/.res
 
 $(APACHE_DIR)/%/.resolved: tests/apache/pom.xml | java
 	rm -rf $(APACHE_DIR)/$*/lib && mkdir -p $(APACHE_DIR)
-	mvn -B -q -f tests/apache/pom.xml -Drocketmq.version=$* $(if $(filter 5.%,$*),-Pproxy) \
+	$(MVN) -B -q -f tests/apache/pom.xml -Drocketmq.version=$* $(if $(filter 5.%,$*),-Pproxy) \
 	  dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/$(APACHE_DIR)/$*/lib >$(APACHE_DIR)/$*.log 2>&1 || \
 	  { echo "make apache-rocketmq: Apache RocketMQ $* could not be fetched from Maven Central (see $(APACHE_DIR)/$*.log)"; exit 1; }
 	touch $@
@@ -173,7 +178,7 @@ JAVA_CLIENT_STAMPS := $(foreach v,$(JAVA_CLIENT_VERSIONS),$(JAVA_CLIENT_DIR)/$(v
 
 $(JAVA_CLIENT_DIR)/%/.built: $(JAVA_CLIENT_SOURCES) | java
 	rm -rf $(JAVA_CLIENT_DIR)/$* && mkdir -p $(JAVA_CLIENT_DIR)
-	mvn -B -q -f tests/java_client/pom.xml -Drocketmq.client.version=$* $(if $(filter 4.%,$*),-Pclient4) \
+	$(MVN) -B -q -f tests/java_client/pom.xml -Drocketmq.client.version=$* $(if $(filter 4.%,$*),-Pclient4) \
 	  -Dharness.out=$(CURDIR)/$(JAVA_CLIENT_DIR)/$* -DskipTests package dependency:copy-dependencies \
 	  >$(JAVA_CLIENT_DIR)/$*.log 2>&1 || \
 	  { echo "make java-clients: rocketmq-client $* could not be fetched from Maven Central or built (see $(JAVA_CLIENT_DIR)/$*.log)"; exit 1; }
@@ -190,7 +195,7 @@ JAVA_SDK_STAMP := $(JAVA_SDK_DIR)/.built
 
 $(JAVA_SDK_STAMP): $(JAVA_SDK_SOURCES) | java
 	rm -rf $(JAVA_SDK_DIR)
-	mvn -B -q -f tests/java_sdk/pom.xml -Dharness.out=$(CURDIR)/$(JAVA_SDK_DIR) -DskipTests package \
+	$(MVN) -B -q -f tests/java_sdk/pom.xml -Dharness.out=$(CURDIR)/$(JAVA_SDK_DIR) -DskipTests package \
 	  dependency:copy-dependencies >$(JAVA_SDK_DIR).log 2>&1 || \
 	  { echo "make java-sdk: rocketmq-client-java could not be fetched from Maven Central or built (see $(JAVA_SDK_DIR).log)"; exit 1; }
 	@rm -f $(JAVA_SDK_DIR).log
@@ -216,7 +221,13 @@ lint: $(STAMP)
 typecheck: $(SPARK_STAMP)
 	$(VENV)/bin/mypy
 
-test: $(SPARK_STAMP) lint typecheck java native-clients browser apache-rocketmq java-clients java-sdk
+# What the suite needs, built in parallel: pip, mypy, npm, Go and Maven overlap instead of taking turns.
+TEST_NEEDS := $(SPARK_STAMP) lint typecheck java native-clients browser apache-rocketmq java-clients java-sdk
+
+test-needs: $(TEST_NEEDS)
+
+test:
+	@$(MAKE) --no-print-directory -j 4 --output-sync=target test-needs
 	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=25
 
 # Order events streamed through Spark into per-minute aggregates, on a cluster of its own (examples/).

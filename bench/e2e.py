@@ -154,6 +154,9 @@ NATIVE_RATIOS = {
     "latency_p50": ("p50_ms", True), "latency_p99": ("p99_ms", True),
 }
 NATIVE_TARGET = 0.80
+# pocketmq / best peer, at least (latency: p99 below 5 ms).
+TARGETS = {"sync_send_ratio": 2.0, "batch_send_ratio": 4.0, "consume_ratio": 3.0, "push_consume_ratio": 3.0,
+           "pop_vs_consume_ratio": 0.5}
 
 
 def native_ratios(runs: dict[str, Any]) -> dict[str, float | None]:
@@ -329,7 +332,8 @@ def contention(k: int) -> Iterator[None]:
             p.wait()
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
+    """The command line, its defaults filled in (they depend on --quick)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="5,000 messages and 3 s of latency (< 60 s)")
     parser.add_argument("--messages", type=int, help="messages per send workload (default 50,000; 5,000 quick)")
@@ -342,25 +346,28 @@ def main() -> int:
     parser.add_argument("--contend", type=int, nargs="?", const=-1, default=0, metavar="K",
                         help="run K CPU-bound processes beside every workload (default K: cores - 1)")
     args = parser.parse_args()
-    rounds = args.rounds or (2 if args.quick else 3)
+    args.rounds = args.rounds or (2 if args.quick else 3)
     if args.contend < 0:
         args.contend = max(1, (os.cpu_count() or 2) - 1)
-    n = args.messages or (5_000 if args.quick else 50_000)
-    latency_s = args.latency_seconds or (3.0 if args.quick else 10.0)
-    # SIGTERM unwinds like Ctrl-C, so the servers' finally blocks run either way.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
-    started = time.monotonic()
+    args.messages = args.messages or (5_000 if args.quick else 50_000)
+    args.latency_seconds = args.latency_seconds or (3.0 if args.quick else 10.0)
+    return args
 
+
+def run_systems(args: argparse.Namespace, notes: dict[str, str]) -> tuple[
+    dict[str, dict[str, Any] | None], dict[str, float | None], dict[str, list[dict[str, Any]]]
+]:
+    """Each system's workloads, one system after the other: (figures by system, pocketmq's native / msgpack
+    ratios, pocketmq's rates of each round). A system skipped or failed is None, with the reason in ``notes``."""
     cpp_missing = "--no-cpp" if args.no_cpp else (
         None if CPP_PYTHON.exists() else f"{CPP_PYTHON} not found (make native-clients installs it)")
     runners = {
-        "pocketmq": lambda tmp, n, latency_s: run_pocketmq(tmp, n, latency_s, rounds, cpp=cpp_missing is None),
+        "pocketmq": lambda tmp, n, latency_s: run_pocketmq(tmp, n, latency_s, args.rounds, cpp=cpp_missing is None),
         "redis": run_redis, "nats": run_nats,
     }
     results: dict[str, dict[str, Any] | None] = dict.fromkeys(SYSTEMS)
     ratios: dict[str, float | None] = dict.fromkeys(NATIVE_RATIOS)
     per_round: dict[str, list[dict[str, Any]]] = {}
-    notes: dict[str, str] = {}
     if cpp_missing:
         notes["rocketmq_cpp"] = cpp_missing
     reasons = {"redis": missing("redis-server", "redis.asyncio"), "nats": missing("nats-server", "nats")}
@@ -371,9 +378,9 @@ def main() -> int:
                 notes[s] = reason
                 print(f"{s}: skipped: {reason}", file=sys.stderr)
                 continue
-            print(f"{s}: running ({n:,} messages per workload) ...", file=sys.stderr, flush=True)
+            print(f"{s}: running ({args.messages:,} messages per workload) ...", file=sys.stderr, flush=True)
             try:
-                got = runners[s](Path(tmp), n, latency_s)
+                got = runners[s](Path(tmp), args.messages, args.latency_seconds)
             except Exception as e:  # one peer failing must not cost the others' figures
                 notes[s] = f"failed: {type(e).__name__}: {e}"
                 print(f"{s}: {notes[s]}", file=sys.stderr)
@@ -387,16 +394,12 @@ def main() -> int:
             ratios = native_ratios(got)
             per_round = {p: [{w: f.get("tps", f.get("msgs_per_s", f.get("p50_ms"))) for w, f in r.items()}
                              for r in got[p]] for p in PROTOCOLS}
+    return results, ratios, per_round
 
-    if args.contend:
-        print(f"contention: {args.contend} CPU-bound process(es) ran beside every workload")
-    print(f"pocketmq e2e: {n:,} messages of {BODY_BYTES} B per workload, batch {BATCH}, loopback, uvloop; pocketmq "
-          f"rows: medians of {rounds} rounds (pocketmq_native: ClientConfig(protocol='rocketmq'); rocketmq_cpp: "
-          "RocketMQ's C++ client 0.4.4); "
-          f"redis: {REDIS_PERSISTENCE}, redis-py parser {redis_parser()}; nats: JetStream file store")
-    print_table(results)
-    figures = {f"{s}_{w}_{k}": (results[s] or {}).get(w, {}).get(k)
-               for s in SYSTEMS for w, keys in FIGURES.items() for k in keys}
+
+def summarize(results: dict[str, dict[str, Any] | None], figures: dict[str, Any]
+              ) -> tuple[dict[str, Any], dict[str, bool | None]]:
+    """pocketmq against the best peer on each workload, and whether each target is met (None: not measured)."""
     summary = {
         "sync_send_ratio": ratio(results, "sync_send", "tps"),
         "batch_send_ratio": ratio(results, "batch_send", "tps"),
@@ -406,13 +409,32 @@ def main() -> int:
         "latency_p99_ms": figures.get("pocketmq_latency_p99_ms"),
         "pop_vs_consume_ratio": pop_ratio(results),
     }
-    targets = {"sync_send_ratio": 2.0, "batch_send_ratio": 4.0, "consume_ratio": 3.0, "push_consume_ratio": 3.0,
-               "pop_vs_consume_ratio": 0.5}
-    met = {f"{k}_target_met": None if summary[k] is None else summary[k] >= t for k, t in targets.items()}
+    met = {f"{k}_target_met": None if summary[k] is None else summary[k] >= t for k, t in TARGETS.items()}
     p99 = summary["latency_p99_ms"]
     met["latency_p99_target_met"] = None if p99 is None else p99 < 5.0
-    print("\npocketmq / best peer: " + ", ".join(f"{k} {fmt(v, '')} (target {targets.get(k, '< 5 ms')})"
+    print("\npocketmq / best peer: " + ", ".join(f"{k} {fmt(v, '')} (target {TARGETS.get(k, '< 5 ms')})"
                                                  for k, v in summary.items()))
+    return summary, met
+
+
+def main() -> int:
+    args = parse_args()
+    n, latency_s, rounds = args.messages, args.latency_seconds, args.rounds
+    # SIGTERM unwinds like Ctrl-C, so the servers' finally blocks run either way.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    started = time.monotonic()
+    notes: dict[str, str] = {}
+    results, ratios, per_round = run_systems(args, notes)
+    if args.contend:
+        print(f"contention: {args.contend} CPU-bound process(es) ran beside every workload")
+    print(f"pocketmq e2e: {n:,} messages of {BODY_BYTES} B per workload, batch {BATCH}, loopback, uvloop; pocketmq "
+          f"rows: medians of {rounds} rounds (pocketmq_native: ClientConfig(protocol='rocketmq'); rocketmq_cpp: "
+          "RocketMQ's C++ client 0.4.4); "
+          f"redis: {REDIS_PERSISTENCE}, redis-py parser {redis_parser()}; nats: JetStream file store")
+    print_table(results)
+    figures = {f"{s}_{w}_{k}": (results[s] or {}).get(w, {}).get(k)
+               for s in SYSTEMS for w, keys in FIGURES.items() for k in keys}
+    summary, met = summarize(results, figures)
     native_met = None if any(v is None for v in ratios.values()) else all(
         v >= NATIVE_TARGET for v in ratios.values() if v is not None)
     print(f"native / msgpack (median of the rounds' paired ratios; target >= {NATIVE_TARGET:.2f} on every "

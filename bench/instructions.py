@@ -24,6 +24,7 @@ last exit crashed: the commit log scanned with CRC checks, consume queues recove
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import re
@@ -31,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -80,61 +82,90 @@ def run_one(path: str, n: int, skip: bool) -> None:
     # A collection runs after so many allocations, wherever that falls: with it on, a change that allocates a
     # few objects more or less at import moves a whole collection in or out of the measured step.
     gc.disable()
+    if path not in _RUNS:
+        raise SystemExit(f"unknown path {path}")
     root = tempfile.mkdtemp(prefix="pmq-instr-")
     try:
         store = DefaultMessageStore(_config(root))
         store.load()
-        log = store.commit_log
-        if path == "put":
-            msgs = _messages(n)
-            if not skip:
-                for m in msgs:
-                    log.put_message(m)
-        elif path == "batch":
-            batches = _batches(n)
-            if not skip:
-                for b in batches:
-                    log.put_messages(b)
-        elif path in ("dispatch", "dispatch_rr", "dispatch_rr_listener", "dispatch_runs"):
-            if path == "dispatch":
-                for m in _messages(n):
-                    log.put_message(m)
-            elif path.startswith("dispatch_rr"):
-                if path == "dispatch_rr_listener":
-                    store.message_arriving_listener = _nothing
-                for i in range(n):
-                    log.put_message(MessageExtBrokerInner(
-                        topic="RoundRobin", body=b"z" * 100, properties={"TAGS": "TagA"},
-                                            queue_id=i % 4, born_timestamp=1_700_000_000_000, born_host=BORN))
-            else:
-                for b in _batches(n):
-                    log.put_messages(b)
-            if not skip:
-                store.reput_service.do_reput()
-                assert store.reput_service.reput_from_offset == log.get_max_offset()
-        elif path == "recovery":
-            for m in _messages(n):
-                log.put_message(m)
-            store.reput_service.do_reput()
-            store.shutdown()  # (not started: the abort file stays, as after a crash)
-            Path(root, "abort").touch()
-            store = DefaultMessageStore(_config(root))
-            if not skip:
-                store.load()
-                assert store.commit_log.get_max_offset() > 0
-        elif path == "decode":
-            for m in _messages(n):
-                log.put_message(m)
-            mf = log.mapped_file_queue.files[0]
-            data = bytes(mf.mm[:mf.wrote_position])
-            if not skip:
-                assert len(decode_all(data)) == n
-        else:
-            raise SystemExit(f"unknown path {path}")
+        store = _RUNS[path](store, root, n, skip)
         if store._loaded:
             store.shutdown()
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+# Each path: its set-up, then (unless skip) its measured step; the store it leaves, to shut down.
+def _run_put(store: DefaultMessageStore, root: str, n: int, skip: bool) -> DefaultMessageStore:
+    msgs = _messages(n)
+    if not skip:
+        for m in msgs:
+            store.commit_log.put_message(m)
+    return store
+
+
+def _run_batch(store: DefaultMessageStore, root: str, n: int, skip: bool) -> DefaultMessageStore:
+    batches = _batches(n)
+    if not skip:
+        for b in batches:
+            store.commit_log.put_messages(b)
+    return store
+
+
+def _run_dispatch(store: DefaultMessageStore, root: str, n: int, skip: bool, kind: str) -> DefaultMessageStore:
+    log = store.commit_log
+    if kind == "dispatch":
+        for m in _messages(n):
+            log.put_message(m)
+    elif kind.startswith("dispatch_rr"):
+        if kind == "dispatch_rr_listener":
+            store.message_arriving_listener = _nothing
+        for i in range(n):
+            log.put_message(MessageExtBrokerInner(
+                topic="RoundRobin", body=b"z" * 100, properties={"TAGS": "TagA"}, queue_id=i % 4,
+                born_timestamp=1_700_000_000_000, born_host=BORN))
+    else:
+        for b in _batches(n):
+            log.put_messages(b)
+    if not skip:
+        store.reput_service.do_reput()
+        assert store.reput_service.reput_from_offset == log.get_max_offset()
+    return store
+
+
+def _run_recovery(store: DefaultMessageStore, root: str, n: int, skip: bool) -> DefaultMessageStore:
+    for m in _messages(n):
+        store.commit_log.put_message(m)
+    store.reput_service.do_reput()
+    store.shutdown()  # (not started: the abort file stays, as after a crash)
+    Path(root, "abort").touch()
+    store = DefaultMessageStore(_config(root))
+    if not skip:
+        store.load()
+        assert store.commit_log.get_max_offset() > 0
+    return store
+
+
+def _run_decode(store: DefaultMessageStore, root: str, n: int, skip: bool) -> DefaultMessageStore:
+    log = store.commit_log
+    for m in _messages(n):
+        log.put_message(m)
+    mf = log.mapped_file_queue.files[0]
+    data = bytes(mf.mm[:mf.wrote_position])
+    if not skip:
+        assert len(decode_all(data)) == n
+    return store
+
+
+_RUNS: dict[str, Callable[[DefaultMessageStore, str, int, bool], DefaultMessageStore]] = {
+    "put": _run_put,
+    "batch": _run_batch,
+    **{kind: functools.partial(_run_dispatch, kind=kind)
+       for kind in ("dispatch", "dispatch_rr", "dispatch_rr_listener", "dispatch_runs")},
+    "recovery": _run_recovery,
+    "decode": _run_decode,
+}
+assert tuple(_RUNS) == PATHS
 
 
 def _count(path: str, n: int, skip: bool) -> int:

@@ -315,7 +315,7 @@ def run_consumers(namesrv: str, tmp: Path, topic: str, consumers: int, processes
             out.writelines(json.dumps(e) + "\n" for e in lines)
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--topics", type=int, default=10_000)
     parser.add_argument("--consumers", type=int, default=50)
@@ -324,14 +324,16 @@ def main() -> int:
     parser.add_argument("--serve-namesrv", nargs=2, metavar=("PORT", "PROBE_FILE"), help=argparse.SUPPRESS)
     parser.add_argument("--serve-consumers", nargs=5, metavar=("NS", "TOPIC", "GROUP", "FIRST", "COUNT"),
                         help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = parse_args()
     if args.serve_namesrv:
         return serve_namesrv(int(args.serve_namesrv[0]), args.serve_namesrv[1])
     if args.serve_consumers:
         ns, topic, group, first, count = args.serve_consumers
         return serve_consumers(ns, topic, group, int(first), int(count))
-
-    from pocketmq.runtime import run
 
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     figures: dict[str, Any] = {"topics": args.topics, "queues": QUEUES, "consumers": args.consumers,
@@ -354,21 +356,8 @@ def main() -> int:
             broker.wait_for("listening on")
             sampler.proc = broker
             topics = [f"scale-{i:05d}" for i in range(args.topics)]
-            print(f"create: {args.topics:,} topics by sending ...", file=sys.stderr, flush=True)
             window_begin = time.time()
-            cpu = {"broker": broker.cpu_s(), "broker_user": broker.cpu_s(system=False), "namesrv": ns.cpu_s(),
-                   "client": time.process_time()}
-            seconds = run(create_topics(namesrv, topics))
-            used = {"namesrv": ns.cpu_s(), "client": time.process_time()}
-            # The broker's CPU once it has also dispatched what it acknowledged (new queues' files included).
-            figures["dispatch_lag_s"] = round(run(wait_dispatched(f"127.0.0.1:{broker_port}")), 2)
-            used["broker"], used["broker_user"] = broker.cpu_s(), broker.cpu_s(system=False)
-            # CPU per topic created, by process: what a busy machine does not distort much.
-            for who, now in used.items():
-                figures[f"create_cpu_ms_per_topic_{who}"] = round((now - cpu[who]) * 1000 / args.topics, 3)
-            figures["topics_per_s"] = round(args.topics / seconds)
-            figures["create_s"] = round(seconds, 2)
-            figures["broker_rss_after_create_mb"] = round(broker.rss_mb(), 1)
+            measure_create(figures, ns, broker, namesrv, f"127.0.0.1:{broker_port}", topics)
 
             print("restart ...", file=sys.stderr, flush=True)
             broker.stop()
@@ -378,9 +367,7 @@ def main() -> int:
             broker.wait_for("listening on", timeout=300)
             figures["restart_s"] = round(time.perf_counter() - begin, 2)
             time.sleep(0.5)  # the probe's last window covers the registration after the restart
-            figures["namesrv_max_loop_block_ms"] = max(
-                (float(ms) for t, ms in (line.split() for line in probe.read_text().splitlines())
-                 if float(t) >= window_begin), default=None)
+            figures["namesrv_max_loop_block_ms"] = max_loop_block_ms(probe, window_begin)
 
             print(f"join: {args.consumers} push consumers in {args.processes} processes ...", file=sys.stderr,
                   flush=True)
@@ -392,7 +379,38 @@ def main() -> int:
             if broker is not None:
                 broker.stop()
             ns.stop()
+    report(args, figures)
+    return 0
 
+
+def measure_create(figures: dict[str, Any], ns: Proc, broker: Proc, namesrv: str, broker_addr: str,
+                   topics: list[str]) -> None:
+    """Topics created by sending to them: their rate, and the CPU each process spent a topic."""
+    from pocketmq.runtime import run
+
+    print(f"create: {len(topics):,} topics by sending ...", file=sys.stderr, flush=True)
+    cpu = {"broker": broker.cpu_s(), "broker_user": broker.cpu_s(system=False), "namesrv": ns.cpu_s(),
+           "client": time.process_time()}
+    seconds = run(create_topics(namesrv, topics))
+    used = {"namesrv": ns.cpu_s(), "client": time.process_time()}
+    # The broker's CPU once it has also dispatched what it acknowledged (new queues' files included).
+    figures["dispatch_lag_s"] = round(run(wait_dispatched(broker_addr)), 2)
+    used["broker"], used["broker_user"] = broker.cpu_s(), broker.cpu_s(system=False)
+    # CPU per topic created, by process: what a busy machine does not distort much.
+    for who, now in used.items():
+        figures[f"create_cpu_ms_per_topic_{who}"] = round((now - cpu[who]) * 1000 / len(topics), 3)
+    figures["topics_per_s"] = round(len(topics) / seconds)
+    figures["create_s"] = round(seconds, 2)
+    figures["broker_rss_after_create_mb"] = round(broker.rss_mb(), 1)
+
+
+def max_loop_block_ms(probe: Path, since: float) -> float | None:
+    """The longest the name server's event loop was blocked in a probe window since ``since`` (epoch seconds)."""
+    return max((float(ms) for t, ms in (line.split() for line in probe.read_text().splitlines())
+                if float(t) >= since), default=None)
+
+
+def report(args: argparse.Namespace, figures: dict[str, Any]) -> None:
     print(f"\npocketmq scale: {args.topics:,} topics of {QUEUES} queues, {args.consumers} push consumers in "
           f"{args.processes} processes")
     met: dict[str, bool | None] = {}
@@ -402,7 +420,6 @@ def main() -> int:
         print(f"  {key:<28}{'-' if v is None else v:>12}   target {op} {target:g}"
               f"   {'met' if met[f'{key}_target_met'] else 'NOT met'}")
     print(json.dumps({**figures, **met}))
-    return 0
 
 
 if __name__ == "__main__":

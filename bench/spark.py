@@ -113,6 +113,40 @@ class Timer:
         return result, wall
 
 
+def source(spark, ns: str, topic: str):
+    return spark.read.format("rocketmq").option("endpoints", ns).option("subscribe", topic).load()
+
+
+def measure_reads(spark, ns: str, n: int, repeat: int, timed: Timer) -> dict[str, list[float]]:
+    """Rows a second of each way of reading the topic, every round."""
+    # The reads take turns, so a burst of load from elsewhere does not fall on one of them only.
+    rates: dict[str, list[float]] = {"pull_loop": [], "spark_count": [], "spark_group_by": []}
+    for _ in range(repeat):
+        count, seconds = timed(lambda: pull_loop(ns, TOPIC))
+        assert count == n, (count, n)
+        rates["pull_loop"].append(n / seconds)
+        count, seconds = timed(lambda: source(spark, ns, TOPIC).count())
+        assert count == n, (count, n)
+        rates["spark_count"].append(n / seconds)
+        groups, seconds = timed(lambda: source(spark, ns, TOPIC).groupBy("queueId").count().collect())
+        assert sum(r["count"] for r in groups) == n
+        rates["spark_group_by"].append(n / seconds)
+    return rates
+
+
+def report(figures: dict[str, float | int | None], n: int, repeat: int) -> None:
+    print(f"\nSpark data source, {n:,} messages of {len(BODY)} B, local[2] on {os.cpu_count()} cores, "
+          f"best of {repeat}")
+    print(f"  {'produce (SyncProducer, batches of 256)':42} {figures['produce_msgs_per_s']:>10,} msgs/s")
+    print(f"  {'pull loop (one process, 32 a pull)':42} {figures['pull_loop_rows_per_s']:>10,} rows/s")
+    print(f"  {'spark read .count()':42} {figures['spark_count_rows_per_s']:>10,} rows/s")
+    print(f"  {'spark read .groupBy(queueId).count()':42} {figures['spark_group_by_rows_per_s']:>10,} rows/s")
+    print(f"  {'spark write (2 tasks)':42} {figures['spark_write_rows_per_s']:>10,} rows/s")
+    print(f"  spark count / pull loop: {figures['spark_count_vs_pull_loop']} (target >= 1); session start "
+          f"{figures['spark_session_start_s']} s, first action {figures['spark_first_action_s']} s")
+    print(f"  others' CPU share, worst section: {figures['others_cpu_share']:.0%} (above ~15 % the figures are noisy)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="100,000 messages")
@@ -143,25 +177,9 @@ def main() -> int:
             spark, seconds = timed(lambda: local_session("bench-spark"))
             figures["spark_session_start_s"] = round(seconds, 1)
 
-            def source(topic: str):
-                return spark.read.format("rocketmq").option("endpoints", ns).option("subscribe", topic).load()
-
-            _, seconds = timed(lambda: source(WARMUP).count())
+            _, seconds = timed(lambda: source(spark, ns, WARMUP).count())
             figures["spark_first_action_s"] = round(seconds, 1)
-
-            # The reads take turns, so a burst of load from elsewhere does not fall on one of them only.
-            rates: dict[str, list[float]] = {"pull_loop": [], "spark_count": [], "spark_group_by": []}
-            for _ in range(args.repeat):
-                count, seconds = timed(lambda: pull_loop(ns, TOPIC))
-                assert count == n, (count, n)
-                rates["pull_loop"].append(n / seconds)
-                count, seconds = timed(lambda: source(TOPIC).count())
-                assert count == n, (count, n)
-                rates["spark_count"].append(n / seconds)
-                groups, seconds = timed(lambda: source(TOPIC).groupBy("queueId").count().collect())
-                assert sum(r["count"] for r in groups) == n
-                rates["spark_group_by"].append(n / seconds)
-            for name, values in rates.items():
+            for name, values in measure_reads(spark, ns, n, args.repeat, timed).items():
                 figures[f"{name}_rows_per_s"] = round(max(values))
 
             rows = spark.range(n, numPartitions=2).select(F.lit(BODY).alias("body"))
@@ -173,16 +191,7 @@ def main() -> int:
 
     figures["spark_count_vs_pull_loop"] = round(figures["spark_count_rows_per_s"] / figures["pull_loop_rows_per_s"], 2)
     figures["others_cpu_share"] = round(max(timed.others), 3)
-    print(f"\nSpark data source, {n:,} messages of {len(BODY)} B, local[2] on {os.cpu_count()} cores, "
-          f"best of {args.repeat}")
-    print(f"  {'produce (SyncProducer, batches of 256)':42} {figures['produce_msgs_per_s']:>10,} msgs/s")
-    print(f"  {'pull loop (one process, 32 a pull)':42} {figures['pull_loop_rows_per_s']:>10,} rows/s")
-    print(f"  {'spark read .count()':42} {figures['spark_count_rows_per_s']:>10,} rows/s")
-    print(f"  {'spark read .groupBy(queueId).count()':42} {figures['spark_group_by_rows_per_s']:>10,} rows/s")
-    print(f"  {'spark write (2 tasks)':42} {figures['spark_write_rows_per_s']:>10,} rows/s")
-    print(f"  spark count / pull loop: {figures['spark_count_vs_pull_loop']} (target >= 1); session start "
-          f"{figures['spark_session_start_s']} s, first action {figures['spark_first_action_s']} s")
-    print(f"  others' CPU share, worst section: {figures['others_cpu_share']:.0%} (above ~15 % the figures are noisy)")
+    report(figures, n, args.repeat)
     print(json.dumps(figures))
     return 0
 

@@ -113,21 +113,31 @@ def bench_size(root: str, size: int, n: int, repeat: int, figures: dict, rows: l
         for mode, cell in cells.items():
             add_row(figures, rows, mode, variant, size, cell, baselines[shape])
         if variant == "tags":
-            mps, bps, faults = max(get_rate(store, repeat * 2 * n) for _ in range(repeat))
-            get_row = [size, mps, bps / 1e6, faults]
-            figures[f"get_{size}_msgs_per_s"] = round(mps)
-            figures[f"get_{size}_mb_per_s"] = round(bps / 1e6, 1)
-            figures[f"get_{size}_major_faults"] = faults
+            get_row = bench_get(store, size, repeat * 2 * n, repeat, figures)
         if variant == "keys":
-            p50, p99, hit, faults = query_latency(store, keys, 300 if n < 50_000 else 2000)
-            index_row = [size, len(keys), p50, p99, hit, faults]
-            figures[f"index_query_{size}_p50_us"] = round(p50, 1)
-            figures[f"index_query_{size}_p99_us"] = round(p99, 1)
-            figures[f"index_query_{size}_major_faults"] = faults
+            index_row = bench_index_query(store, size, keys, 300 if n < 50_000 else 2000, figures)
         store.shutdown()
         shutil.rmtree(store_dir)
     shutil.rmtree(baseline_dir)
     return get_row, index_row
+
+
+def bench_get(store: DefaultMessageStore, size: int, total: int, repeat: int, figures: dict) -> list:
+    """Reading back every message put (the best of ``repeat`` rounds); the get table's row."""
+    mps, bps, faults = max(get_rate(store, total) for _ in range(repeat))
+    figures[f"get_{size}_msgs_per_s"] = round(mps)
+    figures[f"get_{size}_mb_per_s"] = round(bps / 1e6, 1)
+    figures[f"get_{size}_major_faults"] = faults
+    return [size, mps, bps / 1e6, faults]
+
+
+def bench_index_query(store: DefaultMessageStore, size: int, keys: list[str], queries: int, figures: dict) -> list:
+    """Latency of looking messages up by key in the index; the index table's row."""
+    p50, p99, hit, faults = query_latency(store, keys, queries)
+    figures[f"index_query_{size}_p50_us"] = round(p50, 1)
+    figures[f"index_query_{size}_p99_us"] = round(p99, 1)
+    figures[f"index_query_{size}_major_faults"] = faults
+    return [size, len(keys), p50, p99, hit, faults]
 
 
 def add_row(figures: dict, rows: list[list], mode: str, variant: str, size: int, cell: Cell, base: Cell) -> None:
@@ -297,7 +307,34 @@ def first_touch_us(root: str, size: int = 32 << 20) -> float:
     return elapsed / (size // 4096) * 1e6
 
 
-def main(argv: list[str] | None = None) -> None:
+@dataclass
+class Plan:
+    """What a run measures, from the command line (smaller with --quick)."""
+
+    sizes: list[int]
+    n100: int  # messages per put run at 100 B
+    byte_cap: int  # bytes per put run
+    flat_file: int
+    recovery_size: int
+    repeat: int
+    quick: bool
+    dir: str | None  # the temp store dir's parent
+    recovery_body: int = 1024
+
+
+@dataclass
+class Measured:
+    touch: float
+    put_rows: list[list]
+    get_rows: list[list]
+    index_rows: list[list]
+    rates: list[float]  # append flatness: each file's best pass,
+    worst: list[float]  # its worst pass,
+    flat_lags: list[int]  # and the most dispatch lag at its end
+    rec: dict
+
+
+def parse_args(argv: list[str] | None) -> Plan:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small run, under 30 s")
     ap.add_argument("--sizes", default="100,1024,4096", help="body sizes in bytes (default 100,1024,4096)")
@@ -305,14 +342,75 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeat", type=int, default=3, help="runs per put figure; the best is reported")
     ap.add_argument("--dir", help="parent of the temp store dir (default: the system temp dir)")
     args = ap.parse_args(argv)
-    sizes = [int(s) for s in args.sizes.split(",")]
-    n100 = args.count or (24_000 if args.quick else 200_000)
-    byte_cap = (8 if args.quick else 96) << 20  # bytes per put run
-    flat_file = (8 if args.quick else 64) << 20
-    recovery_size = (64 << 20) if args.quick else (1 << 30)
-    recovery_body = 1024
+    plan = Plan(
+        sizes=[int(s) for s in args.sizes.split(",")],
+        n100=args.count or (24_000 if args.quick else 200_000),
+        byte_cap=(8 if args.quick else 96) << 20,
+        flat_file=(8 if args.quick else 64) << 20,
+        recovery_size=(64 << 20) if args.quick else (1 << 30),
+        repeat=args.repeat,
+        quick=args.quick,
+        dir=args.dir,
+    )
+    return plan
 
-    parent = args.dir or tempfile.gettempdir()
+
+def measure(root: str, plan: Plan, figures: dict) -> Measured:
+    touch = first_touch_us(root)
+    put_rows: list[list] = []
+    get_rows, index_rows = [], []
+    for size in plan.sizes:
+        n = max(BATCH * 8, min(plan.n100, plan.byte_cap // (size + 120)) // BATCH * BATCH)
+        get_row, index_row = bench_size(root, size, n, plan.repeat, figures, put_rows)
+        get_rows.append(["get", "tags", *get_row])
+        index_rows.append(["query", "keys", *index_row])
+    # Per file, the best of --repeat passes, as for the put figures: one pass's slow file is the VM's
+    # noise more often than not (bench/README.md); a slowdown that comes with the file count shows in all.
+    passes = [bench_flatness(root, plan.flat_file, 10) for _ in range(plan.repeat)]
+    rates = [max(p[0][i] for p in passes) for i in range(10)]
+    worst = [min(p[0][i] for p in passes) for i in range(10)]
+    flat_lags = [max(p[1][i] for p in passes) for i in range(10)]
+    rec = bench_recovery(root, plan.recovery_size, plan.recovery_body)
+    return Measured(touch, put_rows, get_rows, index_rows, rates, worst, flat_lags, rec)
+
+
+def print_tables(plan: Plan, m: Measured) -> tuple[float, float]:
+    """Every table; the append flatness's spreads (of the best passes, of the worst)."""
+    print(f"first write to a fresh mapped page: {m.touch:.1f} µs/page")
+    table(f"Put: best of {plan.repeat} runs; MB/s of commit-log records; ratio = msgs/s / baseline's (same size,"
+          " same records); dispatch lag sampled during the puts, drain = wait_dispatched() after",
+          ["mode", "props", "body B", "msgs/s", "MB/s", "ratio", "lag max KiB", "lag end KiB", "lag grows",
+           "drain ms"], m.put_rows)
+    table(f"Get: get_message(32) over the 4 queues just written, best of {plan.repeat}; major faults = pages"
+          " read back from disk (the kernel had evicted them)",
+          ["", "", "body B", "msgs/s", "MB/s", "major faults"], m.get_rows)
+    table("Index query: query_message(key) for random existing KEYS",
+          ["", "", "body B", "keys", "p50 µs", "p99 µs", "hit rate", "major faults"], m.index_rows)
+    table(f"Append flatness: batch-32 put, 100 B TAGS, {human(plan.flat_file)} commit-log files; msgs/s of each"
+          f" file, best and worst of {plan.repeat} passes; dispatch lag at each file's end (the most of any pass)",
+          ["file", "", "msgs/s", "worst", "lag KiB"],
+          [[i + 1, "", r, w, lag / 1024] for i, (r, w, lag) in enumerate(zip(m.rates, m.worst, m.flat_lags,
+                                                                            strict=True))])
+    spread = (max(m.rates) - min(m.rates)) / statistics.mean(m.rates)
+    worst_spread = (max(m.worst) - min(m.worst)) / statistics.mean(m.worst)
+    print(f"  file 10 / file 1 = {m.rates[-1] / m.rates[0]:.3f}; spread (max - min) / mean = {spread:.3f}"
+          f" (of the worst passes: {worst_spread:.3f})")
+    rec = m.rec
+    scaled = "" if plan.recovery_size == 1 << 30 else " (scaled down from 1 GiB for --quick)"
+    table(f"Recovery of a {human(plan.recovery_size)} commit log{scaled}, {plan.recovery_body} B bodies, TAGS only: a"
+          f" child process filled it ({rec['written']:,} msgs, {rec['log_bytes']:,} B in {rec['fill_s']:.1f} s,"
+          f" dispatch lag then {rec['lag_at_kill']:,} B) and was SIGKILLed, leaving the abort file; checkpoint"
+          f" {'never flushed (stale)' if rec['checkpoint_stale'] else 'as last flushed'}; the log is still in the page"
+          " cache, as after a process crash (not a machine crash). total = load + start (start returns once"
+          " dispatch has caught up); normal = clean shutdown, then restart.",
+          ["restart", "", "total s", "load s", "start s", "msgs in queues", "log bytes"],
+          [[kind, "", *rec[kind]] for kind in ("abnormal", "normal")])
+    return spread, worst_spread
+
+
+def main(argv: list[str] | None = None) -> None:
+    plan = parse_args(argv)
+    parent = plan.dir or tempfile.gettempdir()
     free = shutil.disk_usage(parent).free
     if free < MIN_FREE:
         print(f"skipped: {free / 2**30:.1f} GiB free under {parent}, the benchmark needs 3 GiB")
@@ -320,57 +418,14 @@ def main(argv: list[str] | None = None) -> None:
         return
     root = tempfile.mkdtemp(prefix="pocketmq-bench-", dir=parent)
     figures: dict = {}
-    put_rows: list[list] = []
-    get_rows, index_rows = [], []
     t_start, busy_start, own_start = perf(), busy_cpu_s(), own_cpu_s()
-    print(f"pocketmq storage bench: {'quick' if args.quick else 'full'} run, Python {sys.version.split()[0]},"
+    print(f"pocketmq storage bench: {'quick' if plan.quick else 'full'} run, Python {sys.version.split()[0]},"
           f" {os.cpu_count()} CPUs, store under {root}")
     try:
-        touch = first_touch_us(root)
-        for size in sizes:
-            n = max(BATCH * 8, min(n100, byte_cap // (size + 120)) // BATCH * BATCH)
-            get_row, index_row = bench_size(root, size, n, args.repeat, figures, put_rows)
-            get_rows.append(["get", "tags", *get_row])
-            index_rows.append(["query", "keys", *index_row])
-        # Per file, the best of --repeat passes, as for the put figures: one pass's slow file is the VM's
-        # noise more often than not (bench/README.md); a slowdown that comes with the file count shows in all.
-        passes = [bench_flatness(root, flat_file, 10) for _ in range(args.repeat)]
-        rates = [max(p[0][i] for p in passes) for i in range(10)]
-        worst = [min(p[0][i] for p in passes) for i in range(10)]
-        flat_lags = [max(p[1][i] for p in passes) for i in range(10)]
-        rec = bench_recovery(root, recovery_size, recovery_body)
+        m = measure(root, plan, figures)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-
-    print(f"first write to a fresh mapped page: {touch:.1f} µs/page")
-    table(f"Put: best of {args.repeat} runs; MB/s of commit-log records; ratio = msgs/s / baseline's (same size,"
-          " same records); dispatch lag sampled during the puts, drain = wait_dispatched() after",
-          ["mode", "props", "body B", "msgs/s", "MB/s", "ratio", "lag max KiB", "lag end KiB", "lag grows",
-           "drain ms"], put_rows)
-    table(f"Get: get_message(32) over the 4 queues just written, best of {args.repeat}; major faults = pages"
-          " read back from disk (the kernel had evicted them)",
-          ["", "", "body B", "msgs/s", "MB/s", "major faults"], get_rows)
-    table("Index query: query_message(key) for random existing KEYS",
-          ["", "", "body B", "keys", "p50 µs", "p99 µs", "hit rate", "major faults"], index_rows)
-    table(f"Append flatness: batch-32 put, 100 B TAGS, {human(flat_file)} commit-log files; msgs/s of each file,"
-          f" best and worst of {args.repeat} passes; dispatch lag at each file's end (the most of any pass)",
-          ["file", "", "msgs/s", "worst", "lag KiB"],
-          [[i + 1, "", r, w, lag / 1024] for i, (r, w, lag) in enumerate(zip(rates, worst, flat_lags, strict=True))])
-    spread = (max(rates) - min(rates)) / statistics.mean(rates)
-    worst_spread = (max(worst) - min(worst)) / statistics.mean(worst)
-    print(f"  file 10 / file 1 = {rates[-1] / rates[0]:.3f}; spread (max - min) / mean = {spread:.3f}"
-          f" (of the worst passes: {worst_spread:.3f})")
-
-    label = human(recovery_size).replace(" ", "").lower()
-    scaled = "" if recovery_size == 1 << 30 else " (scaled down from 1 GiB for --quick)"
-    table(f"Recovery of a {human(recovery_size)} commit log{scaled}, {recovery_body} B bodies, TAGS only: a child"
-          f" process filled it ({rec['written']:,} msgs, {rec['log_bytes']:,} B in {rec['fill_s']:.1f} s, dispatch"
-          f" lag then {rec['lag_at_kill']:,} B) and was SIGKILLed, leaving the abort file; checkpoint"
-          f" {'never flushed (stale)' if rec['checkpoint_stale'] else 'as last flushed'}; the log is still in the page"
-          " cache, as after a process crash (not a machine crash). total = load + start (start returns once"
-          " dispatch has caught up); normal = clean shutdown, then restart.",
-          ["restart", "", "total s", "load s", "start s", "msgs in queues", "log bytes"],
-          [[kind, "", *rec[kind]] for kind in ("abnormal", "normal")])
+    spread, worst_spread = print_tables(plan, m)
 
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     wall = perf() - t_start
@@ -381,8 +436,9 @@ def main(argv: list[str] | None = None) -> None:
           f" {wall:.1f} s, CPU {own:.1f} s; other processes kept {others:.0%} of the CPUs busy"
           f"{' (they competed with the bench: its figures are low and noisy)' if others > 0.15 else ''}")
 
-    main_size = 100 if 100 in sizes else sizes[0]
+    main_size = 100 if 100 in plan.sizes else plan.sizes[0]
     stem = f"tags_{main_size}"
+    label = human(plan.recovery_size).replace(" ", "").lower()
     figures.update({
         "body_size_main": main_size,
         "baseline_msgs_per_s": figures[f"baseline_{stem}_msgs_per_s"],
@@ -393,19 +449,19 @@ def main(argv: list[str] | None = None) -> None:
         "get_msgs_per_s": figures[f"get_{main_size}_msgs_per_s"],
         "index_query_p50_us": figures[f"index_query_{main_size}_p50_us"],
         "index_query_p99_us": figures[f"index_query_{main_size}_p99_us"],
-        "append_file_size": flat_file,
-        "append_rate_file1": round(rates[0]),
-        "append_rate_file10": round(rates[-1]),
+        "append_file_size": plan.flat_file,
+        "append_rate_file1": round(m.rates[0]),
+        "append_rate_file10": round(m.rates[-1]),
         "append_flat_spread": round(spread, 3),
         "append_flat_spread_worst": round(worst_spread, 3),
-        f"recovery_{label}_abnormal_s": round(rec["abnormal"][0], 3),
-        f"restart_{label}_normal_s": round(rec["normal"][0], 3),
-        "recovery_body_size": recovery_body,
-        "first_touch_us_per_page": round(touch, 2),
-        "repeat": args.repeat,
+        f"recovery_{label}_abnormal_s": round(m.rec["abnormal"][0], 3),
+        f"restart_{label}_normal_s": round(m.rec["normal"][0], 3),
+        "recovery_body_size": plan.recovery_body,
+        "first_touch_us_per_page": round(m.touch, 2),
+        "repeat": plan.repeat,
         "rss_mb": round(rss_mb),
         "others_cpu_share": round(others, 3),
-        "quick": args.quick,
+        "quick": plan.quick,
     })
     print(json.dumps(figures))
 

@@ -137,25 +137,13 @@ DEV_STORE_DEFAULTS: dict[str, Any] = {
 
 async def _dev(args) -> int:
     from pocketmq.broker.broker_controller import BrokerController
-    from pocketmq.broker.config import BrokerConfig
     from pocketmq.namesrv.config import NamesrvConfig
     from pocketmq.namesrv.namesrv_controller import NamesrvController
 
     stop = _stop_on_signal()
-    overrides = dict(
-        broker_ip1=args.host, listen_port=args.broker_port, namesrv_addr=None,  # (set once it listens)
-        store_path_root_dir=os.path.join(os.path.abspath(args.store), "store"),
-    )
-    config = (BrokerConfig.from_properties(args.config, defaults=DEV_STORE_DEFAULTS, **overrides) if args.config
-              else BrokerConfig(**DEV_STORE_DEFAULTS, **overrides))
-    # With aclEnable the in-process name server checks the same ACL file, so the broker needs an admin account
-    # (accessKey/secretKey) to register: say so now rather than run a broker no client can find.
-    acl_file = config.resolved_acl_file if config.acl_enable else None
-    if acl_file is not None and config.access_key is None:
-        raise ValueError("aclEnable=true in `pocketmq dev` needs accessKey/secretKey (an admin account of "
-                         f"{acl_file}) in the broker config, to register with the name server")
+    config = _dev_broker_config(args)
     namesrv = NamesrvController(NamesrvConfig(listen_host=args.host, listen_port=args.namesrv_port,
-                                              acl_file=acl_file))
+                                              acl_file=config.resolved_acl_file if config.acl_enable else None))
     await namesrv.start()
     config.namesrv_addr = namesrv.address
     try:
@@ -166,18 +154,7 @@ async def _dev(args) -> int:
         raise
     console, console_note = None, None
     if not args.no_console:
-        console_note = _console_missing()
-        if console_note is None:
-            from pocketmq.console import ConsoleServer
-
-            console = ConsoleServer(namesrv.address, args.console_host, args.console_port,
-                                    admin=not args.console_read_only, local_brokers=[broker],
-                                    access_key=config.access_key, secret_key=config.secret_key)
-            try:
-                await console.start()
-            except OSError as e:  # e.g. the port is taken: the cluster is still worth running
-                await console.stop()
-                console, console_note = None, f"could not serve the console on port {args.console_port}: {e}"
+        console, console_note = await _start_console(args, namesrv.address, broker)
     proxy, grpc_note = None, None
     if not args.no_grpc:
         proxy, grpc_note = await _start_grpc(args, namesrv.address)
@@ -205,6 +182,45 @@ async def _dev(args) -> int:
         await broker.shutdown()
         await namesrv.shutdown()
     return 0
+
+
+def _dev_broker_config(args):
+    """The broker's config: the dev defaults, the -c file over them, the command line's over both."""
+    from pocketmq.broker.config import BrokerConfig
+
+    overrides = dict(
+        broker_ip1=args.host, listen_port=args.broker_port, namesrv_addr=None,  # (set once it listens)
+        store_path_root_dir=os.path.join(os.path.abspath(args.store), "store"),
+    )
+    config = (BrokerConfig.from_properties(args.config, defaults=DEV_STORE_DEFAULTS, **overrides) if args.config
+              else BrokerConfig(**DEV_STORE_DEFAULTS, **overrides))
+    # With aclEnable the in-process name server checks the same ACL file, so the broker needs an admin account
+    # (accessKey/secretKey) to register: say so now rather than run a broker no client can find.
+    acl_file = config.resolved_acl_file if config.acl_enable else None
+    if acl_file is not None and config.access_key is None:
+        raise ValueError("aclEnable=true in `pocketmq dev` needs accessKey/secretKey (an admin account of "
+                         f"{acl_file}) in the broker config, to register with the name server")
+    return config
+
+
+async def _start_console(args, namesrv_addr: str, broker: Any) -> tuple[Any, str | None]:
+    """The web console, or None and why not (a port in use, or its extra not installed, leaves the rest of `dev`
+    running)."""
+    note = _console_missing()
+    if note is not None:
+        return None, note
+    from pocketmq.console import ConsoleServer
+
+    config = broker.broker_config
+    console = ConsoleServer(namesrv_addr, args.console_host, args.console_port,
+                            admin=not args.console_read_only, local_brokers=[broker],
+                            access_key=config.access_key, secret_key=config.secret_key)
+    try:
+        await console.start()
+    except OSError as e:  # e.g. the port is taken: the cluster is still worth running
+        await console.stop()
+        return None, f"could not serve the console on port {args.console_port}: {e}"
+    return console, None
 
 
 async def _start_grpc(args, namesrv_addr: str) -> tuple[Any, str | None]:

@@ -27,6 +27,8 @@ from .schema import BatchBuilder, arrow_schema
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from pocketmq.common.message import MessageExt
+
 ROWS_PER_BATCH = 4096  # rows per Arrow batch handed to Spark
 
 
@@ -117,13 +119,8 @@ async def _read_batches(consumer: PullConsumer, opts: SourceOptions, schema: Str
             if msgs and msgs[-1].queue_offset >= part.end:
                 msgs = [m for m in msgs if m.queue_offset < part.end]
             if every_tag:
-                for m in msgs:
-                    if m.queue_offset > expected:
-                        report_data_loss(fail, f"{where}: offsets {expected}..{m.queue_offset - 1} are gone")
-                    expected = m.queue_offset + 1
+                _check_contiguous(fail, where, msgs, expected, min(following, part.end))
             builder.add(msgs)
-            if every_tag and expected < min(following, part.end):
-                report_data_loss(fail, f"{where}: offsets {expected}..{min(following, part.end) - 1} are gone")
             offset = following
             if len(builder) >= ROWS_PER_BATCH:
                 yield builder.flush()
@@ -134,6 +131,17 @@ async def _read_batches(consumer: PullConsumer, opts: SourceOptions, schema: Str
             pending.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await pending
+
+
+def _check_contiguous(fail: bool, where: str, msgs: list[MessageExt], expected: int, stop: int) -> None:
+    """Reports the offsets in [expected, stop) that no message holds: with every tag read (a tag filter skips
+    offsets on purpose), such a hole is data the broker no longer has."""
+    for m in msgs:
+        if m.queue_offset > expected:
+            report_data_loss(fail, f"{where}: offsets {expected}..{m.queue_offset - 1} are gone")
+        expected = m.queue_offset + 1
+    if expected < stop:
+        report_data_loss(fail, f"{where}: offsets {expected}..{stop - 1} are gone")
 
 
 class BatchReader(DataSourceReader):

@@ -1,5 +1,5 @@
-"""No function of the store is longer than a screen or branchier than a reader can follow, and no file of the
-package or of bench/ is longer than one job needs (issue 31).
+"""No function of the package, of pyspark_pocketmq or of bench/ is longer than a screen or branchier than a reader
+can follow, and no file of them is longer than one job needs (issue 31).
 
 Read with ``ast`` from the source, as tests/test_architecture.py reads imports: a function's lines run from its
 ``def`` to its last line (docstring and comments included), and its complexity is counted as radon's cyclomatic
@@ -15,7 +15,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("pocketmq/storage",)
+PACKAGES = ("pocketmq", "pyspark_pocketmq", "bench")
 MAX_LINES = 60
 MAX_COMPLEXITY = 20
 FILE_PACKAGES = ("pocketmq", "pyspark_pocketmq", "bench")
@@ -36,6 +36,17 @@ ALLOWED = {
         "a filtered pull's per-entry loop, its checks inline; not split here, the split's cost was not measured",
     ("pocketmq/storage/commit_log.py", "CommitLog._message_list"):
         "31 straight lines; the count is its eight comprehensions, one per column of the rows it builds",
+    ("pocketmq/common/codec.py", "_decode_common"):
+        "the pull answer's decode loop, its checks inline (a call per record was a fifth of the client's cost); "
+        "decode() is its reference",
+    ("pocketmq/remoting/codec.py", "_to_command"):
+        "every frame's check of each field, inline: no call or closure per frame, only on the error's way out",
+    ("pocketmq/remoting/codec.py", "encode"):
+        "every frame's header check and pack, inline; the body appended by hand to save a copy",
+    ("pocketmq/remoting/fastjson.py", "_write"):
+        "the JSON writer's type dispatch, the common exact types first; the order of the tests is its speed",
+    ("pocketmq/remoting/header.py", "_compile"):
+        "writes each header class's parser as source; its lines are the template, from_ext_reference its reference",
 }
 
 _BRANCHES = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.IfExp, ast.ExceptHandler, ast.Assert, ast.match_case)
@@ -90,7 +101,7 @@ def oversized() -> dict[tuple[str, str], tuple[int, int]]:
     return found
 
 
-def test_no_function_of_the_store_is_past_the_limits_unless_listed():
+def test_no_function_is_past_the_limits_unless_listed():
     found = oversized()
     unlisted = {key: size for key, size in found.items() if key not in ALLOWED}
     assert unlisted == {}, f"(lines, complexity) past {MAX_LINES} / {MAX_COMPLEXITY}: split them, or list them"

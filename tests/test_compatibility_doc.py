@@ -6,7 +6,7 @@ A row is ``| feature | status | proof |``. The proofs are test ids (``path::func
 - a status is not one of STATUSES, or a row that claims behaviour names no proof;
 - a named test does not exist (renamed or deleted: the row no longer has a proof);
 - a row claims "same as Apache" and its test never starts Apache RocketMQ (it must run the same scenario against
-  both servers; the test's signature or body names one of the Apache fixtures or ApacheRocketMQ);
+  both servers; the test's signature or body names one of the Apache fixtures, ApacheRocketMQ or ApacheNamesrv);
 - a test module of the parity folders is named by no row (a proof that the table does not show).
 
 The named tests run in the same `make test`: a row whose proof fails fails the run.
@@ -24,7 +24,7 @@ DOC = ROOT / "docs" / "compatibility.md"
 STATUSES = {"same as Apache", "tested", "differs", "not supported"}
 # Where the tests that prove the table live: every test module here must be named by a row.
 PARITY_DIRS = ("tests/apache", "tests/native_clients", "tests/java_client", "tests/java_sdk")
-APACHE_MARKERS = ("apache_rocketmq", "ApacheRocketMQ", "apache_server", "both_servers")
+APACHE_MARKERS = ("apache_rocketmq", "ApacheRocketMQ", "ApacheNamesrv", "apache_server", "both_servers")
 ROW = re.compile(r"^\|(?P<feature>[^|]+)\|(?P<status>[^|]+)\|(?P<proof>[^|]*)\|\s*$")
 PROOF = re.compile(r"`([^`]+::[^`]+)`")
 

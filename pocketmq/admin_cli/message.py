@@ -145,33 +145,51 @@ async def consume_message(admin: MQAdminExt, args: argparse.Namespace) -> Printa
     lines: list[str] = []
     async with PullConsumer(args.group, args.namesrv_addr, protocol=args.protocol,
                             instance_name=f"consumeMessage-{id(out)}", **credentials(args)) as consumer:
-        queues = await consumer.fetch_subscribe_message_queues(args.topic)
-        if args.broker_name is not None:
-            queues = [q for q in queues if q.broker_name == args.broker_name]
-        if args.queue_id is not None:
-            queues = [q for q in queues if q.queue_id == args.queue_id]
-        for mq in sorted(queues, key=lambda q: (q.broker_name, q.queue_id)):
+        for mq in await _queues_to_read(consumer, args):
             if len(out) >= args.count:
                 break
-            if args.offset is not None:
-                offset = args.offset
-            elif begin is not None:
-                offset = await consumer.seek_by_timestamp(mq, begin)
-            else:
-                offset = await consumer.min_offset(mq)
-            while len(out) < args.count:
-                result = await consumer.pull(mq, "*", offset, min(32, args.count - len(out)))
-                if result.pull_status is not PullStatus.FOUND:
-                    lines.append(f"{java_message_queue(mq)} print msg finished. status={result.pull_status.name}, "
-                                 f"offset={offset}")
-                    break
-                found = [m for m in result.msg_found_list if end is None or m.store_timestamp <= end]
-                lines.append("Consume ok")
-                lines += [f"MSGID: {m.msg_id} {java_message_ext(m, mq.broker_name)} BODY: "
-                          f"{m.body.decode('utf-8', 'replace')}" for m in found]
-                out += found
-                offset = result.next_begin_offset
+            offset = await _start_offset(consumer, mq, args.offset, begin)
+            await _pull_message_by_queue(consumer, mq, offset, end, args.count, out, lines)
     return Printable([message_data(m) for m in out[: args.count]], lines or ["no message"])
+
+
+async def _queues_to_read(consumer: PullConsumer, args: argparse.Namespace) -> list[MessageQueue]:
+    """The topic's queues, or those of -b and -i, in mqadmin's order (by broker, then queue)."""
+    queues = await consumer.fetch_subscribe_message_queues(args.topic)
+    if args.broker_name is not None:
+        queues = [q for q in queues if q.broker_name == args.broker_name]
+    if args.queue_id is not None:
+        queues = [q for q in queues if q.queue_id == args.queue_id]
+    return sorted(queues, key=lambda q: (q.broker_name, q.queue_id))
+
+
+async def _start_offset(consumer: PullConsumer, mq: MessageQueue, offset: int | None, begin: int | None) -> int:
+    """-o when given, else the first offset stored at or after -s, else the queue's first."""
+    if offset is not None:
+        return offset
+    if begin is not None:
+        return await consumer.seek_by_timestamp(mq, begin)
+    return await consumer.min_offset(mq)
+
+
+async def _pull_message_by_queue(
+    consumer: PullConsumer, mq: MessageQueue, offset: int, end: int | None, count: int, out: list[MessageExt],
+    lines: list[str],
+) -> None:
+    """Messages of one queue from ``offset`` into ``out`` (those stored by -e), until ``out`` holds ``count`` or
+    the queue has no more, with mqadmin's lines for them."""
+    while len(out) < count:
+        result = await consumer.pull(mq, "*", offset, min(32, count - len(out)))
+        if result.pull_status is not PullStatus.FOUND:
+            lines.append(f"{java_message_queue(mq)} print msg finished. status={result.pull_status.name}, "
+                         f"offset={offset}")
+            return
+        found = [m for m in result.msg_found_list if end is None or m.store_timestamp <= end]
+        lines.append("Consume ok")
+        lines += [f"MSGID: {m.msg_id} {java_message_ext(m, mq.broker_name)} BODY: "
+                  f"{m.body.decode('utf-8', 'replace')}" for m in found]
+        out += found
+        offset = result.next_begin_offset
 
 
 def java_message_queue(mq: MessageQueue) -> str:

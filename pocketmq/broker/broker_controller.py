@@ -130,6 +130,26 @@ class BrokerController:
         self._create_pop_parts()
         # The dispatcher polls every 1 ms while pulls or pops wait for arrivals, every 10 ms while none does.
         self.store.reput_service.prompt_needed = self._someone_waits
+        # (before the processors: the server-side rebalance reads routes through its name-server client)
+        self.broker_outer_api = self._create_broker_outer_api(config)
+        self._register_processors()
+        self.remoting_server.on_channel_close(self._on_channel_close)
+        self._initial_acl(config)
+        self.last_register_results: list[RegisterResult] = []
+        # storeHost of written messages: brokerIP1 and the port actually bound (known after start()).
+        self.store_host = pack_host(config.broker_ip1, config.listen_port)
+        self._pull_executor: ThreadPoolExecutor | None = None
+        self._memory_bytes = int(total_physical_memory() * config.access_message_in_memory_max_ratio / 100)
+        self._register_lock = asyncio.Lock()
+        # Per name server, the topic data version it acknowledged last: the base of the next delta.
+        self._acked_versions: dict[str, DataVersion] = {}
+        self._register_scheduled = False
+        self._started = False
+        self._stopped = False
+        self._recovered_topics: list[str] = []  # topics rebuilt from the store at start (recover_topics)
+
+    def _register_processors(self) -> None:
+        """RocketMQ's registerProcessor: each processor takes its request codes on the server."""
         processors = (
             self.send_message_processor,
             self.pull_message_processor,
@@ -150,34 +170,26 @@ class BrokerController:
         )
         for p in processors:
             p.register_to(self.remoting_server)
-        self.remoting_server.on_channel_close(self._on_channel_close)
+        self.query_assignment_processor = QueryAssignmentProcessor(self)
+        self.query_assignment_processor.register_to(self.remoting_server)
+
+    def _initial_acl(self, config: BrokerConfig) -> None:
         acl_file = config.resolved_acl_file
         if config.acl_enable and acl_file is not None:
             # Read now, so a bad file stops the broker before it listens. Every request is checked, as RocketMQ's
             # broker does with aclEnable=true.
             self.remoting_server.request_validator = PlainAccessValidator.for_broker(acl_file)
             log.info("access control on: accounts from %s", acl_file)
-        self.broker_outer_api = BrokerOuterAPI(
+
+    @staticmethod
+    def _create_broker_outer_api(config: BrokerConfig) -> BrokerOuterAPI:
+        """The name-server client, signing its requests when the broker has an account (the name servers' ACL)."""
+        api = BrokerOuterAPI(
             config.register_broker_timeout, config.compressed_register, config.namesrv_wire_protocol,
             config.broker_not_active_timeout)
         if config.access_key is not None and config.secret_key is not None:
-            self.broker_outer_api.client.rpc_hook = AclClientRPCHook(
-                SessionCredentials(config.access_key, config.secret_key))
-        # Server-side rebalance reads routes through the name-server client above.
-        self.query_assignment_processor = QueryAssignmentProcessor(self)
-        self.query_assignment_processor.register_to(self.remoting_server)
-        self.last_register_results: list[RegisterResult] = []
-        # storeHost of written messages: brokerIP1 and the port actually bound (known after start()).
-        self.store_host = pack_host(config.broker_ip1, config.listen_port)
-        self._pull_executor: ThreadPoolExecutor | None = None
-        self._memory_bytes = int(total_physical_memory() * config.access_message_in_memory_max_ratio / 100)
-        self._register_lock = asyncio.Lock()
-        # Per name server, the topic data version it acknowledged last: the base of the next delta.
-        self._acked_versions: dict[str, DataVersion] = {}
-        self._register_scheduled = False
-        self._started = False
-        self._stopped = False
-        self._recovered_topics: list[str] = []  # topics rebuilt from the store at start (recover_topics)
+            api.client.rpc_hook = AclClientRPCHook(SessionCredentials(config.access_key, config.secret_key))
+        return api
 
     def _create_pop_parts(self) -> None:
         """RocketMQ 5's POP: its processors (registered with the others) and the revive service."""

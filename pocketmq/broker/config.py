@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from pocketmq.common.mix_all import DEFAULT_CLUSTER
+from pocketmq.common.mix_all import DEFAULT_CLUSTER, DEFAULT_TRACE_REGION_ID
 from pocketmq.common.topic_validator import RMQ_SYS_TRACE_TOPIC
 from pocketmq.remoting.channel import DEFAULT_MAX_INFLIGHT
 from pocketmq.remoting.connection_limits import ConnectionLimits
@@ -121,6 +121,10 @@ class BrokerConfig:
     cluster_topic_enable: bool = _f(True, "clusterTopicEnable")
     broker_topic_enable: bool = _f(True, "brokerTopicEnable")
     trace_topic_enable: bool = _f(False, "traceTopicEnable")
+    # What the broker stamps on every message it stores (MSG_REGION, TRACE_ON) and answers every send with: a
+    # client skips its traces of a message whose TRACE_ON is false (traceTopicEnable only creates the topic).
+    region_id: str = _f(DEFAULT_TRACE_REGION_ID, "regionId")
+    trace_on: bool = _f(True, "traceOn")
     msg_trace_topic_name: str = _f(RMQ_SYS_TRACE_TOPIC, "msgTraceTopicName")
     # A reply (SEND_REPLY_MESSAGE) is pushed to the requesting client and, with this on, also stored in the
     # reply topic (<cluster>_REPLY_TOPIC).

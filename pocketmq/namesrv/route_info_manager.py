@@ -121,31 +121,11 @@ class RouteInfoManager:
         A generator: it yields every TOPICS_PER_STEP topics and returns the result. Between steps the tables
         hold part of the new topics; the broker's live entry (its data version) changes only at the end.
         """
-        if delta_base is not None:
-            live = self.broker_live_table.get(broker_addr)
-            broker_data = self.broker_addr_table.get(broker_name)
-            if (
-                live is None
-                or live.data_version != delta_base
-                or broker_data is None
-                or broker_data.broker_addrs.get(broker_id) != broker_addr
-            ):
-                return RegisterBrokerResult()
+        if delta_base is not None and not self._delta_applies(broker_addr, broker_name, broker_id, delta_base):
+            return RegisterBrokerResult()
         result = RegisterBrokerResult(delta_accepted=delta_base is not None)
         self.cluster_addr_table.setdefault(cluster_name, set()).add(broker_name)
-
-        broker_data = self.broker_addr_table.get(broker_name)
-        register_first = broker_data is None
-        if broker_data is None:
-            broker_data = self.broker_addr_table[broker_name] = BrokerData(cluster_name, broker_name, {})
-        addrs = broker_data.broker_addrs
-        # One address has one id: a slave promoted to master re-registers as id 0, so drop its old id.
-        for other_id in [i for i, a in addrs.items() if a == broker_addr and i != broker_id]:
-            del addrs[other_id]
-        old_addr = addrs.get(broker_id)
-        addrs[broker_id] = broker_addr
-        register_first = register_first or old_addr is None
-
+        addrs, register_first = self._register_broker_addr(cluster_name, broker_name, broker_id, broker_addr)
         data_version = (
             topic_config_wrapper.data_version if topic_config_wrapper is not None else DataVersion(0, 0)
         )
@@ -162,34 +142,62 @@ class RouteInfoManager:
                 deleted_topics = [t for t, by in self.topic_queue_table.items() if broker_name in by and t not in table]
             for topic in deleted_topics:
                 self._remove_queue_data(topic, broker_name)
-
         previous = self.broker_live_table.get(broker_addr)
         self.broker_live_table[broker_addr] = BrokerLiveInfo(
             self.clock(), data_version.copy(), channel, ha_server_addr, heartbeat_timeout
         )
         if previous is None:
-            log.info(
-                "new broker registered: %s (%s, id %s, cluster %s)",
-                broker_addr,
-                broker_name,
-                broker_id,
-                cluster_name,
-            )
-
+            log.info("new broker registered: %s (%s, id %s, cluster %s)", broker_addr, broker_name, broker_id,
+                     cluster_name)
         if filter_server_list is not None:
-            if filter_server_list:
-                self.filter_server_table[broker_addr] = list(filter_server_list)
-            else:
-                self.filter_server_table.pop(broker_addr, None)
-
+            self._update_filter_servers(broker_addr, filter_server_list)
         if broker_id != MASTER_ID:
-            master_addr = addrs.get(MASTER_ID)
-            if master_addr is not None:
-                master_live = self.broker_live_table.get(master_addr)
-                if master_live is not None:
-                    result.ha_server_addr = master_live.ha_server_addr
-                    result.master_addr = master_addr
+            self._tell_slave_its_master(result, addrs)
         return result
+
+    def _delta_applies(self, broker_addr: str, broker_name: str, broker_id: int, delta_base: DataVersion) -> bool:
+        """A delta is only good on top of the very version it was made from, for the broker at this address."""
+        live = self.broker_live_table.get(broker_addr)
+        broker_data = self.broker_addr_table.get(broker_name)
+        return not (
+            live is None
+            or live.data_version != delta_base
+            or broker_data is None
+            or broker_data.broker_addrs.get(broker_id) != broker_addr
+        )
+
+    def _register_broker_addr(
+        self, cluster_name: str, broker_name: str, broker_id: int, broker_addr: str
+    ) -> tuple[dict[int, str], bool]:
+        """The broker's address under its name and id; the name's addresses, and whether this one is new here
+        (RocketMQ's registerFirst: its topics are taken whatever their version)."""
+        broker_data = self.broker_addr_table.get(broker_name)
+        register_first = broker_data is None
+        if broker_data is None:
+            broker_data = self.broker_addr_table[broker_name] = BrokerData(cluster_name, broker_name, {})
+        addrs = broker_data.broker_addrs
+        # One address has one id: a slave promoted to master re-registers as id 0, so drop its old id.
+        for other_id in [i for i, a in addrs.items() if a == broker_addr and i != broker_id]:
+            del addrs[other_id]
+        old_addr = addrs.get(broker_id)
+        addrs[broker_id] = broker_addr
+        return addrs, register_first or old_addr is None
+
+    def _update_filter_servers(self, broker_addr: str, filter_server_list: list[str]) -> None:
+        if filter_server_list:
+            self.filter_server_table[broker_addr] = list(filter_server_list)
+        else:
+            self.filter_server_table.pop(broker_addr, None)
+
+    def _tell_slave_its_master(self, result: RegisterBrokerResult, addrs: dict[int, str]) -> None:
+        """A slave learns where to replicate from: its master's address and HA address, once the master is live."""
+        master_addr = addrs.get(MASTER_ID)
+        if master_addr is None:
+            return
+        master_live = self.broker_live_table.get(master_addr)
+        if master_live is not None:
+            result.ha_server_addr = master_live.ha_server_addr
+            result.master_addr = master_addr
 
     def is_broker_topic_config_changed(self, broker_addr: str, data_version: DataVersion) -> bool:
         live = self.broker_live_table.get(broker_addr)

@@ -97,23 +97,8 @@ def build_message(config: ProxyConfig, message: Any, producer_group: str, remote
 def build_message_property(config: ProxyConfig, message: Any, producer_group: str, remote_address: str,
                            now_ms: int) -> dict[str, str]:
     """SendMessageActivity.buildMessageProperty, check for check, in its order."""
-    user_size = 0
-    user = message.user_properties
-    if len(user) > config.user_property_max_num:
-        raise GrpcProxyException(pb.Code.MESSAGE_PROPERTIES_TOO_LARGE,
-                                 f"too many user properties, max is {config.user_property_max_num}")
     props: dict[str, str] = {}
-    for key, value in user.items():
-        if key in SYSTEM_PROPERTY_NAMES:
-            raise GrpcProxyException(pb.Code.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property is used by system: {key}")
-        if contains_control_character(key):
-            raise GrpcProxyException(pb.Code.ILLEGAL_MESSAGE_PROPERTY_KEY,
-                                     "the key of property cannot contain control character")
-        if contains_control_character(value):
-            raise GrpcProxyException(pb.Code.ILLEGAL_MESSAGE_PROPERTY_KEY,
-                                     "the value of property cannot contain control character")
-        user_size += len(key.encode()) + len(value.encode())
-        props[key] = value
+    user_size = _put_user_properties(config, message.user_properties, props)
     sp = message.system_properties
     tag = sp.tag
     validate_tag(tag)
@@ -132,13 +117,7 @@ def build_message_property(config: ProxyConfig, message: Any, producer_group: st
         raise GrpcProxyException(pb.Code.ILLEGAL_MESSAGE_ID, "message id cannot be empty")
     props[PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = sp.message_id
     if sp.message_type == pb.MessageType.TRANSACTION:
-        props[PROPERTY_TRANSACTION_PREPARED] = "true"
-        if sp.HasField("orphaned_transaction_recovery_duration"):
-            seconds = sp.orphaned_transaction_recovery_duration.seconds
-            if 0 < config.max_transaction_recovery_second < seconds:
-                raise GrpcProxyException(pb.Code.BAD_REQUEST, "the max transaction recovery time of message is too "
-                                         f"large, max is {config.max_transaction_recovery_second}")
-            props[PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS] = str(seconds)
+        _put_transaction_properties(config, sp, props)
     if sp.HasField("delivery_timestamp"):
         deliver_ms = sp.delivery_timestamp.ToMilliseconds()
         if 0 < config.max_delay_time_millis < deliver_ms - now_ms:
@@ -158,6 +137,38 @@ def build_message_property(config: ProxyConfig, message: Any, producer_group: st
     if sp.HasField("born_timestamp"):
         props[PROPERTY_BORN_TIMESTAMP] = str(sp.born_timestamp.ToMilliseconds())
     return props
+
+
+def _put_user_properties(config: ProxyConfig, user: Any, props: dict[str, str]) -> int:
+    """The message's user properties, checked (no system name, no control character), into ``props``; their size
+    in bytes, which counts towards max_user_property_size with the tag and keys."""
+    if len(user) > config.user_property_max_num:
+        raise GrpcProxyException(pb.Code.MESSAGE_PROPERTIES_TOO_LARGE,
+                                 f"too many user properties, max is {config.user_property_max_num}")
+    user_size = 0
+    for key, value in user.items():
+        if key in SYSTEM_PROPERTY_NAMES:
+            raise GrpcProxyException(pb.Code.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property is used by system: {key}")
+        if contains_control_character(key):
+            raise GrpcProxyException(pb.Code.ILLEGAL_MESSAGE_PROPERTY_KEY,
+                                     "the key of property cannot contain control character")
+        if contains_control_character(value):
+            raise GrpcProxyException(pb.Code.ILLEGAL_MESSAGE_PROPERTY_KEY,
+                                     "the value of property cannot contain control character")
+        user_size += len(key.encode()) + len(value.encode())
+        props[key] = value
+    return user_size
+
+
+def _put_transaction_properties(config: ProxyConfig, sp: Any, props: dict[str, str]) -> None:
+    """A half message, with the time before its first check when the producer names one."""
+    props[PROPERTY_TRANSACTION_PREPARED] = "true"
+    if sp.HasField("orphaned_transaction_recovery_duration"):
+        seconds = sp.orphaned_transaction_recovery_duration.seconds
+        if 0 < config.max_transaction_recovery_second < seconds:
+            raise GrpcProxyException(pb.Code.BAD_REQUEST, "the max transaction recovery time of message is too "
+                                     f"large, max is {config.max_transaction_recovery_second}")
+        props[PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS] = str(seconds)
 
 
 def _validate_key(key: str) -> None:

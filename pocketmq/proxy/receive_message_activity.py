@@ -64,6 +64,14 @@ def _delivery_timestamp() -> Any:
                                                                     nanos=(ms % 1000) * 1_000_000))
 
 
+def _not_enough_time_to_poll(ctx: ProxyContext) -> tuple[int, str]:
+    """Clients older than ILLEGAL_POLLING_TIME know only BAD_REQUEST."""
+    version = ctx.client_version
+    code = pb.Code.BAD_REQUEST if not version or version < ILLEGAL_POLLING_TIME_INTRODUCED_CLIENT_VERSION \
+        else pb.Code.ILLEGAL_POLLING_TIME
+    return code, "The deadline time remaining is not enough for polling, please check network condition"
+
+
 class ReceiveMessageActivity:
     def __init__(self, config: ProxyConfig, settings: GrpcClientSettingsManager, channels: GrpcChannelManager,
                  cluster: ClusterService, consumer: ConsumerProcessor, handles: ReceiptHandleManager) -> None:
@@ -97,34 +105,16 @@ class ReceiveMessageActivity:
         c = self.config
         topic = request.message_queue.topic.name
         group = request.group.name
-        settings = self.settings.client_settings(ctx.client_id)
         remaining = ctx.remaining_ms
-        if request.HasField("long_polling_timeout"):
-            polling_time = millis(request.long_polling_timeout)
-        elif remaining is not None:
-            request_timeout = millis(settings.request_timeout) if settings is not None else \
-                int(c.request_timeout * 1000)
-            polling_time = remaining - request_timeout // 2
-        else:
-            polling_time = c.consumer_max_long_polling_timeout_millis
-        polling_time = min(max(polling_time, c.consumer_min_long_polling_timeout_millis),
-                           c.consumer_max_long_polling_timeout_millis)
+        polling_time = self._polling_time(ctx, request)
         if remaining is not None and polling_time > remaining:
-            if remaining >= c.consumer_min_long_polling_timeout_millis:
-                polling_time = remaining
-            else:
-                version = ctx.client_version
-                code = pb.Code.BAD_REQUEST if not version or version < ILLEGAL_POLLING_TIME_INTRODUCED_CLIENT_VERSION \
-                    else pb.Code.ILLEGAL_POLLING_TIME
-                return code, "The deadline time remaining is not enough for polling, please check network condition"
+            if remaining < c.consumer_min_long_polling_timeout_millis:
+                return _not_enough_time_to_poll(ctx)
+            polling_time = remaining
         validate_topic(topic)
         validate_consumer_group(group)
         auto_renew = c.enable_proxy_auto_renew and request.auto_renew
-        if auto_renew:
-            invisible_time = c.default_invisible_time_millis
-        else:
-            invisible_time = millis(request.invisible_duration)
-            validate_invisible_time(c, invisible_time, c.min_invisible_time_millis_for_recv)
+        invisible_time = self._invisible_time(request, auto_renew)
         expression = request.filter_expression
         try:
             subscription = build_subscription_data(
@@ -153,17 +143,49 @@ class ReceiveMessageActivity:
             pop_filter(subscription, max_attempts), request.attempt_id if request.HasField("attempt_id") else None,
             timeout)
         if auto_renew and result.pop_status is PopStatus.FOUND and result.msg_found_list:
-            if self.channels.get_channel(ctx.client_id) is None:
-                for msg in result.msg_found_list:
-                    self._nack(msg, group, topic)
-                raise GrpcProxyException(pb.Code.MESSAGE_NOT_FOUND,
-                                         f"The client [{ctx.client_id}] is disconnected.")
-            for msg in result.msg_found_list:
-                handle = msg.properties.get(PROPERTY_POP_CK)
-                if handle is not None:
-                    self.handles.add(ctx.client_id, MessageReceiptHandle(
-                        group, topic, message_id(msg), handle, handle, msg.reconsume_times))
+            self._hold_for_renewal(ctx, result.msg_found_list, group, topic)
         return result
+
+    def _polling_time(self, ctx: ProxyContext, request: Any) -> int:
+        """The request's long polling time, or what the call's deadline leaves after half a request's time for
+        the answer to come back; within the proxy's bounds."""
+        c = self.config
+        remaining = ctx.remaining_ms
+        if request.HasField("long_polling_timeout"):
+            polling_time = millis(request.long_polling_timeout)
+        elif remaining is not None:
+            settings = self.settings.client_settings(ctx.client_id)
+            request_timeout = millis(settings.request_timeout) if settings is not None else \
+                int(c.request_timeout * 1000)
+            polling_time = remaining - request_timeout // 2
+        else:
+            polling_time = c.consumer_max_long_polling_timeout_millis
+        return min(max(polling_time, c.consumer_min_long_polling_timeout_millis),
+                   c.consumer_max_long_polling_timeout_millis)
+
+    def _invisible_time(self, request: Any, auto_renew: bool) -> int:
+        """An auto-renewed receive gets the proxy's invisible time (renewed until acked); any other names its own,
+        within the proxy's bounds."""
+        c = self.config
+        if auto_renew:
+            return c.default_invisible_time_millis
+        invisible_time = millis(request.invisible_duration)
+        validate_invisible_time(c, invisible_time, c.min_invisible_time_millis_for_recv)
+        return invisible_time
+
+    def _hold_for_renewal(self, ctx: ProxyContext, msgs: list[MessageExt], group: str, topic: str) -> None:
+        """Auto-renewed messages go to the ReceiptHandleManager, which renews them while their client is
+        connected; a client gone already gets none of them (they are made visible again)."""
+        if self.channels.get_channel(ctx.client_id) is None:
+            for msg in msgs:
+                self._nack(msg, group, topic)
+            raise GrpcProxyException(pb.Code.MESSAGE_NOT_FOUND,
+                                     f"The client [{ctx.client_id}] is disconnected.")
+        for msg in msgs:
+            handle = msg.properties.get(PROPERTY_POP_CK)
+            if handle is not None:
+                self.handles.add(ctx.client_id, MessageReceiptHandle(
+                    group, topic, message_id(msg), handle, handle, msg.reconsume_times))
 
     @staticmethod
     def _select_broker(route: Any, broker_name: str) -> str | None:

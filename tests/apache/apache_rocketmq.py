@@ -347,3 +347,12 @@ class ApacheRocketMQ(ServerProcess):
         for proc in (self.broker, self.namesrv):
             if proc is not None:
                 proc.stop(sig)
+
+
+class ApacheNamesrv(ApacheRocketMQ):
+    """Apache RocketMQ ``version``'s name server alone: for tests of what it does with other brokers' routes."""
+
+    def start(self) -> ApacheNamesrv:
+        self._prepare_home()
+        self.start_namesrv()
+        return self

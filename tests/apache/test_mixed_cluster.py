@@ -26,7 +26,7 @@ import pytest
 
 from pocketmq.client import Message, Producer, PullConsumer, PullStatus
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
-from tests.apache.apache_rocketmq import V4, V5, ApacheRocketMQ, JavaProcess
+from tests.apache.apache_rocketmq import V4, V5, ApacheNamesrv, ApacheRocketMQ, JavaProcess
 from tests.apache.pocketmq_process import PocketMQBroker, PocketMQNamesrv, pocketmq_admin
 
 
@@ -186,14 +186,14 @@ async def test_apache_5_name_server_scan_drops_a_hung_pocketmq_broker(tmp_path: 
     # 5.x's name server scans every scanNotActiveBrokerInterval and keeps a broker for the heartbeatTimeoutMillis
     # it registered with; pocketmq's broker sends brokerNotActiveTimeoutMillis as that.
     with (
-        ApacheRocketMQ(tmp_path / "apache", version=V5, namesrv_props={"scanNotActiveBrokerInterval": "200"}) as apache,
-        PocketMQBroker(tmp_path / "pocketmq", apache.namesrv_addr, namesrvProtocol="rocketmq",
+        ApacheNamesrv(tmp_path / "apache", version=V5, namesrv_props={"scanNotActiveBrokerInterval": "200"}) as ns,
+        PocketMQBroker(tmp_path / "pocketmq", ns.namesrv_addr, namesrvProtocol="rocketmq",
                        registerNameServerPeriod="500", brokerNotActiveTimeoutMillis="3000") as pocket,
     ):
         assert pocket.process is not None
-        await wait_brokers(apache.namesrv_addr, {apache.broker_name, pocket.broker_name})
+        await wait_brokers(ns.namesrv_addr, {pocket.broker_name})
         pocket.process.pause()
-        await wait_brokers(apache.namesrv_addr, {apache.broker_name}, timeout=60)
+        await wait_brokers(ns.namesrv_addr, set(), timeout=60)
 
 
 async def test_pocketmq_name_server_keeps_a_broker_for_its_heartbeat_timeout(tmp_path: Path) -> None:

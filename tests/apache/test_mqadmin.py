@@ -119,13 +119,18 @@ def numbers_masked(cells: list[list[str]], columns: set[int]) -> list[list[str]]
     return [[("N" if i in columns and row[0] != cells[0][0] else c) for i, c in enumerate(row)] for row in cells]
 
 
+# What one broker adds and the other not: Apache 4.9.7 adds CLUSTER and drops WAIT; pocketmq keeps the producer's
+# properties and stamps MSG_REGION and TRACE_ON as Apache 5.x does (docs/broker.md, "The region stamp").
+BROKER_ADDED = ("CLUSTER", "WAIT", "MSG_REGION", "TRACE_ON")
+
+
 def properties(text: str) -> dict[str, str]:
-    """The Properties: line of a message printout, without what only Apache's broker adds (CLUSTER) or drops
-    (WAIT): pocketmq stores the producer's properties verbatim (see the module docstring of the report)."""
+    """The Properties: line of a message printout, without what only one of the brokers adds or drops
+    (BROKER_ADDED)."""
     line = next(line for line in text.splitlines() if line.startswith("Properties:"))
     body = line.split(":", 1)[1].strip().strip("{}")
     props = dict(item.split("=", 1) for item in body.split(", "))
-    return {k: ("ID" if k == "UNIQ_KEY" else v) for k, v in props.items() if k not in ("CLUSTER", "WAIT")}
+    return {k: ("ID" if k == "UNIQ_KEY" else v) for k, v in props.items() if k not in BROKER_ADDED}
 
 
 # --- the two servers and the setup ----------------------------------------------------------------------------
@@ -325,9 +330,10 @@ def test_delete_sub_group_and_delete_topic(sides: tuple[Side, Side], mqadmin: Mq
 
 
 def _message_rows(text: str) -> list[list[str]]:
-    """A message printout without its Properties (compared apart) and commit-log offset (CLUSTER makes Apache's
-    records 13 bytes longer), nor mqadmin's MessageTrack lines, which say UNKNOWN when a request of their lookup
-    failed (a timeout on a loaded machine); test_query_msg_by_id checks them."""
+    """A message printout without its Properties (compared apart) and commit-log offset (the properties only one
+    broker adds, BROKER_ADDED, make the records' lengths differ), nor mqadmin's MessageTrack lines, which say
+    UNKNOWN when a request of their lookup failed (a timeout on a loaded machine); test_query_msg_by_id checks
+    them."""
     return [r for r in rows(text) if r[0] not in ("Properties:", "CommitLog", "MessageTrack")]
 
 
@@ -364,15 +370,15 @@ def test_send_message_and_consume_message(sides: tuple[Side, Side], mqadmin: Mqa
 
 def consumed(text: str) -> tuple[list[str], int, str]:
     """consumeMessage's output: its queue lines (in a HashSet's order: sorted here), its "Consume ok" lines, and
-    its message line without what differs (record sizes and offsets, times; Apache's CLUSTER property and
-    pocketmq's WAIT; the properties' order, a HashMap's in mqadmin)."""
+    its message line without what differs (record sizes and offsets, times; the properties only one broker adds,
+    BROKER_ADDED; the properties' order, a HashMap's in mqadmin)."""
     lines = mask(text).splitlines()
     queue_lines = sorted(line for line in lines if line.startswith("MessageQueue"))
     message = next(line for line in lines if line.startswith("MSGID"))
     message = re.sub(r"(storeSize|commitLogOffset|bornTimestamp|storeTimestamp)=\d+", r"\1=N", message)
     props = re.search(r"properties=\{([^}]*)\}", message)
     assert props is not None, message
-    kept = sorted(p for p in props.group(1).split(", ") if not p.startswith(("CLUSTER=", "WAIT=")))
+    kept = sorted(p for p in props.group(1).split(", ") if p.partition("=")[0] not in BROKER_ADDED)
     message = message.replace(props.group(0), "properties={" + ", ".join(kept) + "}")
     return queue_lines, lines.count("Consume ok"), message
 

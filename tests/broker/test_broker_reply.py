@@ -124,7 +124,8 @@ async def test_cluster_is_added_to_requests_only(cluster, broker, dispatched) ->
     first, second = decode_all(pulled.body or b"")
     assert first.properties["CLUSTER"] == broker.broker_config.broker_cluster_name
     assert first.properties["REPLY_TO_CLIENT"] == REQUESTER
-    assert second.properties_string == plain  # an ordinary send is stored verbatim
+    # An ordinary send is stored as it came, with the region stamp (Apache 5's) appended.
+    assert second.properties_string == plain + "MSG_REGION\x01DefaultRegion\x02TRACE_ON\x01true\x02"
 
 
 def test_reply_header_round_trips() -> None:

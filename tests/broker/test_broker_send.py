@@ -5,6 +5,7 @@ from __future__ import annotations
 import struct
 
 import pytest
+from broker_harness import MQ
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,8 +19,14 @@ from pocketmq.common.message_batch import (
     decode_message_batch,
     encode_message_batch,
 )
+from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.header import ViewMessageRequestHeader
+from pocketmq.remoting.wire_protocol import WireProtocol
+
+# What the broker appends to every message it stores, as Apache RocketMQ 5's does.
+REGION_STAMP = {"MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}
+STAMP = "MSG_REGION\x01DefaultRegion\x02TRACE_ON\x01true\x02"
 
 
 @pytest.mark.parametrize("code", [RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2])
@@ -40,9 +47,9 @@ async def test_send_then_pull_back_the_identical_record(broker, mq, dispatched, 
     assert msg.queue_id == 2 and msg.queue_offset == 0 and msg.commit_log_offset == phy
     assert msg.store_host == broker.address
     assert msg.born_host == await mq.local_address()
-    # The producer's encoded properties are stored verbatim.
-    assert msg.properties == {"TAGS": "TagA", "KEYS": "k1 k2", "UNIQ_KEY": "ABCDEF0123"}
-    assert pulled.body.endswith(props.encode())
+    # The producer's encoded properties are stored as they came, the region stamp (Apache 5's) appended.
+    assert msg.properties == {"TAGS": "TagA", "KEYS": "k1 k2", "UNIQ_KEY": "ABCDEF0123", **REGION_STAMP}
+    assert pulled.body.endswith((props + STAMP).encode())
 
     # The same bytes as the record VIEW_MESSAGE_BY_ID reads straight from the commit log.
     viewed = await mq.invoke(RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(phy))
@@ -66,8 +73,30 @@ async def test_batch_send_stores_consecutive_records(broker, mq, dispatched) -> 
     pulled = await mq.pull("G", "TopicBatch", 1, 1)
     msgs = decode_all(pulled.body)
     assert [(m.flag, m.body, m.queue_offset) for m in msgs] == [(1, b"first", 1), (2, b"2", 2), (3, b"x" * 300, 3)]
-    assert msgs[0].properties == {"TAGS": "A", "UNIQ_KEY": "U1"} and msgs[2].properties == {}
+    assert msgs[0].properties == {"TAGS": "A", "UNIQ_KEY": "U1", **REGION_STAMP}
+    assert msgs[2].properties == REGION_STAMP
     assert [m.commit_log_offset for m in msgs] == offsets
+
+
+async def test_the_region_stamp_follows_the_brokers_config(cluster, dispatched) -> None:
+    # A message that carries the stamp already (sent again) is re-stamped with this broker's values, as Apache
+    # 5's buildMsgContext puts them; traceOn=false tells clients to skip their traces of the message.
+    broker = await cluster.broker(region_id="EastRegion", trace_on=False)
+    client = RemotingClient(wire_protocol=WireProtocol.NATIVE)  # (the answer's stamp is the native protocol's)
+    cluster.clients.append(client)
+    mq = MQ(client, broker.address)
+    again = MQ.props("T", MSG_REGION="DefaultRegion", TRACE_ON="true")
+    resp = await mq.send("TopicStamp", b"again", queue_id=0, properties=again)
+    assert (resp.ext_fields["MSG_REGION"], resp.ext_fields["TRACE_ON"]) == ("EastRegion", "false")
+    assert (await mq.send("TopicStamp", b"new", queue_id=0, properties=MQ.props("T"))).code == ResponseCode.SUCCESS
+    items = [BatchItem(0, b"b1", properties_to_string({"MSG_REGION": "Old"})), BatchItem(0, b"b2", "K\x01V")]
+    assert (await mq.send_batch("TopicStamp", items, queue_id=0)).code == ResponseCode.SUCCESS
+    await dispatched(broker)
+    msgs = decode_all((await mq.pull("G", "TopicStamp", 0, 0)).body)
+    stamp = {"MSG_REGION": "EastRegion", "TRACE_ON": "false"}
+    assert [m.properties for m in msgs] == [{"TAGS": "T", **stamp}, {"TAGS": "T", **stamp}, stamp, {"K": "V", **stamp}]
+    # A batch record appends the stamp as Apache 5 appends the batch's properties: twice there, the last counts.
+    assert msgs[2].properties_string == "MSG_REGION\x01Old\x02MSG_REGION\x01EastRegion\x02TRACE_ON\x01false\x02"
 
 
 def test_batch_codec_checks_total_size_and_lengths() -> None:

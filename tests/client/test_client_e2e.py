@@ -70,8 +70,11 @@ def assert_same(sent: Message, got: MessageExt) -> None:
     assert got.body == sent.body
     assert (got.topic, got.flag, got.tags, got.keys) == (sent.topic, sent.flag, sent.tags, sent.keys)
     assert got.uniq_key == sent.uniq_key
-    # Every property the producer sent comes back; the consumer adds MIN_OFFSET / MAX_OFFSET.
-    assert {k: v for k, v in got.properties.items() if k not in ("MIN_OFFSET", "MAX_OFFSET")} == sent.properties
+    # Every property the producer sent comes back; the broker adds its region stamp (MSG_REGION, TRACE_ON, as
+    # Apache 5's does), the consumer MIN_OFFSET / MAX_OFFSET.
+    added = {"MIN_OFFSET", "MAX_OFFSET", "MSG_REGION", "TRACE_ON"}
+    assert {k: v for k, v in got.properties.items() if k not in added} == sent.properties
+    assert (got.properties["MSG_REGION"], got.properties["TRACE_ON"]) == ("DefaultRegion", "true")
 
 
 @pytest.mark.both_loops

@@ -58,9 +58,9 @@ APACHE_CONFIG: dict[str, Any] = {  # broker.conf keys (Any: ApacheRocketMQ's **b
 }
 
 # Set by the broker, not the producer: Apache adds CLUSTER to every message (5.x also MSG_REGION and TRACE_ON, and
-# __transactionId__ to transactional ones) and drops WAIT; pocketmq keeps what the producer sent (docs/broker.md
-# §7, "Properties pass through"). A committed transactional message keeps REAL_TOPIC/REAL_QID on Apache 4.9.7, not
-# on 5.5.0 or pocketmq (docs/broker.md §7, "Transactions").
+# __transactionId__ to transactional ones) and drops WAIT; pocketmq keeps what the producer sent and appends
+# MSG_REGION and TRACE_ON, as 5.x does (docs/broker.md, "The region stamp"). A committed transactional message
+# keeps REAL_TOPIC/REAL_QID on Apache 4.9.7, not on 5.5.0 or pocketmq (docs/broker.md §7, "Transactions").
 BROKER_REENCODED = {"CLUSTER", "WAIT", "MSG_REGION", "TRACE_ON", "__transactionId__"}
 # A delayed message (and a retry, which is one) comes back from Apache still carrying DELAY (4.9.7 and 5.x alike:
 # its broker clears the level from the message's property map after the properties string was encoded); pocketmq
@@ -487,13 +487,9 @@ def test_message_trace(pair: Pair) -> None:
             "true",
         ]
         views.append((trace_types(result), fields[:2] + fields[3:]))
-    if pair.version.startswith("5."):
-        # A known difference: the 5.x client's trace dispatcher drops the consume traces (SubBefore, SubAfter) of
-        # a message without MSG_REGION. Apache 5.x's broker stamps MSG_REGION (and TRACE_ON) on every message it
-        # stores; pocketmq, like Apache 4.9.x, stores the producer's properties as they came.
-        assert views[0][0] == ["Pub"]
-        views[0] = (["Pub", "SubAfter", "SubBefore"], views[0][1])
-    assert views[1][0] == ["Pub", "SubAfter", "SubBefore"]
+    # The 5.x client drops its consume traces of a message without MSG_REGION: pocketmq stamps it (and TRACE_ON)
+    # on every message it stores, as Apache 5.x's broker does.
+    assert views[0][0] == views[1][0] == ["Pub", "SubAfter", "SubBefore"]
     same(pair, *views)
 
 

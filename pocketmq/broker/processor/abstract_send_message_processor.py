@@ -14,13 +14,19 @@ from pocketmq.common import topic_validator as tv
 from pocketmq.common.constants import (
     PROPERTY_MSG_REGION,
     PROPERTY_REAL_TOPIC,
+    PROPERTY_SEPARATOR,
     PROPERTY_TIMER_OUT_MS,
     PROPERTY_TRACE_SWITCH,
     PROPERTY_TRANSFER_FLAG,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
 )
-from pocketmq.common.message import LOOPBACK_HOST, MessageExtBatch, MessageExtBrokerInner, pack_host
-from pocketmq.common.mix_all import DEFAULT_TRACE_REGION_ID as _REGION_ID
+from pocketmq.common.message import (
+    LOOPBACK_HOST,
+    MessageExtBatch,
+    MessageExtBrokerInner,
+    pack_host,
+    properties_to_string,
+)
 from pocketmq.common.recall_message_handle import HandleV1
 from pocketmq.common.topic_attributes import (
     TOPIC_MESSAGE_TYPE_ATTRIBUTE,
@@ -224,8 +230,9 @@ class AbstractSendMessageProcessor(BrokerProcessor):
         """The answer with MSG_REGION and TRACE_ON, which a 4.9.8 broker adds to every send it processes, refused
         ones too (SendMessageProcessor sets them before msgCheck)."""
         if isinstance(answer, RemotingCommand):
-            answer.ext_fields["MSG_REGION"] = _REGION_ID
-            answer.ext_fields["TRACE_ON"] = "true" if self.controller.broker_config.trace_topic_enable else "false"
+            bc = self.controller.broker_config
+            answer.ext_fields[PROPERTY_MSG_REGION] = bc.region_id
+            answer.ext_fields[PROPERTY_TRACE_SWITCH] = "true" if bc.trace_on else "false"
             return answer
         return self._with_region_later(answer)
 
@@ -233,6 +240,31 @@ class AbstractSendMessageProcessor(BrokerProcessor):
         done = self.with_region(await answer)
         assert isinstance(done, RemotingCommand)
         return done
+
+    def stamp_region(self, props: dict[str, str], props_string: str) -> str:
+        """MSG_REGION and TRACE_ON on a message to store, as Apache RocketMQ 5's broker puts them on every one
+        (buildMsgContext); its 5.x client drops the consume traces of a message without MSG_REGION. Appended to
+        the producer's encoded properties (no re-encoding) unless the message carries either already."""
+        bc = self.controller.broker_config
+        region, trace_on = bc.region_id, "true" if bc.trace_on else "false"
+        if PROPERTY_MSG_REGION not in props and PROPERTY_TRACE_SWITCH not in props:
+            props[PROPERTY_MSG_REGION] = region
+            props[PROPERTY_TRACE_SWITCH] = trace_on
+            sep = "" if not props_string or props_string[-1] == PROPERTY_SEPARATOR else PROPERTY_SEPARATOR
+            return f"{props_string}{sep}{PROPERTY_MSG_REGION}\x01{region}\x02{PROPERTY_TRACE_SWITCH}\x01{trace_on}\x02"
+        if props.get(PROPERTY_MSG_REGION) == region and props.get(PROPERTY_TRACE_SWITCH) == trace_on:
+            return props_string
+        props[PROPERTY_MSG_REGION] = region
+        props[PROPERTY_TRACE_SWITCH] = trace_on
+        return properties_to_string(props)
+
+    def batch_region_stamp(self) -> bytes:
+        """What a batch's every record gets appended, as Apache RocketMQ 5 appends the batch's own properties
+        (MSG_REGION, TRACE_ON) to each (MessageExtEncoder.encodeBatch): a record that had either, has it twice,
+        and the last one counts for every reader."""
+        bc = self.controller.broker_config
+        trace_on = "true" if bc.trace_on else "false"
+        return f"{PROPERTY_MSG_REGION}\x01{bc.region_id}\x02{PROPERTY_TRACE_SWITCH}\x01{trace_on}\x02".encode()
 
     def recall_handle(self, msg: MessageExtBrokerInner) -> str | None:
         """attachRecallHandle: a stored timer message's handle (its slot, +1 for the floor the slot is)."""
@@ -265,9 +297,9 @@ class AbstractSendMessageProcessor(BrokerProcessor):
             answer = response(request, code, ext_fields=header)
             if request.serialize_type is not _MSGPACK:
                 # What a 4.9.8 broker adds (SendMessageProcessor); Java's client reads both without a null check.
-                answer.ext_fields[PROPERTY_MSG_REGION] = _REGION_ID
-                trace_on = self.controller.broker_config.trace_topic_enable
-                answer.ext_fields[PROPERTY_TRACE_SWITCH] = "true" if trace_on else "false"
+                bc = self.controller.broker_config
+                answer.ext_fields[PROPERTY_MSG_REGION] = bc.region_id
+                answer.ext_fields[PROPERTY_TRACE_SWITCH] = "true" if bc.trace_on else "false"
             return answer
         if result.status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
             remark = (

@@ -52,7 +52,10 @@ from ..config import BrokerConfig, BrokerConfigError, _convert
 from .base import BrokerProcessor, log, response
 
 if TYPE_CHECKING:
+    from pocketmq.storage.message_store import DefaultMessageStore
+
     from ..broker_controller import BrokerController
+    from ..stats.broker_stats_manager import BrokerStatsManager
 
 BROKER_VERSION_DESC = "V4_9_8"  # MQVersion.getVersionDesc of the version pocketmq implements
 _V3_0_7 = 82  # MQVersion.Version.V3_0_7_SNAPSHOT.ordinal(): clients from here on take offset resets
@@ -114,24 +117,10 @@ class AdminExtProcessor(BrokerProcessor):
         return response(request, body=request.encode_body(KVTable(table)))
 
     def runtime_info(self) -> dict[str, str]:
-        """prepareRuntimeInfo's keys (those pocketmq has figures for); values are strings, as in RocketMQ."""
+        """prepareRuntimeInfo's keys (those pocketmq has figures for); values are strings, as in RocketMQ. The
+        store's own, as RocketMQ's getRuntimeInfo and StoreStatsService give them, are the helpers'."""
         c = self.controller
         store, stats = c.store, c.broker_stats_manager
-        put, get = stats.broker_put_in_minute(), stats.broker_get_in_minute()
-        # RocketMQ's StoreStatsService gives 10 s, 1 min and 10 min rates; pocketmq keeps the minute.
-        put_tps = f"{put.tps:.2f} {put.tps:.2f} {put.tps:.2f}"
-        get_tps = f"{get.tps:.2f} {get.tps:.2f} {get.tps:.2f}"
-        root = c.broker_config.store_root
-        commit_log_dir = os.path.join(root, "commitlog")
-        try:
-            usage = shutil.disk_usage(commit_log_dir if os.path.isdir(commit_log_dir) else root)
-            disk_ratio = usage.used / usage.total
-            capacity = f"Total : {human_bytes(usage.total)}, Free : {human_bytes(usage.free)}."
-        except OSError:
-            disk_ratio, capacity = -1.0, "unknown"
-        cq_ratio = _disk_ratio(os.path.join(root, "consumequeue"), root)
-        put_bytes = stats.put_size_total
-        put_count = stats.broker_put_total
         unflushed = max(store.get_max_phy_offset() - store.commit_log.mapped_file_queue.flushed_where, 0)
         earliest = 0
         min_phy = store.get_min_phy_offset()
@@ -139,7 +128,7 @@ class AdminExtProcessor(BrokerProcessor):
             msg = store.look_message_by_offset(min_phy)
             earliest = msg.store_timestamp if msg is not None else 0
         pull_threads = c.broker_config.pull_thread_pool_nums
-        return {
+        info = {
             "brokerVersionDesc": BROKER_VERSION_DESC,
             "brokerVersion": str(409),
             "msgPutTotalYesterdayMorning": str(stats.msg_put_total_yesterday_morning),
@@ -163,35 +152,13 @@ class AdminExtProcessor(BrokerProcessor):
             "pageCacheLockTimeMills": "0",
             "earliestMessageTimeStamp": str(earliest),
             "startAcceptSendRequestTimeStamp": "0",
-            # No transient store pool: RocketMQ then reports Integer.MAX_VALUE buffers.
-            "remainTransientStoreBufferNumbs": str(2**31 - 1),
             "remainHowManyDataToFlush": human_bytes(unflushed),
             "bootTimestamp": str(self.boot_timestamp),
             "runtime": _runtime_text(time.time() - self.boot_timestamp / 1000),
-            "putTps": put_tps,
-            "getTransferedTps": get_tps,  # sic, RocketMQ's spelling
-            "getTotalTps": get_tps,
-            "getFoundTps": get_tps,
-            "getMissTps": "0.00 0.00 0.00",
-            "putMessageTimesTotal": str(put_count),
-            "putMessageSizeTotal": str(put_bytes),
-            "putMessageAverageSize": str(put_bytes / put_count if put_count else 0.0),
-            "putMessageFailedTimes": "0",
-            # StoreStatsService times every put and get; pocketmq keeps no per-request latencies (its flush
-            # latencies are on /metrics), so these read as an idle RocketMQ broker's do.
-            "putMessageEntireTimeMax": "0",
-            "getMessageEntireTimeMax": "0",
-            "putMessageDistributeTime": " ".join(f"{b}:0" for b in _PUT_TIME_BUCKETS) + " ",
-            "putLatency99": "0.00",
-            "putLatency999": "0.00",
-            "dispatchMaxBuffer": "0",
-            "commitLogMinOffset": str(min_phy),
-            "commitLogMaxOffset": str(store.get_max_phy_offset()),
-            "commitLogDiskRatio": f"{disk_ratio}",
-            f"commitLogDiskRatio_{commit_log_dir}": f"{disk_ratio}",
-            "consumeQueueDiskRatio": f"{cq_ratio}",
-            "commitLogDirCapacity": capacity,
         }
+        info.update(_store_stats_info(stats))
+        info.update(_store_runtime_info(c.broker_config.store_root, store))
+        return info
 
     async def get_topic_stats_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = request.decode_header(GetTopicStatsInfoRequestHeader)
@@ -460,3 +427,53 @@ def _disk_ratio(path: str, fallback: str) -> float:
     except OSError:
         return -1.0
     return usage.used / usage.total
+
+
+def _store_stats_info(stats: BrokerStatsManager) -> dict[str, str]:
+    """StoreStatsService's keys: rates and totals of puts and gets."""
+    put, get = stats.broker_put_in_minute(), stats.broker_get_in_minute()
+    # RocketMQ's StoreStatsService gives 10 s, 1 min and 10 min rates; pocketmq keeps the minute.
+    put_tps = f"{put.tps:.2f} {put.tps:.2f} {put.tps:.2f}"
+    get_tps = f"{get.tps:.2f} {get.tps:.2f} {get.tps:.2f}"
+    put_bytes = stats.put_size_total
+    put_count = stats.broker_put_total
+    return {
+        "putTps": put_tps,
+        "getTransferedTps": get_tps,  # sic, RocketMQ's spelling
+        "getTotalTps": get_tps,
+        "getFoundTps": get_tps,
+        "getMissTps": "0.00 0.00 0.00",
+        "putMessageTimesTotal": str(put_count),
+        "putMessageSizeTotal": str(put_bytes),
+        "putMessageAverageSize": str(put_bytes / put_count if put_count else 0.0),
+        "putMessageFailedTimes": "0",
+        # StoreStatsService times every put and get; pocketmq keeps no per-request latencies (its flush
+        # latencies are on /metrics), so these read as an idle RocketMQ broker's do.
+        "putMessageEntireTimeMax": "0",
+        "getMessageEntireTimeMax": "0",
+        "putMessageDistributeTime": " ".join(f"{b}:0" for b in _PUT_TIME_BUCKETS) + " ",
+        "putLatency99": "0.00",
+        "putLatency999": "0.00",
+        "dispatchMaxBuffer": "0",
+    }
+
+
+def _store_runtime_info(root: str, store: DefaultMessageStore) -> dict[str, str]:
+    """DefaultMessageStore.getRuntimeInfo's keys: the commit log's offsets and the disk it fills."""
+    commit_log_dir = os.path.join(root, "commitlog")
+    try:
+        usage = shutil.disk_usage(commit_log_dir if os.path.isdir(commit_log_dir) else root)
+        disk_ratio = usage.used / usage.total
+        capacity = f"Total : {human_bytes(usage.total)}, Free : {human_bytes(usage.free)}."
+    except OSError:
+        disk_ratio, capacity = -1.0, "unknown"
+    return {
+        # No transient store pool: RocketMQ then reports Integer.MAX_VALUE buffers.
+        "remainTransientStoreBufferNumbs": str(2**31 - 1),
+        "commitLogMinOffset": str(store.get_min_phy_offset()),
+        "commitLogMaxOffset": str(store.get_max_phy_offset()),
+        "commitLogDiskRatio": f"{disk_ratio}",
+        f"commitLogDiskRatio_{commit_log_dir}": f"{disk_ratio}",
+        "consumeQueueDiskRatio": f"{_disk_ratio(os.path.join(root, 'consumequeue'), root)}",
+        "commitLogDirCapacity": capacity,
+    }

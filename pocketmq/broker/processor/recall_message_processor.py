@@ -26,7 +26,6 @@ from pocketmq.common.constants import (
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
 )
 from pocketmq.common.message import MessageExtBrokerInner
-from pocketmq.common.mix_all import DEFAULT_TRACE_REGION_ID
 from pocketmq.common.recall_message_handle import HandleV1, RecallHandleError, decode_handle
 from pocketmq.remoting.codes import PermName, RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
@@ -65,7 +64,7 @@ class RecallMessageProcessor(BrokerProcessor):
         answer = self._recall(channel, request)
         if not isinstance(answer, RemotingCommand):
             answer = await answer
-        answer.ext_fields[PROPERTY_MSG_REGION] = DEFAULT_TRACE_REGION_ID
+        answer.ext_fields[PROPERTY_MSG_REGION] = self.controller.broker_config.region_id
         return answer
 
     def _recall(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | asyncio.Future[RemotingCommand]:

@@ -20,7 +20,6 @@ from pocketmq.common.constants import (
     PROPERTY_TRACE_SWITCH,
 )
 from pocketmq.common.message import MessageExtBrokerInner, properties_to_string, string_to_properties, unpack_host
-from pocketmq.common.mix_all import DEFAULT_TRACE_REGION_ID
 from pocketmq.remoting.codes import RequestCode, ResponseCode, SerializeType
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import RemotingError
@@ -87,9 +86,9 @@ class ReplyMessageProcessor(AbstractSendMessageProcessor):
             return response(request, ResponseCode.SYSTEM_ERROR, remark)
         answer = response(request, ext_fields=SendMessageResponseHeader(msg_id, queue_id, queue_offset))
         if request.serialize_type is not SerializeType.MSGPACK:
-            answer.ext_fields[PROPERTY_MSG_REGION] = DEFAULT_TRACE_REGION_ID
-            trace_on = self.controller.broker_config.trace_topic_enable
-            answer.ext_fields[PROPERTY_TRACE_SWITCH] = "true" if trace_on else "false"
+            bc = self.controller.broker_config
+            answer.ext_fields[PROPERTY_MSG_REGION] = bc.region_id
+            answer.ext_fields[PROPERTY_TRACE_SWITCH] = "true" if bc.trace_on else "false"
         return answer
 
     async def _push_reply(self, channel: Channel, header: SendMessageRequestHeader, body: bytes) -> tuple[bool, str]:

@@ -52,6 +52,15 @@ _V3_4_9 = 121
 _SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)  # (a plain int: Enum members are slow to read)
 
 
+def _is_transactional(header: SendMessageRequestHeader, props: dict[str, str]) -> bool:
+    """TRAN_MSG=true (RocketMQ's test; a retry that copied the property from a committed message, reconsumed and
+    delayed, is none), or the prepared flag alone."""
+    return header.sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_PREPARED_TYPE or (
+        props.get(PROPERTY_TRANSACTION_PREPARED) == "true"
+        and not (header.reconsume_times and PROPERTY_DELAY_TIME_LEVEL in props)
+    )
+
+
 class SendMessageProcessor(AbstractSendMessageProcessor):
     def __init__(self, controller: BrokerController) -> None:
         super().__init__(controller)
@@ -84,27 +93,18 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             return error
         assert tc is not None
         body = request.body
-        if not body:
-            # RocketMQ's client refuses it (Validators.checkMessage) and its 4.9.8 broker stores it; pocketmq's
-            # broker refuses it too, so a client that skips the check learns it here.
-            return response(request, ResponseCode.MESSAGE_ILLEGAL, "the message body length is zero")
-        max_size = self.controller.broker_config.max_message_size
-        if len(body) > max_size:
-            return response(
-                request,
-                ResponseCode.MESSAGE_ILLEGAL,
-                f"the message body size {len(body)} exceeds the maximum allowed {max_size} bytes (maxMessageSize)",
-            )
+        error = self._check_body(request, body)
+        if error is not None:
+            return error
+        assert body is not None
         props_string = header.properties or ""
         props = string_to_properties(props_string)
         if PROPERTY_MESSAGE_REPLY_TO_CLIENT in props and PROPERTY_CLUSTER not in props:
-            # A request (Producer.request): its replier learns the reply topic, <cluster>_REPLY_TOPIC, from
-            # CLUSTER. RocketMQ 4.9.8 adds CLUSTER to every message; pocketmq only to the ones that need it.
-            props[PROPERTY_CLUSTER] = self.controller.broker_config.broker_cluster_name
-            props_string = properties_to_string(props)
+            props_string = self._add_cluster_to_request(props)
         conflict = self.check_message_type(request, tc, props)
         if conflict is not None:
             return conflict
+        props_string = self.stamp_region(props, props_string)
         topic = header.topic
         if topic.startswith(mix_all.RETRY_GROUP_TOPIC_PREFIX):
             rerouted = self._handle_retry_and_dlq(request, header, props)
@@ -115,26 +115,14 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
                 props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
                 props_string = properties_to_string(props)
         sys_flag = header.sys_flag
-        # A transactional send: TRAN_MSG=true (RocketMQ's test; a retry that copied the property from a committed
-        # message, reconsumed and delayed, is none), or the prepared flag alone.
-        transactional = sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_PREPARED_TYPE or (
-            props.get(PROPERTY_TRANSACTION_PREPARED) == "true"
-            and not (header.reconsume_times and PROPERTY_DELAY_TIME_LEVEL in props)
-        )
-        if transactional and self.controller.broker_config.reject_transaction_message:
-            return response(
-                request,
-                ResponseCode.NO_PERMISSION,
-                f"the broker[{self.controller.broker_config.broker_ip1}] sending transaction message is forbidden",
-            )
-        if not transactional and sys_flag & TRANSACTION_TYPE_MASK:
-            # Only END_TRANSACTION writes committed (and nothing writes rolled-back) records.
-            return response(request, ResponseCode.MESSAGE_ILLEGAL, "a producer cannot send a committed or rolled "
-                            "back transaction message; send a prepared one and END_TRANSACTION it")
+        transactional = _is_transactional(header, props)
+        error = self._check_transaction(request, transactional, sys_flag)
+        if error is not None:
+            return error
         if tc.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
-        # The producer's encoded properties go to the store verbatim. RocketMQ 4.9.8 re-encodes them to add
-        # CLUSTER and drop WAIT; passing them through keeps the stored record what the producer sent.
+        # The producer's encoded properties go to the store as they came, with the region stamp appended.
+        # RocketMQ re-encodes them to add CLUSTER and drop WAIT; pocketmq keeps what the producer sent.
         msg = MessageExtBrokerInner(
             topic=topic,
             body=body,
@@ -151,6 +139,46 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         if transactional:
             msg = self.controller.transactional_message_service.prepare_message(msg)
         return self.put_and_answer(msg, request, queue_id)
+
+    def _check_body(self, request: RemotingCommand, body: bytes | None) -> RemotingCommand | None:
+        """The refusal of a body the store would not take, or None."""
+        if not body:
+            # RocketMQ's client refuses it (Validators.checkMessage) and its 4.9.8 broker stores it; pocketmq's
+            # broker refuses it too, so a client that skips the check learns it here.
+            return response(request, ResponseCode.MESSAGE_ILLEGAL, "the message body length is zero")
+        max_size = self.controller.broker_config.max_message_size
+        if len(body) > max_size:
+            return response(
+                request,
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"the message body size {len(body)} exceeds the maximum allowed {max_size} bytes (maxMessageSize)",
+            )
+        return None
+
+    def _add_cluster_to_request(self, props: dict[str, str]) -> str:
+        """A request (Producer.request): its replier learns the reply topic, <cluster>_REPLY_TOPIC, from CLUSTER.
+        RocketMQ 4.9.8 adds CLUSTER to every message; pocketmq only to the ones that need it. Returns the
+        properties encoded again."""
+        props[PROPERTY_CLUSTER] = self.controller.broker_config.broker_cluster_name
+        return properties_to_string(props)
+
+    def _check_transaction(
+        self, request: RemotingCommand, transactional: bool, sys_flag: int
+    ) -> RemotingCommand | None:
+        """The refusal of a transactional send this broker does not take, or of a producer's commit or rollback
+        flag (only END_TRANSACTION writes committed records, and nothing writes rolled-back ones); or None."""
+        if transactional:
+            if not self.controller.broker_config.reject_transaction_message:
+                return None
+            return response(
+                request,
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{self.controller.broker_config.broker_ip1}] sending transaction message is forbidden",
+            )
+        if sys_flag & TRANSACTION_TYPE_MASK:
+            return response(request, ResponseCode.MESSAGE_ILLEGAL, "a producer cannot send a committed or rolled "
+                            "back transaction message; send a prepared one and END_TRANSACTION it")
+        return None
 
     def _handle_retry_and_dlq(
         self, request: RemotingCommand, header: SendMessageRequestHeader, props: dict[str, str]
@@ -214,14 +242,15 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         sys_flag = header.sys_flag & ~TRANSACTION_PREPARED_TYPE
         if tc.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
-        # Each record keeps its own properties verbatim. RocketMQ 4.9.8 appends the batch header's
-        # properties (CLUSTER, WAIT) to every record; we do not.
+        # Each record keeps its own properties, with the region stamp appended. RocketMQ appends the batch
+        # header's properties to every record: CLUSTER and WAIT too, which pocketmq does not store.
+        stamp = self.batch_region_stamp()
         batch = MessageExtBatch(
             header.topic,
             queue_id,
             flags,
             bodies,
-            properties,
+            [p + stamp if not p or p[-1] == 2 else p + b"\x02" + stamp for p in properties],
             sys_flag,
             header.born_timestamp,
             self.born_host(channel),

@@ -303,12 +303,7 @@ class Producer(ProducerRequestReply):
             raise MQClientException(
                 f"No route info of this topic: {msg.topic}", response_code=ClientErrorCode.NOT_FOUND_TOPIC_EXCEPTION
             )
-        if mode is _SYNC:
-            times_total = 1 + self.retry_times_when_send_failed
-        elif mode is _ASYNC:
-            times_total = 1 + self.retry_times_when_send_async_failed
-        else:
-            times_total = 1
+        times_total = self._times_total(mode)
         mq: MessageQueue | None = None
         result: SendResult | None = None
         error: BaseException | None = None
@@ -338,38 +333,41 @@ class Producer(ProducerRequestReply):
                 ):
                     continue
                 return result
-            except RemotingError as e:
+            except (RemotingError, MQClientException, MQBrokerException) as e:
                 self.fault_strategy.update_fault_item(mq.broker_name, loop.time() - begin, True)
-                log.info("send to %s failed (attempt %d): %s", mq, times, e)
-                error = e
-            except MQClientException as e:
-                self.fault_strategy.update_fault_item(mq.broker_name, loop.time() - begin, True)
-                if mode is _ASYNC:
-                    raise  # async sends retry network failures only
-                error = e
-            except MQBrokerException as e:
-                self.fault_strategy.update_fault_item(mq.broker_name, loop.time() - begin, True)
-                if mode is _ASYNC or e.code not in self.retry_response_codes:
+                if not self._retries(e, mode, mq, times):
                     if result is not None:
                         return result  # an earlier attempt stored it (not SEND_OK): that answer stands
                     raise
-                log.info("send to %s refused (attempt %d): %s", mq, times, e)
                 error = e
         if result is not None:
             return result  # stored, but not SEND_OK, on every attempt
         if call_timeout:
             raise RemotingTimeoutError(f"sendDefaultImpl call timeout ({timeout}s)") from error
-        cost_ms = int((loop.time() - begin_first) * 1000)
-        code = -1
-        if isinstance(error, MQBrokerException):
-            code = error.code
-        elif isinstance(error, MQClientException):
-            code = error.response_code
-        raise MQClientException(
-            f"Send [{times}] times, still failed, cost [{cost_ms}]ms, Topic: {msg.topic}, "
-            f"BrokersSent: {brokers_sent}: {error}",
-            response_code=code,
-        ) from error
+        raise _send_failed(msg, times, int((loop.time() - begin_first) * 1000), brokers_sent, error) from error
+
+    def _times_total(self, mode: CommunicationMode) -> int:
+        """How many attempts a send gets: a oneway send has no answer to retry on."""
+        if mode is _SYNC:
+            return 1 + self.retry_times_when_send_failed
+        if mode is _ASYNC:
+            return 1 + self.retry_times_when_send_async_failed
+        return 1
+
+    def _retries(self, e: Exception, mode: CommunicationMode, mq: MessageQueue, times: int) -> bool:
+        """Whether a failed attempt is tried again (on another broker): a network failure always; the client's
+        own errors and the broker's retryable refusals only for a sync send (an async one retries network
+        failures only)."""
+        if isinstance(e, RemotingError):
+            log.info("send to %s failed (attempt %d): %s", mq, times, e)
+            return True
+        if mode is _ASYNC:
+            return False
+        if isinstance(e, MQBrokerException):
+            if e.code not in self.retry_response_codes:
+                return False
+            log.info("send to %s refused (attempt %d): %s", mq, times, e)
+        return True
 
     def _send_kernel_impl(
         self, msg: Message, mq: MessageQueue, mode: CommunicationMode, timeout: float
@@ -453,3 +451,19 @@ class Producer(ProducerRequestReply):
     def update_topic_publish_info(self, topic: str, info: TopicPublishInfo) -> None:
         if topic in self.topic_publish_info_table:
             self.topic_publish_info_table[topic] = info
+
+
+def _send_failed(
+    msg: Message, times: int, cost_ms: int, brokers_sent: list[str], error: BaseException | None
+) -> MQClientException:
+    """RocketMQ's "Send [n] times, still failed", with the last attempt's response code for the caller to test."""
+    code = -1
+    if isinstance(error, MQBrokerException):
+        code = error.code
+    elif isinstance(error, MQClientException):
+        code = error.response_code
+    return MQClientException(
+        f"Send [{times}] times, still failed, cost [{cost_ms}]ms, Topic: {msg.topic}, "
+        f"BrokersSent: {brokers_sent}: {error}",
+        response_code=code,
+    )

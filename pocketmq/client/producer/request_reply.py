@@ -84,7 +84,8 @@ class ProducerRequestReply:
                 raise MQClientException(f"send request message to <{msg.topic}> fail: {e}") from e
             remaining = timeout - (loop.time() - begin)
             try:
-                return await asyncio.wait_for(future, max(remaining, 0))
+                async with asyncio.timeout(max(remaining, 0)):  # not wait_for: it can swallow a cancellation
+                    return await future
             except TimeoutError:
                 raise RequestTimeoutException(
                     f"send request message to <{msg.topic}> OK, but wait reply message timeout, "

@@ -33,22 +33,7 @@ def tokenize(text: str) -> list[Token]:
     tokens: list[Token] = []
     i, n = 0, len(text)
     while True:
-        while i < n:
-            c = text[i]
-            if c in _SPACE:
-                i += 1
-            elif text.startswith("--", i):
-                # Java needs a line end after the comment; one running to the end of the input is read as
-                # trailing tokens there, which its parser ignores, so treating it as a comment agrees.
-                end = _line_end(text, i)
-                i = end
-            elif text.startswith("/*", i):
-                end = text.find("*/", i + 2)
-                if end < 0:
-                    raise SqlParseError("unterminated /* comment", text, i)
-                i = end + 2
-            else:
-                break
+        i = _skip_blanks(text, i)
         if i >= n:
             tokens.append(Token("EOF", "", n))
             return tokens
@@ -59,15 +44,10 @@ def tokenize(text: str) -> list[Token]:
             i = i2
             continue
         if c in _DIGITS or (c == "." and i + 1 < n and text[i + 1] in _DIGITS):
-            m = _FLOAT.match(text, i)
-            m_int = _INT.match(text, i)
-            if m is not None and (m_int is None or m.end() > m_int.end()):
-                tokens.append(Token("FLOAT", m.group(), i))
-                i = m.end()
-                continue
-            if m_int is not None:
-                tokens.append(Token("INT", m_int.group(), i))
-                i = m_int.end()
+            number = _number(text, i)
+            if number is not None:
+                tokens.append(number)
+                i += len(number.text)
                 continue
         m = _ID.match(text, i)
         if m is not None:
@@ -83,6 +63,37 @@ def tokenize(text: str) -> list[Token]:
                 break
         else:
             raise SqlParseError(f"unexpected character {c!r}", text, i)
+
+
+def _skip_blanks(text: str, i: int) -> int:
+    """Where the next token starts: past white space and comments."""
+    n = len(text)
+    while i < n:
+        if text[i] in _SPACE:
+            i += 1
+        elif text.startswith("--", i):
+            # Java needs a line end after the comment; one running to the end of the input is read as
+            # trailing tokens there, which its parser ignores, so treating it as a comment agrees.
+            i = _line_end(text, i)
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            if end < 0:
+                raise SqlParseError("unterminated /* comment", text, i)
+            i = end + 2
+        else:
+            break
+    return i
+
+
+def _number(text: str, i: int) -> Token | None:
+    """The longer of a FLOAT and an INT at ``i`` (``1.5`` is a float, ``1L`` an int), or None."""
+    m = _FLOAT.match(text, i)
+    m_int = _INT.match(text, i)
+    if m is not None and (m_int is None or m.end() > m_int.end()):
+        return Token("FLOAT", m.group(), i)
+    if m_int is not None:
+        return Token("INT", m_int.group(), i)
+    return None
 
 
 def _line_end(text: str, i: int) -> int:

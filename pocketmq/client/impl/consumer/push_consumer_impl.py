@@ -33,7 +33,7 @@ from ...consumer.store.local_file_offset_store import LocalFileOffsetStore
 from ...consumer.store.offset_store import OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
 from ...exceptions import MQBrokerException, MQClientException
 from ...filter_api import EXPRESSION_TYPE_SQL92, build_subscription_data, message_matches
-from ...message import PullStatus
+from ...message import PullResult, PullStatus
 from ...trace.async_trace_dispatcher import AsyncTraceDispatcher
 from ...trace.trace_hooks import ConsumeMessageTraceHook
 from ...validators import check_group, check_topic
@@ -389,16 +389,27 @@ class DefaultMQPushConsumerImpl(PushConsumerAdmin, PushConsumerRetry, Rebalanced
             )
             result = self._pull_api.process_pull_result(mq, raw, subscription)
         except (RemotingError, MQClientException, MQBrokerException) as e:
-            if isinstance(e, MQBrokerException) and e.code == ResponseCode.FLOW_CONTROL:
-                delay = cfg.pull_time_delay_when_broker_flow_control
-            else:
-                delay = cfg.pull_time_delay_when_exception
-                if not (isinstance(e, MQBrokerException) and e.code == ResponseCode.SUBSCRIPTION_NOT_LATEST):
-                    log.warning("%s: pull of %s failed: %s", self.group, mq, e)
-            self.execute_pull_request_later(request, delay)
+            self._on_pull_exception(request, e)
             return
-        if pq.dropped:
-            return
+        if not pq.dropped:
+            self._on_pull_success(request, subscription, result)
+
+    def _on_pull_exception(self, request: PullRequest, e: Exception) -> None:
+        """RocketMQ's PullCallback.onException: pull again later, later still when the broker is busy."""
+        cfg = self.config
+        if isinstance(e, MQBrokerException) and e.code == ResponseCode.FLOW_CONTROL:
+            delay = cfg.pull_time_delay_when_broker_flow_control
+        else:
+            delay = cfg.pull_time_delay_when_exception
+            # (a subscription the broker has not heard of yet is the heartbeat's lag, not worth a warning)
+            if not (isinstance(e, MQBrokerException) and e.code == ResponseCode.SUBSCRIPTION_NOT_LATEST):
+                log.warning("%s: pull of %s failed: %s", self.group, request.message_queue, e)
+        self.execute_pull_request_later(request, delay)
+
+    def _on_pull_success(self, request: PullRequest, subscription: SubscriptionData, result: PullResult) -> None:
+        """RocketMQ's PullCallback.onSuccess: hand what was found to the consume service, and pull again."""
+        cfg = self.config
+        mq, pq = request.message_queue, request.process_queue
         status = result.pull_status
         if status is PullStatus.FOUND:
             request.next_offset = result.next_begin_offset

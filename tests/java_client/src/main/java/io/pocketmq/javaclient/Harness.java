@@ -112,22 +112,29 @@ public final class Harness {
         }
         boolean acl = name.startsWith("acl");
         String addr = acl ? require("acl-namesrv") : namesrv;
+        long started = System.nanoTime();
         try (Ctx ctx = new Ctx(addr, run + "-" + name.replace('_', '-'), null)) {
             Object result = scenario.run(ctx);
-            emit(name, true, result);
+            emit(name, true, result, started);
         } catch (Throwable t) {
             Map<String, Object> error = new LinkedHashMap<>(Ctx.error(t));
             StringWriter trace = new StringWriter();
             t.printStackTrace(new PrintWriter(trace));
             error.put("stack", trace.toString());
-            emit(name, false, error);
+            emit(name, false, error, started);
         }
     }
 
-    private static synchronized void emit(String name, boolean ok, Object payload) {
+    private static void emit(String name, boolean ok, Object payload) {
+        emit(name, ok, payload, -1);
+    }
+
+    // "ms": how long the scenario ran (what the suite's time goes to), -1 when it did not finish.
+    private static synchronized void emit(String name, boolean ok, Object payload, long startedNanos) {
         Map<String, Object> line = new LinkedHashMap<>();
         line.put("scenario", name);
         line.put("ok", ok);
+        line.put("ms", startedNanos < 0 ? -1 : (System.nanoTime() - startedNanos) / 1_000_000);
         line.put(ok ? "result" : "error", payload);
         out.println(Json.write(line));
         out.flush();

@@ -96,6 +96,33 @@ def encode(cmd: RemotingCommand, max_frame_size: int | None = None) -> bytes:
     )
 
 
+def encode_reference(cmd: RemotingCommand, max_frame_size: int | None = None) -> bytes:
+    """``encode`` one rule at a time, its readable twin: the same bytes and the same errors (a property test in
+    tests/remoting/test_remoting_codec_reference.py holds the two together)."""
+    head: dict[str, object] = {name: int(getattr(cmd, name)) for name in ("code", "language", "version", "opaque",
+                                                                           "flag")}
+    if cmd.remark is not None:
+        if not isinstance(cmd.remark, str):
+            raise TypeError(f"remark must be str, not {type(cmd.remark).__name__}")
+        head["remark"] = cmd.remark
+    for k, v in (cmd.ext_fields or {}).items():
+        if v is not None and not isinstance(v, _SCALARS):
+            raise TypeError(f"ext field {k!r} must be str, int, bool or float, not {type(v).__name__}")
+        if not isinstance(k, str):
+            raise TypeError(f"ext field name must be str, not {type(k).__name__}: {k!r}")
+    ext = {k: v for k, v in (cmd.ext_fields or {}).items() if v is not None}  # None: the field is absent
+    if ext:
+        head["extFields"] = ext
+    packed = msgpack.packb(head, use_bin_type=True)
+    if cmd.body is not None:
+        if not isinstance(cmd.body, bytes | bytearray):
+            raise TypeError(f"body must be bytes, not {type(cmd.body).__name__}")
+        packed = msgpack.packb({**head, "body": bytes(cmd.body)}, use_bin_type=True)
+    if max_frame_size is not None and len(packed) > max_frame_size:
+        raise FrameTooLarge(len(packed), max_frame_size)
+    return _LEN.pack(len(packed)) + packed
+
+
 class FrameDecoder(LengthPrefixedDecoder):
     """Incremental decoder of msgpack frames: feed bytes with ``receive_data``, take commands with ``next_event``
     (None: more data needed). Any split of the stream works. ``next_event`` raises FrameTooLarge (fatal: every
@@ -173,3 +200,34 @@ def _to_command(obj: object) -> RemotingCommand:
                 del ext[k]
     # Positional: code, language, version, opaque, flag, remark, ext_fields, body.
     return RemotingCommand(code, language, version, readable_opaque, readable_flag, remark, ext, body)
+
+
+def to_command_reference(obj: object) -> RemotingCommand:
+    """``_to_command`` one rule at a time, its readable twin: the same command and the same errors."""
+    if not isinstance(obj, dict):
+        raise MalformedFrame(f"payload is a {type(obj).__name__}, not a map")
+    opaque, flag = obj.get("opaque"), obj.get("flag", 0)
+    where = (opaque if type(opaque) is int else None, flag if type(flag) is int else None)  # for the error
+
+    def field(name: str, default: object, allowed: tuple[type, ...], what: str) -> object:
+        value = obj.get(name, default)
+        if type(value) not in allowed:  # exact types: a bool is not an int here
+            raise MalformedFrame(f"'{name}' must be {what}, got {type(value).__name__}", *where)
+        return value
+
+    code = field("code", None, (int,), "an int")
+    field("opaque", None, (int,), "an int")
+    field("flag", 0, (int,), "an int")
+    language = field("language", _LANGUAGE_OTHER, (int,), "an int")
+    version = field("version", 0, (int,), "an int")
+    remark = field("remark", None, (str, type(None)), "a str")
+    body = field("body", None, (bytes, type(None)), "bin")
+    ext = field("extFields", None, (dict, type(None)), "a map") or {}
+    assert isinstance(ext, dict)
+    for k, v in ext.items():
+        if type(k) is not str:
+            raise MalformedFrame(f"'extFields' key {k!r} is not a str", *where)
+        if v is not None and not isinstance(v, _SCALARS):
+            raise MalformedFrame(f"'extFields' value of {k!r} is a {type(v).__name__}, not a scalar", *where)
+    fields = {k: v for k, v in ext.items() if v is not None}
+    return RemotingCommand(code, language, version, where[0], where[1], remark, fields, body)  # type: ignore[arg-type]

@@ -13,7 +13,8 @@ this process on uvloop. Workloads, per system:
   (c) consume     the messages (a) wrote, by a group, 32 per fetch; each fetch's ack / offset commit reaches the
                   server before the next fetch, none waits for a reply (pocketmq: one-way offset commit; Redis:
                   XACK pipelined with the next XREADGROUP; NATS: ack), and the last ones are settled in the time
-  (d) latency     a producer paced at 1,000 msgs/s stamps perf_counter_ns in the body; a consumer receives
+  (d) latency     a producer paced at 1,000 msgs/s (--latency-rate) stamps perf_counter_ns in the body; a
+                  consumer receives
   (e) push        pocketmq only: PushConsumers of a new group (no-op listener, clustering, RocketMQ's
                   defaults) consume what (a) wrote, with 1 and with 3 consumers; compared with the peers' (c)
   (f) pop         pocketmq only: a SimpleConsumer of a new group pops what (a) wrote, 32 per pop (RocketMQ 5's
@@ -69,6 +70,8 @@ from bench.e2e_systems import (  # noqa: E402
     version,
 )
 from bench.e2e_workloads import (  # noqa: E402
+    HISTOGRAM_MS,
+    bucket_name,
     pop_consume,
     push_consume,
     run_workloads,
@@ -81,7 +84,8 @@ PROTOCOLS = ("msgpack", "rocketmq")  # ClientConfig.protocol: pocketmq's frames,
 CPP_PYTHON = Path(os.environ.get("POCKETMQ_CPP_CLIENT_PYTHON", _BENCH.parent / ".venv-rocketmq-cpp" / "bin" / "python"))
 
 
-def run_pocketmq(tmp: Path, n: int, latency_s: float, rounds: int = 1, cpp: bool = True) -> dict[str, Any]:
+def run_pocketmq(tmp: Path, n: int, latency_s: float, rounds: int = 1, cpp: bool = True,
+                 rate: int = LATENCY_RATE) -> dict[str, Any]:
     """One server; every workload per protocol per round, the protocols alternating which goes first; then the
     C++ client. ``{"msgpack": [round figures...], "rocketmq": [...], "cpp": figures or None}``."""
     from pocketmq.runtime import run
@@ -94,7 +98,7 @@ def run_pocketmq(tmp: Path, n: int, latency_s: float, rounds: int = 1, cpp: bool
 
         async def one(protocol: str, prefix: str) -> dict[str, Any]:
             async with PocketMQ(namesrv, protocol) as system:
-                out = await run_workloads(system, n, latency_s, prefix)
+                out = await run_workloads(system, n, latency_s, prefix, rate)
             for consumers in (1, 3):
                 out[f"push_consume_{consumers}"] = await push_consume(namesrv, f"{prefix}-a", n + WARMUP, consumers,
                                                                       protocol)
@@ -173,7 +177,7 @@ def native_ratios(runs: dict[str, Any]) -> dict[str, float | None]:
     return out
 
 
-def run_redis(tmp: Path, n: int, latency_s: float) -> dict[str, Any]:
+def run_redis(tmp: Path, n: int, latency_s: float, rate: int = LATENCY_RATE) -> dict[str, Any]:
     from pocketmq.runtime import run
 
     port = free_port()
@@ -184,12 +188,12 @@ def run_redis(tmp: Path, n: int, latency_s: float) -> dict[str, Any]:
 
         async def main() -> dict[str, Any]:
             async with RedisStreams(port) as system:
-                return await run_workloads(system, n, latency_s)
+                return await run_workloads(system, n, latency_s, latency_rate=rate)
 
         return run(main())
 
 
-def run_nats(tmp: Path, n: int, latency_s: float) -> dict[str, Any]:
+def run_nats(tmp: Path, n: int, latency_s: float, rate: int = LATENCY_RATE) -> dict[str, Any]:
     from pocketmq.runtime import run
 
     port = free_port()
@@ -199,7 +203,7 @@ def run_nats(tmp: Path, n: int, latency_s: float) -> dict[str, Any]:
 
         async def main() -> dict[str, Any]:
             async with NatsJetStream(port) as system:
-                return await run_workloads(system, n, latency_s)
+                return await run_workloads(system, n, latency_s, latency_rate=rate)
 
         return run(main())
 
@@ -234,7 +238,8 @@ FIGURES = {
     "sync_send": SEND,
     "batch_send": SEND,
     "consume": ("msgs_per_s", "max_rt_ms", "avg_rt_ms", "failed"),
-    "latency": ("p50_ms", "p99_ms", "max_ms", "sent", "received", "failed", "rate"),
+    "latency": ("p50_ms", "p99_ms", "p999_ms", "max_ms", "sent", "received", "failed", "rate",
+                *map(bucket_name, HISTOGRAM_MS)),
     "push_consume_1": ("msgs_per_s", "received", "expected", "duplicates"),
     "push_consume_3": ("msgs_per_s", "received", "expected", "duplicates"),
     "pop_consume": ("msgs_per_s", "received", "expected", "duplicates"),
@@ -245,7 +250,18 @@ def fmt(v: Any, spec: str) -> str:
     return "-" if v is None else format(v, spec)
 
 
-def print_table(results: dict[str, dict[str, Any] | None]) -> None:
+def print_histogram(results: dict[str, dict[str, Any] | None]) -> None:
+    """(d)'s latencies per bucket (messages; upper bounds in ms), the tail's shape beside its percentiles."""
+    names = [bucket_name(b) for b in HISTOGRAM_MS]
+    heads = [f"<={b:g}" if b != float("inf") else "more" for b in HISTOGRAM_MS]
+    print(f"  {'histogram, ms':<16}" + "".join(f"{h:>8}" for h in heads))
+    for s in SYSTEMS:
+        f = (results[s] or {}).get("latency", {})
+        if f:
+            print(f"  {s:<16}" + "".join(f"{fmt(f.get(n), 'd'):>8}" for n in names))
+
+
+def print_table(results: dict[str, dict[str, Any] | None], latency_rate: int = LATENCY_RATE) -> None:
     def rows(workload: str, title: str, rate: str, failed: str = "Send Failed") -> None:
         print(f"\n{title}")
         print(f"  {'system':<16}{rate:>14}{'Max RT(ms)':>13}{'Average RT(ms)':>16}{failed:>13}")
@@ -261,15 +277,18 @@ def print_table(results: dict[str, dict[str, Any] | None]) -> None:
     rows("batch_send", f"(b) batches of {BATCH} (RT per batch; TPS in messages)", "Send TPS")
     rows("consume", f"(c) consume in a group, {BATCH} per fetch, each acked (RT per fetch; failed = fetches)",
          "Consume TPS", "Failed")
-    print(f"\n(d) end-to-end latency at {LATENCY_RATE:,} msgs/s (send -> receive)")
-    print(f"  {'system':<16}{'p50(ms)':>10}{'p99(ms)':>10}{'max(ms)':>10}{'received':>15}{'sent/s':>9}")
+    print(f"\n(d) end-to-end latency at {latency_rate:,} msgs/s (send -> receive)")
+    print(f"  {'system':<16}{'p50(ms)':>10}{'p99(ms)':>10}{'p99.9(ms)':>10}{'max(ms)':>10}{'received':>15}"
+          f"{'sent/s':>9}")
     for s in SYSTEMS:
         f = (results[s] or {}).get("latency", {})
         if not f and s == "rocketmq_cpp":
             continue
         got = f"{f['received']}/{f['sent']}" if f else "-"
         print(f"  {s:<16}{fmt(f.get('p50_ms'), '.3f'):>10}{fmt(f.get('p99_ms'), '.3f'):>10}"
-              f"{fmt(f.get('max_ms'), '.3f'):>10}{got:>15}{fmt(f.get('rate'), 'd'):>9}")
+              f"{fmt(f.get('p999_ms'), '.3f'):>10}{fmt(f.get('max_ms'), '.3f'):>10}{got:>15}"
+              f"{fmt(f.get('rate'), 'd'):>9}")
+    print_histogram(results)
     print("\n(e) push consumers (pocketmq only): a new group reads (a)'s messages, no-op listener")
     print(f"  {'system':<16}{'consumers':<10}{'Consume TPS':>14}{'received':>15}   vs best peer's (c)")
     for s in ("pocketmq", "pocketmq_native", "rocketmq_cpp"):
@@ -338,6 +357,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="5,000 messages and 3 s of latency (< 60 s)")
     parser.add_argument("--messages", type=int, help="messages per send workload (default 50,000; 5,000 quick)")
     parser.add_argument("--latency-seconds", type=float, help="length of the paced phase (default 10; 3 quick)")
+    parser.add_argument("--latency-rate", type=int, default=LATENCY_RATE,
+                        help=f"messages a second of the paced phase (default {LATENCY_RATE:,})")
     parser.add_argument("--only", choices=("pocketmq", *PEERS), action="append",
                         help="run only this system (repeatable)")
     parser.add_argument("--rounds", type=int, help="pocketmq rounds, msgpack and native alternating (default 3; "
@@ -362,8 +383,10 @@ def run_systems(args: argparse.Namespace, notes: dict[str, str]) -> tuple[
     cpp_missing = "--no-cpp" if args.no_cpp else (
         None if CPP_PYTHON.exists() else f"{CPP_PYTHON} not found (make native-clients installs it)")
     runners = {
-        "pocketmq": lambda tmp, n, latency_s: run_pocketmq(tmp, n, latency_s, args.rounds, cpp=cpp_missing is None),
-        "redis": run_redis, "nats": run_nats,
+        "pocketmq": lambda tmp, n, latency_s: run_pocketmq(tmp, n, latency_s, args.rounds, cpp=cpp_missing is None,
+                                                          rate=args.latency_rate),
+        "redis": lambda tmp, n, latency_s: run_redis(tmp, n, latency_s, args.latency_rate),
+        "nats": lambda tmp, n, latency_s: run_nats(tmp, n, latency_s, args.latency_rate),
     }
     results: dict[str, dict[str, Any] | None] = dict.fromkeys(SYSTEMS)
     ratios: dict[str, float | None] = dict.fromkeys(NATIVE_RATIOS)
@@ -431,7 +454,7 @@ def main() -> int:
           f"rows: medians of {rounds} rounds (pocketmq_native: ClientConfig(protocol='rocketmq'); rocketmq_cpp: "
           "RocketMQ's C++ client 0.4.4); "
           f"redis: {REDIS_PERSISTENCE}, redis-py parser {redis_parser()}; nats: JetStream file store")
-    print_table(results)
+    print_table(results, args.latency_rate)
     figures = {f"{s}_{w}_{k}": (results[s] or {}).get(w, {}).get(k)
                for s in SYSTEMS for w, keys in FIGURES.items() for k in keys}
     summary, met = summarize(results, figures)
@@ -443,7 +466,7 @@ def main() -> int:
         **summary, **met, **figures,
         **{f"native_ratio_{k}": v for k, v in ratios.items()}, "native_ratio_target_met": native_met,
         "rounds": rounds, "pocketmq_rates_per_round": per_round,
-        "messages": n, "body_bytes": BODY_BYTES, "batch": BATCH, "latency_rate": LATENCY_RATE,
+        "messages": n, "body_bytes": BODY_BYTES, "batch": BATCH, "latency_rate": args.latency_rate,
         "latency_seconds": latency_s, "quick": args.quick, "redis_persistence": REDIS_PERSISTENCE,
         "redis_version": version("redis-server"), "nats_version": version("nats-server"),
         "redis_py_parser": redis_parser(),

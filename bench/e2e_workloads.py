@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import os
 import statistics
@@ -69,10 +70,30 @@ async def consume_all(system: System, expected: int, timeout: float) -> Calls:
     return out
 
 
-async def latency(system: System, topic: str, seconds: float, body: bytes) -> dict[str, float | int | None]:
-    """Pace sends at LATENCY_RATE for ``seconds``; send -> receive per message, in this one process."""
-    count = int(seconds * LATENCY_RATE)
-    skip = LATENCY_RATE // 2  # the first half second warms up and is not counted
+# Upper bounds of the latency histogram's buckets, in ms (the last takes the rest): where the tail starts.
+HISTOGRAM_MS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, float("inf"))
+
+
+def bucket_name(bound: float) -> str:
+    return "hist_rest" if bound == float("inf") else f"hist_le_{bound:g}ms"
+
+
+def histogram(ms: list[float]) -> dict[str, int]:
+    """How many of the sorted latencies ``ms`` fall in each bucket of HISTOGRAM_MS."""
+    out: dict[str, int] = {}
+    below = 0
+    for bound in HISTOGRAM_MS:
+        upto = bisect.bisect_right(ms, bound)
+        out[bucket_name(bound)] = upto - below
+        below = upto
+    return out
+
+
+async def latency(system: System, topic: str, seconds: float, body: bytes, rate: int = LATENCY_RATE
+                  ) -> dict[str, float | int | None]:
+    """Pace sends at ``rate`` a second for ``seconds``; send -> receive per message, in this one process."""
+    count = int(seconds * rate)
+    skip = rate // 2  # the first half second warms up and is not counted
     pad = body[STAMP.size:]
     received: list[int] = []
     clock = time.perf_counter_ns
@@ -91,8 +112,9 @@ async def latency(system: System, topic: str, seconds: float, body: bytes) -> di
     failed = 0
     begin = time.perf_counter()
     for seq in range(count):
-        # An absolute schedule: a late send does not push the later ones back (libuv timers are 1 ms).
-        delay = begin + seq / LATENCY_RATE - time.perf_counter()
+        # An absolute schedule: a late send does not push the later ones back (libuv timers are 1 ms). Each
+        # send is awaited, one producer's sync sends, so a rate above one round trip's is not reached.
+        delay = begin + seq / rate - time.perf_counter()
         if delay > 0:
             await asyncio.sleep(delay)
         try:
@@ -107,12 +129,13 @@ async def latency(system: System, topic: str, seconds: float, body: bytes) -> di
     await asyncio.wait_for(consumer, 10)
     ms = sorted(x / 1e6 for x in received)
     pick = (lambda q: round(ms[min(len(ms) - 1, int(q * len(ms)))], 3)) if ms else (lambda q: None)
-    return {"p50_ms": pick(0.50), "p99_ms": pick(0.99), "max_ms": round(ms[-1], 3) if ms else None,
-            "sent": count - skip, "received": len(ms), "failed": failed, "rate": round(sent_rate)}
+    return {"p50_ms": pick(0.50), "p99_ms": pick(0.99), "p999_ms": pick(0.999),
+            "max_ms": round(ms[-1], 3) if ms else None, "sent": count - skip, "received": len(ms), "failed": failed,
+            "rate": round(sent_rate), **histogram(ms)}
 
 
-async def run_workloads(system: System, n: int, latency_s: float, prefix: str = "bench"
-                        ) -> dict[str, dict[str, Any]]:
+async def run_workloads(system: System, n: int, latency_s: float, prefix: str = "bench",
+                        latency_rate: int = LATENCY_RATE) -> dict[str, dict[str, Any]]:
     """(a) to (d), on topics named ``prefix``-a, -b, -d (a run of its own on a server that ran others)."""
     body = os.urandom(BODY_BYTES)
     bodies = [body] * BATCH
@@ -126,7 +149,7 @@ async def run_workloads(system: System, n: int, latency_s: float, prefix: str = 
                          ).figures("tps")
     await system.open_group(f"{prefix}-a")
     out["consume"] = (await consume_all(system, n + WARMUP, timeout=max(60, n / 500))).figures("msgs_per_s")
-    out["latency"] = await latency(system, f"{prefix}-d", latency_s, body)
+    out["latency"] = await latency(system, f"{prefix}-d", latency_s, body, latency_rate)
     return out
 
 

@@ -173,7 +173,11 @@ async def read_topic(namesrv_addr: str, topic: str) -> list[tuple[Any, ...]]:
                     offset = result.next_begin_offset
                     continue
                 retries += 1
-                assert retries <= 100, f"{mq}: {result.pull_status} at {offset} of {end}"
+                # (the broker's own view, min and max offset and where to go on, says whether the queue or the
+                # read went wrong: a CI run once had every pull of a queue answered OFFSET_ILLEGAL here)
+                assert retries <= 100, (f"{mq}: {result.pull_status} at {offset} of {end}; the broker answered "
+                                        f"min {result.min_offset}, max {result.max_offset}, next "
+                                        f"{result.next_begin_offset}")
                 await asyncio.sleep(0.1)
     return rows
 

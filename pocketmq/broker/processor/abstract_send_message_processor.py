@@ -230,9 +230,7 @@ class AbstractSendMessageProcessor(BrokerProcessor):
         """The answer with MSG_REGION and TRACE_ON, which a 4.9.8 broker adds to every send it processes, refused
         ones too (SendMessageProcessor sets them before msgCheck)."""
         if isinstance(answer, RemotingCommand):
-            bc = self.controller.broker_config
-            answer.ext_fields[PROPERTY_MSG_REGION] = bc.region_id
-            answer.ext_fields[PROPERTY_TRACE_SWITCH] = "true" if bc.trace_on else "false"
+            answer.ext_fields[PROPERTY_MSG_REGION], answer.ext_fields[PROPERTY_TRACE_SWITCH] = self.region_stamp()
             return answer
         return self._with_region_later(answer)
 
@@ -241,12 +239,16 @@ class AbstractSendMessageProcessor(BrokerProcessor):
         assert isinstance(done, RemotingCommand)
         return done
 
+    def region_stamp(self) -> tuple[str, str]:
+        """MSG_REGION's and TRACE_ON's values: what every native send answer carries and every stored message."""
+        bc = self.controller.broker_config
+        return bc.region_id, "true" if bc.trace_on else "false"
+
     def stamp_region(self, props: dict[str, str], props_string: str) -> str:
         """MSG_REGION and TRACE_ON on a message to store, as Apache RocketMQ 5's broker puts them on every one
         (buildMsgContext); its 5.x client drops the consume traces of a message without MSG_REGION. Appended to
         the producer's encoded properties (no re-encoding) unless the message carries either already."""
-        bc = self.controller.broker_config
-        region, trace_on = bc.region_id, "true" if bc.trace_on else "false"
+        region, trace_on = self.region_stamp()
         if PROPERTY_MSG_REGION not in props and PROPERTY_TRACE_SWITCH not in props:
             props[PROPERTY_MSG_REGION] = region
             props[PROPERTY_TRACE_SWITCH] = trace_on
@@ -262,9 +264,8 @@ class AbstractSendMessageProcessor(BrokerProcessor):
         """What a batch's every record gets appended, as Apache RocketMQ 5 appends the batch's own properties
         (MSG_REGION, TRACE_ON) to each (MessageExtEncoder.encodeBatch): a record that had either, has it twice,
         and the last one counts for every reader."""
-        bc = self.controller.broker_config
-        trace_on = "true" if bc.trace_on else "false"
-        return f"{PROPERTY_MSG_REGION}\x01{bc.region_id}\x02{PROPERTY_TRACE_SWITCH}\x01{trace_on}\x02".encode()
+        region, trace_on = self.region_stamp()
+        return f"{PROPERTY_MSG_REGION}\x01{region}\x02{PROPERTY_TRACE_SWITCH}\x01{trace_on}\x02".encode()
 
     def recall_handle(self, msg: MessageExtBrokerInner) -> str | None:
         """attachRecallHandle: a stored timer message's handle (its slot, +1 for the floor the slot is)."""
@@ -297,9 +298,7 @@ class AbstractSendMessageProcessor(BrokerProcessor):
             answer = response(request, code, ext_fields=header)
             if request.serialize_type is not _MSGPACK:
                 # What a 4.9.8 broker adds (SendMessageProcessor); Java's client reads both without a null check.
-                bc = self.controller.broker_config
-                answer.ext_fields[PROPERTY_MSG_REGION] = bc.region_id
-                answer.ext_fields[PROPERTY_TRACE_SWITCH] = "true" if bc.trace_on else "false"
+                answer.ext_fields[PROPERTY_MSG_REGION], answer.ext_fields[PROPERTY_TRACE_SWITCH] = self.region_stamp()
             return answer
         if result.status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
             remark = (

@@ -86,9 +86,7 @@ class ReplyMessageProcessor(AbstractSendMessageProcessor):
             return response(request, ResponseCode.SYSTEM_ERROR, remark)
         answer = response(request, ext_fields=SendMessageResponseHeader(msg_id, queue_id, queue_offset))
         if request.serialize_type is not SerializeType.MSGPACK:
-            bc = self.controller.broker_config
-            answer.ext_fields[PROPERTY_MSG_REGION] = bc.region_id
-            answer.ext_fields[PROPERTY_TRACE_SWITCH] = "true" if bc.trace_on else "false"
+            answer.ext_fields[PROPERTY_MSG_REGION], answer.ext_fields[PROPERTY_TRACE_SWITCH] = self.region_stamp()
         return answer
 
     async def _push_reply(self, channel: Channel, header: SendMessageRequestHeader, body: bytes) -> tuple[bool, str]:

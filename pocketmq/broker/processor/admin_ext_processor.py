@@ -46,6 +46,7 @@ from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import RemotingError
 from pocketmq.remoting.transport import Channel
 from pocketmq.remoting.wire_protocol import WireProtocol
+from pocketmq.storage.clean_service import disk_usage_ratio
 
 from ..client.client_channel_info import ClientChannelInfo
 from ..config import BrokerConfig, BrokerConfigError, _convert
@@ -422,11 +423,7 @@ def human_bytes(n: int) -> str:
 
 
 def _disk_ratio(path: str, fallback: str) -> float:
-    try:
-        usage = shutil.disk_usage(path if os.path.isdir(path) else fallback)
-    except OSError:
-        return -1.0
-    return usage.used / usage.total
+    return disk_usage_ratio(path if os.path.isdir(path) else fallback)
 
 
 def _store_stats_info(stats: BrokerStatsManager) -> dict[str, str]:
@@ -463,7 +460,7 @@ def _store_runtime_info(root: str, store: DefaultMessageStore) -> dict[str, str]
     commit_log_dir = os.path.join(root, "commitlog")
     try:
         usage = shutil.disk_usage(commit_log_dir if os.path.isdir(commit_log_dir) else root)
-        disk_ratio = usage.used / usage.total
+        disk_ratio = _disk_ratio(commit_log_dir, root)
         capacity = f"Total : {human_bytes(usage.total)}, Free : {human_bytes(usage.free)}."
     except OSError:
         disk_ratio, capacity = -1.0, "unknown"

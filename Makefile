@@ -252,6 +252,7 @@ bench: $(SPARK_STAMP) java apache-rocketmq $(BENCH_JAVA_STAMP) java-sdk
 	$(PY) bench/e2e.py
 	$(PY) bench/apache.py
 	$(PY) bench/java_sdk.py
+	$(PY) bench/python_sdk.py
 	$(PY) bench/scale.py
 	$(PY) bench/spark.py
 

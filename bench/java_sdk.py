@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,21 +64,44 @@ def sdk_bench(endpoint: str, namesrv: str, broker: str, count: int, threads: int
     return json.loads(lines[-1])
 
 
-def bench_pocketmq(root: Path, count: int, threads: int) -> dict[str, Any]:
+Runner = Callable[[str, str, str, int, int], dict[str, Any]]
+
+
+def bench_pocketmq(root: Path, count: int, threads: int, runner: Runner = sdk_bench) -> dict[str, Any]:
     root.mkdir(parents=True, exist_ok=True)
     server = PocketMQServer(root)
     server.start()
     try:
         broker = f"127.0.0.1:{server.argv[server.argv.index('--broker-port') + 1]}"
-        return sdk_bench(f"127.0.0.1:{server.grpc_port}", server.namesrv_addr, broker, count, threads)
+        return runner(f"127.0.0.1:{server.grpc_port}", server.namesrv_addr, broker, count, threads)
     finally:
         server.stop()
 
 
-def bench_apache(root: Path, count: int, threads: int) -> dict[str, Any]:
+def bench_apache(root: Path, count: int, threads: int, runner: Runner = sdk_bench) -> dict[str, Any]:
     with (ApacheRocketMQ(root / "apache", version=V5, jvm=BROKER_JVM, namesrv_jvm=NAMESRV_JVM, **BENCH_STORE) as rmq,
           ApacheProxy(rmq, jvm=PROXY_JVM) as proxy):
-        return sdk_bench(proxy.endpoint, rmq.namesrv_addr, rmq.broker_addr, count, threads)
+        return runner(proxy.endpoint, rmq.namesrv_addr, rmq.broker_addr, count, threads)
+
+def report(sdk: str, results: dict[str, dict[str, Any] | None], notes: dict[str, str], count: int, threads: int,
+           before: str) -> None:
+    """The table, the ratios against the target and the JSON line, for either SDK's run."""
+    print(f"{sdk} against pocketmq and Apache RocketMQ 5.5.0's proxy: {count:,} messages of 1 KiB, {threads} "
+          f"sending threads; load average before {before}, after {load_average()}")
+    print(f"{'':<16}" + "".join(f"{k:>16}" for k in FIGURES))
+    for name, r in results.items():
+        print(f"{name:<16}" + "".join(f"{(r or {}).get(k, float('nan')):>16.1f}" for k in FIGURES))
+    ours, theirs = results.get("pocketmq"), results.get("apache-5.5.0")
+    ratios: dict[str, float | None] = {}
+    if ours and theirs:
+        ratios = {"send_per_s": ours["send_per_s"] / theirs["send_per_s"],
+                  "send_p50_ms": theirs["send_p50_ms"] / ours["send_p50_ms"],
+                  "receive_per_s": ours["receive_per_s"] / theirs["receive_per_s"]}
+        print("\npocketmq / apache-5.5.0 (target: >= 1.0 each; for latency Apache's over pocketmq's):")
+        for key, value in ratios.items():
+            print(f"  {key:<16}{value:.2f}")
+    print(json.dumps({"results": results, "ratios": ratios, "messages": count, "threads": threads,
+                      "skipped": notes}))
 
 
 def main() -> int:
@@ -99,22 +123,7 @@ def main() -> int:
                 results[name] = None
                 notes[name] = f"{type(e).__name__}: {e}"[:500]
                 print(f"{name}: {notes[name]}", file=sys.stderr)
-    print(f"Java SDK {js.SDK_VERSION} (gRPC, TLS) against pocketmq and Apache RocketMQ 5.5.0's proxy: {count:,} "
-          f"messages of 1 KiB, {args.threads} sending threads; load average before {before}, after {load_average()}")
-    print(f"{'':<16}" + "".join(f"{k:>16}" for k in FIGURES))
-    for name, r in results.items():
-        print(f"{name:<16}" + "".join(f"{(r or {}).get(k, float('nan')):>16.1f}" for k in FIGURES))
-    ours, theirs = results.get("pocketmq"), results.get("apache-5.5.0")
-    ratios: dict[str, float | None] = {}
-    if ours and theirs:
-        ratios = {"send_per_s": ours["send_per_s"] / theirs["send_per_s"],
-                  "send_p50_ms": theirs["send_p50_ms"] / ours["send_p50_ms"],
-                  "receive_per_s": ours["receive_per_s"] / theirs["receive_per_s"]}
-        print("\npocketmq / apache-5.5.0 (target: >= 1.0 each; for latency Apache's over pocketmq's):")
-        for key, value in ratios.items():
-            print(f"  {key:<16}{value:.2f}")
-    print(json.dumps({"results": results, "ratios": ratios, "messages": count, "threads": args.threads,
-                      "skipped": notes}))
+    report(f"Java SDK {js.SDK_VERSION} (gRPC, TLS)", results, notes, count, args.threads, before)
     return 0
 
 

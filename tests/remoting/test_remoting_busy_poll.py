@@ -11,7 +11,7 @@ from pocketmq.remoting.busy_poll import BusyPoller, busy_poller
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.server import RemotingServer
-from pocketmq.remoting.spin_policy import SpinPolicy
+from pocketmq.remoting.spin_policy import SpinPolicy, parse_running
 from tests.conftest import wait_until
 
 ECHO = 2101
@@ -99,3 +99,27 @@ async def test_the_poller_samples_its_threads_schedstat() -> None:
     await wait_until(lambda: not poller.spinning)  # the spin ran on this thread
     poller.poke(arrived=False)
     assert poller._schedstat is not None and poller._schedstat[0] > first[0]
+
+
+def test_a_kept_proc_file_reads_what_opening_it_afresh_reads() -> None:
+    # The poller keeps its /proc files open and reads them with pread; the readable reference opens them anew.
+    from pocketmq.remoting.busy_poll import _LOADAVG, _SCHEDSTAT, ProcFile, parse_schedstat, read_schedstat
+
+    kept = ProcFile(_SCHEDSTAT)
+    for _ in range(50):
+        before = read_schedstat()
+        now = parse_schedstat(kept.read() or "")
+        after = read_schedstat()
+        assert before is not None and now is not None and after is not None
+        assert before[0] <= now[0] <= after[0] and before[2] <= now[2] <= after[2]
+    # Read from another thread, the kept file is still the thread's that opened it: not the reader's own.
+    seen: list[tuple[float, float, int] | None] = []
+    worker = threading.Thread(target=lambda: seen.extend([parse_schedstat(kept.read() or ""), read_schedstat()]))
+    mine = read_schedstat()
+    worker.start()
+    worker.join()
+    theirs_of_mine, their_own = seen
+    assert mine is not None and theirs_of_mine is not None and their_own is not None
+    assert theirs_of_mine[2] >= mine[2] > their_own[2]
+    running = parse_running(ProcFile(_LOADAVG).read() or "")
+    assert running is not None and running >= 1  # this thread, at least

@@ -48,7 +48,10 @@ class AckMessageActivity:
     async def ack_message(self, ctx: ProxyContext, request: Any) -> Any:
         validate_topic(request.topic.name)
         validate_consumer_group(request.group.name)
-        entries = await asyncio.gather(*(self._ack(ctx, request, e) for e in request.entries))
+        if len(request.entries) == 1:  # what SimpleConsumer.ack sends: no tasks to make for one entry
+            entries = [await self._ack(ctx, request, request.entries[0])]
+        else:
+            entries = list(await asyncio.gather(*(self._ack(ctx, request, e) for e in request.entries)))
         return pb.AckMessageResponse(status=overall_status({e.status.code for e in entries}), entries=entries)
 
     async def _ack(self, ctx: ProxyContext, request: Any, entry: Any) -> Any:

@@ -189,26 +189,38 @@ def _validate_message_group(config: ProxyConfig, group: str) -> None:
         raise GrpcProxyException(pb.Code.ILLEGAL_MESSAGE_GROUP, "message group cannot contain control character")
 
 
+_TRANSACTION, _DELAY, _FIFO, _NORMAL = (int(pb.MessageType.TRANSACTION), int(pb.MessageType.DELAY),
+                                        int(pb.MessageType.FIFO), int(pb.MessageType.NORMAL))
+
+
 def message_type_of(props: dict[str, str]) -> int:
     """TopicMessageType.parseFromMessageProperty, as the protocol's MessageType."""
     if props.get(PROPERTY_TRANSACTION_PREPARED) == "true":
-        return int(pb.MessageType.TRANSACTION)
+        return _TRANSACTION
     if (PROPERTY_DELAY_TIME_LEVEL in props or PROPERTY_TIMER_DELIVER_MS in props
             or PROPERTY_TIMER_DELAY_SEC in props):
-        return int(pb.MessageType.DELAY)
+        return _DELAY
     if PROPERTY_SHARDING_KEY in props:
-        return int(pb.MessageType.FIFO)
-    return int(pb.MessageType.NORMAL)
+        return _FIFO
+    return _NORMAL
 
 
-def _timestamp(millis: int) -> Any:
-    return pb.Timestamp(seconds=millis // 1000, nanos=(millis % 1000) * 1_000_000)
+# The enum values a received message needs, read once: each read through the generated enum wrapper is a Python
+# __getattr__ call, several per message.
+_MD5, _GZIP, _IDENTITY = int(pb.DigestType.MD5), int(pb.Encoding.GZIP), int(pb.Encoding.IDENTITY)
+
+
+def _set_timestamp(field: Any, millis: int) -> None:
+    """A Timestamp field set in place (no message made and copied in)."""
+    field.seconds, field.nanos = millis // 1000, (millis % 1000) * 1_000_000
 
 
 def to_grpc_message(msg: MessageExt) -> Any:
     """GrpcConverter.buildMessage: a stored record as the SDKs receive it."""
     props = msg.properties
-    sp = pb.SystemProperties()
+    out = pb.Message(body=msg.body)
+    out.topic.name = msg.topic
+    sp = out.system_properties  # filled in place: a SystemProperties passed to Message() would be copied
     tag = props.get(PROPERTY_TAGS)
     if tag is not None:
         sp.tag = tag
@@ -216,21 +228,22 @@ def to_grpc_message(msg: MessageExt) -> Any:
     if keys is not None:
         sp.keys.extend(keys.split(KEY_SEPARATOR))
     sp.message_id = props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or msg.offset_msg_id
-    sp.body_digest.CopyFrom(pb.Digest(type=pb.DigestType.MD5, checksum=hashlib.md5(msg.body).hexdigest().upper()))
+    digest = sp.body_digest
+    digest.type, digest.checksum = _MD5, hashlib.md5(msg.body).hexdigest().upper()
     # The encoding says what the sent bytes are. pocketmq's client inflates a compressed body as it decodes the POP
     # answer (decodeDecompressBody), so that body goes out as IDENTITY: GZIP on inflated bytes makes the Go SDK
     # discard the message as corrupted and the Python SDK fail to inflate it. Only a body that did not inflate is
     # still the stored zlib stream, and says so.
     stored_bytes = PROPERTY_BODY_INFLATE_ERROR in props
-    sp.body_encoding = pb.Encoding.GZIP if msg.sys_flag & COMPRESSED_FLAG and stored_bytes else pb.Encoding.IDENTITY
+    sp.body_encoding = _GZIP if msg.sys_flag & COMPRESSED_FLAG and stored_bytes else _IDENTITY
     sp.message_type = message_type_of(props)
-    sp.born_timestamp.CopyFrom(_timestamp(msg.born_timestamp))
+    _set_timestamp(sp.born_timestamp, msg.born_timestamp)
     sp.born_host = props.get(PROPERTY_BORN_HOST) or msg.born_host
-    sp.store_timestamp.CopyFrom(_timestamp(msg.store_timestamp))
+    _set_timestamp(sp.store_timestamp, msg.store_timestamp)
     sp.store_host = msg.store_host
     if PROPERTY_TIMER_DELIVER_MS in props:
         try:
-            sp.delivery_timestamp.CopyFrom(_timestamp(int(props[PROPERTY_TIMER_DELIVER_MS])))
+            _set_timestamp(sp.delivery_timestamp, int(props[PROPERTY_TIMER_DELIVER_MS]))
         except ValueError:
             pass
     if PROPERTY_SHARDING_KEY in props:
@@ -244,6 +257,7 @@ def to_grpc_message(msg: MessageExt) -> Any:
         sp.trace_context = props[PROPERTY_TRACE_CONTEXT]
     origin_topic, origin_id = props.get(PROPERTY_DLQ_ORIGIN_TOPIC), props.get(PROPERTY_DLQ_ORIGIN_MESSAGE_ID)
     if origin_topic is not None and origin_id is not None:
-        sp.dead_letter_queue.CopyFrom(pb.DeadLetterQueue(topic=origin_topic, message_id=origin_id))
-    user = {k: v for k, v in props.items() if k not in SYSTEM_PROPERTY_NAMES}
-    return pb.Message(topic=pb.Resource(name=msg.topic), user_properties=user, system_properties=sp, body=msg.body)
+        dlq = sp.dead_letter_queue
+        dlq.topic, dlq.message_id = origin_topic, origin_id
+    out.user_properties.update({k: v for k, v in props.items() if k not in SYSTEM_PROPERTY_NAMES})
+    return out

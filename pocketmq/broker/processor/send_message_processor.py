@@ -140,18 +140,19 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             msg = self.controller.transactional_message_service.prepare_message(msg)
         return self.put_and_answer(msg, request, queue_id)
 
-    def _check_body(self, request: RemotingCommand, body: bytes | None) -> RemotingCommand | None:
-        """The refusal of a body the store would not take, or None."""
+    def _check_body(self, request: RemotingCommand, body: bytes | None, what: str = "message body",
+                    empty: str = "the message body length is zero") -> RemotingCommand | None:
+        """The refusal of a body (a message's, or a whole batch's) the store would not take, or None."""
         if not body:
             # RocketMQ's client refuses it (Validators.checkMessage) and its 4.9.8 broker stores it; pocketmq's
             # broker refuses it too, so a client that skips the check learns it here.
-            return response(request, ResponseCode.MESSAGE_ILLEGAL, "the message body length is zero")
+            return response(request, ResponseCode.MESSAGE_ILLEGAL, empty)
         max_size = self.controller.broker_config.max_message_size
         if len(body) > max_size:
             return response(
                 request,
                 ResponseCode.MESSAGE_ILLEGAL,
-                f"the message body size {len(body)} exceeds the maximum allowed {max_size} bytes (maxMessageSize)",
+                f"the {what} size {len(body)} exceeds the maximum allowed {max_size} bytes (maxMessageSize)",
             )
         return None
 
@@ -218,15 +219,10 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         if header.sys_flag & TRANSACTION_TYPE_MASK:
             return response(request, ResponseCode.MESSAGE_ILLEGAL, "a batch cannot carry transaction messages")
         body = request.body
-        if not body:
-            return response(request, ResponseCode.MESSAGE_ILLEGAL, "the batch has no messages")
-        max_size = self.controller.broker_config.max_message_size
-        if len(body) > max_size:
-            return response(
-                request,
-                ResponseCode.MESSAGE_ILLEGAL,
-                f"the batch body size {len(body)} exceeds the maximum allowed {max_size} bytes (maxMessageSize)",
-            )
+        refusal = self._check_body(request, body, "batch body", "the batch has no messages")
+        if refusal is not None:
+            return refusal
+        assert body is not None
         try:
             flags, bodies, properties = split_message_batch(body)
         except MessageBatchError as e:

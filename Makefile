@@ -250,6 +250,7 @@ bench: $(SPARK_STAMP) java apache-rocketmq $(BENCH_JAVA_STAMP) java-sdk
 	$(PY) -m pip install --quiet -e '.[dev,bench,spark]'
 	$(PY) bench/storage.py
 	$(PY) bench/e2e.py
+	$(PY) bench/tail.py
 	$(PY) bench/apache.py
 	$(PY) bench/java_sdk.py
 	$(PY) bench/python_sdk.py

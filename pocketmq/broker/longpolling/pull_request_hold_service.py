@@ -15,10 +15,10 @@ RocketMQ's service thread re-checks every parked request every 5 s and is also c
 Woken requests are re-executed by the pull processor without further suspension, exactly as RocketMQ's
 ``executeRequestWhenWakeup`` does, and their response is written to the channel. The wake-up runs in the
 callback that learnt of the arrival, and its answer is written there too: a task, and a write left to the end
-of the loop turn, would each add one iteration of the loop, and at each iteration the loop thread hands the GIL
-to whichever thread waits for it (the dispatcher, the flush thread) before the answer goes out (bench/README.md,
-"The Java client's latency"). Only a wake-up that has to wait (a store read on a pull thread) returns a
-coroutine, which runs as a task.
+of the loop turn, would each add one iteration of the loop, and at each the loop thread may lose the GIL to the
+dispatcher or a flush thread, or its core to another process (a Java client runs several threads per message),
+before the answer goes out (bench/README.md, "Why the Java client's round trip is slower"). Only a wake-up that
+has to wait (a store read on a pull thread) returns a coroutine, which runs as a task.
 """
 
 from __future__ import annotations

@@ -267,6 +267,11 @@ class Channel:
         elif self._flush_handle is None and not self._reading:  # data_received flushes when it is done
             self._flush_handle = self._loop.call_soon(self._flush)
 
+    def flush(self) -> None:
+        """Write what is queued now, not at the end of the loop turn: for an answer produced outside a read (a
+        parked request woken by an event), which would otherwise wait for the loop's next iteration."""
+        self._flush()
+
     def _flush(self) -> None:
         if self._flush_handle is not None:
             self._flush_handle.cancel()

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 
 import pytest
 
 from pocketmq.common.codec import decode_all
-from pocketmq.remoting.codes import ResponseCode
+from pocketmq.remoting.codec import decode_frames, encode
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import RemotingError
+from pocketmq.remoting.transport import parse_address
 
 FLAG_SUSPEND = 0x2
 FLAG_SUBSCRIPTION = 0x4
@@ -37,6 +41,36 @@ async def test_parked_pull_returns_as_soon_as_a_message_arrives(cluster, broker,
     assert resp.ext_fields["nextBeginOffset"] == 1
     # Answered by the arrival, well before the 5 s suspend timeout.
     assert elapsed < 2.0
+    assert parked(broker) == 0 and broker.pull_request_hold_service.wakeups == 1
+
+
+async def test_a_woken_pull_is_answered_in_the_callback_that_wakes_it(cluster, broker, poll, dispatched) -> None:
+    """The answer of a woken pull is on the socket when the wake-up returns: not left to a task, nor to the end of
+    the loop turn, each a loop iteration later (bench/README.md, "Why the Java client's round trip is slower")."""
+    producer = cluster.mq(broker)
+    await producer.create_topic("TopicLpNow", queues=1)
+    loop = asyncio.get_running_loop()
+    host, port = parse_address(broker.address)
+    with socket.socket() as sock:
+        sock.setblocking(False)
+        await loop.sock_connect(sock, (host, port))
+        header = producer.pull_request("G", "TopicLpNow", 0, 0, sys_flag=PARKED, subscription="Wanted",
+                                       suspend_ms=60_000)
+        pull = RemotingCommand.request(RequestCode.PULL_MESSAGE, header)
+        await loop.sock_sendall(sock, encode(pull))
+        await poll(lambda: parked(broker) == 1)
+        assert (await producer.send("TopicLpNow", b"other", tags="Other")).code == ResponseCode.SUCCESS
+        await dispatched(broker)
+        await asyncio.sleep(0.05)  # the arrival's report reaches the loop; the filter keeps the pull parked
+        assert parked(broker) == 1
+        with pytest.raises(BlockingIOError):
+            sock.recv(65536)
+        # The periodic re-check: any new data wakes a parked pull, which is run again at once.
+        broker.pull_request_hold_service.check_hold_request()
+        # No await since: the loop has not turned, and the answer is already on the socket.
+        (answer,) = decode_frames(sock.recv(65536))
+    assert answer.opaque == pull.opaque and answer.is_response
+    assert answer.code != ResponseCode.SUCCESS and answer.ext_fields["nextBeginOffset"] == 1  # past the rejected one
     assert parked(broker) == 0 and broker.pull_request_hold_service.wakeups == 1
 
 

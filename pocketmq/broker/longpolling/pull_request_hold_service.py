@@ -13,7 +13,12 @@ RocketMQ's service thread re-checks every parked request every 5 s and is also c
   ``pullRequestHoldCheckInterval`` (5 s), as in RocketMQ.
 
 Woken requests are re-executed by the pull processor without further suspension, exactly as RocketMQ's
-``executeRequestWhenWakeup`` does, and their response is written to the channel.
+``executeRequestWhenWakeup`` does, and their response is written to the channel. The wake-up runs in the
+callback that learnt of the arrival, and its answer is written there too: a task, and a write left to the end
+of the loop turn, would each add one iteration of the loop, and at each the loop thread may lose the GIL to the
+dispatcher or a flush thread, or its core to another process (a Java client runs several threads per message),
+before the answer goes out (bench/README.md, "Why the Java client's round trip is slower"). Only a wake-up that
+has to wait (a store read on a pull thread) returns a coroutine, which runs as a task.
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ log = logging.getLogger(__name__)
 
 Key = tuple[str, int]
 Arrival = tuple[int, int, bytes]  # next logic offset, tags code, raw properties
-Wakeup = Callable[[Channel, RemotingCommand], Coroutine[Any, Any, None]]
+# Answers the request and returns None, or returns the coroutine that will (run here as a task).
+Wakeup = Callable[[Channel, RemotingCommand], Coroutine[Any, Any, None] | None]
 
 
 class PullRequestHoldService:
@@ -174,7 +180,9 @@ class PullRequestHoldService:
         if r.timer is not None:
             r.timer.cancel()
             r.timer = None
-        self._tasks.spawn(self._wakeup(r.channel, r.request), name="pull-wakeup")
+        later = self._wakeup(r.channel, r.request)
+        if later is not None:
+            self._tasks.spawn(later, name="pull-wakeup")
 
     def _set(self, key: Key, requests: list[PullRequest]) -> None:
         if requests:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from pocketmq.common import topic_validator as tv
 from pocketmq.common.bounded_cache import BoundedCache
@@ -77,20 +77,42 @@ class PullMessageProcessor(BrokerProcessor):
     ) -> RemotingCommand | Awaitable[RemotingCommand | None] | None:
         return self._process(channel, request, broker_allow_suspend=True)
 
-    async def execute_request_when_wakeup(self, channel: Channel, request: RemotingCommand) -> None:
-        """Re-run a parked pull (no further suspension) and write its response to the channel."""
+    def execute_request_when_wakeup(
+        self, channel: Channel, request: RemotingCommand
+    ) -> Coroutine[Any, Any, None] | None:
+        """Re-run a parked pull (no further suspension) and write its response to the channel, now: None. Only
+        when the store read has to wait (a pull thread) is the answer left to the returned coroutine."""
         try:
             resp = self._process(channel, request, broker_allow_suspend=False)
-            if resp is not None and not isinstance(resp, RemotingCommand):
-                resp = await resp
-        except HeaderError as e:  # cannot happen for a request that was parked, but never leave it hanging
-            resp = response(request, ResponseCode.SYSTEM_ERROR, f"bad request: {e}")
         except Exception as e:
-            log.exception("re-executing a parked pull failed")
-            resp = response(request, ResponseCode.SYSTEM_ERROR, str(e) or type(e).__name__)
+            resp = self._wakeup_failed(request, e)
+        if resp is not None and not isinstance(resp, RemotingCommand):
+            return self._answer_wakeup_when_read(channel, request, resp)
+        self._send_wakeup_answer(channel, request, resp)
+        return None
+
+    async def _answer_wakeup_when_read(
+        self, channel: Channel, request: RemotingCommand, reading: Awaitable[RemotingCommand | None]
+    ) -> None:
+        try:
+            resp = await reading
+        except Exception as e:
+            resp = self._wakeup_failed(request, e)
+        self._send_wakeup_answer(channel, request, resp)
+
+    @staticmethod
+    def _wakeup_failed(request: RemotingCommand, e: Exception) -> RemotingCommand:
+        if isinstance(e, HeaderError):  # cannot happen for a request that was parked, but never leave it hanging
+            return response(request, ResponseCode.SYSTEM_ERROR, f"bad request: {e}")
+        log.exception("re-executing a parked pull failed")
+        return response(request, ResponseCode.SYSTEM_ERROR, str(e) or type(e).__name__)
+
+    @staticmethod
+    def _send_wakeup_answer(channel: Channel, request: RemotingCommand, resp: RemotingCommand | None) -> None:
         if resp is not None and not request.is_oneway:
             resp.opaque = request.opaque
-            channel.send_response(resp)
+            if channel.send_response(resp):
+                channel.flush()  # outside a read nothing else writes it before the loop's next turn
 
     def _process(
         self, channel: Channel, request: RemotingCommand, broker_allow_suspend: bool

@@ -38,6 +38,7 @@ _LEN_AND_WORD = struct.Struct(">II")
 MAX_HEADER_LENGTH = 0xFFFFFF  # the 24 bits of the header word
 _JSON = SerializeType.JSON
 _ROCKETMQ = SerializeType.ROCKETMQ
+_MSGPACK = SerializeType.MSGPACK
 
 
 def encode_native(
@@ -51,7 +52,7 @@ def encode_native(
     Raises TypeError or ValueError for header values Java could not hold, FrameTooLarge above ``max_frame_size``.
     """
     serialize_type = cmd.serialize_type
-    if serialize_type == SerializeType.MSGPACK:
+    if serialize_type == _MSGPACK:
         serialize_type = default_serialize_type
     if serialize_type == _JSON:
         header = encode_json_header_fast(cmd)

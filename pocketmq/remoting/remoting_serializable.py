@@ -165,8 +165,8 @@ class _Pieces(dict[tuple[str, type, object], str]):
     with one hash, so the type keeps them apart. Requests repeat most entries (group, topic, queue id, flags); an
     entry's piece costs one lookup, made by ``map`` in C for the whole map, instead of the writer's Python steps.
     A piece is made (``__missing__``: the C lookup calls it for an entry not kept) and checked once to be
-    fastjson's text. Emptied when full; no entry whose name and text exceed 128 characters is kept: bounded memory,
-    one-off values (per-message offsets, ids, properties) an insert at most."""
+    fastjson's text. Emptied when full; no entry whose name and text exceed 128 characters, nor an int beyond
+    +-65535, is kept: bounded memory, one-off values (per-message offsets, ids, properties) an insert at most."""
 
     __slots__ = ()
 
@@ -177,19 +177,19 @@ class _Pieces(dict[tuple[str, type, object], str]):
             head = _name_piece(name)
         if kind is int:
             piece = f'{head}"{value}"'  # (digits and a sign: nothing to escape)
-            text_length = 20  # (kept whatever the value: an int's text is short)
+            keep = -_MAX_KEPT_INT <= value <= _MAX_KEPT_INT  # type: ignore[operator]
         elif kind is str:
             quoted = _quote(value)  # type: ignore[arg-type]
             if not _like_fastjson(quoted):
                 raise _Unwritable
             piece = head + quoted
-            text_length = len(value)  # type: ignore[arg-type]
+            keep = len(name) + len(value) <= _MAX_PIECE_LENGTH  # type: ignore[arg-type]
         elif kind is bool:
             piece = head + ('"true"' if value else '"false"')
-            text_length = 5
+            keep = True
         else:
             raise _Unwritable
-        if len(name) + text_length <= _MAX_PIECE_LENGTH:
+        if keep:
             if len(self) >= _MAX_PIECES:
                 self.clear()
             self[key] = piece
@@ -216,6 +216,9 @@ def _name_piece(name: object) -> str:
 _PIECES = _Pieces()
 _MAX_PIECES = 4096
 _MAX_PIECE_LENGTH = 128  # (longer ones, properties mostly, are one-off: kept, they would only take memory)
+# Nor large ints: offsets, timestamps, ids, new in every request. Kept, they would empty the map every few thousand
+# requests, and with it the entries that do repeat.
+_MAX_KEPT_INT = 0xFFFF
 _piece = _PIECES.__getitem__
 
 
@@ -225,7 +228,7 @@ def _ext_json(ext: Mapping[str, object]) -> str | None:
     writes those, or says what is wrong). The loop over the entries is ``map``'s and ``zip``'s, in C."""
     values = ext.values()
     try:
-        return "{" + ",".join(map(_piece, zip(ext, map(type, values), values, strict=True))) + "}"
+        return "{" + ",".join(map(_piece, zip(ext, map(type, values), values, strict=False))) + "}"
     except (_Unwritable, TypeError):  # (TypeError: an unhashable value)
         return None
 

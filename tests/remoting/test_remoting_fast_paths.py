@@ -267,3 +267,16 @@ def test_the_fast_writers_keep_no_long_entry() -> None:
     assert all(len(entry) <= 128 for entry in rocketmq_serializable._ENTRIES[str].values())
     assert ("b", str, "Topic") in remoting_serializable._PIECES
     assert ("b", "Topic") in rocketmq_serializable._ENTRIES[str]
+
+
+def test_the_fast_json_writer_keeps_no_large_int_and_stays_bounded() -> None:
+    """Offsets and timestamps are new in every request: not kept. Past its bound the map is emptied and the
+    pieces are made again, the same text."""
+    pieces = remoting_serializable._PIECES
+    for i in range(remoting_serializable._MAX_PIECES + 10):
+        cmd = RemotingCommand(10, opaque=1, ext_fields={"queueOffset": 1_000_000 + i, "msgId": f"{i:032X}", "e": 2})
+        assert encode_json_header_fast(cmd) == encode_json_header(cmd)
+        assert len(pieces) <= remoting_serializable._MAX_PIECES
+    assert not any(kind is int and abs(value) > 0xFFFF for _, kind, value in pieces)  # type: ignore[arg-type]
+    assert ("e", int, 2) in pieces
+

@@ -38,6 +38,8 @@ _LEN_AND_WORD = struct.Struct(">II")
 MAX_HEADER_LENGTH = 0xFFFFFF  # the 24 bits of the header word
 _JSON = SerializeType.JSON
 _ROCKETMQ = SerializeType.ROCKETMQ
+_MSGPACK = SerializeType.MSGPACK
+_BODY_TYPES = (bytes, bytearray)
 
 
 def encode_native(
@@ -51,7 +53,7 @@ def encode_native(
     Raises TypeError or ValueError for header values Java could not hold, FrameTooLarge above ``max_frame_size``.
     """
     serialize_type = cmd.serialize_type
-    if serialize_type == SerializeType.MSGPACK:
+    if serialize_type == _MSGPACK:
         serialize_type = default_serialize_type
     if serialize_type == _JSON:
         header = encode_json_header_fast(cmd)
@@ -65,7 +67,7 @@ def encode_native(
     body = cmd.body
     if body is None:
         body = b""
-    elif not isinstance(body, bytes | bytearray):
+    elif type(body) is not bytes and not isinstance(body, _BODY_TYPES):
         raise TypeError(f"body must be bytes, not {type(body).__name__}")
     length = 4 + header_length + len(body)
     if max_frame_size is not None and 4 + length > max_frame_size:

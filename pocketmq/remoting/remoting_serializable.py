@@ -33,6 +33,7 @@ _INT_TEXT = re.compile(r"[+-]?[0-9]+")
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _LANGUAGE_NAMES = {int(lc): lc.name for lc in LanguageCode}
 _LANGUAGE_CODES = {lc.name: int(lc) for lc in LanguageCode}
+_JSON = SerializeType.JSON
 
 
 def java_text(name: str, v: object) -> str:
@@ -154,44 +155,117 @@ def _ints_as_text(ext: Mapping[str, object]) -> dict[str, str]:
     return out
 
 
-# `"name":"text"` of each ext entry written so far, per value type (True == 1 and hash alike: one map each),
-# checked once to be fastjson's text. Requests repeat most entries (group, topic, queue id, flags); an entry's
-# piece costs one lookup instead of the C writer's steps and Java's text of the value. Each map is emptied when
-# full and keeps no entry whose name and text exceed 128 characters: bounded memory, one-off values an insert.
-_PIECES: dict[type, dict[tuple[str, object], str | None]] = {str: {}, int: {}, bool: {}}
+class _Unwritable(Exception):
+    """An ext entry the kept pieces do not hold: a key that is no str, a value that is no str, int or bool (or is
+    unhashable), a text that is not fastjson's (the general path writes it, or says what is wrong)."""
+
+
+class _Pieces(dict[tuple[str, type, object], str]):
+    """`"name":"text"` of each ext entry written so far, keyed by (name, type of the value, value): True == 1 == 1.0
+    with one hash, so the type keeps them apart. Requests repeat most entries (group, topic, queue id, flags); an
+    entry's piece costs one lookup, made by ``map`` in C for the whole map, instead of the writer's Python steps.
+    A piece is made (``__missing__``: the C lookup calls it for an entry not kept) and checked once to be
+    fastjson's text. Emptied when full; no entry whose name and text exceed 128 characters, nor an int beyond
+    +-65535, is kept: bounded memory, one-off values (per-message offsets, ids, properties) an insert at most."""
+
+    __slots__ = ()
+
+    def __missing__(self, key: tuple[str, type, object]) -> str:
+        name, kind, value = key
+        head = _NAME_PIECES.get(name)  # (`"name":`, checked once)
+        if head is None:
+            head = _name_piece(name)
+        if kind is int:
+            piece = f'{head}"{value}"'  # (digits and a sign: nothing to escape)
+            keep = -_MAX_KEPT_INT <= value <= _MAX_KEPT_INT  # type: ignore[operator]
+        elif kind is str:
+            quoted = _quote(value)  # type: ignore[arg-type]
+            if not _like_fastjson(quoted):
+                raise _Unwritable
+            piece = head + quoted
+            keep = len(name) + len(value) <= _MAX_PIECE_LENGTH  # type: ignore[arg-type]
+        elif kind is bool:
+            piece = head + ('"true"' if value else '"false"')
+            keep = True
+        else:
+            raise _Unwritable
+        if keep:
+            if len(self) >= _MAX_PIECES:
+                self.clear()
+            self[key] = piece
+        return piece
+
+
+_NAME_PIECES: dict[str, str] = {}
+
+
+def _name_piece(name: object) -> str:
+    """`"name":` for an ext key, kept when it is fastjson's text (a few dozen names: RocketMQ's header fields)."""
+    if type(name) is not str:
+        raise _Unwritable
+    head = _quote(name) + ":"
+    if not _like_fastjson(head):
+        raise _Unwritable
+    if len(name) <= _MAX_PIECE_LENGTH:
+        if len(_NAME_PIECES) >= _MAX_PIECES:
+            _NAME_PIECES.clear()
+        _NAME_PIECES[name] = head
+    return head
+
+
+_PIECES = _Pieces()
 _MAX_PIECES = 4096
 _MAX_PIECE_LENGTH = 128  # (longer ones, properties mostly, are one-off: kept, they would only take memory)
+# Nor large ints: offsets, timestamps, ids, new in every request. Kept, they would empty the map every few thousand
+# requests, and with it the entries that do repeat.
+_MAX_KEPT_INT = 0xFFFF
+_piece = _PIECES.__getitem__
 
 
 def _ext_json(ext: Mapping[str, object]) -> str | None:
-    """The JSON object the reference writes for ``ext``, from the entries' cached pieces; None when an entry is
-    not a str key with a str, int or bool value, or its piece is not the reference's text (the caller's general
-    path writes those, or says what is wrong)."""
-    pieces = []
-    for k, v in ext.items():
-        cache = _PIECES.get(type(v))
-        if cache is None or type(k) is not str:
-            return None
-        piece = cache.get((k, v), "")
-        if piece == "":
-            text = v if type(v) is str else java_text(k, v)
-            piece = f"{_quote(k)}:{_quote(text)}"
-            if not _like_fastjson(piece):
-                piece = None
-            if len(k) + len(text) <= _MAX_PIECE_LENGTH:
-                if len(cache) >= _MAX_PIECES:
-                    cache.clear()
-                cache[(k, v)] = piece
-        if piece is None:
-            return None
-        pieces.append(piece)
-    return "{" + ",".join(pieces) + "}"
+    """The JSON object the reference writes for ``ext``, from the entries' kept pieces; None when an entry is not
+    a str key with a str, int or bool value, or its piece is not the reference's text (the caller's general path
+    writes those, or says what is wrong). The loop over the entries is ``map``'s and ``zip``'s, in C."""
+    values = ext.values()
+    try:
+        return "{" + ",".join(map(_piece, zip(ext, map(type, values), values, strict=False))) + "}"
+    except (_Unwritable, TypeError):  # (TypeError: an unhashable value)
+        return None
+
+
+_LANGUAGE_JSON = {code: f'"{name}"' for code, name in _LANGUAGE_NAMES.items()}
+_INT32_BIAS = 2**31  # n + this fits 32 bits (no bit from the 32nd up, no sign) exactly when n is a Java int
 
 
 def encode_json_header_fast(cmd: RemotingCommand) -> bytes:
-    """``encode_json_header(cmd)``, written by the C JSON encoder when that gives the same bytes (almost every
-    header: no control characters but tab, CR, LF, BS, FF, no U+007F-U+009F, no lone surrogate), else by the
-    reference. Same errors too (a property test checks the two agree)."""
+    """``encode_json_header(cmd)``, same bytes and same errors (a property test checks the two agree). The header
+    of nearly every command (int fields of the exact type and in range, a known language, no remark, ext entries
+    the kept pieces write) is one f-string; anything else goes to ``_encode_json_header_any``."""
+    code, flag, opaque, version, language = cmd.code, cmd.flag, cmd.opaque, cmd.version, cmd.language
+    if type(code) is not int:
+        code = int(code)  # (a ResponseCode; the reference calls int() on it first too, errors alike)
+    language_json = _LANGUAGE_JSON.get(language) if type(language) is int else None
+    if (
+        type(flag) is not int or type(opaque) is not int or type(version) is not int or language_json is None
+        or cmd.remark is not None
+        or (code + _INT32_BIAS | flag + _INT32_BIAS | opaque + _INT32_BIAS | version + _INT32_BIAS) >> 32
+    ):  # fmt: skip
+        return _encode_json_header_any(cmd)
+    ext = cmd.ext_fields
+    if not ext:
+        return (f'{{"code":{code},"flag":{flag},"language":{language_json},"opaque":{opaque},'
+                f'"serializeTypeCurrentRPC":"JSON","version":{version}}}').encode()
+    ext_json = _ext_json(ext)
+    if ext_json is None:
+        return _encode_json_header_any(cmd)
+    return (f'{{"code":{code},"extFields":{ext_json},"flag":{flag},"language":{language_json},"opaque":{opaque},'
+            f'"serializeTypeCurrentRPC":"JSON","version":{version}}}').encode()
+
+
+def _encode_json_header_any(cmd: RemotingCommand) -> bytes:
+    """``encode_json_header(cmd)`` for any command, written by the C JSON encoder when that gives the same bytes
+    (almost every header: no control characters but tab, CR, LF, BS, FF, no U+007F-U+009F, no lone surrogate),
+    else by the reference."""
     code, flag, opaque, version = int(cmd.code), int(cmd.flag), int(cmd.opaque), int(cmd.version)
     remark = cmd.remark
     if not (
@@ -277,14 +351,50 @@ def decode_json_header(data: bytes | bytearray | memoryview) -> RemotingCommand:
 _scan_header = fastjson.c_scanner(dict, Decimal)
 
 
+# The header as fastjson writes a RemotingCommand (bean fields sorted by name, nulls left out), around its ext map:
+# what Java's clients and pocketmq's send on nearly every frame. The ints are at most 9 digits (a Java int always)
+# and without leading zeros (as JSON has them); anything else, a remark say, is read by the general path.
+_JAVA_INT = "(0|-?[1-9][0-9]{0,8})"
+_JAVA_HEAD = re.compile(f'{{"code":{_JAVA_INT},"extFields":')
+_JAVA_TAIL = re.compile(f',"flag":{_JAVA_INT},"language":"([A-Z]{{1,8}})","opaque":{_JAVA_INT},'
+                        f'"serializeTypeCurrentRPC":"JSON","version":{_JAVA_INT}}}')
+
+
 def decode_json_header_fast(data: bytes | bytearray | memoryview) -> RemotingCommand:
-    """``decode_json_header(data)``, faster for the headers clients write: one call of the C scanner (no
-    whitespace regexes around it), and when every field has the type Java writes (ints in range, the language a
-    known name, a string remark, string ext values) the command built without checking each field through the
-    helpers. Anything else (whitespace around the object, a syntax error, a number as text) goes to the reference;
-    a hypothesis test checks the two agree."""
+    """``decode_json_header(data)``, the same command or error (a hypothesis test checks the two agree). A header
+    of Java's shape (``_JAVA_HEAD``, an ext map of string values, ``_JAVA_TAIL``) has its fixed fields read by two
+    regex matches and only its ext map by the C JSON scanner (which costs more per entry than the matches); any
+    other goes to ``_decode_json_header_any``."""
+    text = str(data, "utf-8", "replace")
+    head = _JAVA_HEAD.match(text)
+    if head is None:
+        return _decode_json_header_any(text, data)
     try:
-        text = str(data, "utf-8", "replace")
+        ext, end = _scan_header(text, head.end())
+    except (StopIteration, ValueError, RecursionError):
+        return decode_json_header(data)
+    tail = _JAVA_TAIL.fullmatch(text, end)
+    if tail is None or type(ext) is not dict:
+        return _decode_json_header_any(text, data)
+    flag, language, opaque, version = tail.groups()
+    language = _LANGUAGE_CODES.get(language)
+    try:
+        "".join(ext.values())  # every value a str (see _decode_json_header_any)
+    except TypeError:
+        return decode_json_header(data)
+    if language is None:
+        return decode_json_header(data)
+    # Positional: code, language, version, opaque, flag, remark, ext_fields, body, serialize_type.
+    return RemotingCommand(int(head[1]), language, int(version), int(opaque), int(flag), None, ext, None, _JSON)
+
+
+def _decode_json_header_any(text: str, data: bytes | bytearray | memoryview) -> RemotingCommand:
+    """``decode_json_header(data)`` (``text`` is ``data`` decoded), faster for the headers clients write: one call
+    of the C scanner (no whitespace regexes around it), and when every field has the type Java writes (ints in
+    range, the language a known name, a string remark, string ext values) the command built without checking each
+    field through the helpers. Anything else (whitespace around the object, a syntax error, a number as text) goes
+    to the reference."""
+    try:
         obj, end = _scan_header(text, 0)
     except (StopIteration, ValueError, RecursionError):
         return decode_json_header(data)
@@ -308,11 +418,14 @@ def decode_json_header_fast(data: bytes | bytearray | memoryview) -> RemotingCom
     elif type(ext) is not dict:
         return decode_json_header(data)
     else:
-        for v in ext.values():
-            if type(v) is not str:
-                return decode_json_header(data)
+        try:
+            # Every value a str: the scanner makes no str subclass, so join refuses exactly the others (in C,
+            # where a loop over the values would be Python's).
+            "".join(ext.values())
+        except TypeError:
+            return decode_json_header(data)
     # Positional: code, language, version, opaque, flag, remark, ext_fields, body, serialize_type.
-    return RemotingCommand(code, language, version, opaque, flag, remark, ext, None, SerializeType.JSON)
+    return RemotingCommand(code, language, version, opaque, flag, remark, ext, None, _JSON)
 
 
 def _int_or_none(v: object) -> int | None:

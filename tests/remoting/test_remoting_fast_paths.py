@@ -150,6 +150,36 @@ def test_the_fast_json_header_reader_agrees_with_the_reference(data: bytes) -> N
     assert _read(decode_json_header_fast, data) == _read(decode_json_header, data)
 
 
+java_ints = st.one_of(
+    INT32.map(str), st.sampled_from(["0", "-0", "007", "-07", "999999999", "1000000000", "2147483647", "2147483648",
+                                     "-2147483649", "1e3", "1.0", '"12"', "null", "true", "", " 5"]),
+)  # fmt: skip
+ext_json_values = st.one_of(
+    ascii_texts.map(json.dumps), texts.map(lambda t: json.dumps(t, ensure_ascii=False)), java_ints,
+    json_values.map(json.dumps),
+)  # fmt: skip
+
+
+@st.composite
+def java_shaped_json_headers(draw: st.DrawFn) -> bytes:
+    """Headers in the shape fastjson writes (the fast reader's regexes), their fields any text: ints with leading
+    zeros, out of range, as strings; languages unknown or in lower case; ext maps with numbers, objects, escapes,
+    repeated keys, null."""
+    entries = draw(st.lists(st.tuples(ascii_texts | st.sampled_from(["a", "queueId"]), ext_json_values), max_size=5))
+    ext = "{" + ",".join(f"{json.dumps(k)}:{v}" for k, v in entries) + "}"
+    ext = draw(st.sampled_from([ext, ext, "null", "[]", '"x"', "{", ext + " "]))
+    language = draw(st.sampled_from(["JAVA", "PYTHON", "CPP", "GO", "RUST", "OTHER", "java", "NOPE", "JAVAX"]))
+    text = (f'{{"code":{draw(java_ints)},"extFields":{ext},"flag":{draw(java_ints)},"language":"{language}",'
+            f'"opaque":{draw(java_ints)},"serializeTypeCurrentRPC":"JSON","version":{draw(java_ints)}}}')
+    return text.encode("utf-8", "surrogatepass") + draw(st.sampled_from([b"", b"", b" ", b"}"]))
+
+
+@settings(max_examples=500, deadline=None)
+@given(data=java_shaped_json_headers())
+def test_the_fast_json_header_reader_agrees_with_the_reference_on_java_shaped_headers(data: bytes) -> None:
+    assert _read(decode_json_header_fast, data) == _read(decode_json_header, data)
+
+
 def test_the_fast_json_header_reader_reads_a_java_header() -> None:
     data = (b'{"code":310,"extFields":{"a":"G","b":"T","e":"2","g":"1717000000123"},"flag":0,"language":"JAVA",'
             b'"opaque":7,"serializeTypeCurrentRPC":"JSON","version":409}')  # fmt: skip
@@ -217,8 +247,9 @@ def test_the_compiled_header_parsers_read_native_texts_inline() -> None:
 
 
 def test_the_fast_writers_cached_entries_keep_true_and_1_apart() -> None:
-    """The writers keep each entry they wrote; True == 1 with the same hash, so each type has its own map."""
-    for ext in ({"k": True}, {"k": 1}, {"k": True}, {"k": "1"}, {"k": 1}, {"k": False}, {"k": 0}):
+    """The writers keep each entry they wrote; True == 1 == 1.0 with the same hash, so the type tells them apart."""
+    for ext in ({"k": True}, {"k": 1}, {"k": True}, {"k": "1"}, {"k": 1}, {"k": False}, {"k": 0}, {"k": 1.0},
+                {"k": 2}, {"k": 2.0}, {"k": 0.0}):
         cmd = RemotingCommand(10, opaque=1, ext_fields=ext)
         assert encode_rocketmq_header_fast(cmd) == encode_rocketmq_header(cmd)
         assert _written(encode_json_header_fast, cmd) == _written(encode_json_header, cmd)
@@ -232,7 +263,20 @@ def test_the_fast_writers_keep_no_long_entry() -> None:
         cmd = RemotingCommand(10, opaque=1, ext_fields={"i": f"UNIQ_KEY\x01{i:0200d}\x02", "b": "Topic"})
         assert encode_rocketmq_header_fast(cmd) == encode_rocketmq_header(cmd)
         assert encode_json_header_fast(cmd) == encode_json_header(cmd)
-    assert all(len(k) + len(v) <= 128 for k, v in remoting_serializable._PIECES[str])
+    assert all(len(name) + len(str(value)) <= 128 for name, _, value in remoting_serializable._PIECES)
     assert all(len(entry) <= 128 for entry in rocketmq_serializable._ENTRIES[str].values())
-    assert ("b", "Topic") in remoting_serializable._PIECES[str]
+    assert ("b", str, "Topic") in remoting_serializable._PIECES
     assert ("b", "Topic") in rocketmq_serializable._ENTRIES[str]
+
+
+def test_the_fast_json_writer_keeps_no_large_int_and_stays_bounded() -> None:
+    """Offsets and timestamps are new in every request: not kept. Past its bound the map is emptied and the
+    pieces are made again, the same text."""
+    pieces = remoting_serializable._PIECES
+    for i in range(remoting_serializable._MAX_PIECES + 10):
+        cmd = RemotingCommand(10, opaque=1, ext_fields={"queueOffset": 1_000_000 + i, "msgId": f"{i:032X}", "e": 2})
+        assert encode_json_header_fast(cmd) == encode_json_header(cmd)
+        assert len(pieces) <= remoting_serializable._MAX_PIECES
+    assert not any(kind is int and abs(value) > 0xFFFF for _, kind, value in pieces)  # type: ignore[arg-type]
+    assert ("e", int, 2) in pieces
+

@@ -94,17 +94,19 @@ def run_probed_broker(out: str, mode: str, argv: list[str]) -> None:
     runpy.run_module("pocketmq", run_name="__main__", alter_sys=True)
 
 
-async def paced(namesrv: str, protocol: str, rate: int, seconds: float) -> list[tuple[int, int]]:
-    """(sent, received) perf_counter_ns of each message after the first half second."""
+async def paced(namesrv: str, protocol: str, rate: int, seconds: float) -> list[tuple[int, int, int]]:
+    """(sent, send answered, received) perf_counter_ns of each message after the first half second."""
     count, skip = int(rate * seconds), rate // 2
     pad = b"x" * (BODY_BYTES - STAMP.size)
-    times: list[tuple[int, int]] = []
+    received: dict[int, int] = {}
+    answered: dict[int, int] = {}
+    stamps: dict[int, int] = {}
     topic = f"tail-{protocol}-{os.getpid()}"
 
     def on_body(body: bytes) -> None:
         seq, stamp = STAMP.unpack_from(body)
         if seq >= skip:
-            times.append((stamp, time.perf_counter_ns()))
+            received[seq] = time.perf_counter_ns()
 
     async with PocketMQ(namesrv, protocol) as system:
         await system.send(topic, STAMP.pack(-1, 0) + pad)
@@ -116,14 +118,16 @@ async def paced(namesrv: str, protocol: str, rate: int, seconds: float) -> list[
             delay = begin + seq / rate - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
-            await system.send(topic, STAMP.pack(seq, time.perf_counter_ns()) + pad)
+            stamps[seq] = time.perf_counter_ns()
+            await system.send(topic, STAMP.pack(seq, stamps[seq]) + pad)
+            answered[seq] = time.perf_counter_ns()
         deadline = time.monotonic() + 5
-        while len(times) < count - skip and time.monotonic() < deadline:
+        while len(received) < count - skip and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
         stop.set()
         async with asyncio.timeout(10):
             await consumer
-    return times
+    return [(stamps[q], answered[q], r) for q, r in sorted(received.items())]
 
 
 def overlapping(events: list[Event], starts: list[int], start: int, end: int) -> set[str]:
@@ -138,14 +142,25 @@ def overlapping(events: list[Event], starts: list[int], start: int, end: int) ->
     return kinds
 
 
-def attribute(times: list[tuple[int, int]], client: list[Event], broker: list[Event], over_ms: float
+def segments(times: list[tuple[int, int, int]]) -> dict[str, Any]:
+    """Medians of the send's round trip (send to its answer) and of what followed (answer to receipt; negative
+    when the message arrived before its send's answer was read)."""
+    if not times:
+        return {"messages": 0}
+    rtt = sorted((a - s) / 1e6 for s, a, _ in times)
+    after = sorted((r - a) / 1e6 for _, a, r in times)
+    return {"messages": len(times), "send_answer_p50_ms": round(rtt[len(rtt) // 2], 3),
+            "answer_to_receipt_p50_ms": round(after[len(after) // 2], 3)}
+
+
+def attribute(times: list[tuple[int, int, int]], client: list[Event], broker: list[Event], over_ms: float
               ) -> dict[str, Any]:
-    lat = sorted((r - s) / 1e6 for s, r in times)
+    lat = sorted((r - s) / 1e6 for s, _, r in times)
     pick = (lambda q: round(lat[min(len(lat) - 1, int(q * len(lat)))], 3)) if lat else (lambda q: None)
     client, broker = sorted(client), sorted(broker)
     cs, bs = [e[0] for e in client], [e[0] for e in broker]
     during: dict[str, list[int]] = {}  # what overlapped a message -> [messages, of them slower than over_ms]
-    for s, r in times:
+    for s, _, r in times:
         kinds = {f"client {k}" for k in overlapping(client, cs, s, r) if k.startswith("gc")}
         kinds |= {f"broker {k}" for k in overlapping(broker, bs, s, r)}
         row = during.setdefault(" + ".join(sorted(kinds)) or "none of these", [0, 0])
@@ -160,6 +175,8 @@ def attribute(times: list[tuple[int, int]], client: list[Event], broker: list[Ev
 
     return {"received": len(lat), "p50_ms": pick(0.5), "p99_ms": pick(0.99), "p999_ms": pick(0.999),
             "max_ms": round(lat[-1], 3) if lat else None, f"over_{over_ms}_ms": slow, "during": during,
+            "segments_all": segments(times),
+            "segments_slow": segments([t for t in times if (t[2] - t[0]) / 1e6 > over_ms]),
             "client": {k: pauses(client, k) for k in ("gc0", "gc1", "gc2")},
             "broker": {k: pauses(broker, k) for k in ("gc0", "gc1", "gc2", "flush")}}
 
@@ -211,6 +228,11 @@ def main() -> int:
               "messages by what overlapped them:")
         for what, (n, slow) in sorted(r["during"].items(), key=lambda kv: -kv[1][1]):
             print(f"  {slow:>6,} of {n:>6,} ({slow / n:6.1%} slow)  {what}")
+        for which in ("all", "slow"):
+            seg = r[f"segments_{which}"]
+            if seg["messages"]:
+                print(f"  {which} messages: send to its answer p50 {seg['send_answer_p50_ms']} ms, answer to receipt "
+                      f"p50 {seg['answer_to_receipt_p50_ms']} ms")
         for side in ("client", "broker"):
             print(f"  {side}: " + ", ".join(f"{k} {v['count']} (p50 {v['p50_ms']} ms, max {v['max_ms']} ms)"
                                             for k, v in r[side].items()))

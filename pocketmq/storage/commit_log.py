@@ -53,6 +53,8 @@ from .timer.timer_routing import TIMER_TOPIC, route_timer_message
 
 _BLANK = SIZE_MAGIC  # the blank record that fills a file's end: TOTALSIZE and MAGICCODE only
 _SYSFLAG = field_struct("SYSFLAG")
+_MAGIC = field_struct("MAGICCODE")
+_MAGIC_POS = field_positions()["MAGICCODE"]
 _STORE_TIMESTAMP = field_struct("STORETIMESTAMP")
 _CRC_MASK = 0x7FFFFFFF
 _MAX_INT = 0x7FFFFFFF
@@ -364,11 +366,15 @@ class CommitLog:
             first_queue_offset = queue_offset = self.topic_queue_table.get(qkey, 0) if counted else 0
             first_phys = phys = mf.file_from_offset + pos
             mm = mf.mm
+            magic, magic_pos = _MAGIC, _MAGIC_POS
             for rec, sys_flag, flag, born_ts, born_host, reconsume, prepared, body_len, body, props_len, props in rows:
                 size = rec.size
-                rec.pack_into(mm, pos, size, MESSAGE_MAGIC_CODE, crc32(body) & _CRC_MASK, queue_id, flag, queue_offset,
+                # The magic goes in last: a kill in the middle of the copy leaves no MESSAGE_MAGIC_CODE, so
+                # recovery ends the log there instead of keeping a record whose tail was never written.
+                rec.pack_into(mm, pos, size, 0, crc32(body) & _CRC_MASK, queue_id, flag, queue_offset,
                               phys, sys_flag, born_ts, born_host, store_ts, store_host, reconsume, prepared,
                               body_len, body, tlen, topic_b, props_len, props)
+                magic.pack_into(mm, pos + magic_pos, MESSAGE_MAGIC_CODE)
                 pos += size
                 phys += size
                 queue_offset += 1

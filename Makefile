@@ -166,7 +166,15 @@ $(APACHE_DIR)/%/.resolved: tests/apache/pom.xml | java
 	  { echo "make apache-rocketmq: Apache RocketMQ $* could not be fetched from Maven Central (see $(APACHE_DIR)/$*.log)"; exit 1; }
 	touch $@
 
-apache-rocketmq: $(APACHE_STAMPS)
+# mqadmin's commands in one JVM per tools version and concurrent caller (tests/apache/mqadmin_runner.py), instead of
+# a JVM per command: compiled without RocketMQ on the class path (it calls MQAdminStartup by reflection).
+MQADMIN_RUNNER := $(APACHE_DIR)/mqadmin-runner/io/pocketmq/tests/MqadminRunner.class
+
+$(MQADMIN_RUNNER): tests/apache/java/MqadminRunner.java | java
+	rm -rf $(APACHE_DIR)/mqadmin-runner
+	javac -d $(APACHE_DIR)/mqadmin-runner $<
+
+apache-rocketmq: $(APACHE_STAMPS) $(MQADMIN_RUNNER)
 
 # The Java client harness (tests/java_client): one source tree built against each RocketMQ Java client the suite
 # runs, 4.9.8 and 5.x's remoting client, into .java-clients/<version>/ (harness.jar and lib/). Rebuilt only when its

@@ -17,14 +17,18 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
+from tests.apache import mqadmin_runner
+
 REPO = Path(__file__).resolve().parents[2]
 JARS = REPO / ".apache-rocketmq"
 LOGBACK = Path(__file__).with_name("conf") / "logback.xml"
+MQADMIN_RUNNER = JARS / "mqadmin-runner"  # tests/apache/java/MqadminRunner.java, compiled by `make apache-rocketmq`
 
 # The versions the suite runs: the newest 4.x whose servers are on Maven Central, and the newest 5.x whose name
 # server, broker, proxy and tools are all there (Makefile's APACHE_ROCKETMQ_VERSIONS must list the same).
@@ -211,6 +215,9 @@ class ApacheRocketMQ(ServerProcess):
         self.namesrv_props = dict(namesrv_props or {})
         self.namesrv: JavaProcess | None = None
         self.broker: JavaProcess | None = None
+        self._runners: list[mqadmin_runner.MqadminRunner] = []  # every mqadmin runner started, to close
+        self._idle_runners: list[mqadmin_runner.MqadminRunner] = []
+        self._runners_lock = threading.Lock()
 
     @property
     def major(self) -> int:
@@ -245,7 +252,7 @@ class ApacheRocketMQ(ServerProcess):
         env["ROCKETMQ_HOME"] = str(self.home)
         return env
 
-    def java(self, main: str, *args: str, jvm: tuple[str, ...] | None = None) -> list[str]:
+    def java(self, main: str, *args: str, jvm: tuple[str, ...] | None = None, classpath: str = "") -> list[str]:
         props = (f"-Drocketmq.home.dir={self.home}", f"-Duser.home={self.home}", "-Drocketmq.client.logUseSlf4j=true")
         return [
             "java",
@@ -253,7 +260,7 @@ class ApacheRocketMQ(ServerProcess):
             *JAVA17_OPENS,
             *props,
             "-cp",
-            f"{self.lib}/*",
+            f"{self.lib}/*{classpath}",
             main,
             *args,
         ]
@@ -330,14 +337,40 @@ class ApacheRocketMQ(ServerProcess):
         self.start_broker()
 
     def mqadmin(self, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
-        """Apache RocketMQ's own mqadmin (MQAdminStartup) with ``args``; ``-n`` is added unless given."""
+        """Apache RocketMQ's own mqadmin (MQAdminStartup) with ``args``; ``-n`` is added unless given. It runs in a
+        JVM kept for the next command (mqadmin_runner), one per command running at the same time, and answers
+        what a JVM of its own would (its stdout, stderr and exit code)."""
         argv = list(args)
         if "-n" not in argv:
             argv += ["-n", self.namesrv_addr]
-        cmd = self.java("org.apache.rocketmq.tools.command.MQAdminStartup", *argv, jvm=TEST_JVM)
-        return subprocess.run(
-            cmd, capture_output=True, text=True, env=self.env(), cwd=self.home, timeout=timeout, check=False
-        )
+        with self._runners_lock:
+            runner = self._idle_runners.pop() if self._idle_runners else None
+        if runner is None:
+            runner = self._start_runner()
+        try:
+            return runner.run(argv, timeout)
+        finally:
+            if runner.alive:
+                with self._runners_lock:
+                    self._idle_runners.append(runner)
+
+    def _start_runner(self) -> mqadmin_runner.MqadminRunner:
+        if not (MQADMIN_RUNNER / "io" / "pocketmq" / "tests" / "MqadminRunner.class").exists():
+            raise ApacheRocketMQUnavailable(f"the mqadmin runner is not built in {MQADMIN_RUNNER}: run `make apache-rocketmq`")
+        with self._runners_lock:
+            log = self.home / f"mqadmin-runner-{len(self._runners)}.err"
+            runner = mqadmin_runner.MqadminRunner(
+                self.java(mqadmin_runner.MAIN, jvm=TEST_JVM, classpath=f"{os.pathsep}{MQADMIN_RUNNER}"),
+                self.env(), self.home, log)
+            self._runners.append(runner)
+        return runner
+
+    def close_tools(self) -> None:
+        """End the mqadmin runners (their JVMs also end with the Python process that started them)."""
+        with self._runners_lock:
+            runners, self._runners, self._idle_runners = self._runners, [], []
+        for runner in runners:
+            runner.close()
 
     def pids(self) -> list[int]:
         return [p.proc.pid for p in (self.namesrv, self.broker) if p is not None and p.proc is not None]
@@ -347,6 +380,7 @@ class ApacheRocketMQ(ServerProcess):
         for proc in (self.broker, self.namesrv):
             if proc is not None:
                 proc.stop(sig)
+        self.close_tools()
 
 
 class ApacheNamesrv(ApacheRocketMQ):

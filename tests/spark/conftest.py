@@ -20,6 +20,9 @@ except ImportError:  # without the spark extra there is nothing here to run
     collect_ignore_glob = ["test_*.py"]
 
 
+TEST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData"
+
+
 @pytest.fixture(scope="session")
 def spark_cluster(tmp_path_factory) -> Iterator[ThreadedCluster]:
     with ThreadedCluster(tmp_path_factory.mktemp("spark-cluster")) as cluster:
@@ -30,6 +33,8 @@ def spark_cluster(tmp_path_factory) -> Iterator[ThreadedCluster]:
 def spark():
     from pyspark_pocketmq import local_session
 
-    session = local_session("pocketmq-tests")
+    # The driver JVM of a test run does seconds of work, not hours: C1 only and the serial collector spend less CPU
+    # on compiling and collecting than they would save (the suite shares two cores between two workers).
+    session = local_session("pocketmq-tests", **{"spark.driver.extraJavaOptions": TEST_JVM})
     yield session
     session.stop()

@@ -5,13 +5,14 @@ under `.apache-rocketmq/<version>/lib`. Each server gets a folder of its own as 
 4.9.x logback files it insists on, its store, its KV config, its logs), free loopback ports, small heaps and small
 mapped files, so it is ready in seconds and leaves nothing behind.
 
-Readiness is what the servers print: "The Name Server boot success" and, since BrokerStartup prints "The broker[...]
-boot success" only after BrokerController.start() has registered with the name server, a broker that printed it
-is in the name server's route table.
+Readiness is what the servers print: "The Name Server boot success" and, since 4.x's BrokerStartup prints "The
+broker[...] boot success" only after BrokerController.start() has registered with the name server, a 4.x broker that
+printed it is in the name server's route table; a 5.x broker is ready once the name server lists it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import signal
@@ -19,10 +20,12 @@ import socket
 import subprocess
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
+from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from tests.apache import mqadmin_runner
 
 REPO = Path(__file__).resolve().parents[2]
@@ -328,6 +331,31 @@ class ApacheRocketMQ(ServerProcess):
         argv = self.java("org.apache.rocketmq.broker.BrokerStartup", "-c", str(conf))
         self.broker = JavaProcess("broker", argv, self.home)
         self.broker.start_ready(self.env(), "boot success")
+        if self.major >= 5:
+            self._wait_registered()
+
+    def _wait_registered(self) -> None:
+        """5.x's BrokerStartup may print "boot success" before the name server has answered its first
+        registration (4.x's prints it after): wait until the name server lists the broker at its address."""
+
+        async def listed() -> None:
+            deadline = time.monotonic() + BOOT_TIMEOUT
+            while True:
+                try:
+                    async with MQAdminExt(self.namesrv_addr, protocol="rocketmq") as admin:
+                        info = await admin.examine_broker_cluster_info()
+                    data = info.broker_addr_table.get(self.broker_name)
+                    if data is not None and self.broker_addr in data.broker_addrs.values():
+                        return
+                except Exception:  # the name server not answering yet: asked again until the deadline
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"broker {self.broker_name} not registered with {self.namesrv_addr}")
+                await asyncio.sleep(0.05)
+
+        # In a thread of its own: the caller may be a test running on an event loop.
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(asyncio.run, listed()).result()
 
     def restart_broker(self, sig: int = signal.SIGTERM) -> None:
         """Stop the broker (SIGTERM: its shutdown hook; SIGKILL: a crash) and start it on the same store and port."""
@@ -356,7 +384,8 @@ class ApacheRocketMQ(ServerProcess):
 
     def _start_runner(self) -> mqadmin_runner.MqadminRunner:
         if not (MQADMIN_RUNNER / "io" / "pocketmq" / "tests" / "MqadminRunner.class").exists():
-            raise ApacheRocketMQUnavailable(f"the mqadmin runner is not built in {MQADMIN_RUNNER}: run `make apache-rocketmq`")
+            raise ApacheRocketMQUnavailable(
+                f"the mqadmin runner is not built in {MQADMIN_RUNNER}: run `make apache-rocketmq`")
         with self._runners_lock:
             log = self.home / f"mqadmin-runner-{len(self._runners)}.err"
             runner = mqadmin_runner.MqadminRunner(

@@ -90,3 +90,6 @@ class ProxyConfig:
     acl_file: str | None = None
     access_key: str | None = None
     secret_key: str | None = None
+
+    def __post_init__(self) -> None:
+        self.proxy_mode = ProxyMode(self.proxy_mode)  # (a name from a config file or a test's overrides)

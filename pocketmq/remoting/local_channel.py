@@ -86,15 +86,20 @@ def copy_command(cmd: RemotingCommand) -> RemotingCommand:
 class LocalChannel(Channel):
     """One end of an in-process connection; ``pair`` joins two ends made on their own endpoints' loops."""
 
-    __slots__ = ("_owner", "_peer", "_peer_loop", "_waiting", "_same_loop")
+    __slots__ = ("_owner", "_own_loop", "_peer", "_peer_loop", "_waiting", "_same_loop", "_outbox", "_outbox_handle")
 
     def __init__(self, endpoint: Endpoint, local_address: str, remote_address: str) -> None:
         super().__init__(endpoint, _NoTransport())  # type: ignore[arg-type]
         self._owner = endpoint
+        self._own_loop = asyncio.get_running_loop()
         self._peer: LocalChannel | None = None
         self._peer_loop: asyncio.AbstractEventLoop | None = None
         self._same_loop = False
         self._waiting: dict[int, asyncio.Future[RemotingCommand]] = {}
+        # Commands for the peer, handed over together at the end of this loop turn (one wake-up of the peer's loop
+        # for a burst, as a socket's writes of one turn share a syscall).
+        self._outbox: list[RemotingCommand] = []
+        self._outbox_handle: asyncio.Handle | None = None
         self.local_address = local_address
         self.remote_address = remote_address
         endpoint.channel_opened(self)
@@ -107,6 +112,23 @@ class LocalChannel(Channel):
              b_loop: asyncio.AbstractEventLoop) -> None:
         a._peer, a._peer_loop, a._same_loop = b, b_loop, a_loop is b_loop
         b._peer, b._peer_loop, b._same_loop = a, a_loop, a_loop is b_loop
+
+    def _send(self, cmd: RemotingCommand) -> bool:
+        """Queue ``cmd`` (a copy already) for the peer; False when the connection is closed."""
+        if self.closed or self._peer is None or self._peer_loop is None or self._peer_loop.is_closed():
+            return False
+        self._outbox.append(cmd)
+        if self._outbox_handle is None:
+            self._outbox_handle = self._own_loop.call_soon(self._hand_over)
+        return True
+
+    def _hand_over(self) -> None:
+        if self._outbox_handle is not None:
+            self._outbox_handle.cancel()
+            self._outbox_handle = None
+        batch, self._outbox = self._outbox, []
+        if batch and self._peer is not None:
+            self._post(self._peer.local_commands_arrived, batch)
 
     def _post(self, callback: Any, *args: Any) -> bool:
         """Run ``callback(*args)`` on the peer's loop, soon; False when the peer (or its loop) is gone."""
@@ -136,7 +158,7 @@ class LocalChannel(Channel):
             return False
         copy = copy_command(response)
         copy.flag |= FLAG_RESPONSE
-        return self._post(self._peer.local_response_arrived, copy)
+        return self._send(copy)
 
     async def invoke(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
         if request.flag & (FLAG_RESPONSE | FLAG_ONEWAY):
@@ -149,7 +171,7 @@ class LocalChannel(Channel):
         fut: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
         self._waiting[opaque] = fut
         try:
-            if not self._post(self._peer.local_request_arrived, copy_command(request)):
+            if not self._send(copy_command(request)):
                 raise RemotingConnectError(f"channel to {self.remote_address} is closed")
             try:
                 async with asyncio.timeout(timeout):
@@ -164,17 +186,18 @@ class LocalChannel(Channel):
         if request.is_response:
             raise ValueError("invoke_oneway needs a request")
         request.flag |= FLAG_ONEWAY
-        if self.closed or self._peer is None or not self._post(self._peer.local_request_arrived,
-                                                                copy_command(request)):
+        if not self._send(copy_command(request)):
             raise RemotingConnectError(f"channel to {self.remote_address} is closed")
 
     def flush(self) -> None:
-        pass  # nothing is queued: every command is handed over at once
+        """Hand what is queued over now (a parked request's late answer, say), not at the end of the loop turn."""
+        self._hand_over()
 
     def close(self) -> None:
         """Close both ends: pending invokes on either side fail, as when a connection drops."""
         if self.closed:
             return
+        self._hand_over()  # what was answered before the close still reaches the peer, as a socket's close flushes
         self._closed_here()
         if self._peer is not None:
             self._post(self._peer.local_closed_by_peer)
@@ -184,22 +207,32 @@ class LocalChannel(Channel):
 
     # --- events from the peer, each on this end's loop ---
 
-    def local_request_arrived(self, request: RemotingCommand) -> None:
-        if not self.closed:
-            self._owner.request_received(self, request)
-
-    def local_response_arrived(self, response: RemotingCommand) -> None:
-        fut = self._waiting.pop(response.opaque, None)
-        if fut is None or fut.done():
-            log.debug("response without a waiter on %r: %r", self, response)
-            return
-        fut.set_result(response)
+    def local_commands_arrived(self, batch: list[RemotingCommand]) -> None:
+        """Requests go to the endpoint's dispatch, responses to the invokes waiting for them. What the requests'
+        inline processors answer goes back together once the batch is handled."""
+        for cmd in batch:
+            if self.closed:
+                return
+            if not cmd.flag & FLAG_RESPONSE:
+                self._owner.request_received(self, cmd)
+                continue
+            fut = self._waiting.pop(cmd.opaque, None)
+            if fut is None or fut.done():
+                log.debug("response without a waiter on %r: %r", self, cmd)
+            else:
+                fut.set_result(cmd)
+        if self._outbox:
+            self._hand_over()
 
     def local_closed_by_peer(self) -> None:
         if not self.closed:
             self._closed_here()
 
     def _closed_here(self) -> None:
+        if self._outbox_handle is not None:
+            self._outbox_handle.cancel()
+            self._outbox_handle = None
+        self._outbox = []
         waiting, self._waiting = self._waiting, {}
         for opaque, fut in waiting.items():
             if not fut.done():

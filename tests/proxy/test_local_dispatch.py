@@ -24,6 +24,7 @@ from .conftest import D, S, metadata
 from .test_grpc_consumption import FAST, messages, receive, receive_request, received, send
 
 GUARD = 15.0
+HOLD = 600_000  # a long polling time no test waits out: only an arrival answers such a receive within the test
 
 
 async def create_topic_on(broker: Any, topic: str, queues: int = 2) -> None:
@@ -40,7 +41,7 @@ async def start_local_proxy(cluster: embedded.EmbeddedCluster, local: list[Any],
 async def two_brokers(tmp_path: Any) -> AsyncIterator[tuple[Any, Any, Any]]:
     """broker-a in local mode, broker-b as if in another process (not given to the proxy)."""
     async with embedded.EmbeddedCluster(tmp_path, brokers=2, revive_interval=0.05) as cluster:
-        proxy = await start_local_proxy(cluster, [cluster.brokers[0]])
+        proxy = await start_local_proxy(cluster, [cluster.brokers[0]], consumer_max_long_polling_timeout_millis=HOLD)
         try:
             async with grpc.aio.insecure_channel(proxy.endpoint) as channel:
                 yield cluster, proxy, service_pb2_grpc.MessagingServiceStub(channel)
@@ -119,14 +120,18 @@ async def test_a_long_polling_receive_is_answered_by_a_later_arrival(two_brokers
     broker_a = cluster.brokers[0]
     await create_topic_on(broker_a, "Later", queues=1)
     polling = broker_a.pop_message_processor.long_polling
-    # Polls for up to 20 s: the broker holds the POP until a message arrives.
-    call = asyncio.ensure_future(receive(stub, receive_request("Later", polling_ms=20_000), timeout=GUARD + 25))
-    async with asyncio.timeout(GUARD):
-        while not polling.waiting():
-            assert not call.done(), call.result()
-            await asyncio.sleep(0.005)
-    await send(stub, "Later", b"woke it")
-    responses = await call
+    # Polls for up to 10 minutes (no deadline on the call): the broker holds the POP until a message arrives.
+    call = asyncio.ensure_future(receive(stub, receive_request("Later", polling_ms=HOLD), timeout=None))
+    try:
+        async with asyncio.timeout(GUARD):
+            while not polling.waiting():
+                assert not call.done(), call.result()
+                await asyncio.sleep(0.005)
+        await send(stub, "Later", b"woke it")
+        async with asyncio.timeout(4 * GUARD):
+            responses = await call
+    finally:
+        call.cancel()
     assert [m.body for m in messages(responses)] == [b"woke it"]
     assert responses[0].status.code == D.Code.OK
 

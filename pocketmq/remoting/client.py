@@ -134,6 +134,7 @@ class RemotingClient(Endpoint):
             async with asyncio.timeout(timeout):
                 if local is not None:
                     channel: Channel = await local[0].accept_local(self, local[1])
+                    channel.remote_address = addr  # as dialled, as a socket's peer name would be
                 else:
                     _transport, protocol = await loop.create_connection(self._protocol_factory, host, port)
                     assert isinstance(protocol, _Protocol) and protocol.channel is not None

@@ -120,6 +120,8 @@ async def test_a_request_reaches_the_server_without_a_socket(side: ServerSide, c
     (channel,) = server_channels(side)
     assert isinstance(channel, LocalChannel) and channel.remote_address == CLIENT_ADDRESS
     assert channel.local_address == side.server.address
+    (client_end,) = client.channels
+    assert isinstance(client_end, LocalChannel) and client_end.remote_address == side.server.address
     # Many in flight at once, each answered with its own.
     results = await asyncio.gather(*(client.invoke(side.server.address, RemotingCommand.request(ECHO, {"i": i}),
                                                    GUARD) for i in range(200)))

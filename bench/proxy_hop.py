@@ -4,6 +4,7 @@ each (ReceiveMessage plus 32 AckMessage, bench/java_sdk.py's receive cycle, with
 broker of the same process, reached in-process (local mode) or over a loopback socket (cluster mode).
 
     python bench/proxy_hop.py                    # CPU per cycle, each mode, alternating
+    python bench/proxy_hop.py --one-by-one       # the same, each ack awaited before the next
     python bench/proxy_hop.py --instructions     # instructions per cycle, under cachegrind
     python bench/proxy_hop.py --one MODE N FILL  # one run (what cachegrind executes)
 
@@ -54,7 +55,7 @@ async def _fill(cluster: ThreadedCluster, count: int) -> None:
                                                        born_timestamp=1_700_000_000_000, born_host=born))
 
 
-async def _cycles(cluster: ThreadedCluster, mode: str, cycles: int) -> float:
+async def _cycles(cluster: ThreadedCluster, mode: str, cycles: int, one_by_one: bool = False) -> float:
     """``cycles`` pops of 32 with their acks; the process's CPU seconds over them."""
     broker = cluster.cluster.broker
     assert broker is not None
@@ -71,8 +72,12 @@ async def _cycles(cluster: ThreadedCluster, mode: str, cycles: int) -> float:
         result = await consumer.pop_message(addr, "broker-a", GROUP, TOPIC, BATCH, 60_000, 0, subscription, False,
                                             None, None, 120.0)
         assert result.pop_status is PopStatus.FOUND, result.pop_status
-        await asyncio.gather(*(consumer.ack_message(decode(m.properties["POP_CK"]), GROUP, TOPIC)
-                               for m in result.msg_found_list))
+        acks = [consumer.ack_message(decode(m.properties["POP_CK"]), GROUP, TOPIC) for m in result.msg_found_list]
+        if one_by_one:
+            for ack in acks:
+                await ack
+        else:
+            await asyncio.gather(*acks)
         return len(result.msg_found_list)
 
     try:
@@ -86,12 +91,12 @@ async def _cycles(cluster: ThreadedCluster, mode: str, cycles: int) -> float:
         await service.shutdown()
 
 
-def run_one(mode: str, cycles: int, fill: int) -> float:
+def run_one(mode: str, cycles: int, fill: int, one_by_one: bool = False) -> float:
     gc.disable()
     with tempfile.TemporaryDirectory(prefix="pmq-hop-") as root, ThreadedCluster(root) as cluster:
         cluster._call(_fill(cluster, fill))
         assert cluster.wait_dispatched(600)
-        return asyncio.run(_cycles(cluster, mode, cycles))
+        return asyncio.run(_cycles(cluster, mode, cycles, one_by_one))
 
 
 def instructions(mode: str, cycles: int, fill: int) -> int:
@@ -112,6 +117,8 @@ def main() -> int:
     parser.add_argument("--cycles", type=int, default=200, help="measured cycles (default 200; 20 under cachegrind)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of both modes (default 3)")
     parser.add_argument("--instructions", action="store_true", help="count instructions under cachegrind")
+    parser.add_argument("--one-by-one", action="store_true",
+                        help="each ack awaited before the next (the Python SDK's pattern) instead of all 32 at once")
     parser.add_argument("--one", nargs=3, metavar=("MODE", "N", "FILL"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -130,7 +137,7 @@ def main() -> int:
         for r in range(args.rounds):
             for mode in modes:
                 fill = (args.cycles + 1) * BATCH
-                spent = run_one(mode, args.cycles, fill)
+                spent = run_one(mode, args.cycles, fill, args.one_by_one)
                 print(f"round {r + 1} {mode:<8} {spent * 1e3 / args.cycles:8.2f} ms CPU per cycle "
                       f"(load {os.getloadavg()[0]:.2f})", flush=True)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

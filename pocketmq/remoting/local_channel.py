@@ -171,7 +171,13 @@ class LocalChannel(Channel):
         fut: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
         self._waiting[opaque] = fut
         try:
-            if not self._send(copy_command(request)):
+            copy = copy_command(request)
+            if len(self._waiting) == 1 and not self._outbox and self._peer is not None:
+                # Alone in flight: over at once, a loop turn sooner (as Channel.invoke writes such a request).
+                sent = not self.closed and self._post(self._peer.local_commands_arrived, [copy])
+            else:
+                sent = self._send(copy)
+            if not sent:
                 raise RemotingConnectError(f"channel to {self.remote_address} is closed")
             try:
                 async with asyncio.timeout(timeout):

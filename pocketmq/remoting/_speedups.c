@@ -1,0 +1,529 @@
+/* pocketmq.remoting._speedups: C forms of the native protocol's hottest Python steps (issue 32).
+ *
+ * Each function here does only the common case of a Python function that stays the reference, and answers None
+ * ("not mine") for anything else, so the caller runs the Python for it: the C never raises for bad input, the
+ * Python does, with its own error. What the C accepts it must turn into exactly what the Python makes of it;
+ * tests/remoting/test_remoting_speedups.py holds the two together with hypothesis (valid input, mutated input,
+ * random bytes). Every read is bounds-checked against the input's length; memory is the size of the input.
+ *
+ * decode_json_header(data)  the command remoting_serializable.decode_json_header_fast makes of a JSON header of
+ *                           Java's shape: {"code":N,"extFields":{"k":"v",...},"flag":N,"language":"NAME",
+ *                           "opaque":N,"serializeTypeCurrentRPC":"JSON","version":N}, extFields optional, ints
+ *                           without leading zeros of at most 9 digits, no whitespace, strings with JSON's simple
+ *                           escapes and \uXXXX outside the surrogates.
+ * ext_values(ext, specs)    the field values header._compile's from_ext reads from an ext map, in field order,
+ *                           when every field is present with its type or the common text of it (decimal ints of
+ *                           up to 18 digits, 9 for Java ints, "true"/"false"), or absent and optional.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+#ifndef POCKETMQ_SOURCE_HASH
+#define POCKETMQ_SOURCE_HASH ""
+#endif
+
+/* Set once by configure(): the RemotingCommand class, the language names' codes, SerializeType.JSON. */
+static PyObject *command_type = NULL;
+static PyObject *language_codes = NULL;
+static PyObject *serialize_json = NULL;
+
+static PyObject *
+configure(PyObject *self, PyObject *args)
+{
+    PyObject *cmd, *langs, *json;
+    if (!PyArg_ParseTuple(args, "OO!O:configure", &cmd, &PyDict_Type, &langs, &json))
+        return NULL;
+    Py_INCREF(cmd);
+    Py_INCREF(langs);
+    Py_INCREF(json);
+    Py_XSETREF(command_type, cmd);
+    Py_XSETREF(language_codes, langs);
+    Py_XSETREF(serialize_json, json);
+    Py_RETURN_NONE;
+}
+
+/* ---- the JSON header ------------------------------------------------------------------------------------- */
+
+typedef struct {
+    const unsigned char *p;
+    const unsigned char *end;
+} cursor;
+
+/* Step over the literal s (n bytes) when the input continues with it. */
+static int
+take(cursor *c, const char *s, Py_ssize_t n)
+{
+    if (c->end - c->p < n || memcmp(c->p, s, (size_t)n) != 0)
+        return 0;
+    c->p += n;
+    return 1;
+}
+
+#define TAKE(c, lit) take((c), (lit), (Py_ssize_t)(sizeof(lit) - 1))
+
+/* A Java int as fastjson writes it: 0 or -?[1-9][0-9]{0,8} (nine digits always fit 32 bits). */
+static int
+take_int(cursor *c, long *out)
+{
+    const unsigned char *p = c->p;
+    long v = 0;
+    int neg = 0, digits = 0;
+    if (p < c->end && *p == '0') {
+        c->p = p + 1;
+        *out = 0;
+        return 1;
+    }
+    if (p < c->end && *p == '-') {
+        neg = 1;
+        p++;
+    }
+    if (p >= c->end || *p < '1' || *p > '9')
+        return 0;
+    while (p < c->end && *p >= '0' && *p <= '9') {
+        if (++digits > 9)
+            return 0;
+        v = v * 10 + (*p - '0');
+        p++;
+    }
+    c->p = p;
+    *out = neg ? -v : v;
+    return 1;
+}
+
+static int
+hex_digit(unsigned char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* The JSON string at c->p (its opening quote) as a str, the text decoded as UTF-8 with undecodable bytes replaced
+ * (the Python decodes the whole header so first; a quote or backslash never sits inside a UTF-8 sequence, so
+ * decoding the pieces between them gives the same characters). 1: *out is a new str; 0: not a string this
+ * reader takes (the caller answers None); -1: an exception (memory). */
+static int
+take_string(cursor *c, PyObject **out)
+{
+    const unsigned char *start, *p, *q, *end = c->end;
+    unsigned char stack_buf[256], *buf, *w;
+    int escaped = 0;
+    if (c->p >= end || *c->p != '"')
+        return 0;
+    start = p = c->p + 1;
+    while (p < end && *p != '"') {
+        if (*p == '\\') {
+            if (end - p < 2)
+                return 0;
+            escaped = 1;
+            p += 2;
+        }
+        else {
+            p++;
+        }
+    }
+    if (p >= end)
+        return 0; /* unterminated */
+    if (!escaped) {
+        *out = PyUnicode_DecodeUTF8((const char *)start, p - start, "replace");
+        if (*out == NULL)
+            return -1;
+        c->p = p + 1;
+        return 1;
+    }
+    /* Unescaped into UTF-8 (never longer than the escaped text: \uXXXX is 6 bytes, its UTF-8 at most 3). */
+    buf = (p - start) <= (Py_ssize_t)sizeof(stack_buf) ? stack_buf : PyMem_Malloc((size_t)(p - start));
+    if (buf == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    buf[0] = 0; /* (gcc cannot see that an escape is written before the decode) */
+    w = buf;
+    q = start;
+    while (q < p) {
+        unsigned char ch = *q;
+        if (ch != '\\') {
+            *w++ = ch;
+            q++;
+            continue;
+        }
+        /* q + 1 < p: the scan above stepped over the escaped byte before finding the closing quote. */
+        switch (q[1]) {
+        case '"': *w++ = '"'; q += 2; continue;
+        case '\\': *w++ = '\\'; q += 2; continue;
+        case '/': *w++ = '/'; q += 2; continue;
+        case 'b': *w++ = '\b'; q += 2; continue;
+        case 'f': *w++ = '\f'; q += 2; continue;
+        case 'n': *w++ = '\n'; q += 2; continue;
+        case 'r': *w++ = '\r'; q += 2; continue;
+        case 't': *w++ = '\t'; q += 2; continue;
+        case 'u': {
+            int d0, d1, d2, d3;
+            unsigned int cp;
+            if (p - q < 6)
+                goto not_mine;
+            d0 = hex_digit(q[2]);
+            d1 = hex_digit(q[3]);
+            d2 = hex_digit(q[4]);
+            d3 = hex_digit(q[5]);
+            if ((d0 | d1 | d2 | d3) < 0)
+                goto not_mine;
+            cp = (unsigned int)((d0 << 12) | (d1 << 8) | (d2 << 4) | d3);
+            if (cp >= 0xD800 && cp <= 0xDFFF)
+                goto not_mine; /* surrogates: pairs and lone ones, the Python's */
+            if (cp < 0x80) {
+                *w++ = (unsigned char)cp;
+            }
+            else if (cp < 0x800) {
+                *w++ = (unsigned char)(0xC0 | (cp >> 6));
+                *w++ = (unsigned char)(0x80 | (cp & 0x3F));
+            }
+            else {
+                *w++ = (unsigned char)(0xE0 | (cp >> 12));
+                *w++ = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+                *w++ = (unsigned char)(0x80 | (cp & 0x3F));
+            }
+            q += 6;
+            continue;
+        }
+        default:
+            goto not_mine;
+        }
+    }
+    /* An escape's UTF-8 starts with a byte that is no continuation byte, as the backslash was: an undecodable
+     * sequence before it ends there and is replaced alike. */
+    *out = PyUnicode_DecodeUTF8((const char *)buf, w - buf, "replace");
+    if (buf != stack_buf)
+        PyMem_Free(buf);
+    if (*out == NULL)
+        return -1;
+    c->p = p + 1;
+    return 1;
+not_mine:
+    if (buf != stack_buf)
+        PyMem_Free(buf);
+    return 0;
+}
+
+/* The ext map at c->p ('{'): string keys and values only. 1: *out is a new dict; 0: not mine; -1: error. */
+static int
+take_ext(cursor *c, PyObject **out)
+{
+    PyObject *ext, *key = NULL, *value = NULL;
+    int r;
+    if (!TAKE(c, "{"))
+        return 0;
+    ext = PyDict_New();
+    if (ext == NULL)
+        return -1;
+    if (TAKE(c, "}")) {
+        *out = ext;
+        return 1;
+    }
+    for (;;) {
+        r = take_string(c, &key);
+        if (r <= 0)
+            goto fail;
+        if (!TAKE(c, ":")) {
+            r = 0;
+            goto fail;
+        }
+        r = take_string(c, &value);
+        if (r <= 0)
+            goto fail;
+        if (PyDict_SetItem(ext, key, value) < 0) { /* a repeated key: the last value, as json's dict */
+            r = -1;
+            goto fail;
+        }
+        Py_CLEAR(key);
+        Py_CLEAR(value);
+        if (TAKE(c, ","))
+            continue;
+        if (TAKE(c, "}"))
+            break;
+        r = 0;
+        goto fail;
+    }
+    *out = ext;
+    return 1;
+fail:
+    Py_XDECREF(key);
+    Py_XDECREF(value);
+    Py_DECREF(ext);
+    return r;
+}
+
+/* The language's code: [A-Z]{1,8} between quotes, a name of language_codes. NULL (no exception): not mine. */
+static PyObject *
+take_language(cursor *c)
+{
+    const unsigned char *p = c->p;
+    PyObject *name, *code;
+    while (p < c->end && *p >= 'A' && *p <= 'Z' && p - c->p < 9)
+        p++;
+    if (p == c->p || p - c->p > 8 || p >= c->end || *p != '"')
+        return NULL;
+    name = PyUnicode_FromStringAndSize((const char *)c->p, p - c->p);
+    if (name == NULL)
+        return NULL;
+    code = PyDict_GetItemWithError(language_codes, name); /* borrowed */
+    Py_DECREF(name);
+    if (code == NULL)
+        return NULL;
+    c->p = p + 1;
+    Py_INCREF(code);
+    return code;
+}
+
+static PyObject *
+decode_json_header(PyObject *self, PyObject *data)
+{
+    Py_buffer view;
+    cursor c;
+    long code, flag, opaque, version;
+    PyObject *ext = NULL, *language = NULL, *result = NULL;
+    PyObject *args[9];
+    int r;
+
+    if (command_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_speedups.configure() was not called");
+        return NULL;
+    }
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear(); /* not bytes-like: the Python says what is wrong */
+        Py_RETURN_NONE;
+    }
+    c.p = (const unsigned char *)view.buf;
+    c.end = c.p + view.len;
+
+    if (!TAKE(&c, "{\"code\":") || !take_int(&c, &code))
+        goto not_mine;
+    if (TAKE(&c, ",\"extFields\":")) {
+        r = take_ext(&c, &ext);
+        if (r < 0)
+            goto error;
+        if (r == 0)
+            goto not_mine;
+    }
+    if (!TAKE(&c, ",\"flag\":") || !take_int(&c, &flag) || !TAKE(&c, ",\"language\":\""))
+        goto not_mine;
+    language = take_language(&c);
+    if (language == NULL) {
+        if (PyErr_Occurred())
+            goto error;
+        goto not_mine;
+    }
+    if (!TAKE(&c, ",\"opaque\":") || !take_int(&c, &opaque)
+        || !TAKE(&c, ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":") || !take_int(&c, &version)
+        || !TAKE(&c, "}") || c.p != c.end)
+        goto not_mine;
+    if (ext == NULL && (ext = PyDict_New()) == NULL)
+        goto error;
+
+    /* RemotingCommand(code, language, version, opaque, flag, remark, ext_fields, body, serialize_type) */
+    args[0] = PyLong_FromLong(code);
+    args[1] = language;
+    args[2] = PyLong_FromLong(version);
+    args[3] = PyLong_FromLong(opaque);
+    args[4] = PyLong_FromLong(flag);
+    args[5] = Py_None;
+    args[6] = ext;
+    args[7] = Py_None;
+    args[8] = serialize_json;
+    if (args[0] != NULL && args[2] != NULL && args[3] != NULL && args[4] != NULL)
+        result = PyObject_Vectorcall(command_type, args, 9, NULL);
+    Py_XDECREF(args[0]);
+    Py_XDECREF(args[2]);
+    Py_XDECREF(args[3]);
+    Py_XDECREF(args[4]);
+    goto done;
+
+not_mine:
+    result = Py_None;
+    Py_INCREF(result);
+    goto done;
+error:
+    result = NULL;
+done:
+    Py_XDECREF(ext);
+    Py_XDECREF(language);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* ---- a typed header's fields from its ext map ------------------------------------------------------------- */
+
+/* The kinds of header._compile's field specs. */
+enum { KIND_STR = 0, KIND_LONG = 1, KIND_INT = 2, KIND_BOOL = 3, KIND_FLOAT = 4 };
+
+/* A decimal text [+-]?[0-9]{1,max_digits} as an int; NULL (no exception) when the text is not one. */
+static PyObject *
+int_from_text(PyObject *text, int max_digits, int java_int)
+{
+    Py_ssize_t n, i = 0;
+    const char *s;
+    long long v = 0;
+    int neg = 0;
+    if (!PyUnicode_IS_ASCII(text))
+        return NULL;
+    n = PyUnicode_GET_LENGTH(text);
+    s = (const char *)PyUnicode_1BYTE_DATA(text);
+    if (n > 0 && (s[0] == '-' || s[0] == '+')) {
+        neg = s[0] == '-';
+        i = 1;
+    }
+    if (n - i < 1 || n - i > max_digits)
+        return NULL;
+    for (; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return NULL;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (neg)
+        v = -v;
+    if (java_int && (v < -2147483648LL || v > 2147483647LL))
+        return NULL;
+    return PyLong_FromLongLong(v);
+}
+
+static PyObject *
+ext_values(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *ext, *specs, *out;
+    Py_ssize_t i, n;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "ext_values(ext, specs) takes 2 arguments");
+        return NULL;
+    }
+    ext = args[0];
+    specs = args[1];
+    if (!PyTuple_CheckExact(specs)) {
+        PyErr_SetString(PyExc_TypeError, "specs must be a tuple");
+        return NULL;
+    }
+    if (!PyDict_CheckExact(ext))
+        Py_RETURN_NONE; /* another mapping: the Python reads it */
+    n = PyTuple_GET_SIZE(specs);
+    out = PyTuple_New(n);
+    if (out == NULL)
+        return NULL;
+    for (i = 0; i < n; i++) {
+        /* (wire name, kind, required, default, default factory or None) */
+        PyObject *spec = PyTuple_GET_ITEM(specs, i), *v, *r = NULL;
+        long kind;
+        if (!PyTuple_CheckExact(spec) || PyTuple_GET_SIZE(spec) != 5) {
+            PyErr_SetString(PyExc_TypeError, "a spec must be a 5-tuple");
+            goto error;
+        }
+        kind = PyLong_AsLong(PyTuple_GET_ITEM(spec, 1));
+        if (kind == -1 && PyErr_Occurred())
+            goto error;
+        v = PyDict_GetItemWithError(ext, PyTuple_GET_ITEM(spec, 0)); /* borrowed */
+        if (v == NULL && PyErr_Occurred())
+            goto error;
+        if (v == NULL || v == Py_None) {
+            PyObject *factory = PyTuple_GET_ITEM(spec, 4);
+            if (PyObject_IsTrue(PyTuple_GET_ITEM(spec, 2)))
+                goto not_mine; /* required: the Python says it is missing */
+            if (factory != Py_None) {
+                r = PyObject_CallNoArgs(factory);
+                if (r == NULL)
+                    goto error;
+            }
+            else {
+                r = PyTuple_GET_ITEM(spec, 3);
+                Py_INCREF(r);
+            }
+        }
+        else {
+            switch (kind) {
+            case KIND_STR:
+                if (PyUnicode_CheckExact(v)) {
+                    r = v;
+                    Py_INCREF(r);
+                }
+                break;
+            case KIND_LONG:
+            case KIND_INT:
+                if (PyLong_CheckExact(v)) {
+                    r = v;
+                    Py_INCREF(r);
+                }
+                else if (PyUnicode_CheckExact(v)) {
+                    r = int_from_text(v, kind == KIND_INT ? 9 : 18, kind == KIND_INT);
+                    if (r == NULL && PyErr_Occurred())
+                        goto error;
+                }
+                break;
+            case KIND_BOOL:
+                if (PyBool_Check(v)) {
+                    r = v;
+                    Py_INCREF(r);
+                }
+                else if (PyUnicode_CheckExact(v)) {
+                    if (PyUnicode_CompareWithASCIIString(v, "true") == 0)
+                        r = Py_True;
+                    else if (PyUnicode_CompareWithASCIIString(v, "false") == 0)
+                        r = Py_False;
+                    Py_XINCREF(r);
+                }
+                break;
+            case KIND_FLOAT:
+                if (PyFloat_CheckExact(v)) {
+                    r = v;
+                    Py_INCREF(r);
+                }
+                break;
+            default:
+                PyErr_Format(PyExc_ValueError, "unknown field kind %ld", kind);
+                goto error;
+            }
+            if (r == NULL)
+                goto not_mine;
+        }
+        PyTuple_SET_ITEM(out, i, r);
+    }
+    return out;
+not_mine:
+    Py_DECREF(out);
+    Py_RETURN_NONE;
+error:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* ---- the module --------------------------------------------------------------------------------------------- */
+
+static PyMethodDef speedups_methods[] = {
+    {"configure", configure, METH_VARARGS,
+     "configure(command_type, language_codes, serialize_json): what decode_json_header builds with."},
+    {"decode_json_header", decode_json_header, METH_O,
+     "The RemotingCommand of a JSON header of Java's shape, or None for the Python to read."},
+    {"ext_values", (PyCFunction)(void (*)(void))ext_values, METH_FASTCALL,
+     "A header's field values from its ext map in spec order, or None for the Python to read."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef speedups_module = {
+    PyModuleDef_HEAD_INIT, "pocketmq.remoting._speedups",
+    "C forms of the native protocol's hottest steps; the Python beside them is the reference.", -1,
+    speedups_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    PyObject *m = PyModule_Create(&speedups_module);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddStringConstant(m, "SOURCE_HASH", POCKETMQ_SOURCE_HASH) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

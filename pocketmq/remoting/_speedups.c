@@ -9,7 +9,7 @@
  * decode_json_header(data)  the command remoting_serializable.decode_json_header_fast makes of a JSON header of
  *                           Java's shape: {"code":N,"extFields":{"k":"v",...},"flag":N,"language":"NAME",
  *                           "opaque":N,"serializeTypeCurrentRPC":"JSON","version":N}, extFields optional, ints
- *                           without leading zeros of at most 9 digits, no whitespace, strings with JSON's simple
+ *                           without leading zeros within 32 bits, no whitespace, strings with JSON's simple
  *                           escapes and \uXXXX outside the surrogates.
  * ext_values(ext, specs)    the field values header._compile's from_ext reads from an ext map, in field order,
  *                           when every field is present with its type or the common text of it (decimal ints of
@@ -62,12 +62,12 @@ take(cursor *c, const char *s, Py_ssize_t n)
 
 #define TAKE(c, lit) take((c), (lit), (Py_ssize_t)(sizeof(lit) - 1))
 
-/* A Java int as fastjson writes it: 0 or -?[1-9][0-9]{0,8} (nine digits always fit 32 bits). */
+/* A Java int as fastjson writes it: 0 or -?[1-9][0-9]{0,9} within 32 bits. */
 static int
 take_int(cursor *c, long *out)
 {
     const unsigned char *p = c->p;
-    long v = 0;
+    long long v = 0;
     int neg = 0, digits = 0;
     if (p < c->end && *p == '0') {
         c->p = p + 1;
@@ -81,13 +81,17 @@ take_int(cursor *c, long *out)
     if (p >= c->end || *p < '1' || *p > '9')
         return 0;
     while (p < c->end && *p >= '0' && *p <= '9') {
-        if (++digits > 9)
+        if (++digits > 10)
             return 0;
         v = v * 10 + (*p - '0');
         p++;
     }
+    if (neg)
+        v = -v;
+    if (v < -2147483648LL || v > 2147483647LL)
+        return 0;
     c->p = p;
-    *out = neg ? -v : v;
+    *out = (long)v;
     return 1;
 }
 

@@ -185,12 +185,18 @@ _SMALL_INTS = {str(i): i for i in range(-1, 1024)}
 _CODECS: dict[type, tuple[Callable[[Any], dict[str, object]], Callable[[Mapping[str, object]], Any]]] = {}
 
 
+# The C accelerator's reader of the common case (pocketmq.remoting.speedups), or None: the Python alone.
+_EXT_VALUES: Callable[[Mapping[str, object], tuple[Any, ...]], tuple[object, ...] | None] | None = (
+    speedups.ext_values if speedups is not None else None
+)
+
+
 def _compile(
-    cls: type, wire_names: Mapping[str, str] | None = None, accelerated: bool = True
+    cls: type, wire_names: Mapping[str, str] | None = None, ext_values: Any = _EXT_VALUES
 ) -> tuple[Callable[[Any], dict[str, object]], Callable[[Mapping[str, object]], Any]]:
     """The class's (to_ext, from_ext); with ``wire_names`` (attribute -> wire name, for every field) a pair
-    under those names instead, built each call (the caller keeps it). ``accelerated=False``: a from_ext that does
-    not use the C accelerator even when it is loaded (the tests' reference), not kept either."""
+    under those names instead, built each call (the caller keeps it). ``ext_values``: the C reader the from_ext
+    tries first, None for none; a pair with another than the selected one is not kept (the tests make both)."""
     specs = _specs(cls)
     if wire_names is not None:
         specs = tuple(dataclasses.replace(spec, wire=wire_names[spec.attr]) for spec in specs)
@@ -200,10 +206,10 @@ def _compile(
     ns: dict[str, Any] = {"HeaderError": HeaderError, "_show": _show, "cls": cls, "SMALL_INTS": _SMALL_INTS}
     to_lines = ["def to_ext(h):", "    ext = {}"]
     from_lines = ["def from_ext(ext):"]
-    if accelerated and speedups is not None and not any(f.kw_only for f in fields.values()):
+    if ext_values is not None and not any(f.kw_only for f in fields.values()):
         # The C reads the common case (every field of its type or its usual text, or absent and optional) into
         # the field values in order; None sends the rest, errors included, to the Python below.
-        ns["EXT_VALUES"], ns["SPECS"] = speedups.ext_values, _c_specs(specs, fields)
+        ns["EXT_VALUES"], ns["SPECS"] = ext_values, _c_specs(specs, fields)
         from_lines += ["    vals = EXT_VALUES(ext, SPECS)", "    if vals is not None:", "        return cls(*vals)"]
     from_lines += ["    get = ext.get"]
     args = []
@@ -265,7 +271,7 @@ def _compile(
     from_lines += [f"    return cls({', '.join(args)})"]
     exec("\n".join(to_lines + from_lines), ns)  # code built from the dataclass's own field specs
     codec = (ns["to_ext"], ns["from_ext"])
-    if wire_names is None and accelerated:
+    if wire_names is None and ext_values is _EXT_VALUES:
         _CODECS[cls] = codec
     return codec
 

@@ -11,6 +11,9 @@
  *                           "opaque":N,"serializeTypeCurrentRPC":"JSON","version":N}, extFields optional, ints
  *                           without leading zeros within 32 bits, no whitespace, strings with JSON's simple
  *                           escapes and \uXXXX outside the surrogates.
+ * encode_json_header(cmd)   the bytes remoting_serializable.encode_json_header writes for a command whose int fields
+ *                           are Java ints, whose language has a name, without a remark, and whose ext map is a
+ *                           dict of str keys and str, int or bool values (or None, left out).
  * ext_values(ext, specs)    the field values header._compile's from_ext reads from an ext map, in field order,
  *                           when every field is present with its type or the common text of it (decimal ints of
  *                           up to 18 digits, 9 for Java ints, "true"/"false"), or absent and optional.
@@ -25,20 +28,36 @@
 
 /* Set once by configure(): the RemotingCommand class, the language names' codes, SerializeType.JSON. */
 static PyObject *command_type = NULL;
-static PyObject *language_codes = NULL;
+static PyObject *language_codes = NULL; /* name -> code */
+static PyObject *language_names = NULL; /* code -> name */
 static PyObject *serialize_json = NULL;
+/* A RemotingCommand's attribute names, interned. */
+static PyObject *s_code, *s_flag, *s_opaque, *s_version, *s_language, *s_remark, *s_ext_fields;
 
 static PyObject *
 configure(PyObject *self, PyObject *args)
 {
-    PyObject *cmd, *langs, *json;
-    if (!PyArg_ParseTuple(args, "OO!O:configure", &cmd, &PyDict_Type, &langs, &json))
+    PyObject *cmd, *codes, *names, *json;
+    if (!PyArg_ParseTuple(args, "OO!O!O:configure", &cmd, &PyDict_Type, &codes, &PyDict_Type, &names, &json))
         return NULL;
+    if (s_code == NULL) {
+        s_code = PyUnicode_InternFromString("code");
+        s_flag = PyUnicode_InternFromString("flag");
+        s_opaque = PyUnicode_InternFromString("opaque");
+        s_version = PyUnicode_InternFromString("version");
+        s_language = PyUnicode_InternFromString("language");
+        s_remark = PyUnicode_InternFromString("remark");
+        s_ext_fields = PyUnicode_InternFromString("ext_fields");
+        if (!s_code || !s_flag || !s_opaque || !s_version || !s_language || !s_remark || !s_ext_fields)
+            return NULL;
+    }
     Py_INCREF(cmd);
-    Py_INCREF(langs);
+    Py_INCREF(codes);
+    Py_INCREF(names);
     Py_INCREF(json);
     Py_XSETREF(command_type, cmd);
-    Py_XSETREF(language_codes, langs);
+    Py_XSETREF(language_codes, codes);
+    Py_XSETREF(language_names, names);
     Py_XSETREF(serialize_json, json);
     Py_RETURN_NONE;
 }
@@ -360,6 +379,288 @@ done:
     return result;
 }
 
+/* ---- writing the JSON header -------------------------------------------------------------------------------- */
+
+typedef struct {
+    char *data;
+    Py_ssize_t len, cap;
+    char stack[1024];
+} out_buf;
+
+static int
+grow(out_buf *b, Py_ssize_t more)
+{
+    Py_ssize_t need = b->len + more, cap = b->cap;
+    char *data;
+    if (need <= cap)
+        return 0;
+    if (need > PY_SSIZE_T_MAX / 2) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    while (cap < need)
+        cap *= 2;
+    if (b->data == b->stack) {
+        data = PyMem_Malloc((size_t)cap);
+        if (data != NULL)
+            memcpy(data, b->stack, (size_t)b->len);
+    }
+    else {
+        data = PyMem_Realloc(b->data, (size_t)cap);
+    }
+    if (data == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->data = data;
+    b->cap = cap;
+    return 0;
+}
+
+static int
+put(out_buf *b, const char *s, Py_ssize_t n)
+{
+    if (grow(b, n) < 0)
+        return -1;
+    memcpy(b->data + b->len, s, (size_t)n);
+    b->len += n;
+    return 0;
+}
+
+#define PUT(b, lit) put((b), (lit), (Py_ssize_t)(sizeof(lit) - 1))
+
+/* A Java int's value of an int (any int subclass, as int() reads it); 0: not one (out of range, not an int). */
+static int
+int32_of(PyObject *v, long long *out)
+{
+    int overflow;
+    long long n;
+    if (!PyLong_Check(v))
+        return 0;
+    n = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || (n == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (n < -2147483648LL || n > 2147483647LL)
+        return 0;
+    *out = n;
+    return 1;
+}
+
+static int
+put_long(out_buf *b, long long n)
+{
+    char digits[24];
+    int len = snprintf(digits, sizeof(digits), "%lld", n);
+    return put(b, digits, len);
+}
+
+static const char HEX[] = "0123456789ABCDEF";
+
+/* s as fastjson quotes it: '"' and '\\' and \b \t \n \f \r by their short forms, the other C0 controls and
+ * U+007F-U+009F as \uXXXX (upper-case digits), the rest raw UTF-8. 1: written; 0: not mine (a lone surrogate,
+ * which has no UTF-8: the Python writes it); -1: error. */
+static int
+put_quoted(out_buf *b, PyObject *s)
+{
+    Py_ssize_t n, i, run;
+    const unsigned char *u;
+    u = (const unsigned char *)PyUnicode_AsUTF8AndSize(s, &n);
+    if (u == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
+            return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    /* At most 6 bytes out per byte in (a control as \u00XX). */
+    if (n > (PY_SSIZE_T_MAX - 2) / 6) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (grow(b, 6 * n + 2) < 0)
+        return -1;
+    b->data[b->len++] = '"';
+    for (i = 0; i < n;) {
+        unsigned char ch = u[i];
+        char *w = b->data + b->len;
+        /* A run that needs no escape, copied at once. */
+        run = i;
+        while (run < n && u[run] >= 0x20 && u[run] != '"' && u[run] != '\\' && u[run] != 0x7F
+               && !(u[run] == 0xC2 && run + 1 < n && u[run + 1] >= 0x80 && u[run + 1] <= 0x9F))
+            run++;
+        if (run > i) {
+            memcpy(w, u + i, (size_t)(run - i));
+            b->len += run - i;
+            i = run;
+            continue;
+        }
+        switch (ch) {
+        case '"': w[0] = '\\'; w[1] = '"'; b->len += 2; i++; continue;
+        case '\\': w[0] = '\\'; w[1] = '\\'; b->len += 2; i++; continue;
+        case '\b': w[0] = '\\'; w[1] = 'b'; b->len += 2; i++; continue;
+        case '\t': w[0] = '\\'; w[1] = 't'; b->len += 2; i++; continue;
+        case '\n': w[0] = '\\'; w[1] = 'n'; b->len += 2; i++; continue;
+        case '\f': w[0] = '\\'; w[1] = 'f'; b->len += 2; i++; continue;
+        case '\r': w[0] = '\\'; w[1] = 'r'; b->len += 2; i++; continue;
+        default: {
+            unsigned int cp = ch;
+            if (ch == 0xC2) { /* U+0080-U+009F */
+                cp = u[i + 1];
+                i++;
+            }
+            w[0] = '\\'; w[1] = 'u'; w[2] = '0'; w[3] = '0';
+            w[4] = HEX[cp >> 4];
+            w[5] = HEX[cp & 0xF];
+            b->len += 6;
+            i++;
+        }
+        }
+    }
+    b->data[b->len++] = '"';
+    return 1;
+}
+
+/* The ext map's entries, in the map's order, None values left out: `"name":"text"`, the text of a str as is, of
+ * an int its decimal digits, of a bool true/false. Exact types only (a subclass's text is the Python's to make).
+ * 1: written (*written: how many); 0: not mine; -1: error. */
+static int
+put_ext(out_buf *b, PyObject *ext, Py_ssize_t *written)
+{
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    int r;
+    *written = 0;
+    while (PyDict_Next(ext, &pos, &k, &v)) {
+        if (!PyUnicode_CheckExact(k))
+            return 0; /* (even beside None: the Python refuses a key that is no str) */
+        if (v == Py_None)
+            continue;
+        if (*written > 0 && PUT(b, ",") < 0)
+            return -1;
+        if ((r = put_quoted(b, k)) <= 0)
+            return r;
+        if (PUT(b, ":") < 0)
+            return -1;
+        if (PyUnicode_CheckExact(v)) {
+            if ((r = put_quoted(b, v)) <= 0)
+                return r;
+        }
+        else if (v == Py_True) {
+            if (PUT(b, "\"true\"") < 0)
+                return -1;
+        }
+        else if (v == Py_False) {
+            if (PUT(b, "\"false\"") < 0)
+                return -1;
+        }
+        else if (PyLong_CheckExact(v)) {
+            int overflow;
+            long long n = PyLong_AsLongLongAndOverflow(v, &overflow);
+            if (n == -1 && PyErr_Occurred())
+                return -1;
+            if (overflow) {
+                PyObject *text = PyObject_Str(v);
+                const char *t;
+                Py_ssize_t tn;
+                if (text == NULL)
+                    return -1;
+                t = PyUnicode_AsUTF8AndSize(text, &tn);
+                r = t == NULL || PUT(b, "\"") < 0 || put(b, t, tn) < 0 || PUT(b, "\"") < 0;
+                Py_DECREF(text);
+                if (r)
+                    return -1;
+            }
+            else if (PUT(b, "\"") < 0 || put_long(b, n) < 0 || PUT(b, "\"") < 0) {
+                return -1;
+            }
+        }
+        else {
+            return 0;
+        }
+        ++*written;
+    }
+    return 1;
+}
+
+static PyObject *
+encode_json_header(PyObject *self, PyObject *cmd)
+{
+    PyObject *code = NULL, *flag = NULL, *opaque = NULL, *version = NULL, *language = NULL, *remark = NULL;
+    PyObject *ext = NULL, *name, *result = NULL;
+    long long n_code, n_flag, n_opaque, n_version;
+    Py_ssize_t entries = 0, mark;
+    out_buf b;
+    int r;
+
+    if (language_names == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_speedups.configure() was not called");
+        return NULL;
+    }
+    b.data = b.stack;
+    b.len = 0;
+    b.cap = (Py_ssize_t)sizeof(b.stack);
+    if (!(code = PyObject_GetAttr(cmd, s_code)) || !(flag = PyObject_GetAttr(cmd, s_flag))
+        || !(opaque = PyObject_GetAttr(cmd, s_opaque)) || !(version = PyObject_GetAttr(cmd, s_version))
+        || !(language = PyObject_GetAttr(cmd, s_language)) || !(remark = PyObject_GetAttr(cmd, s_remark))
+        || !(ext = PyObject_GetAttr(cmd, s_ext_fields))) {
+        PyErr_Clear(); /* not a command: the Python says what is wrong */
+        goto not_mine;
+    }
+    if (!int32_of(code, &n_code) || !int32_of(flag, &n_flag) || !int32_of(opaque, &n_opaque)
+        || !int32_of(version, &n_version) || remark != Py_None || !PyLong_Check(language) || !PyDict_CheckExact(ext))
+        goto not_mine;
+    name = PyDict_GetItemWithError(language_names, language); /* borrowed */
+    if (name == NULL) {
+        if (PyErr_Occurred())
+            goto error;
+        goto not_mine; /* a code without a name: written as a number, by the Python */
+    }
+    if (!PyUnicode_CheckExact(name) || !PyUnicode_IS_ASCII(name))
+        goto not_mine;
+    if (PUT(&b, "{\"code\":") < 0 || put_long(&b, n_code) < 0)
+        goto error;
+    if (PyDict_GET_SIZE(ext) > 0) {
+        mark = b.len;
+        if (PUT(&b, ",\"extFields\":{") < 0)
+            goto error;
+        r = put_ext(&b, ext, &entries);
+        if (r < 0)
+            goto error;
+        if (r == 0)
+            goto not_mine;
+        if (entries == 0)
+            b.len = mark; /* only None values: no map, as Java leaves an empty one out */
+        else if (PUT(&b, "}") < 0)
+            goto error;
+    }
+    if (PUT(&b, ",\"flag\":") < 0 || put_long(&b, n_flag) < 0 || PUT(&b, ",\"language\":\"") < 0
+        || put(&b, (const char *)PyUnicode_1BYTE_DATA(name), PyUnicode_GET_LENGTH(name)) < 0
+        || PUT(&b, "\",\"opaque\":") < 0 || put_long(&b, n_opaque) < 0
+        || PUT(&b, ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":") < 0 || put_long(&b, n_version) < 0
+        || PUT(&b, "}") < 0)
+        goto error;
+    result = PyBytes_FromStringAndSize(b.data, b.len);
+    goto done;
+not_mine:
+    result = Py_None;
+    Py_INCREF(result);
+    goto done;
+error:
+    result = NULL;
+done:
+    if (b.data != b.stack)
+        PyMem_Free(b.data);
+    Py_XDECREF(code);
+    Py_XDECREF(flag);
+    Py_XDECREF(opaque);
+    Py_XDECREF(version);
+    Py_XDECREF(language);
+    Py_XDECREF(remark);
+    Py_XDECREF(ext);
+    return result;
+}
+
 /* ---- a typed header's fields from its ext map ------------------------------------------------------------- */
 
 /* The kinds of header._compile's field specs. */
@@ -508,6 +809,8 @@ static PyMethodDef speedups_methods[] = {
      "configure(command_type, language_codes, serialize_json): what decode_json_header builds with."},
     {"decode_json_header", decode_json_header, METH_O,
      "The RemotingCommand of a JSON header of Java's shape, or None for the Python to read."},
+    {"encode_json_header", encode_json_header, METH_O,
+     "A command's JSON header as fastjson writes it, or None for the Python to write."},
     {"ext_values", (PyCFunction)(void (*)(void))ext_values, METH_FASTCALL,
      "A header's field values from its ext map in spec order, or None for the Python to read."},
     {NULL, NULL, 0, NULL},

@@ -238,7 +238,7 @@ _LANGUAGE_JSON = {code: f'"{name}"' for code, name in _LANGUAGE_NAMES.items()}
 _INT32_BIAS = 2**31  # n + this fits 32 bits (no bit from the 32nd up, no sign) exactly when n is a Java int
 
 
-def encode_json_header_fast(cmd: RemotingCommand) -> bytes:
+def encode_json_header_fast_py(cmd: RemotingCommand) -> bytes:
     """``encode_json_header(cmd)``, same bytes and same errors (a property test checks the two agree). The header
     of nearly every command (int fields of the exact type and in range, a known language, no remark, ext entries
     the kept pieces write) is one f-string; anything else goes to ``_encode_json_header_any``."""
@@ -261,6 +261,17 @@ def encode_json_header_fast(cmd: RemotingCommand) -> bytes:
         return _encode_json_header_any(cmd)
     return (f'{{"code":{code},"extFields":{ext_json},"flag":{flag},"language":{language_json},"opaque":{opaque},'
             f'"serializeTypeCurrentRPC":"JSON","version":{version}}}').encode()
+
+
+encode_json_header_fast = encode_json_header_fast_py
+if speedups is not None:
+    _encode_json_header_c = speedups.encode_json_header
+
+    def encode_json_header_fast(cmd: RemotingCommand) -> bytes:  # noqa: F811
+        """``encode_json_header_fast_py(cmd)``: the C writes the common command (``_speedups.c``), the Python
+        anything else (tests/remoting/test_remoting_speedups.py holds the two together)."""
+        data = _encode_json_header_c(cmd)
+        return data if data is not None else encode_json_header_fast_py(cmd)
 
 
 def _encode_json_header_any(cmd: RemotingCommand) -> bytes:
@@ -391,7 +402,7 @@ def decode_json_header_fast_py(data: bytes | bytearray | memoryview) -> Remoting
 
 decode_json_header_fast = decode_json_header_fast_py
 if speedups is not None:
-    speedups.configure(RemotingCommand, _LANGUAGE_CODES, _JSON)
+    speedups.configure(RemotingCommand, _LANGUAGE_CODES, _LANGUAGE_NAMES, _JSON)
     _decode_json_header_c = speedups.decode_json_header
 
     def decode_json_header_fast(data: bytes | bytearray | memoryview) -> RemotingCommand:  # noqa: F811

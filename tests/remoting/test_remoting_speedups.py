@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "pocketmq" / "remoting" / "_speedups.c"
 
 _speedups = importlib.import_module("pocketmq.remoting._speedups")  # (fails, as it should, when not built)
-_speedups.configure(RemotingCommand, rs._LANGUAGE_CODES, SerializeType.JSON)
+_speedups.configure(RemotingCommand, rs._LANGUAGE_CODES, rs._LANGUAGE_NAMES, SerializeType.JSON)
 
 
 def decode_with_c(data: bytes | memoryview) -> RemotingCommand:
@@ -70,17 +70,19 @@ def test_the_c_module_is_chosen_unless_switched_off() -> None:
     if os.environ.get("POCKETMQ_NO_EXTENSIONS") == "1":
         assert speedups.speedups is None
         assert rs.decode_json_header_fast is rs.decode_json_header_fast_py
+        assert rs.encode_json_header_fast is rs.encode_json_header_fast_py
         assert h._EXT_VALUES is None
     else:
         assert speedups.speedups is _speedups
         assert rs.decode_json_header_fast is not rs.decode_json_header_fast_py
+        assert rs.encode_json_header_fast is not rs.encode_json_header_fast_py
         assert h._EXT_VALUES is _speedups.ext_values
 
 
 _CHOICE = (
     "from pocketmq.remoting import speedups, remoting_serializable as rs, header as h;"
     "print(speedups.speedups is not None, rs.decode_json_header_fast is not rs.decode_json_header_fast_py,"
-    " h._EXT_VALUES is not None)"
+    " rs.encode_json_header_fast is not rs.encode_json_header_fast_py, h._EXT_VALUES is not None)"
 )
 
 
@@ -95,9 +97,9 @@ def _child(env_value: str | None, path: Path) -> subprocess.CompletedProcess[str
 
 def test_the_switch_chooses_the_python_everywhere_and_only_for_1() -> None:
     root = Path(pocketmq.remoting.__file__).resolve().parents[2]
-    assert _child(None, root).stdout.split() == ["True", "True", "True"]
-    assert _child("0", root).stdout.split() == ["True", "True", "True"]
-    assert _child("1", root).stdout.split() == ["False", "False", "False"]
+    assert _child(None, root).stdout.split() == ["True", "True", "True", "True"]
+    assert _child("0", root).stdout.split() == ["True", "True", "True", "True"]
+    assert _child("1", root).stdout.split() == ["False", "False", "False", "False"]
 
 
 def test_a_module_built_from_another_source_is_not_used(tmp_path: Path) -> None:
@@ -106,7 +108,7 @@ def test_a_module_built_from_another_source_is_not_used(tmp_path: Path) -> None:
     copied = tmp_path / "pocketmq" / "remoting" / "_speedups.c"
     copied.write_text(copied.read_text() + "\n/* changed */\n")
     proc = _child(None, tmp_path)
-    assert proc.stdout.split() == ["False", "False", "False"], proc.stderr
+    assert proc.stdout.split() == ["False", "False", "False", "False"], proc.stderr
     assert "was built from another version of _speedups.c" in proc.stderr
 
 
@@ -218,6 +220,73 @@ def test_the_c_reads_a_large_header_and_refuses_what_is_not_bytes() -> None:
     assert _speedups.decode_json_header(data).ext_fields == rs.decode_json_header(data).ext_fields
     assert _speedups.decode_json_header("not bytes") is None  # (the Python says what is wrong)
     assert _speedups.decode_json_header(bytearray(data)) is not None
+
+
+# --- writing the JSON header -----------------------------------------------------------------------------------
+
+
+def encode_with_c(cmd: RemotingCommand) -> bytes:
+    """What ``encode_json_header_fast`` is when the C is chosen."""
+    data = _speedups.encode_json_header(cmd)
+    return data if data is not None else rs.encode_json_header_fast_py(cmd)
+
+
+def _written(write, cmd: object) -> object:
+    try:
+        return write(cmd)
+    except (TypeError, ValueError, AttributeError) as e:
+        return (type(e), str(e))
+
+
+class _Text(str):
+    __slots__ = ()
+
+
+class _Int(int):
+    pass
+
+
+ext_keys = texts | st.sampled_from(["queueId", "", "é", 1, None, _Text("k")])
+ext_values = st.one_of(
+    texts, st.integers(-(2**31), 2**31 - 1), st.integers(-(2**70), 2**70), st.booleans(), st.none(), st.floats(),
+    st.sampled_from([LanguageCode.JAVA, b"x", [1], _Text("v"), _Int(5), 2**63, -(2**63), 2**63 - 1, -(2**63) - 1]),
+)  # fmt: skip
+odd_ints = st.integers(-(2**40), 2**40) | st.sampled_from([True, LanguageCode.GO, _Int(7), 1.0, "3", None])
+
+
+@st.composite
+def commands(draw: st.DrawFn) -> RemotingCommand:
+    """Commands as the broker and client make them, and ones the writers must refuse or write the long way."""
+    common = st.integers(-0x8000, 0x7FFF) | INT32
+    return RemotingCommand(
+        code=draw(common | odd_ints), language=draw(languages | st.integers(-300, 300) | odd_ints),
+        version=draw(common | odd_ints), opaque=draw(common | odd_ints), flag=draw(common | odd_ints),
+        remark=draw(st.none() | st.none() | texts | st.sampled_from([5, b"r"])),
+        ext_fields=draw(st.dictionaries(ext_keys, ext_values, max_size=8)),
+    )  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(cmd=commands())
+def test_the_c_writes_headers_as_the_python_does(cmd: RemotingCommand) -> None:
+    expected = _written(rs.encode_json_header_fast_py, cmd)
+    assert _written(encode_with_c, cmd) == expected
+    reference = _written(rs.encode_json_header, cmd)  # (the same bytes; its errors of the same type)
+    assert reference == expected if type(expected) is bytes else reference[0] is expected[0]
+
+
+def test_the_c_writes_a_common_header_itself_and_leaves_the_rest() -> None:
+    ext = {"a": "G", "k": "x\u0001\"\x7f\u0085é🚀\x1f\n", "e": 2, "g": 2**70, "m": True, "n": None}
+    cmd = RemotingCommand(310, language=LanguageCode.JAVA, opaque=-7, ext_fields=ext)
+    data = _speedups.encode_json_header(cmd)
+    assert data == rs.encode_json_header(cmd)
+    assert b'"k":"x\\u0001\\"\\u007F\\u0085\xc3\xa9\xf0\x9f\x9a\x80\\u001F\\n"' in data
+    assert _speedups.encode_json_header(RemotingCommand(1, ext_fields={"n": None})) == rs.encode_json_header(
+        RemotingCommand(1))
+    for odd in (RemotingCommand(1, remark="r"), RemotingCommand(1, ext_fields={"k": "\ud800"}),
+                RemotingCommand(1, ext_fields={"k": 1.5}), RemotingCommand(1, opaque=2**31),
+                RemotingCommand(1, language=77), "not a command"):  # fmt: skip
+        assert _speedups.encode_json_header(odd) is None
 
 
 # --- a typed header's ext values -------------------------------------------------------------------------------

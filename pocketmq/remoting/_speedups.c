@@ -14,12 +14,16 @@
  * encode_json_header(cmd)   the bytes remoting_serializable.encode_json_header writes for a command whose int fields
  *                           are Java ints, whose language has a name, without a remark, and whose ext map is a
  *                           dict of str keys and str, int or bool values (or None, left out).
+ * decode_rocketmq_header(data), encode_rocketmq_header(cmd)
+ *                           rocketmq_serializable's reader and writer of the binary header for a well-formed
+ *                           header, and a command whose fields fit and whose ext values are str, int, bool or None.
  * ext_values(ext, specs)    the field values header._compile's from_ext reads from an ext map, in field order,
  *                           when every field is present with its type or the common text of it (decimal ints of
  *                           up to 18 digits, 9 for Java ints, "true"/"false"), or absent and optional.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 #include <string.h>
 
 #ifndef POCKETMQ_SOURCE_HASH
@@ -661,6 +665,289 @@ done:
     return result;
 }
 
+/* ---- the ROCKETMQ binary header -------------------------------------------------------------------------------- */
+
+static PyObject *serialize_rocketmq = NULL;
+
+static int32_t
+be32(const unsigned char *p)
+{
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3]);
+}
+
+static int16_t
+be16(const unsigned char *p)
+{
+    return (int16_t)(((uint16_t)p[0] << 8) | (uint16_t)p[1]);
+}
+
+/* The command rocketmq_serializable.decode_rocketmq_header reads (its layout there), or None when the header is
+ * malformed (the Python raises the error). An entry with an empty key or value is left out, as there. */
+static PyObject *
+decode_rocketmq_header(PyObject *self, PyObject *data)
+{
+    Py_buffer view;
+    const unsigned char *b;
+    Py_ssize_t n, pos, end;
+    int32_t opaque, flag, remark_len, ext_len;
+    PyObject *remark = NULL, *ext = NULL, *key = NULL, *value = NULL, *result = NULL;
+    PyObject *args[9] = {NULL};
+
+    if (command_type == NULL || serialize_rocketmq == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_speedups.configure_rocketmq() was not called");
+        return NULL;
+    }
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    b = (const unsigned char *)view.buf;
+    n = view.len;
+    if (n < 21) /* code 2, language 1, version 2, opaque 4, flag 4, remark length 4, ext length 4 */
+        goto not_mine;
+    opaque = be32(b + 5);
+    flag = be32(b + 9);
+    remark_len = be32(b + 13);
+    pos = 17;
+    if (remark_len < 0 || remark_len > n - pos - 4)
+        goto not_mine;
+    if (remark_len > 0) {
+        remark = PyUnicode_DecodeUTF8((const char *)b + pos, remark_len, "replace");
+        if (remark == NULL)
+            goto error;
+    }
+    pos += remark_len;
+    ext_len = be32(b + pos);
+    pos += 4;
+    if (ext_len < 0 || ext_len > n - pos)
+        goto not_mine;
+    end = pos + ext_len;
+    if ((ext = PyDict_New()) == NULL)
+        goto error;
+    while (pos < end) {
+        int16_t key_len;
+        int32_t value_len;
+        if (end - pos < 2)
+            goto not_mine;
+        key_len = be16(b + pos);
+        pos += 2;
+        if (key_len < 0 || key_len > end - pos - 4)
+            goto not_mine;
+        value_len = be32(b + pos + key_len);
+        if (value_len < 0 || value_len > end - pos - key_len - 4)
+            goto not_mine;
+        if (key_len > 0 && value_len > 0) {
+            key = PyUnicode_DecodeUTF8((const char *)b + pos, key_len, "replace");
+            if (key == NULL)
+                goto error;
+            value = PyUnicode_DecodeUTF8((const char *)b + pos + key_len + 4, value_len, "replace");
+            if (value == NULL || PyDict_SetItem(ext, key, value) < 0)
+                goto error;
+            Py_CLEAR(key);
+            Py_CLEAR(value);
+        }
+        pos += key_len + 4 + value_len;
+    }
+    /* RemotingCommand(code, language, version, opaque, flag, remark, ext_fields, body, serialize_type) */
+    args[0] = PyLong_FromLong(be16(b));
+    args[1] = PyLong_FromLong(b[2]);
+    args[2] = PyLong_FromLong(be16(b + 3));
+    args[3] = PyLong_FromLong(opaque);
+    args[4] = PyLong_FromLong(flag);
+    if (args[0] && args[1] && args[2] && args[3] && args[4]) {
+        args[5] = remark != NULL ? remark : Py_None;
+        args[6] = ext;
+        args[7] = Py_None;
+        args[8] = serialize_rocketmq;
+        result = PyObject_Vectorcall(command_type, args, 9, NULL);
+    }
+    for (int i = 0; i < 5; i++)
+        Py_XDECREF(args[i]);
+    goto done;
+not_mine:
+    result = Py_None;
+    Py_INCREF(result);
+    goto done;
+error:
+    result = NULL;
+done:
+    Py_XDECREF(key);
+    Py_XDECREF(value);
+    Py_XDECREF(remark);
+    Py_XDECREF(ext);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static int
+put_be(out_buf *b, uint32_t v, int bytes)
+{
+    char w[4];
+    for (int i = 0; i < bytes; i++)
+        w[i] = (char)(v >> (8 * (bytes - 1 - i)));
+    return put(b, w, bytes);
+}
+
+/* One ext entry's text as Java's toString() writes it: a str as is, an int's digits, a bool true/false (exact
+ * types only). 1: *text and *len set (*owner holds what must be released); 0: not mine; -1: error. */
+static int
+java_text_utf8(PyObject *v, const char **text, Py_ssize_t *len, PyObject **owner)
+{
+    *owner = NULL;
+    if (PyUnicode_CheckExact(v)) {
+        *text = PyUnicode_AsUTF8AndSize(v, len);
+        if (*text == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
+                return -1;
+            PyErr_Clear();
+            return 0; /* a lone surrogate: the Python's error */
+        }
+        return 1;
+    }
+    if (v == Py_True) {
+        *text = "true";
+        *len = 4;
+        return 1;
+    }
+    if (v == Py_False) {
+        *text = "false";
+        *len = 5;
+        return 1;
+    }
+    if (PyLong_CheckExact(v)) {
+        *owner = PyObject_Str(v);
+        if (*owner == NULL)
+            return -1;
+        *text = PyUnicode_AsUTF8AndSize(*owner, len);
+        return *text == NULL ? -1 : 1;
+    }
+    return 0;
+}
+
+/* The bytes rocketmq_serializable.encode_rocketmq_header writes for a command whose fields fit (code and
+ * version a short, language a byte, opaque and flag Java ints), whose remark is None or a str, and whose ext map is
+ * a dict of str keys (of at most 32767 UTF-8 bytes) and str, int, bool or None values; None for any other. */
+static PyObject *
+encode_rocketmq_header(PyObject *self, PyObject *cmd)
+{
+    PyObject *code = NULL, *flag = NULL, *opaque = NULL, *version = NULL, *language = NULL, *remark = NULL;
+    PyObject *ext = NULL, *result = NULL, *k, *v;
+    long long n_code, n_flag, n_opaque, n_version, n_language;
+    const char *remark_text = NULL;
+    Py_ssize_t remark_len = 0, ext_start, pos = 0;
+    out_buf b;
+    int r;
+
+    if (s_code == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_speedups.configure() was not called");
+        return NULL;
+    }
+    b.data = b.stack;
+    b.len = 0;
+    b.cap = (Py_ssize_t)sizeof(b.stack);
+    if (!(code = PyObject_GetAttr(cmd, s_code)) || !(flag = PyObject_GetAttr(cmd, s_flag))
+        || !(opaque = PyObject_GetAttr(cmd, s_opaque)) || !(version = PyObject_GetAttr(cmd, s_version))
+        || !(language = PyObject_GetAttr(cmd, s_language)) || !(remark = PyObject_GetAttr(cmd, s_remark))
+        || !(ext = PyObject_GetAttr(cmd, s_ext_fields))) {
+        PyErr_Clear();
+        goto not_mine;
+    }
+    if (!int32_of(code, &n_code) || !int32_of(flag, &n_flag) || !int32_of(opaque, &n_opaque)
+        || !int32_of(version, &n_version) || !int32_of(language, &n_language) || !PyDict_CheckExact(ext)
+        || n_code < -0x8000 || n_code > 0x7FFF || n_version < -0x8000 || n_version > 0x7FFF || n_language < 0
+        || n_language > 0xFF)
+        goto not_mine;
+    if (remark != Py_None) {
+        if (!PyUnicode_CheckExact(remark))
+            goto not_mine;
+        remark_text = PyUnicode_AsUTF8AndSize(remark, &remark_len);
+        if (remark_text == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
+                goto error;
+            PyErr_Clear();
+            goto not_mine;
+        }
+        if (remark_len > 0x7FFFFFFF)
+            goto not_mine;
+    }
+    if (put_be(&b, (uint32_t)n_code, 2) < 0 || put_be(&b, (uint32_t)n_language, 1) < 0
+        || put_be(&b, (uint32_t)n_version, 2) < 0 || put_be(&b, (uint32_t)n_opaque, 4) < 0
+        || put_be(&b, (uint32_t)n_flag, 4) < 0 || put_be(&b, (uint32_t)remark_len, 4) < 0
+        || put(&b, remark_text, remark_len) < 0 || put_be(&b, 0, 4) < 0)
+        goto error;
+    ext_start = b.len;
+    while (PyDict_Next(ext, &pos, &k, &v)) {
+        const char *key, *text;
+        Py_ssize_t key_len, text_len;
+        PyObject *owner;
+        if (!PyUnicode_CheckExact(k))
+            goto not_mine;
+        if (v == Py_None)
+            continue;
+        key = PyUnicode_AsUTF8AndSize(k, &key_len);
+        if (key == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
+                goto error;
+            PyErr_Clear();
+            goto not_mine;
+        }
+        if (key_len > 0x7FFF)
+            goto not_mine;
+        r = java_text_utf8(v, &text, &text_len, &owner);
+        if (r <= 0) {
+            Py_XDECREF(owner);
+            if (r < 0)
+                goto error;
+            goto not_mine;
+        }
+        r = text_len > 0x7FFFFFFF || put_be(&b, (uint32_t)key_len, 2) < 0 || put(&b, key, key_len) < 0
+            || put_be(&b, (uint32_t)text_len, 4) < 0 || put(&b, text, text_len) < 0;
+        Py_XDECREF(owner);
+        if (r) {
+            if (PyErr_Occurred())
+                goto error;
+            goto not_mine;
+        }
+    }
+    if (b.len - ext_start > 0x7FFFFFFF)
+        goto not_mine;
+    {
+        uint32_t ext_len = (uint32_t)(b.len - ext_start);
+        unsigned char *w = (unsigned char *)b.data + ext_start - 4;
+        w[0] = (unsigned char)(ext_len >> 24);
+        w[1] = (unsigned char)(ext_len >> 16);
+        w[2] = (unsigned char)(ext_len >> 8);
+        w[3] = (unsigned char)ext_len;
+    }
+    result = PyBytes_FromStringAndSize(b.data, b.len);
+    goto done;
+not_mine:
+    result = Py_None;
+    Py_INCREF(result);
+    goto done;
+error:
+    result = NULL;
+done:
+    if (b.data != b.stack)
+        PyMem_Free(b.data);
+    Py_XDECREF(code);
+    Py_XDECREF(flag);
+    Py_XDECREF(opaque);
+    Py_XDECREF(version);
+    Py_XDECREF(language);
+    Py_XDECREF(remark);
+    Py_XDECREF(ext);
+    return result;
+}
+
+static PyObject *
+configure_rocketmq(PyObject *self, PyObject *serialize_type)
+{
+    Py_INCREF(serialize_type);
+    Py_XSETREF(serialize_rocketmq, serialize_type);
+    Py_RETURN_NONE;
+}
+
 /* ---- a typed header's fields from its ext map ------------------------------------------------------------- */
 
 /* The kinds of header._compile's field specs. */
@@ -811,6 +1098,12 @@ static PyMethodDef speedups_methods[] = {
      "The RemotingCommand of a JSON header of Java's shape, or None for the Python to read."},
     {"encode_json_header", encode_json_header, METH_O,
      "A command's JSON header as fastjson writes it, or None for the Python to write."},
+    {"configure_rocketmq", configure_rocketmq, METH_O,
+     "configure_rocketmq(serialize_rocketmq): what decode_rocketmq_header builds with."},
+    {"decode_rocketmq_header", decode_rocketmq_header, METH_O,
+     "The RemotingCommand of a well-formed ROCKETMQ header, or None for the Python to read."},
+    {"encode_rocketmq_header", encode_rocketmq_header, METH_O,
+     "A command's ROCKETMQ header, or None for the Python to write."},
     {"ext_values", (PyCFunction)(void (*)(void))ext_values, METH_FASTCALL,
      "A header's field values from its ext map in spec order, or None for the Python to read."},
     {NULL, NULL, 0, NULL},

@@ -424,6 +424,8 @@ grow(out_buf *b, Py_ssize_t more)
 static int
 put(out_buf *b, const char *s, Py_ssize_t n)
 {
+    if (n == 0)
+        return 0; /* (s may be NULL then: no remark) */
     if (grow(b, n) < 0)
         return -1;
     memcpy(b->data + b->len, s, (size_t)n);

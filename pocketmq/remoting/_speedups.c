@@ -4,7 +4,9 @@
  * ("not mine") for anything else, so the caller runs the Python for it: the C never raises for bad input, the
  * Python does, with its own error. What the C accepts it must turn into exactly what the Python makes of it;
  * tests/remoting/test_remoting_speedups.py holds the two together with hypothesis (valid input, mutated input,
- * random bytes). Every read is bounds-checked against the input's length; memory is the size of the input.
+ * random bytes). Every read is bounds-checked against the input's length; what is allocated is at most a few
+ * times the size of the input (a writer's output: six bytes for a control character's escape) and is freed on
+ * every path. Checked under AddressSanitizer and UndefinedBehaviorSanitizer with those tests.
  *
  * decode_json_header(data)  the command remoting_serializable.decode_json_header_fast makes of a JSON header of
  *                           Java's shape: {"code":N,"extFields":{"k":"v",...},"flag":N,"language":"NAME",

@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml setup.py
 # A build that fails stops here with the compiler's message (pip's editable install would have gone on without it:
 # the extension is optional there, for machines without a compiler).
 $(SPEEDUPS_SO): $(SPEEDUPS_SRC) setup.py | $(STAMP)
-	$(PY) setup.py -q build_ext --inplace --build-temp $(VENV)/build-speedups
+	$(PY) setup.py -q build_ext --inplace --build-temp $(VENV)/build-speedups/temp --build-lib $(VENV)/build-speedups/lib
 	$(PY) -c 'import pocketmq.remoting._speedups'
 	touch $@
 

@@ -4,20 +4,34 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test test-needs bench lint typecheck clean java spark-demo native-clients browser apache-rocketmq go-client go5-client rust5-client test-rust5 spring-client java-clients java-sdk store-handover fuzz-apache
+.PHONY: all run demo test test-needs bench lint typecheck clean java spark-demo native-clients browser apache-rocketmq go-client go5-client rust5-client test-rust5 spring-client java-clients java-sdk store-handover fuzz-apache
 
 SPARK_STAMP := $(VENV)/.installed-spark
+
+# The C accelerator (pocketmq/remoting/_speedups.c, built by setup.py; pocketmq/remoting/speedups.py says when it
+# is used), compiled in place, again whenever its source changes: `make` alone builds the virtualenv and it.
+SPEEDUPS_SRC := pocketmq/remoting/_speedups.c
+SPEEDUPS_SO := pocketmq/remoting/_speedups$(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+
+all: $(STAMP) $(SPEEDUPS_SO)
 
 # `make test` builds what it needs in parallel (test-needs): apt-get and Maven each take a lock, so two targets
 # never run apt-get (dpkg's lock) or Maven (one local repository, ~/.m2, that Maven 3.8 does not lock) at once.
 apt_install = flock /tmp/pocketmq-apt.lock sh -c 'apt-get update -qq && apt-get install -y -qq $(1) >/dev/null'
 MVN := flock /tmp/pocketmq-maven.lock mvn
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+# A build that fails stops here with the compiler's message (pip's editable install would have gone on without it:
+# the extension is optional there, for machines without a compiler).
+$(SPEEDUPS_SO): $(SPEEDUPS_SRC) setup.py | $(STAMP)
+	$(PY) setup.py -q build_ext --inplace --build-temp $(VENV)/build-speedups/temp --build-lib $(VENV)/build-speedups/lib
+	$(PY) -c 'import pocketmq.remoting._speedups'
+	touch $@
 
 # The spark extra (PySpark, pyarrow) only for what uses Spark (the suite, the demo, the bench): `make run`
 # stays a small install.
@@ -212,7 +226,7 @@ $(JAVA_SDK_STAMP): $(JAVA_SDK_SOURCES) | java
 java-sdk: $(JAVA_SDK_STAMP)
 
 # A name server and a broker in one process, store in ./.pocketmq; Ctrl-C stops it cleanly.
-run: $(STAMP)
+run: $(STAMP) $(SPEEDUPS_SO)
 	$(VENV)/bin/pocketmq dev
 
 # The storage demo and inspector: a small store written and shown file by file. The demo replaces the
@@ -230,7 +244,7 @@ typecheck: $(SPARK_STAMP)
 	$(VENV)/bin/mypy
 
 # What the suite needs, built in parallel: pip, mypy, npm, Go and Maven overlap instead of taking turns.
-TEST_NEEDS := $(SPARK_STAMP) lint typecheck java native-clients browser apache-rocketmq java-clients java-sdk
+TEST_NEEDS := $(SPARK_STAMP) $(SPEEDUPS_SO) lint typecheck java native-clients browser apache-rocketmq java-clients java-sdk
 
 test-needs: $(TEST_NEEDS)
 
@@ -251,7 +265,7 @@ $(BENCH_JAVA_STAMP): bench/java/pom.xml $(wildcard bench/java/src/main/java/io/p
 
 # The peers of bench/e2e.py (Redis 7, NATS JetStream) come from Debian when missing; their Python clients
 # from the `bench` extra; Apache RocketMQ (bench/apache.py) from Maven Central. The benches install nothing.
-bench: $(SPARK_STAMP) java apache-rocketmq $(BENCH_JAVA_STAMP) java-sdk
+bench: $(SPARK_STAMP) $(SPEEDUPS_SO) java apache-rocketmq $(BENCH_JAVA_STAMP) java-sdk
 	@command -v redis-server >/dev/null && command -v nats-server >/dev/null || \
 	  { apt-get update -qq && apt-get install -y -qq redis-server nats-server; } || \
 	  echo "make bench: could not install redis-server/nats-server; bench/e2e.py will skip those peers"
@@ -276,4 +290,4 @@ fuzz-apache: $(STAMP) java apache-rocketmq
 	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -p no:randomly tests/apache/test_differential_fuzz.py
 
 clean:
-	rm -rf $(VENV) $(CPP_VENV) $(NODE_DIR)/node_modules $(GO_DIR)/bin $(GO5_DIR)/bin $(RUST5_DIR)/bin $(RUST5_DIR)/target $(SPRING_DIR)/target .pocketmq .pocketmq-demo $(APACHE_DIR) $(JAVA_CLIENT_DIR) $(JAVA_SDK_DIR) $(NODE5_DIR)/node_modules
+	rm -rf $(VENV) $(SPEEDUPS_SO) $(CPP_VENV) $(NODE_DIR)/node_modules $(GO_DIR)/bin $(GO5_DIR)/bin $(RUST5_DIR)/bin $(RUST5_DIR)/target $(SPRING_DIR)/target .pocketmq .pocketmq-demo $(APACHE_DIR) $(JAVA_CLIENT_DIR) $(JAVA_SDK_DIR) $(NODE5_DIR)/node_modules

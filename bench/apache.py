@@ -78,13 +78,14 @@ class PocketMQServer:
     ``pycache``, PYTHONPYCACHEPREFIX), as after an install or a first run, even where PYTHONDONTWRITEBYTECODE is
     set (compiling every module from source took about a second of each start)."""
 
-    def __init__(self, root: Path, pycache: Path | None = None, grpc: bool = True) -> None:
+    def __init__(self, root: Path, pycache: Path | None = None, grpc: bool = True,
+                 extra_args: tuple[str, ...] = ()) -> None:
         self.namesrv_port, broker_port, self.grpc_port = free_port(), free_port(), free_port()
         self.namesrv_addr = f"127.0.0.1:{self.namesrv_port}"
         self.log = root / "pocketmq.log"
         self.argv = [sys.executable, "-m", "pocketmq", "dev", "--no-console", "--store", str(root / "pocketmq"),
                      "--namesrv-port", str(self.namesrv_port), "--broker-port", str(broker_port),
-                     *(["--grpc-port", str(self.grpc_port)] if grpc else ["--no-grpc"])]
+                     *(["--grpc-port", str(self.grpc_port)] if grpc else ["--no-grpc"]), *extra_args]
         self.grpc = grpc
         self.env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         self.env["PYTHONPYCACHEPREFIX"] = str(pycache or root / "pycache")

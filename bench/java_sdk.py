@@ -42,7 +42,7 @@ from tests.java_sdk import java_sdk as js  # noqa: E402
 
 PROXY_JVM = ("-Xms512m", "-Xmx512m", "-XX:+UseG1GC")
 CLIENT_JVM = ("-Xms256m", "-Xmx512m", "-XX:+UseG1GC")
-FIGURES = ("send_per_s", "send_p50_ms", "send_p99_ms", "receive_per_s")
+FIGURES = ("send_per_s", "send_p50_ms", "send_p99_ms", "receive_per_s", "cpu_ms_per_msg")
 
 
 def load_average() -> str:
@@ -67,13 +67,27 @@ def sdk_bench(endpoint: str, namesrv: str, broker: str, count: int, threads: int
 Runner = Callable[[str, str, str, int, int], dict[str, Any]]
 
 
-def bench_pocketmq(root: Path, count: int, threads: int, runner: Runner = sdk_bench) -> dict[str, Any]:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process so far, every thread counted (/proc/<pid>/stat's utime and stime)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def bench_pocketmq(root: Path, count: int, threads: int, runner: Runner = sdk_bench,
+                   proxy_mode: str | None = None) -> dict[str, Any]:
+    """The run against `pocketmq dev` (its gRPC endpoint in ``proxy_mode``, else dev's default), with the CPU the
+    pocketmq process spent per message sent and received: less sensitive to other load on the machine than the
+    rates."""
     root.mkdir(parents=True, exist_ok=True)
-    server = PocketMQServer(root)
+    server = PocketMQServer(root, extra_args=("--proxy-mode", proxy_mode) if proxy_mode else ())
     server.start()
     try:
         broker = f"127.0.0.1:{server.argv[server.argv.index('--broker-port') + 1]}"
-        return runner(f"127.0.0.1:{server.grpc_port}", server.namesrv_addr, broker, count, threads)
+        (pid,) = server.pids()
+        cpu = cpu_seconds(pid)
+        result = runner(f"127.0.0.1:{server.grpc_port}", server.namesrv_addr, broker, count, threads)
+        result["cpu_ms_per_msg"] = (cpu_seconds(pid) - cpu) * 1e3 / count
+        return result
     finally:
         server.stop()
 
@@ -83,6 +97,22 @@ def bench_apache(root: Path, count: int, threads: int, runner: Runner = sdk_benc
           ApacheProxy(rmq, jvm=PROXY_JVM) as proxy):
         return runner(proxy.endpoint, rmq.namesrv_addr, rmq.broker_addr, count, threads)
 
+def add_server_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--only", choices=["pocketmq", "apache"], help="run against this server alone")
+    parser.add_argument("--proxy-mode", choices=["local", "cluster"],
+                        help="pocketmq's gRPC endpoint reaches its broker in-process (local, `pocketmq dev`'s default)"
+                             " or over a socket (cluster)")
+
+
+def servers(args: argparse.Namespace) -> list[tuple[str, Callable[..., dict[str, Any]]]]:
+    """(name, bench) of the servers to run against, as the options say."""
+    def pocketmq(root: Path, count: int, threads: int, runner: Runner) -> dict[str, Any]:
+        return bench_pocketmq(root, count, threads, runner, args.proxy_mode)
+
+    chosen = [("pocketmq", pocketmq), ("apache-5.5.0", bench_apache)]
+    return [(n, b) for n, b in chosen if args.only is None or n.startswith(args.only)]
+
+
 def report(sdk: str, results: dict[str, dict[str, Any] | None], notes: dict[str, str], count: int, threads: int,
            before: str) -> None:
     """The table, the ratios against the target and the JSON line, for either SDK's run."""
@@ -90,7 +120,8 @@ def report(sdk: str, results: dict[str, dict[str, Any] | None], notes: dict[str,
           f"sending threads; load average before {before}, after {load_average()}")
     print(f"{'':<16}" + "".join(f"{k:>16}" for k in FIGURES))
     for name, r in results.items():
-        print(f"{name:<16}" + "".join(f"{(r or {}).get(k, float('nan')):>16.1f}" for k in FIGURES))
+        print(f"{name:<16}" + "".join(f"{(r or {}).get(k, float('nan')):>16.{3 if 'cpu' in k else 1}f}"
+                                      for k in FIGURES))
     ours, theirs = results.get("pocketmq"), results.get("apache-5.5.0")
     ratios: dict[str, float | None] = {}
     if ours and theirs:
@@ -109,15 +140,16 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="2,000 messages")
     parser.add_argument("--messages", type=int, help="messages sent and received (default 20,000)")
     parser.add_argument("--threads", type=int, default=4, help="sending threads (default 4)")
+    add_server_options(parser)
     args = parser.parse_args()
     count = args.messages or (2_000 if args.quick else 20_000)
     results: dict[str, dict[str, Any] | None] = {}
     notes: dict[str, str] = {}
     before = load_average()
     with tempfile.TemporaryDirectory(prefix="pocketmq-java-sdk-") as tmp:
-        for name, bench in (("pocketmq", bench_pocketmq), ("apache-5.5.0", bench_apache)):
+        for name, bench in servers(args):
             try:
-                results[name] = bench(Path(tmp) / name, count, args.threads)
+                results[name] = bench(Path(tmp) / name, count, args.threads, sdk_bench)
             except (ApacheRocketMQUnavailable, js.JavaSdkUnavailable, RuntimeError, OSError,
                     subprocess.SubprocessError) as e:
                 results[name] = None

@@ -124,6 +124,7 @@ def main() -> int:
     parser.add_argument("--endpoint", help=argparse.SUPPRESS)
     parser.add_argument("--topic", help=argparse.SUPPRESS)
     parser.add_argument("--group", help=argparse.SUPPRESS)
+    java_sdk.add_server_options(parser)
     args = parser.parse_args()
     count = args.messages or (500 if args.quick else 5_000)
     if args.worker:
@@ -133,7 +134,7 @@ def main() -> int:
     notes: dict[str, str] = {}
     before = java_sdk.load_average()
     with tempfile.TemporaryDirectory(prefix="pocketmq-python-sdk-") as tmp:
-        for name, bench in (("pocketmq", java_sdk.bench_pocketmq), ("apache-5.5.0", java_sdk.bench_apache)):
+        for name, bench in java_sdk.servers(args):
             try:
                 results[name] = bench(Path(tmp) / name, count, args.threads, sdk_bench)
             except (ApacheRocketMQUnavailable, RuntimeError, OSError, subprocess.SubprocessError) as e:

@@ -40,6 +40,9 @@ def _add_dev(sub) -> None:
     p.add_argument("--tls-cert", help="PEM certificate for the gRPC port (default: a self-signed one made at start)")
     p.add_argument("--tls-key", help="its PEM private key")
     p.add_argument("--no-grpc", action="store_true", help="do not serve the gRPC endpoint")
+    p.add_argument("--proxy-mode", choices=["local", "cluster"], default="local",
+                   help="how the gRPC endpoint reaches the broker: local (default) hands it each request in-process, "
+                        "cluster sends it over a socket (RocketMQ's -pm)")
     p.set_defaults(func=_dev)
 
 
@@ -157,7 +160,7 @@ async def _dev(args) -> int:
         console, console_note = await _start_console(args, namesrv.address, broker)
     proxy, grpc_note = None, None
     if not args.no_grpc:
-        proxy, grpc_note = await _start_grpc(args, namesrv.address)
+        proxy, grpc_note = await _start_grpc(args, namesrv.address, broker)
     print(f"pocketmq dev: name server {namesrv.address}, broker {config.broker_name} at {broker.address}")
     if proxy is not None:
         print(f"  gRPC:    {proxy.endpoint}  (RocketMQ 5 SDKs; TLS {args.grpc_tls})")
@@ -223,15 +226,17 @@ async def _start_console(args, namesrv_addr: str, broker: Any) -> tuple[Any, str
     return console, None
 
 
-async def _start_grpc(args, namesrv_addr: str) -> tuple[Any, str | None]:
-    """The gRPC endpoint, or None and why not (a port in use leaves the rest of `dev` running)."""
-    from pocketmq.proxy.config import ProxyConfig, TlsMode
+async def _start_grpc(args, namesrv_addr: str, broker: Any) -> tuple[Any, str | None]:
+    """The gRPC endpoint, or None and why not (a port in use leaves the rest of `dev` running). It hands its requests
+    to the broker in-process unless --proxy-mode cluster."""
+    from pocketmq.proxy.config import ProxyConfig, ProxyMode, TlsMode
     from pocketmq.proxy.proxy_startup import GrpcProxy
 
     config = ProxyConfig(namesrv_addr, grpc_host=args.host, grpc_server_port=args.grpc_port,
-                         tls_mode=TlsMode(args.grpc_tls), tls_cert_file=args.tls_cert, tls_key_file=args.tls_key)
+                         tls_mode=TlsMode(args.grpc_tls), tls_cert_file=args.tls_cert, tls_key_file=args.tls_key,
+                         proxy_mode=ProxyMode(args.proxy_mode))
     try:
-        return await GrpcProxy(config).start(), None
+        return await GrpcProxy(config, {broker.address: broker.remoting_server}).start(), None
     except (OSError, RuntimeError) as e:
         return None, f"could not serve gRPC on port {args.grpc_port}: {e}"
 

@@ -122,8 +122,11 @@ class EmbeddedCluster:
                 acl: dict[str, Any] = {}
                 if acl_file is not None:
                     acl = {"acl_file": acl_file, "access_key": config.access_key, "secret_key": config.secret_key}
+                # Its requests to these brokers are handed to them in-process (local mode, unless
+                # proxy_overrides={"proxy_mode": "cluster"}).
+                local = {b.address: b.remoting_server for b in self.brokers}
                 self.proxy = await GrpcProxy(ProxyConfig(self.namesrv_addr, grpc_server_port=0,
-                                                         **acl, **self.proxy_overrides)).start()
+                                                         **acl, **self.proxy_overrides), local).start()
         except BaseException:
             for b in self.brokers:
                 await b.shutdown()

@@ -24,7 +24,7 @@ IO = frozenset({"asyncio", "socket", "selectors", "ssl", "uvloop"})
 # style of h11.
 REMOTING_SHELL = frozenset(
     f"pocketmq.remoting.{name}"
-    for name in ("channel", "transport", "server", "client", "busy_poll", "tasks", "event_loop")
+    for name in ("channel", "local_channel", "transport", "server", "client", "busy_poll", "tasks", "event_loop")
 )
 
 

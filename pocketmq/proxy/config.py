@@ -14,12 +14,22 @@ class TlsMode(StrEnum):
     ENFORCING = "enforcing"  # TLS only
 
 
+class ProxyMode(StrEnum):
+    """``proxyMode`` (``-pm``): how the endpoint reaches a broker that runs in its own process."""
+
+    LOCAL = "local"  # in-process, the broker's own processors handed each request (no socket, no codec)
+    CLUSTER = "cluster"  # over a socket, as every broker of another process
+
+
 @dataclass(slots=True)
 class ProxyConfig:
     namesrv_addr: str
     grpc_host: str = "127.0.0.1"
     grpc_server_port: int = 8081  # 0 picks a free port
     tls_mode: TlsMode = TlsMode.PERMISSIVE
+    # With LOCAL, the brokers the composition gives GrpcProxy (its own process's) are reached in-process; brokers
+    # elsewhere always over sockets. CLUSTER: every broker over a socket.
+    proxy_mode: ProxyMode = ProxyMode.LOCAL
     # PEM files; without them a self-signed certificate is made at start (tlsTestModeEnable).
     tls_cert_file: str | None = None
     tls_key_file: str | None = None
@@ -80,3 +90,6 @@ class ProxyConfig:
     acl_file: str | None = None
     access_key: str | None = None
     secret_key: str | None = None
+
+    def __post_init__(self) -> None:
+        self.proxy_mode = ProxyMode(self.proxy_mode)  # (a name from a config file or a test's overrides)

@@ -1,9 +1,11 @@
-"""GrpcProxy: the gRPC endpoint started and stopped as one piece (RocketMQ's ProxyStartup in cluster mode).
+"""GrpcProxy: the gRPC endpoint started and stopped as one piece (RocketMQ's ProxyStartup).
 
 The endpoint runs on an event loop of its own, in a thread of its own, with asyncio's standard loop: grpc.aio's
 server stops answering when it shares a uvloop loop with pocketmq's servers (seen with grpcio 1.85 and uvloop
-0.23: calls that wait for the name server never complete), and it reaches the name server and brokers over
-sockets anyway, as RocketMQ's proxy in cluster mode does.
+0.23: calls that wait for the name server never complete). It reaches the name server and other processes'
+brokers over sockets, as RocketMQ's proxy in cluster mode does; in local mode (ProxyConfig.proxy_mode, the default)
+the brokers of its own process, which the composition hands it, get its requests in-process
+(remoting.local_channel), as in RocketMQ's local mode.
 """
 
 from __future__ import annotations
@@ -13,18 +15,20 @@ import logging
 import os
 import secrets
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
 
 import grpc
 
 from pocketmq.remoting.acl.validator import PlainAccessValidator
+from pocketmq.remoting.local_channel import LocalAcceptor
+from pocketmq.remoting.remoting_helper import parse_address
 
 from .ack_message_activity import AckMessageActivity
 from .change_invisible_duration_activity import ChangeInvisibleDurationActivity
 from .client_activity import ClientActivity
 from .cluster_service import ClusterService
-from .config import ProxyConfig, TlsMode
+from .config import ProxyConfig, ProxyMode, TlsMode
 from .consumer_processor import ConsumerProcessor
 from .end_transaction_activity import EndTransactionActivity
 from .forward_message_to_dlq_activity import ForwardMessageToDLQActivity
@@ -48,8 +52,10 @@ T = TypeVar("T")
 class GrpcProxy:
     """``await GrpcProxy(ProxyConfig(namesrv_addr)).start()``; ``endpoint`` is ``host:port`` for the SDKs."""
 
-    def __init__(self, config: ProxyConfig) -> None:
+    def __init__(self, config: ProxyConfig, local_brokers: Mapping[str, LocalAcceptor] | None = None) -> None:
         self.config = config
+        # The brokers of this process, by address (their remoting servers), reached in-process in local mode.
+        self.local_brokers = dict(local_brokers or {})
         self.loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._server: grpc.aio.Server | None = None
@@ -187,12 +193,22 @@ class GrpcProxy:
             if self._front is not None:
                 await self._front.start()
                 c.grpc_server_port = self._front.port
+            if c.proxy_mode is ProxyMode.LOCAL:
+                self._dispatch_locally()
             await self.cluster.start()
             self.handles.start()
         except BaseException:
             await self._stop()
             raise
         log.info("gRPC endpoint at %s (TLS %s)", self.endpoint, c.tls_mode.value)
+
+    def _dispatch_locally(self) -> None:
+        """Local mode: the brokers of this process get the proxy's requests in-process. Their processors see the
+        proxy at the broker's host and the gRPC port, where a socket from this process would come from. (RocketMQ's
+        local mode shows them each gRPC client's own address instead.)"""
+        client = self.cluster.api.remoting_client
+        for addr, server in self.local_brokers.items():
+            client.add_local_server(addr, server, f"{parse_address(addr)[0]}:{self.config.grpc_server_port}")
 
     async def _stop(self) -> None:
         if self._front is not None:

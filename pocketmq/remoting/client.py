@@ -11,6 +11,7 @@ from .codec import DEFAULT_MAX_FRAME_SIZE
 from .codes import BodyDialect
 from .command import RemotingCommand
 from .errors import RemotingConnectError, RemotingTimeoutError
+from .local_channel import LocalAcceptor
 from .transport import DEFAULT_MAX_INFLIGHT, Channel, Endpoint, _Protocol, parse_address
 from .wire_protocol import WireProtocol
 
@@ -45,6 +46,14 @@ class RemotingClient(Endpoint):
         # Awaited once per new connection, before the calls waiting on it go out; its own calls to the same
         # address use the new connection at once. Errors are logged, never raised to those calls.
         self.on_connected: Callable[[str], Awaitable[None]] | None = None
+        # Servers of this process, by address, reached without a socket (add_local_server).
+        self._local_servers: dict[str, tuple[LocalAcceptor, str]] = {}
+
+    def add_local_server(self, addr: str, server: LocalAcceptor, client_address: str) -> None:
+        """Reach ``addr`` in-process from now on (the next connection to it): ``server`` is the server listening
+        there, in this process, whose processors see ``client_address`` as this client's address. Every other
+        address is still reached over a socket."""
+        self._local_servers[addr] = (server, client_address)
 
     @property
     def body_dialect(self) -> BodyDialect:
@@ -120,13 +129,18 @@ class RemotingClient(Endpoint):
     async def _connect(self, addr: str, timeout: float) -> Channel:
         host, port = parse_address(addr)
         loop = asyncio.get_running_loop()
+        local = self._local_servers.get(addr)
         try:
             async with asyncio.timeout(timeout):
-                _transport, protocol = await loop.create_connection(self._protocol_factory, host, port)
+                if local is not None:
+                    channel: Channel = await local[0].accept_local(self, local[1])
+                    channel.remote_address = addr  # as dialled, as a socket's peer name would be
+                else:
+                    _transport, protocol = await loop.create_connection(self._protocol_factory, host, port)
+                    assert isinstance(protocol, _Protocol) and protocol.channel is not None
+                    channel = protocol.channel
         except (OSError, TimeoutError) as e:
             raise RemotingConnectError(f"connect to {addr} failed: {e or type(e).__name__}") from e
-        assert isinstance(protocol, _Protocol) and protocol.channel is not None
-        channel = protocol.channel
         if self._closed:
             channel.close()
             raise RemotingConnectError("client is closed")

@@ -22,6 +22,7 @@ from typing import Any, Self, TypeVar
 
 from .codes import RequestCode
 from .errors import HeaderError
+from .speedups import speedups
 
 _INT_RE = re.compile(r"[+-]?[0-9]+")
 _FLOAT_RE = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
@@ -184,11 +185,18 @@ _SMALL_INTS = {str(i): i for i in range(-1, 1024)}
 _CODECS: dict[type, tuple[Callable[[Any], dict[str, object]], Callable[[Mapping[str, object]], Any]]] = {}
 
 
+# The C accelerator's reader of the common case (pocketmq.remoting.speedups), or None: the Python alone.
+_EXT_VALUES: Callable[[Mapping[str, object], tuple[Any, ...]], tuple[object, ...] | None] | None = (
+    speedups.ext_values if speedups is not None else None
+)
+
+
 def _compile(
-    cls: type, wire_names: Mapping[str, str] | None = None
+    cls: type, wire_names: Mapping[str, str] | None = None, ext_values: Any = _EXT_VALUES
 ) -> tuple[Callable[[Any], dict[str, object]], Callable[[Mapping[str, object]], Any]]:
     """The class's (to_ext, from_ext); with ``wire_names`` (attribute -> wire name, for every field) a pair
-    under those names instead, built each call (the caller keeps it)."""
+    under those names instead, built each call (the caller keeps it). ``ext_values``: the C reader the from_ext
+    tries first, None for none; a pair with another than the selected one is not kept (the tests make both)."""
     specs = _specs(cls)
     if wire_names is not None:
         specs = tuple(dataclasses.replace(spec, wire=wire_names[spec.attr]) for spec in specs)
@@ -197,7 +205,13 @@ def _compile(
         raise TypeError(f"{cls.__name__}: header fields must all be __init__ arguments")
     ns: dict[str, Any] = {"HeaderError": HeaderError, "_show": _show, "cls": cls, "SMALL_INTS": _SMALL_INTS}
     to_lines = ["def to_ext(h):", "    ext = {}"]
-    from_lines = ["def from_ext(ext):", "    get = ext.get"]
+    from_lines = ["def from_ext(ext):"]
+    if ext_values is not None and not any(f.kw_only for f in fields.values()):
+        # The C reads the common case (every field of its type or its usual text, or absent and optional) into
+        # the field values in order; None sends the rest, errors included, to the Python below.
+        ns["EXT_VALUES"], ns["SPECS"] = ext_values, _c_specs(specs, fields)
+        from_lines += ["    vals = EXT_VALUES(ext, SPECS)", "    if vals is not None:", "        return cls(*vals)"]
+    from_lines += ["    get = ext.get"]
     args = []
     for i, spec in enumerate(specs):
         kind, wire_name = spec.kind.__name__, spec.wire
@@ -257,9 +271,27 @@ def _compile(
     from_lines += [f"    return cls({', '.join(args)})"]
     exec("\n".join(to_lines + from_lines), ns)  # code built from the dataclass's own field specs
     codec = (ns["to_ext"], ns["from_ext"])
-    if wire_names is None:
+    if wire_names is None and ext_values is _EXT_VALUES:
         _CODECS[cls] = codec
     return codec
+
+
+def _c_specs(
+    specs: tuple[_FieldSpec, ...], fields: Mapping[str, dataclasses.Field[Any]]
+) -> tuple[tuple[str, int, bool, object, object], ...]:
+    """The field specs as ``_speedups.ext_values`` takes them: (wire name, kind, required, default, default
+    factory or None), kind 0 str, 1 int (a Java long), 2 a Java int, 3 bool, 4 float."""
+    out = []
+    for spec in specs:
+        if spec.kind is int:
+            kind = 2 if spec.attr in _JAVA_INT_FIELDS else 1
+        else:
+            kind = {str: 0, bool: 3, float: 4}[spec.kind]
+        f = fields[spec.attr]
+        factory = None if f.default_factory is dataclasses.MISSING else f.default_factory
+        default = None if f.default is dataclasses.MISSING else f.default
+        out.append((spec.wire, kind, spec.required, default, factory))
+    return tuple(out)
 
 
 class CommandHeader:

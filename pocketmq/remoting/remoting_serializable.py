@@ -28,6 +28,7 @@ from . import fastjson
 from .codes import LanguageCode, SerializeType
 from .command import RemotingCommand
 from .errors import MalformedFrame
+from .speedups import speedups
 
 _INT_TEXT = re.compile(r"[+-]?[0-9]+")
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
@@ -237,7 +238,7 @@ _LANGUAGE_JSON = {code: f'"{name}"' for code, name in _LANGUAGE_NAMES.items()}
 _INT32_BIAS = 2**31  # n + this fits 32 bits (no bit from the 32nd up, no sign) exactly when n is a Java int
 
 
-def encode_json_header_fast(cmd: RemotingCommand) -> bytes:
+def encode_json_header_fast_py(cmd: RemotingCommand) -> bytes:
     """``encode_json_header(cmd)``, same bytes and same errors (a property test checks the two agree). The header
     of nearly every command (int fields of the exact type and in range, a known language, no remark, ext entries
     the kept pieces write) is one f-string; anything else goes to ``_encode_json_header_any``."""
@@ -260,6 +261,17 @@ def encode_json_header_fast(cmd: RemotingCommand) -> bytes:
         return _encode_json_header_any(cmd)
     return (f'{{"code":{code},"extFields":{ext_json},"flag":{flag},"language":{language_json},"opaque":{opaque},'
             f'"serializeTypeCurrentRPC":"JSON","version":{version}}}').encode()
+
+
+encode_json_header_fast = encode_json_header_fast_py
+if speedups is not None:
+    _encode_json_header_c = speedups.encode_json_header
+
+    def encode_json_header_fast(cmd: RemotingCommand) -> bytes:  # noqa: F811
+        """``encode_json_header_fast_py(cmd)``: the C writes the common command (``_speedups.c``), the Python
+        anything else (tests/remoting/test_remoting_speedups.py holds the two together)."""
+        data = _encode_json_header_c(cmd)
+        return data if data is not None else encode_json_header_fast_py(cmd)
 
 
 def _encode_json_header_any(cmd: RemotingCommand) -> bytes:
@@ -360,7 +372,7 @@ _JAVA_TAIL = re.compile(f',"flag":{_JAVA_INT},"language":"([A-Z]{{1,8}})","opaqu
                         f'"serializeTypeCurrentRPC":"JSON","version":{_JAVA_INT}}}')
 
 
-def decode_json_header_fast(data: bytes | bytearray | memoryview) -> RemotingCommand:
+def decode_json_header_fast_py(data: bytes | bytearray | memoryview) -> RemotingCommand:
     """``decode_json_header(data)``, the same command or error (a hypothesis test checks the two agree). A header
     of Java's shape (``_JAVA_HEAD``, an ext map of string values, ``_JAVA_TAIL``) has its fixed fields read by two
     regex matches and only its ext map by the C JSON scanner (which costs more per entry than the matches); any
@@ -386,6 +398,18 @@ def decode_json_header_fast(data: bytes | bytearray | memoryview) -> RemotingCom
         return decode_json_header(data)
     # Positional: code, language, version, opaque, flag, remark, ext_fields, body, serialize_type.
     return RemotingCommand(int(head[1]), language, int(version), int(opaque), int(flag), None, ext, None, _JSON)
+
+
+decode_json_header_fast = decode_json_header_fast_py
+if speedups is not None:
+    speedups.configure(RemotingCommand, _LANGUAGE_CODES, _LANGUAGE_NAMES, _JSON)
+    _decode_json_header_c = speedups.decode_json_header
+
+    def decode_json_header_fast(data: bytes | bytearray | memoryview) -> RemotingCommand:  # noqa: F811
+        """``decode_json_header_fast_py(data)``: the C reads a header of Java's shape (``_speedups.c``), the Python
+        anything else (tests/remoting/test_remoting_speedups.py holds the two together)."""
+        cmd = _decode_json_header_c(data)
+        return cmd if cmd is not None else decode_json_header_fast_py(data)
 
 
 def _decode_json_header_any(text: str, data: bytes | bytearray | memoryview) -> RemotingCommand:

@@ -19,6 +19,7 @@ from .codes import SerializeType
 from .command import RemotingCommand
 from .errors import MalformedFrame
 from .remoting_serializable import check_int32, java_ext_fields, java_text
+from .speedups import speedups
 
 _FIXED = struct.Struct(">hBhiii")  # code, language, version, opaque, flag, remarkLen
 _I16 = struct.Struct(">h")
@@ -108,7 +109,7 @@ _MAX_ENTRIES = 4096
 _MAX_ENTRY_LENGTH = 128  # (longer ones, properties mostly, are one-off: kept, they would only take memory)
 
 
-def decode_rocketmq_header_fast(data: bytes | bytearray | memoryview) -> RemotingCommand:
+def decode_rocketmq_header_fast_py(data: bytes | bytearray | memoryview) -> RemotingCommand:
     """``decode_rocketmq_header(data)``, faster."""
     n = len(data)
     if n < MIN_HEADER_LENGTH:
@@ -170,7 +171,7 @@ def _ext_map(block: bytes) -> dict[str, object] | None:
     return ext
 
 
-def encode_rocketmq_header_fast(cmd: RemotingCommand) -> bytes:
+def encode_rocketmq_header_fast_py(cmd: RemotingCommand) -> bytes:
     """``encode_rocketmq_header(cmd)``, faster: field names' bytes kept, values that are str or int written
     without building Java's map first."""
     code, version, language, remark = int(cmd.code), int(cmd.version), int(cmd.language), cmd.remark
@@ -217,3 +218,23 @@ def _ext_block(ext_fields: dict[str, object]) -> bytes | None:
                 cache[(k, v)] = entry
         append(entry)
     return b"".join(entries)
+
+
+decode_rocketmq_header_fast = decode_rocketmq_header_fast_py
+encode_rocketmq_header_fast = encode_rocketmq_header_fast_py
+if speedups is not None:
+    speedups.configure_rocketmq(SerializeType.ROCKETMQ)
+    _decode_rocketmq_header_c = speedups.decode_rocketmq_header
+    _encode_rocketmq_header_c = speedups.encode_rocketmq_header
+
+    def decode_rocketmq_header_fast(data: bytes | bytearray | memoryview) -> RemotingCommand:  # noqa: F811
+        """``decode_rocketmq_header_fast_py(data)``: the C reads a well-formed header (``_speedups.c``), the
+        Python says what is wrong with any other (tests/remoting/test_remoting_speedups.py holds the two
+        together)."""
+        cmd = _decode_rocketmq_header_c(data)
+        return cmd if cmd is not None else decode_rocketmq_header_fast_py(data)
+
+    def encode_rocketmq_header_fast(cmd: RemotingCommand) -> bytes:  # noqa: F811
+        """``encode_rocketmq_header_fast_py(cmd)``: the C writes the common command, the Python anything else."""
+        data = _encode_rocketmq_header_c(cmd)
+        return data if data is not None else encode_rocketmq_header_fast_py(cmd)

@@ -6,6 +6,8 @@ import asyncio
 import logging
 
 from .codec import DEFAULT_MAX_FRAME_SIZE
+from .errors import RemotingConnectError
+from .local_channel import LocalChannel
 from .transport import DEFAULT_MAX_INFLIGHT, ConnectionLimits, Endpoint
 
 log = logging.getLogger(__name__)
@@ -33,6 +35,7 @@ class RemotingServer(Endpoint):
         self.host = host
         self.port = port
         self._server: asyncio.Server | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._scan_handle: asyncio.TimerHandle | None = None
 
     @property
@@ -47,7 +50,7 @@ class RemotingServer(Endpoint):
     async def start(self) -> None:
         if self._server is not None:
             raise RuntimeError("server already started")
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         self._server = await loop.create_server(self._protocol_factory, self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
         log.info("remoting server listening on %s", self.address)
@@ -87,6 +90,26 @@ class RemotingServer(Endpoint):
                             ch, age, frame_timeout)
                 ch.abort()
         self._schedule_scan()
+
+    async def accept_local(self, client: Endpoint, client_address: str) -> LocalChannel:
+        """An in-process connection from ``client`` (local_channel.LocalAcceptor): its end, on the caller's loop,
+        while the server's end, which this server's processors see with ``client_address`` as its remote address,
+        lives on the server's loop."""
+        server_loop = self._loop
+        if self._server is None or server_loop is None or server_loop.is_closed():
+            raise RemotingConnectError(f"{self.address} is not serving")
+        client_loop = asyncio.get_running_loop()
+
+        async def open_server_end() -> LocalChannel:
+            return LocalChannel(self, self.address, client_address)
+
+        if server_loop is client_loop:
+            server_end = await open_server_end()
+        else:
+            server_end = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(open_server_end(), server_loop))
+        client_end = LocalChannel(client, client_address, self.address)
+        LocalChannel.pair(client_end, client_loop, server_end, server_loop)
+        return client_end
 
     async def stop(self) -> None:
         """Stop listening, close every connection (their pending invokes fail) and cancel running handlers."""

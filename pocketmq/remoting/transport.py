@@ -224,6 +224,16 @@ class Endpoint:
             except Exception:
                 log.exception("channel close listener %r failed", listener)
 
+    # What a channel without a transport of its own (local_channel.LocalChannel) reports, as _Protocol does.
+    def channel_opened(self, channel: Channel) -> None:
+        self._channel_opened(channel)
+
+    def channel_closed(self, channel: Channel) -> None:
+        self._channel_closed(channel)
+
+    def request_received(self, channel: Channel, request: RemotingCommand) -> None:
+        self._dispatch(channel, request)
+
     def _dispatch(self, channel: Channel, request: RemotingCommand) -> None:
         if self.request_validator is not None and self._refused(channel, request):
             return

@@ -66,6 +66,17 @@ USER_FILES = {
             assert Path(pocketmq.__file__).resolve().is_relative_to(Path(sys.prefix).resolve())
 
 
+        def test_the_c_accelerator_comes_from_the_wheel():
+            import os
+
+            from pocketmq.remoting.speedups import speedups
+
+            if os.environ.get("POCKETMQ_NO_EXTENSIONS") == "1":
+                assert speedups is None
+            else:
+                assert Path(speedups.__file__).resolve().is_relative_to(Path(sys.prefix).resolve())
+
+
         def test_send_and_pull_with_the_fixture(pocketmq_cluster):
             with SyncProducer("user-producer", pocketmq_cluster.namesrv_addr) as producer:
                 sent = producer.send(Message("UserTopic", b"hello from the user"))
@@ -80,6 +91,7 @@ USER_TESTS = [
     "tests/test_own.py::test_storage_is_the_users",
     "tests/test_own.py::test_client_and_broker_are_the_users",
     "tests/test_with_pocketmq.py::test_pocketmq_comes_from_the_wheel",
+    "tests/test_with_pocketmq.py::test_the_c_accelerator_comes_from_the_wheel",
     "tests/test_with_pocketmq.py::test_send_and_pull_with_the_fixture",
 ]
 
@@ -102,10 +114,10 @@ def run(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProce
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # Built from a copy: setuptools writes build/ and *.egg-info beside the sources.
     src = tmp_path_factory.mktemp("src")
-    for name in ("pyproject.toml", "README.md", "LICENSE", "NOTICE"):
+    for name in ("pyproject.toml", "setup.py", "README.md", "LICENSE", "NOTICE"):
         shutil.copy(ROOT / name, src / name)
     for package in ("pocketmq", "pyspark_pocketmq"):
-        shutil.copytree(ROOT / package, src / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        shutil.copytree(ROOT / package, src / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.so"))
     dist = tmp_path_factory.mktemp("dist")
     run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist), str(src)], src, INSTALL_TIMEOUT)
     (built,) = dist.glob("pocketmq-*.whl")
@@ -143,6 +155,9 @@ def test_the_wheel_holds_one_namespace_types_and_license(wheel: Path):
     assert {"pocketmq/py.typed", "pyspark_pocketmq/py.typed"} <= set(names)
     licenses = {name.rsplit("/", 1)[-1] for name in names if ".dist-info/licenses/" in name}
     assert licenses == {"LICENSE", "NOTICE"}
+    # The C accelerator, compiled by the wheel's build (the copy holds no built one), and its type stub.
+    assert [n for n in names if n.startswith("pocketmq/remoting/_speedups.") and n.endswith(".so")], names
+    assert "pocketmq/remoting/_speedups.pyi" in names
 
 
 @pytest.mark.parametrize("command", [["python", "-m", "pytest"], ["pytest"]], ids=["python -m pytest", "pytest"])

@@ -20,14 +20,18 @@ from pocketmq.remoting.errors import HeaderError, MalformedFrame
 from pocketmq.remoting.remoting_serializable import (
     decode_json_header,
     decode_json_header_fast,
+    decode_json_header_fast_py,
     encode_json_header,
     encode_json_header_fast,
+    encode_json_header_fast_py,
 )
 from pocketmq.remoting.rocketmq_serializable import (
     decode_rocketmq_header,
     decode_rocketmq_header_fast,
+    decode_rocketmq_header_fast_py,
     encode_rocketmq_header,
     encode_rocketmq_header_fast,
+    encode_rocketmq_header_fast_py,
 )
 
 INT32 = st.integers(-(2**31), 2**31 - 1)
@@ -73,7 +77,8 @@ def _read(read, data: bytes) -> object:
 @settings(max_examples=300, deadline=None)
 @given(cmd=commands())
 def test_the_fast_rocketmq_header_writer_agrees_with_the_reference(cmd: RemotingCommand) -> None:
-    assert _written(encode_rocketmq_header_fast, cmd) == _written(encode_rocketmq_header, cmd)
+    for write in (encode_rocketmq_header_fast, encode_rocketmq_header_fast_py):  # (the C's when built; the Python)
+        assert _written(write, cmd) == _written(encode_rocketmq_header, cmd)
 
 
 def _damaged(draw: st.DrawFn, data: bytes) -> bytes:
@@ -103,14 +108,16 @@ def rocketmq_headers(draw: st.DrawFn) -> bytes:
 @settings(max_examples=300, deadline=None)
 @given(data=rocketmq_headers())
 def test_the_fast_rocketmq_header_reader_agrees_with_the_reference(data: bytes) -> None:
-    assert _read(decode_rocketmq_header_fast, data) == _read(decode_rocketmq_header, data)
-    assert _read(decode_rocketmq_header_fast, memoryview(data)) == _read(decode_rocketmq_header, data)
+    for read in (decode_rocketmq_header_fast, decode_rocketmq_header_fast_py):
+        assert _read(read, data) == _read(decode_rocketmq_header, data)
+        assert _read(read, memoryview(data)) == _read(decode_rocketmq_header, data)
 
 
 def test_the_fast_rocketmq_header_reader_reads_non_ascii_and_drops_empty_entries() -> None:
     cmd = RemotingCommand(10, opaque=3, remark="é", ext_fields={"k": "välue", "": "x", "e": "", "ü": "1"})
     data = encode_rocketmq_header(cmd)
     assert decode_rocketmq_header_fast(data).ext_fields == {"k": "välue", "ü": "1"}
+    assert decode_rocketmq_header_fast_py(data).ext_fields == {"k": "välue", "ü": "1"}
     assert _read(decode_rocketmq_header_fast, data) == _read(decode_rocketmq_header, data)
     bad_utf8 = data.replace("välue".encode(), b"v\xffl\xfeue")  # (as long)
     assert decode_rocketmq_header_fast(bad_utf8).ext_fields["k"] == "v\ufffdl\ufffdue"
@@ -147,7 +154,8 @@ def json_headers(draw: st.DrawFn) -> bytes:
 @settings(max_examples=300, deadline=None)
 @given(data=json_headers())
 def test_the_fast_json_header_reader_agrees_with_the_reference(data: bytes) -> None:
-    assert _read(decode_json_header_fast, data) == _read(decode_json_header, data)
+    for read in (decode_json_header_fast, decode_json_header_fast_py):  # (the C's when built; the Python)
+        assert _read(read, data) == _read(decode_json_header, data)
 
 
 java_ints = st.one_of(
@@ -177,7 +185,8 @@ def java_shaped_json_headers(draw: st.DrawFn) -> bytes:
 @settings(max_examples=500, deadline=None)
 @given(data=java_shaped_json_headers())
 def test_the_fast_json_header_reader_agrees_with_the_reference_on_java_shaped_headers(data: bytes) -> None:
-    assert _read(decode_json_header_fast, data) == _read(decode_json_header, data)
+    for read in (decode_json_header_fast, decode_json_header_fast_py):  # (the C's when built; the Python)
+        assert _read(read, data) == _read(decode_json_header, data)
 
 
 def test_the_fast_json_header_reader_reads_a_java_header() -> None:
@@ -213,6 +222,12 @@ def test_the_compiled_header_parsers_agree_with_the_reference(data: st.DataObjec
     wires = [s.wire for s in h._specs(cls)]
     ext = data.draw(st.fixed_dictionaries({}, optional={w: field_values for w in wires}), label=cls.__name__)
     assert _parsed(h.from_ext, cls, ext) == _parsed(h.from_ext_reference, cls, ext)
+    python = _PYTHON_PARSERS.get(cls) or _PYTHON_PARSERS.setdefault(cls, h._compile(cls, ext_values=None)[1])
+    assert _parsed(lambda cls, ext: python(ext), cls, ext) == _parsed(h.from_ext_reference, cls, ext)
+
+
+# Each header class's compiled from_ext without the C accelerator (h.from_ext uses it where it is built).
+_PYTHON_PARSERS: dict[type, object] = {}
 
 
 @settings(max_examples=100, deadline=None)
@@ -251,18 +266,20 @@ def test_the_fast_writers_cached_entries_keep_true_and_1_apart() -> None:
     for ext in ({"k": True}, {"k": 1}, {"k": True}, {"k": "1"}, {"k": 1}, {"k": False}, {"k": 0}, {"k": 1.0},
                 {"k": 2}, {"k": 2.0}, {"k": 0.0}):
         cmd = RemotingCommand(10, opaque=1, ext_fields=ext)
-        assert encode_rocketmq_header_fast(cmd) == encode_rocketmq_header(cmd)
+        assert encode_rocketmq_header_fast(cmd) == encode_rocketmq_header_fast_py(cmd) == encode_rocketmq_header(cmd)
         assert _written(encode_json_header_fast, cmd) == _written(encode_json_header, cmd)
+        assert _written(encode_json_header_fast_py, cmd) == _written(encode_json_header, cmd)
     assert b'"k":"true"' in encode_json_header_fast(RemotingCommand(10, ext_fields={"k": True}))
     assert b'"k":"1"' in encode_json_header_fast(RemotingCommand(10, ext_fields={"k": 1}))
 
 
 def test_the_fast_writers_keep_no_long_entry() -> None:
-    """Properties, a send's long ext value, differ from message to message: kept, they would only take memory."""
+    """Properties, a send's long ext value, differ from message to message: kept, they would only take memory.
+    (The Python writers keep them; the C, where built, keeps nothing.)"""
     for i in range(3):
         cmd = RemotingCommand(10, opaque=1, ext_fields={"i": f"UNIQ_KEY\x01{i:0200d}\x02", "b": "Topic"})
-        assert encode_rocketmq_header_fast(cmd) == encode_rocketmq_header(cmd)
-        assert encode_json_header_fast(cmd) == encode_json_header(cmd)
+        assert encode_rocketmq_header_fast_py(cmd) == encode_rocketmq_header_fast(cmd) == encode_rocketmq_header(cmd)
+        assert encode_json_header_fast_py(cmd) == encode_json_header_fast(cmd) == encode_json_header(cmd)
     assert all(len(name) + len(str(value)) <= 128 for name, _, value in remoting_serializable._PIECES)
     assert all(len(entry) <= 128 for entry in rocketmq_serializable._ENTRIES[str].values())
     assert ("b", str, "Topic") in remoting_serializable._PIECES
@@ -275,7 +292,7 @@ def test_the_fast_json_writer_keeps_no_large_int_and_stays_bounded() -> None:
     pieces = remoting_serializable._PIECES
     for i in range(remoting_serializable._MAX_PIECES + 10):
         cmd = RemotingCommand(10, opaque=1, ext_fields={"queueOffset": 1_000_000 + i, "msgId": f"{i:032X}", "e": 2})
-        assert encode_json_header_fast(cmd) == encode_json_header(cmd)
+        assert encode_json_header_fast_py(cmd) == encode_json_header(cmd)
         assert len(pieces) <= remoting_serializable._MAX_PIECES
     assert not any(kind is int and abs(value) > 0xFFFF for _, kind, value in pieces)  # type: ignore[arg-type]
     assert ("e", int, 2) in pieces

@@ -27,6 +27,7 @@ from pocketmq.remoting.remoting_serializable import (
     decode_json_header,
     encode_json_header,
     encode_json_header_fast,
+    encode_json_header_fast_py,
     java_ext_fields,
 )
 from pocketmq.remoting.rocketmq_serializable import decode_rocketmq_header, encode_rocketmq_header
@@ -307,6 +308,7 @@ def _outcome(encode_header, cmd: RemotingCommand) -> object:
 @given(cmd=any_commands())
 def test_the_fast_json_header_writer_agrees_with_the_reference(cmd: RemotingCommand) -> None:
     assert _outcome(encode_json_header_fast, cmd) == _outcome(encode_json_header, cmd)
+    assert _outcome(encode_json_header_fast_py, cmd) == _outcome(encode_json_header, cmd)
 
 
 def test_the_fast_json_header_writer_falls_back_where_the_c_writer_differs() -> None:

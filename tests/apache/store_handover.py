@@ -196,6 +196,16 @@ async def wait_for_count(namesrv_addr: str, topic: str, count: int, timeout: flo
         await asyncio.sleep(0.2)
 
 
+def differing_rows(topic: str, got: list[tuple[Any, ...]], expected: list[tuple[Any, ...]]) -> str:
+    """What a failed comparison needs to be understood: the counts, and the first row that differs."""
+    pairs = enumerate(zip(got, expected, strict=False))
+    first = next((i for i, (a, b) in pairs if a != b), min(len(got), len(expected)))
+    served = got[first] if first < len(got) else None
+    written = expected[first] if first < len(expected) else None
+    return (f"{topic}: {len(got)} rows served, {len(expected)} written; first difference at row {first}: "
+            f"served {served}, written {written}")
+
+
 @dataclass
 class Snapshot:
     topics: dict[str, list[tuple[Any, ...]]]
@@ -282,7 +292,7 @@ async def check_served_alike(namesrv_addr: str, before: Snapshot, work: Workload
     delayed messages still pending exactly once, and appends after the writer's last record."""
     after = await snapshot(namesrv_addr, work)
     for topic, rows in after.topics.items():
-        assert rows == before.topics[topic], topic
+        assert rows == before.topics[topic], differing_rows(topic, rows, before.topics[topic])
     assert after.offsets == before.offsets
     assert after.by_key == before.by_key
     assert after.configs == before.configs

@@ -176,5 +176,6 @@ async def test_the_brokers_acl_checks_in_process_requests(tmp_path):
             else:
                 assert r.status.code != D.Code.OK
                 assert "signature" in r.status.message.lower() or "permission" in r.status.message.lower(), r.status
+        assert await asyncio.to_thread(cluster.store.wait_dispatched)  # a send is answered before its dispatch
         assert cluster.store.get_max_offset_in_queue("Guarded", 0) + cluster.store.get_max_offset_in_queue(
             "Guarded", 1) == 1

@@ -105,6 +105,10 @@ async def test_a_timer_message_on_both(both_servers: list[Server]) -> None:
         topic = unique("Timer")
         async with Producer(unique("pg"), server.namesrv_addr, protocol="rocketmq", send_timeout=30.0) as producer:
             await producer.send(Message(topic, b"warm-up"))  # (the route: created by the first send)
+            warm_deadline = time.monotonic() + 60
+            while not await pull_topic(server, topic):  # a send is answered before its dispatch
+                assert time.monotonic() < warm_deadline, f"{server.name}: the warm-up never came"
+                await asyncio.sleep(0.05)
             msg = Message(topic, b"later", tags="T")
             deliver = time.time_ns() // 1_000_000 + 2_000
             msg.deliver_time_ms = deliver

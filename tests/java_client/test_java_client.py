@@ -303,8 +303,8 @@ def test_push_consumer_group_of_two(pair: Pair) -> None:
 
 def test_orderly_consumers_across_a_rebalance(pair: Pair) -> None:
     p, a = pair.results("orderly_rebalance")
-    for result in (p, a):
-        assert result["firstLocked"] and result["rebalanced"]
+    for result, server in ((p, "pocketmq"), (a, "Apache RocketMQ")):
+        assert result["firstLocked"] and result["rebalanced"], (server, result.get("notRebalanced"))
         assert result["lockedQueues"] == [2, 2]
         assert result["steps"] == {str(order): list(range(10)) for order in range(8)}
         assert result["secondConsumed"]

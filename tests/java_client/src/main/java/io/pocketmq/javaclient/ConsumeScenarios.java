@@ -145,6 +145,23 @@ final class ConsumeScenarios {
                 && !e.getValue().isDropped()).count();
     }
 
+    /** Each process queue of ``topic`` the consumer has, and which consumers it sees in its group. */
+    static Map<String, Object> queueStates(DefaultMQPushConsumer consumer, String topic) {
+        Map<String, Object> states = new TreeMap<>();
+        consumer.getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable().forEach((mq, pq) -> {
+            if (mq.getTopic().equals(topic)) {
+                states.put(String.valueOf(mq.getQueueId()), Map.of("locked", pq.isLocked(), "dropped",
+                    pq.isDropped(), "tryUnlockTimes", pq.getTryUnlockTimes(), "msgCount", pq.getMsgCount().get()));
+            }
+        });
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("queues", states);
+        out.put("clientId", consumer.getDefaultMQPushConsumerImpl().getmQClientFactory().getClientId());
+        out.put("groupSeen", consumer.getDefaultMQPushConsumerImpl().getmQClientFactory()
+            .findConsumerIdList(topic, consumer.getConsumerGroup()));
+        return out;
+    }
+
     /** Two consumers of one group share a topic of four queues two and two, and get every message once. */
     static Object pushGroup(Ctx ctx) throws Exception {
         DefaultMQProducer producer = ctx.producer("p");
@@ -207,7 +224,12 @@ final class ConsumeScenarios {
         sendOrders(producer, topic, 0, 5);
         Ctx.await(() -> total(steps) >= 40);
         c2.start();
-        out.put("rebalanced", Ctx.await(() -> lockedQueuesOf(c1, topic) == 2 && lockedQueuesOf(c2, topic) == 2));
+        boolean rebalanced = Ctx.await(() -> lockedQueuesOf(c1, topic) == 2 && lockedQueuesOf(c2, topic) == 2);
+        out.put("rebalanced", rebalanced);
+        if (!rebalanced) {
+            // Only on a failure (the field would differ between the servers): what each consumer held.
+            out.put("notRebalanced", List.of(queueStates(c1, topic), queueStates(c2, topic)));
+        }
         sendOrders(producer, topic, 5, 10);
         Ctx.await(() -> total(steps) >= 80);
         Thread.sleep(1000);

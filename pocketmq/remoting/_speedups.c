@@ -437,6 +437,53 @@ put(out_buf *b, const char *s, Py_ssize_t n)
 
 #define PUT(b, lit) put((b), (lit), (Py_ssize_t)(sizeof(lit) - 1))
 
+static void
+buf_init(out_buf *b)
+{
+    b->data = b->stack;
+    b->len = 0;
+    b->cap = (Py_ssize_t)sizeof(b->stack);
+}
+
+static void
+buf_free(out_buf *b)
+{
+    if (b->data != b->stack)
+        PyMem_Free(b->data);
+}
+
+/* A command's seven header fields, held (new references) while a writer reads them. */
+typedef struct {
+    PyObject *code, *flag, *opaque, *version, *language, *remark, *ext;
+} command_fields;
+
+/* 1 with every field held; 0 when ``cmd`` lacks one (error cleared: not a command, and the Python writer says what
+ * is wrong). release_fields is called either way. */
+static int
+fetch_fields(PyObject *cmd, command_fields *f)
+{
+    memset(f, 0, sizeof(*f));
+    if ((f->code = PyObject_GetAttr(cmd, s_code)) && (f->flag = PyObject_GetAttr(cmd, s_flag))
+        && (f->opaque = PyObject_GetAttr(cmd, s_opaque)) && (f->version = PyObject_GetAttr(cmd, s_version))
+        && (f->language = PyObject_GetAttr(cmd, s_language)) && (f->remark = PyObject_GetAttr(cmd, s_remark))
+        && (f->ext = PyObject_GetAttr(cmd, s_ext_fields)))
+        return 1;
+    PyErr_Clear();
+    return 0;
+}
+
+static void
+release_fields(command_fields *f)
+{
+    Py_XDECREF(f->code);
+    Py_XDECREF(f->flag);
+    Py_XDECREF(f->opaque);
+    Py_XDECREF(f->version);
+    Py_XDECREF(f->language);
+    Py_XDECREF(f->remark);
+    Py_XDECREF(f->ext);
+}
+
 /* A Java int's value of an int (any int subclass, as int() reads it); 0: not one (out of range, not an int). */
 static int
 int32_of(PyObject *v, long long *out)
@@ -594,8 +641,8 @@ put_ext(out_buf *b, PyObject *ext, Py_ssize_t *written)
 static PyObject *
 encode_json_header(PyObject *self, PyObject *cmd)
 {
-    PyObject *code = NULL, *flag = NULL, *opaque = NULL, *version = NULL, *language = NULL, *remark = NULL;
-    PyObject *ext = NULL, *name, *result = NULL;
+    command_fields f;
+    PyObject *name, *result = NULL;
     long long n_code, n_flag, n_opaque, n_version;
     Py_ssize_t entries = 0, mark;
     out_buf b;
@@ -605,20 +652,14 @@ encode_json_header(PyObject *self, PyObject *cmd)
         PyErr_SetString(PyExc_RuntimeError, "_speedups.configure() was not called");
         return NULL;
     }
-    b.data = b.stack;
-    b.len = 0;
-    b.cap = (Py_ssize_t)sizeof(b.stack);
-    if (!(code = PyObject_GetAttr(cmd, s_code)) || !(flag = PyObject_GetAttr(cmd, s_flag))
-        || !(opaque = PyObject_GetAttr(cmd, s_opaque)) || !(version = PyObject_GetAttr(cmd, s_version))
-        || !(language = PyObject_GetAttr(cmd, s_language)) || !(remark = PyObject_GetAttr(cmd, s_remark))
-        || !(ext = PyObject_GetAttr(cmd, s_ext_fields))) {
-        PyErr_Clear(); /* not a command: the Python says what is wrong */
+    buf_init(&b);
+    if (!fetch_fields(cmd, &f))
         goto not_mine;
-    }
-    if (!int32_of(code, &n_code) || !int32_of(flag, &n_flag) || !int32_of(opaque, &n_opaque)
-        || !int32_of(version, &n_version) || remark != Py_None || !PyLong_Check(language) || !PyDict_CheckExact(ext))
+    if (!int32_of(f.code, &n_code) || !int32_of(f.flag, &n_flag) || !int32_of(f.opaque, &n_opaque)
+        || !int32_of(f.version, &n_version) || f.remark != Py_None || !PyLong_Check(f.language)
+        || !PyDict_CheckExact(f.ext))
         goto not_mine;
-    name = PyDict_GetItemWithError(language_names, language); /* borrowed */
+    name = PyDict_GetItemWithError(language_names, f.language); /* borrowed */
     if (name == NULL) {
         if (PyErr_Occurred())
             goto error;
@@ -628,11 +669,11 @@ encode_json_header(PyObject *self, PyObject *cmd)
         goto not_mine;
     if (PUT(&b, "{\"code\":") < 0 || put_long(&b, n_code) < 0)
         goto error;
-    if (PyDict_GET_SIZE(ext) > 0) {
+    if (PyDict_GET_SIZE(f.ext) > 0) {
         mark = b.len;
         if (PUT(&b, ",\"extFields\":{") < 0)
             goto error;
-        r = put_ext(&b, ext, &entries);
+        r = put_ext(&b, f.ext, &entries);
         if (r < 0)
             goto error;
         if (r == 0)
@@ -657,15 +698,8 @@ not_mine:
 error:
     result = NULL;
 done:
-    if (b.data != b.stack)
-        PyMem_Free(b.data);
-    Py_XDECREF(code);
-    Py_XDECREF(flag);
-    Py_XDECREF(opaque);
-    Py_XDECREF(version);
-    Py_XDECREF(language);
-    Py_XDECREF(remark);
-    Py_XDECREF(ext);
+    buf_free(&b);
+    release_fields(&f);
     return result;
 }
 
@@ -834,8 +868,8 @@ java_text_utf8(PyObject *v, const char **text, Py_ssize_t *len, PyObject **owner
 static PyObject *
 encode_rocketmq_header(PyObject *self, PyObject *cmd)
 {
-    PyObject *code = NULL, *flag = NULL, *opaque = NULL, *version = NULL, *language = NULL, *remark = NULL;
-    PyObject *ext = NULL, *result = NULL, *k, *v;
+    command_fields f;
+    PyObject *result = NULL, *k, *v;
     long long n_code, n_flag, n_opaque, n_version, n_language;
     const char *remark_text = NULL;
     Py_ssize_t remark_len = 0, ext_start, pos = 0;
@@ -846,25 +880,18 @@ encode_rocketmq_header(PyObject *self, PyObject *cmd)
         PyErr_SetString(PyExc_RuntimeError, "_speedups.configure() was not called");
         return NULL;
     }
-    b.data = b.stack;
-    b.len = 0;
-    b.cap = (Py_ssize_t)sizeof(b.stack);
-    if (!(code = PyObject_GetAttr(cmd, s_code)) || !(flag = PyObject_GetAttr(cmd, s_flag))
-        || !(opaque = PyObject_GetAttr(cmd, s_opaque)) || !(version = PyObject_GetAttr(cmd, s_version))
-        || !(language = PyObject_GetAttr(cmd, s_language)) || !(remark = PyObject_GetAttr(cmd, s_remark))
-        || !(ext = PyObject_GetAttr(cmd, s_ext_fields))) {
-        PyErr_Clear();
+    buf_init(&b);
+    if (!fetch_fields(cmd, &f))
         goto not_mine;
-    }
-    if (!int32_of(code, &n_code) || !int32_of(flag, &n_flag) || !int32_of(opaque, &n_opaque)
-        || !int32_of(version, &n_version) || !int32_of(language, &n_language) || !PyDict_CheckExact(ext)
+    if (!int32_of(f.code, &n_code) || !int32_of(f.flag, &n_flag) || !int32_of(f.opaque, &n_opaque)
+        || !int32_of(f.version, &n_version) || !int32_of(f.language, &n_language) || !PyDict_CheckExact(f.ext)
         || n_code < -0x8000 || n_code > 0x7FFF || n_version < -0x8000 || n_version > 0x7FFF || n_language < 0
         || n_language > 0xFF)
         goto not_mine;
-    if (remark != Py_None) {
-        if (!PyUnicode_CheckExact(remark))
+    if (f.remark != Py_None) {
+        if (!PyUnicode_CheckExact(f.remark))
             goto not_mine;
-        remark_text = PyUnicode_AsUTF8AndSize(remark, &remark_len);
+        remark_text = PyUnicode_AsUTF8AndSize(f.remark, &remark_len);
         if (remark_text == NULL) {
             if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
                 goto error;
@@ -880,7 +907,7 @@ encode_rocketmq_header(PyObject *self, PyObject *cmd)
         || put(&b, remark_text, remark_len) < 0 || put_be(&b, 0, 4) < 0)
         goto error;
     ext_start = b.len;
-    while (PyDict_Next(ext, &pos, &k, &v)) {
+    while (PyDict_Next(f.ext, &pos, &k, &v)) {
         const char *key, *text;
         Py_ssize_t key_len, text_len;
         PyObject *owner;
@@ -932,15 +959,8 @@ not_mine:
 error:
     result = NULL;
 done:
-    if (b.data != b.stack)
-        PyMem_Free(b.data);
-    Py_XDECREF(code);
-    Py_XDECREF(flag);
-    Py_XDECREF(opaque);
-    Py_XDECREF(version);
-    Py_XDECREF(language);
-    Py_XDECREF(remark);
-    Py_XDECREF(ext);
+    buf_free(&b);
+    release_fields(&f);
     return result;
 }
 

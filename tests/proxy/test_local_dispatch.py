@@ -88,31 +88,24 @@ async def test_the_colocated_broker_is_reached_in_process_and_the_other_over_a_s
     assert not any(isinstance(ch, LocalChannel) for ch in broker_b.remoting_server.channels)
 
 
-async def test_cluster_mode_reaches_even_the_colocated_broker_over_a_socket(tmp_path):
-    async with embedded.EmbeddedCluster(tmp_path, grpc=True, proxy_overrides={"proxy_mode": "cluster", **FAST}) as c:
-        assert c.proxy.config.proxy_mode is ProxyMode.CLUSTER
-        await create_topic_on(c.broker, "Sockets")
+@pytest.mark.parametrize(
+    ("overrides", "mode"),
+    [({}, ProxyMode.LOCAL), ({"proxy_mode": "cluster"}, ProxyMode.CLUSTER)],
+    ids=["local-by-default", "cluster"],
+)
+async def test_the_embedded_clusters_endpoint_reaches_its_broker_as_its_mode_says(tmp_path, overrides, mode):
+    async with embedded.EmbeddedCluster(tmp_path, grpc=True, proxy_overrides={**FAST, **overrides}) as c:
+        assert c.proxy.config.proxy_mode is mode
+        await create_topic_on(c.broker, "Modes")
         async with grpc.aio.insecure_channel(c.grpc_endpoint) as channel:
             stub = service_pb2_grpc.MessagingServiceStub(channel)
-            await send(stub, "Sockets", b"over tcp")
-            got = await received(stub, receive_request("Sockets"), 1)
-            await ack(stub, "Sockets", "G", got)
-        channels = c.broker.remoting_server.channels
-        assert channels and not any(isinstance(ch, LocalChannel) for ch in channels)
-
-
-async def test_the_embedded_cluster_dispatches_locally_by_default(tmp_path):
-    async with embedded.EmbeddedCluster(tmp_path, grpc=True, proxy_overrides=FAST) as c:
-        assert c.proxy.config.proxy_mode is ProxyMode.LOCAL
-        await create_topic_on(c.broker, "Local")
-        async with grpc.aio.insecure_channel(c.grpc_endpoint) as channel:
-            stub = service_pb2_grpc.MessagingServiceStub(channel)
-            await send(stub, "Local", b"in process")
-            got = await received(stub, receive_request("Local"), 1)
-            assert got[0].body == b"in process"
-            await ack(stub, "Local", "G", got)
-        channels = c.broker.remoting_server.channels
-        assert len(channels) == 1 and all(isinstance(ch, LocalChannel) for ch in channels)
+            await send(stub, "Modes", b"by mode")
+            got = await received(stub, receive_request("Modes"), 1)
+            assert got[0].body == b"by mode"
+            await ack(stub, "Modes", "G", got)
+        local = [isinstance(ch, LocalChannel) for ch in c.broker.remoting_server.channels]
+        # Local: the endpoint's one channel to its broker, in process; cluster: sockets only.
+        assert local == [True] if mode is ProxyMode.LOCAL else (local and not any(local))
 
 
 async def test_a_long_polling_receive_is_answered_by_a_later_arrival(two_brokers):

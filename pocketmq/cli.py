@@ -13,7 +13,7 @@ import signal
 import sys
 from typing import Any
 
-from .runtime import run
+from .runtime import freeze_start_up_objects, run
 
 # The commands that run servers: `pocketmq dev` and the rest start without mqadmin's commands, whose modules load
 # the whole client (its import is most of a server's start-up time).
@@ -161,6 +161,7 @@ async def _dev(args) -> int:
     proxy, grpc_note = None, None
     if not args.no_grpc:
         proxy, grpc_note = await _start_grpc(args, namesrv.address, broker)
+    freeze_start_up_objects()
     print(f"pocketmq dev: name server {namesrv.address}, broker {config.broker_name} at {broker.address}")
     if proxy is not None:
         print(f"  gRPC:    {proxy.endpoint}  (RocketMQ 5 SDKs; TLS {args.grpc_tls})")
@@ -255,6 +256,7 @@ async def _namesrv(args) -> int:
     stop = _stop_on_signal()
     namesrv = NamesrvController(namesrv_config(args))
     await namesrv.start()
+    freeze_start_up_objects()
     print(f"pocketmq name server listening on {namesrv.address}", flush=True)
     try:
         await stop.wait()
@@ -275,6 +277,7 @@ async def _broker(args) -> int:
     stop = _stop_on_signal()
     broker = BrokerController(config)
     await broker.start()
+    freeze_start_up_objects()
     print(f"pocketmq broker {config.broker_name} listening on {broker.address}, store {config.store_root}",
           flush=True)
     try:

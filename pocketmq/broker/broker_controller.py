@@ -130,6 +130,7 @@ class BrokerController:
         self._create_pop_parts()
         # The dispatcher polls every 1 ms while pulls or pops wait for arrivals, every 10 ms while none does.
         self.store.reput_service.prompt_needed = self._someone_waits
+        self._dispatch_pending = False  # (dispatch_soon_if_awaited)
         # (before the processors: the server-side rebalance reads routes through its name-server client)
         self.broker_outer_api = self._create_broker_outer_api(config)
         self._register_processors()
@@ -478,6 +479,18 @@ class BrokerController:
             self.schedule_message_service.on_message_arriving(queue_id)
         self.pop_message_processor.long_polling.on_message_arriving(topic, queue_id)
         self.notification_processor.long_polling.on_message_arriving(topic, queue_id)
+
+    def dispatch_soon_if_awaited(self) -> None:
+        """After a put, when a pull or a pop waits: dispatch in this loop's next turn (the put's answer is out by
+        then) rather than wait for the dispatcher thread to get the GIL (ReputMessageService.dispatch_in_caller
+        says why). One such turn is pending at a time, whatever the number of puts before it."""
+        if not self._dispatch_pending and self._someone_waits():
+            self._dispatch_pending = True
+            asyncio.get_running_loop().call_soon(self._dispatch_now)
+
+    def _dispatch_now(self) -> None:
+        self._dispatch_pending = False
+        self.store.reput_service.dispatch_in_caller()
 
     def _someone_waits(self) -> bool:
         return (self.pull_request_hold_service.waiting() or self.pop_message_processor.long_polling.waiting()

@@ -113,6 +113,10 @@ class ReputMessageService(ServiceThread):
         # such a sleep at once. Unset, every round is prompt, as in RocketMQ.
         self.relaxed_poll_interval = 0.01
         self.prompt_needed: Callable[[], bool] | None = None
+        # Held through a round, by this thread or by a caller of dispatch_in_caller: one round at a time.
+        self._round = threading.Lock()
+        # The most a caller dispatches (dispatch_in_caller): more is the thread's, not an event loop's, to do.
+        self.caller_round_max_bytes = 64 * 1024
         # Tags repeat, and so do properties when messages carry no unique key: the codes of both are remembered.
         self._tags_codes: BoundedCache[bytes, int] = BoundedCache(_tags_code_of_bytes, 65536)
         # Short properties without keys -> their tags code: the dispatch loop's first look, which skips the scan.
@@ -244,6 +248,29 @@ class ReputMessageService(ServiceThread):
         """Someone waits for arrivals: dispatch now, and promptly from here on (see prompt_needed)."""
         ServiceThread.wakeup(self)  # (this class's wakeup only wakes an idle dispatcher)
 
+    def dispatch_in_caller(self) -> bool:
+        """Run a dispatch round on the calling thread now, unless one is under way, a task is due (run_at) or more
+        than caller_round_max_bytes wait: False then, and the dispatcher thread does it. For a writer whose put
+        someone waits for (a parked pull).
+
+        Woken by the append, the dispatcher thread still has to take CPython's GIL from the thread that put the
+        message, and a thread that drops the GIL at every system call (an event loop answering requests) takes
+        it straight back each time before the woken thread runs; the waiter asks for a switch only after 5 ms
+        in which no thread took the GIL at all. Beside a busy client the dispatcher waited 6-48 ms that way,
+        and every parked pull with it (bench/README.md, "The Java client's latency tail"). A round here costs
+        the caller what it would cost the thread, without the hand-over. A failed round is left to the thread,
+        which retries it and counts the failures."""
+        if self._tasks or self.behind() > self.caller_round_max_bytes or not self._round.acquire(blocking=False):
+            return False
+        try:
+            self.do_reput()
+        except Exception:
+            log.debug("a dispatch round in the caller failed; the dispatcher thread retries it", exc_info=True)
+            return False
+        finally:
+            self._round.release()
+        return True
+
     def busy_interval(self) -> float:
         """How long a busy dispatcher sleeps between rounds: RocketMQ's 1 ms while anyone may wait for what
         it dispatches, the relaxed interval while prompt_needed says nobody does."""
@@ -267,7 +294,8 @@ class ReputMessageService(ServiceThread):
                     self._idle = False
                 before = self.reput_from_offset
                 try:
-                    self.do_reput()
+                    with self._round:
+                        self.do_reput()
                     busy = self.reput_from_offset != before
                     if failures:
                         failures = 0

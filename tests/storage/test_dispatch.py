@@ -218,3 +218,58 @@ def test_many_producers_message_ids_all_indexed(store):
     for i, key in enumerate(keys):
         res = store.query_message("TopicA", key, 32, 0, 2**62)
         assert [m.body for m in decode_all(b"".join(res.buffers))] == [b"%d" % i]
+
+
+def _parked_dispatcher(store) -> None:
+    """Leave the dispatcher thread asleep for a minute after its next round: busy rounds sleep the relaxed
+    interval while nobody waits (prompt_needed), and appends do not wake a busy dispatcher."""
+    reput = store.reput_service
+    reput.relaxed_poll_interval = 60.0
+    reput.prompt_needed = lambda: False
+    put_ok(store, msg(body=b"wakes the idle dispatcher"))
+    wait_until(lambda: reput.reput_from_offset == store.commit_log.get_max_offset())
+
+
+def test_a_writer_dispatches_on_its_own_thread_what_it_put(store):
+    """dispatch_in_caller (reput_service.py says why: the GIL hand-over that kept parked pulls waiting)."""
+    arrivals = []
+    store.message_arriving_listener = lambda topic, queue_id, next_offset, *_: arrivals.append(
+        (next_offset, threading.get_ident()))
+    _parked_dispatcher(store)
+    arrivals.clear()
+    for i in range(5):
+        put_ok(store, msg(body=b"%d" % i))
+    assert store.get_max_offset_in_queue("TopicA", 0) == 1  # the thread sleeps: nothing of these dispatched yet
+    assert store.reput_service.dispatch_in_caller() is True
+    assert arrivals == [(n, threading.get_ident()) for n in range(2, 7)]
+    assert store.get_max_offset_in_queue("TopicA", 0) == 6
+    assert store.reput_service.dispatch_in_caller() is True and len(arrivals) == 5  # nothing more, nothing twice
+
+
+def test_a_writer_leaves_the_round_to_the_thread_when_one_is_under_way_or_too_much_waits(store):
+    reput = store.reput_service
+    _parked_dispatcher(store)
+    put_ok(store, msg(body=b"held"))
+    with reput._round:  # what the dispatcher thread holds through a round of its own
+        assert reput.dispatch_in_caller() is False
+    assert store.get_max_offset_in_queue("TopicA", 0) == 1
+    reput.caller_round_max_bytes = 10  # less than one record: a long round is no event loop's to run
+    assert reput.dispatch_in_caller() is False
+    assert store.get_max_offset_in_queue("TopicA", 0) == 1
+    reput.caller_round_max_bytes = 64 * 1024
+    assert reput.dispatch_in_caller() is True
+    assert store.get_max_offset_in_queue("TopicA", 0) == 2
+
+
+def test_writers_and_the_thread_racing_dispatch_every_message_once_in_order(store, store_root):
+    """The thread (woken by every append: someone waits) and the writer both try each message."""
+    arrivals = []
+    store.message_arriving_listener = lambda topic, queue_id, next_offset, *_: arrivals.append(next_offset)
+    store.reput_service.prompt_needed = lambda: True
+    written = []
+    for i in range(300):
+        written.append(put_ok(store, msg(body=b"%d" % i)).wrote_offset)
+        store.reput_service.dispatch_in_caller()
+    assert store.wait_dispatched()
+    assert arrivals == list(range(1, 301))
+    assert [entry[0] for entry in read_cq_entries(store_root, "TopicA", 0)] == written

@@ -214,6 +214,7 @@ class AbstractSendMessageProcessor(BrokerProcessor):
         # A single message may be a timer message: its answer carries a recall handle (a batch's never does).
         msg = msgs if isinstance(msgs, MessageExtBrokerInner) else None
         if type(put) is PutMessageResult:  # (not isinstance: 3.11 runs type(x) without a call)
+            self.controller.dispatch_soon_if_awaited()
             return self.handle_put_message_result(put, request, queue_id, msgs.topic, msg)
         assert isinstance(put, Future)
         return self._answer_put_later(put, request, queue_id, msgs.topic, msg)

@@ -227,3 +227,28 @@ def test_dev_with_access_control_and_signed_commands(tmp_path):
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(30)
+
+
+def test_a_server_freezes_what_its_start_made_after_collecting_its_garbage():
+    """freeze_start_up_objects, which the server commands call once they serve (runtime.py says why)."""
+    import gc
+    import weakref
+
+    from pocketmq.runtime import freeze_start_up_objects
+
+    class Node:
+        pass
+
+    garbage, kept = Node(), Node()
+    garbage.me = garbage  # a cycle only the collector frees
+    gone = weakref.ref(garbage)
+    del garbage
+    assert gc.get_freeze_count() == 0
+    try:
+        freeze_start_up_objects()
+        assert gone() is None  # collected, not frozen
+        assert gc.get_freeze_count() > 0
+        assert not any(obj is kept for obj in gc.get_objects())  # the live ones are out of the collector's walks
+    finally:
+        gc.unfreeze()
+    assert any(obj is kept for obj in gc.get_objects())

@@ -63,6 +63,7 @@ from .commit_log_dispatcher import (
     CommitLogDispatcherNotifyArriving,
 )
 from .dispatch_request import HEAD_FIELDS, HEADS, check_message_and_return_size
+from .log_point_tasks import LogPointTasks
 from .service_thread import ServiceThread
 
 if TYPE_CHECKING:
@@ -126,10 +127,9 @@ class ReputMessageService(ServiceThread):
         # The run struct of each IPv4 record shape (body, topic, properties lengths).
         self._run_structs: BoundedCache[tuple[int, int, int], struct.Struct] = BoundedCache(
             lambda shape: _RUN_FORMAT.struct(*shape), 4096)
-        # Work that must happen on this thread at a point of the log (run_at): (offset, fn, future), in
-        # offset order. Dispatch stops at the first one's offset until it has run.
-        self._tasks: list[tuple[int, Callable[[], Any], Future]] = []
-        self._tasks_lock = threading.Lock()
+        # Work that must happen at a point of the log (run_at); dispatch stops at the first one's offset until
+        # it has run.
+        self._tasks = LogPointTasks()
         # Rounds in a row that may fail (0.1 s apart) before the store refuses puts (WRITE_LOGICS_QUEUE_ERROR).
         self.failures_before_refusing = 3
         # Every record goes to these, in order (DefaultMessageStore.dispatcherList): the index first (after a crash,
@@ -145,40 +145,13 @@ class ReputMessageService(ServiceThread):
 
     def run_at(self, offset: int, fn: Callable[[], Any]) -> Future:
         """Run `fn` on the dispatcher thread once everything below `offset` is dispatched and nothing after it
-        is yet: a Future of its result. Callers pass offsets in increasing order (taken under the put lock).
-
-        Deleting a topic goes through here: its queues must not be destroyed while records put before the
-        deletion are still to be dispatched (the dispatcher would create them again from those records, with
-        their old queue offsets, and then skip the new records the producer was told went to offsets 0, 1...),
-        nor after records put since (they belong to the new queues)."""
-        fut: Future = Future()
-        with self._tasks_lock:
-            self._tasks.append((offset, fn, fut))
+        is yet: a Future of its result (log_point_tasks.py says what for)."""
+        fut = self._tasks.add(offset, fn)
         self.hurry()
         return fut
 
     def _run_due_tasks(self) -> int | None:
-        """Run the tasks whose offset has been reached; the offset of the next one, or None."""
-        while True:
-            with self._tasks_lock:
-                if not self._tasks:
-                    return None
-                offset, fn, fut = self._tasks[0]
-                if self.reput_from_offset < offset:
-                    return offset
-                self._tasks.pop(0)
-            if fut.set_running_or_notify_cancel():
-                try:
-                    fut.set_result(fn())
-                except Exception as e:  # the caller sees it
-                    fut.set_exception(e)
-
-    def _fail_tasks(self) -> None:
-        with self._tasks_lock:
-            tasks, self._tasks = self._tasks, []
-        for _offset, _fn, fut in tasks:
-            if fut.set_running_or_notify_cancel():
-                fut.set_exception(RuntimeError("the dispatcher stopped before it got there"))
+        return self._tasks.run_due(self.reput_from_offset)
 
     def _tags_code_of(self, props: bytes) -> int:
         if not props:
@@ -257,9 +230,8 @@ class ReputMessageService(ServiceThread):
         message, and a thread that drops the GIL at every system call (an event loop answering requests) takes
         it straight back each time before the woken thread runs; the waiter asks for a switch only after 5 ms
         in which no thread took the GIL at all. Beside a busy client the dispatcher waited 6-48 ms that way,
-        and every parked pull with it (bench/README.md, "The Java client's latency tail"). A round here costs
-        the caller what it would cost the thread, without the hand-over. A failed round is left to the thread,
-        which retries it and counts the failures."""
+        and every parked pull with it (bench/README.md, "The Java client's latency tail"). A round that fails
+        here is left to the thread, which retries it and counts the failures."""
         if self._tasks or self.behind() > self.caller_round_max_bytes or not self._round.acquire(blocking=False):
             return False
         try:
@@ -315,7 +287,7 @@ class ReputMessageService(ServiceThread):
                     self._stopped.wait(0.1)
         finally:
             self._stopped.set()
-            self._fail_tasks()
+            self._tasks.fail_all()
             with self._progress:
                 self._progress.notify_all()
 

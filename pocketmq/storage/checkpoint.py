@@ -48,7 +48,7 @@ class StoreCheckpoint:
     def flush(self) -> None:
         _FIELDS.pack_into(self.mm, 0, self.physic_msg_timestamp, self.logics_msg_timestamp,
                           self.index_msg_timestamp)
-        self.mm.flush()
+        os.fdatasync(self._fd)  # (not mm.flush: msync holds the GIL, see mapped_file.sync_file)
 
     def get_min_timestamp(self) -> int:
         """min(physic, logics) - 3 s: the newest point all files are certainly past (RocketMQ's margin)."""

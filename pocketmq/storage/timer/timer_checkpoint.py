@@ -15,6 +15,8 @@ import time
 
 from pocketmq.common.constants import OS_PAGE_SIZE
 
+from ..mapped_file import sync_file
+
 _FIELDS = struct.Struct(">qqqqqqq")
 
 
@@ -49,7 +51,7 @@ class TimerCheckpoint:
 
     def flush(self) -> None:
         self.write()
-        self.mm.flush()
+        sync_file(self.path)  # (not mm.flush: msync holds the GIL, see sync_file)
 
     def shutdown(self) -> None:
         self.flush()

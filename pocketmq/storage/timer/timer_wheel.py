@@ -17,6 +17,8 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ..mapped_file import sync_file
+
 SLOT_SIZE = 32
 BLANK = -1
 IGNORE = -2
@@ -135,7 +137,7 @@ class TimerWheel:
         return sum(num for _, _, num, _ in self._live_slots(time_start_ms))
 
     def flush(self) -> None:
-        self.mm.flush()
+        sync_file(self.path)  # (not mm.flush: msync holds the GIL, see sync_file)
 
     def shutdown(self) -> None:
         self.flush()

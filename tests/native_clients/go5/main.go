@@ -227,6 +227,9 @@ func runTransaction(endpoint, topic, prefix string) {
 		}
 	}
 	checks.Wait()
+	// The SDK ends the transaction after the checker returns, which is after it told us: give that call time to
+	// leave before GracefulStop closes the producer under it.
+	time.Sleep(500 * time.Millisecond)
 }
 
 // ---- consumers --------------------------------------------------------------------------------------------------

@@ -8,10 +8,12 @@ STAMP := $(VENV)/.installed
 
 SPARK_STAMP := $(VENV)/.installed-spark
 
-# The C accelerator (pocketmq/remoting/_speedups.c, built by setup.py; pocketmq/remoting/speedups.py says when it
-# is used), compiled in place, again whenever its source changes: `make` alone builds the virtualenv and it.
-SPEEDUPS_SRC := pocketmq/remoting/_speedups.c
-SPEEDUPS_SO := pocketmq/remoting/_speedups$(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+# The C accelerators (pocketmq/remoting/_speedups.c and pocketmq/storage/_speedups.c, built by setup.py;
+# pocketmq/common/accelerator.py says when they are used), compiled in place, again whenever a source changes: `make`
+# alone builds the virtualenv and them.
+EXT_SUFFIX := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+SPEEDUPS_SRC := pocketmq/remoting/_speedups.c pocketmq/storage/_speedups.c
+SPEEDUPS_SO := $(SPEEDUPS_SRC:.c=$(EXT_SUFFIX))
 
 all: $(STAMP) $(SPEEDUPS_SO)
 
@@ -28,10 +30,10 @@ $(STAMP): pyproject.toml setup.py
 
 # A build that fails stops here with the compiler's message (pip's editable install would have gone on without it:
 # the extension is optional there, for machines without a compiler).
-$(SPEEDUPS_SO): $(SPEEDUPS_SRC) setup.py | $(STAMP)
+$(SPEEDUPS_SO) &: $(SPEEDUPS_SRC) setup.py | $(STAMP)
 	$(PY) setup.py -q build_ext --inplace --build-temp $(VENV)/build-speedups/temp --build-lib $(VENV)/build-speedups/lib
-	$(PY) -c 'import pocketmq.remoting._speedups'
-	touch $@
+	$(PY) -c 'import pocketmq.remoting._speedups, pocketmq.storage._speedups'
+	touch $(SPEEDUPS_SO)
 
 # The spark extra (PySpark, pyarrow) only for what uses Spark (the suite, the demo, the bench): `make run`
 # stays a small install.

@@ -82,3 +82,16 @@ def check_message_and_return_size(mm, pos: int, file_from: int,
         code = delivery_timestamp(props, store_ts)
     return DispatchRequest(topic, topic_b, queue_id, phys, size, code, store_ts, queue_offset,
                            raw_property(props, b"KEYS\x01"), raw_property(props, b"UNIQ_KEY\x01"), sys_flag, props)
+
+
+def decode_v6_record(mm, pos: int) -> tuple:
+    """One record with an IPv6 host, in the layout of the fast twin's run tuples (reput_service.py): the head
+    fields, then TOPICLENGTH, TOPIC, PROPERTIESLENGTH and PROPERTIES."""
+    hosts = host_lengths(_SYSFLAG.unpack_from(mm, pos + SYSFLAG_POS)[0])
+    size, magic, qid, qoff, phys, sys_flag, store_ts, blen = HEADS[hosts].unpack_from(mm, pos)
+    tail = mm[pos + field_positions(*hosts)["BODY"] + blen:pos + size]
+    tlen = tail[0]
+    plen = _PROPS_LEN.unpack_from(tail, _TOPIC_LEN + tlen)[0]
+    topic_end = _TOPIC_LEN + tlen
+    return (size, magic, qid, qoff, phys, sys_flag, store_ts, blen, tlen, tail[_TOPIC_LEN:topic_end], plen,
+            tail[topic_end + _PROPS_LEN.size:])

@@ -32,14 +32,14 @@ def key_hash(key: str) -> int:
 class IndexFile:
     __slots__ = ("path", "hash_slot_num", "index_num", "file_size", "mm", "_open", "begin_timestamp",
                  "end_timestamp", "begin_phy_offset", "end_phy_offset", "hash_slot_count", "index_count",
-                 "_entries_base")
+                 "entries_base")
 
     def __init__(self, path: str, hash_slot_num: int, index_num: int) -> None:
         self.path = path
         self.hash_slot_num = hash_slot_num
         self.index_num = index_num
         self.file_size = INDEX_HEADER_SIZE + hash_slot_num * INDEX_HASH_SLOT_SIZE + index_num * INDEX_ENTRY_SIZE
-        self._entries_base = INDEX_HEADER_SIZE + hash_slot_num * INDEX_HASH_SLOT_SIZE
+        self.entries_base = INDEX_HEADER_SIZE + hash_slot_num * INDEX_HASH_SLOT_SIZE
         exists = os.path.exists(path)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -110,7 +110,7 @@ class IndexFile:
                 time_diff = 0
             elif time_diff > _MAX_INT:
                 time_diff = _MAX_INT
-        ENTRY.pack_into(mm, self._entries_base + n * INDEX_ENTRY_SIZE, h, phy_offset, time_diff, slot_value)
+        ENTRY.pack_into(mm, self.entries_base + n * INDEX_ENTRY_SIZE, h, phy_offset, time_diff, slot_value)
         _INT.pack_into(mm, slot_pos, n)
         self.index_count = n + 1
         self.end_phy_offset = phy_offset
@@ -131,7 +131,7 @@ class IndexFile:
         n = self.index_count
         found = False
         while n < self.index_num:
-            kh, phy, diff, prev = ENTRY.unpack_from(self.mm, self._entries_base + n * INDEX_ENTRY_SIZE)
+            kh, phy, diff, prev = ENTRY.unpack_from(self.mm, self.entries_base + n * INDEX_ENTRY_SIZE)
             if not (kh or phy or diff or prev) or prev >= n:
                 break
             if prev == 0:
@@ -157,7 +157,7 @@ class IndexFile:
             return
         nxt = slot_value
         while len(out) < max_num:
-            kh, phy, diff, prev = ENTRY.unpack_from(mm, self._entries_base + nxt * INDEX_ENTRY_SIZE)
+            kh, phy, diff, prev = ENTRY.unpack_from(mm, self.entries_base + nxt * INDEX_ENTRY_SIZE)
             if diff < 0:
                 break
             time_read = self.begin_timestamp + diff * 1000
@@ -172,7 +172,7 @@ class IndexFile:
 
     def entry(self, n: int) -> tuple[int, int, int, int]:
         """(keyHash, phyOffset, timeDiff, prevIndex) of entry n."""
-        return ENTRY.unpack_from(self.mm, self._entries_base + n * INDEX_ENTRY_SIZE)
+        return ENTRY.unpack_from(self.mm, self.entries_base + n * INDEX_ENTRY_SIZE)
 
     def flush(self) -> None:
         self._write_header()

@@ -47,11 +47,8 @@ from pocketmq.common.record_layout import (
     COMMIT_LOG_RECORD,
     IPV4_HOST_LENGTH,
     SIZE_MAGIC,
-    SYSFLAG_POS,
     RecordFormat,
-    field_positions,
     field_struct,
-    host_lengths,
     host_widths,
 )
 
@@ -62,7 +59,7 @@ from .commit_log_dispatcher import (
     CommitLogDispatcherBuildIndex,
     CommitLogDispatcherNotifyArriving,
 )
-from .dispatch_request import HEAD_FIELDS, HEADS, check_message_and_return_size
+from .dispatch_request import HEAD_FIELDS, HEADS, check_message_and_return_size, decode_v6_record
 from .log_point_tasks import LogPointTasks
 from .service_thread import ServiceThread
 
@@ -373,6 +370,7 @@ class ReputMessageService(ServiceThread):
         store, base, mm = self.store, mf.file_from_offset, mf.mm
         pos, end = self._file_range(mf, stop_at)
         index = store.index_service if store.config.message_index_enable else None
+        index_props = index.index_props if index is not None and index.index_record is not None else None
         listener, known_code, runs, put_run = self.listener, self._props_codes.get, self._run_structs, self._put_run
         cq_table, touch, find_queue = store.dispatch_cq_table, store.cq_lru.touch, store.find_consume_queue_for_dispatch
         unpack, props_len_at, size_at, body_pos = DISPATCH_V4.unpack_from, _PROPS_LEN.unpack_from, \
@@ -398,7 +396,7 @@ class ReputMessageService(ServiceThread):
                     return
                 v6 = sys_flag & v6_bits
                 if v6:
-                    records: Iterable[tuple[Any, ...]] = [self._decode_v6(mm, pos)]
+                    records: Iterable[tuple[Any, ...]] = [decode_v6_record(mm, pos)]
                     blen, tlen = records[0][7], records[0][8]  # type: ignore[index]
                 else:  # (up to 64 records of this shape: one iter_unpack over one slice; see _run_length)
                     tlen = mm[pos + body_pos + blen]
@@ -423,6 +421,8 @@ class ReputMessageService(ServiceThread):
                         is_sched = cq.is_schedule
                         expected = -1
                     code = known_code(props)  # (only properties without keys are there)
+                    if code is None and index_props is not None:
+                        code = index_props(cq.topic, topic_b, props, phys, store_ts, sys_flag)
                     if code is None:
                         code = self._classify(cq, topic_b, props, phys, store_ts, sys_flag, index)
                     if is_sched:
@@ -486,15 +486,3 @@ class ReputMessageService(ServiceThread):
                     listener(topic, qid, next_offset, code, store_ts, props)
                 except Exception:  # a listener's bug must not stop dispatch (nor repeat the record)
                     log.exception("message arriving listener failed")
-
-    @staticmethod
-    def _decode_v6(mm, pos: int) -> tuple:
-        """One record with an IPv6 host, in the layout of the run structs' tuples."""
-        hosts = host_lengths(_SYSFLAG.unpack_from(mm, pos + SYSFLAG_POS)[0])
-        size, magic, qid, qoff, phys, sys_flag, store_ts, blen = HEADS[hosts].unpack_from(mm, pos)
-        tail = mm[pos + field_positions(*hosts)["BODY"] + blen:pos + size]
-        tlen = tail[0]
-        plen = _PROPS_LEN.unpack_from(tail, _TOPIC_LEN_SIZE + tlen)[0]
-        topic_end = _TOPIC_LEN_SIZE + tlen
-        return (size, magic, qid, qoff, phys, sys_flag, store_ts, blen, tlen, tail[_TOPIC_LEN_SIZE:topic_end], plen,
-                tail[topic_end + _PROPS_LEN.size:])

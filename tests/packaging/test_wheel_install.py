@@ -66,15 +66,17 @@ USER_FILES = {
             assert Path(pocketmq.__file__).resolve().is_relative_to(Path(sys.prefix).resolve())
 
 
-        def test_the_c_accelerator_comes_from_the_wheel():
+        def test_the_c_accelerators_come_from_the_wheel():
             import os
 
-            from pocketmq.remoting.speedups import speedups
+            from pocketmq.remoting.speedups import speedups as remoting_speedups
+            from pocketmq.storage.speedups import speedups as storage_speedups
 
-            if os.environ.get("POCKETMQ_NO_EXTENSIONS") == "1":
-                assert speedups is None
-            else:
-                assert Path(speedups.__file__).resolve().is_relative_to(Path(sys.prefix).resolve())
+            for speedups in (remoting_speedups, storage_speedups):
+                if os.environ.get("POCKETMQ_NO_EXTENSIONS") == "1":
+                    assert speedups is None
+                else:
+                    assert Path(speedups.__file__).resolve().is_relative_to(Path(sys.prefix).resolve())
 
 
         def test_send_and_pull_with_the_fixture(pocketmq_cluster):
@@ -91,7 +93,7 @@ USER_TESTS = [
     "tests/test_own.py::test_storage_is_the_users",
     "tests/test_own.py::test_client_and_broker_are_the_users",
     "tests/test_with_pocketmq.py::test_pocketmq_comes_from_the_wheel",
-    "tests/test_with_pocketmq.py::test_the_c_accelerator_comes_from_the_wheel",
+    "tests/test_with_pocketmq.py::test_the_c_accelerators_come_from_the_wheel",
     "tests/test_with_pocketmq.py::test_send_and_pull_with_the_fixture",
 ]
 

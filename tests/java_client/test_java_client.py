@@ -321,6 +321,7 @@ def test_lite_pull_subscribe_and_commit(pair: Pair) -> None:
 def test_lite_pull_assign_seek_commit(pair: Pair) -> None:
     views = []
     for result, _ in both(pair, "lite_assign_seek"):
+        assert result["beforeSeek"] == [f"seek {i}" for i in range(5)]
         assert result["afterSeek2"] == ["seek 2", "seek 3", "seek 4"]
         assert result["committed"] == 4
         assert result["afterSeekToBegin"] == [f"seek {i}" for i in range(5)]

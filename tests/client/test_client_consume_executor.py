@@ -39,6 +39,30 @@ async def test_jobs_that_suspend_occupy_every_worker_and_the_rest_wait() -> None
     await pool.shutdown(0)
 
 
+async def test_submit_all_hands_over_a_pulls_jobs_as_submit_does_one_by_one() -> None:
+    """A pull's jobs given at once (submit_all) fill the pool as the same jobs submitted one by one do: three of
+    five waiting jobs take the three workers, in order, and two stay queued; an empty list wakes nobody."""
+    pool = ConsumeExecutor(3, "t")
+    pool.start()
+    await settle()
+    pool.submit_all([])
+    await settle()
+    assert (pool.active, pool.queued) == (0, 0)
+    gate, started = asyncio.Event(), []
+
+    async def job(i: int) -> None:
+        started.append(i)
+        await gate.wait()
+
+    pool.submit_all([(job, (i,)) for i in range(5)])
+    await settle()
+    assert (started, pool.active, pool.queued) == ([0, 1, 2], 3, 2)
+    gate.set()
+    await settle()
+    assert started == [0, 1, 2, 3, 4] and (pool.active, pool.queued) == (0, 0)
+    await pool.shutdown(0)
+
+
 async def test_jobs_that_do_not_suspend_run_in_order_and_failures_do_not_stop_the_pool() -> None:
     pool = ConsumeExecutor(4, "t")
     pool.start()

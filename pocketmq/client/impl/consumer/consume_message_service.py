@@ -60,6 +60,12 @@ class ConsumeExecutor:
         if not self._waking:
             self._wake_one()
 
+    def submit_all(self, jobs: list[tuple[Callable[..., Awaitable[None]], tuple[Any, ...]]]) -> None:
+        """submit() for each ``(fn, args)`` of a pull's jobs, in one call."""
+        self._jobs.extend(jobs)
+        if jobs and not self._waking:
+            self._wake_one()
+
     def _wake_one(self) -> None:
         while self._idle:
             waiter = self._idle.pop()

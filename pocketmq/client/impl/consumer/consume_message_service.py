@@ -56,9 +56,7 @@ class ConsumeExecutor:
         once, and waking 20 workers for jobs the first one finishes without suspending is wasted work.
         A worker that takes a job while more wait wakes the next one (in ``_work``), so a listener that does
         suspend still has the pool's other workers running the jobs behind it."""
-        self._jobs.append((fn, args))
-        if not self._waking:
-            self._wake_one()
+        self.submit_all([(fn, args)])
 
     def submit_all(self, jobs: list[tuple[Callable[..., Awaitable[None]], tuple[Any, ...]]]) -> None:
         """submit() for each ``(fn, args)`` of a pull's jobs, in one call."""

@@ -11,7 +11,6 @@ ProcessQueue, so a slow or failing message holds the offset back rather than bei
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING, Any
 
 from pocketmq.common.message import MessageExt, properties_to_string
@@ -27,7 +26,6 @@ from ...consumer.message_listener import (
 from ...trace.trace_context import ConsumeReturnType
 from .consume_message_service import ConsumeExecutor
 from .process_queue import CONSUME_START_TIME, ProcessQueue, now_ms
-from .push_consumer_retry import retry_topic
 
 if TYPE_CHECKING:
     from .push_consumer_impl import DefaultMQPushConsumerImpl
@@ -37,7 +35,6 @@ log = logging.getLogger(__name__)
 SEND_BACK_DELAY_LEVEL_WHEN_EXPIRED = 3  # a message stuck in the listener goes back with delay level 3
 # (Enum members read once: each read off the class runs Python code in 3.11, and these are read per batch)
 _SUCCESS, _LATER = ConsumeConcurrentlyStatus.CONSUME_SUCCESS, ConsumeConcurrentlyStatus.RECONSUME_LATER
-_time_ns = time.time_ns
 _RAISED = object()  # the listener raised (told apart from returning None for the trace's ConsumeReturnType)
 
 
@@ -51,7 +48,6 @@ class ConsumeMessageConcurrentlyService:
         self.consumed_ok = 0  # listener calls that succeeded / failed (observability)
         self.consumed_failed = 0
         self._start_ms, self._start_pair = 0, ""
-        self._retry_topic = retry_topic(consumer.group)
         self._offset_store = consumer.offset_store  # (made before this service, and kept as long)
 
     def start(self) -> None:
@@ -67,10 +63,7 @@ class ConsumeMessageConcurrentlyService:
     ) -> None:
         size = self.consumer.config.consume_message_batch_max_size
         consume = self._consume
-        if size == 1:  # RocketMQ's default: a job a message
-            self.executor.submit_all([(consume, ([msg], pq, mq)) for msg in msgs])
-        else:
-            self.executor.submit_all([(consume, (msgs[i : i + size], pq, mq)) for i in range(0, len(msgs), size)])
+        self.executor.submit_all([(consume, (msgs[i : i + size], pq, mq)) for i in range(0, len(msgs), size)])
 
     def _submit_consume_request_later(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         self.consumer.schedule(
@@ -81,14 +74,13 @@ class ConsumeMessageConcurrentlyService:
         """ConsumeRequest.run: one listener call and what follows from its answer."""
         if pq.dropped:
             return
-        ms = _time_ns() // 1_000_000  # (now_ms, without the call: this runs once a message by default)
+        ms = now_ms()
         if ms != self._start_ms:  # CONSUME_START_TIME's pair is encoded once per millisecond, not per batch
             self._start_ms, self._start_pair = ms, properties_to_string({CONSUME_START_TIME: str(ms)})
         consumer = self.consumer
-        start, retry = self._start_pair, self._retry_topic
+        consumer.reset_retry_topic(msgs)
+        start = self._start_pair
         for msg in msgs:
-            if msg.topic == retry:  # (reset_retry_topic's test, here: almost no message passes it)
-                consumer.reset_retry_topic([msg])
             msg.put_encoded_properties(start)
         context = ConsumeConcurrentlyContext(mq)
         status: Any = None

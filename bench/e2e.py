@@ -23,7 +23,7 @@ this process on uvloop. Workloads, per system:
 
 pocketmq's client runs every workload twice on one server, in its msgpack protocol and in RocketMQ's native
 one (ClientConfig(protocol="rocketmq")), alternating which goes first over --rounds rounds; the native/msgpack
-ratio of each round is paired, and the median is printed against the target (>= 0.80). RocketMQ's C++ client
+ratio of each round is paired, and the median is printed against the target (>= 0.90). RocketMQ's C++ client
 (PyPI rocketmq 0.4.4, .venv-rocketmq-cpp from `make native-clients`) runs (a) and (e) against the same server
 (bench/cpp_client.py, in its own interpreter); it is skipped when its virtualenv is missing.
 
@@ -157,7 +157,8 @@ NATIVE_RATIOS = {
     "pop_consume": ("msgs_per_s", False),
     "latency_p50": ("p50_ms", True), "latency_p99": ("p99_ms", True),
 }
-NATIVE_TARGET = 0.80
+# Issue 32 item 1 (issue 17 had asked for 0.80).
+NATIVE_TARGET = 0.90
 # pocketmq / best peer, at least (latency: p99 below 5 ms).
 TARGETS = {"sync_send_ratio": 2.0, "batch_send_ratio": 4.0, "consume_ratio": 3.0, "push_consume_ratio": 3.0,
            "pop_vs_consume_ratio": 0.5}

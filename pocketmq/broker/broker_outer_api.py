@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(slots=True)
 class RegisterResult:
+    """How one name server took a registration."""
+
     namesrv_addr: str
     ok: bool
     error: str | None = None
@@ -42,6 +44,8 @@ class RegisterResult:
 
 @dataclass(slots=True)
 class BrokerIdentity:
+    """Who a broker registers as with the name servers."""
+
     cluster_name: str
     broker_name: str
     broker_id: int

@@ -44,6 +44,9 @@ def _f(default: Any, key: str, unit: str | None = None, store: str | None = None
 
 @dataclass
 class BrokerConfig:
+    """A broker's settings, each with its ``broker.conf`` key (RocketMQ's BrokerConfig, with the Netty and
+    store keys it also takes)."""
+
     # --- identity and addresses ---
     broker_cluster_name: str = _f(DEFAULT_CLUSTER, "brokerClusterName")
     broker_name: str = _f("broker-a", "brokerName")

@@ -29,6 +29,8 @@ def _now_ms() -> int:
 
 @dataclass(slots=True)
 class OrderInfo:
+    """RocketMQ's OrderInfo: the batch an orderly pop handed out from one queue, and which of it is acked."""
+
     pop_time: int
     invisible_time: int
     offsets: list[int]  # the batch's queue offsets, in order

@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(slots=True)
 class JournalEntry:
+    """One line of the journal: a topic's change and the data version after it."""
+
     topic: str
     config: TopicConfig | None  # None: the topic was deleted
     data_version: DataVersion

@@ -205,6 +205,8 @@ class SendStatus(enum.Enum):
 
 @dataclass(slots=True)
 class SendResult:
+    """RocketMQ's SendResult: where a sent message (or batch) was stored, and its ids."""
+
     send_status: SendStatus
     msg_id: str  # UNIQ_KEY; comma-separated for a batch
     offset_msg_id: str  # broker-made: store host + commit-log offset; comma-separated for a batch
@@ -223,6 +225,8 @@ class PullStatus(enum.Enum):
 
 @dataclass(slots=True)
 class PullResult:
+    """RocketMQ's PullResult: what one pull of a queue brought, and where the next starts."""
+
     pull_status: PullStatus
     next_begin_offset: int
     min_offset: int

@@ -25,6 +25,8 @@ class AttributeError_(ValueError):  # noqa: N801 (the built-in AttributeError me
 
 @dataclass(frozen=True, slots=True)
 class Attribute:
+    """RocketMQ's Attribute: a topic attribute the broker knows; ``verify`` checks a value."""
+
     name: str
     changeable: bool
 
@@ -34,6 +36,8 @@ class Attribute:
 
 @dataclass(frozen=True, slots=True)
 class EnumAttribute(Attribute):
+    """RocketMQ's EnumAttribute: an attribute whose value is one of a set."""
+
     universe: frozenset[str]
     default_value: str
 
@@ -44,6 +48,8 @@ class EnumAttribute(Attribute):
 
 @dataclass(frozen=True, slots=True)
 class LongRangeAttribute(Attribute):
+    """RocketMQ's LongRangeAttribute: an attribute whose value is a long within a range."""
+
     min: int
     max: int
     default_value: int

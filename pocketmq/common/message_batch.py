@@ -34,6 +34,8 @@ class MessageBatchError(ValueError):
 
 @dataclass(slots=True)
 class BatchItem:
+    """One message of a batch body."""
+
     flag: int
     body: bytes
     properties: str

@@ -30,6 +30,8 @@ class RecallHandleError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class HandleV1:
+    """RocketMQ's RecallMessageHandle.HandleV1: a version 1 handle, decoded."""
+
     topic: str
     broker_name: str
     timestamp_str: str  # as sent: the broker reads it as a number and treats one that is not as expired

@@ -44,6 +44,8 @@ NODE_TYPE = "broker"
 
 @dataclass
 class _Families:
+    """The metric families one scrape fills."""
+
     messages_in: CounterMetricFamily
     messages_out: CounterMetricFamily
     throughput_in: CounterMetricFamily

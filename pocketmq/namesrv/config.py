@@ -11,6 +11,8 @@ from pocketmq.remoting.connection_limits import ConnectionLimits
 
 @dataclass(slots=True)
 class NamesrvConfig:
+    """A name server's settings (RocketMQ's NamesrvConfig and NettyServerConfig)."""
+
     listen_host: str = "127.0.0.1"
     listen_port: int = 9876  # 0 = any free port
     # How often brokers that stopped registering are looked for (RocketMQ 4.9.8: 10 s).

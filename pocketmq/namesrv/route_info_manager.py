@@ -36,6 +36,8 @@ Steps = Generator[None, None, "RegisterBrokerResult"]
 
 @dataclass(slots=True)
 class BrokerLiveInfo:
+    """RocketMQ's BrokerLiveInfo: a registered broker, kept while it keeps registering."""
+
     last_update_timestamp: float  # clock seconds of the last registration
     data_version: DataVersion
     channel: Hashable | None

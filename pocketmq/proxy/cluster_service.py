@@ -39,6 +39,8 @@ CheckListener = Callable[[str, CheckTransactionStateRequestHeader, MessageExt], 
 
 @dataclass(slots=True)
 class _Cached:
+    """A value read from the cluster (a route, a topic's type, a group), until ``expires``."""
+
     value: Any
     expires: float
 

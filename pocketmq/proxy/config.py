@@ -23,6 +23,8 @@ class ProxyMode(StrEnum):
 
 @dataclass(slots=True)
 class ProxyConfig:
+    """The gRPC endpoint's settings (RocketMQ's ProxyConfig)."""
+
     namesrv_addr: str
     grpc_host: str = "127.0.0.1"
     grpc_server_port: int = 8081  # 0 picks a free port

@@ -15,6 +15,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(eq=False)
 class GrpcClientChannel:
+    """RocketMQ's GrpcClientChannel: a connected gRPC client and the commands waiting for its Telemetry stream."""
+
     client_id: str
     language: str
     client_version: str

@@ -24,6 +24,8 @@ _MAX_VALUE = 1024
 
 @dataclass(slots=True)
 class ProxyContext:
+    """RocketMQ's ProxyContext: who made one gRPC call, and when it must be answered."""
+
     client_id: str = ""
     language: str = ""
     client_version: str = ""

@@ -24,6 +24,8 @@ _MAX_LENGTH = 1024
 
 @dataclass(frozen=True, slots=True)
 class ReceiptHandle:
+    """RocketMQ's ReceiptHandle: a handle a client gave back, decoded."""
+
     extra: ExtraInfo
     commit_log_offset: int
     text: str  # the handle as the client has it

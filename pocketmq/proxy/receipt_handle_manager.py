@@ -34,6 +34,8 @@ def now_ms() -> int:
 
 @dataclass(eq=False)
 class MessageReceiptHandle:
+    """RocketMQ's MessageReceiptHandle: a received message whose invisible time the proxy renews."""
+
     group: str
     topic: str
     message_id: str

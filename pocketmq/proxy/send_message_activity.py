@@ -36,6 +36,8 @@ _FAILED_STATUS = {
 
 @dataclass(slots=True)
 class _Batched:
+    """One message of a SEND_BATCH_MESSAGE body, as ``encode_messages`` takes it."""
+
     body: bytes
     properties: dict[str, str]
     flag: int = 0

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 @dataclass(slots=True, frozen=True)
 class TransactionData:
+    """RocketMQ's TransactionData: where a half message is, for its END_TRANSACTION, until ``expire_at``."""
+
     broker_addr: str
     topic: str
     tran_state_table_offset: int

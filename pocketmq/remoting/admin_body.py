@@ -43,6 +43,8 @@ def _sorted_mq_items(table: dict[MessageQueue, Any]) -> list[tuple[MessageQueue,
 
 @dataclass(slots=True)
 class TopicOffset:
+    """RocketMQ's TopicOffset: one queue of a TopicStatsTable."""
+
     min_offset: int = 0
     max_offset: int = 0
     last_update_timestamp: int = 0
@@ -74,6 +76,8 @@ class TopicStatsTable:
 
 @dataclass(slots=True)
 class OffsetWrapper:
+    """RocketMQ's OffsetWrapper: one queue of a ConsumeStats, the broker's offset against the group's."""
+
     broker_offset: int = 0
     consumer_offset: int = 0
     last_timestamp: int = 0
@@ -121,6 +125,8 @@ class ConsumeStats:
 
 @dataclass(slots=True)
 class Connection:
+    """RocketMQ's Connection: one client of a ConsumerConnection or ProducerConnection."""
+
     client_id: str
     client_addr: str
     language: str = "JAVA"  # LanguageCode name

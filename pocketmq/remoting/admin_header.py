@@ -9,6 +9,8 @@ from .header import CommandHeader, wire
 
 @dataclass(slots=True)
 class GetTopicStatsInfoRequestHeader(CommandHeader):
+    """GET_TOPIC_STATS_INFO (202)."""
+
     topic: str
 
 
@@ -29,22 +31,30 @@ class GetTopicConfigRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class GetConsumeStatsRequestHeader(CommandHeader):
+    """GET_CONSUME_STATS (208)."""
+
     consumer_group: str
     topic: str | None = None  # blank: every topic the group has offsets of
 
 
 @dataclass(slots=True)
 class GetConsumerConnectionListRequestHeader(CommandHeader):
+    """GET_CONSUMER_CONNECTION_LIST (203)."""
+
     consumer_group: str
 
 
 @dataclass(slots=True)
 class GetProducerConnectionListRequestHeader(CommandHeader):
+    """GET_PRODUCER_CONNECTION_LIST (204)."""
+
     producer_group: str
 
 
 @dataclass(slots=True)
 class GetConsumerRunningInfoRequestHeader(CommandHeader):
+    """GET_CONSUMER_RUNNING_INFO (307): to the broker, which asks the client with the same header."""
+
     consumer_group: str
     client_id: str
     jstack_enable: bool = False
@@ -52,17 +62,23 @@ class GetConsumerRunningInfoRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class QueryTopicConsumeByWhoRequestHeader(CommandHeader):
+    """QUERY_TOPIC_CONSUME_BY_WHO (300)."""
+
     topic: str
 
 
 @dataclass(slots=True)
 class DeleteSubscriptionGroupRequestHeader(CommandHeader):
+    """DELETE_SUBSCRIPTIONGROUP (207)."""
+
     group_name: str
     remove_offset: bool = False  # 4.9.x; 5.x names it cleanOffset (read too)
 
 
 @dataclass(slots=True)
 class GetBrokerConfigResponseHeader(CommandHeader):
+    """GET_BROKER_CONFIG (26)'s answer; the properties are the body."""
+
     version: str  # the config's DataVersion as JSON
 
 
@@ -78,6 +94,8 @@ class ResetOffsetRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class PutKVConfigRequestHeader(CommandHeader):
+    """PUT_KV_CONFIG (100)."""
+
     namespace: str
     key: str
     value: str
@@ -85,26 +103,36 @@ class PutKVConfigRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class GetKVConfigRequestHeader(CommandHeader):
+    """GET_KV_CONFIG (101)."""
+
     namespace: str
     key: str
 
 
 @dataclass(slots=True)
 class GetKVConfigResponseHeader(CommandHeader):
+    """GET_KV_CONFIG (101)'s answer."""
+
     value: str | None = None
 
 
 @dataclass(slots=True)
 class DeleteKVConfigRequestHeader(CommandHeader):
+    """DELETE_KV_CONFIG (102)."""
+
     namespace: str
     key: str
 
 
 @dataclass(slots=True)
 class GetKVListByNamespaceRequestHeader(CommandHeader):
+    """GET_KVLIST_BY_NAMESPACE (219)."""
+
     namespace: str
 
 
 @dataclass(slots=True)
 class GetTopicsByClusterRequestHeader(CommandHeader):
+    """GET_TOPICS_BY_CLUSTER (224)."""
+
     cluster: str

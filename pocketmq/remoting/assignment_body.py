@@ -15,6 +15,8 @@ MESSAGE_REQUEST_MODES = ("PULL", "POP")
 
 @dataclass(slots=True)
 class QueryAssignmentRequestBody:
+    """QUERY_ASSIGNMENT (400) body."""
+
     topic: str
     consumer_group: str
     client_id: str
@@ -44,6 +46,8 @@ class QueryAssignmentRequestBody:
 
 @dataclass(slots=True)
 class MessageQueueAssignment:
+    """One queue assigned to the client, and whether it pulls or pops it."""
+
     message_queue: MessageQueue
     mode: str = "PULL"
     attachments: dict[str, str] = field(default_factory=dict)
@@ -63,6 +67,8 @@ class MessageQueueAssignment:
 
 @dataclass(slots=True)
 class QueryAssignmentResponseBody:
+    """QUERY_ASSIGNMENT (400) answer body."""
+
     # None: the broker could not compute an assignment (unknown topic, no consumers); the client keeps its queues.
     message_queue_assignments: list[MessageQueueAssignment] | None = None
 
@@ -82,6 +88,8 @@ class QueryAssignmentResponseBody:
 
 @dataclass(slots=True)
 class SetMessageRequestModeRequestBody:
+    """SET_MESSAGE_REQUEST_MODE (401) body."""
+
     topic: str
     consumer_group: str
     mode: str = "PULL"

@@ -28,6 +28,8 @@ CONSUME_FROM_WHERE = (
 
 @dataclass(frozen=True, slots=True)
 class MessageQueue:
+    """RocketMQ's MessageQueue: one queue of a topic on one broker."""
+
     topic: str
     broker_name: str
     queue_id: int
@@ -89,6 +91,8 @@ UnlockBatchRequestBody = LockBatchRequestBody
 
 @dataclass(slots=True)
 class LockBatchResponseBody:
+    """LOCK_BATCH_MQ (41) answer body: the queues the client now holds."""
+
     lock_ok_mq_set: set[MessageQueue] = field(default_factory=set)
 
     def to_dict(self) -> dict[str, Any]:
@@ -101,6 +105,8 @@ class LockBatchResponseBody:
 
 @dataclass(slots=True)
 class SubscriptionData:
+    """RocketMQ's SubscriptionData: a consumer's subscription to one topic, with its filter expression."""
+
     topic: str
     sub_string: str = "*"
     tags_set: list[str] = field(default_factory=list)
@@ -136,6 +142,8 @@ class SubscriptionData:
 
 @dataclass(slots=True)
 class ProducerData:
+    """RocketMQ's ProducerData: a producer group in a HEART_BEAT body."""
+
     group_name: str
 
     def to_dict(self) -> dict[str, Any]:
@@ -148,6 +156,8 @@ class ProducerData:
 
 @dataclass(slots=True)
 class ConsumerData:
+    """RocketMQ's ConsumerData: a consumer group in a HEART_BEAT body, how it consumes and what it subscribes to."""
+
     group_name: str
     consume_type: str = "CONSUME_PASSIVELY"  # push consumer; CONSUME_ACTIVELY = pull consumer
     message_model: str = "CLUSTERING"  # or BROADCASTING
@@ -227,6 +237,8 @@ class CheckClientRequestBody:
 
 @dataclass(slots=True)
 class GetConsumerListByGroupResponseBody:
+    """GET_CONSUMER_LIST_BY_GROUP (38) answer body."""
+
     consumer_id_list: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:

@@ -41,6 +41,8 @@ def _ext(ext_fields: Mapping[str, object] | CommandHeader | None) -> ExtFields:
 
 @dataclass(slots=True, repr=False)
 class RemotingCommand:
+    """RocketMQ's RemotingCommand: one request or response, however it is framed."""
+
     code: int
     language: int = int(LanguageCode.PYTHON)
     version: int = VERSION

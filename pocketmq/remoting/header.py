@@ -113,6 +113,8 @@ _ACCEPTS: dict[type, Callable[[object], bool]] = {
 
 @dataclass(frozen=True, slots=True)
 class _FieldSpec:
+    """How one header field travels: attribute, wire name, type and whether it is required."""
+
     attr: str
     wire: str
     kind: type
@@ -312,6 +314,8 @@ class CommandHeader:
 
 @dataclass(slots=True)
 class RegisterBrokerRequestHeader(CommandHeader):
+    """REGISTER_BROKER (103): a broker registers with a name server, its topic table in the body."""
+
     broker_name: str
     broker_addr: str
     cluster_name: str
@@ -331,6 +335,8 @@ class RegisterBrokerRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class RegisterBrokerResponseHeader(CommandHeader):
+    """REGISTER_BROKER (103)'s answer."""
+
     ha_server_addr: str | None = None
     master_addr: str | None = None
     delta_accepted: bool | None = None  # answers a delta registration (pocketmq's; absent from RocketMQ's)
@@ -338,6 +344,8 @@ class RegisterBrokerResponseHeader(CommandHeader):
 
 @dataclass(slots=True)
 class UnRegisterBrokerRequestHeader(CommandHeader):
+    """UNREGISTER_BROKER (104): a broker leaves a name server."""
+
     broker_name: str
     broker_addr: str
     cluster_name: str
@@ -356,11 +364,15 @@ class QueryDataVersionRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class QueryDataVersionResponseHeader(CommandHeader):
+    """QUERY_DATA_VERSION (322)'s answer: whether the broker's topic config differs from the name server's."""
+
     changed: bool
 
 
 @dataclass(slots=True)
 class GetRouteInfoRequestHeader(CommandHeader):
+    """GET_ROUTEINFO_BY_TOPIC (105): a topic's route, asked of a name server."""
+
     topic: str
     # 4.9.8: a client below V4_9_4 that reads standard JSON routes asks for them (body.topic_route_body_dialect).
     accept_standard_json_only: bool | None = None
@@ -368,6 +380,8 @@ class GetRouteInfoRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class DeleteTopicFromNamesrvRequestHeader(CommandHeader):
+    """DELETE_TOPIC_IN_NAMESRV (216)."""
+
     topic: str
     cluster_name: str | None = None  # 5.x: limit the deletion to one cluster
 
@@ -377,6 +391,9 @@ class DeleteTopicFromNamesrvRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class SendMessageRequestHeader(CommandHeader):
+    """SEND_MESSAGE (10) and SEND_REPLY_MESSAGE (324); also every send once parsed, the V2 codes'
+    single-letter form (SendMessageRequestHeaderV2) included."""
+
     producer_group: str
     topic: str
     default_topic: str
@@ -480,6 +497,8 @@ def parse_send_message_request_header(
 
 @dataclass(slots=True)
 class SendMessageResponseHeader(CommandHeader):
+    """Every send's answer (SEND_MESSAGE and its V2, batch and reply forms)."""
+
     msg_id: str
     queue_id: int
     queue_offset: int
@@ -492,6 +511,8 @@ class SendMessageResponseHeader(CommandHeader):
 
 @dataclass(slots=True)
 class PullMessageRequestHeader(CommandHeader):
+    """PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361): a consumer asks for a queue's messages from an offset."""
+
     consumer_group: str
     topic: str
     queue_id: int
@@ -507,6 +528,8 @@ class PullMessageRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class PullMessageResponseHeader(CommandHeader):
+    """PULL_MESSAGE (11)'s answer: where the next pull starts, the queue's offsets, the broker to pull from."""
+
     suggest_which_broker_id: int
     next_begin_offset: int
     min_offset: int
@@ -515,6 +538,8 @@ class PullMessageResponseHeader(CommandHeader):
 
 @dataclass(slots=True)
 class QueryConsumerOffsetRequestHeader(CommandHeader):
+    """QUERY_CONSUMER_OFFSET (14): a group's stored offset of a queue."""
+
     consumer_group: str
     topic: str
     queue_id: int
@@ -522,11 +547,15 @@ class QueryConsumerOffsetRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class QueryConsumerOffsetResponseHeader(CommandHeader):
+    """QUERY_CONSUMER_OFFSET (14)'s answer."""
+
     offset: int
 
 
 @dataclass(slots=True)
 class UpdateConsumerOffsetRequestHeader(CommandHeader):
+    """UPDATE_CONSUMER_OFFSET (15): a group commits its offset of a queue."""
+
     consumer_group: str
     topic: str
     queue_id: int
@@ -535,28 +564,38 @@ class UpdateConsumerOffsetRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class GetMaxOffsetRequestHeader(CommandHeader):
+    """GET_MAX_OFFSET (30): the offset a queue's next message will take."""
+
     topic: str
     queue_id: int
 
 
 @dataclass(slots=True)
 class GetMaxOffsetResponseHeader(CommandHeader):
+    """GET_MAX_OFFSET (30)'s answer."""
+
     offset: int
 
 
 @dataclass(slots=True)
 class GetMinOffsetRequestHeader(CommandHeader):
+    """GET_MIN_OFFSET (31): the offset of a queue's oldest message still stored."""
+
     topic: str
     queue_id: int
 
 
 @dataclass(slots=True)
 class GetMinOffsetResponseHeader(CommandHeader):
+    """GET_MIN_OFFSET (31)'s answer."""
+
     offset: int
 
 
 @dataclass(slots=True)
 class SearchOffsetRequestHeader(CommandHeader):
+    """SEARCH_OFFSET_BY_TIMESTAMP (29): a queue's offset at a store time."""
+
     topic: str
     queue_id: int
     timestamp: int
@@ -564,27 +603,37 @@ class SearchOffsetRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class SearchOffsetResponseHeader(CommandHeader):
+    """SEARCH_OFFSET_BY_TIMESTAMP (29)'s answer."""
+
     offset: int
 
 
 @dataclass(slots=True)
 class GetEarliestMsgStoretimeRequestHeader(CommandHeader):
+    """GET_EARLIEST_MSG_STORETIME (32): when a queue's oldest message still stored was stored."""
+
     topic: str
     queue_id: int
 
 
 @dataclass(slots=True)
 class GetEarliestMsgStoretimeResponseHeader(CommandHeader):
+    """GET_EARLIEST_MSG_STORETIME (32)'s answer."""
+
     timestamp: int
 
 
 @dataclass(slots=True)
 class ViewMessageRequestHeader(CommandHeader):
+    """VIEW_MESSAGE_BY_ID (33): one message by its commit-log offset."""
+
     offset: int  # commit-log offset decoded from an offsetMsgId
 
 
 @dataclass(slots=True)
 class QueryMessageRequestHeader(CommandHeader):
+    """QUERY_MESSAGE (12): a topic's messages by key, within a time range."""
+
     topic: str
     key: str
     max_num: int
@@ -594,17 +643,23 @@ class QueryMessageRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class QueryMessageResponseHeader(CommandHeader):
+    """QUERY_MESSAGE (12)'s answer: how far the index that answered reaches."""
+
     index_last_update_timestamp: int
     index_last_update_phyoffset: int
 
 
 @dataclass(slots=True)
 class GetConsumerListByGroupRequestHeader(CommandHeader):
+    """GET_CONSUMER_LIST_BY_GROUP (38): the client ids of a group."""
+
     consumer_group: str
 
 
 @dataclass(slots=True)
 class UnregisterClientRequestHeader(CommandHeader):
+    """UNREGISTER_CLIENT (35): a client's producer or consumer group leaves the broker."""
+
     client_id: str = wire("clientID")
     producer_group: str | None = None
     consumer_group: str | None = None
@@ -612,6 +667,8 @@ class UnregisterClientRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class ConsumerSendMsgBackRequestHeader(CommandHeader):
+    """CONSUMER_SEND_MSG_BACK (36): a consumer hands back a message it failed to consume, to be retried."""
+
     offset: int
     group: str
     delay_level: int
@@ -623,6 +680,8 @@ class ConsumerSendMsgBackRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class NotifyConsumerIdsChangedRequestHeader(CommandHeader):
+    """NOTIFY_CONSUMER_IDS_CHANGED (40), broker -> consumer: the group's members changed."""
+
     consumer_group: str
 
 
@@ -631,6 +690,8 @@ class NotifyConsumerIdsChangedRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class CreateTopicRequestHeader(CommandHeader):
+    """UPDATE_AND_CREATE_TOPIC (17): create a topic on a broker, or change it."""
+
     topic: str
     default_topic: str
     read_queue_nums: int
@@ -645,4 +706,6 @@ class CreateTopicRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class DeleteTopicRequestHeader(CommandHeader):
+    """DELETE_TOPIC_IN_BROKER (215)."""
+
     topic: str

@@ -18,6 +18,8 @@ MAX_BITSET_BYTES = 1024  # 8192 offsets after startOffset
 
 @dataclass(slots=True)
 class BatchAck:
+    """One pop's acks in a BATCH_ACK_MESSAGE body."""
+
     consumer_group: str
     topic: str  # the topic the client knows (the original, also for retried messages)
     retry: str  # "0", "1" or "2": ExtraInfoUtil's topic type of the messages acked
@@ -51,6 +53,8 @@ class BatchAck:
 
 @dataclass(slots=True)
 class BatchAckMessageRequestBody:
+    """BATCH_ACK_MESSAGE (200151) body."""
+
     broker_name: str
     acks: list[BatchAck]
 

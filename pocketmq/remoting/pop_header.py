@@ -13,6 +13,8 @@ from .header import CommandHeader
 
 @dataclass(slots=True)
 class PopMessageRequestHeader(CommandHeader):
+    """POP_MESSAGE (200050)."""
+
     consumer_group: str
     topic: str
     queue_id: int
@@ -29,6 +31,8 @@ class PopMessageRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class PopMessageResponseHeader(CommandHeader):
+    """POP_MESSAGE (200050)'s and PEEK_MESSAGE (200052)'s answer."""
+
     pop_time: int
     invisible_time: int
     revive_qid: int
@@ -40,6 +44,8 @@ class PopMessageResponseHeader(CommandHeader):
 
 @dataclass(slots=True)
 class AckMessageRequestHeader(CommandHeader):
+    """ACK_MESSAGE (200051)."""
+
     consumer_group: str
     topic: str
     queue_id: int
@@ -49,6 +55,8 @@ class AckMessageRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class ChangeInvisibleTimeRequestHeader(CommandHeader):
+    """CHANGE_MESSAGE_INVISIBLETIME (200053)."""
+
     consumer_group: str
     topic: str
     queue_id: int
@@ -59,6 +67,8 @@ class ChangeInvisibleTimeRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class ChangeInvisibleTimeResponseHeader(CommandHeader):
+    """CHANGE_MESSAGE_INVISIBLETIME (200053)'s answer."""
+
     pop_time: int
     invisible_time: int
     revive_qid: int
@@ -66,6 +76,8 @@ class ChangeInvisibleTimeResponseHeader(CommandHeader):
 
 @dataclass(slots=True)
 class PeekMessageRequestHeader(CommandHeader):
+    """PEEK_MESSAGE (200052)."""
+
     topic: str
     queue_id: int
     max_msg_nums: int
@@ -74,6 +86,8 @@ class PeekMessageRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class NotificationRequestHeader(CommandHeader):
+    """NOTIFICATION (200054): is there anything to pop, waiting up to ``poll_time``?"""
+
     consumer_group: str
     topic: str
     queue_id: int
@@ -85,12 +99,16 @@ class NotificationRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class NotificationResponseHeader(CommandHeader):
+    """NOTIFICATION (200054)'s answer."""
+
     has_msg: bool
     polling_full: bool = False
 
 
 @dataclass(slots=True)
 class PollingInfoRequestHeader(CommandHeader):
+    """POLLING_INFO (200055): how many pops are parked on a queue."""
+
     consumer_group: str
     topic: str
     queue_id: int
@@ -98,4 +116,6 @@ class PollingInfoRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class PollingInfoResponseHeader(CommandHeader):
+    """POLLING_INFO (200055)'s answer."""
+
     polling_num: int

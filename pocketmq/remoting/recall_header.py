@@ -10,6 +10,8 @@ from .header import CommandHeader, wire
 
 @dataclass(slots=True)
 class RecallMessageRequestHeader(CommandHeader):
+    """RECALL_MESSAGE (370)."""
+
     topic: str
     recall_handle: str  # the send's (common/recall_message_handle.py)
     producer_group: str | None = None
@@ -18,4 +20,6 @@ class RecallMessageRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class RecallMessageResponseHeader(CommandHeader):
+    """RECALL_MESSAGE (370)'s answer."""
+
     msg_id: str  # the recalled message's UNIQ_KEY

@@ -10,6 +10,8 @@ from .header import CommandHeader
 
 @dataclass(slots=True)
 class ReplyMessageRequestHeader(CommandHeader):
+    """PUSH_REPLY_MESSAGE_TO_CLIENT (326)."""
+
     producer_group: str
     topic: str
     default_topic: str

@@ -13,6 +13,8 @@ from .errors import BodyError
 
 @dataclass(slots=True)
 class QueueData:
+    """RocketMQ's QueueData: a topic's queues on one broker, and their permission."""
+
     broker_name: str
     read_queue_nums: int
     write_queue_nums: int
@@ -42,6 +44,8 @@ class QueueData:
 
 @dataclass(slots=True)
 class BrokerData:
+    """RocketMQ's BrokerData: a broker by name, and the addresses of its master and slaves."""
+
     cluster: str
     broker_name: str
     broker_addrs: dict[int, str] = field(default_factory=dict)  # brokerId -> "ip:port"; 0 = master
@@ -79,6 +83,8 @@ class BrokerData:
 
 @dataclass(slots=True)
 class TopicRouteData:
+    """GET_ROUTEINFO_BY_TOPIC (105) answer body: the brokers a topic is on, and its queues there."""
+
     queue_datas: list[QueueData] = field(default_factory=list)
     broker_datas: list[BrokerData] = field(default_factory=list)
     filter_server_table: dict[str, list[str]] = field(default_factory=dict)  # brokerAddr -> filter servers

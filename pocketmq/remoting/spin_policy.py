@@ -36,6 +36,9 @@ from dataclasses import dataclass
 
 @dataclass(slots=True)
 class SpinPolicy:
+    """Whether busy polling should spin, from running averages of what recent spins achieved and how crowded
+    the CPUs are."""
+
     cpus: int
     min_hit_rate: float = 0.3
     max_crowding: float = 0.5

@@ -39,6 +39,8 @@ TOPIC_FILTER_TYPES = ("SINGLE_TAG", "MULTI_TAG")  # TopicFilterType, by ordinal
 
 @dataclass(slots=True)
 class TopicConfig:
+    """RocketMQ's TopicConfig: one topic of a broker's topic table."""
+
     topic_name: str
     read_queue_nums: int = 16
     write_queue_nums: int = 16

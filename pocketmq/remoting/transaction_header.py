@@ -14,6 +14,8 @@ from .header import CommandHeader
 
 @dataclass(slots=True)
 class EndTransactionRequestHeader(CommandHeader):
+    """END_TRANSACTION (37), producer -> broker."""
+
     producer_group: str
     tran_state_table_offset: int  # the half message's offset in RMQ_SYS_TRANS_HALF_TOPIC's queue
     commit_log_offset: int  # the half message's commit-log offset
@@ -25,6 +27,8 @@ class EndTransactionRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class CheckTransactionStateRequestHeader(CommandHeader):
+    """CHECK_TRANSACTION_STATE (39), broker -> producer."""
+
     tran_state_table_offset: int
     commit_log_offset: int
     msg_id: str | None = None

@@ -57,6 +57,8 @@ class Decision(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Detection:
+    """What ``detect_protocol`` made of a connection's first bytes, and why."""
+
     decision: Decision
     reason: str
 

@@ -19,6 +19,8 @@ DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 
 
 @dataclass
 class MessageStoreConfig:
+    """The store's settings (RocketMQ's MessageStoreConfig); intervals in seconds."""
+
     store_path_root_dir: str = field(default_factory=lambda: os.path.join(os.path.expanduser("~"), "store"))
     store_host: str = "127.0.0.1"
     store_port: int = 10911

@@ -56,6 +56,8 @@ class Put:
 
 @dataclass
 class Summary:
+    """What a demo run wrote, for its report."""
+
     singles: int = 0
     batches: int = 0
     delayed: int = 0

@@ -44,6 +44,8 @@ class AppendMessageStatus(Enum):
 
 @dataclass(slots=True)
 class AppendMessageResult:
+    """RocketMQ's AppendMessageResult: what writing a message (or batch) to the commit log did."""
+
     status: AppendMessageStatus
     wrote_offset: int = 0  # physical offset of the first record
     wrote_bytes: int = 0
@@ -63,6 +65,8 @@ class AppendMessageResult:
 
 @dataclass(slots=True)
 class PutMessageResult:
+    """RocketMQ's PutMessageResult: what the store made of a put."""
+
     status: PutMessageStatus
     append_result: AppendMessageResult | None = None
     remark: str = ""
@@ -86,6 +90,8 @@ class GetMessageStatus(Enum):
 
 @dataclass(slots=True)
 class GetMessageResult:
+    """RocketMQ's GetMessageResult: what a read of a queue found, and where the next starts."""
+
     status: GetMessageStatus
     next_begin_offset: int = 0
     min_offset: int = 0
@@ -105,6 +111,8 @@ class GetMessageResult:
 
 @dataclass(slots=True)
 class QueryMessageResult:
+    """RocketMQ's QueryMessageResult: the records a lookup by key found."""
+
     buffers: list[bytes] = field(default_factory=list)
     index_last_update_timestamp: int = 0
     index_last_update_phyoffset: int = 0

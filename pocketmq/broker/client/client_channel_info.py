@@ -10,6 +10,8 @@ from pocketmq.remoting.transport import Channel
 
 @dataclass(slots=True, eq=False)
 class ClientChannelInfo:
+    """RocketMQ's ClientChannelInfo: a client's connection, as its heartbeats describe it."""
+
     channel: Channel
     client_id: str
     language: int

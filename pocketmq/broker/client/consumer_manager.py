@@ -17,6 +17,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(slots=True)
 class ConsumerGroupInfo:
+    """RocketMQ's ConsumerGroupInfo: a consumer group as its clients' heartbeats describe it."""
+
     group_name: str
     consume_type: str = "CONSUME_PASSIVELY"
     message_model: str = "CLUSTERING"

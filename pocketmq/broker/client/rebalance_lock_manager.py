@@ -13,6 +13,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(slots=True)
 class LockEntry:
+    """RocketMQ's LockEntry: a queue's lock, held by one client until it expires unrenewed."""
+
     client_id: str
     last_update_timestamp: float = field(default_factory=time.monotonic)
 

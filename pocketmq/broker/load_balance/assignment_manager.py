@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(slots=True)
 class _Cached:
+    """A topic's queues as last read, until ``expires``."""
+
     queues: set[MessageQueue] | None
     expires: float
 

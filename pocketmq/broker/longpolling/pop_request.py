@@ -11,6 +11,8 @@ from pocketmq.remoting.transport import Channel
 
 @dataclass(slots=True, eq=False)
 class PopRequest:
+    """RocketMQ's PopRequest: a parked pop or notification, answered by an arrival or at its deadline."""
+
     request: RemotingCommand
     channel: Channel
     topic: str

@@ -12,6 +12,8 @@ from pocketmq.storage.message_filter import MessageFilter
 
 @dataclass(slots=True, eq=False)
 class PullRequest:
+    """RocketMQ's broker-side PullRequest: a parked pull, answered by an arrival or at its timeout."""
+
     request: RemotingCommand
     channel: Channel
     timeout_millis: int

@@ -41,6 +41,8 @@ def _now_ms() -> int:
 
 @dataclass(slots=True, eq=False)
 class BufferedCheckPoint:
+    """RocketMQ's PopCheckPointWrapper: a pop's checkpoint while it is held in the buffer."""
+
     ck: PopCheckPoint
     revive_qid: int
     next_begin_offset: int  # where the pop's queue read ended (-1: not one of a queue's pops)

@@ -41,6 +41,8 @@ _MOVED = (GetMessageStatus.OFFSET_TOO_SMALL, GetMessageStatus.OFFSET_OVERFLOW_BA
 
 @dataclass(slots=True)
 class ReviveQueue:
+    """One revive queue: where its reading stands and the checkpoints held until they are due."""
+
     queue_id: int
     offset: int = -1  # the next revive-log offset to read; -1 until loaded from the revive group's offset
     held: dict[str, PopCheckPoint] = field(default_factory=dict)  # merge key -> checkpoint, in log order

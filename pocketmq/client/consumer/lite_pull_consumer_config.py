@@ -17,6 +17,8 @@ from .store.local_file_offset_store import DEFAULT_OFFSET_STORE_DIR
 
 @dataclass(slots=True)
 class LitePullConsumerConfig:
+    """A lite pull consumer's settings (DefaultLitePullConsumer's); times in seconds."""
+
     message_model: MessageModel = MessageModel.CLUSTERING
     consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
     consume_timestamp: str = field(default_factory=half_an_hour_ago)  # yyyyMMddHHmmss, local time

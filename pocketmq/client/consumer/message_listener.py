@@ -30,6 +30,9 @@ class ConsumeOrderlyStatus(enum.Enum):
 
 @dataclass(slots=True)
 class ConsumeConcurrentlyContext:
+    """RocketMQ's ConsumeConcurrentlyContext: what a concurrent listener gets with a batch, and sets to say how
+    much of it failed and when to retry it."""
+
     message_queue: MessageQueue
     # 0: the broker picks the level (3 + reconsumeTimes); -1: straight to the DLQ; > 0: this level.
     delay_level_when_next_consume: int = 0
@@ -40,6 +43,9 @@ class ConsumeConcurrentlyContext:
 
 @dataclass(slots=True)
 class ConsumeOrderlyContext:
+    """RocketMQ's ConsumeOrderlyContext: what an orderly listener gets with a batch, and sets to say whether the
+    offset is committed and how long the queue waits before a retry."""
+
     message_queue: MessageQueue
     auto_commit: bool = True
     # How long to wait before the batch is retried in place; None = the consumer's suspend_current_queue_time.

@@ -17,6 +17,8 @@ class PopStatus(enum.Enum):
 
 @dataclass(slots=True)
 class PopResult:
+    """RocketMQ's PopResult: what one pop brought."""
+
     pop_status: PopStatus
     msg_found_list: list[MessageExt] = field(default_factory=list)
     pop_time: int = 0

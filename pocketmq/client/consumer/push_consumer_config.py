@@ -18,6 +18,8 @@ from .store.local_file_offset_store import DEFAULT_OFFSET_STORE_DIR
 
 @dataclass(slots=True)
 class PushConsumerConfig:
+    """A push consumer's settings (DefaultMQPushConsumer's and what RocketMQ hard-codes); times in seconds."""
+
     message_model: MessageModel = MessageModel.CLUSTERING
     consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
     # CONSUME_FROM_TIMESTAMP's start, local time as yyyyMMddHHmmss (RocketMQ's format).

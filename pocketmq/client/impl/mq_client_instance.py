@@ -75,6 +75,8 @@ class ConsumerInner(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class FindBrokerResult:
+    """RocketMQ's FindBrokerResult: the address of the broker found, and whether it is a slave."""
+
     broker_addr: str
     slave: bool
 

@@ -29,6 +29,8 @@ def compute_not_available_duration(latency: float) -> float:
 
 @dataclass(slots=True)
 class FaultItem:
+    """RocketMQ's FaultItem: a broker's last send latency and when it is available again."""
+
     name: str
     current_latency: float
     start_timestamp: float  # available again from this (clock) time

@@ -81,6 +81,8 @@ class TransactionListener(Protocol):
 
 @dataclass(slots=True)
 class TransactionSendResult(SendResult):
+    """RocketMQ's TransactionSendResult: a half message's SendResult and what the local transaction answered."""
+
     local_transaction_state: LocalTransactionState = LocalTransactionState.UNKNOW
 
 

@@ -41,6 +41,8 @@ def _now_ms() -> int:
 
 @dataclass(slots=True)
 class TraceBean:
+    """RocketMQ's TraceBean: one message a trace record covers."""
+
     topic: str = ""
     msg_id: str = ""
     offset_msg_id: str = ""
@@ -56,6 +58,9 @@ class TraceBean:
 
 @dataclass(slots=True)
 class TraceContext:
+    """RocketMQ's TraceContext: one trace record (a send, a consume's start or end, a transaction's end) and the
+    messages it covers."""
+
     trace_type: TraceType
     time_stamp: int = field(default_factory=_now_ms)
     region_id: str = ""

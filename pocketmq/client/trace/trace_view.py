@@ -12,6 +12,8 @@ from .trace_data_encoder import decoder_from_trace_data_string
 
 @dataclass(slots=True)
 class TraceView:
+    """RocketMQ's TraceView: one record of a message's trace, decoded."""
+
     msg_id: str
     tags: str
     keys: str

@@ -15,6 +15,8 @@ KEYWORDS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Token:
+    """One token of a filter expression, at ``pos`` in its text."""
+
     kind: str  # a keyword in upper case, an operator ("=", "<>", "(" ...), "ID", "INT", "FLOAT", "STRING" or "EOF"
     text: str  # the source text (for ID: the property name as written; for STRING: the decoded value)
     pos: int

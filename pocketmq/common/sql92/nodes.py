@@ -28,6 +28,8 @@ class BooleanNode(Node):
 
 @dataclass(frozen=True, slots=True)
 class Constant(Node):
+    """A string or number literal."""
+
     value: Value
 
     def evaluate(self, props: Properties) -> Value:
@@ -59,6 +61,8 @@ class BooleanConstant(BooleanNode):
 
 @dataclass(frozen=True, slots=True)
 class Property(Node):
+    """A message property by name: its value, or unknown when the message has none."""
+
     name: str
 
     def evaluate(self, props: Properties) -> Value:
@@ -84,6 +88,8 @@ class BooleanCast(BooleanNode):
 
 @dataclass(frozen=True, slots=True)
 class Negate(Node):
+    """Unary minus: of a number; unknown for anything else."""
+
     operand: Node
 
     def evaluate(self, props: Properties) -> Value:
@@ -97,6 +103,8 @@ class Negate(Node):
 
 @dataclass(frozen=True, slots=True)
 class Not(BooleanNode):
+    """NOT: unknown stays unknown."""
+
     operand: Node
 
     def evaluate(self, props: Properties) -> Value:
@@ -226,6 +234,8 @@ class Relation(BooleanNode):
 
 @dataclass(frozen=True, slots=True)
 class In(BooleanNode):
+    """IN and NOT IN of a string list: unknown when the property is missing or not a string."""
+
     prop: Property
     values: frozenset[str]
     negated: bool

@@ -48,6 +48,8 @@ _TOP_KEYS = frozenset({"globalWhiteRemoteAddresses", "accounts", "dataVersion"})
 
 @dataclass(frozen=True, slots=True)
 class PlainAccount:
+    """One account of the ACL file, its permissions resolved to bits (RocketMQ's PlainAccessResource)."""
+
     access_key: str
     secret_key: str
     white_remote_address: RemoteAddressStrategy
@@ -63,6 +65,8 @@ class PlainAccount:
 
 @dataclass(frozen=True, slots=True)
 class PlainAclConfig:
+    """An ACL file, checked: its global white list and its accounts by access key."""
+
     global_white_remote_addresses: tuple[RemoteAddressStrategy, ...]
     accounts: Mapping[str, PlainAccount]
     source: str = "<memory>"

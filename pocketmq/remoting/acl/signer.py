@@ -42,6 +42,8 @@ def cal_signature(content: bytes, secret_key: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class SessionCredentials:
+    """RocketMQ's SessionCredentials: the keys a client signs its requests with."""
+
     access_key: str
     secret_key: str
     security_token: str | None = None

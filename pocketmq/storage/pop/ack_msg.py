@@ -11,6 +11,8 @@ from .pop_check_point import PopRecordError, _load, merge_key
 
 @dataclass(slots=True)
 class AckMsg:
+    """RocketMQ's AckMsg: an ``ack`` record, one popped message acked."""
+
     ack_offset: int  # ao: the acked message's queue offset (-1 in a batch ack)
     start_offset: int  # so: the checkpoint's start offset
     consumer_group: str  # c
@@ -37,6 +39,8 @@ class AckMsg:
 
 @dataclass(slots=True)
 class BatchAckMsg(AckMsg):
+    """RocketMQ's BatchAckMsg: a ``bAck`` record, several messages of one pop acked."""
+
     ack_offset_list: list[int] = field(default_factory=list)  # aol
 
     @property

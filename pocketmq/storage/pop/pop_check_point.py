@@ -13,6 +13,8 @@ class PopRecordError(ValueError):
 
 @dataclass(slots=True)
 class PopCheckPoint:
+    """RocketMQ's PopCheckPoint: a ``ck`` record, and which of its messages are acked."""
+
     start_offset: int  # so: the group's offset the pop read from
     pop_time: int  # pt (ms)
     invisible_time: int  # it (ms)

@@ -45,6 +45,8 @@ def need_delete(magic: int) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class TimerLogUnit:
+    """One unit of the timer log as read back, with its position."""
+
     pos: int
     prev_pos: int
     magic: int

@@ -30,6 +30,8 @@ _LONG = struct.Struct(">q")
 
 @dataclass(frozen=True, slots=True)
 class Slot:
+    """RocketMQ's Slot: one time's slot of the wheel, where its timer-log units start and end."""
+
     time_ms: int
     first_pos: int
     last_pos: int

@@ -18,6 +18,8 @@ from .process_queue import ProcessQueue
 
 @dataclass(slots=True)
 class MessageQueueState:
+    """RocketMQ's MessageQueueState: where the consumer stands in one assigned queue."""
+
     message_queue: MessageQueue
     process_queue: ProcessQueue = field(default_factory=ProcessQueue)
     paused: bool = False

@@ -11,6 +11,8 @@ from .process_queue import ProcessQueue
 
 @dataclass(slots=True, eq=False)
 class PullRequest:
+    """RocketMQ's PullRequest: keep pulling this queue for this group, from ``next_offset``."""
+
     consumer_group: str
     message_queue: MessageQueue
     process_queue: ProcessQueue

@@ -30,6 +30,8 @@ COMPRESSION_ZLIB_TYPE = 0x300  # MessageSysFlag compression-type bits 8-10, sent
 
 @dataclass(frozen=True, slots=True)
 class SendRequestOptions:
+    """What a producer's settings put into every send request."""
+
     producer_group: str
     create_topic_key: str = AUTO_CREATE_TOPIC_KEY_TOPIC
     default_topic_queue_nums: int = 4

@@ -18,6 +18,8 @@ def _mq_sort_key(mq: MessageQueue) -> tuple[str, str, int]:
 
 @dataclass(slots=True)
 class TopicPublishInfo:
+    """RocketMQ's TopicPublishInfo: the queues a producer may send a topic's messages to, and whose turn is next."""
+
     order_topic: bool = False
     have_topic_router_info: bool = False
     message_queue_list: list[MessageQueue] = field(default_factory=list)

@@ -10,12 +10,12 @@
  *
  * decode_json_header(data)  the command remoting_serializable.decode_json_header_fast makes of a JSON header of
  *                           Java's shape: {"code":N,"extFields":{"k":"v",...},"flag":N,"language":"NAME",
- *                           "opaque":N,"serializeTypeCurrentRPC":"JSON","version":N}, extFields optional, ints
- *                           without leading zeros within 32 bits, no whitespace, strings with JSON's simple
- *                           escapes and \uXXXX outside the surrogates.
+ *                           "opaque":N,"remark":"text","serializeTypeCurrentRPC":"JSON","version":N}, extFields
+ *                           and remark optional, ints without leading zeros within 32 bits, no whitespace,
+ *                           strings with JSON's simple escapes and \uXXXX outside the surrogates.
  * encode_json_header(cmd)   the bytes remoting_serializable.encode_json_header writes for a command whose int fields
- *                           are Java ints, whose language has a name, without a remark, and whose ext map is a
- *                           dict of str keys and str, int or bool values (or None, left out).
+ *                           are Java ints, whose language has a name, whose remark is None or a str, and whose ext
+ *                           map is a dict of str keys and str, int or bool values (or None, left out).
  * decode_rocketmq_header(data), encode_rocketmq_header(cmd)
  *                           rocketmq_serializable's reader and writer of the binary header for a well-formed
  *                           header, and a command whose fields fit and whose ext values are str, int, bool or None.
@@ -315,7 +315,7 @@ decode_json_header(PyObject *self, PyObject *data)
     Py_buffer view;
     cursor c;
     long code, flag, opaque, version;
-    PyObject *ext = NULL, *language = NULL, *result = NULL;
+    PyObject *ext = NULL, *language = NULL, *remark = NULL, *result = NULL;
     PyObject *args[9];
     int r;
 
@@ -347,8 +347,16 @@ decode_json_header(PyObject *self, PyObject *data)
             goto error;
         goto not_mine;
     }
-    if (!TAKE(&c, ",\"opaque\":") || !take_int(&c, &opaque)
-        || !TAKE(&c, ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":") || !take_int(&c, &version)
+    if (!TAKE(&c, ",\"opaque\":") || !take_int(&c, &opaque))
+        goto not_mine;
+    if (TAKE(&c, ",\"remark\":")) { /* (a response's: the status name of a pull or pop, an error's reason) */
+        r = take_string(&c, &remark);
+        if (r < 0)
+            goto error;
+        if (r == 0)
+            goto not_mine;
+    }
+    if (!TAKE(&c, ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":") || !take_int(&c, &version)
         || !TAKE(&c, "}") || c.p != c.end)
         goto not_mine;
     if (ext == NULL && (ext = PyDict_New()) == NULL)
@@ -360,7 +368,7 @@ decode_json_header(PyObject *self, PyObject *data)
     args[2] = PyLong_FromLong(version);
     args[3] = PyLong_FromLong(opaque);
     args[4] = PyLong_FromLong(flag);
-    args[5] = Py_None;
+    args[5] = remark != NULL ? remark : Py_None;
     args[6] = ext;
     args[7] = Py_None;
     args[8] = serialize_json;
@@ -381,6 +389,7 @@ error:
 done:
     Py_XDECREF(ext);
     Py_XDECREF(language);
+    Py_XDECREF(remark);
     PyBuffer_Release(&view);
     return result;
 }
@@ -656,7 +665,8 @@ encode_json_header(PyObject *self, PyObject *cmd)
     if (!fetch_fields(cmd, &f))
         goto not_mine;
     if (!int32_of(f.code, &n_code) || !int32_of(f.flag, &n_flag) || !int32_of(f.opaque, &n_opaque)
-        || !int32_of(f.version, &n_version) || f.remark != Py_None || !PyLong_Check(f.language)
+        || !int32_of(f.version, &n_version) || (f.remark != Py_None && !PyUnicode_CheckExact(f.remark))
+        || !PyLong_Check(f.language)
         || !PyDict_CheckExact(f.ext))
         goto not_mine;
     name = PyDict_GetItemWithError(language_names, f.language); /* borrowed */
@@ -685,8 +695,18 @@ encode_json_header(PyObject *self, PyObject *cmd)
     }
     if (PUT(&b, ",\"flag\":") < 0 || put_long(&b, n_flag) < 0 || PUT(&b, ",\"language\":\"") < 0
         || put(&b, (const char *)PyUnicode_1BYTE_DATA(name), PyUnicode_GET_LENGTH(name)) < 0
-        || PUT(&b, "\",\"opaque\":") < 0 || put_long(&b, n_opaque) < 0
-        || PUT(&b, ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":") < 0 || put_long(&b, n_version) < 0
+        || PUT(&b, "\",\"opaque\":") < 0 || put_long(&b, n_opaque) < 0)
+        goto error;
+    if (f.remark != Py_None) {
+        if (PUT(&b, ",\"remark\":") < 0)
+            goto error;
+        r = put_quoted(&b, f.remark);
+        if (r < 0)
+            goto error;
+        if (r == 0)
+            goto not_mine;
+    }
+    if (PUT(&b, ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":") < 0 || put_long(&b, n_version) < 0
         || PUT(&b, "}") < 0)
         goto error;
     result = PyBytes_FromStringAndSize(b.data, b.len);

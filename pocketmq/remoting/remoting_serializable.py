@@ -241,26 +241,38 @@ _INT32_BIAS = 2**31  # n + this fits 32 bits (no bit from the 32nd up, no sign) 
 def encode_json_header_fast_py(cmd: RemotingCommand) -> bytes:
     """``encode_json_header(cmd)``, same bytes and same errors (a property test checks the two agree). The header
     of nearly every command (int fields of the exact type and in range, a known language, no remark, ext entries
-    the kept pieces write) is one f-string; anything else goes to ``_encode_json_header_any``."""
+    the kept pieces write, no remark or a str one) is one f-string; anything else goes to
+    ``_encode_json_header_any``."""
     code, flag, opaque, version, language = cmd.code, cmd.flag, cmd.opaque, cmd.version, cmd.language
     if type(code) is not int:
         code = int(code)  # (a ResponseCode; the reference calls int() on it first too, errors alike)
     language_json = _LANGUAGE_JSON.get(language) if type(language) is int else None
+    remark = cmd.remark
+    remark_json = "" if remark is None else _remark_json(remark)
     if (
         type(flag) is not int or type(opaque) is not int or type(version) is not int or language_json is None
-        or cmd.remark is not None
+        or remark_json is None
         or (code + _INT32_BIAS | flag + _INT32_BIAS | opaque + _INT32_BIAS | version + _INT32_BIAS) >> 32
     ):  # fmt: skip
         return _encode_json_header_any(cmd)
     ext = cmd.ext_fields
     if not ext:
-        return (f'{{"code":{code},"flag":{flag},"language":{language_json},"opaque":{opaque},'
+        return (f'{{"code":{code},"flag":{flag},"language":{language_json},"opaque":{opaque}{remark_json},'
                 f'"serializeTypeCurrentRPC":"JSON","version":{version}}}').encode()
     ext_json = _ext_json(ext)
     if ext_json is None:
         return _encode_json_header_any(cmd)
-    return (f'{{"code":{code},"extFields":{ext_json},"flag":{flag},"language":{language_json},"opaque":{opaque},'
-            f'"serializeTypeCurrentRPC":"JSON","version":{version}}}').encode()
+    return (f'{{"code":{code},"extFields":{ext_json},"flag":{flag},"language":{language_json},"opaque":{opaque}'
+            f'{remark_json},"serializeTypeCurrentRPC":"JSON","version":{version}}}').encode()
+
+
+def _remark_json(remark: object) -> str | None:
+    """`,"remark":"text"` for a str remark whose text the C JSON writer makes as the reference does; None for
+    anything else (the general path writes it, or says what is wrong)."""
+    if type(remark) is not str:
+        return None
+    quoted = _quote(remark)
+    return ',"remark":' + quoted if _like_fastjson(quoted) else None
 
 
 encode_json_header_fast = encode_json_header_fast_py
@@ -368,8 +380,10 @@ _scan_header = fastjson.c_scanner(dict, Decimal)
 # and without leading zeros (as JSON has them); anything else, a remark say, is read by the general path.
 _JAVA_INT = "(0|-?[1-9][0-9]{0,8})"
 _JAVA_HEAD = re.compile(f'{{"code":{_JAVA_INT},"extFields":')
+# A remark (a pull's or pop's status name, an error's reason) when it has no escape: the text between the quotes is
+# the string, as the reference reads it.
 _JAVA_TAIL = re.compile(f',"flag":{_JAVA_INT},"language":"([A-Z]{{1,8}})","opaque":{_JAVA_INT},'
-                        f'"serializeTypeCurrentRPC":"JSON","version":{_JAVA_INT}}}')
+                        f'(?:"remark":"([^"\\\\]*)",)?"serializeTypeCurrentRPC":"JSON","version":{_JAVA_INT}}}')
 
 
 def decode_json_header_fast_py(data: bytes | bytearray | memoryview) -> RemotingCommand:
@@ -388,7 +402,7 @@ def decode_json_header_fast_py(data: bytes | bytearray | memoryview) -> Remoting
     tail = _JAVA_TAIL.fullmatch(text, end)
     if tail is None or type(ext) is not dict:
         return _decode_json_header_any(text, data)
-    flag, language, opaque, version = tail.groups()
+    flag, language, opaque, remark, version = tail.groups()
     language = _LANGUAGE_CODES.get(language)
     try:
         "".join(ext.values())  # every value a str (see _decode_json_header_any)
@@ -397,7 +411,7 @@ def decode_json_header_fast_py(data: bytes | bytearray | memoryview) -> Remoting
     if language is None:
         return decode_json_header(data)
     # Positional: code, language, version, opaque, flag, remark, ext_fields, body, serialize_type.
-    return RemotingCommand(int(head[1]), language, int(version), int(opaque), int(flag), None, ext, None, _JSON)
+    return RemotingCommand(int(head[1]), language, int(version), int(opaque), int(flag), remark, ext, None, _JSON)
 
 
 decode_json_header_fast = decode_json_header_fast_py

@@ -133,7 +133,8 @@ def java_headers(draw: st.DrawFn) -> bytes:
     """Headers as pocketmq's writer (fastjson's output) makes them: what the C must read itself."""
     cmd = RemotingCommand(
         code=draw(st.integers(-0x8000, 0x7FFF) | INT32), language=draw(languages), version=draw(INT32),
-        opaque=draw(INT32), flag=draw(INT32), ext_fields=draw(st.dictionaries(texts, texts, max_size=8)),
+        opaque=draw(INT32), flag=draw(INT32), remark=draw(st.none() | texts | st.sampled_from(["FOUND", ""])),
+        ext_fields=draw(st.dictionaries(texts, texts, max_size=8)),
     )  # fmt: skip
     return rs.encode_json_header(cmd)
 
@@ -174,7 +175,7 @@ def test_the_c_agrees_with_the_python_on_damaged_headers(data: st.DataObject) ->
     assert _read(decode_with_c, header) == _read(rs.decode_json_header_fast_py, header)
 
 
-_TOKENS = ['{"code":', '"extFields":', '"flag":', '"language":', '"JAVA"', '"opaque":',
+_TOKENS = ['{"code":', '"extFields":', '"flag":', '"language":', '"JAVA"', '"opaque":', '"remark":', '"FOUND"',
            '"serializeTypeCurrentRPC":"JSON"', '"version":', "{", "}", ",", ":", '"', "\\", "\\u00e9", "\\n", "0", "-",
            "12", "999999999", "1000000000", "é", "\ud800", "\x00", " "]  # fmt: skip
 
@@ -291,8 +292,12 @@ def test_the_c_writes_a_common_header_itself_and_leaves_the_rest() -> None:
     assert b'"k":"x\\u0001\\"\\u007F\\u0085\xc3\xa9\xf0\x9f\x9a\x80\\u001F\\n"' in data
     assert _speedups.encode_json_header(RemotingCommand(1, ext_fields={"n": None})) == rs.encode_json_header(
         RemotingCommand(1))
-    for odd in (RemotingCommand(1, remark="r"), RemotingCommand(1, ext_fields={"k": "\ud800"}),
-                RemotingCommand(1, ext_fields={"k": 1.5}), RemotingCommand(1, opaque=2**31),
+    found = RemotingCommand(11, opaque=3, remark="FOUND", ext_fields={"queueId": "1"})
+    assert _speedups.encode_json_header(found) == rs.encode_json_header(found)
+    assert b',"opaque":3,"remark":"FOUND","serializeTypeCurrentRPC"' in rs.encode_json_header(found)
+    for odd in (RemotingCommand(1, remark="\ud800"), RemotingCommand(1, remark=5),
+                RemotingCommand(1, ext_fields={"k": "\ud800"}), RemotingCommand(1, ext_fields={"k": 1.5}),
+                RemotingCommand(1, opaque=2**31),
                 RemotingCommand(1, language=77), "not a command"):  # fmt: skip
         assert _speedups.encode_json_header(odd) is None
 

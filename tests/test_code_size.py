@@ -44,7 +44,7 @@ ALLOWED = {
     ("pocketmq/remoting/codec.py", "encode"):
         "every frame's header check and pack, inline; the body appended by hand to save a copy; encode_reference "
         "its twin",
-    ("pocketmq/remoting/fastjson.py", "_write"):
+    ("pocketmq/remoting/fastjson_writer.py", "_write"):
         "the JSON writer's type dispatch, the common exact types first; the order of the tests is its speed; "
         "a round-trip property test reads what it writes with the reference parser and json.loads",
     ("pocketmq/remoting/header.py", "_compile"):

@@ -240,9 +240,8 @@ _INT32_BIAS = 2**31  # n + this fits 32 bits (no bit from the 32nd up, no sign) 
 
 def encode_json_header_fast_py(cmd: RemotingCommand) -> bytes:
     """``encode_json_header(cmd)``, same bytes and same errors (a property test checks the two agree). The header
-    of nearly every command (int fields of the exact type and in range, a known language, no remark, ext entries
-    the kept pieces write, no remark or a str one) is one f-string; anything else goes to
-    ``_encode_json_header_any``."""
+    of nearly every command (int fields of the exact type and in range, a known language, ext entries the kept
+    pieces write, no remark or a str one) is one f-string; anything else goes to ``_encode_json_header_any``."""
     code, flag, opaque, version, language = cmd.code, cmd.flag, cmd.opaque, cmd.version, cmd.language
     if type(code) is not int:
         code = int(code)  # (a ResponseCode; the reference calls int() on it first too, errors alike)
@@ -267,12 +266,9 @@ def encode_json_header_fast_py(cmd: RemotingCommand) -> bytes:
 
 
 def _remark_json(remark: object) -> str | None:
-    """`,"remark":"text"` for a str remark whose text the C JSON writer makes as the reference does; None for
-    anything else (the general path writes it, or says what is wrong)."""
-    if type(remark) is not str:
-        return None
-    quoted = _quote(remark)
-    return ',"remark":' + quoted if _like_fastjson(quoted) else None
+    """`,"remark":"text"` when the C JSON writer quotes a str remark as the reference does, else None."""
+    quoted = _quote(remark) if type(remark) is str else ""
+    return ',"remark":' + quoted if quoted and _like_fastjson(quoted) else None
 
 
 encode_json_header_fast = encode_json_header_fast_py
@@ -377,11 +373,10 @@ _scan_header = fastjson.c_scanner(dict, Decimal)
 
 # The header as fastjson writes a RemotingCommand (bean fields sorted by name, nulls left out), around its ext map:
 # what Java's clients and pocketmq's send on nearly every frame. The ints are at most 9 digits (a Java int always)
-# and without leading zeros (as JSON has them); anything else, a remark say, is read by the general path.
+# and without leading zeros (as JSON has them), a remark (a pop's FOUND) without escapes; anything else is read by
+# the general path.
 _JAVA_INT = "(0|-?[1-9][0-9]{0,8})"
 _JAVA_HEAD = re.compile(f'{{"code":{_JAVA_INT},"extFields":')
-# A remark (a pull's or pop's status name, an error's reason) when it has no escape: the text between the quotes is
-# the string, as the reference reads it.
 _JAVA_TAIL = re.compile(f',"flag":{_JAVA_INT},"language":"([A-Z]{{1,8}})","opaque":{_JAVA_INT},'
                         f'(?:"remark":"([^"\\\\]*)",)?"serializeTypeCurrentRPC":"JSON","version":{_JAVA_INT}}}')
 

@@ -3,16 +3,14 @@
 RocketMQ runs consume requests on a fixed pool of ``consumeThreadMax`` threads fed by an unbounded queue.
 ConsumeExecutor is the same shape on asyncio: ``size`` worker tasks take jobs from an unbounded queue, so at
 most ``size`` listener calls run at once. Async listeners run on the workers themselves; plain functions run
-on a thread pool of the same size (``run_sync``), so a blocking listener never stalls the event loop.
+on as many threads (``run_sync``, ``ListenerThreads``), so a blocking listener never stalls the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
-import concurrent.futures
 import contextlib
-import functools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
@@ -20,6 +18,7 @@ from typing import Any, Protocol, TypeVar
 from pocketmq.common.message import MessageExt
 from pocketmq.remoting.client_body import MessageQueue
 
+from .listener_threads import ListenerThreads
 from .process_queue import ProcessQueue
 
 log = logging.getLogger(__name__)
@@ -45,7 +44,7 @@ class ConsumeExecutor:
         self._waking = False  # a worker was woken and has not taken a job yet
         self._workers: list[asyncio.Task[None]] = []
         self._busy = 0
-        self._threads: concurrent.futures.ThreadPoolExecutor | None = None
+        self._threads: ListenerThreads | None = None
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -81,10 +80,11 @@ class ConsumeExecutor:
         return self._busy
 
     async def run_sync(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run a blocking listener on the pool's threads (created on first use)."""
+        """Run a blocking listener on the pool's threads (started as needed)."""
         if self._threads is None:
-            self._threads = concurrent.futures.ThreadPoolExecutor(self.size, thread_name_prefix=self.name)
-        return await asyncio.get_running_loop().run_in_executor(self._threads, functools.partial(fn, *args))
+            self._threads = ListenerThreads(self.size, self.name)
+        result: T = await self._threads.call(fn, args)
+        return result
 
     async def _work(self) -> None:
         jobs = self._jobs
@@ -126,5 +126,5 @@ class ConsumeExecutor:
         self._idle.clear()
         if self._threads is not None:
             # Threads still inside a listener finish on their own; nobody waits for them.
-            self._threads.shutdown(wait=False, cancel_futures=True)
+            self._threads.shutdown()
             self._threads = None

@@ -349,7 +349,7 @@ decode_json_header(PyObject *self, PyObject *data)
     }
     if (!TAKE(&c, ",\"opaque\":") || !take_int(&c, &opaque))
         goto not_mine;
-    if (TAKE(&c, ",\"remark\":")) { /* (a response's: the status name of a pull or pop, an error's reason) */
+    if (TAKE(&c, ",\"remark\":")) { /* (a response's: a pop's status name, an error's reason) */
         r = take_string(&c, &remark);
         if (r < 0)
             goto error;

@@ -22,11 +22,11 @@ def freeze_start_up_objects() -> None:
     """Take what a server's start created out of the cyclic collector's walks (gc.freeze), once it serves.
 
     A full collection walks every tracked object, and right after the start those are nearly all modules,
-    classes, functions and configs that live as long as the process: in `pocketmq dev` one took 36 ms of the
-    event loop thread, and every send and pull that came meanwhile waited through it (bench/README.md, "The
-    Java client's latency tail"). Frozen objects are never collected, and the start's garbage is frozen with
-    them rather than collected first: in `pocketmq dev` that is under 200 objects, and finding them would be the
-    same 36 ms walk, before the server is ready. Objects made later are collected as before. For the server
-    commands only: in a process that embeds a cluster, the heap is the application's.
+    classes, functions and configs that live as long as the process: in `pocketmq dev` one held the event loop
+    thread for tens of milliseconds, and every send and pull that came meanwhile waited through it
+    (bench/README.md, "The Java client's latency tail"). Frozen objects are never collected, and the start's
+    garbage is frozen with them rather than collected first: in `pocketmq dev` that is under 200 objects, and
+    finding them would be the same walk, before the server is ready. Objects made later are collected as before.
+    For the server commands only: in a process that embeds a cluster, the heap is the application's.
     """
     gc.freeze()

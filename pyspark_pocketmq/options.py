@@ -66,6 +66,8 @@ def client_credentials(credentials: Credentials | None) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class SourceOptions:
+    """The source's options (``spark.read.format("pocketmq").option(...)``), parsed and checked."""
+
     endpoints: str  # the client's form, "host:port;host:port"
     subscription: Subscription
     sub_expression: str = "*"
@@ -86,6 +88,8 @@ class SourceOptions:
 
 @dataclass(frozen=True, slots=True)
 class SinkOptions:
+    """The sink's options (``df.write.format("pocketmq").option(...)``), parsed and checked."""
+
     endpoints: str
     topic: str | None = None
     producer_group: str = DEFAULT_PRODUCER_GROUP

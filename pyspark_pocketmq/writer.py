@@ -34,6 +34,8 @@ SENDS_IN_FLIGHT = 4  # at-least-once: batches sent before waiting for the oldest
 
 @dataclass
 class WriteSummary(WriterCommitMessage):
+    """What one partition's writer reports to the driver when it commits."""
+
     partition_id: int
     sent: int
     skipped: int  # rows an earlier attempt had already stored (idempotent writes)

@@ -1,4 +1,4 @@
-"""Every dataclass of pocketmq has a docstring of its own.
+"""Every dataclass of pocketmq (and of pyspark_pocketmq, which Spark's workers import) has a docstring of its own.
 
 For a class without one, ``dataclasses`` writes a ``__doc__`` while it makes the class, from the class's
 ``inspect.signature`` (``ClassName(field: type = default, ...)``). That is work at import for every such class,
@@ -15,12 +15,14 @@ import importlib
 import pkgutil
 
 import pocketmq
+import pyspark_pocketmq
 
 
 def _modules() -> list[str]:
     return sorted(
         info.name
-        for info in pkgutil.walk_packages(pocketmq.__path__, "pocketmq.")
+        for package in (pocketmq, pyspark_pocketmq)
+        for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")
         if info.name.rpartition(".")[2] != "__main__"  # importing one runs it
     )
 

@@ -39,8 +39,9 @@ log = logging.getLogger(__name__)
 
 _Handler = Callable[[Channel, RemotingCommand], RemotingCommand | Awaitable[RemotingCommand]]
 
-# A registration body bigger than this is decoded on a worker thread (a full table of 10,000 topics is ~1.2 MB
-# and takes ~80 ms to decode), and its topics applied in steps between which the loop serves others.
+# A registration body bigger than this is decoded on a worker thread (a full table of 10,000 topics is over a
+# megabyte, tens of milliseconds of decoding: bench/README.md), and its topics applied in steps between which
+# the loop serves others.
 DECODE_OFF_LOOP_BYTES = 64 * 1024
 
 

@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_BROKER_CHANNEL_EXPIRED_TIME = 120.0
 # register_broker_in_steps() yields after this many topics, so a caller on an event loop can let others run
-# while a broker's whole table (10,000 topics: ~60 ms of work) is applied.
+# while a broker's whole table (10,000 topics: tens of milliseconds of work, bench/README.md) is applied.
 TOPICS_PER_STEP = 500
 
 # A generator that yields between steps and returns R.

@@ -90,8 +90,8 @@ class ConsumeQueue:
         """From the third-last file, read entries until one has offset < 0 or size <= 0; cut there.
 
         Only up to the end of each file's data: its sparse tail is zeros. The probes fault one page each
-        (read-around of a fresh file's holes would zero-fill all of it: 14 ms and 6 MB of RSS per queue,
-        46 s for a broker of 10,000 topics); a file the writer has finished reads ahead again afterwards.
+        (read-around of a fresh file's holes would zero-fill all of it, a cost per queue that made a broker of 10,000
+        topics slow to restart: bench/README.md); a file the writer has finished reads ahead again afterwards.
         """
         mfq = self.mapped_file_queue
         files = mfq.files

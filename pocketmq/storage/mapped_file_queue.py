@@ -92,7 +92,8 @@ class MappedFileQueue:
 
         Creating a file takes a handful of system calls (open, ftruncate, mmap, close), and each one
         releases the GIL: a writer that creates its own file can wait a switch interval (5 ms) for the
-        GIL after each, 14-53 ms in all (measured) while another thread keeps putting. Returns True if it made one.
+        GIL after each, several in all while another thread keeps putting (bench/README.md). Returns True if it
+        made one.
         """
         last = self.last()
         if last is None or self._spare is not None:

@@ -226,7 +226,7 @@ class ReputMessageService(ServiceThread):
         Woken by the append, the dispatcher thread still has to take CPython's GIL from the thread that put the
         message, and a thread that drops the GIL at every system call (an event loop answering requests) takes
         it straight back each time before the woken thread runs; the waiter asks for a switch only after 5 ms
-        in which no thread took the GIL at all. Beside a busy client the dispatcher waited 6-48 ms that way,
+        in which no thread took the GIL at all. Beside a busy client the dispatcher waited many intervals that way,
         and every parked pull with it (bench/README.md, "The Java client's latency tail"). A round that fails
         here is left to the thread, which retries it and counts the failures."""
         if self._tasks or self.behind() > self.caller_round_max_bytes or not self._round.acquire(blocking=False):

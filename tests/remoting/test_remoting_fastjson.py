@@ -246,20 +246,24 @@ class MapWithToDict(dict[str, int]):
         return {"not": 1}
 
 
+ODD_VALUES = [Color.RED, Level.HIGH, Flavor.PLAIN, QueueData("b", 4, 4, 6), 'q"\\\x7f\x9f\ud800',
+              BatchAck("g", "t", "0", 5, 1, 0, 1700000000000, 60000, [0, 3]), bytearray(b"\x01"), MapWithToDict(a=1)]
+
+
 @st.composite
 def any_values(draw: st.DrawFn, depth: int = 0) -> Any:
-    """java_values and what else reaches dumps: enums (whose names fastjson writes, also of int and str enums),
-    body objects, dict subclasses, maps of mixed or None keys, tuples, NaN, strings to escape."""
+    """java_values and what else reaches dumps: enums (whose names fastjson writes), body objects, dict subclasses,
+    maps of mixed or None keys, tuples, NaN, strings to escape. (Int and str enums are drawn as their index into
+    ODD_VALUES: hypothesis cannot record a value of an int or str subclass it drew itself.)"""
     scalars = (
         st.none() | st.booleans() | st.integers() | st.text() | st.binary(max_size=8) | st.floats()
-        | st.sampled_from([Color.RED, Level.HIGH, Flavor.PLAIN, QueueData("b", 4, 4, 6), 'q"\\\x7f\x9f\ud800',
-                           BatchAck("g", "t", "0", 5, 1, 0, 1700000000000, 60000, [0, 3]), bytearray(b"\x01"),
-                           MapWithToDict(a=1)])
+        | st.integers(0, len(ODD_VALUES) - 1).map(ODD_VALUES.__getitem__)
     )  # fmt: skip
     if depth >= 3:
         return draw(scalars)
     child = any_values(depth + 1)
-    keys = st.text(max_size=6) | st.integers() | st.none() | st.sampled_from([Color.RED, Flavor.PLAIN])
+    odd_keys = st.integers(0, 1).map([Color.RED, Flavor.PLAIN].__getitem__)
+    keys = st.text(max_size=6) | st.integers() | st.none() | odd_keys
     return draw(
         scalars
         | st.lists(child, max_size=4) | st.lists(child, max_size=3).map(tuple)
@@ -270,7 +274,7 @@ def any_values(draw: st.DrawFn, depth: int = 0) -> Any:
     )  # fmt: skip
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(value=any_values())
 def test_the_fast_writer_writes_what_the_reference_writes(value: Any) -> None:
     for standard in (False, True):

@@ -31,6 +31,23 @@ async def test_a_call_answers_its_result_or_its_exception_on_the_loop() -> None:
     threads.shutdown()
 
 
+async def test_a_listener_that_raises_stop_iteration_fails_its_call_and_no_other() -> None:
+    """An asyncio future refuses StopIteration (the old executor's answer then never came): it becomes a
+    RuntimeError, and the answers drained with it still arrive."""
+    threads = ListenerThreads(2, "t")
+
+    def listener(x: int) -> int:
+        if x == 3:
+            raise StopIteration
+        return x
+
+    calls = asyncio.gather(*(threads.call(listener, (i,)) for i in range(8)), return_exceptions=True)
+    results = await asyncio.wait_for(calls, WAIT)
+    assert [type(r) for r in results].count(RuntimeError) == 1 and isinstance(results[3], RuntimeError)
+    assert [r for i, r in enumerate(results) if i != 3] == [0, 1, 2, 4, 5, 6, 7]
+    threads.shutdown()
+
+
 async def test_calls_that_block_each_get_a_thread_up_to_the_size() -> None:
     """Three calls that each wait for the other two finish only if three threads run them at once; a fourth
     call, past the size, waits until one of them is done."""

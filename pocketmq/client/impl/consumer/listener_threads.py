@@ -117,6 +117,8 @@ class ListenerThreads:
                 continue  # (its awaiter was cancelled)
             if ok:
                 fut.set_result(answer)
+            elif isinstance(answer, StopIteration):  # (a future refuses it: it would end the awaiting coroutine)
+                fut.set_exception(RuntimeError(f"the listener raised {answer!r}"))
             else:
                 fut.set_exception(answer)
 

@@ -34,10 +34,10 @@ from collections.abc import Callable
 from typing import Any
 
 from .errors import RemotingError
-from .fastjson_writer import MAX_DEPTH, dumps, dumps_pretty, dumps_reference, quote
+from .fastjson_writer import MAX_DEPTH, dumps, dumps_pretty, dumps_reference, quote, quoted_key
 
 __all__ = ["MAX_DEPTH", "JsonObject", "JsonSyntaxError", "c_scanner", "dumps", "dumps_pretty", "dumps_reference",
-           "loads", "parse", "quote"]
+           "loads", "parse", "quote", "quoted_key"]
 
 
 class JsonSyntaxError(RemotingError, ValueError):

@@ -39,7 +39,28 @@ def _escape(m: re.Match[str]) -> str:
 
 def quote(s: str, standard: bool = False) -> str:
     """``s`` as a JSON string the way fastjson writes it."""
+    if s.isascii() and s.isprintable() and '"' not in s and "\\" not in s:
+        return '"' + s + '"'  # (printable ASCII but these two: nothing either form escapes, no regex pass)
     return '"' + (_ESCAPE_STANDARD if standard else _ESCAPE).sub(_escape, s) + '"'
+
+
+# `"key":` of the map keys and header field names written so far (bodies and headers repeat a few dozen names);
+# a long one is not kept, and the map is emptied when full.
+_QUOTED_KEYS: dict[str, str] = {}
+_MAX_QUOTED_KEYS = 4096
+_MAX_KEPT_KEY_LENGTH = 128
+
+
+def quoted_key(k: str) -> str:
+    """``quote(k) + ":"``, kept for the next map or header with that key."""
+    head = _QUOTED_KEYS.get(k)
+    if head is None:
+        head = quote(k) + ":"
+        if len(k) <= _MAX_KEPT_KEY_LENGTH:
+            if len(_QUOTED_KEYS) >= _MAX_QUOTED_KEYS:
+                _QUOTED_KEYS.clear()
+            _QUOTED_KEYS[k] = head
+    return head
 
 
 def dumps(obj: object, standard: bool = False) -> str:
@@ -71,30 +92,15 @@ _WRITTEN_BEFORE_TO_DICT = (Mapping, list, tuple, set, frozenset, enum.Enum, int,
                            bytearray, memoryview)
 
 
-# `"key":` of the keys written so far (bodies repeat a few dozen field names); emptied when full.
-_PLAIN_KEYS: dict[str, str] = {}
-_MAX_PLAIN_KEYS = 1024
-
-
-def _plain_key(k: object) -> str:
-    if type(k) is not str:
-        raise _NotPlain
-    head = quote(k) + ":"
-    if len(_PLAIN_KEYS) >= _MAX_PLAIN_KEYS:
-        _PLAIN_KEYS.clear()
-    _PLAIN_KEYS[k] = head
-    return head
-
-
 def _write_plain(v: Any, out: Callable[[str], None], depth: int) -> None:
     """``_write(v, ..., standard=False)`` for the values bodies are made of: dicts with str keys, lists, tuples,
     str, int, bool, float, None, bytes, and objects with a ``to_dict`` (a request body). Each test is of the exact
-    type, and a string without anything to escape is written as it is, where ``_write`` tests each value against
-    the ABCs it may be (what a native pop's batch ack cost: bench/README.md). Anything else raises _NotPlain:
+    type, where ``_write`` tests each value against the ABCs it may be (what a native pop's batch ack cost:
+    bench/README.md). Anything else raises _NotPlain:
     ``_write`` writes the whole value."""
     t = type(v)
     if t is str:
-        out('"' + v + '"' if v.isascii() and v.isprintable() and '"' not in v and "\\" not in v else quote(v))
+        out(quote(v))
     elif t is int:
         out(str(v))
     elif v is None:
@@ -133,14 +139,15 @@ def _write_plain_map(m: dict[Any, Any], out: Callable[[str], None], depth: int) 
         value = m[k]
         if value is None:
             continue
-        head = _PLAIN_KEYS.get(k)
-        out(sep + (head if head is not None else _plain_key(k)))
+        if type(k) is not str:  # (also before the kept keys: a str enum equal to one is written by its name)
+            raise _NotPlain
+        out(sep + quoted_key(k))
         sep = ","
         kind = type(value)  # (the common values here, not through a call)
         if kind is int:
             out(str(value))
-        elif kind is str and value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
-            out('"' + value + '"')
+        elif kind is str:
+            out(quote(value))
         else:
             _write_plain(value, out, depth)
     out("{}" if sep == "{" else "}")

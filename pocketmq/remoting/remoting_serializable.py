@@ -173,9 +173,9 @@ class _Pieces(dict[tuple[str, type, object], str]):
 
     def __missing__(self, key: tuple[str, type, object]) -> str:
         name, kind, value = key
-        head = _NAME_PIECES.get(name)  # (`"name":`, checked once)
-        if head is None:
-            head = _name_piece(name)
+        if type(name) is not str:
+            raise _Unwritable
+        head = fastjson.quoted_key(name)
         if kind is int:
             piece = f'{head}"{value}"'  # (digits and a sign: nothing to escape)
             keep = -_MAX_KEPT_INT <= value <= _MAX_KEPT_INT  # type: ignore[operator]
@@ -195,23 +195,6 @@ class _Pieces(dict[tuple[str, type, object], str]):
                 self.clear()
             self[key] = piece
         return piece
-
-
-_NAME_PIECES: dict[str, str] = {}
-
-
-def _name_piece(name: object) -> str:
-    """`"name":` for an ext key, kept when it is fastjson's text (a few dozen names: RocketMQ's header fields)."""
-    if type(name) is not str:
-        raise _Unwritable
-    head = _quote(name) + ":"
-    if not _like_fastjson(head):
-        raise _Unwritable
-    if len(name) <= _MAX_PIECE_LENGTH:
-        if len(_NAME_PIECES) >= _MAX_PIECES:
-            _NAME_PIECES.clear()
-        _NAME_PIECES[name] = head
-    return head
 
 
 _PIECES = _Pieces()

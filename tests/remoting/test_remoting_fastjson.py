@@ -297,6 +297,8 @@ def test_a_batch_ack_body_is_written_by_the_fast_writer_as_java_writes_it() -> N
     )
     assert dumps({"a": None, "b": []}) == dumps_reference({"a": None, "b": []}) == '{"b":[]}'
     assert dumps({}) == "{}"
+    # A str enum equal to a key written before is still written by its name.
+    assert dumps({"p": 1}) == '{"p":1}' and dumps({Flavor.PLAIN: 1}) == dumps_reference({Flavor.PLAIN: 1})
 
 
 # --- bodies in the JSON dialects ---------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pocketmq.common import MessageExtBrokerInner
@@ -193,7 +193,9 @@ def puts(draw) -> tuple[str, list[MessageExtBrokerInner]]:
 
 # -- the property ----------------------------------------------------------------------------------
 
-@settings(max_examples=25, deadline=None)
+# (data_too_large: a run whose draws mostly came out big failed the health check once under a full suite;
+# an oversized plan is only discarded, the rest still run.)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.data_too_large])
 @given(st.lists(puts(), min_size=1, max_size=14), st.sampled_from([None, ("10.9.8.7", 10911), ("fe80::1", 10911)]))
 def test_what_the_store_writes_agrees_with_an_independent_codec(tmp_path_factory, plan, store_addr):
     root = str(tmp_path_factory.mktemp("diff"))

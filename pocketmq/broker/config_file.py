@@ -19,6 +19,7 @@ import logging
 import os
 import re
 import shutil
+from collections.abc import Awaitable
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -139,7 +140,27 @@ class ConfigManager:
         """Write the current state now (after any write already in progress)."""
         async with self._lock:
             self._dirty = self._changed = False
-            await write_json_file(self.config_file_path, self.encode())
+            await self._run_whole(write_json_file(self.config_file_path, self.encode()))
+
+    async def _run_whole(self, write: Awaitable[None]) -> None:
+        """Run ``write`` to its end even when the caller is cancelled, then let the cancellation through.
+
+        Shutdown cancels the periodic flush wherever it is, then flushes what changed. Cut short, a write would
+        leave the state marked as written and the file without it (a CI run lost delayOffset.json's last progress
+        that way, and the next broker fired three delayed messages again). So the write is shielded and waited
+        for under the caller's lock, and one that failed marks the state changed again.
+        """
+        task = asyncio.ensure_future(write)
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            await asyncio.wait([task])
+            if task.cancelled() or task.exception() is not None:
+                self._changed = True
+            raise
+        except BaseException:
+            self._changed = True
+            raise
 
     async def persist_if_changed(self) -> bool:
         """The periodic flush (and shutdown): no write when nothing changed since the last one."""

@@ -260,9 +260,11 @@ class TopicConfigManager(ConfigManager):
             self._dirty = self._changed = False
             # The new journal starts in the same instant as the snapshot (no await in between).
             self.journal.rotate()
-            data = self.encode()
-            await asyncio.to_thread(write_json_file_sync, self.config_file_path, data)
-            self.journal.finish_compaction()
+            await self._run_whole(self._compact(self.encode()))
+
+    async def _compact(self, data: dict[str, Any]) -> None:
+        await asyncio.to_thread(write_json_file_sync, self.config_file_path, data)
+        self.journal.finish_compaction()
 
     def _maintain_soon(self) -> None:
         if self._maintainer is None or self._maintainer.done():

@@ -89,7 +89,7 @@ class RemoteBrokerOffsetStore:
         offset = self.offset_table.get(mq)
         if offset is not None:
             await self.update_consume_offset_to_broker(mq, offset, oneway=False)
-            self._dirty.discard(mq)
+            self._sent(mq, offset)
 
     async def persist_all(self) -> None:
         """Send every offset changed since the last persist (one-way, as RocketMQ's periodic persist does)."""
@@ -99,9 +99,15 @@ class RemoteBrokerOffsetStore:
                 continue
             try:
                 await self.update_consume_offset_to_broker(mq, offset, oneway=True)
-                self._dirty.discard(mq)
+                self._sent(mq, offset)
             except (RemotingError, MQClientException) as e:
                 log.warning("persist offset %d of %s for %s failed: %s", offset, mq, self.group, e)
+
+    def _sent(self, mq: MessageQueue, offset: int) -> None:
+        # An update made while the offset was on its way (another task's commit) keeps the queue's mark: the next
+        # persist, shutdown's included, sends it.
+        if self.offset_table.get(mq) == offset:
+            self._dirty.discard(mq)
 
     async def update_consume_offset_to_broker(self, mq: MessageQueue, offset: int, oneway: bool = True) -> None:
         addr = await self._master_addr(mq)

@@ -22,6 +22,8 @@ import shutil
 from collections.abc import Awaitable
 from typing import Any
 
+from pocketmq.remoting.tasks import run_whole
+
 log = logging.getLogger(__name__)
 
 # fastjson writes Map<Integer, Long> keys unquoted ({0:12,1:5}); quote them so RocketMQ's files load too.
@@ -143,21 +145,15 @@ class ConfigManager:
             await self._run_whole(write_json_file(self.config_file_path, self.encode()))
 
     async def _run_whole(self, write: Awaitable[None]) -> None:
-        """Run ``write`` to its end even when the caller is cancelled, then let the cancellation through.
+        """``write`` run to its end under the caller's lock, even when the caller is cancelled.
 
-        Shutdown cancels the periodic flush wherever it is, then flushes what changed. Cut short, a write would
+        Shutdown cancels the periodic flush wherever it is, then flushes what changed. A write cut short would
         leave the state marked as written and the file without it (a CI run lost delayOffset.json's last progress
-        that way, and the next broker fired three delayed messages again). So the write is shielded and waited
-        for under the caller's lock, and one that failed marks the state changed again.
+        that way, and the next broker fired three delayed messages again); one that failed or was cancelled
+        marks the state changed again (at worst one more write).
         """
-        task = asyncio.ensure_future(write)
         try:
-            await asyncio.shield(task)
-        except asyncio.CancelledError:
-            await asyncio.wait([task])
-            if task.cancelled() or task.exception() is not None:
-                self._changed = True
-            raise
+            await run_whole(write)
         except BaseException:
             self._changed = True
             raise

@@ -7,7 +7,24 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+async def run_whole(step: Awaitable[T]) -> T:
+    """Await ``step`` to its end even when the caller is cancelled meanwhile, then let the cancellation through.
+
+    For a step whose half-done state a restart would misread: a write followed by the progress that records it
+    (shutdown cancels the background jobs wherever they are, then persists their progress). Cut between the two,
+    the next broker on the store writes the same thing again.
+    """
+    task = asyncio.ensure_future(step)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await asyncio.wait([task])
+        raise
 
 
 class TaskTracker:

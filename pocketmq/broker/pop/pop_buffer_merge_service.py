@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pocketmq.remoting.tasks import run_whole
 from pocketmq.storage.pop import AckMsg, PopCheckPoint
 
 from .revive_log import ReviveLog
@@ -126,6 +127,11 @@ class PopBufferMergeService:
                 await self._store(entry)
 
     async def _store(self, entry: BufferedCheckPoint) -> None:
+        # Whole: cut after the put by shutdown's cancel of the scan, a written checkpoint would stay buffered as
+        # unwritten, acks would merge into it without a record, and the next broker would revive acked messages.
+        await run_whole(self._write(entry))
+
+    async def _write(self, entry: BufferedCheckPoint) -> None:
         entry.storing = True
         try:
             put = await self.revive_log.append_check_point(entry.ck, entry.revive_qid)

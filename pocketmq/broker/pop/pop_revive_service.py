@@ -23,6 +23,7 @@ from pocketmq.common.codec import CorruptRecordError, decode_all
 from pocketmq.common.message import MessageExt
 from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
 from pocketmq.common.pop_ack_constants import ACK_TAG, BATCH_ACK_TAG, CK_TAG, PROPERTY_FIRST_POP_TIME, REVIVE_GROUP
+from pocketmq.remoting.tasks import run_whole
 from pocketmq.storage.message_filter import TagsFilter
 from pocketmq.storage.pop import PopCheckPoint, decode_ack
 from pocketmq.storage.pop.pop_check_point import PopRecordError
@@ -65,9 +66,11 @@ class PopReviveService:
 
     async def revive_all(self) -> None:
         for q in self.queues:
-            await self._read_new(q)
-            await self._revive_due(q)
-            self._commit(q)
+            try:
+                await self._read_new(q)
+                await self._revive_due(q)
+            finally:
+                self._commit(q)  # also when shutdown cancels the round: what was put back is not put back again
 
     async def _read_new(self, q: ReviveQueue) -> None:
         c = self.controller
@@ -111,8 +114,13 @@ class PopReviveService:
         for key, ck in list(q.held.items()):
             if ck.revive_time > now:
                 continue
-            if await self._revive(ck):
-                del q.held[key]
+            # Whole: a checkpoint half put back when shutdown cancels the round would be put back in full again by
+            # the next broker on the store (the bits of what went back are only in memory).
+            await run_whole(self._revive_held(q, key, ck))
+
+    async def _revive_held(self, q: ReviveQueue, key: str, ck: PopCheckPoint) -> None:
+        if await self._revive(ck):
+            del q.held[key]
 
     def _commit(self, q: ReviveQueue) -> None:
         if q.offset < 0:

@@ -15,6 +15,7 @@ from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.pop_header import ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader
+from pocketmq.remoting.tasks import run_whole
 from pocketmq.remoting.transport import Channel
 from pocketmq.storage.pop import AckMsg, PopCheckPoint
 
@@ -56,19 +57,27 @@ class ChangeInvisibleTimeProcessor(BrokerProcessor):
         revive_qid = pop.revive_log.next_revive_qid()
         ck = PopCheckPoint(header.offset, pop_time, header.invisible_time, 1, header.queue_id, topic, group,
                            c.broker_config.broker_name, queue_offset_diff=[0])
+        ack = AckMsg(header.offset, extra.ck_queue_offset, group, topic, header.queue_id, extra.pop_time,
+                     extra.broker_name)
+        answer = await run_whole(self._renew(request, ck, revive_qid, ack, extra.revive_qid))
+        if answer.code != ResponseCode.SUCCESS:
+            return answer
+        return response(request, ext_fields=ChangeInvisibleTimeResponseHeader(pop_time, header.invisible_time,
+                                                                              revive_qid))
+
+    async def _renew(self, request: RemotingCommand, ck: PopCheckPoint, revive_qid: int, ack: AckMsg,
+                     ack_revive_qid: int) -> RemotingCommand:
+        """The new checkpoint, then the ack of the old one; run whole (a handler cancelled between the two, as the
+        server's stop does, would leave both checkpoints to revive the message)."""
+        c = self.controller
+        pop = c.pop_message_processor
         if pop.buffer_merge.enabled:
             pop.buffer_merge.add_ck(ck, revive_qid, -1)
         else:
             put = await pop.revive_log.append_check_point(ck, revive_qid)
             if not put.is_ok:
                 return response(request, ResponseCode.SYSTEM_ERROR, f"checkpoint not written: {put.status.value}")
-        ack = AckMsg(header.offset, extra.ck_queue_offset, group, topic, header.queue_id, extra.pop_time,
-                     extra.broker_name)
-        answer = await c.ack_message_processor.append_ack(request, response(request), ack, extra.revive_qid)
-        if answer.code != ResponseCode.SUCCESS:
-            return answer
-        return response(request, ext_fields=ChangeInvisibleTimeResponseHeader(pop_time, header.invisible_time,
-                                                                              revive_qid))
+        return await c.ack_message_processor.append_ack(request, response(request), ack, ack_revive_qid)
 
     def _change_orderly(self, request: RemotingCommand, header: ChangeInvisibleTimeRequestHeader, topic: str,
                         pop_time: int, revive_qid: int) -> RemotingCommand:

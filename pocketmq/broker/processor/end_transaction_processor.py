@@ -20,6 +20,7 @@ from pocketmq.common.message import MessageExt
 from pocketmq.common.topic_validator import RMQ_SYS_TRANS_HALF_TOPIC
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.tasks import run_whole
 from pocketmq.remoting.transaction_header import EndTransactionRequestHeader
 from pocketmq.remoting.transport import Channel
 from pocketmq.storage.results import PutMessageStatus
@@ -76,14 +77,20 @@ class EndTransactionProcessor(BrokerProcessor):
             return error
         assert half is not None
         if state == TRANSACTION_COMMIT_TYPE:
-            answer = await self._send_final_message(request, half, header)
-            if answer.code == ResponseCode.SUCCESS:
-                await service.delete_prepare_message(half)
-                self.committed += 1
-            return answer
+            return await run_whole(self._commit(request, half, header))
         await service.delete_prepare_message(half)
         self.rolled_back += 1
         return response(request)
+
+    async def _commit(self, request: RemotingCommand, half: MessageExt, header: EndTransactionRequestHeader
+                      ) -> RemotingCommand:
+        """The real message, then the op record that ends the half one; run whole (a handler cancelled between the
+        two, as the server's stop does, would leave the half message to be checked and committed again)."""
+        answer = await self._send_final_message(request, half, header)
+        if answer.code == ResponseCode.SUCCESS:
+            await self.controller.transactional_message_service.delete_prepare_message(half)
+            self.committed += 1
+        return answer
 
     @staticmethod
     def _check_prepare_message(

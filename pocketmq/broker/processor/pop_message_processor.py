@@ -31,6 +31,7 @@ from pocketmq.remoting.codes import PermName, RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import HeaderError
 from pocketmq.remoting.pop_header import PopMessageRequestHeader, PopMessageResponseHeader
+from pocketmq.remoting.tasks import run_whole
 from pocketmq.remoting.transport import Channel
 from pocketmq.storage.message_filter import MessageFilter, TagsFilter
 from pocketmq.storage.pop import PopCheckPoint
@@ -278,13 +279,8 @@ class PopMessageProcessor(BrokerProcessor):
                                queue_offset_diff=[o - offset for o in result.queue_offsets])
             if self.buffer_merge.enabled:
                 self.buffer_merge.add_ck(ck, ctx.revive_qid, result.next_begin_offset)
-            else:
-                put = await self.revive_log.append_check_point(ck, ctx.revive_qid)
-                if not put.is_ok:
-                    log.warning("pop of %s@%s queue %d: checkpoint not written (%s)", topic, group, queue_id,
-                                put.status)
-                    return False
-                self.commit_offset(ctx.channel, group, topic, queue_id, result.next_begin_offset)
+            elif not await run_whole(self._write_check_point(ctx, ck, result.next_begin_offset)):
+                return False
         build_start_offset_info(ctx.start_offset_info, topic, queue_id, offset)
         build_msg_offset_info(ctx.msg_offset_info, topic, queue_id, result.queue_offsets)
         if is_retry:
@@ -293,6 +289,17 @@ class PopMessageProcessor(BrokerProcessor):
             ctx.buffers.extend(result.buffers)
         ctx.count += result.message_count
         c.broker_stats_manager.inc_get(group, header.topic, result.message_count, result.buffer_total_size)
+        return True
+
+    async def _write_check_point(self, ctx: PopContext, ck: PopCheckPoint, next_begin_offset: int) -> bool:
+        """The checkpoint, then the offset past its messages; run whole (a handler cancelled between the two, as
+        the server's stop does, would leave the messages both revived and popped again)."""
+        put = await self.revive_log.append_check_point(ck, ctx.revive_qid)
+        if not put.is_ok:
+            log.warning("pop of %s@%s queue %d: checkpoint not written (%s)", ck.topic, ck.cid, ck.queue_id,
+                        put.status)
+            return False
+        self.commit_offset(ctx.channel, ck.cid, ck.topic, ck.queue_id, next_begin_offset)
         return True
 
     def _skip(self, ctx: PopContext, topic: str, queue_id: int, offset: int, next_begin: int) -> None:

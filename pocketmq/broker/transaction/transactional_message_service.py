@@ -13,11 +13,13 @@ TRANS_CHECK_MAX_TIME_TOPIC.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Protocol
 
 from pocketmq.common.constants import PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS, PROPERTY_TRANSACTION_CHECK_TIMES
 from pocketmq.common.message import MessageExt, MessageExtBrokerInner
 from pocketmq.common.topic_validator import RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
+from pocketmq.remoting.tasks import run_whole
 from pocketmq.storage.results import GetMessageStatus
 
 from .transactional_message_bridge import TransactionalMessageBridge
@@ -85,31 +87,44 @@ class TransactionalMessageService:
 
     async def _check_queue(self, queue_id: int, timeout: int, check_max: int, listener: CheckListener) -> None:
         bridge = self.bridge
-        start = now_ms()
         half_offset = bridge.fetch_consume_offset(RMQ_SYS_TRANS_HALF_TOPIC, queue_id)
         op_offset = bridge.fetch_consume_offset(RMQ_SYS_TRANS_OP_HALF_TOPIC, queue_id)
         ops = _OpReader(bridge, queue_id, op_offset, half_offset)
+        walk = _Walk(half_offset)
+        try:
+            await self._walk(queue_id, ops, walk, timeout, check_max, listener)
+        finally:
+            # Also when shutdown cancels the pass: a half message already written back (or discarded) is not
+            # written again by the next broker on this store, which would ask, and commit, a second copy.
+            if walk.new_offset != half_offset:
+                bridge.update_consume_offset(RMQ_SYS_TRANS_HALF_TOPIC, queue_id, walk.new_offset)
+            new_op_offset = _calculate_op_offset(ops.done, op_offset)
+            if new_op_offset != op_offset:
+                bridge.update_consume_offset(RMQ_SYS_TRANS_OP_HALF_TOPIC, queue_id, new_op_offset)
+
+    async def _walk(self, queue_id: int, ops: _OpReader, walk: _Walk, timeout: int, check_max: int,
+                    listener: CheckListener) -> None:
+        start = now_ms()
         await ops.fill()
         null_count = 1
-        new_offset = i = half_offset
+        i = walk.new_offset
         while now_ms() - start <= MAX_QUEUE_PROCESS_TIME:
             if i in ops.remove_map:
                 ops.done.append(ops.remove_map.pop(i))  # committed or rolled back: nothing to ask
                 i += 1
-                new_offset = i
+                walk.new_offset = i
                 continue
-            status, next_begin, msg = await bridge.get_half_message(queue_id, i)
+            status, next_begin, msg = await self.bridge.get_half_message(queue_id, i)
             if msg is None:
                 null_count += 1
                 if null_count > MAX_RETRY_COUNT_WHEN_HALF_NULL + 1 or status in _NO_NEW:
                     break
-                new_offset = i = next_begin  # (removed files, a corrected offset: go on from where the store says)
+                walk.new_offset = i = next_begin  # (removed files, a corrected offset: go on where the store says)
                 continue
             if self._need_discard(msg, check_max) or self._need_skip(msg):
-                await listener.resolve_discard_msg(msg)
+                await run_whole(walk.past(i, listener.resolve_discard_msg(msg)))
                 self.discarded += 1
                 i += 1
-                new_offset = i
                 continue
             if msg.store_timestamp >= start:
                 break  # stored during this pass: the next one looks at it
@@ -119,9 +134,8 @@ class TransactionalMessageService:
             if immunity_text is not None:
                 immunity = _immunity_time(immunity_text, timeout)
                 if age < immunity:
-                    if await self._check_prepare_queue_offset(ops, msg):
+                    if await run_whole(walk.past(i, self._check_prepare_queue_offset(ops, msg))):
                         i += 1
-                        new_offset = i
                         continue
                     break
             elif 0 <= age < immunity:
@@ -131,17 +145,11 @@ class TransactionalMessageService:
                 continue
             # Due (RocketMQ asks from one millisecond later, and re-reads the op queue meanwhile), or born in the
             # future by the broker's clock: ask.
-            if not await self._put_back_half_msg(msg):
+            if not await run_whole(walk.past(i, self._put_back_half_msg(msg))):
                 break  # the store refuses: try again next round, from this offset
             await listener.resolve_half_msg(msg)
             self.checks_sent += 1
             i += 1
-            new_offset = i
-        if new_offset != half_offset:
-            bridge.update_consume_offset(RMQ_SYS_TRANS_HALF_TOPIC, queue_id, new_offset)
-        new_op_offset = _calculate_op_offset(ops.done, op_offset)
-        if new_op_offset != op_offset:
-            bridge.update_consume_offset(RMQ_SYS_TRANS_OP_HALF_TOPIC, queue_id, new_op_offset)
 
     @staticmethod
     def _need_discard(msg: MessageExt, check_max: int) -> bool:
@@ -187,6 +195,21 @@ class TransactionalMessageService:
                 return True
         result = await self.bridge.put_message(renewed_half_message(msg))
         return result.is_ok
+
+
+class _Walk:
+    """How far one pass over a half queue got: the half offset it commits, even when it is cancelled."""
+
+    def __init__(self, offset: int) -> None:
+        self.new_offset = offset
+
+    async def past(self, offset: int, step: Awaitable[bool | None]) -> bool:
+        """``step`` (a write for the message at ``offset``), then the walk past that message unless the step
+        refused (False); run whole, so the write and the progress that records it are never cut apart."""
+        moved = await step is not False
+        if moved:
+            self.new_offset = offset + 1
+        return moved
 
 
 class _OpReader:

@@ -40,6 +40,23 @@ async def test_concurrent_persists_leave_one_whole_table(tmp_path: Path) -> None
     assert offsets(Path(store.path)) == {q: q * 10 for q in range(64)}
 
 
+async def test_a_persist_cancelled_mid_write_still_writes_the_whole_table(tmp_path: Path) -> None:
+    # A shutdown under a timeout cancels the persist wherever it is: the write under way goes on to its end.
+    for hops in range(1, 10):
+        store = LocalFileOffsetStore(str(tmp_path / str(hops)), "127.0.0.1@i", "G")
+        store.update_offset(MQ0, 1)
+        await store.persist_all()
+        store.update_offset(MQ0, 7)
+        store.update_offset(MQ1, 3)
+        persist = asyncio.ensure_future(store.persist_all())
+        for _ in range(hops):
+            await asyncio.sleep(0)
+        persist.cancel()
+        await asyncio.gather(persist, return_exceptions=True)
+        assert offsets(Path(store.path)) == {0: 7, 1: 3}, hops
+        assert not Path(store.path + ".tmp").exists(), hops
+
+
 async def test_a_torn_file_falls_back_to_its_backup(tmp_path: Path) -> None:
     store = LocalFileOffsetStore(str(tmp_path), "127.0.0.1@i", "G")
     store.update_offset(MQ0, 3)

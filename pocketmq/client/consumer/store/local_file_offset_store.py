@@ -20,6 +20,7 @@ import aiofiles
 import aiofiles.os
 
 from pocketmq.remoting.client_body import MessageQueue
+from pocketmq.remoting.tasks import run_whole
 
 from .offset_store import ReadOffsetType
 
@@ -91,7 +92,9 @@ class LocalFileOffsetStore:
             return
         text = json.dumps({"offsetTable": table}, indent=1)
         async with self._write_lock:  # one writer at a time: the periodic persist and shutdown may overlap
-            await self._write_atomically(text)
+            # Whole, even when the caller is cancelled (a shutdown under a timeout): the table reaches the file, and
+            # the next writer never meets a thread of this write still at work on the temporary file.
+            await run_whole(self._write_atomically(text))
 
     async def _write_atomically(self, text: str) -> None:
         """RocketMQ's MixAll.string2File, each blocking step on aiofiles' thread pool so the loop never waits

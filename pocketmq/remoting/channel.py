@@ -249,9 +249,7 @@ class Channel:
 
     def abort(self) -> None:
         """Close at once, dropping unwritten output (``close`` waits for a peer to take it, which one that does not
-        read never does). Pending invokes fail."""
-        if self._closing:
-            return
+        read never does). Pending invokes fail. Also ends a graceful close still waiting for such a peer."""
         self._closing = True
         self._out = []
         self._out_bytes = 0

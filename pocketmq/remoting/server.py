@@ -77,12 +77,15 @@ class RemotingServer(Endpoint):
         now = asyncio.get_running_loop().time()
         idle, frame_timeout = limits.max_idle_time, limits.frame_read_timeout
         for ch in list(self._channels):
-            if ch.closed:
-                continue
             idle_for = ch.idle_for(now)
             if idle and idle_for >= idle:
-                log.warning("closing %r: idle for %.3gs (serverChannelMaxIdleTimeSeconds %gs)", ch, idle_for, idle)
+                # (A channel closed gracefully is still here while its peer does not take the unwritten output:
+                # it goes the same way, or the peer would hold its socket, buffer and waiting tasks for ever.)
+                log.warning("%s %r: idle for %.3gs (serverChannelMaxIdleTimeSeconds %gs)",
+                            "dropping the output of" if ch.closed else "closing", ch, idle_for, idle)
                 ch.abort()
+                continue
+            if ch.closed:
                 continue
             age = ch.partial_frame_age(now)
             if age is not None and frame_timeout and age >= frame_timeout:

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 
 import pytest
+from broker_harness import FLAG_SUBSCRIPTION
 
-from pocketmq.remoting.body import decode_body
-from pocketmq.remoting.client_body import GetConsumerListByGroupResponseBody
+from pocketmq.remoting.body import decode_body, encode_body
+from pocketmq.remoting.client_body import ConsumerData, GetConsumerListByGroupResponseBody, HeartbeatData
+from pocketmq.remoting.codec import encode
 from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.header import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader
+from pocketmq.remoting.transport import parse_address
 
 
 class Notifications:
@@ -121,3 +126,30 @@ async def test_notifications_can_be_disabled(cluster, poll) -> None:
     assert sorted(await consumer_ids(first, "GroupQ")) == ["client-1", "client-2"]
     await asyncio.sleep(0.05)
     assert seen.groups == [] and broker.consumer_ids_change_listener.notifications_sent == 0
+
+
+async def test_a_consumer_that_does_not_read_is_not_notified_at_every_change(cluster, broker, poll) -> None:
+    # RocketMQ's one-way sends give up when its semaphore is taken; here each change made a task that waited on the
+    # stuck consumer's full connection, and a group changing all the time piled them up without bound.
+    mq = cluster.mq(broker)
+    assert (await mq.create_topic("StuckT", queues=1)).code == ResponseCode.SUCCESS
+    for _ in range(20):
+        assert (await mq.send("StuckT", b"x" * 100_000, queue_id=0)).code == ResponseCode.SUCCESS
+    await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+    stuck = socket.socket()
+    stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    stuck.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(stuck, parse_address(broker.address))
+    heartbeat = HeartbeatData("stuck", [], [ConsumerData("GroupS", subscription_data_set=[])])
+    pull = encode(RemotingCommand.request(RequestCode.PULL_MESSAGE,
+                                          mq.pull_request("GroupS", "StuckT", 0, 0, sys_flag=FLAG_SUBSCRIPTION)))
+    stuck.sendall(encode(RemotingCommand.request(RequestCode.HEART_BEAT, None, encode_body(heartbeat))) + pull * 60)
+    try:
+        await poll(lambda: any(ch.write_paused for ch in broker.remoting_server.channels))
+        for i in range(300):  # another member of the group changes its mind, again and again
+            await mq.heartbeat("flipper", {"GroupS": {f"StuckT{i % 2}": "*"}})
+        waiting = [t for t in asyncio.all_tasks() if t.get_name() == "notify-GroupS" and not t.done()]
+        assert len(waiting) <= 2, len(waiting)
+        assert broker.consumer_ids_change_listener.notifications_sent >= 300  # the reading member was told
+    finally:
+        stuck.close()

@@ -220,6 +220,24 @@ async def test_a_stuck_non_reading_peer_is_closed_when_idle(app: App, poll: Call
         await srv.stop()
 
 
+async def test_a_graceful_close_that_its_peer_never_takes_is_dropped_when_idle(app: App, poll: Callable) -> None:
+    # The server closes a connection gracefully (the broker's housekeeping, a malformed frame): its answers so far
+    # still go out. This peer never reads them, so the close waits; the connection, its buffer and its socket
+    # stayed until the peer left.
+    srv = await started(app, frame_read_timeout=0, max_idle_time=0.1)
+    try:
+        reader, writer = await connect(srv.address, rcvbuf=4 * 1024)
+        writer.write(b"".join(encode(RemotingCommand.request(ANSWER, {"i": i})) for i in range(200)))
+        await poll(lambda: any(ch.write_paused for ch in srv.channels))
+        [channel] = srv.channels
+        channel.close()
+        await poll(lambda: not srv.channels)
+        await assert_serving(srv.address)
+        writer.close()
+    finally:
+        await srv.stop()
+
+
 def test_limits_are_checked() -> None:
     with pytest.raises(ValueError, match="water marks"):
         ConnectionLimits(write_buffer_high_water_mark=10, write_buffer_low_water_mark=20)

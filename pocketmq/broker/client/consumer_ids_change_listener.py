@@ -33,7 +33,10 @@ class DefaultConsumerIdsChangeListener:
         if event is not ConsumerGroupEvent.CHANGE or not self.notify_enable:
             return
         for channel in channels:
-            if not channel.closed:
+            # A consumer that does not take what is written to it is not told (RocketMQ's one-way sends give up
+            # when its semaphore is taken): otherwise every change would leave one more task waiting on its
+            # connection. It rebalances on its own timer all the same.
+            if not channel.closed and not channel.write_paused:
                 self._tasks.spawn(self._notify(channel, group), name=f"notify-{group}")
 
     async def _notify(self, channel: Channel, group: str) -> None:

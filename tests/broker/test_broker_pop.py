@@ -390,3 +390,25 @@ async def test_a_broker_killed_with_pops_in_the_buffer_loses_no_message(tmp_path
         pc = PopClient(dev.mq, "broker-a")
         again, _ = await pop_all_of(pc, "GC", "PopCrash", {b"c2", b"c3"})
         assert {b"c2", b"c3"} <= set(again)  # at least once: c1 may come again too
+
+
+async def test_a_checkpoint_of_a_group_the_broker_does_not_hold_is_skipped_by_the_revive(cluster: Cluster) -> None:
+    # CHANGE_INVISIBLE_TIME takes any group name; RocketMQ's revive skips a checkpoint whose group it does not hold
+    # rather than make a retry topic (and a group) for each name it was given.
+    broker = await cluster.broker(enable_pop_buffer_merge=False, revive_interval=3600.0, revive_queue_num=1)
+    mq = cluster.mq(broker)
+    await mq.send("PT", b"m0", queue_id=0)
+    await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+    pop = PopClient(mq, broker.broker_config.broker_name)
+    [handle] = (await pop.pop("G", "PT", 0, invisible=1, init_mode=1)).handles
+    for i in range(5):
+        resp, _ = await pop.change_invisible(f"NoSuchGroup{i}", "PT", handle, 0)
+        assert resp.code == ResponseCode.SUCCESS
+    await asyncio.sleep(0.05)
+    revive = broker.pop_revive_service
+    await revive.revive_all()
+    assert revive.revived == 1  # G's own message, once
+    topics = broker.topic_config_manager.topic_config_table
+    assert [t for t in topics if "NoSuchGroup" in t] == []
+    assert not [g for g in broker.subscription_group_manager.subscription_group_table if "NoSuchGroup" in g]
+    assert revive.held_count == 0

@@ -132,6 +132,12 @@ class PopReviveService:
 
     async def _revive(self, ck: PopCheckPoint) -> bool:
         """Put back every message of ``ck`` not acked; False (kept for the next round) when a put fails."""
+        if ck.cid not in self.controller.subscription_group_manager.subscription_group_table:
+            # RocketMQ's revive skips a checkpoint of a group the broker does not hold (deleted, or named by a
+            # CHANGE_INVISIBLE_TIME for any group): putting it back would make a retry topic for each such name.
+            log.warning("revive of %s@%s queue %d: no such subscription group; skipped", ck.topic, ck.cid,
+                        ck.queue_id)
+            return True
         for i in range(ck.num):
             if ck.is_acked(i):
                 continue
@@ -157,7 +163,7 @@ class PopReviveService:
 
     async def _put_back(self, ck: PopCheckPoint, msg: MessageExt) -> bool:
         c = self.controller
-        sgc = c.subscription_group_manager.find_subscription_group_config(ck.cid)
+        sgc = c.subscription_group_manager.subscription_group_table.get(ck.cid)
         max_reconsume = sgc.retry_max_times if sgc is not None else 16
         if ck.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             retry_topic = ck.topic

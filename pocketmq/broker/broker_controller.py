@@ -108,6 +108,7 @@ class BrokerController:
             self.tasks,
             config.pull_request_hold_check_interval,
             on_park=self.store.reput_service.hurry,
+            max_parked=config.max_pull_polling_size,
         )
         self._create_pop_parts()
         # The dispatcher polls every 1 ms while pulls or pops wait for arrivals, every 10 ms while none does.

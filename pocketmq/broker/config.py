@@ -155,6 +155,9 @@ class BrokerConfig:
     # --- pulls and long polling ---
     long_polling_enable: bool = _f(True, "longPollingEnable")
     short_polling_time: float = _f(1.0, "shortPollingTimeMills", "ms")
+    # pocketmq's own: parked pulls in all; past it a pull finding nothing is answered at once, as without the
+    # suspend flag (RocketMQ parks any number, each holding its request until its timeout).
+    max_pull_polling_size: int = _f(100_000, "maxPullPollingSize")
     # PullRequestHoldService's safety re-check of parked pulls (RocketMQ: 5 s, not configurable there).
     pull_request_hold_check_interval: float = _f(5.0, "pullRequestHoldCheckInterval", "ms")
     pull_thread_pool_nums: int = _f(4, "pullMessageThreadPoolNums")  # threads doing store reads
@@ -171,6 +174,9 @@ class BrokerConfig:
     pop_from_retry_probability: int = _f(20, "popFromRetryProbability")
     # Parked pops per topic@group@queue before POLLING_FULL (RocketMQ: popPollingSize).
     pop_polling_size: int = _f(1024, "popPollingSize")
+    # Parked pops in all (of POP_MESSAGE, and of NOTIFICATION apart) before POLLING_FULL (RocketMQ:
+    # maxPopPollingSize).
+    max_pop_polling_size: int = _f(100_000, "maxPopPollingSize")
     # Checkpoints wait in memory for their acks this long before they are written (RocketMQ:
     # enablePopBufferMerge, off there; popCkStayBufferTime): a message acked within it costs no revive-log record.
     enable_pop_buffer_merge: bool = _f(True, "enablePopBufferMerge")

@@ -187,3 +187,30 @@ async def test_periodic_recheck_answers_a_pull_whose_arrival_was_missed(cluster,
     await producer.send("TopicRecheck", b"late")
     resp = await asyncio.wait_for(pull, 4.0)
     assert resp.code == ResponseCode.SUCCESS and hold.wakeups == 1
+
+
+async def test_parked_pulls_are_bounded_and_hold_no_body(cluster, poll) -> None:
+    # A peer may park pulls without end (RocketMQ parks any number): past maxPullPollingSize a pull that finds
+    # nothing is answered at once, and a parked one keeps no body it was sent with.
+    broker = await cluster.broker(max_pull_polling_size=2)
+    consumer, producer = cluster.mq(broker), cluster.mq(broker)
+    await producer.create_topic("TopicLpCap", queues=3)
+    hold = broker.pull_request_hold_service
+    pulls = []
+    for queue_id in range(2):
+        header = consumer.pull_request("G", "TopicLpCap", queue_id, 0, sys_flag=PARKED, suspend_ms=60_000)
+        request = RemotingCommand.request(RequestCode.PULL_MESSAGE, header, body=b"x" * 100_000)
+        pulls.append(asyncio.ensure_future(consumer.client.invoke(broker.address, request, 10)))
+        await poll(lambda n=queue_id + 1: parked(broker) == n)
+    assert all(r.request.body is None for rs in hold.pull_request_table.values() for r in rs)
+    third = await consumer.pull("G", "TopicLpCap", 2, 0, sys_flag=PARKED, suspend_ms=60_000, timeout=2)
+    assert third.code == ResponseCode.PULL_NOT_FOUND and parked(broker) == 2
+    assert (await producer.send("TopicLpCap", b"wake", queue_id=0)).code == ResponseCode.SUCCESS
+    assert (await asyncio.wait_for(pulls[0], 5)).code == ResponseCode.SUCCESS
+    assert parked(broker) == 1 == sum(len(rs) for rs in hold.pull_request_table.values())
+    again = asyncio.ensure_future(consumer.pull("G", "TopicLpCap", 2, 0, sys_flag=PARKED, suspend_ms=60_000,
+                                                timeout=10))
+    await poll(lambda: parked(broker) == 2)  # room again
+    assert (await producer.send("TopicLpCap", b"wake", queue_id=2)).code == ResponseCode.SUCCESS
+    assert (await asyncio.wait_for(again, 5)).code == ResponseCode.SUCCESS
+    pulls[1].cancel()

@@ -412,3 +412,23 @@ async def test_a_checkpoint_of_a_group_the_broker_does_not_hold_is_skipped_by_th
     assert [t for t in topics if "NoSuchGroup" in t] == []
     assert not [g for g in broker.subscription_group_manager.subscription_group_table if "NoSuchGroup" in g]
     assert revive.held_count == 0
+
+
+async def test_parked_pops_in_all_are_bounded_by_max_pop_polling_size(cluster: Cluster) -> None:
+    broker = await cluster.broker(max_pop_polling_size=2)
+    mq = cluster.mq(broker)
+    assert (await mq.create_topic("PCap", queues=4)).code == ResponseCode.SUCCESS
+    pop = PopClient(mq, broker.broker_config.broker_name)
+    parked = [asyncio.ensure_future(pop.pop(f"G{i}", "PCap", i, poll=30_000, init_mode=1)) for i in range(2)]
+    waiting = broker.pop_message_processor.long_polling
+    for _ in range(500):
+        if waiting.parked == 2:
+            break
+        await asyncio.sleep(0.01)
+    assert waiting.parked == 2
+    full = await pop.pop("G2", "PCap", 2, poll=30_000, init_mode=1)
+    assert full.response.code == ResponseCode.POLLING_FULL
+    await mq.send("PCap", b"m", queue_id=0)
+    assert (await asyncio.wait_for(parked[0], 5)).bodies == [b"m"]
+    assert waiting.parked == 1
+    parked[1].cancel()

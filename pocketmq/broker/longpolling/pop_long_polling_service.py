@@ -40,10 +40,13 @@ class PollingResult(enum.Enum):
 
 class PopLongPollingService:
     def __init__(self, wakeup: Wakeup, tasks: TaskTracker, polling_size: int = 1024,
-                 retry_v2: bool = False, on_park: Callable[[], None] | None = None) -> None:
+                 retry_v2: bool = False, on_park: Callable[[], None] | None = None,
+                 max_polling_size: int = 100_000) -> None:
         self._wakeup = wakeup
         self._tasks = tasks
         self.polling_size = polling_size
+        self.max_polling_size = max_polling_size
+        self.parked = 0
         self._retry_v2 = retry_v2
         self._on_park = on_park
         # topic -> (group, queue id) -> parked requests. Membership is read from the dispatcher thread.
@@ -62,6 +65,7 @@ class PopLongPollingService:
                     if r.timer is not None:
                         r.timer.cancel()
         self.table.clear()
+        self.parked = 0
         self._retry_topics.clear()
         self._loop = self._arrivals.loop = None
 
@@ -79,12 +83,16 @@ class PopLongPollingService:
         loop = self._loop
         if loop is None or deadline <= loop.time() or channel.closed:
             return PollingResult.NOT_POLLING
+        if self.parked >= self.max_polling_size:
+            return PollingResult.POLLING_FULL
         groups = self.table.setdefault(topic, {})
         requests = groups.setdefault((group, queue_id), [])
         if len(requests) >= self.polling_size:
             return PollingResult.POLLING_FULL
+        request.body = None  # (a pop carries none; a peer's would be held as long as the request waits)
         r = PopRequest(request, channel, topic, group, queue_id, deadline)
         requests.append(r)
+        self.parked += 1
         self._retry_topics[build_pop_retry_topic(topic, group, self._retry_v2)] = (topic, group)
         r.timer = loop.call_at(min(deadline, wake_at) if wake_at is not None else deadline, self._on_timer, r)
         if self._on_park is not None:
@@ -151,6 +159,7 @@ class PopLongPollingService:
         if groups is None or requests is None or r not in requests:
             return False
         requests.remove(r)
+        self.parked -= 1
         if not requests:
             del groups[(r.group, r.queue_id)]
             if not any(k[0] == r.group for k in groups):

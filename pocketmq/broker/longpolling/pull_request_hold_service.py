@@ -51,7 +51,10 @@ class PullRequestHoldService:
         tasks: TaskTracker,
         check_interval: float = 5.0,
         on_park: Callable[[], None] | None = None,
+        max_parked: int = 100_000,
     ) -> None:
+        self.max_parked = max_parked
+        self.parked = 0
         self._get_max_offset = get_max_offset
         self._on_park = on_park  # the store's dispatcher, told to be prompt while pulls wait
         self._wakeup = wakeup
@@ -73,6 +76,7 @@ class PullRequestHoldService:
                 if r.timer is not None:
                     r.timer.cancel()
         self.pull_request_table.clear()
+        self.parked = 0
         self._loop = self._arrivals.loop = None
 
     def waiting(self) -> bool:
@@ -81,17 +85,22 @@ class PullRequestHoldService:
 
     @property
     def parked_count(self) -> int:
-        return sum(len(v) for v in self.pull_request_table.values())
+        return self.parked
 
     # --- parking (event loop) ---
 
-    def suspend_pull_request(self, topic: str, queue_id: int, pull_request: PullRequest) -> None:
+    def suspend_pull_request(self, topic: str, queue_id: int, pull_request: PullRequest) -> bool:
+        """Park the pull; False (answer it at once) when ``max_parked`` pulls wait already."""
         loop = self._loop
         if loop is None:
             raise RuntimeError("PullRequestHoldService is not started")
+        if self.parked >= self.max_parked:
+            return False
+        pull_request.request.body = None  # (a pull carries none; a peer's would be held as long as it waits)
         key = (topic, queue_id)
         first = not self.pull_request_table
         self.pull_request_table.setdefault(key, []).append(pull_request)
+        self.parked += 1
         if first and self._on_park is not None:
             self._on_park()  # after the append: the round it triggers must already see a pull waiting
         pull_request.timer = loop.call_at(
@@ -103,6 +112,7 @@ class PullRequestHoldService:
         max_offset = self._get_max_offset(topic, queue_id)
         if max_offset > pull_request.pull_from_offset:
             self.notify_message_arriving(key, max_offset, None)
+        return True
 
     def on_channel_close(self, channel: Channel) -> None:
         for key, requests in list(self.pull_request_table.items()):
@@ -111,6 +121,7 @@ class PullRequestHoldService:
                 for r in requests:
                     if r.channel is channel and r.timer is not None:
                         r.timer.cancel()
+                self.parked -= len(requests) - len(keep)
                 self._set(key, keep)
 
     # --- arrivals ---
@@ -158,6 +169,7 @@ class PullRequestHoldService:
                 self._wake(r)
             else:
                 keep.append(r)
+        self.parked -= len(requests) - len(keep)
         self._set(key, keep)
 
     def check_hold_request(self) -> None:
@@ -172,6 +184,7 @@ class PullRequestHoldService:
         if requests is None or r not in requests:
             return
         requests.remove(r)
+        self.parked -= 1
         self._set(key, requests)
         if not r.channel.closed:
             self._wake(r)

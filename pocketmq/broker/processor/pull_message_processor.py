@@ -209,8 +209,8 @@ class PullMessageProcessor(BrokerProcessor):
         if code == ResponseCode.SUCCESS:
             resp = response(request, code, ext_fields=resp_header, body=result.body)
             c.broker_stats_manager.inc_get(group, topic, result.message_count, result.buffer_total_size)
-        elif code == ResponseCode.PULL_NOT_FOUND and broker_allow_suspend and header.sys_flag & FLAG_SUSPEND:
-            self._suspend(channel, request, header, message_filter)
+        elif (code == ResponseCode.PULL_NOT_FOUND and broker_allow_suspend and header.sys_flag & FLAG_SUSPEND
+              and self._suspend(channel, request, header, message_filter)):
             resp = None
         else:
             resp = response(request, code, ext_fields=resp_header)
@@ -294,7 +294,7 @@ class PullMessageProcessor(BrokerProcessor):
         request: RemotingCommand,
         header: PullMessageRequestHeader,
         message_filter: MessageFilter,
-    ) -> None:
+    ) -> bool:
         bc = self.controller.broker_config
         timeout_millis = (
             header.suspend_timeout_millis if bc.long_polling_enable else round(bc.short_polling_time * 1000)
@@ -308,7 +308,7 @@ class PullMessageProcessor(BrokerProcessor):
             pull_from_offset=header.queue_offset,
             message_filter=message_filter,
         )
-        hold.suspend_pull_request(header.topic, header.queue_id, pull_request)
+        return hold.suspend_pull_request(header.topic, header.queue_id, pull_request)
 
     def _generate_offset_moved_event(
         self, group: str, topic: str, queue_id: int, offset_request: int, offset_new: int

@@ -56,7 +56,10 @@ def make_consumer(cluster: Any, group: str, **options: Any) -> PushConsumer:
 
 async def send_many(cluster: Any, topic: str, bodies: list[bytes], queues: int, batch: int = 50) -> None:
     """Spread ``bodies`` over the topic's queues in batches (fast), in order within each queue."""
-    async with Producer(unique("PG"), cluster.namesrv_addr, instance_name=unique("p")) as producer:
+    # (Heartbeats within FAST_BROKER's 1 s channel expiry: a run slower than that on a loaded machine had the
+    # broker expire the producer and close its connection under its sends.)
+    async with Producer(unique("PG"), cluster.namesrv_addr, instance_name=unique("p"),
+                        heartbeat_broker_interval=0.2) as producer:
         mqs = await producer.fetch_publish_message_queues(topic)
         assert len(mqs) == queues
         for n, i in enumerate(range(0, len(bodies), batch)):

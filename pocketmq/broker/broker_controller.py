@@ -87,8 +87,9 @@ class BrokerController:
         )
         self.consumer_manager = ConsumerManager(self.consumer_ids_change_listener, config.channel_expired_timeout)
         self.producer_manager = ProducerManager(config.channel_expired_timeout)
-        self.client_housekeeping_service = ClientHousekeepingService(self.producer_manager, self.consumer_manager)
         self.rebalance_lock_manager = RebalanceLockManager(config.rebalance_lock_max_live_time)
+        self.client_housekeeping_service = ClientHousekeepingService(self.producer_manager, self.consumer_manager,
+                                                                     self.rebalance_lock_manager)
         self.schedule_message_service = ScheduleMessageService(self)
         self.broker_stats_manager = BrokerStatsManager(config.broker_cluster_name, config.stats_sample_interval)
         self.remoting_server = RemotingServer(

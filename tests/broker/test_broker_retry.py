@@ -134,6 +134,22 @@ def test_queue_locks_expire_unless_renewed() -> None:
     assert locks.is_locked("G", q, "c2", now=219.5) and not locks.is_locked("G", q, "c1", now=219.5)
 
 
+async def test_expired_queue_locks_are_forgotten_by_the_housekeeping(cluster, poll) -> None:
+    # Any client can lock made-up queues of made-up groups; RocketMQ keeps every entry until it is taken again.
+    broker = await cluster.broker(rebalance_lock_max_live_time=0.05, client_housekeeping_interval=0.02)
+    mq = cluster.mq(broker)
+    queues = {MessageQueue(f"Made{i}", "broker-a", 0) for i in range(50)}
+    for group in ("GL1", "GL2"):
+        resp = await mq.invoke(RequestCode.LOCK_BATCH_MQ, body=encode_body(LockBatchRequestBody(group, "c1", queues)))
+        assert decode_body(resp.body, LockBatchResponseBody).lock_ok_mq_set == queues
+    await poll(lambda: not broker.rebalance_lock_manager.mq_lock_table)
+    locks = RebalanceLockManager(lock_max_live_time=60.0)
+    q = MessageQueue("T", "b", 0)
+    locks.try_lock_batch("G", {q}, "c1", now=100.0)
+    assert locks.drop_expired(now=159.0) == 0 and locks.is_locked("G", q, "c1", now=159.0)
+    assert locks.drop_expired(now=160.5) == 1 and locks.mq_lock_table == {}
+
+
 async def test_shutdown_cancels_a_delay_level_woken_at_the_same_moment(broker) -> None:
     # The cancellation and an arrival's wake-up in one loop iteration: Python 3.11's asyncio.wait_for returned the
     # wake-up and dropped the cancellation, and broker shutdown then waited on that level's loop forever.

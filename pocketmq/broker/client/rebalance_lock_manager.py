@@ -59,3 +59,15 @@ class RebalanceLockManager:
                 del table[mq]
         if not table:
             del self.mq_lock_table[group]
+
+    def drop_expired(self, now: float | None = None) -> int:
+        """Forget the locks that expired (a lock taken again after expiry is granted anew either way)."""
+        now = time.monotonic() if now is None else now
+        dropped = 0
+        for group, table in list(self.mq_lock_table.items()):
+            for mq in [mq for mq, entry in table.items() if self._expired(entry, now)]:
+                del table[mq]
+                dropped += 1
+            if not table:
+                del self.mq_lock_table[group]
+        return dropped

@@ -153,3 +153,14 @@ async def test_a_consumer_that_does_not_read_is_not_notified_at_every_change(clu
         assert broker.consumer_ids_change_listener.notifications_sent >= 300  # the reading member was told
     finally:
         stuck.close()
+
+
+async def test_a_connection_is_one_producer_client_whatever_ids_its_heartbeats_name(cluster, broker) -> None:
+    # Each heartbeat with a new client id on one live connection added an entry that stayed as long as it did.
+    mq = cluster.mq(broker)
+    for i in range(100):
+        assert (await mq.heartbeat(f"client-{i}", producer_groups=("PGroupIds",))).code == ResponseCode.SUCCESS
+    table = broker.producer_manager.client_channel_table
+    assert list(table) == ["client-99"]
+    assert broker.producer_manager.find_channel("client-99") is not None
+    assert broker.producer_manager.find_channel("client-0") is None

@@ -11,6 +11,8 @@ from .client_channel_info import ClientChannelInfo
 
 log = logging.getLogger(__name__)
 
+_CLIENT_ID = "producer_client_id"  # Channel.attrs key: the client id the connection last registered
+
 
 class ProducerManager:
     def __init__(self, channel_expired_timeout: float = 120.0) -> None:
@@ -21,6 +23,13 @@ class ProducerManager:
 
     def register_producer(self, group: str, info: ClientChannelInfo) -> None:
         channels = self.group_channel_table.setdefault(group, {})
+        # One client id per connection: a connection that names a new one drops its old one, or heartbeats with a
+        # new id each time would grow this table for as long as the connection lives.
+        previous = info.channel.attrs.get(_CLIENT_ID)
+        if isinstance(previous, str) and previous != info.client_id and (
+                self.client_channel_table.get(previous) is info.channel):
+            del self.client_channel_table[previous]
+        info.channel.attrs[_CLIENT_ID] = info.client_id
         self.client_channel_table[info.client_id] = info.channel
         old = channels.get(info.channel)
         if old is None:

@@ -63,7 +63,7 @@ class CleanService(ServiceThread):
         while not self.stopped:
             self._stopped.wait(self.store.config.clean_resource_interval)
             if not self.stopped:
-                self.run_once()
+                self.survive(self.run_once)
 
     def run_once(self, now_ms: int | None = None) -> int:
         """One cleaning round; returns how many commit-log files were deleted."""

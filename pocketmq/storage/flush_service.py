@@ -39,7 +39,7 @@ class FlushRealTimeService(ServiceThread):
             if now - self._last_thorough >= cfg.flush_commit_log_thorough_interval:
                 self._last_thorough = now
                 least = 0
-            self.store.flush_commit_log(least)
+            self.survive(self.store.flush_commit_log, least)
         self.store.flush_commit_log(0)
 
 
@@ -183,7 +183,7 @@ class FlushConsumeQueueService(ServiceThread):
             thorough = now - self._last_thorough >= cfg.flush_consume_queue_thorough_interval
             if thorough:
                 self._last_thorough = now
-            self.do_flush(0 if thorough else cfg.flush_consume_queue_least_pages, thorough)
+            self.survive(self.do_flush, 0 if thorough else cfg.flush_consume_queue_least_pages, thorough)
             self.prepare_next_files()
         self.do_flush(0, True)
 
@@ -199,9 +199,14 @@ class FlushConsumeQueueService(ServiceThread):
         checkpoint = self.store.checkpoint
         assert checkpoint is not None  # the store's checkpoint lives as long as this service runs
         logics_ts = checkpoint.logics_msg_timestamp
+        failed = 0
         for cq in list(self.store.consume_queue_table.values()):
-            cq.flush(least_pages)
-        if thorough:
+            try:
+                cq.flush(least_pages)
+            except OSError as e:  # a file deleted under the flush (a topic deleted, the clean service): this one
+                failed += 1
+                log.warning("flushing %r failed: %s", cq, e)
+        if thorough and not failed:
             # Only what was dispatched before this flush started is known to be on disk.
             checkpoint.logics_msg_timestamp = logics_ts
             checkpoint.flush()

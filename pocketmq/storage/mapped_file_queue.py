@@ -26,6 +26,8 @@ class MappedFileQueue:
         # The file after the last one, created ahead of need by another thread (prepare_next_file); the
         # writer adopts it instead of creating the file itself.
         self._spare: MappedFile | None = None
+        # Bumped whenever a spare is dropped: a spare made across a drop is not published (see prepare_next_file).
+        self._spare_generation = 0
 
     # -- loading --------------------------------------------------------------------------------
     def load(self) -> None:
@@ -85,6 +87,15 @@ class MappedFileQueue:
                             page_by_page=self.page_by_page, reserve=self.reserve_chunk)
         with self._lock:
             self.files = [*self.files, mf]
+            # A spare the flush thread made for this very file while this thread was creating it (it looked
+            # before the append) names a live file now: only close it, deleting it would delete the data.
+            stale = self._spare
+            if stale is not None and stale.file_from_offset <= mf.file_from_offset:
+                self._spare = None
+            else:
+                stale = None
+        if stale is not None:
+            stale.close()
         return mf
 
     def prepare_next_file(self) -> bool:
@@ -95,7 +106,8 @@ class MappedFileQueue:
         GIL after each, several in all while another thread keeps putting (bench/README.md). Returns True if it
         made one.
         """
-        last = self.last()
+        with self._lock:
+            last, generation = self.last(), self._spare_generation
         if last is None or self._spare is not None:
             return False
         path = os.path.join(self.store_path, offset_to_file_name(last.file_from_offset + self.file_size))
@@ -104,7 +116,8 @@ class MappedFileQueue:
         except OSError:  # the queue's directory went away (topic deleted), or no space: the writer will say so
             return False
         with self._lock:
-            if self._spare is None and self.last() is last:
+            # Not if a spare was dropped meanwhile: this one may have opened the file just being deleted.
+            if self._spare is None and self.last() is last and self._spare_generation == generation:
                 self._spare = mf
                 return True
             gone = not self.files
@@ -116,10 +129,13 @@ class MappedFileQueue:
         return False
 
     def _drop_spare(self) -> None:
+        # Deleted under the lock, with the generation bumped: a spare the flush thread makes meanwhile either
+        # started after the deletion (a file of its own) or is refused when it comes to publish itself.
         with self._lock:
             spare, self._spare = self._spare, None
-        if spare is not None:
-            spare.destroy()  # it never held data
+            self._spare_generation += 1
+            if spare is not None:
+                spare.destroy()  # it never held data
 
     def find_mapped_file_by_offset(self, offset: int, return_first_on_not_found: bool = False) -> MappedFile | None:
         files = self.files  # copy-on-write list: a stable snapshot without locking
@@ -145,7 +161,14 @@ class MappedFileQueue:
     def flush(self, least_pages: int) -> bool:
         """Flush the file holding flushed_where; returns True when nothing was left to flush."""
         mf = self.find_mapped_file_by_offset(self.flushed_where, self.flushed_where == 0)
-        if mf is None or not mf.available:
+        if mf is None:
+            first = self.first()
+            if first is None or self.flushed_where >= first.file_from_offset:
+                return True
+            # The files holding flushed_where were deleted under it (the clean service, forced by a full disk):
+            # flushing goes on from the first file left, or it would stop for good.
+            self.flushed_where, mf = first.file_from_offset, first
+        if not mf.available:
             return True
         where = mf.file_from_offset + mf.flush(least_pages)
         done = where == self.flushed_where

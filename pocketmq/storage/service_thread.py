@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,14 @@ class ServiceThread:
 
     def run(self) -> None:
         raise NotImplementedError
+
+    def survive(self, round_: Callable[..., object], *args: object) -> None:
+        """One round of a periodic service, whose failure is logged and does not end the service: a file deleted
+        under a flush or a clean round (a topic deleted, the clean service) fails that round only."""
+        try:
+            round_(*args)
+        except Exception:
+            log.exception("%s: a round failed; going on", self.name)
 
     def shutdown(self, join_timeout: float = 10.0) -> None:
         self._stopped.set()

@@ -151,6 +151,9 @@ async def test_the_broker_asks_a_producer_of_the_group_in_its_codec(
         commit_log_offset=header.commit_log_offset, commit_or_rollback=TRANSACTION_COMMIT_TYPE,
         from_transaction_check=True, msg_id="U-ask", transaction_id=header.transaction_id))
     assert answer.code == ResponseCode.SUCCESS, answer.remark
+    # (An ask of the copy written before the commit came is RocketMQ's at-least-once, on a loaded machine: it
+    # reaches the client before the commit's answer, over the same connection.)
+    asked_before_the_decision = asked.qsize()
     [real] = await records(broker, "TxnT", 2)
     assert real.body == b"ask" and real.prepared_transaction_offset == header.commit_log_offset
     # The copy's TRAN_PREPARED_QUEUE_OFFSET stays in the half queue, as Apache's committed message shows.
@@ -158,7 +161,7 @@ async def test_the_broker_asks_a_producer_of_the_group_in_its_codec(
     # Decided: asked no more, however many rounds pass.
     rounds = broker.transactional_message_check_service.rounds
     await poll(lambda: broker.transactional_message_check_service.rounds >= rounds + 10)
-    assert asked.empty()
+    assert asked.qsize() == asked_before_the_decision
     # The check's progress: past the first copy and the decided one, and past the one op record.
     offsets = broker.consumer_offset_manager
     assert offsets.query_offset("CID_RMQ_SYS_TRANS", RMQ_SYS_TRANS_HALF_TOPIC, 0) == 2

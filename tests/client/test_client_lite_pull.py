@@ -268,3 +268,28 @@ async def test_a_commit_made_while_an_offset_is_on_its_way_reaches_the_broker_at
         await persisting
         assert store.unsent_offset(mq) == 10
     assert broker.consumer_offset_manager.query_offset(group, topic, 0) == 10
+
+
+async def test_a_seek_back_over_buffered_messages_commits_no_further_than_what_was_polled(push_cluster) -> None:
+    # After a seek back, the queue's record of the highest offset pulled stayed: the poll that emptied it set the
+    # consume offset past every message buffered before the seek, and a commit skipped all those never polled.
+    topic, group = unique("LiteT"), unique("LiteG")
+    await create_topic(push_cluster, topic, 1)
+    await send_many(push_cluster, topic, [b"%d" % i for i in range(100)], 1, batch=20)
+    [broker] = push_cluster.brokers
+    mq = MessageQueue(topic, broker.broker_config.broker_name, 0)
+    consumer = lite(push_cluster, group, auto_commit=False, consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+                    pull_batch_size=10)
+    consumer.assign([mq])
+    async with consumer:
+        for _ in range(300):  # the pulls buffer the whole queue (ten requests of ten)
+            if consumer.assigned_message_queue.get(mq).process_queue.queue_offset_max >= 99:
+                break
+            await asyncio.sleep(0.01)
+        first = await consumer.poll(timeout=1.0)
+        assert [m.queue_offset for m in first] == list(range(10))
+        await consumer.seek(mq, 0)
+        again = await consumer.poll(timeout=1.0)
+        assert again and again[0].queue_offset == 0
+        await consumer.commit_sync()
+    assert committed(push_cluster, group, topic, 1) == [again[-1].queue_offset + 1]

@@ -173,3 +173,28 @@ async def test_a_group_moves_between_client_rebalance_and_pop_without_losing_or_
         finally:
             await c.shutdown()
         assert sorted(seen[-60:]) == sorted(batch) and len(seen) == 60 * (phase + 1), phase
+
+
+async def test_a_popped_message_that_waited_past_its_invisible_time_is_not_consumed_from_that_pop(
+        cluster: EmbeddedCluster) -> None:
+    # One consume thread, and the first message's listener outlasts the pop's invisible time: the other nine are
+    # given out again by then. RocketMQ skips them (ConsumeRequest.isPopTimeout); consuming and acking these copies
+    # with their stale handles only added deliveries, again at each round.
+    await create_topic(cluster, "PopLate", 1)
+    await produce(cluster, "PopLate", [b"m%d" % i for i in range(10)])
+    calls: list[tuple[bytes, int]] = []
+
+    async def listener(msgs: list[Any], context: Any) -> ConsumeConcurrentlyStatus:
+        calls.extend((m.body, m.reconsume_times) for m in msgs)
+        if msgs[0].body == b"m0" and msgs[0].reconsume_times == 0:
+            await asyncio.sleep(1.3)  # past the 1 s invisible time
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = make_consumer(cluster, "PGLate", **{**POP, "pop_invisible_time": 1.0, "consume_thread_max": 1,
+                                                   "pop_batch_nums": 10})
+    consumer.subscribe("PopLate", "*")
+    consumer.register_message_listener(listener)
+    async with consumer:
+        await until(lambda: {body for body, _ in calls} == {b"m%d" % i for i in range(10)})
+    first_copies = [body for body, times in calls if times == 0]
+    assert first_copies == [b"m0"], calls  # the nine that waited came back, and only their new copies ran

@@ -10,10 +10,11 @@ import asyncio
 import time
 from typing import Any
 
-from push_helpers import create_topic, make_consumer, unique
+from push_helpers import create_topic, make_consumer, send_many, unique
 
 from pocketmq.client import (
     ConsumeConcurrentlyStatus,
+    ConsumeFromWhere,
     Message,
     MessageQueue,
     Producer,
@@ -212,3 +213,26 @@ async def test_a_new_groups_first_retry_comes_after_the_delay_not_the_next_rebal
             await producer.send(Message(topic, b"again"))
         await poll(lambda: seen == [0, 1], timeout=5)
         assert MessageQueue(f"%RETRY%{group}", "broker-a", 0) in consumer.assigned_queues()
+
+
+async def test_an_ack_index_below_minus_one_means_none_of_the_batch_succeeded(push_cluster, poll) -> None:
+    # ack_index -2 sliced the batch from its end: only the last message went back, the others were committed past.
+    topic, group = unique("AckT"), unique("AckG")
+    await create_topic(push_cluster, topic, 1)
+    await send_many(push_cluster, topic, [b"m%d" % i for i in range(4)], 1, batch=4)
+    succeeded: set[bytes] = set()
+
+    async def listener(msgs: list[Any], context: Any) -> ConsumeConcurrentlyStatus:
+        if any(m.reconsume_times == 0 for m in msgs):
+            context.ack_index = -2  # "nothing of this batch succeeded"
+        else:
+            succeeded.update(m.body for m in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = make_consumer(push_cluster, group, consume_message_batch_max_size=4,
+                             consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer.subscribe(topic, "*")
+    consumer.register_message_listener(listener)
+    async with consumer:
+        await poll(lambda: len(succeeded) == 4, timeout=15)  # every one came back from the retry topic
+    assert succeeded == {b"m%d" % i for i in range(4)}

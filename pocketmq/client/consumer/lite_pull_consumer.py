@@ -355,7 +355,7 @@ class LitePullConsumer(LitePullTasks, TopicQueueWatch, RebalancedConsumerInner):
     def _clear_message_queue_in_cache(self, mq: MessageQueue) -> None:
         state = self.assigned_message_queue.get(mq)
         if state is not None:
-            state.process_queue.remove_message(state.process_queue.messages())
+            state.process_queue.clear()
         cache = self._consume_request_cache
         kept = [r for r in cache if r.message_queue != mq]
         if len(kept) != len(cache):

@@ -144,7 +144,8 @@ class ConsumeMessageConcurrentlyService:
         if not msgs:
             return
         if status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
-            ack_index = len(msgs) - 1 if context.ack_index is None else min(context.ack_index, len(msgs) - 1)
+            # (Below -1 means none succeeded: a negative index would slice from the end and drop the rest.)
+            ack_index = len(msgs) - 1 if context.ack_index is None else max(-1, min(context.ack_index, len(msgs) - 1))
             self.consumed_ok += 1
         else:
             ack_index = -1
@@ -181,6 +182,8 @@ class ConsumeMessageConcurrentlyService:
                 log.warning("%s: message %s consumed for too long; sending it back", consumer.group, msg.msg_id)
                 if not await consumer.send_message_back(msg, SEND_BACK_DELAY_LEVEL_WHEN_EXPIRED, mq):
                     break
+                if pq.dropped:
+                    break  # the queue went to another consumer during the send: its offset is not ours to move
                 if pq.first_offset() == msg.queue_offset:
                     # RocketMQ leaves the offset for the next result to move; moving it now lets an idle
                     # queue's offset pass the message that went back.

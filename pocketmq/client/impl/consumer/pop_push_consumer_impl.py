@@ -189,7 +189,7 @@ class PopPushConsumerImpl(SubscribedConsumerInner):
                 await asyncio.sleep(cfg.pull_time_delay_when_broker_flow_control)
             if result.msg_found_list:
                 self._inflight[key] = self._inflight.get(key, 0) + len(result.msg_found_list)
-                self._submit(key, result.msg_found_list)
+                self._submit(key, result.msg_found_list, result.pop_time + result.invisible_time)
         self._loops.discard(key)
 
     async def _pop(self, topic: str, broker: str) -> Any:
@@ -203,18 +203,27 @@ class PopPushConsumerImpl(SubscribedConsumerInner):
             init, cfg.consumer_timeout_when_suspend,
         )
 
-    def _submit(self, key: tuple[str, str], msgs: list[MessageExt]) -> None:
+    def _submit(self, key: tuple[str, str], msgs: list[MessageExt], visible_at: int) -> None:
+        """``visible_at`` (ms): when the broker gives the pop's messages out again."""
         assert self._executor is not None
         if self.consume_orderly:
             by_queue: dict[int, list[MessageExt]] = {}
             for m in msgs:
                 by_queue.setdefault(m.queue_id, []).append(m)
             for queue_msgs in by_queue.values():
-                self._executor.submit(self._consume_orderly, key, queue_msgs)
+                self._executor.submit(self._consume_orderly, key, queue_msgs, visible_at)
             return
         size = self.config.consume_message_batch_max_size
         for i in range(0, len(msgs), size):
-            self._executor.submit(self._consume_concurrently, key, msgs[i:i + size])
+            self._executor.submit(self._consume_concurrently, key, msgs[i:i + size], visible_at)
+
+    def _pop_timed_out(self, msgs: list[MessageExt], visible_at: int) -> bool:
+        # RocketMQ's ConsumeRequest.isPopTimeout: a message that waited here past its invisible time is already
+        # given out again; consuming (and acking) this copy would only add a delivery.
+        if time.time_ns() // 1_000_000 < visible_at:
+            return False
+        log.info("%s: %d popped messages waited past their invisible time; not consumed here", self.group, len(msgs))
+        return True
 
     def _done(self, key: tuple[str, str], n: int) -> None:
         self._inflight[key] = max(0, self._inflight.get(key, 0) - n)
@@ -231,8 +240,10 @@ class PopPushConsumerImpl(SubscribedConsumerInner):
             log.warning("consumeMessage exception, group %s; reconsume later", self.group, exc_info=True)
             return None
 
-    async def _consume_concurrently(self, key: tuple[str, str], msgs: list[MessageExt]) -> None:
+    async def _consume_concurrently(self, key: tuple[str, str], msgs: list[MessageExt], visible_at: int) -> None:
         try:
+            if self._pop_timed_out(msgs, visible_at):
+                return
             mq = MessageQueue(msgs[0].topic, key[1], msgs[0].queue_id)
             status = await self._call(msgs, ConsumeConcurrentlyContext(mq))
             if status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
@@ -245,13 +256,15 @@ class PopPushConsumerImpl(SubscribedConsumerInner):
         finally:
             self._done(key, len(msgs))
 
-    async def _consume_orderly(self, key: tuple[str, str], msgs: list[MessageExt]) -> None:
+    async def _consume_orderly(self, key: tuple[str, str], msgs: list[MessageExt], visible_at: int) -> None:
         """One queue's batch, in order: each run of consume_message_batch_max_size acked as it succeeds; a
         suspended run and everything after it come back after the suspend time (the broker counts it)."""
         size = self.config.consume_message_batch_max_size
         try:
             for i in range(0, len(msgs), size):
                 run = msgs[i:i + size]
+                if self._pop_timed_out(msgs[i:], visible_at):
+                    return
                 context = ConsumeOrderlyContext(MessageQueue(run[0].topic, key[1], run[0].queue_id))
                 status = await self._call(run, context)
                 if status is ConsumeOrderlyStatus.SUCCESS:

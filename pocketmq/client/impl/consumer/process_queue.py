@@ -75,6 +75,15 @@ class ProcessQueue:
         """The messages held (not those being consumed orderly), in offset order."""
         return [self._msgs[o] for o in self._offsets]
 
+    def clear(self) -> None:
+        """Forget everything held (RocketMQ's ProcessQueue.clear), the highest offset added included: a queue
+        seeked back is pulled again from there, and the next commit must not run past what it has not given out."""
+        self._msgs.clear()
+        self._offsets.clear()
+        self.consuming_msg_orderly_tree_map.clear()
+        self.msg_count = self.msg_size = 0
+        self.queue_offset_max = 0
+
     # --- pulls and concurrent consumption ------------------------------------------------------------------
 
     def put_message(self, msgs: Iterable[MessageExt]) -> bool:

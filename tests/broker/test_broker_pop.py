@@ -25,6 +25,7 @@ from pocketmq.remoting.pop_header import (
     PollingInfoResponseHeader,
 )
 from pocketmq.remoting.wire_protocol import WireProtocol
+from pocketmq.storage.pop import PopCheckPoint
 
 PROTOCOLS = pytest.mark.parametrize("protocol", [WireProtocol.MSGPACK, WireProtocol.NATIVE])
 FAST = dict(revive_interval=0.02)  # the revive service every 20 ms
@@ -432,3 +433,16 @@ async def test_parked_pops_in_all_are_bounded_by_max_pop_polling_size(cluster: C
     assert (await asyncio.wait_for(parked[0], 5)).bodies == [b"m"]
     assert waiting.parked == 1
     parked[1].cancel()
+
+
+async def test_checkpoints_whose_group_names_run_into_their_offsets_are_kept_apart(cluster: Cluster) -> None:
+    # Group G at queue 1 offset 13 and group G1 at queue 1 offset 3, popped in one millisecond: RocketMQ's key
+    # ("TG113..." for both) let the second checkpoint take the first's place, and G's message never came back.
+    broker = await cluster.broker(revive_interval=3600.0)
+    merge = broker.pop_message_processor.buffer_merge
+    name = broker.broker_config.broker_name
+    g = PopCheckPoint(13, 1_000, 60_000, 1, 1, "T", "G", name, queue_offset_diff=[0])
+    g1 = PopCheckPoint(3, 1_000, 60_000, 1, 1, "T", "G1", name, queue_offset_diff=[0])
+    merge.add_ck(g, 0, 14)
+    merge.add_ck(g1, 0, 4)
+    assert {entry.ck.cid for entry in merge.buffer.values()} == {"G", "G1"}

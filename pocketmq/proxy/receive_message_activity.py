@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
 from pocketmq.client.consumer.pop_result import PopResult, PopStatus
@@ -82,6 +82,7 @@ class ReceiveMessageActivity:
         self.consumer = consumer
         self.handles = handles
         self._nacks: set[asyncio.Task[None]] = set()
+        self._orphans: set[asyncio.Task[PopResult]] = set()  # pops whose call was cancelled, until they end
 
     async def receive_message(self, ctx: ProxyContext, request: Any) -> AsyncIterator[Any]:
         try:
@@ -138,13 +139,32 @@ class ReceiveMessageActivity:
             max_attempts = (group_config.retry_max_times if group_config is not None
                             else c.consumer_retry_max_times) + 1
         timeout = (remaining if remaining is not None else polling_time + int(c.request_timeout * 1000)) / 1000
-        result = await self.consumer.pop_message(
+        result = await self._pop_to_its_end(self.consumer.pop_message(
             addr, broker_name, group, topic, request.batch_size, invisible_time, polling_time, subscription, fifo,
             pop_filter(subscription, max_attempts), request.attempt_id if request.HasField("attempt_id") else None,
-            timeout)
+            timeout), group, topic)
         if auto_renew and result.pop_status is PopStatus.FOUND and result.msg_found_list:
             self._hold_for_renewal(ctx, result.msg_found_list, group, topic)
         return result
+
+    async def _pop_to_its_end(self, pop: Coroutine[Any, Any, PopResult], group: str, topic: str) -> PopResult:
+        """The broker's pop, which goes on when the call is cancelled (a consumer shutting down mid-poll): what it
+        takes then is made visible again at once, as Apache's writer does when the stream is gone, instead of
+        staying hidden for the whole invisible time."""
+        task = asyncio.ensure_future(pop)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            self._orphans.add(task)
+            task.add_done_callback(lambda done: self._return_taken(done, group, topic))
+            raise
+
+    def _return_taken(self, task: asyncio.Task[PopResult], group: str, topic: str) -> None:
+        self._orphans.discard(task)
+        if task.cancelled() or task.exception() is not None:
+            return
+        for msg in task.result().msg_found_list or ():
+            self._nack(msg, group, topic)
 
     def _polling_time(self, ctx: ProxyContext, request: Any) -> int:
         """The request's long polling time, or what the call's deadline leaves after half a request's time for

@@ -300,3 +300,24 @@ async def test_an_expired_handle_is_invalid_for_a_client_without_telemetry_too(e
         message_id="m", invisible_duration=Duration(seconds=10)), metadata=metadata("no-telemetry@1"))
     assert (r.status.code, r.status.message) == (
         D.Code.INVALID_RECEIPT_HANDLE, "org.apache.rocketmq.proxy.common.ProxyException: receipt handle is expired")
+
+
+async def test_a_receive_cancelled_mid_poll_gives_back_what_its_pop_takes_afterwards(env):
+    # A consumer shutting down cancels its long poll; the broker's pop goes on and takes the next message sent.
+    # Apache's proxy makes it visible again at once (its write to the gone stream fails); here it stayed hidden for
+    # the cancelled call's whole invisible time.
+    cluster, proxy, stub = env
+    await create_topic(cluster, "Cancelled", 1)
+    call = stub.ReceiveMessage(receive_request("Cancelled", "CG", invisible_ms=60_000, polling_ms=20_000),
+                               metadata=metadata(), timeout=30)
+    parked = cluster.broker.pop_message_processor.long_polling
+    deadline = time.monotonic() + 10
+    while parked.parked < 1:
+        assert time.monotonic() < deadline, "the pop never parked"
+        await asyncio.sleep(0.01)
+    call.cancel()
+    await asyncio.sleep(0.5)  # the cancellation reaches the endpoint
+    sent = await send(stub, "Cancelled", b"late", 7)
+    [again] = await received(stub, receive_request("Cancelled", "CG", invisible_ms=60_000, polling_ms=2_000), 1)
+    assert again.system_properties.message_id == sent
+    assert again.system_properties.delivery_attempt == 2  # the cancelled call's pop took it first

@@ -34,6 +34,18 @@ async def messages(broker: BrokerController, topic: str) -> list[Any]:
     return decode_all(broker.store.get_message("t", topic, 0, 0, 100).body)
 
 
+async def unbuffered_pops(cluster: Cluster, messages_in_pt: int) -> tuple[BrokerController, Any]:
+    """A broker whose pops write their checkpoints at once (no buffer merge, the revive run by hand), with
+    ``messages_in_pt`` messages m0, m1, ... in queue 0 of topic PT."""
+    broker = await cluster.broker(revive_interval=3600.0, revive_queue_num=1, enable_pop_buffer_merge=False,
+                                  **UNDER_LOAD)
+    mq = cluster.mq(broker)
+    for i in range(messages_in_pt):
+        await mq.send("PT", f"m{i}".encode(), queue_id=0)
+    await messages(broker, "PT")
+    return broker, mq
+
+
 async def cancel_when(job: asyncio.Future[Any], under_way: Callable[[], bool]) -> None:
     """Cancel ``job`` (as shutdown does) at the first turn of the loop where ``under_way()`` holds."""
     while not under_way() and not job.done():
@@ -67,12 +79,7 @@ async def test_a_transaction_check_cancelled_after_asking_is_not_asked_twice_by_
 
 
 async def test_a_revive_round_cancelled_mid_checkpoint_revives_each_message_once(cluster: Cluster) -> None:
-    broker = await cluster.broker(revive_interval=3600.0, revive_queue_num=1, enable_pop_buffer_merge=False,
-                                  **UNDER_LOAD)
-    mq = cluster.mq(broker)
-    for i in range(5):
-        await mq.send("PT", f"m{i}".encode(), queue_id=0)
-    await messages(broker, "PT")
+    broker, mq = await unbuffered_pops(cluster, 5)
     popped = await PopClient(mq).pop("G", "PT", 0, invisible=1, init_mode=1)
     assert len(popped.bodies) == 5
     await asyncio.sleep(0.05)  # their invisible time is over, none was acked
@@ -147,12 +154,7 @@ async def test_a_commit_cut_by_the_servers_stop_ends_its_half_message(cluster: C
 
 
 async def test_a_pop_cut_by_the_servers_stop_commits_what_its_checkpoint_holds(cluster: Cluster) -> None:
-    broker = await cluster.broker(revive_interval=3600.0, revive_queue_num=1, enable_pop_buffer_merge=False,
-                                  **UNDER_LOAD)
-    mq = cluster.mq(broker)
-    for i in range(3):
-        await mq.send("PT", f"m{i}".encode(), queue_id=0)
-    await messages(broker, "PT")
+    broker, mq = await unbuffered_pops(cluster, 3)
     revive_topic = broker.pop_message_processor.revive_log.revive_topic
     pop = asyncio.ensure_future(PopClient(mq).pop("G", "PT", 0, invisible=60_000, init_mode=1))
     await cut_handlers_when(broker, dispatched(broker, revive_topic, 1))
@@ -164,11 +166,7 @@ async def test_a_pop_cut_by_the_servers_stop_commits_what_its_checkpoint_holds(c
 
 async def test_a_change_of_invisible_time_cut_by_the_servers_stop_revives_the_message_once(
         cluster: Cluster) -> None:
-    broker = await cluster.broker(revive_interval=3600.0, revive_queue_num=1, enable_pop_buffer_merge=False,
-                                  **UNDER_LOAD)
-    mq = cluster.mq(broker)
-    await mq.send("PT", b"m0", queue_id=0)
-    await messages(broker, "PT")
+    broker, mq = await unbuffered_pops(cluster, 1)
     client = PopClient(mq, broker.broker_config.broker_name)
     [handle] = (await client.pop("G", "PT", 0, invisible=300, init_mode=1)).handles
     revive_topic = broker.pop_message_processor.revive_log.revive_topic

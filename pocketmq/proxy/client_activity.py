@@ -32,18 +32,21 @@ class ClientActivity:
         if settings is None:
             return pb.HeartbeatResponse(status=status(pb.Code.UNRECOGNIZED_CLIENT_TYPE, NO_SETTINGS))
         if settings.client_type == pb.ClientType.PRODUCER:
-            channel = self.channels.get_channel(ctx.client_id)
-            if channel is not None:
-                new = {t.name for t in settings.publishing.topics} - channel.producer_topics
-                if new:
-                    channel.producer_topics |= new
-                    self.cluster.heartbeat_soon()
+            channel = self._touch(ctx)
+            new = {t.name for t in settings.publishing.topics} - channel.producer_topics
+            if new:
+                channel.producer_topics |= new
+                self.cluster.heartbeat_soon()
         elif settings.client_type in _CONSUMERS:
             validate_consumer_group(request.group.name)
+            self._touch(ctx)
         else:
             return pb.HeartbeatResponse(status=status(pb.Code.UNRECOGNIZED_CLIENT_TYPE,
                                                       pb.ClientType.Name(settings.client_type)))
         return pb.HeartbeatResponse(status=ok())
+
+    def _touch(self, ctx: ProxyContext) -> GrpcClientChannel:
+        return self.channels.touch(ctx.client_id, ctx.language, ctx.client_version, ctx.remote_address)
 
     async def notify_client_termination(self, ctx: ProxyContext, request: Any) -> Any:
         settings = self.settings.remove_client_settings(ctx.client_id)

@@ -73,6 +73,11 @@ class ProxyConfig:
     renew_next_millis: tuple[int, ...] = (60_000, 180_000, 300_000, 600_000, 1_800_000, 3_600_000)
     invisible_time_millis_when_clear: int = 1_000
     max_renew_retry_times: int = 3
+    # channelExpiredTimeout: a client stays registered (its auto-renewed messages renewed, its settings kept) this
+    # long after its last Heartbeat or Settings, whether or not its Telemetry stream is open; looked at every
+    # channel_scan_interval seconds (ClientHousekeepingService's period).
+    channel_expired_timeout_millis: int = 120_000
+    channel_scan_interval: float = 10.0
     # transactionHeartbeatPeriodSecond: how often the proxy tells the brokers which producer groups it serves,
     # so their transaction checks come to it.
     transaction_heartbeat_period: float = 20.0
@@ -85,6 +90,8 @@ class ProxyConfig:
     # this long; Telemetry streams at once; commands queued for one stream.
     first_byte_timeout: float = 30.0
     max_telemetry_streams: int = 10_000
+    # Settings kept for clients, in bytes in all (a client may send any Settings up to the inbound message size).
+    max_client_settings_bytes: int = 64 * 1024 * 1024
     telemetry_queue_size: int = 64
     request_timeout: float = 3.0
     # ACL (RocketMQ's plain_acl.yml): with a file, every call is checked against its accounts

@@ -20,7 +20,8 @@ def _duration(millis: int) -> Any:
 
 
 class GrpcClientSettingsManager:
-    """Settings by client id, most recently updated last; at most ``max_clients`` of them (the oldest go)."""
+    """Settings by client id, most recently updated last; at most ``max_clients`` of them, and at most
+    ``max_bytes`` in all (the oldest go; the newest always stays)."""
 
     def __init__(self, config: ProxyConfig, max_clients: int | None = None,
                  group_config: Callable[[str], SubscriptionGroupConfig | None] | None = None) -> None:
@@ -28,7 +29,10 @@ class GrpcClientSettingsManager:
         # The group's broker-side config as last read (its fifo and retries win over the client's values).
         self.group_config = group_config or (lambda group: None)
         self.max_clients = max_clients or 2 * config.max_telemetry_streams
+        self.max_bytes = config.max_client_settings_bytes
         self._settings: OrderedDict[str, Any] = OrderedDict()
+        self._sizes: dict[str, int] = {}
+        self.bytes = 0
 
     def __len__(self) -> int:
         return len(self._settings)
@@ -39,10 +43,16 @@ class GrpcClientSettingsManager:
             merged = self._default_consumer_settings()
             merged.MergeFrom(settings)
             settings = merged
-        self._settings.pop(client_id, None)
+        self._pop(client_id)
         self._settings[client_id] = settings
-        while len(self._settings) > self.max_clients:
-            self._settings.popitem(last=False)
+        self._sizes[client_id] = size = settings.ByteSize()
+        self.bytes += size
+        while len(self._settings) > 1 and (len(self._settings) > self.max_clients or self.bytes > self.max_bytes):
+            self._pop(next(iter(self._settings)))
+
+    def _pop(self, client_id: str) -> Any | None:
+        self.bytes -= self._sizes.pop(client_id, 0)
+        return self._settings.pop(client_id, None)
 
     def raw_client_settings(self, client_id: str) -> Any | None:
         return self._settings.get(client_id)
@@ -52,8 +62,15 @@ class GrpcClientSettingsManager:
         return None if settings is None else self._merge(settings)
 
     def remove_client_settings(self, client_id: str) -> Any | None:
-        settings = self._settings.pop(client_id, None)
+        settings = self._pop(client_id)
         return None if settings is None else self._merge(settings)
+
+    def remove_consumer_settings(self, client_id: str) -> None:
+        """A consumer gone from the proxy loses its settings (RocketMQ's settings cleaner); a producer's stay."""
+        settings = self._settings.get(client_id)
+        if settings is not None and settings.client_type in (pb.ClientType.PUSH_CONSUMER,
+                                                             pb.ClientType.SIMPLE_CONSUMER):
+            self._pop(client_id)
 
     def _merge(self, settings: Any) -> Any:
         result = pb.Settings()

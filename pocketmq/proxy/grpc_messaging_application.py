@@ -149,7 +149,7 @@ class GrpcMessagingApplication:
             reader.cancel()
             channel = state.get("channel")
             if channel is not None:
-                channels.remove_channel(ctx.client_id, channel)
+                channels.detach(ctx.client_id, channel)
 
     async def _read_telemetry(self, ctx: ProxyContext, requests: AsyncIterator[Any],
                               outbox: asyncio.Queue[Any | None], state: dict[str, GrpcClientChannel]) -> None:

@@ -60,12 +60,14 @@ class GrpcProxy:
         self._thread: threading.Thread | None = None
         self._server: grpc.aio.Server | None = None
         self._front: PermissiveFront | None = None
+        self._scanner: asyncio.Task[None] | None = None
         self.certificate_pem: bytes | None = None  # the TLS side's certificate (self-signed unless given)
 
     def _build(self) -> None:
         config = self.config
         self.cluster = ClusterService(config)
-        self.channels = GrpcChannelManager(config.max_telemetry_streams, config.telemetry_queue_size)
+        self.channels = GrpcChannelManager(config.max_telemetry_streams, config.telemetry_queue_size,
+                                           config.channel_expired_timeout_millis / 1000)
         self.settings = GrpcClientSettingsManager(config, group_config=self.cluster.cached_group_config)
         self.transactions = TransactionDataManager(config.transaction_data_expire_millis,
                                                    config.transaction_data_max_num)
@@ -77,7 +79,7 @@ class GrpcProxy:
         self.consumer = ConsumerProcessor(self.cluster)
         self.handles = ReceiptHandleManager(config, self.consumer, lambda c: self.channels.get_channel(c) is not None,
                                             self._retry_delay)
-        self.channels.on_remove = self.handles.clear_client
+        self.channels.on_remove = self._client_gone
         self.receive_activity = ReceiveMessageActivity(config, self.settings, self.channels, self.cluster,
                                                        self.consumer, self.handles)
         self.ack_activity = AckMessageActivity(self.consumer, self.channels, self.handles)
@@ -100,6 +102,20 @@ class GrpcProxy:
         app.register_unary("ChangeInvisibleDuration", self.change_invisible_activity.change_invisible_duration)
         app.register_unary("ForwardMessageToDeadLetterQueue", self.dlq_activity.forward_message_to_dead_letter_queue)
         app.register_unary("RecallMessage", self.recall_activity.recall_message)
+
+    def _client_gone(self, client_id: str) -> None:
+        """A client terminated or expired: its auto-renewed messages visible again soon, a consumer's settings
+        dropped."""
+        self.handles.clear_client(client_id)
+        self.settings.remove_consumer_settings(client_id)
+
+    async def _scan_channels(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.channel_scan_interval)
+            gone = self.channels.scan_expired()
+            if gone:
+                log.info("gRPC clients expired (no heartbeat for %d ms): %s",
+                         self.config.channel_expired_timeout_millis, ", ".join(gone))
 
     def _retry_delay(self, group: str, reconsume_times: int) -> int:
         """The group's delay before its next attempt (its customized backoff), in ms."""
@@ -197,6 +213,7 @@ class GrpcProxy:
                 self._dispatch_locally()
             await self.cluster.start()
             self.handles.start()
+            self._scanner = asyncio.get_running_loop().create_task(self._scan_channels())
         except BaseException:
             await self._stop()
             raise
@@ -211,6 +228,8 @@ class GrpcProxy:
             client.add_local_server(addr, server, f"{parse_address(addr)[0]}:{self.config.grpc_server_port}")
 
     async def _stop(self) -> None:
+        if self._scanner is not None:
+            self._scanner.cancel()
         if self._front is not None:
             await self._front.stop()
         if self._server is not None:

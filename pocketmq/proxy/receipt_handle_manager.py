@@ -4,8 +4,9 @@ A push consumer's ReceiveMessage asks ``auto_renew``: the proxy picks the invisi
 nacks or forwards the message, keeps it invisible by changing its invisible time shortly before it runs out (the
 next step of ``renew_next_millis`` each time, for at most ``renew_max_time_millis``; then it is nacked with the
 group's retry delay, as RocketMQ's proxy does). The client keeps the handle it was given: an ack or a change of
-invisible time is translated to the current one. A client that goes away (NotifyClientTermination, or its
-Telemetry stream ends) has its messages made visible again after ``invisible_time_millis_when_clear``.
+invisible time is translated to the current one. A client that goes away (NotifyClientTermination, or no
+Heartbeat for the channel expiry time; not the end of its Telemetry stream, which the SDKs reopen) has its
+messages made visible again after ``invisible_time_millis_when_clear``.
 
 Handles are kept by (client id, group) and, within, by (message id, the handle the client holds); each has a
 lock, so an ack waits for a renewal under way and acks with the handle it produced.

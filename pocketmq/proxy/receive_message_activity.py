@@ -195,7 +195,7 @@ class ReceiveMessageActivity:
 
     def _hold_for_renewal(self, ctx: ProxyContext, msgs: list[MessageExt], group: str, topic: str) -> None:
         """Auto-renewed messages go to the ReceiptHandleManager, which renews them while their client is
-        connected; a client gone already gets none of them (they are made visible again)."""
+        registered; a client gone already gets none of them (they are made visible again)."""
         if self.channels.get_channel(ctx.client_id) is None:
             for msg in msgs:
                 self._nack(msg, group, topic)

@@ -188,6 +188,14 @@ def test_send_refusals(both_servers, case):
     assert_same_status(ask(both_servers, "SendMessage", request))
 
 
+def test_a_batch_past_the_broker_s_message_size(both_servers):
+    # Two messages of 2.5 MiB: each within the proxy's limit, together past the broker's 4 MiB.
+    big = [message(b"y" * (5 << 19), message_id=f"0102FC0000000171190B1C3CCC0000C{i:03X}") for i in range(2)]
+    answers = ask(both_servers, "SendMessage", S.SendMessageRequest(messages=big))
+    codes = {name: a.status.code for name, a in answers.items()}
+    assert codes["pocketmq"] == codes["apache"], statuses(answers)
+
+
 def test_query_assignment(both_servers):
     answers = ask(both_servers, "QueryAssignment", S.QueryAssignmentRequest(topic=D.Resource(name=TOPIC),
                                                                      group=D.Resource(name="ParityGroup")))

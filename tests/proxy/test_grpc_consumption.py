@@ -224,6 +224,60 @@ async def test_a_push_consumer_that_terminates_gives_its_held_messages_back(env)
     assert again.system_properties.delivery_attempt == 2
 
 
+async def test_a_push_consumer_whose_telemetry_stream_ends_keeps_its_messages_while_it_heartbeats(env):
+    # The SDKs reopen a stream that ended; until the client terminates or goes silent, what it holds stays its own.
+    cluster, _, stub = env
+    proxy = await start_proxy(cluster, **FAST, channel_expired_timeout_millis=1500, channel_scan_interval=0.05)
+    try:
+        async with grpc.aio.insecure_channel(proxy.endpoint) as channel:
+            stub = service_pb2_grpc.MessagingServiceStub(channel)
+            await create_topic(cluster, "Blip")
+            await send(stub, "Blip", b"held through a blip")
+            session = await push_consumer_session(stub, "blip@1", "BlipGroup", "Blip")
+            [msg] = await received(stub, receive_request("Blip", group="BlipGroup", auto_renew=True), 1,
+                                   md=metadata("blip@1"))
+            session.cancel()
+            heartbeat = S.HeartbeatRequest(group=D.Resource(name="BlipGroup"), client_type=D.ClientType.PUSH_CONSUMER)
+            deadline = time.monotonic() + 3  # twice the expiry time, and three of the message's invisible times
+            while time.monotonic() < deadline:
+                r = await stub.Heartbeat(heartbeat, metadata=metadata("blip@1"))
+                assert r.status.code == D.Code.OK
+                assert messages(await receive(stub, receive_request("Blip", group="BlipGroup"),
+                                              md=metadata("other@1"))) == []
+            r = await stub.AckMessage(S.AckMessageRequest(
+                group=D.Resource(name="BlipGroup"), topic=D.Resource(name="Blip"),
+                entries=[S.AckMessageEntry(message_id=msg.system_properties.message_id,
+                                           receipt_handle=msg.system_properties.receipt_handle)]),
+                metadata=metadata("blip@1"))
+            assert r.status.code == D.Code.OK
+            assert await proxy.call(_count(proxy)) == 0
+    finally:
+        await proxy.stop()
+
+
+async def test_a_push_consumer_silent_past_the_expiry_time_gives_its_held_messages_back(env):
+    cluster, _, stub = env
+    proxy = await start_proxy(cluster, **FAST, channel_expired_timeout_millis=1500, channel_scan_interval=0.05)
+    try:
+        async with grpc.aio.insecure_channel(proxy.endpoint) as channel:
+            stub = service_pb2_grpc.MessagingServiceStub(channel)
+            await create_topic(cluster, "Silent")
+            message_id = await send(stub, "Silent", b"left behind")
+            session = await push_consumer_session(stub, "silent@1", "SilentGroup", "Silent")
+            await received(stub, receive_request("Silent", group="SilentGroup", auto_renew=True), 1,
+                           md=metadata("silent@1"))
+            session.cancel()
+            [again] = await received(stub, receive_request("Silent", group="SilentGroup"), 1, timeout=8)
+            assert (again.system_properties.message_id, again.system_properties.delivery_attempt) == (message_id, 2)
+            assert await proxy.call(_registered(proxy, "silent@1")) is False
+    finally:
+        await proxy.stop()
+
+
+async def _registered(proxy: Any, client_id: str) -> bool:
+    return proxy.channels.get_channel(client_id) is not None
+
+
 async def test_an_auto_renew_receive_of_a_client_without_telemetry_finds_nothing(env):
     cluster, _, stub = env
     await create_topic(cluster, "NoSession")

@@ -4,6 +4,7 @@ and a flood of them. Each gets an error status or a closed stream; the endpoint 
 from __future__ import annotations
 
 import asyncio
+import tracemalloc
 from typing import Any
 
 import grpc
@@ -53,13 +54,73 @@ async def test_a_message_past_the_inbound_limit_is_refused_before_it_is_read(clu
         await proxy.stop()
 
 
+async def test_a_batch_past_the_message_size_is_refused_before_all_its_messages_are_built(cluster):
+    # 20,000 one-byte messages: 600 KB of protobuf, several MB as messages; the limit passes after about 600.
+    proxy = await start_proxy(cluster, max_message_size=64 * 1024)
+    try:
+        await create_topic(cluster, "Tiny")
+        request = S.SendMessageRequest(messages=[D.Message(
+            topic=D.Resource(name="Tiny"), body=b"x", system_properties=D.SystemProperties(
+                message_id=f"0102FC0000000171190B1C3CCC{i:08X}", message_type=D.MessageType.NORMAL))
+            for i in range(20_000)])
+        async with grpc.aio.insecure_channel(proxy.endpoint) as channel:
+            tracemalloc.start()
+            try:
+                r = await service_pb2_grpc.MessagingServiceStub(channel).SendMessage(request, metadata=metadata())
+                peak = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+        assert r.status.code == D.Code.INTERNAL_SERVER_ERROR
+        assert r.status.message.startswith("the batch body size exceeds the maximum allowed 65536 bytes "
+                                           "(maxMessageSize) at its message ")
+        assert 500 < int(r.status.message.rsplit(" ", 1)[1]) < 700
+        assert peak < 8 * 1024 * 1024  # (all 20,000 built: 32 MB; the first 600: 3 MB)
+        assert cluster.broker.store.get_max_offset_in_queue("Tiny", 0) == 0
+        await still_serves(proxy.endpoint)
+    finally:
+        await proxy.stop()
+
+
+async def test_settings_kept_for_clients_are_bounded_in_bytes(cluster):
+    proxy = await start_proxy(cluster, max_client_settings_bytes=1024 * 1024)
+    try:
+        await create_topic(cluster, "Wordy")
+        big = S.TelemetryCommand(settings=D.Settings(
+            client_type=D.ClientType.SIMPLE_CONSUMER, subscription=D.Subscription(
+                group=D.Resource(name="WordyGroup"), subscriptions=[D.SubscriptionEntry(
+                    topic=D.Resource(name="Wordy"),
+                    expression=D.FilterExpression(type=D.FilterType.TAG, expression="t" * 400_000))])))
+        heartbeat = S.HeartbeatRequest(group=D.Resource(name="WordyGroup"), client_type=D.ClientType.SIMPLE_CONSUMER)
+        async with grpc.aio.insecure_channel(proxy.endpoint) as channel:
+            stub = service_pb2_grpc.MessagingServiceStub(channel)
+            for i in range(5):
+                call = stub.Telemetry(metadata=metadata(f"wordy@{i}"))
+                await call.write(big)
+                assert (await call.read()).status.code == D.Code.OK
+                call.cancel()
+
+            async def kept() -> tuple[int, int]:
+                return len(proxy.settings), proxy.settings.bytes
+
+            count, size = await proxy.call(kept())
+            assert count == 2 and size <= 1024 * 1024
+            # The newest are the ones kept.
+            answers = [(await stub.Heartbeat(heartbeat, metadata=metadata(f"wordy@{i}"))).status.code
+                       for i in range(5)]
+        assert answers == [D.Code.UNRECOGNIZED_CLIENT_TYPE] * 3 + [D.Code.OK] * 2
+    finally:
+        await proxy.stop()
+
+
 def settings(topic: str) -> S.TelemetryCommand:
     return S.TelemetryCommand(settings=D.Settings(client_type=D.ClientType.PRODUCER,
                                                   publishing=D.Publishing(topics=[D.Resource(name=topic)])))
 
 
-async def test_a_flood_of_telemetry_streams_is_capped_and_every_closed_one_is_forgotten(cluster):
-    proxy = await start_proxy(cluster, max_telemetry_streams=5)
+async def test_a_flood_of_telemetry_streams_is_capped_and_every_closed_one_is_forgotten_once_expired(cluster):
+    # A client whose stream ends stays registered until it has been silent for the channel expiry time.
+    proxy = await start_proxy(cluster, max_telemetry_streams=5, channel_expired_timeout_millis=300,
+                              channel_scan_interval=0.05)
     try:
         await create_topic(cluster, "Flood")
         async with grpc.aio.insecure_channel(proxy.endpoint) as channel:
@@ -77,14 +138,14 @@ async def test_a_flood_of_telemetry_streams_is_capped_and_every_closed_one_is_fo
             for call in calls:
                 call.cancel()
 
-            async def count() -> int:
-                return proxy.channels.streams + len(proxy.channels)
+            async def count() -> tuple[int, int]:
+                return proxy.channels.streams, len(proxy.channels)
 
             for _ in range(500):
-                if await proxy.call(count()) == 0:
+                if await proxy.call(count()) == (0, 0):
                     break
                 await asyncio.sleep(0.01)
-            assert await proxy.call(count()) == 0
+            assert await proxy.call(count()) == (0, 0)
             again = stub.Telemetry(metadata=metadata("flood@again"))
             await again.write(settings("Flood"))
             assert (await again.read()).status.code == D.Code.OK

@@ -143,11 +143,13 @@ class ClusterService:
         if cached is not None and cached.expires > now:
             return cached.value
         value: SubscriptionGroupConfig | None = None
+        last = None if cached is None else cached.value
         try:
             route = await self.route(topic)
         except Exception as e:
             log.debug("no route for %s: %s", topic, e)
-            return None if cached is None else cached.value
+            return last
+        answered = False
         for bd in route.broker_datas:
             addr = bd.broker_addrs.get(0)
             if addr is None:
@@ -156,6 +158,7 @@ class ClusterService:
                                               GetSubscriptionGroupConfigRequestHeader(group))
             try:
                 response = await self.api.remoting_client.invoke(addr, request, self.config.request_timeout)
+                answered = True
                 if response.code != ResponseCode.SUCCESS:
                     continue
                 value = response.decode_body(SubscriptionGroupConfig)
@@ -163,6 +166,10 @@ class ClusterService:
                 log.debug("group config of %s from %s: %s", group, addr, e)
                 continue
             break
+        if not answered:
+            # No broker could be asked (a timeout, a broker restarting): what was known stays, and is asked
+            # again next time, rather than "no config" (a FIFO group read as not FIFO) for a whole cache period.
+            return last
         if len(self._groups) > 10_000:
             self._groups.clear()
         self._groups[group] = _Cached(value, now + self.config.route_cache_seconds)

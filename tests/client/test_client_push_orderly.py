@@ -128,3 +128,44 @@ async def test_orderly_suspends_in_place_then_dead_letters(push_cluster, poll) -
     async with PullConsumer(unique("Reader"), push_cluster.namesrv_addr, instance_name=unique("r")) as reader:
         [dead] = (await reader.pull(MessageQueue(dlq, "broker-a", 0), "*", 0)).msg_found_list
     assert dead.body == b"stuck" and dead.properties["RETRY_TOPIC"] == topic
+
+
+async def test_orderly_without_auto_commit_commits_on_commit_and_goes_back_on_rollback(push_cluster, poll) -> None:
+    # RocketMQ's manual commit (ConsumeOrderlyContext.setAutoCommit(false)): SUCCESS leaves the offset where it
+    # is; COMMIT commits every batch since the last commit; ROLLBACK consumes them all again.
+    topic, group = unique("ManualT"), unique("ManualG")
+    await create_topic(push_cluster, topic, 1)
+    mq = MessageQueue(topic, "broker-a", 0)
+    seen: list[tuple[str, int]] = []  # (body, the offset the consumer holds as it starts the batch)
+    rolled_back = False
+    answers = {"m0": ConsumeOrderlyStatus.SUCCESS, "m1": ConsumeOrderlyStatus.SUCCESS,
+               "m2": ConsumeOrderlyStatus.COMMIT, "m3": ConsumeOrderlyStatus.SUCCESS}
+
+    async def listener(msgs: list[Any], context: Any) -> ConsumeOrderlyStatus:
+        nonlocal rolled_back
+        [m] = msgs
+        body = m.body.decode()
+        seen.append((body, consumer.impl.offset_store.offset_table.get(mq, -1)))
+        if body == "m5":
+            return ConsumeOrderlyStatus.SUCCESS  # auto commit again
+        context.auto_commit = False
+        if body == "m4":
+            if not rolled_back:
+                rolled_back = True
+                context.suspend_current_queue_time = 0.01
+                return ConsumeOrderlyStatus.ROLLBACK
+            return ConsumeOrderlyStatus.COMMIT
+        return answers[body]
+
+    consumer = make_consumer(push_cluster, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    consumer.subscribe(topic, "*")
+    consumer.register_message_listener_orderly(listener)
+    async with Producer(unique("PG"), push_cluster.namesrv_addr, instance_name=unique("p")) as producer:
+        for i in range(6):
+            await producer.send(Message(topic, f"m{i}".encode()), mq)
+    async with consumer:
+        await poll(lambda: ("m5", 5) in seen, timeout=10)
+        await poll(lambda: committed(push_cluster, group, topic, 1) == [6], timeout=10)
+    held = {body: offset for body, offset in seen[:3]}
+    assert held["m1"] == held["m2"] == held["m0"]  # nothing committed by the SUCCESS of m0 and m1
+    assert seen[3:] == [("m3", 3), ("m4", 3), ("m3", 3), ("m4", 3), ("m5", 5)]

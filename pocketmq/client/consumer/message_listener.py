@@ -26,6 +26,11 @@ class ConsumeConcurrentlyStatus(enum.Enum):
 class ConsumeOrderlyStatus(enum.Enum):
     SUCCESS = "SUCCESS"
     SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
+    # With ConsumeOrderlyContext.auto_commit False (RocketMQ deprecates both, as it does manual commits): COMMIT
+    # commits every batch consumed since the last commit; ROLLBACK consumes them all again. With auto_commit
+    # True both count as SUCCESS.
+    COMMIT = "COMMIT"
+    ROLLBACK = "ROLLBACK"
 
 
 @dataclass(slots=True)
@@ -47,6 +52,7 @@ class ConsumeOrderlyContext:
     offset is committed and how long the queue waits before a retry."""
 
     message_queue: MessageQueue
+    # False: SUCCESS leaves the offset where it is, until a batch answers COMMIT (or ROLLBACK to go back).
     auto_commit: bool = True
     # How long to wait before the batch is retried in place; None = the consumer's suspend_current_queue_time.
     suspend_current_queue_time: float | None = None

@@ -150,7 +150,7 @@ class ConsumeMessageOrderlyService:
                     before = trace.consume_message_before(msgs) if trace is not None else None
                     status = await self._call_listener(msgs, context)
                     if before is not None and trace is not None:
-                        ok = status is ConsumeOrderlyStatus.SUCCESS
+                        ok = status in (ConsumeOrderlyStatus.SUCCESS, ConsumeOrderlyStatus.COMMIT)
                         kind = ConsumeReturnType.SUCCESS if ok else ConsumeReturnType.FAILED
                         trace.consume_message_after(before, len(msgs), ok, kind)
                     go_on = await self.process_consume_result(msgs, status, context, pq, mq)
@@ -192,25 +192,34 @@ class ConsumeMessageOrderlyService:
         """True when the queue may go on with its next batch."""
         go_on = True
         commit_offset = -1
-        if status is ConsumeOrderlyStatus.SUCCESS:
-            self.consumed_ok += 1
-            commit_offset = pq.commit()
-        else:
+        if status is ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT:
             self.consumed_suspended += 1
             if await self.check_reconsume_times(msgs, mq):
                 pq.make_message_to_consume_again(msgs)
-                suspend = context.suspend_current_queue_time
-                if suspend is None:
-                    suspend = self.consumer.config.suspend_current_queue_time
-                self.submit_consume_request_later(pq, mq, min(max(suspend, MIN_SUSPEND), MAX_SUSPEND))
+                self._suspend(pq, mq, context)
                 go_on = False
-            else:
+            elif context.auto_commit:
                 commit_offset = pq.commit()  # every message of the batch went to the DLQ
+        elif status is ConsumeOrderlyStatus.ROLLBACK and not context.auto_commit:
+            self.consumed_suspended += 1
+            pq.rollback()
+            self._suspend(pq, mq, context)
+            go_on = False
+        else:
+            self.consumed_ok += 1
+            if context.auto_commit or status is ConsumeOrderlyStatus.COMMIT:
+                commit_offset = pq.commit()
         if commit_offset >= 0:
             # Recorded even when the queue was dropped during the batch: the batch did finish, and the
             # rebalance that dropped the queue persists the offset only after this (it waits on consume_lock).
             self.consumer.offset_store.update_offset(mq, commit_offset, increase_only=False)
         return go_on
+
+    def _suspend(self, pq: ProcessQueue, mq: MessageQueue, context: ConsumeOrderlyContext) -> None:
+        suspend = context.suspend_current_queue_time
+        if suspend is None:
+            suspend = self.consumer.config.suspend_current_queue_time
+        self.submit_consume_request_later(pq, mq, min(max(suspend, MIN_SUSPEND), MAX_SUSPEND))
 
     async def check_reconsume_times(self, msgs: list[MessageExt], mq: MessageQueue) -> bool:
         """True when the batch is to be retried in place; messages out of retries go to the DLQ instead."""

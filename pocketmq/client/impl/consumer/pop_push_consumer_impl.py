@@ -56,6 +56,7 @@ log = logging.getLogger(__name__)
 MAX_RECONSUME_TIMES_CONCURRENTLY = 16
 MAX_RECONSUME_TIMES_ORDERLY = 2**31 - 1
 _ERRORS = (RemotingError, MQClientException, MQBrokerException)
+_ACKED = (ConsumeOrderlyStatus.SUCCESS, ConsumeOrderlyStatus.COMMIT)
 
 
 class PopPushConsumerImpl(SubscribedConsumerInner):
@@ -267,7 +268,8 @@ class PopPushConsumerImpl(SubscribedConsumerInner):
                     return
                 context = ConsumeOrderlyContext(MessageQueue(run[0].topic, key[1], run[0].queue_id))
                 status = await self._call(run, context)
-                if status is ConsumeOrderlyStatus.SUCCESS:
+                # (A pop has no offset to hold back: SUCCESS acks even without auto_commit; ROLLBACK suspends.)
+                if status in _ACKED or (status is ConsumeOrderlyStatus.ROLLBACK and context.auto_commit):
                     self.consumed_ok += 1
                     await self._ack(run)
                     continue

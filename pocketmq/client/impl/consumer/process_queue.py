@@ -165,6 +165,10 @@ class ProcessQueue:
         self.consuming_msg_orderly_tree_map.clear()
         return offset
 
+    def rollback(self) -> None:
+        """Every message consumed since the last commit is to be consumed again, in order."""
+        self.make_message_to_consume_again(list(self.consuming_msg_orderly_tree_map.values()))
+
     def make_message_to_consume_again(self, msgs: Iterable[MessageExt]) -> None:
         """Put a batch back at the head of the queue, to be taken again (in order) later."""
         for msg in msgs:

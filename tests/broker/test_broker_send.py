@@ -192,7 +192,7 @@ async def test_retry_topic_falls_back_to_one_queue(broker, mq) -> None:
 
 
 async def test_retry_send_past_max_reconsume_goes_to_dlq(broker, mq, poll) -> None:
-    resp = await mq.send("%RETRY%GroupD", default_topic="NoDefault", reconsume_times=3, max_reconsume_times=3)
+    resp = await mq.send("%RETRY%GroupD", default_topic="NoDefault", reconsume_times=4, max_reconsume_times=3)
     assert resp.code == ResponseCode.SUCCESS
     await poll(lambda: broker.store.get_max_offset_in_queue("%DLQ%GroupD", 0) == 1)
     assert broker.topic_config_manager.select_topic_config("%DLQ%GroupD").perm == 6

@@ -149,6 +149,34 @@ async def test_send_back_failure_falls_back_to_a_send_then_to_a_local_retry(push
         await poll(lambda: om.query_offset(group, topic, 0) == 2)
 
 
+async def test_the_consumers_own_retry_copies_reach_the_dlq_after_as_many_deliveries_as_send_backs(
+        push_cluster, poll) -> None:
+    # Every send-back fails (the offset is corrupted), so each retry is the consumer's own copy, which carries
+    # its next reconsume times: as RocketMQ 5's broker, the DLQ takes the one past the maximum.
+    topic, group = unique("FallbackMaxT"), unique("FallbackMaxG")
+    await create_topic(push_cluster, topic, 1)
+    seen: list[int] = []
+
+    async def listener(msgs: list[Any], context: Any) -> ConsumeConcurrentlyStatus:
+        [msg] = msgs
+        seen.append(msg.reconsume_times)
+        msg.commit_log_offset += 1 << 40
+        return ConsumeConcurrentlyStatus.RECONSUME_LATER
+
+    consumer = make_consumer(push_cluster, group, max_reconsume_times=2, local_retry_delay=0.05)
+    consumer.subscribe(topic, "*")
+    consumer.register_message_listener(listener)
+    dlq = f"%DLQ%{group}"
+    async with consumer, Producer(unique("PG"), push_cluster.namesrv_addr, instance_name=unique("p")) as producer:
+        await poll(lambda: any(q.topic == f"%RETRY%{group}" for q in consumer.assigned_queues()), timeout=10)
+        await producer.send(Message(topic, b"doomed"))
+        await poll(lambda: push_cluster.store.get_max_offset_in_queue(dlq, 0) == 1, timeout=10)
+    assert seen == [0, 1, 2]  # (the same as when the broker's send-back works)
+    async with PullConsumer(unique("Reader"), push_cluster.namesrv_addr, instance_name=unique("r")) as reader:
+        [dead] = (await reader.pull(MessageQueue(dlq, "broker-a", 0), "*", 0)).msg_found_list
+    assert (dead.body, dead.reconsume_times) == (b"doomed", 3)
+
+
 async def test_a_message_stuck_in_the_listener_is_sent_back_after_the_consume_timeout(push_cluster, poll) -> None:
     topic, group = unique("StuckT"), unique("StuckG")
     await create_topic(push_cluster, topic, 1)

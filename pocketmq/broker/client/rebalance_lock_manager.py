@@ -34,6 +34,11 @@ class RebalanceLockManager:
         now = time.monotonic() if now is None else now
         return entry is not None and entry.client_id == client_id and not self._expired(entry, now)
 
+    def is_lock_all_expired(self, group: str, now: float | None = None) -> bool:
+        """No queue of ``group`` is locked now (RocketMQ 5 reads a lock as the sign of an orderly group)."""
+        now = time.monotonic() if now is None else now
+        return all(self._expired(entry, now) for entry in self.mq_lock_table.get(group, {}).values())
+
     def try_lock_batch(
         self, group: str, mqs: set[MessageQueue], client_id: str, now: float | None = None
     ) -> set[MessageQueue]:

@@ -184,7 +184,10 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
     def _handle_retry_and_dlq(
         self, request: RemotingCommand, header: SendMessageRequestHeader, props: dict[str, str]
     ) -> RemotingCommand | tuple[str, int] | None:
-        """A producer send to %RETRY%group that used up its reconsume times goes to %DLQ%group instead."""
+        """A producer send to %RETRY%group past its reconsume times goes to %DLQ%group instead, as does every
+        one of an orderly group (one that holds a queue lock), as RocketMQ 5 does. (4.9.8 sends one whose
+        reconsume times equal the maximum there too: a consumer's own retry, when its send-back failed, was one
+        delivery short.)"""
         group = header.topic[len(mix_all.RETRY_GROUP_TOPIC_PREFIX) :]
         sgc = self.controller.subscription_group_manager.find_subscription_group_config(group)
         if sgc is None:
@@ -194,7 +197,8 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         max_reconsume = sgc.retry_max_times
         if request.version >= _V3_4_9 and header.max_reconsume_times is not None:
             max_reconsume = header.max_reconsume_times
-        if (header.reconsume_times or 0) < max_reconsume:
+        orderly = not self.controller.rebalance_lock_manager.is_lock_all_expired(group)
+        if (header.reconsume_times or 0) <= max_reconsume and not orderly:
             return None
         dlq = mix_all.get_dlq_topic(group)
         tcm = self.controller.topic_config_manager

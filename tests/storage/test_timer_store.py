@@ -105,6 +105,20 @@ def test_far_off_messages_roll(stores) -> None:
     assert store.get_max_offset_in_queue(TIMER_TOPIC, 0) == 1 + rolls  # the message and its re-puts
 
 
+def test_a_producers_roll_count_that_is_no_number_stops_no_delivery(stores) -> None:
+    # TIMER_ROLL_TIMES is the broker's, but a producer can set it: read as a number at the roll, "x" stopped the
+    # wheel at that slot for good, and every timer message of the broker with it.
+    store = stores.open(**FAST, timer_roll_window_slot=5)
+    start = now_ms()
+    put_ok(store, msg("T", body=b"odd", TIMER_DELIVER_MS=str(start + 300), TIMER_ROLL_TIMES="x"))
+    for i in range(5):
+        put_ok(store, msg("T", body=b"%d" % i, TIMER_DELIVER_MS=str(start + 150 + 100 * i)))
+    wait_until(lambda: store.get_max_offset_in_queue("T", 0) == 6)
+    delivered = {m.body: m for m in all_messages(store, "T")}
+    assert sorted(delivered) == [b"0", b"1", b"2", b"3", b"4", b"odd"]
+    assert int(delivered[b"odd"].properties["TIMER_ROLL_TIMES"]) >= 1
+
+
 def test_restart_delivers_each_once(stores) -> None:
     config = stores.config(**FAST)
     store = stores.open(config)

@@ -39,13 +39,22 @@ def host_bytes(address: str) -> bytes:
         return LOOPBACK_HOST
 
 
+def roll_times(props: dict[str, str]) -> int:
+    """How often the message went round the wheel; a producer's value that is no number counts as none (RocketMQ
+    fails on it, and its wheel stops at that slot for good)."""
+    try:
+        return int(props.get(PROPERTY_TIMER_ROLL_TIMES, "0"))
+    except ValueError:
+        return 0
+
+
 def convert(msg: MessageExt, enqueue_time: int, roll: bool, store_host: bytes | None) -> MessageExtBrokerInner | None:
     """The message to put for ``msg``; None when it lacks its real address (it cannot go anywhere)."""
     props = dict(msg.properties)
     if enqueue_time != -1:
         props[PROPERTY_TIMER_ENQUEUE_MS] = str(enqueue_time)
     if roll:
-        props[PROPERTY_TIMER_ROLL_TIMES] = str(int(props.get(PROPERTY_TIMER_ROLL_TIMES, "0")) + 1)
+        props[PROPERTY_TIMER_ROLL_TIMES] = str(roll_times(props) + 1)
     props[PROPERTY_TIMER_DEQUEUE_MS] = str(time.time_ns() // 1_000_000)
     props[PROPERTY_WAIT_STORE_MSG_OK] = "false"
     if roll:

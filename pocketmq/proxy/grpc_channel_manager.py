@@ -12,6 +12,7 @@ import asyncio
 import logging
 import random
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,7 +66,8 @@ class GrpcChannelManager:
         self.max_channels = max_channels
         self.queue_size = queue_size
         self.expired_timeout = expired_timeout  # seconds without Heartbeat or Settings before a client goes
-        self._channels: dict[str, GrpcClientChannel] = {}
+        # Least recently seen first (a Heartbeat or Settings moves a client to the end).
+        self._channels: OrderedDict[str, GrpcClientChannel] = OrderedDict()
         self.streams = 0
         # Told the client id of a channel removed (its auto-renewed messages become visible again).
         self.on_remove: Callable[[str], None] | None = None
@@ -82,6 +84,7 @@ class GrpcChannelManager:
         old = self._channels.get(client_id)
         if old is not None and old.outbox is outbox:
             old.last_seen = time.monotonic()
+            self._channels.move_to_end(client_id)
             return old
         channel = GrpcClientChannel(client_id, language, client_version, remote_address, outbox)
         if old is not None:
@@ -96,15 +99,18 @@ class GrpcChannelManager:
         if channel is None:
             channel = GrpcClientChannel(client_id, language, client_version, remote_address, None, closed=True)
             self._add(channel)
-        channel.last_seen = time.monotonic()
+        else:
+            channel.last_seen = time.monotonic()
+            self._channels.move_to_end(client_id)
         return channel
 
     def _add(self, channel: GrpcClientChannel) -> None:
+        self._channels.pop(channel.client_id, None)
         self._channels[channel.client_id] = channel
         if len(self._channels) > 2 * self.max_channels:
-            idle = [c for c in self._channels.values() if c.closed]
-            if idle:
-                oldest = min(idle, key=lambda c: c.last_seen)
+            # (At most max_channels have a stream: one of the first max_channels + 1 has none.)
+            oldest = next((c for c in self._channels.values() if c.closed), None)
+            if oldest is not None:
                 self.remove_channel(oldest.client_id, oldest)
 
     def detach(self, client_id: str, channel: GrpcClientChannel) -> None:
@@ -116,7 +122,11 @@ class GrpcChannelManager:
     def scan_expired(self) -> list[str]:
         """ClientHousekeepingService's scan: the clients silent for longer than the expiry time go."""
         too_old = time.monotonic() - self.expired_timeout
-        gone = [c for c in self._channels.values() if c.last_seen < too_old]
+        gone = []
+        for channel in self._channels.values():
+            if channel.last_seen >= too_old:
+                break  # (the rest were seen later)
+            gone.append(channel)
         for channel in gone:
             self.remove_channel(channel.client_id, channel)
         return [c.client_id for c in gone]

@@ -101,6 +101,11 @@ class IndexFile:
         if slot_value <= 0 or slot_value > n:
             slot_value = 0
             self.hash_slot_count += 1
+        if n <= 1:
+            # A file's times count from its first entry: a file seeded with the full one's end time would give
+            # this entry the idle time between the two as its own (RocketMQ resets the begin after the diff).
+            self.begin_phy_offset = phy_offset
+            self.begin_timestamp = store_timestamp
         begin = self.begin_timestamp
         if begin <= 0:
             time_diff = 0
@@ -116,8 +121,6 @@ class IndexFile:
         self.end_phy_offset = phy_offset
         self.end_timestamp = store_timestamp
         if n <= 1:
-            self.begin_phy_offset = phy_offset
-            self.begin_timestamp = store_timestamp
             self._write_header()
         return True
 
@@ -160,10 +163,11 @@ class IndexFile:
             kh, phy, diff, prev = ENTRY.unpack_from(mm, self.entries_base + nxt * INDEX_ENTRY_SIZE)
             if diff < 0:
                 break
+            # An entry keeps its time to the second below: it was stored in [time_read, time_read + 999].
             time_read = self.begin_timestamp + diff * 1000
-            if kh == h and begin <= time_read <= end:
+            if kh == h and begin - 999 <= time_read <= end:
                 out.append(phy)
-            if prev <= 0 or prev > self.index_count or prev == nxt or time_read < begin:
+            if prev <= 0 or prev > self.index_count or prev == nxt or time_read + 999 < begin:
                 break
             nxt = prev
 

@@ -88,8 +88,8 @@ class IndexService:
         f = self.files[-1] if self.files else None
         if f is None or f.index_count >= f.index_num:
             f = self._writable_file()
-        if f.index_count > 1 and phy_offset < f.end_phy_offset:
-            return  # already indexed (re-dispatch after recovery)
+        if phy_offset < f.end_phy_offset:
+            return  # already indexed (re-dispatch after recovery; a new file is seeded with the last one's end)
         hashes = self._hashes
         prefix = hashes.topic_hash(topic, topic_b)
         for key in (uniq_key, *keys.split(b" ")) if keys else (uniq_key,):

@@ -106,15 +106,18 @@ class MessageStoreLookup:
                 continue
             seen.add(phy)
             raw = self.select_one_message_by_offset(phy)
-            if raw is None or not self._record_has_key(raw, topic, key):
-                continue  # a hash collision, or data deleted since it was indexed
+            if raw is None or not self._record_matches(raw, topic, key, begin, end):
+                continue  # a hash collision, a neighbour within the index's second, or data deleted since
             result.buffers.append(raw)
         return result
 
     @staticmethod
-    def _record_has_key(raw: bytes, topic: str, key: str) -> bool:
+    def _record_matches(raw: bytes, topic: str, key: str, begin: int, end: int) -> bool:
+        """The record is of ``topic``, has ``key``, and was stored within [begin, end] (the index keeps times
+        to the second, so it gives the records of the seconds at either end)."""
         try:
             msg = decode(raw)
         except (CorruptRecordError, struct.error, UnicodeDecodeError):
             return False
-        return msg.topic == topic and (key in msg.keys or msg.uniq_key == key)
+        return (msg.topic == topic and (key in msg.keys or msg.uniq_key == key)
+                and begin <= msg.store_timestamp <= end)

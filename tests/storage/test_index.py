@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import struct
 import time
 
 from pocketmq.common import MessageExtBrokerInner, decode, decode_all
 from pocketmq.storage.index_file import key_hash
+from pocketmq.storage.index_service import IndexService
 
 from .conftest import HASH_SLOTS, INDEX_NUM, msg, put_ok, wait_until
 
@@ -200,3 +202,45 @@ def test_query_body_is_raw_records(store):
     res = store.query_message("TopicA", "raw-key", 32, 0, FAR_FUTURE)
     assert res.body == store.select_one_message_by_offset(r.wrote_offset, r.wrote_bytes)
     assert [m.body for m in decode_all(res.body)] == [b"raw"]
+
+
+def test_a_new_files_first_entry_counts_its_time_from_itself(tmp_path):
+    # RocketMQ counts it from the full file's end: after three idle hours the message's own id was not found.
+    index = IndexService(str(tmp_path / "index"), HASH_SLOTS, 4)  # 3 entries a file
+    index.load()
+    t0 = 1_700_000_000_000
+    for i in range(3):
+        index.build_index_raw("T", b"T", f"k{i}".encode(), None, i * 100, t0 + i, 0)
+    late = t0 + 3 * 3600 * 1000
+    index.build_index_raw("T", b"T", b"late", b"U-late", 300, late, 0)
+    assert len(index.files) == 2 and index.files[1].entry(1)[2] == 0
+    assert index.query_offset("T", "U-late", 32, late, late)[0] == [300]
+    assert index.query_offset("T", "late", 32, late, late)[0] == [300]
+    index.destroy()
+
+
+def test_a_query_from_a_messages_own_store_time_finds_it(stores):
+    # The index keeps the second below: stored 1.5 s after the file began, an entry reads as 1 s after it.
+    store = stores.open()
+    first = put_ok(store, msg(body=b"first", KEYS="A"))
+    wait_until(lambda: time.time() * 1000 >= first.store_timestamp + 1500)
+    second = put_ok(store, msg(body=b"second", KEYS="B"))
+    assert store.wait_dispatched()
+    ts = second.store_timestamp
+    assert bodies(store.query_message("TopicA", "B", 32, ts, ts)) == [b"second"]
+    assert bodies(store.query_message("TopicA", "B", 32, ts + 1, ts + 10_000)) == []  # (read, then left out)
+    assert bodies(store.query_message("TopicA", "B", 32, 0, ts - 1)) == []
+
+
+def test_records_dispatched_again_are_not_indexed_again_when_the_last_file_is_full(stores, store_root):
+    store = stores.open(max_index_num=11)  # 10 entries a file: 20 keys fill two exactly
+    for i in range(20):
+        put_ok(store, msg(body=b"%d" % i, KEYS=f"k{i}"))
+    assert store.wait_dispatched()
+    store.shutdown()
+    shutil.rmtree(os.path.join(str(store_root), "consumequeue", "TopicA"))  # rebuilt from the commit log
+    store = stores.open(max_index_num=11)
+    assert store.wait_dispatched() and store.get_max_offset_in_queue("TopicA", 0) == 20
+    # Only the last record again (RocketMQ's rule: the record at the index's end may have been cut short).
+    assert [IndexImage(p, HASH_SLOTS, 11).index_count for p in index_files(store_root)] == [11, 11, 2]
+    assert bodies(store.query_message("TopicA", "k3", 32, 0, FAR_FUTURE)) == [b"3"]

@@ -4,8 +4,7 @@ of one message."""
 
 from __future__ import annotations
 
-import time
-
+from pocketmq.common.attribute import JAVA_LONG_MAX
 from pocketmq.common.codec import CorruptRecordError, decode_all
 from pocketmq.common.message import MessageExt
 from pocketmq.common.mix_all import TOOLS_CONSUMER_GROUP
@@ -48,7 +47,7 @@ class MessageAdmin(AdminClient):
     async def query_message(
         self, topic: str, key: str, max_num: int = 64, begin: int = 0, end: int | None = None, unique_key: bool = False
     ) -> list[MessageExt]:
-        end = int(time.time() * 1000) + 3_600_000 if end is None else end
+        end = JAVA_LONG_MAX if end is None else end  # (RocketMQ's queryMessageByUniqKey asks to Long.MAX_VALUE)
         header = QueryMessageRequestHeader(topic, key, max_num, begin, end)
         out: list[MessageExt] = []
         for addr in (await self._topic_masters(topic)).values():

@@ -4,8 +4,8 @@ list."""
 from __future__ import annotations
 
 import asyncio
-import time
 
+from pocketmq.common.attribute import JAVA_LONG_MAX
 from pocketmq.common.codec import decode_message_id
 from pocketmq.common.message import MessageExt
 from pocketmq.remoting.client_body import MessageQueue
@@ -31,7 +31,7 @@ async def query_message(
     The index is built a few milliseconds after a message is stored, so a message just sent may be missing.
     """
     if end is None:
-        end = int(time.time() * 1000) + 3_600_000
+        end = JAVA_LONG_MAX  # (RocketMQ's queryMessageByUniqKey asks to Long.MAX_VALUE)
     route = await instance.fetch_and_apply_route(topic)
     addrs = [a for a in (bd.select_broker_addr() for bd in route.broker_datas) if a is not None]
     if not addrs:

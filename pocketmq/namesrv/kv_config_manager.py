@@ -46,8 +46,7 @@ class KVConfigManager:
     def delete_kv_config(self, namespace: str, key: str) -> None:
         kv = self.config_table.get(namespace)
         if kv is not None and kv.pop(key, None) is not None:
-            if not kv:
-                del self.config_table[namespace]
+            # (An emptied namespace stays, as RocketMQ's does: listing it answers an empty table.)
             log.info("deleted KV config %s/%s", namespace, key)
             self._persist()
 
@@ -56,4 +55,4 @@ class KVConfigManager:
 
     def get_kv_list_by_namespace(self, namespace: str) -> dict[str, str] | None:
         kv = self.config_table.get(namespace)
-        return dict(kv) if kv else None
+        return None if kv is None else dict(kv)

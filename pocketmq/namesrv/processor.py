@@ -9,12 +9,15 @@ from collections.abc import Awaitable, Callable
 from pocketmq.common.compression import DEFAULT_INFLATE_LIMIT
 from pocketmq.remoting.admin_body import KVTable
 from pocketmq.remoting.admin_header import (
+    AddWritePermOfBrokerResponseHeader,
     DeleteKVConfigRequestHeader,
     GetKVConfigRequestHeader,
     GetKVConfigResponseHeader,
     GetKVListByNamespaceRequestHeader,
     GetTopicsByClusterRequestHeader,
     PutKVConfigRequestHeader,
+    WipeWritePermOfBrokerRequestHeader,
+    WipeWritePermOfBrokerResponseHeader,
 )
 from pocketmq.remoting.body import DataVersion, RegisterBrokerBody, body_crc32, encode_body, topic_route_body_dialect
 from pocketmq.remoting.codes import RequestCode, ResponseCode
@@ -75,6 +78,8 @@ class DefaultRequestProcessor:
             RequestCode.GET_KV_CONFIG: self.get_kv_config,
             RequestCode.DELETE_KV_CONFIG: self.delete_kv_config,
             RequestCode.GET_KVLIST_BY_NAMESPACE: self.get_kv_list_by_namespace,
+            RequestCode.WIPE_WRITE_PERM_OF_BROKER: self.wipe_write_perm_of_broker,
+            RequestCode.ADD_WRITE_PERM_OF_BROKER: self.add_write_perm_of_broker,
         }
 
     def register_to(self, server: RemotingServer) -> None:
@@ -198,6 +203,22 @@ class DefaultRequestProcessor:
         header = request.decode_header(DeleteTopicFromNamesrvRequestHeader)
         self.route_info_manager.delete_topic(header.topic, header.cluster_name)
         return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
+
+    def wipe_write_perm_of_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(WipeWritePermOfBrokerRequestHeader)
+        count = self.route_info_manager.operate_write_perm_of_broker(header.broker_name, wipe=True)
+        log.info("write perm of broker %s wiped (%d topics), by %s", header.broker_name, count,
+                 channel.remote_address)
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS,
+                                           ext_fields=WipeWritePermOfBrokerResponseHeader(count))
+
+    def add_write_perm_of_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(WipeWritePermOfBrokerRequestHeader)
+        count = self.route_info_manager.operate_write_perm_of_broker(header.broker_name, wipe=False)
+        log.info("write perm of broker %s added (%d topics), by %s", header.broker_name, count,
+                 channel.remote_address)
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS,
+                                           ext_fields=AddWritePermOfBrokerResponseHeader(count))
 
     def get_topics_by_cluster(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = request.decode_header(GetTopicsByClusterRequestHeader)

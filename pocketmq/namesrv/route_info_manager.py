@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Generator, Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pocketmq.remoting.body import (
     BrokerData,
@@ -21,7 +21,7 @@ from pocketmq.remoting.body import (
     TopicList,
     TopicRouteData,
 )
-from pocketmq.remoting.codes import MASTER_ID
+from pocketmq.remoting.codes import MASTER_ID, PermName
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +126,9 @@ class RouteInfoManager:
         if delta_base is not None and not self._delta_applies(broker_addr, broker_name, broker_id, delta_base):
             return RegisterBrokerResult()
         result = RegisterBrokerResult(delta_accepted=delta_base is not None)
+        # Heard from now: an expiry scan between the steps must not take the broker out half way (RocketMQ holds
+        # its lock for the whole registration, and no scan runs in it).
+        self.update_broker_info_update_timestamp(broker_addr)
         self.cluster_addr_table.setdefault(cluster_name, set()).add(broker_name)
         addrs, register_first = self._register_broker_addr(cluster_name, broker_name, broker_id, broker_addr)
         data_version = (
@@ -252,7 +255,9 @@ class RouteInfoManager:
         broker_data = self.broker_addr_table.get(broker_name)
         if broker_data is None:
             return
-        broker_data.broker_addrs.pop(broker_id, None)
+        if broker_data.broker_addrs.get(broker_id) == broker_addr:
+            # (Only its own address: a broker of that name and id now elsewhere stays, as RocketMQ 5 keeps it.)
+            del broker_data.broker_addrs[broker_id]
         # Queue data belongs to the broker name: it goes only when no master or slave of it is left.
         if not broker_data.broker_addrs:
             del self.broker_addr_table[broker_name]
@@ -363,6 +368,20 @@ class RouteInfoManager:
 
     def get_all_topic_list(self) -> TopicList:
         return TopicList(topic_list=sorted(self.topic_queue_table))
+
+    def operate_write_perm_of_broker(self, broker_name: str, wipe: bool) -> int:
+        """WIPE_WRITE_PERM_OF_BROKER (``wipe``: the broker's queues of every topic read-only) or
+        ADD_WRITE_PERM_OF_BROKER (read-write); the number of topics changed. Held until the broker registers a
+        new topic-config version, as in RocketMQ."""
+        count = 0
+        for by_broker in self.topic_queue_table.values():
+            queue_data = by_broker.get(broker_name)
+            if queue_data is None:
+                continue
+            perm = queue_data.perm & ~PermName.PERM_WRITE if wipe else PermName.PERM_READ | PermName.PERM_WRITE
+            by_broker[broker_name] = replace(queue_data, perm=perm)
+            count += 1
+        return count
 
     def delete_topic(self, topic: str, cluster_name: str | None = None) -> None:
         """Forget ``topic``; with ``cluster_name``, only its queues on that cluster's brokers (5.x)."""

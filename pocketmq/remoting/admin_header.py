@@ -136,3 +136,24 @@ class GetTopicsByClusterRequestHeader(CommandHeader):
     """GET_TOPICS_BY_CLUSTER (224)."""
 
     cluster: str
+
+
+@dataclass(slots=True)
+class WipeWritePermOfBrokerRequestHeader(CommandHeader):
+    """WIPE_WRITE_PERM_OF_BROKER (205); ADD_WRITE_PERM_OF_BROKER (327) has the same one field."""
+
+    broker_name: str
+
+
+@dataclass(slots=True)
+class WipeWritePermOfBrokerResponseHeader(CommandHeader):
+    """WIPE_WRITE_PERM_OF_BROKER's answer: the topics whose queues on the broker lost their write permission."""
+
+    wipe_topic_count: int
+
+
+@dataclass(slots=True)
+class AddWritePermOfBrokerResponseHeader(CommandHeader):
+    """ADD_WRITE_PERM_OF_BROKER's answer: the topics whose queues on the broker are read-write again."""
+
+    add_topic_count: int

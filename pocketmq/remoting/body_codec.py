@@ -152,14 +152,21 @@ class Reader:
             raise BodyError(self.at(key), f"expected a str, got {type(v).__name__}")
         return v
 
-    def int(self, key: builtins.str, default: Any = _MISSING) -> Any:
+    def int(self, key: builtins.str, default: Any = _MISSING, bits: builtins.int = 64) -> Any:
+        """A Java long (``bits`` 64) or int (32): a value out of its range is refused, as Java's parsers refuse
+        it, so that it never reaches another peer that could not read it."""
         v = self._get(key, default)
         if v is not default and (type(v) is bool or not isinstance(v, int)):
             cast = _java_int(v) if self._java else None
             if cast is None:
                 raise BodyError(self.at(key), f"expected an int, got {type(v).__name__}")
-            return cast
+            v = cast
+        if v is not default and not -(1 << (bits - 1)) <= v < 1 << (bits - 1):
+            raise BodyError(self.at(key), f"{v} is out of the range of a {bits}-bit integer")
         return v
+
+    def int32(self, key: builtins.str, default: Any = _MISSING) -> Any:
+        return self.int(key, default, 32)
 
     def bool(self, key: builtins.str, default: Any = _MISSING) -> Any:
         v = self._get(key, default)

@@ -71,11 +71,11 @@ class TopicConfig:
         r = Reader(obj, path)
         return cls(
             topic_name=r.str("topicName"),
-            read_queue_nums=r.int("readQueueNums", 16),
-            write_queue_nums=r.int("writeQueueNums", 16),
-            perm=r.int("perm", PermName.PERM_READ | PermName.PERM_WRITE),
+            read_queue_nums=r.int32("readQueueNums", 16),
+            write_queue_nums=r.int32("writeQueueNums", 16),
+            perm=r.int32("perm", PermName.PERM_READ | PermName.PERM_WRITE),
             topic_filter_type=r.enum("topicFilterType", TOPIC_FILTER_TYPES, "SINGLE_TAG"),
-            topic_sys_flag=r.int("topicSysFlag", 0),
+            topic_sys_flag=r.int32("topicSysFlag", 0),
             order=r.bool("order", False),
             attributes=_str_map(r, "attributes"),
         )

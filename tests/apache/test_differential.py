@@ -112,7 +112,7 @@ def sides(apache_rocketmq: ApacheRocketMQ, tmp_path_factory: pytest.TempPathFact
     with ThreadedCluster(tmp_path_factory.mktemp("differential"), enable_property_filter=True,
                          trace_topic_enable=True) as pocket:
         apache = Side("apache", apache_rocketmq.namesrv_addr, apache_rocketmq.broker_addr, "broker-a")
-        pocketmq = Side("pocketmq", pocket.namesrv_addr, pocket.broker_addr, "broker")
+        pocketmq = Side("pocketmq", pocket.namesrv_addr, pocket.broker_addr, "broker-a")
         for side in (apache, pocketmq):
             _prepare(side)
         yield apache, pocketmq
@@ -147,6 +147,15 @@ CASES = [
          lambda s: request(R.GET_KVLIST_BY_NAMESPACE, {"namespace": f"none{RUN}"})),
     Case("delete a KV config", "namesrv",
          lambda s: request(R.DELETE_KV_CONFIG, {"namespace": f"ns{RUN}", "key": "k"})),
+    Case("KV list of a namespace whose last key was deleted", "namesrv",
+         lambda s: request(R.GET_KVLIST_BY_NAMESPACE, {"namespace": f"ns{RUN}"})),
+    # (Each side's broker serves its own number of topics: the counts are not compared.)
+    Case("wipe the write permission of a broker", "namesrv",
+         lambda s: request(R.WIPE_WRITE_PERM_OF_BROKER, {"brokerName": s.broker_name}), ext_values=False),
+    Case("a route once the broker's write permission is wiped", "namesrv",
+         lambda s: request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC})),
+    Case("add the write permission of a broker back", "namesrv",
+         lambda s: request(R.ADD_WRITE_PERM_OF_BROKER, {"brokerName": s.broker_name}), ext_values=False),
     Case("an unknown request code (name server)", "namesrv", lambda s: request(9999), timeout=3.0,
          differs=(NO_ANSWER, 3, "4.9.7's name server never answers a code it does not know (the caller times out); "
                   "pocketmq's answers REQUEST_CODE_NOT_SUPPORTED at once, as RocketMQ's broker does")),

@@ -90,6 +90,19 @@ async def test_read_only_broker_advertises_read_only_topics(cluster) -> None:
     assert broker.topic_config_manager.select_topic_config("TopicRo").perm == 6
 
 
+async def test_a_permission_changed_at_run_time_reaches_the_name_server(cluster) -> None:
+    ns = await cluster.namesrv()
+    broker = await cluster.broker(namesrv_addr=ns.address)
+    mq = cluster.mq(broker)
+    await mq.create_topic("TopicPerm", perm=6)
+    assert (await mq.route_data(ns.address, "TopicPerm")).queue_datas[0].perm == 6
+    answer = await mq.invoke(RequestCode.UPDATE_BROKER_CONFIG, body=b"brokerPermission=4\n")
+    assert answer.code == ResponseCode.SUCCESS
+    assert (await mq.route_data(ns.address, "TopicPerm")).queue_datas[0].perm == 4
+    await broker.register_broker_all()  # (a periodic registration afterwards keeps it)
+    assert (await mq.route_data(ns.address, "TopicPerm")).queue_datas[0].perm == 4
+
+
 async def test_topic_changes_reach_the_name_server_as_deltas(cluster, poll) -> None:
     ns = await cluster.namesrv()
     broker = await cluster.broker(namesrv_addr=ns.address)

@@ -3,6 +3,7 @@ leaves the server serving everyone else."""
 
 from __future__ import annotations
 
+import json
 import tracemalloc
 from collections.abc import AsyncIterator
 
@@ -21,6 +22,7 @@ from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.codes import PermName, RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.header import GetRouteInfoRequestHeader, RegisterBrokerRequestHeader
+from pocketmq.remoting.wire_protocol import WireProtocol
 from tests.common.test_compression import zeros_deflated
 
 GUARD = 5.0
@@ -81,3 +83,23 @@ async def test_the_inflate_limit_follows_the_name_servers_frame_limit() -> None:
             assert resp.code == ResponseCode.SYSTEM_ERROR and f"inflates to more than {MiB} bytes" in resp.remark
     finally:
         await controller.shutdown()
+
+
+async def test_queue_numbers_beyond_a_java_int_are_refused_and_the_topic_stays_routed(
+        namesrv: NamesrvController) -> None:
+    # Apache's name server cannot parse such a body either; taken, it broke the topic's route for every client.
+    topics = {"Shared": TopicConfig("Shared", 4, 4, PermName.PERM_READ | PermName.PERM_WRITE)}
+    good = RegisterBrokerBody(TopicConfigSerializeWrapper(topics, DataVersion(1, 1))).encode(compress=False)
+    huge = json.dumps({"topicConfigSerializeWrapper": {"topicConfigTable": {"Shared": {
+        "topicName": "Shared", "readQueueNums": 10**30, "writeQueueNums": 1 << 31, "perm": 6}},
+        "dataVersion": {"counter": 1, "timestamp": 1}}, "filterServerList": []}).encode()
+    route_req = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader("Shared"))
+    async with RemotingClient() as client, RemotingClient(wire_protocol=WireProtocol.NATIVE) as native:
+        ok = await client.invoke(namesrv.address, register_request(good, False, "broker-b"), GUARD)
+        assert ok.code == ResponseCode.SUCCESS
+        refused = await native.invoke(namesrv.address, register_request(huge, False, "broker-x"), GUARD)
+        assert refused.code == ResponseCode.SYSTEM_ERROR and "out of the range of a 32-bit integer" in refused.remark
+        for c in (client, native):
+            route = await c.invoke(namesrv.address, route_req, GUARD)
+            assert route.code == ResponseCode.SUCCESS
+    assert list(namesrv.route_info_manager.topic_queue_table["Shared"]) == ["broker-b"]

@@ -241,3 +241,32 @@ def test_a_big_table_applied_in_steps_ends_as_one_applied_at_once(clock) -> None
     assert stepped.pick_topic_route_data("Gone") is None  # a full table drops what it does not list
     rim.register_broker(CLUSTER, A_MASTER, "broker-a", 0, "", wrapper(2, **topics), None)
     assert stepped.topic_queue_table == rim.topic_queue_table
+
+
+def test_an_expiry_scan_between_the_steps_of_a_registration_leaves_the_broker_whole(clock) -> None:
+    # The broker last registered 119.9 s ago and registers again, in steps: a scan in between finds it heard from.
+    from pocketmq.namesrv.route_info_manager import TOPICS_PER_STEP
+
+    rim = RouteInfoManager(broker_channel_expired_time=120.0, clock=clock)
+    topics = {f"T{i}": (4, 4) for i in range(TOPICS_PER_STEP * 2)}
+    register(rim, A_MASTER, "broker-a", 0, wrapper(1, **topics))
+    clock.advance(119.9)
+    steps = rim.register_broker_in_steps(CLUSTER, A_MASTER, "broker-a", 0, "", wrapper(2, **topics), None)
+    next(steps)
+    clock.advance(0.2)
+    assert rim.scan_not_active_broker() == {}
+    for _ in steps:
+        pass
+    assert rim.broker_addr_table["broker-a"].broker_addrs == {0: A_MASTER}
+    assert rim.cluster_addr_table == {CLUSTER: {"broker-a"}}
+    assert all(rim.pick_topic_route_data(t) is not None for t in topics)
+
+
+def test_unregister_of_an_old_address_leaves_the_broker_where_it_is_now(rim: RouteInfoManager) -> None:
+    # broker-a's master moved from A_MASTER to B_MASTER; the old process's UNREGISTER arrives after.
+    register(rim, A_MASTER, "broker-a", 0, wrapper(1, T=(4, 4)))
+    register(rim, B_MASTER, "broker-a", 0, wrapper(2, T=(4, 4)))
+    rim.unregister_broker(CLUSTER, A_MASTER, "broker-a", 0)
+    route = rim.pick_topic_route_data("T")
+    assert route is not None and route.broker_datas[0].broker_addrs == {0: B_MASTER}
+    assert B_MASTER in rim.broker_live_table

@@ -348,8 +348,10 @@ class AdminExtProcessor(BrokerProcessor):
             self.controller.producer_manager.channel_expired_timeout = bc.channel_expired_timeout
         self.config_version.next_version()
         if "broker_permission" in changes:
+            # Every topic's advertised perm changes, and no topic did: a delta of the changed topics would be
+            # empty, so the whole table goes.
             self.controller.topic_config_manager.data_version.next_version()
-            await self.controller.register_broker_all()
+            await self.controller.register_broker_all(force_full=True)
         return response(request)
 
     # --- offset reset pushed to running consumers ---

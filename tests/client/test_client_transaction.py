@@ -252,6 +252,23 @@ async def test_a_closed_producer_is_not_asked_and_its_successor_is(cluster: Any,
     assert [m.body for m in await pull_all(cluster, topic)] == [b"handed over"]
 
 
+async def test_the_check_takes_the_groups_producers_in_turn(tmp_path: Any, poll) -> None:
+    # A plain Producer of the group, connected first, cannot answer a check: the transactional one is asked too
+    # (the check went to the first producer only, and the committed transaction was discarded).
+    async with embedded.EmbeddedCluster(tmp_path, transaction_check_max=5, **FAST_CHECK) as cluster:
+        topic, group = await make_topic(cluster), unique("TxnPG")
+        async with Producer(group, cluster.namesrv_addr, instance_name=unique("plain"),
+                            heartbeat_broker_interval=0.1) as plain:
+            await plain.send(Message(topic, b"plain"))
+            listener = Listener(UNKNOW, check=COMMIT)
+            async with txn_producer(cluster, group, listener) as producer:
+                await poll(lambda: len(cluster.broker.producer_manager.group_channel_table.get(group, {})) == 2)
+                await producer.send_message_in_transaction(Message(topic, b"asked in turn"))
+                await poll(lambda: cluster.broker.end_transaction_processor.committed == 1)
+        assert cluster.broker.transactional_message_service.discarded == 0
+        assert sorted(m.body for m in await pull_all(cluster, topic)) == [b"asked in turn", b"plain"]
+
+
 async def test_the_check_happens_after_a_broker_restart(tmp_path: Any, poll) -> None:
     # No check before the restart (a long interval); a fast one after it, reading the half from the store.
     async with embedded.EmbeddedCluster(tmp_path, transaction_timeout=0.1, transaction_check_interval=600) as cluster:

@@ -17,6 +17,7 @@ _CLIENT_ID = "producer_client_id"  # Channel.attrs key: the client id the connec
 class ProducerManager:
     def __init__(self, channel_expired_timeout: float = 120.0) -> None:
         self.channel_expired_timeout = channel_expired_timeout
+        self._position = 0  # where get_available_channel starts next
         self.group_channel_table: dict[str, dict[Channel, ClientChannelInfo]] = {}
         # client id -> its connection, for the replies pushed to a requesting client (PUSH_REPLY_MESSAGE_TO_CLIENT)
         self.client_channel_table: dict[str, Channel] = {}
@@ -76,9 +77,16 @@ class ProducerManager:
         return expired
 
     def get_available_channel(self, group: str) -> Channel | None:
-        """A live channel of the group (what CHECK_TRANSACTION_STATE would use)."""
-        for channel in self.group_channel_table.get(group, {}):
-            if not channel.closed:
+        """The group's next live channel that reads what it is sent (CHECK_TRANSACTION_STATE's), taking the
+        group's producers in turn as RocketMQ does, so one that cannot answer does not keep the others from
+        being asked; None when none is both open and reading."""
+        channels = list(self.group_channel_table.get(group, {}))
+        if not channels:
+            return None
+        self._position += 1
+        for i in range(len(channels)):
+            channel = channels[(self._position + i) % len(channels)]
+            if not channel.closed and not channel.write_paused:
                 return channel
         return None
 

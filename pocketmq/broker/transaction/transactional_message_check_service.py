@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 # Check requests on their way at once (RocketMQ: a pool of 5 threads and a queue of 2,000, the caller running
 # what does not fit): beyond this the check waits, so a slow producer cannot make it pile up requests.
 MAX_PENDING_CHECKS = 2000
+CHECK_SEND_TIMEOUT = 3.0  # seconds a check may wait to be written to its producer's connection
 
 
 class DefaultTransactionalMessageCheckListener:
@@ -103,9 +104,12 @@ async def check_producer_transaction_state(
     )
     request = RemotingCommand.request(RequestCode.CHECK_TRANSACTION_STATE, header, body, oneway=True)
     try:
-        await channel.invoke_oneway(request)
-    except RemotingError as e:
-        log.info("cannot ask %s about transaction %s: %s", channel.remote_address, header.transaction_id, e)
+        # (A producer that stops reading while the question waits to be written is given up on, as RocketMQ's
+        # one-way send gives up: the next round asks again, and the pending-check permit is not held for good.)
+        await asyncio.wait_for(channel.invoke_oneway(request), CHECK_SEND_TIMEOUT)
+    except (RemotingError, TimeoutError) as e:
+        log.info("cannot ask %s about transaction %s: %s", channel.remote_address, header.transaction_id,
+                 e or "it does not read")
 
 
 class TransactionalMessageCheckService:

@@ -233,9 +233,15 @@ async def _start_grpc(args, namesrv_addr: str, broker: Any) -> tuple[Any, str | 
     from pocketmq.proxy.config import ProxyConfig, ProxyMode, TlsMode
     from pocketmq.proxy.proxy_startup import GrpcProxy
 
+    # With ACL on, the endpoint checks its callers against the broker's accounts and signs its own requests with
+    # the broker's key pair (as the in-process cluster does); without them it let every caller through.
+    bc = broker.broker_config
+    acl: dict[str, Any] = {}
+    if bc.acl_enable:
+        acl = {"acl_file": bc.resolved_acl_file, "access_key": bc.access_key, "secret_key": bc.secret_key}
     config = ProxyConfig(namesrv_addr, grpc_host=args.host, grpc_server_port=args.grpc_port,
                          tls_mode=TlsMode(args.grpc_tls), tls_cert_file=args.tls_cert, tls_key_file=args.tls_key,
-                         proxy_mode=ProxyMode(args.proxy_mode))
+                         proxy_mode=ProxyMode(args.proxy_mode), **acl)
     try:
         return await GrpcProxy(config, {broker.address: broker.remoting_server}).start(), None
     except (OSError, RuntimeError) as e:

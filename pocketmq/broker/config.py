@@ -22,6 +22,7 @@ from pocketmq.storage.config import DEFAULT_DELAY_LEVELS, FlushDiskType, Message
 
 # namesrvProtocol's values (the client's ``protocol`` names the same two).
 NAMESRV_PROTOCOLS = {"msgpack": WireProtocol.MSGPACK, "rocketmq": WireProtocol.NATIVE}
+_SECRET_FIELDS = frozenset({"access_key", "secret_key"})  # left out of what GET_BROKER_CONFIG answers
 
 
 class BrokerConfigError(ValueError):
@@ -357,12 +358,13 @@ class BrokerConfig:
         except ValueError as e:
             raise BrokerConfigError(f"{source}: {e}") from None
 
-    def to_properties(self) -> str:
-        """The settings as a properties text (the inverse of from_properties_text)."""
+    def to_properties(self, secrets: bool = True) -> str:
+        """The settings as a properties text (the inverse of from_properties_text); with ``secrets`` False,
+        without the broker's key pair."""
         lines = []
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
-            if v is None:
+            if v is None or (not secrets and f.name in _SECRET_FIELDS):
                 continue
             if f.metadata.get("unit") == "ms":
                 v = round(v * 1000)

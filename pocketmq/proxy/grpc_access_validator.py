@@ -47,7 +47,7 @@ class GrpcAccessResource(AccessResource):
     __slots__ = ("_date_time",)
 
     def __init__(self, ctx: ProxyContext, method: str) -> None:
-        self.remote_ip = remote_ip(ctx.remote_address.removeprefix("ipv4:").removeprefix("ipv6:"))
+        self.remote_ip = remote_ip(ctx.remote_address)
         self.request_code = method
         self.access_key, self.signature = parse_authorization(ctx.authorization)
         self.security_token = None

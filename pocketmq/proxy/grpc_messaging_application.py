@@ -20,7 +20,7 @@ from .client_activity import ClientActivity, telemetry_error
 from .grpc_access_validator import GrpcAccessValidator
 from .grpc_channel_manager import GrpcChannelManager, GrpcClientChannel
 from .protocol import SERVICE, load
-from .proxy_context import ProxyContext
+from .proxy_context import ProxyContext, peer_address
 from .proxy_exception import GrpcProxyException, status_of
 
 pb = load()
@@ -51,24 +51,25 @@ Unary = Callable[[ProxyContext, Any], Awaitable[Any]]
 ServerStream = Callable[[ProxyContext, Any], AsyncIterator[Any]]
 
 
-def _context_of(context: grpc.aio.ServicerContext) -> ProxyContext:
-    ctx = ProxyContext.of(context.invocation_metadata(), context.peer() or "")
-    remaining = context.time_remaining()
-    if remaining is not None:
-        ctx.remaining_ms = max(0, int(remaining * 1000))
-    return ctx
-
-
 class GrpcMessagingApplication:
     def __init__(self, client_activity: ClientActivity, channels: GrpcChannelManager) -> None:
         self.client_activity = client_activity
         self.channels = channels
         # Set when ACL is on (GrpcProxy): every call and every Settings command is checked first.
         self.access_validator: GrpcAccessValidator | None = None
+        # Set when the permissive front splices the connections: the client's address behind one of them.
+        self.front_client: Callable[[str], str | None] | None = None
         self._handlers: dict[str, grpc.RpcMethodHandler] = {}
         self._handlers["Telemetry"] = grpc.stream_stream_rpc_method_handler(
             self.telemetry, request_deserializer=parser(pb.TelemetryCommand),
             response_serializer=pb.TelemetryCommand.SerializeToString)
+
+    def _context_of(self, context: grpc.aio.ServicerContext) -> ProxyContext:
+        ctx = ProxyContext.of(context.invocation_metadata(), peer_address(context.peer() or "", self.front_client))
+        remaining = context.time_remaining()
+        if remaining is not None:
+            ctx.remaining_ms = max(0, int(remaining * 1000))
+        return ctx
 
     def register_unary(self, method: str, activity: Unary) -> None:
         """``activity(ctx, request) -> response``; GrpcProxyException and any other error become the response's
@@ -79,7 +80,7 @@ class GrpcMessagingApplication:
         async def handle(request: Any, context: grpc.aio.ServicerContext) -> Any:
             if request is _MALFORMED:
                 await context.abort(*MALFORMED)
-            ctx = _context_of(context)
+            ctx = self._context_of(context)
             try:
                 ctx.validate()
                 if self.access_validator is not None:
@@ -105,7 +106,7 @@ class GrpcMessagingApplication:
         async def handle(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
             if request is _MALFORMED:
                 await context.abort(*MALFORMED)
-            ctx = _context_of(context)
+            ctx = self._context_of(context)
             try:
                 ctx.validate()
                 if self.access_validator is not None:
@@ -132,7 +133,7 @@ class GrpcMessagingApplication:
         if channels.streams >= channels.max_channels:
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "too many telemetry streams")
         channels.streams += 1
-        ctx = _context_of(context)
+        ctx = self._context_of(context)
         outbox = channels.new_outbox()
         state: dict[str, GrpcClientChannel] = {}
         reader = asyncio.get_running_loop().create_task(self._read_telemetry(ctx, requests, outbox, state))

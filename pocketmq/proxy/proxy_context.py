@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from .protocol import load
 from .proxy_exception import GrpcProxyException
@@ -20,6 +21,18 @@ AUTHORIZATION = "authorization"
 _READ = frozenset({CLIENT_ID, LANGUAGE, CLIENT_VERSION, NAMESPACE, DATE_TIME, AUTHORIZATION})
 # Headers longer than this are cut: a client id names a session, it is not a place for megabytes.
 _MAX_VALUE = 1024
+
+
+def peer_address(peer: str, front_client: Callable[[str], str | None] | None = None) -> str:
+    """``host:port`` of a gRPC peer as grpcio names it (``ipv4:1.2.3.4:5``, ``ipv6:%5B::1%5D:5``; a connection
+    the permissive front spliced, ``unix-abstract:<name>``, is looked up with ``front_client``), as RocketMQ's
+    proxy shows a remote address."""
+    kind, _, rest = peer.partition(":")
+    if kind in ("ipv4", "ipv6"):
+        return unquote(rest)
+    if kind == "unix-abstract" and front_client is not None:
+        return front_client(rest) or peer
+    return peer
 
 
 @dataclass(slots=True)

@@ -203,6 +203,7 @@ class GrpcProxy:
                     server.add_secure_port(f"unix-abstract:{name}-tls", credentials)
                     self._front = PermissiveFront(c.grpc_host, c.grpc_server_port, f"\0{name}-tls",
                                                   f"\0{name}-plain", c.first_byte_timeout)
+                    self.application.front_client = self._front.client_address
             if c.grpc_server_port == 0 and self._front is None:
                 raise OSError(f"cannot listen on {c.grpc_host}")
             await server.start()

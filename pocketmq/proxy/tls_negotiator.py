@@ -6,11 +6,15 @@ connection's first byte (0x16 opens a TLS handshake record; a plaintext HTTP/2 c
 TLS, one without. The splice copies bytes with transports and protocols (no per-chunk task), pausing the reading
 side when the writing side's buffer fills, so a peer that stops reading holds at most one high-water mark of
 data per direction.
+
+Each spliced connection reaches gRPC from an abstract Unix address of its own, so that the endpoint can tell
+the client's own address (``PermissiveFront.client_address``), which gRPC alone would show as the Unix socket.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import socket
 from typing import cast
@@ -68,6 +72,7 @@ class _Client(_Half):
         self.front = front
         self.routed = False
         self.timer: asyncio.TimerHandle | None = None
+        self.name: str | None = None  # the abstract address it reaches gRPC from
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -95,6 +100,8 @@ class _Client(_Half):
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.setblocking(False)
+            self.name = self.front.name_of(self)
+            sock.bind("\0" + self.name)
             # (connected here: uvloop's create_unix_connection takes no abstract-namespace path)
             await loop.sock_connect(sock, path)
             _, backend = await loop.create_unix_connection(_Half, sock=sock)
@@ -118,6 +125,8 @@ class _Client(_Half):
     def connection_lost(self, exc: Exception | None) -> None:
         if self.timer is not None:
             self.timer.cancel()
+        if self.name is not None:
+            self.front.clients.pop(self.name, None)
         super().connection_lost(exc)
 
 
@@ -134,6 +143,23 @@ class PermissiveFront:
         self.connecting: set[asyncio.Task[None]] = set()
         self.routed = {True: 0, False: 0}  # connections routed so far, by "opened with a TLS handshake"
         self._server: asyncio.Server | None = None
+        # The spliced connections' abstract addresses, and the address of the client behind each.
+        self.clients: dict[str, str] = {}
+        self._prefix = f"{plain_path.lstrip(chr(0))}-client-"
+        self._numbers = itertools.count()
+
+    def name_of(self, client: _Client) -> str:
+        """An abstract address for ``client``'s connection to gRPC, remembered with the client's address."""
+        name = f"{self._prefix}{next(self._numbers)}"
+        assert client.transport is not None
+        peer = client.transport.get_extra_info("peername")
+        host, port = (peer[0], peer[1]) if isinstance(peer, tuple) and len(peer) >= 2 else ("", 0)
+        self.clients[name] = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        return name
+
+    def client_address(self, abstract_name: str) -> str | None:
+        """``host:port`` of the client whose connection reaches gRPC from ``abstract_name``."""
+        return self.clients.get(abstract_name)
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()

@@ -227,3 +227,28 @@ async def test_pops_and_acks_need_sub_on_the_topic(cluster: Any, acl_broker: Any
     assert refused(await consumer.invoke(RequestCode.ACK_MESSAGE, ack), "consumerKey", "denied")
     allowed = PopMessageRequestHeader("G", "open", -1, 1, 60_000, 0, 0, 0)
     assert (await consumer.invoke(RequestCode.POP_MESSAGE, allowed)).code == ResponseCode.POLLING_TIMEOUT
+
+
+async def test_a_reply_cannot_write_a_topic_the_key_may_not_publish_to(cluster, acl_broker) -> None:
+    # The reply codes store into the topic their header names (4.9.8 checks nothing for them).
+    producer = signed_mq(cluster, acl_broker.address, PRODUCER)
+    ext = {"a": "PG", "b": "denied", "c": "TBW102", "d": 4, "e": 0, "f": 0, "g": 1, "h": 0, "i": "", "j": 0,
+           "k": False, "m": False}
+    for code in (RequestCode.SEND_REPLY_MESSAGE_V2, RequestCode.SEND_MESSAGE_V2):
+        answer = await producer.invoke(code, ext, b"written through a reply")
+        assert refused(answer, "topic:denied", "accessKey=producerKey", "needs PUB")
+    v1 = {"producerGroup": "PG", "topic": "denied", "defaultTopic": "TBW102", "defaultTopicQueueNums": 4,
+          "queueId": 0, "sysFlag": 0, "bornTimestamp": 1, "flag": 0, "properties": ""}
+    assert refused(await producer.invoke(RequestCode.SEND_REPLY_MESSAGE, v1, b"v1"), "topic:denied")
+    assert acl_broker.store.get_max_offset_in_queue("denied", 0) == 0
+
+
+async def test_the_brokers_own_key_pair_is_not_in_the_config_any_key_may_read(cluster, tmp_path) -> None:
+    broker = await cluster.broker(acl_enable=True, acl_file=str(acl_file(tmp_path)), access_key="adminKey1",
+                                  secret_key="adminSecret")
+    consumer = signed_mq(cluster, broker.address, CONSUMER)
+    answer = await consumer.invoke(RequestCode.GET_BROKER_CONFIG)
+    assert answer.code == ResponseCode.SUCCESS  # (as in RocketMQ: no admin key needed)
+    keys = {line.split("=", 1)[0] for line in answer.body.decode().splitlines() if "=" in line}
+    assert "aclEnable" in keys and not keys & {"accessKey", "secretKey"}
+    assert b"adminSecret" not in answer.body

@@ -214,6 +214,9 @@ def test_dev_with_access_control_and_signed_commands(tmp_path):
         match = re.search(r"name server (\S+), broker", first)
         assert match, first + proc.stdout.read()
         namesrv = match.group(1)
+        grpc_line = proc.stdout.readline()
+        endpoint = re.search(r"gRPC:\s+(\S+)", grpc_line)
+        assert endpoint, grpc_line
         # The topic is created on the first send (TBW102): an admin's send does that.
         assert run("send", "-n", namesrv, "-t", "AclCli", "-p", "x", "--access-key", "devAdmin1",
                    "--secret-key", "devSecret1").returncode == 0
@@ -224,9 +227,26 @@ def test_dev_with_access_control_and_signed_commands(tmp_path):
         assert sent.returncode == 0 and "SEND_OK" in sent.stdout, sent.stderr
         got = run("consume", "-n", namesrv, "-t", "AclCli", "-c", "2", *keys)
         assert got.returncode == 0 and "BODY: signed hello" in got.stdout, got.stdout + got.stderr
+        # The gRPC endpoint checks its callers against the same accounts: an unsigned call is refused by it.
+        assert grpc_unsigned_send(endpoint.group(1), "AclCli") == "UNAUTHORIZED"
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(30)
+
+
+def grpc_unsigned_send(endpoint: str, topic: str) -> str:
+    """The status name of an unsigned SendMessage."""
+    import grpc
+    from rocketmq.grpc_protocol import definition_pb2 as d
+    from rocketmq.grpc_protocol import service_pb2, service_pb2_grpc
+
+    message = d.Message(topic=d.Resource(name=topic), body=b"unsigned", system_properties=d.SystemProperties(
+        message_id="0102FC0000000171190B1C3CCC00000001", message_type=d.MessageType.NORMAL))
+    with grpc.insecure_channel(endpoint) as channel:
+        answer = service_pb2_grpc.MessagingServiceStub(channel).SendMessage(
+            service_pb2.SendMessageRequest(messages=[message]), metadata=(("x-mq-client-id", "cli-test"),),
+            timeout=10)
+    return str(d.Code.Name(answer.status.code))
 
 
 def test_a_server_freezes_what_its_start_made():

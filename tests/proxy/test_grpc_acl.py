@@ -15,6 +15,7 @@ import pytest
 from rocketmq import ClientConfiguration, Credentials, Message, Producer
 
 from pocketmq import embedded
+from pocketmq.proxy.proxy_context import peer_address
 
 from .acl_accounts import ACL, ADMIN, USER
 from .conftest import D, S, endpoints
@@ -97,3 +98,29 @@ def test_raw_calls_upper_case_signature_and_a_forged_one(acl_cluster: Any) -> No
         assert "Check signature failed for accessKey=RocketMQUser" in forged.status.message
         unknown = query(request, metadata=signed("nobody", "x", upper=False))
         assert unknown.status.code == D.Code.UNAUTHORIZED and "No acl config for nobody" in unknown.status.message
+
+
+def test_a_white_listed_address_needs_no_signature_through_the_permissive_port(tmp_path: Any) -> None:
+    # The permissive port splices each connection to gRPC over a Unix socket: the white list is matched against
+    # the client's own address behind it (it saw the socket, and refused every white-listed caller).
+    (tmp_path / "plain_acl.yml").write_text("globalWhiteRemoteAddresses:\n  - 127.0.0.1\n" + ACL)
+    with embedded.ThreadedCluster(tmp_path / "cluster", grpc=True, acl_enable=True,
+                                  acl_file=str(tmp_path / "plain_acl.yml"), access_key=ADMIN[0],
+                                  secret_key=ADMIN[1]) as cluster:
+        create_topic(cluster, "AclWhite")
+        port = int(cluster.grpc_endpoint.rsplit(":", 1)[1])
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            query = channel.unary_unary("/apache.rocketmq.v2.MessagingService/QueryRoute",
+                                        request_serializer=S.QueryRouteRequest.SerializeToString,
+                                        response_deserializer=S.QueryRouteResponse.FromString)
+            answer = query(S.QueryRouteRequest(topic=D.Resource(name="AclWhite"), endpoints=endpoints(port)),
+                           metadata=(("x-mq-client-id", "white@1"), ("x-mq-language", "JAVA")))
+        assert answer.status.code == D.Code.OK and answer.message_queues
+
+
+def test_peer_addresses_read_as_host_and_port() -> None:
+    clients = {"front-client-7": "10.1.2.3:4567"}
+    assert peer_address("ipv4:127.0.0.1:5000") == "127.0.0.1:5000"
+    assert peer_address("ipv6:%5B::1%5D:5000") == "[::1]:5000"
+    assert peer_address("unix-abstract:front-client-7", clients.get) == "10.1.2.3:4567"
+    assert peer_address("unix-abstract:gone", clients.get) == "unix-abstract:gone"

@@ -314,7 +314,9 @@ class AdminExtProcessor(BrokerProcessor):
     # --- broker config ---
 
     async def get_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        text = self.controller.broker_config.to_properties()
+        # Without the broker's own key pair: any account may read the config (as in RocketMQ, whose BrokerConfig
+        # has no such keys), and the pair is an admin account of the name servers.
+        text = self.controller.broker_config.to_properties(secrets=False)
         version = fastjson.dumps(self.config_version)  # Configuration.getDataVersionJson
         return response(request, ext_fields=GetBrokerConfigResponseHeader(version), body=text.encode("utf-8"))
 

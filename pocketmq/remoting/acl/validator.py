@@ -96,9 +96,11 @@ def parse_request(remote_address: str, request: RemotingCommand) -> AccessResour
     resource = AccessResource(remote_ip(remote_address), request, ext)
     code = request.code
     get = ext.get
-    if code == RequestCode.SEND_MESSAGE:
+    # (A reply is stored in the topic its header names: 4.9.8 checks nothing for the reply codes, so any account
+    # could write any topic through them.)
+    if code == RequestCode.SEND_MESSAGE or code == RequestCode.SEND_REPLY_MESSAGE:
         _add_send(resource, get("topic"), get("group"))
-    elif code == RequestCode.SEND_MESSAGE_V2 or code == RequestCode.SEND_BATCH_MESSAGE:
+    elif code in (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2):
         _add_send(resource, get("b"), get("a"))
     elif code == RequestCode.CONSUMER_SEND_MSG_BACK:
         resource.add(_retry(get("group")), SUB)

@@ -53,7 +53,11 @@ class ChangeInvisibleTimeProcessor(BrokerProcessor):
         if extra.is_order:
             return self._change_orderly(request, header, topic, extra.pop_time, extra.revive_qid)
         pop = c.pop_message_processor
-        pop_time = now_ms()
+        # Later than the checkpoint it replaces, even within its millisecond: the two would share a merge key
+        # (topic, group, queue, offset, pop time, broker), the new one take the old one's place, and the old one's
+        # ack mark it done: the message never came back.
+        now = now_ms()
+        pop_time = extra.pop_time + 1 if now <= extra.pop_time <= now + 1000 else now
         revive_qid = pop.revive_log.next_revive_qid()
         ck = PopCheckPoint(header.offset, pop_time, header.invisible_time, 1, header.queue_id, topic, group,
                            c.broker_config.broker_name, queue_offset_diff=[0])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.codes import PermName, RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import HeaderError
 from pocketmq.remoting.pop_header import (
@@ -84,11 +84,14 @@ class NotificationProcessor(BrokerProcessor):
 
     async def polling_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = request.decode_header(PollingInfoRequestHeader)
-        tc = self.controller.topic_config_manager.select_topic_config(header.topic)
-        if tc is None:
-            return response(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{header.topic}] not exist")
-        if header.queue_id < -1 or header.queue_id >= tc.read_queue_nums:
-            return response(request, ResponseCode.INVALID_PARAMETER, f"queueId[{header.queue_id}] is illegal")
-        n = self.controller.pop_message_processor.long_polling.polling_num(header.topic, header.consumer_group,
-                                                                           header.queue_id)
+        bc = self.controller.broker_config
+        if not PermName.is_readable(bc.broker_permission):
+            return response(request, ResponseCode.NO_PERMISSION,
+                            f"the broker[{bc.broker_ip1}] peeking message is forbidden")
+        # (RocketMQ's checks: the topic readable, the queue id, the group there and allowed to consume.)
+        pop = self.controller.pop_message_processor
+        tc = pop.check_topic_and_group(channel, request, header.topic, header.queue_id, header.consumer_group)
+        if isinstance(tc, RemotingCommand):
+            return tc
+        n = pop.long_polling.polling_num(header.topic, header.consumer_group, header.queue_id)
         return response(request, ext_fields=PollingInfoResponseHeader(n))

@@ -1,0 +1,61 @@
+"""CHANGE_MESSAGE_INVISIBLETIME in quick succession, with the pop buffer merge on (pocketmq's default): a new
+checkpoint never shares its merge key with the one it replaces; and POLLING_INFO's refusals."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from broker_harness import MQ, Cluster
+from pop_wire import PopClient
+
+from pocketmq.common.extra_info_util import parse_extra_info
+from pocketmq.remoting.body import encode_body
+from pocketmq.remoting.client import RemotingClient
+from pocketmq.remoting.client_body import SubscriptionGroupConfig
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.pop_header import PollingInfoRequestHeader, PollingInfoResponseHeader
+
+
+async def test_changes_within_one_millisecond_each_leave_a_checkpoint_that_revives(cluster: Cluster) -> None:
+    # Within a millisecond, the new checkpoint had the key of the one it replaced and took its place; the old
+    # one's ack then marked it done, and the message never came back.
+    broker = await cluster.broker(revive_interval=0.02)
+    rc = RemotingClient()
+    cluster.clients.append(rc)
+    pc = PopClient(MQ(rc, broker.address), broker.broker_config.broker_name)
+    await pc.mq.create_topic("Changed", 1)
+    bodies = [b"c%d" % i for i in range(20)]
+    for body in bodies:
+        assert (await pc.mq.send("Changed", body, queue_id=0)).code == ResponseCode.SUCCESS
+    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+    for _ in bodies:
+        popped = await pc.pop("G", "Changed", 0, max_nums=1, invisible=60_000)
+        first, handle1 = await pc.change_invisible("G", "Changed", popped.handles[0], 300)
+        second, handle2 = await pc.change_invisible("G", "Changed", handle1, 300)
+        assert first.code == second.code == ResponseCode.SUCCESS
+        times = [parse_extra_info(h).pop_time for h in (popped.handles[0], handle1, handle2)]
+        assert times == sorted(set(times))  # each checkpoint later than the one it replaces
+    back: list[bytes] = []
+    deadline = time.monotonic() + 10
+    while len(back) < len(bodies) and time.monotonic() < deadline:
+        back += [m.body for m in (await pc.pop("G", "Changed", -1, invisible=60_000, poll=300)).messages]
+    assert sorted(back) == sorted(bodies)
+
+
+async def test_polling_info_refuses_what_a_pop_would(cluster: Cluster) -> None:
+    # (As RocketMQ's PollingInfoProcessor; it answered a count for a write-only topic and a disabled group.)
+    broker = await cluster.broker()
+    rc = RemotingClient()
+    cluster.clients.append(rc)
+    mq = MQ(rc, broker.address)
+    await mq.create_topic("WriteOnly", 1, perm=2)
+    await mq.create_topic("Readable", 1)
+    body = encode_body(SubscriptionGroupConfig("Disabled", consume_enable=False), rc.body_dialect)
+    assert (await mq.invoke(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body)).code == ResponseCode.SUCCESS
+    answers = [await mq.invoke(RequestCode.POLLING_INFO, PollingInfoRequestHeader(group, topic, 0))
+               for group, topic in (("G", "WriteOnly"), ("Disabled", "Readable"), ("G", "Readable"))]
+    assert [(a.code, a.remark) for a in answers[:2]] == [
+        (ResponseCode.NO_PERMISSION, "the topic[WriteOnly] peeking message is forbidden"),
+        (ResponseCode.NO_PERMISSION, "subscription group no permission, Disabled")]
+    assert answers[2].decode_header(PollingInfoResponseHeader).polling_num == 0

@@ -186,6 +186,8 @@ class BrokerConfig:
     pop_buffer_scan_interval: float = _f(0.05, "popBufferScanInterval", "ms")
     # Retried pops go to %RETRY%group+topic instead of %RETRY%group_topic (RocketMQ: enableRetryTopicV2).
     enable_retry_topic_v2: bool = _f(False, "enableRetryTopicV2")
+    # With v2 on, pops and notifications also read the v1 retry topic (what was revived before the switch).
+    retrieve_message_from_pop_retry_topic_v1: bool = _f(True, "retrieveMessageFromPopRetryTopicV1")
     # A new group starts at offset 0 of a queue whose first message is still in memory, not at its end
     # (RocketMQ: initPopOffsetByCheckMsgInMem).
     init_pop_offset_by_check_msg_in_mem: bool = _f(True, "initPopOffsetByCheckMsgInMem")

@@ -59,3 +59,30 @@ async def test_polling_info_refuses_what_a_pop_would(cluster: Cluster) -> None:
         (ResponseCode.NO_PERMISSION, "the topic[WriteOnly] peeking message is forbidden"),
         (ResponseCode.NO_PERMISSION, "subscription group no permission, Disabled")]
     assert answers[2].decode_header(PollingInfoResponseHeader).polling_num == 0
+
+
+async def test_after_a_switch_to_retry_topic_v2_the_v1_retry_topic_is_still_read(cluster: Cluster) -> None:
+    # retrieveMessageFromPopRetryTopicV1 (RocketMQ's default): what was revived before the switch comes back.
+    broker = await cluster.broker(revive_interval=0.02, enable_retry_topic_v2=False)
+    rc = RemotingClient()
+    cluster.clients.append(rc)
+    pc = PopClient(MQ(rc, broker.address), broker.broker_config.broker_name)
+    await pc.mq.create_topic("Switched", 1)
+    assert (await pc.mq.send("Switched", b"before", queue_id=0)).code == ResponseCode.SUCCESS
+    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+    assert (await pc.pop("G", "Switched", -1, invisible=300)).bodies == [b"before"]
+    deadline = time.monotonic() + 10
+    while broker.store.get_max_offset_in_queue("%RETRY%G_Switched", 0) < 1:
+        assert time.monotonic() < deadline, "never revived"
+        await asyncio.sleep(0.02)
+    broker = await cluster.restart(broker, enable_retry_topic_v2=True)
+    rc2 = RemotingClient()
+    cluster.clients.append(rc2)
+    pc = PopClient(MQ(rc2, broker.address), broker.broker_config.broker_name)
+    got: list[tuple[bytes, int]] = []
+    for _ in range(20):
+        if got:
+            break
+        got += [(m.body, m.reconsume_times) for m in
+                (await pc.pop("G", "Switched", -1, invisible=60_000, poll=200)).messages]
+    assert got == [(b"before", 1)]

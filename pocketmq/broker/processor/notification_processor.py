@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from pocketmq.common.pop_ack_constants import build_pop_retry_topic
 from pocketmq.remoting.codes import PermName, RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import HeaderError
@@ -72,9 +73,13 @@ class NotificationProcessor(BrokerProcessor):
         group = header.consumer_group
         queues = range(read_queue_nums) if header.queue_id < 0 else [header.queue_id]
         targets = [(header.topic, q) for q in queues]
-        retry = c.topic_config_manager.select_topic_config(pop.retry_topic(header.topic, group))
-        if retry is not None and not header.order:
-            targets += [(retry.topic_name, q) for q in range(retry.read_queue_nums)]
+        bc = c.broker_config
+        retry_topics = [pop.retry_topic(header.topic, group)]
+        if bc.enable_retry_topic_v2 and bc.retrieve_message_from_pop_retry_topic_v1:
+            retry_topics.append(build_pop_retry_topic(header.topic, group, False))
+        for retry in map(c.topic_config_manager.select_topic_config, retry_topics):
+            if retry is not None and not header.order:
+                targets += [(retry.topic_name, q) for q in range(retry.read_queue_nums)]
         for topic, queue_id in targets:
             if header.order and c.consumer_order_info_manager.check_block(header.attempt_id, topic, group, queue_id):
                 continue

@@ -192,9 +192,13 @@ class PopMessageProcessor(BrokerProcessor):
 
     async def _pop(self, ctx: PopContext, tc: TopicConfig) -> None:
         header = ctx.header
-        retry_topic = self.retry_topic(header.topic, header.consumer_group)
-        probability = self.controller.broker_config.pop_from_retry_probability
-        need_retry = not ctx.order and self._random.randrange(100) < probability
+        bc = self.controller.broker_config
+        draw = self._random.randrange(100)
+        need_retry = not ctx.order and draw < bc.pop_from_retry_probability
+        # After a switch to retry topic v2, every other pop reads the v1 topic instead, as RocketMQ does, so that
+        # what was revived there before the switch is not left behind.
+        v1 = bc.enable_retry_topic_v2 and bc.retrieve_message_from_pop_retry_topic_v1 and draw % 2 == 0
+        retry_topic = build_pop_retry_topic(header.topic, header.consumer_group, bc.enable_retry_topic_v2 and not v1)
         if need_retry:
             await self._pop_from_topic(ctx, retry_topic, True)
         if header.queue_id < 0:

@@ -9,7 +9,9 @@ message not acked re-read from its queue and put into the group's pop retry topi
 
 The revive offset is committed up to the oldest checkpoint still held, so a restarted broker reads the held
 checkpoints and their acks again and carries on: nothing handed out is forgotten (a message revived just before
-a crash may be revived twice, as in RocketMQ: delivery is at least once).
+a crash may be revived twice, as in RocketMQ: delivery is at least once). Checkpoints fall due out of log order
+(RocketMQ's revive log is in revive-time order: its timer orders it): one revived behind a checkpoint still held
+gets an ack record of its own in the queue, so a restart that reads it again finds it done.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
 from pocketmq.common.pop_ack_constants import ACK_TAG, BATCH_ACK_TAG, CK_TAG, PROPERTY_FIRST_POP_TIME, REVIVE_GROUP
 from pocketmq.remoting.tasks import run_whole
 from pocketmq.storage.message_filter import TagsFilter
-from pocketmq.storage.pop import PopCheckPoint, decode_ack
+from pocketmq.storage.pop import BatchAckMsg, PopCheckPoint, decode_ack
 from pocketmq.storage.pop.pop_check_point import PopRecordError
 from pocketmq.storage.results import GetMessageResult, GetMessageStatus
 
@@ -119,8 +121,18 @@ class PopReviveService:
             await run_whole(self._revive_held(q, key, ck))
 
     async def _revive_held(self, q: ReviveQueue, key: str, ck: PopCheckPoint) -> None:
-        if await self._revive(ck):
-            del q.held[key]
+        if not await self._revive(ck):
+            return
+        del q.held[key]
+        if any(other.revive_offset < ck.revive_offset for other in q.held.values()):
+            # Behind the committed revive offset's checkpoint: a restart would read this one again and put its
+            # messages back a second time (after they were popped, and perhaps acked, from the retry topic).
+            done = BatchAckMsg(-1, ck.start_offset, ck.cid, ck.topic, ck.queue_id, ck.pop_time, ck.broker_name,
+                               [ck.ack_offset_by_index(i) for i in range(ck.num)])
+            put = await self.controller.pop_message_processor.revive_log.append_ack(done, q.queue_id)
+            if not put.is_ok:
+                log.warning("revive of %s@%s queue %d: its done mark not written (%s); a restart may revive it "
+                            "again", ck.topic, ck.cid, ck.queue_id, put.status.value)
 
     def _commit(self, q: ReviveQueue) -> None:
         if q.offset < 0:

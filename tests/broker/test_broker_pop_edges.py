@@ -1,5 +1,6 @@
 """CHANGE_MESSAGE_INVISIBLETIME in quick succession, with the pop buffer merge on (pocketmq's default): a new
-checkpoint never shares its merge key with the one it replaces; and POLLING_INFO's refusals."""
+checkpoint never shares its merge key with the one it replaces; POLLING_INFO's refusals; the v1 retry topic after a
+switch to v2; a checkpoint revived out of log order across a restart."""
 
 from __future__ import annotations
 
@@ -86,3 +87,39 @@ async def test_after_a_switch_to_retry_topic_v2_the_v1_retry_topic_is_still_read
         got += [(m.body, m.reconsume_times) for m in
                 (await pc.pop("G", "Switched", -1, invisible=60_000, poll=200)).messages]
     assert got == [(b"before", 1)]
+
+
+async def test_a_checkpoint_revived_behind_one_still_held_is_not_revived_again_after_a_restart(
+        cluster: Cluster) -> None:
+    # The revive offset stays at the oldest checkpoint still held (A, a minute long); B, behind it in the same
+    # revive queue, falls due, is revived, popped from the retry topic and acked. A clean restart reads B again.
+    broker = await cluster.broker(revive_interval=0.05, pop_ck_stay_buffer_time=0.1)
+    rc = RemotingClient()
+    cluster.clients.append(rc)
+    pc = PopClient(MQ(rc, broker.address), broker.broker_config.broker_name)
+    await pc.mq.create_topic("Held", 1)
+    for i in range(10):
+        assert (await pc.mq.send("Held", b"h%d" % i, queue_id=0)).code == ResponseCode.SUCCESS
+    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+    a = await pc.pop("G", "Held", 0, max_nums=1, invisible=60_000)
+    while True:  # B: one second, in A's revive queue (the queues are taken in turn)
+        b = await pc.pop("G", "Held", 0, max_nums=1, invisible=1_000)
+        if b.header.revive_qid == a.header.revive_qid:
+            break
+        await pc.ack_all("G", "Held", b)
+    taken: list[bytes] = []
+    deadline = time.monotonic() + 10
+    while b.bodies[0] not in taken:
+        assert time.monotonic() < deadline, "B never came back"
+        back = await pc.pop("G", "Held", -1, invisible=60_000, poll=200)
+        for msg, handle in zip(back.messages, back.handles, strict=True):
+            taken.append(msg.body)
+            assert (await pc.ack("G", "Held", handle)).code == ResponseCode.SUCCESS
+    broker = await cluster.restart(broker)
+    rc2 = RemotingClient()
+    cluster.clients.append(rc2)
+    pc = PopClient(MQ(rc2, broker.address), broker.broker_config.broker_name)
+    again: list[bytes] = []
+    for _ in range(5):
+        again += (await pc.pop("G", "Held", -1, invisible=60_000, poll=200)).bodies
+    assert b.bodies[0] not in again

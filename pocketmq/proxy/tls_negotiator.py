@@ -151,8 +151,7 @@ class PermissiveFront:
     def name_of(self, client: _Client) -> str:
         """An abstract address for ``client``'s connection to gRPC, remembered with the client's address."""
         name = f"{self._prefix}{next(self._numbers)}"
-        assert client.transport is not None
-        peer = client.transport.get_extra_info("peername")
+        peer = None if client.transport is None else client.transport.get_extra_info("peername")
         host, port = (peer[0], peer[1]) if isinstance(peer, tuple) and len(peer) >= 2 else ("", 0)
         self.clients[name] = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         return name

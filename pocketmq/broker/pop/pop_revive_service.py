@@ -124,7 +124,8 @@ class PopReviveService:
         if not await self._revive(ck):
             return
         del q.held[key]
-        if any(other.revive_offset < ck.revive_offset for other in q.held.values()):
+        oldest = next(iter(q.held.values()), None)  # (held in log order)
+        if oldest is not None and oldest.revive_offset < ck.revive_offset:
             # Behind the committed revive offset's checkpoint: a restart would read this one again and put its
             # messages back a second time (after they were popped, and perhaps acked, from the retry topic).
             done = BatchAckMsg(-1, ck.start_offset, ck.cid, ck.topic, ck.queue_id, ck.pop_time, ck.broker_name,

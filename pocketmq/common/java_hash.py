@@ -120,3 +120,9 @@ class KeyHashes:
         p7, p6, p5, p4, p3, p2, p1 = self._p
         hashed: int = (head * self._shift + a * p7 + b * p6 + c * p5 + d * p4 + e * p3 + f * p2 + g * p1 + h) & _MASK
         return hashed
+
+
+def java_string_order(s: str) -> bytes:
+    """A sort key ordering strings as Java's String.compareTo does (by UTF-16 code unit, so a character above
+    U+FFFF sorts before U+E000..U+FFFF): clients of a group, whatever their language, must split queues alike."""
+    return s.encode("utf-16-be", "surrogatepass")

@@ -22,6 +22,8 @@ from pocketmq.client.consumer.allocate import (
     AllocateMessageQueueStrategy,
 )
 from pocketmq.client.consumer.allocate.consistent_hash import md5_hash, message_queue_key
+from pocketmq.client.impl.consumer.rebalance_impl import mq_sort_key
+from pocketmq.common.java_hash import java_string_order
 from pocketmq.remoting.client_body import MessageQueue
 
 CONSUMERS = range(1, 11)
@@ -280,3 +282,12 @@ def test_machine_room_nearby_checks() -> None:
     assert strategy.allocate("G", "IDC9-x", queues(3), ["IDC1-a"]) == []
     with pytest.raises(ValueError, match="Machine room is null"):
         strategy.allocate("G", "IDC1-a", [MessageQueue("T", "@b", 0)], ["IDC1-a"])
+
+
+def test_client_ids_and_queues_sort_as_java_strings_do() -> None:
+    # Java compares UTF-16 code units: a character above U+FFFF (a surrogate pair, 0xD800..) sorts before one in
+    # U+E000..U+FFFF. Sorted by code point instead, a Java and a Python consumer of one group split differently.
+    cids = ["10.0.0.1@\uff21", "10.0.0.1@\U00020000"]
+    assert sorted(cids, key=java_string_order) == ["10.0.0.1@\U00020000", "10.0.0.1@\uff21"]
+    mqs = [MessageQueue("T", "broker-\uff21", 0), MessageQueue("T", "broker-\U00020000", 1)]
+    assert [mq.broker_name for mq in sorted(mqs, key=mq_sort_key)] == ["broker-\U00020000", "broker-\uff21"]

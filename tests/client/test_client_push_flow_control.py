@@ -97,3 +97,34 @@ async def test_a_stuck_message_holds_the_committed_offset(push_cluster, poll) ->
         gate.set()
         await poll(lambda: len(consumed) == 100)
         await poll(lambda: committed(push_cluster, group, topic, 1) == [100])
+
+
+async def test_a_queue_held_back_longer_than_the_pull_idle_time_is_not_taken_from_its_slow_listener(
+        push_cluster, poll) -> None:
+    # Flow control held the pulls back while one message took longer than pull_max_idle_time: the rebalance read
+    # the queue as "not pulled", dropped it, threw the slow batch's result away and took the queue again at the
+    # same offset, over and over (the Java client stamps the pull time before its flow-control checks).
+    topic, group = unique("IdleT"), unique("IdleG")
+    await create_topic(push_cluster, topic, 1)
+    await send_many(push_cluster, topic, [b"%02d" % i for i in range(20)], 1)
+    deliveries: dict[int, int] = {}
+    gate = asyncio.Event()
+
+    async def slow_first(msgs: list[Any], context: Any) -> ConsumeConcurrentlyStatus:
+        for m in msgs:
+            deliveries[m.queue_offset] = deliveries.get(m.queue_offset, 0) + 1
+            if m.queue_offset == 0:
+                await asyncio.wait_for(gate.wait(), 2.5)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = make_consumer(push_cluster, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET", pull_batch_size=4,
+                             consume_thread_max=1, pull_threshold_for_queue=5, pull_max_idle_time=0.5,
+                             broker_suspend_max_time=0.1, consumer_timeout_when_suspend=0.3)
+    consumer.subscribe(topic, "*")
+    consumer.register_message_listener(slow_first)
+    async with consumer:
+        await poll(lambda: consumer.impl.queue_flow_control_times > 0, timeout=10)
+        await asyncio.sleep(1.5)  # three idle times of flow control, the first message still in its listener
+        gate.set()
+        await poll(lambda: committed(push_cluster, group, topic, 1) == [20], timeout=15)
+    assert deliveries[0] == 1 and sorted(deliveries) == list(range(20))

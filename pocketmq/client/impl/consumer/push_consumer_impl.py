@@ -337,6 +337,10 @@ class DefaultMQPushConsumerImpl(PushConsumerAdmin, PushConsumerRetry, Rebalanced
         pq = request.process_queue
         if pq.dropped or not self.running:
             return
+        # Stamped here, before flow control sends the request back (as the Java client does): a queue held back
+        # for longer than pull_max_idle_time while its listener is slow is not "not pulled" (the rebalance
+        # dropped it, threw the slow batch's result away and took the queue again at the same offset, for good).
+        pq.last_pull_timestamp = time.monotonic()
         cfg = self.config
         if self.pause:
             self.execute_pull_request_later(request, cfg.pull_time_delay_when_suspend)

@@ -21,6 +21,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 
+from pocketmq.common.java_hash import java_string_order
 from pocketmq.common.mix_all import is_retry_topic
 from pocketmq.remoting.client_body import LockBatchRequestBody, MessageQueue, SubscriptionData
 from pocketmq.remoting.errors import RemotingError
@@ -38,8 +39,8 @@ from .rebalance_history import RebalanceHistory
 log = logging.getLogger(__name__)
 
 
-def mq_sort_key(mq: MessageQueue) -> tuple[str, str, int]:
-    return (mq.topic, mq.broker_name, mq.queue_id)
+def mq_sort_key(mq: MessageQueue) -> tuple[bytes, bytes, int]:
+    return (java_string_order(mq.topic), java_string_order(mq.broker_name), mq.queue_id)
 
 
 async def compute_pull_from_where(
@@ -159,7 +160,7 @@ class RebalanceImpl:
                 log.warning("doRebalance, %s %s, get consumer id list failed", self.consumer_group, topic)
                 return
             mq_all = sorted(mq_set, key=mq_sort_key)
-            cid_all = sorted(cid_all)
+            cid_all = sorted(cid_all, key=java_string_order)
             try:
                 allocated = set(
                     self.allocate_message_queue_strategy.allocate(

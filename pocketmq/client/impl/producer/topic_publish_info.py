@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from pocketmq.common.java_hash import java_string_order
 from pocketmq.remoting.body import TopicRouteData
 from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.codes import MASTER_ID, PermName
@@ -12,8 +13,8 @@ from pocketmq.remoting.codes import MASTER_ID, PermName
 _POSITIVE_MASK = 0x7FFFFFFF
 
 
-def _mq_sort_key(mq: MessageQueue) -> tuple[str, str, int]:
-    return (mq.topic, mq.broker_name, mq.queue_id)
+def _mq_sort_key(mq: MessageQueue) -> tuple[bytes, bytes, int]:
+    return (java_string_order(mq.topic), java_string_order(mq.broker_name), mq.queue_id)
 
 
 @dataclass(slots=True)

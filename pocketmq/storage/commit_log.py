@@ -358,7 +358,7 @@ class CommitLog:
                 mf = self._writable_file(total)
                 if mf is None:
                     return self._refusal  # type: ignore[return-value]  # set with every None
-            pos = mf.wrote_position
+            pos = first_pos = mf.wrote_position
             store_ts = time_ns() // 1_000_000
             if store_ts < self._last_store_timestamp:
                 store_ts = self._last_store_timestamp  # keep store time monotonic in log order
@@ -369,15 +369,20 @@ class CommitLog:
             magic, magic_pos = _MAGIC, _MAGIC_POS
             for rec, sys_flag, flag, born_ts, born_host, reconsume, prepared, body_len, body, props_len, props in rows:
                 size = rec.size
-                # The magic goes in last: a kill in the middle of the copy leaves no MESSAGE_MAGIC_CODE, so
-                # recovery ends the log there instead of keeping a record whose tail was never written.
+                # The magic goes in last, and the first record's after every other: a kill in the middle of the
+                # copy leaves no MESSAGE_MAGIC_CODE at the start of the put, so recovery ends the log there
+                # instead of keeping a record whose tail was never written, or the first records of a batch
+                # whose producer was never told PUT_OK (it sends them all again).
                 rec.pack_into(mm, pos, size, 0, crc32(body) & _CRC_MASK, queue_id, flag, queue_offset,
                               phys, sys_flag, born_ts, born_host, store_ts, store_host, reconsume, prepared,
                               body_len, body, tlen, topic_b, props_len, props)
-                magic.pack_into(mm, pos + magic_pos, MESSAGE_MAGIC_CODE)
+                if pos != first_pos:
+                    magic.pack_into(mm, pos + magic_pos, MESSAGE_MAGIC_CODE)
                 pos += size
                 phys += size
                 queue_offset += 1
+            if pos != first_pos:
+                magic.pack_into(mm, first_pos + magic_pos, MESSAGE_MAGIC_CODE)
             mf.wrote_position = pos
             mf.store_timestamp = store_ts
             if counted:

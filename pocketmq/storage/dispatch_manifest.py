@@ -5,7 +5,9 @@ trusts the files it finds, so a consume-queue file or an index directory lost me
 manifest (``dispatch_manifest.json`` in the store root) lists, for every queue, the offset its first file starts
 at and where its entries end, and the index files' names; the next clean start compares the files against it
 (DefaultMessageStore._verify_against_manifest) and rebuilds what is missing from the commit log. The start
-removes it: only a clean shutdown writes one, so it never describes an older state than the files.
+removes it once the rebuild is done and the abort file is written: only a clean shutdown writes one, so it never
+describes an older state than the files; and a start killed in the middle of the rebuild finds it again (without
+the abort file, nothing else would say what was still missing).
 """
 
 from __future__ import annotations
@@ -41,8 +43,8 @@ def write_manifest(root: str, queues: dict[tuple[str, int], tuple[int, int]], in
             os.unlink(path)
 
 
-def take_manifest(root: str) -> tuple[dict[tuple[str, int], tuple[int, int]], list[str]] | None:
-    """Read and remove the manifest; None when there is none (or it is unreadable)."""
+def read_manifest(root: str) -> tuple[dict[tuple[str, int], tuple[int, int]], list[str]] | None:
+    """The manifest; None when there is none (or it is unreadable)."""
     path = os.path.join(root, NAME)
     try:
         with open(path, encoding="utf-8") as f:
@@ -53,8 +55,11 @@ def take_manifest(root: str) -> tuple[dict[tuple[str, int], tuple[int, int]], li
         return None
     except (OSError, ValueError, KeyError, TypeError) as e:
         log.warning("ignoring %s: %s", path, e)
-        queues, index = {}, []
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
+        return {}, []
     return queues, index
+
+
+def drop_manifest(root: str) -> None:
+    """Remove the manifest: the store now runs, and its files will change."""
+    with contextlib.suppress(OSError):
+        os.unlink(os.path.join(root, NAME))

@@ -29,6 +29,7 @@ from .config import FlushDiskType, MessageStoreConfig
 from .consume_queue import ConsumeQueue
 from .consume_queue_lru import ConsumeQueueLru
 from .dispatch_hold import DispatchHold
+from .dispatch_manifest import drop_manifest
 from .flush_service import FlushConsumeQueueService, FlushRealTimeService, GroupCommitService
 from .flush_stats import FlushStats
 from .index_service import IndexService
@@ -180,6 +181,7 @@ class DefaultMessageStore(MessageStoreRecovery, StoreDiskSpace, DispatchHold, Me
             self.warm_service.start()
         with open(self.abort_file, "w"):
             pass
+        drop_manifest(self.config.store_path_root_dir)  # (after the abort file: one of the two is always there)
         self._running = True
         if self.timer_message_store is not None:
             self.timer_message_store.start()  # (it puts messages: after the store runs)

@@ -15,7 +15,7 @@ from .commit_log import CommitLog
 from .config import MessageStoreConfig
 from .consume_queue import ConsumeQueue
 from .consume_queue_lru import ConsumeQueueLru
-from .dispatch_manifest import take_manifest, write_manifest
+from .dispatch_manifest import read_manifest, write_manifest
 from .index_service import IndexService
 from .recovery import recover_abnormally, recover_normally
 
@@ -83,7 +83,7 @@ class MessageStoreRecovery:
         reput_from = max((cq.max_physic_offset for cq in self.consume_queue_table.values()), default=-1)
         if reput_from < 0:
             reput_from = min_offset
-        rebuild_from = self._verify_files(take_manifest(self.config.store_path_root_dir), min_offset)
+        rebuild_from = self._verify_files(read_manifest(self.config.store_path_root_dir), min_offset)
         if rebuild_from is not None:
             dispatch_from = rebuild_from if dispatch_from is None else min(dispatch_from, rebuild_from)
         for candidate in (dispatch_from, rebuild_index_from):

@@ -205,20 +205,18 @@ class DefaultRequestProcessor:
         return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
 
     def wipe_write_perm_of_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        header = request.decode_header(WipeWritePermOfBrokerRequestHeader)
-        count = self.route_info_manager.operate_write_perm_of_broker(header.broker_name, wipe=True)
-        log.info("write perm of broker %s wiped (%d topics), by %s", header.broker_name, count,
-                 channel.remote_address)
-        return RemotingCommand.response_to(request, ResponseCode.SUCCESS,
-                                           ext_fields=WipeWritePermOfBrokerResponseHeader(count))
+        return self._write_perm_of_broker(channel, request, wipe=True)
 
     def add_write_perm_of_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        header = request.decode_header(WipeWritePermOfBrokerRequestHeader)
-        count = self.route_info_manager.operate_write_perm_of_broker(header.broker_name, wipe=False)
-        log.info("write perm of broker %s added (%d topics), by %s", header.broker_name, count,
-                 channel.remote_address)
-        return RemotingCommand.response_to(request, ResponseCode.SUCCESS,
-                                           ext_fields=AddWritePermOfBrokerResponseHeader(count))
+        return self._write_perm_of_broker(channel, request, wipe=False)
+
+    def _write_perm_of_broker(self, channel: Channel, request: RemotingCommand, wipe: bool) -> RemotingCommand:
+        header = request.decode_header(WipeWritePermOfBrokerRequestHeader)  # (ADD's header has the same field)
+        count = self.route_info_manager.operate_write_perm_of_broker(header.broker_name, wipe)
+        log.info("write perm of broker %s %s (%d topics), by %s", header.broker_name, "wiped" if wipe else "added",
+                 count, channel.remote_address)
+        answer = WipeWritePermOfBrokerResponseHeader(count) if wipe else AddWritePermOfBrokerResponseHeader(count)
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, ext_fields=answer)
 
     def get_topics_by_cluster(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = request.decode_header(GetTopicsByClusterRequestHeader)

@@ -112,10 +112,14 @@ class GrpcProxy:
     async def _scan_channels(self) -> None:
         while True:
             await asyncio.sleep(self.config.channel_scan_interval)
-            gone = self.channels.scan_expired()
+            try:
+                gone = self.channels.scan_expired()
+            except Exception:  # (the scan must go on: a client left registered is never given back otherwise)
+                log.exception("gRPC client expiry scan failed")
+                continue
             if gone:
-                log.info("gRPC clients expired (no heartbeat for %d ms): %s",
-                         self.config.channel_expired_timeout_millis, ", ".join(gone))
+                log.info("%d gRPC clients expired (no heartbeat for %d ms): %s", len(gone),
+                         self.config.channel_expired_timeout_millis, ", ".join(gone[:10]))
 
     def _retry_delay(self, group: str, reconsume_times: int) -> int:
         """The group's delay before its next attempt (its customized backoff), in ms."""

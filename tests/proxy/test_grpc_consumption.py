@@ -5,6 +5,7 @@ happens to a push consumer's messages while it holds them and when it goes away.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import time
 from collections.abc import AsyncIterator
@@ -27,15 +28,28 @@ FAST = {"consumer_min_long_polling_timeout_millis": 100, "min_invisible_time_mil
         "renew_next_millis": (30_000,)}
 
 
+@contextlib.asynccontextmanager
+async def cluster_and_proxy(root: Any, **proxy: Any) -> AsyncIterator[tuple[Any, Any, Any]]:
+    async with embedded.EmbeddedCluster(root, revive_interval=0.05) as cluster:
+        endpoint = await start_proxy(cluster, **FAST, **proxy)
+        try:
+            async with grpc.aio.insecure_channel(endpoint.endpoint) as channel:
+                yield cluster, endpoint, service_pb2_grpc.MessagingServiceStub(channel)
+        finally:
+            await endpoint.stop()
+
+
 @pytest.fixture
 async def env(tmp_path: Any) -> AsyncIterator[tuple[Any, Any, Any]]:
-    async with embedded.EmbeddedCluster(tmp_path, revive_interval=0.05) as cluster:
-        proxy = await start_proxy(cluster, **FAST)
-        try:
-            async with grpc.aio.insecure_channel(proxy.endpoint) as channel:
-                yield cluster, proxy, service_pb2_grpc.MessagingServiceStub(channel)
-        finally:
-            await proxy.stop()
+    async with cluster_and_proxy(tmp_path) as parts:
+        yield parts
+
+
+@pytest.fixture
+async def expiring_env(tmp_path: Any) -> AsyncIterator[tuple[Any, Any, Any]]:
+    """A proxy that lets a client go after 1.5 s without a Heartbeat, looked for every 50 ms."""
+    async with cluster_and_proxy(tmp_path, channel_expired_timeout_millis=1500, channel_scan_interval=0.05) as parts:
+        yield parts
 
 
 async def send(stub: Any, topic: str, body: bytes, n: int = 0, **system: Any) -> str:
@@ -224,54 +238,41 @@ async def test_a_push_consumer_that_terminates_gives_its_held_messages_back(env)
     assert again.system_properties.delivery_attempt == 2
 
 
-async def test_a_push_consumer_whose_telemetry_stream_ends_keeps_its_messages_while_it_heartbeats(env):
+async def test_a_push_consumer_whose_telemetry_stream_ends_keeps_its_messages_while_it_heartbeats(expiring_env):
     # The SDKs reopen a stream that ended; until the client terminates or goes silent, what it holds stays its own.
-    cluster, _, stub = env
-    proxy = await start_proxy(cluster, **FAST, channel_expired_timeout_millis=1500, channel_scan_interval=0.05)
-    try:
-        async with grpc.aio.insecure_channel(proxy.endpoint) as channel:
-            stub = service_pb2_grpc.MessagingServiceStub(channel)
-            await create_topic(cluster, "Blip")
-            await send(stub, "Blip", b"held through a blip")
-            session = await push_consumer_session(stub, "blip@1", "BlipGroup", "Blip")
-            [msg] = await received(stub, receive_request("Blip", group="BlipGroup", auto_renew=True), 1,
-                                   md=metadata("blip@1"))
-            session.cancel()
-            heartbeat = S.HeartbeatRequest(group=D.Resource(name="BlipGroup"), client_type=D.ClientType.PUSH_CONSUMER)
-            deadline = time.monotonic() + 3  # twice the expiry time, and three of the message's invisible times
-            while time.monotonic() < deadline:
-                r = await stub.Heartbeat(heartbeat, metadata=metadata("blip@1"))
-                assert r.status.code == D.Code.OK
-                assert messages(await receive(stub, receive_request("Blip", group="BlipGroup"),
-                                              md=metadata("other@1"))) == []
-            r = await stub.AckMessage(S.AckMessageRequest(
-                group=D.Resource(name="BlipGroup"), topic=D.Resource(name="Blip"),
-                entries=[S.AckMessageEntry(message_id=msg.system_properties.message_id,
-                                           receipt_handle=msg.system_properties.receipt_handle)]),
-                metadata=metadata("blip@1"))
-            assert r.status.code == D.Code.OK
-            assert await proxy.call(_count(proxy)) == 0
-    finally:
-        await proxy.stop()
+    cluster, proxy, stub = expiring_env
+    await create_topic(cluster, "Blip")
+    await send(stub, "Blip", b"held through a blip")
+    session = await push_consumer_session(stub, "blip@1", "BlipGroup", "Blip")
+    [msg] = await received(stub, receive_request("Blip", group="BlipGroup", auto_renew=True), 1,
+                           md=metadata("blip@1"))
+    session.cancel()
+    heartbeat = S.HeartbeatRequest(group=D.Resource(name="BlipGroup"), client_type=D.ClientType.PUSH_CONSUMER)
+    deadline = time.monotonic() + 3  # twice the expiry time, and three of the message's invisible times
+    while time.monotonic() < deadline:
+        r = await stub.Heartbeat(heartbeat, metadata=metadata("blip@1"))
+        assert r.status.code == D.Code.OK
+        assert messages(await receive(stub, receive_request("Blip", group="BlipGroup"),
+                                      md=metadata("other@1"))) == []
+    r = await stub.AckMessage(S.AckMessageRequest(
+        group=D.Resource(name="BlipGroup"), topic=D.Resource(name="Blip"),
+        entries=[S.AckMessageEntry(message_id=msg.system_properties.message_id,
+                                   receipt_handle=msg.system_properties.receipt_handle)]),
+        metadata=metadata("blip@1"))
+    assert r.status.code == D.Code.OK
+    assert await proxy.call(_count(proxy)) == 0
 
 
-async def test_a_push_consumer_silent_past_the_expiry_time_gives_its_held_messages_back(env):
-    cluster, _, stub = env
-    proxy = await start_proxy(cluster, **FAST, channel_expired_timeout_millis=1500, channel_scan_interval=0.05)
-    try:
-        async with grpc.aio.insecure_channel(proxy.endpoint) as channel:
-            stub = service_pb2_grpc.MessagingServiceStub(channel)
-            await create_topic(cluster, "Silent")
-            message_id = await send(stub, "Silent", b"left behind")
-            session = await push_consumer_session(stub, "silent@1", "SilentGroup", "Silent")
-            await received(stub, receive_request("Silent", group="SilentGroup", auto_renew=True), 1,
-                           md=metadata("silent@1"))
-            session.cancel()
-            [again] = await received(stub, receive_request("Silent", group="SilentGroup"), 1, timeout=8)
-            assert (again.system_properties.message_id, again.system_properties.delivery_attempt) == (message_id, 2)
-            assert await proxy.call(_registered(proxy, "silent@1")) is False
-    finally:
-        await proxy.stop()
+async def test_a_push_consumer_silent_past_the_expiry_time_gives_its_held_messages_back(expiring_env):
+    cluster, proxy, stub = expiring_env
+    await create_topic(cluster, "Silent")
+    message_id = await send(stub, "Silent", b"left behind")
+    session = await push_consumer_session(stub, "silent@1", "SilentGroup", "Silent")
+    await received(stub, receive_request("Silent", group="SilentGroup", auto_renew=True), 1, md=metadata("silent@1"))
+    session.cancel()
+    [again] = await received(stub, receive_request("Silent", group="SilentGroup"), 1, timeout=8)
+    assert (again.system_properties.message_id, again.system_properties.delivery_attempt) == (message_id, 2)
+    assert await proxy.call(_registered(proxy, "silent@1")) is False
 
 
 async def _registered(proxy: Any, client_id: str) -> bool:

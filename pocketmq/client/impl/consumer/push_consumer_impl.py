@@ -365,7 +365,6 @@ class DefaultMQPushConsumerImpl(PushConsumerAdmin, PushConsumerRetry, Rebalanced
     async def _pull(self, request: PullRequest, subscription: SubscriptionData) -> None:
         cfg = self.config
         mq, pq = request.message_queue, request.process_queue
-        pq.last_pull_timestamp = time.monotonic()
         try:
             if self.consume_orderly and cfg.message_model is MessageModel.CLUSTERING and not request.previously_locked:
                 # First pull since the lock was taken: start from what the previous owner committed.

@@ -1,4 +1,5 @@
-"""Cluster and broker commands: clusterList, brokerStatus, getBrokerConfig, updateBrokerConfig."""
+"""Cluster, broker and name server commands: clusterList, brokerStatus, getBrokerConfig, updateBrokerConfig,
+getNamesrvConfig, updateNamesrvConfig."""
 
 from __future__ import annotations
 
@@ -20,6 +21,11 @@ def add(sub: Any) -> None:
     p = command(sub, "updateBrokerConfig", "Update broker's config", update_broker_config,
                 describe="Update a broker's config at run time (only the keys the broker reads at each use).")
     add_target(p)
+    p.add_argument("-k", "--key", required=True, help="config key")
+    p.add_argument("-v", "--value", required=True, help="config value")
+    command(sub, "getNamesrvConfig", "Get configs of name server.", get_namesrv_config)
+    p = command(sub, "updateNamesrvConfig", "Update configs of name server.", update_namesrv_config,
+                describe="Update the name servers' config at run time (only the keys read at each use).")
     p.add_argument("-k", "--key", required=True, help="config key")
     p.add_argument("-v", "--value", required=True, help="config value")
 
@@ -97,3 +103,18 @@ async def update_broker_config(admin: MQAdminExt, args: argparse.Namespace) -> P
         await admin.update_broker_config(addr, {args.key: args.value})
     return Printable({"brokers": addrs, args.key: args.value},
                      [f"update broker config success, {a}" for a in addrs])
+
+
+async def get_namesrv_config(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
+    configs = await admin.get_name_server_config()
+    lines: list[str] = []
+    for addr, conf in configs.items():
+        lines.append(f"============{addr}============")
+        lines += [f"{k:<50}=  {v}" for k, v in sorted(conf.items())]
+    return Printable(configs, lines)
+
+
+async def update_namesrv_config(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
+    addrs = await admin.update_name_server_config({args.key: args.value})
+    return Printable({"nameServers": addrs, args.key: args.value},
+                     [f"update name server config success![{', '.join(addrs)}]", f"{args.key} : {args.value}"])

@@ -12,6 +12,8 @@ DEFAULT_TRACE_REGION_ID = "DefaultRegion"  # the region a broker stamps (MSG_REG
 UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
 REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
 REPLY_MESSAGE_FLAG = "reply"  # the MSG_TYPE of a reply
+# The name server's KV namespace of order topics' queue layouts (NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG).
+NAMESPACE_ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 
 
 def get_retry_topic(group: str) -> str:

@@ -32,7 +32,7 @@ class NamesrvController:
         )
         self.kv_config_manager = KVConfigManager(self.config.kv_config_path)
         self.processor = DefaultRequestProcessor(
-            self.route_info_manager, self.config.max_frame_size, self.kv_config_manager
+            self.route_info_manager, self.config.max_frame_size, self.kv_config_manager, self.config
         )
         self.remoting_server = RemotingServer(
             self.config.listen_host, self.config.listen_port, max_frame_size=self.config.max_frame_size,
@@ -85,9 +85,8 @@ class NamesrvController:
         return list(expired)
 
     async def _scan_loop(self) -> None:
-        interval = self.config.scan_not_active_broker_interval
         while True:
-            await asyncio.sleep(interval)
+            await asyncio.sleep(self.config.scan_not_active_broker_interval)  # (UPDATE_NAMESRV_CONFIG may change it)
             try:
                 self.scan_not_active_broker()
             except Exception:

@@ -7,6 +7,8 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from pocketmq.common.compression import DEFAULT_INFLATE_LIMIT
+from pocketmq.common.mix_all import NAMESPACE_ORDER_TOPIC_CONFIG
+from pocketmq.common.properties_text import format_properties, parse_properties
 from pocketmq.remoting.admin_body import KVTable
 from pocketmq.remoting.admin_header import (
     AddWritePermOfBrokerResponseHeader,
@@ -35,6 +37,7 @@ from pocketmq.remoting.header import (
 from pocketmq.remoting.server import RemotingServer
 from pocketmq.remoting.transport import Channel
 
+from .config import PATH_KEYS, PROPERTY_KEYS, RUNTIME_KEYS, NamesrvConfig, config_properties, parse_runtime_value
 from .kv_config_manager import KVConfigManager
 from .route_info_manager import RouteInfoManager
 
@@ -60,8 +63,11 @@ class DefaultRequestProcessor:
         route_info_manager: RouteInfoManager,
         inflate_limit: int = DEFAULT_INFLATE_LIMIT,
         kv_config_manager: KVConfigManager | None = None,
+        config: NamesrvConfig | None = None,
     ) -> None:
         self.route_info_manager = route_info_manager
+        self.config = config if config is not None else NamesrvConfig()
+        self._server: RemotingServer | None = None
         self.inflate_limit = inflate_limit  # what a compressed REGISTER_BROKER body may inflate to (the frame limit)
         self.kv_config_manager = kv_config_manager if kv_config_manager is not None else KVConfigManager()
         self.handlers: dict[int, _Handler] = {
@@ -80,9 +86,12 @@ class DefaultRequestProcessor:
             RequestCode.GET_KVLIST_BY_NAMESPACE: self.get_kv_list_by_namespace,
             RequestCode.WIPE_WRITE_PERM_OF_BROKER: self.wipe_write_perm_of_broker,
             RequestCode.ADD_WRITE_PERM_OF_BROKER: self.add_write_perm_of_broker,
+            RequestCode.GET_NAMESRV_CONFIG: self.get_namesrv_config,
+            RequestCode.UPDATE_NAMESRV_CONFIG: self.update_namesrv_config,
         }
 
     def register_to(self, server: RemotingServer) -> None:
+        self._server = server
         for code in self.handlers:
             server.register_processor(code, self.process_request)
 
@@ -184,6 +193,8 @@ class DefaultRequestProcessor:
                 ResponseCode.TOPIC_NOT_EXIST,
                 remark=f"No topic route info in name server for the topic: {header.topic}",
             )
+        if self.config.order_message_enable:
+            route.order_topic_conf = self.kv_config_manager.get_kv_config(NAMESPACE_ORDER_TOPIC_CONFIG, header.topic)
         dialect = topic_route_body_dialect(
             request.body_dialect, request.version, bool(header.accept_standard_json_only)
         )
@@ -228,6 +239,39 @@ class DefaultRequestProcessor:
         return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=body)
 
     # --- KV config (DefaultRequestProcessor's putKVConfig ... getKVListByNamespace, same answers) ---
+
+    def get_namesrv_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        port = self._server.port if self._server is not None else None
+        text = format_properties(config_properties(self.config, port))
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=text.encode("utf-8"))
+
+    def update_namesrv_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        if not request.body:
+            return RemotingCommand.response_to(request, ResponseCode.SUCCESS)  # RocketMQ: nothing to change
+        props = parse_properties(request.body.decode("utf-8", "replace"))
+        if PATH_KEYS & props.keys():
+            return RemotingCommand.response_to(request, ResponseCode.NO_PERMISSION, remark="Can not update config path")
+        known = {key for key, _ in PROPERTY_KEYS.values()}
+        changes: dict[str, object] = {}
+        for key, value in props.items():
+            if key not in known:
+                return _error(request, f"unknown name server config key {key!r}")
+            if key not in RUNTIME_KEYS:
+                return _error(request, f"{key} cannot change at run time (restart the name server with it); "
+                                       f"run-time keys: {', '.join(sorted(RUNTIME_KEYS))}")
+            try:
+                name, new = parse_runtime_value(key, value)
+            except ValueError as e:
+                return _error(request, f"bad value for {key}: {e}")
+            changes[name] = new
+        log.info("UPDATE_NAMESRV_CONFIG %s from %s", props, channel.remote_address)
+        for name, new in changes.items():
+            setattr(self.config, name, new)
+        # (the route table keeps copies of these two)
+        self.route_info_manager.broker_channel_expired_time = self.config.broker_channel_expired_time
+        self.route_info_manager.delete_topic_with_broker_registration = (
+            self.config.delete_topic_with_broker_registration)
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
 
     def put_kv_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = request.decode_header(PutKVConfigRequestHeader)

@@ -175,6 +175,42 @@ async def test_kv_config_on_the_name_server(cluster2: Any, admin: MQAdminExt) ->
     assert await admin.get_kv_list_by_namespace("NONE") == {}
 
 
+async def test_name_server_config_get_update_and_order_topic_conf(cluster2: Any, admin: MQAdminExt,
+                                                                   protocol: str) -> None:
+    """RocketMQ's orderMessageEnable, turned on at run time: a route then carries the topic's ORDER_TOPIC_CONFIG
+    entry, and a producer sends to the queues it names, not to the route's."""
+    ns = cluster2.namesrv_addr
+    conf = (await admin.get_name_server_config())[ns]
+    assert conf["listenPort"] == ns.rsplit(":", 1)[1] and conf["orderMessageEnable"] == "false"
+    assert conf["scanNotActiveBrokerInterval"] == "10000"
+    await admin.create_topic(TopicConfig("TopicOrdered", 4, 4), cluster="DefaultCluster")
+    await routed(cluster2, "TopicOrdered", 2)
+    await admin.put_kv_config("ORDER_TOPIC_CONFIG", "TopicOrdered", "broker-b:2")
+    assert (await admin.examine_topic_route_info("TopicOrdered")).order_topic_conf is None  # (off by default)
+    assert await admin.update_name_server_config({"orderMessageEnable": "true",
+                                                  "brokerChannelExpiredTime": "60000"}) == [ns]
+    assert (await admin.get_name_server_config())[ns]["orderMessageEnable"] == "true"
+    assert cluster2.namesrv.route_info_manager.broker_channel_expired_time == 60.0
+    assert (await admin.examine_topic_route_info("TopicOrdered")).order_topic_conf == "broker-b:2"
+    async with Producer("PGOrdered", ns, protocol=protocol) as producer:
+        queues = {(r.message_queue.broker_name, r.message_queue.queue_id)
+                  for r in [await producer.send(Message("TopicOrdered", b"x")) for _ in range(8)]}
+    assert queues == {("broker-b", 0), ("broker-b", 1)}
+
+    with pytest.raises(MQBrokerException, match="Can not update config path") as e:
+        await admin.update_name_server_config({"kvConfigPath": "/tmp/elsewhere"})
+    assert e.value.response_code == ResponseCode.NO_PERMISSION
+    with pytest.raises(MQBrokerException, match="cannot change at run time"):
+        await admin.update_name_server_config({"listenPort": "1"})
+    with pytest.raises(MQBrokerException, match="unknown name server config key"):
+        await admin.update_name_server_config({"noSuchKey": "1"})
+    with pytest.raises(MQBrokerException, match="bad value for orderMessageEnable"):
+        await admin.update_name_server_config({"orderMessageEnable": "maybe"})
+    with pytest.raises(MQBrokerException, match="bad value for scanNotActiveBrokerInterval"):
+        await admin.update_name_server_config({"scanNotActiveBrokerInterval": "0"})
+    assert cluster2.namesrv.config.order_message_enable is True  # (a refused update changes nothing)
+
+
 async def test_broker_config_get_and_update_at_run_time(cluster2: Any, admin: MQAdminExt) -> None:
     addr = cluster2.brokers[1].address
     conf = await admin.get_broker_config(addr)

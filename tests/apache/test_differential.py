@@ -156,6 +156,27 @@ CASES = [
          lambda s: request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC})),
     Case("add the write permission of a broker back", "namesrv",
          lambda s: request(R.ADD_WRITE_PERM_OF_BROKER, {"brokerName": s.broker_name}), ext_values=False),
+    # (Each side lists its own settings under its own values: only the code is compared; test_mqadmin.py compares
+    # the keys both have.)
+    Case("name server config", "namesrv", lambda s: request(R.GET_NAMESRV_CONFIG), body=False),
+    Case("turn order messages on at run time", "namesrv",
+         lambda s: request(R.UPDATE_NAMESRV_CONFIG, body=b"orderMessageEnable=true\n")),
+    Case("put a topic's order conf", "namesrv", lambda s: request(
+        R.PUT_KV_CONFIG, {"namespace": "ORDER_TOPIC_CONFIG", "key": TOPIC, "value": f"{s.broker_name}:2"})),
+    Case("a route with its order conf", "namesrv", lambda s: request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC})),
+    Case("change the name server's KV config path", "namesrv",
+         lambda s: request(R.UPDATE_NAMESRV_CONFIG, body=b"kvConfigPath=/tmp/elsewhere.json\n")),
+    Case("change a name server setting read only at start", "namesrv",
+         lambda s: request(R.UPDATE_NAMESRV_CONFIG, body=b"listenPort=1\n"),
+         differs=(0, 1, "4.9.7 keeps any key and answers SUCCESS, though the setting changes nothing until a restart "
+                  "(or nothing at all, for a key it does not have); pocketmq answers SYSTEM_ERROR naming the keys "
+                  "it can change at run time, as its UPDATE_BROKER_CONFIG does")),
+    Case("turn order messages off again", "namesrv",
+         lambda s: request(R.UPDATE_NAMESRV_CONFIG, body=b"orderMessageEnable=false\n")),
+    Case("a route once order messages are off", "namesrv",
+         lambda s: request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC})),
+    Case("delete a topic's order conf", "namesrv",
+         lambda s: request(R.DELETE_KV_CONFIG, {"namespace": "ORDER_TOPIC_CONFIG", "key": TOPIC})),
     Case("an unknown request code (name server)", "namesrv", lambda s: request(9999), timeout=3.0,
          differs=(NO_ANSWER, 3, "4.9.7's name server never answers a code it does not know (the caller times out); "
                   "pocketmq's answers REQUEST_CODE_NOT_SUPPORTED at once, as RocketMQ's broker does")),

@@ -272,13 +272,14 @@ def test_broker_status(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:
     assert re.fullmatch(r"Total : [\d.]+ [KMGTP]?i?B, Free : [\d.]+ [KMGTP]?i?B\.", status["commitLogDirCapacity"])
 
 
+def config(text: str) -> dict[str, str]:
+    """getBrokerConfig's and getNamesrvConfig's ``key  =  value`` lines."""
+    return dict((k.strip(), v.strip()) for k, v in (line.split("=", 1) for line in text.splitlines()
+                                                      if "=" in line and not line.startswith("=")))
+
+
 def test_get_and_update_broker_config(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:
     apache, pocket = mqadmin.both(sides, "getBrokerConfig", "-b", lambda s: s.broker_addr)
-
-    def config(text: str) -> dict[str, str]:
-        return dict((k.strip(), v.strip()) for k, v in (line.split("=", 1) for line in text.splitlines()
-                                                          if "=" in line and not line.startswith("=")))
-
     assert mask(pocket.splitlines()[0]) == mask(apache.splitlines()[0])  # ============ADDR============
     # Apache has 200-odd settings, pocketmq the ones it implements under Apache's names (and a few of its own:
     # busy polling, frame timeouts, stats sampling); the settings a test cluster sets alike have equal values.
@@ -290,6 +291,21 @@ def test_get_and_update_broker_config(sides: tuple[Side, Side], mqadmin: Mqadmin
     apache, pocket = mqadmin.both(sides, "updateBrokerConfig", "-b", lambda s: s.broker_addr,
                                   "-k", "autoCreateTopicEnable", "-v", "true")
     assert rows(pocket) == rows(apache) == [["update", "broker", "config", "success,", "ADDR"]]
+
+
+def test_get_and_update_namesrv_config(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:
+    apache, pocket = mqadmin.both(sides, "getNamesrvConfig")
+    assert mask(pocket.splitlines()[0]) == mask(apache.splitlines()[0])  # ============ADDR============
+    pc, ac = config(pocket), config(apache)
+    assert {"listenPort", "bindAddress", "kvConfigPath", "orderMessageEnable", "serverChannelMaxIdleTimeSeconds",
+            "writeBufferHighWaterMark", "writeBufferLowWaterMark"} <= set(pc) & set(ac)
+    for key in ("bindAddress", "orderMessageEnable", "serverChannelMaxIdleTimeSeconds"):
+        assert pc[key] == ac[key], key
+    for side, conf in zip(sides, (ac, pc), strict=True):
+        assert conf["listenPort"] == side.namesrv_addr.rsplit(":", 1)[1]
+    apache, pocket = mqadmin.both(sides, "updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "false")
+    assert rows(pocket) == rows(apache) == [["update", "name", "server", "config", "success![ADDR]"],
+                                            ["orderMessageEnable", ":", "false"]]
 
 
 # --- groups ---------------------------------------------------------------------------------------------------
@@ -504,6 +520,8 @@ _OWN = {
     "getBrokerConfig": (("getBrokerConfig", "-b", "{broker}"), _same_config),
     "updateBrokerConfig": (("updateBrokerConfig", "-b", "{broker}", "-k", "autoCreateTopicEnable", "-v", "true"),
                            _same_rows),
+    "getNamesrvConfig": (("getNamesrvConfig",), _same_sorted_rows),
+    "updateNamesrvConfig": (("updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "false"), _same_rows),
     "consumerProgress": (("consumerProgress", "-g", GROUP), _same_progress),
     "consumerConnection": (("consumerConnection", "-g", GROUP), _same_sorted_rows),
     "producerConnection": (("producerConnection", "-g", PRODUCER_GROUP, "-t", TOPIC), _same_rows),

@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import Iterable
 from typing import Any, Self
 
+from pocketmq.common.properties_text import format_properties, parse_properties
 from pocketmq.remoting.admin_body import (
     KVTable,
 )
@@ -132,6 +133,24 @@ class AdminClient:
         if r.code == ResponseCode.QUERY_NOT_FOUND:
             return {}
         return self._ok(r).decode_body(KVTable).table
+
+    async def get_name_server_config(self, addrs: list[str] | None = None) -> dict[str, dict[str, str]]:
+        """Each name server's settings (GET_NAMESRV_CONFIG), by address; every name server when ``addrs`` is None."""
+        out = {}
+        for addr in addrs if addrs is not None else self.api.namesrv_addr_list:
+            r = self._ok(await self.api.remoting_client.invoke(
+                addr, RemotingCommand.request(RequestCode.GET_NAMESRV_CONFIG), self.timeout), addr)
+            out[addr] = parse_properties((r.body or b"").decode("utf-8", "replace"))
+        return out
+
+    async def update_name_server_config(self, properties: dict[str, str], addrs: list[str] | None = None) -> list[str]:
+        """UPDATE_NAMESRV_CONFIG on each name server (every one when ``addrs`` is None); the addresses changed."""
+        targets = addrs if addrs is not None else list(self.api.namesrv_addr_list)
+        body = format_properties(properties).encode("utf-8")
+        for addr in targets:
+            request = RemotingCommand.request(RequestCode.UPDATE_NAMESRV_CONFIG, body=body)
+            self._ok(await self.api.remoting_client.invoke(addr, request, self.timeout), addr)
+        return targets
 
     # --- brokers of a cluster / topic ----------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from pocketmq.remoting.channel import DEFAULT_MAX_INFLIGHT
 from pocketmq.remoting.connection_limits import ConnectionLimits
 from pocketmq.remoting.remoting_helper import parse_address
 from pocketmq.remoting.wire_protocol import WireProtocol
-from pocketmq.storage.config import DEFAULT_DELAY_LEVELS, FlushDiskType, MessageStoreConfig
+from pocketmq.storage.config import DEFAULT_DELAY_LEVELS, FlushDiskType, MessageStoreConfig, parse_delay_levels
 
 # namesrvProtocol's values (the client's ``protocol`` names the same two).
 NAMESRV_PROTOCOLS = {"msgpack": WireProtocol.MSGPACK, "rocketmq": WireProtocol.NATIVE}
@@ -276,6 +276,10 @@ class BrokerConfig:
             raise BrokerConfigError(str(e)) from None
         if self.server_max_inflight_requests < 1:
             raise BrokerConfigError(f"serverMaxInflightRequests must be >= 1, got {self.server_max_inflight_requests}")
+        try:
+            parse_delay_levels(self.message_delay_level)
+        except ValueError as e:
+            raise BrokerConfigError(str(e)) from None
 
     # --- derived values ---
 

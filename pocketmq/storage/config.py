@@ -154,11 +154,17 @@ _UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
 def parse_delay_levels(spec: str) -> list[int]:
-    """messageDelayLevel → delay in ms per level (level 1 is index 0). Accepts "ms" too, for tests."""
+    """messageDelayLevel → delay in ms per level (level 1 is index 0). Accepts "ms" too, for tests.
+
+    ValueError for a token that is no number and unit, or for no level at all (RocketMQ's broker does not start
+    then; one that started would refuse every delayed send and every consumer's send-back)."""
     out = []
     for token in spec.split():
-        if token.endswith("ms"):
-            out.append(int(token[:-2]))
-        else:
-            out.append(int(token[:-1]) * _UNITS[token[-1]])
+        number, unit = (token[:-2], 1) if token.endswith("ms") else (token[:-1], _UNITS.get(token[-1:]))
+        if unit is None or not number.isdigit():
+            raise ValueError(f"messageDelayLevel {spec!r}: {token!r} is not a whole number followed by ms, s, m, h "
+                             f"or d")
+        out.append(int(number) * unit)
+    if not out:
+        raise ValueError("messageDelayLevel is empty: give at least one level, e.g. '1s 5s 10s'")
     return out

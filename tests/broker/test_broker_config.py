@@ -100,6 +100,11 @@ def test_unknown_key_is_an_error_naming_key_and_line(tmp_path) -> None:
         ("brokerRole=SLAVE", "masters only"),
         ("brokerId=1", "masters only"),
         ("namesrvProtocol=native", "namesrvProtocol 'native': expected one of msgpack, rocketmq"),
+        # (a broker without levels would refuse every delayed send and every consumer's send-back)
+        ("messageDelayLevel=", "messageDelayLevel is empty"),
+        ("messageDelayLevel=1s 2x", "'2x' is not a whole number followed by ms, s, m, h or d"),
+        ("messageDelayLevel=1S", "'1S' is not a whole number"),
+        ("messageDelayLevel=s", "'s' is not a whole number"),
     ],
 )
 def test_bad_lines_are_clear_errors(text, message) -> None:

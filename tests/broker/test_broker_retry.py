@@ -6,10 +6,11 @@ import asyncio
 
 from pocketmq.broker.client.rebalance_lock_manager import RebalanceLockManager
 from pocketmq.common.codec import decode_all, decode_message_id
+from pocketmq.common.constants import MAX_PROPERTIES_LENGTH
 from pocketmq.remoting.body import decode_body, encode_body
 from pocketmq.remoting.client_body import LockBatchRequestBody, LockBatchResponseBody, MessageQueue
 from pocketmq.remoting.codes import RequestCode, ResponseCode
-from pocketmq.remoting.header import ConsumerSendMsgBackRequestHeader
+from pocketmq.remoting.header import ConsumerSendMsgBackRequestHeader, ViewMessageRequestHeader
 
 FLAG_SUSPEND_SUBSCRIPTION = 0x2 | 0x4
 LEVELS = "200ms 300ms 400ms"
@@ -34,7 +35,7 @@ async def test_delayed_message_is_delivered_after_its_delay(cluster, poll, dispa
     # Never early: a message is due 200 ms after it was stored.
     assert loop.time() - started >= 0.19
     assert msg.body == b"later" and msg.topic == "TopicDelay" and msg.queue_id == 1
-    assert "DELAY" not in msg.properties and msg.properties["WAIT"] == "false"
+    assert "DELAY" not in msg.properties and "WAIT" not in msg.properties  # (the producer sent none)
     assert (msg.properties["REAL_TOPIC"], msg.properties["REAL_QID"], msg.tags) == ("TopicDelay", "1", "T")
     await poll(lambda: broker.schedule_message_service.offset_table.get(1) == 1)
 
@@ -44,6 +45,31 @@ async def test_delayed_message_is_delivered_after_its_delay(cluster, poll, dispa
     assert decode_body(resp.body) == {"offsetTable": {1: 1}}
     await asyncio.sleep(0.05)
     assert broker.store.get_max_offset_in_queue("TopicDelay", 1) == 1
+
+
+async def test_a_delayed_message_at_the_properties_limit_does_not_hold_back_its_level(cluster, poll) -> None:
+    """Its delivered copy must not be longer than the stored one: a copy refused for its properties' length would
+    be tried again forever, and every message of the level behind it never delivered (Apache delivers both)."""
+    broker = await cluster.broker(message_delay_level=LEVELS)
+    mq = cluster.mq(broker)
+    await mq.create_topic("TopicDelayBig", queues=1)
+    sent = await mq.send("TopicDelayBig", b"big", properties=mq.props("T", FILL="x", DELAY="1"))
+    stored = len((await view(mq, sent.ext_fields["msgId"])).properties_string.encode())
+    fill = "x" * (MAX_PROPERTIES_LENGTH - stored)  # the stored copy exactly at the limit
+    sent = await mq.send("TopicDelayBig", b"big", properties=mq.props("T", FILL="x" + fill, DELAY="1"))
+    assert sent.code == ResponseCode.SUCCESS, sent.remark
+    assert len((await view(mq, sent.ext_fields["msgId"])).properties_string.encode()) == MAX_PROPERTIES_LENGTH
+    await mq.send("TopicDelayBig", b"small", properties=mq.props("T", DELAY="1", WAIT="true"))
+    await poll(lambda: broker.store.get_max_offset_in_queue("TopicDelayBig", 0) == 3, timeout=5.0)
+    got = decode_all((await mq.pull("G", "TopicDelayBig", 0, 0)).body)
+    assert [m.body for m in got] == [b"big", b"big", b"small"]
+    assert got[2].properties["WAIT"] == "false" and "DELAY" not in got[2].properties
+
+
+async def view(mq, msg_id: str):
+    _, offset = decode_message_id(msg_id)
+    [msg] = decode_all((await mq.invoke(RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(offset))).body)
+    return msg
 
 
 async def test_delay_levels_above_the_maximum_are_capped(cluster, dispatched) -> None:

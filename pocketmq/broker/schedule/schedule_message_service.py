@@ -20,7 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from pocketmq.common.clock import now_ms as now_ms
 from pocketmq.common.codec import decode_all
-from pocketmq.common.constants import PROPERTY_DELAY_TIME_LEVEL, PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC
+from pocketmq.common.constants import (
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_REAL_QUEUE_ID,
+    PROPERTY_REAL_TOPIC,
+    PROPERTY_WAIT_STORE_MSG_OK,
+)
 from pocketmq.common.message import LOOPBACK_HOST, MessageExt, MessageExtBrokerInner, pack_host
 from pocketmq.common.topic_validator import RMQ_SYS_SCHEDULE_TOPIC
 from pocketmq.remoting.transport import parse_address
@@ -184,7 +189,11 @@ class ScheduleMessageService(ConfigManager):
         if not topic:
             return None
         props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
-        props["WAIT"] = "false"
+        # No flush wait for the re-put (RocketMQ's setWaitStoreMsgOK(false)), but only in place of a WAIT the
+        # message has: an added one would make the properties longer than the copy already stored, and a copy at
+        # the 32 KiB limit would then be refused at every try, holding back its whole level.
+        if PROPERTY_WAIT_STORE_MSG_OK in props:
+            props[PROPERTY_WAIT_STORE_MSG_OK] = "false"
         try:
             born_host = pack_host(*parse_address(msg.born_host))
         except (ValueError, OSError):

@@ -272,7 +272,8 @@ class BrokerController:
         os.makedirs(self.broker_config.config_dir, exist_ok=True)
         for manager in self._config_managers():
             if not manager.load():
-                raise RuntimeError(f"cannot load {manager.config_file_path} (nor its .bak)")
+                raise RuntimeError(f"cannot load {manager.config_file_path} (nor its .bak); the log says why. Mend "
+                                   f"one, or move both aside to start without what they held")
         self.store.message_arriving_listener = self._on_message_arriving
         self.store.load()
         self.store.start()
@@ -309,7 +310,7 @@ class BrokerController:
             await manager.wait_persisted()
             try:
                 await manager.persist_if_changed()
-            except OSError:
+            except Exception:  # (not only a disk's error: the store must still be shut down cleanly below)
                 log.exception("cannot persist %s at shutdown", manager.config_file_path)
         self.topic_config_manager.close()
         executor = self._pull_executor

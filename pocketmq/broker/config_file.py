@@ -26,6 +26,9 @@ from pocketmq.remoting.tasks import run_whole
 
 log = logging.getLogger(__name__)
 
+# A name a client sent may hold a lone surrogate (a JSON header's "\ud800"), which UTF-8 cannot encode: written as
+# that escape again, it reads back as it was, and one group's odd name does not stop every group's file write.
+_LONE_SURROGATES = "backslashreplace"
 # fastjson writes Map<Integer, Long> keys unquoted ({0:12,1:5}); quote them so RocketMQ's files load too.
 _BARE_INT_KEY = re.compile(r"([{,]\s*)(-?\d+)(\s*:)")
 
@@ -37,23 +40,27 @@ def parse_json(text: str) -> Any:
         return json.loads(_BARE_INT_KEY.sub(r'\1"\2"\3', text))
 
 
+def _read_text(path: str) -> str | None:
+    """The file's text; None when it is missing or blank. OSError when it cannot be read, ValueError when it is
+    not UTF-8."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return None
+    return text if text.strip() else None
+
+
 def load_json_file(path: str) -> Any | None:
     """The parsed content of ``path``, else of ``path.bak``; None when neither holds valid JSON."""
     for candidate in (path, path + ".bak"):
         try:
-            with open(candidate, encoding="utf-8") as f:
-                text = f.read()
-        except FileNotFoundError:
-            continue
-        except OSError as e:
-            log.warning("cannot read %s: %s", candidate, e)
-            continue
-        if not text.strip():
-            continue
-        try:
+            text = _read_text(candidate)
+            if text is None:
+                continue
             data = parse_json(text)
-        except ValueError as e:
-            log.warning("%s is not valid JSON (%s); trying the backup", candidate, e)
+        except (OSError, ValueError) as e:
+            log.warning("cannot read %s (%s); trying the backup", candidate, e)
             continue
         if candidate != path:
             log.warning("loaded %s from its backup %s", path, candidate)
@@ -77,7 +84,7 @@ def write_json_file_sync(path: str, data: Any) -> None:
     text = json.dumps(data, indent=4, sort_keys=False, ensure_ascii=False)
     tmp = path + ".tmp"
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(tmp, "w", encoding="utf-8") as f:
+    with open(tmp, "w", encoding="utf-8", errors=_LONE_SURROGATES) as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
@@ -93,7 +100,7 @@ async def write_json_file(path: str, data: Any) -> None:
     text = json.dumps(data, indent=4, sort_keys=False, ensure_ascii=False)
     tmp = path + ".tmp"
     await aiofiles.os.makedirs(os.path.dirname(path), exist_ok=True)
-    async with aiofiles.open(tmp, "w", encoding="utf-8") as f:
+    async with aiofiles.open(tmp, "w", encoding="utf-8", errors=_LONE_SURROGATES) as f:
         await f.write(text)
         await f.flush()
         await aiofiles.os.wrap(os.fsync)(f.fileno())
@@ -124,16 +131,26 @@ class ConfigManager:
         raise NotImplementedError
 
     def load(self) -> bool:
-        """Synchronous (called at startup, in a worker thread). False when the content is unusable."""
-        data = load_json_file(self.config_file_path)
-        if data is None:
-            return True  # nothing persisted yet
-        try:
-            self.decode(data)
-        except (ValueError, TypeError, KeyError, AttributeError) as e:
-            log.error("cannot use %s: %s", self.config_file_path, e)
-            return False
-        return True
+        """Synchronous (called at startup, in a worker thread): the file, else its ``.bak`` when the file is
+        missing, not JSON, or JSON the manager cannot use. False when there is content and none of it is usable:
+        RocketMQ's broker does not start then, and one that started empty would lose every offset (or topic, or
+        group) at its first write."""
+        path = self.config_file_path
+        found = False
+        for candidate in (path, path + ".bak"):
+            try:
+                text = _read_text(candidate)
+                if text is None:
+                    continue
+                self.decode(parse_json(text))
+            except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
+                found = True
+                log.error("cannot use %s: %s", candidate, e)
+                continue
+            if candidate != path:
+                log.warning("loaded %s from its backup %s", path, candidate)
+            return True
+        return not found  # (nothing persisted yet)
 
     def mark_changed(self) -> None:
         self._changed = True

@@ -61,7 +61,8 @@ class TopicConfigJournal:
         """One line, one write(2): in the page cache, so in the file whatever becomes of this process."""
         record: dict[str, object] = {"put": config.to_dict()} if config is not None else {"delete": topic}
         record["dataVersion"] = data_version.to_dict()
-        line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        text = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+        line = text.encode("utf-8", "backslashreplace")  # (a lone surrogate as its JSON escape: config_file.py)
         fd = self._open()
         written = os.write(fd, line)
         if written != len(line):  # a full disk: a torn line, ignored on load, and the caller learns it

@@ -4,7 +4,9 @@ nothing stored, the broker serving on."""
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
+import struct
 
 import pytest
 
@@ -92,3 +94,32 @@ def test_connection_limits_load_from_a_broker_conf() -> None:
     assert config.server_max_inflight_requests == 64
     with pytest.raises(BrokerConfigError, match="water marks"):
         BrokerConfig.from_properties_text("writeBufferHighWaterMark=1000\nwriteBufferLowWaterMark=2000\n")
+
+
+async def native_request(addr: str, code: int, ext: dict[str, str]) -> dict:
+    """One request in RocketMQ's JSON header form, written by hand: the escapes in it reach the broker as sent."""
+    header = json.dumps({"code": code, "language": "JAVA", "version": 0, "opaque": 1, "flag": 0,
+                         "extFields": ext}).encode()  # (ensure_ascii: a lone surrogate goes as "\ud800")
+    reader, writer = await asyncio.open_connection(*parse_address(addr))
+    try:
+        writer.write(struct.pack(">II", 4 + len(header), len(header)) + header)
+        length = struct.unpack(">I", await reader.readexactly(4))[0]
+        frame = await reader.readexactly(length)
+        return json.loads(frame[4: 4 + (struct.unpack(">I", frame[:4])[0] & 0xFFFFFF)])
+    finally:
+        writer.close()
+
+
+async def test_a_group_name_with_a_lone_surrogate_does_not_stop_the_offsets_file(cluster) -> None:
+    # Java's strings hold one (a JSON "\ud800"), and UTF-8 cannot encode it: every later write of
+    # consumerOffset.json failed, for every group, and the broker's shutdown stopped before the store's.
+    broker = await cluster.broker()
+    for group, offset in (("bad\ud800", 7), ("good", 5)):
+        answer = await native_request(broker.address, RequestCode.UPDATE_CONSUMER_OFFSET,
+                                      {"consumerGroup": group, "topic": "TBW102", "queueId": "0",
+                                       "commitOffset": str(offset)})
+        assert answer["code"] == ResponseCode.SUCCESS, answer
+    await broker.consumer_offset_manager.persist()
+    broker = await cluster.restart(broker)
+    offsets = broker.consumer_offset_manager
+    assert (offsets.query_offset("good", "TBW102", 0), offsets.query_offset("bad\ud800", "TBW102", 0)) == (5, 7)

@@ -95,6 +95,42 @@ async def test_corrupt_offset_file_falls_back_to_bak(cluster) -> None:
     assert broker.consumer_offset_manager.query_offset("G", "TopicB", 0) == 3
 
 
+async def test_offsets_of_the_wrong_shape_fall_back_to_bak(cluster) -> None:
+    broker = await cluster.broker()
+    await cluster.mq(broker).update_offset("G", "TopicS", 0, 1234)
+    for _ in range(2):
+        await broker.consumer_offset_manager.persist()
+    path = offsets_path(broker)
+    await broker.shutdown()  # main file and .bak: 1234
+    for main in ('{"offsetTable": {"TopicS@G": {"0": "x"}}}', "\xff\xfe not UTF-8"):
+        with open(path, "w", encoding="latin-1") as f:
+            f.write(main)  # JSON RocketMQ's decoding refuses too, then bytes that are not text at all
+        broker = await cluster.restart(broker)
+        assert broker.consumer_offset_manager.query_offset("G", "TopicS", 0) == 1234, main
+        await broker.shutdown()
+
+
+async def test_a_broker_whose_offsets_and_their_bak_are_both_unusable_does_not_start(cluster) -> None:
+    # Started empty, its consumers would begin again from where their ConsumeFromWhere says (skipping a backlog,
+    # or consuming everything twice), and its first flush would overwrite both files: Apache's does not start.
+    broker = await cluster.broker()
+    await cluster.mq(broker).update_offset("G", "TopicC", 0, 9)
+    for _ in range(2):
+        await broker.consumer_offset_manager.persist()
+    path = offsets_path(broker)
+    await broker.shutdown()
+    for p in (path, path + ".bak"):
+        with open(p, "w") as f:
+            f.write('{"offsetTable": {"TopicC@G": {"0": ')
+    try:
+        await cluster.restart(broker)
+    except RuntimeError as e:
+        assert "consumerOffset.json (nor its .bak)" in str(e)
+    else:
+        raise AssertionError("the broker started with neither offsets file usable")
+    assert open(path).read() == '{"offsetTable": {"TopicC@G": {"0": '  # (left as it was, for its owner)
+
+
 def test_fastjson_style_integer_keys_load() -> None:
     text = '{\n\t"offsetTable":{\n\t\t"TopicTest@cg":{0:250,1:251,-1:3}\n\t}\n}'
     assert parse_json(text) == {"offsetTable": {"TopicTest@cg": {"0": 250, "1": 251, "-1": 3}}}

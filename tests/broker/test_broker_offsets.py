@@ -128,7 +128,8 @@ async def test_a_broker_whose_offsets_and_their_bak_are_both_unusable_does_not_s
         assert "consumerOffset.json (nor its .bak)" in str(e)
     else:
         raise AssertionError("the broker started with neither offsets file usable")
-    assert open(path).read() == '{"offsetTable": {"TopicC@G": {"0": '  # (left as it was, for its owner)
+    with open(path) as f:
+        assert f.read() == '{"offsetTable": {"TopicC@G": {"0": '  # (left as it was, for its owner)
 
 
 def test_fastjson_style_integer_keys_load() -> None:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 
 from pocketmq.broker import BrokerConfig
 from pocketmq.broker.topic_config_manager import TopicConfigManager
 from pocketmq.common.codec import decode_all, decode_message_id
-from pocketmq.remoting.admin_header import GetSubscriptionGroupConfigRequestHeader
+from pocketmq.remoting.admin_body import ConsumeStats
+from pocketmq.remoting.admin_header import GetConsumeStatsRequestHeader, GetSubscriptionGroupConfigRequestHeader
 from pocketmq.remoting.body import TopicConfigSerializeWrapper, decode_body, encode_body
 from pocketmq.remoting.client_body import SubscriptionGroupConfig
 from pocketmq.remoting.codes import RequestCode, ResponseCode
@@ -199,3 +201,29 @@ async def test_topic_deleted_and_used_again_at_once_keeps_every_acked_message(br
         resp = await mq.pull("G", topic, 0, 0)
         assert resp.code == ResponseCode.SUCCESS, (trial, resp.remark)
         assert [m.body for m in decode_all(resp.body)] == [f"new{i}".encode() for i in range(5)], trial
+
+
+async def test_consume_stats_of_every_topic_of_a_group_while_other_groups_commit(broker, mq) -> None:
+    # mqadmin consumerProgress -g G (no topic): the group's topics were looked for on the pull thread, walking the
+    # offset table while the loop added other groups' keys, and the request failed ("dictionary changed size").
+    offsets = broker.consumer_offset_manager
+    for i in range(100_000):
+        offsets.offset_table[f"T{i}@Other{i}"] = {0: 1}
+    await mq.update_offset("G", "TBW102", 0, 1)
+    committing = True
+
+    async def commit_new_groups() -> None:
+        i = 0
+        while committing:
+            await mq.update_offset(f"New{i}", "TBW102", 0, 1)
+            i += 1
+
+    commits = asyncio.create_task(commit_new_groups())
+    try:
+        for _ in range(10):
+            answer = await mq.invoke(RequestCode.GET_CONSUME_STATS, GetConsumeStatsRequestHeader("G"))
+            assert answer.code == ResponseCode.SUCCESS, answer.remark
+            assert {q.topic for q in decode_body(answer.body, ConsumeStats).offset_table} == {"TBW102"}
+    finally:
+        committing = False
+        await commits

@@ -183,13 +183,16 @@ class AdminExtProcessor(BrokerProcessor):
 
     async def get_consume_stats(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = request.decode_header(GetConsumeStatsRequestHeader)
-        stats = await self.controller.run_in_pull_executor(self.consume_stats, header.consumer_group, header.topic)
+        group, topic = header.consumer_group, header.topic
+        # The group's topics are looked for here, on the loop: walked on the pull thread, the offset table could
+        # gain a key meanwhile (any first commit) and the walk fail.
+        topics = {topic} if topic and topic.strip() else self._topics_of_group(group)
+        stats = await self.controller.run_in_pull_executor(self.consume_stats, group, topics)
         return response(request, body=request.encode_body(stats))
 
-    def consume_stats(self, group: str, topic: str | None) -> ConsumeStats:
+    def consume_stats(self, group: str, topics: set[str]) -> ConsumeStats:
         c = self.controller
         store, com = c.store, c.consumer_offset_manager
-        topics = {topic} if topic and topic.strip() else self._topics_of_group(group)
         stats = ConsumeStats()
         subscribed = c.consumer_manager.get_consumer_group_info(group)
         for t in sorted(topics):

@@ -18,7 +18,6 @@ import time
 from .client_config import get_client_ip
 from .message_const import PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 
-_TAIL = struct.Struct(">IH")
 _counter = itertools.count()  # next() is atomic under the GIL: safe across threads and event loops
 
 
@@ -42,7 +41,19 @@ _FIX = _fix_prefix()
 _start_ms, _next_start_ms = _month_bounds(int(time.time() * 1000))
 
 
-def create_uniq_id() -> str:
+def _new_prefix_after_fork() -> None:
+    # A forked worker (multiprocessing, gunicorn --preload, celery prefork) would otherwise keep its parent's pid
+    # and random int, and its counter where the parent's was: siblings sending in the same millisecond made the
+    # same ids (RocketMQ builds the prefix in each process).
+    global _FIX
+    _FIX = _fix_prefix()
+
+
+os.register_at_fork(after_in_child=_new_prefix_after_fork)
+
+
+def _head() -> str:
+    """The prefix and the time part (ms since the start of this month) of an id made now."""
     global _start_ms, _next_start_ms
     now_ms = int(time.time() * 1000)
     if now_ms >= _next_start_ms:
@@ -52,14 +63,22 @@ def create_uniq_id() -> str:
         diff = 0
     # Java writes (int) diff: the low 32 bits, read back unsigned by getNearlyTimeFromID, so a month's
     # ~2.7e9 ms fit. Masking to 31 bits (as before) lost 2^31 ms after the 24th day of a month.
-    return _FIX + _TAIL.pack(diff & 0xFFFFFFFF, next(_counter) & 0xFFFF).hex().upper()
+    return _FIX + f"{diff & 0xFFFFFFFF:08X}"
+
+
+def create_uniq_id() -> str:
+    return f"{_head()}{next(_counter) & 0xFFFF:04X}"
 
 
 def uniq_id_maker():
-    """``next()`` gives UNIQ_KEYs made with one clock reading, for the messages of one batch: the time
-    part is the same for all of them, the counter tells them apart."""
-    head = create_uniq_id()[:-4]
-    return (f"{head}{n & 0xFFFF:04X}" for n in _counter)
+    """``next()`` gives UNIQ_KEYs for the messages of one batch, the clock read once per 4,096 of them (not per
+    message: it is a batch's largest cost). Read once for the whole batch, a batch of more than 65,536 messages
+    wrapped the 16-bit counter under one time and repeated its first ids."""
+    head = ""
+    for n in _counter:
+        if not head or n % 4096 == 0:
+            head = _head()
+        yield f"{head}{n & 0xFFFF:04X}"
 
 
 def set_uniq_id(msg) -> str:

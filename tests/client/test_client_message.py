@@ -15,6 +15,7 @@ from pocketmq.client.message_id import (
     get_nearly_time_from_id,
     get_pid_from_id,
     set_uniq_id,
+    uniq_id_maker,
 )
 from pocketmq.common.message import properties_to_string, string_to_properties
 
@@ -64,6 +65,30 @@ def test_uniq_ids_differ_only_in_time_and_counter() -> None:
     assert {i[:20] for i in ids} == {ids[0][:20]}  # ip + pid + per-process random
     counters = [int(i[28:], 16) for i in ids]
     assert all((b - a) % 65536 == 1 for a, b in zip(counters, counters[1:], strict=False))
+
+
+def test_a_batch_of_more_than_65536_messages_gets_distinct_ids() -> None:
+    maker = uniq_id_maker()
+    ids = [next(maker) for _ in range(70_000)]
+    assert len(set(ids)) == 70_000  # (the counter wraps past 65,535: the time part must have moved on by then)
+
+
+def test_a_forked_process_makes_ids_of_its_own() -> None:
+    # Forked workers kept their parent's pid and random int, and its counter: siblings made the same ids.
+    parent = create_uniq_id()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its id to the pipe, then out without running the test session's teardown
+        try:
+            os.write(write, create_uniq_id().encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as f:
+        child = f.read()
+    os.waitpid(pid, 0)
+    assert get_pid_from_id(child) == pid & 0xFFFF != get_pid_from_id(parent)
+    assert child[12:20] != parent[12:20]  # (the random int, which tells apart processes whose pids agree)
 
 
 def test_set_uniq_id_keeps_an_existing_id() -> None:

@@ -15,6 +15,10 @@ from .local_channel import LocalAcceptor
 from .transport import DEFAULT_MAX_INFLIGHT, Channel, Endpoint, _Protocol, parse_address
 from .wire_protocol import WireProtocol
 
+# A one-way request's default bound on its wait for a connection and for room to write (RocketMQ's callers give
+# 1 to 5 s; 3 s is its client's default request timeout).
+ONEWAY_TIMEOUT = 3.0
+
 log = logging.getLogger(__name__)
 
 
@@ -95,17 +99,34 @@ class RemotingClient(Endpoint):
     async def _connect_and_invoke(self, addr: str, request: RemotingCommand, timeout: float) -> RemotingCommand:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        channel = await self.get_channel(addr, min(self.connect_timeout, timeout))
+        channel = await self._channel_within(addr, timeout)
         remaining = deadline - loop.time()
         if remaining <= 0:
             raise RemotingTimeoutError(f"connecting to {addr} used up the {timeout}s timeout")
         return await channel.invoke(request, remaining)
 
-    async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
+    async def _channel_within(self, addr: str, timeout: float) -> Channel:
+        """get_channel, given up after ``timeout`` (the attempt goes on for others): a new connection also waits
+        for ``on_connected`` (a client's heartbeat), which a broker that accepts and never answers holds for as
+        long as the heartbeat's own timeout."""
+        try:
+            async with asyncio.timeout(timeout):
+                return await self.get_channel(addr, min(self.connect_timeout, timeout))
+        except TimeoutError:
+            raise RemotingTimeoutError(f"connecting to {addr} took more than the {timeout:.3g}s timeout") from None
+
+    async def invoke_oneway(self, addr: str, request: RemotingCommand, timeout: float = ONEWAY_TIMEOUT) -> None:
+        """Write a one-way request. Waiting for the connection and for room in its output is bounded by
+        ``timeout``, as RocketMQ's invokeOneway bounds its wait for a permit: a peer that stops reading made the
+        caller wait for ever."""
         if self.rpc_hook is not None:
             self.rpc_hook(request)
-        channel = await self.get_channel(addr)
-        await channel.invoke_oneway(request)
+        try:
+            async with asyncio.timeout(timeout):
+                channel = await self.get_channel(addr, min(self.connect_timeout, timeout))
+                await channel.invoke_oneway(request)
+        except TimeoutError:
+            raise RemotingTimeoutError(f"one-way request to {addr} not written within {timeout:.3g}s") from None
 
     def close_channel(self, addr: str) -> None:
         channel = self._by_addr.pop(addr, None)

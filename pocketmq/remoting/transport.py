@@ -343,7 +343,15 @@ class Endpoint:
         for ch in channels:
             ch.close()
         if channels:
-            await asyncio.wait([asyncio.ensure_future(ch.wait_closed()) for ch in channels], timeout=5)
+            waits = [asyncio.ensure_future(ch.wait_closed()) for ch in channels]
+            _, pending = await asyncio.wait(waits, timeout=5)
+            if pending:
+                # A peer that does not read never takes the output a graceful close waits to flush: its
+                # connection would stay open, holding its buffers and descriptor, after the endpoint closed.
+                for ch, wait in zip(channels, waits, strict=True):
+                    if not wait.done():
+                        wait.cancel()
+                        ch.abort()
         tasks = [t for t in self._tasks if not t.done()]
         for t in tasks:
             t.cancel()

@@ -146,6 +146,44 @@ async def test_not_stored_ok_is_returned_not_retried(
     assert result.send_status is SendStatus.FLUSH_DISK_TIMEOUT and len(broker_a.sends) == 1
 
 
+async def test_a_failed_send_carries_the_client_error_code_of_its_last_attempt(
+    namesrv: FakeNamesrv, broker_a: FakeBroker
+) -> None:
+    # sendDefaultImpl's codes, for a caller to tell the failures apart (they were all -1).
+    namesrv.set_route("Dead", [broker_a])
+    namesrv.routes["Dead"].broker_datas[0].broker_addrs = {0: free_dead_address()}
+    namesrv.set_route("Slow", [broker_a])
+    broker_a.on_send = never_answer
+    async with new_producer(namesrv, send_timeout=0.5, retry_times_when_send_failed=0) as producer:
+        for topic, code in (("Dead", ClientErrorCode.CONNECT_BROKER_EXCEPTION),
+                            ("Slow", ClientErrorCode.ACCESS_BROKER_TIMEOUT)):
+            with pytest.raises(MQClientException, match=r"Send \[1\] times, still failed") as info:
+                await producer.send(Message(topic, b"x"))
+            assert info.value.response_code == code, topic
+
+
+async def test_a_send_to_a_broker_that_accepts_and_never_answers_ends_at_the_send_timeout(
+    namesrv: FakeNamesrv, broker_a: FakeBroker
+) -> None:
+    # The new connection's heartbeat waited for its own timeout (here a minute) before the send went out.
+    held: list[asyncio.StreamWriter] = []
+    hung = await asyncio.start_server(lambda _r, w: held.append(w), "127.0.0.1", 0)
+    namesrv.set_route("Hung", [broker_a])
+    namesrv.routes["Hung"].broker_datas[0].broker_addrs = {0: f"127.0.0.1:{hung.sockets[0].getsockname()[1]}"}
+    producer = new_producer(namesrv, send_timeout=0.3, retry_times_when_send_failed=0, mq_client_api_timeout=60.0,
+                            connect_timeout=60.0)
+    await producer.start()
+    try:
+        with pytest.raises(MQClientException) as info:
+            await asyncio.wait_for(producer.send(Message("Hung", b"x")), 20.0)  # (a guard far from both)
+        assert info.value.response_code == ClientErrorCode.ACCESS_BROKER_TIMEOUT
+    finally:
+        for w in held:
+            w.transport.abort()
+        hung.close()
+        await producer.shutdown()
+
+
 async def test_send_timeout_is_one_budget_for_all_attempts(namesrv: FakeNamesrv, broker_a: FakeBroker) -> None:
     namesrv.set_route("T", [broker_a])
     broker_a.on_send = never_answer

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import struct
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import msgpack
@@ -392,6 +393,44 @@ async def test_connect_failures_raise_connect_error() -> None:
             await c.invoke(addr, RemotingCommand.request(ECHO), GUARD)
     with pytest.raises(RemotingConnectError):
         await c.invoke(addr, RemotingCommand.request(ECHO), GUARD)  # closed client
+
+
+@contextlib.asynccontextmanager
+async def never_reading_peer() -> AsyncIterator[str]:
+    """The address of a server that accepts and never reads: a hung peer, or one behind a partition after the
+    connection was made. Its connections are reset at the end (a client's close would wait for it to read)."""
+    held: list[asyncio.StreamWriter] = []
+    hung = await asyncio.start_server(lambda _r, w: held.append(w), "127.0.0.1", 0)
+    try:
+        yield f"127.0.0.1:{hung.sockets[0].getsockname()[1]}"
+    finally:
+        for w in held:
+            w.transport.abort()
+        hung.close()
+
+
+async def test_a_one_way_request_to_a_peer_that_stops_reading_times_out() -> None:
+    # Once the socket's buffers were full, invoke_oneway waited for room for ever (RocketMQ's gives up after
+    # its timeout, waiting for a permit).
+    body = bytes(range(256)) * 4096  # 1 MiB a request
+    c = RemotingClient(connect_timeout=GUARD)
+    async with never_reading_peer() as addr:
+        with pytest.raises(RemotingTimeoutError, match="not written within 0.3s"):
+            for _ in range(1000):  # (the buffers hold a few of them)
+                request = RemotingCommand.request(ECHO, body=body, oneway=True)
+                await asyncio.wait_for(c.invoke_oneway(addr, request, timeout=0.3), GUARD)
+    await c.close()
+
+
+async def test_a_request_on_a_new_connection_waits_for_on_connected_no_longer_than_its_timeout() -> None:
+    # A client's on_connected (its heartbeat) waits for an answer the hung peer never gives, for the heartbeat's
+    # own timeout: a send on that new connection overran its timeout by as much.
+    c = RemotingClient(connect_timeout=GUARD)
+    async with never_reading_peer() as addr:
+        c.on_connected = lambda a: c.invoke(a, RemotingCommand.request(ECHO), 60.0)  # (never answered)
+        with pytest.raises(RemotingTimeoutError, match="took more than the 0.3s timeout"):
+            await asyncio.wait_for(c.invoke(addr, RemotingCommand.request(ECHO), 0.3), GUARD)
+    await c.close()
 
 
 async def test_invoke_rejects_responses_and_oneway(server: RemotingServer, client: RemotingClient) -> None:

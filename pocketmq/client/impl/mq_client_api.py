@@ -295,8 +295,9 @@ class MQClientAPIImpl:
         response = await self.remoting_client.invoke(addr, create_send_command(header, body), timeout)
         return process_send_response(broker_name, header.topic, response, uniq_msg_id, addr, mq)
 
-    async def send_message_oneway(self, addr: str, header: SendMessageRequestHeader, body: bytes) -> None:
-        await self.remoting_client.invoke_oneway(addr, create_send_command(header, body, oneway=True))
+    async def send_message_oneway(self, addr: str, header: SendMessageRequestHeader, body: bytes,
+                                  timeout: float) -> None:
+        await self.remoting_client.invoke_oneway(addr, create_send_command(header, body, oneway=True), timeout)
 
     async def send_reply_message(
         self, addr: str, broker_name: str, header: SendMessageRequestHeader, body: bytes, timeout: float,

@@ -21,7 +21,7 @@ from pocketmq.common.pop_ack_constants import PROPERTY_SHARDING_KEY
 from pocketmq.common.topic_validator import AUTO_CREATE_TOPIC_KEY_TOPIC
 from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.codes import ResponseCode
-from pocketmq.remoting.errors import RemotingError, RemotingTimeoutError
+from pocketmq.remoting.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 
 from ..batch import generate_from_list
 from ..client_config import ClientConfig
@@ -380,7 +380,7 @@ class Producer(ProducerRequestReply):
             return self._send_kernel_impl_after_route(msg, mq, mode, timeout)
         header, body, uniq_id = build_send_request(msg, mq, self._request_options())
         if mode is _ONEWAY:
-            return instance.mq_client_api.send_message_oneway(addr, header, body)
+            return instance.mq_client_api.send_message_oneway(addr, header, body, timeout)
         if msg.properties.get(PROPERTY_MESSAGE_TYPE) == REPLY_MESSAGE_FLAG:  # a reply (MessageUtil)
             return instance.mq_client_api.send_reply_message(addr, mq.broker_name, header, body, timeout, uniq_id, mq)
         return instance.mq_client_api.send_message(addr, mq.broker_name, header, body, timeout, uniq_id, mq)
@@ -456,12 +456,17 @@ class Producer(ProducerRequestReply):
 def _send_failed(
     msg: Message, times: int, cost_ms: int, brokers_sent: list[str], error: BaseException | None
 ) -> MQClientException:
-    """RocketMQ's "Send [n] times, still failed", with the last attempt's response code for the caller to test."""
+    """RocketMQ's "Send [n] times, still failed", with the last attempt's response code for the caller to test:
+    the broker's, else sendDefaultImpl's ClientErrorCode for what went wrong."""
     code = -1
     if isinstance(error, MQBrokerException):
         code = error.code
+    elif isinstance(error, RemotingConnectError):
+        code = ClientErrorCode.CONNECT_BROKER_EXCEPTION
+    elif isinstance(error, RemotingTimeoutError):
+        code = ClientErrorCode.ACCESS_BROKER_TIMEOUT
     elif isinstance(error, MQClientException):
-        code = error.response_code
+        code = ClientErrorCode.BROKER_NOT_EXIST_EXCEPTION
     return MQClientException(
         f"Send [{times}] times, still failed, cost [{cost_ms}]ms, Topic: {msg.topic}, "
         f"BrokersSent: {brokers_sent}: {error}",

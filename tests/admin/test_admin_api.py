@@ -300,6 +300,26 @@ async def test_reset_offset_online_to_a_running_push_consumer_and_offline(
     assert om.query_offset(group, topic, 0) == 0 and result.offsets == {mq: 0}
 
 
+async def test_an_offline_reset_that_only_moves_back_writes_no_offset_it_would_not_change(
+    cluster2: Any, admin: MQAdminExt
+) -> None:
+    # It wrote every queue's offset back, so a queue the group never committed got offset 0 (its whole history
+    # consumed again), and one the group committed in the meantime could move back (resetOffsetConsumeOffset).
+    topic, group = "TopicRstOff", "GRstOff"
+    await admin.create_topic(TopicConfig(topic, 2, 2), broker_addr=cluster2.brokers[0].address)
+    await routed(cluster2, topic, 1)
+    async with Producer("PGRstOff", cluster2.namesrv_addr) as producer:
+        for queue_id in (0, 1):
+            await producer.send(Message(topic, b"x"), MessageQueue(topic, "broker-a", queue_id))
+    assert await cluster2.wait_dispatched()
+    om = cluster2.brokers[0].consumer_offset_manager
+    om.commit_offset("test", group, topic, 0, 1)
+    result = await admin.reset_offset_by_timestamp(topic, group, int(time.time() * 1000) + 60_000, force=False)
+    assert not result.online
+    assert {mq.queue_id: o for mq, o in result.offsets.items()} == {0: 1, 1: 0}
+    assert (om.query_offset(group, topic, 0), om.query_offset(group, topic, 1)) == (1, -1)
+
+
 async def test_get_topic_config_answers_what_rocketmq_5_asks(cluster2: Any, protocol: str) -> None:
     """GET_TOPIC_CONFIG (351), which mqadmin 5.x's topicStatus sends each broker of the route first: the
     topic's config with its attributes, or TOPIC_NOT_EXIST."""

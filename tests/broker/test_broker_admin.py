@@ -9,8 +9,12 @@ import time
 from pocketmq.broker import BrokerConfig
 from pocketmq.broker.topic_config_manager import TopicConfigManager
 from pocketmq.common.codec import decode_all, decode_message_id
-from pocketmq.remoting.admin_body import ConsumeStats
-from pocketmq.remoting.admin_header import GetConsumeStatsRequestHeader, GetSubscriptionGroupConfigRequestHeader
+from pocketmq.remoting.admin_body import ConsumeStats, ResetOffsetBody
+from pocketmq.remoting.admin_header import (
+    GetConsumeStatsRequestHeader,
+    GetSubscriptionGroupConfigRequestHeader,
+    ResetOffsetRequestHeader,
+)
 from pocketmq.remoting.body import TopicConfigSerializeWrapper, decode_body, encode_body
 from pocketmq.remoting.client_body import SubscriptionGroupConfig
 from pocketmq.remoting.codes import RequestCode, ResponseCode
@@ -227,3 +231,22 @@ async def test_consume_stats_of_every_topic_of_a_group_while_other_groups_commit
     finally:
         committing = False
         await commits
+
+
+async def test_a_reset_moves_a_queue_the_group_never_committed_to_the_times_offset(broker, mq, dispatched) -> None:
+    # Counted as offset 0, a queue the group never committed was sent back to its first message by a reset that
+    # only moves back, and further than a forced reset to the same time.
+    await mq.create_topic("TopicRst", queues=2)
+    for queue_id in (0, 1):
+        for i in range(3):
+            assert (await mq.send("TopicRst", b"%d" % i, queue_id=queue_id)).code == ResponseCode.SUCCESS
+    await dispatched(broker)
+    await mq.update_offset("GRst", "TopicRst", 0, 1)  # (queue 1: never committed)
+    assert (await mq.heartbeat("rst-client", {"GRst": {"TopicRst": "*"}})).code == ResponseCode.SUCCESS
+    later = int(time.time() * 1000) + 60_000  # (the offset after the last message of each queue: 3)
+    for force, expected in ((False, {0: 1, 1: 3}), (True, {0: 3, 1: 3})):
+        answer = await mq.invoke(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
+                                 ResetOffsetRequestHeader("TopicRst", "GRst", later, force))
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+        table = decode_body(answer.body, ResetOffsetBody).offset_table
+        assert {q.queue_id: o for q, o in table.items()} == expected, force

@@ -375,18 +375,20 @@ class AdminExtProcessor(BrokerProcessor):
             )
         table: dict[MessageQueue, int] = {}
         # RocketMQ refuses when any queue lacks an offset; pocketmq only when the group has none of the topic
-        # here, and counts a queue it never committed from 0 (a group that consumed some queues only).
+        # here (a group that consumed some queues only). A queue it never committed takes the time's offset, forced
+        # or not: there is no position of the group's to keep (counted as 0, "only back" sent it to the start).
         if not c.consumer_offset_manager.query_offset_table(group, topic):
             return response(request, ResponseCode.SYSTEM_ERROR, f"THe consumer group <{group}> not exist")
         for i in range(tc.write_queue_nums):
-            consumer_offset = max(c.consumer_offset_manager.query_offset(group, topic, i), 0)
+            consumer_offset = c.consumer_offset_manager.query_offset(group, topic, i)
             if header.timestamp == -1:
                 target = c.store.get_max_offset_in_queue(topic, i)
             else:
                 target = await c.run_in_pull_executor(c.store.get_offset_in_queue_by_time, topic, i, header.timestamp)
             target = max(target, 0)
             mq = MessageQueue(topic, self._broker_name(), i)
-            table[mq] = target if header.is_force or target < consumer_offset else consumer_offset
+            keep = not header.is_force and 0 <= consumer_offset <= target
+            table[mq] = consumer_offset if keep else target
         info = c.consumer_manager.get_consumer_group_info(group)
         if info is None or not info.channel_info_table:
             return response(

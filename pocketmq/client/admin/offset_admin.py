@@ -96,8 +96,12 @@ class OffsetAdmin(AdminClient):
                     addr,
                 )
                 target = r.decode_header(SearchOffsetResponseHeader).offset
-            if not force and target >= w.consumer_offset:
-                target = w.consumer_offset
+            if not force and target > w.consumer_offset:
+                # Only back, unless forced (resetOffsetConsumeOffset): the offset is left as it is, not written
+                # again, which would make one for a queue the group never committed and could move back one the
+                # group committed meanwhile.
+                out[mq] = w.consumer_offset
+                continue
             update = UpdateConsumerOffsetRequestHeader(group, topic, mq.queue_id, target)
             self._ok(await self._broker(addr, RequestCode.UPDATE_CONSUMER_OFFSET, update), addr)
             out[mq] = target

@@ -9,6 +9,7 @@ reads both dialects alike: ``mq_from_key``.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -280,3 +281,46 @@ class ConsumerRunningInfo:
             {str(k): v for k, v in r.map("statusTable", {}).items()},
             r.str("jstack", None),
         )
+
+
+def _human_time(ms: int) -> str:
+    """UtilAll.timeMillisToHumanString3: yyyy-MM-dd#HH:mm:ss:SSS in local time (-1 is a millisecond before 1970)."""
+    return time.strftime("%Y-%m-%d#%H:%M:%S", time.localtime(ms // 1000)) + f":{ms % 1000:03d}"
+
+
+@dataclass(slots=True)
+class QueueTimeSpan:
+    """RocketMQ's QueueTimeSpan: one queue's store times against a group's position (ms; -1 for none)."""
+
+    message_queue: MessageQueue
+    min_time_stamp: int = 0
+    max_time_stamp: int = 0
+    consume_time_stamp: int = 0
+    delay_time: int = 0  # how long ago the group's next message was stored; 0 when it has none to consume
+
+    def to_dict(self) -> dict[str, Any]:
+        # fastjson also writes the class's getMinTimeStampStr()... getters: each time as a person reads it.
+        return {"messageQueue": self.message_queue.to_dict(), "minTimeStamp": self.min_time_stamp,
+                "minTimeStampStr": _human_time(self.min_time_stamp), "maxTimeStamp": self.max_time_stamp,
+                "maxTimeStampStr": _human_time(self.max_time_stamp), "consumeTimeStamp": self.consume_time_stamp,
+                "consumeTimeStampStr": _human_time(self.consume_time_stamp), "delayTime": self.delay_time}
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> QueueTimeSpan:
+        r = Reader(obj, path)
+        return cls(MessageQueue.from_dict(r.map("messageQueue"), r.at("messageQueue")), r.int("minTimeStamp", 0),
+                   r.int("maxTimeStamp", 0), r.int("consumeTimeStamp", 0), r.int("delayTime", 0))
+
+
+@dataclass(slots=True)
+class QueryConsumeTimeSpanBody:
+    """QUERY_CONSUME_TIME_SPAN (303) body."""
+
+    consume_time_span_set: list[QueueTimeSpan] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"consumeTimeSpanSet": [t.to_dict() for t in self.consume_time_span_set]}
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> QueryConsumeTimeSpanBody:
+        return cls(Reader(obj, path).objects("consumeTimeSpanSet", QueueTimeSpan, []))

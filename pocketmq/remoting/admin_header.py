@@ -30,6 +30,14 @@ class GetTopicConfigRequestHeader(CommandHeader):
 
 
 @dataclass(slots=True)
+class QueryConsumeTimeSpanRequestHeader(CommandHeader):
+    """QUERY_CONSUME_TIME_SPAN (303)."""
+
+    topic: str
+    group: str
+
+
+@dataclass(slots=True)
 class GetConsumeStatsRequestHeader(CommandHeader):
     """GET_CONSUME_STATS (208)."""
 

@@ -320,6 +320,25 @@ async def test_an_offline_reset_that_only_moves_back_writes_no_offset_it_would_n
     assert (om.query_offset(group, topic, 0), om.query_offset(group, topic, 1)) == (1, -1)
 
 
+async def test_consume_time_span(cluster2: Any, admin: MQAdminExt) -> None:
+    topic, group = "TopicSpan", "GSpan"
+    await admin.create_topic(TopicConfig(topic, 2, 2), broker_addr=cluster2.brokers[0].address)
+    await routed(cluster2, topic, 1)
+    async with Producer("PGSpan", cluster2.namesrv_addr) as producer:
+        sent = [await producer.send(Message(topic, b"%d" % i), MessageQueue(topic, "broker-a", 0)) for i in range(2)]
+    assert await cluster2.wait_dispatched()
+    cluster2.brokers[0].consumer_offset_manager.commit_offset("test", group, topic, 0, 1)
+    stored = [(await admin.view_message(s.offset_msg_id)).store_timestamp for s in sent]
+    spans = {s.message_queue.queue_id: s for s in await admin.query_consume_time_span(topic, group)}
+    q0, q1 = spans[0], spans[1]
+    # (the group is at message 1: it consumed message 0, and message 1 waits)
+    assert (q0.min_time_stamp, q0.max_time_stamp, q0.consume_time_stamp) == (stored[0], stored[1], stored[0])
+    assert q0.delay_time >= 0
+    assert (q1.min_time_stamp, q1.max_time_stamp, q1.consume_time_stamp) == (-1, -1, -1)  # (empty, as Apache's)
+    with pytest.raises(MQClientException):
+        await admin.query_consume_time_span("NoSuchTopic", group)
+
+
 async def test_get_topic_config_answers_what_rocketmq_5_asks(cluster2: Any, protocol: str) -> None:
     """GET_TOPIC_CONFIG (351), which mqadmin 5.x's topicStatus sends each broker of the route first: the
     topic's config with its attributes, or TOPIC_NOT_EXIST."""

@@ -18,6 +18,7 @@ from pocketmq.remoting.errors import RemotingTimeoutError
 from pocketmq.remoting.wire_protocol import WireProtocol
 
 ADDRESS = re.compile(r"^\d+\.\d+\.\d+\.\d+:\d+$")
+HUMAN_TIME = re.compile(r"^\d{4}-\d\d-\d\d#\d\d:\d\d:\d\d:\d{3}$")  # UtilAll.timeMillisToHumanString3
 # Ext fields whose values name a place, a time or an id: their presence is compared, not their value.
 VOLATILE_EXT = frozenset({"msgId", "offsetMsgId", "transactionId", "MSG_REGION", "TRACE_ON", "timestamp",
                           "bornTimestamp", "storeTimestamp", "brokerVersion", "haServerAddr", "masterAddr",
@@ -53,6 +54,8 @@ def mask(value: Any) -> Any:
     if isinstance(value, str):
         if ADDRESS.match(value):
             return "<addr>"
+        if HUMAN_TIME.match(value):
+            return "<time>"
         if value.isdigit() and int(value) > TIME_MS:
             return "<time>"
         return value

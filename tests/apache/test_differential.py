@@ -222,6 +222,14 @@ CASES = [
          lambda s: request(R.SEARCH_OFFSET_BY_TIMESTAMP, {"topic": TOPIC, "queueId": 0, "timestamp": 1})),
     Case("earliest message store time of an empty queue", "broker",
          lambda s: request(R.GET_EARLIEST_MSG_STORETIME, {"topic": TOPIC, "queueId": 3})),
+    Case("commit an offset at the end of a queue", "broker",
+         lambda s: request(R.UPDATE_CONSUMER_OFFSET, {"consumerGroup": f"span{RUN}", "topic": TOPIC, "queueId": 0,
+                                                      "commitOffset": 3})),
+    # (the empty queues' delay is "now" less -1, a time: masked)
+    Case("consume time span of a group with nothing left to consume", "broker",
+         lambda s: request(R.QUERY_CONSUME_TIME_SPAN, {"topic": TOPIC, "group": f"span{RUN}"})),
+    Case("consume time span of an unknown topic", "broker",
+         lambda s: request(R.QUERY_CONSUME_TIME_SPAN, {"topic": f"NoSuch{RUN}", "group": GROUP})),
     # --- clients ---
     Case("heartbeat with fields RocketMQ does not know", "broker",
          lambda s: request(R.HEART_BEAT, body=heartbeat(f"cid-{RUN}", {"futureField": 1}))),

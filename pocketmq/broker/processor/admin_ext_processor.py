@@ -19,11 +19,10 @@ from pocketmq.remoting import fastjson
 from pocketmq.remoting.admin_body import (
     Connection,
     ConsumerConnection,
-    ConsumeStats,
     GroupList,
     KVTable,
-    OffsetWrapper,
     ProducerConnection,
+    QueryConsumeTimeSpanBody,
     ResetOffsetBody,
     TopicOffset,
     TopicStatsTable,
@@ -36,6 +35,7 @@ from pocketmq.remoting.admin_header import (
     GetConsumeStatsRequestHeader,
     GetProducerConnectionListRequestHeader,
     GetTopicStatsInfoRequestHeader,
+    QueryConsumeTimeSpanRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
 )
@@ -51,6 +51,7 @@ from pocketmq.storage.clean_service import disk_usage_ratio
 from ..client.client_channel_info import ClientChannelInfo
 from ..config import BrokerConfig, BrokerConfigError, _convert
 from .base import BrokerProcessor, log, response
+from .consume_stats import consume_stats, consume_time_spans
 
 if TYPE_CHECKING:
     from pocketmq.storage.message_store import DefaultMessageStore
@@ -96,6 +97,7 @@ class AdminExtProcessor(BrokerProcessor):
         h[RequestCode.GET_BROKER_RUNTIME_INFO] = self.get_broker_runtime_info
         h[RequestCode.GET_TOPIC_STATS_INFO] = self.get_topic_stats_info
         h[RequestCode.GET_CONSUME_STATS] = self.get_consume_stats
+        h[RequestCode.QUERY_CONSUME_TIME_SPAN] = self.query_consume_time_span
         h[RequestCode.GET_CONSUMER_CONNECTION_LIST] = self.get_consumer_connection_list
         h[RequestCode.GET_PRODUCER_CONNECTION_LIST] = self.get_producer_connection_list
         h[RequestCode.GET_CONSUMER_RUNNING_INFO] = self.get_consumer_running_info
@@ -187,30 +189,17 @@ class AdminExtProcessor(BrokerProcessor):
         # The group's topics are looked for here, on the loop: walked on the pull thread, the offset table could
         # gain a key meanwhile (any first commit) and the walk fail.
         topics = {topic} if topic and topic.strip() else self._topics_of_group(group)
-        stats = await self.controller.run_in_pull_executor(self.consume_stats, group, topics)
+        stats = await self.controller.run_in_pull_executor(consume_stats, self.controller, group, topics)
         return response(request, body=request.encode_body(stats))
 
-    def consume_stats(self, group: str, topics: set[str]) -> ConsumeStats:
-        c = self.controller
-        store, com = c.store, c.consumer_offset_manager
-        stats = ConsumeStats()
-        subscribed = c.consumer_manager.get_consumer_group_info(group)
-        for t in sorted(topics):
-            tc = c.topic_config_manager.select_topic_config(t)
-            if tc is None:
-                continue
-            if subscribed is not None and subscribed.subscription_table and t not in subscribed.subscription_table:
-                continue  # (RocketMQ: an online group that does not subscribe to the topic is left out)
-            for i in range(tc.read_queue_nums):
-                broker_offset = max(store.get_max_offset_in_queue(t, i), 0)
-                consumer_offset = max(com.query_offset(group, t, i), 0)
-                last = 0
-                if consumer_offset > 0:
-                    last = max(store.get_message_store_timestamp(t, i, consumer_offset - 1), 0)
-                mq = MessageQueue(t, self._broker_name(), i)
-                stats.offset_table[mq] = OffsetWrapper(broker_offset, consumer_offset, last)
-            stats.consume_tps += c.broker_stats_manager.group_get_in_minute(t, group).tps
-        return stats
+    async def query_consume_time_span(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(QueryConsumeTimeSpanRequestHeader)
+        tc = self.controller.topic_config_manager.select_topic_config(header.topic)
+        if tc is None:
+            return response(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{header.topic}] not exist")
+        spans = await self.controller.run_in_pull_executor(consume_time_spans, self.controller, header.group,
+                                                           header.topic, tc.write_queue_nums)
+        return response(request, body=request.encode_body(QueryConsumeTimeSpanBody(spans)))
 
     def _topics_of_group(self, group: str) -> set[str]:
         """ConsumerOffsetManager.whichTopicByConsumer."""

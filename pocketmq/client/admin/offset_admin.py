@@ -7,10 +7,13 @@ from dataclasses import dataclass, field
 
 from pocketmq.remoting.admin_body import (
     ConsumeStats,
+    QueryConsumeTimeSpanBody,
+    QueueTimeSpan,
     ResetOffsetBody,
 )
 from pocketmq.remoting.admin_header import (
     GetConsumeStatsRequestHeader,
+    QueryConsumeTimeSpanRequestHeader,
     ResetOffsetRequestHeader,
 )
 from pocketmq.remoting.client_body import MessageQueue
@@ -40,6 +43,15 @@ class ResetOffsetResult:
 
 class OffsetAdmin(AdminClient):
     # --- offsets -------------------------------------------------------------------------------------------
+
+    async def query_consume_time_span(self, topic: str, group: str) -> list[QueueTimeSpan]:
+        """Each queue's first and last store times, and those of the group's position (queryConsumeTimeSpan)."""
+        spans: list[QueueTimeSpan] = []
+        header = QueryConsumeTimeSpanRequestHeader(topic, group)
+        for addr in (await self._topic_masters(topic)).values():
+            r = self._ok(await self._broker(addr, RequestCode.QUERY_CONSUME_TIME_SPAN, header), addr)
+            spans += r.decode_body(QueryConsumeTimeSpanBody).consume_time_span_set
+        return spans
 
     async def reset_offset_by_timestamp(
         self, topic: str, group: str, timestamp: int, force: bool = True

@@ -29,6 +29,9 @@ def _add_dev(sub) -> None:
     p.add_argument("-c", "--config", help="broker properties file (its values win over the defaults)")
     p.add_argument("--console-host", default="127.0.0.1", help="address the web console binds (default loopback)")
     p.add_argument("--console-port", type=int, default=8080, help="the web console's port (0 picks a free one)")
+    p.add_argument("--console-allow-host", action="append", default=[], metavar="NAME",
+                   help="a name the console answers to besides loopback's and --console-host (repeat per name): "
+                        "requests with another Host header are refused, against DNS rebinding")
     p.add_argument("--no-console", action="store_true", help="do not serve the web console and /metrics")
     p.add_argument("--console-read-only", action="store_true",
                    help="the console may only look (by default `dev`'s console may also create, delete and send)")
@@ -52,6 +55,9 @@ def _add_console(sub) -> None:
                    help="name server address(es), host:port, ';'-separated")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
     p.add_argument("--port", type=int, default=8080, help="0 picks a free port")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="a name the console answers to besides loopback's and --host (repeat per name): requests "
+                        "with another Host header are refused, against DNS rebinding")
     p.add_argument("--admin", action="store_true",
                    help="allow admin actions (create/delete topics, reset offsets, send); read-only without it")
     p.add_argument("--access-key", help="ACL account the console signs its requests with (admin actions need an "
@@ -87,7 +93,8 @@ async def _console(args) -> int:
         roots[name] = os.path.abspath(path)
     stop = _stop_on_signal()
     console = ConsoleServer(args.namesrv_addr, args.host, args.port, admin=args.admin, store_roots=roots,
-                            access_key=args.access_key, secret_key=args.secret_key, protocol=args.protocol)
+                            access_key=args.access_key, secret_key=args.secret_key, protocol=args.protocol,
+                            allowed_hosts=args.allow_host)
     await console.start()
     print(f"pocketmq console: {console.url} ({'admin' if args.admin else 'read-only'}; metrics at "
           f"{console.url}metrics)", flush=True)
@@ -218,7 +225,8 @@ async def _start_console(args, namesrv_addr: str, broker: Any) -> tuple[Any, str
     config = broker.broker_config
     console = ConsoleServer(namesrv_addr, args.console_host, args.console_port,
                             admin=not args.console_read_only, local_brokers=[broker],
-                            access_key=config.access_key, secret_key=config.secret_key)
+                            access_key=config.access_key, secret_key=config.secret_key,
+                            allowed_hosts=args.console_allow_host)
     try:
         await console.start()
     except OSError as e:  # e.g. the port is taken: the cluster is still worth running

@@ -12,6 +12,7 @@ from elsewhere, so the console works offline.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable
@@ -20,16 +21,20 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 
 from .api import ConsoleApi, error_response
+from .connections import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, ConnectionGuard
 from .local import LocalBrokers
 from .metrics import CONTENT_TYPE_LATEST, MetricsCollector
 
 log = logging.getLogger(__name__)
 STATIC = Path(__file__).parent / "static"
 Handler = Callable[[web.Request], Awaitable[Any]]
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+ALL_INTERFACES = frozenset({"", "0.0.0.0", "::"})
 
 
 class ConsoleServer:
@@ -46,11 +51,20 @@ class ConsoleServer:
         secret_key: str | None = None,
         timeout: float = 3.0,
         protocol: str = "msgpack",
+        allowed_hosts: Iterable[str] = (),
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
         """``local_brokers``: BrokerControllers of this process (their statistics feed /metrics exactly, their
-        stores the storage page); ``store_roots``: broker name -> store folder for a store given by path."""
+        stores the storage page); ``store_roots``: broker name -> store folder for a store given by path;
+        ``allowed_hosts``: names besides loopback and ``host`` that a request's Host header may give;
+        ``idle_timeout``/``max_connections``: see connections.ConnectionGuard."""
         self.namesrv_addr = namesrv_addr
         self.host, self.port = host, port
+        self.allowed_hosts = host_names(host, allowed_hosts)
+        self.idle_timeout, self.max_connections = idle_timeout, max_connections
+        self._guard: ConnectionGuard | None = None
+        self._listener: asyncio.Server | None = None
         self.local = LocalBrokers(local_brokers)
         roots = dict(self.local.store_roots())
         roots.update(store_roots or {})
@@ -72,7 +86,7 @@ class ConsoleServer:
         return f"http://{host}:{self.port}/"
 
     def app(self) -> web.Application:
-        app = web.Application(middlewares=[_json_errors])
+        app = web.Application(middlewares=[self._track, _host_check(self.allowed_hosts), _json_errors])
         app.router.add_get("/", self._index)
         app.router.add_get("/metrics", self._metrics)
         app.router.add_static("/static/", STATIC, show_index=False)
@@ -81,25 +95,36 @@ class ConsoleServer:
         return app
 
     async def start(self) -> None:
-        runner = web.AppRunner(self.app(), access_log=None)
+        # handler_cancellation: a request the browser gave up on stops, rather than keep reading the cluster.
+        runner = web.AppRunner(self.app(), access_log=None, handler_cancellation=True)
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port)
+        assert runner.server is not None
+        guard = ConnectionGuard(runner.server, self.idle_timeout, self.max_connections)
         try:
-            await site.start()
+            listener = await asyncio.get_running_loop().create_server(guard.protocol, self.host, self.port)
         except BaseException:
             await runner.cleanup()
             raise
-        self._runner = runner
-        if self.port == 0:  # the port the OS chose
-            server = site._server
-            sockets = getattr(server, "sockets", None) or []
-            if sockets:
-                self.port = sockets[0].getsockname()[1]
+        self._runner, self._guard, self._listener = runner, guard, listener
+        if self.port == 0 and listener.sockets:  # the port the OS chose
+            self.port = listener.sockets[0].getsockname()[1]
+
+    @property
+    def connection_count(self) -> int:
+        return self._guard.count if self._guard is not None else 0
 
     async def stop(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
         if self._runner is not None:
-            await self._runner.cleanup()
+            await self._runner.cleanup()  # (closes the open connections)
             self._runner = None
+        if self._guard is not None:
+            self._guard.close()
+            self._guard = None
+        if self._listener is not None:
+            await self._listener.wait_closed()
+            self._listener = None
         await self.api.close()
         await self.admin.close()
 
@@ -116,6 +141,57 @@ class ConsoleServer:
     async def _metrics(self, request: web.Request) -> web.Response:
         body = await self.metrics.render()
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    @web.middleware
+    async def _track(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        guard = self._guard
+        if guard is None:
+            return await handler(request)
+        guard.started(request)
+        try:
+            return await handler(request)
+        finally:
+            guard.finished(request)
+
+
+def host_names(bound: str, extra: Iterable[str]) -> frozenset[str]:
+    """The names a request's Host header may give: loopback's, the address the console is bound to (unless it is
+    every interface's), and ``extra``."""
+    names = set(LOOPBACK_NAMES) | {_bare(name) for name in extra}
+    if bound not in ALL_INTERFACES:
+        names.add(_bare(bound))
+    return frozenset(names)
+
+
+def _bare(name: str) -> str:
+    return name.strip().strip("[]").lower()
+
+
+def _host_name(header: str | None) -> str | None:
+    if not header:
+        return None
+    try:
+        return urlsplit("//" + header).hostname
+    except ValueError:  # e.g. an unclosed IPv6 bracket
+        return None
+
+
+def _host_check(allowed: frozenset[str]) -> Middleware:
+    """DNS rebinding: a page of attacker.example whose name then resolves to 127.0.0.1 is, for the browser, on the
+    console's own origin (its Origin and Host headers agree), so only the Host name tells such a request apart. A
+    name the console does not answer to is refused for every method, reads included."""
+
+    @web.middleware
+    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
+        header = request.headers.get("Host")
+        if _host_name(header) not in allowed:
+            error = (f"Host {header!r} is not a name of this console (it answers to {', '.join(sorted(allowed))}); "
+                     "refused against DNS rebinding: add a name with `pocketmq console --allow-host NAME` "
+                     "(`pocketmq dev --console-allow-host NAME`)")
+            return web.json_response({"error": error, "code": None}, status=403)
+        return await handler(request)
+
+    return check
 
 
 def _jsonify(handler: Handler) -> Handler:

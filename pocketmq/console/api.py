@@ -27,11 +27,13 @@ from pocketmq.remoting.codes import ResponseCode
 
 from . import storage_view
 from .rebalances import RebalanceLog, parse_history
+from .storage_reads import StorageBusy, StorageReads
 
 JsonHandler = Callable[[web.Request], Awaitable[Any]]
 
 CONSOLE_PRODUCER_GROUP = "CONSOLE_PRODUCER"
 MAX_SEARCH = 64
+SEARCH_BATCH = 32  # messages per pull in a search by time, as the Dashboard's
 MAX_TOPIC_SAMPLES = 1000
 
 
@@ -59,6 +61,7 @@ class ConsoleApi:
         self._rebalances = RebalanceLog()
         self._producer: Producer | None = None
         self._producer_lock = asyncio.Lock()
+        self.storage_reads = StorageReads()
 
     def routes(self) -> list[tuple[str, str, JsonHandler]]:
         """(method, path, handler): each handler answers a JSON-ready value."""
@@ -160,7 +163,12 @@ class ConsoleApi:
 
     async def topics(self, request: web.Request) -> dict[str, Any]:
         names = await self.admin.fetch_all_topic_list()
-        return {"topics": [{"topic": t, "system": _is_system_topic(t)} for t in names]}
+        # The cluster and broker names are topics too (a broker registers them): the name server says which.
+        try:
+            named = set(await self.admin.get_system_topic_list_from_ns())
+        except (MQClientException, MQBrokerException):
+            named = set()
+        return {"topics": [{"topic": t, "system": _is_system_topic(t) or t in named} for t in names]}
 
     async def topic(self, request: web.Request) -> dict[str, Any]:
         topic = self._arg(request, "topic")
@@ -313,22 +321,34 @@ class ConsoleApi:
         return {"messages": [_summary(m) for m in found[:MAX_SEARCH]]}
 
     async def _by_time(self, topic: str, begin: int, end: int) -> list[MessageExt]:
-        """Every queue from the first message stored at or after ``begin``, as the Dashboard's search by time
-        does, up to MAX_SEARCH messages stored before ``end``."""
+        """Up to MAX_SEARCH messages stored between ``begin`` and ``end``, queue by queue, as RocketMQ Dashboard's
+        queryMessageByTopic: each queue read from the offset the broker's SEARCH_OFFSET_BY_TIMESTAMP gives for
+        ``begin`` (not from its min offset: a big queue would be read to its end first)."""
         stats = await self.admin.examine_topic_stats(topic)
         out: list[MessageExt] = []
         for mq, o in sorted(stats.offset_table.items(), key=lambda kv: (kv[0].broker_name, kv[0].queue_id)):
-            offset = o.min_offset
-            while offset < o.max_offset and len(out) < MAX_SEARCH:
-                msg = await self.admin.query_message_by_offset(topic, mq.broker_name, mq.queue_id, offset)
-                if msg is None:
-                    break
-                offset = msg.queue_offset + 1
-                if msg.store_timestamp > end:
-                    break
-                if msg.store_timestamp >= begin:
-                    out.append(msg)
+            if len(out) >= MAX_SEARCH:
+                break
+            out += await self._queue_by_time(topic, mq.broker_name, mq.queue_id, o.max_offset, begin, end,
+                                             MAX_SEARCH - len(out))
         return sorted(out, key=lambda m: m.store_timestamp)
+
+    async def _queue_by_time(self, topic: str, broker: str, queue_id: int, max_offset: int, begin: int, end: int,
+                             wanted: int) -> list[MessageExt]:
+        offset = await self.admin.search_offset(topic, broker, queue_id, begin)
+        last = await self.admin.search_offset(topic, broker, queue_id, end)
+        found: list[MessageExt] = []
+        while offset <= last and offset < max_offset and len(found) < wanted:
+            batch = await self.admin.pull_messages(topic, broker, queue_id, offset, SEARCH_BATCH)
+            if not batch:
+                break
+            for msg in batch:
+                if msg.store_timestamp > end or len(found) >= wanted:
+                    return found
+                if msg.store_timestamp >= begin:
+                    found.append(msg)
+            offset = batch[-1].queue_offset + 1
+        return found
 
     async def message(self, request: web.Request) -> dict[str, Any]:
         msg_id = self._arg(request, "msgId")
@@ -395,7 +415,8 @@ class ConsoleApi:
 
     async def storage_files(self, request: web.Request) -> dict[str, Any]:
         root = self._store_root(request)
-        return await asyncio.to_thread(storage_view.files_view, root, storage_view.MAX_RECORDS, self.timer_precision_ms)
+        return await self.storage_reads.run(storage_view.files_view, root, storage_view.MAX_RECORDS,
+                                            self.timer_precision_ms)
 
     async def storage_record(self, request: web.Request) -> dict[str, Any]:
         root = self._store_root(request)
@@ -404,7 +425,7 @@ class ConsoleApi:
         except ValueError:
             raise ApiError(400, "offset must be an integer")
         try:
-            return await asyncio.to_thread(storage_view.record_view, root, offset, self.hash_slots, self.index_num)
+            return await self.storage_reads.run(storage_view.record_view, root, offset, self.hash_slots, self.index_num)
         except LookupError as e:
             raise ApiError(404, str(e))
 
@@ -463,6 +484,8 @@ def error_response(e: Exception) -> tuple[int, dict[str, Any]]:
     """An exception as (HTTP status, JSON body): refusals keep the broker's response code and remark."""
     if isinstance(e, ApiError):
         return e.status, {"error": str(e), "code": e.code}
+    if isinstance(e, StorageBusy):
+        return 503, {"error": str(e), "code": None}
     if isinstance(e, MQBrokerException):
         status = 403 if e.response_code == ResponseCode.NO_PERMISSION else 502
         return status, {"error": str(e), "code": e.response_code}

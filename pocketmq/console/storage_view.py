@@ -20,44 +20,56 @@ from pocketmq.storage.inspect.indexfile import entry_position, infer_geometry, r
 from pocketmq.storage.inspect.record import annotate, body_text
 from pocketmq.storage.inspect.timer import timer_section
 
-MAX_RECORDS = 2000  # records listed per file: enough to draw, bounded for a big store
-MAX_ENTRIES = 500  # consume-queue entries listed per queue
+MAX_RECORDS = 2000  # records read per file: enough to draw, bounded for a big store
+MAX_ENTRIES = 500  # consume-queue entries read per queue
 
 
-def files_view(root: str, max_records: int = MAX_RECORDS, timer_precision_ms: int = 1000) -> dict[str, Any]:
-    """The commit-log files, each with its size, the records in it (position, size, topic, queue) and how it
-    ends (the blank record of a full file, or unwritten bytes); the consume queues, index files and RocketMQ 5's
-    timer files (timercheck, the wheel's slots in use, the timer log's units)."""
+def files_view(root: str, max_records: int = MAX_RECORDS, timer_precision_ms: int = 1000,
+               max_entries: int = MAX_ENTRIES) -> dict[str, Any]:
+    """The commit-log files, each with its size, its first ``max_records`` records (position, size, topic, queue)
+    and how it ends (the blank record of a full file, or unwritten bytes); the consume queues, index files and
+    RocketMQ 5's timer files (timercheck, the wheel's slots in use, the timer log's units).
+
+    Walks stop after ``max_records`` records per file and ``max_entries`` entries per queue, so a big store costs
+    no more than a small one; such a file or queue says "more": true and its counts are the ones read."""
     out: list[dict[str, Any]] = []
     with ReadOnlyFiles() as files:
-        log = CommitLogFiles(root, files)
-        for name in log.names:
-            mm = log.map(name)
-            records, end = log.walk(name)
-            rows = []
-            for pos, size in records[:max_records]:
-                msg = log.record_at(int(name) + pos)
-                rows.append({"offset": int(name) + pos, "position": pos, "size": size,
-                             "topic": msg.topic if msg else "?", "queue_id": msg.queue_id if msg else -1,
-                             "queue_offset": msg.queue_offset if msg else -1})
-            out.append({"name": name, "base": int(name), "size": len(mm), "records": rows,
-                        "record_count": len(records), "end": end,
-                        "written": (len(mm) if end["kind"] in ("blank", "full") else end["offset"] - int(name))})
-        queues = _queues_view(root, files, MAX_ENTRIES)
+        log = CommitLogFiles(root, files, walk_limit=max_records)
+        out = [_file_view(log, name) for name in log.names]
+        queues = _queues_view(root, files, max_entries)
         index = _index_files_view(root, files)
-        timer = timer_section(root, files, timer_precision_ms, MAX_ENTRIES)
-    return {"store": root, "files": out, "consume_queues": queues, "index_files": index, "timer": timer}
+        timer = timer_section(root, files, timer_precision_ms, max_entries)
+    return {"store": root, "files": out, "consume_queues": queues, "index_files": index, "timer": timer,
+            "max_records": max_records, "max_entries": max_entries}
+
+
+def _file_view(log: CommitLogFiles, name: str) -> dict[str, Any]:
+    mm = log.map(name)
+    base = int(name)
+    records, end = log.walk(name)
+    rows = []
+    for pos, size in records:
+        msg = log.record_at(base + pos)
+        rows.append({"offset": base + pos, "position": pos, "size": size,
+                     "topic": msg.topic if msg else "?", "queue_id": msg.queue_id if msg else -1,
+                     "queue_offset": msg.queue_offset if msg else -1})
+    # With "more", `written` is where the walk stopped: the file holds at least that much.
+    written = len(mm) if end["kind"] in ("blank", "full") else end["offset"] - base
+    return {"name": name, "base": base, "size": len(mm), "records": rows, "record_count": len(records),
+            "more": end["kind"] == "more", "end": end, "written": written}
 
 
 def _queues_view(root: str, files: ReadOnlyFiles, max_entries: int) -> list[dict[str, Any]]:
-    """Every consume queue: its files (size, entries written) and its first entries."""
+    """Every consume queue: its files (size, entries read) and its first entries."""
     out = []
     for topic, queue_id in queue_dirs(root):
-        infos, entries, end = read_entries(files, os.path.join(root, "consumequeue", topic, str(queue_id)))
+        qdir = os.path.join(root, "consumequeue", topic, str(queue_id))
+        infos, entries, end = read_entries(files, qdir, max_entries)
         out.append({"topic": topic, "queue_id": queue_id, "entry_count": len(entries), "end": end,
+                    "more": end["kind"] == "more",
                     "files": [{"name": i["name"], "size": i["size"], "entries": i["entries"]} for i in infos],
                     "entries": [{"index": e[0], "commitlog_offset": e[1], "size": e[2], "tags_code": e[3],
-                                 "file": e[4], "position": e[5]} for e in entries[:max_entries]]})
+                                 "file": e[4], "position": e[5]} for e in entries]})
     return out
 
 
@@ -78,13 +90,12 @@ def record_view(root: str, offset: int, hash_slots: int = 5_000_000, index_num: 
     chain) that find it by its keys."""
     with ReadOnlyFiles() as files:
         log = CommitLogFiles(root, files)
-        where = log.locate(offset)
-        if where is None:
+        where = log.find(offset)
+        msg = log.decode_at(*where) if where is not None else None
+        if where is None or msg is None:
             raise LookupError(f"no record starts at commit-log offset {offset}")
         name, pos = where
         fields = annotate(log.map(name), pos)
-        msg = log.record_at(offset)
-        assert msg is not None
         return {
             "offset": offset, "file": name, "position": pos,
             "topic": msg.topic, "queue_id": msg.queue_id, "queue_offset": msg.queue_offset,

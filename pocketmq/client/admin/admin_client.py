@@ -96,6 +96,12 @@ class AdminClient:
         r = self._ok(await self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER))
         return sorted(r.decode_body(TopicList).topic_list)
 
+    async def get_system_topic_list_from_ns(self) -> list[str]:
+        """The topics the name server counts as system ones (GET_SYSTEM_TOPIC_LIST_FROM_NS): every cluster name
+        and broker name, each a topic of its own in RocketMQ."""
+        r = self._ok(await self._namesrv(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS))
+        return sorted(r.decode_body(TopicList).topic_list)
+
     async def fetch_topics_by_cluster(self, cluster: str) -> list[str]:
         r = self._ok(await self._namesrv(RequestCode.GET_TOPICS_BY_CLUSTER, GetTopicsByClusterRequestHeader(cluster)))
         return sorted(r.decode_body(TopicList).topic_list)

@@ -1,6 +1,6 @@
-"""MQAdminExt's message lookups (queryMsgById, queryMsgByKey, queryMsgByUniqueKey, queryMsgByOffset): by offset
-message id from the broker it names, by key or unique key through the brokers' indexes, by queue offset as a pull
-of one message."""
+"""MQAdminExt's message lookups (queryMsgById, queryMsgByKey, queryMsgByUniqueKey, queryMsgByOffset, searchOffset):
+by offset message id from the broker it names, by key or unique key through the brokers' indexes, by queue offset
+as a pull, a queue's offset at a time by the broker's binary search."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.header import (
     PullMessageRequestHeader,
     QueryMessageRequestHeader,
+    SearchOffsetRequestHeader,
+    SearchOffsetResponseHeader,
     ViewMessageRequestHeader,
 )
 
@@ -93,15 +95,34 @@ class MessageAdmin(AdminClient):
         self, topic: str, broker_name: str, queue_id: int, offset: int
     ) -> MessageExt | None:
         """The message at a queue offset (queryMsgByOffset: a pull of one message by TOOLS_CONSUMER)."""
+        msgs = await self.pull_messages(topic, broker_name, queue_id, offset, 1)
+        return msgs[0] if msgs else None
+
+    async def pull_messages(
+        self, topic: str, broker_name: str, queue_id: int, offset: int, max_nums: int = 32
+    ) -> list[MessageExt]:
+        """Up to ``max_nums`` messages of a queue from ``offset`` (a pull by TOOLS_CONSUMER, as the Dashboard's
+        search by time); none when the broker has none there (past the end, or the offset moved)."""
+        addr = await self._master_of(topic, broker_name)
+        header = PullMessageRequestHeader(
+            TOOLS_CONSUMER_GROUP, topic, queue_id, offset, max_nums, FLAG_SUBSCRIPTION, 0, 0, 0, "*", "TAG"
+        )
+        r = await self._broker(addr, RequestCode.PULL_MESSAGE, header)
+        if r.code != ResponseCode.SUCCESS:
+            return []
+        return self._decode_messages(r.body, addr)
+
+    async def search_offset(self, topic: str, broker_name: str, queue_id: int, timestamp: int) -> int:
+        """The offset of the queue's first message stored at or after ``timestamp`` ms, the max offset when
+        there is none (SEARCH_OFFSET_BY_TIMESTAMP: a binary search on the broker, mqadmin's searchOffset)."""
+        addr = await self._master_of(topic, broker_name)
+        header = SearchOffsetRequestHeader(topic, queue_id, timestamp)
+        r = self._ok(await self._broker(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header), addr)
+        return r.decode_header(SearchOffsetResponseHeader).offset
+
+    async def _master_of(self, topic: str, broker_name: str) -> str:
         masters = await self._topic_masters(topic)
         addr = masters.get(broker_name)
         if addr is None:
             raise MQClientException(f"broker {broker_name!r} does not serve {topic} (it has: {', '.join(masters)})")
-        header = PullMessageRequestHeader(
-            TOOLS_CONSUMER_GROUP, topic, queue_id, offset, 1, FLAG_SUBSCRIPTION, 0, 0, 0, "*", "TAG"
-        )
-        r = await self._broker(addr, RequestCode.PULL_MESSAGE, header)
-        if r.code != ResponseCode.SUCCESS:
-            return None
-        msgs = self._decode_messages(r.body, addr)
-        return msgs[0] if msgs else None
+        return addr

@@ -179,13 +179,16 @@ async function showStorage() {
     d.files.map((f) => {
       const written = Math.max(f.written, 1);
       const blank = f.end.kind === "blank" ? `<div class="blank" style="left:${(f.end.offset - f.base) / f.size * 100}%;right:0" title="blank record (MAGICCODE ${esc(f.end.magic)}): the rest of the file is unused"></div>` : "";
-      return `<div class="file"><div class="fieldname">commitlog/${esc(f.name)} — ${fmtBytes(f.size)}, ${f.record_count} records, ${fmtBytes(f.written)} written (${(f.written / f.size * 100).toFixed(3)} %); ends: ${esc(f.end.kind)}</div>
+      // A file read only up to d.max_records records: its counts are lower bounds.
+      const counted = f.more ? `the first ${f.record_count} records read (the page stops there), at least ${fmtBytes(f.written)} written`
+        : `${f.record_count} records, ${fmtBytes(f.written)} written (${(f.written / f.size * 100).toFixed(3)} %); ends: ${esc(f.end.kind)}`;
+      return `<div class="file"><div class="fieldname">commitlog/${esc(f.name)} — ${fmtBytes(f.size)}, ${counted}</div>
         <div class="bar"><div class="written" style="width:${f.written / f.size * 100}%"></div>${blank}</div>
         <div class="zoom">${f.records.map((r) => `<div class="rec clrec" data-offset="${r.offset}" style="flex:${r.size} 0 0" title="offset ${r.offset}: ${esc(r.topic)} queue ${r.queue_id} #${r.queue_offset}, ${r.size} bytes">${esc(r.topic)}</div>`).join("")}</div></div>`;
     }).join("") + (d.files.length ? "" : "<p>The commit log is empty: send a message.</p>") +
     `<h2>Consume queues</h2><p class="legend">One per topic and queue id: 20-byte entries (CommitLogOffset, MsgSize, TagsCode), entry n at byte n × 20.
       A consumer reads the entry at its offset, then the record it points at. Click an entry to open that record.</p>` +
-    d.consume_queues.map((q) => `<div class="file cq"><div class="fieldname">consumequeue/${esc(q.topic)}/${q.queue_id} — ${q.entry_count} ${q.entry_count === 1 ? "entry" : "entries"} in ${q.files.length} file(s) of ${fmtBytes(q.files[0] ? q.files[0].size : 0)}</div>
+    d.consume_queues.map((q) => `<div class="file cq"><div class="fieldname">consumequeue/${esc(q.topic)}/${q.queue_id} — ${q.more ? `the first ${q.entry_count} entries read (the page stops there)` : `${q.entry_count} ${q.entry_count === 1 ? "entry" : "entries"}`} in ${q.files.length} file(s) of ${fmtBytes(q.files[0] ? q.files[0].size : 0)}</div>
         <div class="zoom">${q.entries.map((e) => `<div class="rec cqe" data-offset="${e.commitlog_offset}" style="flex:0 0 40px" title="entry ${e.index} (byte ${e.position} of ${esc(e.file)}): offset ${e.commitlog_offset}, size ${e.size}, tags code ${e.tags_code}">${e.index}</div>`).join("")}</div></div>`).join("") +
     `<h2>Index files</h2><p class="legend">A 40-byte header, then hash slots of 4 bytes, then 20-byte entries (key hash, commit-log offset, time diff, previous entry).</p>` +
     d.index_files.map((f) => f.error ? `<p>index/${esc(f.name)}: ${esc(f.error)}</p>` : `<p class="fieldname">index/${esc(f.name)} — ${fmtBytes(f.size)}: ${f.header.index_count} entries (entry 0 is never used),

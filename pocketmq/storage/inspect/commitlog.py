@@ -9,6 +9,7 @@ import struct
 from pocketmq.common.codec import CorruptRecordError, decode
 from pocketmq.common.message import MessageExt
 
+from ..recovery import check_record
 from .files import ReadOnlyFiles, file_sizes, numbered_files
 from .options import Options
 from .record import annotate, summary, walk_file
@@ -17,8 +18,10 @@ from .record import annotate, summary, walk_file
 class CommitLogFiles:
     """The commit-log files of a store, walked once and looked up by physical offset."""
 
-    def __init__(self, root: str, files: ReadOnlyFiles) -> None:
+    def __init__(self, root: str, files: ReadOnlyFiles, walk_limit: int | None = None) -> None:
+        """``walk_limit``: the records each file's walk reads at most (None: to the file's end)."""
         self.dir = os.path.join(root, "commitlog")
+        self.walk_limit = walk_limit
         self.names = numbered_files(self.dir)
         self._bases = [int(name) for name in self.names]
         self._files = files
@@ -32,7 +35,7 @@ class CommitLogFiles:
     def walk(self, name: str) -> tuple[list[tuple[int, int]], dict]:
         walk = self._walks.get(name)
         if walk is None:
-            walk = self._walks[name] = walk_file(self.map(name), int(name))
+            walk = self._walks[name] = walk_file(self.map(name), int(name), self.walk_limit)
             self._starts[name] = {pos for pos, _ in walk[0]}
         return walk
 
@@ -45,6 +48,23 @@ class CommitLogFiles:
         pos = offset - self._bases[i]
         self.walk(name)
         return (name, pos) if pos in self._starts[name] else None
+
+    def find(self, offset: int) -> tuple[str, int] | None:
+        """(file name, position in it) of a valid record starting at `offset`, checked by itself as RocketMQ's
+        lookMessageByOffset reads one (MAGICCODE, TOTALSIZE within the file, PHYSICALOFFSET == `offset`, and
+        recovery's length and CRC checks), so its cost does not grow with the log. `locate` is the reference: it
+        walks the file from its start, so it also refuses a record that lies behind one recovery would cut."""
+        i = bisect.bisect_right(self._bases, offset) - 1
+        if i < 0:
+            return None
+        name = self.names[i]
+        mm = self.map(name)
+        pos = offset - self._bases[i]
+        size, _timestamp = check_record(mm, pos, self._bases[i], len(mm), True)
+        return (name, pos) if size > 0 else None
+
+    def decode_at(self, name: str, pos: int) -> MessageExt | None:
+        return self._decode(name, pos)
 
     def end_offset(self) -> int:
         """Where the valid data of the log ends, as read now."""

@@ -36,14 +36,16 @@ def queue_dirs(root: str) -> list[tuple[str, int]]:
 Entry = tuple[int, int, int, int, str, int]  # index, commit-log offset, size, tags code, file, position
 
 
-def read_entries(files: ReadOnlyFiles, qdir: str) -> tuple[list[dict], list[Entry], dict]:
+def read_entries(files: ReadOnlyFiles, qdir: str, limit: int | None = None) -> tuple[list[dict], list[Entry], dict]:
     """The queue's files and its valid entries as (index, offset, size, tags code, file name, position).
 
     Like ConsumeQueue.recover, the entries end at the first one with offset < 0 or size <= 0
     (a never-written entry is all zeros); the returned end says where and why: "unwritten",
-    "invalid" (recovery cuts the queue there), or "end of files" when every file is full.
+    "invalid" (recovery cuts the queue there), or "end of files" when every file is full; "more"
+    when it stopped after `limit` entries without reading further.
     """
-    infos, entries = [], []
+    infos: list[dict] = []
+    entries: list[Entry] = []
     end: dict = {"kind": "end of files"}
     for name in numbered_files(qdir):
         mm = files.map(os.path.join(qdir, name))
@@ -53,11 +55,17 @@ def read_entries(files: ReadOnlyFiles, qdir: str) -> tuple[list[dict], list[Entr
         infos.append(info)
         if end["kind"] != "end of files":
             continue  # recovery would not read past the first invalid entry
-        whole = mm[:len(mm) - len(mm) % CQ_STORE_UNIT_SIZE]
+        usable = len(mm) - len(mm) % CQ_STORE_UNIT_SIZE
+        if limit is not None:  # (a slice of the map is a copy: take no more than the entries still wanted)
+            usable = min(usable, (limit - len(entries) + 1) * CQ_STORE_UNIT_SIZE)
+        whole = mm[:usable]
         for i, (phys, size, code) in enumerate(CQ_ENTRY.iter_unpack(whole)):
             index = (base + i * CQ_STORE_UNIT_SIZE) // CQ_STORE_UNIT_SIZE
             if phys < 0 or size <= 0:
                 end = {"kind": "unwritten" if (phys, size, code) == (0, 0, 0) else "invalid", "index": index}
+                break
+            if limit is not None and len(entries) >= limit:
+                end = {"kind": "more", "index": index}
                 break
             entries.append((index, phys, size, code, name, i * CQ_STORE_UNIT_SIZE))
             info["entries"] += 1

@@ -55,19 +55,22 @@ def sys_flag_names(sys_flag: int) -> list[str]:
 
 # -- walking a file -------------------------------------------------------------------------------
 
-def walk_file(mm, base: int) -> tuple[list[tuple[int, int]], dict]:
+def walk_file(mm, base: int, limit: int | None = None) -> tuple[list[tuple[int, int]], dict]:
     """The records of one commit-log file as (position in file, size), and how the file ends.
 
     The end is one of: {"kind": "blank", ...} the end-of-file filler; {"kind": "unwritten"} zeros
     (nothing was ever written there); {"kind": "full"} the last record reaches the file's end;
     {"kind": "invalid", "reason": ...} a record recovery would reject (a restart truncates here);
-    {"kind": "empty"} a 0-byte file, which a crash while creating the file can leave.
+    {"kind": "empty"} a 0-byte file, which a crash while creating the file can leave;
+    {"kind": "more"} the walk stopped after `limit` records, at "offset", without reading further.
     """
     records: list[tuple[int, int]] = []
     pos, size = 0, len(mm)
     if not size:
         return records, {"kind": "empty", "offset": base}
     while pos + 8 <= size:
+        if limit is not None and len(records) >= limit:
+            return records, {"kind": "more", "offset": base + pos}
         total, magic = _SIZE_MAGIC.unpack_from(mm, pos)
         if magic == BLANK_MAGIC_CODE:
             return records, {"kind": "blank", "offset": base + pos, "size": total, "magic": f"0x{magic:08X}"}

@@ -12,6 +12,8 @@ import struct
 
 from pocketmq.common.constants import OS_PAGE_SIZE
 
+from .mapped_file import reserve_space
+
 _FIELDS = struct.Struct(">qqq")
 _LONG = struct.Struct(">q")
 
@@ -42,6 +44,7 @@ class StoreCheckpoint:
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         if os.fstat(self._fd).st_size != OS_PAGE_SIZE:
             os.ftruncate(self._fd, OS_PAGE_SIZE)
+        reserve_space(self._fd, 0, OS_PAGE_SIZE, path)  # (a write to a sparse page on a full disk is a SIGBUS)
         self.mm = mmap.mmap(self._fd, OS_PAGE_SIZE)
         self._f0, self._f8, self._f16 = _FIELDS.unpack_from(self.mm, 0)
 

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 from pocketmq.remoting.codes import ResponseCode
 
+REPO = Path(__file__).resolve().parents[2]
 BODY = b"d" * 16 * 1024
 TOPIC = "TopicDiskFull"
 CONF = ("mappedFileSizeCommitLog=1048576\nmappedFileSizeConsumeQueue=20000\nmaxHashSlotNum=64\nmaxIndexNum=256\n"
@@ -100,3 +104,41 @@ async def test_file_that_cannot_be_reserved_is_a_refused_put(small_fs, dev_broke
         await assert_resumes(dev)
         await assert_all_pullable(dev, acked)
         assert dev.alive
+
+
+def fill_up(fs) -> str:
+    """Take every free block of the file system; the file's path."""
+    path = os.path.join(fs, "everything")
+    with open(path, "wb") as f:
+        try:
+            while True:
+                f.write(b"\1" * 65536)
+                f.flush()
+        except OSError:
+            pass
+    return path
+
+
+_TOUCH_THE_WHEEL = """
+import sys
+from pocketmq.storage.timer.timer_wheel import EMPTY_SLOT, TimerWheel
+wheel = TimerWheel(sys.argv[1], 604800, 1000)
+assert wheel.get_raw_slot(1_800_000_000_000) == EMPTY_SLOT  # a page of holes, read
+try:
+    wheel.reserve_slot(1_800_000_000_000)
+except OSError as e:
+    print("refused:", e.strerror)
+"""
+
+
+def test_a_timer_wheel_on_a_full_disk_refuses_instead_of_faulting(small_fs):
+    # The wheel is sparse: its first touch of a page the full disk could not back was a SIGBUS, which killed the
+    # broker (the enqueue of any timer message read its slot). In a process of its own, where a fault shows.
+    wheel = os.path.join(small_fs, "timerwheel")
+    subprocess.run([sys.executable, "-c", "import os, sys; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "
+                    "os.ftruncate(fd, 604800 * 2 * 32)", wheel], check=True)  # (created while there is room)
+    fill_up(small_fs)
+    done = subprocess.run([sys.executable, "-c", _TOUCH_THE_WHEEL, wheel], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert done.stdout.strip() == "refused: No space left on device"

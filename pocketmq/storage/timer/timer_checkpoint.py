@@ -15,7 +15,7 @@ import time
 
 from pocketmq.common.constants import OS_PAGE_SIZE
 
-from ..mapped_file import sync_file
+from ..mapped_file import reserve_space, sync_file
 
 _FIELDS = struct.Struct(">qqqqqqq")
 
@@ -29,6 +29,7 @@ class TimerCheckpoint:
         try:
             if os.fstat(fd).st_size != OS_PAGE_SIZE:
                 os.ftruncate(fd, OS_PAGE_SIZE)
+            reserve_space(fd, 0, OS_PAGE_SIZE, path)  # (a write to a sparse page on a full disk is a SIGBUS)
             self.mm = mmap.mmap(fd, OS_PAGE_SIZE)
         finally:
             os.close(fd)

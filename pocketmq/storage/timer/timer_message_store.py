@@ -195,6 +195,11 @@ class TimerMessageStore:
                 delayed_time = write_time + window
         if is_delete:
             magic |= MAGIC_DELETE
+        try:
+            wheel.reserve_slot(delayed_time)  # (before the unit: one appended and never linked would be lost)
+        except OSError as e:
+            log.error("cannot reserve the timer wheel's slot: %s", e)
+            return False
         slot = wheel.get_slot(delayed_time)
         unit = pack_unit(slot.last_pos, magic, write_time, delayed_time, offset_py, size_py,
                          java_string_hash(real_topic) if real_topic else 0)

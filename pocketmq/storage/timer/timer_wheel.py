@@ -17,7 +17,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..mapped_file import sync_file
+from ..mapped_file import reserve_space, sync_file
 
 SLOT_SIZE = 32
 BLANK = -1
@@ -81,14 +81,36 @@ class TimerWheel:
             if size == 0:
                 os.ftruncate(fd, self.wheel_length)  # sparse: the slots touched take disk space
             self.mm = mmap.mmap(fd, self.wheel_length)
-        finally:
+        except BaseException:
             os.close(fd)
+            raise
+        # Kept open: each page gets its disk blocks before its first touch (_reserve). Touched first through the
+        # mapping, a page a full disk cannot back is a SIGBUS, which kills the process; reserved first, it is an
+        # OSError (ENOSPC) the caller can refuse on. Reserving the whole wheel (~19 MB) up front would take a
+        # small disk's room, and the file's holes tell recovery which slots were never written (data_ranges).
+        self._fd = fd
+        self._reserved = bytearray(-(-self.wheel_length // mmap.PAGESIZE))
 
     def slot_index(self, time_ms: int) -> int:
         return time_ms // self.precision_ms % (self.slots_total * 2)
 
+    def _reserve(self, at: int) -> None:
+        page = at // mmap.PAGESIZE
+        if not self._reserved[page]:
+            reserve_space(self._fd, page * mmap.PAGESIZE, mmap.PAGESIZE, self.path)  # (OSError on a full disk)
+            self._reserved[page] = 1
+
+    def reserve_slot(self, time_ms: int) -> None:
+        """Give the slot's page its disk blocks before it is written; OSError (ENOSPC) when the disk is full."""
+        self._reserve(self.slot_index(time_ms) * SLOT_SIZE)
+
     def get_raw_slot(self, time_ms: int) -> Slot:
-        t, first, last, num, magic = _SLOT.unpack_from(self.mm, self.slot_index(time_ms) * SLOT_SIZE)
+        at = self.slot_index(time_ms) * SLOT_SIZE
+        try:
+            self._reserve(at)  # (a read of a hole faults on tmpfs too)
+        except OSError:
+            return EMPTY_SLOT  # a page that cannot be given blocks has none: a hole, never written
+        t, first, last, num, magic = _SLOT.unpack_from(self.mm, at)
         return Slot(t * self.precision_ms, first, last, num, magic)
 
     def get_slot(self, time_ms: int) -> Slot:
@@ -99,12 +121,14 @@ class TimerWheel:
         return slot
 
     def put_slot(self, time_ms: int, first_pos: int, last_pos: int, num: int = 0, magic: int = 0) -> None:
-        _SLOT.pack_into(self.mm, self.slot_index(time_ms) * SLOT_SIZE, time_ms // self.precision_ms, first_pos,
-                        last_pos, num, magic)
+        at = self.slot_index(time_ms) * SLOT_SIZE
+        self._reserve(at)
+        _SLOT.pack_into(self.mm, at, time_ms // self.precision_ms, first_pos, last_pos, num, magic)
 
     def revise_slot(self, time_ms: int, first_pos: int, last_pos: int, force: bool) -> None:
         """Set a slot's positions (IGNORE keeps one); a slot of another time is replaced only when ``force``."""
         at = self.slot_index(time_ms) * SLOT_SIZE
+        self._reserve(at)
         stored, old_first = _TIME_FIRST.unpack_from(self.mm, at)
         if stored != time_ms // self.precision_ms:
             if force:
@@ -144,3 +168,4 @@ class TimerWheel:
     def shutdown(self) -> None:
         self.flush()
         self.mm.close()
+        os.close(self._fd)

@@ -253,7 +253,10 @@ class ConsumeQueue:
         return self.mapped_file_queue.get_max_offset() // CQ_STORE_UNIT_SIZE
 
     def get_entries(self, start_index: int, max_count: int) -> bytes:
-        """Up to `max_count` raw 20-byte entries from `start_index`, within one file."""
+        """Up to `max_count` raw 20-byte entries from `start_index`, within one file; b"" when the file is gone.
+
+        OSError when a parked file cannot be read now (no descriptor free, an I/O error): a reader must not take
+        that for a file that is gone, whose entries it would skip."""
         pos = start_index * CQ_STORE_UNIT_SIZE
         mf = self.mapped_file_queue.find_mapped_file_by_offset(pos)
         if mf is None:
@@ -264,7 +267,7 @@ class ConsumeQueue:
             return b""
         try:
             return mf.read(rel, end - rel)
-        except (ValueError, OSError):  # deleted meanwhile
+        except ValueError:  # deleted meanwhile
             return b""
 
     def get_entry(self, index: int) -> tuple[int, int, int] | None:

@@ -9,6 +9,7 @@ unpacks them in one call; the general loop, one Python iteration per entry, is m
 
 from __future__ import annotations
 
+import logging
 import struct
 
 from pocketmq.common.constants import CQ_PRE_BLANK_SIZE, CQ_STORE_UNIT_SIZE
@@ -19,9 +20,24 @@ from .consume_queue import CQ_ENTRY, ConsumeQueue
 from .message_filter import MessageFilter
 from .results import GetMessageResult, GetMessageStatus
 
+log = logging.getLogger(__name__)
+
 
 def read_queue(commit_log: CommitLog, cfg: MessageStoreConfig, cq: ConsumeQueue, offset: int, max_msg_nums: int,
            message_filter: MessageFilter | None, result: GetMessageResult) -> None:
+    try:
+        _read_queue(commit_log, cfg, cq, offset, max_msg_nums, message_filter, result)
+    except OSError as e:
+        # A queue file that cannot be read now (no descriptor free, an I/O error) is read again later: nothing
+        # found, at the same offset. Answered as a file that is gone, its consumers skipped the rest of it.
+        log.warning("cannot read %s queue %d at %d now: %s", cq.topic, cq.queue_id, offset, e)
+        result.status = GetMessageStatus.OFFSET_FOUND_NULL
+        result.next_begin_offset = offset
+        result.buffers, result.message_count, result.buffer_total_size, result.queue_offsets = [], 0, 0, []
+
+
+def _read_queue(commit_log: CommitLog, cfg: MessageStoreConfig, cq: ConsumeQueue, offset: int, max_msg_nums: int,
+                message_filter: MessageFilter | None, result: GetMessageResult) -> None:
     if (message_filter is None or message_filter.match_all) and _read_every_message(
         commit_log, cfg, cq, offset, max_msg_nums, result
     ):

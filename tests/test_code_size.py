@@ -32,7 +32,7 @@ ALLOWED_FILES = {
 ALLOWED = {
     ("pocketmq/storage/reput_service.py", "ReputMessageService._dispatch_file"):
         "dispatch's fast twin: one loop with its state in locals; a call per record cost it 3-8 % (bench/README.md)",
-    ("pocketmq/storage/get_message.py", "read_queue"):
+    ("pocketmq/storage/get_message.py", "_read_queue"):
         "a filtered pull's per-entry loop, its checks inline; not split here, the split's cost was not measured",
     ("pocketmq/storage/commit_log.py", "CommitLog._message_list"):
         "31 straight lines; the count is its eight comprehensions, one per column of the rows it builds",

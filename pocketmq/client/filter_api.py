@@ -45,7 +45,10 @@ def build_subscription_data(
         compile_sql92_expression(sub_string)
         assert sub_string is not None  # (compiled)
         return SubscriptionData(topic=topic, sub_string=sub_string.strip(), expression_type=expression_type)
-    sub_string, tags, codes = parse_tags(sub_string)
+    try:
+        sub_string, tags, codes = parse_tags(sub_string)
+    except SubscriptionParseError as e:
+        raise MQClientException(str(e), response_code=ResponseCode.SUBSCRIPTION_PARSE_FAILED) from None
     return SubscriptionData(topic=topic, sub_string=sub_string, tags_set=tags, code_set=codes)
 
 
@@ -58,10 +61,12 @@ def compile_sql92_expression(expression: str | None) -> Sql92Expression:
 
 
 def message_matches(subscription: SubscriptionData, msg: _HasProperties) -> bool:
-    """Whether ``msg`` belongs to ``subscription``, decided again at the client after the broker's filter.
+    """Whether ``msg`` belongs to ``subscription``, decided at the client.
 
     Tags compare as strings (the broker only compared hash codes; a message without a tag matches only ``*``);
-    SQL92 evaluates the expression on the message's properties, as the broker did.
+    SQL92 evaluates the expression on the message's properties. The consumers do not call it on what they pull:
+    like RocketMQ's, they re-check tags only (process_pull_result), since a pulled message's properties also
+    carry MIN_OFFSET/MAX_OFFSET, which the broker's evaluation did not see.
     """
     if subscription.class_filter_mode:
         return True

@@ -22,15 +22,27 @@ class SubscriptionParseError(ValueError):
     pass
 
 
+# String.trim: what Java strips from both ends of each tag is every char up to the space, no other white space.
+_JAVA_TRIMMED = "".join(chr(c) for c in range(0x21))
+
+
 def parse_tags(sub_string: str | None) -> tuple[str, list[str], list[int]]:
-    """A TAG expression as (subString, tagsSet, codeSet): blank or ``*`` subscribes to everything (no tags);
-    otherwise the distinct non-blank tags between ``||`` and their distinct hash codes, in order. An expression
-    that names no tag at all (``"||"``) keeps its text and has no tags: the broker then matches nothing."""
-    if not sub_string or not sub_string.strip() or sub_string.strip() == SUB_ALL:
+    """A TAG expression as (subString, tagsSet, codeSet), as FilterAPI.buildSubscriptionData makes it: only
+    nothing or exactly ``*`` subscribes to everything (no tags). Anything else is split at ``||`` and keeps its
+    text; its tags are the distinct pieces that are not blank once trimmed, with their distinct hash codes, in
+    order. So ``" "`` or ``" || "`` names no tag and the broker matches nothing, and ``" * "`` names the tag ``*``.
+    An expression made of ``||`` alone (``"||"``, ``"||||"``) leaves no piece once String.split drops the trailing
+    empty ones, which Java refuses: SubscriptionParseError."""
+    if not sub_string or sub_string == SUB_ALL:
         return SUB_ALL, [], []
+    pieces = sub_string.split(TAG_SEPARATOR)
+    while pieces and not pieces[-1]:
+        pieces.pop()
+    if not pieces:
+        raise SubscriptionParseError(f"subString split error: {sub_string!r} names no tag")
     tags: list[str] = []
-    for tag in sub_string.split(TAG_SEPARATOR):
-        tag = tag.strip()
+    for piece in pieces:
+        tag = piece.strip(_JAVA_TRIMMED)
         if tag and tag not in tags:
             tags.append(tag)
     return sub_string, tags, list(dict.fromkeys(java_string_hash(t) for t in tags))

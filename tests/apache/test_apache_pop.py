@@ -1,11 +1,12 @@
 """RocketMQ 5's POP, the same scenario against pocketmq and against Apache RocketMQ 5.5.0's broker, driven by
 pocketmq's SimpleConsumer over RocketMQ's native remoting protocol: receive, ack, batch ack, change invisible
 duration (a new receipt handle), a message not acked coming back with its attempt count through the retry topic,
-and nothing left afterwards."""
+and nothing left afterwards. And POP_MESSAGE's filters, the same raw requests to both brokers."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -13,8 +14,14 @@ from typing import Any
 import pytest
 
 from pocketmq.client import Message, MQClientException, Producer, RemotingException, SimpleConsumer
+from pocketmq.common.codec import decode_all
 from pocketmq.common.pop_ack_constants import PROPERTY_POP_CK
-from pocketmq.embedded import EmbeddedCluster
+from pocketmq.embedded import EmbeddedCluster, ThreadedCluster
+from pocketmq.remoting.codes import RequestCode as R
+from tests.apache.apache_rocketmq import ApacheRocketMQ
+
+from .differential import call, request
+from .test_differential import create_topic, send_v2
 
 
 @pytest.fixture(params=["pocketmq", "apache5"])
@@ -65,3 +72,52 @@ async def test_pop_ack_change_invisible_and_redelivery_as_apache(namesrv: str) -
         await consumer.ack(first[b"extended"])  # with its new handle
         await asyncio.sleep(4)
         assert await consumer.receive(32, invisible_duration=60, await_duration=1.0) == []
+
+
+# (expType, exp) of a pop, each by a group of its own, over three messages: m0 (a=5), m1 (a=10), m2 (a=1).
+POP_FILTERS = [
+    ("SQL92", "a > 5"),  # served whatever enablePropertyFilter says: RocketMQ 5's pop never looks at it
+    ("SQL92", ""),  # no expression: TAG "*", whatever the type
+    ("SQL92", None),
+    ("SQL92", "a >>> 1"),
+]
+
+
+def _pop_filter_rows(broker: str) -> list[tuple[int, list[str] | None]]:
+    run = uuid.uuid4().hex[:8]
+    topic = f"PopFlt{run}"
+    assert call(broker, create_topic(topic, 1)).code == 0
+    for i, a in enumerate(("5", "10", "1")):
+        assert call(broker, send_v2(topic, b"x", props={"a": a, "KEYS": f"m{i}"})).code == 0
+    deadline = time.monotonic() + 30
+    while call(broker, request(R.GET_MAX_OFFSET, {"topic": topic, "queueId": 0})).ext.get("offset") != "3":
+        assert time.monotonic() < deadline, "the messages never reached the consume queue"
+        time.sleep(0.1)
+    rows: list[tuple[int, list[str] | None]] = []
+    for i, (exp_type, exp) in enumerate(POP_FILTERS):
+        ext = {"consumerGroup": f"pf{i}_{run}", "topic": topic, "queueId": -1, "maxMsgNums": 32,
+               "invisibleTime": 60_000, "pollTime": 0, "bornTime": int(time.time() * 1000), "initMode": 0,
+               "expType": exp_type, "exp": exp, "order": False}
+        answer = call(broker, request(R.POP_MESSAGE, ext))
+        found = answer.code == 0 and answer.raw_body
+        rows.append((answer.code, sorted(m.properties["KEYS"] for m in decode_all(answer.raw_body)) if found else None))
+    # A pull with SQL92 is what enablePropertyFilter=false refuses (SYSTEM_ERROR), on both.
+    pull = {"consumerGroup": f"pull_{run}", "topic": topic, "queueId": 0, "queueOffset": 0, "maxMsgNums": 32,
+            "sysFlag": 4, "commitOffset": 0, "suspendTimeoutMillis": 0, "subVersion": 0, "subscription": "a > 5",
+            "expressionType": "SQL92"}
+    rows.append((call(broker, request(R.PULL_MESSAGE, pull)).code, None))
+    return rows
+
+
+def test_pop_filters_as_apache_5_with_property_filter_off(apache_rocketmq5: ApacheRocketMQ, tmp_path: Any) -> None:
+    # The shared 5.5.0 broker has enablePropertyFilter=true: turned off for this test (UPDATE_BROKER_CONFIG sets
+    # the field its processors read on every request), and on again whatever happens.
+    apache = apache_rocketmq5.broker_addr
+    assert call(apache, request(R.UPDATE_BROKER_CONFIG, body=b"enablePropertyFilter=false\n")).code == 0
+    try:
+        want = _pop_filter_rows(apache)
+    finally:
+        assert call(apache, request(R.UPDATE_BROKER_CONFIG, body=b"enablePropertyFilter=true\n")).code == 0
+    assert want == [(0, ["m1"]), (0, ["m0", "m1", "m2"]), (0, ["m0", "m1", "m2"]), (23, None), (1, None)]
+    with ThreadedCluster(tmp_path, enable_property_filter=False) as pocket:
+        assert _pop_filter_rows(pocket.broker_addr) == want

@@ -47,9 +47,13 @@ class PopClient:
 
     async def pop(self, group: str, topic: str, queue_id: int = -1, *, max_nums: int = 32,
                   invisible: int = 60_000, poll: int = 0, order: bool = False, exp: str | None = None,
-                  init_mode: int = 0, attempt_id: str | None = None, timeout: float = 5.0) -> Popped:
+                  init_mode: int = 0, attempt_id: str | None = None, timeout: float = 5.0,
+                  exp_type: str | None = None) -> Popped:
+        """``exp_type``: TAG when an ``exp`` is given and no type."""
+        if exp_type is None and exp:
+            exp_type = "TAG"
         header = PopMessageRequestHeader(group, topic, queue_id, max_nums, invisible, poll, time.time_ns() // 1_000_000,
-                                         init_mode, "TAG" if exp else None, exp, order, attempt_id)
+                                         init_mode, exp_type, exp, order, attempt_id)
         resp = await self.mq.invoke(RequestCode.POP_MESSAGE, header, timeout=timeout + poll / 1000)
         out = Popped(resp)
         if resp.code != ResponseCode.SUCCESS:

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pocketmq.broker.filter import ExpressionMessageFilter, build_subscription_data, message_filter_for
+from pocketmq.broker.filter import (
+    ExpressionMessageFilter,
+    SubscriptionParseError,
+    build_subscription_data,
+    message_filter_for,
+)
 from pocketmq.broker.processor.pull_message_processor import _tag_filter, pull_response_code
 from pocketmq.common.codec import decode_all
 from pocketmq.common.java_hash import java_string_hash
@@ -50,8 +56,54 @@ def test_subscription_expression_parsing() -> None:
     every = ExpressionMessageFilter(build_subscription_data("T", "*"))
     assert every.is_matched_by_consume_queue(12345) and every.is_matched_by_consume_queue(0)
     assert ExpressionMessageFilter(build_subscription_data("T", None)).match_all
-    nothing = ExpressionMessageFilter(build_subscription_data("T", "||"))
+    nothing = ExpressionMessageFilter(build_subscription_data("T", " || "))
     assert not nothing.is_matched_by_consume_queue(0) and not nothing.is_matched_by_consume_queue(1)
+
+
+@pytest.mark.parametrize(
+    ("expression", "sub_string", "tags"),
+    [
+        # FilterAPI.buildSubscriptionData: only nothing or exactly "*" is everything; the rest keeps its text.
+        ("", "*", []),
+        (None, "*", []),
+        ("*", "*", []),
+        (" ", " ", []),
+        (" * ", " * ", ["*"]),
+        ("*||TagA", "*||TagA", ["*", "TagA"]),
+        ("|| ||", "|| ||", []),
+        ("||TagA", "||TagA", ["TagA"]),
+        ("TagA||", "TagA||", ["TagA"]),
+        ("|||", "|||", ["|"]),
+        # String.trim strips every char up to the space, and only those
+        ("\tTagA\x00 ||\x1fTagB\n", "\tTagA\x00 ||\x1fTagB\n", ["TagA", "TagB"]),
+        ("\u3000TagA\xa0", "\u3000TagA\xa0", ["\u3000TagA\xa0"]),
+    ],
+)
+def test_tag_expressions_as_rocketmq_builds_them(expression, sub_string, tags) -> None:
+    sub = build_subscription_data("T", expression)
+    assert (sub.sub_string, sub.tags_set, sub.code_set) == (sub_string, tags, [java_string_hash(t) for t in tags])
+
+
+@pytest.mark.parametrize("expression", ["||", "||||", "||||||"])
+def test_an_expression_of_separators_alone_is_refused_as_rocketmq_does(expression) -> None:
+    # String.split drops the trailing empty strings, leaving nothing: "subString split error"
+    with pytest.raises(SubscriptionParseError, match="subString split error"):
+        build_subscription_data("T", expression)
+
+
+async def test_blank_padded_and_separator_only_tag_pulls(broker, mq, dispatched) -> None:
+    # Only "*" itself (or nothing) is every message: " " names no tag and matches nothing, " * " the tag "*".
+    # pocketmq stripped the expression first, so both were every message; "||" was no match instead of 23.
+    await fill(mq, "TopicBlank", ["TagA", "*", None])
+    await dispatched(broker)
+    blank = await mq.pull("G", "TopicBlank", 0, 0, subscription=" ")
+    assert blank.code == ResponseCode.PULL_RETRY_IMMEDIATELY and blank.ext_fields["nextBeginOffset"] == 3
+    star = await mq.pull("G", "TopicBlank", 0, 0, subscription=" * ")
+    assert star.code == ResponseCode.SUCCESS and [m.body for m in decode_all(star.body)] == [b"m1"]
+    every = await mq.pull("G", "TopicBlank", 0, 0, subscription="")
+    assert len(decode_all(every.body)) == 3
+    refused = await mq.pull("G", "TopicBlank", 0, 0, subscription="||")
+    assert refused.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED and "subString split error" in refused.remark
 
 
 async def test_tag_filter_by_hash_code(broker, mq, dispatched) -> None:
@@ -235,6 +287,11 @@ def test_the_remembered_tag_filter_is_the_one_the_subscription_gives(
     expression: str | None, topic: str, sub_version: int
 ) -> None:
     # The key is the expression alone: the filter must not depend on the topic or the version it came with.
-    remembered = _tag_filter(expression)
+    try:
+        remembered = _tag_filter(expression)
+    except SubscriptionParseError:
+        with pytest.raises(SubscriptionParseError):
+            build_subscription_data(topic, expression, "TAG", sub_version)
+        return
     direct = message_filter_for(build_subscription_data(topic, expression, "TAG", sub_version))
     assert (remembered.match_all, remembered.codes) == (direct.match_all, direct.codes)

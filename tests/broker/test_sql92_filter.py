@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pop_wire import PopClient
 
 from pocketmq.broker.filter import Sql92MessageFilter, record_properties
 from pocketmq.client import Message, MQBrokerException, MQClientException, Producer, PullConsumer, PullStatus
@@ -172,6 +173,58 @@ async def test_property_filter_disabled_refuses_sql92_as_rocketmq_does(cluster) 
     assert resp.remark == "The broker does not support consumer to filter message by SQL92"
     resp = await mq.pull("G", "TopicSqlOff", 0, 0, subscription="*")  # tags still work
     assert resp.code == ResponseCode.PULL_NOT_FOUND
+
+
+async def test_an_expression_too_long_to_parse_is_refused_at_once_and_the_broker_answers_meanwhile(
+    cluster, broker
+) -> None:
+    # A 1.2 MB chain of ORs with a syntax error at its end took the event loop for about 45 s (each OR copied the
+    # chain so far): the ping waited for it, past any client's timeout. Now it is refused before parsing.
+    mq, other = cluster.mq(broker), cluster.mq(broker)
+    await mq.create_topic("TopicSqlHuge", queues=1)
+    huge = " OR ".join(f"a = {i}" for i in range(90_000)) + " OR )"
+    pull = asyncio.create_task(mq.pull("G", "TopicSqlHuge", 0, 0, subscription=huge, **SQL))
+    ping = await other.invoke(RequestCode.GET_BROKER_RUNTIME_INFO)
+    assert ping.code == ResponseCode.SUCCESS
+    resp = await pull
+    assert resp.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
+    assert f"longer than the {64 * 1024} pocketmq accepts" in resp.remark
+    # The longest accepted expression still filters.
+    at_limit = " OR ".join(f"a = {i}" for i in range(5_000))
+    at_limit += " " * (64 * 1024 - len(at_limit))
+    await mq.send("TopicSqlHuge", b"hit", properties=mq.props(a="4999"))
+    await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+    resp = await mq.pull("G", "TopicSqlHuge", 0, 0, subscription=at_limit, **SQL)
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    assert [m.body for m in decode_all(resp.body)] == [b"hit"]
+
+
+async def test_pop_filters_by_sql92_whatever_enable_property_filter(cluster, dispatched) -> None:
+    # RocketMQ 5's PopMessageProcessor never looks at enablePropertyFilter (a 5.5.0 broker with it off serves SQL92
+    # pops); pocketmq answered SYSTEM_ERROR. Pulls still refuse, as RocketMQ's PullMessageProcessor does.
+    broker = await cluster.broker(enable_property_filter=False)
+    pc = PopClient(cluster.mq(broker), broker.broker_config.broker_name)
+    await fill(pc.mq, "TopicSqlPopOff")
+    await dispatched(broker)
+    popped = await pc.pop("GP", "TopicSqlPopOff", exp="a > 5", exp_type="SQL92")
+    assert popped.response.code == ResponseCode.SUCCESS, popped.response.remark
+    assert sorted(popped.bodies) == [b"m1", b"m3", b"m4"]
+    bad = await pc.pop("GP2", "TopicSqlPopOff", exp="a >>> 1", exp_type="SQL92")
+    assert bad.response.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
+    resp = await pc.mq.pull("G", "TopicSqlPopOff", 0, 0, subscription="a > 5", **SQL)
+    assert resp.code == ResponseCode.SYSTEM_ERROR
+
+
+@pytest.mark.parametrize("exp", ["", None])
+async def test_pop_of_type_sql92_without_an_expression_takes_every_message(cluster, broker, dispatched, exp) -> None:
+    # RocketMQ 5 pops with TAG "*" when the expression is empty or missing, whatever the type; pocketmq compiled
+    # it as SQL92 and answered SUBSCRIPTION_PARSE_FAILED.
+    pc = PopClient(cluster.mq(broker), broker.broker_config.broker_name)
+    await fill(pc.mq, "TopicSqlPopAll")
+    await dispatched(broker)
+    popped = await pc.pop("GP", "TopicSqlPopAll", exp=exp, exp_type="SQL92")
+    assert popped.response.code == ResponseCode.SUCCESS, popped.response.remark
+    assert sorted(popped.bodies) == sorted(body for body, _ in MESSAGES)
 
 
 # --- through the client ---

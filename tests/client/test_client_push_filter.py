@@ -1,4 +1,5 @@
-"""Push consumers get exactly the messages their tag or SQL92 expression selects."""
+"""Push consumers get exactly the messages their tag or SQL92 expression selects; push and lite pull consumers
+take what the broker's SQL92 filter delivered without judging it again."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ import pytest
 from push_helpers import FAST_BROKER, create_topic, make_consumer, unique
 
 from pocketmq import embedded
-from pocketmq.client import ConsumeConcurrentlyStatus, Message, MQClientException, Producer, PushConsumer
+from pocketmq.client import (
+    ConsumeConcurrentlyStatus,
+    LitePullConsumer,
+    Message,
+    MQClientException,
+    Producer,
+    PushConsumer,
+)
 from pocketmq.common.java_hash import java_string_hash
 
 
@@ -41,11 +49,53 @@ async def test_tag_and_sql92_subscriptions(tmp_path, poll) -> None:
             await poll(lambda: sorted(got["tags"]) == want_tags and sorted(got["sql"]) == want_sql, timeout=10)
 
 
+async def test_sql92_is_the_brokers_decision_alone(tmp_path, poll) -> None:
+    # The consumers evaluated the expression again on what they pulled, whose properties then also carried
+    # MIN_OFFSET and MAX_OFFSET: a filter naming those dropped every message the broker had delivered (and moved
+    # the offset past them). RocketMQ's client re-checks tags only (PullAPIWrapper.processPullResult).
+    expression = "MAX_OFFSET IS NULL AND n >= 0"
+    async with embedded.EmbeddedCluster(tmp_path, **FAST_BROKER, enable_property_filter=True) as cluster:
+        topic = unique("FilterRecheck")
+        await create_topic(cluster, topic, 1)
+        async with Producer(unique("PG"), cluster.namesrv_addr, instance_name=unique("p")) as producer:
+            for i in range(3):
+                await producer.send(Message(topic, f"{i}".encode(), properties={"n": str(i)}))
+        pushed: list[bytes] = []
+        push = make_consumer(cluster, unique("push"), consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        push.subscribe(topic, expression, "SQL92")
+
+        async def on_messages(msgs: list[Any], context: Any) -> ConsumeConcurrentlyStatus:
+            pushed.extend(m.body for m in msgs)
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+        push.register_message_listener(on_messages)
+        pulled: list[bytes] = []
+        lite = LitePullConsumer(unique("lite"), cluster.namesrv_addr, instance_name=unique("lite"),
+                                consume_from_where="CONSUME_FROM_FIRST_OFFSET", rebalance_interval=0.2)
+        lite.subscribe(topic, expression, "SQL92")
+        async with push, lite:
+            await poll(lambda: sorted(pushed) == [b"0", b"1", b"2"], timeout=10)
+            for _ in range(200):
+                pulled += [m.body for m in await lite.poll(timeout=0.05)]
+                if len(pulled) >= 3:
+                    break
+            assert sorted(pulled) == [b"0", b"1", b"2"]
+
+
 def test_a_malformed_sql92_expression_is_refused_at_subscribe() -> None:
     c = PushConsumer("G", "127.0.0.1:9876")
     with pytest.raises(MQClientException) as e:
         c.subscribe("T", "n >> 3", "SQL92")
     assert e.value.response_code == 23  # SUBSCRIPTION_PARSE_FAILED
+
+
+def test_a_tag_expression_of_separators_alone_is_refused_at_subscribe() -> None:
+    # FilterAPI.buildSubscriptionData's "subString split error", which RocketMQ's subscribe throws as well.
+    c = PushConsumer("G", "127.0.0.1:9876")
+    with pytest.raises(MQClientException, match="subString split error") as e:
+        c.subscribe("T", "||")
+    assert e.value.response_code == 23
+    c.subscribe("T", " ")  # names no tag (the broker will match nothing), but is no error
 
 
 @pytest.mark.parametrize("protocol", ["msgpack", "rocketmq"])

@@ -13,8 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pocketmq.common import sql92
 from pocketmq.common.sql92 import EvaluationError, SqlParseError, compile_sql92
 from pocketmq.common.sql92.java_values import JavaLong, compare, parse_double, parse_int
+from pocketmq.common.sql92.nodes import And, Or
+from pocketmq.common.sql92.parser import MAX_LENGTH
 
 PROPS = {"a": "5", "b": "hello", "n": "-3", "d": "2.5", "big": "3000000000", "t": "true", "q": "it's", "e": ""}
 
@@ -87,7 +90,11 @@ def matches(expr: str, props: dict[str, str] | None = None) -> bool:
         ("(a = 6 OR a = 5) AND NOT (b = 'x')", True),
         # keywords and comments
         ("a = 5 and B is null", True),
-        ("a = 5 -- trailing comment", True),
+        ("a = 5 -- trailing comment\n", True),
+        ("a = 5 -- trailing comment\r", True),
+        ("a = --5", True),  # no line end after "--": two minus signs, not a comment (LINE_COMMENT needs one)
+        ("a <> --5", False),
+        ("a = - -5", True),
         ("a = /* inline */ 5", True),
         ("a = 5 -- comment\n AND b = 'hello'", True),
         # CONTAINS / STARTSWITH / ENDSWITH (RocketMQ 5.x)
@@ -219,6 +226,8 @@ def test_literals() -> None:
         ("a = 9223372036854775808", 4, "out of the long range"),
         ("a CONTAINS b", 11, "expected a string literal"),
         ("a = 1 OR", 8, "expected a literal"),
+        ("a = 5 -- no line end", 6, "'--' starts a comment only when a line end follows it"),
+        ("a = --", 6, "expected a literal"),
         ("a = 1\nAND b = ", 14, "expected a literal"),
     ],
 )
@@ -252,6 +261,47 @@ def test_deep_nesting_is_refused_not_a_crash() -> None:
 
 def test_compiled_expressions_are_cached() -> None:
     assert compile_sql92("a = 1") is compile_sql92("a = 1")
+
+
+def test_parse_failures_are_cached_too() -> None:
+    # As SelectorParser's PARSE_CACHE: a client that sends the same malformed filter with every pull costs one
+    # parse. Each failure is raised anew, with the same reason and position.
+    bad = "a = 1 OR b >>> 2 -- cached"
+    errors = []
+    for _ in range(2):
+        with pytest.raises(SqlParseError) as info:
+            compile_sql92(bad)
+        errors.append(info.value)
+        assert sql92._COMPILED.get(bad) == (info.value.reason, info.value.position)
+    assert errors[0] is not errors[1] and str(errors[0]) == str(errors[1]) and errors[1].expression == bad
+
+
+def test_an_expression_longer_than_the_limit_is_refused_before_parsing_and_not_cached() -> None:
+    longest = "a = 1" + " " * (MAX_LENGTH - 5)
+    assert compile_sql92(longest).matches({"a": "1"})
+    for too_long in (longest + " ", "(" * (MAX_LENGTH + 1)):
+        with pytest.raises(SqlParseError, match=f"longer than the {MAX_LENGTH} pocketmq accepts") as info:
+            compile_sql92(too_long)
+        assert info.value.position == MAX_LENGTH
+        assert too_long not in sql92._COMPILED
+
+
+def test_chains_are_one_node_and_keep_their_order() -> None:
+    tree = compile_sql92("a = 0 OR (a = 1 OR a = 2) OR a = 3 AND b = 1 AND (b = 2 AND b = 3)").tree
+    assert isinstance(tree, Or) and len(tree.operands) == 4
+    assert isinstance(tree.operands[3], And) and len(tree.operands[3].operands) == 4
+    assert [op.right.value for op in tree.operands[:3]] == [0, 1, 2]  # type: ignore[attr-defined]
+    n = 4_000
+    tree = compile_sql92(" OR ".join(f"a = {i}" for i in range(n))).tree
+    assert isinstance(tree, Or) and len(tree.operands) == n
+    tree = compile_sql92(" AND ".join(f"a <> {i}" for i in range(n))).tree
+    assert isinstance(tree, And) and len(tree.operands) == n
+
+
+def test_a_long_equality_chain_is_refused_as_too_deep() -> None:
+    with pytest.raises(SqlParseError, match="levels deep") as info:
+        compile_sql92("x = 1 OR " + "a" + " = a" * 10_000)
+    assert info.value.position == 9  # where the chain starts
 
 
 def test_java_number_parsing() -> None:

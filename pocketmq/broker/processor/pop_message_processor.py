@@ -37,7 +37,13 @@ from pocketmq.storage.message_filter import MessageFilter, TagsFilter
 from pocketmq.storage.pop import PopCheckPoint
 from pocketmq.storage.results import GetMessageResult, GetMessageStatus
 
-from ..filter import EXPRESSION_TYPE_SQL92, SubscriptionParseError, build_subscription_data, message_filter_for
+from ..filter import (
+    EXPRESSION_TYPE_TAG,
+    SUB_ALL,
+    SubscriptionParseError,
+    build_subscription_data,
+    message_filter_for,
+)
 from ..longpolling.pop_long_polling_service import PollingResult, PopLongPollingService
 from ..pop import PopBufferMergeService, QueueLockManager, ReviveLog
 from .abstract_send_message_processor import AbstractSendMessageProcessor
@@ -179,11 +185,12 @@ class PopMessageProcessor(BrokerProcessor):
 
     def message_filter(self, request: RemotingCommand, topic: str, exp: str | None, exp_type: str | None
                        ) -> MessageFilter | RemotingCommand:
-        if exp_type == EXPRESSION_TYPE_SQL92 and not self.controller.broker_config.enable_property_filter:
-            return response(request, ResponseCode.SYSTEM_ERROR,
-                            f"The broker does not support consumer to filter message by {exp_type}")
+        # As RocketMQ 5's PopMessageProcessor: no expression at all is TAG "*" whatever the type says, and SQL92
+        # is served whether or not enablePropertyFilter is set (only pulls and CHECK_CLIENT_CONFIG look at it).
+        if not exp:
+            exp, exp_type = SUB_ALL, EXPRESSION_TYPE_TAG
         try:
-            return message_filter_for(build_subscription_data(topic, exp or "*", exp_type))
+            return message_filter_for(build_subscription_data(topic, exp, exp_type))
         except SubscriptionParseError as e:
             return response(request, ResponseCode.SUBSCRIPTION_PARSE_FAILED,
                             f"parse the consumer's subscription failed: {e}")

@@ -159,9 +159,9 @@ class PullMessageProcessor(BrokerProcessor):
             )
         message_filter: MessageFilter | RemotingCommand
         if has_subscription and (header.expression_type or EXPRESSION_TYPE_TAG) == EXPRESSION_TYPE_TAG:
-            # What _subscription and _message_filter make of it, found or computed (they check nothing else
-            # for a posted TAG subscription).
-            message_filter = self._posted_tag_filters[header.subscription]
+            message_filter = self._posted_tag_filter(request, header.subscription)
+            if isinstance(message_filter, RemotingCommand):
+                return message_filter
         else:
             sub_or_error = self._subscription(request, header, has_subscription, sgc.consume_broadcast_enable)
             if isinstance(sub_or_error, RemotingCommand):
@@ -231,6 +231,15 @@ class PullMessageProcessor(BrokerProcessor):
                 channel.remote_address, group, topic, queue_id, header.commit_offset
             )
         return resp
+
+    def _posted_tag_filter(self, request: RemotingCommand, expression: str | None) -> MessageFilter | RemotingCommand:
+        """What _subscription and _message_filter make of a posted TAG subscription, found or computed (they
+        check nothing else for one)."""
+        try:
+            return self._posted_tag_filters[expression]
+        except SubscriptionParseError as e:  # "||": FilterAPI's "subString split error"
+            return response(request, ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+                            f"parse the consumer's subscription failed: {e}")
 
     def _subscription(
         self,

@@ -16,7 +16,7 @@ from ..bounded_cache import BoundedCache
 from .errors import EvaluationError, SqlParseError
 from .java_values import Value
 from .nodes import BooleanNode
-from .parser import parse
+from .parser import MAX_LENGTH, parse
 
 __all__ = ["EvaluationError", "Sql92Expression", "SqlParseError", "compile_sql92"]
 
@@ -46,10 +46,24 @@ class Sql92Expression:
         return f"Sql92Expression({self.expression!r})"
 
 
-# Parsed expressions (SelectorParser's parse cache). One that does not parse raises and is not remembered.
-_COMPILED: BoundedCache[str, Sql92Expression] = BoundedCache(Sql92Expression, 256)
+def _compile(expression: str) -> Sql92Expression | tuple[str, int]:
+    try:
+        return Sql92Expression(expression)
+    except SqlParseError as e:
+        return e.reason, e.position
+
+
+# Parsed expressions and parse failures, as SelectorParser's PARSE_CACHE keeps both: a client that sends the same
+# malformed filter with every pull costs one parse, not one per pull. A failure is kept as its reason and position
+# and raised anew each time (an exception object raised again would keep growing its traceback).
+_COMPILED: BoundedCache[str, Sql92Expression | tuple[str, int]] = BoundedCache(_compile, 256)
 
 
 def compile_sql92(expression: str) -> Sql92Expression:
     """Parse ``expression`` (cached, like SelectorParser's parse cache); raises SqlParseError."""
-    return _COMPILED.get(expression) or _COMPILED[expression]
+    if not isinstance(expression, str) or len(expression) > MAX_LENGTH:
+        return Sql92Expression(expression)  # raises at once; not kept, or the table could hold 256 frames' worth
+    compiled = _COMPILED.get(expression) or _COMPILED[expression]
+    if isinstance(compiled, tuple):
+        raise SqlParseError(compiled[0], expression, compiled[1])
+    return compiled

@@ -28,14 +28,16 @@ _DIGITS = "0123456789"
 _FLOAT = re.compile(r"(?:[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)")
 _INT = re.compile(r"0|[1-9][0-9]*[lL]?")
 _ID = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+_LINE_END = re.compile(r"[\r\n]")
 _OPERATORS = ("<>", ">=", "<=", "=", ">", "<", "(", ")", ",", "+", "-")
 
 
 def tokenize(text: str) -> list[Token]:
     tokens: list[Token] = []
     i, n = 0, len(text)
+    last_line_end = max(text.rfind("\n"), text.rfind("\r"))
     while True:
-        i = _skip_blanks(text, i)
+        i = _skip_blanks(text, i, last_line_end)
         if i >= n:
             tokens.append(Token("EOF", "", n))
             return tokens
@@ -67,16 +69,19 @@ def tokenize(text: str) -> list[Token]:
             raise SqlParseError(f"unexpected character {c!r}", text, i)
 
 
-def _skip_blanks(text: str, i: int) -> int:
-    """Where the next token starts: past white space and comments."""
+def _skip_blanks(text: str, i: int, last_line_end: int) -> int:
+    """Where the next token starts: past white space and comments. ``last_line_end`` is the index of the text's
+    last \\r or \\n (-1: none)."""
     n = len(text)
     while i < n:
         if text[i] in _SPACE:
             i += 1
-        elif text.startswith("--", i):
-            # Java needs a line end after the comment; one running to the end of the input is read as
-            # trailing tokens there, which its parser ignores, so treating it as a comment agrees.
-            i = _line_end(text, i)
+        elif text.startswith("--", i) and last_line_end > i:
+            # LINE_COMMENT ends with a line end: without one later in the text, "--" is two minus signs
+            # ("a = --5" is "a = 5").
+            m = _LINE_END.search(text, i)
+            assert m is not None  # (a line end follows)
+            i = m.start()
         elif text.startswith("/*", i):
             end = text.find("*/", i + 2)
             if end < 0:
@@ -96,13 +101,6 @@ def _number(text: str, i: int) -> Token | None:
     if m_int is not None:
         return Token("INT", m_int.group(), i)
     return None
-
-
-def _line_end(text: str, i: int) -> int:
-    for j in range(i, len(text)):
-        if text[j] in "\r\n":
-            return j
-    return len(text)
 
 
 def _string(text: str, start: int) -> tuple[str, int]:

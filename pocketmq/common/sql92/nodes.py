@@ -121,10 +121,6 @@ class And(BooleanNode):
 
     operands: tuple[BooleanNode, ...]
 
-    @classmethod
-    def of(cls, left: BooleanNode, right: BooleanNode) -> And:
-        return cls(_flatten(cls, left) + _flatten(cls, right))
-
     def evaluate(self, props: Properties) -> Value:
         unknown = False
         for operand in self.operands:
@@ -142,10 +138,6 @@ class Or(BooleanNode):
 
     operands: tuple[BooleanNode, ...]
 
-    @classmethod
-    def of(cls, left: BooleanNode, right: BooleanNode) -> Or:
-        return cls(_flatten(cls, left) + _flatten(cls, right))
-
     def evaluate(self, props: Properties) -> Value:
         unknown = False
         for operand in self.operands:
@@ -155,10 +147,6 @@ class Or(BooleanNode):
             if v is None:
                 unknown = True
         return None if unknown else False
-
-
-def _flatten(cls: type, node: BooleanNode) -> tuple[BooleanNode, ...]:
-    return node.operands if isinstance(node, cls) else (node,)  # type: ignore[attr-defined]
 
 
 def depth(node: Node) -> int:

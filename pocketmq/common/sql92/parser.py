@@ -40,11 +40,21 @@ _DOUBLE_MIN = 5e-324  # Double.MIN_VALUE, the smallest positive double
 # both are bounded so that no expression can exhaust the stack of the broker thread that runs it.
 MAX_NESTING = 64
 MAX_DEPTH = 128
+# Filters are parsed on the broker's event loop, at a few microseconds a character: an expression of megabytes
+# (RocketMQ takes anything a frame holds, 16 MiB) would stop every other request for seconds. Real filters are a
+# few hundred characters; 65,536 leaves room for long generated IN lists and costs a fraction of a second at most.
+MAX_LENGTH = 64 * 1024
 
 
 def parse(expression: str) -> BooleanNode:
     if not isinstance(expression, str):
         raise TypeError("the SQL92 expression must be a str")
+    if len(expression) > MAX_LENGTH:
+        raise SqlParseError(
+            f"expression of {len(expression)} characters, longer than the {MAX_LENGTH} pocketmq accepts",
+            expression,
+            MAX_LENGTH,
+        )
     return _Parser(expression).parse()
 
 
@@ -93,39 +103,53 @@ class _Parser:
         start = self.tok
         node = self.or_expr()
         if self.tok.kind != "EOF":
+            if self.text.startswith("--", self.tok.pos):
+                self.fail("unexpected text after a complete expression ('--' starts a comment only when a line end "
+                          "follows it)")
             self.fail("unexpected text after a complete expression")
         tree = self.as_boolean(node, start)
         if depth(tree) > MAX_DEPTH:
             raise self.error(f"expression nests more than {MAX_DEPTH} levels deep", start)
         return tree
 
+    # A chain is collected and built once: combining pairwise copied the operands at every operator, which made
+    # a long chain quadratic in its length (seconds of the broker's event loop for a few hundred kilobytes).
     def or_expr(self) -> Node:
         start = self.tok
-        left = self.and_expr()
+        first = self.and_expr()
+        if self.tok.kind != "OR":
+            return first
+        operands: list[BooleanNode] = []
+        _extend(operands, Or, self.as_boolean(first, start))
         while self.tok.kind == "OR":
-            op = self.take()
+            self.take()
             right_start = self.tok
-            right = self.and_expr()
-            left = Or.of(self.as_boolean(left, start), self.as_boolean(right, right_start))
-            start = op
-        return left
+            _extend(operands, Or, self.as_boolean(self.and_expr(), right_start))
+        return Or(tuple(operands))
 
     def and_expr(self) -> Node:
         start = self.tok
-        left = self.equality()
+        first = self.equality()
+        if self.tok.kind != "AND":
+            return first
+        operands: list[BooleanNode] = []
+        _extend(operands, And, self.as_boolean(first, start))
         while self.tok.kind == "AND":
-            op = self.take()
+            self.take()
             right_start = self.tok
-            right = self.equality()
-            left = And.of(self.as_boolean(left, start), self.as_boolean(right, right_start))
-            start = op
-        return left
+            _extend(operands, And, self.as_boolean(self.equality(), right_start))
+        return And(tuple(operands))
 
     def equality(self) -> Node:
         left_tok = self.tok
         left = self.comparison()
+        links = 0
         while True:
             t = self.tok
+            links += 1
+            if links > MAX_DEPTH:
+                # Each link nests the chain one level deeper: refused here rather than after building it all.
+                raise self.error(f"expression nests more than {MAX_DEPTH} levels deep", left_tok)
             if t.kind in ("=", "<>"):
                 self.take()
                 right_tok = self.tok
@@ -316,6 +340,15 @@ class _Parser:
             return
         if isinstance(node, Constant | BooleanConstant | BooleanNode):
             raise self.error(f"Value {_describe(node)} cannot be compared by >, >=, <, <= (numbers only)", at)
+
+
+def _extend(operands: list[BooleanNode], chain: type[And] | type[Or], node: BooleanNode) -> None:
+    """Adds ``node`` to a chain of its kind, a parenthesised chain of the same kind by its operands (``a OR (b OR
+    c)`` is ``a OR b OR c``, evaluated in the same order)."""
+    if isinstance(node, chain):
+        operands.extend(node.operands)
+    else:
+        operands.append(node)
 
 
 def _describe(node: Node) -> str:

@@ -11,14 +11,14 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pocketmq.common.filter_api import EXPRESSION_TYPE_SQL92, EXPRESSION_TYPE_TAG, SUB_ALL
+from pocketmq.common.filter_api import EXPRESSION_TYPE_TAG, SUB_ALL
 from pocketmq.common.message import MessageExt
 from pocketmq.remoting.client_body import MessageQueue, SubscriptionData
 from pocketmq.remoting.errors import RemotingError
 
 from ...consumer.lite_pull_consumer_config import LitePullConsumerConfig
 from ...exceptions import MQBrokerException, MQClientException
-from ...filter_api import build_subscription_data, message_matches
+from ...filter_api import build_subscription_data
 from ...message import PullStatus
 from .assigned_message_queue import AssignedMessageQueue, MessageQueueState
 from .process_queue import ProcessQueue
@@ -159,9 +159,7 @@ class LitePullTasks:
         if current is not state or state.process_queue.dropped:
             return 0.0
         if result.pull_status is PullStatus.FOUND and state.seek_offset == -1:
-            msgs = result.msg_found_list
-            if msgs and subscription.expression_type == EXPRESSION_TYPE_SQL92:
-                msgs = [m for m in msgs if message_matches(subscription, m)]
+            msgs = result.msg_found_list  # no SQL92 re-check at the client, as in RocketMQ (push_consumer_impl)
             if msgs:
                 state.process_queue.put_message(msgs)
                 self._submit_consume_request(ConsumeRequest(msgs, mq, state.process_queue))

@@ -32,7 +32,7 @@ from ...consumer.push_consumer_config import PushConsumerConfig
 from ...consumer.store.local_file_offset_store import LocalFileOffsetStore
 from ...consumer.store.offset_store import OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
 from ...exceptions import MQBrokerException, MQClientException
-from ...filter_api import EXPRESSION_TYPE_SQL92, build_subscription_data, message_matches
+from ...filter_api import build_subscription_data
 from ...message import PullResult, PullStatus
 from ...trace.async_trace_dispatcher import AsyncTraceDispatcher
 from ...trace.trace_hooks import ConsumeMessageTraceHook
@@ -416,10 +416,9 @@ class DefaultMQPushConsumerImpl(PushConsumerAdmin, PushConsumerRetry, Rebalanced
         status = result.pull_status
         if status is PullStatus.FOUND:
             request.next_offset = result.next_begin_offset
+            # Tags were re-checked by process_pull_result; a SQL92 expression is the broker's alone (as in
+            # RocketMQ's client): here the properties also carry MIN_OFFSET/MAX_OFFSET, which the broker's did not.
             msgs = result.msg_found_list
-            if msgs and subscription.expression_type == EXPRESSION_TYPE_SQL92:
-                # The broker evaluated the expression already; checked again here, as RocketMQ's client does.
-                msgs = [m for m in msgs if message_matches(subscription, m)]
             if not msgs:
                 self.execute_pull_request_immediately(request)
                 return

@@ -312,6 +312,17 @@ def decode_json_header(data: bytes | bytearray | memoryview) -> RemotingCommand:
         obj = fastjson.loads(data, object_type=dict, parse_float=Decimal)
     except fastjson.JsonSyntaxError as e:
         raise MalformedFrame(f"undecodable JSON header ({e})") from None
+    except ArithmeticError:  # (1e9999999999999999999: decimal.InvalidOperation)
+        raise MalformedFrame("undecodable JSON header (a number no Java number holds)") from None
+    try:
+        return _command_of(obj)
+    except (ValueError, ArithmeticError, RecursionError) as e:
+        # Numbers past what int() or Decimal take (4,300 digits and more), values nested past what the text form
+        # of an ext value takes: not a header, and not a bug to log with a traceback.
+        raise MalformedFrame(f"undecodable JSON header ({type(e).__name__}: {str(e)[:200]})") from None
+
+
+def _command_of(obj: object) -> RemotingCommand:
     if not isinstance(obj, dict):
         raise MalformedFrame(f"JSON header is a {type(obj).__name__}, not an object")
     raw_opaque, raw_flag = obj.get("opaque"), obj.get("flag")
@@ -375,7 +386,7 @@ def decode_json_header_fast_py(data: bytes | bytearray | memoryview) -> Remoting
         return _decode_json_header_any(text, data)
     try:
         ext, end = _scan_header(text, head.end())
-    except (StopIteration, ValueError, RecursionError):
+    except (StopIteration, ValueError, ArithmeticError, RecursionError):
         return decode_json_header(data)
     tail = _JAVA_TAIL.fullmatch(text, end)
     if tail is None or type(ext) is not dict:
@@ -412,7 +423,7 @@ def _decode_json_header_any(text: str, data: bytes | bytearray | memoryview) -> 
     to the reference."""
     try:
         obj, end = _scan_header(text, 0)
-    except (StopIteration, ValueError, RecursionError):
+    except (StopIteration, ValueError, ArithmeticError, RecursionError):
         return decode_json_header(data)
     if end != len(text) or type(obj) is not dict:
         return decode_json_header(data)

@@ -25,6 +25,7 @@ from pocketmq.remoting.errors import FrameError, FrameTooLarge, MalformedFrame
 from pocketmq.remoting.native_codec import NativeFrameDecoder, decode_native_frames, encode_native
 from pocketmq.remoting.remoting_serializable import (
     decode_json_header,
+    decode_json_header_fast,
     encode_json_header,
     encode_json_header_fast,
     encode_json_header_fast_py,
@@ -464,3 +465,25 @@ def test_header_functions_alone() -> None:
     assert decode_rocketmq_header(binary) == topic_request(ROCKETMQ)
     # Bytes after the ext block are ignored, as Java ignores them.
     assert decode_rocketmq_header(binary + b"\x00\x01") == topic_request(ROCKETMQ)
+
+
+_ODD = '{"code":%s,"extFields":%s,"flag":0,"language":"JAVA","opaque":%s,"version":409}'
+
+
+@pytest.mark.parametrize("header", [
+    _ODD % ("105", '{"topic":1e9999999999999999999}', "7"),  # past Decimal's exponent: InvalidOperation
+    _ODD % ("1e9999999999999999999", '{"topic":"T"}', "7"),
+    _ODD % ('"' + "1" * 5000 + '"', '{"topic":"T"}', "7"),  # past int()'s 4,300 digits: ValueError
+    _ODD % ("105", '{"topic":"T"}', '"' + "1" * 5000 + '"'),
+    _ODD % ("105", '{"a":' + "[" * 500 + "]" * 500 + "}", "7"),  # nested past what an ext value's text takes
+])
+def test_a_header_past_what_javas_numbers_or_nesting_take_is_a_malformed_frame(header: str) -> None:
+    # Other exceptions got through: the transport logged a traceback for what is only bad input.
+    data = header.encode()
+    for decode in (decode_json_header, decode_json_header_fast):
+        with pytest.raises(MalformedFrame, match="undecodable JSON header"):
+            decode(data)
+    decoder = NativeFrameDecoder()
+    decoder.receive_data(struct.pack(">II", 4 + len(data), len(data)) + data)
+    with pytest.raises(MalformedFrame):
+        decoder.next_event()

@@ -74,12 +74,12 @@ class Detection:
 
 def detect_protocol(head: bytes | bytearray | memoryview) -> Detection:
     """Which protocol a connection whose first bytes are ``head`` speaks (the rule is in the module's docstring)."""
+    if len(head) >= 4 and not any(head[:4]):  # (decided without the fifth byte, which such a peer may never send)
+        return Detection(Decision.NEITHER, "the first frame is empty (length 0)")
     if len(head) < DETECTION_BYTES:
         return Detection(Decision.NEED_MORE, f"{len(head)} of the {DETECTION_BYTES} bytes that decide")
     length = int.from_bytes(head[:4], "big")
     marker = head[4]
-    if length == 0:
-        return Detection(Decision.NEITHER, "the first frame is empty (length 0)")
     if marker in _MSGPACK_MAP_MARKERS:
         return Detection(Decision.MSGPACK, f"byte 4 is 0x{marker:02X}, a msgpack map marker")
     if marker in _NATIVE_SERIALIZE_TYPES:

@@ -60,6 +60,7 @@ def test_native_serialize_types(byte4: int, name: str) -> None:
     ("first", "fragment"),
     [
         (head(0, 0x85), "empty"),  # byte 4 would belong to the next frame
+        (b"\x00\x00\x00\x00", "empty"),  # decided at once: the peer may never send a fifth byte
         (head(3, 0x00), "no room for the native header word"),
         (head(2, 0x01), "no room for the native header word"),
         (head(10, 0x02), "0x02"),  # no such serialize type

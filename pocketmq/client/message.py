@@ -19,6 +19,7 @@ from pocketmq.common.constants import (
     PROPERTY_TIMER_DELIVER_MS,
 )
 from pocketmq.common.message import MessageExt
+from pocketmq.common.mix_all import DEFAULT_TRACE_REGION_ID
 from pocketmq.common.pop_ack_constants import PROPERTY_SHARDING_KEY
 from pocketmq.remoting.client_body import MessageQueue
 
@@ -214,6 +215,10 @@ class SendResult:
     queue_offset: int  # the first one, for a batch
     transaction_id: str | None = None
     recall_handle: str | None = None  # a timer message's: Producer.recall_message cancels it before it is due
+    # What the broker's answer says of message trace (MSG_REGION, TRACE_ON): the region a Pub trace record names,
+    # and whether the broker wants one at all.
+    region_id: str = DEFAULT_TRACE_REGION_ID
+    trace_on: bool = True
 
 
 class PullStatus(enum.Enum):

@@ -376,6 +376,8 @@ async def test_trace_records_of_a_send_and_its_consume(server: Server) -> None:
     assert pub.trace_beans[0].msg_id == sent.msg_id and pub.success
     before = next(c for c in contexts if c.trace_type.name == "SubBefore")
     assert before.group_name == cgroup and before.trace_beans[0].msg_id == sent.msg_id
+    after = next(c for c in contexts if c.trace_type.name == "SubAfter")  # (4.9.4+: with its group and time)
+    assert after.group_name == cgroup and after.request_id == before.request_id and after.success
 
 
 # --- the admin API --------------------------------------------------------------------------------------------

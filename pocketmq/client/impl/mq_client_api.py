@@ -14,8 +14,9 @@ import random
 from dataclasses import dataclass
 
 from pocketmq.common.codec import CorruptRecordError, decode_all
+from pocketmq.common.constants import PROPERTY_MSG_REGION, PROPERTY_TRACE_SWITCH
 from pocketmq.common.message import MessageExt
-from pocketmq.common.mix_all import UNIQUE_MSG_QUERY_FLAG
+from pocketmq.common.mix_all import DEFAULT_TRACE_REGION_ID, UNIQUE_MSG_QUERY_FLAG
 from pocketmq.remoting.assignment_body import (
     MessageQueueAssignment,
     QueryAssignmentRequestBody,
@@ -133,6 +134,8 @@ def process_send_response(
         queue_offset=rh.queue_offset,
         transaction_id=rh.transaction_id,
         recall_handle=rh.recall_handle,
+        region_id=str(response.ext_fields.get(PROPERTY_MSG_REGION) or DEFAULT_TRACE_REGION_ID),
+        trace_on=response.ext_fields.get(PROPERTY_TRACE_SWITCH) != "false",
     )
 
 

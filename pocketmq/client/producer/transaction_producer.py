@@ -49,6 +49,7 @@ from ..message_const import (
     PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
 )
+from ..trace.trace_hooks import EndTransactionTraceHook
 from .producer import Producer
 
 log = logging.getLogger(__name__)
@@ -160,7 +161,7 @@ class TransactionProducer(Producer):
             # Stored but not safely (flush or slave timeout): RocketMQ rolls it back.
             state = LocalTransactionState.ROLLBACK_MESSAGE
         try:
-            await self.end_transaction(send_result, state, local_exception)
+            await self.end_transaction(send_result, state, local_exception, msg)
         except (RemotingError, MQClientException) as e:
             log.warning("local transaction %s ended %s, but the broker was not told (it will ask): %s",
                         transaction_id, state.value, e)
@@ -175,9 +176,11 @@ class TransactionProducer(Producer):
         )
 
     async def end_transaction(
-        self, send_result: SendResult, state: LocalTransactionState, local_exception: BaseException | None = None
+        self, send_result: SendResult, state: LocalTransactionState, local_exception: BaseException | None = None,
+        msg: Message | None = None,
     ) -> None:
-        """endTransaction: a one-way END_TRANSACTION to the broker that stored the half message."""
+        """endTransaction: a one-way END_TRANSACTION to the broker that stored the half message (and, traced, an
+        EndTransaction record of ``msg``)."""
         _, commit_log_offset = decode_message_id(send_result.offset_msg_id or send_result.msg_id)
         instance = self.instance
         addr = instance.find_broker_address_in_publish(send_result.message_queue.broker_name)
@@ -194,6 +197,15 @@ class TransactionProducer(Producer):
         )
         remark = f"executeLocalTransactionBranch exception: {local_exception!r}" if local_exception else None
         await _end_transaction_oneway(instance, addr, header, remark)
+        if msg is not None:
+            self._trace_end(msg, send_result.msg_id, addr, state, header.transaction_id, from_check=False)
+
+    def _trace_end(self, msg: Message | MessageExt, msg_id: str, addr: str, state: LocalTransactionState,
+                   transaction_id: str | None, from_check: bool) -> None:
+        dispatcher = self.trace_dispatcher
+        if dispatcher is not None:
+            EndTransactionTraceHook(dispatcher, self.group).end_transaction(
+                msg, msg_id, addr, state.value, transaction_id, from_check)
 
     # --- the check-back (checkTransactionState) ------------------------------------------------------------
 
@@ -235,6 +247,8 @@ class TransactionProducer(Producer):
             await _end_transaction_oneway(self.instance, addr, end, remark)
         except (RemotingError, MQClientException) as e:
             log.warning("cannot answer the check of %s: %s", header.transaction_id, e)
+            return
+        self._trace_end(msg, end.msg_id or "", addr, state, header.transaction_id, from_check=True)
 
 
 TransactionMQProducer = TransactionProducer  # RocketMQ's name

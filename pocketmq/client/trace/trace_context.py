@@ -54,6 +54,11 @@ class TraceBean:
     retry_times: int = 0
     body_length: int = 0
     msg_type: MessageType = MessageType.Normal_Msg
+    # An EndTransaction record's: the transaction, how it ended (a LocalTransactionState name), and whether a
+    # check-back asked.
+    transaction_id: str = ""
+    transaction_state: str = ""
+    from_transaction_check: bool = False
 
 
 @dataclass(slots=True)

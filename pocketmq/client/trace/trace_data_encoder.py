@@ -6,7 +6,10 @@ message's body is records back to back. The fields, in order (RocketMQ 4.9.8):
 - Pub: type, timestamp, regionId, producer group, topic, msgId, tags, keys, storeHost, bodyLength, costTime,
   msgType ordinal, offsetMsgId, success
 - SubBefore: type, timestamp, regionId, consumer group, requestId, msgId, retryTimes, keys
-- SubAfter: type, requestId, msgId, costTime, success, keys, contextCode, timestamp
+- SubAfter: type, requestId, msgId, costTime, success, keys, contextCode, timestamp, consumer group (the last two
+  since 4.9.4; Java's decoder takes neither from a record of fewer than nine fields)
+- EndTransaction: type, timestamp, regionId, producer group, topic, msgId, tags, keys, storeHost, msgType ordinal,
+  transactionId, transaction state, fromTransactionCheck
 
 A missing value is written as Java writes a null, ``null``, so that Java's decoder (which drops empty trailing
 fields when it splits) reads every record pocketmq writes.
@@ -46,7 +49,12 @@ def encoder_from_context_bean(ctx: TraceContext) -> TraceTransferBean:
     elif t is TraceType.SubAfter:
         for b in ctx.trace_beans:
             parts.append(_record(t.value, ctx.request_id, b.msg_id, ctx.cost_time, ctx.success, b.keys,
-                                 ctx.context_code, ctx.time_stamp))
+                                 ctx.context_code, ctx.time_stamp, ctx.group_name))
+    elif t is TraceType.EndTransaction:
+        b = ctx.trace_beans[0]
+        parts.append(_record(t.value, ctx.time_stamp, ctx.region_id, ctx.group_name, b.topic, b.msg_id, b.tags,
+                             b.keys, b.store_host, int(b.msg_type), b.transaction_id, b.transaction_state,
+                             b.from_transaction_check))
     else:
         raise ValueError(f"trace type {t} is not written by pocketmq")
     bean = TraceTransferBean("".join(parts))
@@ -100,10 +108,18 @@ def decoder_from_trace_data_string(trace_data: str) -> list[TraceContext]:
                                    success=_bool(line[4]), trace_beans=[bean])
                 if len(line) >= 7:
                     ctx.context_code = int(line[6])
-                if len(line) >= 8:
+                if len(line) >= 9:  # (Java takes the time and the group together)
                     ctx.time_stamp = int(line[7])
+                    ctx.group_name = line[8]
+                elif len(line) == 8:  # (what pocketmq wrote before it wrote the group)
+                    ctx.time_stamp = int(line[7])
+            elif kind == TraceType.EndTransaction.value:
+                bean = TraceBean(topic=line[4], msg_id=line[5], tags=line[6], keys=line[7], store_host=line[8],
+                                 msg_type=MessageType(int(line[9])), transaction_id=line[10],
+                                 transaction_state=line[11], from_transaction_check=_bool(line[12]))
+                ctx = TraceContext(TraceType.EndTransaction, int(line[1]), line[2], line[3], trace_beans=[bean])
             else:
-                continue  # EndTransaction and types of later versions: not shown here
+                continue  # types of later versions
         except (IndexError, ValueError) as e:
             raise ValueError(f"bad trace record {context!r}: {e}") from e
         out.append(ctx)

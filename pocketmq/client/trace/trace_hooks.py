@@ -1,5 +1,6 @@
-"""SendMessageTraceHookImpl and ConsumeMessageTraceHookImpl: the records a traced send and a traced listener
-call leave with the dispatcher (a Pub per send; a SubBefore and a SubAfter per listener call)."""
+"""SendMessageTraceHookImpl, ConsumeMessageTraceHookImpl and EndTransactionTraceHookImpl: the records a traced
+send, a traced listener call and a transaction's end leave with the dispatcher (a Pub per send; a SubBefore and a
+SubAfter per listener call; an EndTransaction per END_TRANSACTION)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pocketmq.common.constants import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_KEYS,
     PROPERTY_MSG_REGION,
+    PROPERTY_TAGS,
     PROPERTY_TRACE_SWITCH,
 )
 from pocketmq.common.message import MessageExt
@@ -51,12 +53,12 @@ class SendMessageTraceHook:
 
     def send_message_after(self, ctx: TraceContext | None, result: SendResult | None) -> None:
         """After a send that got an answer (a oneway send gets none, a failed send raised: neither is traced)."""
-        if ctx is None or result is None:
+        if ctx is None or result is None or not result.trace_on:  # (the broker's traceOn=false: no record)
             return
         bean = ctx.trace_beans[0]
         ctx.cost_time = _now_ms() - ctx.time_stamp
         ctx.success = result.send_status is SendStatus.SEND_OK
-        ctx.region_id = DEFAULT_REGION
+        ctx.region_id = result.region_id
         bean.msg_id = result.msg_id
         bean.offset_msg_id = result.offset_msg_id
         bean.store_time = ctx.time_stamp + ctx.cost_time // 2
@@ -100,3 +102,25 @@ class ConsumeMessageTraceHook:
             trace_beans=before.trace_beans,
         )
         self.dispatcher.append(after)
+
+
+class EndTransactionTraceHook:
+    """EndTransactionTraceHookImpl: an EndTransaction record each time a transaction producer tells a broker how a
+    transaction ended, after its local transaction or after a check-back."""
+
+    def __init__(self, dispatcher: AsyncTraceDispatcher, group: str) -> None:
+        self.dispatcher = dispatcher
+        self.group = group
+
+    def end_transaction(self, msg: Message | MessageExt, msg_id: str, broker_addr: str, state: str,
+                        transaction_id: str | None, from_check: bool) -> None:
+        if msg.topic == self.dispatcher.trace_topic:
+            return
+        props = msg.properties
+        bean = TraceBean(topic=msg.topic, msg_id=msg_id, tags=props.get(PROPERTY_TAGS, ""),
+                         keys=props.get(PROPERTY_KEYS, ""), store_host=broker_addr,
+                         msg_type=MessageType.Trans_msg_Commit, transaction_id=transaction_id or "",
+                         transaction_state=state, from_transaction_check=from_check)
+        self.dispatcher.append(TraceContext(TraceType.EndTransaction, group_name=self.group,
+                                            region_id=props.get(PROPERTY_MSG_REGION) or DEFAULT_REGION,
+                                            trace_beans=[bean]))

@@ -98,3 +98,36 @@ async def test_shutdown_waits_for_running_jobs_then_cancels_what_is_left() -> No
     pool.submit(quick)  # queued behind the stuck one: never runs
     await pool.shutdown(0.2)
     assert finished == ["quick"] and (pool.active, pool.queued) == (0, 0)
+
+
+async def test_a_job_that_raises_cancelled_error_without_being_cancelled_keeps_its_worker() -> None:
+    """A listener that awaited a future cancelled elsewhere raises CancelledError though nobody cancelled the
+    worker: the pool's only worker survives two such jobs and runs the next (it used to end, the pool one worker
+    smaller for good). Cancelling the worker itself still ends it: shutdown returns."""
+    pool = ConsumeExecutor(1, "t")
+    pool.start()
+    ran: list[str] = []
+
+    async def awaits_a_cancelled_future() -> None:
+        ran.append("cancelled")
+        other = asyncio.get_running_loop().create_future()
+        other.cancel()
+        await other
+
+    async def job() -> None:
+        ran.append("next")
+
+    async def stuck() -> None:
+        ran.append("stuck")
+        await asyncio.Event().wait()
+
+    pool.submit(awaits_a_cancelled_future)
+    pool.submit(awaits_a_cancelled_future)
+    pool.submit(job)
+    await settle()
+    assert ran == ["cancelled", "cancelled", "next"] and (pool.active, pool.queued) == (0, 0)
+    pool.submit(stuck)
+    await settle()
+    assert pool.active == 1
+    await asyncio.wait_for(pool.shutdown(0), 10)
+    assert (pool.active, pool.queued) == (0, 0)

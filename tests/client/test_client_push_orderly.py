@@ -6,7 +6,7 @@ import asyncio
 from collections import defaultdict
 from typing import Any
 
-from push_helpers import committed, create_topic, make_consumer, max_offsets, unique
+from push_helpers import committed, create_topic, make_consumer, max_offsets, send_many, unique
 
 from pocketmq.client import (
     ConsumeOrderlyStatus,
@@ -169,3 +169,32 @@ async def test_orderly_without_auto_commit_commits_on_commit_and_goes_back_on_ro
     held = {body: offset for body, offset in seen[:3]}
     assert held["m1"] == held["m2"] == held["m0"]  # nothing committed by the SUCCESS of m0 and m1
     assert seen[3:] == [("m3", 3), ("m4", 3), ("m3", 3), ("m4", 3), ("m5", 5)]
+
+
+async def test_a_listener_raising_cancelled_error_suspends_its_batch_and_the_queue_goes_on(push_cluster, poll) -> None:
+    """asyncio.CancelledError out of an orderly listener that was not itself cancelled (it awaited a future
+    cancelled elsewhere) is a failed call, SUSPEND_CURRENT_QUEUE_A_MOMENT as RocketMQ's catch (Throwable) makes
+    of it: the batch is retried in place and the rest follows in order. It used to end the worker with the
+    batch taken and the queue marked consuming, so the queue was never consumed again."""
+    topic, group = unique("OrderCancelT"), unique("OrderCancelG")
+    await create_topic(push_cluster, topic, 1)
+    seen: list[tuple[bytes, int]] = []
+
+    async def listener(msgs: list[Any], context: Any) -> ConsumeOrderlyStatus:
+        [m] = msgs
+        seen.append((m.body, m.reconsume_times))
+        if m.body == b"bad" and m.reconsume_times == 0:
+            other = asyncio.get_running_loop().create_future()
+            other.cancel()
+            await other
+        return ConsumeOrderlyStatus.SUCCESS
+
+    consumer = make_consumer(push_cluster, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+                             suspend_current_queue_time=0.01)
+    consumer.subscribe(topic, "*")
+    consumer.register_message_listener_orderly(listener)
+    async with consumer:
+        await poll(lambda: MessageQueue(topic, "broker-a", 0) in consumer.assigned_queues(), timeout=10)
+        await send_many(push_cluster, topic, [b"bad", b"good-1", b"good-2"], 1)
+        await poll(lambda: committed(push_cluster, group, topic, 1) == [3], timeout=10)
+    assert seen == [(b"bad", 0), (b"bad", 1), (b"good-1", 0), (b"good-2", 0)]

@@ -113,6 +113,34 @@ async def test_failed_messages_come_back_with_the_attempt_count_then_go_to_the_d
         await c.shutdown()
 
 
+async def test_a_listener_raising_cancelled_error_is_retried_and_loses_no_worker(cluster: EmbeddedCluster) -> None:
+    """asyncio.CancelledError out of an async listener that was not itself cancelled (it awaited a future
+    cancelled elsewhere) is a failed call: the message comes back with its attempt counted, and the one worker
+    of consume_thread_max=1 goes on with the rest. It used to end that worker: nothing was consumed again."""
+    await create_topic(cluster, "PopCancel", 1)
+    attempts: dict[bytes, list[int]] = collections.defaultdict(list)
+
+    async def listener(msgs: list[Any], context: Any) -> ConsumeConcurrentlyStatus:
+        [m] = msgs
+        attempts[m.body].append(m.reconsume_times)
+        if m.body == b"bad" and m.reconsume_times == 0:
+            other = asyncio.get_running_loop().create_future()
+            other.cancel()
+            await other
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    c = make_consumer(cluster, "PGC", consume_thread_max=1, **POP)
+    c.subscribe("PopCancel", "*")
+    c.register_message_listener(listener)
+    await c.start()
+    try:
+        await produce(cluster, "PopCancel", [b"bad", b"good-1", b"good-2"])
+        await until(lambda: sum(map(len, attempts.values())) >= 4)
+        assert attempts == {b"bad": [0, 1], b"good-1": [0], b"good-2": [0]}
+    finally:
+        await c.shutdown()
+
+
 async def test_an_orderly_listener_gets_each_group_in_order_through_a_suspension(cluster: EmbeddedCluster) -> None:
     await create_topic(cluster, "PopFifo", 4)
     got: dict[str, list[tuple[bytes, int]]] = collections.defaultdict(list)

@@ -10,7 +10,7 @@ import asyncio
 import time
 from typing import Any
 
-from push_helpers import create_topic, make_consumer, send_many, unique
+from push_helpers import committed, create_topic, make_consumer, send_many, unique
 
 from pocketmq.client import (
     ConsumeConcurrentlyStatus,
@@ -264,3 +264,36 @@ async def test_an_ack_index_below_minus_one_means_none_of_the_batch_succeeded(pu
     async with consumer:
         await poll(lambda: len(succeeded) == 4, timeout=15)  # every one came back from the retry topic
     assert succeeded == {b"m%d" % i for i in range(4)}
+
+
+async def test_a_listener_raising_cancelled_error_is_retried_and_loses_no_worker(push_cluster, poll) -> None:
+    """asyncio.CancelledError out of an async listener that was not itself cancelled (it awaited a future
+    something else cancelled) is a failed call, as RocketMQ's catch (Throwable) makes of it: the message comes
+    back through %RETRY% and the pool keeps its workers. It used to end one worker per call: with both of
+    consume_thread_max gone, the messages behind were never consumed and the offset never moved."""
+    topic, group = unique("CancelT"), unique("CancelG")
+    await create_topic(push_cluster, topic, 1)
+    seen: list[tuple[bytes, int]] = []
+
+    async def listener(msgs: list[Any], context: Any) -> ConsumeConcurrentlyStatus:
+        [m] = msgs
+        seen.append((m.body, m.reconsume_times))
+        if m.body.startswith(b"bad") and m.reconsume_times == 0:
+            other = asyncio.get_running_loop().create_future()
+            other.cancel()
+            await other
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = make_consumer(push_cluster, group, consume_thread_max=2,
+                             consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer.subscribe(topic, "*")
+    consumer.register_message_listener(listener)
+    async with consumer:
+        await poll(lambda: any(q.topic == topic for q in consumer.assigned_queues()), timeout=10)
+        await send_many(push_cluster, topic, [b"bad-1", b"bad-2", b"good-1", b"good-2", b"good-3"], 1)
+        await poll(lambda: len(seen) >= 7, timeout=10)
+        assert sorted(seen) == [(b"bad-1", 0), (b"bad-1", 1), (b"bad-2", 0), (b"bad-2", 1),
+                                (b"good-1", 0), (b"good-2", 0), (b"good-3", 0)]
+        await poll(lambda: committed(push_cluster, group, topic, 1) == [5], timeout=10)
+        executor = consumer.impl.consume_message_service.executor
+        assert [w.done() for w in executor._workers] == [False, False]

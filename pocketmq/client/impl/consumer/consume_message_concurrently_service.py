@@ -10,6 +10,7 @@ ProcessQueue, so a slow or failing message holds the offset back rather than bei
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ from ...consumer.message_listener import (
     is_async_listener,
 )
 from ...trace.trace_context import ConsumeReturnType
-from .consume_message_service import ConsumeExecutor
+from .consume_message_service import ConsumeExecutor, cancelled_here
 from .process_queue import CONSUME_START_TIME, ProcessQueue, now_ms
 
 if TYPE_CHECKING:
@@ -93,6 +94,14 @@ class ConsumeMessageConcurrentlyService:
                 status = await call_listener(self.listener, False, self.executor.run_sync, msgs, context)
         except Exception:
             log.warning("consumeMessage exception, group %s, %s; reconsume later", consumer.group, mq,
+                        exc_info=True)
+            status = _RAISED
+        except asyncio.CancelledError:
+            if cancelled_here():
+                raise
+            # Something the listener awaited was cancelled, not this worker: a failure to retry, as RocketMQ's
+            # catch (Throwable) makes of it, or the batch would stay in the ProcessQueue and hold the offset.
+            log.warning("consumeMessage cancelled, group %s, %s; reconsume later", consumer.group, mq,
                         exc_info=True)
             status = _RAISED
         if before is not None:

@@ -28,7 +28,7 @@ from ...consumer.consumer_enums import MessageModel
 from ...consumer.message_listener import ConsumeOrderlyContext, ConsumeOrderlyStatus, is_async_listener
 from ...message_const import PROPERTY_RECONSUME_TIME
 from ...trace.trace_context import ConsumeReturnType
-from .consume_message_service import ConsumeExecutor
+from .consume_message_service import ConsumeExecutor, cancelled_here
 from .process_queue import ProcessQueue
 
 if TYPE_CHECKING:
@@ -173,6 +173,13 @@ class ConsumeMessageOrderlyService:
                     raise
         except Exception:
             log.warning("consumeMessage exception, group %s, %s; suspending the queue a moment",
+                        self.consumer.group, context.message_queue, exc_info=True)
+        except asyncio.CancelledError:
+            if cancelled_here():
+                raise
+            # Something the listener awaited was cancelled, not this worker: a failed call (RocketMQ catches
+            # Throwable). Let through, it would leave the batch taken and the queue marked consuming forever.
+            log.warning("consumeMessage cancelled, group %s, %s; suspending the queue a moment",
                         self.consumer.group, context.message_queue, exc_info=True)
         if not isinstance(status, ConsumeOrderlyStatus):
             if status is not None:

@@ -25,6 +25,17 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+def cancelled_here() -> bool:
+    """Whether the running task itself is being cancelled (``Task.cancel()`` was called on it).
+
+    A listener can raise ``asyncio.CancelledError`` without anyone cancelling the consumer: it awaited a
+    future or task that something else cancelled. RocketMQ's consume threads catch Throwable, so that is a
+    failed listener call like any other; only a cancellation of the worker (shutdown) must propagate.
+    """
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 class ConsumeMessageService(Protocol):
     def start(self) -> None: ...
 
@@ -81,10 +92,15 @@ class ConsumeExecutor:
 
     async def run_sync(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a blocking listener on the pool's threads (started as needed)."""
+        result: T = await self.call_sync(fn, *args)
+        return result
+
+    def call_sync(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        """run_sync's future itself: done when the thread has returned (or the call was dropped unstarted at
+        shutdown), which is what a caller that must outlive its own cancellation waits on."""
         if self._threads is None:
             self._threads = ListenerThreads(self.size, self.name)
-        result: T = await self._threads.call(fn, args)
-        return result
+        return self._threads.call(fn, args)
 
     async def _work(self) -> None:
         jobs = self._jobs
@@ -105,6 +121,11 @@ class ConsumeExecutor:
             try:
                 await fn(*args)
             except Exception:
+                log.exception("%s: consume request failed", self.name)
+            except asyncio.CancelledError:
+                if cancelled_here():
+                    raise
+                # Not this worker's cancellation: letting it end the task would shrink the pool for good.
                 log.exception("%s: consume request failed", self.name)
             finally:
                 self._busy -= 1

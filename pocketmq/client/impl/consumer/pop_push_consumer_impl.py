@@ -46,7 +46,7 @@ from ...filter_api import build_subscription_data
 from ...validators import check_group, check_topic
 from ..mq_client_instance import MQClientInstance
 from ..mq_client_manager import MQClientManager
-from .consume_message_service import ConsumeExecutor
+from .consume_message_service import ConsumeExecutor, cancelled_here
 from .mq_consumer_inner import SubscribedConsumerInner
 from .pop_api import ack_target
 from .pop_api_wrapper import PopAPIWrapper
@@ -239,6 +239,12 @@ class PopPushConsumerImpl(SubscribedConsumerInner):
             return await call_listener(self.listener, False, self._executor.run_sync, msgs, context)
         except Exception:
             log.warning("consumeMessage exception, group %s; reconsume later", self.group, exc_info=True)
+            return None
+        except asyncio.CancelledError:
+            if cancelled_here():
+                raise
+            # (Something the listener awaited was cancelled, not this worker: a failed call, to retry.)
+            log.warning("consumeMessage cancelled, group %s; reconsume later", self.group, exc_info=True)
             return None
 
     async def _consume_concurrently(self, key: tuple[str, str], msgs: list[MessageExt], visible_at: int) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import defaultdict
 from typing import Any
 
@@ -198,3 +199,61 @@ async def test_a_listener_raising_cancelled_error_suspends_its_batch_and_the_que
         await send_many(push_cluster, topic, [b"bad", b"good-1", b"good-2"], 1)
         await poll(lambda: committed(push_cluster, group, topic, 1) == [3], timeout=10)
     assert seen == [(b"bad", 0), (b"bad", 1), (b"good-1", 0), (b"good-2", 0)]
+
+
+async def test_shutdown_leaves_a_plain_listener_still_in_its_batch_behind(push_cluster, poll) -> None:
+    """Orderly shutdown gives a batch in the listener remove_queue_lock_wait to finish and then returns, as
+    RocketMQ's does after awaitTerminateMillis, even though a plain listener's thread cannot be stopped; it used
+    to wait for as long as the thread ran. The batch it left is not committed (the offset stays at it), its
+    queue's consume lock is held until the thread returns, and the next owner consumes it again and nothing
+    else twice."""
+    topic, group = unique("OrderShutT"), unique("OrderShutG")
+    await create_topic(push_cluster, topic, 1)
+    mq = MessageQueue(topic, "broker-a", 0)
+    entered, release = threading.Event(), threading.Event()
+    seen_a: list[bytes] = []
+    seen_b: list[bytes] = []
+
+    def blocking(msgs: list[Any], context: Any) -> ConsumeOrderlyStatus:  # a plain function: runs on a thread
+        [m] = msgs
+        seen_a.append(m.body)
+        if m.body == b"block":
+            entered.set()
+            release.wait(60)  # (a guard: the test releases it)
+        return ConsumeOrderlyStatus.SUCCESS
+
+    async def after(msgs: list[Any], context: Any) -> ConsumeOrderlyStatus:
+        seen_b.extend(m.body for m in msgs)
+        return ConsumeOrderlyStatus.SUCCESS
+
+    a = make_consumer(push_cluster, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET", remove_queue_lock_wait=0.2)
+    a.subscribe(topic, "*")
+    a.register_message_listener_orderly(blocking)
+    await a.start()
+    shutdown: asyncio.Future[None] | None = None
+    try:
+        await poll(lambda: mq in a.assigned_queues(), timeout=10)
+        pq = a.impl.rebalance_impl.process_queue_table[mq]
+        await send_many(push_cluster, topic, [b"m0", b"block", b"m2"], 1)
+        await poll(entered.is_set, timeout=10)
+        # A guard, not a timing: the listener is released only below. (asyncio.wait, not wait_for: cancelling a
+        # shutdown that hangs would break it loose and hide the hang.)
+        shutdown = asyncio.ensure_future(a.shutdown())
+        done, _ = await asyncio.wait([shutdown], timeout=10)
+        assert done, "shutdown waits for the listener's thread"
+        assert seen_a == [b"m0", b"block"]
+        assert pq.consume_lock.locked()  # the thread still has the batch
+        await poll(lambda: committed(push_cluster, group, topic, 1) == [1], timeout=10)  # m0's, not past block
+    finally:
+        release.set()
+        if shutdown is not None:
+            await shutdown
+    await poll(lambda: not pq.consume_lock.locked(), timeout=10)  # given back as the thread returned
+    assert committed(push_cluster, group, topic, 1) == [1]  # the abandoned answer committed nothing
+
+    b = make_consumer(push_cluster, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    b.subscribe(topic, "*")
+    b.register_message_listener_orderly(after)
+    async with b:  # takes the queue once a's broker lock has expired
+        await poll(lambda: committed(push_cluster, group, topic, 1) == [3], timeout=10)
+    assert seen_b == [b"block", b"m2"] and seen_a == [b"m0", b"block"]

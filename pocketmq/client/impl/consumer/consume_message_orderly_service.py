@@ -9,6 +9,7 @@ The three locks of seed 003, coarsest first:
 2. the per-queue local lock (``message_queue_lock``): one consume request per queue at a time in this client;
 3. the ProcessQueue's ``consume_lock``: held while a batch is in the listener, so a rebalance that takes the
    queue away waits for the batch to finish before it persists the offset and gives the broker lock back.
+   A plain listener's thread that shutdown leaves behind keeps it until the thread returns.
 
 SUSPEND_CURRENT_QUEUE_A_MOMENT puts the batch back at the head of the queue and retries it after
 ``suspend_current_queue_time``; a message that reached max reconsume times goes to the DLQ (via the retry
@@ -37,6 +38,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MIN_SUSPEND, MAX_SUSPEND = 0.01, 30.0  # a context's suspend time is clamped to this range
+
+
+def _release_when_done(call: asyncio.Future[Any], lock: asyncio.Lock) -> None:
+    call.add_done_callback(lambda _: lock.release())
 
 
 class ConsumeMessageOrderlyService:
@@ -69,6 +74,11 @@ class ConsumeMessageOrderlyService:
 
         RocketMQ unlocks first and persists after; here the next owner, who can lock only after the unlock,
         always finds the offset this consumer reached, so it neither skips nor repeats a message.
+
+        A batch still in the listener after ``max(await_termination, remove_queue_lock_wait)`` is given up
+        on, as RocketMQ's shutdown returns after awaitTerminateMillis whatever its threads do: its answer is
+        dropped, so the queue's offset stays at the batch's first message and the next owner consumes the batch
+        again, once the broker lock (not given back) has expired.
         """
         self.stopped = True
         consumer = self.consumer
@@ -143,33 +153,50 @@ class ConsumeMessageOrderlyService:
                     return
                 self.consumer.reset_retry_topic(msgs)
                 context = ConsumeOrderlyContext(mq)
-                async with pq.consume_lock:
+                consume_lock = pq.consume_lock
+                await consume_lock.acquire()
+                unfinished: list[asyncio.Future[Any]] = []
+                try:
                     if pq.dropped:
                         return
                     trace = self.consumer.trace_hook
                     before = trace.consume_message_before(msgs) if trace is not None else None
-                    status = await self._call_listener(msgs, context)
+                    status = await self._call_listener(msgs, context, unfinished)
                     if before is not None and trace is not None:
                         ok = status in (ConsumeOrderlyStatus.SUCCESS, ConsumeOrderlyStatus.COMMIT)
                         kind = ConsumeReturnType.SUCCESS if ok else ConsumeReturnType.FAILED
                         trace.consume_message_after(before, len(msgs), ok, kind)
                     go_on = await self.process_consume_result(msgs, status, context, pq, mq)
+                finally:
+                    if unfinished:
+                        # The batch is still in the listener on its thread: until that returns the queue is
+                        # still being consumed, so nothing that waits on the lock may persist, unlock or
+                        # consume it.
+                        _release_when_done(unfinished[0], consume_lock)
+                    else:
+                        consume_lock.release()
                 if not go_on:
                     return
 
-    async def _call_listener(self, msgs: list[MessageExt], context: ConsumeOrderlyContext) -> ConsumeOrderlyStatus:
+    async def _call_listener(
+        self, msgs: list[MessageExt], context: ConsumeOrderlyContext, unfinished: list[asyncio.Future[Any]]
+    ) -> ConsumeOrderlyStatus:
+        """The listener's answer for the batch. Should this worker be cancelled (shutdown) while a plain
+        listener's thread still runs the batch, the call's future is put in ``unfinished`` and the cancellation
+        goes on at once: waiting for the thread held shutdown up for as long as the listener ran."""
         status: Any = None
         try:
             if self._is_async:
                 status = await self.listener(msgs, context)
             else:
-                # Shielded: if this task is cancelled (shutdown) the thread runs on regardless, and the consume
-                # lock must stay held until it has finished.
-                fut = asyncio.ensure_future(self.executor.run_sync(self.listener, msgs, context))
+                # Shielded: cancelling this worker cannot stop the thread, and the future is what tells when the
+                # thread is done with the batch.
+                call = self.executor.call_sync(self.listener, msgs, context)
                 try:
-                    status = await asyncio.shield(fut)
+                    status = await asyncio.shield(call)
                 except asyncio.CancelledError:
-                    await asyncio.wait([fut])
+                    if cancelled_here() and not call.done():
+                        unfinished.append(call)
                     raise
         except Exception:
             log.warning("consumeMessage exception, group %s, %s; suspending the queue a moment",

@@ -179,6 +179,71 @@ async def test_queue_change_listener_hears_of_new_queues(push_cluster) -> None:
     assert heard == [(topic, {MessageQueue(topic, "broker-a", q) for q in range(4)})]
 
 
+async def test_an_async_queue_change_listener_is_run(push_cluster) -> None:
+    # Called and never awaited, an async def listener never ran (a RuntimeWarning): new queues were never assigned.
+    topic = unique("LiteGrowAsyncT")
+    await create_topic(push_cluster, topic, 2)
+    heard: list[int] = []
+    consumer = lite(push_cluster, unique("LiteGrowAsyncG"), topic_metadata_check_interval=0.05)
+
+    async def listener(t: str, queues: Any) -> None:
+        await asyncio.sleep(0)
+        heard.append(len(queues))
+
+    consumer.register_topic_message_queue_change_listener(topic, listener)
+    async with consumer:
+        for _ in range(200):
+            if topic in consumer._queues_for_topic:
+                break
+            await asyncio.sleep(0.01)
+        await create_topic(push_cluster, topic, 4)
+        for _ in range(400):
+            if heard:
+                break
+            await asyncio.sleep(0.01)
+    assert heard == [4]
+
+
+async def test_a_seek_without_a_commit_stores_no_offset(push_cluster) -> None:
+    # setSeekOffset alone, as in RocketMQ: a seek stored the offset, so a manual-commit consumer that seeked ahead
+    # and stopped before committing skipped the messages it never polled.
+    topic, group = unique("LiteSeekT"), unique("LiteSeekG")
+    await create_topic(push_cluster, topic, 1)
+    mq = MessageQueue(topic, "broker-a", 0)
+    await send_many(push_cluster, topic, [b"%d" % i for i in range(20)], 1, batch=10)
+    consumer = lite(push_cluster, group, auto_commit=False, pull_batch_size=5)
+    consumer.assign([mq])
+    async with consumer:
+        assert [m.queue_offset for m in await consumer.poll(timeout=5)] == list(range(5))
+        await consumer.commit_sync()
+        await consumer.seek(mq, 15)
+        assert [m.queue_offset for m in await poll_until(consumer, 5)] == list(range(15, 20))
+        await asyncio.sleep(0.3)  # three persist periods
+        assert committed(push_cluster, group, topic, 1) == [5]
+    assert committed(push_cluster, group, topic, 1) == [5]  # (nor at shutdown)
+
+
+async def test_a_queue_assigned_away_and_back_goes_on_from_its_commit_in_memory(push_cluster) -> None:
+    # Read from the broker only, a commit not yet persisted was ignored (and overwritten): the queue's messages
+    # came again (RebalanceLitePullImpl reads MEMORY_FIRST_THEN_STORE).
+    topic, group = unique("LiteBackT"), unique("LiteBackG")
+    await create_topic(push_cluster, topic, 2)
+    q0, q1 = MessageQueue(topic, "broker-a", 0), MessageQueue(topic, "broker-a", 1)
+    await send_many(push_cluster, topic, [b"%d" % i for i in range(10)], 2, batch=10)  # (one batch: queue 0)
+    consumer = lite(push_cluster, group, persist_consumer_offset_interval=60.0)
+    consumer.assign([q0])
+    async with consumer:
+        assert len(await poll_until(consumer, 10)) == 10
+        for _ in range(100):  # (a poll auto-commits what the earlier ones returned)
+            if await consumer.committed(q0) == 10:
+                break
+            assert await consumer.poll(timeout=0.02) == []
+        assert committed(push_cluster, group, topic, 2) == [-1, -1]  # in memory only
+        consumer.assign([q1])
+        consumer.assign([q0])
+        assert await consumer.poll(timeout=0.5) == []
+
+
 async def test_manual_commit_stores_only_what_was_polled(push_cluster) -> None:
     topic, group = unique("LiteCommitT"), unique("LiteCommitG")
     await create_topic(push_cluster, topic, 1)

@@ -379,7 +379,7 @@ class LitePullConsumer(LitePullTasks, TopicQueueWatch, RebalancedConsumerInner):
 
     async def seek(self, mq: MessageQueue, offset: int) -> None:
         """Poll ``mq`` from ``offset`` next (between its min and max offset): what was pulled beyond is
-        dropped, and the consume offset (what a commit stores) moves there too."""
+        dropped, and the consume offset (what the next commit stores; a seek stores nothing) moves there too."""
         self._check_running()
         if mq not in self.assigned_message_queue:
             rebalancing = ", may be rebalancing" if self.subscription_type == "SUBSCRIBE" else ""
@@ -393,8 +393,7 @@ class LitePullConsumer(LitePullTasks, TopicQueueWatch, RebalancedConsumerInner):
         if state is None or state.process_queue.dropped:
             return  # taken away by a rebalance meanwhile
         state.seek_offset = offset
-        state.consume_offset = offset
-        self.offset_store.update_offset(mq, offset, increase_only=False)
+        state.consume_offset = offset  # (stored by the next commit, never by the seek: setSeekOffset alone)
         self._clear_message_queue_in_cache(mq)
         self._restart_pull_task(mq)
 

@@ -50,11 +50,14 @@ async def compute_pull_from_where(
     mq: MessageQueue,
     where: ConsumeFromWhere,
     timestamp_ms: Callable[[], int],
+    read_type: ReadOffsetType = ReadOffsetType.READ_FROM_STORE,
 ) -> int:
     """Where a consumer taking ``mq`` starts: the group's stored offset, else where ``where`` says; -1 when it
-    cannot be known this round (RebalancePushImpl / RebalanceLitePullImpl.computePullFromWhere)."""
+    cannot be known this round (RebalancePushImpl / RebalanceLitePullImpl.computePullFromWhere). ``read_type``:
+    a push consumer reads the broker's offset; a lite pull consumer its own first (one committed in memory and not
+    yet persisted, for a queue assigned away and back)."""
     try:
-        last = await offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
+        last = await offset_store.read_offset(mq, read_type)
     except (RemotingError, MQClientException, MQBrokerException) as e:
         log.warning("%s: reading the offset of %s failed: %s", group, mq, e)
         return -1

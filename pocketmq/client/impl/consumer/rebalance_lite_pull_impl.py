@@ -17,6 +17,7 @@ from pocketmq.remoting.errors import RemotingError
 from ...exceptions import MQBrokerException, MQClientException
 from .process_queue import ProcessQueue
 from .pull_request import PullRequest
+from ...consumer.store.offset_store import ReadOffsetType
 from .rebalance_impl import RebalanceImpl, compute_pull_from_where
 
 if TYPE_CHECKING:
@@ -52,7 +53,8 @@ class RebalanceLitePullImpl(RebalanceImpl):
     async def compute_pull_from_where(self, mq: MessageQueue) -> int:
         c = self.consumer
         return await compute_pull_from_where(
-            self.instance, c.offset_store, self.consumer_group, mq, c.consume_from_where, c.consume_timestamp_ms
+            self.instance, c.offset_store, self.consumer_group, mq, c.consume_from_where, c.consume_timestamp_ms,
+            ReadOffsetType.MEMORY_FIRST_THEN_STORE,
         )
 
     def dispatch_pull_request(self, requests: list[PullRequest]) -> None:

@@ -4,6 +4,8 @@ of a topic's new queue set, e.g. to ``assign`` the new queues."""
 
 from __future__ import annotations
 
+import inspect
+
 import asyncio
 import logging
 from collections.abc import Callable, Coroutine
@@ -59,6 +61,8 @@ class TopicQueueWatch:
                 if now != self._queues_for_topic.get(topic):
                     self._queues_for_topic[topic] = now
                     try:
-                        listener(topic, now)
+                        answer = listener(topic, now)
+                        if inspect.isawaitable(answer):  # (an async def listener: called, it has not run yet)
+                            await answer
                     except Exception:
                         log.exception("queue-change listener of %s failed", topic)

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.errors import RemotingError
 
+from ...consumer.store.offset_store import ReadOffsetType
 from ...exceptions import MQBrokerException, MQClientException
 from .process_queue import ProcessQueue
 from .pull_request import PullRequest
-from ...consumer.store.offset_store import ReadOffsetType
 from .rebalance_impl import RebalanceImpl, compute_pull_from_where
 
 if TYPE_CHECKING:

@@ -4,9 +4,8 @@ of a topic's new queue set, e.g. to ``assign`` the new queues."""
 
 from __future__ import annotations
 
-import inspect
-
 import asyncio
+import inspect
 import logging
 from collections.abc import Callable, Coroutine
 from typing import Any

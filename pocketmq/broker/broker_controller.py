@@ -221,6 +221,8 @@ class BrokerController:
             await asyncio.to_thread(self.store.shutdown)  # a no-op when the store never loaded
             raise
         self.store_host = pack_host(bc.broker_ip1, self.remoting_server.port)
+        # (the store's own fallback too: the timer's deliveries name no store host)
+        self.store.set_store_address(bc.broker_ip1, self.remoting_server.port)
         self.pull_request_hold_service.start()
         self.pop_message_processor.long_polling.start()
         self.notification_processor.long_polling.start()

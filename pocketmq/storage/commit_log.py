@@ -147,6 +147,10 @@ class CommitLog:
         self._refusal: PutMessageResult | None = None  # why _writable_file found no file
 
     # -- put --------------------------------------------------------------------------------------
+    def set_store_host(self, store_host: bytes) -> None:
+        """The store host (pack_host form) of puts that name none (DefaultMessageStore.set_store_address)."""
+        self._store_host = store_host
+
     def _reroute_delay(self, msg: MessageExtBrokerInner) -> None:
         """A message with DELAY > 0 goes to SCHEDULE_TOPIC_XXXX, queue level - 1; its real address is kept."""
         try:

@@ -126,6 +126,13 @@ class DefaultMessageStore(MessageStoreRecovery, StoreDiskSpace, DispatchHold, Me
         self._loaded = False
         self._running = False
 
+    def set_store_address(self, host: str, port: int) -> None:
+        """The address a message put without a store host of its own is stored with (the timer's deliveries, a
+        store used alone): a broker on an ephemeral port (listen port 0) knows its own only once it listens, and
+        an offset msg id naming port 0 leads no client anywhere."""
+        self.config.store_host, self.config.store_port = host, port
+        self.commit_log.set_store_host(self.config.store_host_bytes)
+
     # -- lifecycle --------------------------------------------------------------------------------
     @property
     def root(self) -> str:

@@ -12,8 +12,9 @@ from collections import Counter
 from broker_harness import MQ
 
 from pocketmq.broker import BrokerController
-from pocketmq.common.codec import decode_all
-from pocketmq.remoting.codes import ResponseCode
+from pocketmq.common.codec import decode, decode_all, decode_message_id
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.header import ViewMessageRequestHeader
 
 GUARD = 120.0  # a bound for a loaded machine, not an expectation
 
@@ -60,6 +61,21 @@ async def test_timer_message_three_seconds_ahead(cluster) -> None:
     out = int(m.properties["TIMER_OUT_MS"])
     assert deliver - precision <= out < deliver and out % precision == 0
     assert int(m.properties["TIMER_DEQUEUE_MS"]) >= deliver
+
+
+async def test_a_timer_delivery_is_stored_with_the_port_the_broker_listens_on(cluster) -> None:
+    """The harness's broker listens on an ephemeral port (listen port 0). The timer's put names no store host, so
+    the store's own was used: port 0, and an offset msg id that led viewMessage to 127.0.0.1:0."""
+    broker = await cluster.broker(timer_precision_ms=50)
+    mq = cluster.mq(broker)
+    assert (await mq.send("TimerH", b"plain")).code == ResponseCode.SUCCESS
+    assert (await mq.send("TimerH", b"timer", properties=MQ.props(TIMER_DELAY_MS="100"))).code == 0
+    await wait_for(lambda: _count_one(mq, "TimerH", 2))
+    msgs = {m.body: m for m in decode_all((await mq.pull("G", "TimerH", 0, 0)).body)}
+    assert msgs[b"plain"].store_host == msgs[b"timer"].store_host == broker.address
+    addr, offset = decode_message_id(msgs[b"timer"].offset_msg_id)
+    viewed = await mq.invoke(RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(offset=offset), addr=addr)
+    assert viewed.code == ResponseCode.SUCCESS and decode(viewed.body or b"").body == b"timer"
 
 
 async def _has(mq: MQ, topic: str) -> bool:

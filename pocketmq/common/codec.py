@@ -18,7 +18,6 @@ from .constants import (
     BORNHOST_V6_FLAG,
     COMPRESSED_FLAG,
     MESSAGE_MAGIC_CODE,
-    PROPERTY_BODY_INFLATE_ERROR,
     PROPERTY_SEPARATOR,
     STOREHOSTADDRESS_V6_FLAG,
 )
@@ -195,9 +194,9 @@ def _runs(buf: RecordBuffer, decompress: bool, extra: str = "") -> Iterator[list
             # The record is whole; only its body does not inflate. It is handed over as stored and marked,
             # rather than failing the answer (RocketMQ's decodes stops at it and drops the records after it,
             # which the consumer's next offset then skips unseen).
-            log.warning("%s; the message is delivered with its stored body and %s", e, PROPERTY_BODY_INFLATE_ERROR)
+            log.warning("%s; the message is delivered with its stored body", e)
             msg = decode(buf, offset)
-            msg.put_property(PROPERTY_BODY_INFLATE_ERROR, str(e))
+            msg.body_inflate_error = str(e)
         if extra:
             msg.put_encoded_properties(extra)
         yield [msg]

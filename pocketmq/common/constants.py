@@ -79,9 +79,6 @@ PROPERTY_START_DELIVER_TIME = "__STARTDELIVERTIME"
 # RocketMQ 5 (a gRPC client's trace context and born time; a recall marker carries them too)
 PROPERTY_TRACE_CONTEXT = "TRACE_CONTEXT"
 PROPERTY_BORN_TIMESTAMP = "BORN_TIMESTAMP"
-# pocketmq's own: set by a client on a pulled message whose compressed body does not inflate (damaged, or past the
-# inflate limit); the body is left as stored and the value says why.
-PROPERTY_BODY_INFLATE_ERROR = "BODY_INFLATE_ERROR"
 KEY_SEPARATOR = " "
 
 # MessageConst.STRING_HASH_SET (4.9.8, with 5.x's timer names): Message.putUserProperty refuses these names.

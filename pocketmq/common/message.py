@@ -189,6 +189,9 @@ class MessageExt:
     topic: str
     properties_string: str  # name 0x01 value 0x02 ..., as stored, then the puts made before the first read
     _properties: dict[str, str] | None = None
+    # Why a compressed body was asked to inflate and did not (it is then the stored bytes, COMPRESSED_FLAG still
+    # set): the decoder's mark, kept off the properties, where a producer's property of any name could fake it.
+    body_inflate_error: str | None = None
 
     @property
     def msg_id(self) -> str:

@@ -13,6 +13,7 @@ from pocketmq.common.constants import (
     TRANSACTION_NOT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
 )
+from pocketmq.common.java_text import is_blank
 from pocketmq.common.message import MessageExt
 from pocketmq.remoting.transaction_header import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
 
@@ -44,7 +45,7 @@ class EndTransactionActivity:
 
     async def end_transaction(self, ctx: ProxyContext, request: Any) -> Any:
         validate_topic(request.topic.name)
-        if not request.transaction_id.strip():
+        if is_blank(request.transaction_id):
             raise GrpcProxyException(pb.Code.INVALID_TRANSACTION_ID, "transaction id cannot be empty")
         group = request.topic.name  # the topic is the producer group
         data = self.transactions.poll(group, request.transaction_id)

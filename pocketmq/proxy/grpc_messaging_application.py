@@ -16,6 +16,8 @@ from typing import Any
 import grpc
 from google.protobuf.message import DecodeError
 
+from pocketmq.common.java_text import is_blank
+
 from .client_activity import ClientActivity, telemetry_error
 from .grpc_access_validator import GrpcAccessValidator
 from .grpc_channel_manager import GrpcChannelManager, GrpcClientChannel
@@ -165,7 +167,7 @@ class GrpcMessagingApplication:
                 if command is _MALFORMED:
                     put(MALFORMED)
                     return
-                if not ctx.client_id.strip():
+                if is_blank(ctx.client_id):
                     put(pb.TelemetryCommand(status=status_of(
                         GrpcProxyException(pb.Code.CLIENT_ID_REQUIRED, "client id cannot be empty"))))
                     continue

@@ -6,6 +6,7 @@ import unicodedata
 
 from pocketmq.client.exceptions import MQClientException
 from pocketmq.client.validators import check_group, check_topic
+from pocketmq.common.java_text import is_blank
 from pocketmq.common.mix_all import (
     CID_ONSAPI_OWNER_GROUP,
     CID_ONSAPI_PERMISSION_GROUP,
@@ -63,7 +64,7 @@ def validate_consumer_group(name: str) -> None:
 def validate_tag(tag: str) -> None:
     if not tag:
         return
-    if not tag.strip():
+    if is_blank(tag):
         raise GrpcProxyException(pb.Code.ILLEGAL_MESSAGE_TAG, "tag cannot be the char sequence of whitespace")
     if "|" in tag:
         raise GrpcProxyException(pb.Code.ILLEGAL_MESSAGE_TAG, "tag cannot contain '|'")

@@ -8,13 +8,15 @@ the same id, tag, keys and properties, and the reverse.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
+import struct
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from pocketmq.common.constants import (
     COMPRESSED_FLAG,
     KEY_SEPARATOR,
-    PROPERTY_BODY_INFLATE_ERROR,
     PROPERTY_BORN_HOST,
     PROPERTY_BORN_TIMESTAMP,
     PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS,
@@ -34,6 +36,7 @@ from pocketmq.common.constants import (
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     TRANSACTION_PREPARED_TYPE,
 )
+from pocketmq.common.java_text import is_blank, java_split
 from pocketmq.common.message import MessageExt
 
 from .config import ProxyConfig
@@ -113,7 +116,7 @@ def build_message_property(config: ProxyConfig, message: Any, producer_group: st
     if user_size > config.max_user_property_size:
         raise GrpcProxyException(pb.Code.MESSAGE_PROPERTIES_TOO_LARGE, "the total size of user property is too "
                                  f"large, max is {config.max_user_property_size}")
-    if not sp.message_id.strip():
+    if is_blank(sp.message_id):
         raise GrpcProxyException(pb.Code.ILLEGAL_MESSAGE_ID, "message id cannot be empty")
     props[PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = sp.message_id
     if sp.message_type == pb.MessageType.TRANSACTION:
@@ -131,8 +134,8 @@ def build_message_property(config: ProxyConfig, message: Any, producer_group: st
         props[PROPERTY_SHARDING_KEY] = sp.message_group
     if sp.trace_context:
         props[PROPERTY_TRACE_CONTEXT] = sp.trace_context
-    born_host = sp.born_host if sp.born_host.strip() else remote_address
-    if born_host.strip():
+    born_host = remote_address if is_blank(sp.born_host) else sp.born_host
+    if not is_blank(born_host):
         props[PROPERTY_BORN_HOST] = born_host
     if sp.HasField("born_timestamp"):
         props[PROPERTY_BORN_TIMESTAMP] = str(sp.born_timestamp.ToMilliseconds())
@@ -172,14 +175,14 @@ def _put_transaction_properties(config: ProxyConfig, sp: Any, props: dict[str, s
 
 
 def _validate_key(key: str) -> None:
-    if key and not key.strip():
+    if key and is_blank(key):
         raise GrpcProxyException(pb.Code.ILLEGAL_MESSAGE_KEY, "key cannot be the char sequence of whitespace")
     if contains_control_character(key):
         raise GrpcProxyException(pb.Code.ILLEGAL_MESSAGE_KEY, "key cannot contain control character")
 
 
 def _validate_message_group(config: ProxyConfig, group: str) -> None:
-    if not group.strip():
+    if is_blank(group):
         raise GrpcProxyException(pb.Code.ILLEGAL_MESSAGE_GROUP,
                                  "message group cannot be the char sequence of whitespace")
     if 0 < config.max_message_group_size <= len(group.encode()):
@@ -215,6 +218,39 @@ def _set_timestamp(field: Any, millis: int) -> None:
     field.seconds, field.nanos = millis // 1000, (millis % 1000) * 1_000_000
 
 
+def host_address(address: str) -> str:
+    """InetAddress.getHostAddress of a decoded "ip:port" / "[ip]:port" (MessageExt.getBornHostString): the IP
+    alone, an IPv6 one as Java writes it (eight groups, none shortened: 0:0:0:0:0:0:0:1), an IPv4-mapped one as
+    the IPv4 address (Java's InetAddress.getByAddress makes it an Inet4Address)."""
+    host = address.rpartition(":")[0] if ":" in address else address
+    if not host.startswith("["):
+        return host
+    try:
+        ip = ipaddress.IPv6Address(host[1:-1])
+    except ValueError:
+        return host[1:-1]
+    if ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return ":".join(f"{group:x}" for group in _GROUPS.unpack(ip.packed))
+
+
+_GROUPS = struct.Struct(">8H")
+
+
+def _set_delivery_timestamp(sp: Any, props: dict[str, str]) -> None:
+    """GrpcConverter.buildSystemProperties: a TIMER_DELAY_SEC message is due its delay from now (the time of this
+    answer, not of the send: what Apache's proxy says), ahead of any TIMER_DELIVER_MS; a value that is no number
+    gives none (Apache's fails the receive)."""
+    delay_sec = props.get(PROPERTY_TIMER_DELAY_SEC)
+    try:
+        if delay_sec is not None:
+            _set_timestamp(sp.delivery_timestamp, time.time_ns() // 1_000_000 + int(delay_sec) * 1000)
+        elif PROPERTY_TIMER_DELIVER_MS in props:
+            _set_timestamp(sp.delivery_timestamp, int(props[PROPERTY_TIMER_DELIVER_MS]))
+    except ValueError:
+        pass
+
+
 def to_grpc_message(msg: MessageExt) -> Any:
     """GrpcConverter.buildMessage: a stored record as the SDKs receive it."""
     props = msg.properties
@@ -226,26 +262,27 @@ def to_grpc_message(msg: MessageExt) -> Any:
         sp.tag = tag
     keys = props.get(PROPERTY_KEYS)
     if keys is not None:
-        sp.keys.extend(keys.split(KEY_SEPARATOR))
+        sp.keys.extend(java_split(keys, KEY_SEPARATOR))  # ("k1 k2 " is two keys, as Java's split has it)
     sp.message_id = props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or msg.offset_msg_id
     digest = sp.body_digest
     digest.type, digest.checksum = _MD5, hashlib.md5(msg.body).hexdigest().upper()
     # The encoding says what the sent bytes are. pocketmq's client inflates a compressed body as it decodes the POP
     # answer (decodeDecompressBody), so that body goes out as IDENTITY: GZIP on inflated bytes makes the Go SDK
     # discard the message as corrupted and the Python SDK fail to inflate it. Only a body that did not inflate is
-    # still the stored zlib stream, and says so.
-    stored_bytes = PROPERTY_BODY_INFLATE_ERROR in props
+    # still the stored zlib stream, and says so: the decoder's mark, which no producer can set (a property named
+    # BODY_INFLATE_ERROR is a user's like any other).
+    stored_bytes = msg.body_inflate_error is not None
     sp.body_encoding = _GZIP if msg.sys_flag & COMPRESSED_FLAG and stored_bytes else _IDENTITY
     sp.message_type = message_type_of(props)
     _set_timestamp(sp.born_timestamp, msg.born_timestamp)
-    sp.born_host = props.get(PROPERTY_BORN_HOST) or msg.born_host
+    born_host = props.get(PROPERTY_BORN_HOST)
+    if born_host is None or is_blank(born_host):
+        born_host = host_address(msg.born_host)
+    if not is_blank(born_host):
+        sp.born_host = born_host
     _set_timestamp(sp.store_timestamp, msg.store_timestamp)
     sp.store_host = msg.store_host
-    if PROPERTY_TIMER_DELIVER_MS in props:
-        try:
-            _set_timestamp(sp.delivery_timestamp, int(props[PROPERTY_TIMER_DELIVER_MS]))
-        except ValueError:
-            pass
+    _set_delivery_timestamp(sp, props)
     if PROPERTY_SHARDING_KEY in props:
         sp.message_group = props[PROPERTY_SHARDING_KEY]
     if PROPERTY_POP_CK in props:

@@ -6,6 +6,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+from pocketmq.common.java_text import is_blank
+
 from .protocol import load
 from .proxy_exception import GrpcProxyException
 
@@ -61,5 +63,5 @@ class ProxyContext:
 
     def validate(self) -> None:
         """GrpcMessagingApplication.validateContext."""
-        if not self.client_id.strip():
+        if is_blank(self.client_id):
             raise GrpcProxyException(pb.Code.CLIENT_ID_REQUIRED, "client id cannot be empty")

@@ -20,6 +20,7 @@ from typing import Any
 from pocketmq.client.consumer.pop_result import PopResult, PopStatus
 from pocketmq.client.exceptions import MQClientException
 from pocketmq.client.filter_api import EXPRESSION_TYPE_SQL92, EXPRESSION_TYPE_TAG, build_subscription_data
+from pocketmq.common.java_text import is_blank
 from pocketmq.common.message import MessageExt
 from pocketmq.common.pop_ack_constants import PROPERTY_POP_CK
 from pocketmq.remoting.codes import PermName
@@ -212,7 +213,7 @@ class ReceiveMessageActivity:
         """ReceiveMessageQueueSelector: the named broker if it has readable queues of the topic, else any that has."""
         readable = [qd.broker_name for qd in route.queue_datas
                     if PermName.is_readable(qd.perm) and qd.read_queue_nums > 0]
-        if broker_name.strip() and broker_name in readable:
+        if not is_blank(broker_name) and broker_name in readable:
             return broker_name
         return readable[0] if readable else None
 

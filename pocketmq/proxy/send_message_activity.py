@@ -120,7 +120,9 @@ class SendMessageActivity:
 
     def _response(self, request: Any, result: Any, addr: str, topic: str, sys_flag: int) -> Any:
         failed = _FAILED_STATUS.get(result.send_status)
-        ids = result.msg_id.split(",")
+        # The messages' own ids, one entry each: the broker's answer joins a batch's ids with commas, which an id
+        # may contain itself (splitting it made two entries of one message, and the SDK sent it again).
+        ids = [m.system_properties.message_id for m in request.messages]
         if failed is not None:
             entry_status = status(failed, f"send message failed, sendStatus={result.send_status.value}")
             entries = [pb.SendResultEntry(status=entry_status) for _ in ids]

@@ -23,7 +23,6 @@ from pocketmq.common import (
     unpack_host,
 )
 from pocketmq.common.codec import BodyInflateError, CorruptRecordError
-from pocketmq.common.constants import PROPERTY_BODY_INFLATE_ERROR
 
 V4_BORN = pack_host("192.168.1.20", 53211)
 V4_STORE = pack_host("10.0.0.1", 10911)
@@ -343,7 +342,7 @@ def _one_by_one(buf: bytes) -> list[object]:
             m = decode(buf, offset, decompress=True)
         except BodyInflateError as e:
             m = decode(buf, offset)
-            m.put_property(PROPERTY_BODY_INFLATE_ERROR, str(e))
+            m.body_inflate_error = str(e)
         except CorruptRecordError as e:
             expected.append(str(e))
             break

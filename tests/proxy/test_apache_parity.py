@@ -9,6 +9,7 @@ so (docs/protocol.md §9).
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import threading
 import time
@@ -22,6 +23,7 @@ from google.protobuf.duration_pb2 import Duration
 from rocketmq.grpc_protocol import service_pb2_grpc
 
 from pocketmq import embedded
+from pocketmq.client import Message, Producer
 from pocketmq.common.recall_message_handle import HandleV1
 from pocketmq.remoting.body import TopicConfig
 from tests.apache.apache_proxy import ApacheProxy
@@ -34,10 +36,12 @@ TOPIC = "ParityTopic"
 TXN_TOPIC = "ParityTxnTopic"  # message.type=TRANSACTION at Apache's (pocketmq's untyped topics take every type)
 RECV_TOPIC = "ParityRecvTopic"  # consumed by the receive cases only
 DELAY_TOPIC = "ParityDelayTopic"  # message.type=DELAY on both
+CONV_TOPIC = "ParityConvTopic"  # a 4.x producer's messages, received over gRPC
 
 
 @pytest.fixture(scope="module")
-def apache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def apache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """(the proxy's endpoint, the name server's address)."""
     # recallMessageEnable: RocketMQ's default is off; pocketmq's on (docs/compatibility.md).
     with ApacheRocketMQ(tmp_path_factory.mktemp("apache5"), V5, recallMessageEnable="true") as rmq:
         proxy = ApacheProxy(rmq).start()
@@ -51,18 +55,21 @@ def apache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             assert made.returncode == 0, made.stdout + made.stderr
             made = rmq.mqadmin("updateTopic", "-t", DELAY_TOPIC, "-c", rmq.cluster_name, "-a", "+message.type=DELAY")
             assert made.returncode == 0, made.stdout + made.stderr
-            yield proxy.endpoint
+            made = rmq.mqadmin("updateTopic", "-t", CONV_TOPIC, "-c", rmq.cluster_name, "-r", "1", "-w", "1")
+            assert made.returncode == 0, made.stdout + made.stderr
+            yield proxy.endpoint, rmq.namesrv_addr
         finally:
             proxy.stop(signal.SIGKILL)  # the module's servers are thrown away: killed, not shut down
             rmq.stop(signal.SIGKILL)
 
 
 @pytest.fixture(scope="module")
-def pocketmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def pocketmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     with embedded.ThreadedCluster(tmp_path_factory.mktemp("pocketmq5"), grpc=True) as cluster:
         create_topic(cluster, TOPIC)
         create_topic(cluster, TXN_TOPIC)
         create_topic(cluster, RECV_TOPIC)
+        create_topic(cluster, CONV_TOPIC, queues=1)
 
         async def typed() -> None:
             broker = cluster.cluster.broker
@@ -72,13 +79,13 @@ def pocketmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             await broker.register_broker_all()
 
         cluster._call(typed())
-        yield cluster.grpc_endpoint
+        yield cluster.grpc_endpoint, cluster.namesrv_addr
 
 
 @pytest.fixture(scope="module")
-def both_servers(apache: str, pocketmq: str) -> Iterator[dict[str, Any]]:
-    channels = {name: grpc.insecure_channel(endpoint) for name, endpoint in (("apache", apache),
-                                                                             ("pocketmq", pocketmq))}
+def both_servers(apache: tuple[str, str], pocketmq: tuple[str, str]) -> Iterator[dict[str, Any]]:
+    channels = {name: grpc.insecure_channel(endpoint) for name, (endpoint, _) in (("apache", apache),
+                                                                                  ("pocketmq", pocketmq))}
     yield {name: service_pb2_grpc.MessagingServiceStub(ch) for name, ch in channels.items()}
     for ch in channels.values():
         ch.close()
@@ -232,6 +239,30 @@ def test_a_half_message_gets_a_transaction_id(both_servers):
     for answer in answers.values():
         [entry] = answer.entries
         assert entry.message_id == "0102FC0000000171190B1C3CCC0000BBBB" and entry.transaction_id
+
+
+def test_a_message_id_with_a_comma(both_servers):
+    """One message, one entry with the whole id, also as the transaction id (pocketmq split the broker's joined
+    ids on commas: two entries, and the SDK sent the message again). A batch gets an entry per message on
+    pocketmq; Apache 5.5.0's cluster mode answers one, the ids joined with commas."""
+    answers = ask(both_servers, "SendMessage", S.SendMessageRequest(messages=[message(
+        b"comma", message_id="0102FC0000000171190B1C3CCC0000EE01,x")]))
+    assert_same_status(answers)
+    entries = {name: [(e.status.code, e.message_id, e.transaction_id) for e in a.entries]
+               for name, a in answers.items()}
+    assert entries["pocketmq"] == entries["apache"] == [
+        (D.Code.OK, "0102FC0000000171190B1C3CCC0000EE01,x", "0102FC0000000171190B1C3CCC0000EE01,x")]
+
+
+# U+00A0 is no whitespace to Java's Character.isWhitespace (StringUtils.isBlank), U+3000 is; U+0085 is a control
+# character to both, whitespace to Python only.
+@pytest.mark.parametrize("case", ["NBSP tag", "NBSP key", "NBSP message id", "ideographic space key", "NEL tag"])
+def test_whitespace_is_java_s(both_servers, case):
+    nbsp = "\u00a0"
+    system = {"NBSP tag": {"tag": nbsp}, "NBSP key": {"keys": [nbsp]}, "NBSP message id": {"message_id": nbsp},
+              "ideographic space key": {"keys": ["\u3000"]}, "NEL tag": {"tag": "\x85"}}[case]
+    answers = ask(both_servers, "SendMessage", S.SendMessageRequest(messages=[message(b"ws", **system)]))
+    assert_same_status(answers)
 
 
 # --- consumption ---------------------------------------------------------------------------------------------
@@ -448,3 +479,57 @@ def test_recall_refusals(both_servers, case):
     answers = recall(both_servers, {"apache": handle, "pocketmq": handle})
     assert_same_status(answers)
     assert answers["pocketmq"].status.code != D.Code.OK
+
+
+def test_a_4x_producer_s_message_as_a_5x_consumer_reads_it(apache, pocketmq, both_servers):
+    """Keys ending with the separator (Java's split drops the empty last one), TIMER_DELAY_SEC (a delivery time:
+    its delay from when it is handed out) and a born host without __BORNHOST (the IP alone)."""
+    run = str(time.time_ns())
+    for _, namesrv in (apache, pocketmq):
+        asyncio.run(_produce_4x(namesrv, run))
+    group = "ParityConvGroup"
+    stop = threading.Event()
+    calls = []
+    try:
+        for stub in both_servers.values():
+            def commands() -> Iterator[Any]:
+                yield S.TelemetryCommand(settings=D.Settings(
+                    client_type=D.ClientType.SIMPLE_CONSUMER, request_timeout=Duration(seconds=3),
+                    subscription=D.Subscription(group=D.Resource(name=group), subscriptions=[D.SubscriptionEntry(
+                        topic=D.Resource(name=CONV_TOPIC),
+                        expression=D.FilterExpression(type=D.FilterType.TAG, expression="*"))])))
+                stop.wait(120)
+
+            call = stub.Telemetry(commands(), metadata=metadata(CONSUMER_ID), timeout=120)
+            assert next(call).status.code == D.Code.OK
+            calls.append(call)
+        brokers = {name: stub.QueryRoute(S.QueryRouteRequest(topic=D.Resource(name=CONV_TOPIC)), metadata=metadata(),
+                                         timeout=30).message_queues[0].broker.name
+                   for name, stub in both_servers.items()}
+        asked_at = time.time_ns() // 1_000_000
+        got: dict[str, dict[str, Any]] = {"apache": {}, "pocketmq": {}}
+        deadline = time.monotonic() + 60
+        while any(len(m) < 2 for m in got.values()):
+            assert time.monotonic() < deadline, {name: list(m) for name, m in got.items()}
+            for name, responses in receive_both(both_servers, brokers, topic=CONV_TOPIC, group=group).items():
+                for r in responses:
+                    if r.WhichOneof("content") == "message":
+                        got[name][r.message.system_properties.tag] = r.message.system_properties
+    finally:
+        stop.set()
+        for call in calls:
+            call.cancel()
+    keys = {name: (list(m["K" + run].keys), m["K" + run].born_host) for name, m in got.items()}
+    assert keys["pocketmq"] == keys["apache"] == (["k1", "k2"], "127.0.0.1"), keys
+    delayed = {name: (m["S" + run].message_type, m["S" + run].HasField("delivery_timestamp"))
+               for name, m in got.items()}
+    assert delayed["pocketmq"] == delayed["apache"] == (D.MessageType.DELAY, True), delayed
+    assert all(m["S" + run].delivery_timestamp.ToMilliseconds() >= asked_at + 1000 for m in got.values())
+
+
+async def _produce_4x(namesrv: str, run: str) -> None:
+    async with Producer("ParityConvProducer", namesrv, protocol="rocketmq") as producer:
+        await producer.send(Message(CONV_TOPIC, b"keys", tags="K" + run, keys="k1 k2 "))
+        delayed = Message(CONV_TOPIC, b"delayed", tags="S" + run)
+        delayed.delay_time_sec = 1
+        await producer.send(delayed)

@@ -15,7 +15,7 @@ from pocketmq.client import Message, Producer
 from pocketmq.common.codec import decode, decode_message_id
 from pocketmq.common.constants import COMPRESSED_FLAG
 
-from .conftest import D, create_topic, start_proxy
+from .conftest import D, S, create_topic, metadata, start_proxy
 from .test_grpc_consumption import receive_request, received
 
 
@@ -39,3 +39,34 @@ async def test_a_compressed_4x_body_is_received_inflated_as_identity(tmp_path: A
     sp = msg.system_properties
     assert sp.body_encoding == D.Encoding.IDENTITY
     assert (sp.body_digest.type, sp.body_digest.checksum) == (D.DigestType.MD5, hashlib.md5(body).hexdigest().upper())
+
+
+async def test_only_a_body_that_did_not_inflate_goes_out_as_gzip_and_no_marker_is_a_user_property(
+        tmp_path: Any) -> None:
+    body = b"mine to inflate " * 500  # compressed by the producer (over 4 KiB)
+    async with embedded.EmbeddedCluster(tmp_path, revive_interval=0.05) as cluster:
+        await create_topic(cluster, "Zipped")
+        async with Producer("ZipProducer", cluster.namesrv_addr) as producer:
+            # A user's property of the name pocketmq's client once marked a body that did not inflate with.
+            await producer.send(Message("Zipped", body, tags="Mine", properties={"BODY_INFLATE_ERROR": "mine"}))
+        proxy = await start_proxy(cluster, consumer_min_long_polling_timeout_millis=100)
+        try:
+            async with grpc.aio.insecure_channel(proxy.endpoint) as channel:
+                stub = service_pb2_grpc.MessagingServiceStub(channel)
+                # A 5.x producer's body said to be GZIP that is no zlib stream: stored as sent, it cannot inflate.
+                bad = D.Message(topic=D.Resource(name="Zipped"), body=b"not zlib", system_properties=D.SystemProperties(
+                    message_id="0102FC0000000171190B1C3CCC0000BAD0", tag="Bad", message_type=D.MessageType.NORMAL,
+                    body_encoding=D.Encoding.GZIP))
+                sent = await stub.SendMessage(S.SendMessageRequest(messages=[bad]), metadata=metadata())
+                assert sent.status.code == D.Code.OK, sent.status
+                got = {m.system_properties.tag: m for m in await received(stub, receive_request("Zipped"), 2)}
+        finally:
+            await proxy.stop()
+    mine, broken = got["Mine"], got["Bad"]
+    # The inflated bytes, said to be IDENTITY (GZIP here failed the Python SDK's whole receive), and the user's
+    # property as the user's.
+    assert (mine.body, mine.system_properties.body_encoding) == (body, D.Encoding.IDENTITY)
+    assert dict(mine.user_properties) == {"BODY_INFLATE_ERROR": "mine"}
+    # The stored bytes, GZIP as they are; the decoder's mark is nobody's user property (Apache shows none).
+    assert (broken.body, broken.system_properties.body_encoding) == (b"not zlib", D.Encoding.GZIP)
+    assert dict(broken.user_properties) == {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import random
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -105,6 +106,13 @@ class ClientConfig:
 
     def namesrv_addr_list(self) -> list[str]:
         return [a.strip() for a in (self.namesrv_addr or "").split(";") if a.strip()]
+
+    def change_instance_name_to_pid(self) -> None:
+        """ClientConfig.changeInstanceNameToPID (4.9.x appends nanoTime): a client started without an instance name
+        gets one of its own, ``pid#random``, and with it a client instance of its own. Sharing the process's one,
+        two producers or consumers with different name servers (or credentials) used the first one's."""
+        if self.instance_name in (None, "DEFAULT"):
+            self.instance_name = f"{self.effective_instance_name()}#{random.getrandbits(48)}"
 
     def effective_instance_name(self) -> str:
         if self.instance_name is None or self.instance_name == "DEFAULT":

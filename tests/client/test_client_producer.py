@@ -339,6 +339,25 @@ async def test_name_server_failover(namesrv: FakeNamesrv, broker_a: FakeBroker) 
             assert (await producer.send(Message("T", b"x"))).send_status is SendStatus.SEND_OK
 
 
+async def test_producers_of_two_name_servers_on_one_loop_each_send_to_their_own(
+    namesrv: FakeNamesrv, broker_a: FakeBroker, broker_b: FakeBroker
+) -> None:
+    # Without an instance name both shared the process's client instance, and the second one's sends went to the
+    # first one's name server and brokers (Apache: changeInstanceNameToPID gives each its own).
+    other = FakeNamesrv()
+    await other.server.start()
+    try:
+        namesrv.set_route("T", [broker_a])
+        other.set_route("T", [broker_b])
+        async with Producer("PGA", namesrv.address) as a, Producer("PGB", other.address) as b:
+            assert a.instance is not b.instance
+            assert (await a.send(Message("T", b"a"))).message_queue.broker_name == "broker-a"
+            assert (await b.send(Message("T", b"b"))).message_queue.broker_name == "broker-b"
+        assert [r.body for r in broker_a.sends] == [b"a"] and [r.body for r in broker_b.sends] == [b"b"]
+    finally:
+        await other.server.stop()
+
+
 async def test_instance_is_shared_and_reference_counted(namesrv: FakeNamesrv, broker_a: FakeBroker) -> None:
     producer = new_producer(namesrv, instance_name="shared")
     consumer = PullConsumer("CG", namesrv.address, instance_name="shared")

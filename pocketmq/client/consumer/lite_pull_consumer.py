@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-import random
 from collections.abc import Iterable
 from dataclasses import fields
 from typing import Any
@@ -223,10 +222,8 @@ class LitePullConsumer(LitePullTasks, TopicQueueWatch, RebalancedConsumerInner):
             raise MQClientException(
                 f"consumerGroup can not equal {DEFAULT_CONSUMER_GROUP}, please specify another one."
             )
-        if self.message_model is MessageModel.CLUSTERING and self.client_config.instance_name in (None, "DEFAULT"):
-            # changeInstanceNameToPID: each clustering consumer of a process is a member of its own.
-            pid = self.client_config.effective_instance_name()
-            self.client_config.instance_name = f"{pid}#{random.getrandbits(48)}"
+        if self.message_model is MessageModel.CLUSTERING:
+            self.client_config.change_instance_name_to_pid()  # (each one a member of its group of its own)
         instance = MQClientManager.get_instance().get_or_create_mq_client_instance(self.client_config)
         instance.register_consumer(self.group, self)
         self._instance = instance

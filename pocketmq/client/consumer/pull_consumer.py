@@ -99,6 +99,7 @@ class PullConsumer(SubscribedConsumerInner):
             raise MQClientException(
                 f"consumerGroup can not equal {DEFAULT_CONSUMER_GROUP}, please specify another one."
             )
+        self.client_config.change_instance_name_to_pid()  # (DefaultMQPullConsumerImpl.start, clustering)
         instance = MQClientManager.get_instance().get_or_create_mq_client_instance(self.client_config)
         instance.register_consumer(self.group, self)
         self._instance = instance

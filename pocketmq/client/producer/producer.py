@@ -137,6 +137,7 @@ class Producer(ProducerRequestReply):
             raise MQClientException(
                 f"producerGroup can not equal {DEFAULT_PRODUCER_GROUP}, please specify another one."
             )
+        self.client_config.change_instance_name_to_pid()  # (DefaultMQProducerImpl.start)
         instance = MQClientManager.get_instance().get_or_create_mq_client_instance(self.client_config)
         instance.register_producer(self.group, self)
         self._instance = instance

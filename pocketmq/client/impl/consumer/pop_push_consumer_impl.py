@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 from collections.abc import Coroutine
 from typing import Any
@@ -132,9 +131,7 @@ class PopPushConsumerImpl(SubscribedConsumerInner):
             raise MQClientException(f"consumerGroup can not equal {DEFAULT_CONSUMER_GROUP}")
         if self.listener is None or not self.subscriptions:
             raise MQClientException("register_message_listener() and subscribe() before start()")
-        if self.client_config.instance_name in (None, "DEFAULT"):
-            pid = self.client_config.effective_instance_name()
-            self.client_config.instance_name = f"{pid}#{random.getrandbits(48)}"
+        self.client_config.change_instance_name_to_pid()
         instance = MQClientManager.get_instance().get_or_create_mq_client_instance(self.client_config)
         instance.register_consumer(self.group, self)
         self._instance = instance

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
@@ -163,11 +162,8 @@ class DefaultMQPushConsumerImpl(PushConsumerAdmin, PushConsumerRetry, Rebalanced
             raise MQClientException("The PushConsumer service state not OK, maybe started once")
         self._check_config()
         cfg = self.config
-        if cfg.message_model is MessageModel.CLUSTERING and self.client_config.instance_name in (None, "DEFAULT"):
-            # DefaultMQPushConsumer.changeInstanceNameToPID (4.9.8 appends nanoTime): every clustering consumer
-            # of a process is a member of its group of its own.
-            pid = self.client_config.effective_instance_name()
-            self.client_config.instance_name = f"{pid}#{random.getrandbits(48)}"
+        if cfg.message_model is MessageModel.CLUSTERING:
+            self.client_config.change_instance_name_to_pid()  # (each one a member of its group of its own)
         instance = MQClientManager.get_instance().get_or_create_mq_client_instance(self.client_config)
         self._instance = instance
         rebalance = RebalancePushImpl(self)

@@ -93,7 +93,9 @@ class BusyPoller:
                  "_schedstat_file", "_schedstat", "__weakref__")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, window: float, policy: SpinPolicy | None = None) -> None:
-        self._loop = loop
+        # Weakly: _pollers holds this poller for as long as the loop lives, and a poller holding its loop would keep
+        # both (and its two /proc descriptors) for the rest of the process, one pair per loop that ever ran.
+        self._loop = weakref.ref(loop)
         self.window = window
         self._deadline = 0.0
         self.spinning = False
@@ -114,11 +116,11 @@ class BusyPoller:
         if self.spinning:
             self._hit = self._hit or arrived
             self._deadline = now + self.window
-        elif self.policy.should_spin() and _alone(self._loop):
+        elif self.policy.should_spin() and (loop := self._loop()) is not None and _alone(loop):
             self._deadline = now + self.window
             self._hit = False
             self.spinning = True
-            self._loop.call_soon(self._spin)
+            loop.call_soon(self._spin)
 
     def _read_schedstat(self) -> tuple[float, float, int] | None:
         text = self._schedstat_file.read() if self._schedstat_file is not None else None
@@ -139,8 +141,9 @@ class BusyPoller:
                 self.policy.record_runnable(running)
 
     def _spin(self) -> None:
-        if monotonic() < self._deadline and not self._loop.is_closed():
-            self._loop.call_soon(self._spin)
+        loop = self._loop()
+        if monotonic() < self._deadline and loop is not None and not loop.is_closed():
+            loop.call_soon(self._spin)
         else:
             self.spinning = False
             self.policy.record_spin(self._hit)

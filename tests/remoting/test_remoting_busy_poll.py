@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 
 import pytest
 
+from pocketmq.remoting import busy_poll
 from pocketmq.remoting.busy_poll import BusyPoller, busy_poller
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.command import RemotingCommand
@@ -123,3 +125,20 @@ def test_a_kept_proc_file_reads_what_opening_it_afresh_reads() -> None:
     assert theirs_of_mine[2] >= mine[2] > their_own[2]
     running = parse_running(ProcFile(_LOADAVG).read() or "")
     assert running is not None and running >= 1  # this thread, at least
+
+
+def test_a_closed_loop_leaves_no_poller_behind() -> None:
+    # The poller held its loop, and the table of pollers (weak on the loop) then held both for good, with the
+    # poller's two /proc descriptors: one pair more for every loop that ever ran a client or a server.
+    async def poll_once() -> None:
+        assert busy_poller(0.001) is not None
+
+    gc.collect()
+    before = len(busy_poll._pollers)
+    for _ in range(5):
+        loop = asyncio.new_event_loop()
+        loop.run_until_complete(poll_once())
+        loop.close()
+        del loop
+    gc.collect()
+    assert len(busy_poll._pollers) <= before

@@ -20,22 +20,36 @@ from .runtime import freeze_start_up_objects, run
 SERVER_COMMANDS = frozenset({"dev", "namesrv", "broker", "console"})
 
 
+def _port(text: str) -> int:
+    """A port argument: 0 (any free one) to 65535. Bigger ones wrapped round on uvloop (75412 bound 9876)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port {port} is out of range 0-65535")
+    return port
+
+
 def _add_dev(sub) -> None:
     p = sub.add_parser("dev", help="a name server and a broker in one process (what `make run` starts)")
-    p.add_argument("--store", default=".pocketmq", help="folder for the broker's store (default ./.pocketmq)")
-    p.add_argument("--namesrv-port", type=int, default=9876, help="0 picks a free port")
-    p.add_argument("--broker-port", type=int, default=10911, help="0 picks a free port")
-    p.add_argument("--host", default="127.0.0.1", help="address to bind and advertise (default loopback)")
-    p.add_argument("-c", "--config", help="broker properties file (its values win over the defaults)")
+    # (--store, --broker-port and --host: None when not given, so that a -c file's storePathRootDir, listenPort
+    # and brokerIP1 are not overridden by the defaults)
+    p.add_argument("--store", help="folder for the broker's store (default ./.pocketmq)")
+    p.add_argument("--namesrv-port", type=_port, default=9876, help="0 picks a free port")
+    p.add_argument("--broker-port", type=_port, help="default 10911; 0 picks a free port")
+    p.add_argument("--host", help="address to bind and advertise (default loopback)")
+    p.add_argument("-c", "--config", help="broker properties file: its values win over the defaults, the options "
+                                          "given here over its values")
     p.add_argument("--console-host", default="127.0.0.1", help="address the web console binds (default loopback)")
-    p.add_argument("--console-port", type=int, default=8080, help="the web console's port (0 picks a free one)")
+    p.add_argument("--console-port", type=_port, default=8080, help="the web console's port (0 picks a free one)")
     p.add_argument("--console-allow-host", action="append", default=[], metavar="NAME",
                    help="a name the console answers to besides loopback's and --console-host (repeat per name): "
                         "requests with another Host header are refused, against DNS rebinding")
     p.add_argument("--no-console", action="store_true", help="do not serve the web console and /metrics")
     p.add_argument("--console-read-only", action="store_true",
                    help="the console may only look (by default `dev`'s console may also create, delete and send)")
-    p.add_argument("--grpc-port", type=int, default=8081,
+    p.add_argument("--grpc-port", type=_port, default=8081,
                    help="RocketMQ 5's gRPC endpoint for the 5.x SDKs (default 8081; 0 picks a free port)")
     p.add_argument("--grpc-tls", choices=["permissive", "disabled", "enforcing"], default="permissive",
                    help="TLS on the gRPC port: permissive (default) serves TLS and plaintext alike, as RocketMQ's "
@@ -54,7 +68,7 @@ def _add_console(sub) -> None:
     p.add_argument("-n", "--namesrvAddr", dest="namesrv_addr", required=True,
                    help="name server address(es), host:port, ';'-separated")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
-    p.add_argument("--port", type=int, default=8080, help="0 picks a free port")
+    p.add_argument("--port", type=_port, default=8080, help="0 picks a free port")
     p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                    help="a name the console answers to besides loopback's and --host (repeat per name): requests "
                         "with another Host header are refused, against DNS rebinding")
@@ -108,7 +122,7 @@ async def _console(args) -> int:
 def _add_namesrv(sub) -> None:
     p = sub.add_parser("namesrv", help="run a name server")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=9876, help="0 picks a free port")
+    p.add_argument("--port", type=_port, default=9876, help="0 picks a free port")
     p.add_argument("--scan-interval", type=float, default=10.0, help="seconds between expiry scans")
     p.add_argument("--broker-expire", type=float, default=120.0,
                    help="seconds of silence after which a broker is dropped")
@@ -152,6 +166,7 @@ async def _dev(args) -> int:
 
     stop = _stop_on_signal()
     config = _dev_broker_config(args)
+    args.host = args.host or "127.0.0.1"  # (the name server's and the gRPC endpoint's address)
     namesrv = NamesrvController(NamesrvConfig(listen_host=args.host, listen_port=args.namesrv_port,
                                               acl_file=config.resolved_acl_file if config.acl_enable else None))
     await namesrv.start()
@@ -162,27 +177,27 @@ async def _dev(args) -> int:
     except BaseException:
         await namesrv.shutdown()
         raise
-    console, console_note = None, None
-    if not args.no_console:
-        console, console_note = await _start_console(args, namesrv.address, broker)
-    proxy, grpc_note = None, None
-    if not args.no_grpc:
-        proxy, grpc_note = await _start_grpc(args, namesrv.address, broker)
-    freeze_start_up_objects()
-    print(f"pocketmq dev: name server {namesrv.address}, broker {config.broker_name} at {broker.address}")
-    if proxy is not None:
-        print(f"  gRPC:    {proxy.endpoint}  (RocketMQ 5 SDKs; TLS {args.grpc_tls})")
-    elif grpc_note is not None:
-        print(f"  no gRPC endpoint: {grpc_note}")
-    if console is not None:
-        print(f"  console: {console.url}  (metrics: {console.url}metrics)")
-    elif console_note is not None:
-        print(f"  no console: {console_note}")
-    print(f"  store: {config.store_root}")
-    print(f"  try:   pocketmq sendMessage -n {namesrv.address} -t TopicTest -p hello")
-    print(f"         pocketmq consumeMessage -n {namesrv.address} -t TopicTest -c 1")
-    print("  Ctrl-C stops it cleanly.", flush=True)
-    try:
+    console = proxy = None
+    try:  # (from here on, whatever fails stops the broker cleanly: no abort file left for the next start)
+        console_note = grpc_note = None
+        if not args.no_console:
+            console, console_note = await _start_console(args, namesrv.address, broker)
+        if not args.no_grpc:
+            proxy, grpc_note = await _start_grpc(args, namesrv.address, broker)
+        freeze_start_up_objects()
+        print(f"pocketmq dev: name server {namesrv.address}, broker {config.broker_name} at {broker.address}")
+        if proxy is not None:
+            print(f"  gRPC:    {proxy.endpoint}  (RocketMQ 5 SDKs; TLS {args.grpc_tls})")
+        elif grpc_note is not None:
+            print(f"  no gRPC endpoint: {grpc_note}")
+        if console is not None:
+            print(f"  console: {console.url}  (metrics: {console.url}metrics)")
+        elif console_note is not None:
+            print(f"  no console: {console_note}")
+        print(f"  store: {config.store_root}")
+        print(f"  try:   pocketmq sendMessage -n {namesrv.address} -t TopicTest -p hello")
+        print(f"         pocketmq consumeMessage -n {namesrv.address} -t TopicTest -c 1")
+        print("  Ctrl-C stops it cleanly.", flush=True)
         await stop.wait()
     finally:
         print("pocketmq dev: shutting down", flush=True)
@@ -195,16 +210,25 @@ async def _dev(args) -> int:
     return 0
 
 
+def _dev_store(folder: str) -> str:
+    return os.path.join(os.path.abspath(folder), "store")
+
+
 def _dev_broker_config(args):
     """The broker's config: the dev defaults, the -c file over them, the command line's over both."""
     from pocketmq.broker.config import BrokerConfig
 
-    overrides = dict(
-        broker_ip1=args.host, listen_port=args.broker_port, namesrv_addr=None,  # (set once it listens)
-        store_path_root_dir=os.path.join(os.path.abspath(args.store), "store"),
-    )
-    config = (BrokerConfig.from_properties(args.config, defaults=DEV_STORE_DEFAULTS, **overrides) if args.config
-              else BrokerConfig(**DEV_STORE_DEFAULTS, **overrides))
+    defaults: dict[str, Any] = dict(DEV_STORE_DEFAULTS, broker_ip1="127.0.0.1", listen_port=10911,
+                                    store_path_root_dir=_dev_store(".pocketmq"))
+    overrides: dict[str, Any] = {"namesrv_addr": None}  # (set once it listens)
+    if args.host is not None:
+        overrides["broker_ip1"] = args.host
+    if args.broker_port is not None:
+        overrides["listen_port"] = args.broker_port
+    if args.store is not None:
+        overrides["store_path_root_dir"] = _dev_store(args.store)
+    config = (BrokerConfig.from_properties(args.config, defaults=defaults, **overrides) if args.config
+              else BrokerConfig(**{**defaults, **overrides}))
     # With aclEnable the in-process name server checks the same ACL file, so the broker needs an admin account
     # (accessKey/secretKey) to register: say so now rather than run a broker no client can find.
     acl_file = config.resolved_acl_file if config.acl_enable else None

@@ -280,6 +280,8 @@ class BrokerConfig:
             parse_delay_levels(self.message_delay_level)
         except ValueError as e:
             raise BrokerConfigError(str(e)) from None
+        if not 0 <= self.listen_port <= 65535:  # (uvloop wrapped a bigger one round: 99999 bound 34463)
+            raise BrokerConfigError(f"listenPort {self.listen_port} is out of range 0-65535")
 
     # --- derived values ---
 

@@ -41,6 +41,10 @@ class NamesrvConfig:
     server_frame_read_timeout: float = 60.0
     server_max_inflight_requests: int = DEFAULT_MAX_INFLIGHT
 
+    def __post_init__(self) -> None:
+        if not 0 <= self.listen_port <= 65535:  # (uvloop wrapped a bigger one round: 75412 bound 9876)
+            raise ValueError(f"listenPort {self.listen_port} is out of range 0-65535")
+
     @property
     def connection_limits(self) -> ConnectionLimits:
         return ConnectionLimits.of(self)

@@ -275,3 +275,47 @@ def test_a_server_freezes_what_its_start_made():
         gc.unfreeze()
         gc.enable()
     assert any(obj is kept for obj in gc.get_objects())
+
+
+def test_dev_with_a_config_file_keeps_the_files_port_store_and_address(tmp_path):
+    # The options' defaults were passed over the file: a -c file's listenPort, storePathRootDir and brokerIP1
+    # were ignored, and `dev` started an empty broker on 10911 beside the store the file named.
+    from pocketmq.cli import _dev_broker_config, build_parser
+
+    conf = tmp_path / "b.conf"
+    conf.write_text(f"listenPort=55745\nstorePathRootDir={tmp_path / 'mine'}\nbrokerIP1=127.0.0.2\n")
+    parse = build_parser().parse_args
+    cfg = _dev_broker_config(parse(["dev", "-c", str(conf)]))
+    assert (cfg.listen_port, cfg.store_path_root_dir, cfg.broker_ip1) == (55745, str(tmp_path / "mine"), "127.0.0.2")
+    given = _dev_broker_config(parse(["dev", "-c", str(conf), "--broker-port", "0", "--store", str(tmp_path / "s"),
+                                      "--host", "127.0.0.3"]))
+    assert (given.listen_port, given.store_path_root_dir, given.broker_ip1) == (0, str(tmp_path / "s" / "store"),
+                                                                              "127.0.0.3")
+    plain = _dev_broker_config(parse(["dev"]))
+    assert (plain.listen_port, plain.store_path_root_dir, plain.broker_ip1) == (
+        10911, os.path.join(os.path.abspath(".pocketmq"), "store"), "127.0.0.1")
+
+
+@pytest.mark.parametrize("args", [["namesrv", "--port", "75412"], ["dev", "--broker-port", "70000"],
+                                  ["dev", "--grpc-port", "-1"], ["console", "-n", "x:1", "--port", "65536"]])
+def test_a_port_out_of_range_is_a_usage_error(args):
+    # uvloop wrapped a port past 65535 round: `namesrv --port 75412` listened on 9876.
+    out = run(*args)
+    assert out.returncode == 2 and "out of range 0-65535" in out.stderr, out.stderr
+
+
+def test_a_config_file_port_out_of_range_is_refused(tmp_path):
+    conf = tmp_path / "b.conf"
+    conf.write_text("listenPort=99999\n")
+    out = run("broker", "-c", str(conf), "-p")
+    assert out.returncode != 0 and "listenPort 99999 is out of range 0-65535" in out.stderr, out.stderr
+
+
+def test_dev_that_fails_after_its_broker_started_stops_it_cleanly(tmp_path):
+    # A gRPC start that failed with anything but OSError left the process without shutting the broker down: the
+    # abort file stayed, and the next start ran abnormal recovery.
+    out = run("dev", "--no-console", "--store", str(tmp_path / "dev"), "--namesrv-port", "0", "--broker-port", "0",
+              "--grpc-port", "0", "--tls-cert", str(tmp_path / "cert.pem"))  # (a certificate without its key)
+    assert out.returncode != 0 and "needs both its file and its key file" in out.stderr, out.stderr
+    assert os.path.exists(tmp_path / "dev" / "store")
+    assert not os.path.exists(tmp_path / "dev" / "store" / "abort")

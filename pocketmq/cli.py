@@ -218,9 +218,9 @@ def _dev_broker_config(args):
     """The broker's config: the dev defaults, the -c file over them, the command line's over both."""
     from pocketmq.broker.config import BrokerConfig
 
-    defaults: dict[str, Any] = dict(DEV_STORE_DEFAULTS, broker_ip1="127.0.0.1", listen_port=10911,
-                                    store_path_root_dir=_dev_store(".pocketmq"))
-    overrides: dict[str, Any] = {"namesrv_addr": None}  # (set once it listens)
+    defaults = dict(DEV_STORE_DEFAULTS, broker_ip1="127.0.0.1", listen_port=10911,
+                    store_path_root_dir=_dev_store(".pocketmq"))
+    overrides: dict = {"namesrv_addr": None}  # (set once it listens)
     if args.host is not None:
         overrides["broker_ip1"] = args.host
     if args.broker_port is not None:

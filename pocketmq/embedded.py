@@ -102,6 +102,8 @@ class EmbeddedCluster:
         """Returns once the broker has registered with the name server."""
         # (checked before anything starts; the address comes later)
         config = self.broker_config(namesrv_addr="127.0.0.1:9876")
+        # A cluster started again after stop(): the servers of its last run are gone (brokers[0] was the stopped one).
+        self.brokers, self.broker, self.proxy, self.namesrv = [], None, None, None
         acl_file = config.resolved_acl_file if config.acl_enable else None
         if self.external_namesrv_addr is None:
             self.namesrv = NamesrvController(NamesrvConfig(listen_port=0, acl_file=acl_file))
@@ -238,7 +240,8 @@ class ThreadedCluster:
         loop.close()
 
     def wait_dispatched(self, timeout: float = 10.0) -> bool:
-        return self.cluster.store.wait_dispatched(timeout)
+        """Every broker's stored messages in its consume queues (EmbeddedCluster.wait_dispatched)."""
+        return self._call(self.cluster.wait_dispatched(timeout), timeout * len(self.cluster.brokers) + 5)
 
     def wait_routed(self, topic: str, timeout: float = 10.0) -> bool:
         return self._call(self.cluster.wait_routed(topic, timeout), timeout + 5)

@@ -37,6 +37,25 @@ async def test_embedded_cluster_round_trip(tmp_path):
     assert os.path.exists(tmp_path / "store" / "commitlog")
 
 
+def test_a_cluster_stopped_and_started_again_names_its_new_servers(tmp_path):
+    # start() appended to the brokers of the last run: broker, broker_addr and store named the stopped one.
+    from pocketmq import ThreadedCluster
+
+    cluster = ThreadedCluster(tmp_path, brokers=2)
+    with cluster:
+        with SyncProducer("p", cluster.namesrv_addr) as producer:
+            sent = producer.send(Message("Again", b"one"))
+        first_run = list(cluster.cluster.brokers)
+    with cluster:
+        brokers = cluster.cluster.brokers
+        assert len(brokers) == 2 and not set(brokers) & set(first_run)
+        assert all(b.remoting_server.started for b in brokers) and cluster.cluster.broker is brokers[0]
+        assert cluster.broker_addr == brokers[0].address
+        with SyncPullConsumer("c", cluster.namesrv_addr) as consumer:
+            result = consumer.pull(sent.message_queue, "*", sent.queue_offset)
+        assert [m.body for m in result.msg_found_list] == [b"one"]  # (the store of the first run, read again)
+
+
 async def test_embedded_cluster_passes_broker_settings(tmp_path):
     async with EmbeddedCluster(tmp_path, auto_create_topic_enable=False) as cluster:
         assert cluster.broker.broker_config.auto_create_topic_enable is False

@@ -220,7 +220,7 @@ def _dev_broker_config(args):
 
     defaults = dict(DEV_STORE_DEFAULTS, broker_ip1="127.0.0.1", listen_port=10911,
                     store_path_root_dir=_dev_store(".pocketmq"))
-    overrides: dict = {"namesrv_addr": None}  # (set once it listens)
+    overrides = {"namesrv_addr": None}  # (set once it listens)
     if args.host is not None:
         overrides["broker_ip1"] = args.host
     if args.broker_port is not None:

@@ -30,12 +30,13 @@ from ...consumer.message_listener import ConsumeOrderlyContext, ConsumeOrderlySt
 from ...message_const import PROPERTY_RECONSUME_TIME
 from ...trace.trace_context import ConsumeReturnType
 from .consume_message_service import ConsumeExecutor, cancelled_here
-from .process_queue import ProcessQueue
+from .process_queue import ProcessQueue, now_ms
 
 if TYPE_CHECKING:
     from .push_consumer_impl import DefaultMQPushConsumerImpl
 
 log = logging.getLogger(__name__)
+_RAISED = object()  # the listener raised (told apart from returning None for the trace's ConsumeReturnType)
 
 MIN_SUSPEND, MAX_SUSPEND = 0.01, 30.0  # a context's suspend time is clamped to this range
 
@@ -161,11 +162,12 @@ class ConsumeMessageOrderlyService:
                         return
                     trace = self.consumer.trace_hook
                     before = trace.consume_message_before(msgs) if trace is not None else None
-                    status = await self._call_listener(msgs, context, unfinished)
+                    begin_ms = now_ms()
+                    status, answered = await self._call_listener(msgs, context, unfinished)
                     if before is not None and trace is not None:
                         ok = status in (ConsumeOrderlyStatus.SUCCESS, ConsumeOrderlyStatus.COMMIT)
-                        kind = ConsumeReturnType.SUCCESS if ok else ConsumeReturnType.FAILED
-                        trace.consume_message_after(before, len(msgs), ok, kind)
+                        trace.consume_message_after(before, len(msgs), ok,
+                                                    self._return_type(answered, ok, now_ms() - begin_ms))
                     go_on = await self.process_consume_result(msgs, status, context, pq, mq)
                 finally:
                     if unfinished:
@@ -178,12 +180,23 @@ class ConsumeMessageOrderlyService:
                 if not go_on:
                     return
 
+    def _return_type(self, answered: Any, ok: bool, elapsed_ms: int) -> ConsumeReturnType:
+        """How a listener call ended, for its SubAfter record (ConsumeMessageOrderlyService's returnType)."""
+        if answered is _RAISED:
+            return ConsumeReturnType.EXCEPTION
+        if answered is None:
+            return ConsumeReturnType.RETURNNULL
+        if elapsed_ms >= self.consumer.config.consume_timeout * 1000:
+            return ConsumeReturnType.TIME_OUT
+        return ConsumeReturnType.SUCCESS if ok else ConsumeReturnType.FAILED
+
     async def _call_listener(
         self, msgs: list[MessageExt], context: ConsumeOrderlyContext, unfinished: list[asyncio.Future[Any]]
-    ) -> ConsumeOrderlyStatus:
-        """The listener's answer for the batch. Should this worker be cancelled (shutdown) while a plain
-        listener's thread still runs the batch, the call's future is put in ``unfinished`` and the cancellation
-        goes on at once: waiting for the thread held shutdown up for as long as the listener ran."""
+    ) -> tuple[ConsumeOrderlyStatus, Any]:
+        """The listener's answer for the batch, and what it gave (_RAISED when it raised). Should this worker be
+        cancelled (shutdown) while a plain listener's thread still runs the batch, the call's future is put in
+        ``unfinished`` and the cancellation goes on at once: waiting for the thread held shutdown up for as long as
+        the listener ran."""
         status: Any = None
         try:
             if self._is_async:
@@ -201,6 +214,7 @@ class ConsumeMessageOrderlyService:
         except Exception:
             log.warning("consumeMessage exception, group %s, %s; suspending the queue a moment",
                         self.consumer.group, context.message_queue, exc_info=True)
+            status = _RAISED
         except asyncio.CancelledError:
             if cancelled_here():
                 raise
@@ -208,12 +222,14 @@ class ConsumeMessageOrderlyService:
             # Throwable). Let through, it would leave the batch taken and the queue marked consuming forever.
             log.warning("consumeMessage cancelled, group %s, %s; suspending the queue a moment",
                         self.consumer.group, context.message_queue, exc_info=True)
+            status = _RAISED
+        answered = status
         if not isinstance(status, ConsumeOrderlyStatus):
-            if status is not None:
+            if status is not None and status is not _RAISED:
                 log.warning("orderly listener of %s returned %r, not a ConsumeOrderlyStatus",
                             self.consumer.group, status)
             status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
-        return status
+        return status, answered
 
     async def process_consume_result(
         self,

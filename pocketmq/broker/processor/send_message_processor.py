@@ -236,7 +236,10 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
                 request, ResponseCode.MESSAGE_ILLEGAL,
                 f"message {list(map(len, bodies)).index(0)} of the batch: the message body length is zero",
             )
-        conflict = self.check_message_type(request, tc, string_to_properties(header.properties or ""))
+        batch_props = string_to_properties(header.properties or "")
+        if _delay_level(batch_props) > 0:  # (CommitLog.putMessages: messageExtBatch.getDelayTimeLevel() > 0)
+            return response(request, ResponseCode.MESSAGE_ILLEGAL, "a batch cannot carry a delay level")
+        conflict = self.check_message_type(request, tc, batch_props)
         if conflict is not None:
             return conflict
         sys_flag = header.sys_flag & ~TRANSACTION_PREPARED_TYPE
@@ -345,3 +348,11 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             store_host=c.store_host,
             reconsume_times=original.reconsume_times + 1,
         )
+
+
+def _delay_level(props: dict[str, str]) -> int:
+    """Message.getDelayTimeLevel: the DELAY property as a number, 0 when absent or not one."""
+    try:
+        return int(props.get("DELAY", "0"))
+    except ValueError:
+        return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -120,7 +121,7 @@ def test_checkpoint_covers_every_record(report: dict) -> None:
     assert cp["logics_msg_timestamp"] >= newest
     assert cp["min_timestamp"] == min(cp["physic_msg_timestamp"], cp["logics_msg_timestamp"]) - 3000
     assert cp["size"] == 4096 and cp["rest_zero"]
-    lock = {"present": True, "held_by_pid": None}
+    lock = {"present": True, "held": False, "held_by_pid": None, "kind": None}
     assert report["state"] == {"abort": False, "lock": lock, "other_entries": []}
 
 
@@ -238,7 +239,7 @@ def test_inspect_a_store_another_process_is_running(tmp_path: Path) -> None:
     try:
         assert proc.stdout.readline().strip() == "started"
         running = inspect_json(path)
-        assert running["state"]["lock"]["held_by_pid"] == proc.pid
+        assert running["state"]["lock"] == {"present": True, "held": True, "held_by_pid": proc.pid, "kind": "FLOCK"}
         assert running["state"]["abort"] is True
         assert running["commitlog"]["records_total"] == 50
         code, out = run_tool(inspect_main, [str(path), "--checkpoint"])
@@ -249,6 +250,30 @@ def test_inspect_a_store_another_process_is_running(tmp_path: Path) -> None:
     crashed = inspect_json(path, "--checkpoint")
     assert crashed["state"]["abort"] is True
     assert crashed["state"]["lock"]["held_by_pid"] is None
+
+
+def test_a_store_locked_as_apache_rocketmq_locks_it_is_running(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    demo(path, "--small", "--messages", "3")
+    fd = os.open(path / "lock", os.O_RDWR)
+    try:
+        # Apache's DefaultMessageStore: lockFile.getChannel().tryLock(0, 1, false), an fcntl record lock.
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
+        lock = inspect_json(path, "--checkpoint")["state"]["lock"]
+        assert lock == {"present": True, "held": True, "held_by_pid": os.getpid(), "kind": "POSIX"}
+        code, out = run_tool(inspect_main, [str(path), "--checkpoint"])
+        assert f"held by pid {os.getpid()} (fcntl, as Apache RocketMQ takes it)" in out
+    finally:
+        os.close(fd)
+    fd = os.open(path / "lock", os.O_RDWR)
+    try:
+        # An open-file-description lock (F_OFD_SETLK) belongs to no process: /proc/locks shows pid -1.
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack("hhqqi", fcntl.F_WRLCK, os.SEEK_SET, 0, 1, 0))
+        lock = inspect_json(path, "--checkpoint")["state"]["lock"]
+        assert lock == {"present": True, "held": True, "held_by_pid": None, "kind": "OFDLCK"}
+    finally:
+        os.close(fd)
+    assert inspect_json(path, "--checkpoint")["state"]["lock"]["held"] is False
 
 
 # -- damaged and unusual files --------------------------------------------------------------------

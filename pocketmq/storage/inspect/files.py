@@ -104,11 +104,17 @@ def _escape(c: str) -> str:
     return {"\x01": "\\x01", "\x02": "\\x02", "\n": "\\n", "\t": "\\t"}.get(c, f"\\x{ord(c):02x}")
 
 
-def lock_holder(lock_path: str) -> int | None:
-    """The pid holding an flock on `lock_path`, read from /proc/locks (Linux), or None.
+# /proc/locks names the kind of each lock: flock(2) (pocketmq's store), fcntl(2) POSIX record locks (Apache
+# RocketMQ's FileChannel.tryLock) and open-file-description locks; any of them on `lock` means a store runs.
+LOCK_KINDS = ("FLOCK", "POSIX", "OFDLCK")
 
-    Asking the kernel this way takes no lock ourselves, so a store starting at the same moment
-    never sees inspect as a competitor.
+
+def lock_holder(lock_path: str) -> tuple[str, int | None] | None:
+    """(kind, pid) of a lock held on `lock_path`, read from /proc/locks (Linux), or None.
+
+    The kind is one of LOCK_KINDS. pid is None for an OFDLCK: such a lock belongs to an open file, not a
+    process, and /proc/locks shows -1. Asking the kernel this way takes no lock ourselves, so a store starting
+    at the same moment never sees inspect as a competitor.
     """
     try:
         st = os.stat(lock_path)
@@ -120,12 +126,13 @@ def lock_holder(lock_path: str) -> int | None:
     for line in lines:
         parts = line.split()
         # "1: FLOCK  ADVISORY  WRITE 8277 fe:00:2147008 0 EOF"; blocked waiters show "->" first.
-        if len(parts) < 6 or parts[1] != "FLOCK":
+        if len(parts) < 6 or parts[1] not in LOCK_KINDS:
             continue
         try:
             major, minor, inode = parts[5].split(":")
             if (int(major, 16), int(minor, 16), int(inode)) == want:
-                return int(parts[4])
+                pid = int(parts[4])
+                return parts[1], pid if pid > 0 else None
         except ValueError:
             continue
     return None

@@ -36,8 +36,10 @@ def checkpoint_section(root: str, files: ReadOnlyFiles) -> dict:
 def state_section(root: str) -> dict:
     lock = os.path.join(root, "lock")
     present = os.path.exists(lock)
+    holder = lock_holder(lock) if present else None
+    kind, pid = holder if holder else (None, None)
     return {
         "abort": os.path.exists(os.path.join(root, "abort")),
-        "lock": {"present": present, "held_by_pid": lock_holder(lock) if present else None},
+        "lock": {"present": present, "held": holder is not None, "held_by_pid": pid, "kind": kind},
         "other_entries": sorted(set(os.listdir(root)) - set(KNOWN_ENTRIES)),
     }

@@ -6,6 +6,8 @@ from .files import fmt_bytes
 
 HEX_ROW = 8  # bytes per row in the --hex field table
 BODY_HEX_ROWS = 4  # a body can be megabytes: show its first rows only
+_LOCK_KINDS = {"FLOCK": "flock, as pocketmq takes it", "POSIX": "fcntl, as Apache RocketMQ takes it",
+               "OFDLCK": "OFD lock"}
 
 
 def render(report: dict) -> str:
@@ -46,11 +48,12 @@ def _state(lines: list[str], report: dict) -> None:
     lock = state["lock"]
     if not lock["present"]:
         lines.append("  lock        absent: no store was ever started here")
-    elif lock["held_by_pid"] is None:
+    elif not lock["held"]:
         lines.append("  lock        present, not held: no store is running on this directory")
     else:
-        lines.append(f"  lock        held by pid {lock['held_by_pid']}: a store is running; "
-                     "files may change while they are read")
+        who = (f"by pid {lock['held_by_pid']} ({_LOCK_KINDS[lock['kind']]})" if lock["held_by_pid"] is not None
+               else "by an open file description (an OFD lock: /proc/locks names no process)")
+        lines.append(f"  lock        held {who}: a store is running; files may change while they are read")
     if state["other_entries"]:
         lines.append(f"  other       {', '.join(state['other_entries'])}")
 

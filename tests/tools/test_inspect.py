@@ -13,8 +13,9 @@ import zlib
 from collections import defaultdict
 from pathlib import Path
 
-from pocketmq.common.message import create_message_id, pack_host
+from pocketmq.common.message import MessageExtBrokerInner, create_message_id, pack_host
 from pocketmq.storage import DefaultMessageStore
+from pocketmq.storage.config import MessageStoreConfig
 from pocketmq.storage.demo import store_config
 from pocketmq.storage.index_file import IndexFile
 from pocketmq.storage.inspect import main as inspect_main
@@ -299,6 +300,41 @@ def test_a_damaged_record_is_reported_where_recovery_truncates(store: Path, tmp_
         assert store_.get_max_phy_offset() == target["offset"]
     finally:
         store_.shutdown()
+
+
+def test_delayed_entries_are_checked_against_the_stores_own_delay_levels(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    config = MessageStoreConfig(store_path_root_dir=str(path), timer_wheel_enable=False,
+                                message_delay_level="1s 2s 25s", mapped_file_size_commit_log=32768,
+                                mapped_file_size_consume_queue=320)
+    store = DefaultMessageStore(config)
+    store.load()
+    store.start()
+    try:
+        store.put_message(MessageExtBrokerInner(
+            topic="T", body=b"later", queue_id=0, properties={"TAGS": "a", "DELAY": "3"},
+            born_timestamp=1_700_000_000_000, born_host=pack_host("127.0.0.1", 5555)))
+        store.wait_dispatched(30.0)
+    finally:
+        store.shutdown()
+    record = all_records(inspect_json(path, "--commitlog"))[0]
+
+    def schedule_entry(*args: str) -> dict:
+        queues = inspect_json(path, "--consumequeue", "--topic", "SCHEDULE_TOPIC_XXXX", *args)["consumequeue"]
+        [queue] = queues["queues"]
+        [entry] = queue["entries"]
+        return entry
+
+    own = schedule_entry("--delay-levels", "1s 2s 25s")
+    assert own["tags_code"] == record["store_timestamp"] + 25_000
+    assert own["check"] == "ok"
+    # RocketMQ's default level 3 is 10s: the entry disagrees, and the message says which levels it assumed.
+    default = schedule_entry()
+    expect = record["store_timestamp"] + 10_000
+    assert default["check"] == (f"tags code {own['tags_code']} is not STORETIMESTAMP + level 3's delay = {expect}, "
+                                "assuming the delay levels '1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m "
+                                "1h 2h' (--delay-levels)")
+    assert run_tool(inspect_main, [str(path), "--delay-levels", "1s 2x"])[0] == 2
 
 
 def test_index_geometry_is_inferred_when_the_options_do_not_fit(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import json
 import os
 import sys
 
+from ..config import DEFAULT_DELAY_LEVELS, parse_delay_levels
 from .commitlog import CommitLogFiles, commitlog_section
 from .consumequeue import consumequeue_section
 from .files import ReadOnlyFiles
@@ -74,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="index entries per file (default RocketMQ's 20,000,000)")
     p.add_argument("--timer-precision", type=int, default=1000, metavar="MS",
                    help="the store's timerPrecisionMs, to read the wheel's slot times (default 1000)")
+    p.add_argument("--delay-levels", default=DEFAULT_DELAY_LEVELS, metavar="LEVELS",
+                   help="the store's messageDelayLevel, to check SCHEDULE_TOPIC_XXXX entries' deliver times "
+                        f"(default RocketMQ's {DEFAULT_DELAY_LEVELS!r})")
     return p
 
 
@@ -81,7 +85,8 @@ def options_from(args: argparse.Namespace) -> Options:
     chosen = frozenset(s for s in SECTIONS if getattr(args, s))
     return Options(sections=chosen or frozenset(SECTIONS), topic=args.topic, queue=args.queue,
                    limit=args.limit, offset=args.offset, hex=args.hex, hash_slots=args.hash_slots,
-                   index_num=args.index_num, timer_precision_ms=args.timer_precision)
+                   index_num=args.index_num, timer_precision_ms=args.timer_precision,
+                   delay_levels=args.delay_levels)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,6 +97,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.limit is not None and args.limit < 0:
         print("inspect: --limit must not be negative", file=sys.stderr)
+        return 2
+    try:
+        parse_delay_levels(args.delay_levels)
+    except ValueError as e:
+        print(f"inspect: --delay-levels: {e}", file=sys.stderr)
         return 2
     report = inspect_store(root, options_from(args))
     if args.json:

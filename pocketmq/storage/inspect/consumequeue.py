@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 
 from pocketmq.common.constants import CQ_STORE_UNIT_SIZE, PROPERTY_DELAY_TIME_LEVEL
@@ -16,7 +17,6 @@ from .files import ReadOnlyFiles, file_sizes, fmt_ms, numbered_files
 from .options import Options
 
 PRE_BLANK_SIZE = 0x7FFFFFFF  # fillPreBlank: the slots before a queue's first real entry
-_DELAYS = parse_delay_levels(DEFAULT_DELAY_LEVELS)
 
 
 def queue_dirs(root: str) -> list[tuple[str, int]]:
@@ -72,8 +72,10 @@ def read_entries(files: ReadOnlyFiles, qdir: str, limit: int | None = None) -> t
     return infos, entries, end
 
 
-def resolve(topic: str, queue_id: int, entry: Entry, log: CommitLogFiles, raw: bytes | None = None) -> dict:
-    """An entry, with the tag it stands for and whether the record it points at agrees with it."""
+def resolve(topic: str, queue_id: int, entry: Entry, log: CommitLogFiles, raw: bytes | None = None,
+            delay_levels: str = DEFAULT_DELAY_LEVELS) -> dict:
+    """An entry, with the tag it stands for and whether the record it points at agrees with it.
+    `delay_levels`: the store's messageDelayLevel, which SCHEDULE_TOPIC_XXXX entries are checked against."""
     index, phys, size, code, name, pos = entry
     out: dict = {"index": index, "commitlog_offset": phys, "size": size, "tags_code": code, "file": name,
                  "position": pos}
@@ -92,9 +94,11 @@ def resolve(topic: str, queue_id: int, entry: Entry, log: CommitLogFiles, raw: b
     if topic == SCHEDULE_TOPIC:
         out["tag"] = msg.tags
         out["delivery_time"] = fmt_ms(code)
-        expect = _delivery_time(msg)
+        expect = _delivery_time(msg, _delays(delay_levels))
         if expect is not None and expect != code:
-            problems.append(f"tags code {code} is not STORETIMESTAMP + delay = {expect}")
+            level = msg.properties.get(PROPERTY_DELAY_TIME_LEVEL)
+            problems.append(f"tags code {code} is not STORETIMESTAMP + level {level}'s delay = {expect}, "
+                            f"assuming the delay levels {delay_levels!r} (--delay-levels)")
     elif tags_code(msg.tags) == code:
         out["tag"] = msg.tags
     else:
@@ -116,7 +120,12 @@ def _disagreements(topic: str, queue_id: int, index: int, size: int, msg: Messag
     return problems
 
 
-def _delivery_time(msg: MessageExt) -> int | None:
+@functools.cache
+def _delays(spec: str) -> list[int]:
+    return parse_delay_levels(spec)
+
+
+def _delivery_time(msg: MessageExt, delays: list[int]) -> int | None:
     """What the dispatcher stores as a delayed message's tags code: store time + its level's delay."""
     try:
         level = int(msg.properties.get(PROPERTY_DELAY_TIME_LEVEL, "0"))
@@ -124,7 +133,7 @@ def _delivery_time(msg: MessageExt) -> int | None:
         return None
     if level <= 0:
         return None
-    return msg.store_timestamp + _DELAYS[min(level, len(_DELAYS)) - 1]
+    return msg.store_timestamp + delays[min(level, len(delays)) - 1]
 
 
 def queue_entry(root: str, files: ReadOnlyFiles, log: CommitLogFiles, topic: str, queue_id: int,
@@ -145,8 +154,8 @@ def queue_entry(root: str, files: ReadOnlyFiles, log: CommitLogFiles, topic: str
         "entries_total": len(entries),
         "entries_matched": len(selected),
         "end": end,
-        "entries": [resolve(topic, queue_id, e, log, _raw(files, qdir, e) if opts.hex else None)
-                    for e in shown],
+        "entries": [resolve(topic, queue_id, e, log, _raw(files, qdir, e) if opts.hex else None,
+                            opts.delay_levels) for e in shown],
     }
 
 

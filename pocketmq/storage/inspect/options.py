@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..config import DEFAULT_DELAY_LEVELS
+
 SECTIONS = ("commitlog", "consumequeue", "index", "checkpoint", "timer")
 
 
@@ -20,3 +22,5 @@ class Options:
     hash_slots: int = 5_000_000
     index_num: int = 20_000_000
     timer_precision_ms: int = 1000  # the wheel stores time / precision: it cannot tell the precision itself
+    # The store's messageDelayLevel: a SCHEDULE_TOPIC_XXXX entry stores a deliver time, not its level's delay.
+    delay_levels: str = DEFAULT_DELAY_LEVELS

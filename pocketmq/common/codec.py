@@ -110,10 +110,11 @@ class BodyInflateError(CorruptRecordError):
 
 def decode(
     buf: RecordBuffer, offset: int = 0, *, check_crc: bool = False, decompress: bool = False,
-    inflate_limit: int = DEFAULT_INFLATE_LIMIT,
+    inflate_limit: int = DEFAULT_INFLATE_LIMIT, text_errors: str = "strict",
 ) -> MessageExt:
     """Decode the record at `offset` of `buf` (bytes, bytearray, memoryview or mmap). With ``decompress``, a
-    compressed body is inflated to at most ``inflate_limit`` bytes (BodyInflateError beyond)."""
+    compressed body is inflated to at most ``inflate_limit`` bytes (BodyInflateError beyond). ``text_errors``:
+    how topic and properties bytes that are not UTF-8 decode ("replace" reads them as Java's String does)."""
     if len(buf) - offset < SIZE_MAGIC.size:
         raise CorruptRecordError(f"truncated record at {offset}")
     sys_flag = _INT.unpack_from(buf, offset + SYSFLAG_POS)[0] if len(buf) - offset >= SYSFLAG_POS + _INT.size else 0
@@ -145,8 +146,8 @@ def decode(
     if props_len < 0 or pos + props_len != end:
         raise CorruptRecordError(f"record at {offset} does not add up to its TOTALSIZE {size}")
     try:
-        topic = raw_topic.decode()
-        props = bytes(buf[pos:end]).decode()
+        topic = raw_topic.decode(errors=text_errors)
+        props = bytes(buf[pos:end]).decode(errors=text_errors)
     except UnicodeDecodeError as e:
         raise CorruptRecordError(f"record at {offset} has a topic or properties that are not UTF-8") from e
     if check_crc and body_crc(body) != crc:

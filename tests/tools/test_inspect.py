@@ -302,6 +302,29 @@ def test_a_damaged_record_is_reported_where_recovery_truncates(store: Path, tmp_
         store_.shutdown()
 
 
+def test_a_record_whose_properties_are_not_utf8_is_listed_and_marked(store: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(store, copy)
+    target = all_records(inspect_json(copy, "--commitlog"))[7]
+    with open(copy / "commitlog" / target["file"], "r+b") as f:
+        f.seek(target["position"] + target["total_size"] - 3)  # in UNIQ_KEY's value; no CRC covers it
+        f.write(b"\xff")
+    report = inspect_json(copy, "--commitlog", "--consumequeue")
+    records = all_records(report)
+    assert len(records) == report["commitlog"]["records_total"] == DEMO_MESSAGES
+    [bad] = [r for r in records if r["not_utf8"]]
+    assert bad["offset"] == target["offset"]
+    assert bad["uniq_key"] == target["uniq_key"][:-2] + "\ufffd" + target["uniq_key"][-1]
+    assert (bad["topic"], bad["keys"], bad["tags"]) == (target["topic"], target["keys"], target["tags"])
+    [entry] = [e for q in report["consumequeue"]["queues"] for e in q["entries"]
+               if e["commitlog_offset"] == target["offset"]]
+    assert entry["check"] == "topic/properties not UTF-8 (bad bytes shown as U+FFFD)"
+    assert entry["tag"] == target["tags"]
+    code, out = run_tool(inspect_main, [str(copy), "--commitlog", "--offset", str(target["offset"])])
+    assert f"offset {target['offset']}  size {target['total_size']}" in out
+    assert "! topic/properties not UTF-8" in out and "(--limit)" not in out
+
+
 def test_delayed_entries_are_checked_against_the_stores_own_delay_levels(tmp_path: Path) -> None:
     path = tmp_path / "s"
     config = MessageStoreConfig(store_path_root_dir=str(path), timer_wheel_enable=False,

@@ -14,6 +14,8 @@ from .files import ReadOnlyFiles, file_sizes, numbered_files
 from .options import Options
 from .record import annotate, summary, walk_file
 
+NOT_UTF8 = "topic/properties not UTF-8 (bad bytes shown as U+FFFD)"
+
 
 class CommitLogFiles:
     """The commit-log files of a store, walked once and looked up by physical offset."""
@@ -28,6 +30,7 @@ class CommitLogFiles:
         self._walks: dict[str, tuple[list[tuple[int, int]], dict]] = {}
         self._starts: dict[str, set[int]] = {}
         self._decoded: dict[int, MessageExt | None] = {}
+        self.not_utf8: set[int] = set()  # offsets of records whose topic or properties decoded with U+FFFD
 
     def map(self, name: str):
         return self._files.map(os.path.join(self.dir, name))
@@ -82,10 +85,18 @@ class CommitLogFiles:
         return self._decoded[offset]
 
     def _decode(self, name: str, pos: int) -> MessageExt | None:
+        mm = self.map(name)
         try:
-            return decode(self.map(name), pos)
-        except (CorruptRecordError, struct.error, UnicodeDecodeError):
+            return decode(mm, pos)
+        except CorruptRecordError as e:
+            if not isinstance(e.__cause__, UnicodeDecodeError):
+                return None
+        except struct.error:
             return None
+        # Recovery keeps such a record (no CRC covers topic or properties), and Apache's broker serves it, its
+        # String decoding replacing the bad bytes: show it the same way, marked, rather than hide it.
+        self.not_utf8.add(int(name) + pos)
+        return decode(mm, pos, text_errors="replace")
 
 
 def _matches(msg: MessageExt, opts: Options) -> bool:
@@ -120,7 +131,7 @@ def commitlog_section(log: CommitLogFiles, opts: Options) -> dict:
             entry["records_matched"] += 1
             if msg is None or (opts.limit is not None and shown >= opts.limit):
                 continue
-            record = summary(msg, name, pos)
+            record = summary(msg, name, pos, base + pos in log.not_utf8)
             if opts.hex:
                 record["fields"] = annotate(mm, pos)
             entry["records"].append(record)

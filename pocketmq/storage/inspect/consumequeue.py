@@ -12,7 +12,7 @@ from pocketmq.common.message import MessageExt
 from ..commit_log import SCHEDULE_TOPIC
 from ..config import DEFAULT_DELAY_LEVELS, parse_delay_levels
 from ..consume_queue import CQ_ENTRY  # commit-log offset, size, tags code
-from .commitlog import CommitLogFiles
+from .commitlog import NOT_UTF8, CommitLogFiles
 from .files import ReadOnlyFiles, file_sizes, fmt_ms, numbered_files
 from .options import Options
 
@@ -91,6 +91,8 @@ def resolve(topic: str, queue_id: int, entry: Entry, log: CommitLogFiles, raw: b
                         "no record starts at this commit-log offset (deleted, or cut off by recovery)")
         return out
     problems = _disagreements(topic, queue_id, index, size, msg)
+    if phys in log.not_utf8:
+        problems.append(NOT_UTF8)
     if topic == SCHEDULE_TOPIC:
         out["tag"] = msg.tags
         out["delivery_time"] = fmt_ms(code)

@@ -113,9 +113,10 @@ def body_text(body: bytes, sys_flag: int, width: int = 60) -> str:
     return preview(body, width)
 
 
-def summary(msg: MessageExt, file_name: str, pos: int) -> dict:
+def summary(msg: MessageExt, file_name: str, pos: int, not_utf8: bool = False) -> dict:
     """The fields of a record that the listing shows, as a JSON-ready dict. `offset` is where the
-    record is; `physical_offset` is what its PHYSICALOFFSET field says (recovery checks they agree)."""
+    record is; `physical_offset` is what its PHYSICALOFFSET field says (recovery checks they agree).
+    `not_utf8`: `msg` was decoded with its topic or properties' bad bytes replaced."""
     return {
         "offset": int(file_name) + pos,
         "file": file_name,
@@ -144,6 +145,7 @@ def summary(msg: MessageExt, file_name: str, pos: int) -> dict:
         "body_length": len(msg.body),
         "body_preview": body_text(msg.body, msg.sys_flag),
         "msg_id": msg.offset_msg_id,
+        "not_utf8": not_utf8,
     }
 
 

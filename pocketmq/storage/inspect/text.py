@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .commitlog import NOT_UTF8
 from .files import fmt_bytes
 
 HEX_ROW = 8  # bytes per row in the --hex field table
@@ -90,6 +91,8 @@ def _record(lines: list[str], r: dict) -> None:
     lines.append(f"      body {r['body_preview']}")
     if r["physical_offset"] != r["offset"]:
         lines.append(f"      ! PHYSICALOFFSET says {r['physical_offset']}")
+    if r["not_utf8"]:
+        lines.append(f"      ! {NOT_UTF8}")
     if "fields" in r:
         _fields(lines, r["fields"])
 

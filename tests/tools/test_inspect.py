@@ -386,6 +386,23 @@ def test_index_geometry_is_inferred_when_the_options_do_not_fit(tmp_path: Path) 
     assert "pass --hash-slots and --index-num" in files[empty.name]["error"]
 
 
+def test_tag_keys_as_apache_rocketmq_5_indexes_them_are_named(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    demo(path, "--small", "--messages", "10")
+    records = all_records(inspect_json(path, "--commitlog"))
+    assert all(r["tags"] for r in records)
+    # Apache 5's IndexService.buildKey(topic, tag, "T") for each tagged message, in a file of its own.
+    tagged = path / "index" / "20990101000000000"
+    f = IndexFile(str(tagged), 64, 256)
+    for r in records:
+        f.put_key(f"{r['topic']}#T#{r['tags']}", r["offset"], r["store_timestamp"])
+    f.flush()
+    f.close()
+    files = {x["name"]: x for x in inspect_json(path, "--index")["index"]["files"]}
+    keys = {(e["key"], e["phy_offset"]) for s in files[tagged.name]["slots"] for e in s["chain"]}
+    assert keys == {(f"{r['topic']}#T#{r['tags']}", r["offset"]) for r in records}
+
+
 def test_entries_past_the_saved_header_are_counted(store: Path, tmp_path: Path) -> None:
     copy = tmp_path / "copy"
     shutil.copytree(store, copy)

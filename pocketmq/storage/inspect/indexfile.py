@@ -110,16 +110,20 @@ def entries_past_header(mm, slots: int, num: int, count: int) -> int:
     return n - max(count, 1)
 
 
+# RocketMQ 5's IndexService also indexes every tagged message under buildKey(topic, tag, "T"): topic#T#tag.
+TAG_KEY_TYPE = "T"
+
+
 def _resolve_key(log: CommitLogFiles, key_hash_value: int, phy: int) -> str | None:
-    """The "topic#key" whose hash this entry stores, found among the keys of the record it points at."""
+    """The "topic#key" (or "topic#T#tag") whose hash this entry stores, found among the keys of the record it
+    points at."""
     msg = log.record_at(phy)
     if msg is None:
         return None
-    for key in ([msg.uniq_key] if msg.uniq_key else []) + msg.keys:
-        full = f"{msg.topic}#{key}"
-        if key_hash(full) == key_hash_value:
-            return full
-    return None
+    keys = [f"{msg.topic}#{key}" for key in ([msg.uniq_key] if msg.uniq_key else []) + msg.keys]
+    if msg.tags:
+        keys.append(f"{msg.topic}#{TAG_KEY_TYPE}#{msg.tags}")
+    return next((key for key in keys if key_hash(key) == key_hash_value), None)
 
 
 def chain(mm, slots: int, count: int, head: int, log: CommitLogFiles, with_hex: bool) -> list[dict]:

@@ -157,6 +157,37 @@ def test_ipv6_and_compressed_records(report: dict) -> None:
     assert compressed[0]["body_preview"].startswith("<zlib, ")
 
 
+def test_compression_types_are_named_and_only_zlib_is_inflated(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    store = DefaultMessageStore(store_config(str(path), small=True, flush="async"))
+    store.load()
+    store.start()
+    text = b"compressed " * 40
+    # RocketMQ 5's MessageSysFlag: COMPRESSED_FLAG with the codec in bits 8-10 (pocketmq's client sends 0x301).
+    bodies = {0x101: b"\x04\x22\x4d\x18 an LZ4 frame", 0x201: b"\x28\xb5\x2f\xfd a ZSTD frame",
+              0x301: zlib.compress(text), 0x1: zlib.compress(text), 0x501: b"?"}
+    try:
+        for sys_flag, body in bodies.items():
+            store.put_message(MessageExtBrokerInner(topic="Z", body=body, queue_id=0, sys_flag=sys_flag,
+                                                    born_timestamp=1_700_000_000_000,
+                                                    born_host=pack_host("127.0.0.1", 5555)))
+    finally:
+        store.shutdown()
+    records = {r["sys_flag"]: r for r in all_records(inspect_json(path, "--commitlog", "--hex"))}
+    assert {f: r["sys_flag_names"] for f, r in records.items()} == {
+        0x101: ["COMPRESSED_FLAG", "COMPRESSION_LZ4_TYPE"], 0x201: ["COMPRESSED_FLAG", "COMPRESSION_ZSTD_TYPE"],
+        0x301: ["COMPRESSED_FLAG", "COMPRESSION_ZLIB_TYPE"], 0x1: ["COMPRESSED_FLAG"],
+        0x501: ["COMPRESSED_FLAG", "compression type 0x500 (unknown)"]}
+    assert records[0x101]["body_preview"] == f"<LZ4, {len(bodies[0x101])} bytes: not shown>"
+    assert records[0x201]["body_preview"] == f"<ZSTD, {len(bodies[0x201])} bytes: not shown>"
+    assert records[0x501]["body_preview"] == "<compression type 0x500, 1 bytes: not shown>"
+    for zlib_flag in (0x301, 0x1):
+        assert records[zlib_flag]["body_preview"].startswith(f"<zlib, {len(bodies[zlib_flag])} -> {len(text)} bytes> "
+                                                             "compressed compressed")
+    sysflag = next(f for f in records[0x301]["fields"] if f["field"] == "SYSFLAG")
+    assert sysflag["text"] == "0x301 = COMPRESSED_FLAG | COMPRESSION_ZLIB_TYPE"
+
+
 # -- text, filters, offsets -----------------------------------------------------------------------
 
 def test_text_output(store: Path) -> None:

@@ -46,10 +46,20 @@ _FLAG_BITS = ((COMPRESSED_FLAG, "COMPRESSED_FLAG"), (MULTI_TAGS_FLAG, "MULTI_TAG
               (0x40, "NEED_UNWRAP_FLAG"), (0x80, "INNER_BATCH_FLAG"))
 
 
+# RocketMQ 5's MessageSysFlag: bits 8-10 say which codec compressed the body (0 in 4.x, which only has zlib).
+COMPRESSION_TYPE_MASK = 0x700
+ZLIB_TYPE = 0x300
+_COMPRESSION_TYPES = {0x100: "LZ4", 0x200: "ZSTD", ZLIB_TYPE: "ZLIB"}
+
+
 def sys_flag_names(sys_flag: int) -> list[str]:
     names = [name for bit, name in _FLAG_BITS if sys_flag & bit]
     if sys_flag & TRANSACTION_TYPE_MASK:
         names.append(_TRANSACTION_TYPES[sys_flag & TRANSACTION_TYPE_MASK])
+    compression = sys_flag & COMPRESSION_TYPE_MASK
+    if compression:
+        codec = _COMPRESSION_TYPES.get(compression)
+        names.append(f"COMPRESSION_{codec}_TYPE" if codec else f"compression type {compression:#x} (unknown)")
     return names
 
 
@@ -103,7 +113,12 @@ def diagnose(mm, pos: int, base: int) -> str:
 # -- one record as a summary ----------------------------------------------------------------------
 
 def body_text(body: bytes, sys_flag: int, width: int = 60) -> str:
-    """A preview of the body, decompressed first when SYSFLAG says it is compressed."""
+    """A preview of the body, decompressed first when SYSFLAG says it is compressed with zlib."""
+    compression = sys_flag & COMPRESSION_TYPE_MASK
+    if sys_flag & COMPRESSED_FLAG and compression not in (0, ZLIB_TYPE):
+        # No LZ4 or ZSTD codec is a dependency of pocketmq; trying zlib on them would only report an error.
+        codec = _COMPRESSION_TYPES.get(compression, f"compression type {compression:#x}")
+        return f"<{codec}, {len(body)} bytes: not shown>"
     if sys_flag & COMPRESSED_FLAG:
         try:
             raw = inflate(body)

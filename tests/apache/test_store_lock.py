@@ -28,7 +28,7 @@ def test_an_apache_broker_does_not_start_on_a_store_pocketmq_serves(tmp_path: Pa
 def test_pocketmq_does_not_open_a_store_an_apache_broker_serves(tmp_path: Path) -> None:
     with ThreadedCluster(tmp_path / "pocketmq") as cluster:  # (its name server, for Apache's broker)
         store = tmp_path / "apache-store"
-        with apache_on(tmp_path / "apache", cluster.namesrv_addr, store, {}):
-            with pytest.raises(StoreLockedError, match="an Apache RocketMQ one holds its lock"):
-                StoreLock.acquire(str(store))
+        with (apache_on(tmp_path / "apache", cluster.namesrv_addr, store, {}),
+              pytest.raises(StoreLockedError, match="an Apache RocketMQ one holds its lock")):
+            StoreLock.acquire(str(store))
         StoreLock.acquire(str(store)).release()  # (free again once it stopped)

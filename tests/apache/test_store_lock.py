@@ -10,13 +10,14 @@ import pytest
 
 from pocketmq.embedded import ThreadedCluster
 from pocketmq.storage.store_lock import StoreLock, StoreLockedError
+from tests.apache.apache_rocketmq import ApacheRocketMQ
 from tests.apache.store_handover import apache_on
 
 
 def test_an_apache_broker_does_not_start_on_a_store_pocketmq_serves(tmp_path: Path) -> None:
     with ThreadedCluster(tmp_path / "pocketmq") as cluster:
         store = Path(cluster.cluster.brokers[0].broker_config.store_root)
-        apache = apache_on(tmp_path / "apache", cluster.namesrv_addr, store, {})
+        apache: ApacheRocketMQ = apache_on(tmp_path / "apache", cluster.namesrv_addr, store, {})
         try:
             with pytest.raises(RuntimeError, match="exited") as refused:
                 apache.start()
@@ -28,7 +29,8 @@ def test_an_apache_broker_does_not_start_on_a_store_pocketmq_serves(tmp_path: Pa
 def test_pocketmq_does_not_open_a_store_an_apache_broker_serves(tmp_path: Path) -> None:
     with ThreadedCluster(tmp_path / "pocketmq") as cluster:  # (its name server, for Apache's broker)
         store = tmp_path / "apache-store"
-        with (apache_on(tmp_path / "apache", cluster.namesrv_addr, store, {}),
+        apache: ApacheRocketMQ = apache_on(tmp_path / "apache", cluster.namesrv_addr, store, {})
+        with (apache,
               pytest.raises(StoreLockedError, match="an Apache RocketMQ one holds its lock")):
             StoreLock.acquire(str(store))
         StoreLock.acquire(str(store)).release()  # (free again once it stopped)

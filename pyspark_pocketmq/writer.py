@@ -21,14 +21,18 @@ from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, Wri
 from pyspark.sql.types import ArrayType, BinaryType, IntegralType, MapType, StringType, StructType
 
 from pocketmq.client import Message, MessageQueue, MQClientException, SyncProducer
-from pocketmq.client.message_const import SYSTEM_PROPERTY_NAMES
+from pocketmq.client.message_const import PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, SYSTEM_PROPERTY_NAMES
 from pocketmq.common.bounded_cache import BoundedCache
+from pocketmq.common.message import properties_to_string
+from pocketmq.common.message_batch import FIXED as BATCH_FIXED_LENGTH
 from pocketmq.remoting.codes import ResponseCode
 
 from .broker_view import private_instance
 from .options import SinkOptions, client_credentials
 
 MAX_BATCH_BYTES = 1024 * 1024  # well under the producer's 4 MiB per request
+# The UNIQ_KEY pair (32 hex digits) the producer adds to each message of a batch after the sink sized it.
+UNIQ_KEY_BYTES = len(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) + 2 + 32
 SENDS_IN_FLIGHT = 4  # at-least-once: batches sent before waiting for the oldest answer
 
 
@@ -123,21 +127,29 @@ class _Unit:
     first_seq: int
 
 
+def encoded_size(msg: Message) -> int:
+    """The bytes ``msg`` takes in a batch request (common.message_batch's layout, as client.batch encodes it):
+    properties and keys count as much as the body, and may each be 32 KiB."""
+    props = len(properties_to_string(msg.properties).encode())
+    return BATCH_FIXED_LENGTH + len(msg.body) + props + (0 if msg.uniq_key else UNIQ_KEY_BYTES)
+
+
 def _units(rows: Iterable[tuple], cols: SinkColumns, opts: SinkOptions, dedup_prefix: str | None) -> Iterator[_Unit]:
     unit: _Unit | None = None
     size = 0
     for seq, row in enumerate(rows):
         msg = row_to_message(row, cols, opts.topic, f"{dedup_prefix}:{seq}" if dedup_prefix else None)
         queue_id = row[cols.queue_id] if cols.queue_id is not None else None
+        msg_size = encoded_size(msg)
         full = unit is not None and (len(unit.messages) >= opts.send_batch_size
-                                     or size + len(msg.body) > MAX_BATCH_BYTES)
+                                     or size + msg_size > MAX_BATCH_BYTES)
         if unit is not None and (full or unit.topic != msg.topic or unit.queue_id != queue_id):
             yield unit
             unit = None
         if unit is None:
             unit, size = _Unit(msg.topic, queue_id, [], seq), 0
         unit.messages.append(msg)
-        size += len(msg.body)
+        size += msg_size
     if unit is not None:
         yield unit
 

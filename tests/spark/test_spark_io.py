@@ -149,6 +149,16 @@ def test_rows_go_to_the_queue_the_queue_id_column_names(pocketmq_cluster):
         write_rows(opts, cols, [(b"d", None, None, None, None, 9)], 0)
 
 
+def test_batches_count_properties_and_keys_not_only_bodies(pocketmq_cluster):
+    """256 rows of tiny bodies but 20 KB of properties each: fine alone, over the producer's 4 MiB as one batch."""
+    opts = parse_sink_options({"endpoints": pocketmq_cluster.namesrv_addr, "topic": "Big"})
+    cols = SinkColumns.of(SINK_SCHEMA, opts)
+    rows = [(f"b{i}".encode(), None, None, ["k" * 5_000], {"note": "p" * 20_000}, None) for i in range(256)]
+    assert write_rows(opts, cols, rows, 0).sent == 256
+    assert pocketmq_cluster.wait_dispatched()
+    assert len(stored_messages(pocketmq_cluster, "Big")) == 256
+
+
 @pytest.mark.parametrize(("fields", "message"), [
     ([StructField("value", BinaryType())], "'body' column"),
     ([StructField("body", IntegerType())], "'body' must be binary or string"),

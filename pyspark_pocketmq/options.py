@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pocketmq.client.client_config import PROTOCOLS
+from pocketmq.common.filter_api import SubscriptionParseError, parse_tags
 
 from .offsets import EARLIEST, LATEST, OffsetFormatError, Offsets, from_json_dict
 
@@ -266,6 +267,10 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
     )
     ending = _parse_offset_spec(opts, "endingoffsets", "endingOffsets", "latest", ("latest",), EARLIEST, subscription)
     sub_expression = opts.get("subexpression", "*").strip() or "*"
+    try:
+        parse_tags(sub_expression)  # what each task's pull does with it: refused here, before any task runs
+    except SubscriptionParseError as e:
+        raise InvalidOptionError(f"option 'subExpression' is not a tag expression (TagA || TagB): {e}")
     consumer_group = opts.get("consumergroup")
     if consumer_group is not None:
         _check_name(consumer_group, "consumerGroup")

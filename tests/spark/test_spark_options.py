@@ -90,6 +90,14 @@ def test_numbers_and_booleans_are_checked():
             stream(subscribe="T", **kw)
 
 
+def test_sub_expression_is_checked_as_a_tag_expression():
+    assert batch(subscribe="T", subExpression="TagA || TagB").sub_expression == "TagA || TagB"
+    assert batch(subscribe="T", subExpression="  ").sub_expression == "*"
+    for bad in ("||", "||||"):  # what the tasks' pulls refuse (FilterAPI's split leaves no tag)
+        with pytest.raises(InvalidOptionError, match="subExpression"):
+            batch(subscribe="T", subExpression=bad)
+
+
 def test_sink_options():
     o = parse_sink_options({"nameServer": "127.0.0.1:9876", "topic": "Out", "idempotent": "true",
                             "sendBatchSize": "64", "sendTimeoutMs": "500"})

@@ -3,22 +3,29 @@ ranges, offsets by store time, and (optionally) a consumer group's offsets to mi
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from typing import Any, TypeVar
 
-from pocketmq.client import MessageQueue, MQClientException, SyncPullConsumer
+from pocketmq.client import MessageQueue, MQBrokerException, MQClientException, SyncPullConsumer
+from pocketmq.client.admin.admin_client import AdminClient
 from pocketmq.common.topic_validator import (
     is_system_topic,  # (the broker's own topics: a subscribePattern never matches them)
 )
+from pocketmq.remoting.body import ClusterInfo
 from pocketmq.remoting.codes import ResponseCode
+from pocketmq.remoting.errors import RemotingError
 
 from .offsets import Offsets, QueueRef
 from .options import DEFAULT_PROTOCOL, Credentials, InvalidOptionError, OffsetSpec, Subscription, client_credentials
 from .planning import resolve_offsets
 
 READER_GROUP = "pocketmq-spark-reader"
+MASTER_ID = 0
 
+T = TypeVar("T")
 
 
 def private_instance(role: str) -> str:
@@ -44,12 +51,34 @@ class BrokerView:
             protocol=protocol, **client_credentials(credentials),
         )
         self._group_consumers: dict[str, SyncPullConsumer] = {}
+        self._timeout = timeout
+        # Cluster info and requests to a broker no route names: an admin connection, on a loop of its own that
+        # lives as long as the view (the driver calls the view from one thread, outside any event loop).
+        self._admin: AdminClient | None = None
+        self._admin_loop: asyncio.Runner | None = None
 
     def close(self) -> None:
         for c in self._group_consumers.values():
             c.close()
         self._group_consumers.clear()
         self._consumer.close()
+        if self._admin_loop is not None:
+            if self._admin is not None:
+                self._admin_loop.run(self._admin.close())
+            self._admin_loop.close()
+        self._admin, self._admin_loop = None, None
+
+    def _admin_run(self, call: Callable[[AdminClient], Coroutine[Any, Any, T]]) -> T:
+        """``call(admin)``'s coroutine, run to its end on the admin connection."""
+        if self._admin_loop is None:
+            self._admin_loop = asyncio.Runner()
+        if self._admin is None:
+            self._admin = AdminClient(self.endpoints, timeout=self._timeout, protocol=self.protocol,
+                                      **client_credentials(self.credentials))
+        return self._admin_loop.run(call(self._admin))
+
+    def cluster_info(self) -> ClusterInfo:
+        return self._admin_run(lambda admin: admin.examine_broker_cluster_info())
 
     def __enter__(self) -> BrokerView:
         return self
@@ -107,6 +136,27 @@ class BrokerView:
 
     def max_offsets(self, queues: Iterable[QueueRef]) -> Offsets:
         return {q: self._consumer.max_offset(to_mq(q)) for q in queues}
+
+    def unrouted_max_offsets(self, queues: Iterable[QueueRef]) -> dict[QueueRef, int | None]:
+        """For queues that left the route: the max offset their broker reports, asked at the address it is
+        registered with; None when it is not registered or does not answer (a broker restarting unregisters
+        first, and a route without the topic names no address to ask)."""
+        queues = list(queues)
+        if not queues:
+            return {}
+        info = self.cluster_info()
+        out: dict[QueueRef, int | None] = {}
+        for q in queues:
+            data = info.broker_addr_table.get(q.broker_name)
+            addr = data.broker_addrs.get(MASTER_ID) if data is not None else None
+            out[q] = None if addr is None else self._broker_max_offset(addr, q)
+        return out
+
+    def _broker_max_offset(self, addr: str, q: QueueRef) -> int | None:
+        try:
+            return self._admin_run(lambda admin: admin.api.get_max_offset(addr, q.topic, q.queue_id, self._timeout))
+        except (MQBrokerException, MQClientException, RemotingError, OSError):
+            return None  # shutting down, not unregistered yet: as unknown as a broker that is away
 
     def offsets_by_time(self, queues: Iterable[QueueRef], timestamp_ms: int) -> Offsets:
         """Per queue, the first offset stored at or after ``timestamp_ms`` (the end when there is none)."""

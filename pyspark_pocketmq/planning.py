@@ -47,13 +47,20 @@ def resolve_offsets(
     return out
 
 
-def stream_end(start: Mapping[QueueRef, int], latest: Mapping[QueueRef, int], fail_on_data_loss: bool) -> Offsets:
+def stream_end(
+    start: Mapping[QueueRef, int], latest: Mapping[QueueRef, int], fail_on_data_loss: bool,
+    unrouted: Mapping[QueueRef, int | None] | None = None,
+) -> Offsets:
     """The end of the next micro-batch before any read limit: every queue up to its latest offset.
 
-    A queue new since ``start`` reads from 0, i.e. its beginning. A queue that is gone, or that now ends
-    before where the query already is (deleted and created again), is data loss: with failOnDataLoss false
-    the first keeps its offset (nothing more is read from it) and the second goes on from its new end.
+    ``latest`` covers the queues the route names. A queue new since ``start`` reads from 0, i.e. its
+    beginning. A queue of ``start`` the route leaves out keeps its offset and is taken up again when it
+    returns, as Apache's consumers do: a broker that restarts unregisters, and its queues leave the route for
+    a while. ``unrouted`` has what its broker says of such a queue (None: nobody to ask, as for a broker
+    away). A queue that ends before where the query already is (deleted, perhaps created again) is data
+    loss; with failOnDataLoss false the query goes on from its new end.
     """
+    unrouted = unrouted or {}
     end: Offsets = {}
     for q in sorted(latest):
         if q in start and latest[q] < start[q]:
@@ -63,8 +70,14 @@ def stream_end(start: Mapping[QueueRef, int], latest: Mapping[QueueRef, int], fa
             )
         end[q] = latest[q]
     for q in sorted(set(start) - set(latest)):
-        report_data_loss(fail_on_data_loss, f"queue {q.topic}/{q.broker_name}/{q.queue_id} is gone")
         end[q] = start[q]
+        broker_end = unrouted.get(q)
+        if broker_end is not None and broker_end < start[q]:
+            report_data_loss(
+                fail_on_data_loss, f"queue {q.topic}/{q.broker_name}/{q.queue_id} is gone: it left the route and "
+                f"its broker says it ends at {broker_end}, before offset {start[q]} already read",
+            )
+            end[q] = broker_end
     return end
 
 

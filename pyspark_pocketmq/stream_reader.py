@@ -70,7 +70,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         begin = from_json_dict(start, "start offset")
         latest = self._target if self._target is not None else self._latest_offsets()
         self._latest = latest
-        end = stream_end(begin, latest, self.opts.fail_on_data_loss)
+        unrouted = self.view.unrouted_max_offsets(sorted(set(begin) - set(latest)))
+        end = stream_end(begin, latest, self.opts.fail_on_data_loss, unrouted)
         if isinstance(limit, ReadMaxRows):
             end = prorate(begin, end, limit.max_rows)
         return to_json_dict(end)

@@ -138,10 +138,14 @@ def test_resolve_offsets_for_words_json_and_defaults():
 
 def test_stream_end_takes_new_queues_and_reports_lost_ones():
     assert stream_end({A0: 3}, {A0: 5, A1: 2}, True) == {A0: 5, A1: 2}
-    with pytest.raises(DataLossError, match="T/broker-a/1 is gone.*failOnDataLoss"):
-        stream_end({A0: 3, A1: 4}, {A0: 5}, True)
-    # Without failing: a gone queue keeps its offset, so it is not read again if it comes back.
-    assert stream_end({A0: 3, A1: 4}, {A0: 5}, False) == {A0: 5, A1: 4}
+    # A queue out of the route (its broker restarting) keeps its offset, whether its broker can be asked or not.
+    assert stream_end({A0: 3, A1: 4}, {A0: 5}, True) == {A0: 5, A1: 4}
+    assert stream_end({A0: 3, A1: 4}, {A0: 5}, True, {A1: None}) == {A0: 5, A1: 4}
+    assert stream_end({A0: 3, A1: 4}, {A0: 5}, True, {A1: 9}) == {A0: 5, A1: 4}
+    # ... unless its broker says it ends before where the query is (deleted).
+    with pytest.raises(DataLossError, match="T/broker-a/1 is gone.*ends at 0, before offset 4.*failOnDataLoss"):
+        stream_end({A0: 3, A1: 4}, {A0: 5}, True, {A1: 0})
+    assert stream_end({A0: 3, A1: 4}, {A0: 5}, False, {A1: 0}) == {A0: 5, A1: 0}
     # A queue that now ends before where the query is (deleted and created again).
     with pytest.raises(DataLossError, match="now ends at 2, before offset 7"):
         stream_end({A0: 7}, {A0: 2}, True)

@@ -1,0 +1,102 @@
+"""What the driver asks the cluster while it plans, without a JVM, against real clusters: where a micro-batch ends
+while a broker restarts or after a topic is deleted."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql.streaming.datasource import ReadAllAvailable
+from spark_admin import _invoke, delete_topic
+
+from pocketmq.broker.broker_controller import BrokerController
+from pocketmq.client import Message, MessageQueue, SyncProducer
+from pocketmq.embedded import ThreadedCluster
+from pocketmq.remoting.codes import RequestCode
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.header import CreateTopicRequestHeader
+from pyspark_pocketmq.broker_view import BrokerView
+from pyspark_pocketmq.options import Subscription, parse_source_options
+from pyspark_pocketmq.planning import DataLossError
+from pyspark_pocketmq.schema import SCHEMA
+from pyspark_pocketmq.stream_reader import StreamReader
+
+
+def stream_reader(cluster, **kw: str) -> StreamReader:
+    opts = parse_source_options({"endpoints": cluster.namesrv_addr, "subscribe": "T", "startingOffsets": "earliest",
+                                 **kw}, streaming=True)
+    return StreamReader(opts, SCHEMA)
+
+
+def send(cluster, counts: dict[tuple[str, int], int]) -> None:
+    with SyncProducer("p", cluster.namesrv_addr) as producer:
+        for (broker, queue_id), n in counts.items():
+            for i in range(n):
+                producer.send(Message("T", f"{broker}-{queue_id}-{i}".encode()), MessageQueue("T", broker, queue_id))
+    assert cluster.wait_dispatched()
+
+
+def offsets(a: tuple[int, ...], b: tuple[int, ...] = ()) -> dict:
+    """The checkpoint JSON of T: the offsets of each broker's queues 0, 1, ..."""
+    by_broker = {"broker-a": a, "broker-b": b}
+    return {"T": {name: {str(i): o for i, o in enumerate(offs)} for name, offs in by_broker.items() if offs}}
+
+
+def restart(cluster: ThreadedCluster, index: int) -> None:
+    """A new broker on the stopped one's store, as an operator restarts it (it registers before start returns)."""
+    broker = BrokerController(cluster.cluster.broker_config(index))
+    cluster._call(broker.start())
+    cluster.cluster.brokers[index] = broker
+    if index == 0:
+        cluster.cluster.broker = broker
+
+
+def test_a_restarting_broker_keeps_its_queues_offsets_and_they_are_read_again_when_it_is_back(tmp_path):
+    with ThreadedCluster(tmp_path, brokers=2) as cluster:
+        for broker in cluster.cluster.brokers:
+            _invoke(broker.address, RemotingCommand.request(
+                RequestCode.UPDATE_AND_CREATE_TOPIC, CreateTopicRequestHeader("T", "TBW102", 2, 2, 6)))
+        assert cluster.wait_routed("T")
+        send(cluster, {("broker-a", 0): 3, ("broker-a", 1): 3, ("broker-b", 0): 3, ("broker-b", 1): 3})
+        reader = stream_reader(cluster)
+        try:
+            end = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+            assert end == offsets((3, 3), (3, 3))
+
+            # A graceful shutdown unregisters broker-b: its queues leave the route while broker-a goes on.
+            cluster._call(cluster.cluster.brokers[1].shutdown())
+            with BrokerView(cluster.namesrv_addr, 5) as view:
+                assert {q.broker_name for q in view.queues(Subscription(topics=("T",)))} == {"broker-a"}
+            send(cluster, {("broker-a", 0): 2})
+            end = reader.latestOffset(end, ReadAllAvailable())
+            assert end == offsets((5, 3), (3, 3))  # no DataLossError, and broker-b's offsets are kept
+
+            restart(cluster, 1)
+            send(cluster, {("broker-b", 1): 4})
+            assert reader.latestOffset(end, ReadAllAvailable()) == offsets((5, 3), (3, 7))
+        finally:
+            reader.stop()
+
+
+def test_a_topic_without_route_is_data_loss_only_when_its_broker_says_the_offsets_are_gone(tmp_path):
+    with ThreadedCluster(tmp_path) as cluster:
+        send(cluster, {("broker-a", 0): 3, ("broker-a", 1): 1})
+        reader = stream_reader(cluster)
+        lenient = stream_reader(cluster, failOnDataLoss="false")
+        try:
+            end = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+            assert end == offsets((3, 1, 0, 0))  # created on first send: 4 queues
+
+            # The only broker away: the topic has no route at all and nobody can say the data is gone.
+            cluster._call(cluster.cluster.broker.shutdown())
+            assert reader.latestOffset(end, ReadAllAvailable()) == end
+            restart(cluster, 0)
+            assert reader.latestOffset(end, ReadAllAvailable()) == end
+
+            # Deleted: the broker is there and has the queues end at 0, before where the query is.
+            delete_topic(cluster, "T")
+            with pytest.raises(DataLossError, match=r"T/broker-a/0 is gone.*ends at 0, before offset 3"):
+                reader.latestOffset(end, ReadAllAvailable())
+            assert lenient.latestOffset(end, ReadAllAvailable()) == offsets((0, 0, 0, 0))
+        finally:
+            reader.stop()
+            lenient.stop()
+

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from pocketmq.client import MessageQueue, MQBrokerException, MQClientException, SyncPullConsumer
 from pocketmq.client.admin.admin_client import AdminClient
+from pocketmq.common.mix_all import get_reply_topic
 from pocketmq.common.topic_validator import (
     is_system_topic,  # (the broker's own topics: a subscribePattern never matches them)
 )
@@ -104,16 +105,18 @@ class BrokerView:
             pattern = re.compile(subscription.pattern)
             topics = [t for t in self._consumer.fetch_topic_list()
                       if pattern.fullmatch(t) and not is_system_topic(t)]
-            out = []
-            for t in topics:
-                queues = self.topic_queues(t)
-                # A broker's and a cluster's own topics carry that name; they hold no user data.
-                if not any(q.broker_name == t for q in queues):
-                    out.extend(queues)
-            return sorted(out)
+            own = self._own_topics() if topics else set()
+            return sorted(q for t in topics if t not in own for q in self.topic_queues(t))
         if subscription.assigned:
             return self._assigned_queues(subscription.assigned)
         return sorted(q for t in subscription.topics for q in self.topic_queues(t))
+
+    def _own_topics(self) -> set[str]:
+        """The topics a cluster makes for itself, each named after it or a broker, the cluster's reply topic
+        too (Apache's TopicConfigManager registers them as system topics; is_system_topic cannot know the
+        names)."""
+        info = self.cluster_info()
+        return {*info.cluster_addr_table, *map(get_reply_topic, info.cluster_addr_table), *info.broker_addr_table}
 
     def _assigned_queues(self, assigned: Iterable[tuple[str, str | None, int]]) -> list[QueueRef]:
         by_topic: dict[str, list[QueueRef]] = {}

@@ -1,5 +1,5 @@
-"""What the driver asks the cluster while it plans, without a JVM, against real clusters: where a micro-batch ends
-while a broker restarts or after a topic is deleted."""
+"""What the driver asks the cluster while it plans, without a JVM, against real clusters: which queues a pattern
+covers, and where a micro-batch ends while a broker restarts or after a topic is deleted."""
 
 from __future__ import annotations
 
@@ -100,3 +100,14 @@ def test_a_topic_without_route_is_data_loss_only_when_its_broker_says_the_offset
             reader.stop()
             lenient.stop()
 
+
+def test_subscribe_pattern_never_matches_the_clusters_own_topics(pocketmq_cluster):
+    with SyncProducer("p", pocketmq_cluster.namesrv_addr) as producer:
+        producer.send(Message("UserT", b"x"))
+    assert pocketmq_cluster.wait_routed("UserT")
+    with BrokerView(pocketmq_cluster.namesrv_addr, 5) as view:
+        # Named after the cluster and the broker, and the cluster's reply topic: all in the name server's list.
+        own = {"DefaultCluster", "broker-a", "DefaultCluster_REPLY_TOPIC"}
+        assert own <= set(view._consumer.fetch_topic_list())
+        assert {q.topic for q in view.queues(Subscription(pattern=".*"))} == {"UserT"}
+        assert view.queues(Subscription(pattern="(DefaultCluster|broker-a).*")) == []

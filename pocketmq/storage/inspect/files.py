@@ -123,6 +123,7 @@ def lock_holder(lock_path: str) -> tuple[str, int | None] | None:
     except OSError:
         return None
     want = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
+    found: dict[str, int | None] = {}
     for line in lines:
         parts = line.split()
         # "1: FLOCK  ADVISORY  WRITE 8277 fe:00:2147008 0 EOF"; blocked waiters show "->" first.
@@ -132,7 +133,9 @@ def lock_holder(lock_path: str) -> tuple[str, int | None] | None:
             major, minor, inode = parts[5].split(":")
             if (int(major, 16), int(minor, 16), int(inode)) == want:
                 pid = int(parts[4])
-                return parts[1], pid if pid > 0 else None
+                found.setdefault(parts[1], pid if pid > 0 else None)
         except ValueError:
             continue
-    return None
+    # A pocketmq store holds an flock and RocketMQ's fcntl lock both: it is named by its flock, one of
+    # Apache's by its fcntl lock alone (in LOCK_KINDS' order, whatever order /proc/locks lists them in).
+    return next(((kind, found[kind]) for kind in LOCK_KINDS if kind in found), None)

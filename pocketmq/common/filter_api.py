@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .java_hash import java_string_hash
+from .java_text import java_split
 
 if TYPE_CHECKING:
     from .sql92 import Sql92Expression
@@ -35,9 +36,7 @@ def parse_tags(sub_string: str | None) -> tuple[str, list[str], list[int]]:
     empty ones, which Java refuses: SubscriptionParseError."""
     if not sub_string or sub_string == SUB_ALL:
         return SUB_ALL, [], []
-    pieces = sub_string.split(TAG_SEPARATOR)
-    while pieces and not pieces[-1]:
-        pieces.pop()
+    pieces = java_split(sub_string, TAG_SEPARATOR)
     if not pieces:
         raise SubscriptionParseError(f"subString split error: {sub_string!r} names no tag")
     tags: list[str] = []

@@ -29,8 +29,8 @@ def is_blank(text: str) -> bool:
 
 
 def java_split(text: str, sep: str) -> list[str]:
-    """String.split(sep) for a literal one-character ``sep``: trailing empty strings dropped, leading ones kept,
-    and a text without ``sep`` (the empty one too) is its only part."""
+    """String.split(sep) for a literal ``sep`` (a regex that matches only itself): trailing empty strings dropped,
+    leading ones kept, and a text without ``sep`` (the empty one too) is its only part."""
     if sep not in text:
         return [text]
     parts = text.split(sep)

@@ -37,6 +37,7 @@ from pocketmq.remoting.header import (
 )
 from pocketmq.remoting.transport import Channel
 from pocketmq.storage.results import PutMessageStatus
+from pocketmq.storage.timer.timer_routing import delay_level
 
 from .abstract_send_message_processor import _MSGPACK, AbstractSendMessageProcessor
 from .base import response
@@ -237,7 +238,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
                 f"message {list(map(len, bodies)).index(0)} of the batch: the message body length is zero",
             )
         batch_props = string_to_properties(header.properties or "")
-        if _delay_level(batch_props) > 0:  # (CommitLog.putMessages: messageExtBatch.getDelayTimeLevel() > 0)
+        if delay_level(batch_props) > 0:  # (CommitLog.putMessages: messageExtBatch.getDelayTimeLevel() > 0)
             return response(request, ResponseCode.MESSAGE_ILLEGAL, "a batch cannot carry a delay level")
         conflict = self.check_message_type(request, tc, batch_props)
         if conflict is not None:
@@ -348,11 +349,3 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             store_host=c.store_host,
             reconsume_times=original.reconsume_times + 1,
         )
-
-
-def _delay_level(props: dict[str, str]) -> int:
-    """Message.getDelayTimeLevel: the DELAY property as a number, 0 when absent or not one."""
-    try:
-        return int(props.get("DELAY", "0"))
-    except ValueError:
-        return 0

@@ -17,6 +17,8 @@ fields when it splits) reads every record pocketmq writes.
 
 from __future__ import annotations
 
+from pocketmq.common.java_text import java_split
+
 from .trace_constants import CONTENT_SPLITOR, FIELD_SPLITOR
 from .trace_context import MessageType, TraceBean, TraceContext, TraceTransferBean, TraceType
 
@@ -65,14 +67,6 @@ def encoder_from_context_bean(ctx: TraceContext) -> TraceTransferBean:
     return bean
 
 
-def _java_split(text: str, sep: str) -> list[str]:
-    """String.split: trailing empty strings are dropped."""
-    parts = text.split(sep)
-    while parts and parts[-1] == "":
-        parts.pop()
-    return parts
-
-
 def _bool(text: str) -> bool:
     return text.lower() == "true"  # Boolean.parseBoolean
 
@@ -80,8 +74,8 @@ def _bool(text: str) -> bool:
 def decoder_from_trace_data_string(trace_data: str) -> list[TraceContext]:
     """The records of one trace message's body; ValueError for a record that is not well formed."""
     out: list[TraceContext] = []
-    for context in _java_split(trace_data, FIELD_SPLITOR):
-        line = _java_split(context, CONTENT_SPLITOR)
+    for context in java_split(trace_data, FIELD_SPLITOR):
+        line = java_split(context, CONTENT_SPLITOR)
         if not line:
             continue
         try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from pocketmq.common.java_text import java_split
 from pocketmq.remoting.client_body import MessageQueue
 
 
@@ -32,7 +33,5 @@ class AllocateMessageQueueByMachineRoom:
 
 def _idc_of(broker_name: str) -> str | None:
     # Java's split("@") drops trailing empty strings, so "idc@" has one part and never matches.
-    parts = broker_name.split("@")
-    while parts and parts[-1] == "":
-        parts.pop()
+    parts = java_split(broker_name, "@")
     return parts[0] if len(parts) == 2 else None

@@ -13,8 +13,11 @@ if TYPE_CHECKING:
     from ..broker_controller import BrokerController
 
 
-def consume_stats(c: BrokerController, group: str, topics: set[str]) -> ConsumeStats:
-    """GET_CONSUME_STATS's table: each queue's max offset against the group's (ConsumeStats)."""
+def consume_stats(c: BrokerController, group: str, topic: str | None, offset_keys: list[str]) -> ConsumeStats:
+    """GET_CONSUME_STATS's table: each queue's max offset against the group's (ConsumeStats), of ``topic``, or
+    of every topic the group has offsets of when it is None (found among ``offset_keys``, a copy of the offset
+    table's keys)."""
+    topics = {topic} if topic is not None else topics_of_group(offset_keys, group)
     store, com = c.store, c.consumer_offset_manager
     stats = ConsumeStats()
     subscribed = c.consumer_manager.get_consumer_group_info(group)
@@ -34,6 +37,12 @@ def consume_stats(c: BrokerController, group: str, topics: set[str]) -> ConsumeS
             stats.offset_table[mq] = OffsetWrapper(broker_offset, consumer_offset, last)
         stats.consume_tps += c.broker_stats_manager.group_get_in_minute(t, group).tps
     return stats
+
+
+def topics_of_group(offset_keys: list[str], group: str) -> set[str]:
+    """ConsumerOffsetManager.whichTopicByConsumer, over the ``topic@group`` keys of the offset table."""
+    suffix = "@" + group
+    return {k[: -len(suffix)] for k in offset_keys if k.endswith(suffix)}
 
 
 def consume_time_spans(c: BrokerController, group: str, topic: str, queues: int) -> list[QueueTimeSpan]:

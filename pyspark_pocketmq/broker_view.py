@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, TypeVar
 
-from pocketmq.client import MessageQueue, MQBrokerException, MQClientException, SyncPullConsumer
+from pocketmq.client import MessageQueue, MQBrokerException, MQClientException, PullStatus, SyncPullConsumer
 from pocketmq.client.admin.admin_client import AdminClient
 from pocketmq.common.mix_all import get_reply_topic
 from pocketmq.common.topic_validator import (
@@ -22,6 +22,7 @@ from pocketmq.remoting.errors import RemotingError
 from .offsets import Offsets, QueueRef
 from .options import DEFAULT_PROTOCOL, Credentials, InvalidOptionError, OffsetSpec, Subscription, client_credentials
 from .planning import resolve_offsets
+from .time_seek import first_at_or_after
 
 READER_GROUP = "pocketmq-spark-reader"
 MASTER_ID = 0
@@ -163,7 +164,21 @@ class BrokerView:
 
     def offsets_by_time(self, queues: Iterable[QueueRef], timestamp_ms: int) -> Offsets:
         """Per queue, the first offset stored at or after ``timestamp_ms`` (the end when there is none)."""
-        return {q: self._consumer.seek_by_timestamp(to_mq(q), timestamp_ms) for q in queues}
+        return {q: self._offset_by_time(to_mq(q), timestamp_ms) for q in queues}
+
+    def _offset_by_time(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        found = self._consumer.seek_by_timestamp(mq, timestamp_ms)
+        max_offset = self._consumer.max_offset(mq)
+        if found >= max_offset:
+            return max_offset
+        return first_at_or_after(found, max(self._consumer.min_offset(mq), 0), max_offset, timestamp_ms,
+                                 lambda start, count: self._store_times(mq, start, count))
+
+    def _store_times(self, mq: MessageQueue, start: int, count: int) -> list[tuple[int, int]]:
+        result = self._consumer.pull(mq, "*", start, count)
+        if result.pull_status != PullStatus.FOUND:
+            return []
+        return [(m.queue_offset, m.store_timestamp) for m in result.msg_found_list]
 
     def resolve(self, spec: OffsetSpec, timestamp_ms: int | None, queues: list[QueueRef], default: int,
                 name: str) -> Offsets:

@@ -451,3 +451,44 @@ def test_reads_from_and_writes_to_apache_rocketmq(spark, apache_rocketmq):
     back = load(sink).collect()
     assert sorted((bytes(r.body), r.tags, r.keys[0], r.properties["from"]) for r in back) == sorted(
         (bytes(r.body), "copied", r.msgId, "spark") for r in rows)
+
+
+def test_timestamps_against_apache_rocketmq_start_at_the_first_message_stored_then(spark, apache_rocketmq):
+    """startingTimestamp / endingTimestamp against Apache RocketMQ 4.9.7, whose SEARCH_OFFSET answers one of a
+    batch's messages sharing the time (not the first) and, between two messages, the nearer (here the one before):
+    the read still starts at the first message stored at or after the start and ends before the first at or after
+    the end, as against pocketmq."""
+    import asyncio
+    import time
+    import uuid
+
+    from pocketmq.client.admin.mq_admin_ext import MQAdminExt
+    from pocketmq.remoting.body import TopicConfig
+
+    topic, namesrv = f"SparkTime{uuid.uuid4().hex[:8]}", apache_rocketmq.namesrv_addr
+
+    async def create_topic() -> None:
+        async with MQAdminExt(namesrv, protocol="rocketmq") as admin:
+            await admin.create_topic(TopicConfig(topic, 1, 1), cluster=apache_rocketmq.cluster_name)
+
+    asyncio.run(create_topic())
+    queue = MessageQueue(topic, apache_rocketmq.broker_name, 0)
+    with SyncProducer("spark-apache-time", namesrv, protocol="rocketmq") as producer:
+        producer.send_batch([Message(topic, f"batch-{i}".encode()) for i in range(6)], queue)
+        time.sleep(0.05)
+        producer.send(Message(topic, b"after"), queue)
+        time.sleep(0.2)
+        producer.send(Message(topic, b"later"), queue)
+    with SyncPullConsumer("spark-apache-time", namesrv, protocol="rocketmq") as consumer:
+        stored = consumer.pull(queue, "*", 0, 32).msg_found_list
+        assert [m.body for m in stored] == [*(f"batch-{i}".encode() for i in range(6)), b"after", b"later"]
+        batch_time, after_time = stored[0].store_timestamp, stored[6].store_timestamp
+        assert {m.store_timestamp for m in stored[:6]} == {batch_time}
+        # What Apache answers: a batch message in the middle, and the message before a time nearer to it.
+        assert consumer.seek_by_timestamp(queue, batch_time) > 0
+        assert consumer.seek_by_timestamp(queue, after_time + 10) == 6
+
+    rows = (spark.read.format("rocketmq").option("endpoints", namesrv).option("protocol", "rocketmq")
+            .option("subscribe", topic).option("startingTimestamp", batch_time)
+            .option("endingTimestamp", after_time + 10).load().collect())
+    assert sorted((r.queueOffset, bytes(r.body)) for r in rows) == [(m.queue_offset, m.body) for m in stored[:7]]

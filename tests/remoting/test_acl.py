@@ -227,3 +227,40 @@ def test_a_recall_needs_pub_on_its_topic() -> None:
     """RECALL_MESSAGE (RocketMQ 5): RecallMessageRequestHeader's action is PUB on the topic."""
     request = RemotingCommand.request(RequestCode.RECALL_MESSAGE, RecallMessageRequestHeader("T", "handle"))
     assert parse_request("10.0.0.1:1234", request).resource_perms == {"T": PUB}
+
+
+@pytest.mark.parametrize(("version", "signed_with_flag", "accepted"), [
+    (399, False, True),  # 4.9.3 and before: the flag is not part of what is checked (Apache 5.x)
+    (401, True, True),  # 4.9.4 signs it: MQVersion.Version.V4_9_4.ordinal()
+    (404, True, True),
+    (409, True, True),
+    (401, False, False),
+])
+def test_a_query_by_unique_key_is_checked_by_the_client_s_version(version: int, signed_with_flag: bool,
+                                                                  accepted: bool) -> None:
+    """MixAll.UNIQUE_MSG_QUERY_FLAG is signed by clients after 4.9.3 (V4_9_3's ordinal is 399, not 404)."""
+    ext = {"topic": "topicB", "key": "k", "maxNum": 32, "beginTimestamp": 0, "endTimestamp": 1}
+    request = _signed(RequestCode.QUERY_MESSAGE, {**ext, "_UNIQUE_KEY_QUERY": "true"} if signed_with_flag else ext)
+    request.ext_fields["_UNIQUE_KEY_QUERY"] = "true"
+    request.version = version
+    remark = PlainAccessValidator(parse_plain_acl(ACL))("127.0.0.1:1", request)
+    assert (remark is None) is accepted, remark
+
+
+@pytest.mark.parametrize("signature", ["AAAAé=", "\ud800", ""])
+def test_a_signature_that_is_not_base64_text_is_refused_as_wrong(signature: str) -> None:
+    request = _signed(RequestCode.SEND_MESSAGE, {"topic": "topicB"})
+    request.ext_fields["Signature"] = signature
+    remark = PlainAccessValidator(parse_plain_acl(ACL))("127.0.0.1:1", request)
+    assert remark is not None and remark.startswith("Check signature failed for accessKey=RocketMQ")
+
+
+def test_signed_content_is_java_s_for_lone_surrogates_and_names_beyond_u_ffff() -> None:
+    """Java's TreeMap orders names by UTF-16 code units ("\\U0001F600" is D83D DE00, before "\\uE000"), and
+    String.getBytes(UTF-8) writes "?" for a lone surrogate (a JSON header can carry "\\ud800")."""
+    assert combine_request_content({"\ue000": "b", "\U0001f600": "a", "A": "0"}, None) == b"0ab"
+    assert combine_request_content({"k": "x\ud800y"}, b"!") == b"x?y!"
+    request = RemotingCommand.request(RequestCode.SEND_MESSAGE, {"topic": "topicB", "k": "x\ud800y",
+                                                                 "AccessKey": "RocketMQ"})
+    request.ext_fields["Signature"] = cal_signature(b"RocketMQx?ytopicB", "12345678")
+    assert PlainAccessValidator(parse_plain_acl(ACL))("127.0.0.1:1", request) is None

@@ -28,11 +28,16 @@ SECURITY_TOKEN = "SecurityToken"
 def combine_request_content(ext_fields: Mapping[str, str], body: bytes | None) -> bytes:
     """What is signed: the values of ``ext_fields`` (text) sorted by name, Signature's left out, then ``body``.
 
-    (Java sorts with a TreeMap, by UTF-16 code units; header names are ASCII, where that is Python's order.)
+    Java sorts with a TreeMap, by UTF-16 code units (for ASCII names Python's order, not for names beyond U+FFFF),
+    and its getBytes(UTF-8) writes "?" for a lone surrogate (a JSON header may carry one).
     """
-    text = "".join(value for name, value in sorted(ext_fields.items()) if name != SIGNATURE)
-    content = text.encode("utf-8")
+    text = "".join(value for name, value in sorted(ext_fields.items(), key=_utf16_name) if name != SIGNATURE)
+    content = text.encode("utf-8", "replace")
     return content + body if body else content
+
+
+def _utf16_name(item: tuple[str, str]) -> bytes:
+    return item[0].encode("utf-16-be", "surrogatepass")
 
 
 def cal_signature(content: bytes, secret_key: str) -> str:

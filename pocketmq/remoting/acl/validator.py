@@ -41,8 +41,9 @@ from .permission import (
 )
 from .signer import ACCESS_KEY, SECURITY_TOKEN, SIGNATURE, cal_signature, combine_request_content
 
-# MixAll.UNIQUE_MSG_QUERY_FLAG: clients up to 4.9.3 added it after signing, so it is not signed from them.
-V4_9_3 = 404  # MQVersion.Version.V4_9_3.ordinal()
+# MixAll.UNIQUE_MSG_QUERY_FLAG is left out of what is checked for clients up to 4.9.3, as Apache 5.x's
+# PlainAccessResource.parse does (4.9.7 leaves it out for every client, so it refuses every signed query by key).
+V4_9_3 = 399  # MQVersion.Version.V4_9_3.ordinal() (V4_9_8 is 409)
 
 
 class AclError(Exception):
@@ -74,7 +75,9 @@ class AccessResource:
         """Whether the request was signed with ``secret_key`` (AclSigner's scheme over ``content()``)."""
         if self.signature is None:
             return False
-        return hmac.compare_digest(cal_signature(self.content(), secret_key), self.signature)
+        # As bytes: compare_digest refuses str with non-ASCII, and a signature is whatever the request carried.
+        return hmac.compare_digest(cal_signature(self.content(), secret_key).encode(),
+                                   self.signature.encode("utf-8", "replace"))
 
     def content(self) -> bytes:
         """What the client signed (``combine_request_content``), from what the request carries."""

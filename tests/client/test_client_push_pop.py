@@ -172,6 +172,33 @@ async def test_an_orderly_listener_gets_each_group_in_order_through_a_suspension
         await c.shutdown()
 
 
+async def test_an_orderly_poison_message_goes_to_the_dlq_alone(cluster: EmbeddedCluster) -> None:
+    """A message suspended until its max reconsume times goes to the DLQ; the message queued behind it in the same
+    popped batch (counted by every pop too, never given to the listener) is consumed after it, not dead-lettered."""
+    await create_topic(cluster, "PopFifoDlq", 1)
+    seen: list[tuple[bytes, int]] = []
+
+    async def listener(msgs: list[Any], context: Any) -> ConsumeOrderlyStatus:
+        seen.extend((m.body, m.reconsume_times) for m in msgs)
+        if msgs[0].body == b"bad":
+            context.suspend_current_queue_time = 0.05
+            return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        return ConsumeOrderlyStatus.SUCCESS
+
+    c = make_consumer(cluster, "PGFD", max_reconsume_times=2, **POP)
+    c.subscribe("PopFifoDlq", "*")
+    c.register_message_listener_orderly(listener)
+    await produce(cluster, "PopFifoDlq", [b"bad", b"good"], group="g")
+    store = cluster.broker.store
+    await c.start()
+    try:
+        await until(lambda: any(body == b"good" for body, _ in seen))
+        assert [body for body, _ in seen] == [b"bad", b"bad", b"bad", b"good"]
+        assert store.get_max_offset_in_queue("%DLQ%PGFD", 0) == 1
+    finally:
+        await c.shutdown()
+
+
 async def test_a_group_moves_between_client_rebalance_and_pop_without_losing_or_doubling(
     cluster: EmbeddedCluster,
 ) -> None:

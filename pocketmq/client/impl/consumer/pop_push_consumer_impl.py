@@ -278,8 +278,10 @@ class PopPushConsumerImpl(SubscribedConsumerInner):
                     continue
                 self.consumed_failed += 1
                 suspend = context.suspend_current_queue_time or self.config.suspend_current_queue_time
-                for m in msgs[i:]:
-                    await self._suspend(m, key[1], suspend)
+                # Only the run the listener saw failed (ConsumeMessageOrderlyService.checkReconsumeTimes(msgs)):
+                # the messages behind it were counted by each pop too, but never consumed, so never to the DLQ.
+                for n, m in enumerate(msgs[i:]):
+                    await self._suspend(m, key[1], suspend, may_dead_letter=n < len(run))
                 return
         finally:
             self._done(key, len(msgs))
@@ -302,8 +304,8 @@ class PopPushConsumerImpl(SubscribedConsumerInner):
         except _ERRORS as e:
             log.warning("%s: retry of %s not scheduled (%s): back after its invisible time", self.group, msg.msg_id, e)
 
-    async def _suspend(self, msg: MessageExt, broker: str, seconds: float) -> None:
-        if msg.reconsume_times >= self.max_reconsume_times():
+    async def _suspend(self, msg: MessageExt, broker: str, seconds: float, may_dead_letter: bool = True) -> None:
+        if may_dead_letter and msg.reconsume_times >= self.max_reconsume_times():
             await self._to_dlq(msg, broker)
             return
         try:

@@ -14,7 +14,8 @@ from pocketmq.broker import BrokerController
 from pocketmq.common.extra_info_util import parse_extra_info, parse_order_count_info
 from pocketmq.common.pop_ack_constants import POP_ORDER_REVIVE_QUEUE, PROPERTY_SHARDING_KEY
 from pocketmq.remoting.client import RemotingClient
-from pocketmq.remoting.codes import ResponseCode
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.pop_header import NotificationRequestHeader, NotificationResponseHeader
 from pocketmq.remoting.wire_protocol import WireProtocol
 
 PROTOCOLS = pytest.mark.parametrize("protocol", [WireProtocol.MSGPACK, WireProtocol.NATIVE])
@@ -63,6 +64,38 @@ async def test_an_orderly_pop_blocks_the_queue_until_its_batch_is_acked(
     second = await asyncio.wait_for(waiting, 5)
     assert second.bodies == bodies[2:]
     assert broker.consumer_offset_manager.query_offset("GF", "Fifo", 0) == 2
+
+
+async def test_an_orderly_notification_answers_when_the_blocking_batch_is_acked_or_runs_out(
+    cluster: Cluster,
+) -> None:
+    """NOTIFICATION with order=true parked on a queue an orderly batch blocks: answered hasMsg once the batch is
+    acked, and once its invisible time runs out, not at its poll time (Apache 5.5.0 answers both within a
+    second: ConsumerOrderInfoLockManager wakes the notification too)."""
+    broker = await cluster.broker()
+    pc = client(cluster, broker)
+    await pc.mq.create_topic("Fifo", 1)
+    await send_group(pc, "Fifo", "g1", 4)
+    await dispatched(broker)
+    loop = asyncio.get_running_loop()
+
+    async def notification(group: str) -> tuple[bool, float]:
+        start = loop.time()
+        resp = await pc.mq.invoke(RequestCode.NOTIFICATION, NotificationRequestHeader(
+            group, "Fifo", -1, 30_000, 0, order=True), timeout=40)
+        return resp.decode_header(NotificationResponseHeader).has_msg, loop.time() - start
+
+    got = await pc.pop("GA", "Fifo", max_nums=2, order=True, invisible=60_000)
+    waiting = asyncio.ensure_future(notification("GA"))
+    await asyncio.sleep(0.2)
+    assert not waiting.done()
+    await pc.ack_all("GA", "Fifo", got)
+    has_msg, waited = await asyncio.wait_for(waiting, 10)
+    assert has_msg and waited < 10
+
+    await pc.pop("GB", "Fifo", max_nums=2, order=True, invisible=300)
+    has_msg, waited = await asyncio.wait_for(notification("GB"), 10)
+    assert has_msg and waited < 10
 
 
 @PROTOCOLS

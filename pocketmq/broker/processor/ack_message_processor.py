@@ -128,7 +128,7 @@ class AckMessageProcessor(BrokerProcessor):
             if next_offset > old:
                 c.consumer_offset_manager.commit_offset(channel.remote_address, group, topic, queue_id, next_offset)
             if not c.consumer_order_info_manager.check_block(None, topic, group, queue_id):
-                c.pop_message_processor.long_polling.notify_message_arriving(topic, queue_id, group)
+                c.pop_message_processor.notify_queue_free(topic, queue_id, group)
         elif next_offset == -1:
             resp.code = ResponseCode.MESSAGE_ILLEGAL
             resp.remark = f"offset is illegal, key:{topic}@{group}@{queue_id}, old:{old}, commit:{offset}"

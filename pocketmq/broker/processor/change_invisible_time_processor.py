@@ -94,6 +94,6 @@ class ChangeInvisibleTimeProcessor(BrokerProcessor):
         c.consumer_order_info_manager.update_next_visible_time(topic, group, header.queue_id, header.offset,
                                                                pop_time, next_visible)
         answer.invisible_time = next_visible - pop_time
-        # A parked pop of the queue re-checks when the batch frees up now (it parks again if not).
-        c.pop_message_processor.long_polling.notify_message_arriving(topic, header.queue_id, group)
+        # A parked pop or notification of the queue re-checks when the batch frees up now (it parks again if not).
+        c.pop_message_processor.notify_queue_free(topic, header.queue_id, group)
         return response(request, ext_fields=answer)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from pocketmq.common.clock import now_ms
 from pocketmq.common.pop_ack_constants import build_pop_retry_topic
 from pocketmq.remoting.codes import PermName, RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
@@ -55,19 +56,23 @@ class NotificationProcessor(BrokerProcessor):
         tc = pop.check_topic_and_group(channel, request, header.topic, header.queue_id, header.consumer_group)
         if isinstance(tc, RemotingCommand):
             return tc
-        if self.has_msg(header, tc.read_queue_nums):
+        has, unblock_at = self.has_msg(header, tc.read_queue_nums)
+        if has:
             return response(request, ext_fields=NotificationResponseHeader(True))
         loop = asyncio.get_running_loop()
         if deadline is None:
             deadline = loop.time() + max(0, header.poll_time) / 1000
+        # An orderly queue blocked by a popped batch may answer once the batch's invisible time runs out.
+        wake_at = None if unblock_at is None else loop.time() + max(0, unblock_at - now_ms()) / 1000
         polled = self.long_polling.polling(channel, request, header.topic, header.consumer_group, header.queue_id,
-                                           deadline)
+                                           deadline, wake_at)
         if polled is PollingResult.POLLING_SUC:
             return None
         return response(request, ext_fields=NotificationResponseHeader(
             False, polled is PollingResult.POLLING_FULL))
 
-    def has_msg(self, header: NotificationRequestHeader, read_queue_nums: int) -> bool:
+    def has_msg(self, header: NotificationRequestHeader, read_queue_nums: int) -> tuple[bool, int | None]:
+        """Whether a pop would find a message now; else when the first blocked orderly queue frees up (ms)."""
         c = self.controller
         pop = c.pop_message_processor
         group = header.consumer_group
@@ -80,12 +85,17 @@ class NotificationProcessor(BrokerProcessor):
         for retry in map(c.topic_config_manager.select_topic_config, retry_topics):
             if retry is not None and not header.order:
                 targets += [(retry.topic_name, q) for q in range(retry.read_queue_nums)]
+        unblock_at: int | None = None
+        orders = c.consumer_order_info_manager
         for topic, queue_id in targets:
-            if header.order and c.consumer_order_info_manager.check_block(header.attempt_id, topic, group, queue_id):
+            if header.order and orders.check_block(header.attempt_id, topic, group, queue_id):
+                free = orders.lock_free_timestamp(topic, group, queue_id)
+                if free is not None and (unblock_at is None or free < unblock_at):
+                    unblock_at = free
                 continue
             if c.store.get_max_offset_in_queue(topic, queue_id) > pop.pop_offset(group, topic, queue_id, 1, init=False):
-                return True
-        return False
+                return True, None
+        return False, unblock_at
 
     async def polling_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = request.decode_header(PollingInfoRequestHeader)

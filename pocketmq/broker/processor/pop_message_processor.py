@@ -162,6 +162,12 @@ class PopMessageProcessor(BrokerProcessor):
         flt = self.message_filter(request, header.topic, header.exp, header.exp_type)
         return flt if isinstance(flt, RemotingCommand) else (error, flt)
 
+    def notify_queue_free(self, topic: str, queue_id: int, group: str) -> None:
+        """An orderly batch acked, or its invisible time changed: the group's parked pops and notifications of
+        the queue check again (Apache's ConsumerOrderInfoLockManager notifies both)."""
+        self.long_polling.notify_message_arriving(topic, queue_id, group)
+        self.controller.notification_processor.long_polling.notify_message_arriving(topic, queue_id, group)
+
     def check_topic_and_group(self, channel: Channel, request: RemotingCommand, topic: str, queue_id: int,
                               group: str) -> RemotingCommand | TopicConfig:
         """The checks pop, peek and notification share: the topic, the queue id (-1: all) and the group."""

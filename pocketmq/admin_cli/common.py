@@ -12,6 +12,7 @@ from typing import Any
 
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.client.client_config import PROTOCOLS
+from pocketmq.common.util_all import time_millis_to_human_string2
 
 Command = Callable[[MQAdminExt, argparse.Namespace], Awaitable[Any]]
 
@@ -132,10 +133,7 @@ def subscription_group_text(c: Any) -> str:
 
 def human_time(ms: int) -> str:
     """UtilAll.timeMillisToHumanString2: yyyy-MM-dd HH:mm:ss,SSS in local time."""
-    if ms <= 0:
-        return "N/A"
-    t = dt.datetime.fromtimestamp(ms / 1000)
-    return t.strftime("%Y-%m-%d %H:%M:%S,") + f"{ms % 1000:03d}"
+    return "N/A" if ms <= 0 else time_millis_to_human_string2(ms)
 
 
 def parse_timestamp(text: str) -> int:

@@ -9,9 +9,10 @@ reads both dialects alike: ``mq_from_key``.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from pocketmq.common.util_all import format_date_millis
 
 from . import fastjson
 from .body import Reader
@@ -283,11 +284,6 @@ class ConsumerRunningInfo:
         )
 
 
-def _human_time(ms: int) -> str:
-    """UtilAll.timeMillisToHumanString3: yyyy-MM-dd#HH:mm:ss:SSS in local time (-1 is a millisecond before 1970)."""
-    return time.strftime("%Y-%m-%d#%H:%M:%S", time.localtime(ms // 1000)) + f":{ms % 1000:03d}"
-
-
 @dataclass(slots=True)
 class QueueTimeSpan:
     """RocketMQ's QueueTimeSpan: one queue's store times against a group's position (ms; -1 for none)."""
@@ -301,9 +297,9 @@ class QueueTimeSpan:
     def to_dict(self) -> dict[str, Any]:
         # fastjson also writes the class's getMinTimeStampStr()... getters: each time as a person reads it.
         return {"messageQueue": self.message_queue.to_dict(), "minTimeStamp": self.min_time_stamp,
-                "minTimeStampStr": _human_time(self.min_time_stamp), "maxTimeStamp": self.max_time_stamp,
-                "maxTimeStampStr": _human_time(self.max_time_stamp), "consumeTimeStamp": self.consume_time_stamp,
-                "consumeTimeStampStr": _human_time(self.consume_time_stamp), "delayTime": self.delay_time}
+                "minTimeStampStr": format_date_millis(self.min_time_stamp), "maxTimeStamp": self.max_time_stamp,
+                "maxTimeStampStr": format_date_millis(self.max_time_stamp), "consumeTimeStamp": self.consume_time_stamp,
+                "consumeTimeStampStr": format_date_millis(self.consume_time_stamp), "delayTime": self.delay_time}
 
     @classmethod
     def from_dict(cls, obj: object, path: str = "") -> QueueTimeSpan:

@@ -8,6 +8,7 @@ import time
 
 from pocketmq.common.constants import TRANSACTION_ROLLBACK_TYPE, TRANSACTION_TYPE_MASK
 from pocketmq.common.java_hash import KeyHashes, java_string_hash
+from pocketmq.common.util_all import time_millis_to_human_string
 
 from .index_file import IndexFile
 from .speedups import speedups
@@ -15,15 +16,10 @@ from .speedups import speedups
 _INDEX_RECORD = speedups.index_record if speedups is not None else None
 
 
-def time_millis_to_file_name(ms: int) -> str:
-    """UtilAll.timeMillisToHumanString: yyyyMMddHHmmssSSS in local time."""
-    return time.strftime("%Y%m%d%H%M%S", time.localtime(ms / 1000)) + f"{ms % 1000:03d}"
-
-
 def _next_name(name: str) -> str:
     """The file name 1 ms after `name` (yyyyMMddHHmmssSSS, local time)."""
     t = time.mktime(time.strptime(name[:14], "%Y%m%d%H%M%S"))
-    return time_millis_to_file_name(int(t) * 1000 + int(name[14:]) + 1)
+    return time_millis_to_human_string(int(t) * 1000 + int(name[14:]) + 1)
 
 
 class IndexService:
@@ -65,7 +61,7 @@ class IndexService:
             return last
         os.makedirs(self.store_path, exist_ok=True)
         ms = int(time.time() * 1000)
-        path = os.path.join(self.store_path, time_millis_to_file_name(ms))
+        path = os.path.join(self.store_path, time_millis_to_human_string(ms))
         if last is not None and os.path.basename(path) <= last.name:
             # Names must sort in creation order even if the clock stepped back: go 1 ms past the last.
             path = os.path.join(self.store_path, _next_name(last.name))

@@ -1,0 +1,34 @@
+"""RocketMQ's UtilAll time texts: a time in milliseconds written in local time, in the forms RocketMQ's files and
+tools use (its index files' names, mqadmin's columns, QueueTimeSpan's fields).
+
+A negative time is Java's Calendar's (-1 is the last millisecond before 1970), which floor division gives. A time
+no calendar of this platform can hold (a born timestamp a client made up) is written as its number.
+"""
+
+from __future__ import annotations
+
+import time
+
+
+def _local(ms: int, date_format: str, millis_format: str) -> str:
+    seconds, millis = divmod(int(ms), 1000)
+    try:
+        return time.strftime(date_format, time.localtime(seconds)) + millis_format.format(millis)
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+
+
+def time_millis_to_human_string(ms: int) -> str:
+    """UtilAll.timeMillisToHumanString: yyyyMMddHHmmssSSS (an index file's name)."""
+    return _local(ms, "%Y%m%d%H%M%S", "{:03d}")
+
+
+def time_millis_to_human_string2(ms: int) -> str:
+    """UtilAll.timeMillisToHumanString2: yyyy-MM-dd HH:mm:ss,SSS (mqadmin's times)."""
+    return _local(ms, "%Y-%m-%d %H:%M:%S", ",{:03d}")
+
+
+def format_date_millis(ms: int) -> str:
+    """UtilAll.formatDate(date, YYYY_MM_DD_HH_MM_SS_SSS): yyyy-MM-dd#HH:mm:ss:SSS (QueueTimeSpan's texts, and what
+    mqadmin's -s/-b options read)."""
+    return _local(ms, "%Y-%m-%d#%H:%M:%S", ":{:03d}")

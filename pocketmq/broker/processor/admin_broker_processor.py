@@ -159,6 +159,9 @@ class AdminBrokerProcessor(BrokerProcessor):
         topic = header.topic
         if not topic or not topic.strip():
             return response(request, ResponseCode.SYSTEM_ERROR, "The specified topic is blank.")
+        if c.topic_config_manager.is_system_topic(topic):
+            # (The schedule, transaction and timer queues live on: deleting one loses what waits in it.)
+            return response(request, ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic.")
         log.info("DELETE_TOPIC_IN_BROKER %s from %s", topic, channel.remote_address)
         c.topic_config_manager.delete_topic_config(topic)
         # 5.x also drops the topic's consumer offsets; 4.9.8 keeps them until the group is cleaned.

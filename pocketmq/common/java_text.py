@@ -1,5 +1,6 @@
 """Java's text rules where Python's differ: Character.isWhitespace (and commons-lang's StringUtils.isBlank built on
-it), and String.split's dropping of trailing empty strings.
+it), String.split's dropping of trailing empty strings, and Long.parseLong's strictness (Python's int() also takes
+surrounding whitespace and "_" between digits).
 
 Python's str.isspace / str.strip take U+00A0, U+2007, U+202F (the no-break spaces) and U+0085 (NEL) for
 whitespace; Java does not, so a tag or key of them is refused by one and taken by the other. Both sides apply
@@ -7,6 +8,8 @@ RocketMQ's blank checks (the 5.x proxy's validators, the 4.x client's UtilAll.is
 """
 
 from __future__ import annotations
+
+import re
 
 # Character.isWhitespace: the Unicode space, line and paragraph separators (Zs, Zl, Zp) but the no-break spaces,
 # and the ASCII controls U+0009-U+000D, U+001C-U+001F. Every such character is in the BMP, so Java's per-UTF-16-unit
@@ -37,3 +40,15 @@ def java_split(text: str, sep: str) -> list[str]:
     while parts and not parts[-1]:
         parts.pop()
     return parts
+
+
+_INTEGER = re.compile(r"[+-]?\d+")  # \d: Unicode decimal digits, which Character.digit takes too
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+
+
+def parse_integer(text: str, lo: int = LONG_MIN, hi: int = LONG_MAX) -> int:
+    """Long.parseLong (Integer.parseInt with the int's range): a sign and decimal digits, nothing else, within
+    [lo, hi]; ValueError otherwise, with Java's NumberFormatException text."""
+    if _INTEGER.fullmatch(text) is None or not lo <= (n := int(text)) <= hi:
+        raise ValueError(f'For input string: "{text}"')
+    return n

@@ -36,7 +36,7 @@ from pocketmq.common.constants import (
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     TRANSACTION_PREPARED_TYPE,
 )
-from pocketmq.common.java_text import is_blank, java_split
+from pocketmq.common.java_text import is_blank, java_split, parse_integer
 from pocketmq.common.message import MessageExt
 
 from .config import ProxyConfig
@@ -244,9 +244,9 @@ def _set_delivery_timestamp(sp: Any, props: dict[str, str]) -> None:
     delay_sec = props.get(PROPERTY_TIMER_DELAY_SEC)
     try:
         if delay_sec is not None:
-            _set_timestamp(sp.delivery_timestamp, time.time_ns() // 1_000_000 + int(delay_sec) * 1000)
+            _set_timestamp(sp.delivery_timestamp, time.time_ns() // 1_000_000 + parse_integer(delay_sec) * 1000)
         elif PROPERTY_TIMER_DELIVER_MS in props:
-            _set_timestamp(sp.delivery_timestamp, int(props[PROPERTY_TIMER_DELIVER_MS]))
+            _set_timestamp(sp.delivery_timestamp, parse_integer(props[PROPERTY_TIMER_DELIVER_MS]))
     except ValueError:
         pass
 

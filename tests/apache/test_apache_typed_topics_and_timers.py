@@ -135,3 +135,27 @@ async def test_a_timer_message_on_both(both_servers: list[Server]) -> None:
             assert refused.value.remark == (
                 "timer message illegal, the delay time should not be bigger than the max delay 259200000ms; or if "
                 "set del msg, the delay time should be bigger than the current time"), server.name
+
+
+async def test_timer_values_long_parse_long_refuses_are_refused_on_both(both_servers: list[Server]) -> None:
+    """TIMER_DELAY_SEC / TIMER_DELAY_MS / TIMER_DELIVER_MS are read with Long.parseLong
+    (HookUtils.transformTimerMessage): surrounding spaces and "_" between digits, which Python's int() takes, make
+    the send MESSAGE_ILLEGAL on Apache RocketMQ 5.5.0 and on pocketmq alike."""
+    later = str(time.time_ns() // 1_000_000 + 60_000)
+    bad = [("TIMER_DELAY_SEC", " 2"), ("TIMER_DELAY_SEC", "2 "), ("TIMER_DELAY_SEC", "0_2"),
+           ("TIMER_DELAY_MS", "2_000"), ("TIMER_DELAY_MS", "\t2000"), ("TIMER_DELIVER_MS", " " + later)]
+    answers: dict[str, list[tuple[int, str]]] = {}
+    for server in both_servers:
+        topic = unique("TimerBad")
+        async with Producer(unique("pg"), server.namesrv_addr, protocol="rocketmq", send_timeout=30.0,
+                            retry_times_when_send_failed=0) as producer:
+            await producer.send(Message(topic, b"warm-up"))  # (the route: created by the first send)
+            for key, value in bad:
+                msg = Message(topic, b"bad")
+                msg.properties[key] = value
+                with pytest.raises(MQBrokerException) as refused:
+                    await producer.send(msg)
+                answers.setdefault(server.name, []).append((refused.value.response_code, refused.value.remark))
+    assert {code for side in answers.values() for code, _ in side} == {ResponseCode.MESSAGE_ILLEGAL}
+    [apache, pocketmq] = answers.values()
+    assert pocketmq == apache

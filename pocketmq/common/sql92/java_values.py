@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 
+from ..java_text import parse_integer
 from .errors import EvaluationError
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
@@ -48,12 +49,12 @@ def type_name(v: Value) -> str:
 
 def parse_int(s: str, lo: int = INT_MIN, hi: int = INT_MAX, what: str = "Integer") -> int:
     """Integer.valueOf / Long.valueOf: optional sign and digits only, no spaces, range-checked."""
-    if _INTEGER.fullmatch(s) is None:
-        raise EvaluationError(f'NumberFormatException: For input string: "{s}" ({what})')
-    v = int(s)
-    if not lo <= v <= hi:
-        raise EvaluationError(f'NumberFormatException: For input string: "{s}" ({what} out of range)')
-    return v
+    try:
+        return parse_integer(s, lo, hi)
+    except ValueError:
+        out_of_range = _INTEGER.fullmatch(s) is not None
+        raise EvaluationError(f'NumberFormatException: For input string: "{s}" '
+                              f'({what}{" out of range" if out_of_range else ""})') from None
 
 
 def parse_long(s: str) -> JavaLong:

@@ -20,6 +20,7 @@ from pocketmq.common.constants import (
     PROPERTY_TIMER_DELIVER_MS,
     PROPERTY_TIMER_OUT_MS,
 )
+from pocketmq.common.java_text import parse_integer
 from pocketmq.common.message import MessageExtBrokerInner
 from pocketmq.common.topic_validator import RMQ_SYS_WHEEL_TIMER
 
@@ -53,14 +54,15 @@ def is_timer_message(msg: MessageExtBrokerInner) -> bool:
 
 
 def deliver_ms(props: dict[str, str], now_ms: int) -> int:
-    """When the message is due. Raises ValueError for a value that is not a number."""
+    """When the message is due. Raises ValueError for a value Long.parseLong refuses (HookUtils.transformTimerMessage:
+    " 2", "2_000" are no numbers there)."""
     if PROPERTY_TIMER_DELAY_SEC in props:
-        return now_ms + int(props[PROPERTY_TIMER_DELAY_SEC]) * 1000
+        return now_ms + parse_integer(props[PROPERTY_TIMER_DELAY_SEC]) * 1000
     if PROPERTY_TIMER_DELAY_MS in props:
-        return now_ms + int(props[PROPERTY_TIMER_DELAY_MS])
+        return now_ms + parse_integer(props[PROPERTY_TIMER_DELAY_MS])
     if PROPERTY_TIMER_DELIVER_MS in props:
-        return int(props[PROPERTY_TIMER_DELIVER_MS])
-    return int(props[PROPERTY_START_DELIVER_TIME])
+        return parse_integer(props[PROPERTY_TIMER_DELIVER_MS])
+    return parse_integer(props[PROPERTY_START_DELIVER_TIME])
 
 
 def slot_time(deliver: int, precision_ms: int) -> int:

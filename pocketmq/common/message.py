@@ -150,14 +150,17 @@ class MessageExtBatch:
 
 
 def raw_property(props: bytes, name: bytes) -> bytes | None:
-    """The value of property ``name`` (given with its separator, as b"WAIT\x01") in encoded properties."""
-    i = props.find(name)
-    while i > 0 and props[i - 1] != 2:
-        i = props.find(name, i + 1)
-    if i < 0:
-        return None
-    j = props.find(b"\x02", i)
-    return props[i + len(name) : j if j >= 0 else len(props)]
+    """The value of property ``name`` (given with its separator, as b"WAIT\x01") in encoded properties: the last
+    non-empty one when the name comes more than once, the one string_to_properties keeps (as Java's HashMap does)."""
+    end = len(props)
+    while (i := props.rfind(name, 0, end)) >= 0:
+        if i == 0 or props[i - 1] == 2:
+            j = props.find(b"\x02", i)
+            value = props[i + len(name) : j if j >= 0 else len(props)]
+            if value:
+                return value
+        end = i
+    return None
 
 
 @dataclass(slots=True, eq=False, repr=False)

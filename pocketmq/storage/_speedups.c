@@ -9,8 +9,9 @@
  *     "topic#"; the answer is (tags code, index_count after, hash slots newly taken).
  *
  *     It answers None, having written nothing, for whatever the Python does otherwise or more than this: a pair
- *     of properties without exactly one \x01, a non-ASCII key or tags value, an index file that is new (its first
- *     entry also writes the header) or has no room for every key of the record. The caller then runs the Python
+ *     of properties without exactly one \x01, TAGS, KEYS or UNIQ_KEY given twice, a non-ASCII key or tags value,
+ *     an index file that is new (its first entry also writes the header) or has no room for every key of the
+ *     record. The caller then runs the Python
  *     (the reference), which has its own answer for each of those. What the C takes it must turn into exactly the
  *     bytes and the code the Python makes; tests/storage/test_storage_speedups.py holds the two together with
  *     hypothesis. Every write is bounds-checked against the mapping's length before the first one.
@@ -37,7 +38,8 @@ typedef struct {
     int found;
 } span;
 
-/* The first value of TAGS, KEYS and UNIQ_KEY in ``s``; -1 when a pair of it is not name \x01 value. */
+/* The value of TAGS, KEYS and UNIQ_KEY in ``s``; -1 when a pair of it is not name \x01 value, or when one of the
+ * three comes twice (the Python takes the last non-empty one, as Java's HashMap of the properties keeps). */
 static int
 find_properties(const unsigned char *s, Py_ssize_t n, span *tags, span *keys, span *uniq)
 {
@@ -63,7 +65,9 @@ find_properties(const unsigned char *s, Py_ssize_t n, span *tags, span *keys, sp
                 target = keys;
             else if (name_len == 8 && memcmp(seg, "UNIQ_KEY", 8) == 0)
                 target = uniq;
-            if (target != NULL && !target->found) {
+            if (target != NULL && target->found)
+                return -1;
+            if (target != NULL) {
                 target->p = value;
                 target->n = value_len;
                 target->found = 1;

@@ -153,11 +153,12 @@ class ReputMessageService(ServiceThread):
     def _tags_code_of(self, props: bytes) -> int:
         if not props:
             return 0
-        i = props.find(b"TAGS\x01")
+        # The last TAGS pair (raw_property's rule, string_to_properties' value); an empty one is not the value.
+        i = props.rfind(b"TAGS\x01")
         tags: bytes | None
         if i == 0 or i > 0 and props[i - 1] == 2:
             j = props.find(b"\x02", i)
-            tags = props[i + 5:j] if j > 0 else props[i + 5:]
+            tags = (props[i + 5:j] if j > 0 else props[i + 5:]) or raw_property(props, b"TAGS\x01")
         else:
             tags = raw_property(props, b"TAGS\x01") if i > 0 else None
         if not tags:
@@ -177,10 +178,11 @@ class ReputMessageService(ServiceThread):
         are remembered (the caches' bound counts entries, not bytes).
         """
         uniq: bytes | None
-        i = props.find(b"UNIQ_KEY\x01")
+        i = props.rfind(b"UNIQ_KEY\x01")
         if i == 0 or i > 0 and props[i - 1] == 2:
             j = props.find(b"\x02", i)
             uniq, rest = (props[i + 9:j], props[:i] + props[j + 1:]) if j >= 0 else (props[i + 9:], props[:i])
+            uniq = uniq or raw_property(props, b"UNIQ_KEY\x01")  # (an empty last pair: an earlier one's value)
             code, keys = self._rest_codes[rest] if len(rest) <= 64 else self._rest_info(rest)
         elif index is None or (b"KEYS\x01" not in props and b"UNIQ_KEY\x01" not in props):
             return self._props_codes[props] if len(props) <= 64 else self._tags_code_of(props)

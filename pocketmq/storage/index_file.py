@@ -156,7 +156,11 @@ class IndexFile:
         h = key_hash(key)
         mm = self.mm
         slot_value = _INT.unpack_from(mm, INDEX_HEADER_SIZE + (h % self.hash_slot_num) * INDEX_HASH_SLOT_SIZE)[0]
-        if slot_value <= 0 or slot_value > self.index_count or self.index_count <= 1:
+        # Bounded by the file, not by index_count: the C index step writes a record's entries and their slots
+        # before the dispatcher raises index_count, and a query between the two must still follow the slots (an
+        # entry is always written before the slot that names it; load() rolls a crash's entries forward).
+        bound = self.index_num
+        if slot_value <= 0 or slot_value >= bound or self.index_count <= 1:
             return
         nxt = slot_value
         while len(out) < max_num:
@@ -167,7 +171,7 @@ class IndexFile:
             time_read = self.begin_timestamp + diff * 1000
             if kh == h and begin - 999 <= time_read <= end:
                 out.append(phy)
-            if prev <= 0 or prev > self.index_count or prev == nxt or time_read + 999 < begin:
+            if prev <= 0 or prev >= bound or prev == nxt or time_read + 999 < begin:
                 break
             nxt = prev
 

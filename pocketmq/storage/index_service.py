@@ -144,7 +144,10 @@ class IndexService:
         full_key = f"{topic}#{key}"
         for f in reversed(files):
             if f.is_time_matched(begin, end):
-                f.select_phy_offset(out, full_key, max_num, begin, end)
+                try:
+                    f.select_phy_offset(out, full_key, max_num, begin, end)
+                except ValueError:  # "mmap closed": the clean service deleted it since the list was read
+                    continue
             if f.begin_timestamp < begin or len(out) >= max_num:
                 break
         return out, last_ts, last_phy

@@ -131,3 +131,30 @@ async def test_a_job_that_raises_cancelled_error_without_being_cancelled_keeps_i
     assert pool.active == 1
     await asyncio.wait_for(pool.shutdown(0), 10)
     assert (pool.active, pool.queued) == (0, 0)
+
+
+async def test_a_caller_cancelled_while_the_pool_shuts_down_stays_cancelled() -> None:
+    """shutdown() waits for its cancelled workers; when the task calling it is itself cancelled meanwhile (a
+    consumer's shutdown under a timeout), that cancellation reaches the caller instead of being taken for a
+    worker's and swallowed."""
+    pool = ConsumeExecutor(1, "t")
+    pool.start()
+    await settle()
+    release = asyncio.Event()
+
+    async def stubborn() -> None:  # a listener that finishes its work before it lets a cancellation through
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            await release.wait()
+            raise
+
+    pool.submit(stubborn)
+    await settle()
+    closing = asyncio.ensure_future(pool.shutdown(0))
+    await settle()
+    closing.cancel()
+    await settle()
+    release.set()
+    await asyncio.wait([closing])
+    assert closing.cancelled()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
@@ -140,9 +139,12 @@ class ConsumeExecutor:
         workers, self._workers = self._workers, []
         for w in workers:
             w.cancel()
-        for w in workers:
-            with contextlib.suppress(asyncio.CancelledError):
-                await w
+        if workers:
+            # (wait, not await each: a cancellation of this caller meanwhile must reach it, not pass for a worker's)
+            await asyncio.wait(workers)
+            for w in workers:
+                if not w.cancelled() and w.exception() is not None:
+                    log.warning("consume worker %s failed", w.get_name(), exc_info=w.exception())
         self._jobs.clear()
         self._idle.clear()
         if self._threads is not None:

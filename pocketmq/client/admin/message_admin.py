@@ -21,7 +21,7 @@ from pocketmq.remoting.header import (
 )
 
 from ..exceptions import MQClientException
-from ..impl.mq_admin import broker_of_offset_msg_id
+from ..impl.mq_admin import broker_of_offset_msg_id, key_matches
 from ..impl.mq_client_api import UNIQUE_MSG_QUERY_FLAG
 from .admin_client import AdminClient
 
@@ -60,7 +60,7 @@ class MessageAdmin(AdminClient):
             if r.code == ResponseCode.QUERY_NOT_FOUND:
                 continue
             msgs = self._decode_messages(self._ok(r, addr).body, addr)
-            out += [m for m in msgs if m.topic == topic and (m.uniq_key == key or (not unique_key and key in m.keys))]
+            out += [m for m in msgs if key_matches(m, topic, key, unique_key)]
         return out
 
     async def query_message_by_unique_key(self, topic: str, msg_id: str) -> MessageExt | None:

@@ -40,10 +40,16 @@ async def query_message(
     timeout = instance.config.mq_client_api_timeout
     api = instance.mq_client_api
     answers = await asyncio.gather(*(api.query_message(a, header, timeout, unique_key) for a in addrs))
-    # The broker matches index hash codes and re-checks; this check also covers brokers that do not.
-    if unique_key:
-        return [m for msgs in answers for m in msgs if m.topic == topic and m.uniq_key == key]
-    return [m for msgs in answers for m in msgs if m.topic == topic and (key in m.keys or m.uniq_key == key)]
+    return [m for msgs in answers for m in msgs if key_matches(m, topic, key, unique_key)]
+
+
+def key_matches(msg: MessageExt, topic: str, key: str, unique_key: bool) -> bool:
+    """Whether a message a key query found is one it asked for (MQAdminImpl.queryMessage's check): the broker
+    matches index hash codes, which collide, and re-checks; this also covers brokers that do not. A query by key
+    takes a message whose UNIQ_KEY is the key too (MQAdminImpl drops it unless a KEYS holds it)."""
+    if msg.topic != topic:
+        return False
+    return msg.uniq_key == key or (not unique_key and key in msg.keys)
 
 
 def broker_of_offset_msg_id(msg_id: str) -> tuple[str, int] | None:

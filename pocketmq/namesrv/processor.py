@@ -26,6 +26,7 @@ from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import BodyError, HeaderError
 from pocketmq.remoting.header import (
+    BrokerHeartbeatRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
     GetRouteInfoRequestHeader,
     QueryDataVersionRequestHeader,
@@ -88,6 +89,10 @@ class DefaultRequestProcessor:
             RequestCode.ADD_WRITE_PERM_OF_BROKER: self.add_write_perm_of_broker,
             RequestCode.GET_NAMESRV_CONFIG: self.get_namesrv_config,
             RequestCode.UPDATE_NAMESRV_CONFIG: self.update_namesrv_config,
+            RequestCode.BROKER_HEARTBEAT: self.broker_heartbeat,
+            RequestCode.GET_UNIT_TOPIC_LIST: self._unit_topics(True, False),
+            RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST: self._unit_topics(None, True),
+            RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST: self._unit_topics(False, True),
         }
 
     def register_to(self, server: RemotingServer) -> None:
@@ -168,6 +173,13 @@ class DefaultRequestProcessor:
         )
         return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
 
+    def broker_heartbeat(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """A RocketMQ 5 broker between registrations (one registered with heartbeatTimeoutMillis sends it every
+        second): it is alive."""
+        header = request.decode_header(BrokerHeartbeatRequestHeader)
+        self.route_info_manager.update_broker_info_update_timestamp(header.broker_addr)
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
+
     def query_broker_topic_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = request.decode_header(QueryDataVersionRequestHeader)
         data_version = request.decode_body(DataVersion)
@@ -212,8 +224,15 @@ class DefaultRequestProcessor:
 
     def delete_topic_in_namesrv(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = request.decode_header(DeleteTopicFromNamesrvRequestHeader)
-        self.route_info_manager.delete_topic(header.topic, header.cluster_name)
+        # (an empty cluster name is none: deleted everywhere, as RocketMQ's isEmpty check has it)
+        self.route_info_manager.delete_topic(header.topic, header.cluster_name or None)
         return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
+
+    def _unit_topics(self, unit: bool | None, unit_sub: bool) -> _Handler:
+        def handler(channel: Channel, request: RemotingCommand) -> RemotingCommand:
+            body = request.encode_body(self.route_info_manager.get_unit_topics(unit, unit_sub))
+            return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=body)
+        return handler
 
     def wipe_write_perm_of_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         return self._write_perm_of_broker(channel, request, wipe=True)

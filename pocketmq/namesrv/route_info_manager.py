@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Generator, Hashable, Sequence
+from collections.abc import Callable, Collection, Generator, Hashable, Sequence
 from dataclasses import dataclass, replace
 
 from pocketmq.remoting.body import (
@@ -21,7 +21,7 @@ from pocketmq.remoting.body import (
     TopicList,
     TopicRouteData,
 )
-from pocketmq.remoting.codes import MASTER_ID, PermName
+from pocketmq.remoting.codes import MASTER_ID, PermName, TopicSysFlag
 
 log = logging.getLogger(__name__)
 
@@ -287,7 +287,7 @@ class RouteInfoManager:
             log.warning(
                 "broker %s expired: no registration for %.1fs", addr, now - live.last_update_timestamp
             )
-            self._remove_broker_addr(addr)
+        self._remove_broker_addrs(expired)
         return expired
 
     def _expiry(self, live: BrokerLiveInfo) -> float:
@@ -305,24 +305,35 @@ class RouteInfoManager:
             addrs = [remote_addr]
         for addr in addrs:
             log.info("connection of broker %s closed, removing its routes", addr)
-            self._remove_broker_addr(addr)
+        self._remove_broker_addrs(addrs)
         return addrs
 
-    def _remove_broker_addr(self, broker_addr: str) -> None:
-        self.broker_live_table.pop(broker_addr, None)
-        self.filter_server_table.pop(broker_addr, None)
+    def _remove_broker_addrs(self, broker_addrs: Collection[str]) -> None:
+        """Forget these brokers together: one walk of each table however many go (a connection that carried
+        thousands of registrations, or a scan that expires them, took a walk of every table per broker)."""
+        gone = set(broker_addrs)
+        if not gone:
+            return
+        for addr in gone:
+            self.broker_live_table.pop(addr, None)
+            self.filter_server_table.pop(addr, None)
+        emptied: set[str] = set()
         for broker_name, broker_data in list(self.broker_addr_table.items()):
             addrs = broker_data.broker_addrs
-            for broker_id in [i for i, a in addrs.items() if a == broker_addr]:
+            for broker_id in [i for i, a in addrs.items() if a in gone]:
                 del addrs[broker_id]
-            if addrs:
-                continue
-            del self.broker_addr_table[broker_name]
-            for cluster, names in list(self.cluster_addr_table.items()):
-                names.discard(broker_name)
-                if not names:
-                    del self.cluster_addr_table[cluster]
-            self._remove_topics_of_broker(broker_name)
+            if not addrs:
+                del self.broker_addr_table[broker_name]
+                emptied.add(broker_name)
+        if not emptied:
+            return
+        for cluster, names in list(self.cluster_addr_table.items()):
+            names -= emptied
+            if not names:
+                del self.cluster_addr_table[cluster]
+        for topic, by_broker in list(self.topic_queue_table.items()):
+            for broker_name in emptied & by_broker.keys():
+                self._remove_queue_data(topic, broker_name)
 
     # --- queries ---
 
@@ -368,6 +379,23 @@ class RouteInfoManager:
 
     def get_all_topic_list(self) -> TopicList:
         return TopicList(topic_list=sorted(self.topic_queue_table))
+
+    def get_unit_topics(self, unit: bool | None, unit_sub: bool) -> TopicList:
+        """GET_UNIT_TOPIC_LIST (``unit``), GET_HAS_UNIT_SUB_TOPIC_LIST (``unit_sub``) and
+        GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST (both, ``unit`` False): by the topic sys flag of a topic's first
+        queue data, as RocketMQ reads it (``None``: that flag not looked at)."""
+        out = []
+        for topic, by_broker in self.topic_queue_table.items():
+            first = next(iter(by_broker.values()), None)
+            if first is None:
+                continue
+            flag = first.topic_sys_flag
+            if unit is not None and bool(flag & TopicSysFlag.FLAG_UNIT) != unit:
+                continue
+            if unit_sub and not flag & TopicSysFlag.FLAG_UNIT_SUB:
+                continue
+            out.append(topic)
+        return TopicList(sorted(out))
 
     def operate_write_perm_of_broker(self, broker_name: str, wipe: bool) -> int:
         """WIPE_WRITE_PERM_OF_BROKER (``wipe``: the broker's queues of every topic read-only) or

@@ -171,6 +171,7 @@ class RequestCode(IntEnum):
     POLLING_INFO = 200055
     POP_ROLLBACK = 200056
     BATCH_ACK_MESSAGE = 200151
+    BROKER_HEARTBEAT = 904  # RocketMQ 5: a broker registered with heartbeatTimeoutMillis keeps itself alive
 
 
 class ResponseCode(IntEnum):

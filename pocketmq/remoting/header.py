@@ -353,6 +353,21 @@ class UnRegisterBrokerRequestHeader(CommandHeader):
 
 
 @dataclass(slots=True)
+class BrokerHeartbeatRequestHeader(CommandHeader):
+    """BROKER_HEARTBEAT (904, RocketMQ 5): a broker says it is alive, between its registrations."""
+
+    cluster_name: str
+    broker_addr: str
+    broker_name: str
+    broker_id: int | None = None
+    epoch: int | None = None
+    max_offset: int | None = None
+    confirm_offset: int | None = None
+    heartbeat_timeout_mills: int | None = None
+    election_priority: int | None = None
+
+
+@dataclass(slots=True)
 class QueryDataVersionRequestHeader(CommandHeader):
     """QUERY_DATA_VERSION (322): a broker asks whether the name server holds its current topic config."""
 

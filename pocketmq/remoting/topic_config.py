@@ -108,7 +108,6 @@ class TopicConfigSerializeWrapper:
         dv = r.map("dataVersion", None)
         return cls(
             topic_config_table=r.object_map("topicConfigTable", TopicConfig, {}),
-            data_version=DataVersion.from_dict(dv, r.at("dataVersion"))
-            if dv is not None
-            else DataVersion(0, 0),
+            # (Java's field default, a new DataVersion() of now: a registration without one is always a change)
+            data_version=DataVersion.from_dict(dv, r.at("dataVersion")) if dv is not None else DataVersion(),
         )

@@ -281,6 +281,11 @@ CASES = [
     Case("broker config", "broker", lambda s: request(R.GET_BROKER_CONFIG), ext_values=False, body=False),
     Case("every topic config", "broker", lambda s: request(R.GET_ALL_TOPIC_CONFIG), body=False),
     Case("an unknown request code (broker)", "broker", lambda s: request(9999)),
+    Case("create a topic to delete from the name server", "broker", lambda s: create_topic(f"NsDel{RUN}")),
+    Case("delete a topic in the name server with an empty cluster name (everywhere)", "namesrv",
+         lambda s: request(R.DELETE_TOPIC_IN_NAMESRV, {"topic": f"NsDel{RUN}", "clusterName": ""})),
+    Case("route of the topic deleted with an empty cluster name", "namesrv",
+         lambda s: request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": f"NsDel{RUN}"})),
 ]
 
 

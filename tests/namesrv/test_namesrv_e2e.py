@@ -29,6 +29,7 @@ from pocketmq.remoting.codec import decode_frames
 from pocketmq.remoting.codes import PermName, RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.header import (
+    BrokerHeartbeatRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
     GetRouteInfoRequestHeader,
     QueryDataVersionRequestHeader,
@@ -309,3 +310,98 @@ def test_runs_on_uvloop() -> None:
 
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         assert runner.run(scenario()) == ResponseCode.SUCCESS
+
+
+async def test_a_5x_broker_s_heartbeat_keeps_it_alive_between_registrations(clock, client: RemotingClient) -> None:
+    """BROKER_HEARTBEAT (904): a RocketMQ 5 broker that registered with heartbeatTimeoutMillis sends it every
+    second instead of registering; the name server counts it as alive (DefaultRequestProcessor.brokerHeartbeat)."""
+    async with NamesrvController(config(scan_not_active_broker_interval=3600), clock=clock) as ns:
+        b = FakeBroker()
+        b.topics = {"Beating": TopicConfig("Beating")}
+        try:
+            await b.register(ns.address)
+            beat = RemotingCommand.request(RequestCode.BROKER_HEARTBEAT, BrokerHeartbeatRequestHeader(
+                CLUSTER, b.addr, b.name, 0))
+            for _ in range(3):
+                clock.advance(100)
+                assert (await b.client.invoke(ns.address, beat, GUARD)).code == ResponseCode.SUCCESS
+            assert ns.scan_not_active_broker() == []
+            assert await has_route(client, ns.address, "Beating")
+        finally:
+            await b.close()
+
+
+async def test_a_delete_with_an_empty_cluster_name_deletes_everywhere(
+    namesrv: NamesrvController, broker: FakeBroker, client: RemotingClient
+) -> None:
+    await broker.register(namesrv.address)
+    delete = RemotingCommand.request(
+        RequestCode.DELETE_TOPIC_IN_NAMESRV, DeleteTopicFromNamesrvRequestHeader("TopicTest", ""))
+    assert (await client.invoke(namesrv.address, delete, GUARD)).code == ResponseCode.SUCCESS
+    assert not await has_route(client, namesrv.address, "TopicTest")
+
+
+async def test_unit_topic_lists_go_by_the_topic_sys_flag(
+    namesrv: NamesrvController, broker: FakeBroker, client: RemotingClient
+) -> None:
+    """GET_UNIT_TOPIC_LIST, GET_HAS_UNIT_SUB_TOPIC_LIST, GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST (RouteInfoManager's
+    getUnitTopics, getHasUnitSubTopicList, getHasUnitSubUnUnitTopicList)."""
+    for name, flag in (("Plain", 0), ("Unit", 1), ("UnitSub", 2), ("Both", 3)):
+        broker.topics[name] = TopicConfig(name, topic_sys_flag=flag)
+    await broker.register(namesrv.address)
+
+    async def topics(code: int) -> list[str]:
+        resp = await client.invoke(namesrv.address, RemotingCommand.request(code), GUARD)
+        assert resp.code == ResponseCode.SUCCESS
+        return decode_body(resp.body, TopicList).topic_list
+
+    assert await topics(RequestCode.GET_UNIT_TOPIC_LIST) == ["Both", "Unit"]
+    assert await topics(RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST) == ["Both", "UnitSub"]
+    assert await topics(RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST) == ["UnitSub"]
+
+
+async def test_a_registration_without_a_data_version_is_always_a_change(
+    namesrv: NamesrvController, client: RemotingClient
+) -> None:
+    """A wrapper without dataVersion is Java's new DataVersion(), stamped now: a second such registration with
+    other queue counts is applied (it was (0, 0) both times, so taken for unchanged)."""
+    b = FakeBroker()
+    try:
+        for queues in (4, 8):
+            body = encode_body({"topicConfigSerializeWrapper": {"topicConfigTable": {"NV": TopicConfig(
+                "NV", queues, queues).to_dict()}}, "filterServerList": []})
+            header = RegisterBrokerRequestHeader(broker_name=b.name, broker_addr=b.addr, cluster_name=CLUSTER,
+                                                 ha_server_addr=b.addr, broker_id=0, compressed=False,
+                                                 body_crc32=body_crc32(body))
+            resp = await b.client.invoke(namesrv.address, RemotingCommand.request(
+                RequestCode.REGISTER_BROKER, header, body), GUARD)
+            assert resp.code == ResponseCode.SUCCESS
+            await asyncio.sleep(0.002)  # (the next version's timestamp is a later millisecond)
+        route = decode_body((await get_route(client, namesrv.address, "NV")).body, TopicRouteData)
+        assert route.queue_datas[0].write_queue_nums == 8
+    finally:
+        await b.close()
+
+
+async def test_closing_a_connection_of_thousands_of_brokers_drops_them_all(
+    namesrv: NamesrvController, client: RemotingClient
+) -> None:
+    """Every broker registered over one connection goes when it closes, with its topics; another cluster's stay
+    (the tables are walked once for all of them)."""
+    many = RemotingClient()
+    keep = FakeBroker("keeper", addr="127.0.0.2:10911")
+    keep.topics = {"Kept": TopicConfig("Kept")}
+    await keep.register(namesrv.address)
+    try:
+        for i in range(300):
+            b = FakeBroker(f"b{i}", addr=f"127.0.1.{i % 250}:{10000 + i}")
+            b.client, b.topics = many, {f"T{i}": TopicConfig(f"T{i}"), "Shared": TopicConfig("Shared")}
+            assert (await b.register(namesrv.address)).code == ResponseCode.SUCCESS
+        assert await has_route(client, namesrv.address, "Shared")
+    finally:
+        await many.close()
+    await wait_for_route(client, namesrv.address, "Shared", present=False)
+    rim = namesrv.route_info_manager
+    assert set(rim.broker_addr_table) == {"keeper"} and rim.cluster_addr_table == {CLUSTER: {"keeper"}}
+    assert set(rim.topic_queue_table) == {"Kept"} and list(rim.broker_live_table) == ["127.0.0.2:10911"]
+    await keep.close()

@@ -145,11 +145,9 @@ class PullMessageProcessor(BrokerProcessor):
         if not PermName.is_readable(tc.perm):
             return response(request, ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
         if header.max_msg_nums <= 0:
-            # RocketMQ's clients refuse this before sending ("maxNums <= 0"); its broker would still return the
-            # first message (the batch is never full before one). Answered as the other bad pull parameters are.
-            return response(
-                request, ResponseCode.SYSTEM_ERROR, f"maxMsgNums must be positive, got {header.max_msg_nums}"
-            )
+            # RocketMQ's broker reads one message then (its batch is never full before the first): the Go
+            # client's pull consumer sends 0 unless given a batch size, and gets its messages one by one.
+            header.max_msg_nums = 1
         if queue_id < 0 or queue_id >= tc.read_queue_nums:
             return response(
                 request,

@@ -196,8 +196,9 @@ _TRANSACTION, _DELAY, _FIFO, _NORMAL = (int(pb.MessageType.TRANSACTION), int(pb.
                                         int(pb.MessageType.FIFO), int(pb.MessageType.NORMAL))
 
 
-def message_type_of(props: dict[str, str]) -> int:
-    """TopicMessageType.parseFromMessageProperty, as the protocol's MessageType."""
+def build_message_type(props: dict[str, str]) -> int:
+    """GrpcConverter.buildMessageType: a received message's type, as the protocol's MessageType (a send's type,
+    checked against its topic's, is common.topic_attributes.message_type_of, the broker's rule)."""
     if props.get(PROPERTY_TRANSACTION_PREPARED) == "true":
         return _TRANSACTION
     if (PROPERTY_DELAY_TIME_LEVEL in props or PROPERTY_TIMER_DELIVER_MS in props
@@ -273,7 +274,7 @@ def to_grpc_message(msg: MessageExt) -> Any:
     # BODY_INFLATE_ERROR is a user's like any other).
     stored_bytes = msg.body_inflate_error is not None
     sp.body_encoding = _GZIP if msg.sys_flag & COMPRESSED_FLAG and stored_bytes else _IDENTITY
-    sp.message_type = message_type_of(props)
+    sp.message_type = build_message_type(props)
     _set_timestamp(sp.born_timestamp, msg.born_timestamp)
     born_host = props.get(PROPERTY_BORN_HOST)
     if born_host is None or is_blank(born_host):

@@ -13,13 +13,14 @@ from pocketmq.common.codec import decode_message_id
 from pocketmq.common.constants import TRANSACTION_PREPARED_TYPE, TRANSACTION_TYPE_MASK
 from pocketmq.common.message import properties_to_string
 from pocketmq.common.record_layout import BATCH_FIXED_LENGTH
+from pocketmq.common.topic_attributes import TopicMessageType, message_type_of
 from pocketmq.common.topic_validator import AUTO_CREATE_TOPIC_KEY_TOPIC
 from pocketmq.remoting.header import SendMessageRequestHeader
 
 from .cluster_service import ClusterService
 from .config import ProxyConfig
 from .grpc_validator import validate_topic
-from .message_converter import BrokerMessage, build_message, message_type_of
+from .message_converter import BrokerMessage, build_message
 from .protocol import load
 from .proxy_context import ProxyContext
 from .proxy_exception import GrpcProxyException, ok, status
@@ -44,11 +45,13 @@ class _Batched:
     flag: int = 0
 
 
-def check_message_type(topic: str, topic_type: str | None, message_type: int) -> None:
-    """DefaultTopicMessageTypeValidator, for typed topics only (an untyped topic takes any type here)."""
+def check_message_type(topic: str, topic_type: str | None, message_type: TopicMessageType) -> None:
+    """DefaultTopicMessageTypeValidator, for typed topics only (an untyped topic takes any type here). The
+    message's type is the broker's rule (``__STARTDELIVERTIME`` a delay too), so what the broker would refuse as
+    MESSAGE_ILLEGAL is refused here with the SDK's code for it."""
     if topic_type is None or topic_type == "MIXED":
         return
-    actual = pb.MessageType.Name(message_type)
+    actual = message_type.value
     if actual != topic_type:
         raise GrpcProxyException(  # (the text of the ProxyException RocketMQ's proxy throws, class name and all)
             pb.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "org.apache.rocketmq.proxy.common.ProxyException: "

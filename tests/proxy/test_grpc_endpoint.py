@@ -4,10 +4,13 @@ proxy/.../grpc/v2: ClientActivity, RouteActivity, SendMessageActivity, EndTransa
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import grpc
 import pytest
+
+from pocketmq.remoting.body import TopicConfig
 
 from .conftest import D, S, create_topic, endpoints, metadata
 
@@ -191,3 +194,19 @@ async def test_tls_and_plaintext_share_the_port(cluster, proxy):
                                          for ch in (tls, plain, tls, plain)))
     assert [a.status.code for a in answers] == [D.Code.OK] * 4
     assert proxy.connections == {"tls": 1, "plaintext": 1}  # one connection per channel, each routed once
+
+
+async def test_a_start_deliver_time_property_on_a_normal_topic_is_a_type_conflict_at_the_endpoint(cluster, proxy,
+                                                                                                 stub):
+    """``__STARTDELIVERTIME`` makes a message a DELAY one for pocketmq's broker (docs/compatibility.md): the endpoint
+    checks a send's type by the same rule, so the SDK gets MESSAGE_PROPERTY_CONFLICT_WITH_TYPE as for any other
+    conflict, not the broker's refusal as an internal error."""
+    cluster.broker.topic_config_manager.update_topic_config(
+        TopicConfig("TypedNormal", 4, 4, 6, attributes={"message.type": "NORMAL"}))
+    await cluster.broker.register_broker_all()
+    m = message("TypedNormal")
+    m.user_properties["__STARTDELIVERTIME"] = str(int(time.time() * 1000) + 60_000)
+    r = await send(stub, m)
+    assert r.status.code == D.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE
+    assert r.status.message.endswith("the expected type is NORMAL, but actual type is DELAY")
+    assert (await send(stub, message("TypedNormal"))).status.code == D.Code.OK

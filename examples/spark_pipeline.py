@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--orders", type=int, default=60, help="order events to produce (default 60)")
     args = parser.parse_args(argv)
     if shutil.which("java") is None:
-        print("spark_pipeline: Spark needs Java 17 or 21 (apt-get install -y openjdk-17-jre-headless)",
+        print("spark_pipeline: Spark needs Java 17 or 21 (apt-get install -y openjdk-17-jdk-headless)",
               file=sys.stderr)
         return 1
 

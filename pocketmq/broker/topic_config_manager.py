@@ -123,8 +123,11 @@ class TopicConfigManager(ConfigManager):
             )
             return None
         if default_topic == tv.AUTO_CREATE_TOPIC_KEY_TOPIC and not self.broker_config.auto_create_topic_enable:
-            # A TBW102 persisted while auto-creation was on must not keep creating topics once it is off.
-            default.perm = _RW
+            # (A TBW102 persisted while auto-creation was on.) RocketMQ drops its inherit bit here, and topics.json
+            # keeps it dropped: auto-creation would stay off after the flag came on again, even over a restart.
+            log.warning("create topic %s from %s: autoCreateTopicEnable is off (%s)", topic, default_topic,
+                        remote_address)
+            return None
         if not PermName.is_inherited(default.perm):
             log.warning(
                 "create topic %s from %s: default topic has no inherit permission (%s)",

@@ -274,6 +274,8 @@ class BrokerConfig:
             self.connection_limits  # noqa: B018  (checks the values)
         except ValueError as e:
             raise BrokerConfigError(str(e)) from None
+        if self.default_topic_queue_nums < 1:
+            raise BrokerConfigError(f"defaultTopicQueueNums must be at least 1, got {self.default_topic_queue_nums}")
         if self.server_max_inflight_requests < 1:
             raise BrokerConfigError(f"serverMaxInflightRequests must be >= 1, got {self.server_max_inflight_requests}")
         try:

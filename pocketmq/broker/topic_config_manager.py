@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from pocketmq.common import topic_validator as tv
@@ -149,6 +149,29 @@ class TopicConfigManager(ConfigManager):
         self.topic_config_table[topic] = tc
         self._config_changed(topic)
         return tc
+
+    def apply_broker_config(self, changed: Collection[str]) -> bool:
+        """Bring the built-in topics in line with BrokerConfig attributes changed at run time (UPDATE_BROKER_CONFIG):
+        TBW102 takes ``defaultTopicQueueNums`` queues, and is created when ``autoCreateTopicEnable`` comes on
+        without it; ``traceTopicEnable`` creates the trace topic. Turning either flag off removes nothing, as a
+        restart with it off keeps the topic persisted in topics.json. Returns whether a topic changed."""
+        bc = self.broker_config
+        before = self.data_version.counter
+        queues = bc.default_topic_queue_nums
+        tbw = self.topic_config_table.get(tv.AUTO_CREATE_TOPIC_KEY_TOPIC)
+        if tbw is None and bc.auto_create_topic_enable and "auto_create_topic_enable" in changed:
+            self.update_topic_config(
+                TopicConfig(tv.AUTO_CREATE_TOPIC_KEY_TOPIC, queues, queues, PermName.PERM_INHERIT | _RW))
+        elif tbw is not None and "default_topic_queue_nums" in changed and (
+                tbw.read_queue_nums, tbw.write_queue_nums) != (queues, queues):
+            tbw = _copy(tbw)
+            tbw.read_queue_nums = tbw.write_queue_nums = queues
+            self.update_topic_config(tbw)
+        trace = bc.msg_trace_topic_name
+        if bc.trace_topic_enable and "trace_topic_enable" in changed and trace not in self.topic_config_table:
+            self.system_topics.add(trace)
+            self.update_topic_config(TopicConfig(trace, 1, 1))
+        return self.data_version.counter != before
 
     def create_topic_in_send_message_back_method(
         self, topic: str, client_default_topic_queue_nums: int, perm: int, topic_sys_flag: int = 0

@@ -99,6 +99,7 @@ def test_unknown_key_is_an_error_naming_key_and_line(tmp_path) -> None:
         ("flushDiskType=SOMETIMES", "ASYNC_FLUSH or SYNC_FLUSH"),
         ("brokerRole=SLAVE", "masters only"),
         ("brokerId=1", "masters only"),
+        ("defaultTopicQueueNums=0", "defaultTopicQueueNums must be at least 1, got 0"),
         ("namesrvProtocol=native", "namesrvProtocol 'native': expected one of msgpack, rocketmq"),
         # (a broker without levels would refuse every delayed send and every consumer's send-back)
         ("messageDelayLevel=", "messageDelayLevel is empty"),

@@ -330,22 +330,34 @@ class AdminExtProcessor(BrokerProcessor):
                     f"run-time keys: {', '.join(sorted(RUNTIME_KEYS))}",
                 )
             try:
-                changes[f.name] = _convert(f, value)
+                converted = _convert(f, value)
+                if f.name == "default_topic_queue_nums" and converted < 1:  # (TBW102's queues)
+                    raise ValueError(f"must be at least 1, got {value}")
+                changes[f.name] = converted
             except (ValueError, BrokerConfigError) as e:
                 return response(request, ResponseCode.SYSTEM_ERROR, f"bad value for {key}: {e}")
         log.info("UPDATE_BROKER_CONFIG %s from %s", props, channel.remote_address)
         for name, new in changes.items():
             setattr(bc, name, new)
+        await self._apply_broker_config(changes)
+        return response(request)
+
+    async def _apply_broker_config(self, changes: dict[str, object]) -> None:
+        c = self.controller
+        bc = c.broker_config
         if "channel_expired_timeout" in changes:
-            self.controller.consumer_manager.channel_expired_timeout = bc.channel_expired_timeout
-            self.controller.producer_manager.channel_expired_timeout = bc.channel_expired_timeout
+            c.consumer_manager.channel_expired_timeout = bc.channel_expired_timeout
+            c.producer_manager.channel_expired_timeout = bc.channel_expired_timeout
         self.config_version.next_version()
+        if c.topic_config_manager.apply_broker_config(changes):
+            # (TBW102's queues, or a topic created): routable once the answer is sent, as a created topic is
+            await c.topic_config_manager.wait_persisted()
+            await c.register_broker_all()
         if "broker_permission" in changes:
             # Every topic's advertised perm changes, and no topic did: a delta of the changed topics would be
             # empty, so the whole table goes.
-            self.controller.topic_config_manager.data_version.next_version()
-            await self.controller.register_broker_all(force_full=True)
-        return response(request)
+            c.topic_config_manager.data_version.next_version()
+            await c.register_broker_all(force_full=True)
 
     # --- offset reset pushed to running consumers ---
 

@@ -20,13 +20,13 @@ from pocketmq.remoting.remoting_helper import parse_address
 from pocketmq.remoting.wire_protocol import WireProtocol
 from pocketmq.storage.config import DEFAULT_DELAY_LEVELS, FlushDiskType, MessageStoreConfig, parse_delay_levels
 
+from .config_properties import BrokerConfigError, decode_properties_file, format_value, read_properties
+
+__all__ = ["BrokerConfig", "BrokerConfigError", "NAMESRV_PROTOCOLS"]
+
 # namesrvProtocol's values (the client's ``protocol`` names the same two).
 NAMESRV_PROTOCOLS = {"msgpack": WireProtocol.MSGPACK, "rocketmq": WireProtocol.NATIVE}
 _SECRET_FIELDS = frozenset({"access_key", "secret_key"})  # left out of what GET_BROKER_CONFIG answers
-
-
-class BrokerConfigError(ValueError):
-    """A properties file that cannot be turned into a BrokerConfig (unknown key, bad value)."""
 
 
 def _key(name: str, unit: str | None = None) -> Any:
@@ -339,8 +339,8 @@ class BrokerConfig:
         Unknown keys raise BrokerConfigError naming the key and line; ``overrides`` (snake_case attributes)
         win over the file, e.g. a ``-n`` given on the command line.
         """
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            text = decode_properties_file(f.read(), str(path))
         return cls.from_properties_text(text, source=str(path), defaults=defaults, **overrides)
 
     @classmethod
@@ -349,19 +349,7 @@ class BrokerConfig:
         """``defaults`` (snake_case attributes) replace the class defaults: the file wins over them."""
         by_key = {f.metadata["key"]: f for f in dataclasses.fields(cls)}
         values: dict[str, Any] = dict(defaults or {})
-        for lineno, raw in enumerate(text.splitlines(), 1):
-            line = raw.strip()
-            if not line or line[0] in "#!":
-                continue
-            key, value = _split_property(line)
-            where = f"{source}:{lineno}"
-            f = by_key.get(key)
-            if f is None:
-                raise BrokerConfigError(_unknown_key_message(key, where, list(by_key)))
-            try:
-                values[f.name] = _convert(f, value)
-            except ValueError as e:
-                raise BrokerConfigError(f"{where}: bad value for {key}: {e}") from None
+        values.update(read_properties(by_key, text, source))
         values.update(overrides)
         try:
             return cls(**values)
@@ -376,64 +364,6 @@ class BrokerConfig:
             v = getattr(self, f.name)
             if v is None or (not secrets and f.name in _SECRET_FIELDS):
                 continue
-            if f.metadata.get("unit") == "ms":
-                v = round(v * 1000)
-            elif f.metadata.get("unit") == "us":
-                v = round(v * 1_000_000)
-            elif isinstance(v, bool):
-                v = "true" if v else "false"
-            lines.append(f"{f.metadata['key']}={v}")
+            lines.append(f"{f.metadata['key']}={format_value(f, v)}")
         return "\n".join(lines) + "\n"
 
-
-# Keys of RocketMQ's broker.conf that pocketmq knows but does not implement: a clearer error than "unknown".
-_ROCKETMQ_UNSUPPORTED = {
-    "brokerIP2": "no HA/replication",
-    "haListenPort": "no HA/replication",
-    "storePathCommitLog": "the commit log always lives under storePathRootDir/commitlog",
-    "transientStorePoolEnable": "no transient store pool",
-    "slaveReadEnable": "no slaves",
-    "enableDLegerCommitLog": "no DLedger",
-}
-
-
-def _split_property(line: str) -> tuple[str, str]:
-    # Java properties: the key ends at the first '=' or ':' (whitespace around it is dropped).
-    cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-    if cut < 0:
-        return line, ""
-    return line[:cut].strip(), line[cut + 1 :].strip()
-
-
-def _unknown_key_message(key: str, where: str, known: list[str]) -> str:
-    why = _ROCKETMQ_UNSUPPORTED.get(key)
-    if why is not None:
-        return f"{where}: RocketMQ key {key!r} is not supported by pocketmq ({why})"
-    import difflib  # (only for a misspelt key)
-
-    hint = difflib.get_close_matches(key, known, n=1)
-    suffix = f"; did you mean {hint[0]!r}?" if hint else ""
-    return f"{where}: unknown broker config key {key!r}{suffix}"
-
-
-def _convert(f: dataclasses.Field[Any], value: str) -> Any:
-    kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
-    if f.metadata.get("unit") == "ms":
-        return float(value) / 1000.0
-    if f.metadata.get("unit") == "us":
-        return float(value) / 1_000_000.0
-    if kind.startswith("bool"):
-        low = value.lower()
-        if low not in ("true", "false"):
-            raise ValueError(f"expected true or false, got {value!r}")
-        return low == "true"
-    if kind.startswith("int"):
-        return int(value)
-    if kind.startswith("float"):
-        return float(value)
-    if kind.startswith("FlushDiskType"):
-        try:
-            return FlushDiskType(value)
-        except ValueError:
-            raise ValueError(f"expected ASYNC_FLUSH or SYNC_FLUSH, got {value!r}") from None
-    return value

@@ -208,6 +208,8 @@ async def test_name_server_config_get_update_and_order_topic_conf(cluster2: Any,
         await admin.update_name_server_config({"orderMessageEnable": "maybe"})
     with pytest.raises(MQBrokerException, match="bad value for scanNotActiveBrokerInterval"):
         await admin.update_name_server_config({"scanNotActiveBrokerInterval": "0"})
+    with pytest.raises(MQBrokerException, match="bad value for brokerChannelExpiredTime"):
+        await admin.update_name_server_config({"brokerChannelExpiredTime": "NaN"})
     assert cluster2.namesrv.config.order_message_enable is True  # (a refused update changes nothing)
 
 
@@ -224,6 +226,8 @@ async def test_broker_config_get_and_update_at_run_time(cluster2: Any, admin: MQ
         await admin.update_broker_config(addr, {"noSuchKey": "1"})
     with pytest.raises(MQBrokerException, match="bad value"):
         await admin.update_broker_config(addr, {"autoCreateTopicEnable": "maybe"})
+    with pytest.raises(MQBrokerException, match="bad value for shortPollingTimeMills"):
+        await admin.update_broker_config(addr, {"shortPollingTimeMills": "NaN"})
     assert cluster2.brokers[1].broker_config.default_topic_queue_nums == 2
 
 

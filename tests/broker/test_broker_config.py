@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -106,6 +108,17 @@ def test_unknown_key_is_an_error_naming_key_and_line(tmp_path) -> None:
         ("messageDelayLevel=1s 2x", "'2x' is not a whole number followed by ms, s, m, h or d"),
         ("messageDelayLevel=1S", "'1S' is not a whole number"),
         ("messageDelayLevel=s", "'s' is not a whole number"),
+        # (NaN and the infinities reached the timers: a pull parked with NaN failed, NaN flushes spun a core)
+        ("flushIntervalCommitLog=NaN", "bad value for flushIntervalCommitLog: expected a whole number, got 'NaN'"),
+        ("shortPollingTimeMills=inf", "bad value for shortPollingTimeMills: expected a whole number"),
+        ("channelExpiredTimeout=1e400", "bad value for channelExpiredTimeout: expected a whole number"),
+        ("fileReservedTime=NaN", "bad value for fileReservedTime: expected a finite number, got 'NaN'"),
+        ("serverChannelMaxIdleTimeSeconds=-inf", "bad value for serverChannelMaxIdleTimeSeconds: expected a finite"),
+        ("diskSpaceWarningLevelRatio=1e400", "bad value for diskSpaceWarningLevelRatio: expected a finite number"),
+        # RocketMQ's int and long keys, as Integer.parseInt / Long.parseLong read them
+        ("registerNameServerPeriod=1.5", "bad value for registerNameServerPeriod: expected a whole number"),
+        ("maxMessageSize=1_024", "bad value for maxMessageSize: expected a whole number"),
+        ("maxMessageSize=9223372036854775808", "bad value for maxMessageSize: 9223372036854775808 is out of range"),
     ],
 )
 def test_bad_lines_are_clear_errors(text, message) -> None:
@@ -130,3 +143,43 @@ def test_cli_arguments(tmp_path, capsys) -> None:
     conf.write_text("bogus=1\n")
     assert pocketmq_main(["broker", "-c", str(conf)]) == 1
     assert "bogus" in capsys.readouterr().err
+
+
+def test_whole_numbers_print_as_integers_as_rocketmqs_int_keys_do() -> None:
+    # (RocketMQ's broker ignores "fileReservedTime=72.0": Integer.parseInt refuses it)
+    lines = BrokerConfig().to_properties().splitlines()
+    assert "fileReservedTime=72" in lines and "serverChannelMaxIdleTimeSeconds=120" in lines
+    assert "fileReservedTime=0.5" in BrokerConfig(file_reserved_time=0.5).to_properties().splitlines()
+    assert "diskSpaceWarningLevelRatio=0.9" in lines
+
+
+@pytest.mark.parametrize("comment", ["# 这是中文注释".encode("gbk"), "# café".encode("latin-1"), b"! \xff\xfe"])
+def test_a_comment_in_any_encoding_loads(tmp_path, comment: bytes) -> None:
+    # Java's Properties.load reads ISO-8859-1, so RocketMQ's broker.conf files carry GBK or Latin-1 comments.
+    conf = tmp_path / "broker.conf"
+    conf.write_bytes(b"\xef\xbb\xbf" + comment + b"\r\nbrokerName=broker-x\r\nbrokerClusterName=\xe9\x9b\x86\n")
+    c = BrokerConfig.from_properties(conf)
+    assert (c.broker_name, c.broker_cluster_name) == ("broker-x", "集")
+
+
+def test_a_setting_that_is_not_utf8_is_an_error_naming_its_line(tmp_path) -> None:
+    conf = tmp_path / "broker.conf"
+    conf.write_bytes("# ok\nbrokerName=caf\xe9\n".encode("latin-1"))
+    with pytest.raises(BrokerConfigError, match=r"broker.conf:2: byte 0xe9 is not UTF-8"):
+        BrokerConfig.from_properties(conf)
+
+
+def test_cli_loads_what_rocketmqs_broker_loads(tmp_path) -> None:
+    # A GBK comment (RocketMQ's Chinese examples), a host name as brokerIP1; whole numbers printed as such.
+    conf = tmp_path / "broker.conf"
+    conf.write_bytes("# 默认集群\nbrokerIP1=localhost\nlistenPort=0\n".encode("gbk"))
+    done = subprocess.run([sys.executable, "-m", "pocketmq", "broker", "-c", str(conf), "-p"], cwd=REPO,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert {"brokerIP1=localhost", "fileReservedTime=72", "serverChannelMaxIdleTimeSeconds=120"} <= set(lines)
+    conf.write_text("flushIntervalCommitLog=NaN\n")
+    done = subprocess.run([sys.executable, "-m", "pocketmq", "broker", "-c", str(conf), "-p"], cwd=REPO,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 1 and "broker.conf:1: bad value for flushIntervalCommitLog" in done.stderr
+

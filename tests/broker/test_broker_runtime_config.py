@@ -65,3 +65,11 @@ async def test_auto_create_turned_on_in_a_broker_started_without_it_creates_tbw1
     assert (await mq.route_data(ns.address, TBW102)) is not None
     assert (await mq.send("TopicAutoCreated", default_topic_queue_nums=4)).code == ResponseCode.SUCCESS
     assert broker.topic_config_manager.select_topic_config("TopicAutoCreated").write_queue_nums == 3
+
+
+async def test_a_time_that_is_no_whole_number_is_refused_at_run_time(broker, mq) -> None:
+    # (shortPollingTimeMills=NaN was taken: every pull then parked failed, "cannot convert float NaN to integer")
+    for value in ("NaN", "inf", "1e400", "1.5"):
+        answer = await update(mq, f"shortPollingTimeMills={value}")
+        assert answer.code == ResponseCode.SYSTEM_ERROR and "bad value for shortPollingTimeMills" in answer.remark
+    assert broker.broker_config.short_polling_time == 1.0

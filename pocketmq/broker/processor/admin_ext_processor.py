@@ -49,7 +49,8 @@ from pocketmq.remoting.wire_protocol import WireProtocol
 from pocketmq.storage.clean_service import disk_usage_ratio
 
 from ..client.client_channel_info import ClientChannelInfo
-from ..config import BrokerConfig, BrokerConfigError, _convert
+from ..config import BrokerConfig
+from ..config_properties import BrokerConfigError, convert_value
 from .base import BrokerProcessor, log, response
 from .consume_stats import consume_stats, consume_time_spans
 
@@ -330,7 +331,7 @@ class AdminExtProcessor(BrokerProcessor):
                     f"run-time keys: {', '.join(sorted(RUNTIME_KEYS))}",
                 )
             try:
-                converted = _convert(f, value)
+                converted = convert_value(f, value)
                 if f.name == "default_topic_queue_nums" and converted < 1:  # (TBW102's queues)
                     raise ValueError(f"must be at least 1, got {value}")
                 changes[f.name] = converted

@@ -122,7 +122,7 @@ class BrokerController:
         self._initial_acl(config)
         self.last_register_results: list[RegisterResult] = []
         # storeHost of written messages: brokerIP1 and the port actually bound (known after start()).
-        self.store_host = pack_host(config.broker_ip1, config.listen_port)
+        self.store_host = pack_host(config.store_host_ip, config.listen_port)
         self._pull_executor: ThreadPoolExecutor | None = None
         self._memory_bytes = int(total_physical_memory() * config.access_message_in_memory_max_ratio / 100)
         self._register_lock = asyncio.Lock()
@@ -220,9 +220,9 @@ class BrokerController:
             self._pull_executor.shutdown(wait=False)
             await asyncio.to_thread(self.store.shutdown)  # a no-op when the store never loaded
             raise
-        self.store_host = pack_host(bc.broker_ip1, self.remoting_server.port)
+        self.store_host = pack_host(bc.store_host_ip, self.remoting_server.port)
         # (the store's own fallback too: the timer's deliveries name no store host)
-        self.store.set_store_address(bc.broker_ip1, self.remoting_server.port)
+        self.store.set_store_address(bc.store_host_ip, self.remoting_server.port)
         self.pull_request_hold_service.start()
         self.pop_message_processor.long_polling.start()
         self.notification_processor.long_polling.start()

@@ -8,7 +8,11 @@ time keys that RocketMQ reads in milliseconds (``registerNameServerPeriod=30000`
 from __future__ import annotations
 
 import dataclasses
+import functools
+import ipaddress
 import os
+import re
+import socket
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +31,7 @@ __all__ = ["BrokerConfig", "BrokerConfigError", "NAMESRV_PROTOCOLS"]
 # namesrvProtocol's values (the client's ``protocol`` names the same two).
 NAMESRV_PROTOCOLS = {"msgpack": WireProtocol.MSGPACK, "rocketmq": WireProtocol.NATIVE}
 _SECRET_FIELDS = frozenset({"access_key", "secret_key"})  # left out of what GET_BROKER_CONFIG answers
+_HOST_NAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,251}[A-Za-z0-9_.])?")
 
 
 def _key(name: str, unit: str | None = None) -> Any:
@@ -52,7 +57,9 @@ class BrokerConfig:
     broker_cluster_name: str = _f(DEFAULT_CLUSTER, "brokerClusterName")
     broker_name: str = _f("broker-a", "brokerName")
     broker_id: int = _f(0, "brokerId")  # 0 = master; pocketmq runs masters only (no replication)
-    broker_ip1: str = _f("127.0.0.1", "brokerIP1")  # advertised to name servers and written as storeHost
+    # Advertised to name servers as it is written; a host name is resolved for the storeHost of every message
+    # (store_host_ip). Empty: the default (RocketMQ's: the machine's first non-loopback address).
+    broker_ip1: str = _f("127.0.0.1", "brokerIP1")
     listen_port: int = _f(10911, "listenPort")  # 0 = any free port (read BrokerController.address)
     # pocketmq's own: how long the event loop keeps polling after a request, instead of sleeping until the
     # next one wakes it (remoting/busy_poll.py). The file value is in microseconds; 0 turns it off.
@@ -251,6 +258,8 @@ class BrokerConfig:
 
     def __post_init__(self) -> None:
         self.flush_disk_type = FlushDiskType(self.flush_disk_type)
+        self.broker_ip1 = self.broker_ip1.strip() or BrokerConfig.broker_ip1
+        self.store_host_ip  # noqa: B018  (resolves a host name, or says it does not)
         if self.broker_role not in ("ASYNC_MASTER", "SYNC_MASTER"):
             raise BrokerConfigError(f"brokerRole {self.broker_role!r} is not supported: pocketmq runs masters only")
         if self.broker_id != 0:
@@ -302,6 +311,11 @@ class BrokerConfig:
         return os.path.join(home, "conf", "plain_acl.yml") if home else None
 
     @property
+    def store_host_ip(self) -> str:
+        """brokerIP1 as an IP address, what every message's storeHost packs."""
+        return _host_ip(self.broker_ip1)
+
+    @property
     def connection_limits(self) -> ConnectionLimits:
         return ConnectionLimits.of(self)
 
@@ -325,7 +339,7 @@ class BrokerConfig:
             if target is not None:
                 kwargs[target] = getattr(self, f.name)
         kwargs["store_path_root_dir"] = self.store_root
-        kwargs["store_host"] = self.broker_ip1
+        kwargs["store_host"] = self.store_host_ip
         kwargs["store_port"] = self.listen_port
         return MessageStoreConfig(**kwargs)
 
@@ -367,3 +381,21 @@ class BrokerConfig:
             lines.append(f"{f.metadata['key']}={format_value(f, v)}")
         return "\n".join(lines) + "\n"
 
+
+@functools.lru_cache(maxsize=16)
+def _host_ip(host: str) -> str:
+    """An IP address as it is; a host name resolved once, as Java's InetSocketAddress resolves RocketMQ's brokerIP1
+    (the first IPv4 address, else the first one)."""
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        return host
+    except ValueError:
+        pass
+    if not _HOST_NAME.fullmatch(host):
+        raise BrokerConfigError(f"brokerIP1 {host!r} is neither an IP address nor a host name")
+    try:
+        found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as e:
+        raise BrokerConfigError(f"brokerIP1 {host!r} does not resolve to an address: {e}") from None
+    ipv4 = [str(sockaddr[0]) for family, _, _, _, sockaddr in found if family == socket.AF_INET]
+    return ipv4[0] if ipv4 else str(found[0][4][0])

@@ -11,6 +11,8 @@ import pytest
 
 from pocketmq.broker import BrokerConfig, BrokerConfigError
 from pocketmq.cli import main as pocketmq_main
+from pocketmq.common.codec import decode_message_id
+from pocketmq.remoting.codes import ResponseCode
 from pocketmq.storage.config import FlushDiskType
 
 REPO = Path(__file__).resolve().parents[2]
@@ -119,6 +121,7 @@ def test_unknown_key_is_an_error_naming_key_and_line(tmp_path) -> None:
         ("registerNameServerPeriod=1.5", "bad value for registerNameServerPeriod: expected a whole number"),
         ("maxMessageSize=1_024", "bad value for maxMessageSize: expected a whole number"),
         ("maxMessageSize=9223372036854775808", "bad value for maxMessageSize: 9223372036854775808 is out of range"),
+        ("brokerIP1=no such host", "brokerIP1 'no such host' is neither an IP address nor a host name"),
     ],
 )
 def test_bad_lines_are_clear_errors(text, message) -> None:
@@ -169,6 +172,14 @@ def test_a_setting_that_is_not_utf8_is_an_error_naming_its_line(tmp_path) -> Non
         BrokerConfig.from_properties(conf)
 
 
+def test_broker_ip1_may_be_a_host_name_or_empty() -> None:
+    named = BrokerConfig(broker_ip1="localhost")
+    assert named.broker_ip1 == "localhost" and named.store_host_ip in ("127.0.0.1", "::1")
+    assert named.to_store_config().store_host == named.store_host_ip
+    assert BrokerConfig.from_properties_text("brokerIP1=\n").broker_ip1 == "127.0.0.1"  # (pocketmq's default)
+    assert BrokerConfig(broker_ip1="[::1]").store_host_ip == "[::1]"
+
+
 def test_cli_loads_what_rocketmqs_broker_loads(tmp_path) -> None:
     # A GBK comment (RocketMQ's Chinese examples), a host name as brokerIP1; whole numbers printed as such.
     conf = tmp_path / "broker.conf"
@@ -183,3 +194,12 @@ def test_cli_loads_what_rocketmqs_broker_loads(tmp_path) -> None:
                           capture_output=True, text=True, check=False)
     assert done.returncode == 1 and "broker.conf:1: bad value for flushIntervalCommitLog" in done.stderr
 
+
+async def test_a_broker_named_by_host_name_advertises_it_and_stores_its_address(cluster) -> None:
+    broker = await cluster.broker(broker_ip1="localhost")  # (was a ValueError of the commit log at start)
+    port = broker.address.rsplit(":", 1)[1]
+    assert broker.address == f"localhost:{port}"
+    sent = await cluster.mq(broker).send("TopicNamedHost")
+    assert sent.code == ResponseCode.SUCCESS
+    host, _ = decode_message_id(sent.ext_fields["msgId"])
+    assert host in (f"127.0.0.1:{port}", f"[::1]:{port}")

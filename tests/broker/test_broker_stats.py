@@ -60,3 +60,14 @@ async def test_a_broker_counts_what_it_stores_and_serves(cluster, poll, dispatch
     assert stats.topic_put_in_minute("TopicStats").tps > 0
     assert stats.sets["TOPIC_PUT_SIZE"].total("TopicStats") == m0.store_size + m1.store_size + m2.store_size
     assert stats.broker_put_total == 3 and stats.broker_get_total == 3
+
+
+def test_put_size_total_counts_every_topic_ever_put_to() -> None:
+    # A running total, as StoreStatsService's putMessageSizeTotal: it never forgets a deleted topic (a sum over
+    # the topics' sizes, read on a pull thread, also raced the loop adding topics).
+    m = BrokerStatsManager("DefaultCluster")
+    m.inc_put("T", 2, 300)
+    m.inc_put("U", 1, 50)
+    m.on_topic_deleted("T")
+    m.inc_put("V", 1, 7)
+    assert m.put_size_total == 357

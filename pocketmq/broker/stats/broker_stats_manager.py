@@ -58,6 +58,7 @@ class BrokerStatsManager:
         self.msg_get_total_today_morning = 0
         # topic -> [messages per MESSAGE_SIZE_BOUNDS bucket ..., overflow, total bytes]: rocketmq_message_size.
         self.message_sizes: dict[str, list[int]] = {}
+        self._put_size_total = 0
 
     # --- the hot path: one dict lookup and two additions per call ---
 
@@ -65,6 +66,7 @@ class BrokerStatsManager:
         self._topic_put_nums.add(topic, msgs)
         self._topic_put_size.add(topic, size)
         self._broker_put_nums.add(self.cluster_name, msgs)
+        self._put_size_total += size
         counts = self.message_sizes.get(topic)
         if counts is None:
             counts = self.message_sizes[topic] = [0] * (len(MESSAGE_SIZE_BOUNDS) + 2)
@@ -109,8 +111,10 @@ class BrokerStatsManager:
 
     @property
     def put_size_total(self) -> int:
-        """Bytes put into the topics that still exist (StoreStatsService's putMessageSizeTotal)."""
-        return sum(counts[-1] for counts in self.message_sizes.values())
+        """Bytes put into every topic ever put to, deleted ones too, as StoreStatsService's putMessageSizeTotal
+        (which never forgets a topic). A running total: GET_BROKER_RUNTIME_INFO reads it on a pull thread, where
+        a walk over message_sizes would race the loop's inc_put adding topics to it."""
+        return self._put_size_total
 
     def topic_put_in_minute(self, topic: str) -> StatsSnapshot:
         return self._topic_put_nums.stats_in_minute(topic)

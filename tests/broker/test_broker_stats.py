@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 
+from broker_harness import MQ
+from pop_wire import PopClient
+
 from pocketmq.broker.stats import BrokerStatsManager, StatsItemSet, StatsSnapshot
 from pocketmq.common.codec import decode_all
+from pocketmq.remoting.admin_body import KVTable
+from pocketmq.remoting.codes import RequestCode, ResponseCode
 
 
 def test_minute_figures_are_the_difference_between_the_oldest_and_newest_snapshot() -> None:
@@ -71,3 +76,43 @@ def test_put_size_total_counts_every_topic_ever_put_to() -> None:
     m.on_topic_deleted("T")
     m.inc_put("V", 1, 7)
     assert m.put_size_total == 357
+
+
+async def runtime_info(mq: MQ) -> dict[str, str]:
+    resp = await mq.invoke(RequestCode.GET_BROKER_RUNTIME_INFO)
+    assert resp.code == ResponseCode.SUCCESS
+    return resp.decode_body(KVTable).table
+
+
+def minute_rate(info: dict[str, str], key: str) -> float:
+    return float(info[key].split()[1])
+
+
+async def test_runtime_info_rates_of_reads_that_found_messages_and_of_those_that_found_none(
+        cluster, poll, dispatched) -> None:
+    # As StoreStatsService's: getFoundTps and getMissTps count store reads, one a pull (or a pop's read of a
+    # queue), by whether it found messages; getTotalTps both; getTransferedTps the messages read.
+    broker = await cluster.broker(stats_sample_interval=0.02)
+    mq = cluster.mq(broker)
+    await mq.create_topic("TopicReads", queues=1)
+    for i in range(40):
+        assert (await mq.send("TopicReads", b"m%d" % i)).code == ResponseCode.SUCCESS
+    await dispatched(broker)
+    for offset in (0, 20):
+        assert (await mq.pull("GReads", "TopicReads", 0, offset, max_nums=20)).code == ResponseCode.SUCCESS
+    for _ in range(6):
+        assert (await mq.pull("GReads", "TopicReads", 0, 40)).code == ResponseCode.PULL_NOT_FOUND
+    # The timer snapshots every counter at once: one that shows this last read shows all of them.
+    assert (await mq.pull("GLast", "TopicReads", 0, 0, max_nums=1)).code == ResponseCode.SUCCESS
+    stats = broker.broker_stats_manager
+    await poll(lambda: stats.group_get_in_minute("TopicReads", "GLast").sum == 1)
+    info = await runtime_info(mq)
+    found, miss, total = (minute_rate(info, k) for k in ("getFoundTps", "getMissTps", "getTotalTps"))
+    # 3 and 6 reads over the same minute (give or take a snapshot, should the timer run between the two reads).
+    assert 0 < found < miss and abs(total - (found + miss)) <= 0.011
+    assert minute_rate(info, "getTransferedTps") > total  # 41 messages in those 9 reads
+    assert (stats.get_found_in_minute().sum, stats.get_miss_in_minute().sum) == (3, 6)
+    # A pop's read of a queue counts the same way.
+    popped = await PopClient(mq).pop("GPopReads", "TopicReads", 0, max_nums=8)
+    assert len(popped.messages) == 8
+    await poll(lambda: stats.get_found_in_minute().sum == 4)

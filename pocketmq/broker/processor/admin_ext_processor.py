@@ -436,20 +436,23 @@ def _disk_ratio(path: str, fallback: str) -> float:
     return disk_usage_ratio(path if os.path.isdir(path) else fallback)
 
 
+def _three_rates(tps: float) -> str:
+    # RocketMQ's StoreStatsService gives 10 s, 1 min and 10 min rates; pocketmq keeps the minute.
+    return f"{tps:.2f} {tps:.2f} {tps:.2f}"
+
+
 def _store_stats_info(stats: BrokerStatsManager) -> dict[str, str]:
     """StoreStatsService's keys: rates and totals of puts and gets."""
     put, get = stats.broker_put_in_minute(), stats.broker_get_in_minute()
-    # RocketMQ's StoreStatsService gives 10 s, 1 min and 10 min rates; pocketmq keeps the minute.
-    put_tps = f"{put.tps:.2f} {put.tps:.2f} {put.tps:.2f}"
-    get_tps = f"{get.tps:.2f} {get.tps:.2f} {get.tps:.2f}"
+    found, miss = stats.get_found_in_minute().tps, stats.get_miss_in_minute().tps
     put_bytes = stats.put_size_total
     put_count = stats.broker_put_total
     return {
-        "putTps": put_tps,
-        "getTransferedTps": get_tps,  # sic, RocketMQ's spelling
-        "getTotalTps": get_tps,
-        "getFoundTps": get_tps,
-        "getMissTps": "0.00 0.00 0.00",
+        "putTps": _three_rates(put.tps),
+        "getTransferedTps": _three_rates(get.tps),  # sic, RocketMQ's spelling: messages read per second
+        "getTotalTps": _three_rates(found + miss),
+        "getFoundTps": _three_rates(found),
+        "getMissTps": _three_rates(miss),
         "putMessageTimesTotal": str(put_count),
         "putMessageSizeTotal": str(put_bytes),
         "putMessageAverageSize": str(put_bytes / put_count if put_count else 0.0),

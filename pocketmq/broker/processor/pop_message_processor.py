@@ -364,8 +364,12 @@ class PopMessageProcessor(BrokerProcessor):
 
     async def read(self, group: str, topic: str, queue_id: int, offset: int, n: int, flt: MessageFilter
                    ) -> GetMessageResult:
-        got = self.controller.get_message(group, topic, queue_id, offset, n, flt)
-        return got if isinstance(got, GetMessageResult) else await got
+        c = self.controller
+        got = c.get_message(group, topic, queue_id, offset, n, flt)
+        if not isinstance(got, GetMessageResult):
+            got = await got
+        c.broker_stats_manager.inc_get_times(got.message_count > 0)
+        return got
 
     def commit_offset(self, channel: Channel | None, group: str, topic: str, queue_id: int, offset: int) -> None:
         who = channel.remote_address if channel is not None else "pop"

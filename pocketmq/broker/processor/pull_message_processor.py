@@ -204,6 +204,7 @@ class PullMessageProcessor(BrokerProcessor):
             max_offset=result.max_offset,
         )
         resp: RemotingCommand | None
+        c.broker_stats_manager.inc_get_times(code == ResponseCode.SUCCESS)
         if code == ResponseCode.SUCCESS:
             resp = response(request, code, ext_fields=resp_header, body=result.body)
             c.broker_stats_manager.inc_get(group, topic, result.message_count, result.buffer_total_size)

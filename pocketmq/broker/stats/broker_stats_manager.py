@@ -2,8 +2,9 @@
 
 The processors add to them where RocketMQ's do: a stored send adds its messages and bytes to its topic and to
 the broker's total, a pull that found messages adds them to its topic@group and to the broker's total, a
-message sent back adds one to SNDBCK_PUT_NUMS. GET_TOPIC_STATS_INFO, GET_CONSUME_STATS and
-GET_BROKER_RUNTIME_INFO read the minute's rates from here.
+message sent back adds one to SNDBCK_PUT_NUMS, a store read (a pull's, or a pop's, peek's or revive's read of
+a queue) adds one to the reads that found messages or to those that found none. GET_TOPIC_STATS_INFO,
+GET_CONSUME_STATS and GET_BROKER_RUNTIME_INFO read the minute's rates from here.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from bisect import bisect_left
 
-from .stats_item import StatsItemSet, StatsSnapshot, monotonic_ms
+from .stats_item import StatsItem, StatsItemSet, StatsSnapshot, monotonic_ms
 
 TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
 TOPIC_PUT_SIZE = "TOPIC_PUT_SIZE"
@@ -50,6 +51,10 @@ class BrokerStatsManager:
         self._group_get_size = self.sets[GROUP_GET_SIZE]
         self._broker_put_nums = self.sets[BROKER_PUT_NUMS]
         self._broker_get_nums = self.sets[BROKER_GET_NUMS]
+        # StoreStatsService's getMessageTimesTotalFound / getMessageTimesTotalMiss: store reads (one a pull, one a
+        # pop, peek or revive read of a queue) that found messages, and those that found none.
+        self._get_times_found = StatsItem("getMessageTimesTotalFound", window)
+        self._get_times_miss = StatsItem("getMessageTimesTotalMiss", window)
         # BrokerStats: the broker's put/get totals at the start of today and of yesterday (local time).
         self._day = dt.date.today()
         self.msg_put_total_yesterday_morning = 0
@@ -82,6 +87,9 @@ class BrokerStatsManager:
         self._group_get_size.add(key, size)
         self._broker_get_nums.add(self.cluster_name, msgs)
 
+    def inc_get_times(self, found: bool) -> None:
+        (self._get_times_found if found else self._get_times_miss).add(1)
+
     def inc_send_back(self, group: str, topic: str) -> None:
         self.sets[SNDBCK_PUT_NUMS].add(group_key(topic, group), 1)
 
@@ -91,6 +99,9 @@ class BrokerStatsManager:
         now_ms = monotonic_ms() if now_ms is None else now_ms
         for s in self.sets.values():
             s.sample_all(now_ms)
+        interval_ms = self.sample_interval * 1000.0
+        self._get_times_found.sample(now_ms, interval_ms)
+        self._get_times_miss.sample(now_ms, interval_ms)
         today = dt.date.today() if today is None else today
         if today != self._day:
             self._day = today
@@ -127,6 +138,12 @@ class BrokerStatsManager:
 
     def broker_get_in_minute(self) -> StatsSnapshot:
         return self._broker_get_nums.stats_in_minute(self.cluster_name)
+
+    def get_found_in_minute(self) -> StatsSnapshot:
+        return self._get_times_found.stats_in_window()
+
+    def get_miss_in_minute(self) -> StatsSnapshot:
+        return self._get_times_miss.stats_in_window()
 
     def on_topic_deleted(self, topic: str) -> None:
         self._topic_put_nums.remove_where(lambda k: k == topic)

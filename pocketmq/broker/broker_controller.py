@@ -91,7 +91,8 @@ class BrokerController:
         self.client_housekeeping_service = ClientHousekeepingService(self.producer_manager, self.consumer_manager,
                                                                      self.rebalance_lock_manager)
         self.schedule_message_service = ScheduleMessageService(self)
-        self.broker_stats_manager = BrokerStatsManager(config.broker_cluster_name, config.stats_sample_interval)
+        self.broker_stats_manager = BrokerStatsManager(config.broker_cluster_name, config.stats_sample_interval,
+                                                       self.store.commit_log)
         self.remoting_server = RemotingServer(
             config.bind_address or config.broker_ip1, config.listen_port, busy_poll=config.busy_poll,
             max_inflight=config.server_max_inflight_requests, limits=config.connection_limits,

@@ -126,6 +126,11 @@ class CommitLog:
         # topicQueueTable: (topic, queue id) -> next queue offset. Rebuilt from the consume queues at start.
         self.topic_queue_table: dict[tuple[str, int], int] = {}
         self.put_lock = threading.Lock()
+        # StoreStatsService's putMessageTimesTotal / putMessageSizeTotal: the records and bytes of every
+        # successful put since start, whoever put them (clients, retries, delays and their delivery, transaction
+        # and POP records...) and whatever became of their topic. Added to under the put lock.
+        self.put_message_times_total = 0
+        self.put_message_size_total = 0
         self.delay_levels = parse_delay_levels(config.message_delay_level)
         self._store_host = config.store_host_bytes
         self._topic_entries: BoundedCache[str, bytes] = BoundedCache(str.encode, 100_000)
@@ -391,6 +396,8 @@ class CommitLog:
             mf.store_timestamp = store_ts
             if counted:
                 self.topic_queue_table[qkey] = queue_offset
+            self.put_message_times_total += queue_offset - first_queue_offset
+            self.put_message_size_total += total
         finally:
             lock.release()
         self.on_append()

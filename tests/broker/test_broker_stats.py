@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 from broker_harness import MQ
 from pop_wire import PopClient
 
 from pocketmq.broker.stats import BrokerStatsManager, StatsItemSet, StatsSnapshot
+from pocketmq.common import MessageExtBrokerInner
 from pocketmq.common.codec import decode_all
 from pocketmq.remoting.admin_body import KVTable
 from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.header import ConsumerSendMsgBackRequestHeader
+from pocketmq.storage import DefaultMessageStore, MessageStoreConfig
 
 
 def test_minute_figures_are_the_difference_between_the_oldest_and_newest_snapshot() -> None:
@@ -29,27 +33,41 @@ def test_minute_figures_are_the_difference_between_the_oldest_and_newest_snapsho
     assert s.stats_in_minute("T").sum == 0 and s.total("T") == 40
 
 
-def test_put_get_and_send_back_counters_and_the_day_rollover() -> None:
-    m = BrokerStatsManager("DefaultCluster", sample_interval=10.0)
-    day = dt.date(2024, 5, 1)
-    m.sample(0.0, day)
-    m.inc_put("T", 3, 300)
-    m.inc_put("T", 1, 100)
-    m.inc_get("G", "T", 2, 200)
-    m.inc_send_back("G", "T")
-    m.sample(60_000.0, day)
-    put = m.topic_put_in_minute("T")
-    assert (put.sum, put.tps) == (4, 0.4)  # the item's first snapshot: from zero one interval (10 s) back
-    assert m.group_get_in_minute("T", "G").sum == 2 and m.group_get_in_minute("T", "H").sum == 0
-    assert m.sets["TOPIC_PUT_SIZE"].total("T") == 400 and m.sets["SNDBCK_PUT_NUMS"].total("T@G") == 1
-    assert (m.broker_put_total, m.broker_get_total) == (4, 2)
-    m.sample(70_000.0, day + dt.timedelta(days=1))
-    assert (m.msg_put_total_today_morning, m.msg_get_total_today_morning) == (4, 2)
-    m.inc_put("T", 5, 5)
-    m.sample(80_000.0, day + dt.timedelta(days=2))
-    assert (m.msg_put_total_yesterday_morning, m.msg_put_total_today_morning) == (4, 9)
-    m.on_topic_deleted("T")
-    assert m.sets["TOPIC_PUT_NUMS"].get("T") is None and m.sets["GROUP_GET_NUMS"].get("T@G") is None
+def store_config(root: Path) -> MessageStoreConfig:
+    return MessageStoreConfig(store_path_root_dir=str(root), mapped_file_size_commit_log=64 * 1024,
+                              mapped_file_size_consume_queue=1000, max_hash_slot_num=64, max_index_num=256)
+
+
+def put_to(store: DefaultMessageStore, topic: str, n: int) -> None:
+    for _ in range(n):
+        assert store.put_message(MessageExtBrokerInner(topic=topic, body=b"x")).is_ok
+
+
+def test_put_get_and_send_back_counters_and_the_day_rollover(tmp_path: Path) -> None:
+    store = DefaultMessageStore(store_config(tmp_path))
+    with store:
+        m = BrokerStatsManager("DefaultCluster", sample_interval=10.0, store=store.commit_log)
+        day = dt.date(2024, 5, 1)
+        m.sample(0.0, day)
+        m.inc_put("T", 3, 300)
+        m.inc_put("T", 1, 100)
+        m.inc_get("G", "T", 2, 200)
+        m.inc_send_back("G", "T")
+        put_to(store, "T", 5)  # the store's puts, the broker's own among them: msgPutTotalTodayNow and putTps
+        m.sample(60_000.0, day)
+        put = m.topic_put_in_minute("T")
+        assert (put.sum, put.tps) == (4, 0.4)  # the item's first snapshot: from zero one interval (10 s) back
+        assert (m.put_message_times_total, m.put_in_minute().sum, m.put_in_minute().tps) == (5, 5, 5 / 70)
+        assert m.group_get_in_minute("T", "G").sum == 2 and m.group_get_in_minute("T", "H").sum == 0
+        assert m.sets["TOPIC_PUT_SIZE"].total("T") == 400 and m.sets["SNDBCK_PUT_NUMS"].total("T@G") == 1
+        assert (m.broker_put_total, m.broker_get_total) == (4, 2)
+        m.sample(70_000.0, day + dt.timedelta(days=1))
+        assert (m.msg_put_total_today_morning, m.msg_get_total_today_morning) == (5, 2)
+        put_to(store, "U", 4)
+        m.sample(80_000.0, day + dt.timedelta(days=2))
+        assert (m.msg_put_total_yesterday_morning, m.msg_put_total_today_morning) == (5, 9)
+        m.on_topic_deleted("T")
+        assert m.sets["TOPIC_PUT_NUMS"].get("T") is None and m.sets["GROUP_GET_NUMS"].get("T@G") is None
 
 
 async def test_a_broker_counts_what_it_stores_and_serves(cluster, poll, dispatched) -> None:
@@ -65,17 +83,6 @@ async def test_a_broker_counts_what_it_stores_and_serves(cluster, poll, dispatch
     assert stats.topic_put_in_minute("TopicStats").tps > 0
     assert stats.sets["TOPIC_PUT_SIZE"].total("TopicStats") == m0.store_size + m1.store_size + m2.store_size
     assert stats.broker_put_total == 3 and stats.broker_get_total == 3
-
-
-def test_put_size_total_counts_every_topic_ever_put_to() -> None:
-    # A running total, as StoreStatsService's putMessageSizeTotal: it never forgets a deleted topic (a sum over
-    # the topics' sizes, read on a pull thread, also raced the loop adding topics).
-    m = BrokerStatsManager("DefaultCluster")
-    m.inc_put("T", 2, 300)
-    m.inc_put("U", 1, 50)
-    m.on_topic_deleted("T")
-    m.inc_put("V", 1, 7)
-    assert m.put_size_total == 357
 
 
 async def runtime_info(mq: MQ) -> dict[str, str]:
@@ -116,3 +123,31 @@ async def test_runtime_info_rates_of_reads_that_found_messages_and_of_those_that
     popped = await PopClient(mq).pop("GPopReads", "TopicReads", 0, max_nums=8)
     assert len(popped.messages) == 8
     await poll(lambda: stats.get_found_in_minute().sum == 4)
+
+
+async def test_runtime_info_put_totals_count_the_brokers_own_writes(cluster, poll, dispatched) -> None:
+    # As StoreStatsService's: every record the commit log takes, a client's or the broker's own (a delayed
+    # message to SCHEDULE_TOPIC_XXXX and its delivery, a message sent back and its retry).
+    broker = await cluster.broker(stats_sample_interval=0.02, message_delay_level="200ms 300ms 400ms")
+    mq = cluster.mq(broker)
+    await mq.create_topic("TopicOwn", queues=2)
+    for i in range(10):
+        assert (await mq.send("TopicOwn", b"m%d" % i)).code == ResponseCode.SUCCESS
+    delayed = await mq.send("TopicOwn", b"later", queue_id=1, properties=mq.props(DELAY="1"))
+    assert delayed.code == ResponseCode.SUCCESS
+    await dispatched(broker)
+    [first, *_] = decode_all((await mq.pull("GOwn", "TopicOwn", 0, 0)).body)
+    back = ConsumerSendMsgBackRequestHeader(offset=first.commit_log_offset, group="GOwn", delay_level=0,
+                                            origin_msg_id=first.msg_id, origin_topic="TopicOwn")
+    assert (await mq.invoke(RequestCode.CONSUMER_SEND_MSG_BACK, back)).code == ResponseCode.SUCCESS
+    store = broker.store
+    await poll(lambda: store.get_max_offset_in_queue("TopicOwn", 1) == 1
+               and store.get_max_offset_in_queue("%RETRY%GOwn", 0) == 1)
+    info = await runtime_info(mq)
+    # 11 sent (1 of them to the schedule topic), 1 sent back (to the schedule topic), 2 delivered from it.
+    assert (info["msgPutTotalTodayNow"], info["putMessageTimesTotal"]) == ("14", "14")
+    assert info["putMessageSizeTotal"] == info["commitLogMaxOffset"]  # (one commit-log file: no blank end)
+    assert broker.broker_stats_manager.broker_put_total == 11  # BROKER_PUT_NUMS: what clients sent
+    await poll(lambda: broker.broker_stats_manager.put_in_minute().sum == 14)
+    assert minute_rate(await runtime_info(mq), "putTps") > 0
+

@@ -197,6 +197,17 @@ def test_oversized_body_is_illegal_with_remark_and_store_keeps_working(stores):
     assert store.get_message("g", "TopicA", 0, 0, 32).message_count == 2
 
 
+def test_put_totals_count_every_record_appended_and_its_bytes(stores):
+    # StoreStatsService's putMessageTimesTotal / putMessageSizeTotal, read by the broker's runtime info.
+    store = stores.open(max_message_size=2048)
+    put_ok(store, msg(body=b"a" * 10))
+    assert store.put_messages([msg(body=b"b"), msg(body=b"cc")]).is_ok
+    put_ok(store, MessageExtBrokerInner(topic="TopicA", body=b"half", sys_flag=TRANSACTION_PREPARED_TYPE))
+    assert not store.put_message(msg(body=b"a" * 2049)).is_ok  # refused: not counted
+    assert not store.put_messages([msg(body=b"x"), msg(body=b"a" * 4096)]).is_ok
+    log = store.commit_log
+    assert (log.put_message_times_total, log.put_message_size_total) == (4, store.get_max_phy_offset())
+
 def test_refused_shape_stays_refused_and_limits_are_per_store(stores, tmp_path):
     # The put path caches a struct per record shape and skips the size checks on a hit: a refused shape
     # must never get in, and one store's accepted shapes must not pass another's smaller limit.

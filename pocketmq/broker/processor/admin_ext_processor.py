@@ -137,7 +137,7 @@ class AdminExtProcessor(BrokerProcessor):
             "brokerVersion": str(409),
             "msgPutTotalYesterdayMorning": str(stats.msg_put_total_yesterday_morning),
             "msgPutTotalTodayMorning": str(stats.msg_put_total_today_morning),
-            "msgPutTotalTodayNow": str(stats.broker_put_total),
+            "msgPutTotalTodayNow": str(stats.put_message_times_total),
             "msgGetTotalYesterdayMorning": str(stats.msg_get_total_yesterday_morning),
             "msgGetTotalTodayMorning": str(stats.msg_get_total_today_morning),
             "msgGetTotalTodayNow": str(stats.broker_get_total),
@@ -443,10 +443,10 @@ def _three_rates(tps: float) -> str:
 
 def _store_stats_info(stats: BrokerStatsManager) -> dict[str, str]:
     """StoreStatsService's keys: rates and totals of puts and gets."""
-    put, get = stats.broker_put_in_minute(), stats.broker_get_in_minute()
+    put, get = stats.put_in_minute(), stats.broker_get_in_minute()
     found, miss = stats.get_found_in_minute().tps, stats.get_miss_in_minute().tps
-    put_bytes = stats.put_size_total
-    put_count = stats.broker_put_total
+    put_bytes = stats.put_message_size_total
+    put_count = stats.put_message_times_total
     return {
         "putTps": _three_rates(put.tps),
         "getTransferedTps": _three_rates(get.tps),  # sic, RocketMQ's spelling: messages read per second

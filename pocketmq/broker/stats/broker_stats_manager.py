@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from bisect import bisect_left
+from typing import Protocol
 
 from .stats_item import StatsItem, StatsItemSet, StatsSnapshot, monotonic_ms
 
@@ -32,9 +33,24 @@ def group_key(topic: str, group: str) -> str:
     return f"{topic}@{group}"
 
 
+class StorePutTotals(Protocol):
+    """The store's own count of what it appended (the CommitLog's, as StoreStatsService's)."""
+
+    put_message_times_total: int
+    put_message_size_total: int
+
+
+class _NoStore:
+    """A manager's without a store (one on its own, in a test): nothing appended."""
+
+    put_message_times_total = 0
+    put_message_size_total = 0
+
+
 class BrokerStatsManager:
-    def __init__(self, cluster_name: str, sample_interval: float = 10.0) -> None:
+    def __init__(self, cluster_name: str, sample_interval: float = 10.0, store: StorePutTotals | None = None) -> None:
         self.cluster_name = cluster_name
+        self._store: StorePutTotals = store if store is not None else _NoStore()
         self.sample_interval = sample_interval
         # A minute of samples: RocketMQ samples every 10 s and keeps 7 (the newest minus the oldest = 60 s).
         window = max(2, round(60.0 / sample_interval) + 1) if sample_interval > 0 else 7
@@ -55,7 +71,10 @@ class BrokerStatsManager:
         # pop, peek or revive read of a queue) that found messages, and those that found none.
         self._get_times_found = StatsItem("getMessageTimesTotalFound", window)
         self._get_times_miss = StatsItem("getMessageTimesTotalMiss", window)
-        # BrokerStats: the broker's put/get totals at the start of today and of yesterday (local time).
+        # StoreStatsService's putTimesList: snapshots of the store's put total, for putTps.
+        self._put_times = StatsItem("putMessageTimesTotal", window)
+        # BrokerStats: the store's put total and the broker's get total at the start of today and of yesterday
+        # (local time).
         self._day = dt.date.today()
         self.msg_put_total_yesterday_morning = 0
         self.msg_put_total_today_morning = 0
@@ -63,7 +82,6 @@ class BrokerStatsManager:
         self.msg_get_total_today_morning = 0
         # topic -> [messages per MESSAGE_SIZE_BOUNDS bucket ..., overflow, total bytes]: rocketmq_message_size.
         self.message_sizes: dict[str, list[int]] = {}
-        self._put_size_total = 0
 
     # --- the hot path: one dict lookup and two additions per call ---
 
@@ -71,7 +89,6 @@ class BrokerStatsManager:
         self._topic_put_nums.add(topic, msgs)
         self._topic_put_size.add(topic, size)
         self._broker_put_nums.add(self.cluster_name, msgs)
-        self._put_size_total += size
         counts = self.message_sizes.get(topic)
         if counts is None:
             counts = self.message_sizes[topic] = [0] * (len(MESSAGE_SIZE_BOUNDS) + 2)
@@ -102,30 +119,37 @@ class BrokerStatsManager:
         interval_ms = self.sample_interval * 1000.0
         self._get_times_found.sample(now_ms, interval_ms)
         self._get_times_miss.sample(now_ms, interval_ms)
+        self._put_times.value = self._store.put_message_times_total
+        self._put_times.sample(now_ms, interval_ms)
         today = dt.date.today() if today is None else today
         if today != self._day:
             self._day = today
             self.msg_put_total_yesterday_morning = self.msg_put_total_today_morning
             self.msg_get_total_yesterday_morning = self.msg_get_total_today_morning
-            self.msg_put_total_today_morning = self.broker_put_total
+            self.msg_put_total_today_morning = self.put_message_times_total
             self.msg_get_total_today_morning = self.broker_get_total
 
     # --- readers ---
 
     @property
+    def put_message_times_total(self) -> int:
+        """Messages the store appended (msgPutTotalTodayNow, putMessageTimesTotal): the broker's own writes too,
+        in every topic ever put to, deleted ones too, as StoreStatsService's, which never forgets a topic."""
+        return self._store.put_message_times_total
+
+    @property
+    def put_message_size_total(self) -> int:
+        """Their bytes (putMessageSizeTotal): a running total, every topic ever put to, deleted ones too."""
+        return self._store.put_message_size_total
+
+    @property
     def broker_put_total(self) -> int:
+        """Messages the processors stored for clients (BROKER_PUT_NUMS)."""
         return self._broker_put_nums.total(self.cluster_name)
 
     @property
     def broker_get_total(self) -> int:
         return self._broker_get_nums.total(self.cluster_name)
-
-    @property
-    def put_size_total(self) -> int:
-        """Bytes put into every topic ever put to, deleted ones too, as StoreStatsService's putMessageSizeTotal
-        (which never forgets a topic). A running total: GET_BROKER_RUNTIME_INFO reads it on a pull thread, where
-        a walk over message_sizes would race the loop's inc_put adding topics to it."""
-        return self._put_size_total
 
     def topic_put_in_minute(self, topic: str) -> StatsSnapshot:
         return self._topic_put_nums.stats_in_minute(topic)
@@ -133,8 +157,9 @@ class BrokerStatsManager:
     def group_get_in_minute(self, topic: str, group: str) -> StatsSnapshot:
         return self._group_get_nums.stats_in_minute(group_key(topic, group))
 
-    def broker_put_in_minute(self) -> StatsSnapshot:
-        return self._broker_put_nums.stats_in_minute(self.cluster_name)
+    def put_in_minute(self) -> StatsSnapshot:
+        """The store's puts (putTps)."""
+        return self._put_times.stats_in_window()
 
     def broker_get_in_minute(self) -> StatsSnapshot:
         return self._broker_get_nums.stats_in_minute(self.cluster_name)

@@ -409,7 +409,8 @@ class BrokerController:
             await self._register_all_locked(False)
 
     async def _sample_stats(self) -> None:
-        self.broker_stats_manager.sample()
+        for _ in self.broker_stats_manager.sample_in_steps():
+            await asyncio.sleep(0)  # the loop's own work between steps
 
     # --- helpers for the processors ---
 

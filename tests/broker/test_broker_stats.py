@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from pathlib import Path
 
@@ -151,3 +152,26 @@ async def test_runtime_info_put_totals_count_the_brokers_own_writes(cluster, pol
     await poll(lambda: broker.broker_stats_manager.put_in_minute().sum == 14)
     assert minute_rate(await runtime_info(mq), "putTps") > 0
 
+
+def test_sampling_goes_a_chunk_of_items_at_a_time() -> None:
+    m = BrokerStatsManager("DefaultCluster", sample_interval=10.0)
+    for i in range(250):
+        m.inc_get(f"G{i}", "T", 1, 10)  # 250 GROUP_GET_NUMS items, 250 GROUP_GET_SIZE ones, 1 BROKER_GET_NUMS one
+    assert len(list(m.sample_in_steps(0.0, dt.date(2024, 5, 1), chunk=100))) == 5
+    assert all(m.group_get_in_minute("T", f"G{i}").sum == 1 for i in range(250))
+    assert m.broker_get_in_minute().sum == 250
+
+
+async def test_the_brokers_sampling_lets_the_loop_run_between_chunks(cluster) -> None:
+    # Clients can make hundreds of thousands of topic@group keys: snapshotting them all in one go held the loop.
+    broker = await cluster.broker(stats_sample_interval=3600.0)  # the timer samples at the start only
+    stats = broker.broker_stats_manager
+    keys = 20_000  # a few chunks' worth
+    for i in range(keys):
+        stats.inc_get(f"G{i}", "T", 1, 10)
+    sampling = asyncio.create_task(broker._sample_stats())
+    await asyncio.sleep(0)  # the sampling's first step, then the loop's turn
+    assert not sampling.done()
+    stats.inc_get("GMeanwhile", "T", 1, 10)  # a pull answered meanwhile
+    await sampling
+    assert all(stats.group_get_in_minute("T", f"G{i}").sum == 1 for i in range(keys))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from bisect import bisect_left
+from collections.abc import Iterator
 from typing import Protocol
 
 from .stats_item import StatsItem, StatsItemSet, StatsSnapshot, monotonic_ms
@@ -23,6 +24,10 @@ SNDBCK_PUT_NUMS = "SNDBCK_PUT_NUMS"
 BROKER_PUT_NUMS = "BROKER_PUT_NUMS"
 BROKER_GET_NUMS = "BROKER_GET_NUMS"
 
+
+# Items snapshotted between two turns of the event loop (a few ms of work): clients can make hundreds of thousands
+# of topic@group keys, and snapshotting 200,000 of them at once held the loop for half a second.
+SAMPLE_CHUNK = 2000
 
 # RocketMQ 5.1's rocketmq_message_size buckets (le_1_kb ... le_4_mb, then overflow), in bytes.
 MESSAGE_SIZE_BOUNDS = (1024, 4096, 512 * 1024, 1024 * 1024, 2 * 1024 * 1024, 4 * 1024 * 1024)
@@ -113,14 +118,28 @@ class BrokerStatsManager:
     # --- the timer ---
 
     def sample(self, now_ms: float | None = None, today: dt.date | None = None) -> None:
+        for _ in self.sample_in_steps(now_ms, today):
+            pass
+
+    def sample_in_steps(self, now_ms: float | None = None, today: dt.date | None = None,
+                        chunk: int = SAMPLE_CHUNK) -> Iterator[None]:
+        """sample(), a step at a time: it stops after every ``chunk`` items, for the event loop to run between
+        steps. The loop's inc_* meanwhile are safe: each set's items are copied before they are walked (an item
+        made meanwhile may wait for the next round, a removed one is snapshotted once more for nothing)."""
         now_ms = monotonic_ms() if now_ms is None else now_ms
-        for s in self.sets.values():
-            s.sample_all(now_ms)
         interval_ms = self.sample_interval * 1000.0
         self._get_times_found.sample(now_ms, interval_ms)
         self._get_times_miss.sample(now_ms, interval_ms)
         self._put_times.value = self._store.put_message_times_total
         self._put_times.sample(now_ms, interval_ms)
+        done = 0
+        for s in self.sets.values():
+            for item in list(s.items.values()):
+                item.sample(now_ms, interval_ms)
+                done += 1
+                if done == chunk:
+                    done = 0
+                    yield
         today = dt.date.today() if today is None else today
         if today != self._day:
             self._day = today

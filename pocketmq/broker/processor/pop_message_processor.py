@@ -362,13 +362,15 @@ class PopMessageProcessor(BrokerProcessor):
 
     # --- offsets (shared with peek, notification and ack) ---
 
-    async def read(self, group: str, topic: str, queue_id: int, offset: int, n: int, flt: MessageFilter
-                   ) -> GetMessageResult:
+    async def read(self, group: str, topic: str, queue_id: int, offset: int, n: int, flt: MessageFilter,
+                   counted: bool = True) -> GetMessageResult:
+        """A store read of a queue; ``counted`` in getFoundTps / getMissTps (the revive service's own are not)."""
         c = self.controller
         got = c.get_message(group, topic, queue_id, offset, n, flt)
         if not isinstance(got, GetMessageResult):
             got = await got
-        c.broker_stats_manager.inc_get_times(got.message_count > 0)
+        if counted:
+            c.broker_stats_manager.inc_get_times(got.message_count > 0)
         return got
 
     def commit_offset(self, channel: Channel | None, group: str, topic: str, queue_id: int, offset: int) -> None:

@@ -2,8 +2,8 @@
 
 The processors add to them where RocketMQ's do: a stored send adds its messages and bytes to its topic and to
 the broker's total, a pull that found messages adds them to its topic@group and to the broker's total, a
-message sent back adds one to SNDBCK_PUT_NUMS, a store read (a pull's, or a pop's, peek's or revive's read of
-a queue) adds one to the reads that found messages or to those that found none. GET_TOPIC_STATS_INFO,
+message sent back adds one to SNDBCK_PUT_NUMS, a store read (a pull's, or a pop's or peek's read of a queue)
+adds one to the reads that found messages or to those that found none. GET_TOPIC_STATS_INFO,
 GET_CONSUME_STATS and GET_BROKER_RUNTIME_INFO read the minute's rates from here.
 """
 
@@ -73,7 +73,7 @@ class BrokerStatsManager:
         self._broker_put_nums = self.sets[BROKER_PUT_NUMS]
         self._broker_get_nums = self.sets[BROKER_GET_NUMS]
         # StoreStatsService's getMessageTimesTotalFound / getMessageTimesTotalMiss: store reads (one a pull, one a
-        # pop, peek or revive read of a queue) that found messages, and those that found none.
+        # pop's or peek's read of a queue) that found messages, and those that found none.
         self._get_times_found = StatsItem("getMessageTimesTotalFound", window)
         self._get_times_miss = StatsItem("getMessageTimesTotalMiss", window)
         # StoreStatsService's putTimesList: snapshots of the store's put total, for putTps.

@@ -43,6 +43,7 @@ from pocketmq.common.record_layout import (
     record_struct,
 )
 from pocketmq.common.topic_validator import RMQ_SYS_SCHEDULE_TOPIC as SCHEDULE_TOPIC
+from pocketmq.common.topic_validator import RMQ_SYS_TRANS_HALF_TOPIC
 
 from .config import MessageStoreConfig, parse_delay_levels
 from .mapped_file import MappedFile
@@ -223,8 +224,12 @@ class CommitLog:
 
     def _reroute(self, msg: MessageExtBrokerInner) -> PutMessageResult | None:
         """HookUtils.handleScheduleMessage: a timer message to the wheel's topic, a delay level to
-        SCHEDULE_TOPIC_XXXX (prepared and rolled-back transaction records stay where they are); or a refusal."""
-        if msg.sys_flag & TRANSACTION_TYPE_MASK in _NOT_COUNTED:
+        SCHEDULE_TOPIC_XXXX (prepared and rolled-back transaction records stay where they are); or a refusal.
+
+        A half message (and the check's renewed copy of it) stays in the half topic too, its delay or timer kept
+        for the committed message, which is delayed then. RocketMQ reroutes it: 4.9.7's schedule service then
+        drops it and 5.x's check asks about it for ever, so a committed delayed message is never delivered."""
+        if msg.sys_flag & TRANSACTION_TYPE_MASK in _NOT_COUNTED or msg.topic == RMQ_SYS_TRANS_HALF_TOPIC:
             return None
         if msg.topic != TIMER_TOPIC:
             refused = route_timer_message(msg, self.config, time_ns() // 1_000_000)

@@ -151,6 +151,28 @@ async def test_commit_delivers_the_message_once_with_the_commit_flag(
     assert listener.checked == []
 
 
+async def test_a_committed_timer_message_is_delivered_after_its_delay(late_check_cluster: Any, poll) -> None:
+    """A transactional message with a delay: its half message stays in the half topic (not rerouted to the timer
+    wheel, where the producer's commit could not find it and the check would ask about it for ever), and the
+    committed message goes to the wheel and is delivered when due, once, without a check."""
+    cluster = late_check_cluster
+    topic, group = await make_topic(cluster, queues=1), unique("TxnPG")
+    listener = Listener(COMMIT)
+    async with txn_producer(cluster, group, listener) as producer:
+        msg = Message(topic, b"later")
+        msg.delay_time_sec = 1
+        sent_at = time.time_ns() // 1_000_000
+        result = await producer.send_message_in_transaction(msg)
+        assert result.local_transaction_state is COMMIT
+        await poll(lambda: cluster.broker.end_transaction_processor.committed == 1)
+        [half] = stored(cluster, RMQ_SYS_TRANS_HALF_TOPIC)
+        assert half.body == b"later" and half.properties["TIMER_DELAY_SEC"] == "1"
+        await poll(lambda: cluster.store.get_max_offset_in_queue(topic, 0) == 1, timeout=20)
+    [real] = await pull_all(cluster, topic)
+    assert real.body == b"later" and real.store_timestamp >= sent_at + 1000  # (due a second after its commit)
+    assert listener.checked == []
+
+
 async def test_the_half_and_op_records(late_check_cluster: Any, poll) -> None:
     cluster = late_check_cluster
     topic, group = await make_topic(cluster, 4), unique("TxnPG")

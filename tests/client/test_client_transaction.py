@@ -17,6 +17,7 @@ from pocketmq.client import (
     LocalTransactionState,
     Message,
     MessageExt,
+    MQClientException,
     Producer,
     PullConsumer,
     PullStatus,
@@ -240,6 +241,28 @@ async def test_undecided_is_never_delivered_and_is_discarded_after_check_max(tmp
         await cluster.wait_dispatched()
         [kept] = stored(cluster, RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC)
         assert kept.body == b"never decided" and kept.properties["TRANSACTION_CHECK_TIMES"] == "3"
+
+
+async def test_a_half_message_too_big_to_write_back_does_not_stop_the_check(cluster: Any, poll) -> None:
+    """A half message whose properties are just under the limit is stored, but the check's renewed copy (it adds
+    its count) is too big for the store. It is asked about once as it is, and the undecided message behind it is
+    still asked about and committed (refused at every pass, it stopped its queue's check for good, as RocketMQ's
+    does)."""
+    topic, group = await make_topic(cluster, queues=1), unique("TxnPG")
+    listener = Listener(UNKNOW, check=COMMIT)
+    async with txn_producer(cluster, group, listener) as producer:
+        pad = 32767 - 150
+        while True:  # the largest pad the store takes (what else the message carries is the client's)
+            try:
+                await producer.send_message_in_transaction(Message(topic, b"big", properties={"PAD": "x" * pad}))
+                break
+            except MQClientException:  # (the send's refusal: properties too long)
+                pad -= 8
+        result = await producer.send_message_in_transaction(Message(topic, b"behind it"))
+        assert result.local_transaction_state is UNKNOW
+        await poll(lambda: b"behind it" in [m.body for m in listener.checked], timeout=20)
+        await poll(lambda: cluster.store.get_max_offset_in_queue(topic, 0) >= 1)
+    assert b"behind it" in [m.body for m in await pull_all(cluster, topic)]
 
 
 async def test_a_new_producer_of_the_group_answers_for_one_that_died(cluster: Any, protocol: str, poll) -> None:

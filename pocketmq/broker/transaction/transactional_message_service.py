@@ -20,7 +20,7 @@ from pocketmq.common.constants import PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS, P
 from pocketmq.common.message import MessageExt, MessageExtBrokerInner
 from pocketmq.common.topic_validator import RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
 from pocketmq.remoting.tasks import run_whole
-from pocketmq.storage.results import GetMessageStatus
+from pocketmq.storage.results import GetMessageStatus, PutMessageStatus
 
 from .transactional_message_bridge import TransactionalMessageBridge
 from .transactional_message_util import (
@@ -174,6 +174,13 @@ class TransactionalMessageService:
         """putBackHalfMsgQueue: write the renewed copy; ``msg`` takes the copy's offsets (what the check asks
         about, and what the producer's END_TRANSACTION names)."""
         result = await self.bridge.put_message(renewed_half_message(msg))
+        if result.status in _NEVER_STORED:
+            # Its copy can never be written (properties at the limit, grown by the check's own count): asked about
+            # once as it is, so the queue behind it goes on, rather than refused at every pass, stopping the queue
+            # for good (as RocketMQ's does). Its producer can still commit it; the check cannot ask again.
+            log.error("half message %s cannot be written back (%s %s): asked about once more, then no more",
+                      msg.msg_id, result.status.value, result.remark)
+            return True
         if not result.is_ok or result.append_result is None:
             log.error("writing back half message %s failed: %s %s", msg.msg_id, result.status.value, result.remark)
             return False
@@ -195,6 +202,10 @@ class TransactionalMessageService:
                 return True
         result = await self.bridge.put_message(renewed_half_message(msg))
         return result.is_ok
+
+
+# A write the store refuses for what the record is, not for the moment: trying again changes nothing.
+_NEVER_STORED = (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
 
 
 class _Walk:

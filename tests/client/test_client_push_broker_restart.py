@@ -4,7 +4,9 @@ pulls are answered SUBSCRIPTION_NOT_EXIST, "the consumer's group info not exist"
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 from typing import Any
 
 from push_helpers import FAST_BROKER, create_topic, make_consumer, unique
@@ -12,7 +14,7 @@ from push_helpers import FAST_BROKER, create_topic, make_consumer, unique
 from pocketmq import embedded
 from pocketmq.broker.broker_controller import BrokerController
 from pocketmq.broker.config import BrokerConfig
-from pocketmq.client import ConsumeConcurrentlyStatus, Message, Producer
+from pocketmq.client import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, Message, Producer
 
 
 async def restart_broker(cluster: Any) -> None:
@@ -51,3 +53,42 @@ async def test_consumers_pull_again_right_after_a_broker_restart(tmp_path, poll,
                     await poll(lambda: got == [b"before", b"after"], timeout=5)
         refused = [r.getMessage() for r in caplog.records if "group info not exist" in r.getMessage()]
         assert refused == []
+
+
+async def test_offsets_a_restarted_broker_lost_are_sent_again(tmp_path, poll) -> None:
+    """A broker that restarts without the offsets it had not flushed (killed -9 between its flushes): an orderly
+    consumer's idle queue has nothing new to commit and its pulls carry no offset, so only the persist can put the
+    offset back; it sends a broker's offsets again once connected to it anew (RocketMQ's client sends every
+    offset at each persist). Without it, a crash of the consumer then consumes everything again."""
+    async with embedded.EmbeddedCluster(tmp_path, **FAST_BROKER) as cluster:
+        topic, group = unique("LostOffsetT"), unique("LostOffsetG")
+        await create_topic(cluster, topic, 1)
+        got: list[bytes] = []
+
+        async def on_messages(msgs: list[Any], context: Any) -> ConsumeOrderlyStatus:
+            got.extend(m.body for m in msgs)
+            return ConsumeOrderlyStatus.SUCCESS
+
+        consumer = make_consumer(cluster, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        consumer.subscribe(topic, "*")
+        consumer.register_message_listener_orderly(on_messages)
+        async with consumer:
+            async with Producer(unique("PG"), cluster.namesrv_addr, instance_name=unique("p")) as producer:
+                for i in range(3):
+                    await producer.send(Message(topic, b"m%d" % i))
+            await poll(lambda: len(got) == 3, timeout=10)
+            offsets = cluster.broker.consumer_offset_manager
+            await poll(lambda: offsets.query_offset(group, topic, 0) == 3, timeout=10)
+            old = cluster.broker
+            await old.shutdown()
+            path = os.path.join(old.broker_config.config_dir, "consumerOffset.json")
+            with open(path) as f:
+                saved = json.load(f)
+            saved["offsetTable"][f"{topic}@{group}"] = {"0": 0}  # (what it had flushed before the consumer's)
+            with open(path, "w") as f:
+                json.dump(saved, f)
+            cluster.broker = BrokerController(BrokerConfig(**{**vars(old.broker_config), "listen_port": old.port}))
+            await cluster.broker.start()
+            assert cluster.broker.consumer_offset_manager.query_offset(group, topic, 0) == 0
+            await poll(lambda: cluster.broker.consumer_offset_manager.query_offset(group, topic, 0) == 3, timeout=10)
+        assert got == [b"m0", b"m1", b"m2"]

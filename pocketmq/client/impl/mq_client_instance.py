@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -99,6 +100,9 @@ class MQClientInstance:
         self.consumer_table: dict[str, ConsumerInner] = {}
         self.topic_route_table: dict[str, TopicRouteData] = {}
         self.broker_addr_table: dict[str, dict[int, str]] = {}  # brokerName -> brokerId -> address
+        # brokerName -> how many connections to its master were opened: a new one may be to a broker that
+        # restarted and lost what it had not flushed (RemoteBrokerOffsetStore sends its offsets again then).
+        self.master_connections: dict[str, int] = {}
         self._route_lock = asyncio.Lock()
         # Default topic -> (monotonic time fetched, its route): see _default_topic_route.
         self._default_topic_routes: dict[str, tuple[float, TopicRouteData]] = {}
@@ -318,17 +322,24 @@ class MQClientInstance:
         return found.broker_addr if found is not None else None
 
     async def find_consumer_id_list(self, topic: str, group: str) -> list[str]:
-        """The client ids of ``group``, asked of one broker serving ``topic`` (GET_CONSUMER_LIST_BY_GROUP)."""
+        """The client ids of ``group``, asked of one broker serving ``topic`` (GET_CONSUMER_LIST_BY_GROUP): a
+        random one, as RocketMQ's findBrokerAddrByTopic picks, then the others while one fails (always the
+        first, a broker that hangs until the name server drops it stopped the group's rebalancing)."""
         route = self.topic_route_table.get(topic)
         if route is None:
             route = await self.fetch_and_apply_route(topic)
-        for bd in route.broker_datas:
-            addr = bd.select_broker_addr()
-            if addr is not None:
-                return await self.mq_client_api.get_consumer_id_list_by_group(
-                    addr, group, self.config.mq_client_api_timeout
-                )
-        raise MQClientException(f"no broker serves {topic}")
+        addrs = [a for a in (bd.select_broker_addr() for bd in route.broker_datas) if a is not None]
+        if not addrs:
+            raise MQClientException(f"no broker serves {topic}")
+        start = random.randrange(len(addrs))
+        order = addrs[start:] + addrs[:start]
+        timeout = self.config.mq_client_api_timeout
+        for addr in order[:-1]:
+            try:
+                return await self.mq_client_api.get_consumer_id_list_by_group(addr, group, timeout)
+            except RemotingError as e:
+                log.info("consumer list of %s from %s failed (%s); asking another broker", group, addr, e)
+        return await self.mq_client_api.get_consumer_id_list_by_group(order[-1], group, timeout)
 
     async def check_client_in_broker(self, group: str, subscriptions: list[SubscriptionData]) -> None:
         """Ask every master whether it can serve each filtering subscription (not tags, which every broker
@@ -407,6 +418,9 @@ class MQClientInstance:
         info not exist"). Sent on every new connection, the heartbeat reaches the broker ahead of the first
         request that made the connection. Name servers are left alone.
         """
+        for name, addrs in self.broker_addr_table.items():
+            if addrs.get(MASTER_ID) == addr:
+                self.master_connections[name] = self.master_connections.get(name, 0) + 1
         if self.stopped or not (self.producer_table or self.consumer_table):
             return
         for addrs in self.broker_addr_table.values():

@@ -49,6 +49,8 @@ class RemoteBrokerOffsetStore:
         self.group = group
         self.offset_table: dict[MessageQueue, int] = {}
         self._dirty: set[MessageQueue] = set()  # changed here since the broker last heard of them
+        # brokerName -> the instance's master_connections count when this store last sent that broker its offsets
+        self._sent_on_connection: dict[str, int] = {}
 
     def update_offset(self, mq: MessageQueue, offset: int, increase_only: bool = False) -> None:
         old = self.offset_table.get(mq)
@@ -92,7 +94,15 @@ class RemoteBrokerOffsetStore:
             self._sent(mq, offset)
 
     async def persist_all(self) -> None:
-        """Send every offset changed since the last persist (one-way, as RocketMQ's periodic persist does)."""
+        """Send every offset changed since the last persist (one-way, as RocketMQ's periodic persist does), and
+        every offset of a broker connected to anew since: a broker killed before it flushed them has restarted
+        with older ones, which an idle queue would otherwise never correct (RocketMQ sends every offset each
+        time)."""
+        connections, seen = self._instance.master_connections, self._sent_on_connection
+        for mq in self.offset_table:
+            name = mq.broker_name
+            if name in seen and seen[name] != connections.get(name):
+                self._dirty.add(mq)
         for mq in list(self._dirty):
             offset = self.offset_table.get(mq)
             if offset is None:
@@ -102,6 +112,8 @@ class RemoteBrokerOffsetStore:
                 self._sent(mq, offset)
             except (RemotingError, MQClientException) as e:
                 log.warning("persist offset %d of %s for %s failed: %s", offset, mq, self.group, e)
+        # (a broker first seen here is taken as it is: what this store sent went over its present connection)
+        self._sent_on_connection = dict(connections)
 
     def _sent(self, mq: MessageQueue, offset: int) -> None:
         # An update made while the offset was on its way (another task's commit) keeps the queue's mark: the next

@@ -7,7 +7,8 @@ import codecs
 import dataclasses
 from typing import Any
 
-from pocketmq.common.properties_text import parse_finite_float, parse_java_long
+from pocketmq.common.java_text import parse_integer
+from pocketmq.common.properties_text import parse_finite_float
 from pocketmq.storage.config import FlushDiskType
 
 
@@ -84,14 +85,14 @@ def convert_value(f: dataclasses.Field[Any], value: str) -> Any:
     kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
     scale = _UNIT_SCALE.get(f.metadata.get("unit") or "")
     if scale is not None:
-        return parse_java_long(value) / scale
+        return parse_integer(value) / scale
     if kind.startswith("bool"):
         low = value.lower()
         if low not in ("true", "false"):
             raise ValueError(f"expected true or false, got {value!r}")
         return low == "true"
     if kind.startswith("int"):
-        return parse_java_long(value)
+        return parse_integer(value)
     if kind.startswith("float"):
         return parse_finite_float(value)
     if kind.startswith("FlushDiskType"):

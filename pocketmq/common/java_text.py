@@ -48,7 +48,10 @@ LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 
 def parse_integer(text: str, lo: int = LONG_MIN, hi: int = LONG_MAX) -> int:
     """Long.parseLong (Integer.parseInt with the int's range): a sign and decimal digits, nothing else, within
-    [lo, hi]; ValueError otherwise, with Java's NumberFormatException text."""
-    if _INTEGER.fullmatch(text) is None or not lo <= (n := int(text)) <= hi:
-        raise ValueError(f'For input string: "{text}"')
+    [lo, hi]; ValueError otherwise ("1.5", "1e3", "NaN", " 2", "1_000" are no numbers there)."""
+    if _INTEGER.fullmatch(text) is None:
+        raise ValueError(f"expected a whole number, got {text!r}")
+    n = int(text)
+    if not lo <= n <= hi:
+        raise ValueError(f"{text} is out of range")
     return n

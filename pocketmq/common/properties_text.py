@@ -4,7 +4,6 @@ GET_BROKER_CONFIG and UPDATE_BROKER_CONFIG)."""
 from __future__ import annotations
 
 import math
-import re
 
 
 def parse_properties(text: str) -> dict[str, str]:
@@ -22,21 +21,6 @@ def parse_properties(text: str) -> dict[str, str]:
 
 def format_properties(props: dict[str, str]) -> str:
     return "".join(f"{k}={v}\n" for k, v in props.items())
-
-
-_JAVA_LONG = re.compile(r"[+-]?[0-9]+")
-_LONG_MAX = 2**63 - 1
-
-
-def parse_java_long(text: str) -> int:
-    """A whole number as Java's Long.parseLong reads it (RocketMQ's int and long settings): ASCII digits with an
-    optional sign, within a long. ValueError otherwise ("1.5", "1e3", "NaN", "1_000" are no numbers there)."""
-    if not _JAVA_LONG.fullmatch(text):
-        raise ValueError(f"expected a whole number, got {text!r}")
-    value = int(text)
-    if not -_LONG_MAX - 1 <= value <= _LONG_MAX:
-        raise ValueError(f"{text} is out of range")
-    return value
 
 
 def parse_finite_float(text: str) -> float:

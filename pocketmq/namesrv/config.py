@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pocketmq.common.properties_text import parse_java_long
+from pocketmq.common.java_text import parse_integer
 from pocketmq.remoting.channel import DEFAULT_MAX_INFLIGHT
 from pocketmq.remoting.codec import DEFAULT_MAX_FRAME_SIZE
 from pocketmq.remoting.connection_limits import ConnectionLimits
@@ -97,7 +97,7 @@ def parse_runtime_value(key: str, text: str) -> tuple[str, object]:
         if text.strip().lower() not in ("true", "false"):
             raise ValueError(f"expected true or false, got {text!r}")
         return name, text.strip().lower() == "true"
-    value = parse_java_long(text.strip()) / scale  # (both are RocketMQ longs in ms: "NaN" is no interval)
+    value = parse_integer(text.strip()) / scale  # (both are RocketMQ longs in ms: "NaN" is no interval)
     if value <= 0:
         raise ValueError(f"must be positive, got {text!r}")
     return name, value

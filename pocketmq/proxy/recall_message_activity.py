@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from pocketmq.common.recall_message_handle import RecallHandleError, decode_handle
+from pocketmq.common.topic_attributes import TopicMessageType
 from pocketmq.remoting.recall_header import RecallMessageRequestHeader
 
 from .cluster_service import ClusterService
@@ -31,7 +32,7 @@ class RecallMessageActivity:
         validate_topic(topic)
         if self.config.enable_topic_message_type_check:
             route = await self.cluster.route(topic)
-            check_message_type(topic, await self.cluster.topic_message_type(topic, route), pb.MessageType.DELAY)
+            check_message_type(topic, await self.cluster.topic_message_type(topic, route), TopicMessageType.DELAY)
         try:
             handle = decode_handle(request.recall_handle)
         except RecallHandleError as e:

@@ -81,6 +81,10 @@ class ClientActivity:
         settings = command.settings
         which = settings.WhichOneof("pub_sub")
         if which == "publishing":
+            if len(settings.publishing.topics) > self.cluster.config.max_producer_topics:
+                raise GrpcProxyException(pb.Code.BAD_REQUEST, f"a producer may publish to at most "
+                                         f"{self.cluster.config.max_producer_topics} topics in its settings, not "
+                                         f"{len(settings.publishing.topics)}")
             for topic in settings.publishing.topics:
                 validate_topic(topic.name)
             topics = {t.name for t in settings.publishing.topics}

@@ -57,6 +57,7 @@ class ClusterService:
         self._routes: dict[str, _Cached] = {}
         self._types: dict[str, _Cached] = {}
         self._groups: dict[str, _Cached] = {}
+        self._unrouted: dict[str, float] = {}  # producer topics without a route -> loop time to ask again
         self.producer_groups: Callable[[], set[str]] = set
         self.check_listener: CheckListener | None = None
         self._heartbeat_task: asyncio.Task[None] | None = None
@@ -223,18 +224,25 @@ class ClusterService:
     async def send_heartbeats(self) -> None:
         """HEART_BEAT to the brokers of every topic a live gRPC producer publishes to, with the topics as producer
         groups (as RocketMQ's proxy registers them): the brokers' transaction checks then come to the proxy."""
-        groups = sorted(self.producer_groups())
-        if not groups:
-            return
+        now = asyncio.get_running_loop().time()
+        groups = sorted(t for t in self.producer_groups() if self._unrouted.get(t, 0.0) <= now)
         addrs: set[str] = set()
+        routed = []
         for topic in groups:
             try:
                 route = await self.route(topic)
             except Exception as e:
                 log.debug("no route for %s: %s", topic, e)
+                # (not asked again for a while, nor named to the brokers: a client may name any topic)
+                if len(self._unrouted) > 10_000:
+                    self._unrouted.clear()
+                self._unrouted[topic] = now + self.config.route_cache_seconds
                 continue
+            routed.append(topic)
             addrs.update(a for bd in route.broker_datas if (a := bd.broker_addrs.get(0)) is not None)
-        heartbeat = HeartbeatData(self.client_id, [ProducerData(g) for g in groups])
+        if not routed:
+            return
+        heartbeat = HeartbeatData(self.client_id, [ProducerData(g) for g in routed])
         for addr in sorted(addrs):
             try:
                 await self.api.send_heartbeat(addr, heartbeat, self.config.request_timeout)

@@ -44,6 +44,9 @@ class ProxyConfig:
     max_delay_time_millis: int = 24 * 3600 * 1000
     max_transaction_recovery_second: int = 3600
     enable_message_body_empty_check: bool = True
+    # Topics one producer's Settings may name (RocketMQ: no limit): each live producer's are kept and heartbeated to
+    # the brokers as producer groups, so a Settings naming 100,000 made-up topics cost memory and name-server lookups.
+    max_producer_topics: int = 1024
     enable_topic_message_type_check: bool = True
     # The producer's backoff policy in the Settings reply (the SDKs refuse any other than exponential).
     producer_max_attempts: int = 3

@@ -277,3 +277,33 @@ async def test_a_receive_stream_given_up_mid_way_gives_its_messages_back_at_once
         await still_serves(proxy.endpoint)
     finally:
         await proxy.stop()
+
+
+async def test_a_producer_names_a_bounded_number_of_topics_and_only_routed_ones_reach_the_brokers(cluster, poll):
+    """A producer's Settings name at most max_producer_topics topics (more end the stream, INVALID_ARGUMENT); of
+    those, only topics with a route are heartbeated to the brokers as producer groups (made-up names filled the
+    broker's producer table, and were looked up at the name server again at every heartbeat)."""
+    proxy = await start_proxy(cluster, max_producer_topics=3)
+    try:
+        await create_topic(cluster, "Real")
+        async with grpc.aio.insecure_channel(proxy.endpoint) as channel:
+            stub = service_pb2_grpc.MessagingServiceStub(channel)
+            many = S.TelemetryCommand(settings=D.Settings(client_type=D.ClientType.PRODUCER, publishing=D.Publishing(
+                topics=[D.Resource(name=f"T{i}") for i in range(4)])))
+            call = stub.Telemetry(metadata=metadata("many@1"))
+            await call.write(many)
+            with pytest.raises(grpc.aio.AioRpcError) as e:
+                await call.read()
+            assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert "at most 3 topics" in (e.value.details() or "")
+            call = stub.Telemetry(metadata=metadata("few@1"))
+            await call.write(S.TelemetryCommand(settings=D.Settings(
+                client_type=D.ClientType.PRODUCER, publishing=D.Publishing(
+                    topics=[D.Resource(name=t) for t in ("Real", "MadeUp1", "MadeUp2")]))))
+            assert (await call.read()).status.code == D.Code.OK
+            producers = cluster.broker.producer_manager.group_channel_table
+            await poll(lambda: "Real" in producers)
+            assert not {"MadeUp1", "MadeUp2"} & set(producers)
+            call.cancel()
+    finally:
+        await proxy.stop()

@@ -58,6 +58,9 @@ class ClusterService:
         self._types: dict[str, _Cached] = {}
         self._groups: dict[str, _Cached] = {}
         self._unrouted: dict[str, float] = {}  # producer topics without a route -> loop time to ask again
+        # The producer groups the last heartbeat registered, and every broker a heartbeat went to.
+        self._registered_groups: set[str] = set()
+        self._registered_addrs: set[str] = set()
         self.producer_groups: Callable[[], set[str]] = set
         self.check_listener: CheckListener | None = None
         self._heartbeat_task: asyncio.Task[None] | None = None
@@ -240,11 +243,25 @@ class ClusterService:
                 continue
             routed.append(topic)
             addrs.update(a for bd in route.broker_datas if (a := bd.broker_addrs.get(0)) is not None)
-        if not routed:
-            return
-        heartbeat = HeartbeatData(self.client_id, [ProducerData(g) for g in routed])
-        for addr in sorted(addrs):
-            try:
-                await self.api.send_heartbeat(addr, heartbeat, self.config.request_timeout)
-            except Exception as e:
-                log.warning("heartbeat to %s failed: %s", addr, e)
+        if routed:
+            heartbeat = HeartbeatData(self.client_id, [ProducerData(g) for g in routed])
+            for addr in sorted(addrs):
+                try:
+                    await self.api.send_heartbeat(addr, heartbeat, self.config.request_timeout)
+                except Exception as e:
+                    log.warning("heartbeat to %s failed: %s", addr, e)
+        await self._unregister_gone(set(routed), addrs)
+
+    async def _unregister_gone(self, groups: set[str], addrs: set[str]) -> None:
+        """UNREGISTER_CLIENT for the producer groups no longer heartbeated (their last producer left). Left to
+        expire instead, a group makes its broker close the channel it was registered on, which is this endpoint's
+        one connection to that broker, pops and sends of every other client included."""
+        gone = self._registered_groups - groups
+        for addr in sorted(self._registered_addrs):
+            for group in sorted(gone):
+                try:
+                    await self.api.unregister_client(addr, self.client_id, group, None, self.config.request_timeout)
+                except Exception as e:
+                    log.info("unregister of producer group %s at %s failed: %s", group, addr, e)
+        self._registered_groups = groups
+        self._registered_addrs |= addrs  # (every broker heartbeated: a few, and unregistering twice is harmless)

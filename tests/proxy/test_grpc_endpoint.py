@@ -210,3 +210,24 @@ async def test_a_start_deliver_time_property_on_a_normal_topic_is_a_type_conflic
     assert r.status.code == D.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE
     assert r.status.message.endswith("the expected type is NORMAL, but actual type is DELAY")
     assert (await send(stub, message("TypedNormal"))).status.code == D.Code.OK
+
+
+async def test_a_producer_group_whose_last_producer_left_is_unregistered_at_the_broker(cluster, proxy, stub, poll):
+    """The endpoint heartbeats its producers' topics as producer groups; once a topic's last producer leaves, the
+    group is unregistered at once (UNREGISTER_CLIENT). Left to expire, it made the broker close the channel it was
+    on, the endpoint's one connection to the broker, failing every other client's pops and sends in flight."""
+    await create_topic(cluster, "Leaving")
+    await create_topic(cluster, "Staying")
+    producers = cluster.broker.producer_manager.group_channel_table
+    calls = {}
+    for client, topic in (("leaving@1", "Leaving"), ("staying@1", "Staying")):
+        calls[client] = stub.Telemetry(metadata=metadata(client))
+        await calls[client].write(producer_settings(topic))
+        assert (await calls[client].read()).status.code == D.Code.OK
+    await poll(lambda: {"Leaving", "Staying"} <= set(producers))
+    r = await stub.NotifyClientTermination(S.NotifyClientTerminationRequest(), metadata=metadata("leaving@1"))
+    assert r.status.code == D.Code.OK
+    await poll(lambda: "Leaving" not in producers)
+    assert producers.get("Staying")  # (the other group, on the same channel, stays)
+    for call in calls.values():
+        call.cancel()

@@ -114,6 +114,20 @@ async def test_send_back_goes_to_the_retry_topic_after_the_delay(cluster, poll, 
     assert second.properties["RETRY_TOPIC"] == "TopicRetry"
 
 
+async def test_a_blank_origin_message_id_is_replaced_by_the_message_s_id(cluster, poll, dispatched) -> None:
+    """ORIGIN_MESSAGE_ID " " counts as none (SendMessageProcessor's UtilAll.isBlank): the retry copy carries the
+    failed message's own id."""
+    broker = await cluster.broker(message_delay_level=LEVELS)
+    mq = cluster.mq(broker)
+    await mq.send("TopicBlankOrigin", b"x", properties=mq.props(ORIGIN_MESSAGE_ID=" "))
+    await dispatched(broker)
+    [msg] = decode_all((await mq.pull("GR", "TopicBlankOrigin", 0, 0)).body)
+    assert await send_back(mq, msg.offset_msg_id, delay_level=1) == ResponseCode.SUCCESS
+    await poll(lambda: broker.store.get_max_offset_in_queue("%RETRY%GR", 0) == 1)
+    [retry] = decode_all((await mq.pull("GR", "%RETRY%GR", 0, 0)).body)
+    assert retry.properties["ORIGIN_MESSAGE_ID"] == msg.offset_msg_id
+
+
 async def test_send_back_to_the_dlq(cluster, poll, dispatched) -> None:
     broker = await cluster.broker(message_delay_level=LEVELS)
     mq = cluster.mq(broker)

@@ -20,6 +20,7 @@ from pocketmq.common.constants import (
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_TYPE_MASK,
 )
+from pocketmq.common.java_text import is_blank
 from pocketmq.common.message import (
     MessageExt,
     MessageExtBatch,
@@ -336,7 +337,8 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
         elif delay_level is not None:
             props[PROPERTY_DELAY_TIME_LEVEL] = str(delay_level if delay_level > 0 else 3 + original.reconsume_times)
-        props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, original.offset_msg_id)
+        if is_blank(props.get(PROPERTY_ORIGIN_MESSAGE_ID, "")):  # (UtilAll.isBlank: " " is none either)
+            props[PROPERTY_ORIGIN_MESSAGE_ID] = original.offset_msg_id
         return MessageExtBrokerInner(
             topic=new_topic,
             body=original.body,

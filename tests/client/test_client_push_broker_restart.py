@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Callable
 from typing import Any
 
 from push_helpers import FAST_BROKER, create_topic, make_consumer, unique
@@ -17,11 +18,14 @@ from pocketmq.broker.config import BrokerConfig
 from pocketmq.client import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, Message, Producer
 
 
-async def restart_broker(cluster: Any) -> None:
-    """Shut the broker down and start a new one on the same port and store."""
+async def restart_broker(cluster: Any, while_down: Callable[[BrokerConfig], None] | None = None) -> None:
+    """Shut the broker down and start a new one on the same port and store (``while_down`` sees the store
+    between the two)."""
     old = cluster.broker
     port = old.port
     await old.shutdown()
+    if while_down is not None:
+        while_down(old.broker_config)
     cluster.broker = BrokerController(BrokerConfig(**{**vars(old.broker_config), "listen_port": port}))
     await cluster.broker.start()
 
@@ -79,16 +83,16 @@ async def test_offsets_a_restarted_broker_lost_are_sent_again(tmp_path, poll) ->
             await poll(lambda: len(got) == 3, timeout=10)
             offsets = cluster.broker.consumer_offset_manager
             await poll(lambda: offsets.query_offset(group, topic, 0) == 3, timeout=10)
-            old = cluster.broker
-            await old.shutdown()
-            path = os.path.join(old.broker_config.config_dir, "consumerOffset.json")
-            with open(path) as f:
-                saved = json.load(f)
-            saved["offsetTable"][f"{topic}@{group}"] = {"0": 0}  # (what it had flushed before the consumer's)
-            with open(path, "w") as f:
-                json.dump(saved, f)
-            cluster.broker = BrokerController(BrokerConfig(**{**vars(old.broker_config), "listen_port": old.port}))
-            await cluster.broker.start()
+
+            def lose_the_offset(config: BrokerConfig) -> None:  # (what it had flushed before the consumer's)
+                path = os.path.join(config.config_dir, "consumerOffset.json")
+                with open(path) as f:
+                    saved = json.load(f)
+                saved["offsetTable"][f"{topic}@{group}"] = {"0": 0}
+                with open(path, "w") as f:
+                    json.dump(saved, f)
+
+            await restart_broker(cluster, lose_the_offset)
             assert cluster.broker.consumer_offset_manager.query_offset(group, topic, 0) == 0
             await poll(lambda: cluster.broker.consumer_offset_manager.query_offset(group, topic, 0) == 3, timeout=10)
         assert got == [b"m0", b"m1", b"m2"]

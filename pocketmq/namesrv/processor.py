@@ -154,6 +154,10 @@ class DefaultRequestProcessor:
                 result = done.value
                 break
             await asyncio.sleep(0)  # let the loop serve others between steps of a big table
+        if channel.closed:
+            # Closed while its registration was decoded or applied: the close's clean-up ran before the broker was
+            # there, and nothing else would drop it before it expires (never, with a huge heartbeat timeout).
+            self.route_info_manager.on_channel_destroy(channel)
         # RocketMQ also returns the ORDER_TOPIC_CONFIG namespace of its KV config as the body; pocketmq's brokers
         # do not read it, so none.
         return RemotingCommand.response_to(

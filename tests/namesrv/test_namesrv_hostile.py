@@ -103,3 +103,22 @@ async def test_queue_numbers_beyond_a_java_int_are_refused_and_the_topic_stays_r
             route = await c.invoke(namesrv.address, route_req, GUARD)
             assert route.code == ResponseCode.SUCCESS
     assert list(namesrv.route_info_manager.topic_queue_table["Shared"]) == ["broker-b"]
+
+
+async def test_a_registration_whose_connection_closed_meanwhile_does_not_stay(namesrv: NamesrvController, caplog,
+                                                                             poll) -> None:
+    """A big registration is decoded off the loop; its connection closes meanwhile, so the close's clean-up runs
+    before the broker is in the tables. It is dropped once applied, as the close would have (it stayed until it
+    expired: never, with a huge heartbeatTimeoutMillis, so such registrations piled up)."""
+    topics = {f"Gone{i}": TopicConfig(f"Gone{i}", 4, 4, PermName.PERM_READ | PermName.PERM_WRITE) for i in range(2000)}
+    body = RegisterBrokerBody(TopicConfigSerializeWrapper(topics, DataVersion(1, 1))).encode()
+    assert len(body) > 64 * 1024  # (decoded on a worker thread)
+    request = register_request(body, compressed=False, broker_name="broker-gone")
+    request.ext_fields["heartbeatTimeoutMillis"] = str(2**62)
+    caplog.set_level("INFO", logger="pocketmq.namesrv")
+    async with RemotingClient() as attacker:
+        await attacker.invoke_oneway(namesrv.address, request)
+    await poll(lambda: "new broker registered: 127.0.0.1:10911 (broker-gone" in caplog.text)
+    await poll(lambda: not namesrv.route_info_manager.broker_live_table)
+    assert "broker-gone" not in namesrv.route_info_manager.broker_addr_table
+    assert not namesrv.route_info_manager.topic_queue_table

@@ -324,13 +324,22 @@ class ApacheRocketMQ(ServerProcess):
         self.namesrv.start_ready(self.env(), "The Name Server boot success")
 
     def start_broker(self) -> None:
-        if self.broker_port == 0:
-            self.broker_port = free_port(-2, 0, 1)
-        conf = self.home / "broker.conf"
-        write_properties(conf, self.broker_conf())
-        argv = self.java("org.apache.rocketmq.broker.BrokerStartup", "-c", str(conf))
-        self.broker = JavaProcess("broker", argv, self.home)
-        self.broker.start_ready(self.env(), "boot success")
+        chosen = self.broker_port == 0
+        for attempt in range(3):
+            if chosen:
+                self.broker_port = free_port(-2, 0, 1)
+            conf = self.home / "broker.conf"
+            write_properties(conf, self.broker_conf())
+            argv = self.java("org.apache.rocketmq.broker.BrokerStartup", "-c", str(conf))
+            self.broker = JavaProcess("broker", argv, self.home)
+            try:
+                self.broker.start_ready(self.env(), "boot success")
+                break
+            except RuntimeError as e:
+                # The JVM binds its HA port (P + 1) seconds after the probe found it free, and the suite's other
+                # worker binds ephemeral ports meanwhile: another block of ports, when the ports were ours to pick.
+                if not chosen or "Address already in use" not in str(e) or attempt == 2:
+                    raise
         if self.major >= 5:
             self._wait_registered()
 

@@ -41,8 +41,8 @@ def _outcomes(addr: str, run: str) -> dict[str, Any]:
             found = call(addr, request(R.QUERY_MESSAGE, {"topic": topic, "key": key, "maxNum": 32,
                                                          "beginTimestamp": 0, "endTimestamp": FAR}))
             out[f"query {key[:2]}"] = (found.code, sorted(m.body for m in decode_all(found.raw_body or b"")))
-        if out["query kB"][0] == 0 or time.monotonic() > deadline:
-            break
+        if all(out[q][0] == 0 for q in ("query kB", "query kE", "query UB")) or time.monotonic() > deadline:
+            break  # (each send is indexed after its answer, and in no set order with the others)
         time.sleep(0.2)
     for tag in ("tA", "tB"):
         pulled = call(addr, request(R.PULL_MESSAGE, {

@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 
 from pocketmq.common.constants import CQ_STORE_UNIT_SIZE
 from pocketmq.common.message import pack_host
-from pocketmq.common.topic_validator import RMQ_SYS_SCHEDULE_TOPIC
 from pocketmq.remoting.acl import AclClientRPCHook, SessionCredentials
 from pocketmq.remoting.acl.validator import PlainAccessValidator
 from pocketmq.remoting.body import DataVersion, TopicConfig, TopicConfigSerializeWrapper
@@ -38,6 +37,7 @@ from .config_file import ConfigManager
 from .consumer_offset_manager import ConsumerOffsetManager
 from .consumer_order_info_manager import ConsumerOrderInfoManager
 from .longpolling import PullRequestHoldService
+from .longpolling.notify_message_arriving_listener import NotifyMessageArrivingListener
 from .open_files_limit import raise_open_files_limit
 from .pop import PopReviveService
 from .processor import (
@@ -104,18 +104,7 @@ class BrokerController:
         self.send_message_processor = SendMessageProcessor(self)
         self.end_transaction_processor = EndTransactionProcessor(self)
         self.pull_message_processor = PullMessageProcessor(self)
-        self.pull_request_hold_service = PullRequestHoldService(
-            self.store.get_max_offset_in_queue,
-            self.pull_message_processor.execute_request_when_wakeup,
-            self.tasks,
-            config.pull_request_hold_check_interval,
-            on_park=self.store.reput_service.hurry,
-            max_parked=config.max_pull_polling_size,
-        )
-        self._create_pop_parts()
-        # The dispatcher polls every 1 ms while pulls or pops wait for arrivals, every 10 ms while none does.
-        self.store.reput_service.prompt_needed = self._someone_waits
-        self._dispatch_pending = False  # (dispatch_soon_if_awaited)
+        self._create_waiting_parts(config)
         # (before the processors: the server-side rebalance reads routes through its name-server client)
         self.broker_outer_api = self._create_broker_outer_api(config)
         self._register_processors()
@@ -177,6 +166,26 @@ class BrokerController:
             api.client.rpc_hook = AclClientRPCHook(SessionCredentials(config.access_key, config.secret_key))
         return api
 
+    def _create_waiting_parts(self, config: BrokerConfig) -> None:
+        """What parks requests until messages arrive (pulls, pops, notifications) and what wakes them."""
+        self.pull_request_hold_service = PullRequestHoldService(
+            self.store.get_max_offset_in_queue,
+            self.pull_message_processor.execute_request_when_wakeup,
+            self.tasks,
+            config.pull_request_hold_check_interval,
+            on_park=self.store.reput_service.hurry,
+            max_parked=config.max_pull_polling_size,
+        )
+        self._create_pop_parts()
+        self.message_arriving_listener = NotifyMessageArrivingListener(
+            self.pull_request_hold_service, self.pop_message_processor.long_polling,
+            self.notification_processor.long_polling, self.schedule_message_service, self.store.reput_service,
+        )
+        # The dispatcher polls every 1 ms while pulls or pops wait for arrivals, every 10 ms while none does.
+        self.store.reput_service.prompt_needed = self.message_arriving_listener.someone_waits
+        # (after a put: see NotifyMessageArrivingListener.dispatch_soon_if_awaited)
+        self.dispatch_soon_if_awaited = self.message_arriving_listener.dispatch_soon_if_awaited
+
     def _create_pop_parts(self) -> None:
         """RocketMQ 5's POP: its processors (registered with the others) and the revive service."""
         self.pop_message_processor = PopMessageProcessor(self)
@@ -224,9 +233,7 @@ class BrokerController:
         self.store_host = pack_host(bc.store_host_ip, self.remoting_server.port)
         # (the store's own fallback too: the timer's deliveries name no store host)
         self.store.set_store_address(bc.store_host_ip, self.remoting_server.port)
-        self.pull_request_hold_service.start()
-        self.pop_message_processor.long_polling.start()
-        self.notification_processor.long_polling.start()
+        self.message_arriving_listener.start()
         self.pop_revive_service.start()
         self.pop_message_processor.buffer_merge.start()
         self.schedule_message_service.start()
@@ -277,7 +284,7 @@ class BrokerController:
             if not manager.load():
                 raise RuntimeError(f"cannot load {manager.config_file_path} (nor its .bak); the log says why. Mend "
                                    f"one, or move both aside to start without what they held")
-        self.store.message_arriving_listener = self._on_message_arriving
+        self.store.message_arriving_listener = self.message_arriving_listener.arriving
         self.store.load()
         self.store.start()
         counts: dict[str, int] = {}
@@ -305,9 +312,7 @@ class BrokerController:
             await self.pop_message_processor.buffer_merge.flush_all()  # before the offsets are persisted
         except Exception:
             log.exception("cannot write the buffered pop checkpoints at shutdown")
-        self.pull_request_hold_service.shutdown()
-        self.pop_message_processor.long_polling.shutdown()
-        self.notification_processor.long_polling.shutdown()
+        self.message_arriving_listener.shutdown()
         self.schedule_message_service.shutdown()
         for manager in self._config_managers():
             await manager.wait_persisted()
@@ -456,40 +461,9 @@ class BrokerController:
             return False  # even the queue entries are too far back to be in memory
         return store.get_max_phy_offset() - store.get_commit_log_offset_in_queue(topic, queue_id, offset) <= memory
 
-    def _on_message_arriving(
-        self, topic: str, queue_id: int, next_offset: int, tags_code: int, store_timestamp: int, properties: bytes
-    ) -> None:
-        # The store calls this on its dispatcher thread for every message: both callees return at once
-        # unless someone waits on this queue.
-        self.pull_request_hold_service.on_message_arriving(
-            topic, queue_id, next_offset, tags_code, store_timestamp, properties
-        )
-        if topic == RMQ_SYS_SCHEDULE_TOPIC:
-            self.schedule_message_service.on_message_arriving(queue_id)
-        self.pop_message_processor.long_polling.on_message_arriving(topic, queue_id)
-        self.notification_processor.long_polling.on_message_arriving(topic, queue_id)
-
-    def dispatch_soon_if_awaited(self) -> None:
-        """After a put, when a pull or a pop waits: dispatch in this loop's next turn (the put's answer is out by
-        then) rather than wait for the dispatcher thread to get the GIL (ReputMessageService.dispatch_in_caller
-        says why). One such turn is pending at a time, whatever the number of puts before it."""
-        if not self._dispatch_pending and self._someone_waits():
-            self._dispatch_pending = True
-            asyncio.get_running_loop().call_soon(self._dispatch_now)
-
-    def _dispatch_now(self) -> None:
-        self._dispatch_pending = False
-        self.store.reput_service.dispatch_in_caller()
-
-    def _someone_waits(self) -> bool:
-        return (self.pull_request_hold_service.waiting() or self.pop_message_processor.long_polling.waiting()
-                or self.notification_processor.long_polling.waiting())
-
     def _on_channel_close(self, channel: Channel) -> None:
         self.client_housekeeping_service.on_channel_close(channel)
-        self.pull_request_hold_service.on_channel_close(channel)
-        self.pop_message_processor.long_polling.on_channel_close(channel)
-        self.notification_processor.long_polling.on_channel_close(channel)
+        self.message_arriving_listener.on_channel_close(channel)
 
 
 def _with_perm(tc: TopicConfig, perm: int) -> TopicConfig:

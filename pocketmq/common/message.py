@@ -4,19 +4,30 @@ from __future__ import annotations
 
 import ipaddress
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
 from .bounded_cache import BoundedCache
 from .constants import (
     KEY_SEPARATOR,
     NAME_VALUE_SEPARATOR,
+    PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_KEYS,
     PROPERTY_SEPARATOR,
     PROPERTY_TAGS,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
 )
+from .java_text import parse_integer
 
 _PORT = struct.Struct(">i")
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+
+
+def delay_time_level(props: Mapping[str, str]) -> int:
+    """Message.getDelayTimeLevel: the DELAY property as Integer.parseInt reads it, 0 without one. ValueError when it
+    is no int ("", " 1", "1_0", "abc", past the int's range), where RocketMQ's put fails with NumberFormatException."""
+    text = props.get(PROPERTY_DELAY_TIME_LEVEL)
+    return 0 if text is None else parse_integer(text, INT_MIN, INT_MAX)
 
 
 def pack_host(host: str, port: int) -> bytes:

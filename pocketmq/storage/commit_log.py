@@ -31,7 +31,7 @@ from pocketmq.common.constants import (
     TRANSACTION_ROLLBACK_TYPE,
     TRANSACTION_TYPE_MASK,
 )
-from pocketmq.common.message import MessageExtBatch, MessageExtBrokerInner, raw_property
+from pocketmq.common.message import MessageExtBatch, MessageExtBrokerInner, delay_time_level, raw_property
 from pocketmq.common.record_layout import (
     HOST_SHAPES,
     IPV4_HOST_LENGTH,
@@ -160,9 +160,9 @@ class CommitLog:
     def _reroute_delay(self, msg: MessageExtBrokerInner) -> None:
         """A message with DELAY > 0 goes to SCHEDULE_TOPIC_XXXX, queue level - 1; its real address is kept."""
         try:
-            level = int(msg.properties[PROPERTY_DELAY_TIME_LEVEL])
+            level = delay_time_level(msg.properties)
         except ValueError:
-            return
+            return  # (the broker refuses such a message; a direct put stores it undelayed)
         if level <= 0 or msg.sys_flag & TRANSACTION_TYPE_MASK in _NOT_COUNTED or msg.topic == SCHEDULE_TOPIC:
             return  # (already rerouted: a caller retrying the same Message must not nest it twice)
         level = min(level, len(self.delay_levels))

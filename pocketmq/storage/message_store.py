@@ -19,7 +19,8 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 
 from pocketmq.common.constants import PROPERTY_WAIT_STORE_MSG_OK
-from pocketmq.common.message import MessageExtBatch, MessageExtBrokerInner, raw_property
+from pocketmq.common.java_text import parse_integer
+from pocketmq.common.message import INT_MAX, INT_MIN, MessageExtBatch, MessageExtBrokerInner, raw_property
 from pocketmq.common.validators import VALID_TOPICS, topic_error
 
 from .checkpoint import StoreCheckpoint
@@ -267,8 +268,8 @@ class DefaultMessageStore(MessageStoreRecovery, StoreDiskSpace, DispatchHold, Me
         """Tags code of a SCHEDULE_TOPIC_XXXX entry: when the delayed message is due."""
         raw = raw_property(props, b"DELAY\x01")
         try:
-            level = int(raw) if raw else 0
-        except ValueError:
+            level = parse_integer(raw.decode(), INT_MIN, INT_MAX) if raw else 0
+        except ValueError:  # (UnicodeDecodeError is one)
             level = 0
         if level <= 0:
             return store_ts

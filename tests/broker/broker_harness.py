@@ -112,7 +112,9 @@ class MQ:
         header = SendMessageRequestHeaderV2.from_v1(v1) if code != RequestCode.SEND_MESSAGE else v1
         return await self.invoke(code, header, body)
 
-    async def send_batch(self, topic: str, items: list[BatchItem], *, queue_id: int = 0) -> RemotingCommand:
+    async def send_batch(
+        self, topic: str, items: list[BatchItem], *, queue_id: int = 0, properties: str | None = None
+    ) -> RemotingCommand:
         v1 = SendMessageRequestHeader(
             producer_group="PG",
             topic=topic,
@@ -122,7 +124,7 @@ class MQ:
             sys_flag=0,
             born_timestamp=time.time_ns() // 1_000_000,
             flag=0,
-            properties=self.props(WAIT="true"),
+            properties=properties if properties is not None else self.props(WAIT="true"),
             batch=True,
         )
         return await self.invoke(

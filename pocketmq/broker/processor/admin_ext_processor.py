@@ -162,6 +162,7 @@ class AdminExtProcessor(BrokerProcessor):
         }
         info.update(_store_stats_info(stats))
         info.update(_store_runtime_info(c.broker_config.store_root, store))
+        info.update(c.schedule_message_service.build_running_stats())
         return info
 
     async def get_topic_stats_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:

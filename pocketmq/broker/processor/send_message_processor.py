@@ -25,6 +25,7 @@ from pocketmq.common.message import (
     MessageExt,
     MessageExtBatch,
     MessageExtBrokerInner,
+    delay_time_level,
     properties_to_string,
     string_to_properties,
 )
@@ -38,7 +39,6 @@ from pocketmq.remoting.header import (
 )
 from pocketmq.remoting.transport import Channel
 from pocketmq.storage.results import PutMessageStatus
-from pocketmq.storage.timer.timer_routing import delay_level
 
 from .abstract_send_message_processor import _MSGPACK, AbstractSendMessageProcessor
 from .base import response
@@ -63,6 +63,20 @@ def _is_transactional(header: SendMessageRequestHeader, props: dict[str, str]) -
     )
 
 
+class _PutThrew(Exception):
+    """What RocketMQ's put fails with by an exception: its remoting layer answers SYSTEM_ERROR with the exception's
+    text and no header (so none of the region fields every other answer of a send carries)."""
+
+
+def _check_delay_level(props: dict[str, str]) -> None:
+    """A DELAY that is no int, where RocketMQ's put fails on Integer.parseInt (a half message's too: RocketMQ takes
+    that one, then cannot commit it)."""
+    try:
+        delay_time_level(props)
+    except ValueError as e:
+        raise _PutThrew(f"the DELAY property is not a delay level: {e}") from None
+
+
 class SendMessageProcessor(AbstractSendMessageProcessor):
     def __init__(self, controller: BrokerController) -> None:
         super().__init__(controller)
@@ -77,10 +91,13 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         header = parse_send_message_request_header(request.code, request.ext_fields)
         # RocketMQ picks the batch path by the header's batch flag alone; code 320 without it would store the
         # encoded batch as one message, so the code counts too.
-        if header.batch or request.code == _SEND_BATCH_MESSAGE:
-            answer = self.send_batch_message(channel, request, header)
-        else:
-            answer = self.send_message(channel, request, header)
+        try:
+            if header.batch or request.code == _SEND_BATCH_MESSAGE:
+                answer = self.send_batch_message(channel, request, header)
+            else:
+                answer = self.send_message(channel, request, header)
+        except _PutThrew as e:
+            return response(request, ResponseCode.SYSTEM_ERROR, str(e))
         if request.serialize_type is _MSGPACK or (type(answer) is RemotingCommand and answer.code == _SUCCESS):
             return answer  # (a stored message's answer has the region and trace switch already)
         return self.with_region(answer)
@@ -121,6 +138,8 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         error = self._check_transaction(request, transactional, sys_flag)
         if error is not None:
             return error
+        if PROPERTY_DELAY_TIME_LEVEL in props:
+            _check_delay_level(props)
         if tc.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
         # The producer's encoded properties go to the store as they came, with the region stamp appended.
@@ -239,7 +258,8 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
                 f"message {list(map(len, bodies)).index(0)} of the batch: the message body length is zero",
             )
         batch_props = string_to_properties(header.properties or "")
-        if delay_level(batch_props) > 0:  # (CommitLog.putMessages: messageExtBatch.getDelayTimeLevel() > 0)
+        _check_delay_level(batch_props)
+        if delay_time_level(batch_props) > 0:  # (CommitLog.putMessages: messageExtBatch.getDelayTimeLevel() > 0)
             return response(request, ResponseCode.MESSAGE_ILLEGAL, "a batch cannot carry a delay level")
         conflict = self.check_message_type(request, tc, batch_props)
         if conflict is not None:

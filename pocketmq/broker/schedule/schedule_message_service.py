@@ -137,8 +137,10 @@ class ScheduleMessageService(ConfigManager):
                 now = now_ms()
                 if due > now + delay:
                     due = now  # correctDeliverTimestamp: a store time in the future (clock moved back)
-                if due > now:
+                # (a loop, not one sleep: the loop's timers round to the millisecond and may wake one early)
+                while due > now:
                     await asyncio.sleep((due - now) / 1000.0)
+                    now = now_ms()
                 while not await self._deliver(msg, level):
                     await asyncio.sleep(DELAY_FOR_A_PERIOD)
                 self._set_offset(level, msg.queue_offset + 1)
@@ -210,6 +212,16 @@ class ScheduleMessageService(ConfigManager):
             store_host=self.controller.store_host,
             reconsume_times=msg.reconsume_times,
         )
+
+    def build_running_stats(self) -> dict[str, str]:
+        """buildRunningStats: per level in the offset table, ``scheduleMessageOffset_<level>`` = ``delivered,stored``
+        (the next offset to deliver and the level queue's max offset), as GET_BROKER_RUNTIME_INFO shows them."""
+        store = self.controller.store
+        return {
+            f"scheduleMessageOffset_{level}":
+                f"{offset},{store.get_max_offset_in_queue(RMQ_SYS_SCHEDULE_TOPIC, level - 1)}"
+            for level, offset in self.offset_table.items()
+        }
 
     def _set_offset(self, level: int, offset: int) -> None:
         self.offset_table[level] = offset

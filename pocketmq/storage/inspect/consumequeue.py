@@ -7,7 +7,7 @@ import os
 
 from pocketmq.common.constants import CQ_STORE_UNIT_SIZE, PROPERTY_DELAY_TIME_LEVEL
 from pocketmq.common.java_hash import tags_code
-from pocketmq.common.message import MessageExt
+from pocketmq.common.message import MessageExt, delay_time_level
 
 from ..commit_log import SCHEDULE_TOPIC
 from ..config import DEFAULT_DELAY_LEVELS, parse_delay_levels
@@ -130,7 +130,7 @@ def _delays(spec: str) -> list[int]:
 def _delivery_time(msg: MessageExt, delays: list[int]) -> int | None:
     """What the dispatcher stores as a delayed message's tags code: store time + its level's delay."""
     try:
-        level = int(msg.properties.get(PROPERTY_DELAY_TIME_LEVEL, "0"))
+        level = delay_time_level(msg.properties)
     except ValueError:
         return None
     if level <= 0:

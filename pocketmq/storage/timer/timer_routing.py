@@ -21,7 +21,7 @@ from pocketmq.common.constants import (
     PROPERTY_TIMER_OUT_MS,
 )
 from pocketmq.common.java_text import parse_integer
-from pocketmq.common.message import MessageExtBrokerInner
+from pocketmq.common.message import MessageExtBrokerInner, delay_time_level
 from pocketmq.common.topic_validator import RMQ_SYS_WHEEL_TIMER
 
 from ..config import MessageStoreConfig
@@ -34,8 +34,9 @@ ROUTED_KEYS = frozenset((PROPERTY_DELAY_TIME_LEVEL, *_TIMER_KEYS, PROPERTY_START
 
 
 def delay_level(props: dict[str, str]) -> int:
+    """The message's delay level, 0 for a DELAY that is no int (the broker refuses those before they get here)."""
     try:
-        return int(props.get(PROPERTY_DELAY_TIME_LEVEL, "0"))
+        return delay_time_level(props)
     except ValueError:
         return 0
 

@@ -239,6 +239,8 @@ class GrpcProxy:
             await self._front.stop()
         if self._server is not None:
             await self._server.stop(grace=0.5)
+        if self._front is not None:
+            await self._front.close_connections()
         await self.handles.stop()
         await self.cluster.shutdown()
 

@@ -200,6 +200,29 @@ async def test_a_connection_that_never_speaks_is_closed(cluster):
         await proxy.stop()
 
 
+@pytest.mark.parametrize("first", [b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", b"\x16\x03\x01"], ids=["plaintext", "tls"])
+async def test_stopping_the_endpoint_closes_the_connections_it_spliced(cluster, poll, first):
+    """The permissive port's splices outlived the endpoint: gRPC closed neither of its ends, and both transports
+    stayed open on the endpoint's closed loop (descriptors held until collected, then an "unclosed transport"
+    warning in whichever test ran then: a failure in a suite that turns warnings into errors)."""
+    proxy = await start_proxy(cluster)
+    try:
+        host, _, port = proxy.endpoint.rpartition(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(first)
+        front = proxy._front
+        assert front is not None
+        await poll(lambda: front.clients)  # (routed: on its way to gRPC's listener, or spliced)
+    finally:
+        await proxy.stop()
+    try:
+        await asyncio.wait_for(reader.read(), 10)  # (what gRPC sent, then the end: not this test's timeout)
+    except ConnectionResetError:
+        pass
+    assert not front.clients  # (each client's connection_lost ran)
+    writer.close()
+
+
 # --- consumption ---------------------------------------------------------------------------------------------
 
 CONSUMING = {"consumer_min_long_polling_timeout_millis": 100, "min_invisible_time_millis_for_recv": 1000}

@@ -327,15 +327,18 @@ async def test_a_traced_transaction_leaves_an_end_transaction_record(cluster, po
     assert end["transactionId"] == result.transaction_id
 
 
-async def test_pub_records_take_the_brokers_region_and_none_is_written_when_it_says_trace_off(tmp_path, poll) -> None:
+@pytest.mark.parametrize("protocol", ["rocketmq", "msgpack"])
+async def test_pub_records_take_the_brokers_region_and_none_is_written_when_it_says_trace_off(
+    tmp_path, poll, protocol
+) -> None:
     # Both come with the broker's answer to a send (MSG_REGION, TRACE_ON); the client wrote DefaultRegion, and a Pub
-    # record whatever the broker said.
+    # record whatever the broker said. (A msgpack answer carried neither: the client took the defaults.)
     for trace_on in (True, False):
         async with EmbeddedCluster(tmp_path / str(trace_on), trace_topic_enable=True, region_id="R1",
                                    trace_on=trace_on, **FAST_BROKER) as c:
             topic = unique("TopicRegion")
             await create_topic(c, topic, 1)
-            async with Producer(unique("PGRegion"), c.namesrv_addr, instance_name=unique("rp"), protocol="rocketmq",
+            async with Producer(unique("PGRegion"), c.namesrv_addr, instance_name=unique("rp"), protocol=protocol,
                                 enable_msg_trace=True) as producer:
                 result = await producer.send(Message(topic, b"x"))
             # (the producer's shutdown sent every record it had)

@@ -245,6 +245,10 @@ class AbstractSendMessageProcessor(BrokerProcessor):
         bc = self.controller.broker_config
         return bc.region_id, "true" if bc.trace_on else "false"
 
+    def _region_not_default(self) -> bool:
+        bc = self.controller.broker_config
+        return bc.region_id != mix_all.DEFAULT_TRACE_REGION_ID or not bc.trace_on
+
     def stamp_region(self, props: dict[str, str], props_string: str) -> str:
         """MSG_REGION and TRACE_ON on a message to store, as Apache RocketMQ 5's broker puts them on every one
         (buildMsgContext); its 5.x client drops the consume traces of a message without MSG_REGION. Appended to
@@ -297,8 +301,10 @@ class AbstractSendMessageProcessor(BrokerProcessor):
             if msg is not None and PROPERTY_TIMER_OUT_MS in msg.properties:
                 header.recall_handle = self.recall_handle(msg)
             answer = response(request, code, ext_fields=header)
-            if request.serialize_type is not _MSGPACK:
+            if request.serialize_type is not _MSGPACK or self._region_not_default():
                 # What a 4.9.8 broker adds (SendMessageProcessor); Java's client reads both without a null check.
+                # pocketmq's own client takes their absence for the defaults, so msgpack answers carry them only
+                # when they differ (its trace records name the region, and a broker with traceOn=false gets none).
                 answer.ext_fields[PROPERTY_MSG_REGION], answer.ext_fields[PROPERTY_TRACE_SWITCH] = self.region_stamp()
             return answer
         if result.status is PutMessageStatus.SERVICE_NOT_AVAILABLE:

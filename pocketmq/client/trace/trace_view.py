@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 
 from pocketmq.common.message import MessageExt
@@ -18,7 +19,7 @@ class TraceView:
     tags: str
     keys: str
     store_host: str
-    client_host: str  # the host that wrote the record (the trace message's born host)
+    client_host: str  # the host that wrote the record (the trace message's born host, without its port)
     cost_time: int
     msg_type: str  # the record's TraceType name: Pub, SubBefore, SubAfter
     offset_msg_id: str
@@ -27,6 +28,18 @@ class TraceView:
     group_name: str
     status: str  # "success" or "failed"
     request_id: str = ""
+
+
+def born_host_string(born_host: str) -> str:
+    """MessageExt.getBornHostString: the address alone, as InetAddress.getHostAddress writes it (an IPv6 one in
+    full, its groups without leading zeros: 0:0:0:0:0:0:0:1)."""
+    host = born_host.rpartition(":")[0] if ":" in born_host else born_host
+    if host.startswith("["):
+        try:
+            return ":".join(f"{int(group, 16):x}" for group in ipaddress.IPv6Address(host[1:-1]).exploded.split(":"))
+        except ValueError:
+            return host
+    return host
 
 
 def decode_from_trace_trans_data(key: str, message: MessageExt) -> list[TraceView]:
@@ -44,7 +57,7 @@ def decode_from_trace_trans_data(key: str, message: MessageExt) -> list[TraceVie
             continue
         views.append(TraceView(
             msg_id=bean.msg_id, tags=bean.tags, keys=bean.keys, store_host=bean.store_host,
-            client_host=message.born_host, cost_time=ctx.cost_time, msg_type=ctx.trace_type.value,
+            client_host=born_host_string(message.born_host), cost_time=ctx.cost_time, msg_type=ctx.trace_type.value,
             offset_msg_id=bean.offset_msg_id, time_stamp=ctx.time_stamp, topic=bean.topic,
             group_name=ctx.group_name, status="success" if ctx.success else "failed", request_id=ctx.request_id,
         ))

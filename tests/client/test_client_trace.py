@@ -347,3 +347,36 @@ async def test_pub_records_take_the_brokers_region_and_none_is_written_when_it_s
                 assert records[0]["region"] == "R1"
             else:
                 assert c.broker.store.get_max_offset_in_queue(TRACE_TOPIC, 0) <= 0
+
+
+async def test_trace_records_past_the_keys_a_message_holds_go_in_several_trace_messages(cluster, poll) -> None:
+    """Forty batch sends of 32 in one window: each Pub record is keyed by its batch's joined ids (about 1 KB), and
+    the one trace message holding them all had 40 KB of KEYS, which the broker refuses (properties over 32,767
+    bytes): every record of the window was lost (RocketMQ's dispatcher the same). They now go in several."""
+    topic = unique("TopicTraceKeys")
+    await create_topic(cluster, topic, 1)
+    async with Producer(unique("PGTraceKeys"), cluster.namesrv_addr, instance_name=unique("tk"),
+                        enable_msg_trace=True) as producer:
+        dispatcher = producer.trace_dispatcher
+        assert dispatcher is not None
+        dispatcher.flush_interval = 30.0  # (every record in one window, whatever the machine's pace)
+        results = [await producer.send_batch([Message(topic, b"x") for _ in range(32)]) for _ in range(40)]
+        await dispatcher.flush()
+        assert dispatcher.sent_messages >= 2
+    for result in (results[0], results[19], results[-1]):
+        records, _ = await trace_records(cluster, result.msg_id, poll, {"Pub"})
+        assert records[0]["topic"] == topic
+
+
+async def test_a_record_whose_own_keys_pass_the_budget_is_stored_without_them(cluster, poll) -> None:
+    """A batch of 1,000: its Pub record's one key (the joined ids) is 33 KB, past what a message's properties may
+    hold; the trace message goes without it rather than be refused."""
+    topic = unique("TopicTraceBig")
+    await create_topic(cluster, topic, 1)
+    async with Producer(unique("PGTraceBig"), cluster.namesrv_addr, instance_name=unique("tb"),
+                        enable_msg_trace=True) as producer:
+        dispatcher = producer.trace_dispatcher
+        assert dispatcher is not None
+        await producer.send_batch([Message(topic, b"x") for _ in range(1000)])
+        await dispatcher.flush()
+        assert dispatcher.sent_messages == 1

@@ -452,3 +452,20 @@ def test_entries_past_the_saved_header_are_counted(store: Path, tmp_path: Path) 
     assert again["geometry"]["hash_slots"] == slots
     entries = {e["entry"] for s in again["slots"] for e in s["chain"]}
     assert entries == set(range(1, count)), "the two entries past the header are still shown"
+
+
+def test_the_text_says_when_file_sizes_or_a_blank_record_disagree_with_the_files(store: Path, tmp_path: Path) -> None:
+    """A first file cut short was listed as "2 file(s) of <its size>", and a blank record whose TOTALSIZE is not
+    the bytes left as "(the rest of the file)": each now says what does not add up."""
+    copy = tmp_path / "copy"
+    shutil.copytree(store, copy)
+    names = sorted(os.listdir(copy / "commitlog"))
+    size = os.path.getsize(copy / "commitlog" / names[0])
+    with open(copy / "commitlog" / names[0], "r+b") as f:
+        f.write(struct.pack(">iI", 50, 0xCBD43194))  # a blank record at 0 that says 50 bytes
+    with open(copy / "commitlog" / names[1], "r+b") as f:
+        f.truncate(1000)
+    code, out = run_tool(inspect_main, [str(copy), "--commitlog", "--limit", "0"])
+    assert code == 0
+    assert f"! of different sizes: 1,000, {size:,} bytes" in out
+    assert f"blank record: TOTALSIZE 50 (! the rest of the file is {size:,} bytes)" in out

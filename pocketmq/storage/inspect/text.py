@@ -67,7 +67,7 @@ def _commitlog(lines: list[str], section: dict) -> None:
     if not files:
         lines.append("Commit log (commitlog/): no files")
         return
-    lines.append(f"Commit log (commitlog/): {len(files)} file(s) of {section['file_size']:,} bytes, "
+    lines.append(f"Commit log (commitlog/): {_files_of(files, section['file_size'])}, "
                  f"data from offset {section['min_offset']:,} to {section['max_offset']:,}, "
                  f"{section['records_total']} records")
     for f in files:
@@ -97,11 +97,21 @@ def _record(lines: list[str], r: dict) -> None:
         _fields(lines, r["fields"])
 
 
+def _files_of(files: list[dict], first_size: int) -> str:
+    """"N file(s) of S bytes", or each size when they differ (a file cut short, or a store made with other sizes)."""
+    sizes = sorted({f["size"] for f in files})
+    if len(sizes) <= 1:
+        return f"{len(files)} file(s) of {first_size:,} bytes"
+    return f"{len(files)} file(s), ! of different sizes: " + ", ".join(f"{s:,}" for s in sizes) + " bytes"
+
+
 def _file_end(lines: list[str], end: dict, file_end: int) -> None:
     kind = end["kind"]
     if kind == "blank":
+        rest = file_end - end["offset"]
+        span = "the rest of the file" if end["size"] == rest else f"! the rest of the file is {rest:,} bytes"
         lines.append(f"    offset {end['offset']}  blank record: TOTALSIZE {end['size']} "
-                     f"(the rest of the file), MAGICCODE {end['magic']}; the next record did not fit")
+                     f"({span}), MAGICCODE {end['magic']}; the next record did not fit")
     elif kind == "unwritten":
         lines.append(f"    offset {end['offset']}  end of data: zeros up to {file_end:,} (not written yet)")
     elif kind == "full":
@@ -142,7 +152,7 @@ def _consumequeue(lines: list[str], section: dict, offset: int | None) -> None:
         entries = _plural(q["entries_total"], "entry", "entries")
         lines.append(f"  {q['topic']}/{q['queue_id']}  minOffset {q['min_offset']}  "
                      f"maxOffset {q['max_offset']}  "
-                     f"({entries} in {len(q['files'])} file(s) of {q['file_size'] or 0:,} bytes)")
+                     f"({entries} in {_files_of(q['files'], q['file_size'] or 0)})")
         for f in q["files"]:
             first = f["from_index"]
             span = f"entries {first}..{first + f['entries'] - 1}" if f["entries"] else "no entries"

@@ -48,8 +48,8 @@ class ClientConfig:
 
     namesrv_addr: str  # "host:port;host:port"
     client_ip: str = field(default_factory=get_client_ip)
-    # RocketMQ's default "DEFAULT" becomes the pid (4.9.8 appends #nanoTime, giving each client its own
-    # instance); None means the same here, so producers and consumers of one process share an instance.
+    # None is RocketMQ's "DEFAULT": a client that starts with it takes pid#random (changeInstanceNameToPID; 4.9.8's
+    # pid#nanoTime), an instance of its own; a broadcasting push consumer keeps the pid.
     instance_name: str | None = None
     unit_name: str | None = None
     poll_name_server_interval: float = 30.0

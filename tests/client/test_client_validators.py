@@ -88,6 +88,10 @@ def test_system_property_names_are_reserved() -> None:
         msg.put_user_property("k", "  ")
     with pytest.raises(ValueError, match="separator"):
         msg.put_user_property("k", "a\x02b")
+    # Names outside MessageConst.STRING_HASH_SET are the user's, whatever the broker makes of them: RocketMQ's
+    # transaction example sets CHECK_IMMUNITY_TIME_IN_SECONDS as a user property (pocketmq refused it).
+    for name in ("CHECK_IMMUNITY_TIME_IN_SECONDS", "TRANSACTION_CHECK_TIMES", "INNER_MULTI_DISPATCH", "__SHARDINGKEY"):
+        assert Message("T", b"x", properties={name: "60"}).properties[name] == "60"
 
 
 def test_no_name_server_is_a_client_error() -> None:

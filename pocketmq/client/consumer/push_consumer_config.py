@@ -49,7 +49,7 @@ class PushConsumerConfig:
     pull_time_delay_when_flow_control: float = 0.05
     pull_time_delay_when_broker_flow_control: float = 0.02
     pull_time_delay_when_suspend: float = 1.0  # the consumer is suspended
-    pull_time_delay_when_exception: float = 1.0
+    pull_time_delay_when_exception: float = 3.0  # (DefaultMQPushConsumerImpl's; the lite pull consumer's is 1 s)
     offset_illegal_delay: float = 10.0  # OFFSET_ILLEGAL: wait before persisting the corrected offset
     # An offset reset pushed by the broker: how long the dropped queues settle (pulls and consumptions in
     # flight end) before the new offsets are taken (RocketMQ: 10 s).

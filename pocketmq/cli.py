@@ -350,9 +350,16 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        return run(args.func(args)) or 0
+        code = run(args.func(args)) or 0
+        sys.stdout.flush()  # (a reader that went away shows here, not at the interpreter's exit)
+        return code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`pocketmq brokerStatus | head`): stop quietly, as a shell's tools do. Python would
+        # flush stdout again at exit and fail the same way, so it points at /dev/null first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as e:  # a clear one-line error for people; the traceback with -v
         if args.verbose:
             raise

@@ -138,8 +138,11 @@ def test_fastjson_style_integer_keys_load() -> None:
 
 
 async def test_get_all_consumer_offset(broker, mq) -> None:
+    # A broker without offsets answers an empty table: Apache's refusal ("No consumer offset in this broker") is for
+    # an encoded table that is empty text, which JSON never is (4.9.7 answers {"offsetTable":{}}).
     resp = await mq.invoke(RequestCode.GET_ALL_CONSUMER_OFFSET)
-    assert resp.code == ResponseCode.SYSTEM_ERROR
+    assert resp.code == ResponseCode.SUCCESS
+    assert decode_body(resp.body) == {"offsetTable": {}}
     await mq.update_offset("G", "TopicAll", 2, 8)
     resp = await mq.invoke(RequestCode.GET_ALL_CONSUMER_OFFSET)
     assert resp.code == ResponseCode.SUCCESS

@@ -319,3 +319,19 @@ def test_dev_that_fails_after_its_broker_started_stops_it_cleanly(tmp_path):
     assert out.returncode != 0 and "needs both its file and its key file" in out.stderr, out.stderr
     assert os.path.exists(tmp_path / "dev" / "store")
     assert not os.path.exists(tmp_path / "dev" / "store" / "abort")
+
+
+def test_a_reader_that_goes_away_ends_a_command_quietly(tmp_path):
+    """`pocketmq getBrokerConfig ... | head`: the reader closing the pipe was "pocketmq getBrokerConfig:
+    BrokenPipeError" and exit status 1; it is now exit status 141 with nothing on stderr, as a shell's tools end."""
+    from pocketmq.embedded import ThreadedCluster
+
+    with ThreadedCluster(tmp_path) as cluster:
+        read_end, write_end = os.pipe()
+        os.close(read_end)  # (gone before the command writes a byte)
+        try:
+            proc = subprocess.run([*CLI, "getBrokerConfig", "-n", cluster.namesrv_addr, "-b", cluster.broker_addr],
+                                  stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60)
+        finally:
+            os.close(write_end)
+    assert (proc.returncode, proc.stderr) == (141, "")

@@ -201,8 +201,7 @@ class AdminBrokerProcessor(BrokerProcessor):
 
     async def get_all_consumer_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         table = self.controller.consumer_offset_manager.offset_table
-        if not table:
-            return response(request, ResponseCode.SYSTEM_ERROR, "No consumer offset in this broker")
+        # (empty or not: RocketMQ refuses only an encoding that is empty text, which its JSON never is)
         # msgpack keeps the queue ids as ints ({"offsetTable": {"topic@group": {queueId: offset}}}).
         body = request.encode_body({"offsetTable": {k: dict(v) for k, v in table.items()}})
         return response(request, body=body)

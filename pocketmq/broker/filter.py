@@ -89,11 +89,9 @@ class Sql92MessageFilter:
         return raw is not None and self.is_matched_by_properties(raw)
 
     def is_matched_by_properties(self, raw_properties: bytes) -> bool:
-        try:
-            props = string_to_properties(raw_properties.decode())
-        except UnicodeDecodeError:
-            return False
-        return self.expression.matches(props)
+        # Bytes that are no UTF-8 read as U+FFFD, as Java's new String(bytes, UTF_8) reads them: pocketmq refuses
+        # such properties at the send, but a store RocketMQ wrote may hold them (they matched nothing).
+        return self.expression.matches(string_to_properties(raw_properties.decode(errors="replace")))
 
 
 def message_filter_for(subscription: SubscriptionData) -> MessageFilter:

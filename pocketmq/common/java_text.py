@@ -49,7 +49,8 @@ LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 def parse_integer(text: str, lo: int = LONG_MIN, hi: int = LONG_MAX) -> int:
     """Long.parseLong (Integer.parseInt with the int's range): a sign and decimal digits, nothing else, within
     [lo, hi]; ValueError otherwise ("1.5", "1e3", "NaN", " 2", "1_000" are no numbers there)."""
-    if _INTEGER.fullmatch(text) is None:
+    # (Java reads a UTF-16 unit at a time: a digit outside the BMP is two surrogates, no digit to Character.digit)
+    if _INTEGER.fullmatch(text) is None or not (text.isascii() or max(map(ord, text)) < 0x10000):
         raise ValueError(f"expected a whole number, got {text!r}")
     n = int(text)
     if not lo <= n <= hi:

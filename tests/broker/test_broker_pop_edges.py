@@ -123,3 +123,28 @@ async def test_a_checkpoint_revived_behind_one_still_held_is_not_revived_again_a
     for _ in range(5):
         again += (await pc.pop("G", "Held", -1, invisible=60_000, poll=200)).bodies
     assert b.bodies[0] not in again
+
+
+async def test_a_change_naming_the_queues_max_offset_is_refused(cluster: Cluster) -> None:
+    """A handle whose offset is the queue's max offset names no message yet: the change wrote a checkpoint for it,
+    and the next message stored there was revived after it was popped and acked (delivered twice). Apache 5.5.0's
+    ChangeInvisibleTimeProcessor answers NO_MESSAGE for offset >= maxOffset (an ack may name the max offset)."""
+    broker = await cluster.broker(revive_interval=0.02)
+    rc = RemotingClient()
+    cluster.clients.append(rc)
+    pc = PopClient(MQ(rc, broker.address), broker.broker_config.broker_name)
+    await pc.mq.create_topic("AtMax", 1)
+    assert (await pc.mq.send("AtMax", b"m0", queue_id=0)).code == ResponseCode.SUCCESS
+    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+    popped = await pc.pop("G", "AtMax", 0, invisible=60_000)
+    assert (await pc.ack("G", "AtMax", popped.handles[0])).code == ResponseCode.SUCCESS
+    fields = popped.handles[0].split(" ")
+    fields[7] = "1"  # (the same pop, the offset after m0: the queue's max offset)
+    answer, _ = await pc.change_invisible("G", "AtMax", " ".join(fields), 100)
+    assert answer.code == ResponseCode.NO_MESSAGE, answer
+    assert (await pc.mq.send("AtMax", b"m1", queue_id=0)).code == ResponseCode.SUCCESS
+    got = await pc.pop("G", "AtMax", 0, invisible=60_000, poll=2000)
+    assert got.bodies == [b"m1"]
+    await pc.ack_all("G", "AtMax", got)
+    again = await pc.pop("G", "AtMax", -1, invisible=60_000, poll=1000)  # (a revive would be due by then)
+    assert again.bodies == []

@@ -85,8 +85,9 @@ class AckMessageProcessor(BrokerProcessor):
         return None if answer.code == ResponseCode.SUCCESS else answer
 
     def check_ack(self, request: RemotingCommand, channel: Channel, topic: str, queue_id: int, offset: int,
-                  revive_qid: int) -> RemotingCommand | None:
-        """The checks an ack and a change of invisible time share (RocketMQ's AckMessageProcessor)."""
+                  revive_qid: int, *, below_max: bool = False) -> RemotingCommand | None:
+        """The checks an ack and a change of invisible time share (RocketMQ's AckMessageProcessor). ``below_max``:
+        the offset must name a stored message (a change's; an ack may name the max offset, as RocketMQ's may)."""
         c = self.controller
         tc = c.topic_config_manager.select_topic_config(topic)
         if tc is None:
@@ -96,7 +97,7 @@ class AckMessageProcessor(BrokerProcessor):
                             f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
                             f"[{tc.read_queue_nums}] consumer:[{channel.remote_address}]")
         low, high = c.store.get_min_offset_in_queue(topic, queue_id), c.store.get_max_offset_in_queue(topic, queue_id)
-        if offset < low or offset > high:
+        if offset < low or offset > high or (below_max and offset == high):
             return response(request, ResponseCode.NO_MESSAGE,
                             f"offset is illegal, key:{topic}@{queue_id}, commit:{offset}, store:{low}~{high}")
         return self.check_revive_qid(request, revive_qid)

@@ -46,8 +46,9 @@ class ChangeInvisibleTimeProcessor(BrokerProcessor):
         group = header.consumer_group
         topic = header.topic if header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else extra.real_topic(
             header.topic, group)
+        # (a checkpoint at the max offset would revive the next message stored there, popped and acked or not)
         error = c.ack_message_processor.check_ack(request, channel, topic, header.queue_id, header.offset,
-                                                  extra.revive_qid)
+                                                  extra.revive_qid, below_max=True)
         if error is not None:
             return error
         if extra.is_order:

@@ -87,7 +87,8 @@ class ConsumerProcessor:
             consumer_group=group, topic=topic, queue_id=-1, max_msg_nums=max_msg_nums, invisible_time=invisible_time,
             poll_time=poll_time, born_time=0, init_mode=CONSUME_INIT_MODE_MAX,
             exp_type=subscription.expression_type, exp=subscription.sub_string, order=fifo, attempt_id=attempt_id)
-        result = await self.cluster.api.pop_message(addr, broker_name, header, timeout)
+        # (bodies as stored: each is inflated as the stream writes it, see receive_message_activity._write)
+        result = await self.cluster.api.pop_message(addr, broker_name, header, timeout, decompress=False)
         if result.pop_status is not PopStatus.FOUND or not result.msg_found_list:
             return result
         kept = []

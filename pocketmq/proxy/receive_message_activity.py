@@ -31,7 +31,7 @@ from .consumer_processor import ConsumerProcessor, message_id, pop_filter
 from .grpc_channel_manager import GrpcChannelManager
 from .grpc_client_settings_manager import GrpcClientSettingsManager
 from .grpc_validator import validate_consumer_group, validate_topic
-from .message_converter import to_grpc_message
+from .message_converter import inflate_to_send, to_grpc_message
 from .protocol import load
 from .proxy_context import ProxyContext
 from .proxy_exception import GrpcProxyException, status, status_of
@@ -231,8 +231,9 @@ class ReceiveMessageActivity:
             written = 0
             try:
                 yield pb.ReceiveMessageResponse(status=status(pb.Code.OK))
+                limit = self.config.max_message_size
                 for msg in msgs:
-                    yield pb.ReceiveMessageResponse(message=to_grpc_message(msg))
+                    yield pb.ReceiveMessageResponse(message=to_grpc_message(inflate_to_send(msg, limit)))
                     written += 1
             finally:
                 # The stream ended before every message was written (the client went away, or stopped reading

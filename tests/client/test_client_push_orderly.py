@@ -17,6 +17,7 @@ from pocketmq.client import (
     PullConsumer,
     select_message_queue_by_hash,
 )
+from pocketmq.common.codec import decode_all
 
 QUEUES = 4
 ORDERS = 12
@@ -257,3 +258,44 @@ async def test_shutdown_leaves_a_plain_listener_still_in_its_batch_behind(push_c
     async with b:  # takes the queue once a's broker lock has expired
         await poll(lambda: committed(push_cluster, group, topic, 1) == [3], timeout=10)
     assert seen_b == [b"block", b"m2"] and seen_a == [b"m0", b"block"]
+
+
+async def test_a_body_the_client_cannot_inflate_reaches_the_dlq_as_it_was_stored(push_cluster, poll) -> None:
+    """A Java 5.x producer's LZ4 body (sysFlag 0x101): pocketmq's client delivers it as stored and marked, and the
+    orderly consumer's dead-letter copy was built afresh: sent plain (sysFlag 0) or recompressed as zlib, so the LZ4
+    bytes lost what they were. The copy now keeps the stored bytes and their compression bits."""
+    from pocketmq.client.impl.producer.send_request import SendRequestOptions, build_send_request
+    from pocketmq.remoting.client import RemotingClient
+    from pocketmq.remoting.codes import RequestCode
+    from pocketmq.remoting.command import RemotingCommand
+
+    topic, group = unique("Lz4T"), unique("Lz4G")
+    await create_topic(push_cluster, topic, 1)
+    mq = MessageQueue(topic, "broker-a", 0)
+    stored = b"\x04\x22\x4d\x18 not for zlib " * 4  # (what the client sees as bytes it cannot inflate)
+    header, _, _ = build_send_request(Message(topic, b"x"), mq, SendRequestOptions("Lz4Producer"))
+    header.sys_flag = 0x101  # COMPRESSED_FLAG | the LZ4 type bits
+    client = RemotingClient()
+    try:
+        sent = await client.invoke(push_cluster.broker_addr, RemotingCommand.request(
+            RequestCode.SEND_MESSAGE, header, stored), 5)
+        assert sent.code == 0, sent.remark
+    finally:
+        await client.close()
+    seen: list[tuple[bytes, int]] = []
+
+    def listener(msgs: list[Any], context: Any) -> ConsumeOrderlyStatus:
+        seen.extend((m.body, m.sys_flag) for m in msgs)
+        context.suspend_current_queue_time = 0.01
+        return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+
+    consumer = make_consumer(push_cluster, group, max_reconsume_times=1, suspend_current_queue_time=0.01)
+    consumer.subscribe(topic, "*")
+    consumer.register_message_listener_orderly(listener)
+    dlq = f"%DLQ%{group}"
+    async with consumer:
+        await poll(lambda: push_cluster.store.get_max_offset_in_queue(dlq, 0) == 1, timeout=10)
+    assert seen[0] == (stored, 0x101)
+    result = push_cluster.store.get_message("reader", dlq, 0, 0, 1)
+    [dead] = decode_all(result.body)  # (as stored: not inflated)
+    assert (dead.body, dead.sys_flag & 0x701) == (stored, 0x101)

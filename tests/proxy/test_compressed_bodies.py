@@ -5,6 +5,7 @@ bytes and their digest (GZIP on inflated bytes made the Go SDK's PushConsumer di
 from __future__ import annotations
 
 import hashlib
+import zlib
 from typing import Any
 
 import grpc
@@ -70,3 +71,28 @@ async def test_only_a_body_that_did_not_inflate_goes_out_as_gzip_and_no_marker_i
     # The stored bytes, GZIP as they are; the decoder's mark is nobody's user property (Apache shows none).
     assert (broken.body, broken.system_properties.body_encoding) == (b"not zlib", D.Encoding.GZIP)
     assert dict(broken.user_properties) == {}
+
+
+async def test_a_body_that_inflates_past_the_largest_message_goes_out_as_stored(tmp_path: Any) -> None:
+    """8 KB of deflated zeros is an 8 MiB body, more than any producer may send (4 MiB): the endpoint inflated every
+    popped body up to 16 MiB before writing the first (a few KB of such messages were GBs of its memory, and the
+    SDK's 4 MiB receive limit failed the stream). Now each is inflated as it is written, at most to the largest
+    message; past that it goes as stored, GZIP, as Apache's proxy sends every compressed body."""
+    bomb = zlib.compress(bytes(8 * 1024 * 1024), 9)
+    async with embedded.EmbeddedCluster(tmp_path, revive_interval=0.05) as cluster:
+        await create_topic(cluster, "Bombs")
+        proxy = await start_proxy(cluster, consumer_min_long_polling_timeout_millis=100)
+        try:
+            async with grpc.aio.insecure_channel(proxy.endpoint) as channel:
+                stub = service_pb2_grpc.MessagingServiceStub(channel)
+                for tag, body in (("Bomb", bomb), ("Fine", zlib.compress(b"fine " * 1000))):
+                    msg = D.Message(topic=D.Resource(name="Bombs"), body=body, system_properties=D.SystemProperties(
+                        message_id=f"0102FC0000000171190B1C3CCC0000B{len(tag)}{tag[0]}0", tag=tag,
+                        message_type=D.MessageType.NORMAL, body_encoding=D.Encoding.GZIP))
+                    sent = await stub.SendMessage(S.SendMessageRequest(messages=[msg]), metadata=metadata())
+                    assert sent.status.code == D.Code.OK, sent.status
+                got = {m.system_properties.tag: m for m in await received(stub, receive_request("Bombs"), 2)}
+        finally:
+            await proxy.stop()
+    assert (got["Bomb"].body, got["Bomb"].system_properties.body_encoding) == (bomb, D.Encoding.GZIP)
+    assert (got["Fine"].body, got["Fine"].system_properties.body_encoding) == (b"fine " * 1000, D.Encoding.IDENTITY)

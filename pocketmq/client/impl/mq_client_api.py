@@ -407,13 +407,14 @@ class MQClientAPIImpl:
     # --- POP (RocketMQ 5) ----------------------------------------------------------------------------------
 
     async def pop_message(
-        self, addr: str, broker_name: str, header: PopMessageRequestHeader, timeout: float
+        self, addr: str, broker_name: str, header: PopMessageRequestHeader, timeout: float, decompress: bool = True
     ) -> PopResult:
         """POP_MESSAGE: messages that become invisible to the group for ``header.invisible_time`` ms, each with
-        its receipt handle (property POP_CK); NO_NEW_MSG when the poll time ran out."""
+        its receipt handle (property POP_CK); NO_NEW_MSG when the poll time ran out. ``decompress=False`` keeps
+        compressed bodies as stored (the gRPC endpoint inflates each as it writes it)."""
         request = RemotingCommand.request(RequestCode.POP_MESSAGE, header)
         response = await self.remoting_client.invoke(addr, request, timeout)
-        return process_pop_response(response, addr, broker_name, bool(header.order))
+        return process_pop_response(response, addr, broker_name, bool(header.order), decompress)
 
     async def ack_message(self, addr: str, header: AckMessageRequestHeader, timeout: float) -> None:
         await self._invoke_ok(addr, RemotingCommand.request(RequestCode.ACK_MESSAGE, header), timeout)

@@ -14,6 +14,7 @@ from pocketmq.common.constants import (
     BLANK_MAGIC_CODE,
     BORNHOST_V6_FLAG,
     COMPRESSED_FLAG,
+    COMPRESSION_TYPE_MASK,
     MESSAGE_MAGIC_CODE,
     MULTI_TAGS_FLAG,
     NAME_VALUE_SEPARATOR,
@@ -47,7 +48,6 @@ _FLAG_BITS = ((COMPRESSED_FLAG, "COMPRESSED_FLAG"), (MULTI_TAGS_FLAG, "MULTI_TAG
 
 
 # RocketMQ 5's MessageSysFlag: bits 8-10 say which codec compressed the body (0 in 4.x, which only has zlib).
-COMPRESSION_TYPE_MASK = 0x700
 ZLIB_TYPE = 0x300
 _COMPRESSION_TYPES = {0x100: "LZ4", 0x200: "ZSTD", ZLIB_TYPE: "ZLIB"}
 

@@ -39,7 +39,9 @@ _STATUS = {
 }
 
 
-def process_pop_response(response: RemotingCommand, addr: str, broker_name: str, order: bool) -> PopResult:
+def process_pop_response(
+    response: RemotingCommand, addr: str, broker_name: str, order: bool, decompress: bool = True
+) -> PopResult:
     status = _STATUS.get(response.code)  # type: ignore[call-overload]
     if status is None:
         raise MQBrokerException(response.code, response.remark, addr)
@@ -47,7 +49,7 @@ def process_pop_response(response: RemotingCommand, addr: str, broker_name: str,
         return PopResult(status)
     h = response.decode_header(PopMessageResponseHeader)
     try:
-        msgs = decode_all(response.body or b"", decompress=True)
+        msgs = decode_all(response.body or b"", decompress=decompress)
         starts = parse_start_offset_info(h.start_offset_info)
         if order:
             counts = parse_order_count_info(h.order_count_info)

@@ -8,6 +8,7 @@ import logging
 import random
 from typing import TYPE_CHECKING
 
+from pocketmq.common.constants import COMPRESSED_FLAG, COMPRESSION_TYPE_MASK
 from pocketmq.common.message import MessageExt
 from pocketmq.common.mix_all import CLIENT_INNER_PRODUCER_GROUP
 from pocketmq.remoting.client_body import MessageQueue
@@ -29,6 +30,7 @@ from ..producer.topic_publish_info import topic_route_data_to_publish_info
 from .push_consumer_state import PushConsumerState
 
 log = logging.getLogger("pocketmq.client.impl.consumer.push_consumer_impl")
+_CODEC_BITS = COMPRESSED_FLAG | COMPRESSION_TYPE_MASK
 
 
 def retry_topic(group: str) -> str:
@@ -98,6 +100,11 @@ class PushConsumerRetry(PushConsumerState):
             if addr is None:
                 raise MQClientException(f"The broker[{target.broker_name}] not exist")
             header, body, uniq = build_send_request(new, target, SendRequestOptions(CLIENT_INNER_PRODUCER_GROUP))
+            if msg.body_inflate_error is not None:
+                # The bytes as stored, which this client could not inflate (LZ4, ZSTD, a damaged stream): they go
+                # on with their compression bits, neither sent as plain bytes nor wrapped in zlib.
+                body = bytes(msg.body)
+                header.sys_flag = header.sys_flag & ~_CODEC_BITS | msg.sys_flag & _CODEC_BITS
             await self.instance.mq_client_api.send_message(
                 addr, target.broker_name, header, body, self.config.send_message_back_timeout, uniq
             )

@@ -5,6 +5,7 @@ names) as system ones."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from typing import Any
 
@@ -17,6 +18,7 @@ import aiohttp  # noqa: E402
 
 from pocketmq.client import Message, Producer  # noqa: E402
 from pocketmq.client.exceptions import MQClientException  # noqa: E402
+from pocketmq.common.message import create_message_id  # noqa: E402
 from pocketmq.remoting.body import TopicConfig  # noqa: E402
 
 OLD = 100  # messages before the searched range: the old search read each of them
@@ -72,3 +74,26 @@ async def test_cluster_and_broker_names_are_system_topics(cluster, console):
     broker_name = cluster.brokers[0].broker_config.broker_name
     assert topics["DefaultCluster"] is True and topics[broker_name] is True
     assert topics["TBW102"] is True
+
+
+async def test_an_offset_id_is_read_only_from_a_broker_of_the_cluster(cluster, console):
+    # An offset message id encodes a host:port. One naming a server that is no broker of the cluster (here a listener
+    # of the test's) is refused before the console dials it: each address dialled kept a connection open.
+    dialled: list[asyncio.StreamWriter] = []
+    other = await asyncio.start_server(lambda _r, w: dialled.append(w), "127.0.0.1", 0)
+    try:
+        port = other.sockets[0].getsockname()[1]
+        foreign = create_message_id(socket.inet_aton("127.0.0.1") + port.to_bytes(4, "big"), 0)
+        async with aiohttp.ClientSession() as s, s.get(console.url + f"api/messages?offsetId={foreign}") as r:
+            answer = await r.json()
+            assert r.status == 400, answer
+        assert f"127.0.0.1:{port}" in answer["error"] and "not a broker" in answer["error"]
+        assert dialled == []
+    finally:
+        other.close()
+        for w in dialled:
+            w.close()
+    async with Producer("OffsetIdPG", cluster.namesrv_addr) as p:
+        sent = await p.send(Message("OffsetIdT", b"found"))
+    found = await get(console.url + f"api/messages?offsetId={sent.offset_msg_id}")
+    assert [m["offset_msg_id"] for m in found["messages"]] == [sent.offset_msg_id]

@@ -36,10 +36,21 @@ class MessageAdmin(AdminClient):
             raise MQClientException(f"undecodable messages from {addr}: {e}") from e
 
     async def view_message_by_offset_id(self, offset_msg_id: str) -> MessageExt | None:
+        """The message an offsetMsgId names, read from the broker the id names. That broker must be one the name
+        servers know: the id is the caller's input, and the remoting client keeps a connection to every address
+        it dials, so an id naming any host:port would open (and hold) a connection there."""
         where = broker_of_offset_msg_id(offset_msg_id)
         if where is None:
             raise MQClientException(f"{offset_msg_id!r} is not an offset message id")
-        addr, phy = where
+        if where[0] not in await self._broker_addrs():
+            raise MQClientException(f"offset message id {offset_msg_id} names {where[0]}, not a broker of this cluster")
+        return await self._view_at(*where)
+
+    async def _broker_addrs(self) -> set[str]:
+        info = await self.examine_broker_cluster_info()
+        return {a for bd in info.broker_addr_table.values() for a in bd.broker_addrs.values()}
+
+    async def _view_at(self, addr: str, phy: int) -> MessageExt | None:
         r = await self._broker(addr, RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(phy))
         if r.code != ResponseCode.SUCCESS:
             return None
@@ -71,16 +82,10 @@ class MessageAdmin(AdminClient):
         """By either id, as queryMsgById: the offsetMsgId when it names a known broker, else the UNIQ_KEY in the
         index of ``topic``'s brokers (of every topic's when no topic is given)."""
         where = broker_of_offset_msg_id(msg_id)
-        if where is not None:
-            known = {
-                a
-                for bd in (await self.examine_broker_cluster_info()).broker_addr_table.values()
-                for a in bd.broker_addrs.values()
-            }
-            if where[0] in known:
-                msg = await self.view_message_by_offset_id(msg_id)
-                if msg is not None and (topic is None or msg.topic == topic):
-                    return msg
+        if where is not None and where[0] in await self._broker_addrs():
+            msg = await self._view_at(*where)
+            if msg is not None and (topic is None or msg.topic == topic):
+                return msg
         topics = [topic] if topic else [t for t in await self.fetch_all_topic_list() if not is_system_topic(t)]
         for t in topics:
             try:

@@ -3,13 +3,15 @@
 The console shares its process, and so its file-descriptor limit, with `pocketmq dev`'s name server and broker:
 connections nobody uses must not pile up. aiohttp's own keep-alive timer closes an idle connection only after
 about an hour (an AppRunner's default), older releases never one that has not sent a first request, and none one
-stuck in half a body, so the console keeps the count and the deadline itself.
+stuck in half a body, so the console keeps the count and the deadline itself. Nor does anything bound a client
+that sends requests and never reads the answers: its handler waits in drain() for ever.
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import cast
 
 from aiohttp import web
 
@@ -24,12 +26,15 @@ class _State:
     done: int = 0  # requests answered on the connection
     request: web.BaseRequest | None = None  # the one being handled
     timer: asyncio.TimerHandle | None = None
+    resumed: int = 0  # times the transport's buffer drained below its low-water mark
+    mark: tuple[int, int, int] = (0, 0, 0)  # (done, resumed, bytes buffered) when the timer was armed
 
 
 class ConnectionGuard:
     """Accepts at most ``max_connections`` at once and closes a connection that, ``idle_timeout`` seconds after
     it opened or after its last answer, has not finished another request (sent nothing, half a header or half a
-    body). A request whose body has arrived is left to finish: its handler's own bounds apply."""
+    body). A request whose body has arrived is left to finish: its handler's own bounds apply, unless its answer
+    waits unsent for a whole ``idle_timeout`` without the client taking any of it."""
 
     def __init__(self, server: web.Server, idle_timeout: float, max_connections: int) -> None:
         self._server = server
@@ -70,25 +75,44 @@ class ConnectionGuard:
     def _arm(self, handler: asyncio.BaseProtocol) -> None:
         state = self._open.get(handler)
         if state is not None:
-            loop = asyncio.get_running_loop()
-            state.timer = loop.call_later(self.idle_timeout, self._check, handler, state.done)
+            state.mark = (state.done, state.resumed, _buffered(handler))
+            state.timer = asyncio.get_running_loop().call_later(self.idle_timeout, self._check, handler)
 
-    def _check(self, handler: asyncio.BaseProtocol, done_before: int) -> None:
+    def _check(self, handler: asyncio.BaseProtocol) -> None:
         state = self._open.get(handler)
         if state is None:
             return
-        waiting_for_body = state.request is not None and not state.request.content.is_eof()
-        if state.done == done_before and (state.request is None or waiting_for_body):
-            transport = getattr(handler, "transport", None)
-            if transport is not None:
-                transport.close()
-            return
-        self._arm(handler)
+        done, resumed, buffered = state.mark
+        transport = getattr(handler, "transport", None)
+        unsent = _buffered(handler)
+        # An answer the client takes, however slowly, drains the buffer or lets it fall below its low-water mark.
+        taking = unsent < buffered or state.resumed != resumed
+        if state.done != done or transport is None or (unsent and (taking or not buffered)):
+            self._arm(handler)
+        elif unsent:
+            # Bytes waiting a whole timeout, none of them taken: the client does not read, and the handler would
+            # wait in drain() (or close() to flush) for as long as it does not. abort() drops them.
+            transport.abort()
+        elif state.request is None or not state.request.content.is_eof():
+            transport.close()  # idle, or half a request
+        else:
+            self._arm(handler)
+
+    def _resumed(self, handler: asyncio.BaseProtocol) -> None:
+        state = self._open.get(handler)
+        if state is not None:
+            state.resumed += 1
 
     def _forget(self, handler: asyncio.BaseProtocol) -> None:
         state = self._open.pop(handler, None)
         if state is not None and state.timer is not None:
             state.timer.cancel()
+
+
+def _buffered(handler: asyncio.BaseProtocol) -> int:
+    """Bytes written to the connection that its transport has not yet handed to the socket."""
+    transport = getattr(handler, "transport", None)
+    return transport.get_write_buffer_size() if transport is not None else 0
 
 
 class _Tracked(asyncio.Protocol):
@@ -116,6 +140,7 @@ class _Tracked(asyncio.Protocol):
         self._handler.pause_writing()
 
     def resume_writing(self) -> None:
+        self._guard._resumed(self._handler)
         self._handler.resume_writing()
 
 
@@ -129,6 +154,7 @@ class _Refused(asyncio.Protocol):
         text = f"the console already has {self._limit} connections open (its limit); try again later\n".encode()
         head = (f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
                 f"Content-Length: {len(text)}\r\nConnection: close\r\n\r\n").encode()
-        assert isinstance(transport, asyncio.WriteTransport)
-        transport.write(head + text)
+        # Duck-typed, not an isinstance check: uvloop's TCPTransport (the loop `pocketmq dev` runs on) writes but is
+        # no asyncio.WriteTransport.
+        cast(asyncio.WriteTransport, transport).write(head + text)
         transport.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from typing import Any
 
 import pytest
@@ -14,8 +15,12 @@ pytest.importorskip("aiohttp", reason="the console extra")
 pytest.importorskip("prometheus_client", reason="the console extra")
 
 from pocketmq.console import ConsoleServer  # noqa: E402
+from pocketmq.remoting.body import TopicConfig  # noqa: E402
 
 BOUND = 10.0  # a deadline for a failing test, never a measured figure
+
+# `pocketmq dev` serves the console on uvloop, whose transports are not asyncio's classes.
+pytestmark = pytest.mark.both_loops
 
 
 async def exchange(port: int, raw: bytes) -> tuple[int, bytes]:
@@ -104,3 +109,25 @@ async def test_connections_beyond_the_limit_are_refused_at_once(cluster, poll):
         status, _ = await exchange(port, request("GET", "/api/info", "127.0.0.1"))
         assert status == 200
         held[1][1].close()
+
+
+async def test_a_client_that_never_reads_its_answers_is_cut_off(cluster, poll):
+    async with ConsoleServer(cluster.namesrv_addr, port=0, idle_timeout=0.2, max_connections=1) as console:
+        # The page of a topic of 1024 queues: about 100 KB of JSON, written through the transport on either loop (a
+        # static file goes by sendfile on asyncio's, past the buffer whose bytes the guard counts).
+        await console.admin.create_topic(TopicConfig("WideT", read_queue_nums=1024, write_queue_nums=1024),
+                                         cluster="DefaultCluster")
+        loop = asyncio.get_running_loop()
+        # Complete requests, pipelined, on a socket with a small receive buffer that is never read: the answers fill
+        # both sides' buffers, and then the console's handler waits to write the rest.
+        stuck = socket.socket()
+        stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        stuck.setblocking(False)
+        try:
+            await loop.sock_connect(stuck, ("127.0.0.1", console.port))
+            await loop.sock_sendall(stuck, b"GET /api/topic?topic=WideT HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" * 200)
+            await poll(lambda: console.connection_count == 0, timeout=60)
+            status, body = await exchange(console.port, request("GET", "/api/topic?topic=WideT", "127.0.0.1"))
+            assert status == 200 and len(json.loads(body)["queues"]) == 1024
+        finally:
+            stuck.close()

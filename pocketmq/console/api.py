@@ -26,6 +26,7 @@ from pocketmq.remoting.body import TopicConfig
 from pocketmq.remoting.codes import ResponseCode
 
 from . import storage_view
+from .inputs import ApiError, json_body, number, query_arg, text
 from .rebalances import RebalanceLog, parse_history
 from .storage_reads import StorageBusy, StorageReads
 
@@ -35,13 +36,7 @@ CONSOLE_PRODUCER_GROUP = "CONSOLE_PRODUCER"
 MAX_SEARCH = 64
 SEARCH_BATCH = 32  # messages per pull in a search by time, as the Dashboard's
 MAX_TOPIC_SAMPLES = 1000
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, message: str, code: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
+MAX_QUEUES = 1024
 
 
 class ConsoleApi:
@@ -92,27 +87,6 @@ class ConsoleApi:
     def _require_admin(self) -> None:
         if not self.admin_rights:
             raise ApiError(403, "this console is read-only: start it with --admin to change the cluster")
-
-    @staticmethod
-    def _arg(request: web.Request, name: str, required: bool = True) -> str:
-        value = request.query.get(name, "").strip()
-        if required and not value:
-            raise ApiError(400, f"missing parameter {name!r}")
-        return value
-
-    @staticmethod
-    async def _body(request: web.Request) -> dict[str, Any]:
-        # JSON only: a cross-site page can post a form (text/plain, urlencoded) without the browser asking first,
-        # but not JSON, so an admin console on loopback cannot be driven by another site the user visits.
-        if request.content_type != "application/json":
-            raise ApiError(415, "send the request body as application/json")
-        try:
-            data = await request.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise ApiError(400, "the request body is not JSON")
-        if not isinstance(data, dict):
-            raise ApiError(400, "the request body must be a JSON object")
-        return data
 
     def _store_root(self, request: web.Request) -> str:
         if not self.store_roots:
@@ -171,7 +145,7 @@ class ConsoleApi:
         return {"topics": [{"topic": t, "system": _is_system_topic(t) or t in named} for t in names]}
 
     async def topic(self, request: web.Request) -> dict[str, Any]:
-        topic = self._arg(request, "topic")
+        topic = query_arg(request, "topic")
         route = await self.admin.examine_topic_route_info(topic)
         stats = await self.admin.examine_topic_stats(topic)
         now = time.monotonic()
@@ -198,25 +172,26 @@ class ConsoleApi:
 
     async def create_topic(self, request: web.Request) -> dict[str, Any]:
         self._require_admin()
-        body = await self._body(request)
-        topic = str(body.get("topic", "")).strip()
+        body = await json_body(request)
+        topic = text(body, "topic").strip()
         if not topic:
             raise ApiError(400, "give a topic name")
-        queues = _number(body.get("queues", 4), "queues")
-        if not 1 <= queues <= 1024:
-            raise ApiError(400, "queues must be between 1 and 1024")
-        cluster = body.get("cluster") or next(iter((await self.admin.examine_broker_cluster_info()).cluster_addr_table),
-                                               None)
+        queues = number(body.get("queues", 4), "queues", 1, MAX_QUEUES)
+        cluster = await self._cluster(body)
         tc = TopicConfig(topic, read_queue_nums=queues, write_queue_nums=queues)
         addrs = await self.admin.create_topic(tc, cluster=cluster)
         return {"created": topic, "brokers": addrs}
 
+    async def _cluster(self, body: dict[str, Any]) -> str | None:
+        """The body's cluster, else the first the name server knows."""
+        given = text(body, "cluster")
+        return given or next(iter((await self.admin.examine_broker_cluster_info()).cluster_addr_table), None)
+
     async def delete_topic(self, request: web.Request) -> dict[str, Any]:
         self._require_admin()
-        body = await self._body(request)
-        topic = str(body.get("topic", "")).strip()
-        cluster = body.get("cluster") or next(iter((await self.admin.examine_broker_cluster_info()).cluster_addr_table),
-                                               None)
+        body = await json_body(request)
+        topic = text(body, "topic").strip()
+        cluster = await self._cluster(body)
         if not topic or not cluster:
             raise ApiError(400, "give a topic (and a cluster when there are several)")
         return {"deleted": topic, "brokers": await self.admin.delete_topic(topic, cluster)}
@@ -240,7 +215,7 @@ class ConsoleApi:
         return {"groups": rows}
 
     async def group(self, request: web.Request) -> dict[str, Any]:
-        group = self._arg(request, "group")
+        group = query_arg(request, "group")
         out: dict[str, Any] = {"group": group, "queues": [], "clients": [], "lag": 0}
         try:
             stats = await self.admin.examine_consume_stats(group)
@@ -282,11 +257,11 @@ class ConsoleApi:
 
     async def reset_offsets(self, request: web.Request) -> dict[str, Any]:
         self._require_admin()
-        body = await self._body(request)
-        group, topic = str(body.get("group", "")), str(body.get("topic", ""))
+        body = await json_body(request)
+        group, topic = text(body, "group"), text(body, "topic")
         if not group or not topic:
             raise ApiError(400, "give a group and a topic")
-        timestamp = _number(body.get("timestamp", -1), "timestamp")
+        timestamp = number(body.get("timestamp", -1), "timestamp")
         result = await self.admin.reset_offset_by_timestamp(topic, group, timestamp)
         return {"online": result.online,
                 "offsets": [{"broker": mq.broker_name, "queue_id": mq.queue_id, "offset": off}
@@ -297,10 +272,10 @@ class ConsoleApi:
 
     async def search_messages(self, request: web.Request) -> dict[str, Any]:
         """By topic and time, by key, by unique id (msgId) or by offset id."""
-        topic = self._arg(request, "topic", required=False)
-        key = self._arg(request, "key", required=False)
-        msg_id = self._arg(request, "msgId", required=False)
-        offset_id = self._arg(request, "offsetId", required=False)
+        topic = query_arg(request, "topic", required=False)
+        key = query_arg(request, "key", required=False)
+        msg_id = query_arg(request, "msgId", required=False)
+        offset_id = query_arg(request, "offsetId", required=False)
         found: list[MessageExt] = []
         if offset_id:
             msg = await self.admin.view_message_by_offset_id(offset_id)
@@ -313,8 +288,8 @@ class ConsoleApi:
                 raise ApiError(400, "a search by key needs its topic")
             found = await self.admin.query_message(topic, key, MAX_SEARCH)
         elif topic:
-            begin = _number(request.query.get("begin") or 0, "begin")
-            end = _number(request.query.get("end") or int(time.time() * 1000) + 60_000, "end")
+            begin = number(request.query.get("begin") or 0, "begin")
+            end = number(request.query.get("end") or int(time.time() * 1000) + 60_000, "end")
             found = await self._by_time(topic, begin, end)
         else:
             raise ApiError(400, "give a topic (and a time range), a key, a msgId or an offsetId")
@@ -351,8 +326,8 @@ class ConsoleApi:
         return found
 
     async def message(self, request: web.Request) -> dict[str, Any]:
-        msg_id = self._arg(request, "msgId")
-        topic = self._arg(request, "topic", required=False)
+        msg_id = query_arg(request, "msgId")
+        topic = query_arg(request, "topic", required=False)
         msg = await self.admin.view_message(msg_id, topic or None)
         if msg is None:
             raise ApiError(404, f"no message {msg_id}")
@@ -388,12 +363,12 @@ class ConsoleApi:
 
     async def send(self, request: web.Request) -> dict[str, Any]:
         self._require_admin()
-        body = await self._body(request)
-        topic = str(body.get("topic", "")).strip()
+        body = await json_body(request)
+        topic = text(body, "topic").strip()
         if not topic:
             raise ApiError(400, "give a topic")
-        msg = Message(topic, str(body.get("body", "")).encode(), tags=body.get("tags") or None,
-                      keys=body.get("keys") or None)
+        msg = Message(topic, text(body, "body").encode(), tags=text(body, "tags") or None,
+                      keys=text(body, "keys") or None)
         producer = await self._get_producer()
         result = await producer.send(msg)
         where = broker_of_offset_msg_id(result.offset_msg_id)
@@ -420,10 +395,7 @@ class ConsoleApi:
 
     async def storage_record(self, request: web.Request) -> dict[str, Any]:
         root = self._store_root(request)
-        try:
-            offset = int(self._arg(request, "offset"))
-        except ValueError:
-            raise ApiError(400, "offset must be an integer")
+        offset = number(query_arg(request, "offset"), "offset", 0)
         try:
             return await self.storage_reads.run(storage_view.record_view, root, offset, self.hash_slots, self.index_num)
         except LookupError as e:
@@ -450,13 +422,6 @@ def _parse_mq_key(key: str) -> tuple[str, str, int] | None:
 
 def _is_system_group(group: str) -> bool:
     return is_system_group(group) or group == CONSOLE_PRODUCER_GROUP
-
-
-def _number(value: Any, name: str) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise ApiError(400, f"{name} must be an integer, not {value!r}")
 
 
 def _first(tps: str) -> float:

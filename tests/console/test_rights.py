@@ -93,3 +93,39 @@ async def test_bad_input_gets_a_clear_error_and_the_console_keeps_serving(cluste
                 assert answer["error"]
         async with s.get(console.url + "api/cluster") as r:
             assert r.status == 200
+
+
+# Raw bodies, as a client may send what json.dumps would not: literals past any integer, nesting past the parser.
+TOO_DEEP = b"[" * 100_000 + b"]" * 100_000
+LONG_MAX = (1 << 63) - 1
+
+
+@pytest.mark.parametrize("method, path, body, field", [
+    ("GET", f"api/messages?topic=T&begin=0&end={LONG_MAX + 1}", None, "end"),
+    ("GET", f"api/messages?topic=T&begin={-LONG_MAX - 2}", None, "begin"),
+    ("GET", f"api/storage/record?offset={LONG_MAX + 1}", None, "offset"),
+    ("POST", "api/topic", b'{"topic": "Q", "queues": 2.5}', "queues"),
+    ("POST", "api/topic", b'{"topic": "Q", "queues": 1e400}', "queues"),
+    ("POST", "api/topic", b'{"topic": "Q", "queues": ' + b"9" * 5000 + b"}", "queues"),
+    ("POST", "api/topic", b'{"topic": "Q", "queues": true}', "queues"),
+    ("POST", "api/topic", b'{"topic": "Q", "cluster": {"a": 1}}', "cluster"),
+    ("POST", "api/topic", b'{"topic": ["Q"]}', "topic"),
+    ("POST", "api/topic", TOO_DEEP, "JSON"),
+    ("POST", "api/topic/delete", b'{"topic": "Q", "cluster": [1, 2]}', "cluster"),
+    ("POST", "api/group/reset", b'{"group": "G", "topic": "T", "timestamp": 99999999999999999999999999999}',
+     "timestamp"),
+    ("POST", "api/group/reset", b'{"group": "G", "topic": "T", "timestamp": -99999999999999999999999999999}',
+     "timestamp"),
+    ("POST", "api/send", b'{"topic": "T", "body": "x", "tags": [1]}', "tags"),
+    ("POST", "api/send", b'{"topic": "T", "body": "x", "keys": {"a": 1}}', "keys"),
+    ("POST", "api/send", b'{"topic": "T", "body": {"a": 1}}', "body"),
+])
+async def test_a_value_of_the_wrong_kind_or_range_is_a_400_naming_its_field(cluster, console, method, path, body,
+                                                                             field):
+    headers = {"Content-Type": "application/json"} if body is not None else {}
+    async with aiohttp.ClientSession() as s, s.request(method, console.url + path, data=body, headers=headers) as r:
+        answer = await r.json()
+        assert r.status == 400, answer
+    assert field in answer["error"], answer
+    topics = await console.admin.fetch_all_topic_list()
+    assert "Q" not in topics  # (queues 2.5 made a topic of 2 queues)

@@ -73,7 +73,9 @@ class TopicConfigManager(ConfigManager):
         if bc.trace_topic_enable:
             put(TopicConfig(bc.msg_trace_topic_name, 1, 1))
             self.system_topics.add(bc.msg_trace_topic_name)
-        put(TopicConfig(f"{bc.broker_cluster_name}_REPLY_TOPIC", 1, 1))
+        reply = f"{bc.broker_cluster_name}_REPLY_TOPIC"
+        put(TopicConfig(reply, 1, 1))
+        self.system_topics.add(reply)  # (an admin may neither change nor delete it: TopicValidator.addSystemTopic)
         if bc.timer_wheel_enable:
             put(TopicConfig(tv.RMQ_SYS_WHEEL_TIMER, 1, 1))  # RocketMQ 5's timer messages wait here
         # POP's checkpoints and acks (RocketMQ 5's TopicConfigManager).

@@ -69,7 +69,8 @@ async def test_created_topic_is_persisted_in_rocketmq_shape(cluster) -> None:
 
 
 async def test_create_topic_refusals(broker, mq) -> None:
-    for topic in ("TBW102", "SCHEDULE_TOPIC_XXXX", "DefaultCluster", "broker-a", "rmq_sys_mine"):
+    for topic in ("TBW102", "SCHEDULE_TOPIC_XXXX", "DefaultCluster", "broker-a", "rmq_sys_mine",
+                  "DefaultCluster_REPLY_TOPIC"):
         resp = await mq.create_topic(topic)
         assert resp.code == ResponseCode.SYSTEM_ERROR and "system topic" in resp.remark, topic
     resp = await mq.create_topic("bad/topic")

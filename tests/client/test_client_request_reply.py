@@ -215,7 +215,28 @@ async def test_a_compressed_reply_arrives_decompressed(push_cluster, poll) -> No
         async with Producer(unique("ReqPG"), push_cluster.namesrv_addr, instance_name=unique("req")) as requester:
             reply = await requester.request(Message(topic, body), timeout=5.0)
         assert reply.body == b"re:" + body
-        assert reply.sys_flag & 0x1 == 0  # decompressed, flag cleared
+        assert reply.sys_flag == 0  # decompressed, the flag and its type bits cleared (Java sets no sysFlag)
     finally:
         await consumer.shutdown()
         await replier.shutdown()
+
+
+async def test_every_broker_knows_the_requester_before_its_first_request(tmp_path, poll) -> None:
+    """The reply topic has a queue on every broker, and the broker a reply goes to pushes it to the requester by
+    its client id: a broker that never had its heartbeat answers the replier "channel of ... not found" (the
+    request times out, or succeeds only on the replier's retry). A requester heartbeated only the brokers of the
+    topics it sent to; as RocketMQ's, it now also knows TBW102's route, which names every broker."""
+    from pocketmq.embedded import EmbeddedCluster
+    from pocketmq.remoting.body import TopicConfig
+
+    async with EmbeddedCluster(tmp_path, brokers=2) as cluster:
+        a, b = cluster.brokers
+        a.topic_config_manager.update_topic_config(TopicConfig("OnlyOnA", 1, 1, 6))
+        await a.register_broker_all()
+        await cluster.wait_routed("OnlyOnA")
+        async with Producer(unique("ReqPG"), cluster.namesrv_addr, instance_name=unique("rq")) as requester:
+            with pytest.raises(RequestTimeoutException):  # (nobody replies: what counts is who knows the requester)
+                await requester.request(Message("OnlyOnA", b"q"), timeout=0.3)
+            client_id = requester.instance.client_id
+            assert a.producer_manager.find_channel(client_id) is not None
+            assert b.producer_manager.find_channel(client_id) is not None

@@ -138,6 +138,10 @@ class Producer(ProducerRequestReply):
                 f"producerGroup can not equal {DEFAULT_PRODUCER_GROUP}, please specify another one."
             )
         self.client_config.change_instance_name_to_pid()  # (DefaultMQProducerImpl.start)
+        # TBW102's (the createTopicKey's) route, kept by the periodic refresh, names every broker that may create
+        # a topic: they all get this producer's heartbeats (a requester's reply may come through any of them, and a
+        # transaction's check from any that holds a half message), as DefaultMQProducerImpl.start arranges.
+        self.topic_publish_info_table.setdefault(self.create_topic_key, TopicPublishInfo())
         instance = MQClientManager.get_instance().get_or_create_mq_client_instance(self.client_config)
         instance.register_producer(self.group, self)
         self._instance = instance

@@ -15,7 +15,12 @@ import time
 from typing import Protocol
 
 from pocketmq.common.compression import inflate
-from pocketmq.common.constants import COMPRESSED_FLAG, PROPERTY_CORRELATION_ID, PROPERTY_REPLY_MESSAGE_ARRIVE_TIME
+from pocketmq.common.constants import (
+    COMPRESSED_FLAG,
+    COMPRESSION_TYPE_MASK,
+    PROPERTY_CORRELATION_ID,
+    PROPERTY_REPLY_MESSAGE_ARRIVE_TIME,
+)
 from pocketmq.common.message import MessageExt, properties_to_string
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.codes import RequestCode, ResponseCode
@@ -82,7 +87,8 @@ def decode_reply_message(request: RemotingCommand) -> MessageExt:
         body = inflate(body)
     return MessageExt(
         store_size=0, body_crc=0, queue_id=h.queue_id, flag=h.flag, queue_offset=0, commit_log_offset=0,
-        sys_flag=h.sys_flag & ~COMPRESSED_FLAG, born_timestamp=h.born_timestamp, born_host=h.born_host.lstrip("/"),
+        sys_flag=h.sys_flag & ~(COMPRESSED_FLAG | COMPRESSION_TYPE_MASK),  # (Java's receiveReplyMessage sets none)
+        born_timestamp=h.born_timestamp, born_host=h.born_host.lstrip("/"),
         store_timestamp=h.store_timestamp, store_host=h.store_host.lstrip("/"),
         reconsume_times=h.reconsume_times or 0, prepared_transaction_offset=0, body=body, topic=h.topic,
         properties_string=h.properties or properties_to_string({}),

@@ -31,6 +31,7 @@ class ProducerRequestReply:
     """Producer's request and request_async (a mixin: the state is the producer's)."""
 
     send_timeout: float
+    create_topic_key: str
     _async_requests: set[asyncio.Task[MessageExt]]
 
     if TYPE_CHECKING:
@@ -125,5 +126,10 @@ class ProducerRequestReply:
         msg.put_property(PROPERTY_MESSAGE_TTL, str(int(timeout * 1000)))
         if msg.topic not in self.instance.topic_route_table:
             await self._try_to_find_topic_publish_info(msg.topic)
+            # Every broker must know this client: the reply topic has a queue on each, and a broker that does not
+            # know it cannot push the reply (the replier gets "channel of ... not found"). They are TBW102's, whose
+            # route the periodic refresh may not have fetched yet this soon after the start.
+            if self.create_topic_key not in self.instance.topic_route_table:
+                await self.instance.update_topic_route_info_from_name_server(self.create_topic_key)
             await self.instance.send_heartbeat_to_all_brokers()
         return correlation_id

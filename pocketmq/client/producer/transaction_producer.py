@@ -41,7 +41,6 @@ from pocketmq.remoting.transport import Channel
 
 from ..exceptions import MQBrokerException, MQClientException
 from ..impl.mq_client_instance import MQClientInstance
-from ..impl.producer.topic_publish_info import TopicPublishInfo
 from ..message import Message, SendResult, SendStatus
 from ..message_const import (
     PROPERTY_DELAY_TIME_LEVEL,
@@ -109,8 +108,6 @@ class TransactionProducer(Producer):
         """Start, and make the brokers know this producer's group before its first send: a producer started to
         take over for one that died must be asked about that one's half messages (as in RocketMQ, the brokers
         are learned from the route of TBW102, the createTopicKey)."""
-        # (a publish-table entry: the periodic route refresh keeps it, and the brokers it names get heartbeats)
-        self.topic_publish_info_table.setdefault(self.create_topic_key, TopicPublishInfo())
         await super().start()
         register_check_processor(self.instance)
         instance = self.instance

@@ -240,3 +240,24 @@ async def test_every_broker_knows_the_requester_before_its_first_request(tmp_pat
             client_id = requester.instance.client_id
             assert a.producer_manager.find_channel(client_id) is not None
             assert b.producer_manager.find_channel(client_id) is not None
+
+
+def test_a_reply_whose_body_does_not_inflate_is_handed_over_as_sent() -> None:
+    """A 5.x replier may compress with LZ4 or ZSTD (sysFlag 0x101, 0x201): decoding the reply failed, the broker's
+    push was answered SYSTEM_ERROR and the request timed out. The requester now gets the bytes as sent, marked, as
+    a pull hands over such a body."""
+    import zlib
+
+    from pocketmq.client.producer.request_future_holder import decode_reply_message
+    from pocketmq.remoting.command import RemotingCommand
+    from pocketmq.remoting.reply_header import ReplyMessageRequestHeader
+
+    def push(sys_flag: int, body: bytes) -> RemotingCommand:
+        header = ReplyMessageRequestHeader("PG", "C_REPLY_TOPIC", "TBW102", 4, 0, sys_flag, 1, 0, "127.0.0.1:1",
+                                           "127.0.0.1:2", 2, "CORRELATION_ID\x01c1\x02")
+        return RemotingCommand.request(326, header, body)
+
+    lz4 = decode_reply_message(push(0x101, b"\x04\x22\x4d\x18 lz4 frame"))
+    assert (lz4.body, lz4.sys_flag, lz4.body_inflate_error is not None) == (b"\x04\x22\x4d\x18 lz4 frame", 0x101, True)
+    plain = decode_reply_message(push(0x301, zlib.compress(b"reply")))
+    assert (plain.body, plain.sys_flag, plain.body_inflate_error) == (b"reply", 0, None)

@@ -14,7 +14,7 @@ import logging
 import time
 from typing import Protocol
 
-from pocketmq.common.compression import inflate
+from pocketmq.common.compression import InflateError, inflate
 from pocketmq.common.constants import (
     COMPRESSED_FLAG,
     COMPRESSION_TYPE_MASK,
@@ -83,13 +83,22 @@ def decode_reply_message(request: RemotingCommand) -> MessageExt:
     """The reply a PUSH_REPLY_MESSAGE_TO_CLIENT carries, as a MessageExt (body decompressed)."""
     h = request.decode_header(ReplyMessageRequestHeader)
     body = request.body or b""
+    sys_flag = h.sys_flag & ~(COMPRESSED_FLAG | COMPRESSION_TYPE_MASK)  # (Java's receiveReplyMessage sets none)
+    inflate_error = None
     if h.sys_flag & COMPRESSED_FLAG:
-        body = inflate(body)
-    return MessageExt(
+        try:
+            body = inflate(body)
+        except InflateError as e:
+            # (LZ4 or ZSTD, which a 5.x replier may choose, or a damaged stream: the requester gets the bytes as
+            # sent and marked, as a pull hands over such a body, rather than a timeout)
+            sys_flag, inflate_error = h.sys_flag, str(e)
+    reply = MessageExt(
         store_size=0, body_crc=0, queue_id=h.queue_id, flag=h.flag, queue_offset=0, commit_log_offset=0,
-        sys_flag=h.sys_flag & ~(COMPRESSED_FLAG | COMPRESSION_TYPE_MASK),  # (Java's receiveReplyMessage sets none)
+        sys_flag=sys_flag,
         born_timestamp=h.born_timestamp, born_host=h.born_host.lstrip("/"),
         store_timestamp=h.store_timestamp, store_host=h.store_host.lstrip("/"),
         reconsume_times=h.reconsume_times or 0, prepared_transaction_offset=0, body=body, topic=h.topic,
         properties_string=h.properties or properties_to_string({}),
     )
+    reply.body_inflate_error = inflate_error
+    return reply

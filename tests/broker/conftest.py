@@ -15,24 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvloop
 from broker_harness import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND, GUARD, MQ, Cluster, small_config  # noqa: F401 (re-exported)
 
 from pocketmq.broker import BrokerController
 from pocketmq.common.codec import decode_all
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.codes import ResponseCode
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "both_loops: run on the default asyncio loop and on uvloop")
-
-
-def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> dict[str, Callable[[], object]]:
-    # Everything runs on the default loop; tests marked both_loops also on uvloop (what the CLI uses).
-    if item.get_closest_marker("both_loops") is not None:
-        return {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
-    return {"asyncio": asyncio.new_event_loop}
+from tests.loops import pytest_asyncio_loop_factories, pytest_configure  # noqa: F401 (the both_loops hooks)
 
 
 @pytest.fixture

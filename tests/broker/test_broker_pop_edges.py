@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 from broker_harness import MQ, Cluster
 from pop_wire import PopClient
@@ -18,13 +19,18 @@ from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.pop_header import PollingInfoRequestHeader, PollingInfoResponseHeader
 
 
+def pop_client(cluster: Cluster, broker: Any) -> PopClient:
+    """A PopClient of its own connection to ``broker``, closed with the cluster."""
+    rc = RemotingClient()
+    cluster.clients.append(rc)
+    return PopClient(MQ(rc, broker.address), broker.broker_config.broker_name)
+
+
 async def test_changes_within_one_millisecond_each_leave_a_checkpoint_that_revives(cluster: Cluster) -> None:
     # Within a millisecond, the new checkpoint had the key of the one it replaced and took its place; the old
     # one's ack then marked it done, and the message never came back.
     broker = await cluster.broker(revive_interval=0.02)
-    rc = RemotingClient()
-    cluster.clients.append(rc)
-    pc = PopClient(MQ(rc, broker.address), broker.broker_config.broker_name)
+    pc = pop_client(cluster, broker)
     await pc.mq.create_topic("Changed", 1)
     bodies = [b"c%d" % i for i in range(20)]
     for body in bodies:
@@ -65,9 +71,7 @@ async def test_polling_info_refuses_what_a_pop_would(cluster: Cluster) -> None:
 async def test_after_a_switch_to_retry_topic_v2_the_v1_retry_topic_is_still_read(cluster: Cluster) -> None:
     # retrieveMessageFromPopRetryTopicV1 (RocketMQ's default): what was revived before the switch comes back.
     broker = await cluster.broker(revive_interval=0.02, enable_retry_topic_v2=False)
-    rc = RemotingClient()
-    cluster.clients.append(rc)
-    pc = PopClient(MQ(rc, broker.address), broker.broker_config.broker_name)
+    pc = pop_client(cluster, broker)
     await pc.mq.create_topic("Switched", 1)
     assert (await pc.mq.send("Switched", b"before", queue_id=0)).code == ResponseCode.SUCCESS
     assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
@@ -94,9 +98,7 @@ async def test_a_checkpoint_revived_behind_one_still_held_is_not_revived_again_a
     # The revive offset stays at the oldest checkpoint still held (A, a minute long); B, behind it in the same
     # revive queue, falls due, is revived, popped from the retry topic and acked. A clean restart reads B again.
     broker = await cluster.broker(revive_interval=0.05, pop_ck_stay_buffer_time=0.1)
-    rc = RemotingClient()
-    cluster.clients.append(rc)
-    pc = PopClient(MQ(rc, broker.address), broker.broker_config.broker_name)
+    pc = pop_client(cluster, broker)
     await pc.mq.create_topic("Held", 1)
     for i in range(10):
         assert (await pc.mq.send("Held", b"h%d" % i, queue_id=0)).code == ResponseCode.SUCCESS
@@ -130,9 +132,7 @@ async def test_a_change_naming_the_queues_max_offset_is_refused(cluster: Cluster
     and the next message stored there was revived after it was popped and acked (delivered twice). Apache 5.5.0's
     ChangeInvisibleTimeProcessor answers NO_MESSAGE for offset >= maxOffset (an ack may name the max offset)."""
     broker = await cluster.broker(revive_interval=0.02)
-    rc = RemotingClient()
-    cluster.clients.append(rc)
-    pc = PopClient(MQ(rc, broker.address), broker.broker_config.broker_name)
+    pc = pop_client(cluster, broker)
     await pc.mq.create_topic("AtMax", 1)
     assert (await pc.mq.send("AtMax", b"m0", queue_id=0)).code == ResponseCode.SUCCESS
     assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)

@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import uvloop
 from client_fakes import FakeBroker, FakeNamesrv
 
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "both_loops: run on the default asyncio loop and on uvloop")
-
-
-def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> dict[str, Callable[[], object]]:
-    if item.get_closest_marker("both_loops") is not None:
-        return {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
-    return {"asyncio": asyncio.new_event_loop}
-
-
+from tests.loops import pytest_asyncio_loop_factories, pytest_configure  # noqa: F401 (the both_loops hooks)
 
 
 @pytest.fixture

@@ -3,14 +3,13 @@ event loop. tests/console/test_browser.py drives the pages in Debian's Chromium.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import uvloop
 
 from pocketmq.embedded import EmbeddedCluster
+from tests.loops import pytest_asyncio_loop_factories, pytest_configure  # noqa: F401 (the both_loops hooks)
 
 # Each test module skips itself when the console extra is missing (pip install -e '.[console]'); the fixtures
 # import the console only when a test uses them.
@@ -19,16 +18,6 @@ NEEDS = "the console extra (pip install -e '.[console]')"
 FAST = {"stats_sample_interval": 0.02}
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "both_loops: run on the default asyncio loop and on uvloop")
-
-
-def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> dict[str, Callable[[], object]]:
-    # `pocketmq dev` serves the console on uvloop: the tests of the connection handling run on it too, whose
-    # transports are not asyncio's classes.
-    if item.get_closest_marker("both_loops") is not None:
-        return {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
-    return {"asyncio": asyncio.new_event_loop}
 
 
 @pytest.fixture

@@ -358,3 +358,30 @@ async def test_a_seek_back_over_buffered_messages_commits_no_further_than_what_w
         assert again and again[0].queue_offset == 0
         await consumer.commit_sync()
     assert committed(push_cluster, group, topic, 1) == [again[-1].queue_offset + 1]
+
+
+async def test_a_batch_still_in_hand_when_its_queue_is_taken_away_is_read_again(push_cluster, poll) -> None:
+    """With auto commit, a poll commits the batches before it. A rebalance that takes a queue away committed the
+    batch the last poll returned, which the application may still be processing: the next owner started past it,
+    and a crash of the first member lost it. As RocketMQ's RebalanceLitePullImpl, only what earlier commits stored
+    is persisted: the next owner reads the batch again (a duplicate, never a loss)."""
+    topic, group = unique("LiteHandT"), unique("LiteHandG")
+    await create_topic(push_cluster, topic, 2)
+    q1 = MessageQueue(topic, "broker-a", 1)  # (the queue the second member, sorted after the first, will take)
+    async with Producer(unique("HandPG"), push_cluster.namesrv_addr, instance_name=unique("hp")) as producer:
+        for i in range(10):
+            await producer.send(Message(topic, b"h%d" % i), q1)
+    first = lite(push_cluster, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET", instance_name="a-first",
+                 pull_batch_size=10)
+    second = lite(push_cluster, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET", instance_name="b-second")
+    first.subscribe(topic)
+    second.subscribe(topic)
+    async with first:
+        in_hand = await poll_until(first, 10)
+        assert [m.body for m in in_hand] == [b"h%d" % i for i in range(10)]  # (not polled again: still in hand)
+        async with second:
+            await poll(lambda: second.assignment() == {q1} and q1 not in first.assignment(), timeout=10)
+            await asyncio.sleep(0.3)  # (several offset persists of both members)
+            assert committed(push_cluster, group, topic, 2)[1] < 10  # (it was 10: the batch counted as consumed)
+            again = await poll_until(second, 10)
+            assert [m.body for m in again] == [m.body for m in in_hand]

@@ -408,11 +408,11 @@ class LitePullConsumer(LitePullTasks, TopicQueueWatch, RebalancedConsumerInner):
             self.commit_all()
             self._next_auto_commit_deadline = now + self.config.auto_commit_interval
 
-    def commit_queue(self, mq: MessageQueue, dropped_too: bool = False) -> None:
+    def commit_queue(self, mq: MessageQueue) -> None:
         """Record ``mq``'s consume offset in the offset store (in memory; persisted periodically). A queue
-        already dropped is skipped unless ``dropped_too`` (the rebalance giving it away commits it last)."""
+        already dropped is skipped."""
         state = self.assigned_message_queue.get(mq)
-        if state is None or state.consume_offset < 0 or (state.process_queue.dropped and not dropped_too):
+        if state is None or state.consume_offset < 0 or state.process_queue.dropped:
             return
         self.offset_store.update_offset(mq, state.consume_offset, increase_only=False)
 

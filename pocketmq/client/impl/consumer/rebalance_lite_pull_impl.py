@@ -37,9 +37,10 @@ class RebalanceLitePullImpl(RebalanceImpl):
         self.consumer.message_queue_changed(topic, mq_all, mq_divided)
 
     async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
-        consumer = self.consumer
-        consumer.commit_queue(mq, dropped_too=consumer.config.auto_commit)
-        store = consumer.offset_store
+        # What earlier commits stored is persisted, not the queue's consume offset: the batch the last poll returned
+        # may still be in the application's hands (a poll commits the batches before it), and committing it here
+        # would lose it to a crash of this member, the next owner starting past it. It is read again instead.
+        store = self.consumer.offset_store
         try:
             await store.persist(mq)
         except (RemotingError, MQClientException, MQBrokerException, OSError) as e:

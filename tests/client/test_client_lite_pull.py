@@ -385,3 +385,16 @@ async def test_a_batch_still_in_hand_when_its_queue_is_taken_away_is_read_again(
             assert committed(push_cluster, group, topic, 2)[1] < 10  # (it was 10: the batch counted as consumed)
             again = await poll_until(second, 10)
             assert [m.body for m in again] == [m.body for m in in_hand]
+
+
+async def test_a_consumer_shut_down_is_not_started_again(push_cluster) -> None:
+    """DefaultLitePullConsumerImpl.start refuses SHUTDOWN_ALREADY. A second start was taken, and an assign() made
+    after the first start was forgotten by it: the consumer ran and read nothing, without an error."""
+    topic, group = unique("LiteAgainT"), unique("LiteAgainG")
+    await create_topic(push_cluster, topic, 1)
+    consumer = lite(push_cluster, group)
+    await consumer.start()
+    consumer.assign([MessageQueue(topic, "broker-a", 0)])
+    await consumer.shutdown()
+    with pytest.raises(MQClientException, match="maybe started once"):
+        await consumer.start()

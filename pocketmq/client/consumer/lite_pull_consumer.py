@@ -90,6 +90,7 @@ class LitePullConsumer(LitePullTasks, TopicQueueWatch, RebalancedConsumerInner):
         self.subscriptions: dict[str, SubscriptionData] = {}
         self.assigned_message_queue = AssignedMessageQueue()
         self.running = False
+        self._shut_down = False  # (SHUTDOWN_ALREADY: a consumer is not started again)
         self.trace_dispatcher: AsyncTraceDispatcher | None = None
         self.trace_hook: ConsumeMessageTraceHook | None = None  # set while tracing (enable_msg_trace)
         self.consume_request_flow_control_times = 0
@@ -215,7 +216,7 @@ class LitePullConsumer(LitePullTasks, TopicQueueWatch, RebalancedConsumerInner):
     # --- lifecycle -----------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        if self._instance is not None or self.running:
+        if self._instance is not None or self.running or self._shut_down:
             raise MQClientException("The PullConsumer service state not OK, maybe started once")
         check_group(self.group)
         if self.group == DEFAULT_CONSUMER_GROUP:
@@ -272,6 +273,7 @@ class LitePullConsumer(LitePullTasks, TopicQueueWatch, RebalancedConsumerInner):
         if self.config.auto_commit:
             self.commit_all()
         self.running = False
+        self._shut_down = True
         await self.rebalance_impl.stop()
         tasks = list(self._task_table.values())
         if self._monitor is not None:

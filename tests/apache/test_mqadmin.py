@@ -13,6 +13,7 @@ the same time); each test runs a command once per server, both at a time.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 import uuid
@@ -619,3 +620,17 @@ def test_pocketmq_query_msg_trace_by_id_prints_what_mqadmin_prints(
     theirs = mqadmin.run(pocket.namesrv_addr, *args)
     assert rows(mine) == rows(theirs)
     assert "127.0.0.1" in [cell for row in rows(mine) if row[0] == "Pub" for cell in row]
+
+
+def test_export_configs(sides: tuple[Side, Side], mqadmin: Mqadmin, tmp_path: Path) -> None:
+    """exportConfigs copies sixteen broker settings with Properties.setProperty, which refuses a null: three that
+    pocketmq's GET_BROKER_CONFIG lacked (filterServerNums, slaveReadEnable, useTLS) failed it with a
+    NullPointerException."""
+    outputs = []
+    for side in sides:
+        where = tmp_path / side.name
+        out = mqadmin.run(side.namesrv_addr, "exportConfigs", "-c", CLUSTER, "-f", str(where))
+        outputs.append(rows(out.replace(str(where), "DIR")))
+        exported = json.loads((where / "configs.json").read_text())
+        assert exported["brokerConfigs"]["broker-a"]["useTLS"] == "false"
+    assert outputs[1] == outputs[0]

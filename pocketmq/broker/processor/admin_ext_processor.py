@@ -91,6 +91,11 @@ def _runtime_text(seconds: float) -> str:
     return f"[ {s // 86400} days, {s % 86400 // 3600} hours, {s % 3600 // 60} minutes, {s % 60} seconds ]"
 
 
+# Keys mqadmin's exportConfigs copies with Properties.setProperty, which refuses a null (its NullPointerException
+# failed the command): settings pocketmq has no use for, at the values it works as.
+_FIXED_CONFIG = "filterServerNums=0\nslaveReadEnable=false\nuseTLS=false\n"
+
+
 class AdminExtProcessor(BrokerProcessor):
     def __init__(self, controller: BrokerController) -> None:
         super().__init__(controller)
@@ -309,7 +314,7 @@ class AdminExtProcessor(BrokerProcessor):
     async def get_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         # Without the broker's own key pair: any account may read the config (as in RocketMQ, whose BrokerConfig
         # has no such keys), and the pair is an admin account of the name servers.
-        text = self.controller.broker_config.to_properties(secrets=False)
+        text = self.controller.broker_config.to_properties(secrets=False) + _FIXED_CONFIG
         version = fastjson.dumps(self.config_version)  # Configuration.getDataVersionJson
         return response(request, ext_fields=GetBrokerConfigResponseHeader(version), body=text.encode("utf-8"))
 

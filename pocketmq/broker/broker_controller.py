@@ -50,6 +50,7 @@ from .processor import (
 )
 from .processor.ack_message_processor import AckMessageProcessor
 from .processor.admin_ext_processor import AdminExtProcessor
+from .processor.admin_queue_processor import AdminQueueProcessor
 from .processor.change_invisible_time_processor import ChangeInvisibleTimeProcessor
 from .processor.consumer_manage_processor import total_physical_memory
 from .processor.end_transaction_processor import EndTransactionProcessor
@@ -133,6 +134,7 @@ class BrokerController:
             ConsumerManageProcessor(self),
             AdminBrokerProcessor(self),
             AdminExtProcessor(self),
+            AdminQueueProcessor(self),
             ReplyMessageProcessor(self),
             self.end_transaction_processor,
             RecallMessageProcessor(self),

@@ -165,3 +165,14 @@ class AddWritePermOfBrokerResponseHeader(CommandHeader):
     """ADD_WRITE_PERM_OF_BROKER's answer: the topics whose queues on the broker are read-write again."""
 
     add_topic_count: int
+
+
+@dataclass(slots=True)
+class QueryConsumeQueueRequestHeader(CommandHeader):
+    """QUERY_CONSUME_QUEUE (321): ``count`` consume-queue entries of a queue from ``index`` (mqadmin's queryCq)."""
+
+    topic: str
+    queue_id: int
+    index: int
+    count: int
+    consumer_group: str | None = None

@@ -345,6 +345,26 @@ def test_producer_connection(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None
     assert line[0] == "0001" and line[2:] == ["ADDR", "PYTHON", "VERSION"]
 
 
+_CQ_VARIES = re.compile(r"(physicOffset|physicSize|lastUpdateTimestamp|\"subVersion\"):\d+")
+
+
+def test_query_cq(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:
+    """queryCq: the queue's bounds and its entries from an index; commit-log positions and sizes differ by store
+    (each broker adds its own properties), the tags codes and the rest do not. With a group, its subscription."""
+    for group in ((), ("-g", GROUP)):
+        apache, pocket = mqadmin.both(sides, "queryCq", "-t", TOPIC, "-q", "1", "-i", "0", "-c", "5", *group)
+        assert rows(_CQ_VARIES.sub(r"\1=N", pocket.replace("=", ":"))) == \
+            rows(_CQ_VARIES.sub(r"\1=N", apache.replace("=", ":")))
+        assert pocket.count("idx: ") == MESSAGES // QUEUES and "max: 2, min: 0" in pocket
+
+
+def test_producer(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:
+    apache, pocket = mqadmin.both(sides, "producer", "-b", lambda side: side.broker_addr)
+    cells = [sorted(rows(_CQ_VARIES.sub(r"\1=N", out.replace("=", ":")))) for out in (apache, pocket)]
+    assert cells[1] == cells[0]
+    assert any(PRODUCER_GROUP in line for line in pocket.splitlines())
+
+
 def test_delete_sub_group_and_delete_topic(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:
     topic, group = f"MqaGone{SUFFIX}", f"MqaGoneGroup{SUFFIX}"
     mqadmin.both(sides, "updateTopic", "-c", CLUSTER, "-t", topic)

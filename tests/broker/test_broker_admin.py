@@ -9,13 +9,15 @@ import time
 from pocketmq.broker import BrokerConfig
 from pocketmq.broker.topic_config_manager import TopicConfigManager
 from pocketmq.common.codec import decode_all, decode_message_id
-from pocketmq.remoting.admin_body import ConsumeStats, ResetOffsetBody
+from pocketmq.common.java_hash import java_string_hash
+from pocketmq.remoting.admin_body import ConsumeStats, ProducerTableInfo, QueryConsumeQueueResponseBody, ResetOffsetBody
 from pocketmq.remoting.admin_header import (
     GetConsumeStatsRequestHeader,
     GetSubscriptionGroupConfigRequestHeader,
+    QueryConsumeQueueRequestHeader,
     ResetOffsetRequestHeader,
 )
-from pocketmq.remoting.body import TopicConfigSerializeWrapper, decode_body, encode_body
+from pocketmq.remoting.body import TopicConfigSerializeWrapper, TopicList, decode_body, encode_body
 from pocketmq.remoting.client_body import SubscriptionGroupConfig
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.header import (
@@ -251,3 +253,42 @@ async def test_a_reset_moves_a_queue_the_group_never_committed_to_the_times_offs
         assert answer.code == ResponseCode.SUCCESS, answer.remark
         table = decode_body(answer.body, ResetOffsetBody).offset_table
         assert {q.queue_id: o for q, o in table.items()} == expected, force
+
+
+async def test_query_consume_queue(broker, mq, dispatched) -> None:
+    """mqadmin's queryCq: the entries from an index, the queue's bounds, and the group's subscription if any."""
+    await mq.create_topic("TopicCq", queues=2)
+    for i in range(4):
+        await mq.send("TopicCq", b"x" * (10 + i), queue_id=1, tags="TagA")
+    await dispatched(broker)
+    resp = await mq.invoke(RequestCode.QUERY_CONSUME_QUEUE, QueryConsumeQueueRequestHeader("TopicCq", 1, 1, 2))
+    assert resp.code == ResponseCode.SUCCESS
+    body = decode_body(resp.body, QueryConsumeQueueResponseBody)
+    assert (body.min_queue_index, body.max_queue_index) == (0, 4)
+    assert body.subscription_data is None and body.filter_data is None
+    assert [q.tags_code for q in body.queue_data] == [java_string_hash("TagA")] * 2
+    offsets = [q.physic_offset for q in body.queue_data]
+    assert offsets[0] < offsets[1] and body.queue_data[0].physic_size < body.queue_data[1].physic_size
+    offline = QueryConsumeQueueRequestHeader("TopicCq", 1, 3, 10, consumer_group="GCq")
+    body = decode_body((await mq.invoke(RequestCode.QUERY_CONSUME_QUEUE, offline)).body, QueryConsumeQueueResponseBody)
+    assert body.filter_data == "GCq@TopicCq is not online!" and len(body.queue_data) == 1
+    await mq.heartbeat("cq-client", {"GCq": {"TopicCq": "TagA"}})
+    body = decode_body((await mq.invoke(RequestCode.QUERY_CONSUME_QUEUE, offline)).body, QueryConsumeQueueResponseBody)
+    assert body.subscription_data.sub_string == "TagA" and body.filter_data == "null"
+    past = await mq.invoke(RequestCode.QUERY_CONSUME_QUEUE, QueryConsumeQueueRequestHeader("TopicCq", 1, 4, 1))
+    assert (past.code, past.remark, past.body) == (ResponseCode.SUCCESS, "Index 4 of 1@TopicCq is not exist!", None)
+    missing = await mq.invoke(RequestCode.QUERY_CONSUME_QUEUE, QueryConsumeQueueRequestHeader("TopicCq", 7, 0, 1))
+    assert (missing.code, missing.remark) == (ResponseCode.SYSTEM_ERROR, "7@TopicCq is not exist!")
+
+
+async def test_all_producer_info_and_system_topics(broker, mq) -> None:
+    await mq.heartbeat("pi-client", producer_groups=("PGInfo",))
+    resp = await mq.invoke(RequestCode.GET_ALL_PRODUCER_INFO)
+    assert resp.code == ResponseCode.SUCCESS
+    [info] = decode_body(resp.body, ProducerTableInfo).data["PGInfo"]
+    assert info.client_id == "pi-client" and info.remote_ip.startswith("/")
+    assert abs(info.last_update_timestamp - time.time() * 1000) < 60_000
+    resp = await mq.invoke(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER)
+    assert resp.code == ResponseCode.SUCCESS
+    topics = decode_body(resp.body, TopicList).topic_list
+    assert {"TBW102", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC", "DefaultCluster", "broker-a"} <= set(topics)

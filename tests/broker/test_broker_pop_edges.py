@@ -148,3 +148,38 @@ async def test_a_change_naming_the_queues_max_offset_is_refused(cluster: Cluster
     await pc.ack_all("G", "AtMax", got)
     again = await pc.pop("G", "AtMax", -1, invisible=60_000, poll=1000)  # (a revive would be due by then)
     assert again.bodies == []
+
+
+async def test_a_change_of_invisible_time_outside_0_to_12_hours_is_refused(cluster: Cluster) -> None:
+    """As RocketMQ's proxy bounds it (Apache 5.5.0's broker answers SUCCESS to -5 ms and to 13 h:
+    docs/compatibility.md)."""
+    broker = await cluster.broker()
+    pc = pop_client(cluster, broker)
+    await pc.mq.create_topic("Bounds", 1)
+    assert (await pc.mq.send("Bounds", b"b", queue_id=0)).code == ResponseCode.SUCCESS
+    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+    popped = await pc.pop("G", "Bounds", 0, invisible=60_000)
+    for invisible in (-5, 13 * 3600 * 1000):
+        answer, _ = await pc.change_invisible("G", "Bounds", popped.handles[0], invisible)
+        assert answer.code == ResponseCode.INVALID_PARAMETER, (invisible, answer)
+    answer, _ = await pc.change_invisible("G", "Bounds", popped.handles[0], 12 * 3600 * 1000)
+    assert answer.code == ResponseCode.SUCCESS
+
+
+async def test_the_retry_topic_is_popped_whatever_the_pops_filter(cluster: Cluster) -> None:
+    """A message popped under tag A and not acked comes back through the group's retry topic to the group's next
+    pop, though that pop asks for tag B. Apache 5.5.0 filters the retry topic by the pop's expression, so the
+    message is skipped then, and by a later pop of tag A too: never delivered (docs/compatibility.md)."""
+    broker = await cluster.broker(revive_interval=0.02)
+    pc = pop_client(cluster, broker)
+    await pc.mq.create_topic("Refiltered", 1)
+    assert (await pc.mq.send("Refiltered", b"a0", queue_id=0, tags="A")).code == ResponseCode.SUCCESS
+    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+    first = await pc.pop("G", "Refiltered", 0, invisible=200, exp="A")
+    assert first.bodies == [b"a0"]  # (not acked: revived after 200 ms)
+    back: list[tuple[bytes, int]] = []
+    deadline = time.monotonic() + 10
+    while not back and time.monotonic() < deadline:
+        got = await pc.pop("G", "Refiltered", -1, invisible=60_000, poll=300, exp="B")
+        back += [(m.body, m.reconsume_times) for m in got.messages]
+    assert back == [(b"a0", 1)]

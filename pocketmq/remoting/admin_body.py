@@ -419,3 +419,37 @@ class ProducerTableInfo:
                 raise BodyError(at, "expected a group name and a list of producers")
             out[group] = [ProducerInfo.from_dict(p, f"{at}[{i}]") for i, p in enumerate(producers)]
         return cls(out)
+
+
+@dataclass(slots=True)
+class ConsumeStatsList:
+    """GET_BROKER_CONSUME_STATS (317) body: every subscription group's ConsumeStats, one a topic it has offsets of."""
+
+    broker_addr: str = ""
+    consume_stats_list: list[dict[str, list[ConsumeStats]]] = field(default_factory=list)
+    total_diff: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"brokerAddr": self.broker_addr,
+                "consumeStatsList": [{g: [s.to_dict() for s in stats] for g, stats in one.items()}
+                                     for one in self.consume_stats_list],
+                "totalDiff": self.total_diff}
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> ConsumeStatsList:
+        r = Reader(obj, path)
+        groups = r._d.get("consumeStatsList") or []
+        if not isinstance(groups, list):
+            raise BodyError(r.at("consumeStatsList"), "expected a list")
+        out: list[dict[str, list[ConsumeStats]]] = []
+        for i, one in enumerate(groups):
+            at = f"{r.at('consumeStatsList')}[{i}]"
+            if not isinstance(one, dict) or not all(isinstance(v, list) for v in one.values()):
+                raise BodyError(at, "expected a map of group name to a list of ConsumeStats")
+            out.append({g: [ConsumeStats.from_dict(s, f"{at}.{g}") for s in stats] for g, stats in one.items()})
+        return cls(r.str("brokerAddr", ""), out, r.int("totalDiff", 0))
+
+
+def language_name(code: int) -> str:
+    """The LanguageCode's name a client's heartbeat gave as a number; OTHER for a number RocketMQ does not know."""
+    return LANGUAGE_NAMES[code] if 0 <= code < len(LANGUAGE_NAMES) else "OTHER"

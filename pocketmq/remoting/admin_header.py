@@ -46,6 +46,13 @@ class GetConsumeStatsRequestHeader(CommandHeader):
 
 
 @dataclass(slots=True)
+class GetConsumeStatsInBrokerHeader(CommandHeader):
+    """GET_BROKER_CONSUME_STATS (317): mqadmin's brokerConsumeStats."""
+
+    is_order: bool = wire("isOrder", default=False)  # only the topics whose config says order
+
+
+@dataclass(slots=True)
 class GetConsumerConnectionListRequestHeader(CommandHeader):
     """GET_CONSUMER_CONNECTION_LIST (203)."""
 

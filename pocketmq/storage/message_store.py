@@ -15,6 +15,7 @@ import contextlib
 import logging
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 
@@ -449,20 +450,42 @@ class DefaultMessageStore(MessageStoreRecovery, StoreDiskSpace, DispatchHold, Me
             done = self.reput_service.run_at(commit_log.get_max_offset(), lambda: self._destroy_topics(topics))
         return done.result(timeout)
 
+    def destroy_queues(self, select: Callable[[], set[tuple[str, int]]], timeout: float = 10.0) -> int:
+        """Destroy the consume queues that ``select`` names, called under the put lock; the number destroyed.
+
+        As for delete_topics: their offsets restart at 0 for every later put, and the queues are destroyed on
+        the dispatcher thread once everything put before is dispatched. ``select`` must leave out a queue with
+        puts not dispatched yet (its offset in the commit log's topic queue table above its max offset)."""
+        commit_log = self.commit_log
+        with commit_log.put_lock:
+            keys = select()
+            for key in keys:
+                commit_log.topic_queue_table.pop(key, None)
+            if not self.reput_service.running:
+                return self._destroy_queues(keys)
+            done = self.reput_service.run_at(commit_log.get_max_offset(), lambda: self._destroy_queues(keys))
+        return done.result(timeout)
+
     def _destroy_topics(self, topics: set[str]) -> int:
+        return self._destroy_queues({k for k in self.consume_queue_table if k[0] in topics}, topics)
+
+    def _destroy_queues(self, keys: set[tuple[str, int]], topics: set[str] | None = None) -> int:
         count = 0
-        for key in [k for k in self.consume_queue_table if k[0] in topics]:
-            cq = self.consume_queue_table.pop(key)
+        for key in keys:
+            cq = self.consume_queue_table.pop(key, None)
+            if cq is None:
+                continue
             self.dispatch_cq_table.pop((key[0].encode(), key[1]), None)
             self.cq_lru.forget(cq)
             cq.destroy()
             count += 1
-        for topic in topics:
+        for topic in topics if topics is not None else {k[0] for k in keys}:
             path = os.path.join(self.config.store_path_consume_queue, topic)
             if topic_error(topic) is None and os.path.isdir(path):
                 with contextlib.suppress(OSError):
                     for qid in os.listdir(path):
-                        os.rmdir(os.path.join(path, qid))
+                        if topics is not None or (qid.isdigit() and (topic, int(qid)) in keys):
+                            os.rmdir(os.path.join(path, qid))
                     os.rmdir(path)
         return count
 

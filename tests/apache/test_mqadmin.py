@@ -365,6 +365,27 @@ def test_producer(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:
     assert any(PRODUCER_GROUP in line for line in pocket.splitlines())
 
 
+def test_broker_consume_stats(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:
+    """brokerConsumeStats: the setup's group, queue by queue (each broker has groups of its own besides, so the
+    other rows and the total differ); its topic is not an order topic, so ``-o true`` leaves it out on both."""
+    for order, queues in (("false", QUEUES), ("true", 0)):
+        apache, pocket = mqadmin.both(sides, "brokerConsumeStats", "-b", lambda side: side.broker_addr, "-o", order)
+        mine = [[r for r in rows(text) if r[0] == "#Topic" or r[1:2] == [GROUP]] for text in (apache, pocket)]
+        assert mine[1] == mine[0]
+        assert len(mine[1]) == 1 + queues and rows(pocket)[-1][:2] == ["Diff", "Total:"]
+
+
+def test_store_clean_ups(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:
+    """cleanExpiredCQ, cleanUnusedTopic and deleteExpiredCommitLog, by broker and by cluster: nothing of the
+    setup's is expired or unused, and its messages stay readable."""
+    for command in ("cleanExpiredCQ", "cleanUnusedTopic", "deleteExpiredCommitLog"):
+        for where in (("-b", lambda side: side.broker_addr), ("-c", CLUSTER)):
+            apache, pocket = mqadmin.both(sides, command, *where)
+            assert pocket == apache == "success", (command, apache, pocket)
+    apache, pocket = mqadmin.both(sides, "queryCq", "-t", TOPIC, "-q", "1", "-i", "0", "-c", "5")
+    assert "max: 2, min: 0" in pocket and "max: 2, min: 0" in apache
+
+
 def test_delete_sub_group_and_delete_topic(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:
     topic, group = f"MqaGone{SUFFIX}", f"MqaGoneGroup{SUFFIX}"
     mqadmin.both(sides, "updateTopic", "-c", CLUSTER, "-t", topic)

@@ -26,6 +26,7 @@ from pocketmq.remoting.admin_body import (
     ResetOffsetBody,
     TopicOffset,
     TopicStatsTable,
+    language_name,
 )
 from pocketmq.remoting.admin_header import (
     DeleteSubscriptionGroupRequestHeader,
@@ -41,7 +42,7 @@ from pocketmq.remoting.admin_header import (
 )
 from pocketmq.remoting.body import DataVersion, TopicList, encode_body
 from pocketmq.remoting.client_body import MessageQueue
-from pocketmq.remoting.codes import BodyDialect, LanguageCode, RequestCode, ResponseCode
+from pocketmq.remoting.codes import BodyDialect, RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import RemotingError
 from pocketmq.remoting.transport import Channel
@@ -74,15 +75,8 @@ RUNTIME_KEYS = frozenset({
 })
 
 
-def _language_name(code: int) -> str:
-    try:
-        return LanguageCode(code).name
-    except ValueError:
-        return "OTHER"
-
-
 def _connection(info: ClientChannelInfo) -> Connection:
-    return Connection(info.client_id, info.channel.remote_address, _language_name(info.language), info.version)
+    return Connection(info.client_id, info.channel.remote_address, language_name(info.language), info.version)
 
 
 def _runtime_text(seconds: float) -> str:

@@ -1,9 +1,11 @@
-"""Three admin requests of RocketMQ 4.9.7's AdminBrokerProcessor that admin_ext_processor.py has no room for:
-QUERY_CONSUME_QUEUE (mqadmin's queryCq), GET_ALL_PRODUCER_INFO (mqadmin's producer) and
-GET_SYSTEM_TOPIC_LIST_FROM_BROKER."""
+"""Admin requests of RocketMQ 4.9.7's AdminBrokerProcessor that admin_ext_processor.py has no room for:
+QUERY_CONSUME_QUEUE (mqadmin's queryCq), GET_ALL_PRODUCER_INFO (producer), GET_SYSTEM_TOPIC_LIST_FROM_BROKER,
+GET_BROKER_CONSUME_STATS (brokerConsumeStats), and the store's clean-ups: CLEAN_EXPIRED_CONSUMEQUEUE
+(cleanExpiredCQ), CLEAN_UNUSED_TOPIC (cleanUnusedTopic) and DELETE_EXPIRED_COMMITLOG (deleteExpiredCommitLog)."""
 
 from __future__ import annotations
 
+import logging
 import struct
 import time
 from typing import TYPE_CHECKING
@@ -14,18 +16,22 @@ from pocketmq.remoting.admin_body import (
     ProducerInfo,
     ProducerTableInfo,
     QueryConsumeQueueResponseBody,
+    language_name,
 )
-from pocketmq.remoting.admin_header import QueryConsumeQueueRequestHeader
+from pocketmq.remoting.admin_header import GetConsumeStatsInBrokerHeader, QueryConsumeQueueRequestHeader
 from pocketmq.remoting.body import TopicList
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.transport import Channel
+from pocketmq.storage.queue_cleanup import clean_expired_consume_queues, clean_unused_topics
 
-from .admin_ext_processor import _language_name
 from .base import BrokerProcessor, response
+from .consume_stats import broker_consume_stats
 
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController
+
+log = logging.getLogger(__name__)
 
 # RocketMQ reads as many entries as asked, up to the end of the index's consume-queue file (300,000 entries);
 # pocketmq answers at most this many, so that one request cannot hold a pull thread and a large body for long.
@@ -39,6 +45,10 @@ class AdminQueueProcessor(BrokerProcessor):
         self.handlers[RequestCode.QUERY_CONSUME_QUEUE] = self.query_consume_queue
         self.handlers[RequestCode.GET_ALL_PRODUCER_INFO] = self.get_all_producer_info
         self.handlers[RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER] = self.get_system_topic_list
+        self.handlers[RequestCode.GET_BROKER_CONSUME_STATS] = self.get_broker_consume_stats
+        self.handlers[RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE] = self.clean_expired_consume_queue
+        self.handlers[RequestCode.CLEAN_UNUSED_TOPIC] = self.clean_unused_topic
+        self.handlers[RequestCode.DELETE_EXPIRED_COMMITLOG] = self.delete_expired_commit_log
 
     async def query_consume_queue(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         h = request.decode_header(QueryConsumeQueueRequestHeader)
@@ -69,7 +79,7 @@ class AdminQueueProcessor(BrokerProcessor):
         table = ProducerTableInfo()
         for group, channels in self.controller.producer_manager.group_channel_table.items():
             table.data[group] = [
-                ProducerInfo(ci.client_id, "/" + ci.channel.remote_address.lstrip("/"), _language_name(ci.language),
+                ProducerInfo(ci.client_id, "/" + ci.channel.remote_address.lstrip("/"), language_name(ci.language),
                              ci.version, now_ms - int((now_mono - ci.last_update_timestamp) * 1000))
                 for ci in channels.values()
             ]
@@ -79,3 +89,30 @@ class AdminQueueProcessor(BrokerProcessor):
         """TopicValidator's system topics with those the broker added (cluster, broker, trace, reply, revive)."""
         topics = sorted(self.controller.topic_config_manager.system_topics)
         return response(request, body=request.encode_body(TopicList(topics)))
+
+    async def get_broker_consume_stats(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        h = request.decode_header(GetConsumeStatsInBrokerHeader)
+        c = self.controller
+        # The tables are copied here, on the loop, and walked on a pull thread (see get_consume_stats).
+        groups = list(c.subscription_group_manager.subscription_group_table)
+        keys = list(c.consumer_offset_manager.offset_table)
+        stats = await c.run_in_pull_executor(broker_consume_stats, c, h.is_order, groups, keys)
+        return response(request, body=request.encode_body(stats))
+
+    async def clean_expired_consume_queue(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        destroyed = await self.controller.run_in_pull_executor(clean_expired_consume_queues, self.controller.store)
+        log.warning("cleanExpiredConsumeQueue: %d consume queues destroyed", destroyed)
+        return response(request)
+
+    async def clean_unused_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        c = self.controller
+        in_use = set(c.topic_config_manager.topic_config_table)
+        destroyed = await c.run_in_pull_executor(clean_unused_topics, c.store, in_use)
+        log.warning("cleanUnusedTopic: %d consume queues destroyed", destroyed)
+        return response(request)
+
+    async def delete_expired_commit_log(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """RocketMQ's executeDeleteFilesManually: the next cleaning rounds delete expired files at any hour."""
+        self.controller.store.execute_delete_files_manually()
+        log.warning("deleteExpiredCommitLog: expired commit-log files are deleted in the next cleaning rounds")
+        return response(request)

@@ -1,12 +1,13 @@
-"""What GET_CONSUME_STATS and QUERY_CONSUME_TIME_SPAN answer, read from the store and the offsets on a pull thread
-(RocketMQ's AdminBrokerProcessor.getConsumeStats and queryConsumeTimeSpan)."""
+"""What GET_CONSUME_STATS, GET_BROKER_CONSUME_STATS and QUERY_CONSUME_TIME_SPAN answer, read from the store and
+the offsets on a pull thread (RocketMQ's AdminBrokerProcessor.getConsumeStats, fetchAllConsumeStatsInBroker and
+queryConsumeTimeSpan)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from pocketmq.common.clock import now_ms
-from pocketmq.remoting.admin_body import ConsumeStats, OffsetWrapper, QueueTimeSpan
+from pocketmq.remoting.admin_body import ConsumeStats, ConsumeStatsList, OffsetWrapper, QueueTimeSpan
 from pocketmq.remoting.client_body import MessageQueue
 
 if TYPE_CHECKING:
@@ -18,25 +19,53 @@ def consume_stats(c: BrokerController, group: str, topic: str | None, offset_key
     of every topic the group has offsets of when it is None (found among ``offset_keys``, a copy of the offset
     table's keys)."""
     topics = {topic} if topic is not None else topics_of_group(offset_keys, group)
-    store, com = c.store, c.consumer_offset_manager
     stats = ConsumeStats()
-    subscribed = c.consumer_manager.get_consumer_group_info(group)
     for t in sorted(topics):
         tc = c.topic_config_manager.select_topic_config(t)
-        if tc is None:
+        if tc is None or _not_subscribed(c, group, t):
             continue
-        if subscribed is not None and subscribed.subscription_table and t not in subscribed.subscription_table:
-            continue  # (RocketMQ: an online group that does not subscribe to the topic is left out)
-        for i in range(tc.read_queue_nums):
-            broker_offset = max(store.get_max_offset_in_queue(t, i), 0)
-            consumer_offset = max(com.query_offset(group, t, i), 0)
-            last = 0
-            if consumer_offset > 0:
-                last = max(store.get_message_store_timestamp(t, i, consumer_offset - 1), 0)
-            mq = MessageQueue(t, c.broker_config.broker_name, i)
-            stats.offset_table[mq] = OffsetWrapper(broker_offset, consumer_offset, last)
-        stats.consume_tps += c.broker_stats_manager.group_get_in_minute(t, group).tps
+        _add_queues(c, stats, group, t, tc.read_queue_nums)
     return stats
+
+
+def broker_consume_stats(c: BrokerController, is_order: bool, groups: list[str],
+                         offset_keys: list[str]) -> ConsumeStatsList:
+    """GET_BROKER_CONSUME_STATS (AdminBrokerProcessor.fetchAllConsumeStatsInBroker): a ConsumeStats for each
+    subscription group and topic it has offsets of, over the topic's write queues, only order topics if
+    ``is_order``; every group of ``groups`` (the subscription group table's) is listed, one without offsets with an
+    empty list."""
+    out = ConsumeStatsList(c.address)
+    for group in groups:
+        listed: list[ConsumeStats] = []
+        for t in topics_of_group(offset_keys, group):
+            tc = c.topic_config_manager.select_topic_config(t)
+            if tc is None or (is_order and not tc.order) or _not_subscribed(c, group, t):
+                continue
+            stats = ConsumeStats()
+            _add_queues(c, stats, group, t, tc.write_queue_nums)
+            out.total_diff += stats.compute_total_diff()
+            listed.append(stats)
+        out.consume_stats_list.append({group: listed})
+    return out
+
+
+def _not_subscribed(c: BrokerController, group: str, topic: str) -> bool:
+    """RocketMQ leaves out a topic that an online group does not subscribe to."""
+    online = c.consumer_manager.get_consumer_group_info(group)
+    return online is not None and bool(online.subscription_table) and topic not in online.subscription_table
+
+
+def _add_queues(c: BrokerController, stats: ConsumeStats, group: str, topic: str, queues: int) -> None:
+    store, com = c.store, c.consumer_offset_manager
+    for i in range(queues):
+        broker_offset = max(store.get_max_offset_in_queue(topic, i), 0)
+        consumer_offset = max(com.query_offset(group, topic, i), 0)
+        last = 0
+        if consumer_offset > 0:
+            last = max(store.get_message_store_timestamp(topic, i, consumer_offset - 1), 0)
+        mq = MessageQueue(topic, c.broker_config.broker_name, i)
+        stats.offset_table[mq] = OffsetWrapper(broker_offset, consumer_offset, last)
+    stats.consume_tps += c.broker_stats_manager.group_get_in_minute(topic, group).tps
 
 
 def topics_of_group(offset_keys: list[str], group: str) -> set[str]:

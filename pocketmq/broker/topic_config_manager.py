@@ -44,6 +44,9 @@ class TopicConfigManager(ConfigManager):
         # changes_since() reads it from the newest end. It covers the changes of this process only.
         self._changed_at: dict[str, int] = {}
         self._history_floor = 0
+        # Every topic ever created and deleted leaves its name here: past this many, the oldest are forgotten
+        # and a name server that asks for changes from before them gets the whole table instead.
+        self.history_max = 100_000
         self._maintainer: asyncio.Task[None] | None = None
         self._create_builtin_topics()
 
@@ -231,6 +234,8 @@ class TopicConfigManager(ConfigManager):
         changed_at = self._changed_at
         changed_at.pop(topic, None)
         changed_at[topic] = dv.counter
+        if len(changed_at) > self.history_max:
+            self._history_floor = changed_at.pop(next(iter(changed_at)))
         self.mark_changed()
         try:
             self.journal.append(topic, self.topic_config_table.get(topic), dv)

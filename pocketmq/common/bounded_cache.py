@@ -11,6 +11,9 @@ the hottest paths write ``cache.get(key) or cache[key]`` (values there are never
 table is full, the oldest entry goes (first in, first out): the tables hold few hot keys, so LRU bookkeeping on
 every hit would cost more than the rare recomputation it saves. A cache only remembers: a value must depend on
 its key alone, so that a hit and a miss give the same answer (validation is never skipped on a hit).
+
+An entry count alone does not bound the bytes when a client chooses the keys (a tag or an expression may be
+megabytes): ``max_key_len`` leaves a longer str or bytes key computed every time and never remembered.
 """
 
 from __future__ import annotations
@@ -24,19 +27,23 @@ V = TypeVar("V")
 
 class BoundedCache(dict[K, V]):
     """``BoundedCache(compute, maxsize)``: ``cache[key]`` returns ``compute(key)``, remembered for at most
-    ``maxsize`` keys. ``compute`` may raise; nothing is remembered then."""
+    ``maxsize`` keys, none of them a str or bytes longer than ``max_key_len``. ``compute`` may raise; nothing is
+    remembered then."""
 
-    __slots__ = ("compute", "maxsize")
+    __slots__ = ("compute", "maxsize", "max_key_len")
 
-    def __init__(self, compute: Callable[[K], V], maxsize: int) -> None:
+    def __init__(self, compute: Callable[[K], V], maxsize: int, max_key_len: int | None = None) -> None:
         if maxsize < 1:
             raise ValueError(f"maxsize must be at least 1, not {maxsize}")
         super().__init__()
         self.compute = compute
         self.maxsize = maxsize
+        self.max_key_len = max_key_len
 
     def __missing__(self, key: K) -> V:
         value = self.compute(key)
+        if self.max_key_len is not None and isinstance(key, str | bytes) and len(key) > self.max_key_len:
+            return value
         if len(self) >= self.maxsize:
             try:
                 del self[next(iter(self))]

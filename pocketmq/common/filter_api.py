@@ -39,11 +39,8 @@ def parse_tags(sub_string: str | None) -> tuple[str, list[str], list[int]]:
     pieces = java_split(sub_string, TAG_SEPARATOR)
     if not pieces:
         raise SubscriptionParseError(f"subString split error: {sub_string!r} names no tag")
-    tags: list[str] = []
-    for piece in pieces:
-        tag = piece.strip(_JAVA_TRIMMED)
-        if tag and tag not in tags:
-            tags.append(tag)
+    # (a dict keeps the order and finds a repeat at once: a client's expression may name thousands of tags)
+    tags = list(dict.fromkeys(tag for tag in (piece.strip(_JAVA_TRIMMED) for piece in pieces) if tag))
     return sub_string, tags, list(dict.fromkeys(java_string_hash(t) for t in tags))
 
 

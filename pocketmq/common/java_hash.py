@@ -19,9 +19,16 @@ _POWERS: list[int] = [1]
 _POWERS_LOCK = threading.Lock()
 
 
+# The power table stops here: it lives as long as the process, so one long string (a client's tag of megabytes)
+# must not grow it to its length. A longer string is hashed a table's length at a time.
+_MAX_POWERS = 1 << 16
+_STEP = pow(31, _MAX_POWERS, 1 << 32)
+
+
 def _powers(n: int) -> list[int]:
-    """31^i mod 2^32 for i < n (at least). The list only grows; the lock keeps two threads growing it at once
-    (the dispatcher and the event loop) from appending a power twice, which would shift every later one."""
+    """31^i mod 2^32 for i < n (at least; n <= _MAX_POWERS). The list only grows; the lock keeps two threads
+    growing it at once (the dispatcher and the event loop) from appending a power twice, which would shift every
+    later one."""
     if len(_POWERS) < n:
         with _POWERS_LOCK:
             while len(_POWERS) < n:
@@ -41,12 +48,26 @@ def _units(s: str) -> "bytes | array[int]":
 
 def java_string_hash(s: str) -> int:
     units = _units(s)
-    h: int = sum(map(mul, units, _powers(len(units)))) & _MASK
+    if len(units) <= _MAX_POWERS:
+        h: int = sum(map(mul, units, _powers(len(units)))) & _MASK
+    else:
+        h = _long_hash(units)
     return h - 0x100000000 if h & 0x80000000 else h
 
 
+def _long_hash(units: "bytes | array[int]") -> int:
+    """The sum over reversed units, a table's length at a time: chunk k's powers are 31^(k * _MAX_POWERS) times
+    the table's."""
+    powers = _powers(_MAX_POWERS)
+    h, scale = 0, 1
+    for k in range(0, len(units), _MAX_POWERS):
+        h = (h + scale * sum(map(mul, units[k:k + _MAX_POWERS], powers))) & _MASK
+        scale = (scale * _STEP) & _MASK
+    return h
+
+
 # Tags repeat (keys do not, and are not remembered).
-_TAGS_CODES: BoundedCache[str, int] = BoundedCache(java_string_hash, 65536)
+_TAGS_CODES: BoundedCache[str, int] = BoundedCache(java_string_hash, 65536, max_key_len=1024)
 
 
 def tags_code(tags: str | None) -> int:
@@ -62,6 +83,8 @@ def extend_hash(prefix_hash: int, suffix: bytes) -> int | None:
     if not suffix.isascii():
         return None
     n = len(suffix)
+    if n >= _MAX_POWERS:
+        return (prefix_hash * pow(31, n, 1 << 32) + java_string_hash(suffix.decode("ascii"))) & _MASK
     powers = _powers(n + 1)
     h: int = (prefix_hash * powers[n] + sum(map(mul, suffix[::-1], powers))) & _MASK
     return h

@@ -116,7 +116,8 @@ class ReputMessageService(ServiceThread):
         # The most a caller dispatches (dispatch_in_caller): more is the thread's, not an event loop's, to do.
         self.caller_round_max_bytes = 64 * 1024
         # Tags repeat, and so do properties when messages carry no unique key: the codes of both are remembered.
-        self._tags_codes: BoundedCache[bytes, int] = BoundedCache(_tags_code_of_bytes, 65536)
+        self._tags_codes: BoundedCache[bytes, int] = BoundedCache(
+            _tags_code_of_bytes, 65536, max_key_len=1024)
         # Short properties without keys -> their tags code: the dispatch loop's first look, which skips the scan.
         self._props_codes: BoundedCache[bytes, int] = BoundedCache(self._tags_code_of, 4096)
         # Short properties with the UNIQ_KEY pair cut out -> (tags code, KEYS).

@@ -106,6 +106,18 @@ async def test_blank_padded_and_separator_only_tag_pulls(broker, mq, dispatched)
     assert refused.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED and "subString split error" in refused.remark
 
 
+async def test_a_long_tag_expression_is_answered_and_not_remembered(broker, mq, dispatched) -> None:
+    # Each expression was kept in the processor's table (up to 1,024 of up to a frame each): a client sending
+    # ever-new long ones grew the broker by their size. Thousands of tags, each named twice, are parsed once each.
+    await fill(mq, "TopicLongTags", ["TagA", "T7", None])
+    await dispatched(broker)
+    kept = len(broker.pull_message_processor._posted_tag_filters)
+    expression = "||".join(f"T{i % 3000}" for i in range(6000))
+    got = await mq.pull("G", "TopicLongTags", 0, 0, subscription=expression)
+    assert got.code == ResponseCode.SUCCESS and [m.body for m in decode_all(got.body)] == [b"m1"]
+    assert len(broker.pull_message_processor._posted_tag_filters) == kept
+
+
 async def test_tag_filter_by_hash_code(broker, mq, dispatched) -> None:
     await fill(mq, "TopicTags", ["TagA", "TagB", None, "TagC", "TagA"])
     await dispatched(broker)

@@ -14,7 +14,7 @@ from pocketmq.common import MessageExtBrokerInner
 from pocketmq.common.codec import decode_all
 from pocketmq.remoting.admin_body import KVTable
 from pocketmq.remoting.codes import RequestCode, ResponseCode
-from pocketmq.remoting.header import ConsumerSendMsgBackRequestHeader
+from pocketmq.remoting.header import ConsumerSendMsgBackRequestHeader, DeleteTopicRequestHeader
 from pocketmq.storage import DefaultMessageStore, MessageStoreConfig
 
 
@@ -84,6 +84,20 @@ async def test_a_broker_counts_what_it_stores_and_serves(cluster, poll, dispatch
     assert stats.topic_put_in_minute("TopicStats").tps > 0
     assert stats.sets["TOPIC_PUT_SIZE"].total("TopicStats") == m0.store_size + m1.store_size + m2.store_size
     assert stats.broker_put_total == 3 and stats.broker_get_total == 3
+
+
+async def test_a_deleted_topic_leaves_no_statistics(cluster, dispatched) -> None:
+    # Topics created, used and deleted one after another each left their items behind for good.
+    broker = await cluster.broker()
+    mq = cluster.mq(broker)
+    assert (await mq.send("Gone", b"x")).code == 0
+    await dispatched(broker)
+    await mq.pull("GGone", "Gone", 0, 0)
+    stats = broker.broker_stats_manager
+    assert stats.sets["TOPIC_PUT_NUMS"].get("Gone") is not None and "Gone" in stats.message_sizes
+    assert (await mq.invoke(RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader("Gone"))).code == 0
+    assert stats.sets["TOPIC_PUT_NUMS"].get("Gone") is None and stats.sets["TOPIC_PUT_SIZE"].get("Gone") is None
+    assert "Gone" not in stats.message_sizes and stats.sets["GROUP_GET_NUMS"].get("Gone@GGone") is None
 
 
 async def runtime_info(mq: MQ) -> dict[str, str]:

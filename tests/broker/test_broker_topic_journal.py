@@ -143,3 +143,18 @@ async def test_changes_since_lists_what_changed_after_a_version(tmp_path) -> Non
     again = manager(tmp_path)
     assert again.changes_since(start) is None  # from before this process: unknown, so a full registration
     m.close()
+
+
+async def test_the_change_history_keeps_at_most_history_max_names(tmp_path) -> None:
+    # Topics created and deleted one after another left every name behind, for as long as the process lived.
+    m = manager(tmp_path)
+    m.history_max = 3
+    start = m.data_version.counter
+    for name in ("A", "B", "C", "D", "E"):
+        create(m, name)
+        m.delete_topic_config(name)
+    assert len(m._changed_at) == 3
+    assert m.changes_since(start) is None  # forgotten: the name server gets the whole table
+    changed, deleted = m.changes_since(m.data_version.counter - 2)
+    assert changed == {} and deleted == ["E"]
+    m.close()

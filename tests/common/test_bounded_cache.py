@@ -56,3 +56,9 @@ def test_agrees_with_the_function_and_stays_bounded(keys: list[int], maxsize: in
     for k in keys:
         assert cache[k] == k * k + 1
         assert len(cache) <= maxsize
+
+
+def test_a_key_longer_than_max_key_len_is_computed_but_not_remembered() -> None:
+    cache = BoundedCache(len, 8, max_key_len=4)
+    assert cache["abcd"] == 4 and cache["abcde"] == 5 and cache[b"abcdef"] == 6 and cache[(1, 2, 3, 4, 5)] == 5
+    assert set(cache) == {"abcd", (1, 2, 3, 4, 5)}  # (a key of another kind is not measured)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pocketmq.common import java_hash
 from pocketmq.common.java_hash import KeyHashes, extend_hash, java_string_hash, tags_code
 from pocketmq.storage.index_file import key_hash
 
@@ -85,3 +86,20 @@ def test_property_key_hashes_equal_hash_of_topic_hash_key(topic, keys):
             assert h == java_string_hash(f"{topic}#{key}") & 0xFFFFFFFF
         else:
             assert h is None
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 3), st.integers(-2, 2), st.text(max_size=3))
+def test_property_strings_longer_than_the_power_table_hash_as_java_does(chunks, extra, tail):
+    # Built from a few random pieces repeated, so the naive loop stays quick; the table's edge is where it breaks.
+    n = max(java_hash._MAX_POWERS * chunks + extra, 0)
+    s = ("ab\u00e9" * (n // 3 + 1))[:n] + tail
+    assert java_string_hash(s) == naive_java_hash(s)
+    suffix = ("x" * n).encode()
+    assert extend_hash(7, suffix) == naive_java_hash(chr(7) + "x" * n) & 0xFFFFFFFF  # h(chr(7)) is 7
+
+
+def test_a_long_string_leaves_the_power_table_at_its_cap():
+    java_string_hash("t" * (java_hash._MAX_POWERS * 5 + 17))
+    assert extend_hash(1, b"k" * (java_hash._MAX_POWERS * 3)) is not None
+    assert len(java_hash._POWERS) <= java_hash._MAX_POWERS + 1

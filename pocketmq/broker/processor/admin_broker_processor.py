@@ -167,6 +167,7 @@ class AdminBrokerProcessor(BrokerProcessor):
         # 5.x also drops the topic's consumer offsets; 4.9.8 keeps them until the group is cleaned.
         c.consumer_offset_manager.remove_topic(topic)
         c.consumer_order_info_manager.remove_topic(topic)
+        c.broker_stats_manager.on_topic_deleted(topic)  # (as 5.x's autoDeleteUnusedStats, its default)
         if tv.validate_topic(topic) is None:
             await c.run_in_pull_executor(c.store.delete_topics, {topic})
         await c.register_broker_all()

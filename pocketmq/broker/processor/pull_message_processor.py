@@ -70,7 +70,8 @@ class PullMessageProcessor(BrokerProcessor):
         self.inline_handlers[RequestCode.LITE_PULL_MESSAGE] = self.pull_message
         # The filter a TAG subscription posted with the pull gives (a pull consumer posts its own on every
         # pull) depends on the expression alone: parsed once.
-        self._posted_tag_filters: BoundedCache[str | None, MessageFilter] = BoundedCache(_tag_filter, 1024)
+        self._posted_tag_filters: BoundedCache[str | None, MessageFilter] = BoundedCache(
+            _tag_filter, 1024, max_key_len=4096)
 
     def pull_message(
         self, channel: Channel, request: RemotingCommand

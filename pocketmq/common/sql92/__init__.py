@@ -56,7 +56,7 @@ def _compile(expression: str) -> Sql92Expression | tuple[str, int]:
 # Parsed expressions and parse failures, as SelectorParser's PARSE_CACHE keeps both: a client that sends the same
 # malformed filter with every pull costs one parse, not one per pull. A failure is kept as its reason and position
 # and raised anew each time (an exception object raised again would keep growing its traceback).
-_COMPILED: BoundedCache[str, Sql92Expression | tuple[str, int]] = BoundedCache(_compile, 256)
+_COMPILED: BoundedCache[str, Sql92Expression | tuple[str, int]] = BoundedCache(_compile, 256, max_key_len=4096)
 
 
 def compile_sql92(expression: str) -> Sql92Expression:

@@ -172,7 +172,7 @@ async def _dev(args) -> int:
     await namesrv.start()
     config.namesrv_addr = namesrv.address
     try:
-        broker = BrokerController(config)
+        broker = BrokerController(config, config_file=args.config)
         await broker.start()
     except BaseException:
         await namesrv.shutdown()
@@ -313,7 +313,7 @@ async def _broker(args) -> int:
         sys.stdout.write(config.to_properties())
         return 0
     stop = _stop_on_signal()
-    broker = BrokerController(config)
+    broker = BrokerController(config, config_file=args.config)
     await broker.start()
     freeze_start_up_objects()
     print(f"pocketmq broker {config.broker_name} listening on {broker.address}, store {config.store_root}",

@@ -51,6 +51,7 @@ from .processor import (
 from .processor.ack_message_processor import AckMessageProcessor
 from .processor.admin_ext_processor import AdminExtProcessor
 from .processor.admin_queue_processor import AdminQueueProcessor
+from .processor.broker_config_processor import BrokerConfigProcessor
 from .processor.change_invisible_time_processor import ChangeInvisibleTimeProcessor
 from .processor.consumer_manage_processor import total_physical_memory
 from .processor.end_transaction_processor import EndTransactionProcessor
@@ -74,8 +75,10 @@ T = TypeVar("T")
 class BrokerController:
     """One broker. ``await start()`` / ``await shutdown()``, or ``async with BrokerController(config):``."""
 
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, config_file: str | os.PathLike[str] | None = None) -> None:
         self.broker_config = config
+        # The properties file the broker was started from (-c): UPDATE_BROKER_CONFIG writes its changes into it.
+        self.config_file = os.path.abspath(config_file) if config_file is not None else None
         self.store_config = config.to_store_config()
         self.store = DefaultMessageStore(self.store_config)
         self.tasks = TaskTracker(log)
@@ -134,6 +137,7 @@ class BrokerController:
             ConsumerManageProcessor(self),
             AdminBrokerProcessor(self),
             AdminExtProcessor(self),
+            BrokerConfigProcessor(self),
             AdminQueueProcessor(self),
             ReplyMessageProcessor(self),
             self.end_transaction_processor,

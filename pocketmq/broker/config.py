@@ -370,12 +370,14 @@ class BrokerConfig:
         except ValueError as e:
             raise BrokerConfigError(f"{source}: {e}") from None
 
-    def to_properties(self, secrets: bool = True) -> str:
+    def to_properties(self, secrets: bool = True, bound_port: int | None = None) -> str:
         """The settings as a properties text (the inverse of from_properties_text); with ``secrets`` False,
-        without the broker's key pair."""
+        without the broker's key pair; ``bound_port``: the port listened on, for a listenPort of 0."""
         lines = []
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
+            if f.name == "listen_port" and bound_port:
+                v = bound_port
             if v is None or (not secrets and f.name in _SECRET_FIELDS):
                 continue
             lines.append(f"{f.metadata['key']}={format_value(f, v)}")

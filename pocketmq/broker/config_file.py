@@ -82,10 +82,19 @@ def _link_backup(path: str, bak: str) -> None:
 def write_json_file_sync(path: str, data: Any) -> None:
     """write_json_file for callers already off the event loop (startup, a worker thread)."""
     text = json.dumps(data, indent=4, sort_keys=False, ensure_ascii=False)
+    write_bytes_file_sync(path, text.encode("utf-8", _LONE_SURROGATES))
+
+
+def write_bytes_file_sync(path: str, data: bytes, mode: int | None = None) -> None:
+    """Atomically replace ``path`` with ``data`` (off the event loop), keeping the previous version in ``.bak``;
+    ``mode``: the new file's permission bits (a file holding a key pair stays unreadable to others)."""
     tmp = path + ".tmp"
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(tmp, "w", encoding="utf-8", errors=_LONE_SURROGATES) as f:
-        f.write(text)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
+    with open(os.open(tmp, flags, 0o666 if mode is None else mode), "wb") as f:
+        if mode is not None:
+            os.chmod(tmp, mode)  # (a .tmp left by a crash keeps its own bits otherwise)
+        f.write(data)
         f.flush()
         os.fsync(f.fileno())
     _link_backup(path, path + ".bak")

@@ -59,7 +59,7 @@ def read_properties(fields: dict[str, dataclasses.Field[Any]], text: str, source
         where = f"{source}:{lineno}"
         f = fields.get(key)
         if f is None:
-            raise BrokerConfigError(_unknown_key_message(key, where, list(fields)))
+            raise BrokerConfigError(f"{where}: {unknown_key_message(key, list(fields))}")
         try:
             values[f.name] = convert_value(f, value)
         except ValueError as e:
@@ -111,12 +111,47 @@ def _split_property(line: str) -> tuple[str, str]:
     return line[:cut].strip(), line[cut + 1 :].strip()
 
 
-def _unknown_key_message(key: str, where: str, known: list[str]) -> str:
+def unknown_key_message(key: str, known: list[str]) -> str:
+    """Why ``key`` is no broker config key: a RocketMQ key pocketmq does not implement, or a misspelt one."""
     why = _ROCKETMQ_UNSUPPORTED.get(key)
     if why is not None:
-        return f"{where}: RocketMQ key {key!r} is not supported by pocketmq ({why})"
+        return f"RocketMQ key {key!r} is not supported by pocketmq ({why})"
     import difflib  # (only for a misspelt key)
 
     hint = difflib.get_close_matches(key, known, n=1)
     suffix = f"; did you mean {hint[0]!r}?" if hint else ""
-    return f"{where}: unknown broker config key {key!r}{suffix}"
+    return f"unknown broker config key {key!r}{suffix}"
+
+
+def update_properties_bytes(data: bytes, values: dict[str, str]) -> bytes:
+    """A properties file's bytes with each key of ``values`` set: the lines that set it rewritten as ``key=value``,
+    a key the file lacks appended; every other line (comments, in whatever encoding) kept byte for byte."""
+    bom = codecs.BOM_UTF8 if data.startswith(codecs.BOM_UTF8) else b""
+    lines = data[len(bom):].splitlines(keepends=True)
+    newline = b"\r\n" if lines and lines[0].endswith(b"\r\n") else b"\n"
+    missing = dict(values)
+    out = []
+    for raw in lines:
+        key = _line_key(raw)
+        if key is not None and key in values:
+            ending = raw[len(raw.rstrip(b"\r\n")):] or newline
+            out.append(f"{key}={values[key]}".encode() + ending)
+            missing.pop(key, None)
+        else:
+            out.append(raw)
+    if missing:
+        if out and not out[-1].endswith((b"\n", b"\r")):
+            out[-1] += newline
+        out += [f"{key}={value}".encode() + newline for key, value in missing.items()]
+    return bom + b"".join(out)
+
+
+def _line_key(raw: bytes) -> str | None:
+    """The key a file line sets, as read_properties reads it; None for a blank or comment line."""
+    try:
+        line = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return None  # (a comment in another encoding: decode_properties_file skips it too)
+    if not line or line[0] in "#!":
+        return None
+    return _split_property(line)[0]

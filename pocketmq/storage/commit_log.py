@@ -136,13 +136,8 @@ class CommitLog:
         self._store_host = config.store_host_bytes
         self._topic_entries: BoundedCache[str, bytes] = BoundedCache(str.encode, 100_000)
         self._last_store_timestamp = 0
-        self._max_body = config.max_message_size
         self._current: MappedFile | None = None  # the file being appended to
-        # The struct of each record shape (body, topic, properties, born host and store host lengths) this log
-        # takes. Whether it takes a shape depends on the shape alone (and this log's fixed limits), so a shape
-        # found here passed the checks _record_struct makes; a refused one is never remembered.
-        self._shapes: BoundedCache[tuple[int, int, int, int, int], struct.Struct] = BoundedCache(
-            self._record_struct, 4096)
+        self.update_max_message_size(config.max_message_size)
         # Called (outside the put lock) after every successful append: wakes the dispatcher.
         self.on_append = _nothing
         # The store's disk checks, called under the put lock (see _writable_file): on_space_check() runs every
@@ -151,6 +146,14 @@ class CommitLog:
         self.on_space_check: Callable[[], PutMessageResult | None] = _no_refusal
         self.on_file_failed: Callable[[OSError], PutMessageResult] = _file_failed
         self._refusal: PutMessageResult | None = None  # why _writable_file found no file
+
+    def update_max_message_size(self, size: int) -> None:
+        """CommitLog.updateMaxMessageSize (UPDATE_BROKER_CONFIG's maxMessageSize: from the next put on)."""
+        self._max_body = size
+        # The struct of each record shape (body, topic, properties, born and store host lengths) _record_struct
+        # took under these limits (a refused one is never kept); a put meanwhile fills the old table.
+        self._shapes: BoundedCache[tuple[int, int, int, int, int], struct.Struct] = BoundedCache(
+            self._record_struct, 4096)
 
     # -- put --------------------------------------------------------------------------------------
     def set_store_host(self, store_host: bytes) -> None:

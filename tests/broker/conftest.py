@@ -133,14 +133,17 @@ class DevProcess:
 
 
 @contextlib.asynccontextmanager
-async def dev_process(store: Path, conf: str = "", *, nofile: int | None = None, nofile_hard: int | None = None,
-                      extra_env: dict[str, Any] | None = None) -> AsyncIterator[DevProcess]:
-    """Start `pocketmq dev` on free ports with the broker properties `conf`; stop it (SIGTERM) afterwards.
+async def dev_process(store: Path, conf: str | None = "", *, nofile: int | None = None,
+                      nofile_hard: int | None = None, extra_env: dict[str, Any] | None = None
+                      ) -> AsyncIterator[DevProcess]:
+    """Start `pocketmq dev` on free ports with the broker properties `conf` (written to ``<store>.conf`` beside the
+    store; None: that file as it is); stop it (SIGTERM) afterwards.
 
     ``nofile``, ``nofile_hard``: the child's RLIMIT_NOFILE (the broker raises the soft limit to the hard one at
     start, so a test that needs a low limit lowers both)."""
     conf_path = store.parent / f"{store.name}.conf"
-    conf_path.write_text(conf)
+    if conf is not None:
+        conf_path.write_text(conf)
     env = dict(os.environ, **(extra_env or {}))
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "pocketmq", "dev", "--no-console", "--no-grpc", "--store", str(store),

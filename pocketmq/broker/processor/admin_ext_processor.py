@@ -1,21 +1,19 @@
 """The operator's requests to a broker, as RocketMQ 4.9.8's AdminBrokerProcessor answers them: statistics (runtime
 info, topic stats, consume stats), connections, a consumer's running info (asked of the client), who consumes a
-topic, subscription-group deletion, broker config, and offset resets pushed to running consumers.
+topic, subscription-group deletion, and offset resets pushed to running consumers.
 
-(Kept apart from admin_broker_processor.py, which holds the topic, group, offset-query and lock requests.)
+(Kept apart from admin_broker_processor.py, which holds the topic, group, offset-query and lock requests, and from
+broker_config_processor.py, which holds the broker config's.)
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import shutil
 import time
 from typing import TYPE_CHECKING
 
-from pocketmq.common.properties_text import parse_properties
-from pocketmq.remoting import fastjson
 from pocketmq.remoting.admin_body import (
     Connection,
     ConsumerConnection,
@@ -30,7 +28,6 @@ from pocketmq.remoting.admin_body import (
 )
 from pocketmq.remoting.admin_header import (
     DeleteSubscriptionGroupRequestHeader,
-    GetBrokerConfigResponseHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumerRunningInfoRequestHeader,
     GetConsumeStatsRequestHeader,
@@ -40,7 +37,7 @@ from pocketmq.remoting.admin_header import (
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
 )
-from pocketmq.remoting.body import DataVersion, TopicList, encode_body
+from pocketmq.remoting.body import TopicList, encode_body
 from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.codes import BodyDialect, RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
@@ -50,8 +47,6 @@ from pocketmq.remoting.wire_protocol import WireProtocol
 from pocketmq.storage.clean_service import disk_usage_ratio
 
 from ..client.client_channel_info import ClientChannelInfo
-from ..config import BrokerConfig
-from ..config_properties import BrokerConfigError, convert_value
 from .base import BrokerProcessor, log, response
 from .consume_stats import consume_stats, consume_time_spans
 
@@ -66,15 +61,6 @@ _V3_0_7 = 82  # MQVersion.Version.V3_0_7_SNAPSHOT.ordinal(): clients from here o
 _V3_1_8 = 108  # V3_1_8_SNAPSHOT: clients from here on answer GET_CONSUMER_RUNNING_INFO
 CALL_CLIENT_TIMEOUT = 5.0  # Broker2Client.callClient / invokeOneway: 5 s
 
-# UPDATE_BROKER_CONFIG changes only the keys whose value the broker reads at each use. The others (ports, paths,
-# store sizes, thread counts) take effect at the next start: change them in the properties file.
-RUNTIME_KEYS = frozenset({
-    "autoCreateTopicEnable", "autoCreateSubscriptionGroup", "defaultTopicQueueNums", "brokerPermission",
-    "longPollingEnable", "shortPollingTimeMills", "enablePropertyFilter", "traceTopicEnable",
-    "channelExpiredTimeout",
-})
-
-
 def _connection(info: ClientChannelInfo) -> Connection:
     return Connection(info.client_id, info.channel.remote_address, language_name(info.language), info.version)
 
@@ -83,11 +69,6 @@ def _runtime_text(seconds: float) -> str:
     """StoreStatsService.getRuntime's form."""
     s = int(seconds)
     return f"[ {s // 86400} days, {s % 86400 // 3600} hours, {s % 3600 // 60} minutes, {s % 60} seconds ]"
-
-
-# Keys mqadmin's exportConfigs copies with Properties.setProperty, which refuses a null (its NullPointerException
-# failed the command): settings pocketmq has no use for, at the values it works as.
-_FIXED_CONFIG = "filterServerNums=0\nslaveReadEnable=false\nuseTLS=false\n"
 
 
 class AdminExtProcessor(BrokerProcessor):
@@ -103,12 +84,9 @@ class AdminExtProcessor(BrokerProcessor):
         h[RequestCode.GET_CONSUMER_RUNNING_INFO] = self.get_consumer_running_info
         h[RequestCode.QUERY_TOPIC_CONSUME_BY_WHO] = self.query_topic_consume_by_who
         h[RequestCode.DELETE_SUBSCRIPTIONGROUP] = self.delete_subscription_group
-        h[RequestCode.GET_BROKER_CONFIG] = self.get_broker_config
-        h[RequestCode.UPDATE_BROKER_CONFIG] = self.update_broker_config
         h[RequestCode.INVOKE_BROKER_TO_RESET_OFFSET] = self.reset_offset
         h[RequestCode.GET_TOPIC_NAME_LIST] = self.get_topic_name_list
         self.boot_timestamp = int(time.time() * 1000)
-        self.config_version = DataVersion()
 
     def _broker_name(self) -> str:
         return self.controller.broker_config.broker_name
@@ -302,63 +280,6 @@ class AdminExtProcessor(BrokerProcessor):
             c.broker_stats_manager.on_group_deleted(group)
         await c.subscription_group_manager.wait_persisted()
         return response(request)
-
-    # --- broker config ---
-
-    async def get_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        # Without the broker's own key pair: any account may read the config (as in RocketMQ, whose BrokerConfig
-        # has no such keys), and the pair is an admin account of the name servers.
-        text = self.controller.broker_config.to_properties(secrets=False) + _FIXED_CONFIG
-        version = fastjson.dumps(self.config_version)  # Configuration.getDataVersionJson
-        return response(request, ext_fields=GetBrokerConfigResponseHeader(version), body=text.encode("utf-8"))
-
-    async def update_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        if not request.body:
-            return response(request)  # RocketMQ: no body, nothing to change
-        props = parse_properties(request.body.decode("utf-8", "replace"))
-        bc = self.controller.broker_config
-        by_key = {f.metadata["key"]: f for f in dataclasses.fields(BrokerConfig)}
-        changes: dict[str, object] = {}
-        for key, value in props.items():
-            f = by_key.get(key)
-            if f is None:
-                return response(request, ResponseCode.SYSTEM_ERROR, f"unknown broker config key {key!r}")
-            if key not in RUNTIME_KEYS:
-                return response(
-                    request,
-                    ResponseCode.SYSTEM_ERROR,
-                    f"{key} cannot change at run time (set it in the broker's properties file and restart); "
-                    f"run-time keys: {', '.join(sorted(RUNTIME_KEYS))}",
-                )
-            try:
-                converted = convert_value(f, value)
-                if f.name == "default_topic_queue_nums" and converted < 1:  # (TBW102's queues)
-                    raise ValueError(f"must be at least 1, got {value}")
-                changes[f.name] = converted
-            except (ValueError, BrokerConfigError) as e:
-                return response(request, ResponseCode.SYSTEM_ERROR, f"bad value for {key}: {e}")
-        log.info("UPDATE_BROKER_CONFIG %s from %s", props, channel.remote_address)
-        for name, new in changes.items():
-            setattr(bc, name, new)
-        await self._apply_broker_config(changes)
-        return response(request)
-
-    async def _apply_broker_config(self, changes: dict[str, object]) -> None:
-        c = self.controller
-        bc = c.broker_config
-        if "channel_expired_timeout" in changes:
-            c.consumer_manager.channel_expired_timeout = bc.channel_expired_timeout
-            c.producer_manager.channel_expired_timeout = bc.channel_expired_timeout
-        self.config_version.next_version()
-        if c.topic_config_manager.apply_broker_config(changes):
-            # (TBW102's queues, or a topic created): routable once the answer is sent, as a created topic is
-            await c.topic_config_manager.wait_persisted()
-            await c.register_broker_all()
-        if "broker_permission" in changes:
-            # Every topic's advertised perm changes, and no topic did: a delta of the changed topics would be
-            # empty, so the whole table goes.
-            c.topic_config_manager.data_version.next_version()
-            await c.register_broker_all(force_full=True)
 
     # --- offset reset pushed to running consumers ---
 

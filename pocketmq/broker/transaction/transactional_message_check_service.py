@@ -5,6 +5,7 @@ CHECK_TRANSACTION_STATE to a producer of its group, one checked too often goes t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import TYPE_CHECKING
 
@@ -120,10 +121,31 @@ class TransactionalMessageCheckService:
         self.service = service
         self.listener = DefaultTransactionalMessageCheckListener(controller)
         self.rounds = 0
+        self._interval_changed = asyncio.Event()
 
     def start(self) -> None:
-        bc = self.controller.broker_config
-        self.controller.tasks.periodic("transaction-check", bc.transaction_check_interval, self.check_once)
+        self.controller.tasks.spawn(self._run(), name="transaction-check")
+
+    def interval_changed(self) -> None:
+        """UPDATE_BROKER_CONFIG's transactionCheckInterval: the next pass comes the new interval after the last one
+        ended (RocketMQ 5 reads the interval before each wait; 4.9.7 only at start)."""
+        self._interval_changed.set()
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        last = loop.time()
+        while True:
+            self._interval_changed.clear()
+            delay = last + self.controller.broker_config.transaction_check_interval - loop.time()
+            if delay > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._interval_changed.wait(), delay)
+                continue  # (the interval read again: a new one, or the time left of this one)
+            try:
+                await self.check_once()
+            except Exception:
+                log.exception("transaction check failed")
+            last = loop.time()
 
     async def check_once(self) -> None:
         bc = self.controller.broker_config

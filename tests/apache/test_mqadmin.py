@@ -289,9 +289,18 @@ def test_get_and_update_broker_config(sides: tuple[Side, Side], mqadmin: Mqadmin
     for key in ("brokerClusterName", "brokerName", "brokerId", "autoCreateTopicEnable", "traceTopicEnable",
                 "defaultTopicQueueNums", "brokerPermission", "flushDiskType", "brokerRole", "deleteWhen"):
         assert pc[key] == ac[key], key
+    for side, conf in zip(sides, (ac, pc), strict=True):
+        assert conf["listenPort"] == side.broker_addr.rsplit(":", 1)[1]  # (pocketmq's broker listens on port 0)
     apache, pocket = mqadmin.both(sides, "updateBrokerConfig", "-b", lambda s: s.broker_addr,
                                   "-k", "autoCreateTopicEnable", "-v", "true")
     assert rows(pocket) == rows(apache) == [["update", "broker", "config", "success,", "ADDR"]]
+    # maxMessageSize changes at run time on both (the commit log's limit from the next put); raised, then set back.
+    for size in ("8388608", ac["maxMessageSize"]):
+        apache, pocket = mqadmin.both(sides, "updateBrokerConfig", "-b", lambda s: s.broker_addr,
+                                      "-k", "maxMessageSize", "-v", size)
+        assert rows(pocket) == rows(apache) == [["update", "broker", "config", "success,", "ADDR"]]
+        apache, pocket = mqadmin.both(sides, "getBrokerConfig", "-b", lambda s: s.broker_addr)
+        assert config(pocket)["maxMessageSize"] == config(apache)["maxMessageSize"] == size
 
 
 def test_get_and_update_namesrv_config(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from pocketmq.client.consumer.store.local_file_offset_store import LocalFileOffsetStore
 from pocketmq.client.consumer.store.offset_store import ReadOffsetType
+from pocketmq.remoting import fastjson
+from pocketmq.remoting.admin_body import mq_from_key
 from pocketmq.remoting.client_body import MessageQueue
 
 MQ0 = MessageQueue("TopicB", "broker-a", 0)
@@ -15,7 +17,8 @@ MQ1 = MessageQueue("TopicB", "broker-a", 1)
 
 
 def offsets(path: Path) -> dict[int, int]:
-    return {e["queueId"]: e["offset"] for e in json.loads(path.read_text())["offsetTable"]}
+    """The file's table, read as the Java client reads it: a MessageQueue object as each key."""
+    return {mq_from_key(k, "").queue_id: v for k, v in fastjson.loads(path.read_text())["offsetTable"].items()}
 
 
 async def test_each_write_keeps_the_previous_table_as_bak(tmp_path: Path) -> None:
@@ -70,3 +73,30 @@ async def test_a_torn_file_falls_back_to_its_backup(tmp_path: Path) -> None:
     assert await again.read_offset(MQ0, ReadOffsetType.READ_FROM_MEMORY) == 3
     path.unlink()
     assert await again.read_offset(MQ0, ReadOffsetType.READ_FROM_STORE) == 3
+
+
+def test_the_file_is_the_java_clients_and_pocketmqs_earlier_form_is_still_read(tmp_path: Path) -> None:
+    # What RocketMQ's Java client 4.9.8 wrote for a broadcasting group (OffsetSerializeWrapper.toJson(true)):
+    # pocketmq could not read it and fell back to consume_from_where, skipping what was sent meanwhile.
+    store = LocalFileOffsetStore(str(tmp_path), "127.0.0.1@i", "G")
+    path = Path(store.path)
+    path.parent.mkdir(parents=True)
+    path.write_text('{\n\t"offsetTable":{{\n\t\t\t"brokerName":"broker-a",\n\t\t\t"queueId":1,\n'
+                    '\t\t\t"topic":"TopicB"\n\t\t}:5,{\n\t\t\t"brokerName":"broker-a",\n\t\t\t"queueId":0,\n'
+                    '\t\t\t"topic":"TopicB"\n\t\t}:3\n\t}\n}')
+    store.load()
+    assert store.offset_table == {MQ1: 5, MQ0: 3}
+    path.write_text(json.dumps({"offsetTable": [{"topic": "TopicB", "brokerName": "broker-a", "queueId": 0,
+                                                 "offset": 8}]}))
+    again = LocalFileOffsetStore(str(tmp_path), "127.0.0.1@i", "G")
+    again.load()
+    assert again.offset_table == {MQ0: 8}
+
+
+async def test_the_written_file_has_the_java_clients_form(tmp_path: Path) -> None:
+    store = LocalFileOffsetStore(str(tmp_path), "127.0.0.1@i", "G")
+    store.update_offset(MQ1, 2)
+    store.update_offset(MQ0, 9)
+    await store.persist_all()
+    assert Path(store.path).read_text() == ('{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"TopicB"}:9,'
+                                            '{"brokerName":"broker-a","queueId":1,"topic":"TopicB"}:2}}')

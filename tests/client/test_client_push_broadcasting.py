@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-import json
+from pathlib import Path
 from typing import Any
 
 from push_helpers import create_topic, make_consumer, send_many, unique
 
 from pocketmq.client import ConsumeConcurrentlyStatus, MessageModel
+from pocketmq.client.consumer.store.local_file_offset_store import LocalFileOffsetStore
+
+
+def _read_offsets(path: Path) -> dict[Any, int]:
+    """The offsets file as a LocalFileOffsetStore reads it back."""
+    store = LocalFileOffsetStore(str(path.parents[2]), path.parent.parent.name, path.parent.name)
+    store.load()
+    return store.offset_table
 
 
 async def test_every_consumer_gets_every_message_and_offsets_survive_a_restart(push_cluster, poll, tmp_path) -> None:
@@ -42,7 +50,7 @@ async def test_every_consumer_gets_every_message_and_offsets_survive_a_restart(p
     assert om.query_offset(group, topic, 0) == om.query_offset(group, topic, 1) == -1
     for name in ("b1", "b2"):
         path = tmp_path / "offsets" / f"{client_ip}@{name}" / group / "offsets.json"
-        table = {(e["topic"], e["queueId"]): e["offset"] for e in json.loads(path.read_text())["offsetTable"]}
+        table = {(mq.topic, mq.queue_id): offset for mq, offset in _read_offsets(path).items()}
         assert table == {(topic, 0): 20, (topic, 1): 20}
 
     second = [f"b{i}".encode() for i in range(10)]

@@ -21,6 +21,7 @@ sent. A missing harness build or Java fails with the one-line reason (`make java
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import hashlib
 import json
@@ -34,7 +35,9 @@ from typing import Any
 
 import pytest
 
+from pocketmq.client.consumer.store.local_file_offset_store import LocalFileOffsetStore
 from pocketmq.embedded import ThreadedCluster
+from pocketmq.remoting import fastjson
 from tests.apache.apache_rocketmq import V4, V5, ApacheRocketMQ
 from tests.java_client import java_harness as jh
 from tests.java_client.java_harness import HarnessRun, by_body, error, message
@@ -336,6 +339,21 @@ def test_offsets_kept_across_a_consumer_restart(pair: Pair) -> None:
     assert p["first"] == [f"before {i}" for i in range(5)]
     assert p["second"] == [f"after {i}" for i in range(5)]
     same(pair, p, a)
+
+
+def test_broadcast_offsets_file_is_shared_with_pocketmqs_client(pair: Pair, tmp_path: Path) -> None:
+    """The Java client's BROADCASTING offsets file is what pocketmq's LocalFileOffsetStore reads, and the file
+    pocketmq writes for that table is what the Java client then resumes from (only the messages sent since)."""
+    for result, run in both(pair, "broadcast_offsets_file"):
+        assert result["first"] == [f"first {i}" for i in range(4)]
+        assert result["second"] == ["second 0", "second 1"], run
+        store = LocalFileOffsetStore(str(tmp_path / run), "ip@i", "G")
+        Path(store.path).parent.mkdir(parents=True)
+        Path(store.path).write_text(result["written"], encoding="utf-8")
+        store.load()
+        assert sum(store.offset_table.values()) == 4 and store.offset_table, run
+        asyncio.run(store.persist_all())
+        assert fastjson.loads(Path(store.path).read_text(encoding="utf-8")) == fastjson.loads(result["pocketmqForm"])
 
 
 def deliveries(result: dict[str, Any], run: str) -> list[dict[str, Any]]:

@@ -2,16 +2,17 @@
 
 Every consumer of a broadcasting group reads every message, so the brokers keep no offsets for it; each
 client keeps its own in ``<offset_store_dir>/<clientIP>@<instanceName>/<group>/offsets.json`` (RocketMQ's
-layout, ``~/.rocketmq_offsets`` by default). Writes are atomic: a temporary file is written and fsynced, the
-previous file is kept as ``offsets.json.bak``, then the new one is renamed into place, so a crash leaves
-either the old or the new table, never half of one.
+layout, ``~/.rocketmq_offsets`` by default), in the Java client's form: OffsetSerializeWrapper as fastjson writes
+it, ``{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:5}}`` (a MessageQueue object as each key), so
+that an application moved from one client to the other starts where it was. Writes are atomic: a temporary file
+is written and fsynced, the previous file is kept as ``offsets.json.bak``, then the new one is renamed into place,
+so a crash leaves either the old or the new table, never half of one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import shutil
@@ -19,6 +20,8 @@ import shutil
 import aiofiles
 import aiofiles.os
 
+from pocketmq.remoting import fastjson
+from pocketmq.remoting.admin_body import mq_from_key
 from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.tasks import run_whole
 
@@ -48,14 +51,14 @@ class LocalFileOffsetStore:
         for path in (self.path, self.path + ".bak"):
             try:
                 with open(path, encoding="utf-8") as f:
-                    data = json.load(f)
-                return {
-                    MessageQueue(e["topic"], e["brokerName"], int(e["queueId"])): int(e["offset"])
-                    for e in data["offsetTable"]
-                }
+                    table = fastjson.loads(f.read())["offsetTable"]
+                if isinstance(table, list):  # (pocketmq's own form before it wrote Java's: still read)
+                    return {MessageQueue(e["topic"], e["brokerName"], int(e["queueId"])): int(e["offset"])
+                            for e in table}
+                return {mq_from_key(key, path): int(offset) for key, offset in table.items()}
             except FileNotFoundError:
                 continue
-            except (ValueError, KeyError, TypeError) as e:
+            except (ValueError, KeyError, TypeError, AttributeError) as e:
                 log.warning("offset file %s is unreadable (%s); trying its backup", path, e)
         return {}
 
@@ -84,13 +87,10 @@ class LocalFileOffsetStore:
         await self.persist_all()
 
     async def persist_all(self) -> None:
-        table = [
-            {"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": offset}
-            for mq, offset in sorted(self.offset_table.items(), key=lambda kv: _key(kv[0]))
-        ]
+        table = dict(sorted(self.offset_table.items(), key=lambda kv: _key(kv[0])))
         if not table:
             return
-        text = json.dumps({"offsetTable": table}, indent=1)
+        text = fastjson.dumps({"offsetTable": table})
         async with self._write_lock:  # one writer at a time: the periodic persist and shutdown may overlap
             # Whole, even when the caller is cancelled (a shutdown under a timeout): the table reaches the file, and
             # the next writer never meets a thread of this write still at work on the temporary file.

@@ -4,10 +4,11 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.util.HashMap;
 import java.util.Map;
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.common.message.MessageExt;
 
-/** The two calls whose signatures differ between the 4.9.8 and 5.x clients, by reflection, so one source tree
+/** The calls whose signatures differ between the 4.9.8 and 5.x clients, by reflection, so one source tree
  * builds against both. */
 final class Compat {
     private Compat() {
@@ -34,6 +35,21 @@ final class Compat {
         } catch (NoSuchMethodException e) {
             return producer.viewMessage(topic, offsetMsgId);
         }
+    }
+
+    /** setMessageModel(BROADCASTING): MessageModel moved from common.protocol to remoting.protocol in 5.x. */
+    static void broadcasting(DefaultMQPushConsumer consumer) throws Exception {
+        for (Method m : DefaultMQPushConsumer.class.getMethods()) {
+            if (m.getName().equals("setMessageModel") && m.getParameterCount() == 1) {
+                for (Object model : m.getParameterTypes()[0].getEnumConstants()) {
+                    if (((Enum<?>) model).name().equals("BROADCASTING")) {
+                        invoke(m, consumer, model);
+                        return;
+                    }
+                }
+            }
+        }
+        throw new NoSuchMethodException("DefaultMQPushConsumer.setMessageModel(BROADCASTING)");
     }
 
     private static Object invoke(Method m, Object target, Object... args) throws Exception {

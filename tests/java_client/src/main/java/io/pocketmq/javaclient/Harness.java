@@ -44,6 +44,7 @@ public final class Harness {
         TransactionScenarios.register(SCENARIOS);
         QueryScenarios.register(SCENARIOS);
         PopScenarios.register(SCENARIOS);
+        BroadcastScenarios.register(SCENARIOS);
     }
 
     static Map<String, String> options;

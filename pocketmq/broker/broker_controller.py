@@ -36,6 +36,7 @@ from .config import BrokerConfig
 from .config_file import ConfigManager
 from .consumer_offset_manager import ConsumerOffsetManager
 from .consumer_order_info_manager import ConsumerOrderInfoManager
+from .deleted_topic_manager import DeletedTopicManager
 from .longpolling import PullRequestHoldService
 from .longpolling.notify_message_arriving_listener import NotifyMessageArrivingListener
 from .open_files_limit import raise_open_files_limit
@@ -83,6 +84,7 @@ class BrokerController:
         self.store = DefaultMessageStore(self.store_config)
         self.tasks = TaskTracker(log)
         self.topic_config_manager = TopicConfigManager(config, on_change=self._on_topic_config_changed)
+        self.deleted_topic_manager = DeletedTopicManager(config)
         self.subscription_group_manager = SubscriptionGroupManager(config)
         self.consumer_offset_manager = ConsumerOffsetManager(config)
         self.consumer_order_info_manager = ConsumerOrderInfoManager(config)
@@ -229,6 +231,8 @@ class BrokerController:
             log.info("config and store loaded in %.3f s", time.monotonic() - began)
             if self._recovered_topics:
                 self.topic_config_manager.persist_soon()
+            if self.deleted_topic_manager.prune(self.store.commit_log.get_min_offset()):
+                self.deleted_topic_manager.persist_soon()
             await self.remoting_server.start()
         except BaseException:
             # e.g. the store directory is locked by another broker, or the port is taken.
@@ -276,6 +280,7 @@ class BrokerController:
     def _config_managers(self) -> tuple[ConfigManager, ...]:
         return (
             self.topic_config_manager,
+            self.deleted_topic_manager,
             self.subscription_group_manager,
             self.consumer_offset_manager,
             self.consumer_order_info_manager,
@@ -292,6 +297,7 @@ class BrokerController:
                                    f"one, or move both aside to start without what they held")
         self.store.message_arriving_listener = self.message_arriving_listener.arriving
         self.store.load()
+        self.store.set_deleted_topics(self.deleted_topic_manager.deleted_topic_table)
         self.store.start()
         counts: dict[str, int] = {}
         for topic, queue_id in list(self.store.consume_queue_table):

@@ -53,9 +53,12 @@ class CommitLogDispatcherBuildConsumeQueue:
     def dispatch(self, request: DispatchRequest) -> None:
         if request.sys_flag & TRANSACTION_PREPARED_TYPE:  # (PREPARED 0x4 and ROLLBACK 0xC; not COMMIT 0x8)
             return
+        offset = request.commit_log_offset
+        if offset < self.store.deleted_records_end and offset < self.store.deleted_topic_offsets.get(request.topic, -1):
+            return  # a deleted topic's record (store_recovery.py: set_deleted_topics)
         cq = self.store.find_consume_queue_for_dispatch(request.topic, request.queue_id)
         self.store.cq_lru.touch(cq)  # mapped, most recently used (ConsumeQueueLru)
-        cq.put_entry_reference(request.commit_log_offset, request.msg_size, request.tags_code,
+        cq.put_entry_reference(offset, request.msg_size, request.tags_code,
                                request.consume_queue_offset)
 
 

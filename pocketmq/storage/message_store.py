@@ -119,6 +119,7 @@ class DefaultMessageStore(MessageStoreRecovery, StoreDiskSpace, DispatchHold, Me
         self._free_needed = 0  # bytes a store file failed to reserve: writes wait until that much is free
         self._next_disk_recheck = 0.0  # (monotonic) while the disk is full, when a put looks again
         self.last_exit_ok = True
+        self.set_deleted_topics({})  # (the broker's, before start(): store_recovery.py)
         # The names topic_error passed (common.validators' cache, shared with the broker and the client): a hit is
         # a name the rule passed, and a miss asks the rule (_check_store_status).
         self._valid_topics = VALID_TOPICS
@@ -173,10 +174,10 @@ class DefaultMessageStore(MessageStoreRecovery, StoreDiskSpace, DispatchHold, Me
         self._loaded = True
         return True
 
-
     def start(self) -> None:
         if not self._loaded:
             self.load()
+        self._destroy_deleted_queues()
         self.reput_service.start()
         # Like RocketMQ, serve nothing until dispatch has caught up with the recovered log.
         self.reput_service.wait_caught_up(self.commit_log.get_max_offset(), None)

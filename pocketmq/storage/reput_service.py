@@ -309,7 +309,11 @@ class ReputMessageService(ServiceThread):
             if mf is None:
                 break
             try:
-                dispatch_file(mf, stop_at)
+                if self.reput_from_offset < (deleted_end := self.store.deleted_records_end):
+                    # (A crash restart going over deleted topics' records: the reference leaves them out.)
+                    self._dispatch_file_by_record(mf, deleted_end if stop_at is None else min(stop_at, deleted_end))
+                else:
+                    dispatch_file(mf, stop_at)
             except ValueError:  # the file was deleted while we read it: move on to what remains
                 if mf.available:
                     raise

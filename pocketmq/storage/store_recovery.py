@@ -46,9 +46,29 @@ class MessageStoreRecovery:
     index_service: IndexService
     reput_service: ReputMessageService
     last_exit_ok: bool
+    deleted_topic_offsets: dict[str, int]
+    deleted_records_end: int
 
     if TYPE_CHECKING:
         def _new_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue: ...
+        def _destroy_queues(self, keys: set[tuple[str, int]], topics: set[str] | None = None) -> int: ...
+
+    def set_deleted_topics(self, offsets: dict[str, int]) -> None:
+        """The deleted topics (the broker's DeletedTopicManager), each with the commit-log offset below which its
+        records were deleted: dispatch from the log (a crash restart's, from a file's start) writes no queue entry for
+        those records, and start() destroys the queues that index nothing else (a crash in the middle of the delete).
+        So a deleted topic's queues are not built again, and only what was sent to it after the delete comes back."""
+        self.deleted_topic_offsets = dict(offsets)
+        self.deleted_records_end = max(offsets.values(), default=0)
+
+    def _destroy_deleted_queues(self) -> None:
+        deleted = self.deleted_topic_offsets
+        keys = {key for key, cq in self.consume_queue_table.items()
+                if key[0] in deleted and 0 <= cq.max_physic_offset <= deleted[key[0]]}
+        if keys:
+            log.warning("destroying %d consume queue(s) of deleted topics that hold only deleted messages: %s",
+                        len(keys), ", ".join(sorted(f"{t}/{q}" for t, q in keys)[:20]))
+            self._destroy_queues(keys)
 
     def _load_consume_queues(self) -> None:
         root = self.config.store_path_consume_queue

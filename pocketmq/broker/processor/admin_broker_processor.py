@@ -163,15 +163,32 @@ class AdminBrokerProcessor(BrokerProcessor):
             # (The schedule, transaction and timer queues live on: deleting one loses what waits in it.)
             return response(request, ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic.")
         log.info("DELETE_TOPIC_IN_BROKER %s from %s", topic, channel.remote_address)
-        c.topic_config_manager.delete_topic_config(topic)
+        existed = c.topic_config_manager.delete_topic_config(topic)
         # 5.x also drops the topic's consumer offsets; 4.9.8 keeps them until the group is cleaned.
         c.consumer_offset_manager.remove_topic(topic)
         c.consumer_order_info_manager.remove_topic(topic)
         c.broker_stats_manager.on_topic_deleted(topic)  # (as 5.x's autoDeleteUnusedStats, its default)
+        failed = None
         if tv.validate_topic(topic) is None:
+            failed = await self._record_deletion(topic, existed)
             await c.run_in_pull_executor(c.store.delete_topics, {topic})
         await c.register_broker_all()
-        return response(request)
+        return response(request) if failed is None else response(request, ResponseCode.SYSTEM_ERROR, failed)
+
+    async def _record_deletion(self, topic: str, existed: bool) -> str | None:
+        """The deletion in deletedTopics.json, on disk before the answer, so that a crash restart, which dispatches
+        the log again, does not bring the topic back (deleted_topic_manager.py). None, or the error to answer."""
+        store = self.controller.store
+        if not existed and all(t != topic for t, _ in list(store.consume_queue_table)):
+            return None  # (nothing of it to come back: a name deleted twice, or made up, takes no entry)
+        commit_log = store.commit_log
+        try:
+            await self.controller.deleted_topic_manager.record_deletion(topic, commit_log.get_max_offset(),
+                                                                        commit_log.get_min_offset())
+        except OSError as e:
+            log.exception("cannot record the deletion of topic %s", topic)
+            return f"the topic[{topic}] is deleted, but the deletion could not be written ({e}): a crash may undo it"
+        return None
 
     async def get_all_topic_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         wrapper = self.controller.topic_config_manager.build_topic_config_serialize_wrapper()

@@ -4,10 +4,13 @@ rebuilt from its queues (pocketmq/broker/deleted_topic_manager.py, docs/broker.m
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from broker_harness import MQ
 from conftest import pull_all
+
+from pocketmq.broker import BrokerConfig
 from pocketmq.remoting.body import TopicConfigSerializeWrapper
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.header import (
@@ -58,6 +61,7 @@ async def test_a_deleted_topic_is_not_back_after_a_kill_9(tmp_path: Path, dev_br
         assert (await mq.create_topic("Gone", 4)).code == ResponseCode.SUCCESS
         await _send(mq, "Gone", [f"deleted-{i}" for i in range(5)], 4)
         await _delete(mq, "Gone")
+        await _delete(mq, "NeverWas")  # (nothing of it could come back: no entry)
         await _send(mq, "Other", ["after"] * 3, 1)
         await _kill(dev)
     async with dev_broker(store) as dev:
@@ -69,6 +73,11 @@ async def test_a_deleted_topic_is_not_back_after_a_kill_9(tmp_path: Path, dev_br
             assert resp.code == ResponseCode.TOPIC_NOT_EXIST, (q, resp.code)
         assert (await mq.route(dev.namesrv, "Gone")).code == ResponseCode.TOPIC_NOT_EXIST
         assert await _queues(mq, "Other", 1) == {0: (3, [b"after"] * 3)}
+        # Created again (Apache 4.9.7 serves the deleted messages then, from the queues its recovery rebuilt).
+        assert (await mq.create_topic("Gone", 4)).code == ResponseCode.SUCCESS
+        assert await _queues(mq, "Gone", 4) == {q: (0, []) for q in range(4)}
+    deleted = json.loads((store / "store" / "config" / "deletedTopics.json").read_text())["deletedTopicTable"]
+    assert list(deleted) == ["Gone"]
 
 
 async def test_a_topic_deleted_created_again_and_sent_to_keeps_only_its_new_messages_after_a_kill_9(
@@ -125,3 +134,20 @@ async def test_lost_topic_configs_are_rebuilt_after_a_kill_9_but_not_a_deleted_t
         assert (table["Reborn"].read_queue_nums, table["Reborn"].write_queue_nums) == (1, 1)
         assert await _queues(dev.mq, "Reborn", 1) == {0: (1, [b"Reborn-new"])}
         assert (await dev.mq.pull("G", "Dead", 0, 0)).code == ResponseCode.TOPIC_NOT_EXIST
+
+
+async def test_deletions_are_forgotten_once_the_commit_log_no_longer_holds_their_records(tmp_path: Path) -> None:
+    from pocketmq.broker.deleted_topic_manager import DeletedTopicManager  # (here: the module's others run without it)
+
+    config = BrokerConfig(store_path_root_dir=str(tmp_path))
+    manager = DeletedTopicManager(config)
+    assert manager.load()
+    await manager.record_deletion("A", 100, 0)
+    await manager.record_deletion("B", 500, 0)
+    await manager.record_deletion("A", 300, 200)  # (deleted again: the later offset)
+    assert manager.deleted_topic_table == {"A": 300, "B": 500}
+    await manager.record_deletion("C", 900, 400)  # the log now starts at 400: A's records are gone
+    again = DeletedTopicManager(config)
+    assert again.load()
+    assert again.deleted_topic_table == {"B": 500, "C": 900} == manager.deleted_topic_table
+    assert again.prune(900) and again.deleted_topic_table == {}

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from pocketmq.broker import BrokerConfig, BrokerController
+from pocketmq.common.codec import decode_all
 from pocketmq.common.java_hash import java_string_hash
 from pocketmq.common.message import properties_to_string
 from pocketmq.common.message_batch import BatchItem, encode_message_batch
@@ -17,7 +18,7 @@ from pocketmq.namesrv.namesrv_controller import NamesrvController
 from pocketmq.remoting.body import TopicRouteData, decode_body, encode_body
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.client_body import ConsumerData, HeartbeatData, ProducerData, SubscriptionData
-from pocketmq.remoting.codes import RequestCode
+from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.header import (
     CreateTopicRequestHeader,
@@ -258,3 +259,18 @@ class Cluster:
             await b.shutdown()
         for ns in self.namesrvs:
             await ns.shutdown()
+
+
+async def pull_all(mq: MQ, topic: str, queue_id: int, start: int = 0) -> list[tuple[int, bytes]]:
+    """(queue offset, body) of every message of one queue from `start`, pulled over the socket."""
+    out: list[tuple[int, bytes]] = []
+    offset = start
+    while True:
+        resp = await mq.pull("G", topic, queue_id, offset, max_nums=32)
+        if resp.code != ResponseCode.SUCCESS:
+            return out
+        msgs = decode_all(resp.body)
+        if not msgs:
+            return out
+        out += [(m.queue_offset, m.body) for m in msgs]
+        offset = msgs[-1].queue_offset + 1

@@ -15,12 +15,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from broker_harness import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND, GUARD, MQ, Cluster, small_config  # noqa: F401 (re-exported)
+from broker_harness import (  # noqa: F401 (re-exported)
+    FLAG_COMMIT_OFFSET,
+    FLAG_SUBSCRIPTION,
+    FLAG_SUSPEND,
+    GUARD,
+    MQ,
+    Cluster,
+    pull_all,
+    small_config,
+)
 
 from pocketmq.broker import BrokerController
-from pocketmq.common.codec import decode_all
 from pocketmq.remoting.client import RemotingClient
-from pocketmq.remoting.codes import ResponseCode
 from tests.loops import pytest_asyncio_loop_factories, pytest_configure  # noqa: F401 (the both_loops hooks)
 
 
@@ -169,18 +176,3 @@ async def dev_process(store: Path, conf: str | None = "", *, nofile: int | None 
             except TimeoutError:
                 proc.kill()
                 await proc.wait()
-
-
-async def pull_all(mq: MQ, topic: str, queue_id: int, start: int = 0) -> list[tuple[int, bytes]]:
-    """(queue offset, body) of every message of one queue from `start`, pulled over the socket."""
-    out: list[tuple[int, bytes]] = []
-    offset = start
-    while True:
-        resp = await mq.pull("G", topic, queue_id, offset, max_nums=32)
-        if resp.code != ResponseCode.SUCCESS:
-            return out
-        msgs = decode_all(resp.body)
-        if not msgs:
-            return out
-        out += [(m.queue_offset, m.body) for m in msgs]
-        offset = msgs[-1].queue_offset + 1

@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from broker_harness import MQ
-from conftest import pull_all
+from broker_harness import MQ, pull_all
 
 from pocketmq.broker import BrokerConfig
 from pocketmq.remoting.body import TopicConfigSerializeWrapper

@@ -178,6 +178,13 @@ class BrokerConfig:
     revive_queue_num: int = _f(8, "reviveQueueNum")
     # How often each revive queue is read and expired checkpoints revived (RocketMQ: reviveInterval, 1 s).
     revive_interval: float = _f(1.0, "reviveInterval", "ms")
+    # pocketmq's own keys for two of RocketMQ's constants, so that tests can run them in milliseconds: how long
+    # before its revive time a checkpoint reaches its revive queue through the timer wheel (the acks come at the
+    # revive time; PopAckConstants.ackTimeInterval, 1 s), and the margin past that the revive service waits, in
+    # the deliver times it has read, before it takes a checkpoint's acks for complete (PopAckConstants.SECOND,
+    # 1 s; three of them without a record make a revive queue quiet).
+    pop_ack_time_interval: float = _f(1.0, "popAckTimeInterval", "ms")
+    pop_revive_margin: float = _f(1.0, "popReviveMargin", "ms")
     # Percent of pops that read the group's pop retry topic first (RocketMQ: popFromRetryProbability, 20).
     pop_from_retry_probability: int = _f(20, "popFromRetryProbability")
     # Parked pops per topic@group@queue before POLLING_FULL (RocketMQ: popPollingSize).

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from broker_harness import Cluster
-from pop_wire import PopClient
+from pop_wire import FAST_REVIVE, PopClient, settle_revive
 
 from pocketmq.broker import BrokerController
 from pocketmq.common.codec import decode_all, decode_message_id
@@ -25,8 +25,11 @@ from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.header import SendMessageResponseHeader
 from pocketmq.remoting.transaction_header import EndTransactionRequestHeader
+from pocketmq.storage.timer.timer_routing import TIMER_TOPIC
 
 UNDER_LOAD = {"max_dispatch_lag_bytes": 1}
+# POP's timers in milliseconds, the revive run by hand.
+POP_FAST = {**FAST_REVIVE, "revive_interval": 3600.0}
 
 
 async def messages(broker: BrokerController, topic: str) -> list[Any]:
@@ -37,8 +40,7 @@ async def messages(broker: BrokerController, topic: str) -> list[Any]:
 async def unbuffered_pops(cluster: Cluster, messages_in_pt: int) -> tuple[BrokerController, Any]:
     """A broker whose pops write their checkpoints at once (no buffer merge, the revive run by hand), with
     ``messages_in_pt`` messages m0, m1, ... in queue 0 of topic PT."""
-    broker = await cluster.broker(revive_interval=3600.0, revive_queue_num=1, enable_pop_buffer_merge=False,
-                                  **UNDER_LOAD)
+    broker = await cluster.broker(revive_queue_num=1, enable_pop_buffer_merge=False, **POP_FAST, **UNDER_LOAD)
     mq = cluster.mq(broker)
     for i in range(messages_in_pt):
         await mq.send("PT", f"m{i}".encode(), queue_id=0)
@@ -82,18 +84,23 @@ async def test_a_revive_round_cancelled_mid_checkpoint_revives_each_message_once
     broker, mq = await unbuffered_pops(cluster, 5)
     popped = await PopClient(mq).pop("G", "PT", 0, invisible=1, init_mode=1)
     assert len(popped.bodies) == 5
-    await asyncio.sleep(0.05)  # their invisible time is over, none was acked
     revive = broker.pop_revive_service
-    await cancel_when(asyncio.ensure_future(revive.revive_all()), lambda: revive.revived >= 1)
+
+    async def rounds() -> None:  # (their invisible time is over, none was acked: a round soon revives them)
+        while True:
+            await revive.revive_all()
+            await asyncio.sleep(0.01)
+
+    await cancel_when(asyncio.ensure_future(rounds()), lambda: revive.revived >= 1)
     again = await cluster.restart(broker)
-    await again.pop_revive_service.revive_all()
+    await settle_revive(again)
     retry = again.pop_message_processor.retry_topic("PT", "G")
     assert sorted(m.body for m in await messages(again, retry)) == [f"m{i}".encode() for i in range(5)]
 
 
 async def test_a_checkpoint_written_while_the_scan_is_cancelled_counts_as_written(cluster: Cluster) -> None:
-    broker = await cluster.broker(revive_interval=3600.0, revive_queue_num=1, pop_ck_stay_buffer_time=0.0,
-                                  pop_buffer_scan_interval=3600.0, **UNDER_LOAD)
+    broker = await cluster.broker(revive_queue_num=1, pop_ck_stay_buffer_time=0.0, pop_buffer_scan_interval=3600.0,
+                                  **POP_FAST, **UNDER_LOAD)
     mq = cluster.mq(broker)
     pop = PopClient(mq, broker.broker_config.broker_name)
     for i in range(3):
@@ -108,8 +115,7 @@ async def test_a_checkpoint_written_while_the_scan_is_cancelled_counts_as_writte
     for handle in popped.handles:
         assert (await pop.ack("G", "PT", handle)).code == ResponseCode.SUCCESS
     again = await cluster.restart(broker)
-    await asyncio.sleep(0.35)  # past the popped messages' invisible time
-    await again.pop_revive_service.revive_all()
+    await settle_revive(again)  # the checkpoint and its acks through the timer, past their revive time
     assert await messages(again, again.pop_message_processor.retry_topic("PT", "G")) == []
 
 
@@ -155,9 +161,8 @@ async def test_a_commit_cut_by_the_servers_stop_ends_its_half_message(cluster: C
 
 async def test_a_pop_cut_by_the_servers_stop_commits_what_its_checkpoint_holds(cluster: Cluster) -> None:
     broker, mq = await unbuffered_pops(cluster, 3)
-    revive_topic = broker.pop_message_processor.revive_log.revive_topic
     pop = asyncio.ensure_future(PopClient(mq).pop("G", "PT", 0, invisible=60_000, init_mode=1))
-    await cut_handlers_when(broker, dispatched(broker, revive_topic, 1))
+    await cut_handlers_when(broker, dispatched(broker, TIMER_TOPIC, 1))  # (the checkpoint waits in the timer)
     await asyncio.gather(pop, return_exceptions=True)
     again = await cluster.restart(broker)
     # The checkpoint revives them once their invisible time is over; a pop now must not hand them out again.
@@ -169,12 +174,10 @@ async def test_a_change_of_invisible_time_cut_by_the_servers_stop_revives_the_me
     broker, mq = await unbuffered_pops(cluster, 1)
     client = PopClient(mq, broker.broker_config.broker_name)
     [handle] = (await client.pop("G", "PT", 0, invisible=300, init_mode=1)).handles
-    revive_topic = broker.pop_message_processor.revive_log.revive_topic
     change = asyncio.ensure_future(client.change_invisible("G", "PT", handle, 100))
-    await cut_handlers_when(broker, dispatched(broker, revive_topic, 2))
+    await cut_handlers_when(broker, dispatched(broker, TIMER_TOPIC, 2))  # (both checkpoints wait in the timer)
     await asyncio.gather(change, return_exceptions=True)
     again = await cluster.restart(broker)
-    await asyncio.sleep(0.35)  # both checkpoints' times are over
-    await again.pop_revive_service.revive_all()
+    await settle_revive(again)  # both checkpoints' times are over
     retry = again.pop_message_processor.retry_topic("PT", "G")
     assert [m.body for m in await messages(again, retry)] == [b"m0"]

@@ -1,27 +1,39 @@
 """PopReviveService: gives back what pops handed out and nobody acked in time.
 
-Each revive queue of ``rmq_sys_REVIVE_LOG_<cluster>`` is read in order, as the system group
-``CID_RMQ_SYS_REVIVE_GROUP`` (its consumer offset is the revive offset), every ``reviveInterval``. A checkpoint
-(``ck``) is held until its revive time (pop time + invisible time); the acks (``ack``, ``bAck``) that follow it in
-the same queue set its bits. A checkpoint all of whose messages are acked is dropped; one that is due has each
-message not acked re-read from its queue and put into the group's pop retry topic with reconsumeTimes + 1, or into
-``%DLQ%group`` once the group's retryMaxTimes are used up (the send-back that CONSUMER_SEND_MSG_BACK uses).
+Checkpoints (``ck``) and acks (``ack``, ``bAck``) reach the queues of ``rmq_sys_REVIVE_LOG_<cluster>`` through the
+timer wheel (revive_log.py): a checkpoint ``popAckTimeInterval`` before its revive time (pop time + invisible
+time), its acks at that revive time. Each queue is read in order, as the system group ``CID_RMQ_SYS_REVIVE_GROUP``
+(its consumer offset is the revive offset), every ``reviveInterval``. A checkpoint read is held until it is safe
+to revive; the acks that follow it set its bits; one all of whose messages are acked is dropped. So the service
+holds only the checkpoints within a few seconds of their revive time, however many pops are out.
+
+When a checkpoint is safe is decided as RocketMQ 5 decides it, from the deliver times (``TIMER_DELIVER_MS``) of
+the records read, not from the clock: the timer hands records over in deliver-time order, so once the queue has
+given a record due more than ``popAckTimeInterval + popReviveMargin`` after a checkpoint's revive time, every
+ack of that checkpoint (due at its revive time) is in the queue before it, even when the timer delivered it
+late. When the queue goes quiet (nothing read due in the last 3 margins) and the timer keeps up with the clock,
+the clock stands in for the newest deliver time (RocketMQ's endTime). A safe checkpoint has each message not acked
+re-read from its queue and put into the group's pop retry topic with reconsumeTimes + 1, or into ``%DLQ%group``
+once the group's retryMaxTimes are used up (the send-back that CONSUMER_SEND_MSG_BACK uses).
 
 The revive offset is committed up to the oldest checkpoint still held, so a restarted broker reads the held
 checkpoints and their acks again and carries on: nothing handed out is forgotten (a message revived just before
-a crash may be revived twice, as in RocketMQ: delivery is at least once). Checkpoints fall due out of log order
-(RocketMQ's revive log is in revive-time order: its timer orders it): one revived behind a checkpoint still held
-gets an ack record of its own in the queue, so a restart that reads it again finds it done.
+a crash may be revived twice, as in RocketMQ: delivery is at least once). One revived behind a checkpoint still
+held (records due at the same time fall in any order) gets an ack record of its own in the queue, so a restart
+that reads it again finds it done. With ``timerWheelEnable=false`` nothing is revived and pops are refused, as in
+RocketMQ: the records would not be delivered in time order.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pocketmq.common.codec import CorruptRecordError, decode_all
+from pocketmq.common.constants import PROPERTY_TIMER_DELIVER_MS
 from pocketmq.common.message import MessageExt
 from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
 from pocketmq.common.pop_ack_constants import ACK_TAG, BATCH_ACK_TAG, CK_TAG, PROPERTY_FIRST_POP_TIME, REVIVE_GROUP
@@ -44,11 +56,12 @@ _MOVED = (GetMessageStatus.OFFSET_TOO_SMALL, GetMessageStatus.OFFSET_OVERFLOW_BA
 
 @dataclass(slots=True)
 class ReviveQueue:
-    """One revive queue: where its reading stands and the checkpoints held until they are due."""
+    """One revive queue: where its reading stands and the checkpoints held until they are safe to revive."""
 
     queue_id: int
     offset: int = -1  # the next revive-log offset to read; -1 until loaded from the revive group's offset
     held: dict[str, PopCheckPoint] = field(default_factory=dict)  # merge key -> checkpoint, in log order
+    end_time: int = 0  # the latest deliver time read (ms; RocketMQ's endTime)
 
 
 class PopReviveService:
@@ -58,8 +71,16 @@ class PopReviveService:
         n = controller.pop_message_processor.revive_log.queue_num
         self.queues = [ReviveQueue(i) for i in range(n)]
         self.revived = 0  # messages put back (retry or DLQ), for tests and statistics
+        bc = controller.broker_config
+        self.margin_ms = round(bc.pop_revive_margin * 1000)
+        # A checkpoint is safe once a record due this long after its revive time was read (ackTimeInterval + 1 s).
+        self.safe_after_ms = round(bc.pop_ack_time_interval * 1000) + self.margin_ms
+        self._round = asyncio.Lock()  # (the periodic task and a caller's round never read a queue at once)
 
     def start(self) -> None:
+        if not self.controller.broker_config.timer_wheel_enable:
+            log.warning("the revive service does not run: timerWheelEnable is false (pops are refused)")
+            return
         self.controller.tasks.periodic("pop-revive", self.controller.broker_config.revive_interval, self.revive_all)
 
     @property
@@ -67,12 +88,15 @@ class PopReviveService:
         return sum(len(q.held) for q in self.queues)
 
     async def revive_all(self) -> None:
-        for q in self.queues:
-            try:
-                await self._read_new(q)
-                await self._revive_due(q)
-            finally:
-                self._commit(q)  # also when shutdown cancels the round: what was put back is not put back again
+        if not self.controller.broker_config.timer_wheel_enable:
+            return  # (RocketMQ: "skip revive topic because timerWheelEnable is false")
+        async with self._round:
+            for q in self.queues:
+                try:
+                    await self._read_new(q)
+                    await self._revive_due(q, self._end_time(q))
+                finally:
+                    self._commit(q)  # also when shutdown cancels the round: what was put back is not put back again
 
     async def _read_new(self, q: ReviveQueue) -> None:
         c = self.controller
@@ -90,7 +114,29 @@ class PopReviveService:
                 self._consume(q, m)
             q.offset = result.next_begin_offset
 
+    def _end_time(self, q: ReviveQueue) -> int:
+        """How far the queue, read to its end, is known complete. RocketMQ's "move endTime": a queue that gave
+        nothing due in the last three margins, while the timer keeps up, has nothing on its way, and the clock
+        stands in (else a checkpoint whose messages nobody acks, the last record of its queue, would wait for a
+        record that never comes)."""
+        now = time.time_ns() // 1_000_000
+        if q.held and now - q.end_time > 3 * self.margin_ms and not self._timer_behind():
+            return now
+        return q.end_time
+
+    def _timer_behind(self) -> bool:
+        """RocketMQ: getDequeueBehind() > 0 or getEnqueueBehind() > 0 (behind by a second or more; here by a
+        margin, past the slot of one precision that the delivery always trails the clock by)."""
+        timer = self.controller.store.timer_message_store
+        if timer is None:
+            return True
+        return (timer.dequeue_behind_ms() >= timer.precision_ms + self.margin_ms
+                or timer.enqueue_behind_ms() >= self.margin_ms)
+
     def _consume(self, q: ReviveQueue, m: MessageExt) -> None:
+        deliver = m.properties.get(PROPERTY_TIMER_DELIVER_MS)
+        if deliver is not None and deliver.isdigit():  # (records pocketmq wrote before the timer carry none)
+            q.end_time = max(q.end_time, int(deliver))
         try:
             if m.tags == CK_TAG:
                 new = PopCheckPoint.decode(m.body)
@@ -111,11 +157,10 @@ class PopReviveService:
         except PopRecordError as e:
             log.warning("revive queue %d offset %d: skipped %s", q.queue_id, m.queue_offset, e)
 
-    async def _revive_due(self, q: ReviveQueue) -> None:
-        now = time.time_ns() // 1_000_000
+    async def _revive_due(self, q: ReviveQueue, end_time: int) -> None:
         for key, ck in list(q.held.items()):
-            if ck.revive_time > now:
-                continue
+            if end_time - ck.revive_time <= self.safe_after_ms:
+                continue  # an ack of it may still be on its way through the timer
             # Whole: a checkpoint half put back when shutdown cancels the round would be put back in full again by
             # the next broker on the store (the bits of what went back are only in memory).
             await run_whole(self._revive_held(q, key, ck))
@@ -130,7 +175,7 @@ class PopReviveService:
             # messages back a second time (after they were popped, and perhaps acked, from the retry topic).
             done = BatchAckMsg(-1, ck.start_offset, ck.cid, ck.topic, ck.queue_id, ck.pop_time, ck.broker_name,
                                [ck.ack_offset_by_index(i) for i in range(ck.num)])
-            put = await self.controller.pop_message_processor.revive_log.append_ack(done, q.queue_id)
+            put = await self.controller.pop_message_processor.revive_log.append_ack(done, q.queue_id, ck.revive_time)
             if not put.is_ok:
                 log.warning("revive of %s@%s queue %d: its done mark not written (%s); a restart may revive it "
                             "again", ck.topic, ck.cid, ck.queue_id, put.status.value)

@@ -1,9 +1,9 @@
 """AckMessageProcessor: ACK_MESSAGE (200051) and BATCH_ACK_MESSAGE (200151).
 
-An ack of a normal pop writes an ack record to the revive queue its receipt handle names; the revive service pairs
-it with the checkpoint. An ack of an orderly pop (revive queue 999) marks the offset in ConsumerOrderInfoManager,
-moves the group's offset to the first offset of the batch not acked yet and, once the batch is done, wakes the
-pops waiting for that queue.
+An ack of a normal pop writes an ack record to the revive queue its receipt handle names, a timer message due at
+the handle's revive time (pop time + invisible time); the revive service pairs it with the checkpoint. An ack of
+an orderly pop (revive queue 999) marks the offset in ConsumerOrderInfoManager, moves the group's offset to the
+first offset of the batch not acked yet and, once the batch is done, wakes the pops waiting for that queue.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class AckMessageProcessor(BrokerProcessor):
             return resp
         ack = AckMsg(header.offset, extra.ck_queue_offset, group, topic, header.queue_id, extra.pop_time,
                      extra.broker_name)
-        return await self.append_ack(request, resp, ack, extra.revive_qid)
+        return await self.append_ack(request, resp, ack, extra.revive_qid, extra.pop_time + extra.invisible_time)
 
     async def batch_ack_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         body = request.decode_body(BatchAckMessageRequestBody)
@@ -81,7 +81,7 @@ class AckMessageProcessor(BrokerProcessor):
             return None
         ack = BatchAckMsg(-1, b.start_offset, b.consumer_group, topic, b.queue_id, b.pop_time, broker_name,
                           ack_offset_list=offsets)
-        answer = await self.append_ack(request, resp, ack, b.revive_queue_id)
+        answer = await self.append_ack(request, resp, ack, b.revive_queue_id, b.pop_time + b.invisible_time)
         return None if answer.code == ResponseCode.SUCCESS else answer
 
     def check_ack(self, request: RemotingCommand, channel: Channel, topic: str, queue_id: int, offset: int,
@@ -108,12 +108,14 @@ class AckMessageProcessor(BrokerProcessor):
             return None
         return response(request, ResponseCode.INVALID_PARAMETER, f"reviveQid {revive_qid} is not 0..{n - 1} or 999")
 
-    async def append_ack(self, request: RemotingCommand, resp: RemotingCommand, ack: AckMsg, revive_qid: int
-                      ) -> RemotingCommand:
+    async def append_ack(self, request: RemotingCommand, resp: RemotingCommand, ack: AckMsg, revive_qid: int,
+                         revive_time: int) -> RemotingCommand:
+        """``revive_time``: the receipt handle's pop time + invisible time, when the record is due (RocketMQ's
+        deliver time of an ack: the revive service reads it with its checkpoint)."""
         pop = self.controller.pop_message_processor
         if pop.buffer_merge.enabled and pop.buffer_merge.add_ack(ack):
             return resp  # met its checkpoint in memory
-        put = await self.controller.pop_message_processor.revive_log.append_ack(ack, revive_qid)
+        put = await pop.revive_log.append_ack(ack, revive_qid, revive_time)
         if not put.is_ok:
             return response(request, ResponseCode.SYSTEM_ERROR, f"ack not written: {put.status.value} {put.remark}")
         return resp

@@ -64,14 +64,15 @@ class ChangeInvisibleTimeProcessor(BrokerProcessor):
                            c.broker_config.broker_name, queue_offset_diff=[0])
         ack = AckMsg(header.offset, extra.ck_queue_offset, group, topic, header.queue_id, extra.pop_time,
                      extra.broker_name)
-        answer = await run_whole(self._renew(request, ck, revive_qid, ack, extra.revive_qid))
+        answer = await run_whole(self._renew(request, ck, revive_qid, ack, extra.revive_qid,
+                                             extra.pop_time + extra.invisible_time))
         if answer.code != ResponseCode.SUCCESS:
             return answer
         return response(request, ext_fields=ChangeInvisibleTimeResponseHeader(pop_time, header.invisible_time,
                                                                               revive_qid))
 
     async def _renew(self, request: RemotingCommand, ck: PopCheckPoint, revive_qid: int, ack: AckMsg,
-                     ack_revive_qid: int) -> RemotingCommand:
+                     ack_revive_qid: int, ack_revive_time: int) -> RemotingCommand:
         """The new checkpoint, then the ack of the old one; run whole (a handler cancelled between the two, as the
         server's stop does, would leave both checkpoints to revive the message)."""
         c = self.controller
@@ -82,7 +83,8 @@ class ChangeInvisibleTimeProcessor(BrokerProcessor):
             put = await pop.revive_log.append_check_point(ck, revive_qid)
             if not put.is_ok:
                 return response(request, ResponseCode.SYSTEM_ERROR, f"checkpoint not written: {put.status.value}")
-        return await c.ack_message_processor.append_ack(request, response(request), ack, ack_revive_qid)
+        return await c.ack_message_processor.append_ack(request, response(request), ack, ack_revive_qid,
+                                                        ack_revive_time)
 
     def _change_orderly(self, request: RemotingCommand, header: ChangeInvisibleTimeRequestHeader, topic: str,
                         pop_time: int, revive_qid: int) -> RemotingCommand:

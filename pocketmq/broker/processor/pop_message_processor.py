@@ -156,6 +156,9 @@ class PopMessageProcessor(BrokerProcessor):
         if header.invisible_time < 0 or header.poll_time < 0:
             return response(request, ResponseCode.INVALID_PARAMETER,
                             f"invisibleTime {header.invisible_time} and pollTime {header.poll_time} must be >= 0")
+        if not bc.timer_wheel_enable:  # (checkpoints and acks are timer messages: revive_log.py)
+            return response(request, ResponseCode.SYSTEM_ERROR,
+                            f"the broker[{bc.broker_ip1}] pop message is forbidden because timerWheelEnable is false")
         error = self.check_topic_and_group(channel, request, header.topic, header.queue_id, header.consumer_group)
         if isinstance(error, RemotingCommand):
             return error

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,18 +57,20 @@ def revive_records(broker: Any) -> list[MessageExt]:
     return out
 
 
-async def settle_revive(broker: Any, guard: float = 120.0) -> None:
+async def settle_revive(broker: Any, guard: float = 120.0, each_round: Callable[[], None] | None = None) -> None:
     """Revive rounds until every checkpoint and ack written so far has come through the timer to its revive queue
     and been read, and the service holds nothing: each checkpoint is revived or acked. ``guard``: a bound for a
-    loaded machine, not an expectation."""
+    loaded machine, not an expectation; ``each_round``: called after each round."""
     revive = broker.pop_revive_service
     store = broker.store
     deadline = time.monotonic() + guard
     while True:
         await asyncio.to_thread(store.wait_dispatched, 5.0)
         await revive.revive_all()
+        if each_round is not None:
+            each_round()
         ends = [store.get_max_offset_in_queue(revive.revive_topic, q.queue_id) for q in revive.queues]
-        read = all(q.offset == end for q, end in zip(revive.queues, ends, strict=True))
+        read = all(q.offset == end or end <= 0 for q, end in zip(revive.queues, ends, strict=True))
         if read and not revive.held_count and sum(ends) == len(revive_records(broker)):
             return
         assert time.monotonic() < deadline, f"revive not settled: {revive.held_count} held"

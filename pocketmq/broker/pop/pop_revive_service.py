@@ -42,6 +42,7 @@ from pocketmq.storage.message_filter import TagsFilter
 from pocketmq.storage.pop import BatchAckMsg, PopCheckPoint, decode_ack
 from pocketmq.storage.pop.pop_check_point import PopRecordError
 from pocketmq.storage.results import GetMessageResult, GetMessageStatus
+from pocketmq.storage.timer.timer_routing import TIMER_TOPIC
 
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController
@@ -91,10 +92,12 @@ class PopReviveService:
         if not self.controller.broker_config.timer_wheel_enable:
             return  # (RocketMQ: "skip revive topic because timerWheelEnable is false")
         async with self._round:
+            # (before the queues are read: what it vouches for is in them then)
+            watermark = await self._timer_watermark() if self.held_count else None
             for q in self.queues:
                 try:
                     await self._read_new(q)
-                    await self._revive_due(q, self._end_time(q))
+                    await self._revive_due(q, self._end_time(q, watermark))
                 finally:
                     self._commit(q)  # also when shutdown cancels the round: what was put back is not put back again
 
@@ -114,24 +117,36 @@ class PopReviveService:
                 self._consume(q, m)
             q.offset = result.next_begin_offset
 
-    def _end_time(self, q: ReviveQueue) -> int:
-        """How far the queue, read to its end, is known complete. RocketMQ's "move endTime": a queue that gave
-        nothing due in the last three margins, while the timer keeps up, has nothing on its way, and the clock
-        stands in (else a checkpoint whose messages nobody acks, the last record of its queue, would wait for a
-        record that never comes)."""
-        now = time.time_ns() // 1_000_000
-        if q.held and now - q.end_time > 3 * self.margin_ms and not self._timer_behind():
-            return now
+    def _end_time(self, q: ReviveQueue, watermark: int | None) -> int:
+        """Up to which deliver time the queue, read to its end, is complete. RocketMQ's "move endTime": a queue
+        that gave nothing due in the last three margins has nothing on its way, and the clock stands in, as far
+        as the timer has delivered (else a checkpoint whose messages nobody acks, the last record of its queue,
+        would wait for a record that never comes)."""
+        if watermark is not None and q.held and time.time_ns() // 1_000_000 - q.end_time > 3 * self.margin_ms:
+            return max(q.end_time, watermark)
         return q.end_time
 
-    def _timer_behind(self) -> bool:
-        """RocketMQ: getDequeueBehind() > 0 or getEnqueueBehind() > 0 (behind by a second or more; here by a
-        margin, past the slot of one precision that the delivery always trails the clock by)."""
-        timer = self.controller.store.timer_message_store
-        if timer is None:
-            return True
-        return (timer.dequeue_behind_ms() >= timer.precision_ms + self.margin_ms
-                or timer.enqueue_behind_ms() >= self.margin_ms)
+    async def _timer_watermark(self) -> int | None:
+        """A deliver time before which every revive record written so far has been delivered and dispatched, or
+        None when the store cannot tell now. RocketMQ asks that the timer be less than a second behind the clock
+        and its enqueue too; this asks that the timer have taken every record written before and delivered the
+        slots before the time it answers, whatever its precision."""
+        store = self.controller.store
+        timer = store.timer_message_store
+        wait = self.margin_ms / 1000
+        if timer is None or not await asyncio.to_thread(store.wait_dispatched, wait):
+            return None
+        written = store.get_max_offset_in_queue(TIMER_TOPIC, 0)
+        for _ in range(10):  # (its enqueue thread takes them within a poll)
+            if timer.curr_queue_offset >= written:
+                break
+            await asyncio.sleep(wait / 10)
+        else:
+            return None
+        # Every slot before it is delivered, a record taken late included (one due already is delivered as it
+        # is taken); what the timer put by now reaches the consume queues before the queues are read.
+        watermark = min(timer.curr_read_time_ms, time.time_ns() // 1_000_000)
+        return watermark if await asyncio.to_thread(store.wait_dispatched, wait) else None
 
     def _consume(self, q: ReviveQueue, m: MessageExt) -> None:
         deliver = m.properties.get(PROPERTY_TIMER_DELIVER_MS)

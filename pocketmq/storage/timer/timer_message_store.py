@@ -94,8 +94,6 @@ class TimerMessageStore:
         self.curr_queue_offset = 0
         self.commit_queue_offset = 0
         self.enqueued = self.delivered = self.rolled = self.recalled = 0  # since start
-        # When the enqueue thread last took a message, and when that message was stored (enqueue_behind_ms).
-        self.last_enqueue_ms = self.last_enqueue_store_ms = 0
         self.lock = threading.Lock()  # the checkpoint's fields (enqueue, dequeue and flush threads)
         self.enqueue_service = TimerEnqueueService(self)
         self.dequeue_service = TimerDequeueService(self)
@@ -142,16 +140,6 @@ class TimerMessageStore:
         if self.curr_write_time_ms < now:
             self.curr_write_time_ms = now
 
-    def dequeue_behind_ms(self) -> int:
-        """How far the delivery is behind the clock (RocketMQ's getDequeueBehindMillis)."""
-        return now_ms() - self.curr_read_time_ms
-
-    def enqueue_behind_ms(self) -> int:
-        """How long the message the enqueue thread took last waited for it, if it took one in the last 2 s
-        (RocketMQ's getEnqueueBehindMillis): the wheel's queue is read late."""
-        now = now_ms()
-        return now - self.last_enqueue_store_ms if now - self.last_enqueue_ms < 2000 else 0
-
     def move_read_time(self) -> None:
         self.curr_read_time_ms += self.precision_ms
         self.commit_read_time_ms = self.curr_read_time_ms
@@ -176,7 +164,6 @@ class TimerMessageStore:
 
     def _enqueue_one(self, msg: MessageExt) -> bool:
         """Into the wheel, or delivered when due already; False when the store stopped before it was done."""
-        self.last_enqueue_ms, self.last_enqueue_store_ms = now_ms(), msg.store_timestamp
         try:
             delayed_time = int(msg.properties[PROPERTY_TIMER_OUT_MS])
         except (KeyError, ValueError):

@@ -11,8 +11,8 @@ When a checkpoint is safe is decided as RocketMQ 5 decides it, from the deliver 
 the records read, not from the clock: the timer hands records over in deliver-time order, so once the queue has
 given a record due more than ``popAckTimeInterval + popReviveMargin`` after a checkpoint's revive time, every
 ack of that checkpoint (due at its revive time) is in the queue before it, even when the timer delivered it
-late. When the queue goes quiet (nothing read due in the last 3 margins) and the timer keeps up with the clock,
-the clock stands in for the newest deliver time (RocketMQ's endTime). A safe checkpoint has each message not acked
+late. When the queue goes quiet (nothing read due in the last 3 margins), the clock stands in for the newest
+deliver time (RocketMQ's endTime), as far as the timer has delivered. A safe checkpoint has each message not acked
 re-read from its queue and put into the group's pop retry topic with reconsumeTimes + 1, or into ``%DLQ%group``
 once the group's retryMaxTimes are used up (the send-back that CONSUMER_SEND_MSG_BACK uses).
 

@@ -175,6 +175,10 @@ async def test_a_broker_killed_before_the_revive_time_revives_what_was_not_acked
         assert (await dev.mq.create_topic("PopKill", 1)).code == ResponseCode.SUCCESS
         for body in (b"k1", b"k2", b"k3"):
             assert (await dev.mq.send("PopKill", body, queue_id=0)).code == ResponseCode.SUCCESS
+        for _ in range(500):  # until all three are in the consume queue (a pop answers with what is there)
+            if await max_offset(dev.mq, "PopKill", 0) == 3:
+                break
+            await asyncio.sleep(0.01)
         got = await pc.pop("GK", "PopKill", 0, invisible=2_000, poll=2_000)
         assert got.bodies == [b"k1", b"k2", b"k3"]
         assert (await pc.ack("GK", "PopKill", got.handles[0])).code == ResponseCode.SUCCESS

@@ -434,9 +434,9 @@ class DefaultMessageStore(MessageStoreRecovery, StoreDiskSpace, DispatchHold, Me
         self.reput_service.listener = listener
 
     # -- topics and cleanup -----------------------------------------------------------------------
-    def delete_topics(self, topics: set[str], timeout: float = 10.0) -> int:
+    def delete_topics(self, topics: set[str], timeout: float = 10.0) -> tuple[int, int]:
         """Destroy the consume queues of `topics` (their commit-log records expire as usual); the number of
-        queues destroyed.
+        queues destroyed, and the commit log's end at the moment below which every record of theirs is deleted.
 
         The topics' queue offsets restart at 0 for every put after this call begins (under the put lock), and
         their queues are destroyed on the dispatcher thread, exactly when everything put before that moment is
@@ -446,10 +446,11 @@ class DefaultMessageStore(MessageStoreRecovery, StoreDiskSpace, DispatchHold, Me
         with commit_log.put_lock:
             for key in [k for k in commit_log.topic_queue_table if k[0] in topics]:
                 del commit_log.topic_queue_table[key]
+            end = commit_log.get_max_offset()
             if not self.reput_service.running:  # not started, or called by the dispatcher itself
-                return self._destroy_topics(topics)
-            done = self.reput_service.run_at(commit_log.get_max_offset(), lambda: self._destroy_topics(topics))
-        return done.result(timeout)
+                return self._destroy_topics(topics), end
+            done = self.reput_service.run_at(end, lambda: self._destroy_topics(topics))
+        return done.result(timeout), end
 
     def destroy_queues(self, select: Callable[[], set[tuple[str, int]]], timeout: float = 10.0) -> int:
         """Destroy the consume queues that ``select`` names, called under the put lock; the number destroyed.

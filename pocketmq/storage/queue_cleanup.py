@@ -4,6 +4,7 @@ so that a message put meanwhile is never dropped with a queue."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 from pocketmq.common.topic_validator import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
@@ -31,8 +32,13 @@ def clean_expired_consume_queues(store: DefaultMessageStore) -> int:
     return store.destroy_queues(expired)
 
 
-def clean_unused_topics(store: DefaultMessageStore, topics_in_use: set[str]) -> int:
-    """Destroy the consume queues of every topic not in ``topics_in_use`` (the broker's topic table); the number
-    of queues destroyed. Their records stay in the commit log until it expires."""
-    unused = {topic for topic, _ in list(store.consume_queue_table)} - topics_in_use - _ALWAYS_USED
-    return store.delete_topics(unused) if unused else 0
+def clean_unused_topics(store: DefaultMessageStore, topics_in_use: Callable[[], Collection[str]]) -> int:
+    """Destroy the consume queues of every topic not in ``topics_in_use()`` (the broker's topic table, read under
+    the put lock: a topic a send creates has its config before its first put, so one created meanwhile is never
+    taken for unused); the number of queues destroyed. Their records stay in the commit log until it expires."""
+
+    def unused() -> set[tuple[str, int]]:
+        in_use = set(topics_in_use()) | _ALWAYS_USED
+        return {key for key in list(store.consume_queue_table) if key[0] not in in_use}
+
+    return store.destroy_queues(unused)

@@ -81,6 +81,9 @@ async def test_retention_keys_reach_the_store_and_its_next_clean_round(cluster: 
     assert len(broker.store.commit_log.mapped_file_queue.files) == 1
     answer = await update(mq, "deleteWhen=4am")
     assert answer.code == ResponseCode.SYSTEM_ERROR and "bad value for deleteWhen" in (answer.remark or "")
+    # A digit that is not ASCII passed str.isdigit, and int() then failed every clean round (no file deleted).
+    answer = await update(mq, "deleteWhen=0\u00b2")
+    assert answer.code == ResponseCode.SYSTEM_ERROR and "bad value for deleteWhen" in (answer.remark or "")
 
 
 async def test_max_transfer_count_limits_the_next_pull(cluster: Cluster) -> None:

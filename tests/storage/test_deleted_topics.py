@@ -45,7 +45,7 @@ def test_a_deleted_topics_old_records_are_not_dispatched_again(stores, store_roo
         put_ok(store, msg("Live", f"live-{i}".encode(), queue_id=i % 2))
     assert store.wait_dispatched()
     deleted_at = store.commit_log.get_max_offset()
-    store.delete_topics({"Dead"})
+    assert store.delete_topics({"Dead"}) == (3, deleted_at)  # (the log's end where the queues were reset)
     for i in range(5):  # the topic created again: its queue 0 only
         put_ok(store, msg("Dead", f"new-{i}".encode(), queue_id=0))
     assert store.wait_dispatched()

@@ -170,21 +170,22 @@ class AdminBrokerProcessor(BrokerProcessor):
         c.broker_stats_manager.on_topic_deleted(topic)  # (as 5.x's autoDeleteUnusedStats, its default)
         failed = None
         if tv.validate_topic(topic) is None:
-            failed = await self._record_deletion(topic, existed)
-            await c.run_in_pull_executor(c.store.delete_topics, {topic})
+            had_queues = any(t == topic for t, _ in list(c.store.consume_queue_table))
+            # The log's end where the store reset the topic's queue offsets (under its put lock): a send meanwhile
+            # is either below it, numbered in the old queues and deleted with them, or above, in the new ones.
+            _, end = await c.run_in_pull_executor(c.store.delete_topics, {topic})
+            if existed or had_queues:  # (a name deleted twice, or made up, takes no entry)
+                failed = await self._record_deletion(topic, end)
         await c.register_broker_all()
         return response(request) if failed is None else response(request, ResponseCode.SYSTEM_ERROR, failed)
 
-    async def _record_deletion(self, topic: str, existed: bool) -> str | None:
-        """The deletion in deletedTopics.json, on disk before the answer, so that a crash restart, which dispatches
-        the log again, does not bring the topic back (deleted_topic_manager.py). None, or the error to answer."""
-        store = self.controller.store
-        if not existed and all(t != topic for t, _ in list(store.consume_queue_table)):
-            return None  # (nothing of it to come back: a name deleted twice, or made up, takes no entry)
-        commit_log = store.commit_log
+    async def _record_deletion(self, topic: str, end: int) -> str | None:
+        """The deletion of ``topic``'s records below ``end`` in deletedTopics.json, on disk before the answer, so
+        that a crash restart, which dispatches the log again, does not bring the topic back
+        (deleted_topic_manager.py). None, or the error to answer."""
         try:
-            await self.controller.deleted_topic_manager.record_deletion(topic, commit_log.get_max_offset(),
-                                                                        commit_log.get_min_offset())
+            await self.controller.deleted_topic_manager.record_deletion(
+                topic, end, self.controller.store.commit_log.get_min_offset())
         except OSError as e:
             log.exception("cannot record the deletion of topic %s", topic)
             return f"the topic[{topic}] is deleted, but the deletion could not be written ({e}): a crash may undo it"

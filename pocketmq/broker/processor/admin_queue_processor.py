@@ -106,8 +106,8 @@ class AdminQueueProcessor(BrokerProcessor):
 
     async def clean_unused_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         c = self.controller
-        in_use = set(c.topic_config_manager.topic_config_table)
-        destroyed = await c.run_in_pull_executor(clean_unused_topics, c.store, in_use)
+        table = c.topic_config_manager.topic_config_table
+        destroyed = await c.run_in_pull_executor(clean_unused_topics, c.store, lambda: list(table))
         log.warning("cleanUnusedTopic: %d consume queues destroyed", destroyed)
         return response(request)
 

@@ -167,7 +167,8 @@ def _positive(value: Any) -> None:
 
 
 def _hours(value: Any) -> None:
-    if not all(h.strip().isdigit() for h in value.split(";") if h.strip()):
+    # (ASCII digits: str.isdigit also takes "²", which int() refuses at every clean round)
+    if not all(h.strip().isascii() and h.strip().isdigit() for h in value.split(";") if h.strip()):
         raise ValueError(f"expected hours separated by ';' (04, or 04;16), got {value!r}")
 
 

@@ -41,3 +41,18 @@ def test_clean_expired_consume_queues_keeps_a_queue_whose_messages_are_still_in_
     assert store.wait_dispatched()
     assert clean_expired_consume_queues(store) == 0
     assert store.get_max_offset_in_queue("Live", 0) == 1
+
+
+def test_clean_expired_consume_queues_spares_system_topics(stores) -> None:
+    # RocketMQ 5 spares them: the timer and the revive service keep offsets of their own into theirs.
+    store = stores.open(file_reserved_time=0.0)
+    for topic in ("Gone", "rmq_sys_wheel_timer", "%RETRY%G"):
+        put_ok(store, msg(topic))
+    while len(store.commit_log.mapped_file_queue.files) < 3:
+        put_ok(store, msg("Filler", b"f" * 4000))
+    assert store.wait_dispatched()
+    store.execute_delete_files_manually()
+    store.clean_service.run_once()
+    assert store.commit_log.get_min_offset() > store.get_consume_queue("Gone", 0).max_physic_offset
+    assert clean_expired_consume_queues(store) == 2
+    assert {key[0] for key in store.consume_queue_table} == {"rmq_sys_wheel_timer", "Filler"}

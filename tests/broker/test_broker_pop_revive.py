@@ -197,3 +197,52 @@ async def test_a_broker_killed_before_the_revive_time_revives_what_was_not_acked
                 break
         # k1 was acked before the kill: it stays acked. (A crash may revive one twice: at least once.)
         assert {(m.body, m.reconsume_times) for m in back} == {(b"k2", 1), (b"k3", 1)}
+
+
+async def test_a_broker_killed_right_after_a_change_of_invisible_time_revives_the_message(
+    tmp_path: Any, dev_broker: Any
+) -> None:
+    # With the pop buffer on (the default), the new checkpoint stayed in memory (up to popCkStayBufferTime) while
+    # the old one's ack went to the store at once: a kill -9 then lost the message for good.
+    store = tmp_path / "dev"
+    conf = ("brokerName=broker-a\nreviveInterval=20\ntimerPrecisionMs=50\npopAckTimeInterval=50\n"
+            "popReviveMargin=50\nreviveQueueNum=1\nflushConsumerOffsetInterval=50\n")
+    revive_topic = "rmq_sys_REVIVE_LOG_DefaultCluster"
+    async with dev_broker(store, conf) as dev:
+        pc = PopClient(dev.mq, "broker-a")
+        assert (await dev.mq.create_topic("PopChange", 1)).code == ResponseCode.SUCCESS
+        assert (await dev.mq.send("PopChange", b"c1", queue_id=0)).code == ResponseCode.SUCCESS
+        for _ in range(500):
+            if await max_offset(dev.mq, "PopChange", 0) == 1:
+                break
+            await asyncio.sleep(0.01)
+        got = await pc.pop("GC", "PopChange", 0, invisible=1_000, poll=2_000)
+        assert got.bodies == [b"c1"]
+        for _ in range(500):  # until the buffer has written the pop's checkpoint (its revive time near)
+            if await max_offset(dev.mq, TIMER_TOPIC, 0) + await max_offset(dev.mq, revive_topic, 0) >= 1:
+                break
+            await asyncio.sleep(0.01)
+        resp, _ = await pc.change_invisible("GC", "PopChange", got.handles[0], 3_000)
+        assert resp.code == ResponseCode.SUCCESS, resp.remark
+        await asyncio.sleep(0.2)  # the group's offset flushed meanwhile
+        dev.proc.kill()
+        await dev.proc.wait()
+    async with dev_broker(store, conf) as dev:
+        pc = PopClient(dev.mq, "broker-a")
+        back: list[Any] = []
+        for _ in range(30):  # long polls until it comes (a guard, not an expectation)
+            back += (await pc.pop("GC", "PopChange", invisible=60_000, poll=2_000)).messages
+            if back:
+                break
+        assert [(m.body, m.reconsume_times) for m in back] == [(b"c1", 1)]
+
+
+async def test_a_pop_whose_invisible_time_the_timer_would_refuse_is_refused(cluster: Cluster) -> None:
+    # Its checkpoint is a timer message: past timerMaxDelaySec the timer refused it, and the message popped never
+    # came back (with the pop buffer, its checkpoint was retried for ever and the group's offset stood still).
+    broker = await cluster.broker(timer_max_delay_sec=60, **FAST_REVIVE)
+    pc = await topic_with(cluster, broker, "PopFar", [b"far"])
+    refused = await pc.pop("GF", "PopFar", 0, invisible=60_001)
+    assert refused.response.code == ResponseCode.INVALID_PARAMETER and not refused.messages
+    assert "timerMaxDelaySec" in (refused.response.remark or "")
+    assert (await pc.pop("GF", "PopFar", 0, invisible=60_000)).bodies == [b"far"]

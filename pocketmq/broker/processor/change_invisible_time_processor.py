@@ -74,15 +74,15 @@ class ChangeInvisibleTimeProcessor(BrokerProcessor):
     async def _renew(self, request: RemotingCommand, ck: PopCheckPoint, revive_qid: int, ack: AckMsg,
                      ack_revive_qid: int, ack_revive_time: int) -> RemotingCommand:
         """The new checkpoint, then the ack of the old one; run whole (a handler cancelled between the two, as the
-        server's stop does, would leave both checkpoints to revive the message)."""
+        server's stop does, would leave both checkpoints to revive the message).
+
+        The new checkpoint is stored, never kept in the pop buffer, as RocketMQ's appendCheckPointThenAckOrigin
+        does: the old one's ack may be on disk at once, and a crash would then lose the message with the buffer."""
         c = self.controller
         pop = c.pop_message_processor
-        if pop.buffer_merge.enabled:
-            pop.buffer_merge.add_ck(ck, revive_qid, -1)
-        else:
-            put = await pop.revive_log.append_check_point(ck, revive_qid)
-            if not put.is_ok:
-                return response(request, ResponseCode.SYSTEM_ERROR, f"checkpoint not written: {put.status.value}")
+        put = await pop.revive_log.append_check_point(ck, revive_qid)
+        if not put.is_ok:
+            return response(request, ResponseCode.SYSTEM_ERROR, f"checkpoint not written: {put.status.value}")
         return await c.ack_message_processor.append_ack(request, response(request), ack, ack_revive_qid,
                                                         ack_revive_time)
 

@@ -156,6 +156,11 @@ class PopMessageProcessor(BrokerProcessor):
         if header.invisible_time < 0 or header.poll_time < 0:
             return response(request, ResponseCode.INVALID_PARAMETER,
                             f"invisibleTime {header.invisible_time} and pollTime {header.poll_time} must be >= 0")
+        if header.invisible_time > bc.timer_max_delay_sec * 1000:
+            # (its checkpoint is a timer message, which the timer would refuse: the message would never come back)
+            return response(request, ResponseCode.INVALID_PARAMETER,
+                            f"invisibleTime {header.invisible_time} is past timerMaxDelaySec "
+                            f"({bc.timer_max_delay_sec} s)")
         if not bc.timer_wheel_enable:  # (checkpoints and acks are timer messages: revive_log.py)
             return response(request, ResponseCode.SYSTEM_ERROR,
                             f"the broker[{bc.broker_ip1}] pop message is forbidden because timerWheelEnable is false")

@@ -218,7 +218,11 @@ async def test_a_seek_without_a_commit_stores_no_offset(push_cluster) -> None:
         await consumer.commit_sync()
         await consumer.seek(mq, 15)
         assert [m.queue_offset for m in await poll_until(consumer, 5)] == list(range(15, 20))
-        await asyncio.sleep(0.3)  # three persist periods
+        for _ in range(200):  # the commit's persist (every 0.1 s; later on a loaded machine)
+            if committed(push_cluster, group, topic, 1) != [-1]:
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)  # three persist periods more
         assert committed(push_cluster, group, topic, 1) == [5]
     assert committed(push_cluster, group, topic, 1) == [5]  # (nor at shutdown)
 

@@ -164,6 +164,18 @@ async def max_offset(mq: Any, topic: str, queue_id: int) -> int:
     return resp.decode_header(GetMaxOffsetResponseHeader).offset if resp.code == ResponseCode.SUCCESS else 0
 
 
+async def _equals(value: Any, expected: int) -> bool:
+    return await value == expected
+
+
+async def until(check: Any) -> None:
+    """Until ``await check()`` is true (a pop answers with what is dispatched; a guard of 5 s, not an expectation)."""
+    for _ in range(500):
+        if await check():
+            return
+        await asyncio.sleep(0.01)
+
+
 async def test_a_broker_killed_before_the_revive_time_revives_what_was_not_acked(
     tmp_path: Any, dev_broker: Any
 ) -> None:
@@ -175,14 +187,12 @@ async def test_a_broker_killed_before_the_revive_time_revives_what_was_not_acked
         assert (await dev.mq.create_topic("PopKill", 1)).code == ResponseCode.SUCCESS
         for body in (b"k1", b"k2", b"k3"):
             assert (await dev.mq.send("PopKill", body, queue_id=0)).code == ResponseCode.SUCCESS
-        for _ in range(500):  # until all three are in the consume queue (a pop answers with what is there)
-            if await max_offset(dev.mq, "PopKill", 0) == 3:
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: _equals(max_offset(dev.mq, "PopKill", 0), 3))
         got = await pc.pop("GK", "PopKill", 0, invisible=2_000, poll=2_000)
         assert got.bodies == [b"k1", b"k2", b"k3"]
         assert (await pc.ack("GK", "PopKill", got.handles[0])).code == ResponseCode.SUCCESS
-        # The checkpoint and the ack wait in the timer's queue, not in the revive queue.
+        # The checkpoint and the ack wait in the timer's queue (once dispatched), not in the revive queue.
+        await until(lambda: _equals(max_offset(dev.mq, TIMER_TOPIC, 0), 2))
         assert await max_offset(dev.mq, TIMER_TOPIC, 0) == 2
         assert await max_offset(dev.mq, "rmq_sys_REVIVE_LOG_DefaultCluster", 0) == 0
         await asyncio.sleep(0.3)  # the group's offset flushed meanwhile: a pop after the restart reads on past k3
@@ -212,16 +222,13 @@ async def test_a_broker_killed_right_after_a_change_of_invisible_time_revives_th
         pc = PopClient(dev.mq, "broker-a")
         assert (await dev.mq.create_topic("PopChange", 1)).code == ResponseCode.SUCCESS
         assert (await dev.mq.send("PopChange", b"c1", queue_id=0)).code == ResponseCode.SUCCESS
-        for _ in range(500):
-            if await max_offset(dev.mq, "PopChange", 0) == 1:
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: _equals(max_offset(dev.mq, "PopChange", 0), 1))
         got = await pc.pop("GC", "PopChange", 0, invisible=1_000, poll=2_000)
         assert got.bodies == [b"c1"]
-        for _ in range(500):  # until the buffer has written the pop's checkpoint (its revive time near)
-            if await max_offset(dev.mq, TIMER_TOPIC, 0) + await max_offset(dev.mq, revive_topic, 0) >= 1:
-                break
-            await asyncio.sleep(0.01)
+        async def written() -> bool:  # the buffer has written the pop's checkpoint (its revive time near)
+            return await max_offset(dev.mq, TIMER_TOPIC, 0) + await max_offset(dev.mq, revive_topic, 0) >= 1
+
+        await until(written)
         resp, _ = await pc.change_invisible("GC", "PopChange", got.handles[0], 3_000)
         assert resp.code == ResponseCode.SUCCESS, resp.remark
         await asyncio.sleep(0.2)  # the group's offset flushed meanwhile

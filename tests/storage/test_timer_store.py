@@ -172,6 +172,22 @@ def test_timer_log_files_cleaned_with_the_commit_log(stores) -> None:
     assert tlog.clean_expired_files(second_last.offset_py + 1) == 2 and len(tlog.files) == 1
 
 
+def test_a_timer_log_file_whose_last_unit_does_not_read_is_kept(stores) -> None:
+    # It was deleted like an expired one, with whatever it held still due; RocketMQ logs "Found error data" and
+    # stops there.
+    store = stores.open(**FAST)
+    tlog = store.timer_message_store.timer_log
+    deliver = now_ms() + 60_000
+    for i in range(150):
+        put_ok(store, msg("T", body=b"%d" % i, TIMER_DELIVER_MS=str(deliver)))
+    wait_until(lambda: store.timer_message_store.enqueued == 150)
+    first = tlog.files[0]
+    with open(first.path, "r+b") as f:
+        f.write(bytes(first.file_size))  # no unit of it reads
+    assert tlog.last_unit_of(first) is None
+    assert tlog.clean_expired_files(2**62) == 0 and tlog.files[0] is first
+
+
 def test_a_lost_timercheck_loses_no_message(stores) -> None:
     """Without config/timercheck but with a timer log, delivery starts a wheel's turn back (as RocketMQ's does)
     and the queue is enqueued again from its start: every message comes, some twice (nothing says otherwise)."""

@@ -128,11 +128,13 @@ class TimerLog:
 
     def clean_expired_files(self, min_commit_log_offset: int) -> int:
         """Delete the leading files whose last unit points below the commit log's first offset: their messages
-        are gone (deleteExpiredFileByOffsetForTimerLog). Never the last file. Returns how many went."""
+        are gone (deleteExpiredFileByOffsetForTimerLog). Never the last file, nor one whose last unit does not
+        read as a unit (RocketMQ logs "Found error data" and stops: what it holds may still be due). Returns how
+        many went."""
         deleted = 0
         while len(self.files) > 1:
             unit = self.last_unit_of(self.files[0])
-            if unit is not None and unit.offset_py >= min_commit_log_offset:
+            if unit is None or unit.offset_py >= min_commit_log_offset:
                 break
             self.mapped_file_queue.delete_first_files(1)
             deleted += 1

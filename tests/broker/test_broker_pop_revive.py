@@ -164,6 +164,11 @@ async def max_offset(mq: Any, topic: str, queue_id: int) -> int:
     return resp.decode_header(GetMaxOffsetResponseHeader).offset if resp.code == ResponseCode.SUCCESS else 0
 
 
+# pop_wire.FAST_REVIVE for a `pocketmq dev` process: its properties file.
+DEV_FAST_REVIVE = ("brokerName=broker-a\nreviveInterval=20\ntimerPrecisionMs=50\npopAckTimeInterval=50\n"
+                   "popReviveMargin=50\nreviveQueueNum=1\nflushConsumerOffsetInterval=50\n")
+
+
 async def _equals(value: Any, expected: int) -> bool:
     return await value == expected
 
@@ -180,8 +185,7 @@ async def test_a_broker_killed_before_the_revive_time_revives_what_was_not_acked
     tmp_path: Any, dev_broker: Any
 ) -> None:
     store = tmp_path / "dev"
-    conf = ("brokerName=broker-a\nenablePopBufferMerge=false\nreviveInterval=20\ntimerPrecisionMs=50\n"
-            "popAckTimeInterval=50\npopReviveMargin=50\nreviveQueueNum=1\nflushConsumerOffsetInterval=50\n")
+    conf = DEV_FAST_REVIVE + "enablePopBufferMerge=false\n"
     async with dev_broker(store, conf) as dev:
         pc = PopClient(dev.mq, "broker-a")
         assert (await dev.mq.create_topic("PopKill", 1)).code == ResponseCode.SUCCESS
@@ -215,8 +219,7 @@ async def test_a_broker_killed_right_after_a_change_of_invisible_time_revives_th
     # With the pop buffer on (the default), the new checkpoint stayed in memory (up to popCkStayBufferTime) while
     # the old one's ack went to the store at once: a kill -9 then lost the message for good.
     store = tmp_path / "dev"
-    conf = ("brokerName=broker-a\nreviveInterval=20\ntimerPrecisionMs=50\npopAckTimeInterval=50\n"
-            "popReviveMargin=50\nreviveQueueNum=1\nflushConsumerOffsetInterval=50\n")
+    conf = DEV_FAST_REVIVE
     revive_topic = "rmq_sys_REVIVE_LOG_DefaultCluster"
     async with dev_broker(store, conf) as dev:
         pc = PopClient(dev.mq, "broker-a")

@@ -159,13 +159,18 @@ def test_torn_timer_log_tail_is_cut(stores) -> None:
     assert timer.curr_queue_offset == 3  # nothing enqueued twice
 
 
-def test_timer_log_files_cleaned_with_the_commit_log(stores) -> None:
+def _timer_log_of_three_files(stores):
+    """A store whose timer log holds 150 records due in a minute, over three files."""
     store = stores.open(**FAST)
-    tlog = store.timer_message_store.timer_log
     deliver = now_ms() + 60_000
     for i in range(150):
         put_ok(store, msg("T", body=b"%d" % i, TIMER_DELIVER_MS=str(deliver)))
     wait_until(lambda: store.timer_message_store.enqueued == 150)
+    return store.timer_message_store.timer_log
+
+
+def test_timer_log_files_cleaned_with_the_commit_log(stores) -> None:
+    tlog = _timer_log_of_three_files(stores)
     assert len(tlog.files) == 3
     assert tlog.clean_expired_files(0) == 0
     second_last = tlog.last_unit_of(tlog.files[1])
@@ -175,12 +180,7 @@ def test_timer_log_files_cleaned_with_the_commit_log(stores) -> None:
 def test_a_timer_log_file_whose_last_unit_does_not_read_is_kept(stores) -> None:
     # It was deleted like an expired one, with whatever it held still due; RocketMQ logs "Found error data" and
     # stops there.
-    store = stores.open(**FAST)
-    tlog = store.timer_message_store.timer_log
-    deliver = now_ms() + 60_000
-    for i in range(150):
-        put_ok(store, msg("T", body=b"%d" % i, TIMER_DELIVER_MS=str(deliver)))
-    wait_until(lambda: store.timer_message_store.enqueued == 150)
+    tlog = _timer_log_of_three_files(stores)
     first = tlog.files[0]
     with open(first.path, "r+b") as f:
         f.write(bytes(first.file_size))  # no unit of it reads

@@ -132,6 +132,8 @@ class ConfigManager:
         self._dirty = False  # a persist_soon() write is due
         self._changed = False  # anything changed since the last write
         self._writer: asyncio.Task[None] | None = None
+        # What load() read: the file, its .bak, or None (nothing there to read).
+        self.loaded_from: str | None = None
 
     def encode(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -158,6 +160,7 @@ class ConfigManager:
                 continue
             if candidate != path:
                 log.warning("loaded %s from its backup %s", path, candidate)
+            self.loaded_from = candidate
             return True
         return not found  # (nothing persisted yet)
 

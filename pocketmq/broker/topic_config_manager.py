@@ -211,9 +211,17 @@ class TopicConfigManager(ConfigManager):
         return True
 
     def recover_topics(self, queue_counts: dict[str, int]) -> list[str]:
-        """Topics the store has queues of but this table lacks (``topics.json`` and its ``.bak`` lost, or a topic
-        created after the last write): add them, read-write, with as many queues as the store has, so their
-        messages stay reachable. The caller persists the table (on the event loop). Returns their names."""
+        """Topics the store has queues of but this table lacks, when the table was not read from ``topics.json``
+        (lost, or not JSON: its ``.bak`` may be a write behind, the journal holds only the changes since the last
+        write): add them, read-write, with as many queues as the store has, so their messages stay reachable. The
+        caller persists the table (on the event loop). Returns their names.
+
+        A table read from ``topics.json`` and its journal is whole (each change is in the journal before it is
+        answered), so a topic it lacks was deleted: a queue of it is one the store made after the delete, for a
+        delayed message that fired or a transaction committed later, and stays hidden, as in RocketMQ, whose
+        start never rebuilds topics."""
+        if self.loaded_from == self.config_file_path:
+            return []
         recovered = []
         for topic, queues in sorted(queue_counts.items()):
             if topic in self.topic_config_table or tv.validate_topic(topic) is not None:
@@ -285,6 +293,10 @@ class TopicConfigManager(ConfigManager):
             self.journal.rotate()
             write_json_file_sync(self.config_file_path, self.encode())
             self.journal.finish_compaction()
+        elif not os.path.exists(self.config_file_path):
+            # A new store's first table, before any change reaches the journal: from now on a journal without
+            # topics.json means topics.json was lost (recover_topics then rebuilds from the queues).
+            write_json_file_sync(self.config_file_path, self.encode())
         return True
 
     async def persist(self) -> None:

@@ -97,14 +97,12 @@ class MessageStoreLookup:
             return None
 
     def query_message(self, topic: str, key: str, max_num: int, begin: int, end: int) -> QueryMessageResult:
-        """Records whose KEYS (or UNIQ_KEY) contain `key`, stored between begin and end (ms)."""
+        """Records whose KEYS (or UNIQ_KEY) contain `key`, stored between begin and end (ms): the newest
+        ``max_num`` the index finds, in commit-log order (RocketMQ sorts them: mqadmin prints what it gets, so a
+        message's trace spans come oldest first)."""
         offsets, last_ts, last_phy = self.index_service.query_offset(topic, key, max_num, begin, end)
         result = QueryMessageResult(index_last_update_timestamp=last_ts, index_last_update_phyoffset=last_phy)
-        seen = set()
-        for phy in offsets:
-            if phy in seen:
-                continue
-            seen.add(phy)
+        for phy in sorted(set(offsets)):
             raw = self.select_one_message_by_offset(phy)
             if raw is None or not self._record_matches(raw, topic, key, begin, end):
                 continue  # a hash collision, a neighbour within the index's second, or data deleted since

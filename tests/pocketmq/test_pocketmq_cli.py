@@ -335,3 +335,14 @@ def test_a_reader_that_goes_away_ends_a_command_quietly(tmp_path):
         finally:
             os.close(write_end)
     assert (proc.returncode, proc.stderr) == (141, "")
+
+
+def test_the_shipped_broker_conf_opens_the_store_make_run_writes() -> None:
+    # Both default to ./.pocketmq/store; a store opens only with the file sizes it was written with.
+    from pocketmq.broker.config import BrokerConfig
+    from pocketmq.cli import DEV_STORE_DEFAULTS, _dev_store
+
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    conf = BrokerConfig.from_properties(os.path.join(root, "configs", "broker.conf"))
+    assert {key: getattr(conf, key) for key in DEV_STORE_DEFAULTS} == DEV_STORE_DEFAULTS
+    assert os.path.abspath(conf.store_path_root_dir) == _dev_store(".pocketmq")

@@ -9,6 +9,7 @@ from typing import Any
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.client.trace import RMQ_SYS_TRACE_TOPIC, TraceView, decode_from_trace_trans_data
 from pocketmq.client.trace.trace_view import fill_consumer_groups
+from pocketmq.common.java_hash import hash_map_order
 
 from .common import Printable, command
 
@@ -58,7 +59,8 @@ def trace_lines(views: list[TraceView]) -> list[str]:
     for v in views:
         if v.msg_type == "SubAfter":
             by_group.setdefault(v.group_name, []).append(v)
-    for group, subs in by_group.items():
+    for group in hash_map_order(by_group):  # (mqadmin's groups are a HashMap's keys)
+        subs = by_group[group]
         lines.append(_ROW % ("#Type", "#ConsumerGroup", "#ClientHost", "#ConsumerTime", "#CostTimes", "#Status"))
         for v in subs:
             lines.append(_ROW % ("Sub", group, v.client_host, _time(v.time_stamp), f"{v.cost_time}ms", v.status))

@@ -8,6 +8,7 @@ import struct
 import sys
 import threading
 from array import array
+from collections.abc import Iterable
 from operator import mul
 
 from .bounded_cache import BoundedCache
@@ -149,3 +150,19 @@ def java_string_order(s: str) -> bytes:
     """A sort key ordering strings as Java's String.compareTo does (by UTF-16 code unit, so a character above
     U+FFFF sorts before U+E000..U+FFFF): clients of a group, whatever their language, must split queues alike."""
     return s.encode("utf-16-be", "surrogatepass")
+
+
+def hash_map_order(keys: Iterable[str]) -> list[str]:
+    """The order in which a ``java.util.HashMap<String, ?>`` of the default capacity (16) and load factor (0.75)
+    iterates ``keys`` put in this order: by bucket (the spread hash over the table's size, which doubles past
+    three quarters full), in insertion order within one. mqadmin prints maps in this order."""
+    unique = list(dict.fromkeys(keys))
+    size = 16
+    while len(unique) > size * 3 // 4:
+        size *= 2
+
+    def bucket(key: str) -> int:
+        h = java_string_hash(key) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (size - 1)
+
+    return sorted(unique, key=bucket)  # (stable: insertion order within a bucket)

@@ -26,6 +26,7 @@ import pytest
 
 from pocketmq.cli import main as pocketmq_main
 from pocketmq.client import ConsumeConcurrentlyStatus, Message, MessageExt, SyncProducer, SyncPushConsumer
+from pocketmq.common.java_hash import hash_map_order
 from pocketmq.embedded import ThreadedCluster
 from tests.apache.apache_rocketmq import V5, ApacheRocketMQ
 
@@ -678,23 +679,42 @@ def test_pocketmq_query_msg_trace_by_id_prints_what_mqadmin_prints(
     sides: tuple[Side, Side], mqadmin: Mqadmin, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """#ClientHost is the trace message's born host without its port (MessageExt.getBornHostString); pocketmq
-    printed host:port."""
+    printed host:port. The consumer groups come in mqadmin's HashMap order, not the order they consumed in."""
     _, pocket = sides
+    topic = f"MqaTrace{SUFFIX}"
     with SyncProducer(f"MqaTracePG{SUFFIX}", pocket.namesrv_addr, enable_msg_trace=True) as producer:
-        sent = producer.send(Message(TOPIC, b"traced", tags="TagT", keys="trace-key"))
+        sent = producer.send(Message(topic, b"traced", tags="TagT", keys="trace-key"))
+    groups = ["MqaTraceSecond", "MqaTraceFirst"]  # consumed in this order; a HashMap holds them the other way
+    assert hash_map_order(groups) == groups[::-1]
+    for group in groups:
+        got: list[MessageExt] = []
+        consumer = SyncPushConsumer(group, pocket.namesrv_addr, enable_msg_trace=True,
+                                    consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        consumer.subscribe(topic, "*")
+        consumer.register_message_listener(
+            lambda msgs, _ctx, got=got: (got.extend(msgs), ConsumeConcurrentlyStatus.CONSUME_SUCCESS)[1])
+        consumer.start()
+        try:
+            deadline = time.monotonic() + 30
+            while not got:
+                assert time.monotonic() < deadline, group
+                time.sleep(0.05)
+        finally:
+            consumer.shutdown()  # (sends the trace records still queued)
     args = ("queryMsgTraceById", "-i", sent.msg_id)
     deadline = time.monotonic() + 30
-    while True:  # (the producer's shutdown sent its record; the broker indexes it a moment later)
+    while True:  # (each client's shutdown sent its records; the broker indexes them a moment later)
         capsys.readouterr()
         assert pocketmq_main([args[0], "-n", pocket.namesrv_addr, *SLOW_OK, *args[1:]]) == 0
         mine = capsys.readouterr().out
-        if any(row[0] == "Pub" for row in rows(mine)):
+        if [row[0] for row in rows(mine)].count("Sub") == 2 and any(row[0] == "Pub" for row in rows(mine)):
             break
         assert time.monotonic() < deadline, mine
         time.sleep(0.2)
     theirs = mqadmin.run(pocket.namesrv_addr, *args)
     assert rows(mine) == rows(theirs)
     assert "127.0.0.1" in [cell for row in rows(mine) if row[0] == "Pub" for cell in row]
+    assert [row[1] for row in rows(mine) if row[0] == "Sub"] == groups[::-1]
 
 
 def test_export_configs(sides: tuple[Side, Side], mqadmin: Mqadmin, tmp_path: Path) -> None:

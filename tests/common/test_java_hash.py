@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pocketmq.common import java_hash
-from pocketmq.common.java_hash import KeyHashes, extend_hash, java_string_hash, tags_code
+from pocketmq.common.java_hash import KeyHashes, extend_hash, hash_map_order, java_string_hash, tags_code
 from pocketmq.storage.index_file import key_hash
 
 
@@ -103,3 +103,14 @@ def test_a_long_string_leaves_the_power_table_at_its_cap():
     java_string_hash("t" * (java_hash._MAX_POWERS * 5 + 17))
     assert extend_hash(1, b"k" * (java_hash._MAX_POWERS * 3)) is not None
     assert len(java_hash._POWERS) <= java_hash._MAX_POWERS + 1
+
+
+def test_hash_map_order_is_javas() -> None:
+    # What java.util.HashMap<>(16).keySet() gave for these keys put in this order (Java 17's jshell), across the
+    # table's resizes (3 keys in 16 buckets, 18 in 32); mqadmin's queryMsgTraceById prints its groups so.
+    keys = ["CgFirst", "CgSecond", "order-handlers", "G1", "G2", "G3", "audit", "billing", "shipping", "cg_a", "cg_b",
+            "cg_c", "cg_d", "cg_e", "cg_f", "cg_g", "cg_h", "Z"]
+    assert hash_map_order(keys[:3]) == ["order-handlers", "CgSecond", "CgFirst"]
+    assert hash_map_order(keys) == ["cg_g", "cg_h", "cg_e", "cg_f", "cg_c", "cg_d", "CgSecond", "cg_a", "cg_b", "G1",
+                                    "G2", "G3", "billing", "shipping", "order-handlers", "audit", "Z", "CgFirst"]
+    assert hash_map_order(["b", "a", "b"]) == hash_map_order(["b", "a"])

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import sys
 from typing import Any
@@ -195,8 +196,9 @@ async def _dev(args) -> int:
         elif console_note is not None:
             print(f"  no console: {console_note}")
         print(f"  store: {config.store_root}")
-        print(f"  try:   pocketmq sendMessage -n {namesrv.address} -t TopicTest -p hello")
-        print(f"         pocketmq consumeMessage -n {namesrv.address} -t TopicTest -c 1")
+        me = _command_name()
+        print(f"  try:   {me} sendMessage -n {namesrv.address} -t TopicTest -p hello")
+        print(f"         {me} consumeMessage -n {namesrv.address} -t TopicTest -c 1")
         print("  Ctrl-C stops it cleanly.", flush=True)
         await stop.wait()
     finally:
@@ -208,6 +210,17 @@ async def _dev(args) -> int:
         await broker.shutdown()
         await namesrv.shutdown()
     return 0
+
+
+def _command_name() -> str:
+    """How to run this pocketmq from the user's shell: ``pocketmq`` when that is the one on PATH, else the path of
+    the script beside this interpreter (a virtualenv not activated, as `make run` leaves it)."""
+    script = os.path.join(os.path.dirname(sys.executable), "pocketmq")
+    on_path = shutil.which("pocketmq")
+    if not os.path.exists(script) or (on_path is not None and os.path.samefile(on_path, script)):
+        return "pocketmq"
+    relative = os.path.relpath(script)
+    return script if relative.startswith("..") else relative
 
 
 def _dev_store(folder: str) -> str:

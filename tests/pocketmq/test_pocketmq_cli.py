@@ -71,6 +71,16 @@ def test_dev_serves_the_grpc_endpoint_for_5x_sdks(dev_server):
     assert answer.status.code == definition_pb2.Code.OK and len(answer.message_queues) == 4
 
 
+def test_the_commands_dev_suggests_run_as_printed(dev_server):
+    # From the user's shell: `pocketmq` alone when it is on PATH, else the virtualenv's script.
+    proc, namesrv, _ = dev_server
+    lines = [proc.stdout.readline() for _ in range(5)]
+    tried = [line.split(":", 1)[1].split() for line in lines if line.strip().startswith("try:")]
+    assert tried and tried[0][1:] == ["sendMessage", "-n", namesrv, "-t", "TopicTest", "-p", "hello"], lines
+    sent = subprocess.run(tried[0], capture_output=True, text=True, timeout=60)
+    assert sent.returncode == 0 and "SEND_OK" in sent.stdout, sent.stdout + sent.stderr
+
+
 def dev_imports(tmp_path, *options: str) -> set[str]:
     """The modules `pocketmq dev` (no console) loads from its start until it stops, read from ``-X importtime``."""
     log = tmp_path / "importtime.log"

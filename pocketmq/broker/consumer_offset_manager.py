@@ -1,4 +1,12 @@
-"""ConsumerOffsetManager: the next offset to consume per ``topic@group`` and queue; ``consumerOffset.json``."""
+"""ConsumerOffsetManager: the next offset to consume per ``topic@group`` and queue; ``consumerOffset.json``.
+
+The file carries a ``dataVersion``, as RocketMQ 5.x's does (4.9.x's does not). pocketmq wrote none before it
+committed the POP revive offset as RocketMQ 5 does (the last revive record processed, not the next one to read;
+pop/pop_revive_service.py), so a file without one has the revive offsets of an earlier pocketmq, or of a 4.9.x
+broker that carried them over (4.9.x has no POP): they are moved back one record as they are loaded. Were the file
+in fact RocketMQ 5's with its dataVersion lost, one processed record is read again: a checkpoint revived twice (at
+least once), never one skipped (a message lost).
+"""
 
 from __future__ import annotations
 
@@ -6,18 +14,23 @@ import logging
 import os
 from typing import Any
 
+from pocketmq.common.pop_ack_constants import REVIVE_GROUP
+from pocketmq.remoting.topic_config import DataVersion
+
 from .config import BrokerConfig
 from .config_file import ConfigManager
 
 log = logging.getLogger(__name__)
 
 TOPIC_GROUP_SEPARATOR = "@"
+_REVIVE_KEY_SUFFIX = TOPIC_GROUP_SEPARATOR + REVIVE_GROUP
 
 
 class ConsumerOffsetManager(ConfigManager):
     def __init__(self, broker_config: BrokerConfig) -> None:
         super().__init__(os.path.join(broker_config.config_dir, "consumerOffset.json"))
         self.offset_table: dict[str, dict[int, int]] = {}
+        self.data_version = DataVersion()
 
     @staticmethod
     def key(topic: str, group: str) -> str:
@@ -56,7 +69,8 @@ class ConsumerOffsetManager(ConfigManager):
 
     def encode(self) -> dict[str, Any]:
         # JSON keys are strings; RocketMQ's fastjson writes the queue ids unquoted, which load() also accepts.
-        return {"offsetTable": {k: {str(q): o for q, o in v.items()} for k, v in self.offset_table.items()}}
+        return {"offsetTable": {k: {str(q): o for q, o in v.items()} for k, v in self.offset_table.items()},
+                "dataVersion": self.data_version.to_dict()}
 
     def decode(self, data: Any) -> None:
         table = data.get("offsetTable") if isinstance(data, dict) else None
@@ -67,4 +81,22 @@ class ConsumerOffsetManager(ConfigManager):
             if not isinstance(queues, dict) or TOPIC_GROUP_SEPARATOR not in key:
                 raise ValueError(f"bad offsetTable entry {key!r}")
             out[key] = {int(q): int(o) for q, o in queues.items()}
+        version = data.get("dataVersion")
+        if isinstance(version, dict):
+            self.data_version = DataVersion.from_dict(version, "dataVersion")
+        else:
+            _revive_offsets_to_last_processed(out)
         self.offset_table = out
+
+
+def _revive_offsets_to_last_processed(table: dict[str, dict[int, int]]) -> None:
+    """An earlier pocketmq's revive offsets (the next record to read) as RocketMQ 5's (the last one processed); one
+    at 0 (nothing read) is dropped, as RocketMQ has none then."""
+    for key in [k for k in table if k.endswith(_REVIVE_KEY_SUFFIX)]:
+        moved = {q: o - 1 for q, o in table[key].items() if o > 0}
+        if moved != table[key]:
+            log.info("%s: revive offsets of an earlier pocketmq, moved back one record: %s", key, moved)
+        if moved:
+            table[key] = moved
+        else:
+            del table[key]

@@ -16,9 +16,13 @@ deliver time (RocketMQ's endTime), as far as the timer has delivered. A safe che
 re-read from its queue and put into the group's pop retry topic with reconsumeTimes + 1, or into ``%DLQ%group``
 once the group's retryMaxTimes are used up (the send-back that CONSUMER_SEND_MSG_BACK uses).
 
-The revive offset is committed up to the oldest checkpoint still held, so a restarted broker reads the held
-checkpoints and their acks again and carries on: nothing handed out is forgotten (a message revived just before
-a crash may be revived twice, as in RocketMQ: delivery is at least once). One revived behind a checkpoint still
+The revive offset is committed as RocketMQ 5 commits it, the last record processed (reading goes on from the one
+after it), and up to the oldest checkpoint still held (its revive offset - 1), so a restarted broker, or a RocketMQ
+5 broker on the same store, reads the held checkpoints and their acks again and carries on: nothing handed out is
+forgotten (a message revived just before a crash may be revived twice, as in RocketMQ: delivery is at least once).
+Earlier pocketmq committed the next record to read instead; consumer_offset_manager.py recognises its files (no
+``dataVersion``, which RocketMQ 5 and pocketmq now write) and moves their revive offsets back one record as it loads
+them: a record read again at worst (revived twice), never one skipped. One revived behind a checkpoint still
 held (records due at the same time fall in any order) gets an ack record of its own in the queue, so a restart
 that reads it again finds it done. With ``timerWheelEnable=false`` nothing is revived and pops are refused, as in
 RocketMQ: the records would not be delivered in time order.
@@ -60,7 +64,7 @@ class ReviveQueue:
     """One revive queue: where its reading stands and the checkpoints held until they are safe to revive."""
 
     queue_id: int
-    offset: int = -1  # the next revive-log offset to read; -1 until loaded from the revive group's offset
+    offset: int = -1  # the next revive-log offset to read; -1 until loaded from the revive group's offset (+ 1)
     held: dict[str, PopCheckPoint] = field(default_factory=dict)  # merge key -> checkpoint, in log order
     end_time: int = 0  # the latest deliver time read (ms; RocketMQ's endTime)
 
@@ -105,7 +109,9 @@ class PopReviveService:
         c = self.controller
         if q.offset < 0:
             committed = c.consumer_offset_manager.query_offset(REVIVE_GROUP, self.revive_topic, q.queue_id)
-            q.offset = committed if committed >= 0 else c.store.get_min_offset_in_queue(self.revive_topic, q.queue_id)
+            # (RocketMQ 5's: the last record processed; none, the queue's first)
+            q.offset = committed + 1 if committed >= 0 else c.store.get_min_offset_in_queue(self.revive_topic,
+                                                                                             q.queue_id)
         while True:
             result = await self._read(self.revive_topic, q.queue_id, q.offset, _BATCH)
             if result.status in _MOVED:
@@ -198,9 +204,11 @@ class PopReviveService:
     def _commit(self, q: ReviveQueue) -> None:
         if q.offset < 0:
             return
-        upto = min((ck.revive_offset for ck in q.held.values()), default=q.offset)
+        # The last record processed, as RocketMQ 5 commits it: a RocketMQ 5 broker on the store reads on from the
+        # next one, and would never see the held checkpoint were it committed (a message lost).
+        upto = min((ck.revive_offset for ck in q.held.values()), default=q.offset) - 1
         c = self.controller
-        if c.consumer_offset_manager.query_offset(REVIVE_GROUP, self.revive_topic, q.queue_id) != upto:
+        if upto >= 0 and c.consumer_offset_manager.query_offset(REVIVE_GROUP, self.revive_topic, q.queue_id) != upto:
             c.consumer_offset_manager.commit_offset("revive", REVIVE_GROUP, self.revive_topic, q.queue_id, upto)
 
     async def _revive(self, ck: PopCheckPoint) -> bool:

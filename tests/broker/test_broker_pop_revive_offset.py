@@ -1,0 +1,100 @@
+"""The POP revive offset (the consumer offset of CID_RMQ_SYS_REVIVE_GROUP on each revive queue) is RocketMQ 5's: the
+last revive record processed, or the one before the oldest checkpoint still held, and reading goes on from the
+record after it. A store handed to RocketMQ 5 then misses no checkpoint (tests/apache/test_store_pop_timers_5.py),
+and a consumerOffset.json of an earlier pocketmq (the next record to read, no dataVersion) is read again from
+where that pocketmq stopped."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from broker_harness import Cluster
+from pop_wire import FAST_REVIVE, PopClient, read_queue, settle_revive
+
+from pocketmq.broker import BrokerController
+from pocketmq.broker.config import BrokerConfig
+from pocketmq.common.pop_ack_constants import CK_TAG, REVIVE_GROUP
+from pocketmq.remoting.codes import ResponseCode
+
+ONE_QUEUE: dict[str, Any] = dict(FAST_REVIVE, enable_pop_buffer_merge=False, revive_queue_num=1,
+                                 revive_interval=3600.0)  # rounds run by hand
+
+
+async def popping(cluster: Cluster, broker: BrokerController, topic: str, n: int) -> PopClient:
+    mq = cluster.mq(broker)
+    assert (await mq.create_topic(topic, 1)).code == ResponseCode.SUCCESS
+    for i in range(n):
+        assert (await mq.send(topic, f"m{i}".encode(), queue_id=0)).code == ResponseCode.SUCCESS
+    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+    return PopClient(mq, broker.broker_config.broker_name)
+
+
+def committed(broker: BrokerController) -> int:
+    revive = broker.pop_revive_service
+    return broker.consumer_offset_manager.query_offset(REVIVE_GROUP, revive.revive_topic, 0)
+
+
+async def revive_log(broker: BrokerController, count: int) -> list[Any]:
+    """The revive queue once the timer has put ``count`` records in it (a guard of 10 s, not an expectation)."""
+    topic = broker.pop_revive_service.revive_topic
+    for _ in range(1000):
+        await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+        records = read_queue(broker.store, topic, 0)
+        if len(records) >= count:
+            return records
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{len(records)} revive records, expected {count}")
+
+
+async def test_the_revive_offset_is_the_last_record_processed_as_in_rocketmq_5(cluster: Cluster) -> None:
+    broker = await cluster.broker(**ONE_QUEUE)
+    pc = await popping(cluster, broker, "PopLast", 3)
+    handles = []
+    for _ in range(3):  # a checkpoint each
+        got = await pc.pop("G", "PopLast", 0, max_nums=1, invisible=300)
+        assert len(got.messages) == 1
+        handles += got.handles
+    assert (await pc.ack("G", "PopLast", handles[0])).code == ResponseCode.SUCCESS
+    await settle_revive(broker)
+    records = read_queue(broker.store, broker.pop_revive_service.revive_topic, 0)
+    assert len(records) == 4 and broker.pop_revive_service.revived == 2  # 3 checkpoints, 1 ack
+    # RocketMQ 5 reads on from committed + 1: the next offset to read committed would skip the next record.
+    assert committed(broker) == len(records) - 1
+
+
+async def test_a_held_checkpoint_is_read_again_after_a_restart_and_after_an_earlier_pocketmq(cluster: Cluster) -> None:
+    # Margins of 30 s: a checkpoint read stays held (not safe) for the whole test.
+    broker = await cluster.broker(**{**ONE_QUEUE, "pop_revive_margin": 30.0})
+    pc = await popping(cluster, broker, "PopHeld", 2)
+    first = await pc.pop("G", "PopHeld", 0, max_nums=1, invisible=200)
+    assert (await pc.ack("G", "PopHeld", first.handles[0])).code == ResponseCode.SUCCESS
+    await revive_log(broker, 2)  # the first checkpoint and its ack
+    assert (await pc.pop("G", "PopHeld", 0, max_nums=1, invisible=200)).bodies == [b"m1"]
+    records = await revive_log(broker, 3)
+    assert [m.tags for m in records] == [CK_TAG, "ack", CK_TAG]
+    await broker.pop_revive_service.revive_all()
+    assert broker.pop_revive_service.held_count == 1
+    assert committed(broker) == 1  # the ack before the held checkpoint: RocketMQ 5 reads the checkpoint again
+
+    broker = await cluster.restart(broker)
+    await broker.pop_revive_service.revive_all()
+    assert [ck.revive_offset for ck in broker.pop_revive_service.queues[0].held.values()] == [2]
+
+    # What an earlier pocketmq left: the next record to read (the held checkpoint), and no dataVersion.
+    await broker.shutdown()
+    path = broker.consumer_offset_manager.config_file_path
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    assert "dataVersion" in data
+    data["offsetTable"][f"{broker.pop_revive_service.revive_topic}@{REVIVE_GROUP}"] = {"0": 2}
+    del data["dataVersion"]
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f)
+    broker = BrokerController(BrokerConfig(**vars(broker.broker_config)))
+    await broker.start()
+    cluster.brokers.append(broker)
+    assert committed(broker) == 1
+    await broker.pop_revive_service.revive_all()
+    assert [ck.revive_offset for ck in broker.pop_revive_service.queues[0].held.values()] == [2]

@@ -1,13 +1,14 @@
 """A store with POP state and a pending timer message, from pocketmq to Apache RocketMQ 5.5.0 and back.
 
-Each writer (one broker on the store) is left with: a timer message due 12 s (20 s on 5.5.0) after it was sent; a
-message popped with the same invisible time and never acked ("late": its checkpoint still in the timer wheel when the writer
-stops); and one popped for 2 s and never acked ("early"), which the writer revived into the group's pop retry
-topic, committing the revive offset past its checkpoint. The writer stops (clean shutdown) and the other broker
-starts on the same folder (same broker name, cluster, file sizes, one revive queue so that the checkpoints share
-it). There the timer message is delivered once, and a consumer of the group pops "early" (from the retry topic)
-and "late" (revived by the reader when due) once each, with reconsumeTimes 1, and nothing else. pocketmq writes,
-5.5.0 reads and writes a second round, pocketmq reads it: one 5.5.0 broker serves both directions.
+Each writer (one broker on the store) is left with: a timer message due 12 s (20 s on 5.5.0) after it was sent;
+a message popped with the same invisible time and never acked ("late": its checkpoint still in the timer wheel
+when the writer stops); and one popped for 2 s and never acked ("early"), which the writer revived into the
+group's pop retry topic, committing the revive offset past its checkpoint. The writer stops (clean shutdown) and
+the other broker starts on the same folder (same broker name, cluster, file sizes, one revive queue so that the
+checkpoints share it). There the timer message is delivered once, and a consumer of the group pops "early" (from
+the retry topic) and "late" (revived by the reader when due) once each, with reconsumeTimes 1, and nothing else.
+pocketmq writes, 5.5.0 reads and writes a second round, pocketmq reads it: one 5.5.0 broker serves both
+directions.
 
 The revive offset is where the two kinds of broker must agree: RocketMQ 5 commits the last revive record processed
 and reads on from the next one. pocketmq committed the next record to read, so 5.5.0 skipped "late"'s checkpoint
@@ -59,9 +60,8 @@ def pocketmq_on(home: Path, namesrv_addr: str, store: Path) -> PocketMQBroker:
     return PocketMQBroker(home, namesrv_addr, storePathRootDir=str(store), **CONF)
 
 
-def apache_on(home: Path, namesrv_addr: str, store: Path) -> ApacheRocketMQ:
-    return ApacheRocketMQ(home, version=V5, namesrv_addr=namesrv_addr, storePathRootDir=str(store),
-                          storePathCommitLog=str(store / "commitlog"), **APACHE_PATIENCE, **CONF)
+def apache_props(store: Path) -> dict[str, str]:
+    return {"storePathRootDir": str(store), "storePathCommitLog": str(store / "commitlog"), **APACHE_PATIENCE, **CONF}
 
 
 def broker_addr(broker: ApacheRocketMQ | PocketMQBroker) -> str:
@@ -160,7 +160,7 @@ async def test_a_store_with_pops_and_timers_from_pocketmq_to_apache_5_and_back(t
         # should it have come, is held).
         offsets, text = revive_offsets(store)
         assert offsets == {"0": 0} and "dataVersion" in text
-        with apache_on(tmp_path / "apache", ns.addr, store) as apache:
+        with ApacheRocketMQ(tmp_path / "apache", V5, namesrv_addr=ns.addr, **apache_props(store)) as apache:
             await read(ns.addr, 1)
             await write(ns.addr, 2, APACHE_WRITER_DELAY_S)
             await wait_revived(apache, 2)

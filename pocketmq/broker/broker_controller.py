@@ -127,7 +127,6 @@ class BrokerController:
         self._register_scheduled = False
         self._started = False
         self._stopped = False
-        self._recovered_topics: list[str] = []  # topics rebuilt from the store at start (recover_topics)
 
     def _register_processors(self) -> None:
         """RocketMQ's registerProcessor: each processor takes its request codes on the server."""
@@ -229,8 +228,6 @@ class BrokerController:
             began = time.monotonic()
             await asyncio.to_thread(self._load_and_start_store)
             log.info("config and store loaded in %.3f s", time.monotonic() - began)
-            if self._recovered_topics:
-                self.topic_config_manager.persist_soon()
             if self.deleted_topic_manager.prune(self.store.commit_log.get_min_offset()):
                 self.deleted_topic_manager.persist_soon()
             await self.remoting_server.start()
@@ -302,7 +299,7 @@ class BrokerController:
         counts: dict[str, int] = {}
         for topic, queue_id in list(self.store.consume_queue_table):
             counts[topic] = max(counts.get(topic, 0), queue_id + 1)
-        self._recovered_topics = self.topic_config_manager.recover_topics(counts)
+        self.topic_config_manager.recover_topics(counts)  # (written back before it returns)
 
     async def shutdown(self) -> None:
         """Unregister, stop serving, persist the config files and shut the store down (no abort file left)."""

@@ -86,6 +86,7 @@ class ConsumerOffsetManager(ConfigManager):
             self.data_version = DataVersion.from_dict(version, "dataVersion")
         else:
             _revive_offsets_to_last_processed(out)
+            self.mark_changed()  # (the next write gives the file its dataVersion: it is not moved back twice)
         self.offset_table = out
 
 

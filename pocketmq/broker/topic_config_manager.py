@@ -213,8 +213,8 @@ class TopicConfigManager(ConfigManager):
     def recover_topics(self, queue_counts: dict[str, int]) -> list[str]:
         """Topics the store has queues of but this table lacks, when the table was not read from ``topics.json``
         (lost, or not JSON: its ``.bak`` may be a write behind, the journal holds only the changes since the last
-        write): add them, read-write, with as many queues as the store has, so their messages stay reachable. The
-        caller persists the table (on the event loop). Returns their names.
+        write): add them, read-write, with as many queues as the store has, so their messages stay reachable, and
+        write the table (synchronous: at startup, after the store's recovery). Returns their names.
 
         A table read from ``topics.json`` and its journal is whole (each change is in the journal before it is
         answered), so a topic it lacks was deleted: a queue of it is one the store made after the delete, for a
@@ -222,6 +222,14 @@ class TopicConfigManager(ConfigManager):
         start never rebuilds topics."""
         if self.loaded_from == self.config_file_path:
             return []
+        recovered = self._rebuild(queue_counts)
+        # topics.json now (a new store's first, or the lost one's replacement, with what was rebuilt): from here
+        # on a journal without topics.json means topics.json was lost.
+        self._compact_sync()
+        self.loaded_from = self.config_file_path
+        return recovered
+
+    def _rebuild(self, queue_counts: dict[str, int]) -> list[str]:
         recovered = []
         for topic, queues in sorted(queue_counts.items()):
             if topic in self.topic_config_table or tv.validate_topic(topic) is not None:
@@ -290,14 +298,16 @@ class TopicConfigManager(ConfigManager):
         self._history_floor = self.data_version.counter
         if replayed:
             log.info("replayed %d topic changes from %s", replayed, self.journal.path)
-            self.journal.rotate()
-            write_json_file_sync(self.config_file_path, self.encode())
-            self.journal.finish_compaction()
-        elif not os.path.exists(self.config_file_path):
-            # A new store's first table, before any change reaches the journal: from now on a journal without
-            # topics.json means topics.json was lost (recover_topics then rebuilds from the queues).
-            write_json_file_sync(self.config_file_path, self.encode())
+        if replayed and self.loaded_from == self.config_file_path:
+            self._compact_sync()
+        # Else recover_topics writes topics.json, once the topics lost with it are back: written before, it would
+        # make a crash in the store's recovery look like a whole table at the next start.
         return True
+
+    def _compact_sync(self) -> None:
+        self.journal.rotate()
+        write_json_file_sync(self.config_file_path, self.encode())
+        self.journal.finish_compaction()
 
     async def persist(self) -> None:
         """Compaction: topics.json becomes the whole table, the journal starts empty."""

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
+from pocketmq.broker import BrokerConfig, BrokerController
 from pocketmq.common.codec import decode_all
 from pocketmq.remoting.codes import ResponseCode
 
@@ -35,3 +38,31 @@ async def test_lost_topics_json_and_bak_are_rebuilt_from_the_consume_queues(clus
     await broker.topic_config_manager.wait_persisted()
     with open(config_file) as f:
         assert "TopicLost" in json.load(f)["topicConfigTable"]
+
+
+async def test_a_start_that_fails_before_the_rebuild_leaves_the_lost_topics_to_the_next_one(cluster, broker,
+                                                                                           dispatched):
+    # The table is written once the lost topics are back, not before the store's recovery: a start that dies in
+    # between (here the store refuses its files: another commit-log size) would leave a topics.json that loads,
+    # and no later start would rebuild the topic (its messages hidden for good).
+    mq = cluster.mq(broker)
+    assert (await mq.create_topic("TopicKept", queues=2)).code == ResponseCode.SUCCESS
+    assert (await mq.send("TopicKept", b"kept", queue_id=1)).code == ResponseCode.SUCCESS
+    await dispatched(broker)
+    config_file = broker.topic_config_manager.config_file_path
+    await broker.topic_config_manager.wait_persisted()
+    await broker.shutdown()
+    for path in (config_file, config_file + ".bak"):
+        os.unlink(path)
+    size = broker.broker_config.mapped_file_size_commit_log
+    failing = BrokerController(BrokerConfig(**{**vars(broker.broker_config), "mapped_file_size_commit_log": size * 2}))
+    with pytest.raises(ValueError, match="expected"):
+        await failing.start()
+    assert not os.path.exists(config_file)
+
+    broker = await cluster.restart(broker)
+    assert broker.topic_config_manager.select_topic_config("TopicKept") is not None
+    resp = await cluster.mq(broker).pull("G", "TopicKept", 1, 0)
+    assert resp.code == ResponseCode.SUCCESS and [m.body for m in decode_all(resp.body)] == [b"kept"]
+    with open(config_file) as f:
+        assert "TopicKept" in json.load(f)["topicConfigTable"]  # (written before the start's answer)

@@ -135,13 +135,16 @@ def _index_entries(root: str, files: ReadOnlyFiles, msg: MessageExt, offset: int
     keys = ([msg.uniq_key] if msg.uniq_key else []) + list(msg.keys)
     directory = os.path.join(root, "index")
     out: list[dict[str, Any]] = []
-    for name in numbered_files(directory, INDEX_NAME_DIGITS):
+    names = numbered_files(directory, INDEX_NAME_DIGITS)
+    for name in names:
         mm = files.map(os.path.join(directory, name))
         if len(mm) < INDEX_HEADER_SIZE:
             continue
         header = read_header(mm)
         if header["index_count"] > 1 and offset < header["begin_phy_offset"]:
-            continue  # (the end is not checked: the header is rewritten once per dispatch round)
+            continue
+        if header["index_count"] > 1 and offset > header["end_phy_offset"] and name != names[-1]:
+            continue  # (a file before the newest is full: its end is final; the newest's lags a dispatch round)
         geometry = infer_geometry(mm, header, hash_slots, index_num)
         if geometry is None:
             continue

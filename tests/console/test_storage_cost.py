@@ -73,6 +73,18 @@ def test_one_record_is_read_by_itself(tmp_path):
             record_view(str(root), bad, 64, 256)
 
 
+def test_a_record_s_index_entries_come_from_the_index_file_that_holds_it(tmp_path):
+    # 300 keys in index files of 256 entries: the last record is in the second file only; the first, full, file
+    # is not shown as one whose chain lacks it ("not indexed yet").
+    root = tmp_path / "store"
+    offsets = fill(root, 300)
+    assert len(os.listdir(root / "index")) == 2
+    for offset, first_file in ((offsets[-1], False), (offsets[0], True)):
+        entries = record_view(str(root), offset, 64, 256)["index"]
+        assert len(entries) == 1 and entries[0]["found"] is not None
+        assert (entries[0]["file"] == sorted(os.listdir(root / "index"))[0]) == first_file
+
+
 def test_reading_one_record_agrees_with_walking_the_file(tmp_path):
     root = tmp_path / "store"
     fill(root, 30)

@@ -78,8 +78,8 @@ def decode(text: str) -> ReceiptHandle:
     if len(text) > _MAX_LENGTH:
         raise GrpcProxyException(pb.Code.INVALID_RECEIPT_HANDLE, "receipt handle is too long")
     fields = text.split(" ")
-    while fields and not fields[-1]:
-        fields.pop()  # (Java's String.split drops trailing empty strings)
+    while " " in text and fields and not fields[-1]:
+        fields.pop()  # (Java's String.split drops trailing empty strings, when it splits at all: "" is [""])
     if len(fields) < 8:
         raise GrpcProxyException(pb.Code.INTERNAL_SERVER_ERROR,
                                  f"Parse failed, dataList size {len(fields)}. IllegalArgumentException")

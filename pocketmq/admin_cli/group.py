@@ -10,6 +10,9 @@ from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.common.mix_all import DLQ_GROUP_TOPIC_PREFIX as DLQ_PREFIX
 from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX as RETRY_PREFIX
 from pocketmq.remoting.client_body import SubscriptionGroupConfig
+from pocketmq.remoting.errors import BodyError
+from pocketmq.remoting.fastjson import JsonSyntaxError, loads
+from pocketmq.remoting.group_retry_policy import GroupRetryPolicy
 
 from .common import (
     Printable,
@@ -29,6 +32,14 @@ def _version(v: int) -> str:
     return VERSION_DESC.get(v, str(v))
 
 
+def group_retry_policy_arg(text: str) -> GroupRetryPolicy:
+    """-p: the policy's JSON, read as mqadmin's JSON.parseObject reads it (a missing field takes its default)."""
+    try:
+        return GroupRetryPolicy.from_dict(loads(text.strip()))
+    except (JsonSyntaxError, BodyError) as e:
+        raise argparse.ArgumentTypeError(f"bad groupRetryPolicy {text!r}: {e}") from None
+
+
 def add(sub: Any) -> None:
     p = command(sub, "updateSubGroup", "Update or create subscription group", update_sub_group)
     add_target(p)
@@ -40,6 +51,10 @@ def add(sub: Any) -> None:
                    help="consume message orderly (RocketMQ 5: the group's 5.x SDK consumers are FIFO)")
     p.add_argument("-q", "--retryQueueNums", type=int, default=1, help="retry queue nums")
     p.add_argument("-r", "--retryMaxTimes", type=int, default=16, help="retry max times")
+    p.add_argument("-p", "--groupRetryPolicy", type=group_retry_policy_arg, default=GroupRetryPolicy(),
+                   help="the json string of retry policy (RocketMQ 5, exp: "
+                        '{"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":5000,"max":7200000,"multiplier":2}} '
+                        '{"type":"CUSTOMIZED","customizedRetryPolicy":{"next":[1000,5000,10000]}} )')
     p.add_argument("-i", "--brokerId", type=int, default=0, help="consumer from which broker id")
     p.add_argument("-w", "--whichBrokerWhenConsumeSlowly", type=int, default=1, help="which broker id when slow")
     p.add_argument("-a", "--notifyConsumerIdsChanged", type=bool_arg, default=True, help="notify consumerId changed")
@@ -77,7 +92,7 @@ async def update_sub_group(admin: MQAdminExt, args: argparse.Namespace) -> Print
     cfg = SubscriptionGroupConfig(
         args.group, args.consumeEnable, args.consumeFromMinEnable, args.consumeBroadcastEnable, args.retryQueueNums,
         args.retryMaxTimes, args.brokerId, args.whichBrokerWhenConsumeSlowly, args.notifyConsumerIdsChanged,
-        consume_message_orderly=args.consumeMessageOrderly,
+        consume_message_orderly=args.consumeMessageOrderly, group_retry_policy=args.groupRetryPolicy,
     )
     addrs = await admin.create_subscription_group(cfg, cluster=args.cluster_name, broker_addr=args.broker_addr)
     return Printable({"brokers": addrs, "subscriptionGroupConfig": cfg},

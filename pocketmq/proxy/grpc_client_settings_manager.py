@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pocketmq.remoting.client_body import SubscriptionGroupConfig
+from pocketmq.remoting.group_retry_policy import ExponentialRetryPolicy
 
 from .config import ProxyConfig
 from .protocol import load
@@ -16,7 +17,10 @@ pb = load()
 
 
 def _duration(millis: int) -> Any:
-    return pb.Duration(seconds=millis // 1000, nanos=(millis % 1000) * 1_000_000)
+    # Durations.fromMillis: seconds and nanos of the same sign (a group's policy may hold a negative delay).
+    seconds, rest = divmod(abs(millis), 1000)
+    sign = -1 if millis < 0 else 1
+    return pb.Duration(seconds=sign * seconds, nanos=sign * rest * 1_000_000)
 
 
 class GrpcClientSettingsManager:
@@ -96,7 +100,7 @@ class GrpcClientSettingsManager:
 
     def _merge_subscription(self, settings: Any, group_config: SubscriptionGroupConfig | None = None) -> None:
         # mergeSubscriptionData with the group's config (or a default one): the proxy's batch size and long
-        # polling, the group's fifo and retries (retryMaxTimes + 1 attempts) with its customized backoff.
+        # polling, the group's fifo and retries (retryMaxTimes + 1 attempts) with its groupRetryPolicy's backoff.
         c = self.config
         sub = settings.subscription
         sub.receive_batch_size = c.consumer_long_polling_batch_size
@@ -105,8 +109,17 @@ class GrpcClientSettingsManager:
         retry_max_times = group_config.retry_max_times if group_config is not None else c.consumer_retry_max_times
         backoff = settings.backoff_policy
         backoff.max_attempts = retry_max_times + 1
-        backoff.customized_backoff.CopyFrom(
-            pb.CustomizedBackoff(next=[_duration(ms) for ms in c.consumer_customized_backoff_millis]))
+        policy = group_config.group_retry_policy if group_config is not None else None
+        if policy is not None and policy.type == "EXPONENTIAL":
+            # (a null exponential policy is the default exponential one here, unlike getRetryPolicy)
+            exponential = policy.exponential_retry_policy or ExponentialRetryPolicy()
+            backoff.exponential_backoff.CopyFrom(pb.ExponentialBackoff(
+                initial=_duration(exponential.initial), max=_duration(exponential.max),
+                multiplier=exponential.multiplier))
+            return
+        customized = policy.customized_retry_policy if policy is not None else None
+        steps = customized.next if customized is not None else c.consumer_customized_backoff_millis
+        backoff.customized_backoff.CopyFrom(pb.CustomizedBackoff(next=[_duration(ms) for ms in steps]))
 
     def _default_consumer_settings(self) -> Any:
         settings = pb.Settings(subscription=pb.Subscription())

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import grpc
 
 from pocketmq.remoting.acl.validator import PlainAccessValidator
+from pocketmq.remoting.group_retry_policy import CustomizedRetryPolicy
 from pocketmq.remoting.local_channel import LocalAcceptor
 from pocketmq.remoting.remoting_helper import parse_address
 
@@ -122,9 +123,14 @@ class GrpcProxy:
                          self.config.channel_expired_timeout_millis, ", ".join(gone[:10]))
 
     def _retry_delay(self, group: str, reconsume_times: int) -> int:
-        """The group's delay before its next attempt (its customized backoff), in ms."""
-        steps = self.config.consumer_customized_backoff_millis
-        return steps[min(reconsume_times, len(steps) - 1)]
+        """The group's delay before its next attempt, in ms: its groupRetryPolicy's nextDelayDuration, as
+        RocketMQ's DefaultReceiptHandleManager; the default backoff for a group without config (a 4.x broker),
+        where RocketMQ's proxy leaves the message to its invisible time."""
+        group_config = self.cluster.cached_group_config(group)
+        # (the proxy's own backoff is the default policy, as in the Settings)
+        default = CustomizedRetryPolicy(self.config.consumer_customized_backoff_millis)
+        policy = default if group_config is None else group_config.group_retry_policy.get_retry_policy(default)
+        return policy.next_delay_duration(reconsume_times)
 
     @property
     def port(self) -> int:

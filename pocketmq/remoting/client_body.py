@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .body import Reader, now_millis
+from .group_retry_policy import GroupRetryPolicy
 
 CONSUME_TYPES = ("CONSUME_ACTIVELY", "CONSUME_PASSIVELY")
 MESSAGE_MODELS = ("BROADCASTING", "CLUSTERING")
@@ -253,7 +254,8 @@ class GetConsumerListByGroupResponseBody:
 class SubscriptionGroupConfig:
     """A consumer group's broker-side settings: UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) body and the
     values of subscriptionGroup.json (RocketMQ 4.9.8 fields and defaults, and RocketMQ 5's
-    ``consumeMessageOrderly``, written only when set so a 4.9.8 group reads and writes as before)."""
+    ``consumeMessageOrderly``, written only when set so a 4.9.8 group reads and writes as before, and
+    ``groupRetryPolicy``, always written as RocketMQ 5 writes it; 4.9.8's fastjson skips it)."""
 
     group_name: str
     consume_enable: bool = True
@@ -266,6 +268,8 @@ class SubscriptionGroupConfig:
     notify_consumer_ids_changed_enable: bool = True
     # RocketMQ 5: the group consumes FIFO (its pops are orderly; the 5.x SDKs read it from the proxy's Settings).
     consume_message_orderly: bool = False
+    # RocketMQ 5: the backoff of the group's retries (the 5.x SDKs read it from the proxy's Settings).
+    group_retry_policy: GroupRetryPolicy = field(default_factory=GroupRetryPolicy)
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -278,6 +282,7 @@ class SubscriptionGroupConfig:
             "brokerId": self.broker_id,
             "whichBrokerWhenConsumeSlowly": self.which_broker_when_consume_slowly,
             "notifyConsumerIdsChangedEnable": self.notify_consumer_ids_changed_enable,
+            "groupRetryPolicy": self.group_retry_policy.to_dict(),
         }
         if self.consume_message_orderly:
             out["consumeMessageOrderly"] = True
@@ -286,6 +291,7 @@ class SubscriptionGroupConfig:
     @classmethod
     def from_dict(cls, obj: object, path: str = "") -> SubscriptionGroupConfig:
         r = Reader(obj, path)
+        policy = r.map("groupRetryPolicy", None)
         return cls(
             group_name=r.str("groupName"),
             consume_enable=r.bool("consumeEnable", True),
@@ -297,4 +303,6 @@ class SubscriptionGroupConfig:
             which_broker_when_consume_slowly=r.int("whichBrokerWhenConsumeSlowly", 1),
             notify_consumer_ids_changed_enable=r.bool("notifyConsumerIdsChangedEnable", True),
             consume_message_orderly=r.bool("consumeMessageOrderly", False),
+            group_retry_policy=(GroupRetryPolicy() if policy is None
+                                else GroupRetryPolicy.from_dict(policy, r.at("groupRetryPolicy"))),
         )

@@ -16,6 +16,7 @@ import pytest
 
 from pocketmq.cli import main
 from pocketmq.embedded import ThreadedCluster
+from pocketmq.remoting.group_retry_policy import ExponentialRetryPolicy, GroupRetryPolicy
 
 COMMANDS = [
     "updateTopic",
@@ -151,6 +152,15 @@ def test_group_commands_and_reset(cluster: ThreadedCluster, capsys: pytest.Captu
     assert code == 0 and all(
         b.subscription_group_manager.find_subscription_group_config("CliFifoG").consume_message_orderly
         for b in brokers(cluster))
+    # RocketMQ 5's -p: the group's retry policy, a missing field taking its default as mqadmin's parseObject
+    code, _, _ = cli(capsys, cluster, "updateSubGroup", "-c", "DefaultCluster", "-g", "CliRetryG", "-p",
+                     '{"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":12000}}')
+    assert code == 0 and all(
+        b.subscription_group_manager.find_subscription_group_config("CliRetryG").group_retry_policy
+        == GroupRetryPolicy("EXPONENTIAL", ExponentialRetryPolicy(12000, 7_200_000, 2)) for b in brokers(cluster))
+    with pytest.raises(SystemExit) as refused:  # (argparse's exit)
+        cli(capsys, cluster, "updateSubGroup", "-c", "DefaultCluster", "-g", "CliRetryG", "-p", '{"type":"LINEAR"}')
+    assert refused.value.code == 2 and "bad groupRetryPolicy" in capsys.readouterr().err
     cli(capsys, cluster, "updateTopic", "-c", "DefaultCluster", "-t", "CliG_T", "-r", "1", "-w", "1")
     wait_routed(cluster, "CliG_T", 2)
     mq = MessageQueue("CliG_T", "broker-a", 0)

@@ -11,6 +11,7 @@ import grpc
 import pytest
 
 from pocketmq.remoting.body import TopicConfig
+from pocketmq.remoting.client_body import SubscriptionGroupConfig
 
 from .conftest import D, S, create_topic, endpoints, metadata
 
@@ -98,6 +99,43 @@ async def test_telemetry_answers_a_push_consumer_with_batch_long_polling_and_bac
                              metadata=metadata("consumer@1"))
     assert r.status.code == D.Code.OK
     call.cancel()
+
+
+RETRY_POLICIES = {  # groupRetryPolicy as RocketMQ 5's admin sends it
+    "CustomizedRetryG": {"type": "CUSTOMIZED", "customizedRetryPolicy": {"next": [15000, 15000]}},
+    "ExponentialRetryG": {"type": "EXPONENTIAL",
+                          "exponentialRetryPolicy": {"initial": 12000, "max": 60000, "multiplier": 2}},
+}
+
+
+async def test_a_consumer_gets_its_groups_retry_policy(cluster, proxy, stub):
+    """mergeSubscriptionData: the group's groupRetryPolicy is the Settings' backoff (exponential or customized),
+    and the delay of a message whose auto renewal ran out (nextDelayDuration of its reconsume times)."""
+    await create_topic(cluster, "RetryT")  # (the proxy asks the group's config of the topic's brokers)
+    for group, policy in RETRY_POLICIES.items():
+        cluster.broker.subscription_group_manager.update_subscription_group_config(SubscriptionGroupConfig.from_dict(
+            {"groupName": group, "retryMaxTimes": 1, "groupRetryPolicy": policy}))
+    backoffs = {}
+    for group in (*RETRY_POLICIES, "PlainRetryG"):
+        call = stub.Telemetry(metadata=metadata(f"{group}@1"))
+        await call.write(S.TelemetryCommand(settings=D.Settings(
+            client_type=D.ClientType.PUSH_CONSUMER,
+            subscription=D.Subscription(group=D.Resource(name=group), subscriptions=[D.SubscriptionEntry(
+                topic=D.Resource(name="RetryT"), expression=D.FilterExpression(type=D.FilterType.TAG,
+                                                                               expression="*"))]))))
+        backoffs[group] = (await call.read()).settings.backoff_policy
+        call.cancel()
+    customized, exponential, plain = backoffs.values()
+    assert customized.max_attempts == 2
+    assert [d.ToMilliseconds() for d in customized.customized_backoff.next] == [15000, 15000]
+    assert exponential.max_attempts == 2 and exponential.WhichOneof("strategy") == "exponential_backoff"
+    e = exponential.exponential_backoff
+    assert (e.initial.ToMilliseconds(), e.max.ToMilliseconds(), e.multiplier) == (12000, 60000, 2.0)
+    assert plain.max_attempts == 17  # a group without a policy: RocketMQ's default
+    assert [d.ToSeconds() for d in plain.customized_backoff.next][:4] == [1, 5, 10, 30]
+    delays = {group: [proxy._retry_delay(group, n) for n in (0, 1, 5)] for group in backoffs}
+    assert delays == {"CustomizedRetryG": [15000] * 3, "ExponentialRetryG": [12000, 24000, 60000],
+                      "PlainRetryG": [10000, 30000, 240000]}  # next[reconsumeTimes + 2]
 
 
 async def test_settings_without_publishing_or_subscription_end_the_stream(proxy, stub):

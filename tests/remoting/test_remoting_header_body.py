@@ -38,9 +38,15 @@ from pocketmq.remoting.client_body import (
     SubscriptionData,
     SubscriptionGroupConfig,
 )
-from pocketmq.remoting.codes import PermName, RequestCode, ResponseCode
+from pocketmq.remoting.codes import BodyDialect, PermName, RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import BodyError, HeaderError
+from pocketmq.remoting.group_retry_policy import (
+    DEFAULT_NEXT,
+    CustomizedRetryPolicy,
+    ExponentialRetryPolicy,
+    GroupRetryPolicy,
+)
 
 
 def v1_header() -> h.SendMessageRequestHeader:
@@ -371,6 +377,44 @@ def test_subscription_group_config_defaults_and_round_trip() -> None:
     assert defaults.consume_enable and defaults.notify_consumer_ids_changed_enable
     with pytest.raises(BodyError, match="retryMaxTimes"):
         SubscriptionGroupConfig.from_dict({"groupName": "G", "retryMaxTimes": "3"})
+
+
+def test_a_groups_retry_policy_round_trips_in_every_dialect() -> None:
+    """RocketMQ 5's groupRetryPolicy: kept in msgpack and in fastjson's JSON (fields in fastjson's order, null
+    members left out); a group without one has RocketMQ's default, written as 5.x writes it; a member's missing
+    fields take its defaults, as fastjson's bean would."""
+    exponential = SubscriptionGroupConfig("E", group_retry_policy=GroupRetryPolicy(
+        "EXPONENTIAL", ExponentialRetryPolicy(12000, 60000, 3)))
+    customized = SubscriptionGroupConfig("C", group_retry_policy=GroupRetryPolicy(
+        customized_retry_policy=CustomizedRetryPolicy((15000, 15000))))
+    for cfg in (exponential, customized, SubscriptionGroupConfig("D")):
+        assert decode_body(encode_body(cfg), SubscriptionGroupConfig) == cfg
+        assert decode_body(encode_body(cfg, BodyDialect.FASTJSON), SubscriptionGroupConfig, BodyDialect.FASTJSON) == cfg
+    assert b'"groupRetryPolicy":{"exponentialRetryPolicy":{"initial":12000,"max":60000,"multiplier":3},' \
+           b'"type":"EXPONENTIAL"}' in encode_body(exponential, BodyDialect.FASTJSON)
+    default = encode_body(SubscriptionGroupConfig("D"), BodyDialect.FASTJSON)
+    assert b'"groupRetryPolicy":{"type":"CUSTOMIZED"}' in default
+    assert SubscriptionGroupConfig.from_dict({"groupName": "G"}).group_retry_policy == GroupRetryPolicy()
+    partial = decode_body(b'{"groupName":"P","groupRetryPolicy":{"type":"EXPONENTIAL",'
+                          b'"exponentialRetryPolicy":{"initial":"12000"},"customizedRetryPolicy":{}}}',
+                          SubscriptionGroupConfig, BodyDialect.FASTJSON).group_retry_policy
+    assert partial == GroupRetryPolicy("EXPONENTIAL", ExponentialRetryPolicy(12000, 7_200_000, 2),
+                                       CustomizedRetryPolicy(DEFAULT_NEXT))
+    with pytest.raises(BodyError, match="groupRetryPolicy.type"):
+        SubscriptionGroupConfig.from_dict({"groupName": "G", "groupRetryPolicy": {"type": "LINEAR"}})
+
+
+def test_retry_policies_next_delay_duration() -> None:
+    """nextDelayDuration: a customized policy's next[reconsumeTimes + 2] (the last past the end), an exponential
+    one's initial * multiplier ^ reconsumeTimes up to max; getRetryPolicy falls back to the default customized
+    policy when the type's member is null."""
+    assert [CustomizedRetryPolicy().next_delay_duration(n) for n in (-1, 0, 1, 14, 15, 99)] == [
+        10000, 10000, 30000, 3_600_000, 7_200_000, 7_200_000]
+    assert [ExponentialRetryPolicy(1000, 60000, 2).next_delay_duration(n) for n in (0, 1, 5, 6, 40)] == [
+        1000, 2000, 32000, 60000, 60000]
+    assert GroupRetryPolicy("EXPONENTIAL").get_retry_policy() == CustomizedRetryPolicy()
+    exponential = ExponentialRetryPolicy(7)
+    assert GroupRetryPolicy("EXPONENTIAL", exponential).get_retry_policy() is exponential
 
 
 def test_header_dataclasses_are_slotted() -> None:

@@ -23,9 +23,12 @@ from google.protobuf.duration_pb2 import Duration
 from rocketmq.grpc_protocol import service_pb2_grpc
 
 from pocketmq import embedded
+from pocketmq.cli import main as pocketmq_main
 from pocketmq.client import Message, Producer
+from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.common.recall_message_handle import HandleV1
 from pocketmq.remoting.body import TopicConfig
+from pocketmq.remoting.codes import RequestCode
 from tests.apache.apache_proxy import ApacheProxy
 from tests.apache.apache_rocketmq import V5, ApacheRocketMQ
 
@@ -37,6 +40,16 @@ TXN_TOPIC = "ParityTxnTopic"  # message.type=TRANSACTION at Apache's (pocketmq's
 RECV_TOPIC = "ParityRecvTopic"  # consumed by the receive cases only
 DELAY_TOPIC = "ParityDelayTopic"  # message.type=DELAY on both
 CONV_TOPIC = "ParityConvTopic"  # a 4.x producer's messages, received over gRPC
+# Groups made by updateSubGroup (5.5.0's mqadmin at Apache's, pocketmq's own CLI) with -p, and one without.
+RETRY_GROUPS = {
+    "ParityCustomizedG": '{"type":"CUSTOMIZED","customizedRetryPolicy":{"next":[15000,15000]}}',
+    "ParityExponentialG": '{"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":12000}}',
+    "ParityDefaultG": None,
+}
+
+
+def update_sub_group_args(group: str, policy: str | None, cluster: str) -> list[str]:
+    return ["updateSubGroup", "-c", cluster, "-g", group, "-r", "1", *(["-p", policy] if policy else [])]
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +70,9 @@ def apache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
             assert made.returncode == 0, made.stdout + made.stderr
             made = rmq.mqadmin("updateTopic", "-t", CONV_TOPIC, "-c", rmq.cluster_name, "-r", "1", "-w", "1")
             assert made.returncode == 0, made.stdout + made.stderr
+            for group, policy in RETRY_GROUPS.items():
+                made = rmq.mqadmin(*update_sub_group_args(group, policy, rmq.cluster_name))
+                assert made.returncode == 0 and "Exception" not in made.stderr, made.stdout + made.stderr
             yield proxy.endpoint, rmq.namesrv_addr
         finally:
             proxy.stop(signal.SIGKILL)  # the module's servers are thrown away: killed, not shut down
@@ -79,6 +95,9 @@ def pocketmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, st
             await broker.register_broker_all()
 
         cluster._call(typed())
+        for group, policy in RETRY_GROUPS.items():
+            assert pocketmq_main([*update_sub_group_args(group, policy, "DefaultCluster"), "-n",
+                                  cluster.namesrv_addr]) == 0
         yield cluster.grpc_endpoint, cluster.namesrv_addr
 
 
@@ -175,6 +194,35 @@ def test_the_settings_reply_of_a_push_consumer(both_servers):
     assert p.backoff_policy == a.backoff_policy
     assert (p.subscription.receive_batch_size, p.subscription.long_polling_timeout, p.subscription.fifo) == \
         (a.subscription.receive_batch_size, a.subscription.long_polling_timeout, a.subscription.fifo)
+
+
+async def stored_retry_policies(namesrv: str) -> dict[str, Any]:
+    """Each RETRY_GROUPS group's groupRetryPolicy as the broker lists it (GET_ALL_SUBSCRIPTIONGROUP_CONFIG, JSON)."""
+    async with MQAdminExt(namesrv, protocol="rocketmq", timeout=30.0) as admin:
+        addr = next(iter((await admin.master_addrs()).values()))
+        listed = admin._ok(await admin._broker(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG), addr)
+    table = listed.decode_body()["subscriptionGroupTable"]
+    return {group: dict(table[group]["groupRetryPolicy"]) for group in RETRY_GROUPS}
+
+
+def test_a_groups_retry_policy(both_servers, apache, pocketmq):
+    """updateSubGroup -p: the broker keeps the policy as 5.5.0's (a missing field filled with its default, a group
+    without one CUSTOMIZED), and a push consumer of the group gets it as its backoff from either proxy."""
+    stored = {name: asyncio.run(stored_retry_policies(namesrv))
+              for name, (_, namesrv) in (("apache", apache), ("pocketmq", pocketmq))}
+    assert stored["pocketmq"] == stored["apache"]
+    assert stored["apache"]["ParityExponentialG"] == {
+        "type": "EXPONENTIAL", "exponentialRetryPolicy": {"initial": 12000, "max": 7200000, "multiplier": 2}}
+    for group in RETRY_GROUPS:
+        replies = settings_replies(both_servers, D.Settings(
+            client_type=D.ClientType.PUSH_CONSUMER, subscription=D.Subscription(
+                group=D.Resource(name=group), subscriptions=[D.SubscriptionEntry(
+                    topic=D.Resource(name=TOPIC),
+                    expression=D.FilterExpression(type=D.FilterType.TAG, expression="*"))])),
+            f"parity-{group}")
+        a, p = replies["apache"].settings, replies["pocketmq"].settings
+        assert p.backoff_policy == a.backoff_policy, group
+        assert a.backoff_policy.max_attempts == 2
 
 
 @pytest.mark.parametrize("case", ["too large", "empty", "no id", "system key", "bad tag", "no message",

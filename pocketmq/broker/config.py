@@ -113,6 +113,8 @@ class BrokerConfig:
     max_mapped_consume_queue_files: int = _f(0, "maxMappedConsumeQueueFiles", store="max_mapped_consume_queue_files")
     clean_resource_interval: float = _f(10.0, "cleanResourceInterval", "ms", store="clean_resource_interval")
     message_index_enable: bool = _f(True, "messageIndexEnable", store="message_index_enable")
+    auto_message_version_on_topic_len: bool = _f(
+        True, "autoMessageVersionOnTopicLen", store="auto_message_version_on_topic_len")
     max_hash_slot_num: int = _f(5_000_000, "maxHashSlotNum", store="max_hash_slot_num")
     max_index_num: int = _f(5_000_000 * 4, "maxIndexNum", store="max_index_num")
     message_delay_level: str = _f(DEFAULT_DELAY_LEVELS, "messageDelayLevel", store="message_delay_level")

@@ -11,6 +11,7 @@ import struct
 from typing import TYPE_CHECKING
 
 from pocketmq.common.codec import SYSFLAG_POS, header_struct, host_lengths
+from pocketmq.common.constants import MESSAGE_MAGIC_CODE
 from pocketmq.common.filter_api import (
     EXPRESSION_TYPE_SQL92,
     EXPRESSION_TYPE_TAG,
@@ -21,6 +22,7 @@ from pocketmq.common.filter_api import (
     parse_tags,
 )
 from pocketmq.common.message import string_to_properties
+from pocketmq.common.record_layout import TOPIC_LENGTH_SIZES, topic_length_at
 from pocketmq.remoting.client_body import SubscriptionData
 from pocketmq.storage.message_filter import MessageFilter
 
@@ -116,7 +118,11 @@ def record_properties(record: bytes) -> bytes | None:
     pos = head.size + _INT.unpack_from(record, head.size - 4)[0]  # after the body
     if pos < head.size or pos >= len(record):
         return None
-    pos += 1 + record[pos]  # after the topic
+    magic = _INT.unpack_from(record, 4)[0] & 0xFFFFFFFF
+    topic_len_size = TOPIC_LENGTH_SIZES.get(magic, 1)
+    if pos + topic_len_size > len(record):
+        return None
+    pos += topic_len_size + topic_length_at(record, pos, magic if topic_len_size == 2 else MESSAGE_MAGIC_CODE)
     if pos + 2 > len(record):
         return None
     props_len = _SHORT.unpack_from(record, pos)[0]

@@ -19,6 +19,7 @@ from .constants import (
     COMPRESSED_FLAG,
     MESSAGE_MAGIC_CODE,
     PROPERTY_SEPARATOR,
+    RETRY_OR_DLQ_TOPIC_MAX_LENGTH,
     STOREHOSTADDRESS_V6_FLAG,
 )
 from .message import MessageExt, unpack_host
@@ -28,8 +29,11 @@ from .record_layout import (
     HOST_SHAPES,
     IPV6_HOST_LENGTH,
     SIZE_MAGIC,
+    TOPIC_LENGTH_SIZES,
     field_struct,
+    message_magic,
     record_struct,
+    topic_length_at,
 )
 from .record_layout import SYSFLAG_POS as SYSFLAG_POS  # (re-exported: the broker's filter reads them here)
 from .record_layout import header_struct as header_struct
@@ -43,7 +47,7 @@ RecordBuffer = bytes | bytearray | memoryview | mmap
 
 _SHORT = field_struct("PROPERTIESLENGTH")
 _INT = field_struct("SYSFLAG")  # (and TOTALSIZE)
-_TOPIC_LEN = field_struct("TOPICLENGTH").size  # 1
+_TOPIC_LEN = field_struct("TOPICLENGTH").size  # 1 (2 in a MESSAGE_MAGIC_CODE_V2 record)
 _PROPS_LEN = _SHORT.size  # 2
 _AFTER_BODY = _TOPIC_LEN + _PROPS_LEN  # the least a record holds after its body: the two lengths
 
@@ -79,7 +83,8 @@ def encode(
     reconsume_times: int = 0,
     prepared_transaction_offset: int = 0,
 ) -> bytes:
-    """One complete record. The store writes records in place (commit_log.py); this is for everyone else."""
+    """One complete record. The store writes records in place (commit_log.py); this is for everyone else. A
+    topic of more than 127 characters makes a version 2 record, as RocketMQ 5's store writes it."""
     if len(born_host) == IPV6_HOST_LENGTH:
         sys_flag |= BORNHOST_V6_FLAG
     if len(store_host) == IPV6_HOST_LENGTH:
@@ -88,13 +93,14 @@ def encode(
         raise ValueError("a host is 8 bytes (IPv4 address and port) or 20 (IPv6)")
     topic_b = topic.encode()
     props_b = properties.encode()
-    if len(topic_b) > 255:
-        raise ValueError("topic longer than 255 bytes cannot be stored with a 1-byte length")
+    magic = message_magic(topic)
+    if len(topic_b) > RETRY_OR_DLQ_TOPIC_MAX_LENGTH:
+        raise ValueError(f"topic longer than {RETRY_OR_DLQ_TOPIC_MAX_LENGTH} bytes")
     if len(props_b) > 32767:
         raise ValueError("properties longer than 32767 bytes")
-    rec = record_struct(len(body), len(topic_b), len(props_b), len(born_host), len(store_host))
+    rec = record_struct(len(body), len(topic_b), len(props_b), len(born_host), len(store_host), magic)
     return rec.pack(
-        rec.size, MESSAGE_MAGIC_CODE, body_crc(body), queue_id, flag, queue_offset, physical_offset, sys_flag,
+        rec.size, magic, body_crc(body), queue_id, flag, queue_offset, physical_offset, sys_flag,
         born_timestamp, born_host, store_timestamp, store_host, reconsume_times, prepared_transaction_offset,
         len(body), body, len(topic_b), topic_b, len(props_b), props_b,
     )
@@ -123,7 +129,8 @@ def decode(
         raise CorruptRecordError(f"truncated record at {offset}")
     (size, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts, born_host, store_ts,
      store_host, reconsume, prepared, body_len) = head.unpack_from(buf, offset)
-    if magic != MESSAGE_MAGIC_CODE:
+    topic_len_size = TOPIC_LENGTH_SIZES.get(magic)
+    if topic_len_size is None:
         raise CorruptRecordError(f"bad magic code {magic:#010x} at {offset}")
     end = offset + size
     if size < head.size or end > len(buf) or body_len < 0:
@@ -131,12 +138,12 @@ def decode(
     # Every length must stay inside the record: a damaged one (or bytes that only look like a
     # record, e.g. at an offset a client made up) must fail here, not with an IndexError.
     pos = offset + head.size
-    if pos + body_len + _AFTER_BODY > end:
+    if pos + body_len + topic_len_size + _PROPS_LEN > end:
         raise CorruptRecordError(f"body length {body_len} runs past the record at {offset}")
     body = bytes(buf[pos:pos + body_len])
     pos += body_len
-    topic_len = buf[pos]
-    pos += _TOPIC_LEN
+    topic_len = topic_length_at(buf, pos, magic)
+    pos += topic_len_size
     if pos + topic_len + _PROPS_LEN > end:
         raise CorruptRecordError(f"topic length {topic_len} runs past the record at {offset}")
     raw_topic = bytes(buf[pos:pos + topic_len])

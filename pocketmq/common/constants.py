@@ -1,7 +1,9 @@
 """RocketMQ's on-disk constants (4.9.8) and MessageConst's property names, by their Java names where RocketMQ has
 one: the one place each is spelled."""
 
-MESSAGE_MAGIC_CODE = 0xDAA320A7  # -626843481 as a Java int
+MESSAGE_MAGIC_CODE = 0xDAA320A7  # -626843481 as a Java int: MessageVersion.MESSAGE_VERSION_V1, a 1-byte topic length
+# RocketMQ 5's MESSAGE_VERSION_V2 (-626843477): a 2-byte topic length, written for a topic of more than 127 chars
+MESSAGE_MAGIC_CODE_V2 = 0xDAA320AB
 BLANK_MAGIC_CODE = 0xCBD43194  # -875286124: the end-of-file filler record
 END_FILE_MIN_BLANK_LENGTH = 8  # TOTALSIZE + MAGICCODE of the filler
 
@@ -102,4 +104,8 @@ SYSTEM_PROPERTY_NAMES = frozenset(
 
 # Limits enforced at put time (DefaultMessageStore.checkMessage / MessageExtEncoder).
 TOPIC_MAX_LENGTH = 127
+# RocketMQ 5's longest retry or dead-letter topic (TopicValidator.RETRY_OR_DLQ_TOPIC_MAX_LENGTH; at put,
+# HookUtils.MAX_TOPIC_LENGTH): the retry topic of a long group, or a POP retry topic %RETRY%<group>_<topic>, may
+# pass 127 and is then written as a MESSAGE_MAGIC_CODE_V2 record.
+RETRY_OR_DLQ_TOPIC_MAX_LENGTH = 255
 MAX_PROPERTIES_LENGTH = 32767  # Short.MAX_VALUE: the properties length field is a signed short

@@ -33,6 +33,10 @@ With IPv4 hosts and B, T, P bytes of body, topic and properties::
       89+B     T  TOPIC
     89+B+T     2  PROPERTIESLENGTH            P, at most 32767
     91+B+T     P  PROPERTIES                  NAME 0x01 VALUE 0x02 ...
+
+RocketMQ 5's message version 2 (``MessageVersion.MESSAGE_VERSION_V2``, MAGICCODE 0xDAA320AB) is the same record
+with a 2-byte TOPICLENGTH (``COMMIT_LOG_RECORD_V2``): every field after it moves one byte on, and TOTALSIZE is one
+more. RocketMQ 5's store writes it for a topic of more than 127 characters (a retry topic: ``message_magic``).
 """
 
 from __future__ import annotations
@@ -41,7 +45,13 @@ import struct
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from .constants import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
+from .constants import (
+    BORNHOST_V6_FLAG,
+    MESSAGE_MAGIC_CODE,
+    MESSAGE_MAGIC_CODE_V2,
+    STOREHOSTADDRESS_V6_FLAG,
+    TOPIC_MAX_LENGTH,
+)
 
 IPV4_HOST_LENGTH = 8  # 4 address bytes, then the port as an int
 IPV6_HOST_LENGTH = 20  # 16 address bytes, then the port
@@ -97,6 +107,36 @@ COMMIT_LOG_RECORD: tuple[Field, ...] = (
     Field("PROPERTIESLENGTH", "h"),
     Field("PROPERTIES", "s", length_from="PROPERTIESLENGTH"),
 )
+
+# MESSAGE_VERSION_V2: TOPICLENGTH is a short (RocketMQ reads it signed; a topic is at most 255 bytes).
+COMMIT_LOG_RECORD_V2: tuple[Field, ...] = tuple(
+    Field(f.name, "H") if f.name == "TOPICLENGTH" else f for f in COMMIT_LOG_RECORD)
+
+# The layout of each MAGICCODE of a message (MessageVersion.valueOfMagicCode).
+LAYOUTS: dict[int, tuple[Field, ...]] = {MESSAGE_MAGIC_CODE: COMMIT_LOG_RECORD,
+                                         MESSAGE_MAGIC_CODE_V2: COMMIT_LOG_RECORD_V2}
+# The bytes of TOPICLENGTH by MAGICCODE (MessageVersion.getTopicLengthSize).
+TOPIC_LENGTH_SIZES: dict[int, int] = {MESSAGE_MAGIC_CODE: 1, MESSAGE_MAGIC_CODE_V2: 2}
+
+
+def message_magic(topic: str) -> int:
+    """The MAGICCODE RocketMQ 5's CommitLog.asyncPutMessage writes for ``topic`` (autoMessageVersionOnTopicLen):
+    version 2 when the topic has more than Byte.MAX_VALUE characters (Java's String.length: UTF-16 units)."""
+    if len(topic) <= TOPIC_MAX_LENGTH:  # (UTF-16 units are never fewer than code points)
+        return MESSAGE_MAGIC_CODE
+    return MESSAGE_MAGIC_CODE_V2 if len(topic.encode("utf-16-le")) // 2 > TOPIC_MAX_LENGTH else MESSAGE_MAGIC_CODE
+
+
+def record_magic(topic_len: int) -> int:
+    """The MAGICCODE of a stored record whose topic has ``topic_len`` bytes: a store takes a topic of more than
+    127 bytes only in a version 2 record (topic_validator.long_topic_error)."""
+    return MESSAGE_MAGIC_CODE_V2 if topic_len > TOPIC_MAX_LENGTH else MESSAGE_MAGIC_CODE
+
+
+def topic_length_at(buf, pos: int, magic: int) -> int:
+    """TOPICLENGTH at ``pos`` of a record of this MAGICCODE (1 byte, or 2 in version 2)."""
+    return buf[pos] if magic == MESSAGE_MAGIC_CODE else buf[pos] << 8 | buf[pos + 1]
+
 
 # One message of a batch body. MAGICCODE and BODYCRC are written as 0 by RocketMQ's client and not read by
 # its broker; TOTALSIZE = 22 + body + properties.
@@ -187,6 +227,13 @@ def host_lengths(sys_flag: int) -> tuple[int, int]:
             IPV6_HOST_LENGTH if sys_flag & STOREHOSTADDRESS_V6_FLAG else IPV4_HOST_LENGTH)
 
 
+def host_flags(sys_flag: int, born_len: int, store_len: int) -> int:
+    """SYSFLAG with the IPv6 bits set to match the hosts actually written."""
+    return (sys_flag & ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)) | (
+        BORNHOST_V6_FLAG if born_len != IPV4_HOST_LENGTH else 0) | (
+        STOREHOSTADDRESS_V6_FLAG if store_len != IPV4_HOST_LENGTH else 0)
+
+
 def host_widths(born_len: int, store_len: int) -> dict[str, int]:
     """The ``lengths`` of a RecordFormat for these host widths."""
     return {"BORNHOST": born_len, "STOREHOSTADDRESS": store_len}
@@ -197,8 +244,9 @@ HOST_SHAPES = tuple((b, s) for b in (IPV4_HOST_LENGTH, IPV6_HOST_LENGTH) for s i
 
 # -- derived once: the structs and positions the hot paths use ---------------------------------------
 
-# A whole record for each host shape; its open lengths are BODY, TOPIC and PROPERTIES.
-_WHOLE = {hosts: RecordFormat(COMMIT_LOG_RECORD, lengths=host_widths(*hosts)) for hosts in HOST_SHAPES}
+# A whole record for each MAGICCODE and host shape; its open lengths are BODY, TOPIC and PROPERTIES.
+_WHOLE = {(magic, hosts): RecordFormat(layout, lengths=host_widths(*hosts))
+          for magic, layout in LAYOUTS.items() for hosts in HOST_SHAPES}
 # TOTALSIZE through BODYLENGTH: the fixed part of a record.
 _HEADERS = {hosts: RecordFormat(COMMIT_LOG_RECORD, lengths=host_widths(*hosts), through="BODYLENGTH").struct()
             for hosts in HOST_SHAPES}
@@ -213,9 +261,9 @@ def header_struct(born_len: int, store_len: int) -> struct.Struct:
 
 
 def record_struct(body_len: int, topic_len: int, props_len: int, born_len: int = IPV4_HOST_LENGTH,
-                  store_len: int = IPV4_HOST_LENGTH) -> struct.Struct:
-    """A whole record of this shape as one struct, every field in layout order."""
-    return _WHOLE[(born_len, store_len)].struct(body_len, topic_len, props_len)
+                  store_len: int = IPV4_HOST_LENGTH, magic: int = MESSAGE_MAGIC_CODE) -> struct.Struct:
+    """A whole record of this shape (and MAGICCODE's version) as one struct, every field in layout order."""
+    return _WHOLE[(magic, (born_len, store_len))].struct(body_len, topic_len, props_len)
 
 
 def _positions(born_len: int, store_len: int) -> dict[str, int]:
@@ -249,10 +297,13 @@ BODY_POS_V4 = POSITIONS_V4["BODY"]  # = HEADER_V4.size
 _FIXED_WITHOUT_HOSTS = sum(f.size for f in COMMIT_LOG_RECORD if not f.is_bytes)
 
 
-def record_length(sys_flag: int, body_len: int, topic_len: int, props_len: int) -> int:
-    """calMsgLength: the TOTALSIZE of a record of this shape (91 + B + T + P with IPv4 hosts)."""
+def record_length(sys_flag: int, body_len: int, topic_len: int, props_len: int,
+                  magic: int = MESSAGE_MAGIC_CODE) -> int:
+    """calMsgLength: the TOTALSIZE of a record of this shape (91 + B + T + P with IPv4 hosts; one more in
+    version 2)."""
     born, store = host_lengths(sys_flag)
-    return _FIXED_WITHOUT_HOSTS + born + store + body_len + topic_len + props_len
+    return (_FIXED_WITHOUT_HOSTS + born + store + body_len + topic_len + props_len
+            + TOPIC_LENGTH_SIZES[magic] - 1)
 
 
 # -- batch bodies ------------------------------------------------------------------------------------

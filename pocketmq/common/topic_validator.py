@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import re
 
-from .constants import TOPIC_MAX_LENGTH
-from .mix_all import is_retry_or_dlq_topic
+from .constants import MESSAGE_MAGIC_CODE_V2, TOPIC_MAX_LENGTH
+from .mix_all import is_retry_or_dlq_topic, is_retry_topic
+from .record_layout import message_magic
 from .validators import topic_error
 
 AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
@@ -63,6 +64,21 @@ def validate_topic(topic: str) -> str | None:
     if len(topic) > TOPIC_MAX_LENGTH:
         return "The specified topic is longer than topic max length."
     return f"The specified topic[{topic}] contains illegal characters, allowing only {VALID_PATTERN_STR}"
+
+
+def long_topic_error(topic: str, auto_message_version: bool = True) -> str | None:
+    """Why a store refuses ``topic`` of more than 127 UTF-8 bytes, or None (its length is checked against 255
+    with the record's shape). RocketMQ 5 takes one only as a retry topic (HookUtils.checkBeforePutMessage), in
+    a version 2 record (autoMessageVersionOnTopicLen). A topic of at most 127 characters gets a version 1
+    record, whose one-byte TOPICLENGTH RocketMQ reads signed: more bytes than that (not ASCII) are refused."""
+    if not is_retry_topic(topic):
+        return f"topic name longer than {TOPIC_MAX_LENGTH} bytes (only a retry topic may be)"
+    if not auto_message_version:
+        return (f"topic name longer than {TOPIC_MAX_LENGTH} bytes, and autoMessageVersionOnTopicLen is false "
+                "(a version 1 record cannot hold it)")
+    if message_magic(topic) != MESSAGE_MAGIC_CODE_V2:
+        return f"topic name of at most {TOPIC_MAX_LENGTH} characters but more bytes"
+    return None
 
 
 def is_valid_name(name: str) -> bool:

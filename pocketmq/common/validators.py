@@ -3,7 +3,7 @@
 import re
 
 from .bounded_cache import BoundedCache
-from .constants import TOPIC_MAX_LENGTH
+from .constants import RETRY_OR_DLQ_TOPIC_MAX_LENGTH, TOPIC_MAX_LENGTH
 
 _TOPIC_RE = re.compile(r"[%|a-zA-Z0-9_-]+")
 
@@ -55,3 +55,19 @@ def check_topic(topic: object) -> str:
     if reason is not None:
         raise InvalidTopicError(reason)
     return topic  # type: ignore[return-value]
+
+
+def _retry_or_dlq_reason(topic: str) -> str | None:
+    if len(topic) > RETRY_OR_DLQ_TOPIC_MAX_LENGTH:
+        return f"the retry or dead-letter topic name is longer than {RETRY_OR_DLQ_TOPIC_MAX_LENGTH} characters"
+    return None if _TOPIC_RE.fullmatch(topic) else _reason(topic)
+
+
+def store_topic_error(topic: object) -> str | None:
+    """topic_error for a name the store keeps (a put, a consume-queue directory): RocketMQ 5's TopicValidator lets
+    a retry or dead-letter topic (%RETRY%, %DLQ%) have up to 255 characters (RETRY_OR_DLQ_TOPIC_MAX_LENGTH),
+    e.g. a POP retry topic %RETRY%<group>_<topic>; other topics keep 127."""
+    reason = topic_error(topic)
+    if reason is not None and isinstance(topic, str) and topic.startswith(("%RETRY%", "%DLQ%")):
+        return _retry_or_dlq_reason(topic)
+    return reason

@@ -21,10 +21,10 @@ from pocketmq.common.constants import (
     BORNHOST_V6_FLAG,
     END_FILE_MIN_BLANK_LENGTH,
     MAX_PROPERTIES_LENGTH,
-    MESSAGE_MAGIC_CODE,
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
+    RETRY_OR_DLQ_TOPIC_MAX_LENGTH,
     STOREHOSTADDRESS_V6_FLAG,
     TOPIC_MAX_LENGTH,
     TRANSACTION_PREPARED_TYPE,
@@ -37,13 +37,16 @@ from pocketmq.common.record_layout import (
     IPV4_HOST_LENGTH,
     SIZE_MAGIC,
     SYSFLAG_POS,
+    TOPIC_LENGTH_SIZES,
     field_positions,
     field_struct,
+    host_flags,
     host_lengths,
+    record_magic,
     record_struct,
 )
 from pocketmq.common.topic_validator import RMQ_SYS_SCHEDULE_TOPIC as SCHEDULE_TOPIC
-from pocketmq.common.topic_validator import RMQ_SYS_TRANS_HALF_TOPIC
+from pocketmq.common.topic_validator import RMQ_SYS_TRANS_HALF_TOPIC, long_topic_error
 
 from .config import MessageStoreConfig, parse_delay_levels
 from .mapped_file import MappedFile
@@ -84,12 +87,6 @@ def _file_failed(e: OSError) -> PutMessageResult:
     return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED, remark=f"commit-log file: {e}")
 
 
-def _host_flags(sys_flag: int, born_len: int, store_len: int) -> int:
-    """SYSFLAG with the IPv6 bits set to match the hosts actually written."""
-    return (sys_flag & ~_V6_BITS) | (BORNHOST_V6_FLAG if born_len != _V4 else 0) | (
-        STOREHOSTADDRESS_V6_FLAG if store_len != _V4 else 0)
-
-
 # NAME 0x01 VALUE 0x02 of one property. Most messages carry just TAGS, from a small set.
 _ONE_PROPERTY: BoundedCache[tuple[str, str], bytes] = BoundedCache(
     lambda item: f"{item[0]}\x01{item[1]}\x02".encode(), 4096)
@@ -103,8 +100,7 @@ def _encode_properties(props: dict[str, str]) -> bytes:
 
 
 class _Refused(Exception):
-    """A record shape the log does not take, with the answer to give (raised by the shape table's compute, so
-    a refused shape is never remembered)."""
+    """A record shape the log does not take, and the answer (raised by the shape table's compute: not kept)."""
 
     def __init__(self, result: PutMessageResult) -> None:
         super().__init__(result.remark)
@@ -182,8 +178,8 @@ class CommitLog:
         """The struct of a record of this shape, or _Refused: why this log cannot take it."""
         blen, tlen, plen, born, store = shape
         status = PutMessageStatus.MESSAGE_ILLEGAL
-        if tlen > TOPIC_MAX_LENGTH:  # (UTF-8 bytes: never fewer than the characters)
-            why = f"topic name longer than {TOPIC_MAX_LENGTH} chars or bytes"
+        if tlen > RETRY_OR_DLQ_TOPIC_MAX_LENGTH:
+            why = f"topic name longer than {RETRY_OR_DLQ_TOPIC_MAX_LENGTH} bytes"
         elif blen > self._max_body:
             why = f"message body {blen} bytes exceeds maxMessageSize {self._max_body}"
         elif plen > MAX_PROPERTIES_LENGTH:
@@ -192,7 +188,7 @@ class CommitLog:
         elif (born, store) not in HOST_SHAPES:
             why = f"a host is 8 bytes (IPv4 address and port) or 20 (IPv6), not {born} and {store}"
         else:
-            rec = record_struct(blen, tlen, plen, born, store)
+            rec = record_struct(blen, tlen, plen, born, store, record_magic(tlen))
             if rec.size + END_FILE_MIN_BLANK_LENGTH <= self.file_size:
                 return rec
             why = f"record of {rec.size} bytes does not fit a commit log file"
@@ -260,7 +256,7 @@ class CommitLog:
             return refused.result
         sys_flag = msg.sys_flag
         if sys_flag & _V6_BITS or shape[3] != _V4 or shape[4] != _V4:
-            sys_flag = _host_flags(sys_flag, shape[3], shape[4])
+            sys_flag = host_flags(sys_flag, shape[3], shape[4])
         # Prepared and rollback records take no queue slot (QUEUEOFFSET 0, the queue's counter stays).
         return self._append(msg.topic, topic_b, msg.queue_id, store_host, not sys_flag & TRANSACTION_PREPARED_TYPE,
                             rec.size, ((rec, sys_flag, msg.flag, msg.born_timestamp, born_host, msg.reconsume_times,
@@ -318,7 +314,7 @@ class CommitLog:
             sizes = [rec.size for rec in recs]
         sys_flag = b.sys_flag
         if sys_flag & _V6_BITS or born_len != _V4 or store_len != _V4:
-            sys_flag = _host_flags(sys_flag, born_len, store_len)
+            sys_flag = host_flags(sys_flag, born_len, store_len)
         rows = zip(recs, repeat(sys_flag), flags, repeat(b.born_timestamp), repeat(b.born_host),
                    repeat(b.reconsume_times), repeat(0), body_lens, bodies, props_lens, props)
         return b.topic, topic_b, b.queue_id, store_host, rows, sizes
@@ -348,7 +344,7 @@ class CommitLog:
             recs.append(self._shapes[(len(m.body), len(topic_b), len(props_b), born_len, store_len)])
             sys_flag = m.sys_flag
             if sys_flag & _V6_BITS or born_len != _V4 or store_len != _V4:
-                sys_flag = _host_flags(sys_flag, born_len, store_len)
+                sys_flag = host_flags(sys_flag, born_len, store_len)
             sys_flags.append(sys_flag)
         rows = zip(recs, sys_flags, [m.flag for m in msgs], [m.born_timestamp for m in msgs],
                    [m.born_host for m in msgs], [m.reconsume_times for m in msgs],
@@ -366,6 +362,10 @@ class CommitLog:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=f"queue id {queue_id} out of range")
         qkey = (topic, queue_id)
         tlen = len(topic_b)
+        if tlen > TOPIC_MAX_LENGTH:  # (taken in a version 2 record, record_magic, or refused)
+            why = long_topic_error(topic, self.config.auto_message_version_on_topic_len)
+            if why is not None:
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=why)
         lock = self.put_lock
         # acquire/release rather than `with`, which looks up __enter__ and __exit__ on every put.
         lock.acquire()
@@ -383,7 +383,7 @@ class CommitLog:
             first_queue_offset = queue_offset = self.topic_queue_table.get(qkey, 0) if counted else 0
             first_phys = phys = mf.file_from_offset + pos
             mm = mf.mm
-            magic, magic_pos = _MAGIC, _MAGIC_POS
+            magic, magic_pos, magic_code = _MAGIC, _MAGIC_POS, record_magic(tlen)
             for rec, sys_flag, flag, born_ts, born_host, reconsume, prepared, body_len, body, props_len, props in rows:
                 size = rec.size
                 # The magic goes in last, and the first record's after every other: a kill in the middle of the
@@ -394,12 +394,12 @@ class CommitLog:
                               phys, sys_flag, born_ts, born_host, store_ts, store_host, reconsume, prepared,
                               body_len, body, tlen, topic_b, props_len, props)
                 if pos != first_pos:
-                    magic.pack_into(mm, pos + magic_pos, MESSAGE_MAGIC_CODE)
+                    magic.pack_into(mm, pos + magic_pos, magic_code)
                 pos += size
                 phys += size
                 queue_offset += 1
             if pos != first_pos:
-                magic.pack_into(mm, first_pos + magic_pos, MESSAGE_MAGIC_CODE)
+                magic.pack_into(mm, first_pos + magic_pos, magic_code)
             mf.wrote_position = pos
             mf.store_timestamp = store_ts
             if counted:
@@ -473,7 +473,7 @@ class CommitLog:
             size, magic = _BLANK.unpack_from(mf.mm, pos)
         except ValueError:
             return -1
-        return size if magic == MESSAGE_MAGIC_CODE else -1
+        return size if magic in TOPIC_LENGTH_SIZES else -1
 
     def pickup_store_timestamp(self, offset: int, size: int) -> int:
         """STORETIMESTAMP of the record at `offset` (its position moves with an IPv6 born host)."""

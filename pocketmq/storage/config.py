@@ -31,6 +31,9 @@ class MessageStoreConfig:
     max_index_num: int = 5_000_000 * 4
     max_msgs_num_batch: int = 64  # cap on index query results
     message_index_enable: bool = True
+    # RocketMQ 5: a topic of more than 127 characters (a retry topic) is written as a version 2 record; when
+    # false it is refused (MESSAGE_ILLEGAL), as RocketMQ 4 does.
+    auto_message_version_on_topic_len: bool = True
 
     max_message_size: int = 4 * 1024 * 1024
 

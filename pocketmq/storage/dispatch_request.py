@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pocketmq.common.constants import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE
+from pocketmq.common.constants import BLANK_MAGIC_CODE
 from pocketmq.common.java_hash import tags_code
 from pocketmq.common.message import raw_property
 from pocketmq.common.record_layout import (
@@ -19,11 +19,13 @@ from pocketmq.common.record_layout import (
     HOST_SHAPES,
     SIZE_MAGIC,
     SYSFLAG_POS,
+    TOPIC_LENGTH_SIZES,
     RecordFormat,
     field_positions,
     field_struct,
     host_lengths,
     host_widths,
+    topic_length_at,
 )
 from pocketmq.common.topic_validator import RMQ_SYS_SCHEDULE_TOPIC as SCHEDULE_TOPIC
 
@@ -34,7 +36,6 @@ HEAD_FIELDS = ("TOTALSIZE", "MAGICCODE", "QUEUEID", "QUEUEOFFSET", "PHYSICALOFFS
 HEADS = {hosts: RecordFormat(COMMIT_LOG_RECORD, lengths=host_widths(*hosts), keep=HEAD_FIELDS,
                              through="BODYLENGTH").struct() for hosts in HOST_SHAPES}
 _SYSFLAG = field_struct("SYSFLAG")
-_TOPIC_LEN = field_struct("TOPICLENGTH").size
 _PROPS_LEN = field_struct("PROPERTIESLENGTH")
 
 # (raw properties, store timestamp) -> the tags code of a SCHEDULE_TOPIC_XXXX entry (when it is due)
@@ -67,12 +68,14 @@ def check_message_and_return_size(mm, pos: int, file_from: int,
     size, magic = SIZE_MAGIC.unpack_from(mm, pos)
     if magic == BLANK_MAGIC_CODE:
         return None
-    if magic != MESSAGE_MAGIC_CODE:
+    topic_len_size = TOPIC_LENGTH_SIZES.get(magic)
+    if topic_len_size is None:
         raise RuntimeError(f"dispatch found a bad record at {file_from + pos}")
     hosts = host_lengths(_SYSFLAG.unpack_from(mm, pos + SYSFLAG_POS)[0])
     size, _magic, queue_id, queue_offset, phys, sys_flag, store_ts, body_len = HEADS[hosts].unpack_from(mm, pos)
-    topic_at = pos + field_positions(*hosts)["BODY"] + body_len + _TOPIC_LEN
-    topic_b = bytes(mm[topic_at:topic_at + mm[topic_at - _TOPIC_LEN]])
+    topic_len_at = pos + field_positions(*hosts)["BODY"] + body_len
+    topic_at = topic_len_at + topic_len_size
+    topic_b = bytes(mm[topic_at:topic_at + topic_length_at(mm, topic_len_at, magic)])
     props_at = topic_at + len(topic_b) + _PROPS_LEN.size
     props = bytes(mm[props_at:props_at + _PROPS_LEN.unpack_from(mm, props_at - _PROPS_LEN.size)[0]])
     topic = topic_b.decode()
@@ -84,14 +87,14 @@ def check_message_and_return_size(mm, pos: int, file_from: int,
                            raw_property(props, b"KEYS\x01"), raw_property(props, b"UNIQ_KEY\x01"), sys_flag, props)
 
 
-def decode_v6_record(mm, pos: int) -> tuple:
-    """One record with an IPv6 host, in the layout of the fast twin's run tuples (reput_service.py): the head
-    fields, then TOPICLENGTH, TOPIC, PROPERTIESLENGTH and PROPERTIES."""
+def decode_other_record(mm, pos: int) -> tuple:
+    """One record with an IPv6 host or of message version 2, in the layout of the fast twin's run tuples
+    (reput_service.py): the head fields, then TOPICLENGTH, TOPIC, PROPERTIESLENGTH and PROPERTIES."""
     hosts = host_lengths(_SYSFLAG.unpack_from(mm, pos + SYSFLAG_POS)[0])
     size, magic, qid, qoff, phys, sys_flag, store_ts, blen = HEADS[hosts].unpack_from(mm, pos)
     tail = mm[pos + field_positions(*hosts)["BODY"] + blen:pos + size]
-    tlen = tail[0]
-    plen = _PROPS_LEN.unpack_from(tail, _TOPIC_LEN + tlen)[0]
-    topic_end = _TOPIC_LEN + tlen
-    return (size, magic, qid, qoff, phys, sys_flag, store_ts, blen, tlen, tail[_TOPIC_LEN:topic_end], plen,
+    tlen = topic_length_at(tail, 0, magic)
+    topic_end = TOPIC_LENGTH_SIZES[magic] + tlen
+    plen = _PROPS_LEN.unpack_from(tail, topic_end)[0]
+    return (size, magic, qid, qoff, phys, sys_flag, store_ts, blen, tlen, tail[topic_end - tlen:topic_end], plen,
             tail[topic_end + _PROPS_LEN.size:])

@@ -22,7 +22,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pocketmq.common.constants import PROPERTY_WAIT_STORE_MSG_OK
 from pocketmq.common.java_text import parse_integer
 from pocketmq.common.message import INT_MAX, INT_MIN, MessageExtBatch, MessageExtBrokerInner, raw_property
-from pocketmq.common.validators import VALID_TOPICS, topic_error
+from pocketmq.common.validators import VALID_TOPICS, store_topic_error
 
 from .checkpoint import StoreCheckpoint
 from .clean_service import CleanService, disk_free_bytes, disk_usage_ratio
@@ -290,7 +290,7 @@ class DefaultMessageStore(MessageStoreRecovery, StoreDiskSpace, DispatchHold, Me
         if not self.running_flags.is_writeable():
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE,
                                     remark=self.running_flags.why_not_writeable())
-        reason = topic_error(topic)
+        reason = store_topic_error(topic)
         if reason is not None:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=reason)
         return None
@@ -483,7 +483,7 @@ class DefaultMessageStore(MessageStoreRecovery, StoreDiskSpace, DispatchHold, Me
             count += 1
         for topic in topics if topics is not None else {k[0] for k in keys}:
             path = os.path.join(self.config.store_path_consume_queue, topic)
-            if topic_error(topic) is None and os.path.isdir(path):
+            if store_topic_error(topic) is None and os.path.isdir(path):
                 with contextlib.suppress(OSError):
                     for qid in os.listdir(path):
                         if topics is not None or (qid.isdigit() and (topic, int(qid)) in keys):

@@ -11,17 +11,18 @@ import zlib
 from pocketmq.common.constants import (
     BLANK_MAGIC_CODE,
     BORNHOST_V6_FLAG,
-    MESSAGE_MAGIC_CODE,
     STOREHOSTADDRESS_V6_FLAG,
 )
 from pocketmq.common.record_layout import (
     COMMIT_LOG_RECORD,
     SIZE_MAGIC,
+    TOPIC_LENGTH_SIZES,
     RecordFormat,
     field_struct,
     host_lengths,
     host_widths,
     record_length,
+    topic_length_at,
 )
 
 from .commit_log import CommitLog
@@ -37,33 +38,33 @@ _AFTER_HOSTS = {
                        keep=("STORETIMESTAMP", "BODYLENGTH"), through="BODYLENGTH").struct()
     for bits in (0, BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, _V6_BITS)
 }
-_TOPIC_LEN = field_struct("TOPICLENGTH").size
 _PROPS_LEN = field_struct("PROPERTIESLENGTH")
 _MIN_LENGTH = record_length(0, 0, 0, 0)  # 91: IPv4 hosts, nothing in body, topic and properties
 
 
 def check_record(mm, pos: int, file_from: int, limit: int, check_crc: bool) -> tuple[int, int]:
-    """(size, store timestamp) of the record at `pos`; size 0 = blank end-of-file record, -1 = invalid."""
+    """(size, store timestamp) of the record at `pos`; size 0 = blank end-of-file record, -1 = invalid. A record
+    of either message version is valid (MESSAGE_MAGIC_CODE, or RocketMQ 5's _V2 with its 2-byte topic length)."""
     if pos + SIZE_MAGIC.size > limit:
         return -1, 0
     size, magic = SIZE_MAGIC.unpack_from(mm, pos)
     if magic == BLANK_MAGIC_CODE:
         return 0, 0
-    if magic != MESSAGE_MAGIC_CODE or size < _MIN_LENGTH or pos + size > limit:
+    topic_len_size = TOPIC_LENGTH_SIZES.get(magic, 0)
+    if not topic_len_size or size < _MIN_LENGTH or pos + size > limit:
         return -1, 0
     _, _, crc, phys, sys_flag = _CHECK.unpack_from(mm, pos)
     if phys != file_from + pos:
         return -1, 0
     after_hosts = _AFTER_HOSTS[sys_flag & _V6_BITS]
     body_pos = pos + after_hosts.size
-    if body_pos + _TOPIC_LEN + _PROPS_LEN.size > pos + size:  # (IPv6 hosts make the fixed part longer)
+    if body_pos + topic_len_size + _PROPS_LEN.size > pos + size:  # (IPv6 hosts make the fixed part longer)
         return -1, 0
     store_ts, body_len = after_hosts.unpack_from(mm, pos)
     tpos = body_pos + body_len
-    if body_len < 0 or tpos + _TOPIC_LEN + _PROPS_LEN.size > pos + size:
+    if body_len < 0 or tpos + topic_len_size + _PROPS_LEN.size > pos + size:
         return -1, 0
-    topic_len = mm[tpos]
-    ppos = tpos + _TOPIC_LEN + topic_len
+    ppos = tpos + topic_len_size + topic_length_at(mm, tpos, magic)
     if ppos + _PROPS_LEN.size > pos + size:
         return -1, 0
     props_len = _PROPS_LEN.unpack_from(mm, ppos)[0]

@@ -37,6 +37,7 @@ from pocketmq.common.constants import (
     BLANK_MAGIC_CODE,
     BORNHOST_V6_FLAG,
     MESSAGE_MAGIC_CODE,
+    MESSAGE_MAGIC_CODE_V2,
     STOREHOSTADDRESS_V6_FLAG,
     TRANSACTION_PREPARED_TYPE,
 )
@@ -59,7 +60,7 @@ from .commit_log_dispatcher import (
     CommitLogDispatcherBuildIndex,
     CommitLogDispatcherNotifyArriving,
 )
-from .dispatch_request import HEAD_FIELDS, HEADS, check_message_and_return_size, decode_v6_record
+from .dispatch_request import HEAD_FIELDS, HEADS, check_message_and_return_size, decode_other_record
 from .log_point_tasks import LogPointTasks
 from .service_thread import ServiceThread
 
@@ -382,7 +383,8 @@ class ReputMessageService(ServiceThread):
         cq_table, touch, find_queue = store.dispatch_cq_table, store.cq_lru.touch, store.find_consume_queue_for_dispatch
         unpack, props_len_at, size_at, body_pos = DISPATCH_V4.unpack_from, _PROPS_LEN.unpack_from, \
             _SYSFLAG.unpack_from, BODY_POS_V4
-        magic_code, v6_bits, prepared_bit = MESSAGE_MAGIC_CODE, _V6, TRANSACTION_PREPARED_TYPE
+        magic_code, magic_v2, v6_bits, prepared_bit = MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, _V6, \
+            TRANSACTION_PREPARED_TYPE
         max_run = 3 * _RUN_RECORDS  # (flat triples)
         # The queue being dispatched to (cq, known by topic bytes and queue id) and its run: flat (commit-log offset,
         # size, tags code) entries from queue offset `first`; `expected` would extend it. `arrivals`: the listener's
@@ -398,12 +400,12 @@ class ReputMessageService(ServiceThread):
                     size, magic, qid, qoff, phys, sys_flag, store_ts, blen = unpack(mm, pos)
                 else:  # only the blank record fits in the last bytes of a file
                     size, magic = SIZE_MAGIC.unpack_from(mm, pos)
-                if magic != magic_code:
+                if magic != magic_code and magic != magic_v2:
                     pos = self._end_of_file(base, pos, magic)
                     return
                 v6 = sys_flag & v6_bits
-                if v6:
-                    records: Iterable[tuple[Any, ...]] = [decode_v6_record(mm, pos)]
+                if v6 or magic == magic_v2:  # (one at a time: the runs' structs have a 1-byte TOPICLENGTH)
+                    records: Iterable[tuple[Any, ...]] = [decode_other_record(mm, pos)]
                     blen, tlen = records[0][7], records[0][8]  # type: ignore[index]
                 else:  # (up to 64 records of this shape: one iter_unpack over one slice; see _run_length)
                     tlen = mm[pos + body_pos + blen]
@@ -411,9 +413,9 @@ class ReputMessageService(ServiceThread):
                     n = self._run_length(pos, size, end) if pos + size < end and size_at(mm, pos + size)[0] == size \
                         else 1
                     records = (runs.get(shape) or runs[shape]).iter_unpack(mm[pos:pos + n * size])
-                for (size_, magic, qid, qoff, phys, sys_flag, store_ts, blen_, tlen_, topic_b, _plen,
+                for (size_, magic_, qid, qoff, phys, sys_flag, store_ts, blen_, tlen_, topic_b, _plen,
                      props) in records:
-                    if (magic != magic_code or size_ != size or blen_ != blen or tlen_ != tlen
+                    if (magic_ != magic or size_ != size or blen_ != blen or tlen_ != tlen
                             or sys_flag & v6_bits != v6):
                         break  # (the run of one shape ends)
                     if qid != cur_qid or topic_b != cur_topic:

@@ -8,7 +8,7 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
-from pocketmq.common.validators import topic_error
+from pocketmq.common.validators import store_topic_error
 
 from .checkpoint import StoreCheckpoint
 from .commit_log import CommitLog
@@ -75,7 +75,7 @@ class MessageStoreRecovery:
         if not os.path.isdir(root):
             return
         for topic in sorted(os.listdir(root)):
-            if topic_error(topic) is not None:
+            if store_topic_error(topic) is not None:
                 log.warning("ignoring %s in %s: not a topic name", topic, root)
                 continue
             for qid in sorted(os.listdir(os.path.join(root, topic))):

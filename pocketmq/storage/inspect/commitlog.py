@@ -8,6 +8,7 @@ import struct
 
 from pocketmq.common.codec import CorruptRecordError, decode
 from pocketmq.common.message import MessageExt
+from pocketmq.common.record_layout import SIZE_MAGIC
 
 from ..recovery import check_record
 from .files import ReadOnlyFiles, file_sizes, numbered_files
@@ -131,7 +132,7 @@ def commitlog_section(log: CommitLogFiles, opts: Options) -> dict:
             entry["records_matched"] += 1
             if msg is None or (opts.limit is not None and shown >= opts.limit):
                 continue
-            record = summary(msg, name, pos, base + pos in log.not_utf8)
+            record = summary(msg, name, pos, base + pos in log.not_utf8, SIZE_MAGIC.unpack_from(mm, pos)[1])
             if opts.hex:
                 record["fields"] = annotate(mm, pos)
             entry["records"].append(record)

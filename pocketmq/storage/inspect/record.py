@@ -16,6 +16,7 @@ from pocketmq.common.constants import (
     COMPRESSED_FLAG,
     COMPRESSION_TYPE_MASK,
     MESSAGE_MAGIC_CODE,
+    MESSAGE_MAGIC_CODE_V2,
     MULTI_TAGS_FLAG,
     NAME_VALUE_SEPARATOR,
     PROPERTY_SEPARATOR,
@@ -24,9 +25,9 @@ from pocketmq.common.constants import (
 )
 from pocketmq.common.message import MessageExt, unpack_host
 from pocketmq.common.record_layout import (
-    COMMIT_LOG_RECORD,
     IPV4_HOST_LENGTH,
     IPV6_HOST_LENGTH,
+    LAYOUTS,
     SIZE_MAGIC,
     SYSFLAG_POS,
     field_struct,
@@ -97,8 +98,9 @@ def walk_file(mm, base: int, limit: int | None = None) -> tuple[list[tuple[int, 
 def diagnose(mm, pos: int, base: int) -> str:
     """Why recovery's check rejects the record at `pos`, in words."""
     total, magic = _SIZE_MAGIC.unpack_from(mm, pos)
-    if magic != MESSAGE_MAGIC_CODE:
-        return f"MAGICCODE {magic:#010x} is neither a message (0xDAA320A7) nor the blank record (0xCBD43194)"
+    if magic not in LAYOUTS:
+        return (f"MAGICCODE {magic:#010x} is neither a message (0xDAA320A7, or 0xDAA320AB: version 2) nor the "
+                "blank record (0xCBD43194)")
     if total < _MIN_LENGTH or pos + total > len(mm):
         return f"TOTALSIZE {total} does not fit between byte {pos} and the end of the file"
     try:
@@ -128,16 +130,18 @@ def body_text(body: bytes, sys_flag: int, width: int = 60) -> str:
     return preview(body, width)
 
 
-def summary(msg: MessageExt, file_name: str, pos: int, not_utf8: bool = False) -> dict:
+def summary(msg: MessageExt, file_name: str, pos: int, not_utf8: bool = False,
+            magic: int = MESSAGE_MAGIC_CODE) -> dict:
     """The fields of a record that the listing shows, as a JSON-ready dict. `offset` is where the
     record is; `physical_offset` is what its PHYSICALOFFSET field says (recovery checks they agree).
-    `not_utf8`: `msg` was decoded with its topic or properties' bad bytes replaced."""
+    `not_utf8`: `msg` was decoded with its topic or properties' bad bytes replaced. `magic`: its MAGICCODE."""
     return {
         "offset": int(file_name) + pos,
         "file": file_name,
         "position": pos,
         "total_size": msg.store_size,
-        "magic": f"0x{MESSAGE_MAGIC_CODE:08X}",
+        "magic": f"0x{magic:08X}",
+        "message_version": 2 if magic == MESSAGE_MAGIC_CODE_V2 else 1,
         "body_crc": msg.body_crc,
         "queue_id": msg.queue_id,
         "flag": msg.flag,
@@ -171,10 +175,15 @@ def _field(fields: list, rel: int, raw: bytes, name: str, value, text: str) -> N
                    "hex": raw.hex()})
 
 
+_MAGIC_NAMES = {
+    MESSAGE_MAGIC_CODE: f"0x{MESSAGE_MAGIC_CODE:08X} = MESSAGE_MAGIC_CODE (message version 1: 1-byte TOPICLENGTH)",
+    MESSAGE_MAGIC_CODE_V2: f"0x{MESSAGE_MAGIC_CODE_V2:08X} = MESSAGE_MAGIC_CODE_V2 (message version 2: 2-byte "
+                           "TOPICLENGTH)",
+}
 # How each number field is explained (the others show their value).
 _EXPLAIN = {
     "TOTALSIZE": lambda v: f"{v} bytes, this field included",
-    "MAGICCODE": lambda v: f"0x{v:08X} = MESSAGE_MAGIC_CODE" if v == MESSAGE_MAGIC_CODE else f"0x{v:08X} (unexpected)",
+    "MAGICCODE": lambda v: _MAGIC_NAMES.get(v, f"0x{v:08X} (unexpected)"),
     "FLAG": lambda v: f"{v} (the producer's Message.flag)",
     "QUEUEOFFSET": lambda v: f"{v} (entry {v} of the consume queue)",
     "PHYSICALOFFSET": lambda v: f"{v} (where this record starts in the commit log)",
@@ -186,15 +195,17 @@ _EXPLAIN = {
 
 def annotate(mm, pos: int) -> list[dict]:
     """The record at `pos` field by field, as record_layout lists them: position within the record, length,
-    RocketMQ's field name, value and bytes. Properties are split into their NAME 0x01 VALUE 0x02 pairs, listed
+    RocketMQ's field name, value and bytes, in the layout of the record's MAGICCODE (a version 2 record's
+    TOPICLENGTH has 2 bytes). Properties are split into their NAME 0x01 VALUE 0x02 pairs, listed
     after the PROPERTIES field with names indented by two spaces."""
     rec = bytes(mm[pos:pos + _INT.unpack_from(mm, pos)[0]])
     sys_flag = _INT.unpack_from(rec, SYSFLAG_POS)[0]
+    layout = LAYOUTS.get(_SIZE_MAGIC.unpack_from(rec)[1], LAYOUTS[MESSAGE_MAGIC_CODE])
     out: list[dict] = []
     values: dict[str, int] = {}
     body = b""
     at = 0
-    for f in COMMIT_LOG_RECORD:
+    for f in layout:
         if f.v6_flag:
             n = IPV6_HOST_LENGTH if sys_flag & f.v6_flag else IPV4_HOST_LENGTH
         else:

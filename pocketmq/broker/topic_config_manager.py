@@ -15,6 +15,7 @@ from typing import Any
 
 from pocketmq.common import topic_validator as tv
 from pocketmq.common.pop_ack_constants import build_cluster_revive_topic
+from pocketmq.common.validators import store_topic_error
 from pocketmq.remoting.body import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from pocketmq.remoting.codes import PermName
 
@@ -232,7 +233,7 @@ class TopicConfigManager(ConfigManager):
     def _rebuild(self, queue_counts: dict[str, int]) -> list[str]:
         recovered = []
         for topic, queues in sorted(queue_counts.items()):
-            if topic in self.topic_config_table or tv.validate_topic(topic) is not None:
+            if topic in self.topic_config_table or store_topic_error(topic) is not None:  # (retry topics: 255)
                 continue
             self.topic_config_table[topic] = TopicConfig(topic, read_queue_nums=queues, write_queue_nums=queues,
                                                          perm=_RW)

@@ -44,6 +44,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from mmap import mmap
 
 from .constants import (
     BORNHOST_V6_FLAG,
@@ -133,7 +134,7 @@ def record_magic(topic_len: int) -> int:
     return MESSAGE_MAGIC_CODE_V2 if topic_len > TOPIC_MAX_LENGTH else MESSAGE_MAGIC_CODE
 
 
-def topic_length_at(buf, pos: int, magic: int) -> int:
+def topic_length_at(buf: bytes | bytearray | memoryview | mmap, pos: int, magic: int) -> int:
     """TOPICLENGTH at ``pos`` of a record of this MAGICCODE (1 byte, or 2 in version 2)."""
     return buf[pos] if magic == MESSAGE_MAGIC_CODE else buf[pos] << 8 | buf[pos + 1]
 

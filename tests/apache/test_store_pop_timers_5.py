@@ -10,6 +10,11 @@ the retry topic) and "late" (revived by the reader when due) once each, with rec
 pocketmq writes, 5.5.0 reads and writes a second round, pocketmq reads it: one 5.5.0 broker serves both
 directions.
 
+In the second round 5.5.0 also revives a message of a group and topic whose pop retry topic has 142 characters,
+which it writes as a message version 2 record (MAGICCODE 0xDAA320AB, a 2-byte topic length): pocketmq recovers the
+log through that record (4.x's layout ends the log there, losing every record after it), loads its queue, and pops
+the message from it.
+
 The revive offset is where the two kinds of broker must agree: RocketMQ 5 commits the last revive record processed
 and reads on from the next one. pocketmq committed the next record to read, so 5.5.0 skipped "late"'s checkpoint
 (never popped again: lost); and pocketmq, reading 5.5.0's offset as the next record, revived its last checkpoint
@@ -39,6 +44,8 @@ from tests.apache.store_handover import APACHE_PATIENCE, read_topic, wait_for_co
 POP_TOPIC, TIMER_TOPIC, GROUP = "HandPop", "HandTimer", "cg-hand-pop"
 REVIVE_TOPIC = "rmq_sys_REVIVE_LOG_DefaultCluster"
 POP_RETRY_TOPIC = f"%RETRY%{GROUP}_{POP_TOPIC}"  # (RocketMQ 5's pop retry topic, v1: both brokers' default)
+LONG_TOPIC, LONG_GROUP = "HandPopLong" + "t" * 89, "cg-hand-pop-long" + "g" * 18  # 100 and 34 characters
+LONG_RETRY_TOPIC = f"%RETRY%{LONG_GROUP}_{LONG_TOPIC}"  # 142 characters: a message version 2 record
 # broker.conf keys both read. Apache's test broker has the same file sizes (apache_rocketmq.SMALL_STORE); the
 # timer log's is pocketmq's to match.
 CONF = {
@@ -124,6 +131,32 @@ def revive_offsets(store: Path) -> tuple[dict[str, int], str]:
     return fastjson.loads(text.encode())["offsetTable"][f"{REVIVE_TOPIC}@{REVIVE_GROUP}"], text
 
 
+async def write_long(namesrv_addr: str, broker: ApacheRocketMQ) -> None:
+    """5.5.0's message of the long topic, popped for EARLY_INVISIBLE_S and revived into LONG_RETRY_TOPIC."""
+    async with MQAdminExt(namesrv_addr, protocol="rocketmq") as admin:
+        [addr] = (await admin.master_addrs()).values()
+        await admin.create_and_update_topic_config(addr, TopicConfig(LONG_TOPIC, 1, 1))
+    async with Producer("pg-hand-pop", namesrv_addr, protocol="rocketmq", send_timeout=15.0) as producer:
+        await producer.send(Message(LONG_TOPIC, b"long"))
+    async with SimpleConsumer(LONG_GROUP, namesrv_addr, subscriptions={LONG_TOPIC: "*"}, init_mode=0,
+                              protocol="rocketmq", mq_client_api_timeout=15.0) as c:
+        assert [m.body for m in await receive(c, EARLY_INVISIBLE_S)] == [b"long"]
+    asked = request(R.GET_MAX_OFFSET, {"topic": LONG_RETRY_TOPIC, "queueId": 0})
+    deadline = time.monotonic() + GUARD
+    while (await asyncio.to_thread(call, broker.broker_addr, asked)).ext.get("offset") != "1":
+        assert time.monotonic() < deadline, "5.5.0 never revived the long topic's message"
+        await asyncio.sleep(0.1)
+
+
+async def read_long(namesrv_addr: str) -> None:
+    """The long topic's message popped back once, from its version 2 record."""
+    async with SimpleConsumer(LONG_GROUP, namesrv_addr, subscriptions={LONG_TOPIC: "*"}, init_mode=0,
+                              protocol="rocketmq", mq_client_api_timeout=15.0) as c:
+        [m] = await receive(c, 60)
+        await c.ack(m)
+    assert (m.body, m.reconsume_times) == (b"long", 1)
+
+
 async def read(namesrv_addr: str, n: int) -> None:
     """The reader's part of round ``n``: "early<n>" and "late<n>" popped back once each and nothing else, and the
     timer message delivered once."""
@@ -163,11 +196,13 @@ async def test_a_store_with_pops_and_timers_from_pocketmq_to_apache_5_and_back(t
         with ApacheRocketMQ(tmp_path / "apache", V5, namesrv_addr=ns.addr, **apache_props(store)) as apache:
             await read(ns.addr, 1)
             await write(ns.addr, 2, APACHE_WRITER_DELAY_S)
+            await write_long(ns.addr, apache)
             await wait_revived(apache, 2)
             await timers_pending(ns.addr, 2)
-        # "early2"'s checkpoint after "late1"'s; RocketMQ 5 writes a dataVersion with its offsets: how pocketmq
-        # tells them from an earlier pocketmq's.
+        # "early2"'s and the long topic's checkpoints after "late1"'s; RocketMQ 5 writes a dataVersion with its
+        # offsets: how pocketmq tells them from an earlier pocketmq's.
         offsets, text = revive_offsets(store)
-        assert offsets == {"0": 2} and "dataVersion" in text
+        assert offsets == {"0": 3} and "dataVersion" in text
         with pocketmq_on(tmp_path / "pocketmq-again", ns.addr, store):
+            await read_long(ns.addr)
             await read(ns.addr, 2)

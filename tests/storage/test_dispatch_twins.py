@@ -26,7 +26,8 @@ from .conftest import cq_dir, read_cq_entries, small_config
 
 V4_HOST = pack_host("10.0.0.7", 53112)
 V6_HOST = pack_host("fe80::1", 53112)
-TOPICS = ("TopicA", "TopicB", "Tx")
+# (a retry topic past 127 characters: stored as a message version 2 record, dispatched one at a time)
+TOPICS = ("TopicA", "TopicB", "Tx", "%RETRY%" + "G" * 60 + "_" + "T" * 100)
 TEXT = st.text(st.characters(blacklist_characters="\x00\x01\x02", blacklist_categories=("Cs",)), max_size=12)
 
 

@@ -94,7 +94,8 @@ def records(draw: st.DrawFn) -> tuple[bytes, int, int]:
 @settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(before=st.lists(st.text("0123456789ABCDEF", min_size=1, max_size=20), max_size=ENTRIES + 4),
        recs=st.lists(records(), min_size=1, max_size=8),
-       topic=st.sampled_from(["Topic", "Tópico"]), start_ts=st.sampled_from([0, 1, 1_700_000_000_000]))
+       topic=st.sampled_from(["Topic", "Tópico", "%RETRY%" + "G" * 60 + "_" + "T" * 100]),  # (the last: 168 chars)
+       start_ts=st.sampled_from([0, 1, 1_700_000_000_000]))
 @example(before=["A"] * 3, recs=[(b"UNIQ_KEY\x01" + b"k " * 30 + b"\x02KEYS\x01" + b"x " * 40, 0, 1)],
          topic="Topic", start_ts=1)  # more keys than the C takes, and than the file holds
 @example(before=[], recs=[(b"TAGS\x01TagA\x02UNIQ_KEY\x01AC1F\x02", 0, 1)], topic="Topic", start_ts=5)  # a new file

@@ -469,3 +469,34 @@ def test_the_text_says_when_file_sizes_or_a_blank_record_disagree_with_the_files
     assert code == 0
     assert f"! of different sizes: 1,000, {size:,} bytes" in out
     assert f"blank record: TOTALSIZE 50 (! the rest of the file is {size:,} bytes)" in out
+
+
+def test_a_message_version_2_record_is_read_field_by_field_and_the_records_after_it(tmp_path: Path) -> None:
+    """RocketMQ 5 writes a retry topic past 127 characters with MAGICCODE 0xDAA320AB and a 2-byte TOPICLENGTH:
+    inspect lists it and every record after it, and its queue (4.9.x's layout would call it invalid there)."""
+    path = tmp_path / "s"
+    store = DefaultMessageStore(store_config(str(path), small=True, flush="async"))
+    store.load()
+    store.start()
+    long_topic = "%RETRY%" + "G" * 60 + "_" + "T" * 100
+    try:
+        for topic in ("Before", long_topic, "After"):
+            store.put_message(MessageExtBrokerInner(topic=topic, body=b"body", queue_id=0,
+                                                    properties={"TAGS": "t"}, born_host=pack_host("127.0.0.1", 5)))
+    finally:
+        store.shutdown()
+    report = inspect_json(path, "--commitlog", "--hex")
+    records = all_records(report)
+    assert [(r["topic"], r["magic"], r["message_version"]) for r in records] == [
+        ("Before", "0xDAA320A7", 1), (long_topic, "0xDAA320AB", 2), ("After", "0xDAA320A7", 1)]
+    v2 = records[1]
+    fields = {f["field"]: f for f in v2["fields"]}
+    assert (fields["TOPICLENGTH"]["pos"], fields["TOPICLENGTH"]["len"], fields["TOPICLENGTH"]["value"]) == (
+        92, 2, len(long_topic))
+    assert fields["MAGICCODE"]["text"].startswith("0xDAA320AB = MESSAGE_MAGIC_CODE_V2")
+    assert fields["TOPIC"]["value"] == long_topic and fields["PROPERTIESLENGTH"]["pos"] == 94 + len(long_topic)
+    assert sum(f["len"] for f in v2["fields"] if not f["field"].startswith("  ")) == v2["total_size"]
+    assert v2["total_size"] == 92 + 4 + len(long_topic) + fields["PROPERTIESLENGTH"]["value"]
+    assert [f["end"]["kind"] for f in report["commitlog"]["files"]] == ["unwritten"]
+    code, out = run_tool(inspect_main, [str(path), "--consumequeue"])
+    assert code == 0 and long_topic in out

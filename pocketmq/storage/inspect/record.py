@@ -176,7 +176,7 @@ def _field(fields: list, rel: int, raw: bytes, name: str, value, text: str) -> N
 
 
 _MAGIC_NAMES = {
-    MESSAGE_MAGIC_CODE: f"0x{MESSAGE_MAGIC_CODE:08X} = MESSAGE_MAGIC_CODE (message version 1: 1-byte TOPICLENGTH)",
+    MESSAGE_MAGIC_CODE: f"0x{MESSAGE_MAGIC_CODE:08X} = MESSAGE_MAGIC_CODE",
     MESSAGE_MAGIC_CODE_V2: f"0x{MESSAGE_MAGIC_CODE_V2:08X} = MESSAGE_MAGIC_CODE_V2 (message version 2: 2-byte "
                            "TOPICLENGTH)",
 }

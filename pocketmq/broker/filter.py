@@ -11,7 +11,6 @@ import struct
 from typing import TYPE_CHECKING
 
 from pocketmq.common.codec import SYSFLAG_POS, header_struct, host_lengths
-from pocketmq.common.constants import MESSAGE_MAGIC_CODE
 from pocketmq.common.filter_api import (
     EXPRESSION_TYPE_SQL92,
     EXPRESSION_TYPE_TAG,
@@ -122,7 +121,7 @@ def record_properties(record: bytes) -> bytes | None:
     topic_len_size = TOPIC_LENGTH_SIZES.get(magic, 1)
     if pos + topic_len_size > len(record):
         return None
-    pos += topic_len_size + topic_length_at(record, pos, magic if topic_len_size == 2 else MESSAGE_MAGIC_CODE)
+    pos += topic_len_size + topic_length_at(record, pos, magic)
     if pos + 2 > len(record):
         return None
     props_len = _SHORT.unpack_from(record, pos)[0]

@@ -135,8 +135,8 @@ def record_magic(topic_len: int) -> int:
 
 
 def topic_length_at(buf: bytes | bytearray | memoryview | mmap, pos: int, magic: int) -> int:
-    """TOPICLENGTH at ``pos`` of a record of this MAGICCODE (1 byte, or 2 in version 2)."""
-    return buf[pos] if magic == MESSAGE_MAGIC_CODE else buf[pos] << 8 | buf[pos + 1]
+    """TOPICLENGTH at ``pos`` of a record of this MAGICCODE (2 bytes in version 2, else 1)."""
+    return buf[pos] << 8 | buf[pos + 1] if magic == MESSAGE_MAGIC_CODE_V2 else buf[pos]
 
 
 # One message of a batch body. MAGICCODE and BODYCRC are written as 0 by RocketMQ's client and not read by

@@ -48,7 +48,8 @@ async def test_a_recalled_timer_message_is_never_delivered(cluster: EmbeddedClus
         assert plain.recall_handle is None  # only a timer message has one
         assert recalled.recall_handle is not None
         handle = decode_handle(recalled.recall_handle)
-        slot = deliver // PRECISION * PRECISION  # (the slot before a delivery time, +1: RocketMQ's handle)
+        # The slot a delivery time falls in, an exact multiple one slot earlier (HookUtils), +1: RocketMQ's handle.
+        slot = (deliver - 1) // PRECISION * PRECISION
         assert (handle.topic, handle.broker_name, handle.timestamp_str, handle.message_id) == (
             "Recall", "broker-a", str(slot + 1), recalled.msg_id)
         assert await producer.recall_message("Recall", recalled.recall_handle) == recalled.msg_id

@@ -340,7 +340,7 @@ def test_a_recalled_delay_message_is_never_received(consumer_cluster, producer5)
     """Producer.recall_message with the send receipt's recall handle (RocketMQ 5's RecallMessage); once its
     message is delivered, the handle is refused."""
     create_topic(consumer_cluster, "Recall5")
-    deliver_at = int(time.time()) + 2
+    deliver_at = int(time.time()) + 3  # (whole seconds: at least two left for the sends and the recall)
     recalled, kept = (send5(producer5, "Recall5", body, at=deliver_at) for body in (b"recalled", b"kept"))
     assert recalled.recall_handle and kept.recall_handle
     assert producer5.recall_message("Recall5", recalled.recall_handle) == recalled.message_id

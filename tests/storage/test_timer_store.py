@@ -93,7 +93,7 @@ def test_delivered_not_before_its_time(stores) -> None:
 
 def test_far_off_messages_roll(stores) -> None:
     store = stores.open(**FAST, timer_roll_window_slot=5)  # anything over 100 ms ahead rolls
-    deliver = now_ms() + 400
+    deliver = now_ms() + 1_500  # (ahead enough to roll on a machine that stalls the test for a second)
     put_ok(store, msg("T", body=b"far", TIMER_DELIVER_MS=str(deliver)))
     wait_until(lambda: store.get_max_offset_in_queue("T", 0) == 1)
     [m] = all_messages(store, "T")
@@ -109,7 +109,7 @@ def test_a_producers_roll_count_that_is_no_number_stops_no_delivery(stores) -> N
     # TIMER_ROLL_TIMES is the broker's, but a producer can set it: read as a number at the roll, "x" stopped the
     # wheel at that slot for good, and every timer message of the broker with it.
     store = stores.open(**FAST, timer_roll_window_slot=5)
-    start = now_ms()
+    start = now_ms() + 1_000  # (the odd one still rolls after a stall of the test of up to a second)
     put_ok(store, msg("T", body=b"odd", TIMER_DELIVER_MS=str(start + 300), TIMER_ROLL_TIMES="x"))
     for i in range(5):
         put_ok(store, msg("T", body=b"%d" % i, TIMER_DELIVER_MS=str(start + 150 + 100 * i)))

@@ -146,7 +146,7 @@ async def test_connections_and_running_info(cluster2: Any, admin: MQAdminExt, pr
             assert [c.language for c in cc.connection_set] == ["PYTHON"]
             assert cc.message_model == "CLUSTERING" and "TopicConn" in cc.subscription_table
             client_id = cc.connection_set[0].client_id
-            for _ in range(200):  # the producer is known to a broker from its first heartbeat on
+            for _ in range(1000):  # the producer is known to a broker from its first heartbeat on
                 if cluster2.brokers[0].producer_manager.group_channel_table.get("PGConn"):
                     break
                 await asyncio.sleep(0.01)

@@ -322,7 +322,7 @@ async def test_a_buffered_checkpoint_not_acked_in_time_is_written_and_the_offset
     got = await pc.pop("G", "PopK", invisible=60_000)
     assert broker.consumer_offset_manager.query_offset("G", "PopK", 0) == 0  # buffered
     await pc.ack("G", "PopK", got.handles[0])
-    for _ in range(200):
+    for _ in range(1000):
         if broker.consumer_offset_manager.query_offset("G", "PopK", 0) == 2:
             break
         await asyncio.sleep(0.01)
@@ -344,7 +344,7 @@ async def test_the_retry_topic_is_read_first_with_pop_from_retry_probability(
     await send(pc, "PopP", [b"old"])
     await dispatched(broker)
     await pc.pop("G", "PopP", invisible=50)  # not acked: revived into %RETRY%G_PopP
-    for _ in range(200):
+    for _ in range(1000):
         await asyncio.sleep(0.01)
         if broker.pop_revive_service.revived:
             break

@@ -102,7 +102,7 @@ async def test_shutdown_cancels_what_no_thread_took_and_drops_a_running_calls_an
     threads.shutdown()
     assert queued.cancelled()
     release.set()
-    for _ in range(100):  # the thread ends once its call returns
+    for _ in range(1000):  # the thread ends once its call returns
         if threads._threads == 0:
             break
         await asyncio.sleep(0.01)

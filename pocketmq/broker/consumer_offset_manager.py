@@ -80,7 +80,7 @@ class ConsumerOffsetManager(ConfigManager):
         for key, queues in table.items():
             if not isinstance(queues, dict) or TOPIC_GROUP_SEPARATOR not in key:
                 raise ValueError(f"bad offsetTable entry {key!r}")
-            out[key] = {int(q): int(o) for q, o in queues.items()}
+            out[key] = {_in_range(int(q), 32, key): _in_range(int(o), 64, key) for q, o in queues.items()}
         version = data.get("dataVersion")
         if isinstance(version, dict):
             self.data_version = DataVersion.from_dict(version, "dataVersion")
@@ -88,6 +88,14 @@ class ConsumerOffsetManager(ConfigManager):
             _revive_offsets_to_last_processed(out)
             self.mark_changed()  # (the next write gives the file its dataVersion: it is not moved back twice)
         self.offset_table = out
+
+
+def _in_range(value: int, bits: int, key: str) -> int:
+    """A queue id (Java int) or offset (long) as Java reads it: one outside its range is refused at load, so that
+    no answer carrying the table fails later."""
+    if not -(1 << (bits - 1)) <= value < 1 << (bits - 1):
+        raise ValueError(f"{key}: {value} is out of the range of a {bits}-bit integer")
+    return value
 
 
 def _revive_offsets_to_last_processed(table: dict[str, dict[int, int]]) -> None:

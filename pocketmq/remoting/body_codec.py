@@ -222,6 +222,7 @@ class Reader:
         return items
 
     def int_list(self, key: builtins.str, default: Any = _MISSING) -> Any:
+        """A Java long[]: each value in a long's range, as :meth:`int` checks one."""
         items = self.list(key, default)
         if items is default:
             return items
@@ -232,6 +233,8 @@ class Reader:
                 if cast is None:
                     raise BodyError(f"{self.at(key)}[{i}]", f"expected an int, got {type(v).__name__}")
                 v = cast
+            if not -(1 << 63) <= v < 1 << 63:
+                raise BodyError(f"{self.at(key)}[{i}]", f"{v} is out of the range of a 64-bit integer")
             out.append(v)
         return out
 

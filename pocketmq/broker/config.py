@@ -28,6 +28,9 @@ from .config_properties import BrokerConfigError, decode_properties_file, format
 
 __all__ = ["BrokerConfig", "BrokerConfigError", "NAMESRV_PROTOCOLS"]
 
+# RocketMQ's PopReviveService.ckRewriteIntervalsInSeconds (10, 20, 30, 60, ... 3600, 7200).
+DEFAULT_CK_REWRITE_INTERVALS = "10s 20s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+
 # namesrvProtocol's values (the client's ``protocol`` names the same two).
 NAMESRV_PROTOCOLS = {"msgpack": WireProtocol.MSGPACK, "rocketmq": WireProtocol.NATIVE}
 _SECRET_FIELDS = frozenset({"access_key", "secret_key"})  # left out of what GET_BROKER_CONFIG answers
@@ -187,6 +190,13 @@ class BrokerConfig:
     # 1 s; three of them without a record make a revive queue quiet).
     pop_ack_time_interval: float = _f(1.0, "popAckTimeInterval", "ms")
     pop_revive_margin: float = _f(1.0, "popReviveMargin", "ms")
+    # A checkpoint whose message the revive service cannot put back (its retry topic refuses it) is written anew
+    # for that message, due the next of these intervals later (RocketMQ's rePutCK; the intervals are its constant
+    # PopReviveService.ckRewriteIntervalsInSeconds, a pocketmq key so that tests can run them in ms, in
+    # messageDelayLevel's form); after the last one it is dropped when skipWhenCKRePutReachMaxTimes is set, else
+    # written again at the last interval for as long as the put fails (RocketMQ's default).
+    pop_ck_rewrite_intervals: str = _f(DEFAULT_CK_REWRITE_INTERVALS, "popCkRewriteIntervals")
+    skip_when_ck_re_put_reach_max_times: bool = _f(False, "skipWhenCKRePutReachMaxTimes")
     # Percent of pops that read the group's pop retry topic first (RocketMQ: popFromRetryProbability, 20).
     pop_from_retry_probability: int = _f(20, "popFromRetryProbability")
     # Parked pops per topic@group@queue before POLLING_FULL (RocketMQ: popPollingSize).
@@ -298,6 +308,7 @@ class BrokerConfig:
             raise BrokerConfigError(f"serverMaxInflightRequests must be >= 1, got {self.server_max_inflight_requests}")
         try:
             parse_delay_levels(self.message_delay_level)
+            parse_delay_levels(self.pop_ck_rewrite_intervals, "popCkRewriteIntervals")
         except ValueError as e:
             raise BrokerConfigError(str(e)) from None
         if not 0 <= self.listen_port <= 65535:  # (uvloop wrapped a bigger one round: 99999 bound 34463)

@@ -156,8 +156,9 @@ class MessageStoreConfig:
 _UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
-def parse_delay_levels(spec: str) -> list[int]:
-    """messageDelayLevel → delay in ms per level (level 1 is index 0). Accepts "ms" too, for tests.
+def parse_delay_levels(spec: str, key: str = "messageDelayLevel") -> list[int]:
+    """messageDelayLevel → delay in ms per level (level 1 is index 0). Accepts "ms" too, for tests. (Also
+    popCkRewriteIntervals, a list of the same form: ``key`` names it in the errors.)
 
     ValueError for a token that is no number and unit, or for no level at all (RocketMQ's broker does not start
     then; one that started would refuse every delayed send and every consumer's send-back)."""
@@ -165,9 +166,9 @@ def parse_delay_levels(spec: str) -> list[int]:
     for token in spec.split():
         number, unit = (token[:-2], 1) if token.endswith("ms") else (token[:-1], _UNITS.get(token[-1:]))
         if unit is None or not number.isdigit():
-            raise ValueError(f"messageDelayLevel {spec!r}: {token!r} is not a whole number followed by ms, s, m, h "
+            raise ValueError(f"{key} {spec!r}: {token!r} is not a whole number followed by ms, s, m, h "
                              f"or d")
         out.append(int(number) * unit)
     if not out:
-        raise ValueError("messageDelayLevel is empty: give at least one level, e.g. '1s 5s 10s'")
+        raise ValueError(f"{key} is empty: give at least one level, e.g. '1s 5s 10s'")
     return out

@@ -69,6 +69,8 @@ async def settle_revive(broker: Any, guard: float = 120.0, each_round: Callable[
         await revive.revive_all()
         if each_round is not None:
             each_round()
+        # (what the round wrote, a re-put checkpoint or a done mark, counted below once dispatched)
+        await asyncio.to_thread(store.wait_dispatched, 5.0)
         ends = [store.get_max_offset_in_queue(revive.revive_topic, q.queue_id) for q in revive.queues]
         read = all(q.offset == end or end <= 0 for q, end in zip(revive.queues, ends, strict=True))
         if read and not revive.held_count and sum(ends) == len(revive_records(broker)):

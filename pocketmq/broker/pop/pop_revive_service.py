@@ -14,7 +14,12 @@ ack of that checkpoint (due at its revive time) is in the queue before it, even 
 late. When the queue goes quiet (nothing read due in the last 3 margins), the clock stands in for the newest
 deliver time (RocketMQ's endTime), as far as the timer has delivered. A safe checkpoint has each message not acked
 re-read from its queue and put into the group's pop retry topic with reconsumeTimes + 1, or into ``%DLQ%group``
-once the group's retryMaxTimes are used up (the send-back that CONSUMER_SEND_MSG_BACK uses).
+once the group's retryMaxTimes are used up (the send-back that CONSUMER_SEND_MSG_BACK uses). A message whose put
+fails (its retry topic refuses it: properties too big once the revive's are added, a topic name too long) is
+handed, as RocketMQ 5's rePutCK hands it, to a new checkpoint of its own in the same revive queue (``rp`` its
+rePutTimes + 1), due the next of ``popCkRewriteIntervals`` (RocketMQ's ckRewriteIntervalsInSeconds, 10 s ... 2 h)
+later; after the last one it is dropped with skipWhenCKRePutReachMaxTimes, else written again at the last
+interval. The old checkpoint is then done, and the revive offset moves on past it.
 
 The revive offset is committed as RocketMQ 5 commits it, the last record processed (reading goes on from the one
 after it), and up to the oldest checkpoint still held (its revive offset - 1), so a restarted broker, or a RocketMQ
@@ -42,6 +47,7 @@ from pocketmq.common.message import MessageExt
 from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
 from pocketmq.common.pop_ack_constants import ACK_TAG, BATCH_ACK_TAG, CK_TAG, PROPERTY_FIRST_POP_TIME, REVIVE_GROUP
 from pocketmq.remoting.tasks import run_whole
+from pocketmq.storage.config import parse_delay_levels
 from pocketmq.storage.message_filter import TagsFilter
 from pocketmq.storage.pop import BatchAckMsg, PopCheckPoint, decode_ack
 from pocketmq.storage.pop.pop_check_point import PopRecordError
@@ -76,7 +82,9 @@ class PopReviveService:
         n = controller.pop_message_processor.revive_log.queue_num
         self.queues = [ReviveQueue(i) for i in range(n)]
         self.revived = 0  # messages put back (retry or DLQ), for tests and statistics
+        self.ck_re_puts = 0  # checkpoints written anew for a message whose put failed (re_put_ck), likewise
         bc = controller.broker_config
+        self.ck_rewrite_intervals_ms = parse_delay_levels(bc.pop_ck_rewrite_intervals, "popCkRewriteIntervals")
         self.margin_ms = round(bc.pop_revive_margin * 1000)
         # A checkpoint is safe once a record due this long after its revive time was read (ackTimeInterval + 1 s).
         self.safe_after_ms = round(bc.pop_ack_time_interval * 1000) + self.margin_ms
@@ -187,15 +195,18 @@ class PopReviveService:
             await run_whole(self._revive_held(q, key, ck))
 
     async def _revive_held(self, q: ReviveQueue, key: str, ck: PopCheckPoint) -> None:
-        if not await self._revive(ck):
+        re_put = await self._revive(q, ck)
+        if re_put is None:
             return
         del q.held[key]
         oldest = next(iter(q.held.values()), None)  # (held in log order)
         if oldest is not None and oldest.revive_offset < ck.revive_offset:
             # Behind the committed revive offset's checkpoint: a restart would read this one again and put its
-            # messages back a second time (after they were popped, and perhaps acked, from the retry topic).
+            # messages back a second time (after they were popped, and perhaps acked, from the retry topic). Not
+            # the offsets re-put: the mark would ack the new checkpoint of the first one (the same key), read
+            # after it when it is due at once; a restart re-puts them again at worst.
             done = BatchAckMsg(-1, ck.start_offset, ck.cid, ck.topic, ck.queue_id, ck.pop_time, ck.broker_name,
-                               [ck.ack_offset_by_index(i) for i in range(ck.num)])
+                               [ck.ack_offset_by_index(i) for i in range(ck.num) if not re_put >> i & 1])
             put = await self.controller.pop_message_processor.revive_log.append_ack(done, q.queue_id, ck.revive_time)
             if not put.is_ok:
                 log.warning("revive of %s@%s queue %d: its done mark not written (%s); a restart may revive it "
@@ -211,14 +222,17 @@ class PopReviveService:
         if upto >= 0 and c.consumer_offset_manager.query_offset(REVIVE_GROUP, self.revive_topic, q.queue_id) != upto:
             c.consumer_offset_manager.commit_offset("revive", REVIVE_GROUP, self.revive_topic, q.queue_id, upto)
 
-    async def _revive(self, ck: PopCheckPoint) -> bool:
-        """Put back every message of ``ck`` not acked; False (kept for the next round) when a put fails."""
+    async def _revive(self, q: ReviveQueue, ck: PopCheckPoint) -> int | None:
+        """Put back every message of ``ck`` not acked, and hand each whose put fails to a checkpoint of its own
+        (re_put_ck). The indexes so handed over, or None (``ck`` kept for the next round) when such a checkpoint
+        could not be written."""
         if ck.cid not in self.controller.subscription_group_manager.subscription_group_table:
             # RocketMQ's revive skips a checkpoint of a group the broker does not hold (deleted, or named by a
             # CHANGE_INVISIBLE_TIME for any group): putting it back would make a retry topic for each such name.
             log.warning("revive of %s@%s queue %d: no such subscription group; skipped", ck.topic, ck.cid,
                         ck.queue_id)
-            return True
+            return 0
+        re_put = 0
         for i in range(ck.num):
             if ck.is_acked(i):
                 continue
@@ -228,10 +242,39 @@ class PopReviveService:
                 log.info("revive of %s@%s queue %d offset %d: the message is gone", ck.topic, ck.cid, ck.queue_id,
                          offset)
                 continue
-            if not await self._put_back(ck, msg):
-                return False
-            ck.bit_map |= 1 << i  # (not again if a later message of the checkpoint fails)
-            self.revived += 1
+            if await self._put_back(ck, msg):
+                ck.bit_map |= 1 << i  # (not again if a later message of the checkpoint cannot be re-put)
+                self.revived += 1
+            elif await self.re_put_ck(q, ck, offset):
+                re_put |= 1 << i
+            else:
+                return None
+        return re_put
+
+    async def re_put_ck(self, q: ReviveQueue, old: PopCheckPoint, offset: int) -> bool:
+        """RocketMQ 5's rePutCK: the message at ``offset`` of ``old``, whose put failed, gets a checkpoint of its
+        own in the same revive queue, rePutTimes + 1, due the next rewrite interval after ``old`` (the last one
+        from then on); dropped once they are used up if skipWhenCKRePutReachMaxTimes. False when it could not be
+        written (RocketMQ ignores that put's result and the message is lost; here ``old`` is kept instead)."""
+        re_put_times = old.parse_re_put_times()
+        intervals = self.ck_rewrite_intervals_ms
+        if re_put_times >= len(intervals) and self.controller.broker_config.skip_when_ck_re_put_reach_max_times:
+            log.warning("rePut CK reach max times, drop it. %s, %s, %s, %d-%d, %d, %d, %d", old.topic, old.cid,
+                        old.broker_name, old.queue_id, offset, old.pop_time, old.invisible_time, re_put_times)
+            return True
+        new = PopCheckPoint(offset, old.pop_time, old.invisible_time, 1, old.queue_id, old.topic, old.cid,
+                            old.broker_name, queue_offset_diff=[0], re_put_times=str(re_put_times + 1))
+        if old.revive_time <= time.time_ns() // 1_000_000:
+            # (RocketMQ: "never expect an ACK matched in the future", the new one is only there to try again)
+            new.invisible_time += intervals[min(re_put_times, len(intervals) - 1)]
+        put = await self.controller.pop_message_processor.revive_log.append_check_point(new, q.queue_id)
+        if not put.is_ok:
+            log.warning("revive of %s@%s queue %d offset %d: its checkpoint not re-put (%s); kept for the next "
+                        "round", old.topic, old.cid, old.queue_id, offset, put.status.value)
+            return False
+        self.ck_re_puts += 1
+        log.info("revive of %s@%s queue %d offset %d: re-put as rePutTimes %d, revive time %d", old.topic, old.cid,
+                 old.queue_id, offset, re_put_times + 1, new.revive_time)
         return True
 
     async def _message_at(self, topic: str, queue_id: int, offset: int) -> MessageExt | None:

@@ -26,7 +26,7 @@ class PopCheckPoint:
     bit_map: int = 0  # bm: bit i set = the i-th message was acked
     revive_offset: int = 0  # ro: where this checkpoint lies in its revive queue (set when read back)
     queue_offset_diff: list[int] = field(default_factory=list)  # d: message i's offset - start_offset
-    re_put_times: str | None = None  # rp
+    re_put_times: str | None = None  # rp: how often the revive wrote it anew, its message's put failing (a string)
 
     @property
     def revive_time(self) -> int:
@@ -56,6 +56,15 @@ class PopCheckPoint:
     def all_acked(self) -> bool:
         return self.bit_map == (1 << self.num) - 1
 
+    def parse_re_put_times(self) -> int:
+        """RocketMQ's parseRePutTimes: 0 when none, Byte.MAX_VALUE (127) when it is no number."""
+        if self.re_put_times is None:
+            return 0
+        try:
+            return int(self.re_put_times)
+        except ValueError:
+            return 127
+
     def merge_key(self) -> str:
         """RocketMQ's mergeKey: what an ack names to find its checkpoint."""
         return merge_key(self.topic, self.cid, self.queue_id, self.start_offset, self.pop_time, self.broker_name)
@@ -83,7 +92,7 @@ class PopCheckPoint:
             return cls(
                 int(obj["so"]), int(obj["pt"]), int(obj["it"]), int(obj["n"]), int(obj["q"]), str(obj["t"]),
                 str(obj["c"]), str(obj.get("bn") or ""), int(obj.get("bm", 0)), int(obj.get("ro", 0)),
-                [int(x) for x in diff], obj.get("rp"),
+                [int(x) for x in diff], None if obj.get("rp") is None else str(obj["rp"]),
             )
         except (KeyError, TypeError, ValueError) as e:
             raise PopRecordError(f"bad checkpoint {data[:80]!r}: {e}") from None

@@ -178,17 +178,19 @@ def count_instructions(*child: str) -> int:
         return int(m.group(1).replace(",", ""))
 
 
-def instructions(namesrv: str, n: int, protocols: tuple[str, ...], pid: int) -> None:
+def instructions(namesrv: str, n: int, protocols: tuple[str, ...], pid: int, what: str) -> None:
     """Instructions a message: a consumer reading 2n messages less one reading n, over n (start-up and shutdown
-    drop out)."""
+    drop out); then the replay's, three repeats less one, over 2n."""
     from pocketmq.runtime import run
 
     run(fill(namesrv, "instr-1", n))
     run(fill(namesrv, "instr-2", 2 * n))
-    for protocol in protocols:
+    for protocol in protocols if what != "replay" else ():
         once = count_instructions("--child", namesrv, "instr-1", str(n), protocol, str(pid))
         twice = count_instructions("--child", namesrv, "instr-2", str(2 * n), protocol, str(pid))
         print(f"instructions {protocol}: {(twice - once) / n:,.0f} a message", flush=True)
+    if what == "consumer":
+        return
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "raws.pickle")
         raws = run(capture(namesrv, "instr-1", n, "msgpack"))
@@ -227,7 +229,8 @@ def main() -> None:
     ap.add_argument("--contend", action="store_true", help="one CPU-bound process beside (bench/e2e.py's --contend)")
     ap.add_argument("--replay", type=int, metavar="R", help="capture one round's pull answers, then replay them R "
                     "times through the decode and consume path alone (no wire), CPU of the loop thread a message")
-    ap.add_argument("--instructions", action="store_true", help="instructions a message of the client (cachegrind)")
+    ap.add_argument("--instructions", nargs="?", const="all", choices=("all", "consumer", "replay"),
+                    help="instructions a message of the client (cachegrind): a whole consumer, the replay, or both")
     ap.add_argument("--profile", help="write a cProfile of one round (the first protocol) here and stop")
     args = ap.parse_args()
     os.environ["POCKETMQ_BUSY_POLL"] = args.busy_poll  # (read once per event loop, in both processes)
@@ -245,7 +248,7 @@ def main() -> None:
             n = args.messages // BATCH * BATCH
             run(fill(namesrv, "push-cpu", n))
             if args.instructions:
-                instructions(namesrv, n, protocols, pid)
+                instructions(namesrv, n, protocols, pid, args.instructions)
                 return
             if args.replay:
                 for protocol in protocols:

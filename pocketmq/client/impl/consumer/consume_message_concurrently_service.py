@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from time import time_ns as _time_ns
 from typing import TYPE_CHECKING, Any
 
 from pocketmq.common.message import MessageExt, properties_to_string
@@ -27,6 +28,7 @@ from ...consumer.message_listener import (
 from ...trace.trace_context import ConsumeReturnType
 from .consume_message_service import ConsumeExecutor, cancelled_here
 from .process_queue import CONSUME_START_TIME, ProcessQueue, now_ms
+from .push_consumer_retry import retry_topic
 
 if TYPE_CHECKING:
     from .push_consumer_impl import DefaultMQPushConsumerImpl
@@ -50,6 +52,7 @@ class ConsumeMessageConcurrentlyService:
         self.consumed_failed = 0
         self._start_ms, self._start_pair = 0, ""
         self._offset_store = consumer.offset_store  # (made before this service, and kept as long)
+        self._retry_topic = retry_topic(consumer.group)
 
     def start(self) -> None:
         self.executor.start()
@@ -64,7 +67,10 @@ class ConsumeMessageConcurrentlyService:
     ) -> None:
         size = self.consumer.config.consume_message_batch_max_size
         consume = self._consume
-        self.executor.submit_all([(consume, (msgs[i : i + size], pq, mq)) for i in range(0, len(msgs), size)])
+        if size == 1:  # RocketMQ's default: a call a message (a one-element list, without a slice)
+            self.executor.submit_all([(consume, ([msg], pq, mq)) for msg in msgs])
+        else:
+            self.executor.submit_all([(consume, (msgs[i : i + size], pq, mq)) for i in range(0, len(msgs), size)])
 
     def _submit_consume_request_later(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         self.consumer.schedule(
@@ -75,13 +81,14 @@ class ConsumeMessageConcurrentlyService:
         """ConsumeRequest.run: one listener call and what follows from its answer."""
         if pq.dropped:
             return
-        ms = now_ms()
+        ms = _time_ns() // 1_000_000  # (now_ms, without a call a message)
         if ms != self._start_ms:  # CONSUME_START_TIME's pair is encoded once per millisecond, not per batch
             self._start_ms, self._start_pair = ms, properties_to_string({CONSUME_START_TIME: str(ms)})
         consumer = self.consumer
-        consumer.reset_retry_topic(msgs)
-        start = self._start_pair
+        start, rt = self._start_pair, self._retry_topic
         for msg in msgs:
+            if msg.topic == rt:  # (reset_retry_topic's own test first: it is what almost every message fails)
+                consumer.reset_retry_topic([msg])
             msg.put_encoded_properties(start)
         context = ConsumeConcurrentlyContext(mq)
         status: Any = None

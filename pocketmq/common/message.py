@@ -174,6 +174,20 @@ def raw_property(props: bytes, name: bytes) -> bytes | None:
     return None
 
 
+def encoded_property(props: str, name: str) -> str | None:
+    """``string_to_properties(props).get(name)`` without the dict: the last pair of that name with a value."""
+    key = name + NAME_VALUE_SEPARATOR
+    end = len(props)
+    while (i := props.rfind(key, 0, end)) >= 0:
+        if i == 0 or props[i - 1] == PROPERTY_SEPARATOR:
+            j = props.find(PROPERTY_SEPARATOR, i)
+            value = props[i + len(key) : j if j >= 0 else len(props)]
+            if value:
+                return value
+        end = i
+    return None
+
+
 @dataclass(slots=True, eq=False, repr=False)
 class MessageExt:
     """A record decoded from the commit log (MessageExt): every stored field.
@@ -220,6 +234,14 @@ class MessageExt:
         """The store's id: store host + port + physical offset, upper-case hex (made when read, not per
         decode). VIEW_MESSAGE_BY_ID finds a message by it."""
         return create_message_id(_packed_host(self.store_host), self.commit_log_offset)
+
+    def get_property(self, name: str) -> str | None:
+        """``properties.get(name)``, read off the stored string while the dict is not built (a pull's last
+        message is asked for MAX_OFFSET; building its dict cost two parses of its properties)."""
+        props = self._properties
+        if props is not None:
+            return props.get(name)
+        return encoded_property(self.properties_string, name)
 
     @property
     def properties(self) -> dict[str, str]:

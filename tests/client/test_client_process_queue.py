@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from pocketmq.client.impl.consumer.process_queue import CONSUME_START_TIME, ProcessQueue, now_ms
-from pocketmq.common.message import MessageExt, properties_to_string
+from pocketmq.common.message import MessageExt, encoded_property, properties_to_string, string_to_properties
 
 
 def msg(offset: int, body: bytes = b"xx", **props: str) -> MessageExt:
@@ -78,3 +81,30 @@ def test_backlog_and_expired_messages() -> None:
     assert pq.msg_acc_cnt == 97  # MAX_OFFSET minus the last offset, as RocketMQ counts it
     assert [m.queue_offset for m in pq.expired_messages(30.0)] == [0, 1]  # stops at the first not started
     assert pq.expired_messages(120.0) == []
+
+
+def test_backlog_read_without_building_the_properties() -> None:
+    pq = ProcessQueue()
+    last = msg(3, MAX_OFFSET="100", TAGS="a")
+    pq.put_message([msg(2), last])
+    assert pq.msg_acc_cnt == 97
+    assert last._properties is None  # read off the stored string: the dict is built only if someone asks
+    last.put_encoded_properties(properties_to_string({"MAX_OFFSET": "", "X": "1"}))  # an empty value is no pair
+    assert last.get_property("MAX_OFFSET") == "100" and last.get_property("X") == "1"
+    assert last.properties["MAX_OFFSET"] == "100" and last.get_property("TAGS") == "a"  # (now from the dict)
+
+
+_PAIR_TEXT = st.text(alphabet="AB\x01\x02", max_size=12)
+
+
+@given(st.lists(st.tuples(_PAIR_TEXT, _PAIR_TEXT), max_size=6), st.sampled_from(["A", "AB", "B"]),
+       st.booleans())
+@settings(max_examples=400)
+def test_encoded_property_agrees_with_string_to_properties(pairs: list[tuple[str, str]], name: str,
+                                                           last_separator: bool) -> None:
+    """The fast read (no dict) against the reference parse, on strings of any shape: empty names and values,
+    separators inside them, a name repeated, the last separator left out."""
+    encoded = "".join(f"{k}\x01{v}\x02" for k, v in pairs)
+    if encoded and not last_separator:
+        encoded = encoded[:-1]
+    assert encoded_property(encoded, name) == string_to_properties(encoded).get(name)

@@ -114,7 +114,7 @@ class ProcessQueue:
             dispatch = True
             self.consuming = True
         if last is not None:
-            max_offset = last.properties.get(PROPERTY_MAX_OFFSET)
+            max_offset = last.get_property(PROPERTY_MAX_OFFSET)
             if max_offset is not None and max_offset.isdigit():
                 self.msg_acc_cnt = max(0, int(max_offset) - last.queue_offset)
         return dispatch

@@ -20,6 +20,7 @@ from pocketmq.common.message import MessageExt
 
 from ...message_const import PROPERTY_MAX_OFFSET
 
+_monotonic = time.monotonic  # (read per consumed batch)
 CONSUME_START_TIME = "CONSUME_START_TIME"  # MessageConst.PROPERTY_CONSUME_START_TIMESTAMP
 
 
@@ -125,7 +126,7 @@ class ProcessQueue:
         held = self._msgs
         if not held:
             return -1
-        self.last_consume_timestamp = time.monotonic()
+        self.last_consume_timestamp = _monotonic()
         offsets = self._offsets
         for msg in msgs:
             offset = msg.queue_offset

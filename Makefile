@@ -8,11 +8,11 @@ STAMP := $(VENV)/.installed
 
 SPARK_STAMP := $(VENV)/.installed-spark
 
-# The C accelerators (pocketmq/remoting/_speedups.c and pocketmq/storage/_speedups.c, built by setup.py;
-# pocketmq/common/accelerator.py says when they are used), compiled in place, again whenever a source changes: `make`
-# alone builds the virtualenv and them.
+# The C accelerators (pocketmq/common/_speedups.c, pocketmq/remoting/_speedups.c and pocketmq/storage/_speedups.c,
+# built by setup.py; pocketmq/common/accelerator.py says when they are used), compiled in place, again whenever a
+# source changes: `make` alone builds the virtualenv and them.
 EXT_SUFFIX := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
-SPEEDUPS_SRC := pocketmq/remoting/_speedups.c pocketmq/storage/_speedups.c
+SPEEDUPS_SRC := pocketmq/common/_speedups.c pocketmq/remoting/_speedups.c pocketmq/storage/_speedups.c
 SPEEDUPS_SO := $(SPEEDUPS_SRC:.c=$(EXT_SUFFIX))
 
 all: $(STAMP) $(SPEEDUPS_SO)
@@ -32,7 +32,7 @@ $(STAMP): pyproject.toml setup.py
 # the extension is optional there, for machines without a compiler).
 $(SPEEDUPS_SO) &: $(SPEEDUPS_SRC) setup.py | $(STAMP)
 	$(PY) setup.py -q build_ext --inplace --build-temp $(VENV)/build-speedups/temp --build-lib $(VENV)/build-speedups/lib
-	$(PY) -c 'import pocketmq.remoting._speedups, pocketmq.storage._speedups'
+	$(PY) -c 'import pocketmq.common._speedups, pocketmq.remoting._speedups, pocketmq.storage._speedups'
 	touch $(SPEEDUPS_SO)
 
 # The spark extra (PySpark, pyarrow) only for what uses Spark (the suite, the demo, the bench): `make run`

@@ -1,5 +1,5 @@
-"""The C accelerators, pocketmq.remoting._speedups and pocketmq.storage._speedups (everything else is in
-pyproject.toml).
+"""The C accelerators, pocketmq.common._speedups, pocketmq.remoting._speedups and pocketmq.storage._speedups
+(everything else is in pyproject.toml).
 
 Optional, as aiokafka's are: where they do not compile, the install is pure Python (the same behaviour, slower);
 `POCKETMQ_NO_EXTENSIONS=1` chooses the Python where they are built. Each source's SHA-256 is compiled in, so a module
@@ -12,7 +12,8 @@ from pathlib import Path
 from setuptools import Extension, setup
 
 ROOT = Path(__file__).resolve().parent
-SOURCES = {"pocketmq.remoting._speedups": "pocketmq/remoting/_speedups.c",
+SOURCES = {"pocketmq.common._speedups": "pocketmq/common/_speedups.c",
+           "pocketmq.remoting._speedups": "pocketmq/remoting/_speedups.c",
            "pocketmq.storage._speedups": "pocketmq/storage/_speedups.c"}
 
 

@@ -36,7 +36,7 @@ ALLOWED = {
         "a filtered pull's per-entry loop, its checks inline; not split here, the split's cost was not measured",
     ("pocketmq/storage/commit_log.py", "CommitLog._message_list"):
         "31 straight lines; the count is its eight comprehensions, one per column of the rows it builds",
-    ("pocketmq/common/codec.py", "_decode_common"):
+    ("pocketmq/common/codec.py", "_decode_common_py"):
         "the pull answer's decode loop, its checks inline (a call per record was a fifth of the client's cost); "
         "decode() is its reference",
     ("pocketmq/remoting/codec.py", "_to_command"):

@@ -39,6 +39,7 @@ from .record_layout import SYSFLAG_POS as SYSFLAG_POS  # (re-exported: the broke
 from .record_layout import header_struct as header_struct
 from .record_layout import host_lengths as host_lengths
 from .record_layout import record_length as record_length
+from .speedups import speedups
 
 log = logging.getLogger(__name__)
 
@@ -212,12 +213,25 @@ def _runs(buf: RecordBuffer, decompress: bool, extra: str = "") -> Iterator[list
 
 
 _V6_BITS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
+_decode_records = speedups.decode_records if speedups is not None else None
 # record_struct (IPv4 hosts) by (body, topic, properties) length, for the decode runs.
 _RUN_STRUCTS: BoundedCache[tuple[int, int, int], struct.Struct] = BoundedCache(
     lambda shape: record_struct(*shape), 1024)
 
 
 def _decode_common(buf: bytes, offset: int, decompress: bool, out: list[MessageExt], extra: str = "") -> int:
+    """_decode_common_py, in C where ``pocketmq.common._speedups`` is built (a third of a pushed message's
+    client instructions were this loop: bench/README.md); tests/common/test_common_speedups.py holds the two
+    together."""
+    if _decode_records is None:
+        return _decode_common_py(buf, offset, decompress, out, extra)
+    slow_bits = _V6_BITS | (COMPRESSED_FLAG if decompress else 0)
+    stop: int = _decode_records(buf, offset, slow_bits, out, MessageExt, unpack_host, extra,
+                                PROPERTY_SEPARATOR + extra if extra else "")
+    return stop
+
+
+def _decode_common_py(buf: bytes, offset: int, decompress: bool, out: list[MessageExt], extra: str = "") -> int:
     """decode() for the common record (IPv4 hosts, no body to inflate, UTF-8 text), record after record from
     ``offset``, with the same checks in one loop: a pull answer holds up to 32, and a call per record was a
     fifth of the client's cost per message. Returns where it stopped: the end, or a record it leaves to

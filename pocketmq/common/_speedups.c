@@ -16,6 +16,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -27,6 +28,59 @@
 #define HEAD 88                          /* BODY_POS_V4: everything before the body */
 #define AFTER_BODY 3                     /* topic length (1 byte) and properties length (2) */
 #define FIELDS 16
+#define SLOTS 18 /* the 16 stored fields, then _properties and body_inflate_error (None) */
+
+/* Where each of ``cls``'s 18 __slots__ lives in an instance, found once per class: a message is then made
+ * without its dataclass __init__ (a Python frame that stores 18 attributes, a third of this step), by
+ * storing into those slots as that __init__ would. Another class or another shape: the __init__ is called. */
+static PyObject *slots_cls = NULL; /* (a strong reference) */
+static Py_ssize_t slot_offsets[SLOTS];
+static int slots_usable = 0;
+
+static void
+find_slots(PyObject *cls)
+{
+    Py_XSETREF(slots_cls, Py_NewRef(cls));
+    slots_usable = 0;
+    if (!PyType_Check(cls) || ((PyTypeObject *)cls)->tp_alloc != PyType_GenericAlloc
+        || ((PyTypeObject *)cls)->tp_base != &PyBaseObject_Type)
+        return;
+    PyObject *names = PyObject_GetAttrString(cls, "__slots__");
+    if (names == NULL || !PyTuple_Check(names) || PyTuple_GET_SIZE(names) != SLOTS) {
+        Py_XDECREF(names);
+        PyErr_Clear();
+        return;
+    }
+    PyObject *dict = ((PyTypeObject *)cls)->tp_dict;
+    for (Py_ssize_t i = 0; i < SLOTS; i++) {
+        PyObject *descr = PyDict_GetItemWithError(dict, PyTuple_GET_ITEM(names, i));
+        if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)
+            || ((PyMemberDescrObject *)descr)->d_member->type != T_OBJECT_EX) {
+            Py_DECREF(names);
+            PyErr_Clear();
+            return;
+        }
+        slot_offsets[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
+    }
+    Py_DECREF(names);
+    slots_usable = 1;
+}
+
+/* cls(*f) for the 16 fields ``f`` (references borrowed). */
+static PyObject *
+make_message(PyObject *cls, PyObject **f)
+{
+    if (cls != slots_cls)
+        find_slots(cls);
+    if (!slots_usable)
+        return PyObject_Vectorcall(cls, f, FIELDS, NULL);
+    PyObject *msg = ((PyTypeObject *)cls)->tp_alloc((PyTypeObject *)cls, 0);
+    if (msg == NULL)
+        return NULL;
+    for (int i = 0; i < SLOTS; i++)
+        *(PyObject **)((char *)msg + slot_offsets[i]) = Py_NewRef(i < FIELDS ? f[i] : Py_None);
+    return msg;
+}
 
 static int32_t
 be32(const unsigned char *p)
@@ -165,7 +219,7 @@ decode_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             if (f[i] == NULL)
                 ok = 0;
         if (ok)
-            msg = PyObject_Vectorcall(cls, f, FIELDS, NULL);
+            msg = make_message(cls, f);
         for (int i = 0; i < FIELDS; i++)
             Py_XDECREF(f[i]);
         if (msg == NULL) {

@@ -100,3 +100,16 @@ def test_invalid_utf8_stops_where_the_python_stops() -> None:
         py, c = _both(data, 0, False, "X\x011\x02")
         _same(py, c)
         assert py[0] == len(good)
+
+
+def test_another_class_is_called_with_the_fields() -> None:
+    """Messages are made by storing into MessageExt's slots (its __init__ does no more); any other class is
+    called with the 16 stored fields, as _decode_common_py calls MessageExt."""
+    data = codec.encode(topic="T", body=b"b", properties="K\x01v\x02", queue_offset=7, born_host=HOSTS[0],
+                        store_host=HOSTS[1])
+    out: list[tuple[object, ...]] = []
+    assert _speedups.decode_records(data, 0, 0, out, lambda *f: f, unpack_host, "", "") == len(data)
+    (fields,) = out
+    assert len(fields) == 16 and fields[4] == 7 and fields[13:] == (b"b", "T", "K\x01v\x02")
+    (msg,) = _both(data, 0, False, "")[1][1]
+    assert msg._properties is None and msg.body_inflate_error is None and msg.properties == {"K": "v"}

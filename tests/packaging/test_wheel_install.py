@@ -69,10 +69,11 @@ USER_FILES = {
         def test_the_c_accelerators_come_from_the_wheel():
             import os
 
+            from pocketmq.common.speedups import speedups as common_speedups
             from pocketmq.remoting.speedups import speedups as remoting_speedups
             from pocketmq.storage.speedups import speedups as storage_speedups
 
-            for speedups in (remoting_speedups, storage_speedups):
+            for speedups in (common_speedups, remoting_speedups, storage_speedups):
                 if os.environ.get("POCKETMQ_NO_EXTENSIONS") == "1":
                     assert speedups is None
                 else:
@@ -157,9 +158,10 @@ def test_the_wheel_holds_one_namespace_types_and_license(wheel: Path):
     assert {"pocketmq/py.typed", "pyspark_pocketmq/py.typed"} <= set(names)
     licenses = {name.rsplit("/", 1)[-1] for name in names if ".dist-info/licenses/" in name}
     assert licenses == {"LICENSE", "NOTICE"}
-    # The C accelerator, compiled by the wheel's build (the copy holds no built one), and its type stub.
-    assert [n for n in names if n.startswith("pocketmq/remoting/_speedups.") and n.endswith(".so")], names
-    assert "pocketmq/remoting/_speedups.pyi" in names
+    # The C accelerators, compiled by the wheel's build (the copy holds no built one), and its type stub.
+    for package in ("common", "remoting", "storage"):
+        assert [n for n in names if n.startswith(f"pocketmq/{package}/_speedups.") and n.endswith(".so")], names
+        assert f"pocketmq/{package}/_speedups.pyi" in names
 
 
 @pytest.mark.parametrize("command", [["python", "-m", "pytest"], ["pytest"]], ids=["python -m pytest", "pytest"])

@@ -71,3 +71,38 @@ def store_topic_error(topic: object) -> str | None:
     if reason is not None and isinstance(topic, str) and topic.startswith(("%RETRY%", "%DLQ%")):
         return _retry_or_dlq_reason(topic)
     return reason
+
+
+def _stored_reason(topic_b: bytes) -> str | None:
+    """store_topic_error for the bytes of a record's TOPIC, with nothing remembered."""
+    try:
+        topic = topic_b.decode()
+    except UnicodeDecodeError:
+        return f"the topic name {topic_b[:60]!r}{'...' if len(topic_b) > 60 else ''} is not UTF-8"
+    return store_topic_error(topic)
+
+
+def _valid_stored(topic_b: bytes) -> bool:
+    """True for the bytes of a topic the store keeps; raises for any other (so a cache of it holds those only)."""
+    reason = _stored_reason(topic_b)
+    if reason is not None:
+        raise InvalidTopicError(reason)
+    return True
+
+
+# The TOPIC bytes of records that passed: dispatch's reference twin asks for every record it reads, and a lookup
+# costs a fraction of a decode and the rule. As VALID_TOPICS, a name that fails is never remembered.
+VALID_STORED_TOPICS: BoundedCache[bytes, bool] = BoundedCache(_valid_stored, 100_000)
+
+
+def stored_topic_error(topic_b: bytes) -> str | None:
+    """store_topic_error for a topic as a commit-log record holds it (its UTF-8 bytes): why a store could never
+    have written it (not UTF-8, or a name it refuses at put: too long, or a character such as ``/`` or ``.``
+    that would take a consume-queue path out of the store), or None."""
+    if topic_b in VALID_STORED_TOPICS:
+        return None
+    try:
+        VALID_STORED_TOPICS[topic_b]
+    except InvalidTopicError as e:
+        return str(e)
+    return None

@@ -8,6 +8,7 @@ the two to the same consume-queue entries, index keys and listener calls.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,6 +29,9 @@ from pocketmq.common.record_layout import (
     topic_length_at,
 )
 from pocketmq.common.topic_validator import RMQ_SYS_SCHEDULE_TOPIC as SCHEDULE_TOPIC
+from pocketmq.common.validators import VALID_STORED_TOPICS, stored_topic_error
+
+log = logging.getLogger(__name__)
 
 # What dispatch reads of a record's fixed part; the other fields are skipped as pad bytes. One struct per shape of
 # the hosts (IPv4 or IPv6 born and store hosts move the fields after them).
@@ -40,6 +44,26 @@ _PROPS_LEN = field_struct("PROPERTIESLENGTH")
 
 # (raw properties, store timestamp) -> the tags code of a SCHEDULE_TOPIC_XXXX entry (when it is due)
 DeliveryTimestamp = Callable[[bytes, int], int]
+
+
+class UnusableTopicError(Exception):
+    """Dispatch (either twin) met a record whose topic a put refuses (validators.stored_topic_error): no consume
+    queue can hold it, and its topic must not become a path. Recovery keeps such a record (a store handed over from
+    Apache RocketMQ can hold names a put here refuses, such as 5.x's ``%RETRY%group+topic``; cutting the log there
+    would lose every later message), so dispatch skips it, as RocketMQ's doReput goes past a record that
+    checkMessageAndReturnSize read with a size but could not use. Retrying it would fail every round, and refuse
+    puts for good (WRITE_LOGICS_QUEUE_ERROR)."""
+
+    def __init__(self, offset: int, size: int, store_timestamp: int, reason: str) -> None:
+        super().__init__(f"the record at {offset} ({size} bytes) has a topic a put refuses: {reason}")
+        self.offset = offset
+        self.size = size
+        self.store_timestamp = store_timestamp
+
+    def skip(self) -> int:
+        """Log the record as skipped; the offset dispatch goes on from."""
+        log.error("dispatch skips a record: %s; it stays in the commit log, in no consume queue", self)
+        return self.offset + self.size
 
 
 @dataclass(slots=True, frozen=True)
@@ -64,7 +88,8 @@ class DispatchRequest:
 def check_message_and_return_size(mm, pos: int, file_from: int,
                                   delivery_timestamp: DeliveryTimestamp) -> DispatchRequest | None:
     """The record at ``pos`` of a commit-log file starting at ``file_from``; None for the blank record that ends
-    a file. Recovery leaves only valid records below the write position, so anything else is an error."""
+    a file. Recovery leaves only valid records below the write position, so anything else is an error;
+    UnusableTopicError for a record whose topic a put refuses (the caller skips it)."""
     size, magic = SIZE_MAGIC.unpack_from(mm, pos)
     if magic == BLANK_MAGIC_CODE:
         return None
@@ -78,6 +103,8 @@ def check_message_and_return_size(mm, pos: int, file_from: int,
     topic_b = bytes(mm[topic_at:topic_at + topic_length_at(mm, topic_len_at, magic)])
     props_at = topic_at + len(topic_b) + _PROPS_LEN.size
     props = bytes(mm[props_at:props_at + _PROPS_LEN.unpack_from(mm, props_at - _PROPS_LEN.size)[0]])
+    if topic_b not in VALID_STORED_TOPICS and (reason := stored_topic_error(topic_b)) is not None:
+        raise UnusableTopicError(file_from + pos, size, store_ts, reason)
     topic = topic_b.decode()
     tags = raw_property(props, b"TAGS\x01")
     code = tags_code(tags.decode(errors="replace")) if tags else 0

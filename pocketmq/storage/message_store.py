@@ -22,7 +22,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pocketmq.common.constants import PROPERTY_WAIT_STORE_MSG_OK
 from pocketmq.common.java_text import parse_integer
 from pocketmq.common.message import INT_MAX, INT_MIN, MessageExtBatch, MessageExtBrokerInner, raw_property
-from pocketmq.common.validators import VALID_TOPICS, store_topic_error
+from pocketmq.common.validators import VALID_TOPICS, InvalidTopicError, store_topic_error
 
 from .checkpoint import StoreCheckpoint
 from .clean_service import CleanService, disk_free_bytes, disk_usage_ratio
@@ -253,6 +253,10 @@ class DefaultMessageStore(MessageStoreRecovery, StoreDiskSpace, DispatchHold, Me
 
     # -- consume queues ---------------------------------------------------------------------------
     def _new_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        # The topic becomes a directory under consumequeue: never one a put would refuse (a "../" would leave it).
+        reason = store_topic_error(topic)
+        if reason is not None:
+            raise InvalidTopicError(reason)
         cq = ConsumeQueue(topic, queue_id, self.config.store_path_consume_queue,
                           self.config.mapped_file_size_consume_queue)
         self.consume_queue_table[(topic, queue_id)] = cq

@@ -1,7 +1,9 @@
 """Commit-log recovery (CommitLog.recoverNormally / recoverAbnormally): find where valid data ends.
 
-A record is valid when its magic, size, physical offset and field lengths agree (and, with
-check_crc, its body CRC). The first invalid record ends the log; everything after it is truncated.
+A record is valid when its magic, size, physical offset and field lengths agree, its TOPICLENGTH is one Java reads
+as positive (topic_length_error), and, with check_crc, its body CRC matches. The first invalid record ends the log;
+everything after it is truncated. The topic's name is not checked: dispatch skips a record whose topic no store
+could use (dispatch_request.UnusableTopicError), and the record stays.
 """
 
 from __future__ import annotations
@@ -42,9 +44,26 @@ _PROPS_LEN = field_struct("PROPERTIESLENGTH")
 _MIN_LENGTH = record_length(0, 0, 0, 0)  # 91: IPv4 hosts, nothing in body, topic and properties
 
 
+# The sign bit of a TOPICLENGTH field of 1 or 2 bytes (record_layout.TOPIC_LENGTH_SIZES): RocketMQ reads a version 1
+# TOPICLENGTH with get() and a version 2 one with getShort(), both signed.
+_TOPIC_LENGTH_SIGN = (0, 0x80, 0x8000)
+
+
+def topic_length_error(topic_len: int, topic_len_size: int) -> str | None:
+    """Why a TOPICLENGTH of ``topic_len`` (read unsigned from ``topic_len_size`` bytes) makes the record corrupt, or
+    None: RocketMQ's checkMessageAndReturnSize reads it signed, and a negative length fails the record. That is
+    the only check of the topic recovery makes; a name a put would refuse is dispatch's to skip."""
+    if not topic_len & _TOPIC_LENGTH_SIGN[topic_len_size]:
+        return None
+    java = topic_len - (_TOPIC_LENGTH_SIGN[topic_len_size] << 1)
+    return (f"TOPICLENGTH {topic_len} of a version {topic_len_size} record reads as {java} in Java (a signed "
+            f"{'byte' if topic_len_size == 1 else 'short'}): RocketMQ finds the record corrupt")
+
+
 def check_record(mm, pos: int, file_from: int, limit: int, check_crc: bool) -> tuple[int, int]:
     """(size, store timestamp) of the record at `pos`; size 0 = blank end-of-file record, -1 = invalid. A record
-    of either message version is valid (MESSAGE_MAGIC_CODE, or RocketMQ 5's _V2 with its 2-byte topic length)."""
+    of either message version is valid (MESSAGE_MAGIC_CODE, or RocketMQ 5's _V2 with its 2-byte topic length),
+    but not one whose TOPICLENGTH Java reads as negative (topic_length_error)."""
     if pos + SIZE_MAGIC.size > limit:
         return -1, 0
     size, magic = SIZE_MAGIC.unpack_from(mm, pos)
@@ -64,8 +83,9 @@ def check_record(mm, pos: int, file_from: int, limit: int, check_crc: bool) -> t
     tpos = body_pos + body_len
     if body_len < 0 or tpos + topic_len_size + _PROPS_LEN.size > pos + size:
         return -1, 0
-    ppos = tpos + topic_len_size + topic_length_at(mm, tpos, magic)
-    if ppos + _PROPS_LEN.size > pos + size:
+    topic_len = topic_length_at(mm, tpos, magic)
+    ppos = tpos + topic_len_size + topic_len
+    if ppos + _PROPS_LEN.size > pos + size or topic_len & _TOPIC_LENGTH_SIGN[topic_len_size]:
         return -1, 0
     props_len = _PROPS_LEN.unpack_from(mm, ppos)[0]
     if props_len < 0 or ppos + _PROPS_LEN.size + props_len - pos != size:

@@ -52,6 +52,7 @@ from pocketmq.common.record_layout import (
     field_struct,
     host_widths,
 )
+from pocketmq.common.validators import stored_topic_error
 
 from .commit_log_dispatcher import (
     ArrivingListener,
@@ -60,7 +61,7 @@ from .commit_log_dispatcher import (
     CommitLogDispatcherBuildIndex,
     CommitLogDispatcherNotifyArriving,
 )
-from .dispatch_request import HEAD_FIELDS, HEADS, check_message_and_return_size, decode_other_record
+from .dispatch_request import HEAD_FIELDS, HEADS, UnusableTopicError, check_message_and_return_size, decode_other_record
 from .log_point_tasks import LogPointTasks
 from .service_thread import ServiceThread
 
@@ -85,10 +86,6 @@ _TOPIC_LEN_SIZE = field_struct("TOPICLENGTH").size
 _RUN_BYTES = 256 * 1024  # a run is read with one slice copy; keep it cache-sized
 _RUN_RECORDS = 64  # records decoded by one iter_unpack, and entries written by one put_entries, at most
 _V6 = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
-
-
-def _tags_code_of_bytes(tags: bytes) -> int:
-    return tags_code(tags.decode(errors="replace"))
 
 
 class ReputMessageService(ServiceThread):
@@ -118,7 +115,7 @@ class ReputMessageService(ServiceThread):
         self.caller_round_max_bytes = 64 * 1024
         # Tags repeat, and so do properties when messages carry no unique key: the codes of both are remembered.
         self._tags_codes: BoundedCache[bytes, int] = BoundedCache(
-            _tags_code_of_bytes, 65536, max_key_len=1024)
+            lambda tags: tags_code(tags.decode(errors="replace")), 65536, max_key_len=1024)
         # Short properties without keys -> their tags code: the dispatch loop's first look, which skips the scan.
         self._props_codes: BoundedCache[bytes, int] = BoundedCache(self._tags_code_of, 4096)
         # Short properties with the UNIQ_KEY pair cut out -> (tags code, KEYS).
@@ -318,6 +315,8 @@ class ReputMessageService(ServiceThread):
             except ValueError:  # the file was deleted while we read it: move on to what remains
                 if mf.available:
                     raise
+            except UnusableTopicError as e:  # (both twins stop at such a record, its offset reached: go past it)
+                self._file_done(e.skip(), e.store_timestamp)  # (as if dispatched: the twins agree)
             if self._waiters:
                 with self._progress:
                     self._progress.notify_all()
@@ -419,11 +418,11 @@ class ReputMessageService(ServiceThread):
                             or sys_flag & v6_bits != v6):
                         break  # (the run of one shape ends)
                     if qid != cur_qid or topic_b != cur_topic:
+                        if (found := cq_table.get((topic_b, qid))) is None and (why := stored_topic_error(topic_b)):
+                            raise UnusableTopicError(base + pos, size, store_ts, why)  # (the run so far: finally)
                         if run or arrivals:
                             put_run(cq, first, run, arrivals)
-                        cq = cq_table.get((topic_b, qid))  # type: ignore[assignment]  # None: found below
-                        if cq is None:
-                            cq = find_queue(topic_b.decode(), qid)
+                        cq = found if found is not None else find_queue(topic_b.decode(), qid)
                         touch(cq)  # mapped, most recently used (ConsumeQueueLru)
                         cur_topic = topic_b
                         cur_qid = qid

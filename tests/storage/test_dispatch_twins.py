@@ -69,9 +69,14 @@ def batches(draw: st.DrawFn) -> list[MessageExtBrokerInner]:
 TRAFFIC = st.lists(st.one_of(messages(), batches()), min_size=1, max_size=40)
 
 
-def _dispatched(root: Path, per_record: bool, listener: bool, indexed: bool):
+def _dispatched(root: Path, per_record: bool, listener: bool, indexed: bool, swap: dict[bytes, bytes] | None = None):
+    """What dispatch of the commit log under ``root`` writes; ``swap``: bytes replaced in the log after recovery."""
     store = DefaultMessageStore(small_config(root, message_index_enable=indexed))
     store.load()
+    for old, new in (swap or {}).items():
+        for mf in store.commit_log.mapped_file_queue.files:
+            while (at := mf.mm.find(old)) >= 0:
+                mf.mm[at:at + len(new)] = new
     calls: list[tuple] = []
     if listener:
         store.message_arriving_listener = lambda *args: calls.append((*args[:5], bytes(args[5])))
@@ -147,3 +152,30 @@ def test_an_added_dispatcher_sees_every_record_before_the_listener(tmp_path) -> 
         assert store.get_max_offset_in_queue("TopicA", 2) == 2
     finally:
         store.shutdown()
+
+
+def test_the_twins_skip_the_same_records_whose_topic_a_put_refuses(tmp_path) -> None:
+    """Records whose topic a put would refuse, in the middle of runs of one queue, made from records with a
+    stand-in topic of the same length (the store wrote those): both twins go past them alike, make no path of them
+    (``../``), and dispatch everything around them (tests/storage/test_recovery_topics.py, on real files)."""
+    swap = {b"Placeholder01": b"../../Escaped", b"%RETRY%" + b"p" * 156: b"%RETRY%../../" + b"q" * 150}
+    stand_ins = [old.decode() for old in swap]
+    writer = DefaultMessageStore(small_config(tmp_path / "reference"))
+    writer.load()
+    try:
+        for i in range(6):
+            batch = [MessageExtBrokerInner("TopicA", b"b" * 7, {"TAGS": "TagA", "KEYS": f"k{i}"}, queue_id=1)
+                     for _ in range(3)]
+            assert writer.commit_log.put_messages(batch).status.name == "PUT_OK"
+            one = MessageExtBrokerInner(stand_ins[i % 2] if i % 3 else TOPICS[3], b"b" * 7, {"TAGS": "TagA"},
+                                        queue_id=1)  # (the second stand-in: a version 2 record)
+            assert writer.commit_log.put_message(one).status.name == "PUT_OK"
+    finally:
+        writer.shutdown()
+    shutil.copytree(tmp_path / "reference" / "commitlog", tmp_path / "twin" / "commitlog")
+    reference = _dispatched(tmp_path / "reference", True, True, True, swap)
+    twin = _dispatched(tmp_path / "twin", False, True, True, swap)
+    assert twin == reference
+    assert sorted(os.listdir(tmp_path)) == ["reference", "twin"]
+    assert {key: len(entries) for key, entries in reference[0].items()} == {("TopicA", 1): 18, (TOPICS[3], 1): 2}
+    assert len(reference[3]) == 20  # (the listener hears of no skipped record)

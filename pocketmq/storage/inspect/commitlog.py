@@ -13,7 +13,7 @@ from pocketmq.common.record_layout import SIZE_MAGIC
 from ..recovery import check_record
 from .files import ReadOnlyFiles, file_sizes, numbered_files
 from .options import Options
-from .record import annotate, summary, walk_file
+from .record import annotate, dispatch_note, summary, walk_file
 
 NOT_UTF8 = "topic/properties not UTF-8 (bad bytes shown as U+FFFD)"
 
@@ -110,8 +110,11 @@ def _file_entry(log: CommitLogFiles, name: str) -> dict:
     base = int(name)
     sizes = file_sizes(os.path.join(log.dir, name))
     wrote = sizes["size"] if end["kind"] == "blank" else end["offset"] - base
+    mm = log.map(name)
+    # (Warnings, not errors: a restart keeps these records; dispatch goes past them.)
+    notes = [{"offset": base + pos, "note": note} for pos, _ in records if (note := dispatch_note(mm, pos))]
     return {"name": name, "from_offset": base, **sizes, "wrote": wrote, "record_count": len(records),
-            "records_matched": 0, "end": end, "records": []}
+            "records_matched": 0, "end": end, "records": [], "notes": notes}
 
 
 def commitlog_section(log: CommitLogFiles, opts: Options) -> dict:

@@ -30,11 +30,16 @@ from pocketmq.common.record_layout import (
     LAYOUTS,
     SIZE_MAGIC,
     SYSFLAG_POS,
+    TOPIC_LENGTH_SIZES,
     field_struct,
+    header_struct,
+    host_lengths,
     record_length,
+    topic_length_at,
 )
+from pocketmq.common.validators import stored_topic_error
 
-from ..recovery import check_record
+from ..recovery import check_record, topic_length_error
 from .files import fmt_ms, preview
 
 _SIZE_MAGIC = SIZE_MAGIC
@@ -103,13 +108,34 @@ def diagnose(mm, pos: int, base: int) -> str:
                 "blank record (0xCBD43194)")
     if total < _MIN_LENGTH or pos + total > len(mm):
         return f"TOTALSIZE {total} does not fit between byte {pos} and the end of the file"
-    try:
-        msg = decode(mm, pos, check_crc=True)
+    try:  # (surrogateescape: the topic's bytes come back exactly, UTF-8 or not)
+        msg = decode(mm, pos, text_errors="surrogateescape")
     except (CorruptRecordError, struct.error, UnicodeDecodeError, IndexError) as e:
         return str(e)
     if msg.commit_log_offset != base + pos:
         return f"PHYSICALOFFSET {msg.commit_log_offset} is not the record's position {base + pos}"
+    # In recovery's order: TOPICLENGTH's sign, then the body's CRC.
+    reason = topic_length_error(len(msg.topic.encode(errors="surrogateescape")), TOPIC_LENGTH_SIZES[magic])
+    if reason is not None:
+        return reason
+    if body_crc(msg.body) != msg.body_crc:
+        return f"body CRC mismatch at {pos}"
     return "the field lengths do not add up to TOTALSIZE"
+
+
+def dispatch_note(mm, pos: int) -> str | None:
+    """What dispatch does with the valid record at ``pos`` if it cannot give it a consume queue: a topic a put
+    would refuse, or not UTF-8 (validators.stored_topic_error; an Apache RocketMQ store can hold a POP retry topic
+    of its version 2, ``%RETRY%group+topic``). Recovery keeps such a record; dispatch skips it with an error in
+    the log (dispatch_request.UnusableTopicError). None for any other record."""
+    magic = _SIZE_MAGIC.unpack_from(mm, pos)[1]
+    header = header_struct(*host_lengths(_INT.unpack_from(mm, pos + SYSFLAG_POS)[0]))
+    tpos = pos + header.size + header.unpack_from(mm, pos)[-1]  # (BODYLENGTH is the header's last field)
+    topic_at = tpos + TOPIC_LENGTH_SIZES[magic]
+    reason = stored_topic_error(bytes(mm[topic_at:topic_at + topic_length_at(mm, tpos, magic)]))
+    if reason is None:
+        return None
+    return f"dispatch skips it: {reason} (it stays in the commit log, in no consume queue)"
 
 
 # -- one record as a summary ----------------------------------------------------------------------

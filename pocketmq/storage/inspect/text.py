@@ -76,6 +76,8 @@ def _commitlog(lines: list[str], section: dict) -> None:
         for record in f["records"]:
             _record(lines, record)
         _more(lines, "    ", f["records_matched"] - len(f["records"]), "record", "records")
+        for note in f["notes"]:
+            lines.append(f"    offset {note['offset']}  ! {note['note']}")
         _file_end(lines, f["end"], f["from_offset"] + f["size"])
     if "offset_error" in section:
         lines.append(f"  {section['offset_error']}")

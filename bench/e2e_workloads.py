@@ -153,12 +153,29 @@ async def run_workloads(system: System, n: int, latency_s: float, prefix: str = 
     return out
 
 
+def suspended_push_group(namesrv: str, group: str, topic: str, consumers: int, protocol: str,
+                         listener: Callable[..., Any]) -> list[Any]:
+    """``consumers`` PushConsumers of ``group`` on ``topic`` from its first offset, suspended (started, they join
+    the group's first rebalance together and consume from resume() on)."""
+    from pocketmq.client import PushConsumer
+
+    members = []
+    for i in range(consumers):
+        c = PushConsumer(group, namesrv, instance_name=f"{group}-{i}", consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+                         protocol=protocol)
+        c.subscribe(topic, "*")
+        c.register_message_listener(listener)
+        c.suspend()
+        members.append(c)
+    return members
+
+
 async def push_consume(namesrv: str, topic: str, expected: int, consumers: int, protocol: str = "msgpack"
                        ) -> dict[str, Any]:
     """(e): ``consumers`` PushConsumers of a fresh group (one process, one loop) read ``topic`` from its first
     offset. They start suspended, so the group's first rebalance already sees every member; msgs/s counts
     distinct messages from resume() to the last one's listener call (the rebalance included)."""
-    from pocketmq.client import ConsumeConcurrentlyStatus, PushConsumer
+    from pocketmq.client import ConsumeConcurrentlyStatus
 
     group = f"bench-push-{consumers}-{topic}"
     done = asyncio.Event()
@@ -173,14 +190,7 @@ async def push_consume(namesrv: str, topic: str, expected: int, consumers: int, 
             done.set()
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
-    group_members = []
-    for i in range(consumers):
-        c = PushConsumer(group, namesrv, instance_name=f"{group}-{i}", consume_from_where="CONSUME_FROM_FIRST_OFFSET",
-                         protocol=protocol)
-        c.subscribe(topic, "*")
-        c.register_message_listener(no_op)
-        c.suspend()
-        group_members.append(c)
+    group_members = suspended_push_group(namesrv, group, topic, consumers, protocol, no_op)
     try:
         for c in group_members:
             await c.start()

@@ -34,6 +34,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.e2e_systems import BATCH, BODY_BYTES, PocketMQ, free_port, server  # noqa: E402
+from bench.e2e_workloads import suspended_push_group  # noqa: E402
 
 PROTOCOLS = ("msgpack", "rocketmq")
 TICK = os.sysconf("SC_CLK_TCK")
@@ -66,7 +67,7 @@ async def push_round(namesrv: str, topic: str, expected: int, consumers: int, pr
                      broker_pid: int) -> dict[str, Any]:
     """Every message of ``topic`` through ``consumers`` PushConsumers of a fresh group; CPU from resume() to the
     last listener call."""
-    from pocketmq.client import ConsumeConcurrentlyStatus, PushConsumer
+    from pocketmq.client import ConsumeConcurrentlyStatus
 
     done = asyncio.Event()
     seen: set[tuple[int, int]] = set()
@@ -77,14 +78,7 @@ async def push_round(namesrv: str, topic: str, expected: int, consumers: int, pr
             done.set()
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
-    members = []
-    for i in range(consumers):
-        c = PushConsumer(group, namesrv, instance_name=f"{group}-{i}", consume_from_where="CONSUME_FROM_FIRST_OFFSET",
-                         protocol=protocol)
-        c.subscribe(topic, "*")
-        c.register_message_listener(no_op)
-        c.suspend()
-        members.append(c)
+    members = suspended_push_group(namesrv, group, topic, consumers, protocol, no_op)
     try:
         for c in members:
             await c.start()

@@ -57,16 +57,21 @@ def check_topic(topic: object) -> str:
     return topic  # type: ignore[return-value]
 
 
+# RocketMQ 5's POP retry topic with enableRetryTopicV2, %RETRY%<group>+<topic>: its one "+" is RocketMQ's separator.
+_POP_RETRY_V2_RE = re.compile(r"%RETRY%[%|a-zA-Z0-9_-]+\+[%|a-zA-Z0-9_-]+")
+
+
 def _retry_or_dlq_reason(topic: str) -> str | None:
     if len(topic) > RETRY_OR_DLQ_TOPIC_MAX_LENGTH:
         return f"the retry or dead-letter topic name is longer than {RETRY_OR_DLQ_TOPIC_MAX_LENGTH} characters"
-    return None if _TOPIC_RE.fullmatch(topic) else _reason(topic)
+    return None if _TOPIC_RE.fullmatch(topic) or _POP_RETRY_V2_RE.fullmatch(topic) else _reason(topic)
 
 
 def store_topic_error(topic: object) -> str | None:
     """topic_error for a name the store keeps (a put, a consume-queue directory): RocketMQ 5's TopicValidator lets
     a retry or dead-letter topic (%RETRY%, %DLQ%) have up to 255 characters (RETRY_OR_DLQ_TOPIC_MAX_LENGTH),
-    e.g. a POP retry topic %RETRY%<group>_<topic>; other topics keep 127."""
+    e.g. a POP retry topic %RETRY%<group>_<topic>, or %RETRY%<group>+<topic> with enableRetryTopicV2; other
+    topics keep 127."""
     reason = topic_error(topic)
     if reason is not None and isinstance(topic, str) and topic.startswith(("%RETRY%", "%DLQ%")):
         return _retry_or_dlq_reason(topic)

@@ -93,6 +93,25 @@ async def test_after_a_switch_to_retry_topic_v2_the_v1_retry_topic_is_still_read
     assert got == [(b"before", 1)]
 
 
+async def test_with_retry_topic_v2_a_popped_message_comes_back_from_its_plus_topic(cluster: Cluster) -> None:
+    # enableRetryTopicV2: revived into %RETRY%G+Topic (RocketMQ 5 takes the name at put; the store refused its "+").
+    broker = await cluster.broker(revive_interval=0.02, enable_retry_topic_v2=True)
+    pc = pop_client(cluster, broker)
+    await pc.mq.create_topic("PlusV2", 1)
+    assert (await pc.mq.send("PlusV2", b"again", queue_id=0)).code == ResponseCode.SUCCESS
+    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+    assert (await pc.pop("G", "PlusV2", -1, invisible=300)).bodies == [b"again"]
+    got: list[tuple[bytes, int]] = []
+    deadline = time.monotonic() + 20
+    while not got:
+        assert time.monotonic() < deadline, "never came back"
+        got += [(m.body, m.reconsume_times) for m in
+                (await pc.pop("G", "PlusV2", -1, invisible=60_000, poll=200)).messages]
+    assert got == [(b"again", 1)]
+    assert broker.store.get_max_offset_in_queue("%RETRY%G+PlusV2", 0) == 1
+    assert broker.pop_revive_service.ck_re_puts == 0
+
+
 async def test_a_checkpoint_revived_behind_one_still_held_is_not_revived_again_after_a_restart(
         cluster: Cluster) -> None:
     # The revive offset stays at the oldest checkpoint still held (A, a minute long); B, behind it in the same

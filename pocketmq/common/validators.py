@@ -59,22 +59,28 @@ def check_topic(topic: object) -> str:
 
 # RocketMQ 5's POP retry topic with enableRetryTopicV2, %RETRY%<group>+<topic>: its one "+" is RocketMQ's separator.
 _POP_RETRY_V2_RE = re.compile(r"%RETRY%[%|a-zA-Z0-9_-]+\+[%|a-zA-Z0-9_-]+")
-
-
-def _retry_or_dlq_reason(topic: str) -> str | None:
-    if len(topic) > RETRY_OR_DLQ_TOPIC_MAX_LENGTH:
-        return f"the retry or dead-letter topic name is longer than {RETRY_OR_DLQ_TOPIC_MAX_LENGTH} characters"
-    return None if _TOPIC_RE.fullmatch(topic) or _POP_RETRY_V2_RE.fullmatch(topic) else _reason(topic)
+# The broker names topics after its cluster (the cluster's own, rmq_sys_REVIVE_LOG_<cluster>, <cluster>_REPLY_TOPIC),
+# and RocketMQ takes any cluster name: "prod.eu" is a common one. RocketMQ's store checks a topic's length only
+# (HookUtils.checkBeforePutMessage); this one also keeps the name a safe directory name: a "." is harmless unless
+# the name is nothing but dots ("." and ".." would leave consumequeue/).
+_STORE_TOPIC_RE = re.compile(r"[%|a-zA-Z0-9_.-]+")
 
 
 def store_topic_error(topic: object) -> str | None:
     """topic_error for a name the store keeps (a put, a consume-queue directory): RocketMQ 5's TopicValidator lets
     a retry or dead-letter topic (%RETRY%, %DLQ%) have up to 255 characters (RETRY_OR_DLQ_TOPIC_MAX_LENGTH),
     e.g. a POP retry topic %RETRY%<group>_<topic>, or %RETRY%<group>+<topic> with enableRetryTopicV2; other
-    topics keep 127."""
+    topics keep 127. A "." is taken too (a broker's topics named after a cluster such as "prod.eu"), though a
+    client may not send to such a name (topic_error), as in RocketMQ."""
     reason = topic_error(topic)
-    if reason is not None and isinstance(topic, str) and topic.startswith(("%RETRY%", "%DLQ%")):
-        return _retry_or_dlq_reason(topic)
+    if reason is None or not isinstance(topic, str) or not topic:
+        return reason
+    retry = topic.startswith(("%RETRY%", "%DLQ%"))
+    if len(topic) > (RETRY_OR_DLQ_TOPIC_MAX_LENGTH if retry else TOPIC_MAX_LENGTH):
+        return (f"the retry or dead-letter topic name is longer than {RETRY_OR_DLQ_TOPIC_MAX_LENGTH} characters"
+                if retry else reason)
+    if (_STORE_TOPIC_RE.fullmatch(topic) and topic.strip(".")) or (retry and _POP_RETRY_V2_RE.fullmatch(topic)):
+        return None
     return reason
 
 

@@ -68,6 +68,17 @@ async def test_polling_info_refuses_what_a_pop_would(cluster: Cluster) -> None:
     assert answers[2].decode_header(PollingInfoResponseHeader).polling_num == 0
 
 
+async def pop_until_back(pc: PopClient, group: str, topic: str, guard: float = 20.0) -> list[tuple[bytes, int]]:
+    """Pops (long polling) until something comes: its bodies and reconsume times."""
+    got: list[tuple[bytes, int]] = []
+    deadline = time.monotonic() + guard
+    while not got:
+        assert time.monotonic() < deadline, "never came back"
+        got += [(m.body, m.reconsume_times) for m in
+                (await pc.pop(group, topic, -1, invisible=60_000, poll=200)).messages]
+    return got
+
+
 async def test_after_a_switch_to_retry_topic_v2_the_v1_retry_topic_is_still_read(cluster: Cluster) -> None:
     # retrieveMessageFromPopRetryTopicV1 (RocketMQ's default): what was revived before the switch comes back.
     broker = await cluster.broker(revive_interval=0.02, enable_retry_topic_v2=False)
@@ -84,13 +95,7 @@ async def test_after_a_switch_to_retry_topic_v2_the_v1_retry_topic_is_still_read
     rc2 = RemotingClient()
     cluster.clients.append(rc2)
     pc = PopClient(MQ(rc2, broker.address), broker.broker_config.broker_name)
-    got: list[tuple[bytes, int]] = []
-    for _ in range(20):
-        if got:
-            break
-        got += [(m.body, m.reconsume_times) for m in
-                (await pc.pop("G", "Switched", -1, invisible=60_000, poll=200)).messages]
-    assert got == [(b"before", 1)]
+    assert await pop_until_back(pc, "G", "Switched") == [(b"before", 1)]
 
 
 async def test_with_retry_topic_v2_a_popped_message_comes_back_from_its_plus_topic(cluster: Cluster) -> None:
@@ -101,15 +106,23 @@ async def test_with_retry_topic_v2_a_popped_message_comes_back_from_its_plus_top
     assert (await pc.mq.send("PlusV2", b"again", queue_id=0)).code == ResponseCode.SUCCESS
     assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
     assert (await pc.pop("G", "PlusV2", -1, invisible=300)).bodies == [b"again"]
-    got: list[tuple[bytes, int]] = []
-    deadline = time.monotonic() + 20
-    while not got:
-        assert time.monotonic() < deadline, "never came back"
-        got += [(m.body, m.reconsume_times) for m in
-                (await pc.pop("G", "PlusV2", -1, invisible=60_000, poll=200)).messages]
-    assert got == [(b"again", 1)]
+    assert await pop_until_back(pc, "G", "PlusV2") == [(b"again", 1)]
     assert broker.store.get_max_offset_in_queue("%RETRY%G+PlusV2", 0) == 1
     assert broker.pop_revive_service.ck_re_puts == 0
+
+
+async def test_a_cluster_named_with_a_dot_revives_what_was_popped(cluster: Cluster) -> None:
+    # RocketMQ takes any cluster name; "prod.eu" makes the revive topic rmq_sys_REVIVE_LOG_prod.eu, which the store
+    # refused: every checkpoint was tried again for ever and no popped message came back.
+    broker = await cluster.broker(revive_interval=0.02, broker_cluster_name="prod.eu")
+    pc = pop_client(cluster, broker)
+    await pc.mq.create_topic("Dotted", 1)
+    assert (await pc.mq.send("Dotted", b"again", queue_id=0)).code == ResponseCode.SUCCESS
+    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+    popped = await pc.pop("G", "Dotted", -1, invisible=300)
+    assert popped.bodies == [b"again"]
+    assert await pop_until_back(pc, "G", "Dotted") == [(b"again", 1)]
+    assert broker.store.get_max_offset_in_queue("rmq_sys_REVIVE_LOG_prod.eu", popped.header.revive_qid) >= 1
 
 
 async def test_a_checkpoint_revived_behind_one_still_held_is_not_revived_again_after_a_restart(

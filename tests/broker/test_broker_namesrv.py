@@ -12,10 +12,14 @@ from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.header import DeleteTopicFromNamesrvRequestHeader, DeleteTopicRequestHeader
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def hold_port(port: int = 0) -> socket.socket:
+    """A loopback port kept bound, not listening (a connection to it is refused as to a name server that is down),
+    so that no other socket on the machine (the other test worker's clients) takes it before the test starts its
+    name server there; close it just before."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", port))
+    return s
 
 
 @pytest.mark.both_loops
@@ -68,11 +72,13 @@ async def test_two_name_servers_both_get_the_route(cluster) -> None:
 
 
 async def test_unreachable_name_server_is_retried_each_period(cluster, poll) -> None:
-    port = free_port()
+    held = hold_port()
+    port = held.getsockname()[1]
     late_addr = f"127.0.0.1:{port}"
     broker = await cluster.broker(namesrv_addr=late_addr, register_name_server_period=0.05)
     # Start-up does not fail: the registration result records the error.
     assert [r.ok for r in broker.last_register_results] == [False]
+    held.close()
     ns = NamesrvController(NamesrvConfig(listen_port=port))
     await ns.start()
     cluster.namesrvs.append(ns)
@@ -123,15 +129,17 @@ async def test_topic_changes_reach_the_name_server_as_deltas(cluster, poll) -> N
 
 
 async def test_a_restarted_name_server_gets_the_whole_table(cluster, poll) -> None:
-    port = free_port()
-    ns = NamesrvController(NamesrvConfig(listen_port=port))
+    ns = NamesrvController(NamesrvConfig(listen_port=0))
     await ns.start()
+    port = int(ns.address.rsplit(":", 1)[1])
     broker = await cluster.broker(namesrv_addr=ns.address)
     mq = cluster.mq(broker)
     await mq.create_topic("TopicBefore")
     await ns.shutdown()
+    held = hold_port(port)
     await mq.create_topic("TopicWhileDown")  # this registration fails: the broker forgets the version acked
     assert [r.ok for r in broker.last_register_results] == [False]
+    held.close()
     ns = NamesrvController(NamesrvConfig(listen_port=port))
     await ns.start()
     cluster.namesrvs.append(ns)

@@ -329,8 +329,9 @@ async def _broker(args) -> int:
     broker = BrokerController(config, config_file=args.config)
     await broker.start()
     freeze_start_up_objects()
-    print(f"pocketmq broker {config.broker_name} listening on {broker.address}, store {config.store_root}",
-          flush=True)
+    bound = broker.remoting_server.address  # (bindAddress; brokerIP1 is what the name server tells clients)
+    told = "" if bound == broker.address else f" (clients are told {broker.address})"
+    print(f"pocketmq broker {config.broker_name} listening on {bound}{told}, store {config.store_root}", flush=True)
     try:
         await stop.wait()
     finally:

@@ -81,8 +81,11 @@ class RemotingServer(Endpoint):
             if idle and idle_for >= idle:
                 # (A channel closed gracefully is still here while its peer does not take the unwritten output:
                 # it goes the same way, or the peer would hold its socket, buffer and waiting tasks for ever.)
-                log.warning("%s %r: idle for %.3gs (serverChannelMaxIdleTimeSeconds %gs)",
-                            "dropping the output of" if ch.closed else "closing", ch, idle_for, idle)
+                # (An idle peer is routine, e.g. an admin tool or the console between its requests: INFO. One
+                # that stopped taking what was written is not.)
+                log.log(logging.WARNING if ch.closed else logging.INFO,
+                        "%s %r: idle for %.3gs (serverChannelMaxIdleTimeSeconds %gs)",
+                        "dropping the output of" if ch.closed else "closing", ch, idle_for, idle)
                 ch.abort()
                 continue
             if ch.closed:

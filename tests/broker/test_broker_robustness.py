@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import signal
 import struct
 import sys
@@ -80,6 +81,7 @@ async def test_cli_boots_and_shuts_down_cleanly_on_ctrl_c(tmp_path) -> None:
     conf.write_text(
         f"storePathRootDir={store}\nlistenPort=0\nmappedFileSizeCommitLog=1048576\n"
         "mappedFileSizeConsumeQueue=20000\nmaxHashSlotNum=64\nmaxIndexNum=256\n"
+        "bindAddress=127.0.0.1\nbrokerIP1=192.0.2.2\n"  # (told to clients: not where it listens)
     )
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "pocketmq", "broker", "-c", str(conf),
@@ -87,7 +89,7 @@ async def test_cli_boots_and_shuts_down_cleanly_on_ctrl_c(tmp_path) -> None:
     )  # fmt: skip
     try:
         line = await asyncio.wait_for(proc.stdout.readline(), 20.0)
-        assert b"listening on" in line, line
+        assert re.search(rb"listening on 127\.0\.0\.1:\d+ \(clients are told 192\.0\.2\.2:\d+\)", line), line
         assert (store / "abort").exists()
         proc.send_signal(signal.SIGINT)
         out, err = await asyncio.wait_for(proc.communicate(), 20.0)

@@ -89,12 +89,22 @@ def options_from(args: argparse.Namespace) -> Options:
                    delay_levels=args.delay_levels)
 
 
+def store_folder(folder: str) -> str:
+    """The store in ``folder``: ``pocketmq dev --store F`` keeps it in F/store, so given F, that one."""
+    inner = os.path.join(folder, "store")
+    if not os.path.isdir(os.path.join(folder, "commitlog")) and os.path.isdir(os.path.join(inner, "commitlog")):
+        print(f"inspect: reading {inner}, the store of `pocketmq dev --store {folder}`", file=sys.stderr)
+        return inner
+    return folder
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     root = args.store_dir
     if not os.path.isdir(root):
         print(f"inspect: {root} is not a directory", file=sys.stderr)
         return 2
+    root = store_folder(root)
     if args.limit is not None and args.limit < 0:
         print("inspect: --limit must not be negative", file=sys.stderr)
         return 2

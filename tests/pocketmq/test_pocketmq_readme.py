@@ -3,7 +3,6 @@ one runs in tests/spark/test_spark_session.py, beside the one Spark session of t
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import pathlib
 import re
@@ -71,22 +70,18 @@ def test_readme_transaction_example_commits(pocketmq_cluster, tmp_path):
     assert out.strip() == "SendStatus.SEND_OK LocalTransactionState.COMMIT_MESSAGE"
 
 
-def test_readme_trace_fragment_sends_a_traced_message(pocketmq_cluster):
-    """The fragment is the body of an async function: run as one (top-level await), then its trace looked up as its
-    last line says (queryMsgTraceById's lookup)."""
+def test_readme_trace_example_sends_a_traced_message(pocketmq_cluster, tmp_path):
+    """The example prints its message's id; its trace is then looked up as its comment says (queryMsgTraceById's
+    lookup)."""
     from pocketmq.admin_cli.trace import query_trace_views
-    from pocketmq.client import Message, Producer
     from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 
-    code = compile(block("traced-producers").replace(NAMESRV, pocketmq_cluster.namesrv_addr), "README trace",
-                   "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-    namespace = {"Producer": Producer, "Message": Message}
+    msg_id = run_script(block("traced-producers"), tmp_path, "trace.py", pocketmq_cluster).strip()
 
     async def run():
-        await eval(code, namespace)
         async with MQAdminExt(pocketmq_cluster.namesrv_addr) as admin:
             for _ in range(500):  # the trace record is sent in the background, then dispatched
-                views = await query_trace_views(admin, namespace["result"].msg_id)
+                views = await query_trace_views(admin, msg_id)
                 if views:
                     return views
                 await asyncio.sleep(0.02)

@@ -31,13 +31,13 @@ RETRY_TOPIC_V2_ON = b"enableRetryTopicV2=true\n"
 
 
 @asynccontextmanager
-async def server(request: pytest.FixtureRequest, tmp_path: Any, **pocket: Any) -> AsyncIterator[Server]:
-    """The shared Apache RocketMQ 5.5.0, or a pocketmq broker of its own with the broker settings ``pocket``."""
+async def server(request: pytest.FixtureRequest, tmp_path: Any) -> AsyncIterator[Server]:
+    """The shared Apache RocketMQ 5.5.0, or a pocketmq broker of its own."""
     if request.param == "apache5":
         apache = request.getfixturevalue("apache_rocketmq5")
         yield Server("apache", apache.namesrv_addr, apache.broker_addr)
         return
-    async with EmbeddedCluster(tmp_path, revive_interval=0.1, **pocket) as cluster:
+    async with EmbeddedCluster(tmp_path, revive_interval=0.1) as cluster:
         yield Server("pocketmq", cluster.namesrv_addr, cluster.broker_addr)
 
 
@@ -49,12 +49,9 @@ async def namesrv(request: pytest.FixtureRequest, tmp_path: Any) -> AsyncIterato
 
 @pytest.fixture(params=["pocketmq", "apache5"])
 async def retry_topic_v2(request: pytest.FixtureRequest, tmp_path: Any) -> AsyncIterator[Server]:
-    """A broker with enableRetryTopicV2 on. Apache's shared one gets it by UPDATE_BROKER_CONFIG (5.5.0 applies it at
-    once: its pop and revive read the field at each use) and its old value back after, whatever happens."""
-    async with server(request, tmp_path, enable_retry_topic_v2=True) as s:
-        if s.name == "pocketmq":
-            yield s
-            return
+    """A broker with enableRetryTopicV2 turned on by UPDATE_BROKER_CONFIG, which both apply at once (their pop and
+    revive read the field at each use), and its old value back after, whatever happens: Apache's is shared."""
+    async with server(request, tmp_path) as s:
         config = (await call_async(s.broker_addr, R.GET_BROKER_CONFIG)).raw_body or b""
         [old] = [line for line in config.decode().splitlines() if line.startswith("enableRetryTopicV2=")]
         assert (await call_async(s.broker_addr, R.UPDATE_BROKER_CONFIG, RETRY_TOPIC_V2_ON)).code == 0

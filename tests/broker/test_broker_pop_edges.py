@@ -125,6 +125,26 @@ async def test_a_cluster_named_with_a_dot_revives_what_was_popped(cluster: Clust
     assert broker.store.get_max_offset_in_queue("rmq_sys_REVIVE_LOG_prod.eu", popped.header.revive_qid) >= 1
 
 
+async def test_a_pop_parked_after_a_live_switch_to_retry_topic_v2_is_woken_by_a_revive_into_its_plus_topic(
+        cluster: Cluster) -> None:
+    # UPDATE_BROKER_CONFIG turns enableRetryTopicV2 on at run time (Apache 5.5.0 too, whose long polling wakes a
+    # group's pops on an arrival in either of its pop retry topics). The long polling kept the setting it started
+    # with: a revive into %RETRY%G+Live woke nothing, and the parked pop waited out its whole poll.
+    broker = await cluster.broker(revive_interval=0.02)
+    pc = pop_client(cluster, broker)
+    switch = b"enableRetryTopicV2=true\nretrieveMessageFromPopRetryTopicV1=false\n"  # (each pop reads the V2 one)
+    assert (await pc.mq.invoke(RequestCode.UPDATE_BROKER_CONFIG, body=switch)).code == ResponseCode.SUCCESS
+    await pc.mq.create_topic("Live", 1)
+    assert (await pc.mq.send("Live", b"again", queue_id=0)).code == ResponseCode.SUCCESS
+    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+    assert (await pc.pop("G", "Live", -1, invisible=300)).bodies == [b"again"]
+    parked = asyncio.ensure_future(pc.pop("G", "Live", -1, invisible=60_000, poll=60_000))
+    done, _ = await asyncio.wait([parked], timeout=20)  # (a bound, not a measure: the revive is due in 0.3 s)
+    assert done, "the parked pop was not woken"
+    assert [(m.body, m.reconsume_times) for m in parked.result().messages] == [(b"again", 1)]
+    assert broker.store.get_max_offset_in_queue("%RETRY%G+Live", 0) == 1
+
+
 async def test_a_checkpoint_revived_behind_one_still_held_is_not_revived_again_after_a_restart(
         cluster: Cluster) -> None:
     # The revive offset stays at the oldest checkpoint still held (A, a minute long); B, behind it in the same

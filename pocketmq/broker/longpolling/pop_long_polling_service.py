@@ -3,7 +3,9 @@ their poll time is up (RocketMQ's PopLongPollingService).
 
 Requests are parked per topic, then per (group, queue id); queue id -1 waits for any queue of the topic. An
 arrival on a queue wakes, per group, the first request waiting for that queue and the first waiting for any
-queue; one on a group's pop retry topic wakes that group's requests of the original topic. A woken request runs
+queue; one on a group's pop retry topic, either of them (``%RETRY%group_topic`` or enableRetryTopicV2's
+``%RETRY%group+topic``, whichever the broker is set to now: the setting changes at run time), wakes that group's
+requests of the original topic, as RocketMQ 5's does whatever the setting. A woken request runs
 again and parks again, with what is left of its poll time, when another consumer took the message first; a pop
 that finds more than it can carry wakes the next one itself (``notify_message_arriving``), as RocketMQ's does.
 
@@ -40,14 +42,13 @@ class PollingResult(enum.Enum):
 
 class PopLongPollingService:
     def __init__(self, wakeup: Wakeup, tasks: TaskTracker, polling_size: int = 1024,
-                 retry_v2: bool = False, on_park: Callable[[], None] | None = None,
+                 on_park: Callable[[], None] | None = None,
                  max_polling_size: int = 100_000) -> None:
         self._wakeup = wakeup
         self._tasks = tasks
         self.polling_size = polling_size
         self.max_polling_size = max_polling_size
         self.parked = 0
-        self._retry_v2 = retry_v2
         self._on_park = on_park
         # topic -> (group, queue id) -> parked requests. Membership is read from the dispatcher thread.
         self.table: dict[str, dict[GroupKey, list[PopRequest]]] = {}
@@ -93,7 +94,8 @@ class PopLongPollingService:
         r = PopRequest(request, channel, topic, group, queue_id, deadline)
         requests.append(r)
         self.parked += 1
-        self._retry_topics[build_pop_retry_topic(topic, group, self._retry_v2)] = (topic, group)
+        for v2 in (False, True):
+            self._retry_topics[build_pop_retry_topic(topic, group, v2)] = (topic, group)
         r.timer = loop.call_at(min(deadline, wake_at) if wake_at is not None else deadline, self._on_timer, r)
         if self._on_park is not None:
             self._on_park()
@@ -163,7 +165,8 @@ class PopLongPollingService:
         if not requests:
             del groups[(r.group, r.queue_id)]
             if not any(k[0] == r.group for k in groups):
-                self._retry_topics.pop(build_pop_retry_topic(r.topic, r.group, self._retry_v2), None)
+                for v2 in (False, True):
+                    self._retry_topics.pop(build_pop_retry_topic(r.topic, r.group, v2), None)
             if not groups:
                 del self.table[r.topic]
         return True

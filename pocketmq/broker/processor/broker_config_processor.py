@@ -37,14 +37,15 @@ if TYPE_CHECKING:
 
 # UPDATE_BROKER_CONFIG changes only the keys whose value the broker reads at each use (as RocketMQ reads them: the
 # clean service's retention keys at each round, the transaction check's keys at each check, maxMessageSize at each
-# put). The others (ports, paths, store sizes, thread counts) take effect at the next start: change them in the
-# properties file.
+# put, enableRetryTopicV2 and retrieveMessageFromPopRetryTopicV1 at each pop and revive). The others (ports, paths,
+# store sizes, thread counts) take effect at the next start: change them in the properties file.
 RUNTIME_KEYS = frozenset({
     "autoCreateTopicEnable", "autoCreateSubscriptionGroup", "defaultTopicQueueNums", "brokerPermission",
     "longPollingEnable", "shortPollingTimeMills", "enablePropertyFilter", "traceTopicEnable",
     "channelExpiredTimeout", "maxMessageSize", "fileReservedTime", "deleteWhen", "diskMaxUsedSpaceRatio",
     "diskSpaceWarningLevelRatio", "diskSpaceCleanForciblyRatio", "maxTransferCountOnMessageInMemory",
     "maxTransferBytesOnMessageInMemory", "transactionTimeOut", "transactionCheckMax", "transactionCheckInterval",
+    "enableRetryTopicV2", "retrieveMessageFromPopRetryTopicV1",
 })
 _BY_KEY = {f.metadata["key"]: f for f in dataclasses.fields(BrokerConfig)}
 

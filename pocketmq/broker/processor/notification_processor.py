@@ -34,8 +34,7 @@ class NotificationProcessor(BrokerProcessor):
         self.handlers[RequestCode.POLLING_INFO] = self.polling_info
         bc = controller.broker_config
         self.long_polling = PopLongPollingService(self.execute_request_when_wakeup, controller.tasks,
-                                                  bc.pop_polling_size, bc.enable_retry_topic_v2,
-                                                  max_polling_size=bc.max_pop_polling_size)
+                                                  bc.pop_polling_size, max_polling_size=bc.max_pop_polling_size)
 
     async def notification(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
         return self._process(channel, request, None)

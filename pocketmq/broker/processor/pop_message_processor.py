@@ -91,7 +91,7 @@ class PopMessageProcessor(BrokerProcessor):
         self.revive_log = ReviveLog(controller)
         self.buffer_merge = PopBufferMergeService(controller, self.revive_log)
         self.long_polling = PopLongPollingService(
-            self.execute_request_when_wakeup, controller.tasks, bc.pop_polling_size, bc.enable_retry_topic_v2,
+            self.execute_request_when_wakeup, controller.tasks, bc.pop_polling_size,
             on_park=controller.store.reput_service.hurry, max_polling_size=bc.max_pop_polling_size,
         )
         self._random = random.Random()

@@ -104,7 +104,7 @@ async def test_a_retry_topic_too_long_is_re_put_at_the_last_interval_for_as_long
     # A 255-character group popping a 127-character topic: a retry topic of 390 characters, MESSAGE_ILLEGAL.
     # skipWhenCKRePutReachMaxTimes is false (RocketMQ's default): past the intervals, the last one over again.
     caplog.set_level(logging.WARNING, logger=LOGGER)
-    broker = await cluster.broker(**RE_PUT)
+    broker = await cluster.broker(**dict(RE_PUT, pop_ck_rewrite_intervals="100ms 400ms"))
     group, topic = "G" * 255, "T" * 127
     await popped(cluster, broker, group, topic)
     revive = broker.pop_revive_service
@@ -112,11 +112,13 @@ async def test_a_retry_topic_too_long_is_re_put_at_the_last_interval_for_as_long
 
     cks = written_cks(broker)
     assert [(ck.re_put_times, ck.invisible_time) for ck in cks] == [
-        (None, 200), ("1", 300), ("2", 500), ("3", 700), ("4", 900)]
+        (None, 200), ("1", 300), ("2", 700), ("3", 1100), ("4", 1500)]
     assert {(ck.start_offset, ck.num, ck.topic, ck.cid) for ck in cks} == {(0, 1, topic, group)}
-    # The four revived are behind the committed revive offset, the fifth waits in the timer wheel.
+    # The four revived are behind the committed revive offset; the fifth waits in the timer wheel, or, on a loaded
+    # machine, is in the log already (a checkpoint is delivered an ack interval before it is due), not yet read.
     assert revive.ck_re_puts == 4 and revive.held_count == 0
-    assert len(log_records(broker)) == 4 and committed(broker) == 3
+    in_log = [PopCheckPoint.decode(r.body).re_put_times for r in log_records(broker)]
+    assert in_log in ([None, "1", "2", "3"], [None, "1", "2", "3", "4"]) and committed(broker) == 3
     assert not any("drop it" in r.getMessage() for r in caplog.records)
     assert sum("put failed (PutMessageStatus.MESSAGE_ILLEGAL)" in r.getMessage() for r in caplog.records) == 4
     nothing_put_back(broker, group, topic)

@@ -4,7 +4,6 @@ the admin actions, refused unless the console was started with admin rights."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -26,7 +25,7 @@ from pocketmq.remoting.body import TopicConfig
 from pocketmq.remoting.codes import ResponseCode
 
 from . import storage_view
-from .inputs import ApiError, json_body, number, query_arg, text
+from .inputs import ApiError, finite, json_body, json_or_none, number, query_arg, text
 from .rebalances import RebalanceLog, parse_history
 from .storage_reads import StorageBusy, StorageReads
 
@@ -335,10 +334,7 @@ class ConsoleApi:
         out["properties"] = dict(msg.properties)
         out["body_hex"] = msg.body.hex()
         out["body_text"] = msg.body.decode("utf-8", "replace")
-        try:
-            out["body_json"] = json.loads(msg.body)
-        except (ValueError, UnicodeDecodeError):
-            out["body_json"] = None
+        out["body_json"] = json_or_none(msg.body)
         out["history"] = await self._retry_history(msg)
         return out
 
@@ -413,10 +409,10 @@ def _summary(m: MessageExt) -> dict[str, Any]:
 
 def _parse_mq_key(key: str) -> tuple[str, str, int] | None:
     """A ConsumerRunningInfo mqTable key (the queue as fastjson writes it) as (topic, broker, queue id)."""
+    d = json_or_none(key)
     try:
-        d = json.loads(key)
         return str(d["topic"]), str(d["brokerName"]), int(d["queueId"])
-    except (ValueError, KeyError, TypeError):
+    except (KeyError, TypeError, ValueError):  # (not an object, a field missing, a queue id that is no number)
         return None
 
 
@@ -426,7 +422,7 @@ def _is_system_group(group: str) -> bool:
 
 def _first(tps: str) -> float:
     try:
-        return float(tps.split()[0])
+        return finite(float(tps.split()[0]))
     except (IndexError, ValueError):
         return 0.0
 
@@ -440,7 +436,7 @@ def _int(v: str | None) -> int:
 
 def _float(v: str | None) -> float | None:
     try:
-        return float(v) if v is not None else None
+        return finite(float(v)) if v is not None else None
     except ValueError:
         return None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from typing import Any
 
@@ -35,10 +36,12 @@ async def json_body(request: web.Request) -> dict[str, Any]:
     # but not JSON, so an admin console on loopback cannot be driven by another site the user visits.
     if request.content_type != "application/json":
         raise ApiError(415, "send the request body as application/json")
+    # The bytes, not request.text(): JSON is UTF-8 (RFC 8259 defines no charset parameter), and a charset Python
+    # does not know (application/json;charset=x) made text() raise LookupError, a 500.
     try:
-        data = await request.json(loads=_loads)
+        data = _loads(await request.read())
     except (ValueError, RecursionError):  # (JSONDecodeError and UnicodeDecodeError are ValueErrors)
-        raise ApiError(400, "the request body is not JSON (or nests deeper than the parser goes)")
+        raise ApiError(400, "the request body is not JSON in UTF-8 (or nests deeper than the parser goes)")
     if not isinstance(data, dict):
         raise ApiError(400, "the request body must be a JSON object")
     return data
@@ -75,6 +78,27 @@ def _int_literal(digits: str) -> int:
 
 
 _loads = functools.partial(json.loads, parse_int=_int_literal)
+
+
+def json_or_none(data: bytes | str) -> Any:
+    """A peer's text (a message body, a client's report) as JSON, None when it is not JSON the browser can read:
+    JSON has no NaN or Infinity, which Python reads (NaN, Infinity, and 1e999 as inf) and would write back bare,
+    failing the page's r.json(); and nesting past the parser's depth raises RecursionError."""
+    try:
+        return json.loads(data, parse_constant=_refuse_constant, parse_float=lambda s: finite(float(s)))
+    except (ValueError, RecursionError):  # (JSONDecodeError and UnicodeDecodeError are ValueErrors)
+        return None
+
+
+def finite(value: float) -> float:
+    """``value``, or ValueError for NaN and the infinities, which JSON cannot carry."""
+    if not math.isfinite(value):
+        raise ValueError(f"{value} is not a JSON number")
+    return value
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _shown(value: Any) -> str:

@@ -26,7 +26,7 @@ def parse_history(client_id: str, properties: dict[str, str]) -> list[dict[str, 
         return []
     try:
         raw = json.loads(text)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):  # (RecursionError: nested past the parser's depth)
         return []
     if not isinstance(raw, list):
         return []

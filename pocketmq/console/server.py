@@ -222,4 +222,6 @@ async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResp
 
 
 def _dumps(obj: Any) -> str:
-    return json.dumps(obj, default=str)
+    # allow_nan=False: a NaN or infinity a handler let through fails here (a JSON error the page shows) rather
+    # than going out as a bare NaN, which no browser's JSON parser reads.
+    return json.dumps(obj, default=str, allow_nan=False)

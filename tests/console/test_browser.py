@@ -192,6 +192,26 @@ async def test_the_storage_page_shows_a_record_field_by_field_and_the_entries_po
     assert "index/" in await page.locator("#files").text_content()  # the index files' headers
 
 
+async def test_a_body_json_cannot_carry_opens_as_text_and_a_failed_detail_says_so(cluster, console, page):
+    async with Producer("BrowserPG", cluster.namesrv_addr) as p:
+        await p.send(Message("NanT", b'{"price": NaN}'))
+    assert await cluster.wait_dispatched() and await cluster.wait_routed("NanT")
+    await open_page(page, console, "messages")
+    await page.fill("#search input[name=topic]", "NanT")
+    await page.click("#search button")
+    row = page.locator("#results tr.clickable").first
+    await row.click()
+    await page.wait_for_selector("#body")
+    assert await page.locator("#body").text_content() == '{"price": NaN}'
+    assert await page.locator("#body-as option[value=json]").is_disabled()  # Python's JSON, not the browser's
+
+    # A detail whose answer is no JSON (a proxy's error page): the click shows why instead of doing nothing.
+    await page.route("**/api/message?*", lambda r: r.fulfill(status=502, body="<html>Bad Gateway</html>"))
+    await row.click()
+    await page.locator("#error").wait_for()
+    assert "HTTP 502" in await page.locator("#error").text_content()
+
+
 async def test_an_admin_action_works_and_a_read_only_console_refuses_it(cluster, console, page):
     await open_page(page, console, "topics")
     await page.fill("#create-topic input[name=topic]", "MadeInTheBrowser")

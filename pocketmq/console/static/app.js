@@ -16,7 +16,7 @@ let info = {admin: false, storage: []};
 async function api(path, body) {
   const opts = body === undefined ? {} : {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)};
   const r = await fetch(path, opts);
-  const data = await r.json();
+  const data = await r.json().catch(() => { throw new Error(`${path}: the answer (HTTP ${r.status}) is not JSON`); });
   if (!r.ok) throw new Error(data.error || r.statusText);
   return data;
 }
@@ -30,7 +30,8 @@ function showError(e) {
 function table(el, headers, rows, onClick) {
   el.innerHTML = "<tr>" + headers.map((h) => `<th>${esc(h)}</th>`).join("") + "</tr>" +
     rows.map((r, i) => `<tr data-i="${i}" class="${onClick ? "clickable" : ""}">` + r.map((c) => `<td>${c}</td>`).join("") + "</tr>").join("");
-  if (onClick) el.querySelectorAll("tr[data-i]").forEach((tr) => tr.addEventListener("click", () => onClick(+tr.dataset.i)));
+  // onClick loads a detail: its failure (an answer that is no JSON, a 500) shows in #error, never silently
+  if (onClick) el.querySelectorAll("tr[data-i]").forEach((tr) => tr.addEventListener("click", () => Promise.resolve(onClick(+tr.dataset.i)).catch(showError)));
 }
 
 // --- cluster ---
@@ -71,7 +72,7 @@ async function showTopic(topic) {
   const del = $("#delete-topic");
   if (del) del.addEventListener("click", async () => {
     if (!confirm(`Delete ${topic} from every broker and name server?`)) return;
-    try { await api("/api/topic/delete", {topic}); el.innerHTML = `<p>Deleted ${esc(topic)}.</p>`; showTopics(); } catch (e) { showError(e); }
+    try { await api("/api/topic/delete", {topic}); el.innerHTML = `<p>Deleted ${esc(topic)}.</p>`; await showTopics(); } catch (e) { showError(e); }
   });
 }
 
@@ -112,7 +113,7 @@ async function showGroup(group) {
     try {
       const r = await api("/api/group/reset", {group, topic: f.get("topic"), timestamp: ts});
       $("#reset-result").textContent = `Reset ${r.offsets.length} queues` + (r.online ? " (taken by the running consumers)." : " (stored offsets set: no consumer online).");
-      showGroup(group);
+      await showGroup(group);
     } catch (e) { showError(e); }
   });
 }
@@ -194,8 +195,8 @@ async function showStorage() {
     d.index_files.map((f) => f.error ? `<p>index/${esc(f.name)}: ${esc(f.error)}</p>` : `<p class="fieldname">index/${esc(f.name)} — ${fmtBytes(f.size)}: ${f.header.index_count} entries (entry 0 is never used),
         ${f.header.hash_slot_count} slots in use; commit-log offsets ${f.header.begin_phy_offset} to ${f.header.end_phy_offset}; ${esc(f.header.begin_time)} to ${esc(f.header.end_time)}</p>`).join("") +
     timerHtml(d.timer);
-  el.querySelectorAll(".rec").forEach((r) => r.addEventListener("click", () => showRecord(+r.dataset.offset)));
-  if (pending != null) { const o = pending; pending = null; showRecord(o); }
+  el.querySelectorAll(".rec").forEach((r) => r.addEventListener("click", () => showRecord(+r.dataset.offset).catch(showError)));
+  if (pending != null) { const o = pending; pending = null; showRecord(o).catch(showError); }
   return d;
 }
 
@@ -289,13 +290,13 @@ async function start() {
   $("#mode").textContent = `name server ${info.namesrv} · ${info.admin ? "admin" : "read-only"}`;
   document.querySelectorAll(".admin-only").forEach((e) => { e.hidden = !info.admin; });
   $("#nav-storage").hidden = !info.storage.length;
-  $("#show-system").addEventListener("change", showTopics);
+  $("#show-system").addEventListener("change", () => showTopics().catch(showError));
   $("#search").addEventListener("submit", (ev) => search(ev).catch(showError));
   $("#send").addEventListener("submit", (ev) => sendAndWatch(ev).catch(showError));
   $("#create-topic").addEventListener("submit", async (ev) => {
     ev.preventDefault();
     const f = new FormData(ev.target);
-    try { await api("/api/topic", {topic: f.get("topic"), queues: +f.get("queues")}); showTopics(); } catch (e) { showError(e); }
+    try { await api("/api/topic", {topic: f.get("topic"), queues: +f.get("queues")}); await showTopics(); } catch (e) { showError(e); }
   });
   window.addEventListener("hashchange", route);
   await route();

@@ -7,6 +7,7 @@ import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 from aiohttp import web
@@ -25,6 +26,7 @@ from pocketmq.remoting.body import TopicConfig
 from pocketmq.remoting.codes import ResponseCode
 
 from . import storage_view
+from .fanout import BrokerCalls
 from .inputs import ApiError, finite, json_body, json_or_none, number, query_arg, text
 from .rebalances import RebalanceLog, parse_history
 from .storage_reads import StorageBusy, StorageReads
@@ -103,33 +105,31 @@ class ConsoleApi:
 
     async def cluster(self, request: web.Request) -> dict[str, Any]:
         info = await self.admin.examine_broker_cluster_info()
+        addrs = [(cluster, name, broker_id, addr)
+                 for cluster, names in sorted(info.cluster_addr_table.items()) for name in sorted(names)
+                 if (bd := info.broker_addr_table.get(name)) is not None
+                 for broker_id, addr in sorted(bd.broker_addrs.items())]
+        calls = BrokerCalls()  # concurrently: a broker that never answers costs the page one timeout, not one each
+        runtimes = await asyncio.gather(*(calls.ask(addr, partial(self.admin.fetch_broker_runtime_stats, addr))
+                                          for *_, addr in addrs))
         rows = []
         now = time.time() * 1000
-        for cluster, names in sorted(info.cluster_addr_table.items()):
-            for name in sorted(names):
-                bd = info.broker_addr_table.get(name)
-                if bd is None:
-                    continue
-                for broker_id, addr in sorted(bd.broker_addrs.items()):
-                    try:
-                        rt = await self.admin.fetch_broker_runtime_stats(addr)
-                    except Exception as e:
-                        rows.append({"cluster": cluster, "broker": name, "id": broker_id, "addr": addr,
-                                     "error": str(e)})
-                        continue
-                    boot = int(rt.get("bootTimestamp", "0") or 0)
-                    rows.append({
-                        "cluster": cluster, "broker": name, "id": broker_id, "addr": addr,
-                        "version": rt.get("brokerVersionDesc", ""),
-                        "put_tps": _first(rt.get("putTps", "")), "get_tps": _first(rt.get("getTransferedTps", "")),
-                        "put_today": _int(rt.get("msgPutTotalTodayNow")),
-                        "get_today": _int(rt.get("msgGetTotalTodayNow")),
-                        "disk_ratio": _float(rt.get("commitLogDiskRatio")),
-                        "commitlog_min": _int(rt.get("commitLogMinOffset")),
-                        "commitlog_max": _int(rt.get("commitLogMaxOffset")),
-                        "dispatch_behind": _int(rt.get("dispatchBehindBytes")),
-                        "uptime_s": round((now - boot) / 1000) if boot else None,
-                    })
+        for (cluster, name, broker_id, addr), rt in zip(addrs, runtimes, strict=True):
+            row: dict[str, Any] = {"cluster": cluster, "broker": name, "id": broker_id, "addr": addr}
+            if rt is None:
+                rows.append({**row, "error": calls.errors.get(addr, "no answer")})
+                continue
+            boot = int(rt.get("bootTimestamp", "0") or 0)
+            rows.append({
+                **row, "version": rt.get("brokerVersionDesc", ""),
+                "put_tps": _first(rt.get("putTps", "")), "get_tps": _first(rt.get("getTransferedTps", "")),
+                "put_today": _int(rt.get("msgPutTotalTodayNow")), "get_today": _int(rt.get("msgGetTotalTodayNow")),
+                "disk_ratio": _float(rt.get("commitLogDiskRatio")),
+                "commitlog_min": _int(rt.get("commitLogMinOffset")),
+                "commitlog_max": _int(rt.get("commitLogMaxOffset")),
+                "dispatch_behind": _int(rt.get("dispatchBehindBytes")),
+                "uptime_s": round((now - boot) / 1000) if boot else None,
+            })
         return {"namesrv": self.admin.api.namesrv_addr_list, "brokers": rows}
 
     # --- topics --------------------------------------------------------------------------------------------
@@ -198,19 +198,23 @@ class ConsoleApi:
     # --- consumer groups -----------------------------------------------------------------------------------
 
     async def groups(self, request: web.Request) -> dict[str, Any]:
-        names: set[str] = set()
-        for addr in (await self.admin.master_addrs()).values():
-            names.update(await self.admin.get_all_subscription_group(addr))
-        rows = []
-        for g in sorted(names):
-            row: dict[str, Any] = {"group": g, "system": _is_system_group(g)}
-            try:
-                stats = await self.admin.examine_consume_stats(g)
-                row["lag"] = stats.compute_total_diff()
-                row["tps"] = round(stats.consume_tps, 2)
-            except (MQClientException, MQBrokerException):
-                row["lag"], row["tps"] = None, None
-            rows.append(row)
+        # Each master's groups, then each group's stats on each master holding it, concurrently (as /metrics).
+        masters = list((await self.admin.master_addrs()).values())
+        calls = BrokerCalls()
+        tables = await asyncio.gather(*(calls.ask(a, partial(self.admin.get_all_subscription_group, a))
+                                        for a in masters))
+        asks = [(a, g) for a, groups in zip(masters, tables, strict=True) for g in groups or ()]
+        answers = await asyncio.gather(*(calls.ask(a, partial(self.admin.examine_consume_stats, g, None, a))
+                                         for a, g in asks))
+        stats: dict[str, list[Any]] = {}
+        for (_, g), one in zip(asks, answers, strict=True):
+            stats.setdefault(g, [])
+            if one is not None:
+                stats[g].append(one)
+        rows = [{"group": g, "system": _is_system_group(g),
+                 "lag": sum(s.compute_total_diff() for s in found) if found else None,
+                 "tps": round(sum(s.consume_tps for s in found), 2) if found else None}
+                for g, found in sorted(stats.items())]
         return {"groups": rows}
 
     async def group(self, request: web.Request) -> dict[str, Any]:

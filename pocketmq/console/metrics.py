@@ -15,6 +15,7 @@ import contextlib
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -28,12 +29,12 @@ from pocketmq.broker.stats.broker_stats_manager import (
     TOPIC_PUT_SIZE,
 )
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
-from pocketmq.client.exceptions import MQClientException
 from pocketmq.common.mix_all import DLQ_GROUP_TOPIC_PREFIX as DLQ_PREFIX
 from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX as RETRY_PREFIX
 from pocketmq.common.topic_validator import is_system_topic as _is_system_topic
 from pocketmq.storage.flush_stats import FLUSH_LATENCY_BOUNDS
 
+from .fanout import BrokerCalls
 from .local import LocalBrokers
 
 __all__ = ["CONTENT_TYPE_LATEST", "MetricsCollector"]
@@ -123,11 +124,13 @@ class MetricsCollector:
                 addr = bd.broker_addrs.get(0) if bd is not None else None
                 if addr is not None:
                     brokers.append((cluster, name, addr))
-        runtimes = await asyncio.gather(*(self._runtime(addr) for _, _, addr in brokers))
+        calls = BrokerCalls()  # this scrape's: concurrent, and a broker that failed once is not asked again
+        runtimes = await asyncio.gather(*(calls.ask(addr, partial(self.admin.fetch_broker_runtime_stats, addr))
+                                          for _, _, addr in brokers))
         now_ms = time.time() * 1000
         for (cluster, name, addr), rt in zip(brokers, runtimes, strict=True):
             node = [cluster, NODE_TYPE, name]
-            if rt:
+            if rt:  # (a broker down or silent has no runtime info: no gauges)
                 hi, lo = _int(rt, "commitLogMaxOffset"), _int(rt, "commitLogMinOffset")
                 store["size"].add_metric(node, hi - lo)
                 store["max"].add_metric(node, hi)
@@ -148,17 +151,14 @@ class MetricsCollector:
                 store["flush_behind"].add_metric(node, max(0, store_.get_max_phy_offset() - mfq.flushed_where))
                 fs = store_.flush_stats
                 flush.add_metric(node, _buckets(FLUSH_LATENCY_BOUNDS, list(fs.counts)), fs.sum_seconds)
-            else:
-                await self._remote_traffic(out, node, addr)
-        await self._lag(out, {name: cluster for cluster, name, _ in brokers})
+        remote = [(cluster, name, addr) for cluster, name, addr in brokers if self.local.by_address(addr) is None]
+        for samples in await asyncio.gather(*(self._remote_traffic([cluster, NODE_TYPE, name], addr, calls)
+                                              for cluster, name, addr in remote)):
+            for labels, total in samples:
+                out.messages_in.add_metric(labels, total)
+        await self._lag(out, brokers, calls)
         out.extra = [*store.values(), flush]
         return out.all()
-
-    async def _runtime(self, addr: str) -> dict[str, str]:
-        try:
-            return await self.admin.fetch_broker_runtime_stats(addr)
-        except Exception:  # a broker down or refusing: its gauges are left out of this scrape
-            return {}
 
     @staticmethod
     def _local_traffic(out: _Families, node: list[str], controller: Any) -> None:
@@ -178,30 +178,31 @@ class MetricsCollector:
             out.message_size.add_metric([*node, topic, _message_type(topic)],
                                         _buckets(MESSAGE_SIZE_BOUNDS, counts[:-1]), counts[-1])
 
-    async def _remote_traffic(self, out: _Families, node: list[str], addr: str) -> None:
-        try:
-            configs = await self.admin.get_all_topic_config(addr)
-        except Exception:
-            return
-        for topic in sorted(configs.topic_config_table):
-            if _is_system_topic(topic) and not topic.startswith((RETRY_PREFIX, DLQ_PREFIX)):
-                continue
-            try:
-                stats = await self.admin.examine_topic_stats(topic)
-            except Exception:
-                continue
-            total = sum(o.max_offset for mq, o in stats.offset_table.items() if mq.broker_name == node[2])
-            out.messages_in.add_metric([*node, topic, _message_type(topic)], total)
+    async def _remote_traffic(self, node: list[str], addr: str, calls: BrokerCalls) -> list[tuple[list[str], int]]:
+        """messages_in of a broker elsewhere: (labels, the sum of its queues' max offsets) of each topic."""
+        configs = await calls.ask(addr, partial(self.admin.get_all_topic_config, addr))
+        if configs is None:
+            return []
+        topics = [t for t in sorted(configs.topic_config_table)
+                  if not _is_system_topic(t) or t.startswith((RETRY_PREFIX, DLQ_PREFIX))]
+        # Each topic's offsets from this broker alone: no route lookup, no other broker asked.
+        tables = await asyncio.gather(*(calls.ask(addr, partial(self.admin.examine_topic_stats, t, addr))
+                                        for t in topics))
+        return [([*node, topic, _message_type(topic)],
+                 sum(o.max_offset for mq, o in stats.offset_table.items() if mq.broker_name == node[2]))
+                for topic, stats in zip(topics, tables, strict=True) if stats is not None]
 
-    async def _lag(self, out: _Families, cluster_of: dict[str, str]) -> None:
-        groups: set[str] = set()
-        for addr in (await self.admin.master_addrs()).values():
-            with contextlib.suppress(Exception):
-                groups.update(await self.admin.get_all_subscription_group(addr))
-        for group in sorted(groups):
-            try:
-                stats = await self.admin.examine_consume_stats(group)
-            except (MQClientException, Exception):
+    async def _lag(self, out: _Families, brokers: list[tuple[str, str, str]], calls: BrokerCalls) -> None:
+        """Each master's groups (its subscription groups), each group's offsets on that master: one request per
+        (broker, group), made concurrently, with no route lookup per group."""
+        tables = await asyncio.gather(*(calls.ask(addr, partial(self.admin.get_all_subscription_group, addr))
+                                        for _, _, addr in brokers))
+        asks = [(cluster, addr, group) for (cluster, _, addr), groups in zip(brokers, tables, strict=True)
+                for group in sorted(groups or ())]
+        answers = await asyncio.gather(*(calls.ask(a, partial(self.admin.examine_consume_stats, g, None, a))
+                                         for _, a, g in asks))
+        for (cluster, _, group), stats in sorted(zip(asks, answers, strict=True), key=lambda x: x[0][2]):
+            if stats is None:
                 continue  # a group that never consumed has no offsets: no lag to show
             lag: dict[tuple[str, str], int] = {}
             consumed: dict[tuple[str, str], int] = {}
@@ -210,7 +211,7 @@ class MetricsCollector:
                 lag[key] = lag.get(key, 0) + max(0, w.broker_offset - w.consumer_offset)
                 consumed[key] = consumed.get(key, 0) + max(0, w.consumer_offset)
             for (broker, topic), n in sorted(lag.items()):
-                node = [cluster_of.get(broker, ""), NODE_TYPE, broker]
+                node = [cluster, NODE_TYPE, broker]
                 out.lag.add_metric([*node, topic, group, _flag(topic.startswith(RETRY_PREFIX)),
                                     _flag(_is_system_topic(topic))], n)
                 if self.local.by_name(broker) is None:

@@ -87,6 +87,8 @@ async def test_topic_stats_consume_stats_and_who_consumes(cluster2: Any, admin: 
     q = stats.offset_table[MessageQueue("TopicStat", "broker-b", 1)]
     assert (q.min_offset, q.max_offset) == (0, 3) and q.last_update_timestamp > 0
     assert stats.offset_table[MessageQueue("TopicStat", "broker-a", 0)].max_offset == 0
+    one = await admin.examine_topic_stats("TopicStat", broker_addr=cluster2.brokers[1].address)  # that broker alone
+    assert {mq.broker_name for mq in one.offset_table} == {"broker-b"} and len(one.offset_table) == 2
 
     async with PullConsumer("GStat", cluster2.namesrv_addr, protocol=protocol) as consumer:
         mq = MessageQueue("TopicStat", "broker-a", 1)
@@ -102,6 +104,8 @@ async def test_topic_stats_consume_stats_and_who_consumes(cluster2: Any, admin: 
     w = cs.offset_table[MessageQueue("TopicStat", "broker-a", 1)]
     assert (w.broker_offset, w.consumer_offset) == (3, 2) and w.last_timestamp > 0
     assert cs.compute_total_diff() == 1 + 3  # broker-a queue 1: 1 behind; broker-b queue 1: nothing consumed
+    only_a = await admin.examine_consume_stats("GStat", broker_addr=broker_a.address)
+    assert {mq.broker_name for mq in only_a.offset_table} == {"broker-a"} and only_a.compute_total_diff() == 1
     for _ in range(300):  # the consume TPS comes from the stats timer's next snapshot
         cs = await admin.examine_consume_stats("GStat", "TopicStat")
         if cs.consume_tps > 0:

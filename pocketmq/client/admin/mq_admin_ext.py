@@ -107,10 +107,12 @@ class MQAdminExt(MessageAdmin, OffsetAdmin):
         r = self._ok(await self._broker(addr, RequestCode.GET_ALL_TOPIC_CONFIG), addr)
         return r.decode_body(TopicConfigSerializeWrapper)
 
-    async def examine_topic_stats(self, topic: str) -> TopicStatsTable:
-        masters = await self._topic_masters(topic)
+    async def examine_topic_stats(self, topic: str, broker_addr: str | None = None) -> TopicStatsTable:
+        """Every queue's min and max offsets, from each master of the topic's route, or from ``broker_addr`` alone
+        (RocketMQ 5's examineTopicStats(brokerAddr, topic): no route lookup, no other broker asked)."""
+        addrs = [broker_addr] if broker_addr else list((await self._topic_masters(topic)).values())
         table = TopicStatsTable()
-        for addr in masters.values():
+        for addr in addrs:
             r = await self._broker(addr, RequestCode.GET_TOPIC_STATS_INFO, GetTopicStatsInfoRequestHeader(topic))
             if r.code == ResponseCode.TOPIC_NOT_EXIST:
                 continue
@@ -171,11 +173,15 @@ class MQAdminExt(MessageAdmin, OffsetAdmin):
                     raise
         return masters or await self.master_addrs()
 
-    async def examine_consume_stats(self, group: str, topic: str | None = None) -> ConsumeStats:
-        """Every queue's broker and consumer offsets (lag = the difference) and the group's consume TPS."""
+    async def examine_consume_stats(
+        self, group: str, topic: str | None = None, broker_addr: str | None = None
+    ) -> ConsumeStats:
+        """Every queue's broker and consumer offsets (lag = the difference) and the group's consume TPS, from the
+        group's brokers, or from ``broker_addr`` alone (RocketMQ 5's examineConsumeStats(brokerAddr, ...))."""
         stats = ConsumeStats()
         header = GetConsumeStatsRequestHeader(group, topic)
-        for addr in (await self._group_masters(group, topic)).values():
+        addrs = [broker_addr] if broker_addr else list((await self._group_masters(group, topic)).values())
+        for addr in addrs:
             one = self._ok(await self._broker(addr, RequestCode.GET_CONSUME_STATS, header), addr).decode_body(
                 ConsumeStats
             )

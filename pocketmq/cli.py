@@ -134,7 +134,9 @@ def _add_namesrv(sub) -> None:
 def _add_broker(sub) -> None:
     p = sub.add_parser("broker", help="run a broker from a RocketMQ-style properties file")
     p.add_argument("-c", "--config", required=True, help="properties file, e.g. configs/broker.conf")
-    p.add_argument("-n", "--namesrv-addr", help="name server address(es), ';'-separated; wins over the file")
+    p.add_argument("-n", "--namesrv-addr",
+                   help="name server address(es), ';'-separated; wins over the file's namesrvAddr, which wins over "
+                        "$NAMESRV_ADDR")
     p.add_argument("-p", "--print-config", action="store_true", help="print the effective settings and exit")
     p.set_defaults(func=_broker)
 
@@ -321,10 +323,16 @@ async def _broker(args) -> int:
     from pocketmq.broker.config import BrokerConfig
 
     overrides = {"namesrv_addr": args.namesrv_addr} if args.namesrv_addr else {}
-    config = BrokerConfig.from_properties(args.config, **overrides)
+    # -n, else the file's namesrvAddr, else $NAMESRV_ADDR: RocketMQ's BrokerConfig defaults namesrvAddr to it.
+    defaults = {"namesrv_addr": os.environ.get("NAMESRV_ADDR") or None}
+    config = BrokerConfig.from_properties(args.config, defaults=defaults, **overrides)
     if args.print_config:
         sys.stdout.write(config.to_properties())
         return 0
+    if not config.namesrv_addr_list:
+        print(f"pocketmq broker: warning: no name server (namesrvAddr in {args.config}, -n or $NAMESRV_ADDR): "
+              "the broker registers nowhere, so clients that look it up through a name server cannot find it",
+              file=sys.stderr, flush=True)
     stop = _stop_on_signal()
     broker = BrokerController(config, config_file=args.config)
     await broker.start()

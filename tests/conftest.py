@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 from collections.abc import AsyncIterator, Callable, Iterator
 
@@ -22,6 +23,10 @@ from tests.skip_guard import (  # noqa: F401  # (hooks: under CI=true, a skip no
 # example that waited for a CPU failed as "flaky". Loaded here, before any test module builds its settings.
 settings.register_profile("pocketmq", deadline=None)
 settings.load_profile("pocketmq")
+
+# `pocketmq broker` (and Apache's broker, and mqadmin's -n default) read the name server from $NAMESRV_ADDR when
+# nothing else names one: a developer's shell that sets it must not send the suite's brokers and commands there.
+os.environ.pop("NAMESRV_ADDR", None)
 
 
 async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0, interval: float = 0.005) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import ipaddress
+import logging
 import os
 import re
 import socket
@@ -24,9 +25,12 @@ from pocketmq.remoting.remoting_helper import parse_address
 from pocketmq.remoting.wire_protocol import WireProtocol
 from pocketmq.storage.config import DEFAULT_DELAY_LEVELS, FlushDiskType, MessageStoreConfig, parse_delay_levels
 
+from .config_checks import check_value
 from .config_properties import BrokerConfigError, decode_properties_file, format_value, read_properties
 
 __all__ = ["BrokerConfig", "BrokerConfigError", "NAMESRV_PROTOCOLS"]
+
+log = logging.getLogger(__name__)
 
 # RocketMQ's PopReviveService.ckRewriteIntervalsInSeconds (10, 20, 30, 60, ... 3600, 7200).
 DEFAULT_CK_REWRITE_INTERVALS = "10s 20s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
@@ -34,6 +38,7 @@ DEFAULT_CK_REWRITE_INTERVALS = "10s 20s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 3
 # namesrvProtocol's values (the client's ``protocol`` names the same two).
 NAMESRV_PROTOCOLS = {"msgpack": WireProtocol.MSGPACK, "rocketmq": WireProtocol.NATIVE}
 _SECRET_FIELDS = frozenset({"access_key", "secret_key"})  # left out of what GET_BROKER_CONFIG answers
+_MASTER_ROLES = ("ASYNC_MASTER", "SYNC_MASTER")  # brokerRole's values pocketmq takes (RocketMQ's BrokerRole, no SLAVE)
 _HOST_NAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,251}[A-Za-z0-9_.])?")
 
 
@@ -59,7 +64,7 @@ class BrokerConfig:
     # --- identity and addresses ---
     broker_cluster_name: str = _f(DEFAULT_CLUSTER, "brokerClusterName")
     broker_name: str = _f("broker-a", "brokerName")
-    broker_id: int = _f(0, "brokerId")  # 0 = master; pocketmq runs masters only (no replication)
+    broker_id: int = _f(0, "brokerId")  # 0 = master; pocketmq runs masters only (no replication): others become 0
     # Advertised to name servers as it is written; a host name is resolved for the storeHost of every message
     # (store_host_ip). Empty: the default (RocketMQ's: the machine's first non-loopback address).
     broker_ip1: str = _f("127.0.0.1", "brokerIP1")
@@ -279,10 +284,14 @@ class BrokerConfig:
         self.flush_disk_type = FlushDiskType(self.flush_disk_type)
         self.broker_ip1 = self.broker_ip1.strip() or BrokerConfig.broker_ip1
         self.store_host_ip  # noqa: B018  (resolves a host name, or says it does not)
-        if self.broker_role not in ("ASYNC_MASTER", "SYNC_MASTER"):
-            raise BrokerConfigError(f"brokerRole {self.broker_role!r} is not supported: pocketmq runs masters only")
-        if self.broker_id != 0:
-            raise BrokerConfigError(f"brokerId {self.broker_id} is not supported: pocketmq runs masters only (0)")
+        if self.broker_role not in _MASTER_ROLES:
+            raise BrokerConfigError(
+                f"brokerRole {self.broker_role!r}: expected {' or '.join(_MASTER_ROLES)} (pocketmq runs masters only; "
+                "SLAVE is not supported)")
+        if self.broker_id != 0:  # (RocketMQ's BrokerStartup sets a master's brokerId to 0 whatever the file says)
+            log.warning("brokerId %s with brokerRole %s: a master's brokerId is 0, as RocketMQ sets it",
+                        self.broker_id, self.broker_role)
+            self.broker_id = 0
         for addr in self.namesrv_addr_list:
             try:
                 host, port = parse_address(addr)
@@ -302,10 +311,11 @@ class BrokerConfig:
             self.connection_limits  # noqa: B018  (checks the values)
         except ValueError as e:
             raise BrokerConfigError(str(e)) from None
-        if self.default_topic_queue_nums < 1:
-            raise BrokerConfigError(f"defaultTopicQueueNums must be at least 1, got {self.default_topic_queue_nums}")
-        if self.server_max_inflight_requests < 1:
-            raise BrokerConfigError(f"serverMaxInflightRequests must be >= 1, got {self.server_max_inflight_requests}")
+        for f in dataclasses.fields(self):  # (the checks UPDATE_BROKER_CONFIG applies too)
+            try:
+                check_value(f, getattr(self, f.name))
+            except ValueError as e:
+                raise BrokerConfigError(str(e)) from None
         try:
             parse_delay_levels(self.message_delay_level)
             parse_delay_levels(self.pop_ck_rewrite_intervals, "popCkRewriteIntervals")

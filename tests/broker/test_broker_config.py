@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pocketmq.broker import BrokerConfig, BrokerConfigError
+from pocketmq.broker.config_checks import checked_fields
 from pocketmq.cli import main as pocketmq_main
 from pocketmq.common.codec import decode_message_id
 from pocketmq.remoting.codes import ResponseCode
@@ -101,9 +105,17 @@ def test_unknown_key_is_an_error_naming_key_and_line(tmp_path) -> None:
         ("autoCreateTopicEnable=yes", "expected true or false"),
         ("listenPort=ten", "bad value for listenPort"),
         ("flushDiskType=SOMETIMES", "ASYNC_FLUSH or SYNC_FLUSH"),
-        ("brokerRole=SLAVE", "masters only"),
-        ("brokerId=1", "masters only"),
-        ("defaultTopicQueueNums=0", "defaultTopicQueueNums must be at least 1, got 0"),
+        ("brokerRole=SLAVE", "brokerRole 'SLAVE': expected ASYNC_MASTER or SYNC_MASTER .pocketmq runs masters only"),
+        ("brokerRole=async_master", "brokerRole 'async_master': expected ASYNC_MASTER or SYNC_MASTER"),
+        ("defaultTopicQueueNums=0", "bad value for defaultTopicQueueNums: must be at least 1, got 0"),
+        # (what UPDATE_BROKER_CONFIG refused, the file let through: a broker that never answered, every put
+        # refused, a clean round failing at each run)
+        ("transactionCheckInterval=0", "bad value for transactionCheckInterval: must be a positive number of milli"),
+        ("transactionCheckInterval=-1000", "bad value for transactionCheckInterval: .* got -1000$"),
+        ("maxMessageSize=0", "bad value for maxMessageSize: must be at least 1, got 0"),
+        ("deleteWhen=4am", "bad value for deleteWhen: expected hours separated by ';'"),
+        ("serverMaxInflightRequests=0", "bad value for serverMaxInflightRequests: must be at least 1, got 0"),
+        ("timerPollIntervalMs=0", "bad value for timerPollIntervalMs: must be a positive"),
         ("namesrvProtocol=native", "namesrvProtocol 'native': expected one of msgpack, rocketmq"),
         # (a broker without levels would refuse every delayed send and every consumer's send-back)
         ("messageDelayLevel=", "messageDelayLevel is empty"),
@@ -203,3 +215,70 @@ async def test_a_broker_named_by_host_name_advertises_it_and_stores_its_address(
     assert sent.code == ResponseCode.SUCCESS
     host, _ = decode_message_id(sent.ext_fields["msgId"])
     assert host in (f"127.0.0.1:{port}", f"[::1]:{port}")
+
+
+# Every period of a timer or wait loop: a 0 spun a core at idle (registerNameServerPeriod=0 sent 15,904
+# registrations in 5 s), and RocketMQ refuses to start on most of them (scheduleAtFixedRate).
+PERIODS = ["flushIntervalCommitLog", "flushIntervalConsumeQueue", "cleanResourceInterval", "registerNameServerPeriod",
+           "pullRequestHoldCheckInterval", "reviveInterval", "popBufferScanInterval",
+           "loadBalancePollNameServerInterval", "flushDelayOffsetInterval", "timerFlushIntervalMs",
+           "timerPollIntervalMs", "transactionCheckInterval", "flushConsumerOffsetInterval",
+           "clientHousekeepingInterval", "statsSampleInterval"]
+
+
+@pytest.mark.parametrize("key", PERIODS)
+def test_a_period_of_0_or_less_is_refused_and_a_millisecond_is_not(key: str) -> None:
+    for value in ("0", "-5"):
+        with pytest.raises(BrokerConfigError, match=rf"^<string>: bad value for {key}: must be a positive number of "
+                                                    rf"milliseconds, got {value}$"):
+            BrokerConfig.from_properties_text(f"{key}={value}\n")
+    assert f"{key}=1" in BrokerConfig.from_properties_text(f"{key}=1\n").to_properties().splitlines()
+
+
+def test_every_period_key_is_checked() -> None:
+    # (a period added later gets its check, or a reason here why its 0 means something)
+    zero_means_off = {"busyPollMicros", "serverFrameReadTimeoutMillis"}
+    keys = {f.metadata["key"]: f.name for f in dataclasses.fields(BrokerConfig)}
+    periods = {k for k in keys if ("Interval" in k or "Period" in k) and k not in zero_means_off}
+    periods -= {"popCkRewriteIntervals", "popAckTimeInterval"}  # (no periods: a list, a lead time)
+    assert periods == set(PERIODS)
+    assert {keys[k] for k in PERIODS} <= checked_fields()
+
+
+def test_a_masters_broker_id_is_0_whatever_the_file_says(caplog) -> None:
+    # RocketMQ's BrokerStartup sets a master's brokerId to 0 (ASYNC_MASTER and SYNC_MASTER alike).
+    with caplog.at_level(logging.WARNING):
+        c = BrokerConfig.from_properties_text("brokerRole=SYNC_MASTER\nbrokerId=1\n")
+    assert c.broker_id == 0 and "brokerId 1 with brokerRole SYNC_MASTER" in caplog.text
+
+
+def test_the_name_server_comes_from_n_else_the_file_else_namesrv_addr(tmp_path, capsys, monkeypatch) -> None:
+    # RocketMQ's BrokerConfig.namesrvAddr defaults to $NAMESRV_ADDR (the rocketmq.namesrv.addr property first).
+    monkeypatch.setenv("NAMESRV_ADDR", "10.0.0.1:9876")
+    conf = tmp_path / "b.conf"
+    conf.write_text("listenPort=0\n")
+    assert pocketmq_main(["broker", "-c", str(conf), "-p"]) == 0
+    assert "namesrvAddr=10.0.0.1:9876" in capsys.readouterr().out.splitlines()
+    conf.write_text("namesrvAddr=10.0.0.2:9876\n")
+    assert pocketmq_main(["broker", "-c", str(conf), "-p"]) == 0
+    assert "namesrvAddr=10.0.0.2:9876" in capsys.readouterr().out.splitlines()
+    assert pocketmq_main(["broker", "-c", str(conf), "-n", "10.0.0.3:9876", "-p"]) == 0
+    assert "namesrvAddr=10.0.0.3:9876" in capsys.readouterr().out.splitlines()
+    conf.write_text("namesrvAddr=\n")  # (set empty in the file: none, as RocketMQ reads it)
+    assert pocketmq_main(["broker", "-c", str(conf), "-p"]) == 0
+    assert "namesrvAddr=" in capsys.readouterr().out.splitlines()
+
+
+def test_a_broker_without_a_name_server_says_so_at_start(tmp_path) -> None:
+    conf = tmp_path / "broker.conf"
+    conf.write_text(f"storePathRootDir={tmp_path}/store\nlistenPort=0\nmappedFileSizeCommitLog=1048576\n"
+                    "mappedFileSizeConsumeQueue=20000\nmaxHashSlotNum=64\nmaxIndexNum=256\n")
+    env = {k: v for k, v in os.environ.items() if k != "NAMESRV_ADDR"}
+    proc = subprocess.Popen([sys.executable, "-m", "pocketmq", "broker", "-c", str(conf)], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and "listening on" in proc.stdout.readline()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    assert "pocketmq broker: warning: no name server (namesrvAddr in" in err and "-n or $NAMESRV_ADDR" in err

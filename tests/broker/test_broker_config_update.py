@@ -11,9 +11,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from broker_harness import MQ, Cluster
 
-from pocketmq.broker import BrokerController
+from pocketmq.broker import BrokerConfigError, BrokerController
 from pocketmq.broker.config import BrokerConfig
 from pocketmq.common.codec import decode, decode_all
 from pocketmq.common.constants import TRANSACTION_PREPARED_TYPE
@@ -125,6 +126,42 @@ async def test_transaction_keys_are_used_by_the_next_check(cluster: Cluster, pol
     assert moved.body == b"ask"
     answer = await update(mq, "transactionCheckInterval=0")
     assert answer.code == ResponseCode.SYSTEM_ERROR and "bad value for transactionCheckInterval" in answer.remark
+
+
+async def test_the_file_and_update_broker_config_refuse_the_same_values_alike(cluster: Cluster) -> None:
+    broker = await cluster.broker()
+    mq = cluster.mq(broker)
+    for line in ("transactionCheckInterval=0", "transactionCheckInterval=-1000", "maxMessageSize=0",
+                 "deleteWhen=4am", "defaultTopicQueueNums=0"):
+        answer = await update(mq, line)
+        with pytest.raises(BrokerConfigError) as at_start:
+            BrokerConfig.from_properties_text(line)
+        assert answer.code == ResponseCode.SYSTEM_ERROR and f"<string>: {answer.remark}" == str(at_start.value)
+
+
+@pytest.mark.timeout(60)  # (the old loop never gave the event loop back: this test hung, not failed)
+async def test_a_transaction_check_interval_of_0_still_lets_the_broker_answer(cluster: Cluster) -> None:
+    # Defence in depth: should an interval of 0 get past the checks, each pass still yields to the event loop.
+    broker = await cluster.broker()
+    mq = cluster.mq(broker)
+    broker.broker_config.transaction_check_interval = 0
+    broker.transactional_message_check_service.interval_changed()
+    rounds = broker.transactional_message_check_service.rounds
+    for _ in range(3):
+        answer = await asyncio.wait_for(mq.invoke(RequestCode.GET_BROKER_CONFIG), 10)
+        assert answer.code == ResponseCode.SUCCESS
+    assert broker.transactional_message_check_service.rounds > rounds
+    broker.broker_config.transaction_check_interval = 60.0  # (not spinning through the cluster's shutdown)
+
+
+async def test_black_listed_keys_are_no_permission_as_in_rocketmq_5(cluster: Cluster) -> None:
+    # AdminBrokerProcessor.initConfigBlackList: the request is refused whole, its other keys unchanged too.
+    broker = await cluster.broker()
+    mq = cluster.mq(broker)
+    for key in ("brokerConfigPath", "rocketmqHome", "configBlackList"):
+        answer = await update(mq, f"autoCreateTopicEnable=false\n{key}=/tmp/x\n")
+        assert (answer.code, answer.remark) == (ResponseCode.NO_PERMISSION, "Can not update config in black list.")
+    assert broker.broker_config.auto_create_topic_enable is True
 
 
 async def test_get_broker_config_answers_the_bound_port_and_unsupported_keys_say_why(cluster: Cluster) -> None:

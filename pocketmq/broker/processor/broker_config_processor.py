@@ -10,8 +10,7 @@ import asyncio
 import dataclasses
 import os
 import stat
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pocketmq.common.properties_text import parse_properties
 from pocketmq.remoting import fastjson
@@ -22,9 +21,9 @@ from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.transport import Channel
 
 from ..config import BrokerConfig
+from ..config_checks import check_value, value_error
 from ..config_file import write_bytes_file_sync
 from ..config_properties import (
-    BrokerConfigError,
     convert_value,
     format_value,
     unknown_key_message,
@@ -48,6 +47,9 @@ RUNTIME_KEYS = frozenset({
     "enableRetryTopicV2", "retrieveMessageFromPopRetryTopicV1",
 })
 _BY_KEY = {f.metadata["key"]: f for f in dataclasses.fields(BrokerConfig)}
+# Keys RocketMQ 5's AdminBrokerProcessor never lets UPDATE_BROKER_CONFIG change (its initConfigBlackList; the
+# configBlackList key adds to them there, a key pocketmq does not have): NO_PERMISSION, as there.
+CONFIG_BLACK_LIST = frozenset({"brokerConfigPath", "rocketmqHome", "configBlackList"})
 
 # Keys mqadmin's exportConfigs copies with Properties.setProperty, which refuses a null (its NullPointerException
 # failed the command): settings pocketmq has no use for, at the values it works as.
@@ -74,6 +76,8 @@ class BrokerConfigProcessor(BrokerProcessor):
         if not request.body:
             return response(request)  # RocketMQ: no body, nothing to change
         props = parse_properties(request.body.decode("utf-8", "replace"))
+        if CONFIG_BLACK_LIST.intersection(props):  # (AdminBrokerProcessor.validateBlackListConfigExist)
+            return response(request, ResponseCode.NO_PERMISSION, "Can not update config in black list.")
         changes: dict[str, object] = {}
         for key, value in props.items():
             refusal = _refusal(key, value, changes)
@@ -148,39 +152,14 @@ def _refusal(key: str, value: str, changes: dict[str, object]) -> str | None:
                 f"run-time keys: {', '.join(sorted(RUNTIME_KEYS))}")
     try:
         converted = convert_value(f, value)
-        check = _CHECKS.get(f.name)
-        if check is not None:
-            check(converted)
-    except (ValueError, BrokerConfigError) as e:
-        return f"bad value for {key}: {e}"
+    except ValueError as e:
+        return value_error(key, str(e))
+    try:
+        check_value(f, converted)  # (the checks a value in the properties file passes at start)
+    except ValueError as e:
+        return str(e)
     changes[f.name] = converted
     return None
-
-
-def _at_least_one(value: Any) -> None:
-    if value < 1:
-        raise ValueError(f"must be at least 1, got {value}")
-
-
-def _positive(value: Any) -> None:
-    if value <= 0:
-        raise ValueError(f"must be positive, got {round(value * 1000)}")
-
-
-def _hours(value: Any) -> None:
-    # (ASCII digits: str.isdigit also takes "²", which int() refuses at every clean round)
-    if not all(h.strip().isascii() and h.strip().isdigit() for h in value.split(";") if h.strip()):
-        raise ValueError(f"expected hours separated by ';' (04, or 04;16), got {value!r}")
-
-
-# Values the broker would fail on at their next use: TBW102 with no queue, every put refused, a check loop that
-# never waits, a clean round that raises at every run.
-_CHECKS: dict[str, Callable[[Any], None]] = {
-    "default_topic_queue_nums": _at_least_one,
-    "max_message_size": _at_least_one,
-    "transaction_check_interval": _positive,
-    "delete_when": _hours,
-}
 
 
 def _field(name: str) -> dataclasses.Field[object]:

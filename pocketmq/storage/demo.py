@@ -226,7 +226,7 @@ def store_config(path: str, small: bool, flush: str) -> MessageStoreConfig:
         # On a nearly full disk, cleanup would delete even young files; the demo's must survive.
         clean_resource_interval=3600.0,
         # The demo writes no timer message (docs/storage.md's worked example shows the files it does write);
-        # docs/storage.md §10.1 shows the timer files of a store that has some.
+        # docs/storage.md §13 shows the timer files of a store that has some.
         timer_wheel_enable=False,
     )
     if small:

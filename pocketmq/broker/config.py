@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pocketmq.common.mix_all import DEFAULT_CLUSTER, DEFAULT_TRACE_REGION_ID
+from pocketmq.common.properties_text import property_line
 from pocketmq.common.topic_validator import RMQ_SYS_TRACE_TOPIC
 from pocketmq.remoting.channel import DEFAULT_MAX_INFLIGHT
 from pocketmq.remoting.connection_limits import ConnectionLimits
@@ -410,7 +411,7 @@ class BrokerConfig:
                 v = bound_port
             if v is None or (not secrets and f.name in _SECRET_FIELDS):
                 continue
-            lines.append(f"{f.metadata['key']}={format_value(f, v)}")
+            lines.append(property_line(f.metadata["key"], format_value(f, v)))  # (escaped: it reads back the same)
         return "\n".join(lines) + "\n"
 
 

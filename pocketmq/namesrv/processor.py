@@ -271,7 +271,10 @@ class DefaultRequestProcessor:
     def update_namesrv_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         if not request.body:
             return RemotingCommand.response_to(request, ResponseCode.SUCCESS)  # RocketMQ: nothing to change
-        props = parse_properties(request.body.decode("utf-8", "replace"))
+        try:
+            props = parse_properties(request.body.decode("utf-8", "replace"))
+        except ValueError as e:  # (a malformed \uXXXX: RocketMQ's string2Properties fails alike)
+            return _error(request, f"string2Properties error: {e}")
         if PATH_KEYS & props.keys():
             return RemotingCommand.response_to(request, ResponseCode.NO_PERMISSION, remark="Can not update config path")
         known = {key for key, _ in PROPERTY_KEYS.values()}

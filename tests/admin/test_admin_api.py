@@ -15,7 +15,8 @@ from pocketmq.client.consumer.message_listener import ConsumeConcurrentlyStatus
 from pocketmq.client.exceptions import MQBrokerException, MQClientException
 from pocketmq.remoting.body import TopicConfig
 from pocketmq.remoting.client_body import SubscriptionGroupConfig
-from pocketmq.remoting.codes import ResponseCode
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.command import RemotingCommand
 
 
 async def ok(msgs: list[Any], ctx: Any) -> ConsumeConcurrentlyStatus:
@@ -214,6 +215,11 @@ async def test_name_server_config_get_update_and_order_topic_conf(cluster2: Any,
         await admin.update_name_server_config({"scanNotActiveBrokerInterval": "0"})
     with pytest.raises(MQBrokerException, match="bad value for brokerChannelExpiredTime"):
         await admin.update_name_server_config({"brokerChannelExpiredTime": "NaN"})
+    # (a body Java's Properties.load throws on: RocketMQ answers SYSTEM_ERROR "string2Properties error")
+    malformed = RemotingCommand.request(RequestCode.UPDATE_NAMESRV_CONFIG, body=b"orderMessageEnable=\\u12\n")
+    answer = await admin.api.remoting_client.invoke(ns, malformed, 3.0)
+    assert (answer.code, answer.remark) == (
+        ResponseCode.SYSTEM_ERROR, "string2Properties error: line 1: malformed \\uxxxx escape '\\\\u12'")
     assert cluster2.namesrv.config.order_message_enable is True  # (a refused update changes nothing)
 
 

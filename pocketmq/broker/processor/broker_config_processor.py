@@ -75,7 +75,10 @@ class BrokerConfigProcessor(BrokerProcessor):
     async def update_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         if not request.body:
             return response(request)  # RocketMQ: no body, nothing to change
-        props = parse_properties(request.body.decode("utf-8", "replace"))
+        try:
+            props = parse_properties(request.body.decode("utf-8", "replace"))
+        except ValueError as e:  # (a malformed \uXXXX: RocketMQ's string2Properties fails alike)
+            return response(request, ResponseCode.SYSTEM_ERROR, f"string2Properties error: {e}")
         if CONFIG_BLACK_LIST.intersection(props):  # (AdminBrokerProcessor.validateBlackListConfigExist)
             return response(request, ResponseCode.NO_PERMISSION, "Can not update config in black list.")
         changes: dict[str, object] = {}

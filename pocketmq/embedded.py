@@ -14,6 +14,7 @@ of its own in a background thread, so synchronous tests and tests on any other l
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
 from typing import Any
@@ -22,7 +23,8 @@ from pocketmq.broker.broker_controller import BrokerController
 from pocketmq.broker.config import BrokerConfig
 from pocketmq.namesrv.config import NamesrvConfig
 from pocketmq.namesrv.namesrv_controller import NamesrvController
-from pocketmq.remoting.event_loop import loop_factory
+from pocketmq.remoting.event_loop import LoopCall, loop_factory, serve_forever
+from pocketmq.remoting.tasks import run_whole
 
 # Small files: a test cluster starts in milliseconds, and a suite of many tests does not fill the disk (pytest
 # keeps the last three runs' temp folders). The commit log and index files reserve their whole size on disk when
@@ -35,6 +37,9 @@ TEST_STORE_DEFAULTS: dict[str, Any] = {
     "max_hash_slot_num": 5_000,
     "max_index_num": 20_000,
 }
+# How long a ThreadedCluster interrupted in start() or stop() (Ctrl-C, a timeout) waits for the start's undoing or the
+# stop to finish, and then for its loop's thread to end: the broker's shutdown persists and closes its store.
+_GRACE = 30.0
 
 
 class EmbeddedCluster:
@@ -103,43 +108,48 @@ class EmbeddedCluster:
         return BrokerConfig(**settings)
 
     async def start(self) -> EmbeddedCluster:
-        """Returns once the broker has registered with the name server."""
+        """Returns once the broker has registered with the name server. Cut short (a failure, or cancelled: a
+        timeout around it, Ctrl-C in a test's setup), it stops what it started before the exception goes on."""
         # (checked before anything starts; the address comes later)
         config = self.broker_config(namesrv_addr="127.0.0.1:9876")
         # A cluster started again after stop(): the servers of its last run are gone (brokers[0] was the stopped one).
         self.brokers, self.broker, self.proxy, self.namesrv = [], None, None, None
         acl_file = config.resolved_acl_file if config.acl_enable else None
-        if self.external_namesrv_addr is None:
-            self.namesrv = NamesrvController(NamesrvConfig(listen_port=0, acl_file=acl_file))
-            await self.namesrv.start()
         try:
+            if self.external_namesrv_addr is None:
+                self.namesrv = NamesrvController(NamesrvConfig(listen_port=0, acl_file=acl_file))
+                await self.namesrv.start()
             for i in range(self.broker_count):
                 broker = BrokerController(self.broker_config(i))
-                await broker.start()
+                # Listed before its start: one cut short is shut down with the others (a no-op if its start
+                # undid itself already).
                 self.brokers.append(broker)
+                await broker.start()
             self.broker = self.brokers[0]
             if self.grpc:
-                # Imported here: a cluster without the endpoint never loads grpc.
-                from pocketmq.proxy.config import ProxyConfig
-                from pocketmq.proxy.proxy_startup import GrpcProxy
-
-                # With ACL on, the endpoint checks its callers against the broker's accounts and signs its own
-                # requests with the cluster's key pair, as a RocketMQ proxy beside such a cluster would.
-                acl: dict[str, Any] = {}
-                if acl_file is not None:
-                    acl = {"acl_file": acl_file, "access_key": config.access_key, "secret_key": config.secret_key}
-                # Its requests to these brokers are handed to them in-process (local mode, unless
-                # proxy_overrides={"proxy_mode": "cluster"}).
-                local = {b.address: b.remoting_server for b in self.brokers}
-                self.proxy = await GrpcProxy(ProxyConfig(self.namesrv_addr, grpc_server_port=0,
-                                                         **acl, **self.proxy_overrides), local).start()
+                await self._start_proxy(config, acl_file)
         except BaseException:
-            for b in self.brokers:
-                await b.shutdown()
-            if self.namesrv is not None:
-                await self.namesrv.shutdown()
+            await run_whole(self.stop())
             raise
         return self
+
+    async def _start_proxy(self, config: BrokerConfig, acl_file: str | None) -> None:
+        # Imported here: a cluster without the endpoint never loads grpc.
+        from pocketmq.proxy.config import ProxyConfig
+        from pocketmq.proxy.proxy_startup import GrpcProxy
+
+        # With ACL on, the endpoint checks its callers against the broker's accounts and signs its own requests with
+        # the cluster's key pair, as a RocketMQ proxy beside such a cluster would.
+        acl: dict[str, Any] = {}
+        if acl_file is not None:
+            acl = {"acl_file": acl_file, "access_key": config.access_key, "secret_key": config.secret_key}
+        # Its requests to these brokers are handed to them in-process (local mode, unless
+        # proxy_overrides={"proxy_mode": "cluster"}).
+        local = {b.address: b.remoting_server for b in self.brokers}
+        # Kept before its start, as the brokers are (stop() copes with one whose start undid itself).
+        self.proxy = GrpcProxy(ProxyConfig(self.namesrv_addr, grpc_server_port=0, **acl, **self.proxy_overrides),
+                               local)
+        await self.proxy.start()
 
     async def stop(self) -> None:
         try:
@@ -205,32 +215,40 @@ class ThreadedCluster:
     def store(self):
         return self.cluster.store
 
-    def _call(self, coro, timeout: float = 30.0):
+    def _call(self, coro, timeout: float = 30.0, cancel: bool = True):
+        """Run ``coro`` on the cluster's loop and wait for it. Interrupted (Ctrl-C, ``timeout``), the coroutine is
+        cancelled (``cancel``: its own cleanup then runs) or left to finish, and waited for (up to _GRACE seconds)
+        before the interruption goes on: the loop must not stop under it halfway, with the store's threads
+        running and its lock held."""
         assert self._loop is not None
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+        return LoopCall(self._loop, coro).wait(timeout, _GRACE, cancel)
 
-    def start(self) -> ThreadedCluster:
+    def start(self, timeout: float = 30.0) -> ThreadedCluster:
+        """Start the cluster and wait for it, up to ``timeout`` seconds; past it (or on Ctrl-C) the start is undone
+        and TimeoutError (KeyboardInterrupt) raised."""
         loop = self._loop = loop_factory()()
         ready = threading.Event()
-
-        def serve() -> None:
-            asyncio.set_event_loop(loop)
-            loop.call_soon(ready.set)
-            loop.run_forever()
-
-        self._thread = threading.Thread(target=serve, name="pocketmq-cluster", daemon=True)
+        loop.call_soon(ready.set)
+        self._thread = threading.Thread(target=serve_forever, args=(loop,), name="pocketmq-cluster", daemon=True)
         self._thread.start()
         ready.wait()
+        starting = LoopCall(loop, self.cluster.start())
         try:
-            self._call(self.cluster.start())
+            starting.wait(timeout, _GRACE)
         except BaseException:
+            if starting.future.done():
+                # Undone by itself already, or started after all as the interruption came: stop() again is a no-op
+                # or what undoes it.
+                with contextlib.suppress(Exception):
+                    LoopCall(loop, self.cluster.stop()).wait(_GRACE, _GRACE, cancel=False)
             self._shutdown_loop()
             raise
         return self
 
     def stop(self) -> None:
         try:
-            self._call(self.cluster.stop())
+            # Interrupted, the stop still finishes (up to _GRACE seconds): the store is closed, its lock released.
+            self._call(self.cluster.stop(), cancel=False)
         finally:
             self._shutdown_loop()
 
@@ -238,10 +256,11 @@ class ThreadedCluster:
         loop, self._loop = self._loop, None
         if loop is None:
             return
-        loop.call_soon_threadsafe(loop.stop)
+        # The loop's thread cancels what is still pending there, waits for it, and closes the loop (serve_forever).
+        with contextlib.suppress(RuntimeError):  # (closed already: its thread ended)
+            loop.call_soon_threadsafe(loop.stop)
         if self._thread is not None:
-            self._thread.join(10)
-        loop.close()
+            self._thread.join(_GRACE)
 
     def wait_dispatched(self, timeout: float = 10.0) -> bool:
         """Every broker's stored messages in its consume queues (EmbeddedCluster.wait_dispatched)."""

@@ -18,7 +18,7 @@ from pocketmq.remoting.acl.validator import PlainAccessValidator
 from pocketmq.remoting.body import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from pocketmq.remoting.codes import PermName
 from pocketmq.remoting.server import RemotingServer
-from pocketmq.remoting.tasks import TaskTracker
+from pocketmq.remoting.tasks import TaskTracker, run_whole
 from pocketmq.remoting.transport import Channel
 from pocketmq.storage.message_filter import MessageFilter
 from pocketmq.storage.message_store import DefaultMessageStore
@@ -218,25 +218,54 @@ class BrokerController:
     # --- lifecycle ---
 
     async def start(self) -> None:
+        """Load the store, listen, start the services and register with the name servers. Cut short anywhere
+        (a failure, or cancelled: a caller's timeout, Ctrl-C), it undoes what it started before the exception goes
+        on: no store thread left running, no store lock held, no port left open."""
         if self._started:
             raise RuntimeError("broker already started")
         self._started = True
         bc = self.broker_config
         self._pull_executor = ThreadPoolExecutor(max(1, bc.pull_thread_pool_nums), thread_name_prefix="pull")
         try:
-            # Store recovery may read every file: never on the event loop.
+            # Store recovery may read every file: never on the event loop. Whole: cancelled meanwhile, the
+            # thread would go on loading (and start the store's threads) after the store's shutdown below.
             began = time.monotonic()
-            await asyncio.to_thread(self._load_and_start_store)
+            await run_whole(asyncio.to_thread(self._load_and_start_store))
             log.info("config and store loaded in %.3f s", time.monotonic() - began)
             if self.deleted_topic_manager.prune(self.store.commit_log.get_min_offset()):
                 self.deleted_topic_manager.persist_soon()
             await self.remoting_server.start()
         except BaseException:
-            # e.g. the store directory is locked by another broker, or the port is taken.
+            # e.g. the store directory is locked by another broker, or the port is taken. Only the store to undo:
+            # shutdown() would write config files that may not have loaded.
             self._stopped = True
             self._pull_executor.shutdown(wait=False)
-            await asyncio.to_thread(self.store.shutdown)  # a no-op when the store never loaded
+            await run_whole(asyncio.to_thread(self.store.shutdown))  # a no-op when the store never loaded
+            await self.remoting_server.stop()  # (cancelled once it listened)
             raise
+        try:
+            self._start_services()
+            began = time.monotonic()
+            await self.register_broker_all()
+            log.info("registered with the name servers in %.3f s", time.monotonic() - began)
+        except BaseException:
+            # Cancelled while it registers (a name server that does not answer keeps it there for
+            # registerBrokerTimeoutMills), or a service failed: shut down whatever started, as shutdown() does.
+            # Unregistering only from the name servers that took a registration: the others would only add a
+            # timeout each.
+            await run_whole(self._shutdown(unregister=bool(self._acked_versions)))
+            raise
+        log.info(
+            "The broker[%s, %s] boot success. serializeType=msgpack and name server is %s",
+            bc.broker_name,
+            self.address,
+            bc.namesrv_addr or "(none)",
+        )
+
+    def _start_services(self) -> None:
+        """Everything after the store and the port: long polling, POP revive, schedule and transaction checks,
+        the periodic persists, stats and registration."""
+        bc = self.broker_config
         self.store_host = pack_host(bc.store_host_ip, self.remoting_server.port)
         # (the store's own fallback too: the timer's deliveries name no store host)
         self.store.set_store_address(bc.store_host_ip, self.remoting_server.port)
@@ -245,34 +274,17 @@ class BrokerController:
         self.pop_message_processor.buffer_merge.start()
         self.schedule_message_service.start()
         self.transactional_message_check_service.start()
-        self.tasks.periodic(
-            "persist-consumer-offsets",
-            bc.flush_consumer_offset_interval,
-            self.consumer_offset_manager.persist_if_changed,
-        )
-        self.tasks.periodic(
-            "persist-consumer-order-info",
-            bc.flush_consumer_offset_interval,
-            self.consumer_order_info_manager.persist_if_changed,
-        )
-        self.tasks.periodic(
-            "client-housekeeping",
-            bc.client_housekeeping_interval,
-            self.client_housekeeping_service.scan_exception_channel,
-        )
+        tasks = self.tasks
+        tasks.periodic("persist-consumer-offsets", bc.flush_consumer_offset_interval,
+                       self.consumer_offset_manager.persist_if_changed)
+        tasks.periodic("persist-consumer-order-info", bc.flush_consumer_offset_interval,
+                       self.consumer_order_info_manager.persist_if_changed)
+        tasks.periodic("client-housekeeping", bc.client_housekeeping_interval,
+                       self.client_housekeeping_service.scan_exception_channel)
         self.broker_stats_manager.sample()
-        self.tasks.periodic("broker-stats-sample", bc.stats_sample_interval, self._sample_stats)
+        tasks.periodic("broker-stats-sample", bc.stats_sample_interval, self._sample_stats)
         if bc.namesrv_addr_list:
-            self.tasks.periodic("register-broker", bc.register_name_server_period, self.register_broker_all)
-        began = time.monotonic()
-        await self.register_broker_all()
-        log.info("registered with the name servers in %.3f s", time.monotonic() - began)
-        log.info(
-            "The broker[%s, %s] boot success. serializeType=msgpack and name server is %s",
-            bc.broker_name,
-            self.address,
-            bc.namesrv_addr or "(none)",
-        )
+            tasks.periodic("register-broker", bc.register_name_server_period, self.register_broker_all)
 
     def _config_managers(self) -> tuple[ConfigManager, ...]:
         return (
@@ -305,10 +317,14 @@ class BrokerController:
         """Unregister, stop serving, persist the config files and shut the store down (no abort file left)."""
         if not self._started or self._stopped:
             return
+        await self._shutdown(unregister=True)
+
+    async def _shutdown(self, unregister: bool) -> None:
+        # (also a start cut short after the store loaded: each part's shutdown copes with a part never started)
         self._stopped = True
         bc = self.broker_config
         await self.tasks.close()
-        if bc.namesrv_addr_list:
+        if unregister and bc.namesrv_addr_list:
             try:
                 await asyncio.wait_for(
                     self.broker_outer_api.unregister_broker_all(bc.namesrv_addr_list, self._identity()),

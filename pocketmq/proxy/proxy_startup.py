@@ -21,9 +21,11 @@ from typing import Any, TypeVar
 import grpc
 
 from pocketmq.remoting.acl.validator import PlainAccessValidator
+from pocketmq.remoting.event_loop import LoopCall, serve_forever
 from pocketmq.remoting.group_retry_policy import CustomizedRetryPolicy
 from pocketmq.remoting.local_channel import LocalAcceptor
 from pocketmq.remoting.remoting_helper import parse_address
+from pocketmq.remoting.tasks import run_whole
 
 from .ack_message_activity import AckMessageActivity
 from .change_invisible_duration_activity import ChangeInvisibleDurationActivity
@@ -47,6 +49,8 @@ from .tls_negotiator import PermissiveFront
 from .transaction_data_manager import TransactionDataManager
 
 log = logging.getLogger(__name__)
+# How long a start or stop whose caller was cancelled is waited for on the endpoint's loop before that loop ends.
+_GRACE = 10.0
 T = TypeVar("T")
 
 
@@ -159,27 +163,33 @@ class GrpcProxy:
         ]
 
     async def start(self) -> GrpcProxy:
-        """Start the endpoint's thread and loop, and the endpoint on them; returns once it listens."""
+        """Start the endpoint's thread and loop, and the endpoint on them; returns once it listens. Cut short (a
+        failure, or cancelled), the endpoint's start undoes itself on its loop before that loop ends."""
         loop = self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=loop.run_forever, name="pocketmq-grpc", daemon=True)
+        self._thread = threading.Thread(target=serve_forever, args=(loop,), name="pocketmq-grpc", daemon=True)
         self._thread.start()
+        starting = LoopCall(loop, self._start())
         try:
-            await self.call(self._start())
+            await starting.result(_GRACE)
         except BaseException:
+            if starting.future.done() and not starting.future.cancelled() and starting.future.exception() is None:
+                # Cancelled as its start finished: stopped as stop() does (a start that failed stopped itself).
+                await LoopCall(loop, self._stop()).result(_GRACE, cancel=False)
             await self._stop_loop()
             raise
         return self
 
-    async def call(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run ``coro`` on the endpoint's loop and wait for it from the caller's."""
+    async def call(self, coro: Coroutine[Any, Any, T], cancel: bool = True) -> T:
+        """Run ``coro`` on the endpoint's loop and wait for it from the caller's. The caller cancelled, ``coro`` is
+        cancelled too (or, with ``cancel=False``, left to finish), and waited for up to _GRACE seconds."""
         assert self.loop is not None, "the endpoint is not started"
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
+        return await LoopCall(self.loop, coro).result(_GRACE, cancel)
 
     async def stop(self) -> None:
         if self.loop is None:
             return
         try:
-            await self.call(self._stop())
+            await self.call(self._stop(), cancel=False)
         finally:
             await self._stop_loop()
 
@@ -187,10 +197,10 @@ class GrpcProxy:
         loop, self.loop = self.loop, None
         if loop is None:
             return
+        # Its thread cancels what is left on it, waits for that and closes it (serve_forever).
         loop.call_soon_threadsafe(loop.stop)
         if self._thread is not None:
             await asyncio.to_thread(self._thread.join, 10)
-        loop.close()
 
     async def _start(self) -> None:
         self._build()
@@ -216,9 +226,10 @@ class GrpcProxy:
                     self.application.front_client = self._front.client_address
             if c.grpc_server_port == 0 and self._front is None:
                 raise OSError(f"cannot listen on {c.grpc_host}")
-            await server.start()
+            # Whole: grpc's server cancelled halfway through its start cannot be stopped (its stop fails inside grpc).
+            await run_whole(server.start())
             if self._front is not None:
-                await self._front.start()
+                await run_whole(self._front.start())
                 c.grpc_server_port = self._front.port
             if c.proxy_mode is ProxyMode.LOCAL:
                 self._dispatch_locally()

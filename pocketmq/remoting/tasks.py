@@ -23,7 +23,11 @@ async def run_whole(step: Awaitable[T]) -> T:
     try:
         return await asyncio.shield(task)
     except asyncio.CancelledError:
-        await asyncio.wait([task])
+        while not task.done():
+            try:
+                await asyncio.wait([task])
+            except asyncio.CancelledError:
+                pass  # cancelled again (a loop shutting down cancels what is left): the step still ends first
         raise
 
 

@@ -92,16 +92,24 @@ class BrokerView:
 
     def topic_queues(self, topic: str) -> list[QueueRef]:
         """The topic's readable queues; none while the topic does not exist."""
+        return self._routed_queues(topic) or []
+
+    def _routed_queues(self, topic: str) -> list[QueueRef] | None:
+        """The topic's readable queues; None when the name server has no route for it."""
         try:
             mqs = self._consumer.fetch_subscribe_message_queues(topic)
         except MQClientException as e:
-            # No route at all, or a route without readable queues (the client says so in words only).
-            if e.response_code == ResponseCode.TOPIC_NOT_EXIST or "Namesrv return empty" in str(e):
+            if e.response_code == ResponseCode.TOPIC_NOT_EXIST:
+                return None
+            if "Namesrv return empty" in str(e):  # a route without readable queues (said in words only)
                 return []
             raise
         return sorted(QueueRef(m.topic, m.broker_name, m.queue_id) for m in mqs)
 
-    def queues(self, subscription: Subscription) -> list[QueueRef]:
+    def queues(self, subscription: Subscription, *, named_topics_exist: bool = False) -> list[QueueRef]:
+        """The queues ``subscription`` covers now. With ``named_topics_exist`` (batch reads), a topic that
+        'subscribe' names and the name server has no route for is an error; a streaming query waits for it
+        instead, as it waits for a pattern to match."""
         if subscription.pattern is not None:
             pattern = re.compile(subscription.pattern)
             topics = [t for t in self._consumer.fetch_topic_list()
@@ -110,7 +118,14 @@ class BrokerView:
             return sorted(q for t in topics if t not in own for q in self.topic_queues(t))
         if subscription.assigned:
             return self._assigned_queues(subscription.assigned)
-        return sorted(q for t in subscription.topics for q in self.topic_queues(t))
+        out: list[QueueRef] = []
+        for topic in subscription.topics:
+            queues = self._routed_queues(topic)
+            if queues is None and named_topics_exist:
+                raise InvalidOptionError(f"option 'subscribe': topic {topic} does not exist (the name server has "
+                                         "no route for it)")
+            out += queues or []
+        return sorted(out)
 
     def _own_topics(self) -> set[str]:
         """The topics a cluster makes for itself, each named after it or a broker, the cluster's reply topic
@@ -181,13 +196,17 @@ class BrokerView:
         return [(m.queue_offset, m.store_timestamp) for m in result.msg_found_list]
 
     def resolve(self, spec: OffsetSpec, timestamp_ms: int | None, queues: list[QueueRef], default: int,
-                name: str) -> Offsets:
+                name: str, bounds: tuple[Offsets, Offsets] | None = None) -> Offsets:
         """Concrete offsets for a starting/ending option: by store time when a timestamp is given, else
-        "earliest" / "latest" / JSON (queues the JSON leaves out get ``default``)."""
+        "earliest" / "latest" / JSON (queues the JSON leaves out get ``default``). ``bounds``: the queues'
+        min and max offsets when the caller has them already."""
         if timestamp_ms is not None:
             return self.offsets_by_time(queues, timestamp_ms)
-        earliest = self.min_offsets(queues) if spec != "latest" else {}
-        latest = self.max_offsets(queues) if spec != "earliest" else {}
+        if bounds is not None:
+            earliest, latest = bounds
+        else:
+            earliest = self.min_offsets(queues) if spec != "latest" else {}
+            latest = self.max_offsets(queues) if spec != "earliest" else {}
         return resolve_offsets(spec, queues, earliest, latest, default, name)
 
     def commit_to_group(self, group: str, offsets: Mapping[QueueRef, int]) -> None:

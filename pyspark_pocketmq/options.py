@@ -275,14 +275,20 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
     if consumer_group is not None:
         _check_name(consumer_group, "consumerGroup")
     pull_timeout_ms = _int(opts, "pulltimeoutms", "pullTimeoutMs", 1)
+    starting_timestamp = _int(opts, "startingtimestamp", "startingTimestamp", 0)
+    ending_timestamp = _int(opts, "endingtimestamp", "endingTimestamp", 0)
+    if starting_timestamp is not None and ending_timestamp is not None and starting_timestamp > ending_timestamp:
+        # (resolved, the two would often meet at the same offset and read nothing without a word)
+        raise InvalidOptionError(f"option 'startingTimestamp' {starting_timestamp} is after 'endingTimestamp' "
+                                 f"{ending_timestamp}")
     return SourceOptions(
         endpoints=parse_endpoints(opts),
         subscription=subscription,
         sub_expression=sub_expression,
         starting_offsets=starting,
         ending_offsets=ending,
-        starting_timestamp=_int(opts, "startingtimestamp", "startingTimestamp", 0),
-        ending_timestamp=_int(opts, "endingtimestamp", "endingTimestamp", 0),
+        starting_timestamp=starting_timestamp,
+        ending_timestamp=ending_timestamp,
         fail_on_data_loss=_bool(opts, "failondataloss", "failOnDataLoss", True),
         min_partitions=_int(opts, "minpartitions", "minPartitions", 1),
         max_records_per_partition=_int(opts, "maxrecordsperpartition", "maxRecordsPerPartition", 1),

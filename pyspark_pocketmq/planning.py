@@ -25,6 +25,10 @@ def report_data_loss(fail: bool, message: str) -> None:
     log.warning("%s; going on because failOnDataLoss is false", message)
 
 
+def _where(q: QueueRef) -> str:
+    return f"{q.topic}/{q.broker_name}/{q.queue_id}"
+
+
 def resolve_offsets(
     spec: OffsetSpec, queues: Iterable[QueueRef], earliest: Mapping[QueueRef, int], latest: Mapping[QueueRef, int],
     default: int, name: str,
@@ -38,12 +42,60 @@ def resolve_offsets(
         return {q: latest[q] for q in queues}
     unknown = sorted(set(spec) - set(queues))
     if unknown:
-        names = ", ".join(f"{q.topic}/{q.broker_name}/{q.queue_id}" for q in unknown)
+        names = ", ".join(map(_where, unknown))
         raise InvalidOptionError(f"option '{name}' names queues that do not exist: {names}")
     out: Offsets = {}
     for q in queues:
         value = spec.get(q, default)
         out[q] = earliest[q] if value == EARLIEST else latest[q] if value == LATEST else value
+    return out
+
+
+def given_offsets(
+    spec: OffsetSpec, timestamp_ms: int | None, resolved: Mapping[QueueRef, int], name: str, timestamp_name: str,
+) -> dict[QueueRef, str]:
+    """The offsets of ``resolved`` that an option gave, each with the words that name it ("startingOffsets 4",
+    "startingTimestamp 1700000000000 (offset 4)"); queues that take theirs from the queue (earliest, latest,
+    -2, -1) are left out."""
+    if timestamp_ms is not None:
+        return {q: f"{timestamp_name} {timestamp_ms} (offset {o})" for q, o in resolved.items()}
+    if isinstance(spec, str):
+        return {}
+    return {q: f"{name} {o}" for q, o in spec.items() if o >= 0 and q in resolved}
+
+
+def start_past_end(
+    start: Mapping[QueueRef, int], latest: Mapping[QueueRef, int], given: Mapping[QueueRef, str], fail: bool,
+) -> Offsets:
+    """``start`` with every offset an option put past its queue's end moved to that end. Such an offset is data
+    loss (Kafka's source reports "startingOffsets for ... was X but consumer reset to Y"): the queue never got
+    that far, or was deleted and created again since the offset was taken."""
+    out = dict(start)
+    for q in sorted(given):
+        if start[q] > latest[q]:
+            report_data_loss(fail, f"{given[q]} is past the end of queue {_where(q)}, which ends at {latest[q]}")
+            out[q] = latest[q]
+    return out
+
+
+def check_batch_offsets(
+    start: Mapping[QueueRef, int], end: Mapping[QueueRef, int], earliest: Mapping[QueueRef, int],
+    latest: Mapping[QueueRef, int], start_given: Mapping[QueueRef, str], end_given: Mapping[QueueRef, str],
+    fail: bool,
+) -> Offsets:
+    """The offsets a batch read starts from, once its ranges are checked as Kafka's source checks them (it fails
+    a range whose beginning is after its end). A start after the end, both from the options, is an error in
+    the options. A start an option put past its queue's end, or an end an option put before its queue's first
+    offset, is data loss; with failOnDataLoss false that queue reads nothing."""
+    for q in sorted(end):
+        if q in start_given and q in end_given and start[q] > end[q]:
+            raise InvalidOptionError(f"{start_given[q]} is after {end_given[q]} for {_where(q)}")
+    out = start_past_end(start, latest, start_given, fail)
+    for q in sorted(end):
+        if out[q] > end[q]:  # the start is the queue's first offset: only an end from the options is below it
+            what = end_given.get(q, f"the end offset {end[q]}")
+            report_data_loss(fail, f"{what} is before the first offset {earliest[q]} of queue {_where(q)}")
+            out[q] = end[q]
     return out
 
 
@@ -65,7 +117,7 @@ def stream_end(
     for q in sorted(latest):
         if q in start and latest[q] < start[q]:
             report_data_loss(
-                fail_on_data_loss, f"queue {q.topic}/{q.broker_name}/{q.queue_id} now ends at {latest[q]}, before "
+                fail_on_data_loss, f"queue {_where(q)} now ends at {latest[q]}, before "
                 f"offset {start[q]} already read (was it deleted and created again?)",
             )
         end[q] = latest[q]
@@ -74,7 +126,7 @@ def stream_end(
         broker_end = unrouted.get(q)
         if broker_end is not None and broker_end < start[q]:
             report_data_loss(
-                fail_on_data_loss, f"queue {q.topic}/{q.broker_name}/{q.queue_id} is gone: it left the route and "
+                fail_on_data_loss, f"queue {_where(q)} is gone: it left the route and "
                 f"its broker says it ends at {broker_end}, before offset {start[q]} already read",
             )
             end[q] = broker_end

@@ -21,7 +21,7 @@ from pocketmq.remoting.event_loop import loop_factory
 from .broker_view import READER_GROUP, BrokerView, private_instance, to_mq
 from .offsets import EARLIEST, LATEST, OffsetRange, QueueRef
 from .options import SourceOptions, client_credentials
-from .planning import plan_ranges, report_data_loss
+from .planning import check_batch_offsets, given_offsets, plan_ranges, report_data_loss
 from .schema import BatchBuilder, arrow_schema
 
 if TYPE_CHECKING:
@@ -152,9 +152,18 @@ class BatchReader(DataSourceReader):
     def partitions(self) -> list[QueueRange]:
         opts = self.opts
         with BrokerView(opts.endpoints, opts.pull_timeout, opts.protocol, opts.credentials) as view:
-            queues = view.queues(opts.subscription)
-            start = view.resolve(opts.starting_offsets, opts.starting_timestamp, queues, EARLIEST, "startingOffsets")
-            end = view.resolve(opts.ending_offsets, opts.ending_timestamp, queues, LATEST, "endingOffsets")
+            queues = view.queues(opts.subscription, named_topics_exist=True)
+            bounds = view.min_offsets(queues), view.max_offsets(queues)
+            start = view.resolve(opts.starting_offsets, opts.starting_timestamp, queues, EARLIEST,
+                                 "startingOffsets", bounds)
+            end = view.resolve(opts.ending_offsets, opts.ending_timestamp, queues, LATEST, "endingOffsets", bounds)
+        start = check_batch_offsets(
+            start, end, *bounds,
+            given_offsets(opts.starting_offsets, opts.starting_timestamp, start, "startingOffsets",
+                          "startingTimestamp"),
+            given_offsets(opts.ending_offsets, opts.ending_timestamp, end, "endingOffsets", "endingTimestamp"),
+            opts.fail_on_data_loss,
+        )
         ranges = plan_ranges(start, end, opts.min_partitions, opts.max_records_per_partition)
         return [QueueRange.of(r) for r in ranges]
 

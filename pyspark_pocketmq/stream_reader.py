@@ -17,7 +17,7 @@ from pyspark.sql.types import StructType
 from .broker_view import BrokerView
 from .offsets import EARLIEST, Offsets, from_json_dict, prorate, to_json_dict
 from .options import SourceOptions
-from .planning import plan_ranges, stream_end
+from .planning import given_offsets, plan_ranges, start_past_end, stream_end
 from .reader import QueueRange, read_range
 
 if TYPE_CHECKING:
@@ -56,7 +56,14 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Where a new query starts (a restarted one starts from its checkpoint instead)."""
         opts, view = self.opts, self.view
         queues = view.queues(opts.subscription)
-        start = view.resolve(opts.starting_offsets, opts.starting_timestamp, queues, EARLIEST, "startingOffsets")
+        # Offsets from a JSON may be past a queue's end (a timestamp, earliest or latest never are).
+        json_offsets = opts.starting_timestamp is None and not isinstance(opts.starting_offsets, str)
+        bounds = (view.min_offsets(queues), view.max_offsets(queues)) if json_offsets else None
+        start = view.resolve(opts.starting_offsets, opts.starting_timestamp, queues, EARLIEST, "startingOffsets",
+                             bounds)
+        if bounds is not None:
+            given = given_offsets(opts.starting_offsets, None, start, "startingOffsets", "startingTimestamp")
+            start = start_past_end(start, bounds[1], given, opts.fail_on_data_loss)
         return to_json_dict(start)
 
     def getDefaultReadLimit(self) -> ReadLimit:

@@ -21,7 +21,14 @@ from pyspark_pocketmq.offsets import (
     to_json_dict,
 )
 from pyspark_pocketmq.options import InvalidOptionError
-from pyspark_pocketmq.planning import DataLossError, plan_ranges, resolve_offsets, stream_end
+from pyspark_pocketmq.planning import (
+    DataLossError,
+    check_batch_offsets,
+    given_offsets,
+    plan_ranges,
+    resolve_offsets,
+    stream_end,
+)
 
 A0, A1, A2, A10 = (QueueRef("T", "broker-a", i) for i in (0, 1, 2, 10))
 B0 = QueueRef("T", "broker-b", 0)
@@ -154,3 +161,34 @@ def test_stream_end_takes_new_queues_and_reports_lost_ones():
 
 def test_plan_ranges_reads_new_queues_from_zero():
     assert plan_ranges({A0: 3}, {A0: 5, A1: 2}, None, None) == [OffsetRange(A0, 3, 5), OffsetRange(A1, 0, 2)]
+
+
+def test_given_offsets_names_what_the_options_gave():
+    resolved = {A0: 4, A1: 0, A2: 9}
+    assert given_offsets({A0: 4, A1: EARLIEST, A2: LATEST}, None, resolved, "startingOffsets", "startingTimestamp") == {
+        A0: "startingOffsets 4"}
+    assert given_offsets("earliest", None, resolved, "startingOffsets", "startingTimestamp") == {}
+    assert given_offsets("earliest", 1700, {A0: 4}, "startingOffsets", "startingTimestamp") == {
+        A0: "startingTimestamp 1700 (offset 4)"}
+
+
+def test_check_batch_offsets_refuses_a_start_after_the_end():
+    first, last = {A0: 0, A1: 6}, {A0: 5, A1: 9}
+    ok = {A0: 1, A1: 7}
+    assert check_batch_offsets(ok, last, first, last, {A0: "startingOffsets 1"}, {}, True) == ok
+    # Both from the options: the options are wrong, even with failOnDataLoss false.
+    with pytest.raises(InvalidOptionError, match="startingTimestamp 9 \\(offset 4\\) is after endingOffsets 2 for "
+                       "T/broker-a/0"):
+        check_batch_offsets({A0: 4, A1: 6}, {A0: 2, A1: 9}, first, last, {A0: "startingTimestamp 9 (offset 4)"},
+                            {A0: "endingOffsets 2"}, False)
+    # A start past the queue's end: data loss (with failOnDataLoss false the queue reads nothing).
+    with pytest.raises(DataLossError, match="startingOffsets 100 is past the end of queue T/broker-a/0, which ends "
+                       "at 5"):
+        check_batch_offsets({A0: 100, A1: 6}, last, first, last, {A0: "startingOffsets 100"}, {}, True)
+    assert check_batch_offsets({A0: 100, A1: 6}, last, first, last, {A0: "startingOffsets 100"}, {}, False) == {
+        A0: 5, A1: 6}
+    # From earliest to an end before the queue's first offset: what it should read was deleted.
+    with pytest.raises(DataLossError, match="endingOffsets 3 is before the first offset 6 of queue T/broker-a/1"):
+        check_batch_offsets(first, {A0: 5, A1: 3}, first, last, {}, {A1: "endingOffsets 3"}, True)
+    lenient = check_batch_offsets(first, {A0: 5, A1: 3}, first, last, {}, {A1: "endingOffsets 3"}, False)
+    assert plan_ranges(lenient, {A0: 5, A1: 3}, None, None) == [OffsetRange(A0, 0, 5)]

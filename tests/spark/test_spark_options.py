@@ -84,6 +84,9 @@ def test_numbers_and_booleans_are_checked():
     assert (o.max_offsets_per_trigger, o.min_partitions, o.max_records_per_partition) == (100, 4, 50)
     assert (o.fail_on_data_loss, o.starting_timestamp, o.pull_timeout, o.consumer_group) == (
         False, 1_700_000_000_000, 2.5, "dash")
+    assert batch(subscribe="T", startingTimestamp="5", endingTimestamp="5").ending_timestamp == 5
+    with pytest.raises(InvalidOptionError, match="'startingTimestamp' 6 is after 'endingTimestamp' 5"):
+        batch(subscribe="T", startingTimestamp="6", endingTimestamp="5")
     for kw in ({"maxOffsetsPerTrigger": "0"}, {"minPartitions": "two"}, {"failOnDataLoss": "yes"},
                {"startingTimestamp": "-1"}, {"consumerGroup": "a b"}):
         with pytest.raises(InvalidOptionError):

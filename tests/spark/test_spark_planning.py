@@ -1,11 +1,12 @@
 """What the driver asks the cluster while it plans, without a JVM, against real clusters: which queues a pattern
-covers, and where a micro-batch ends while a broker restarts or after a topic is deleted."""
+covers, where a micro-batch ends while a broker restarts or after a topic is deleted, and the options whose
+offsets or topics the cluster does not have."""
 
 from __future__ import annotations
 
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
-from spark_admin import _invoke, delete_topic
+from spark_admin import _invoke, create_topic, delete_topic
 
 from pocketmq.broker.broker_controller import BrokerController
 from pocketmq.client import Message, MessageQueue, SyncProducer
@@ -14,8 +15,9 @@ from pocketmq.remoting.codes import RequestCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.header import CreateTopicRequestHeader
 from pyspark_pocketmq.broker_view import BrokerView
-from pyspark_pocketmq.options import Subscription, parse_source_options
+from pyspark_pocketmq.options import InvalidOptionError, Subscription, parse_source_options
 from pyspark_pocketmq.planning import DataLossError
+from pyspark_pocketmq.reader import BatchReader, QueueRange
 from pyspark_pocketmq.schema import SCHEMA
 from pyspark_pocketmq.stream_reader import StreamReader
 
@@ -111,3 +113,57 @@ def test_subscribe_pattern_never_matches_the_clusters_own_topics(pocketmq_cluste
         assert own <= set(view._consumer.fetch_topic_list())
         assert {q.topic for q in view.queues(Subscription(pattern=".*"))} == {"UserT"}
         assert view.queues(Subscription(pattern="(DefaultCluster|broker-a).*")) == []
+
+
+def batch_partitions(cluster, **kw: str) -> list[QueueRange]:
+    """What BatchReader.partitions plans, as Spark calls it on the driver."""
+    return BatchReader(parse_source_options({"endpoints": cluster.namesrv_addr, **kw}, streaming=False),
+                       SCHEMA).partitions()
+
+
+def test_a_start_after_the_end_fails_the_read_instead_of_reading_nothing(pocketmq_cluster):
+    create_topic(pocketmq_cluster, "Five", 1)
+    with SyncProducer("p", pocketmq_cluster.namesrv_addr) as producer:
+        for i in range(5):
+            producer.send(Message("Five", b"%d" % i), MessageQueue("Five", "broker-a", 0))
+    assert pocketmq_cluster.wait_dispatched()
+
+    def at(offset: int) -> str:
+        return f'{{"Five": {{"broker-a": {{"0": {offset}}}}}}}'
+
+    # Both ends from the options: an error in them, whatever failOnDataLoss says.
+    with pytest.raises(InvalidOptionError, match="startingOffsets 4 is after endingOffsets 2 for Five/broker-a/0"):
+        batch_partitions(pocketmq_cluster, subscribe="Five", startingOffsets=at(4), endingOffsets=at(2),
+                         failOnDataLoss="false")
+    # A start past the queue's end: data loss, in a batch read and when a streaming query starts.
+    past_end = r"startingOffsets 100 is past the end of queue Five/broker-a/0, which ends at 5.*failOnDataLoss"
+    with pytest.raises(DataLossError, match=past_end):
+        batch_partitions(pocketmq_cluster, subscribe="Five", startingOffsets=at(100))
+    assert batch_partitions(pocketmq_cluster, subscribe="Five", startingOffsets=at(100), failOnDataLoss="false") == []
+    assert batch_partitions(pocketmq_cluster, subscribe="Five", startingOffsets=at(1), endingOffsets=at(3)) == [
+        QueueRange("Five", "broker-a", 0, 1, 3)]
+    reader = stream_reader(pocketmq_cluster, subscribe="Five", startingOffsets=at(100))
+    lenient = stream_reader(pocketmq_cluster, subscribe="Five", startingOffsets=at(100), failOnDataLoss="false")
+    try:
+        with pytest.raises(DataLossError, match=past_end):
+            reader.initialOffset()
+        assert lenient.initialOffset() == {"Five": {"broker-a": {"0": 5}}}  # followed from the queue's end
+    finally:
+        reader.stop()
+        lenient.stop()
+
+
+def test_a_batch_read_of_a_topic_that_does_not_exist_fails_a_stream_waits_for_it(pocketmq_cluster):
+    with pytest.raises(InvalidOptionError, match="option 'subscribe': topic Nowhere does not exist"):
+        batch_partitions(pocketmq_cluster, subscribe="Nowhere")
+    assert batch_partitions(pocketmq_cluster, subscribePattern="Nowhere.*") == []  # a pattern may match nothing
+    reader = stream_reader(pocketmq_cluster, subscribe="Nowhere")
+    try:
+        start = reader.initialOffset()
+        assert start == {}
+        with SyncProducer("p", pocketmq_cluster.namesrv_addr) as producer:
+            producer.send(Message("Nowhere", b"x"))  # created by its first message
+        assert pocketmq_cluster.wait_dispatched() and pocketmq_cluster.wait_routed("Nowhere")
+        assert sum(reader.latestOffset(start, ReadAllAvailable())["Nowhere"]["broker-a"].values()) == 1
+    finally:
+        reader.stop()

@@ -154,6 +154,15 @@ def _units(rows: Iterable[tuple], cols: SinkColumns, opts: SinkOptions, dedup_pr
         yield unit
 
 
+def _batch_cannot_carry(msgs: list[Message], max_message_size: int) -> Message | None:
+    """The unit's message when it is alone and a batch would be too big for it: the producer checks a batch's
+    whole encoding against maxMessageSize, so the framing (22 bytes and the properties, UNIQ_KEY's among them)
+    would refuse a body that a plain send takes. A message that large is always alone in its unit."""
+    if len(msgs) == 1 and encoded_size(msgs[0]) > max_message_size:
+        return msgs[0]
+    return None
+
+
 class _Sender:
     def __init__(self, producer: SyncProducer) -> None:
         self.producer = producer
@@ -190,12 +199,15 @@ def write_rows(opts: SinkOptions, cols: SinkColumns, rows: Iterable[tuple], part
                       instance_name=private_instance("writer"), protocol=opts.protocol,
                       **client_credentials(opts.credentials)) as producer:
         sender = _Sender(producer)
+        limit = producer.producer.max_message_size
         if dedup_prefix is None:
             in_flight: collections.deque[concurrent.futures.Future] = collections.deque()
             try:
                 for unit in _units(rows, cols, opts, None):
                     queue = sender.queue(unit.topic, unit.queue_id)
-                    in_flight.append(producer.send_batch_async(unit.messages, queue))
+                    alone = _batch_cannot_carry(unit.messages, limit)
+                    in_flight.append(producer.send_async(alone, queue=queue) if alone
+                                     else producer.send_batch_async(unit.messages, queue))
                     sent += len(unit.messages)
                     if len(in_flight) >= SENDS_IN_FLIGHT:
                         in_flight.popleft().result()
@@ -217,7 +229,12 @@ def write_rows(opts: SinkOptions, cols: SinkColumns, rows: Iterable[tuple], part
                 if not msgs:
                     continue
                 checking = False
-            producer.send_batch(msgs, sender.queue(unit.topic, unit.queue_id))
+            queue = sender.queue(unit.topic, unit.queue_id)
+            alone = _batch_cannot_carry(msgs, limit)
+            if alone:
+                producer.send(alone, queue)
+            else:
+                producer.send_batch(msgs, queue)
             sent += len(msgs)
     return WriteSummary(partition_id, sent, skipped)
 

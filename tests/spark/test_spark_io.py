@@ -12,7 +12,7 @@ from pyspark.serializers import read_int
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, MapType, StringType, StructField, StructType
 from spark_admin import create_topic, delete_topic, stored_messages
 
-from pocketmq.client import Message, MessageQueue, SyncProducer
+from pocketmq.client import Message, MessageQueue, MQClientException, SyncProducer
 from pyspark_pocketmq import RocketMQDataSource
 from pyspark_pocketmq.options import parse_sink_options, parse_source_options
 from pyspark_pocketmq.planning import DataLossError
@@ -157,6 +157,22 @@ def test_batches_count_properties_and_keys_not_only_bodies(pocketmq_cluster):
     assert write_rows(opts, cols, rows, 0).sent == 256
     assert pocketmq_cluster.wait_dispatched()
     assert len(stored_messages(pocketmq_cluster, "Big")) == 256
+
+
+@pytest.mark.parametrize("idempotent", ["false", "true"])
+def test_a_body_a_plain_send_takes_is_written_though_a_batch_could_not_carry_it(pocketmq_cluster, idempotent):
+    """The producer checks a batch's whole encoding against maxMessageSize (4 MiB): the framing and properties
+    of a batch of one would refuse a body of exactly 4 MiB, which a plain send takes."""
+    opts = parse_sink_options({"endpoints": pocketmq_cluster.namesrv_addr, "topic": "Big", "idempotent": idempotent})
+    cols = SinkColumns.of(SINK_SCHEMA, opts)
+    big = b"x" * (4 * 1024 * 1024)
+    rows = [(b"before", None, None, None, None, None), (big, None, None, None, None, None),
+            (b"after", None, None, None, None, None)]
+    assert write_rows(opts, cols, rows, 0, "w:0" if idempotent == "true" else None).sent == 3
+    assert pocketmq_cluster.wait_dispatched()
+    assert sorted(len(m.body) for m in stored_messages(pocketmq_cluster, "Big")) == [5, 6, len(big)]
+    with pytest.raises(MQClientException, match="body size over max value"):  # one byte more: too big for any send
+        write_rows(opts, cols, [(big + b"x", None, None, None, None, None)], 0)
 
 
 @pytest.mark.parametrize(("fields", "message"), [

@@ -4,6 +4,7 @@ the admin actions, refused unless the console was started with admin rights."""
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -119,7 +120,7 @@ class ConsoleApi:
             if rt is None:
                 rows.append({**row, "error": calls.errors.get(addr, "no answer")})
                 continue
-            boot = int(rt.get("bootTimestamp", "0") or 0)
+            boot = _int(rt.get("bootTimestamp"))
             rows.append({
                 **row, "version": rt.get("brokerVersionDesc", ""),
                 "put_tps": _first(rt.get("putTps", "")), "get_tps": _first(rt.get("getTransferedTps", "")),
@@ -213,7 +214,7 @@ class ConsoleApi:
                 stats[g].append(one)
         rows = [{"group": g, "system": _is_system_group(g),
                  "lag": sum(s.compute_total_diff() for s in found) if found else None,
-                 "tps": round(sum(s.consume_tps for s in found), 2) if found else None}
+                 "tps": _tps(sum(s.consume_tps for s in found)) if found else None}
                 for g, found in sorted(stats.items())]
         return {"groups": rows}
 
@@ -255,7 +256,7 @@ class ConsoleApi:
                                       "broker_offset": w.broker_offset, "consumer_offset": w.consumer_offset,
                                       "lag": lag, "last_timestamp": w.last_timestamp,
                                       "client": owners.get((mq.topic, mq.broker_name, mq.queue_id), "")})
-            out["tps"] = round(stats.consume_tps, 2)
+            out["tps"] = _tps(stats.consume_tps)
         return out
 
     async def reset_offsets(self, request: web.Request) -> dict[str, Any]:
@@ -429,6 +430,12 @@ def _first(tps: str) -> float:
         return finite(float(tps.split()[0]))
     except (IndexError, ValueError):
         return 0.0
+
+
+def _tps(v: float) -> float | None:
+    """A broker's consume TPS to show; None for NaN or an infinity (a broker's JSON may carry them: the page's
+    JSON cannot)."""
+    return round(v, 2) if math.isfinite(v) else None
 
 
 def _int(v: str | None) -> int:

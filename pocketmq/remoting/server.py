@@ -51,8 +51,11 @@ class RemotingServer(Endpoint):
         if self._server is not None:
             raise RuntimeError("server already started")
         loop = self._loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(self._protocol_factory, self.host, self.port)
+        # Kept before it listens: a start cancelled at the last step (asyncio's create_server yields once its
+        # socket listens) must leave stop() a server to close, not a port nobody owns.
+        self._server = await loop.create_server(self._protocol_factory, self.host, self.port, start_serving=False)
         self.port = self._server.sockets[0].getsockname()[1]
+        await self._server.start_serving()
         log.info("remoting server listening on %s", self.address)
         self._schedule_scan()
 

@@ -75,8 +75,9 @@ class MessageStoreRecovery:
         if not os.path.isdir(root):
             return
         for topic in sorted(os.listdir(root)):
-            if store_topic_error(topic) is not None:
-                log.warning("ignoring %s in %s: not a topic name", topic, root)
+            if store_topic_error(topic) is not None or not os.path.isdir(os.path.join(root, topic)):
+                # (a file, e.g. a .DS_Store the Finder leaves, is no topic either: Apache's listFiles() skips it)
+                log.warning("ignoring %s in %s: not a topic's folder", topic, root)
                 continue
             for qid in sorted(os.listdir(os.path.join(root, topic))):
                 if qid.isdigit():

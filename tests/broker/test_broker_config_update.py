@@ -218,3 +218,13 @@ async def test_the_file_keeps_its_line_endings_encoding_and_permissions(cluster:
                                  b"channelExpiredTimeout=60000\r\n")
     assert link.is_symlink() and stat.S_IMODE(os.stat(conf).st_mode) == 0o600
     assert BrokerConfig.from_properties(conf).channel_expired_timeout == 60.0
+
+
+async def test_a_value_with_trailing_blanks_is_taken_as_the_file_takes_it(cluster: Cluster) -> None:
+    # Properties.load keeps a value's trailing blanks; the file's reader strips them, so an update does too.
+    assert BrokerConfig.from_properties_text("maxMessageSize=1024 \n").max_message_size == 1024
+    mq = cluster.mq(await cluster.broker())
+    for text in ("maxMessageSize=1024 \n", "autoCreateTopicEnable=false\t\n"):
+        answer = await update(mq, text)
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+    assert (await broker_config(mq))["maxMessageSize"] == "1024"

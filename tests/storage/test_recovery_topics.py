@@ -228,3 +228,18 @@ def test_dispatch_skips_a_record_whose_topic_a_put_refuses_in_a_file_recovery_di
     assert sorted(os.listdir(os.path.join(str(store_root), "consumequeue"))) == ["Ab123", "TopicA"]
     put_ok(store, MessageExtBrokerInner("TopicA", b"after"))
     assert store.wait_dispatched(10)
+
+
+def test_files_in_the_consume_queue_folder_are_not_taken_for_topics(stores, store_root, caplog) -> None:
+    # A topic may hold a "." now (a cluster named prod.eu): a file such as the Finder's .DS_Store passed the name
+    # rule and the load listed it as a folder (NotADirectoryError: the store did not start). Apache skips files.
+    store = stores.open()
+    put_ok(store, msg("prod.eu", b"kept"))
+    assert store.wait_dispatched(5.0)
+    store.shutdown()
+    for name in (".DS_Store", "notes.txt"):
+        (store_root / "consumequeue" / name).write_bytes(b"\x00Bud1")
+    with caplog.at_level(logging.WARNING, logger="pocketmq.storage"):
+        again = stores.open()
+    assert [m.body for m in decode_all(again.get_message("G", "prod.eu", 0, 0, 32).body)] == [b"kept"]
+    assert sum("not a topic's folder" in r.getMessage() for r in caplog.records) == 2

@@ -154,7 +154,7 @@ def _refusal(key: str, value: str, changes: dict[str, object]) -> str | None:
         return (f"{key} cannot change at run time (set it in the broker's properties file and restart); "
                 f"run-time keys: {', '.join(sorted(RUNTIME_KEYS))}")
     try:
-        converted = convert_value(f, value)
+        converted = convert_value(f, value.strip())  # (as the properties file is read at start)
     except ValueError as e:
         return value_error(key, str(e))
     try:

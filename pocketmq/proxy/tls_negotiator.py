@@ -33,6 +33,7 @@ class _Half(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.peer: _Half | None = None
         self.pending: list[bytes] = []
+        self.eof = False  # this side read its end (and passed it on to the peer)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # (uvloop's transports do not subclass asyncio's)
@@ -45,8 +46,18 @@ class _Half(asyncio.Protocol):
             self.pending.append(data)
 
     def eof_received(self) -> bool:
-        if self.peer is not None and self.peer.transport is not None and self.peer.transport.can_write_eof():
-            self.peer.transport.write_eof()
+        """Half-close: the end goes on to the peer, and this side stays open for what still flows the other way.
+        Once both ways have ended, both sockets close: a transport that read its end and wrote its own is never
+        closed by asyncio, and each such connection kept two descriptors for good."""
+        self.eof = True
+        peer = self.peer
+        if peer is None or peer.transport is None:
+            return False
+        if peer.eof:
+            peer.transport.close()  # (after what it still has to write)
+            return False
+        if peer.transport.can_write_eof():
+            peer.transport.write_eof()
             return True
         return False
 

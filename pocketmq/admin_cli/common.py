@@ -63,9 +63,17 @@ def command(
     return p
 
 
-def credentials(args: argparse.Namespace) -> dict[str, Any]:
-    """The account for the other clients a command opens (sendMessage's producer, consumeMessage's consumer)."""
-    return {"access_key": args.access_key, "secret_key": args.secret_key}
+# How long a command's own producer or consumer waits, at its exit, for the brokers to forget it: a broker that
+# does not answer must not hold the exit for another --timeout (it forgets the client after 120 s anyway).
+UNREGISTER_TIMEOUT = 0.5
+
+
+def client_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The ClientConfig of the other clients a command opens (sendMessage's producer, consumeMessage's consumer):
+    the command's protocol, account and --timeout (for every request and connection), a short exit."""
+    return {"protocol": args.protocol, "access_key": args.access_key, "secret_key": args.secret_key,
+            "mq_client_api_timeout": args.timeout, "connect_timeout": args.timeout,
+            "unregister_timeout": min(args.timeout, UNREGISTER_TIMEOUT)}
 
 
 class Printable:

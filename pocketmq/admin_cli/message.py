@@ -12,7 +12,7 @@ from pocketmq.client.exceptions import MQClientException
 from pocketmq.common.message import MessageExt
 from pocketmq.common.mix_all import TOOLS_CONSUMER_GROUP
 
-from .common import Printable, command, credentials, human_time, parse_timestamp, table
+from .common import Printable, client_options, command, human_time, parse_timestamp, table
 
 
 def add(sub: Any) -> None:
@@ -125,8 +125,8 @@ async def send_message(admin: MQAdminExt, args: argparse.Namespace) -> Printable
     if (args.broker is None) != (args.qid is None):
         raise MQClientException("give both -b broker and -i queue id, or neither")
     msg = Message(args.topic, args.body.encode("utf-8"), tags=args.tags, keys=args.key)
-    async with Producer("PID_SMSC", args.namesrv_addr, protocol=args.protocol, mq_client_api_timeout=args.timeout,
-                        instance_name=f"sendMessage-{id(msg)}", **credentials(args)) as producer:
+    async with Producer("PID_SMSC", args.namesrv_addr, send_timeout=args.timeout,
+                        instance_name=f"sendMessage-{id(msg)}", **client_options(args)) as producer:
         mq = MessageQueue(args.topic, args.broker, args.qid) if args.broker is not None else None
         r = await producer.send(msg, mq)
     row = (r.message_queue.broker_name, r.message_queue.queue_id, r.send_status.name, r.msg_id)
@@ -143,8 +143,8 @@ async def consume_message(admin: MQAdminExt, args: argparse.Namespace) -> Printa
     end = parse_timestamp(args.end) if args.end else None
     out: list[MessageExt] = []
     lines: list[str] = []
-    async with PullConsumer(args.group, args.namesrv_addr, protocol=args.protocol,
-                            instance_name=f"consumeMessage-{id(out)}", **credentials(args)) as consumer:
+    async with PullConsumer(args.group, args.namesrv_addr, consumer_pull_timeout=args.timeout,
+                            instance_name=f"consumeMessage-{id(out)}", **client_options(args)) as consumer:
         for mq in await _queues_to_read(consumer, args):
             if len(out) >= args.count:
                 break

@@ -58,6 +58,10 @@ class ClientConfig:
     rebalance_interval: float = 20.0  # RebalanceService's period (rocketmq.client.rebalance.waitInterval)
     mq_client_api_timeout: float = 3.0  # name server queries, heartbeats, offsets
     connect_timeout: float = 3.0
+    # pocketmq's own: how long a shutdown waits for the brokers' answers to UNREGISTER_CLIENT (None:
+    # mq_client_api_timeout, as RocketMQ). The command line bounds it: a broker that does not answer must not hold
+    # the command's exit for another timeout, when a broker forgets a client without it after 120 s anyway.
+    unregister_timeout: float | None = None
     # pocketmq's own: how long the event loop keeps polling after a request goes out, instead of sleeping
     # until the answer wakes it (remoting/busy_poll.py; 0 turns it off). Longer than the broker's window: it
     # covers the broker's time to store a batch, which a wakeup after the window would add to (bench/README.md).

@@ -183,7 +183,8 @@ class MQClientInstance:
 
     async def _unregister_client(self, producer_group: str | None, consumer_group: str | None) -> None:
         """UNREGISTER_CLIENT to every known broker, so they forget this client at once, not after 120 s."""
-        timeout = self.config.mq_client_api_timeout
+        cfg = self.config
+        timeout = cfg.mq_client_api_timeout if cfg.unregister_timeout is None else cfg.unregister_timeout
 
         async def one(addr: str) -> None:
             try:

@@ -1,0 +1,102 @@
+"""The CLI against brokers that do not answer, and its refusal of option values it cannot use: each command fails
+within its --timeout with one line naming what did not answer. A frozen broker is a socket registered at the name
+server as a broker that accepts connections and never answers (as a SIGSTOPped broker process does)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from pocketmq.broker.broker_outer_api import BrokerIdentity, BrokerOuterAPI
+from pocketmq.cli import main
+from pocketmq.embedded import ThreadedCluster
+from pocketmq.remoting.body import TopicConfig
+from pocketmq.remoting.topic_config import TopicConfigSerializeWrapper
+
+FROZEN_TOPICS = [f"FrozenT{i}" for i in range(3)]
+
+
+class FrozenBroker:
+    """A listening socket whose connections are accepted, read and never answered."""
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.addr = f"127.0.0.1:{self.server.getsockname()[1]}"
+        self.conns: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn = self.server.accept()[0]
+            except OSError:
+                return
+            self.conns.append(conn)
+            threading.Thread(target=self._drain, args=(conn,), daemon=True).start()
+
+    @staticmethod
+    def _drain(conn: socket.socket) -> None:
+        try:
+            while conn.recv(65536):
+                pass
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self.server.close()
+        for c in self.conns:
+            c.close()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedCluster]:
+    with ThreadedCluster(tmp_path_factory.mktemp("admin-cli-errors")) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def frozen(cluster: ThreadedCluster) -> Iterator[FrozenBroker]:
+    """A broker 'broker-frozen' of cluster Frozen holding FROZEN_TOPICS, registered for as long as the module runs
+    (the name server forgets a broker whose connection closes)."""
+    broker = FrozenBroker()
+    outer = BrokerOuterAPI()
+
+    async def register() -> None:
+        table = {t: TopicConfig(t, 2, 2) for t in FROZEN_TOPICS}
+        body = await outer.encode_body(TopicConfigSerializeWrapper(table))
+        await outer.register(cluster.namesrv_addr, BrokerIdentity("Frozen", "broker-frozen", 0, broker.addr), body)
+
+    cluster._call(register())
+    yield broker
+    cluster._call(outer.close())
+    broker.close()
+
+
+def timed(*argv: str) -> tuple[int, float]:
+    started = time.monotonic()
+    code = main(list(argv))
+    return code, time.monotonic() - started
+
+
+def test_send_to_a_frozen_broker_fails_within_its_timeout(cluster: ThreadedCluster, frozen: FrozenBroker,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    # --timeout is the send's timeout too (it was 3 s whatever --timeout said), and the producer's exit waits a
+    # short while for the broker to forget it, not another --timeout.
+    code, elapsed = timed("sendMessage", "-n", cluster.namesrv_addr, "-t", FROZEN_TOPICS[0], "-p", "x",
+                          "--timeout", "2")
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert code == 1 and last.startswith("pocketmq sendMessage: timed out:") and "timeout (2" in last, last
+    assert elapsed < 3.5  # (a bound against 3 s + 2 s, or 2 s + 2 s, not a measurement)
+
+
+def test_consume_from_a_frozen_broker_fails_within_its_timeout(cluster: ThreadedCluster, frozen: FrozenBroker,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    code, elapsed = timed("consumeMessage", "-n", cluster.namesrv_addr, "-t", FROZEN_TOPICS[1], "-c", "1",
+                          "--timeout", "1")
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert code == 1 and last.startswith("pocketmq consumeMessage: timed out:"), last
+    assert elapsed < 2.5  # (a bound against 3 s + 3 s, not a measurement)

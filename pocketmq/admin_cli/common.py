@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -22,7 +23,8 @@ def add_common(p: argparse.ArgumentParser) -> None:
                    default=os.environ.get("NAMESRV_ADDR", "127.0.0.1:9876"),
                    help="name server address(es), ';'-separated (default $NAMESRV_ADDR or 127.0.0.1:9876)")
     p.add_argument("--json", action="store_true", help="print the result as JSON (for scripts)")
-    p.add_argument("--timeout", type=float, default=5.0, help="seconds each request may take (default 5, as mqadmin)")
+    p.add_argument("--timeout", type=positive_seconds, default=5.0,
+                   help="seconds each request may take (default 5, as mqadmin)")
     p.add_argument("--protocol", choices=list(PROTOCOLS), default="msgpack",
                    help="wire protocol: pocketmq's msgpack frames or RocketMQ's native ones")
     # mqadmin reads its account from $ROCKETMQ_HOME/conf/tools.yml; pocketmq takes it on the command line.
@@ -144,17 +146,34 @@ def human_time(ms: int) -> str:
     return "N/A" if ms <= 0 else time_millis_to_human_string2(ms)
 
 
-def parse_timestamp(text: str) -> int:
-    """mqadmin's -s forms: epoch ms, "now", or yyyy-MM-dd#HH:mm:ss:SSS (local time)."""
+JAVA_LONG_MAX = 2**63 - 1
+
+
+def parse_timestamp(text: str, option: str = "-s") -> int:
+    """mqadmin's -s forms: epoch ms (a Java long, as its Long.parseLong), "now", or yyyy-MM-dd#HH:mm:ss:SSS
+    (local time). ``option`` names the value in the error."""
     if text == "now":
         return int(dt.datetime.now().timestamp() * 1000)
     if text.lstrip("-").isdigit():
+        if not -JAVA_LONG_MAX - 1 <= int(text) <= JAVA_LONG_MAX:
+            raise ValueError(f"{option} {text}: out of range (epoch ms up to {JAVA_LONG_MAX})")
         return int(text)
     try:
         t = dt.datetime.strptime(text, "%Y-%m-%d#%H:%M:%S:%f")
     except ValueError:
-        raise ValueError(f"timestamp {text!r}: expected epoch ms, 'now' or yyyy-MM-dd#HH:mm:ss:SSS") from None
+        raise ValueError(f"{option} {text!r}: expected epoch ms, 'now' or yyyy-MM-dd#HH:mm:ss:SSS") from None
     return int(t.timestamp() * 1000)
+
+
+def positive_seconds(text: str) -> float:
+    """--timeout's type: a number of seconds above 0 (inf would wait forever, nan compares with nothing)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
 
 
 def bool_arg(text: str) -> bool:

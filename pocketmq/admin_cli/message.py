@@ -139,8 +139,10 @@ async def consume_message(admin: MQAdminExt, args: argparse.Namespace) -> Printa
     """Print up to -c messages of the topic (or one queue from -o), optionally within [-s, -e]; commits nothing.
     The lines are mqadmin's: "Consume ok" before each batch found, a MSGID line per message (MessageExt's
     toString), and a "print msg finished" line per queue read to its end."""
-    begin = parse_timestamp(args.begin) if args.begin else None
-    end = parse_timestamp(args.end) if args.end else None
+    if args.count <= 0:
+        raise MQClientException("Please input a positive messageNumber!")  # (mqadmin's words)
+    begin = parse_timestamp(args.begin, "-s") if args.begin else None
+    end = parse_timestamp(args.end, "-e") if args.end else None
     out: list[MessageExt] = []
     lines: list[str] = []
     async with PullConsumer(args.group, args.namesrv_addr, consumer_pull_timeout=args.timeout,

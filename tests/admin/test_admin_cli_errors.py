@@ -100,3 +100,30 @@ def test_consume_from_a_frozen_broker_fails_within_its_timeout(cluster: Threaded
     last = capsys.readouterr().err.splitlines()[-1]
     assert code == 1 and last.startswith("pocketmq consumeMessage: timed out:"), last
     assert elapsed < 2.5  # (a bound against 3 s + 3 s, not a measurement)
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "nan", "inf", "abc"])
+def test_a_timeout_that_is_no_positive_number_is_refused(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["topicList", "-n", "127.0.0.1:1", f"--timeout={value}"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and f"argument --timeout: expected a positive number of seconds, got '{value}'" in err
+
+
+@pytest.mark.parametrize("count", ["0", "-1"])
+def test_consume_refuses_a_message_number_below_one(count: str, cluster: ThreadedCluster,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["consumeMessage", "-n", cluster.namesrv_addr, "-t", "AnyT", "-c", count])
+    out, err = capsys.readouterr()
+    assert (code, out, err) == (1, "", "pocketmq consumeMessage: MQClientException: Please input a positive "
+                                       "messageNumber!\n")
+
+
+def test_a_timestamp_past_a_java_long_is_refused_by_its_option(cluster: ThreadedCluster,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    big = "9" * 23
+    code = main(["resetOffsetByTime", "-n", cluster.namesrv_addr, "-t", "AnyT", "-g", "AnyG", "-s", big])
+    assert code == 1 and capsys.readouterr().err == (
+        f"pocketmq resetOffsetByTime: ValueError: -s {big}: out of range (epoch ms up to {2**63 - 1})\n")
+    code = main(["consumeMessage", "-n", cluster.namesrv_addr, "-t", "AnyT", "-e", big])
+    assert code == 1 and f"ValueError: -e {big}: out of range" in capsys.readouterr().err

@@ -353,8 +353,10 @@ def main(argv: list[str] | None = None) -> int:
     config = store_config(args.store_dir, args.small, args.flush)
     try:
         summary, replaced = run(config, args.messages)
-    except (DemoError, StoreLockedError) as e:
+    except (DemoError, StoreLockedError, OSError) as e:  # OSError: a directory it cannot create or write
         print(f"demo: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: run() has shut the store down cleanly already; no traceback
+        return 130
     print(report(args.store_dir, config, args.messages, summary, replaced))
     return 0

@@ -90,3 +90,22 @@ def test_default_sizes_are_rocketmqs_and_reserved(tmp_path: Path) -> None:
     index = inspect_json(path, "--index")["index"]["files"]
     assert [f["size"] for f in index] == [420_000_040]
     assert index[0]["geometry"] == {"hash_slots": 5_000_000, "index_num": 20_000_000, "source": "options"}
+
+
+def test_a_directory_it_cannot_create_is_one_line(tmp_path: Path, capsys) -> None:
+    (tmp_path / "file").write_text("")
+    code, _ = run_tool(demo_main, [str(tmp_path / "file" / "s"), "--messages", "5"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("demo: [Errno 20] Not a directory") and err.count("\n") == 1, err
+
+
+def test_ctrl_c_exits_130_after_a_clean_shutdown(tmp_path: Path, capsys, monkeypatch) -> None:
+    import pocketmq.storage.demo as demo_module
+
+    def interrupted(store, count):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(demo_module, "write_messages", interrupted)
+    code, out = run_tool(demo_main, [str(tmp_path / "s"), "--small", "--messages", "5"])
+    assert (code, out, capsys.readouterr().err) == (130, "", "")
+    assert not (tmp_path / "s" / "abort").exists(), "the store was shut down"

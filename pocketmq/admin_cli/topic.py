@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
@@ -10,6 +11,8 @@ from pocketmq.common.attribute import AttributeError_, parse_to_map
 from pocketmq.common.mix_all import is_retry_or_dlq_topic
 from pocketmq.remoting import fastjson
 from pocketmq.remoting.body import TopicConfig
+from pocketmq.remoting.errors import RemotingError
+from pocketmq.remoting.route_data import TopicRouteData
 
 from .common import Printable, add_target, bool_arg, command, human_time, table, topic_config_text
 
@@ -67,21 +70,40 @@ async def topic_list(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
         return Printable(topics, topics)
     info = await admin.examine_broker_cluster_info()
     cluster_of = {name: bd.cluster for name, bd in info.broker_addr_table.items()}
+    silent: set[str] = set()  # brokers that did not answer: not asked again by this command
     rows = []
     for t in topics:
         if is_retry_or_dlq_topic(t):
             continue
         try:
             route = await admin.examine_topic_route_info(t)
-            groups = await admin.query_topic_consume_by_who(t)
         except Exception:  # a topic deleted meanwhile: listed without details, as mqadmin does
             rows.append(("", t, ""))
             continue
         cluster = next((cluster_of.get(q.broker_name, "") for q in route.queue_datas), "")
-        for g in groups or [""]:
+        for g in await _consumer_groups(admin, t, route, silent) or [""]:
             rows.append((cluster, t, g))
     data = [{"clusterName": c, "topic": t, "consumerGroup": g} for c, t, g in rows]
     return Printable(data, table(("#Cluster Name", "#Topic", "#Consumer Group"), rows))
+
+
+async def _consumer_groups(admin: MQAdminExt, topic: str, route: TopicRouteData, silent: set[str]) -> list[str]:
+    """The groups consuming ``topic`` at its master brokers, but those in ``silent``. A broker that does not answer
+    is named on stderr and added to ``silent``: asked once per topic, it held the command --timeout per topic."""
+    groups: set[str] = set()
+    for bd in route.broker_datas:
+        addr = bd.select_broker_addr()
+        if addr is None or addr in silent:
+            continue
+        try:
+            groups.update(await admin.query_topic_consume_by_who_at(addr, topic))
+        except RemotingError as e:
+            silent.add(addr)
+            print(f"pocketmq topicList: {bd.broker_name} ({addr}) did not answer; its topics are listed without "
+                  f"their consumer groups ({e})", file=sys.stderr)
+        except Exception:  # (a broker's refusal: the topic deleted meanwhile, as above)
+            continue
+    return sorted(groups)
 
 
 async def topic_route(admin: MQAdminExt, args: argparse.Namespace) -> Printable:

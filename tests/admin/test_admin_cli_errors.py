@@ -127,3 +127,15 @@ def test_a_timestamp_past_a_java_long_is_refused_by_its_option(cluster: Threaded
         f"pocketmq resetOffsetByTime: ValueError: -s {big}: out of range (epoch ms up to {2**63 - 1})\n")
     code = main(["consumeMessage", "-n", cluster.namesrv_addr, "-t", "AnyT", "-e", big])
     assert code == 1 and f"ValueError: -e {big}: out of range" in capsys.readouterr().err
+
+
+def test_topic_list_asks_a_frozen_broker_once_and_names_it(cluster: ThreadedCluster, frozen: FrozenBroker,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    # Each of the frozen broker's topics asked it for its consumer groups (--timeout each, the error swallowed).
+    code, elapsed = timed("topicList", "-n", cluster.namesrv_addr, "-c", "--timeout", "1")
+    out, err = capsys.readouterr()
+    assert code == 0 and len(err.splitlines()) == 1 and err.startswith(
+        f"pocketmq topicList: broker-frozen ({frozen.addr}) did not answer; its topics are listed without their "
+        f"consumer groups (no response from {frozen.addr} within "), err
+    assert all(["Frozen", t] in [line.split() for line in out.splitlines()] for t in FROZEN_TOPICS), out
+    assert elapsed < 2.5  # (a bound against 1 s per topic of the broker, not a measurement)

@@ -122,14 +122,14 @@ class MQAdminExt(MessageAdmin, OffsetAdmin):
     async def query_topic_consume_by_who(self, topic: str) -> list[str]:
         groups: set[str] = set()
         for addr in (await self._topic_masters(topic)).values():
-            r = self._ok(
-                await self._broker(
-                    addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, QueryTopicConsumeByWhoRequestHeader(topic)
-                ),
-                addr,
-            )
-            groups.update(r.decode_body(GroupList).group_list)
+            groups.update(await self.query_topic_consume_by_who_at(addr, topic))
         return sorted(groups)
+
+    async def query_topic_consume_by_who_at(self, addr: str, topic: str) -> list[str]:
+        """The groups that consume ``topic`` at one broker."""
+        header = QueryTopicConsumeByWhoRequestHeader(topic)
+        r = self._ok(await self._broker(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, header), addr)
+        return list(r.decode_body(GroupList).group_list)
 
     # --- subscription groups -------------------------------------------------------------------------------
 

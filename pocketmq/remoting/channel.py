@@ -223,7 +223,8 @@ class Channel:
                 del self._pending[opaque]
                 if not fut.done():
                     fut.set_exception(RemotingTimeoutError(
-                        f"no response from {self.remote_address} within {timeout}s (code {code}, opaque {opaque})"))
+                        f"no response from {self.remote_address} within {round(timeout, 2):g}s "
+                        f"(code {code}, opaque {opaque})"))
             elif nearest is None or deadline < nearest:
                 nearest = deadline
         if nearest is not None:

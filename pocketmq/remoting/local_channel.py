@@ -183,7 +183,7 @@ class LocalChannel(Channel):
                 async with asyncio.timeout(timeout):
                     return await fut
             except TimeoutError:
-                raise RemotingTimeoutError(f"no response from {self.remote_address} within {timeout}s "
+                raise RemotingTimeoutError(f"no response from {self.remote_address} within {round(timeout, 2):g}s "
                                            f"(code {request.code}, opaque {opaque})") from None
         finally:
             self._waiting.pop(opaque, None)

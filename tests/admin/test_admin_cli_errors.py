@@ -139,3 +139,20 @@ def test_topic_list_asks_a_frozen_broker_once_and_names_it(cluster: ThreadedClus
         f"consumer groups (no response from {frozen.addr} within "), err
     assert all(["Frozen", t] in [line.split() for line in out.splitlines()] for t in FROZEN_TOPICS), out
     assert elapsed < 2.5  # (a bound against 1 s per topic of the broker, not a measurement)
+
+
+def test_a_long_list_of_dead_name_servers_makes_a_short_line(capsys: pytest.CaptureFixture[str]) -> None:
+    ports = []
+    for _ in range(12):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])  # closed again: nothing listens there
+    code = main(["clusterList", "-n", ";".join(f"127.0.0.1:{p}" for p in ports)])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("Connection refused") == 5 and err.endswith("; and 7 more)\n"), err
+
+
+def test_a_timeout_is_printed_rounded(cluster: ThreadedCluster, frozen: FrozenBroker,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["topicList", "-n", cluster.namesrv_addr, "-c", "--timeout", "0.3"])
+    assert code == 0 and "within 0.3s (code" in capsys.readouterr().err

@@ -154,6 +154,9 @@ def process_pull_response(response: RemotingCommand, addr: str | None = None) ->
     )
 
 
+SHOWN_ADDRESSES = 5  # name servers an error names, at most: a list of thousands made a line of tens of KB
+
+
 def name_server_unreachable(causes: dict[str, BaseException]) -> NameServerAddressError:
     """One line naming each address and why connecting to it failed; the last failure is the cause."""
 
@@ -172,7 +175,9 @@ def name_server_unreachable(causes: dict[str, BaseException]) -> NameServerAddre
         [(addr, cause)] = causes.items()
         error = NameServerAddressError(f"name server {addr} unreachable: {why(cause)}")
     else:
-        each = "; ".join(f"{addr}: {why(cause)}" for addr, cause in causes.items())
+        each = "; ".join(f"{addr}: {why(cause)}" for addr, cause in list(causes.items())[:SHOWN_ADDRESSES])
+        if len(causes) > SHOWN_ADDRESSES:
+            each += f"; and {len(causes) - SHOWN_ADDRESSES} more"
         error = NameServerAddressError(f"no name server reachable ({each})")
         cause = list(causes.values())[-1]
     error.__cause__ = cause
@@ -256,9 +261,10 @@ class MQClientAPIImpl:
             self._namesrv_chosen = addr
             return response
         if last is None:
-            raise RemotingTimeoutError(f"no name server answered within {timeout}s")
+            raise RemotingTimeoutError(f"no name server answered within {round(timeout, 2):g}s")
         if timed_out:
-            raise RemotingTimeoutError(f"no name server answered within {timeout}s ({', '.join(timed_out)} hung)")
+            raise RemotingTimeoutError(
+                f"no name server answered within {round(timeout, 2):g}s ({', '.join(timed_out)} hung)")
         if unreachable and last.__cause__ is not None:  # not when the client was closed meanwhile
             raise name_server_unreachable(unreachable)
         raise last

@@ -348,7 +348,7 @@ class Producer(ProducerRequestReply):
         if result is not None:
             return result  # stored, but not SEND_OK, on every attempt
         if call_timeout:
-            raise RemotingTimeoutError(f"sendDefaultImpl call timeout ({timeout}s)") from error
+            raise RemotingTimeoutError(f"sendDefaultImpl call timeout ({round(timeout, 2):g}s)") from error
         raise _send_failed(msg, times, int((loop.time() - begin_first) * 1000), brokers_sent, error) from error
 
     def _times_total(self, mode: CommunicationMode) -> int:

@@ -157,6 +157,12 @@ class BatchReader(DataSourceReader):
             start = view.resolve(opts.starting_offsets, opts.starting_timestamp, queues, EARLIEST,
                                  "startingOffsets", bounds)
             end = view.resolve(opts.ending_offsets, opts.ending_timestamp, queues, LATEST, "endingOffsets", bounds)
+        # The read is of the queues as they were when their ends were read: a time after every message resolves to
+        # the queue's end asked again, which a message stored meanwhile puts past them (not data loss).
+        if opts.starting_timestamp is not None:
+            start = {q: min(o, bounds[1][q]) for q, o in start.items()}
+        if opts.ending_timestamp is not None:
+            end = {q: min(o, bounds[1][q]) for q, o in end.items()}
         start = check_batch_offsets(
             start, end, *bounds,
             given_offsets(opts.starting_offsets, opts.starting_timestamp, start, "startingOffsets",

@@ -32,3 +32,9 @@ def format_date_millis(ms: int) -> str:
     """UtilAll.formatDate(date, YYYY_MM_DD_HH_MM_SS_SSS): yyyy-MM-dd#HH:mm:ss:SSS (QueueTimeSpan's texts, and what
     mqadmin's -s/-b options read)."""
     return _local(ms, "%Y-%m-%d#%H:%M:%S", ":{:03d}")
+
+
+def seconds_text(seconds: float) -> str:
+    """A timeout as an error message gives it: to the hundredth of a second, at least 0.01, never in exponent
+    form ("0.3s", "2s", "10000000s"; a float sum prints 0.2989999999997963)."""
+    return f"{max(seconds, 0.01):.2f}".rstrip("0").rstrip(".") + "s"

@@ -19,6 +19,8 @@ import asyncio
 import logging
 from typing import Protocol
 
+from pocketmq.common.util_all import seconds_text
+
 from .busy_poll import busy_poller
 from .codec import encode
 from .codes import FLAG_ONEWAY, FLAG_RESPONSE, ResponseCode
@@ -223,7 +225,7 @@ class Channel:
                 del self._pending[opaque]
                 if not fut.done():
                     fut.set_exception(RemotingTimeoutError(
-                        f"no response from {self.remote_address} within {round(timeout, 2):g}s "
+                        f"no response from {self.remote_address} within {seconds_text(timeout)} "
                         f"(code {code}, opaque {opaque})"))
             elif nearest is None or deadline < nearest:
                 nearest = deadline

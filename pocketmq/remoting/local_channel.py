@@ -19,6 +19,8 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pocketmq.common.util_all import seconds_text
+
 from .channel import Channel
 from .codes import FLAG_ONEWAY, FLAG_RESPONSE
 from .command import RemotingCommand
@@ -183,7 +185,7 @@ class LocalChannel(Channel):
                 async with asyncio.timeout(timeout):
                     return await fut
             except TimeoutError:
-                raise RemotingTimeoutError(f"no response from {self.remote_address} within {round(timeout, 2):g}s "
+                raise RemotingTimeoutError(f"no response from {self.remote_address} within {seconds_text(timeout)} "
                                            f"(code {request.code}, opaque {opaque})") from None
         finally:
             self._waiting.pop(opaque, None)

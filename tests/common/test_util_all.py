@@ -6,7 +6,12 @@ import datetime as dt
 
 import pytest
 
-from pocketmq.common.util_all import format_date_millis, time_millis_to_human_string, time_millis_to_human_string2
+from pocketmq.common.util_all import (
+    format_date_millis,
+    seconds_text,
+    time_millis_to_human_string,
+    time_millis_to_human_string2,
+)
 
 
 @pytest.mark.parametrize("ms", [0, 1, 999, 1_700_000_000_123, 1_700_000_000_999, -1, -1001, 253_402_300_799_999])
@@ -31,3 +36,9 @@ def test_any_long_is_written_never_raised() -> None:
     assert format_date_millis(-(2**63)).startswith("-292275055-")
     for form in (time_millis_to_human_string, time_millis_to_human_string2, format_date_millis):
         assert form(10**20) == str(10**20)
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(0.2989999999997963, "0.3s"), (2.0, "2s"), (0.001, "0.01s"),
+                                                (1e7, "10000000s"), (0.05, "0.05s"), (4.999, "5s")])
+def test_a_timeout_is_written_to_the_hundredth_never_as_zero_or_an_exponent(seconds: float, text: str) -> None:
+    assert seconds_text(seconds) == text

@@ -17,6 +17,7 @@ from pocketmq.common.codec import CorruptRecordError, decode_all
 from pocketmq.common.constants import PROPERTY_MSG_REGION, PROPERTY_TRACE_SWITCH
 from pocketmq.common.message import MessageExt
 from pocketmq.common.mix_all import DEFAULT_TRACE_REGION_ID, UNIQUE_MSG_QUERY_FLAG
+from pocketmq.common.util_all import seconds_text
 from pocketmq.remoting.assignment_body import (
     MessageQueueAssignment,
     QueryAssignmentRequestBody,
@@ -260,11 +261,9 @@ class MQClientAPIImpl:
                 raise
             self._namesrv_chosen = addr
             return response
-        if last is None:
-            raise RemotingTimeoutError(f"no name server answered within {round(timeout, 2):g}s")
-        if timed_out:
-            raise RemotingTimeoutError(
-                f"no name server answered within {round(timeout, 2):g}s ({', '.join(timed_out)} hung)")
+        if last is None or timed_out:
+            hung = f" ({', '.join(timed_out)} hung)" if timed_out else ""
+            raise RemotingTimeoutError(f"no name server answered within {seconds_text(timeout)}{hung}")
         if unreachable and last.__cause__ is not None:  # not when the client was closed meanwhile
             raise name_server_unreachable(unreachable)
         raise last

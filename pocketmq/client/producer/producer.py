@@ -19,6 +19,7 @@ from typing import Any
 from pocketmq.common.mix_all import DEFAULT_PRODUCER_GROUP
 from pocketmq.common.pop_ack_constants import PROPERTY_SHARDING_KEY
 from pocketmq.common.topic_validator import AUTO_CREATE_TOPIC_KEY_TOPIC
+from pocketmq.common.util_all import seconds_text
 from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.codes import ResponseCode
 from pocketmq.remoting.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
@@ -348,7 +349,7 @@ class Producer(ProducerRequestReply):
         if result is not None:
             return result  # stored, but not SEND_OK, on every attempt
         if call_timeout:
-            raise RemotingTimeoutError(f"sendDefaultImpl call timeout ({round(timeout, 2):g}s)") from error
+            raise RemotingTimeoutError(f"sendDefaultImpl call timeout ({seconds_text(timeout)})") from error
         raise _send_failed(msg, times, int((loop.time() - begin_first) * 1000), brokers_sent, error) from error
 
     def _times_total(self, mode: CommunicationMode) -> int:

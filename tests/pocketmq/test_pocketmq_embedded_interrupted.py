@@ -151,6 +151,10 @@ CTRL_C = textwrap.dedent("""
     import json, os, signal, socket, sys, threading, time
     from pocketmq import ThreadedCluster
 
+    # Ctrl-C as a terminal delivers it: a runner started in the background by a shell (CI's) has SIGINT ignored,
+    # which this process inherits, and Python then installs no KeyboardInterrupt for it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
     mode, folder = sys.argv[1], sys.argv[2]
     hole = socket.create_server(("127.0.0.1", 0), backlog=16)  # a name server that never answers
     namesrv = "127.0.0.1:%d" % hole.getsockname()[1]

@@ -68,6 +68,16 @@ async def test_polling_info_refuses_what_a_pop_would(cluster: Cluster) -> None:
     assert answers[2].decode_header(PollingInfoResponseHeader).polling_num == 0
 
 
+async def popped_unacked(pc: PopClient, broker: Any, topic: str, body: bytes) -> Any:
+    """``topic`` made with one message, ``body``, popped by group G for 300 ms and not acked: the pop's answer."""
+    await pc.mq.create_topic(topic, 1)
+    assert (await pc.mq.send(topic, body, queue_id=0)).code == ResponseCode.SUCCESS
+    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+    popped = await pc.pop("G", topic, -1, invisible=300)
+    assert popped.bodies == [body]
+    return popped
+
+
 async def pop_until_back(pc: PopClient, group: str, topic: str, guard: float = 20.0) -> list[tuple[bytes, int]]:
     """Pops (long polling) until something comes: its bodies and reconsume times."""
     got: list[tuple[bytes, int]] = []
@@ -83,10 +93,7 @@ async def test_after_a_switch_to_retry_topic_v2_the_v1_retry_topic_is_still_read
     # retrieveMessageFromPopRetryTopicV1 (RocketMQ's default): what was revived before the switch comes back.
     broker = await cluster.broker(revive_interval=0.02, enable_retry_topic_v2=False)
     pc = pop_client(cluster, broker)
-    await pc.mq.create_topic("Switched", 1)
-    assert (await pc.mq.send("Switched", b"before", queue_id=0)).code == ResponseCode.SUCCESS
-    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
-    assert (await pc.pop("G", "Switched", -1, invisible=300)).bodies == [b"before"]
+    await popped_unacked(pc, broker, "Switched", b"before")
     deadline = time.monotonic() + 10
     while broker.store.get_max_offset_in_queue("%RETRY%G_Switched", 0) < 1:
         assert time.monotonic() < deadline, "never revived"
@@ -102,10 +109,7 @@ async def test_with_retry_topic_v2_a_popped_message_comes_back_from_its_plus_top
     # enableRetryTopicV2: revived into %RETRY%G+Topic (RocketMQ 5 takes the name at put; the store refused its "+").
     broker = await cluster.broker(revive_interval=0.02, enable_retry_topic_v2=True)
     pc = pop_client(cluster, broker)
-    await pc.mq.create_topic("PlusV2", 1)
-    assert (await pc.mq.send("PlusV2", b"again", queue_id=0)).code == ResponseCode.SUCCESS
-    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
-    assert (await pc.pop("G", "PlusV2", -1, invisible=300)).bodies == [b"again"]
+    await popped_unacked(pc, broker, "PlusV2", b"again")
     assert await pop_until_back(pc, "G", "PlusV2") == [(b"again", 1)]
     assert broker.store.get_max_offset_in_queue("%RETRY%G+PlusV2", 0) == 1
     assert broker.pop_revive_service.ck_re_puts == 0
@@ -116,11 +120,7 @@ async def test_a_cluster_named_with_a_dot_revives_what_was_popped(cluster: Clust
     # refused: every checkpoint was tried again for ever and no popped message came back.
     broker = await cluster.broker(revive_interval=0.02, broker_cluster_name="prod.eu")
     pc = pop_client(cluster, broker)
-    await pc.mq.create_topic("Dotted", 1)
-    assert (await pc.mq.send("Dotted", b"again", queue_id=0)).code == ResponseCode.SUCCESS
-    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
-    popped = await pc.pop("G", "Dotted", -1, invisible=300)
-    assert popped.bodies == [b"again"]
+    popped = await popped_unacked(pc, broker, "Dotted", b"again")
     assert await pop_until_back(pc, "G", "Dotted") == [(b"again", 1)]
     assert broker.store.get_max_offset_in_queue("rmq_sys_REVIVE_LOG_prod.eu", popped.header.revive_qid) >= 1
 
@@ -134,10 +134,7 @@ async def test_a_pop_parked_after_a_live_switch_to_retry_topic_v2_is_woken_by_a_
     pc = pop_client(cluster, broker)
     switch = b"enableRetryTopicV2=true\nretrieveMessageFromPopRetryTopicV1=false\n"  # (each pop reads the V2 one)
     assert (await pc.mq.invoke(RequestCode.UPDATE_BROKER_CONFIG, body=switch)).code == ResponseCode.SUCCESS
-    await pc.mq.create_topic("Live", 1)
-    assert (await pc.mq.send("Live", b"again", queue_id=0)).code == ResponseCode.SUCCESS
-    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
-    assert (await pc.pop("G", "Live", -1, invisible=300)).bodies == [b"again"]
+    await popped_unacked(pc, broker, "Live", b"again")
     parked = asyncio.ensure_future(pc.pop("G", "Live", -1, invisible=60_000, poll=60_000))
     done, _ = await asyncio.wait([parked], timeout=20)  # (a bound, not a measure: the revive is due in 0.3 s)
     assert done, "the parked pop was not woken"

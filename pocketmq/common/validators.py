@@ -108,8 +108,8 @@ VALID_STORED_TOPICS: BoundedCache[bytes, bool] = BoundedCache(_valid_stored, 100
 
 def stored_topic_error(topic_b: bytes) -> str | None:
     """store_topic_error for a topic as a commit-log record holds it (its UTF-8 bytes): why a store could never
-    have written it (not UTF-8, or a name it refuses at put: too long, or a character such as ``/`` or ``.``
-    that would take a consume-queue path out of the store), or None."""
+    have written it (not UTF-8, or a name it refuses at put: too long, a character such as ``/``, or a name of
+    dots alone, either of which would take a consume-queue path out of the store), or None."""
     if topic_b in VALID_STORED_TOPICS:
         return None
     try:

@@ -4,6 +4,7 @@ server as a broker that accepts connections and never answers (as a SIGSTOPped b
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 from collections.abc import Iterator
@@ -143,4 +144,5 @@ def test_a_long_list_of_dead_name_servers_makes_a_short_line(capsys: pytest.Capt
 def test_a_timeout_is_printed_rounded(cluster: ThreadedCluster, frozen: FrozenBroker,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["topicList", "-n", cluster.namesrv_addr, "-c", "--timeout", "0.3"])
-    assert code == 0 and "within 0.3s (code" in capsys.readouterr().err
+    # (what is left of the 0.3 s when the request goes out: 0.3 or a hundredth or two less, never 0.2989999...)
+    assert code == 0 and re.search(r"within 0\.[0-3]\d?s \(code", capsys.readouterr().err)

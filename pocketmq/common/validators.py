@@ -79,9 +79,13 @@ def store_topic_error(topic: object) -> str | None:
     if len(topic) > (RETRY_OR_DLQ_TOPIC_MAX_LENGTH if retry else TOPIC_MAX_LENGTH):
         return (f"the retry or dead-letter topic name is longer than {RETRY_OR_DLQ_TOPIC_MAX_LENGTH} characters"
                 if retry else reason)
-    if (_STORE_TOPIC_RE.fullmatch(topic) and topic.strip(".")) or (retry and _POP_RETRY_V2_RE.fullmatch(topic)):
+    if retry and _POP_RETRY_V2_RE.fullmatch(topic):
         return None
-    return reason
+    if not _STORE_TOPIC_RE.fullmatch(topic):
+        return f"the topic name {topic!r} contains characters outside ^[%|a-zA-Z0-9_.-]+$"
+    if not topic.strip("."):
+        return f"the topic name {topic!r} is made of dots alone (its consume-queue folder would leave the store)"
+    return None
 
 
 def _stored_reason(topic_b: bytes) -> str | None:

@@ -72,3 +72,12 @@ def test_the_store_takes_a_dot_a_client_may_not_send(topic: str, stored: bool) -
     assert (validators.store_topic_error(topic) is None) is stored
     if "." in topic:
         assert topic_error(topic) is not None
+
+
+@pytest.mark.parametrize(("topic", "why"), [
+    ("..", "made of dots alone"), ("...", "made of dots alone"),
+    ("../x", "outside ^[%|a-zA-Z0-9_.-]+$"), ("a b", "outside ^[%|a-zA-Z0-9_.-]+$")])
+def test_the_store_says_which_of_its_rules_a_name_breaks(topic: str, why: str) -> None:
+    # The store takes a "." a client may not send, so its refusal names its own rule, not TopicValidator's.
+    reason = validators.store_topic_error(topic)
+    assert reason is not None and why in reason

@@ -325,7 +325,8 @@ async def _broker(args) -> int:
     overrides = {"namesrv_addr": args.namesrv_addr} if args.namesrv_addr else {}
     # -n, else the file's namesrvAddr, else $NAMESRV_ADDR: RocketMQ's BrokerConfig defaults namesrvAddr to it.
     defaults = {"namesrv_addr": os.environ.get("NAMESRV_ADDR") or None}
-    config = BrokerConfig.from_properties(args.config, defaults=defaults, **overrides)
+    origins = {"namesrv_addr": "-n" if args.namesrv_addr else "$NAMESRV_ADDR"}
+    config = BrokerConfig.from_properties(args.config, defaults=defaults, origins=origins, **overrides)
     if args.print_config:
         sys.stdout.write(config.to_properties())
         return 0

@@ -293,13 +293,8 @@ class BrokerConfig:
             log.warning("brokerId %s with brokerRole %s: a master's brokerId is 0, as RocketMQ sets it",
                         self.broker_id, self.broker_role)
             self.broker_id = 0
-        for addr in self.namesrv_addr_list:
-            try:
-                host, port = parse_address(addr)
-                if not host or not 0 < port < 65536:
-                    raise ValueError(addr)
-            except ValueError:
-                raise BrokerConfigError(f"name server {addr!r} is not an address: expected host:port") from None
+        if (reason := namesrv_addr_error(self.namesrv_addr)) is not None:
+            raise BrokerConfigError(reason)
         if self.namesrv_protocol not in NAMESRV_PROTOCOLS:
             raise BrokerConfigError(
                 f"namesrvProtocol {self.namesrv_protocol!r}: expected one of {', '.join(NAMESRV_PROTOCOLS)}")
@@ -378,7 +373,7 @@ class BrokerConfig:
 
     @classmethod
     def from_properties(cls, path: str | os.PathLike[str], defaults: dict[str, Any] | None = None,
-                        **overrides: Any) -> BrokerConfig:
+                        origins: dict[str, str] | None = None, **overrides: Any) -> BrokerConfig:
         """Read a RocketMQ-style properties file (``key=value``, ``#``/``!`` comments).
 
         Unknown keys raise BrokerConfigError naming the key and line; ``overrides`` (snake_case attributes)
@@ -386,16 +381,22 @@ class BrokerConfig:
         """
         with open(path, "rb") as f:
             text = decode_properties_file(f.read(), str(path))
-        return cls.from_properties_text(text, source=str(path), defaults=defaults, **overrides)
+        return cls.from_properties_text(text, source=str(path), defaults=defaults, origins=origins, **overrides)
 
     @classmethod
     def from_properties_text(cls, text: str, source: str = "<string>", defaults: dict[str, Any] | None = None,
-                             **overrides: Any) -> BrokerConfig:
-        """``defaults`` (snake_case attributes) replace the class defaults: the file wins over them."""
+                             origins: dict[str, str] | None = None, **overrides: Any) -> BrokerConfig:
+        """``defaults`` (snake_case attributes) replace the class defaults: the file wins over them. ``origins``
+        names where a default's or an override's value came from (``-n``, ``$NAMESRV_ADDR``), for its error."""
         by_key = {f.metadata["key"]: f for f in dataclasses.fields(cls)}
         values: dict[str, Any] = dict(defaults or {})
-        values.update(read_properties(by_key, text, source))
+        from_file = read_properties(by_key, text, source)
+        values.update(from_file)
         values.update(overrides)
+        if (reason := namesrv_addr_error(values.get("namesrv_addr"))) is not None:
+            from_elsewhere = "namesrv_addr" in overrides or "namesrv_addr" not in from_file
+            raise BrokerConfigError(f"{(origins or {}).get('namesrv_addr', source) if from_elsewhere else source}: "
+                                    f"{reason}")
         try:
             return cls(**values)
         except ValueError as e:
@@ -413,6 +414,21 @@ class BrokerConfig:
                 continue
             lines.append(property_line(f.metadata["key"], format_value(f, v)))  # (escaped: it reads back the same)
         return "\n".join(lines) + "\n"
+
+
+def namesrv_addr_error(namesrv_addr: str | None) -> str | None:
+    """Why a namesrvAddr ("host:port;host:port") is not one, or None."""
+    for addr in (a.strip() for a in (namesrv_addr or "").split(";")):
+        if not addr:
+            continue
+        try:
+            host, port = parse_address(addr)
+            if host and 0 < port < 65536:
+                continue
+        except ValueError:
+            pass
+        return f"name server {addr!r} is not an address: expected host:port"
+    return None
 
 
 @functools.lru_cache(maxsize=16)

@@ -269,6 +269,19 @@ def test_the_name_server_comes_from_n_else_the_file_else_namesrv_addr(tmp_path, 
     assert "namesrvAddr=" in capsys.readouterr().out.splitlines()
 
 
+def test_a_bad_name_server_is_reported_against_where_it_came_from(tmp_path, capsys, monkeypatch) -> None:
+    conf = tmp_path / "b.conf"
+    conf.write_text("listenPort=0\n")
+    monkeypatch.setenv("NAMESRV_ADDR", "env-host:x")
+    assert pocketmq_main(["broker", "-c", str(conf), "-p"]) != 0
+    assert "$NAMESRV_ADDR: name server 'env-host:x' is not an address" in capsys.readouterr().err
+    assert pocketmq_main(["broker", "-c", str(conf), "-n", "n-host:y", "-p"]) != 0
+    assert "-n: name server 'n-host:y' is not an address" in capsys.readouterr().err
+    conf.write_text("namesrvAddr=file-host:z\n")  # (the file wins over $NAMESRV_ADDR, so it is the one to blame)
+    assert pocketmq_main(["broker", "-c", str(conf), "-p"]) != 0
+    assert f"{conf}: name server 'file-host:z' is not an address" in capsys.readouterr().err
+
+
 def test_a_broker_without_a_name_server_says_so_at_start(tmp_path) -> None:
     conf = tmp_path / "broker.conf"
     conf.write_text(f"storePathRootDir={tmp_path}/store\nlistenPort=0\nmappedFileSizeCommitLog=1048576\n"

@@ -8,8 +8,11 @@ import json
 import time
 
 from broker_harness import MQ, Cluster
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pop_wire import PopClient
 
+from pocketmq.broker.processor.consume_stats import topics_by_group, topics_of_group
 from pocketmq.common.codec import decode_all
 from pocketmq.remoting.admin_body import ConsumeStatsList
 from pocketmq.remoting.admin_header import GetConsumeStatsInBrokerHeader
@@ -130,3 +133,10 @@ async def test_broker_consume_stats_lists_every_group_and_the_topics_it_has_offs
     ordered = {g: stats for one in decode_body(resp.body, ConsumeStatsList).consume_stats_list
                for g, stats in one.items()}
     assert [sorted(m.topic for m in s.offset_table) for s in ordered["StatsG"]] == [["Ordered"]]
+
+
+@settings(max_examples=200)
+@given(st.lists(st.text("ab@", max_size=6), max_size=30), st.text("ab", min_size=1, max_size=3))
+def test_the_groups_index_agrees_with_a_scan_of_the_offset_keys(keys: list[str], group: str) -> None:
+    # brokerConsumeStats indexes the topic@group keys once; each group's scan (getConsumeStats') is the reference.
+    assert topics_by_group(keys).get(group, set()) == topics_of_group(keys, group)

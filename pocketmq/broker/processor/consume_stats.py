@@ -35,9 +35,10 @@ def broker_consume_stats(c: BrokerController, is_order: bool, groups: list[str],
     ``is_order``; every group of ``groups`` (the subscription group table's) is listed, one without offsets with an
     empty list."""
     out = ConsumeStatsList(c.address)
+    by_group = topics_by_group(offset_keys)  # (once: a scan of the keys a group would be square in groups)
     for group in groups:
         listed: list[ConsumeStats] = []
-        for t in topics_of_group(offset_keys, group):
+        for t in sorted(by_group.get(group, ())):
             tc = c.topic_config_manager.select_topic_config(t)
             if tc is None or (is_order and not tc.order) or _not_subscribed(c, group, t):
                 continue
@@ -72,6 +73,17 @@ def topics_of_group(offset_keys: list[str], group: str) -> set[str]:
     """ConsumerOffsetManager.whichTopicByConsumer, over the ``topic@group`` keys of the offset table."""
     suffix = "@" + group
     return {k[: -len(suffix)] for k in offset_keys if k.endswith(suffix)}
+
+
+def topics_by_group(offset_keys: list[str]) -> dict[str, set[str]]:
+    """topics_of_group of every group at once. A topic may hold an "@" (RocketMQ's TopicValidator refuses it, an
+    older store may not have), a group may not: the group is after the last one."""
+    out: dict[str, set[str]] = {}
+    for k in offset_keys:
+        topic, at, group = k.rpartition("@")
+        if at:
+            out.setdefault(group, set()).add(topic)
+    return out
 
 
 def consume_time_spans(c: BrokerController, group: str, topic: str, queues: int) -> list[QueueTimeSpan]:

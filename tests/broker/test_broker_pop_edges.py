@@ -232,3 +232,18 @@ async def test_the_retry_topic_is_popped_whatever_the_pops_filter(cluster: Clust
         got = await pc.pop("G", "Refiltered", -1, invisible=60_000, poll=300, exp="B")
         back += [(m.body, m.reconsume_times) for m in got.messages]
     assert back == [(b"a0", 1)]
+
+
+async def test_a_filtered_pop_goes_on_past_a_read_window_of_messages_it_leaves_out(cluster: Cluster) -> None:
+    # A read takes at most 800 consume-queue entries; when all of them were filtered out the pop parked for its
+    # whole poll time before it looked at the next 800 (RocketMQ runs it again at once). Here the poll time is
+    # far longer than the wait: only a pop that goes on finds the match.
+    broker = await cluster.broker()
+    pc = pop_client(cluster, broker)
+    await pc.mq.create_topic("Skipped", 1)
+    for i in range(2_000):
+        assert (await pc.mq.send("Skipped", b"x%d" % i, queue_id=0, tags="X")).code == ResponseCode.SUCCESS
+    assert (await pc.mq.send("Skipped", b"wanted", queue_id=0, tags="Y")).code == ResponseCode.SUCCESS
+    assert await asyncio.to_thread(broker.store.wait_dispatched, 10.0)
+    popped = await asyncio.wait_for(pc.pop("G", "Skipped", 0, poll=120_000, exp="Y"), 60)
+    assert popped.bodies == [b"wanted"]

@@ -76,6 +76,7 @@ class PopContext:
     msg_offset_info: list[str] = field(default_factory=list)
     order_count_info: list[str] = field(default_factory=list)
     unblock_at: int | None = None  # ms: when the first blocked orderly queue frees up
+    skipped: bool = False  # moved a queue's offset past messages its filter left out
 
     @property
     def order(self) -> bool:
@@ -136,6 +137,12 @@ class PopMessageProcessor(BrokerProcessor):
         polled = self.long_polling.polling(channel, request, header.topic, header.consumer_group, header.queue_id,
                                            deadline, wake_at)
         if polled is PollingResult.POLLING_SUC:
+            if ctx.rest_num > 0 and ctx.skipped:
+                # A read window of messages the filter left out, and more behind it: run again at once, as
+                # RocketMQ's PopMessageProcessor does (rather than a whole poll per 800 entries skipped). Only
+                # after a skip, which moved an offset: a pop that could take nothing (a locked queue, a
+                # checkpoint not written) would run again and again until its poll time.
+                self.long_polling.notify_message_arriving(header.topic, header.queue_id, header.consumer_group)
             return None
         code = ResponseCode.POLLING_FULL if polled is PollingResult.POLLING_FULL else ResponseCode.POLLING_TIMEOUT
         return response(request, code, GetMessageStatus.NO_MESSAGE_IN_QUEUE.value, ext_fields=self._header(ctx))
@@ -330,6 +337,7 @@ class PopMessageProcessor(BrokerProcessor):
     def _skip(self, ctx: PopContext, topic: str, queue_id: int, offset: int, next_begin: int) -> None:
         """Move past messages the filter left out; behind buffered pops of the queue, in their order."""
         group = ctx.header.consumer_group
+        ctx.skipped = True
         if ctx.order or not self.buffer_merge.has_pending(topic, group, queue_id):
             self.commit_offset(ctx.channel, group, topic, queue_id, next_begin)
             return

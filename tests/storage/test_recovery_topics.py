@@ -38,7 +38,8 @@ SKIPPED = {
     "v2_topic_300": (V2, b"%RETRY%" + b"q" * 293, "longer than 255"),
     "v2_not_utf8": (V2, b"%RETRY%\xff\xfe" + b"q" * 150, "not UTF-8"),
     "v1_not_utf8": (V1, b"Plain\xff", "not UTF-8"),
-    "v1_dotdot": (V1, b"../../ESCAPED", "characters outside ^[%|a-zA-Z0-9_.-]+$"),  # (consumequeue/../../ is tmp_path: see outside)
+    # (consumequeue/../../ is tmp_path: see outside)
+    "v1_dotdot": (V1, b"../../ESCAPED", "characters outside ^[%|a-zA-Z0-9_.-]+$"),
     "v2_dotdot": (V2, b"../../ESCAPED_" + b"q" * 120, "longer than 127"),
     "v1_slash": (V1, b"Plain/0", "characters outside"),
     "v1_two_plus": (V1, b"%RETRY%group+Topic+A", "characters outside"),  # (one "+": enableRetryTopicV2's, kept)

@@ -14,6 +14,7 @@ from pocketmq.remoting.tasks import TaskTracker
 
 class FakeChannel:
     closed = False
+    write_paused = False
 
 
 class Harness:
@@ -25,8 +26,9 @@ class Harness:
             lambda t, q: self.max_offsets.get((t, q), 0), self._wakeup, self.tasks, check_interval=3600
         )
 
-    async def _wakeup(self, channel, request) -> None:
+    async def _wakeup(self, channel, request) -> bool:
         self.woken.append(request)
+        return True
 
     def park(self, topic: str, queue_id: int, offset: int, expr: str = "*", timeout_ms: int = 60_000):
         request = RemotingCommand.request(11)

@@ -19,12 +19,24 @@ of the loop turn, would each add one iteration of the loop, and at each the loop
 dispatcher or a flush thread, or its core to another process (a Java client runs several threads per message),
 before the answer goes out (bench/README.md, "Why the Java client's round trip is slower"). Only a wake-up that
 has to wait (a store read on a pull thread) returns a coroutine, which runs as a task.
+
+A pull is answered only while its connection takes its answers. One connection may park any number of pulls on a
+queue, and one message would wake them all: answered regardless, N parked pulls held N copies of the message in
+the connection's output (3,000 pulls and one 1 MiB message: 3 GB) for a peer that does not read. So a woken pull
+(by an arrival, a re-check or its timeout) whose connection's writes are paused is not run: it waits, deferred,
+in its connection's queue, without its timer (it is due), and so does one whose store read on a pull thread ends
+when they are. Once the connection drains below its low-water mark, the deferred pulls run one by one, each read
+then, until the connection pauses again. What a connection that does not read holds is thus the high-water mark
+plus one answer, however many pulls it parked; a deferred pull still counts as parked (``maxPullPollingSize``)
+and goes with its connection (closed, or by the idle timeout). The answer is the one it would have had: a slow
+reader loses nothing, its answers only wait for it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -39,8 +51,9 @@ log = logging.getLogger(__name__)
 
 Key = tuple[str, int]
 Arrival = tuple[int, int, bytes]  # next logic offset, tags code, raw properties
-# Answers the request and returns None, or returns the coroutine that will (run here as a task).
-Wakeup = Callable[[Channel, RemotingCommand], Coroutine[Any, Any, None] | None]
+# Answers the request and returns None, or returns the coroutine that will (run here as a task): it returns
+# False when it did not, the connection's writes having paused meanwhile.
+Wakeup = Callable[[Channel, RemotingCommand], Coroutine[Any, Any, bool] | None]
 
 
 class PullRequestHoldService:
@@ -62,6 +75,8 @@ class PullRequestHoldService:
         self.check_interval = check_interval
         # topic@queueId -> parked requests. Read (membership only) from the dispatcher thread.
         self.pull_request_table: dict[Key, list[PullRequest]] = {}
+        # Woken pulls of connections whose writes are paused, answered once they drain (one task a connection).
+        self.deferred: dict[Channel, deque[RemotingCommand]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._arrivals: ArrivalInbox[tuple[Key, int, int, bytes]] = ArrivalInbox(self._drain_arrivals)
         self.wakeups = 0  # requests answered because of an arrival or a re-check (not a timeout)
@@ -76,6 +91,7 @@ class PullRequestHoldService:
                 if r.timer is not None:
                     r.timer.cancel()
         self.pull_request_table.clear()
+        self.deferred.clear()
         self.parked = 0
         self._loop = self._arrivals.loop = None
 
@@ -123,6 +139,10 @@ class PullRequestHoldService:
                         r.timer.cancel()
                 self.parked -= len(requests) - len(keep)
                 self._set(key, keep)
+        deferred = self.deferred.pop(channel, None)
+        if deferred:
+            self.parked -= len(deferred)
+            deferred.clear()
 
     # --- arrivals ---
 
@@ -193,9 +213,50 @@ class PullRequestHoldService:
         if r.timer is not None:
             r.timer.cancel()
             r.timer = None
+        if r.channel.write_paused:
+            self._defer(r.channel, r.request)
+            return
         later = self._wakeup(r.channel, r.request)
         if later is not None:
-            self._tasks.spawn(later, name="pull-wakeup")
+            self._tasks.spawn(self._answer_later(r.channel, r.request, later), name="pull-wakeup")
+
+    async def _answer_later(
+        self, channel: Channel, request: RemotingCommand, later: Coroutine[Any, Any, bool]
+    ) -> None:
+        if not await later:
+            self._defer(channel, request)
+
+    def _defer(self, channel: Channel, request: RemotingCommand, first: bool = False) -> None:
+        if channel.closed:
+            return
+        queue = self.deferred.get(channel)
+        if queue is None:
+            queue = self.deferred[channel] = deque()
+            self._tasks.spawn(self._answer_deferred(channel, queue), name="pull-deferred")
+        if first:
+            queue.appendleft(request)
+        else:
+            queue.append(request)
+        self.parked += 1
+
+    async def _answer_deferred(self, channel: Channel, queue: deque[RemotingCommand]) -> None:
+        """Run the connection's deferred pulls while it takes their answers, waiting for it to drain between."""
+        try:
+            while queue:
+                await channel.drain()
+                # One at a time, the store read included: each answer may be the one that pauses the connection.
+                while queue and not channel.write_paused and not channel.closed:
+                    request = queue.popleft()
+                    self.parked -= 1
+                    later = self._wakeup(channel, request)
+                    if later is not None and not await later:
+                        self._defer(channel, request, first=True)
+                if channel.closed:
+                    break
+        finally:
+            if self.deferred.get(channel) is queue:  # (else on_channel_close or shutdown took it)
+                del self.deferred[channel]
+                self.parked -= len(queue)
 
     def _set(self, key: Key, requests: list[PullRequest]) -> None:
         if requests:

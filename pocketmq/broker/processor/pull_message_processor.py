@@ -80,9 +80,10 @@ class PullMessageProcessor(BrokerProcessor):
 
     def execute_request_when_wakeup(
         self, channel: Channel, request: RemotingCommand
-    ) -> Coroutine[Any, Any, None] | None:
+    ) -> Coroutine[Any, Any, bool] | None:
         """Re-run a parked pull (no further suspension) and write its response to the channel, now: None. Only
-        when the store read has to wait (a pull thread) is the answer left to the returned coroutine."""
+        when the store read has to wait (a pull thread) is the answer left to the returned coroutine, which
+        returns False, unanswered, if the channel's writes paused meanwhile (PullRequestHoldService defers it)."""
         try:
             resp = self._process(channel, request, broker_allow_suspend=False)
         except Exception as e:
@@ -94,12 +95,15 @@ class PullMessageProcessor(BrokerProcessor):
 
     async def _answer_wakeup_when_read(
         self, channel: Channel, request: RemotingCommand, reading: Awaitable[RemotingCommand | None]
-    ) -> None:
+    ) -> bool:
         try:
             resp = await reading
         except Exception as e:
             resp = self._wakeup_failed(request, e)
+        if channel.write_paused:
+            return False  # (the read is dropped: read again once the peer took what it was given)
         self._send_wakeup_answer(channel, request, resp)
+        return True
 
     @staticmethod
     def _wakeup_failed(request: RemotingCommand, e: Exception) -> RemotingCommand:

@@ -1,0 +1,110 @@
+"""Many long-polling pulls parked on one connection whose peer does not read, then one big message: each parked pull
+wakes, but what the broker holds for the connection stays about one answer past the write high-water mark (it took
+N answers of the message: 3,000 parked pulls and one 1 MiB message cost 3 GB), and a peer that then reads gets
+every answer, with the message."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import pytest
+from broker_harness import FLAG_SUBSCRIPTION, FLAG_SUSPEND
+
+from pocketmq.common.codec import decode_all
+from pocketmq.remoting.codec import FrameDecoder, encode
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.transport import parse_address
+
+PARKED = 200
+BODY = b"m" * 100_000  # 200 answers of it: 20 MB held before the fix
+
+
+async def connect_without_reading(broker) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    host, port = parse_address(broker.address)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, (host, port))
+    return await asyncio.open_connection(sock=sock, limit=1 << 20)
+
+
+def channel_of(broker, writer: asyncio.StreamWriter):
+    local = "{}:{}".format(*writer.get_extra_info("sockname")[:2])
+    (ch,) = [c for c in broker.remoting_server.channels if c.remote_address == local]
+    return ch
+
+
+async def read_answers(reader: asyncio.StreamReader, count: int, ch, bound: int) -> list[RemotingCommand]:
+    """``count`` answers, read slowly; the broker's output for the connection stays under ``bound`` meanwhile."""
+    decoder = FrameDecoder()
+    answers: list[RemotingCommand] = []
+    while len(answers) < count:
+        decoder.receive_data(await asyncio.wait_for(reader.read(32 * 1024), 10))
+        answers.extend(decoder)
+        assert ch.unwritten_bytes < bound, ch.unwritten_bytes
+    return answers
+
+
+@pytest.mark.parametrize("expression", [("TAG", "*"), ("SQL92", "a = 1")], ids=["tag", "sql92-on-a-pull-thread"])
+async def test_parked_pulls_of_a_connection_that_does_not_read_hold_one_answer_past_the_mark(
+    cluster, poll, dispatched, expression
+) -> None:
+    # SQL92 filters read on a pull thread: the answer comes back to a connection that may have stopped taking any.
+    expression_type, subscription = expression
+    broker = await cluster.broker(enable_property_filter=True, server_channel_max_idle_time=0)
+    mq = cluster.mq(broker)
+    assert (await mq.send("TopicParked", b"first", properties=mq.props(a="1"))).code == ResponseCode.SUCCESS
+    await dispatched(broker)
+    hold = broker.pull_request_hold_service
+    reader, writer = await connect_without_reading(broker)
+    header = mq.pull_request("G", "TopicParked", 0, 1, sys_flag=FLAG_SUBSCRIPTION | FLAG_SUSPEND,
+                             subscription=subscription, expression_type=expression_type, suspend_ms=60_000)
+    pulls = [RemotingCommand.request(RequestCode.PULL_MESSAGE, header) for _ in range(PARKED)]
+    writer.write(b"".join(encode(p) for p in pulls))
+    await poll(lambda: hold.parked_count == PARKED)
+    ch = channel_of(broker, writer)
+
+    assert (await mq.send("TopicParked", BODY, properties=mq.props(a="1"))).code == ResponseCode.SUCCESS
+    await poll(lambda: not hold.pull_request_table)  # every parked pull woken
+    await poll(lambda: ch.write_paused)
+    bound = broker.broker_config.write_buffer_high_water_mark + 2 * len(BODY)
+    assert ch.unwritten_bytes < bound, ch.unwritten_bytes
+    assert hold.parked_count > 0  # the rest wait for the connection to take what it was given
+
+    # A slow but honest reader: every pull is answered, with the message, and the broker holds no more meanwhile.
+    answers = await read_answers(reader, PARKED, ch, bound)
+    assert sorted(a.opaque for a in answers) == sorted(p.opaque for p in pulls)
+    for a in answers:
+        assert a.code == ResponseCode.SUCCESS, (a.code, a.remark)
+        assert [m.body for m in decode_all(a.body)] == [BODY]
+    assert hold.parked_count == 0
+    writer.close()
+
+
+async def test_a_pull_that_times_out_while_its_connection_does_not_read_is_answered_once_it_reads(
+    cluster, poll, dispatched
+) -> None:
+    broker = await cluster.broker(server_channel_max_idle_time=0)
+    mq = cluster.mq(broker)
+    for queue_id in (0, 1):
+        assert (await mq.send("TopicTimedOut", BODY, queue_id=queue_id)).code == ResponseCode.SUCCESS
+    await dispatched(broker)
+    hold = broker.pull_request_hold_service
+    reader, writer = await connect_without_reading(broker)
+    parking = mq.pull_request("G", "TopicTimedOut", 0, 1, sys_flag=FLAG_SUBSCRIPTION | FLAG_SUSPEND, suspend_ms=200)
+    parked = [RemotingCommand.request(RequestCode.PULL_MESSAGE, parking) for _ in range(5)]
+    # Then answers enough to pause the connection's writes before the parked pulls' time is up.
+    filling = [RemotingCommand.request(RequestCode.PULL_MESSAGE, mq.pull_request("G", "TopicTimedOut", 1, 0))
+               for _ in range(100)]
+    writer.write(b"".join(encode(p) for p in parked + filling))
+    ch = channel_of(broker, writer)
+    await poll(lambda: ch.write_paused and not hold.pull_request_table)  # timed out, the writes paused
+    assert hold.parked_count == 5 and ch.unwritten_bytes < 1_000_000  # deferred, not answered
+
+    answers = {a.opaque: a for a in await read_answers(reader, 105, ch, 1_000_000)}
+    assert [answers[p.opaque].code for p in parked] == [ResponseCode.PULL_NOT_FOUND] * 5
+    assert [answers[p.opaque].code for p in filling] == [ResponseCode.SUCCESS] * 100
+    assert hold.parked_count == 0
+    writer.close()

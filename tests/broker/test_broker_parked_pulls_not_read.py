@@ -1,20 +1,24 @@
 """Many long-polling pulls parked on one connection whose peer does not read, then one big message: each parked pull
 wakes, but what the broker holds for the connection stays about one answer past the write high-water mark (it took
 N answers of the message: 3,000 parked pulls and one 1 MiB message cost 3 GB), and a peer that then reads gets
-every answer, with the message."""
+every answer, with the message. Parked pops of such a connection are not woken: another consumer of the group
+pops what arrives."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
+import time
 
 import pytest
 from broker_harness import FLAG_SUBSCRIPTION, FLAG_SUSPEND
+from pop_wire import PopClient
 
 from pocketmq.common.codec import decode_all
 from pocketmq.remoting.codec import FrameDecoder, encode
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.pop_header import PopMessageRequestHeader
 from pocketmq.remoting.transport import parse_address
 
 PARKED = 200
@@ -107,4 +111,38 @@ async def test_a_pull_that_times_out_while_its_connection_does_not_read_is_answe
     assert [answers[p.opaque].code for p in parked] == [ResponseCode.PULL_NOT_FOUND] * 5
     assert [answers[p.opaque].code for p in filling] == [ResponseCode.SUCCESS] * 100
     assert hold.parked_count == 0
+    writer.close()
+
+
+async def test_parked_pops_of_a_connection_that_does_not_read_leave_arrivals_to_consumers_that_do(
+    cluster, poll, dispatched
+) -> None:
+    # Woken, a parked pop of a connection whose writes are paused popped a batch into output nobody took: the
+    # messages, invisible meanwhile, were lost to the group's other consumers until their invisible time ran out.
+    broker = await cluster.broker(server_channel_max_idle_time=0)
+    mq = cluster.mq(broker)
+    assert (await mq.send("TopicFiller", BODY, queue_id=0)).code == ResponseCode.SUCCESS
+    await mq.create_topic("TopicPopped", 1)
+    await dispatched(broker)
+    popping = broker.pop_message_processor.long_polling
+    reader, writer = await connect_without_reading(broker)
+    pop = PopMessageRequestHeader("G", "TopicPopped", 0, 32, 60_000, 60_000, int(time.time() * 1000), 0)
+    pops = [RemotingCommand.request(RequestCode.POP_MESSAGE, pop) for _ in range(5)]
+    filling = [RemotingCommand.request(RequestCode.PULL_MESSAGE, mq.pull_request("G", "TopicFiller", 0, 0))
+               for _ in range(100)]
+    writer.write(b"".join(encode(p) for p in pops + filling))
+    ch = channel_of(broker, writer)
+    await poll(lambda: ch.write_paused and popping.parked == 5)
+
+    sent = [b"p%d" % i for i in range(10)]
+    for body in sent:
+        assert (await mq.send("TopicPopped", body, queue_id=0)).code == ResponseCode.SUCCESS
+    await dispatched(broker)
+    other = PopClient(mq, broker.broker_config.broker_name)
+    got: list[bytes] = []
+    while len(got) < len(sent):
+        popped = await other.pop("G", "TopicPopped", 0, invisible=60_000, poll=2_000)
+        assert popped.bodies, "a message was popped into the connection that does not read"
+        got += popped.bodies
+    assert sorted(got) == sorted(sent) and popping.parked == 5
     writer.close()

@@ -139,11 +139,16 @@ class PopLongPollingService:
     # --- internals ---
 
     def _wake_first(self, topic: str, key: GroupKey) -> None:
+        """Wake the first request whose connection takes its answers. One whose writes are paused stays parked
+        (until its deadline, when the processor answers it without popping): woken, it would pop a batch into
+        output its peer does not read, invisible to the group's other consumers meanwhile, and a peer that parked
+        many pops and stopped reading could take a queue's whole backlog into the broker's memory that way."""
         requests = self.table.get(topic, {}).get(key)
-        while requests:
-            r = requests[0]
-            self._remove(r)
-            if not r.channel.closed:
+        for r in list(requests or ()):
+            if r.channel.closed:
+                self._remove(r)
+            elif not r.channel.write_paused:
+                self._remove(r)
                 self._tasks.spawn(self._wakeup(r.channel, r.request, r.deadline), name="pop-wakeup")
                 return
 

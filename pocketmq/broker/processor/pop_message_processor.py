@@ -104,9 +104,14 @@ class PopMessageProcessor(BrokerProcessor):
         return await self._process(channel, request, None)
 
     async def execute_request_when_wakeup(self, channel: Channel, request: RemotingCommand, deadline: float) -> None:
-        """Run a parked pop again (it may park again until ``deadline``) and write its answer to the channel."""
+        """Run a parked pop again (it may park again until ``deadline``) and write its answer to the channel; on a
+        connection whose writes are paused, answer that nothing was found instead of popping a batch its peer
+        does not take (PopLongPollingService wakes such a request only at its deadline)."""
         try:
-            resp = await self._process(channel, request, deadline)
+            if channel.write_paused:
+                resp = response(request, ResponseCode.POLLING_TIMEOUT, GetMessageStatus.NO_MESSAGE_IN_QUEUE.value)
+            else:
+                resp = await self._process(channel, request, deadline)
         except HeaderError as e:  # cannot happen for a request that was parked, but never leave it hanging
             resp = response(request, ResponseCode.SYSTEM_ERROR, f"bad request: {e}")
         except Exception as e:

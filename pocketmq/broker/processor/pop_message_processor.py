@@ -107,6 +107,7 @@ class PopMessageProcessor(BrokerProcessor):
         """Run a parked pop again (it may park again until ``deadline``) and write its answer to the channel; on a
         connection whose writes are paused, answer that nothing was found instead of popping a batch its peer
         does not take (PopLongPollingService wakes such a request only at its deadline)."""
+        resp: RemotingCommand | None
         try:
             if channel.write_paused:
                 resp = response(request, ResponseCode.POLLING_TIMEOUT, GetMessageStatus.NO_MESSAGE_IN_QUEUE.value)

@@ -110,6 +110,9 @@ class AdminExtProcessor(BrokerProcessor):
             earliest = msg.store_timestamp if msg is not None else 0
         pull_threads = c.broker_config.pull_thread_pool_nums
         info = {
+            # 5.x's clusterList prints it as #ACTIVATED (BrokerController.isSpecialServiceRunning: the schedule and
+            # transaction-check services, or POP's revive, run, as they do on a started master)
+            "brokerActive": str(c.is_running).lower(),
             "brokerVersionDesc": BROKER_VERSION_DESC,
             "brokerVersion": str(409),
             "msgPutTotalYesterdayMorning": str(stats.msg_put_total_yesterday_morning),
@@ -122,13 +125,20 @@ class AdminExtProcessor(BrokerProcessor):
             "sendThreadPoolQueueCapacity": "0",
             "pullThreadPoolQueueSize": "0",
             "pullThreadPoolQueueCapacity": str(pull_threads),
+            # 5.x's lite pulls are pulls here, on the pull threads; acks are answered on the event loop
+            "litePullThreadPoolQueueSize": "0",
+            "litePullThreadPoolQueueCapacity": str(pull_threads),
             "queryThreadPoolQueueSize": "0",
             "queryThreadPoolQueueCapacity": str(pull_threads),
+            "ackThreadPoolQueueSize": "0",
+            "ackThreadPoolQueueCapacity": "0",
             "EndTransactionQueueSize": "0",  # END_TRANSACTION is answered on the event loop too
             "EndTransactionThreadPoolQueueCapacity": "0",
             "sendThreadPoolQueueHeadWaitTimeMills": "0",
             "pullThreadPoolQueueHeadWaitTimeMills": "0",
             "queryThreadPoolQueueHeadWaitTimeMills": "0",
+            "litePullThreadPoolQueueHeadWaitTimeMills": "0",
+            "ackThreadPoolQueueHeadWaitTimeMills": "0",
             "dispatchBehindBytes": str(store.dispatch_behind_bytes()),
             "pageCacheLockTimeMills": "0",
             "earliestMessageTimeStamp": str(earliest),
@@ -370,7 +380,10 @@ def _store_stats_info(stats: BrokerStatsManager) -> dict[str, str]:
     put_count = stats.put_message_times_total
     return {
         "putTps": _three_rates(put.tps),
-        "getTransferedTps": _three_rates(get.tps),  # sic, RocketMQ's spelling: messages read per second
+        # Messages read per second, under 4.x's misspelt name and 5.x's (5.x's clusterList and exportMetrics read
+        # the new one only, 4.x's tools the old one only)
+        "getTransferedTps": _three_rates(get.tps),
+        "getTransferredTps": _three_rates(get.tps),
         "getTotalTps": _three_rates(found + miss),
         "getFoundTps": _three_rates(found),
         "getMissTps": _three_rates(miss),

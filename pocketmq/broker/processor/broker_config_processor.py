@@ -53,7 +53,10 @@ CONFIG_BLACK_LIST = frozenset({"brokerConfigPath", "rocketmqHome", "configBlackL
 
 # Keys mqadmin's exportConfigs copies with Properties.setProperty, which refuses a null (its NullPointerException
 # failed the command): settings pocketmq has no use for, at the values it works as.
-_FIXED_CONFIG = "filterServerNums=0\nslaveReadEnable=false\nuseTLS=false\n"
+# NettyClientConfig's clientCallbackExecutorThreads (its default, the machine's CPUs) is what 5.x's exportMetrics
+# reports as the broker's cpuNum.
+_FIXED_CONFIG = (f"clientCallbackExecutorThreads={os.cpu_count() or 1}\n"
+                 "filterServerNums=0\nslaveReadEnable=false\nuseTLS=false\n")
 
 
 class BrokerConfigProcessor(BrokerProcessor):

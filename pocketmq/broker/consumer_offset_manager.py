@@ -30,6 +30,9 @@ class ConsumerOffsetManager(ConfigManager):
     def __init__(self, broker_config: BrokerConfig) -> None:
         super().__init__(os.path.join(broker_config.config_dir, "consumerOffset.json"))
         self.offset_table: dict[str, dict[int, int]] = {}
+        # RocketMQ 5's pullOffsetTable: the next offset each pull answered, per topic@group and queue (in memory
+        # only). GET_CONSUME_STATS reports it as the queue's pullOffset: pulled ahead of the commit is in flight.
+        self.pull_offset_table: dict[str, dict[int, int]] = {}
         self.data_version = DataVersion()
 
     @staticmethod
@@ -47,6 +50,22 @@ class ConsumerOffsetManager(ConfigManager):
         table[queue_id] = offset
         self.mark_changed()  # written every flushConsumerOffsetInterval, not per commit
 
+    def commit_pull_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        table = self.pull_offset_table.get(key := self.key(topic, group))
+        if table is None:
+            table = self.pull_offset_table[key] = {}
+        table[queue_id] = offset
+
+    def query_pull_offset(self, group: str, topic: str, queue_id: int) -> int:
+        """The offset the group's last pull of the queue answered, else its committed offset (or -1)."""
+        offset = self.pull_offset_table.get(self.key(topic, group), {}).get(queue_id)
+        return self.query_offset(group, topic, queue_id) if offset is None else offset
+
+    def remove_pull_offsets(self, group: str) -> None:
+        suffix = TOPIC_GROUP_SEPARATOR + group
+        for key in [k for k in self.pull_offset_table if k.endswith(suffix)]:
+            del self.pull_offset_table[key]
+
     def query_offset(self, group: str, topic: str, queue_id: int) -> int:
         """The stored offset, or -1 when the group never committed one for this queue."""
         table = self.offset_table.get(self.key(topic, group))
@@ -63,6 +82,8 @@ class ConsumerOffsetManager(ConfigManager):
         keys = [k for k in self.offset_table if k.startswith(prefix)]
         for k in keys:
             del self.offset_table[k]
+        for k in [k for k in self.pull_offset_table if k.startswith(prefix)]:
+            del self.pull_offset_table[k]
         if keys:
             self.mark_changed()
         return len(keys)

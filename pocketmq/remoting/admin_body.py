@@ -78,20 +78,24 @@ class TopicStatsTable:
 
 @dataclass(slots=True)
 class OffsetWrapper:
-    """RocketMQ's OffsetWrapper: one queue of a ConsumeStats, the broker's offset against the group's."""
+    """RocketMQ's OffsetWrapper: one queue of a ConsumeStats, the broker's offset against the group's. 5.x's adds
+    the offset the group pulled up to (pullOffset; 5.x's consumerProgress prints it less the consumer offset as
+    #Inflight); 4.x's has none, and its tools ignore it."""
 
     broker_offset: int = 0
     consumer_offset: int = 0
     last_timestamp: int = 0
+    pull_offset: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"brokerOffset": self.broker_offset, "consumerOffset": self.consumer_offset,
-                "lastTimestamp": self.last_timestamp}
+                "lastTimestamp": self.last_timestamp, "pullOffset": self.pull_offset}
 
     @classmethod
     def from_dict(cls, obj: object, path: str = "") -> OffsetWrapper:
         r = Reader(obj, path)
-        return cls(r.int("brokerOffset", 0), r.int("consumerOffset", 0), r.int("lastTimestamp", 0))
+        return cls(r.int("brokerOffset", 0), r.int("consumerOffset", 0), r.int("lastTimestamp", 0),
+                   r.int("pullOffset", 0))
 
 
 @dataclass(slots=True)

@@ -555,11 +555,11 @@ def sides5(sides: tuple[Side, Side], apache_rocketmq5: ApacheRocketMQ,
             client.shutdown() if isinstance(client, SyncPushConsumer) else client.close()
 
 
-# clusterList's rates, hours, disk share and timer backlog (5.x's #Timer(Progress), behind-offset: a moment's)
+# Rates, hours, disk share and clusterList's timer backlog (5.x's #Timer(Progress), behind-offset): a moment's
 _MEASURED = re.compile(r"\d+\.\d+|\b\d+-\d+(?=\()")
 
 
-def _cluster_rows_5(text: str) -> list[list[str]]:
+def _rows_measured_masked(text: str) -> list[list[str]]:
     return rows(_MEASURED.sub("N", mask(text)))
 
 
@@ -567,13 +567,21 @@ def test_cluster_list_and_broker_status_5(sides5: tuple[Side, Side], mqadmin5: M
     """5.x's clusterList reads brokerActive (#ACTIVATED), getTransferredTps (#OutTPS, 4.x's getTransferedTps
     renamed) and the ack pool's figures from GET_BROKER_RUNTIME_INFO; the rates, hours and disk share differ."""
     apache, pocket = mqadmin5.both(sides5, "clusterList")
-    assert _cluster_rows_5(pocket) == _cluster_rows_5(apache)
+    assert _rows_measured_masked(pocket) == _rows_measured_masked(apache)
     assert rows(pocket)[1][-1] == "true"
     apache, pocket = mqadmin5.both(sides5, "brokerStatus", "-b", lambda s: s.broker_addr)
     status = [properties_of(text) for text in (apache, pocket)]
     read = {"brokerActive", "getTransferredTps", "ackThreadPoolQueueSize", "ackThreadPoolQueueHeadWaitTimeMills"}
     assert read <= set(status[0]) & set(status[1])
     assert status[1]["getTransferredTps"] == status[1]["getTransferedTps"]  # (one figure, both names)
+
+
+def test_consumer_progress_5(sides5: tuple[Side, Side], mqadmin5: Mqadmin) -> None:
+    """5.x's consumerProgress prints #Inflight, each queue's pullOffset (the group's last pull) less its consumer
+    offset; pocketmq sent no pullOffset, read as 0: minus the consumed messages."""
+    apache, pocket = mqadmin5.both(sides5, "consumerProgress", "-g", GROUP)
+    assert _rows_measured_masked(pocket) == _rows_measured_masked(apache)
+    assert ["Consume", "Inflight", "Total:", "0"] in rows(pocket)
 
 
 def properties_of(text: str) -> dict[str, str]:

@@ -286,6 +286,7 @@ class AdminExtProcessor(BrokerProcessor):
             suffix = "@" + group
             for key in [k for k in com.offset_table if k.endswith(suffix)]:
                 del com.offset_table[key]
+            com.remove_pull_offsets(group)
             com.mark_changed()
             c.broker_stats_manager.on_group_deleted(group)
         await c.subscription_group_manager.wait_persisted()

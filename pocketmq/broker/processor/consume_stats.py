@@ -24,7 +24,7 @@ def consume_stats(c: BrokerController, group: str, topic: str | None, offset_key
         tc = c.topic_config_manager.select_topic_config(t)
         if tc is None or _not_subscribed(c, group, t):
             continue
-        _add_queues(c, stats, group, t, tc.read_queue_nums)
+        _add_queues(c, stats, group, t, tc.read_queue_nums, pulled=True)
     return stats
 
 
@@ -56,7 +56,10 @@ def _not_subscribed(c: BrokerController, group: str, topic: str) -> bool:
     return online is not None and bool(online.subscription_table) and topic not in online.subscription_table
 
 
-def _add_queues(c: BrokerController, stats: ConsumeStats, group: str, topic: str, queues: int) -> None:
+def _add_queues(c: BrokerController, stats: ConsumeStats, group: str, topic: str, queues: int,
+                pulled: bool = False) -> None:
+    """Each queue's offsets; with ``pulled``, the group's pull offset too, never behind its commit (RocketMQ 5's
+    getConsumeStats sets it, its fetchAllConsumeStatsInBroker leaves it 0)."""
     store, com = c.store, c.consumer_offset_manager
     for i in range(queues):
         broker_offset = max(store.get_max_offset_in_queue(topic, i), 0)
@@ -65,7 +68,8 @@ def _add_queues(c: BrokerController, stats: ConsumeStats, group: str, topic: str
         if consumer_offset > 0:
             last = max(store.get_message_store_timestamp(topic, i, consumer_offset - 1), 0)
         mq = MessageQueue(topic, c.broker_config.broker_name, i)
-        stats.offset_table[mq] = OffsetWrapper(broker_offset, consumer_offset, last)
+        pull_offset = max(com.query_pull_offset(group, topic, i), consumer_offset) if pulled else 0
+        stats.offset_table[mq] = OffsetWrapper(broker_offset, consumer_offset, last, pull_offset)
     stats.consume_tps += c.broker_stats_manager.group_get_in_minute(topic, group).tps
 
 

@@ -229,6 +229,8 @@ class PullMessageProcessor(BrokerProcessor):
                     result.status.value,
                 )
                 self._generate_offset_moved_event(group, topic, queue_id, header.queue_offset, result.next_begin_offset)
+        # (every answer, a parked pull's and a wake-up replay's too, as RocketMQ's tryCommitOffset)
+        c.consumer_offset_manager.commit_pull_offset(group, topic, queue_id, result.next_begin_offset)
         # A wake-up replay does not commit again: the offset came with the original request.
         if broker_allow_suspend and header.sys_flag & FLAG_COMMIT_OFFSET:
             c.consumer_offset_manager.commit_offset(

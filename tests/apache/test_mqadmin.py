@@ -1,7 +1,8 @@
 """Apache RocketMQ's own mqadmin (MQAdminStartup of the 4.9.7 tools jar, and a few commands of 5.5.0's) against a
 pocketmq cluster and against Apache RocketMQ 4.9.7, after the same setup on both: a topic of four queues, a
 subscription group, eight messages sent to known queues by a producer that stays up, and a push consumer that
-consumed them and stays up. Each command's output on pocketmq must have the columns and rows it has on Apache,
+consumed them and stays up (5.5.0's commands that 4.9.7's broker lacks: against Apache RocketMQ 5.5.0, after the same
+setup there). Each command's output on pocketmq must have the columns and rows it has on Apache,
 once what legitimately differs is masked (addresses, times, ids, client ids, rates, commit-log positions).
 
 Then pocketmq's own commands (`pocketmq <command>`, in-process) must print what mqadmin prints for the same
@@ -582,6 +583,37 @@ def test_consumer_progress_5(sides5: tuple[Side, Side], mqadmin5: Mqadmin) -> No
     apache, pocket = mqadmin5.both(sides5, "consumerProgress", "-g", GROUP)
     assert _rows_measured_masked(pocket) == _rows_measured_masked(apache)
     assert ["Consume", "Inflight", "Total:", "0"] in rows(pocket)
+
+
+def test_update_topic_list_and_update_sub_group_list_5(sides5: tuple[Side, Side], mqadmin5: Mqadmin,
+                                                        tmp_path: Path) -> None:
+    """5.x's batch creations (UPDATE_AND_CREATE_TOPIC_LIST, 18; UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST, 225), as
+    mqadmin sends them from a file of configs: each topic routed with its queues, each group's config kept (but
+    5.x's subscriptionDataSet, which pocketmq does not keep: the file has none)."""
+    topics = [f"MqaList{n}{SUFFIX}" for n in "AB"]
+    groups = [f"MqaListGroup{n}{SUFFIX}" for n in "AB"]
+    topic_file, group_file = tmp_path / "topics.json", tmp_path / "groups.json"
+    topic_file.write_text(json.dumps([{"topicName": t, "readQueueNums": 2, "writeQueueNums": 3, "perm": 6,
+                                       "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False,
+                                       "attributes": {}} for t in topics]))
+    group_file.write_text(json.dumps([{"groupName": g, "consumeEnable": True, "consumeFromMinEnable": True,
+                                       "consumeBroadcastEnable": False, "retryQueueNums": 1, "retryMaxTimes": 5,
+                                       "brokerId": 0, "whichBrokerWhenConsumeSlowly": 1,
+                                       "notifyConsumerIdsChangedEnable": True, "groupSysFlag": 0,
+                                       "consumeTimeoutMinute": 15, "attributes": {}}
+                                      for g in groups]))
+    for command, file in (("updateTopicList", topic_file), ("updateSubGroupList", group_file)):
+        apache, pocket = mqadmin5.both(sides5, command, "-b", lambda s: s.broker_addr, "-f", str(file))
+        assert rows(pocket) == rows(apache)
+        assert "success, please check the result later." in pocket
+    for topic in topics:
+        apache, pocket = mqadmin5.both(sides5, "topicRoute", "-t", topic)
+        assert mask(pocket) == mask(apache)
+        assert '"readQueueNums":2' in pocket and '"writeQueueNums":3' in pocket
+    for group in groups:
+        apache, pocket = mqadmin5.both(sides5, "getConsumerConfig", "-g", group)
+        assert config(pocket) == config(apache)
+        assert config(pocket)["retryMaxTimes"] == "5"
 
 
 def properties_of(text: str) -> dict[str, str]:

@@ -13,6 +13,7 @@ from pocketmq.common.topic_attributes import (
 )
 from pocketmq.remoting.admin_header import GetSubscriptionGroupConfigRequestHeader, GetTopicConfigRequestHeader
 from pocketmq.remoting.body import TopicConfig
+from pocketmq.remoting.body_codec import Reader
 from pocketmq.remoting.client_body import (
     LockBatchRequestBody,
     LockBatchResponseBody,
@@ -52,10 +53,12 @@ class AdminBrokerProcessor(BrokerProcessor):
         h[RequestCode.SEARCH_OFFSET_BY_TIMESTAMP] = self.search_offset_by_timestamp
         h[RequestCode.GET_EARLIEST_MSG_STORETIME] = self.get_earliest_msg_storetime
         h[RequestCode.UPDATE_AND_CREATE_TOPIC] = self.update_and_create_topic
+        h[RequestCode.UPDATE_AND_CREATE_TOPIC_LIST] = self.update_and_create_topic_list
         h[RequestCode.DELETE_TOPIC_IN_BROKER] = self.delete_topic
         h[RequestCode.GET_ALL_TOPIC_CONFIG] = self.get_all_topic_config
         h[RequestCode.GET_TOPIC_CONFIG] = self.get_topic_config
         h[RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP] = self.update_and_create_subscription_group
+        h[RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST] = self.update_and_create_subscription_group_list
         h[RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG] = self.get_all_subscription_group_config
         h[RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG] = self.get_subscription_group_config
         h[RequestCode.GET_ALL_CONSUMER_OFFSET] = self.get_all_consumer_offset
@@ -94,20 +97,8 @@ class AdminBrokerProcessor(BrokerProcessor):
 
     async def update_and_create_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = request.decode_header(CreateTopicRequestHeader)
-        c = self.controller
-        topic = header.topic
-        reason = tv.validate_topic(topic)
-        if reason is not None:
-            return response(request, ResponseCode.SYSTEM_ERROR, reason)
-        if c.topic_config_manager.is_system_topic(topic):
-            return response(request, ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic.")
-        for name, value in (("readQueueNums", header.read_queue_nums), ("writeQueueNums", header.write_queue_nums)):
-            if not 0 <= value <= _MAX_QUEUE_NUMS:
-                return response(request, ResponseCode.SYSTEM_ERROR, f"{name} {value} is out of [0, {_MAX_QUEUE_NUMS}]")
-        if not 0 <= header.perm <= 0xF:
-            return response(request, ResponseCode.SYSTEM_ERROR, f"perm {header.perm} is not a PermName bit set")
         tc = TopicConfig(
-            topic,
+            header.topic,
             read_queue_nums=header.read_queue_nums,
             write_queue_nums=header.write_queue_nums,
             perm=header.perm,
@@ -115,22 +106,58 @@ class AdminBrokerProcessor(BrokerProcessor):
             topic_sys_flag=header.topic_sys_flag or 0,
             order=header.order,
         )
-        refusal = self._apply_attributes(request, tc, header.attributes)
+        refusal = self._topic_refusal(request, tc) or self._apply_attributes(request, tc, header.attributes)
         if refusal is not None:
             return refusal
         log.info("UPDATE_AND_CREATE_TOPIC %s from %s", tc, channel.remote_address)
-        c.topic_config_manager.update_topic_config(tc)
-        # Like registerIncrementBrokerData: answer once the name servers know (routes are usable at once).
-        await c.topic_config_manager.wait_persisted()
-        await c.register_broker_all()
+        await self._create_topics([tc])
         return response(request)
 
-    def _apply_attributes(self, request: RemotingCommand, tc: TopicConfig, modification: str | None) -> (
-            RemotingCommand | None):
-        """RocketMQ 5's attribute modifications applied to ``tc`` (updateSingleTopicConfigWithoutPersist), or the
-        refusal: INVALID_PARAMETER for MIXED when it is off, SYSTEM_ERROR with RocketMQ's text otherwise."""
+    async def update_and_create_topic_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """UPDATE_AND_CREATE_TOPIC_LIST (RocketMQ 5's updateTopicList): each topic checked as
+        UPDATE_AND_CREATE_TOPIC checks one, none created when one is refused; a topic's attributes are the
+        modifications (``+key``, ``-key``) 5.x's updateTopicConfigList applies."""
+        items = Reader(request.decode_body()).list("topicConfigList", [])
+        tcs = [TopicConfig.from_dict(item, f"topicConfigList[{i}]") for i, item in enumerate(items)]
+        for tc in tcs:
+            modifications, tc.attributes = tc.attributes, {}
+            refusal = self._topic_refusal(request, tc) or self._apply_attributes(request, tc, modifications)
+            if refusal is not None:
+                return refusal
+        log.info("UPDATE_AND_CREATE_TOPIC_LIST %s from %s", [tc.topic_name for tc in tcs], channel.remote_address)
+        await self._create_topics(tcs)
+        return response(request)
+
+    async def _create_topics(self, tcs: list[TopicConfig]) -> None:
+        c = self.controller
+        for tc in tcs:
+            c.topic_config_manager.update_topic_config(tc)
+        # Like registerIncrementBrokerData: answer once the name servers know (routes are usable at once); one
+        # write and one registration for a list.
+        await c.topic_config_manager.wait_persisted()
+        await c.register_broker_all()
+
+    def _topic_refusal(self, request: RemotingCommand, tc: TopicConfig) -> RemotingCommand | None:
+        topic = tc.topic_name
+        reason = tv.validate_topic(topic)
+        if reason is not None:
+            return response(request, ResponseCode.SYSTEM_ERROR, reason)
+        if self.controller.topic_config_manager.is_system_topic(topic):
+            return response(request, ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic.")
+        for name, value in (("readQueueNums", tc.read_queue_nums), ("writeQueueNums", tc.write_queue_nums)):
+            if not 0 <= value <= _MAX_QUEUE_NUMS:
+                return response(request, ResponseCode.SYSTEM_ERROR, f"{name} {value} is out of [0, {_MAX_QUEUE_NUMS}]")
+        if not 0 <= tc.perm <= 0xF:
+            return response(request, ResponseCode.SYSTEM_ERROR, f"perm {tc.perm} is not a PermName bit set")
+        return None
+
+    def _apply_attributes(self, request: RemotingCommand, tc: TopicConfig,
+                          modification: str | dict[str, str] | None) -> RemotingCommand | None:
+        """RocketMQ 5's attribute modifications (a header's text, or a map) applied to ``tc``
+        (updateSingleTopicConfigWithoutPersist), or the refusal: INVALID_PARAMETER for MIXED when it is off,
+        SYSTEM_ERROR with RocketMQ's text otherwise."""
         try:
-            modifications = parse_to_map(modification)
+            modifications = modification if isinstance(modification, dict) else parse_to_map(modification)
         except AttributeError_ as e:
             return response(request, ResponseCode.SYSTEM_ERROR, str(e))
         mixed = modifications.get(ATTR_ADD_PLUS_SIGN + TOPIC_MESSAGE_TYPE_ATTRIBUTE.name) == TopicMessageType.MIXED
@@ -204,6 +231,23 @@ class AdminBrokerProcessor(BrokerProcessor):
         log.info("UPDATE_AND_CREATE_SUBSCRIPTIONGROUP %s from %s", cfg, channel.remote_address)
         self.controller.subscription_group_manager.update_subscription_group_config(cfg)
         await self.controller.subscription_group_manager.wait_persisted()
+        return response(request)
+
+    async def update_and_create_subscription_group_list(self, channel: Channel,
+                                                        request: RemotingCommand) -> RemotingCommand:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST (RocketMQ 5's updateSubGroupList): each group checked as
+        UPDATE_AND_CREATE_SUBSCRIPTIONGROUP checks one, none created when one is refused, then one write."""
+        items = Reader(request.decode_body()).list("groupConfigList", [])
+        cfgs = [SubscriptionGroupConfig.from_dict(item, f"groupConfigList[{i}]") for i, item in enumerate(items)]
+        for cfg in cfgs:
+            if tv.is_group_illegal(cfg.group_name):
+                return response(request, ResponseCode.SYSTEM_ERROR, f"the group name {cfg.group_name!r} is illegal")
+        log.info("UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST %s from %s", [cfg.group_name for cfg in cfgs],
+                 channel.remote_address)
+        manager = self.controller.subscription_group_manager
+        for cfg in cfgs:
+            manager.update_subscription_group_config(cfg)
+        await manager.wait_persisted()
         return response(request)
 
     async def get_all_subscription_group_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:

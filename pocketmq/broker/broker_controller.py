@@ -53,6 +53,7 @@ from .processor.ack_message_processor import AckMessageProcessor
 from .processor.admin_ext_processor import AdminExtProcessor
 from .processor.admin_queue_processor import AdminQueueProcessor
 from .processor.broker_config_processor import BrokerConfigProcessor
+from .processor.broker_status_processor import BrokerStatusProcessor
 from .processor.change_invisible_time_processor import ChangeInvisibleTimeProcessor
 from .processor.consumer_manage_processor import total_physical_memory
 from .processor.end_transaction_processor import EndTransactionProcessor
@@ -139,6 +140,7 @@ class BrokerController:
             AdminBrokerProcessor(self),
             AdminExtProcessor(self),
             BrokerConfigProcessor(self),
+            BrokerStatusProcessor(self),
             AdminQueueProcessor(self),
             ReplyMessageProcessor(self),
             self.end_transaction_processor,

@@ -164,6 +164,7 @@ class RequestCode(IntEnum):
     QUERY_ASSIGNMENT = 400  # RocketMQ 5's server-side rebalance: which queues a client consumes, by pull or pop
     RECALL_MESSAGE = 370  # RocketMQ 5: cancel a timer message before it is due (RecallMessageProcessor)
     SET_MESSAGE_REQUEST_MODE = 401  # ... and the pull-or-pop choice per topic and group
+    GET_BROKER_HA_STATUS = 907  # RocketMQ 5: a broker's replication state (haStatus)
     # RocketMQ 5's POP (docs/protocol.md, "POP")
     POP_MESSAGE = 200050
     ACK_MESSAGE = 200051

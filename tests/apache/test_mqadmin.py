@@ -616,6 +616,18 @@ def test_update_topic_list_and_update_sub_group_list_5(sides5: tuple[Side, Side]
         assert config(pocket)["retryMaxTimes"] == "5"
 
 
+def test_ha_status_5(sides5: tuple[Side, Side], mqadmin5: Mqadmin) -> None:
+    """haStatus (GET_BROKER_HA_STATUS, 907) of a master without slaves: its commit log's max offset (each store's
+    own), no slave."""
+    apache, pocket = mqadmin5.both(sides5, "haStatus", "-b", lambda s: s.broker_addr)
+    cells = [rows(text) for text in (apache, pocket)]
+    for c in cells:
+        assert c[1][0] == "#MasterCommitLogMaxOffset" and int(c[1][1]) > 0
+        c[1][1] = "N"
+    assert cells[1] == cells[0]
+    assert ["#SlaveNum", "0"] in cells[1]
+
+
 def properties_of(text: str) -> dict[str, str]:
     """brokerStatus's ``key : value`` lines."""
     return {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in text.splitlines() if ":" in line)}

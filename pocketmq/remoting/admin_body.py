@@ -85,17 +85,20 @@ class OffsetWrapper:
     broker_offset: int = 0
     consumer_offset: int = 0
     last_timestamp: int = 0
-    pull_offset: int = 0
+    pull_offset: int | None = None  # (None: a 4.x body, without the field)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"brokerOffset": self.broker_offset, "consumerOffset": self.consumer_offset,
-                "lastTimestamp": self.last_timestamp, "pullOffset": self.pull_offset}
+        out: dict[str, Any] = {"brokerOffset": self.broker_offset, "consumerOffset": self.consumer_offset,
+                               "lastTimestamp": self.last_timestamp}
+        if self.pull_offset is not None:
+            out["pullOffset"] = self.pull_offset
+        return out
 
     @classmethod
     def from_dict(cls, obj: object, path: str = "") -> OffsetWrapper:
         r = Reader(obj, path)
         return cls(r.int("brokerOffset", 0), r.int("consumerOffset", 0), r.int("lastTimestamp", 0),
-                   r.int("pullOffset", 0))
+                   r.int("pullOffset", 0) if "pullOffset" in r._d else None)
 
 
 @dataclass(slots=True)

@@ -182,7 +182,8 @@ class AdminExtProcessor(BrokerProcessor):
             keys: list[str] = []
         else:
             keys, topic = list(self.controller.consumer_offset_manager.offset_table), None
-        stats = await self.controller.run_in_pull_executor(consume_stats, self.controller, group, topic, keys)
+        stats = await self.controller.run_in_pull_executor(consume_stats, self.controller, group, topic, keys,
+                                                           request.version)
         return response(request, body=request.encode_body(stats))
 
     async def query_consume_time_span(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:

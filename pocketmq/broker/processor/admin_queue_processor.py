@@ -96,7 +96,8 @@ class AdminQueueProcessor(BrokerProcessor):
         # The tables are copied here, on the loop, and walked on a pull thread (see get_consume_stats).
         groups = list(c.subscription_group_manager.subscription_group_table)
         keys = list(c.consumer_offset_manager.offset_table)
-        stats = await c.run_in_pull_executor(broker_consume_stats, c, h.is_order, groups, keys)
+        stats = await c.run_in_pull_executor(broker_consume_stats, c, h.is_order, groups, keys,
+                                             request.version)
         return response(request, body=request.encode_body(stats))
 
     async def clean_expired_consume_queue(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:

@@ -13,23 +13,28 @@ from pocketmq.remoting.client_body import MessageQueue
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController
 
+# MQVersion.Version.V5_0_0.ordinal(): a client from here on reads a queue's pullOffset (4.x's OffsetWrapper has none,
+# and its broker sends none: each client gets the body its own version's broker would send).
+V5_0_0 = 413
 
-def consume_stats(c: BrokerController, group: str, topic: str | None, offset_keys: list[str]) -> ConsumeStats:
+
+def consume_stats(c: BrokerController, group: str, topic: str | None, offset_keys: list[str],
+                  client_version: int = V5_0_0) -> ConsumeStats:
     """GET_CONSUME_STATS's table: each queue's max offset against the group's (ConsumeStats), of ``topic``, or
     of every topic the group has offsets of when it is None (found among ``offset_keys``, a copy of the offset
-    table's keys)."""
+    table's keys); each queue's pull offset for a 5.x client."""
     topics = {topic} if topic is not None else topics_of_group(offset_keys, group)
     stats = ConsumeStats()
     for t in sorted(topics):
         tc = c.topic_config_manager.select_topic_config(t)
         if tc is None or _not_subscribed(c, group, t):
             continue
-        _add_queues(c, stats, group, t, tc.read_queue_nums, pulled=True)
+        _add_queues(c, stats, group, t, tc.read_queue_nums, True if client_version >= V5_0_0 else None)
     return stats
 
 
 def broker_consume_stats(c: BrokerController, is_order: bool, groups: list[str],
-                         offset_keys: list[str]) -> ConsumeStatsList:
+                         offset_keys: list[str], client_version: int = V5_0_0) -> ConsumeStatsList:
     """GET_BROKER_CONSUME_STATS (AdminBrokerProcessor.fetchAllConsumeStatsInBroker): a ConsumeStats for each
     subscription group and topic it has offsets of, over the topic's write queues, only order topics if
     ``is_order``; every group of ``groups`` (the subscription group table's) is listed, one without offsets with an
@@ -43,7 +48,7 @@ def broker_consume_stats(c: BrokerController, is_order: bool, groups: list[str],
             if tc is None or (is_order and not tc.order) or _not_subscribed(c, group, t):
                 continue
             stats = ConsumeStats()
-            _add_queues(c, stats, group, t, tc.write_queue_nums)
+            _add_queues(c, stats, group, t, tc.write_queue_nums, False if client_version >= V5_0_0 else None)
             out.total_diff += stats.compute_total_diff()
             listed.append(stats)
         out.consume_stats_list.append({group: listed})
@@ -57,9 +62,9 @@ def _not_subscribed(c: BrokerController, group: str, topic: str) -> bool:
 
 
 def _add_queues(c: BrokerController, stats: ConsumeStats, group: str, topic: str, queues: int,
-                pulled: bool = False) -> None:
-    """Each queue's offsets; with ``pulled``, the group's pull offset too, never behind its commit (RocketMQ 5's
-    getConsumeStats sets it, its fetchAllConsumeStatsInBroker leaves it 0)."""
+                pulled: bool | None) -> None:
+    """Each queue's offsets; with ``pulled`` True, the group's pull offset too, never behind its commit (RocketMQ
+    5's getConsumeStats sets it), False 0 (its fetchAllConsumeStatsInBroker leaves it so), None none (4.x's)."""
     store, com = c.store, c.consumer_offset_manager
     for i in range(queues):
         broker_offset = max(store.get_max_offset_in_queue(topic, i), 0)
@@ -68,7 +73,8 @@ def _add_queues(c: BrokerController, stats: ConsumeStats, group: str, topic: str
         if consumer_offset > 0:
             last = max(store.get_message_store_timestamp(topic, i, consumer_offset - 1), 0)
         mq = MessageQueue(topic, c.broker_config.broker_name, i)
-        pull_offset = max(com.query_pull_offset(group, topic, i), consumer_offset) if pulled else 0
+        pull_offset = None if pulled is None else max(com.query_pull_offset(group, topic, i), consumer_offset) \
+            if pulled else 0
         stats.offset_table[mq] = OffsetWrapper(broker_offset, consumer_offset, last, pull_offset)
     stats.consume_tps += c.broker_stats_manager.group_get_in_minute(topic, group).tps
 

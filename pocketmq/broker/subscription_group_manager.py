@@ -52,6 +52,10 @@ class SubscriptionGroupManager(ConfigManager):
         self._config_changed()
         return cfg
 
+    def contains_subscription_group(self, group: str) -> bool:
+        """Whether the group exists, never creating it (RocketMQ 5's containsSubscriptionGroup)."""
+        return bool(group) and group in self.subscription_group_table
+
     def update_subscription_group_config(self, cfg: SubscriptionGroupConfig) -> None:
         old = self.subscription_group_table.get(cfg.group_name)
         self.subscription_group_table[cfg.group_name] = cfg

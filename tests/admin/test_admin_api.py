@@ -326,6 +326,11 @@ async def test_an_offline_reset_that_only_moves_back_writes_no_offset_it_would_n
         for queue_id in (0, 1):
             await producer.send(Message(topic, b"x"), MessageQueue(topic, "broker-a", queue_id))
     assert await cluster2.wait_dispatched()
+    # (the group exists, as a consumer's heartbeat would have made it: a broker refuses a commit for a group it
+    # does not have, as RocketMQ 5's does)
+    await admin.create_and_update_subscription_group_config(
+        cluster2.brokers[0].address, SubscriptionGroupConfig(group)
+    )
     om = cluster2.brokers[0].consumer_offset_manager
     om.commit_offset("test", group, topic, 0, 1)
     result = await admin.reset_offset_by_timestamp(topic, group, int(time.time() * 1000) + 60_000, force=False)

@@ -75,6 +75,15 @@ def create_topic(topic: str, queues: int = 4, perm: int = 6) -> RemotingCommand:
                                                "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False})
 
 
+def create_group(group: str) -> RemotingCommand:
+    return request(R.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, json.dumps({"groupName": group}).encode())
+
+
+def commit(group: str, topic: str = TOPIC, queue_id: int = 0, offset: int = 1) -> RemotingCommand:
+    return request(R.UPDATE_CONSUMER_OFFSET, {"consumerGroup": group, "topic": topic, "queueId": queue_id,
+                                              "commitOffset": offset})
+
+
 def heartbeat(client_id: str, extra: dict[str, Any] | None = None) -> bytes:
     """A consumer's HEART_BEAT body; ``extra`` adds fields RocketMQ's classes do not have."""
     subscription = {"topic": TOPIC, "subString": "*", "tagsSet": [], "codeSet": [], "subVersion": 0,
@@ -93,9 +102,10 @@ def _prepare(side: Side) -> None:
         answer = call(side.broker, send_v2(TOPIC, f"m-{tags}".encode(), props={"TAGS": tags, "KEYS": "k"}))
         assert answer.code == 0, (side.name, answer)
         side.sent.append(answer)
-    commit = request(R.UPDATE_CONSUMER_OFFSET, {"consumerGroup": GROUP, "topic": TOPIC, "queueId": 0,
-                                                "commitOffset": 1})
-    assert call(side.broker, commit).code == 0
+    # (the groups exist before their commits: pocketmq refuses a commit for a group it does not have, as 5.x)
+    for group in (GROUP, f"span{RUN}"):
+        assert call(side.broker, create_group(group)).code == 0
+    assert call(side.broker, commit(GROUP)).code == 0
     deadline = time.monotonic() + 30
     while call(side.namesrv, request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC})).code != 0:
         assert time.monotonic() < deadline, f"{side.name}: no route of {TOPIC}"
@@ -280,9 +290,16 @@ CASES = [
          lambda s: request(R.GET_CONSUME_STATS, {"consumerGroup": GROUP, "topic": TOPIC})),
     Case("who consumes a topic", "broker", lambda s: request(R.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": TOPIC})),
     # (after "who consumes a topic": the group committed here would be listed there too, in HashSet order)
-    Case("commit an offset at the end of a queue", "broker",
-         lambda s: request(R.UPDATE_CONSUMER_OFFSET, {"consumerGroup": f"span{RUN}", "topic": TOPIC, "queueId": 0,
-                                                      "commitOffset": 3})),
+    Case("commit an offset at the end of a queue", "broker", lambda s: commit(f"span{RUN}", offset=3)),
+    Case("commit an offset for a group the broker does not have", "broker", lambda s: commit(f"nogroup{RUN}"),
+         differs=(0, 26, "4.9.7 keeps any group's offset for good; pocketmq answers as 5.x, "
+                  "SUBSCRIPTION_GROUP_NOT_EXIST (tests/apache/test_offset_commit_5.py)")),
+    Case("commit an offset of a topic the broker does not have", "broker",
+         lambda s: commit(GROUP, f"NoSuch{RUN}"),
+         differs=(0, 17, "4.9.7 keeps any topic's offset for good; pocketmq answers as 5.x, TOPIC_NOT_EXIST")),
+    Case("commit an offset of a queue the topic does not have", "broker", lambda s: commit(GROUP, queue_id=4),
+         differs=(0, 29, "Apache keeps any queue's offset for good; pocketmq answers INVALID_PARAMETER "
+                  "(docs/compatibility.md, deliberate differences)")),
     # (the empty queues' delay is "now" less -1, a time: masked)
     Case("consume time span of a group with nothing left to consume", "broker",
          lambda s: request(R.QUERY_CONSUME_TIME_SPAN, {"topic": TOPIC, "group": f"span{RUN}"})),

@@ -17,7 +17,13 @@ from pocketmq.namesrv.config import NamesrvConfig
 from pocketmq.namesrv.namesrv_controller import NamesrvController
 from pocketmq.remoting.body import TopicRouteData, decode_body, encode_body
 from pocketmq.remoting.client import RemotingClient
-from pocketmq.remoting.client_body import ConsumerData, HeartbeatData, ProducerData, SubscriptionData
+from pocketmq.remoting.client_body import (
+    ConsumerData,
+    HeartbeatData,
+    ProducerData,
+    SubscriptionData,
+    SubscriptionGroupConfig,
+)
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.header import (
@@ -195,13 +201,28 @@ class MQ:
             RequestCode.QUERY_CONSUMER_OFFSET, QueryConsumerOffsetRequestHeader(group, topic, queue_id)
         )
 
+    async def create_group(self, group: str) -> None:
+        body = encode_body(SubscriptionGroupConfig(group))
+        resp = await self.invoke(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body)
+        assert resp.code == 0, resp
+
     async def update_offset(self, group: str, topic: str, queue_id: int, offset: int, oneway: bool = False) -> None:
+        """Commits; a group or topic the broker does not know is created when the commit is refused for it (as a
+        client's heartbeat creates its group): the broker keeps no offset for made-up ones."""
         header = UpdateConsumerOffsetRequestHeader(group, topic, queue_id, offset)
         if oneway:
             await self.oneway(RequestCode.UPDATE_CONSUMER_OFFSET, header)
-        else:
+            return
+        resp = await self.invoke(RequestCode.UPDATE_CONSUMER_OFFSET, header)
+        for _ in range(2):
+            if resp.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST:
+                await self.create_group(group)
+            elif resp.code == ResponseCode.TOPIC_NOT_EXIST:
+                assert (await self.create_topic(topic, max(4, queue_id + 1))).code == 0
+            else:
+                break
             resp = await self.invoke(RequestCode.UPDATE_CONSUMER_OFFSET, header)
-            assert resp.code == 0, resp
+        assert resp.code == 0, resp
 
     async def route(self, namesrv_addr: str, topic: str) -> RemotingCommand:
         return await self.invoke(

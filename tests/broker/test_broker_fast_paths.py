@@ -110,6 +110,7 @@ async def test_inline_processors_answer_from_memory_with_a_plain_call_and_hand_b
     answers: dict[str, Any] = {}
     for broker in (memory, disk):
         mq = cluster.mq(broker)
+        await mq.create_group("G")
         assert (await mq.send("TopicInline", b"first")).code == ResponseCode.SUCCESS
         await dispatched(broker)
         (channel,) = broker.remoting_server.channels

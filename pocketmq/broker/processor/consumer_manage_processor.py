@@ -78,10 +78,40 @@ class ConsumerManageProcessor(BrokerProcessor):
 
     def update_consumer_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = request.decode_header(UpdateConsumerOffsetRequestHeader)
+        refusal = self._refuse_offset_update(request, header)
+        if refusal is not None:
+            return refusal
         self.controller.consumer_offset_manager.commit_offset(
             channel.remote_address, header.consumer_group, header.topic, header.queue_id, header.commit_offset
         )
         return response(request)
+
+    def _refuse_offset_update(
+        self, request: RemotingCommand, header: UpdateConsumerOffsetRequestHeader
+    ) -> RemotingCommand | None:
+        """RocketMQ 5's checks (ConsumerManageProcessor.updateConsumerOffset), plus the queue's range: every offset
+        kept is kept for good (memory and consumerOffset.json), so made-up groups, topics and queues are refused."""
+        c = self.controller
+        group, topic, queue_id = header.consumer_group, header.topic, header.queue_id
+        # The group must exist already (containsSubscriptionGroup): a commit never creates one, unlike a heartbeat
+        # or a pull, whatever autoCreateSubscriptionGroup says.
+        if not c.subscription_group_manager.contains_subscription_group(group):
+            return response(request, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {group} not exist!")
+        tc = c.topic_config_manager.select_topic_config(topic)
+        if tc is None:
+            return response(request, ResponseCode.TOPIC_NOT_EXIST, f"Topic {topic} not exist!")
+        # RocketMQ 5 takes any queue id; a queue the topic does not have could only ever hold a made-up offset.
+        # The larger of the two counts: while a topic shrinks, its write queues go first and its read queues are
+        # still consumed (and an admin's reset walks the write queues).
+        queues = max(tc.read_queue_nums, tc.write_queue_nums)
+        if queue_id < 0 or queue_id >= queues:
+            return response(
+                request,
+                ResponseCode.INVALID_PARAMETER,
+                f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{tc.read_queue_nums}] "
+                f"writeQueueNums:[{tc.write_queue_nums}]",
+            )
+        return None
 
     async def get_consumer_list_by_group(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = request.decode_header(GetConsumerListByGroupRequestHeader)

@@ -1,0 +1,76 @@
+"""UPDATE_CONSUMER_OFFSET (15) sent to Apache RocketMQ 5.5.0's broker and to pocketmq's: a commit for a group or a
+topic the broker does not have is refused, with the same code and remark (4.9.7 kept any offset for good:
+test_differential.py); a refused commit does not create the group (autoCreateSubscriptionGroup is for heartbeats
+and pulls); a consumer's heartbeat does, after which its commit is kept."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from pocketmq.embedded import ThreadedCluster
+from pocketmq.remoting.codes import RequestCode as R
+from pocketmq.remoting.command import RemotingCommand
+from tests.apache.apache_rocketmq import ApacheRocketMQ
+
+from .differential import call, request
+
+RUN = uuid.uuid4().hex[:6]
+TOPIC, GROUP, NEW_GROUP = f"Commit{RUN}", f"commit_g_{RUN}", f"commit_hb_{RUN}"
+
+
+def commit(group: str, topic: str = TOPIC, queue_id: int = 0, offset: int = 1) -> RemotingCommand:
+    return request(R.UPDATE_CONSUMER_OFFSET, {"consumerGroup": group, "topic": topic, "queueId": queue_id,
+                                              "commitOffset": offset})
+
+
+def heartbeat(group: str) -> RemotingCommand:
+    consumer = {"groupName": group, "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
+                "consumeFromWhere": "CONSUME_FROM_FIRST_OFFSET", "subscriptionDataSet": [], "unitMode": False}
+    body = {"clientID": f"127.0.0.1@commit{RUN}", "producerDataSet": [], "consumerDataSet": [consumer]}
+    return request(R.HEART_BEAT, None, json.dumps(body).encode())
+
+
+def answers(broker: str) -> dict[str, Any]:
+    create = request(R.UPDATE_AND_CREATE_TOPIC, {"topic": TOPIC, "defaultTopic": "TBW102", "readQueueNums": 4,
+                                                 "writeQueueNums": 4, "perm": 6, "topicFilterType": "SINGLE_TAG",
+                                                 "topicSysFlag": 0, "order": False})
+    assert call(broker, create).code == 0
+    group = request(R.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, json.dumps({"groupName": GROUP}).encode())
+    assert call(broker, group).code == 0
+    steps = {
+        "unknown group": commit(f"none_{RUN}"),
+        "unknown group, again (the refusal created nothing)": commit(f"none_{RUN}"),
+        "unknown group and topic (the group is checked first)": commit(f"none_{RUN}", f"NoSuch{RUN}"),
+        "unknown topic": commit(GROUP, f"NoSuch{RUN}"),
+        "known group and topic": commit(GROUP, offset=7),
+        "the offset read back": request(R.QUERY_CONSUMER_OFFSET, {"consumerGroup": GROUP, "topic": TOPIC,
+                                                                  "queueId": 0}),
+        "a group before its consumer's heartbeat": commit(NEW_GROUP),
+        "its consumer's heartbeat": heartbeat(NEW_GROUP),
+        "the group after the heartbeat": commit(NEW_GROUP, offset=3),
+    }
+    out = {}
+    for name, command in steps.items():
+        answer = call(broker, command)
+        out[name] = (answer.code, answer.remark, answer.ext.get("offset"))
+    return out
+
+
+def test_a_commit_for_a_group_or_topic_the_broker_does_not_have_is_refused_as_by_apache_5(
+    apache_rocketmq5: ApacheRocketMQ, tmp_path: Any
+) -> None:
+    apache = answers(apache_rocketmq5.broker_addr)
+    with ThreadedCluster(tmp_path) as pocket:
+        pocketmq = answers(pocket.broker_addr)
+        # A deliberate difference (docs/compatibility.md): 5.5.0 keeps an offset of any queue id, pocketmq only of
+        # the topic's queues.
+        beyond = [call(broker, commit(GROUP, queue_id=99)) for broker in (apache_rocketmq5.broker_addr,
+                                                                          pocket.broker_addr)]
+    assert pocketmq == apache
+    assert [a.code for a in beyond] == [0, 29], beyond
+    assert apache["unknown group"] == (26, f"Group none_{RUN} not exist!", None)
+    assert apache["unknown topic"] == (17, f"Topic NoSuch{RUN} not exist!", None)
+    assert apache["the offset read back"][::2] == (0, "7")
+    assert apache["the group after the heartbeat"][0] == 0

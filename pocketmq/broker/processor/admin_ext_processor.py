@@ -47,6 +47,7 @@ from pocketmq.remoting.wire_protocol import WireProtocol
 from pocketmq.storage.clean_service import disk_usage_ratio
 
 from ..client.client_channel_info import ClientChannelInfo
+from ..client_call_gate import ClientCallGate
 from .base import BrokerProcessor, log, response
 from .consume_stats import consume_stats, consume_time_spans
 
@@ -74,6 +75,7 @@ def _runtime_text(seconds: float) -> str:
 class AdminExtProcessor(BrokerProcessor):
     def __init__(self, controller: BrokerController) -> None:
         super().__init__(controller)
+        self._client_calls = ClientCallGate()
         h = self.handlers
         h[RequestCode.GET_BROKER_RUNTIME_INFO] = self.get_broker_runtime_info
         h[RequestCode.GET_TOPIC_STATS_INFO] = self.get_topic_stats_info
@@ -248,7 +250,7 @@ class AdminExtProcessor(BrokerProcessor):
             )
         ask = RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, header)
         try:
-            answer = await info.channel.invoke(ask, CALL_CLIENT_TIMEOUT)
+            answer = await self._client_calls.call(channel, info.channel, ask, CALL_CLIENT_TIMEOUT)
         except RemotingError as e:
             return response(
                 request, ResponseCode.SYSTEM_ERROR, f"invoke consumer <{header.consumer_group}> <{header.client_id}>"

@@ -189,6 +189,8 @@ async def _dev(args) -> int:
             proxy, grpc_note = await _start_grpc(args, namesrv.address, broker)
         freeze_start_up_objects()
         print(f"pocketmq dev: name server {namesrv.address}, broker {config.broker_name} at {broker.address}")
+        if (vip := _vip_note(broker)) is not None:
+            print(f"  {vip}")
         if proxy is not None:
             print(f"  gRPC:    {proxy.endpoint}  (RocketMQ 5 SDKs; TLS {args.grpc_tls})")
         elif grpc_note is not None:
@@ -318,6 +320,17 @@ async def _namesrv(args) -> int:
     return 0
 
 
+def _vip_note(broker) -> str | None:
+    """The line about the VIP channel (listenPort - 2, where Java clients with vipChannelEnabled send)."""
+    server = broker.remoting_server
+    if server.vip_address is not None:
+        return f"VIP channel: {server.vip_address}  (Java clients with vipChannelEnabled)"
+    if server.vip_error is not None:
+        return (f"no VIP channel: port {server.vip_port} not bound ({server.vip_error}); Java clients with "
+                "vipChannelEnabled cannot send to this broker")
+    return None
+
+
 async def _broker(args) -> int:
     from pocketmq.broker.broker_controller import BrokerController
     from pocketmq.broker.config import BrokerConfig
@@ -341,6 +354,8 @@ async def _broker(args) -> int:
     bound = broker.remoting_server.address  # (bindAddress; brokerIP1 is what the name server tells clients)
     told = "" if bound == broker.address else f" (clients are told {broker.address})"
     print(f"pocketmq broker {config.broker_name} listening on {bound}{told}, store {config.store_root}", flush=True)
+    if (vip := _vip_note(broker)) is not None:
+        print(f"pocketmq broker {config.broker_name}: {vip}", flush=True)
     try:
         await stop.wait()
     finally:

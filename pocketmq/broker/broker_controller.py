@@ -17,7 +17,6 @@ from pocketmq.remoting.acl import AclClientRPCHook, SessionCredentials
 from pocketmq.remoting.acl.validator import PlainAccessValidator
 from pocketmq.remoting.body import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from pocketmq.remoting.codes import PermName
-from pocketmq.remoting.server import RemotingServer
 from pocketmq.remoting.tasks import TaskTracker, run_whole
 from pocketmq.remoting.transport import Channel
 from pocketmq.storage.message_filter import MessageFilter
@@ -69,6 +68,7 @@ from .stats import BrokerStatsManager
 from .subscription_group_manager import SubscriptionGroupManager
 from .topic_config_manager import TopicConfigManager
 from .transaction import TransactionalMessageCheckService, TransactionalMessageService
+from .vip_channel import broker_remoting_server
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -100,10 +100,7 @@ class BrokerController:
         self.schedule_message_service = ScheduleMessageService(self)
         self.broker_stats_manager = BrokerStatsManager(config.broker_cluster_name, config.stats_sample_interval,
                                                        self.store.commit_log)
-        self.remoting_server = RemotingServer(
-            config.bind_address or config.broker_ip1, config.listen_port, busy_poll=config.busy_poll,
-            max_inflight=config.server_max_inflight_requests, limits=config.connection_limits,
-        )
+        self.remoting_server = broker_remoting_server(config)  # (and its VIP channel)
         self.transactional_message_service = TransactionalMessageService(self)
         self.transactional_message_check_service = TransactionalMessageCheckService(
             self, self.transactional_message_service

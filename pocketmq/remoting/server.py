@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+from collections.abc import Awaitable, Collection
 
 from .codec import DEFAULT_MAX_FRAME_SIZE
+from .codes import ResponseCode
+from .command import RemotingCommand
 from .errors import RemotingConnectError
 from .local_channel import LocalChannel
-from .transport import DEFAULT_MAX_INFLIGHT, ConnectionLimits, Endpoint
+from .transport import DEFAULT_MAX_INFLIGHT, Channel, ConnectionLimits, Endpoint, Handler, InlineHandler, _Protocol
 
 log = logging.getLogger(__name__)
 
@@ -19,6 +23,13 @@ class RemotingServer(Endpoint):
     Handlers see the requesting ``Channel`` and may invoke requests on it (server-initiated requests, e.g.
     NOTIFY_CONSUMER_IDS_CHANGED to a consumer). Each connection is held to ``limits`` (ConnectionLimits: write
     water marks, the timeout of an incomplete frame, the idle timeout).
+
+    ``vip_port``: a second port served as the first (RocketMQ's VIP channel, the fast remoting server its broker runs
+    on listenPort - 2 for clients with vipChannelEnabled; 0 = any free port): the same processors, channels, limits,
+    validator and idle scan, except that requests whose code is in ``vip_refused`` are answered there
+    REQUEST_CODE_NOT_SUPPORTED, as Apache's default processor answers what its fast server has no processor for. A
+    VIP port that cannot be bound is logged and left out (``vip_error`` says why, ``vip_address`` is None); the main
+    port serves on.
     """
 
     def __init__(
@@ -29,6 +40,8 @@ class RemotingServer(Endpoint):
         max_inflight: int = DEFAULT_MAX_INFLIGHT,
         busy_poll: float = 0.0,
         limits: ConnectionLimits | None = None,
+        vip_port: int | None = None,
+        vip_refused: Collection[int] = (),
     ) -> None:
         super().__init__(max_frame_size, max_inflight, busy_poll, limits=limits or ConnectionLimits())
         self.detects_protocol = True  # msgpack and RocketMQ's native frames on the same port
@@ -37,11 +50,32 @@ class RemotingServer(Endpoint):
         self._server: asyncio.Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._scan_handle: asyncio.TimerHandle | None = None
+        self.vip_port = vip_port
+        self.vip_error: str | None = None
+        self._vip_server: asyncio.Server | None = None
+        self._vip_bound: int | None = None
+        self._vip_refused = frozenset(int(code) for code in vip_refused)
+        self._vip_channels: set[Channel] = set()
 
     @property
     def address(self) -> str:
         """``"host:port"`` as bound (valid after ``start()``)."""
         return f"{self.host}:{self.port}"
+
+    @property
+    def vip_address(self) -> str | None:
+        """``"host:port"`` of the VIP port as bound; None when none was asked for or it could not be bound."""
+        return None if self._vip_bound is None else f"{self.host}:{self._vip_bound}"
+
+    def register_processor(self, code: int, handler: Handler) -> None:
+        if self.vip_port is not None and int(code) in self._vip_refused:  # (no cost without a VIP port)
+            handler = _refused_on(self._vip_channels, handler)
+        super().register_processor(code, handler)
+
+    def register_inline_processor(self, code: int, handler: InlineHandler) -> None:
+        if self.vip_port is not None and int(code) in self._vip_refused:
+            handler = _refused_inline_on(self._vip_channels, handler)
+        super().register_inline_processor(code, handler)
 
     @property
     def started(self) -> bool:
@@ -55,9 +89,32 @@ class RemotingServer(Endpoint):
         # socket listens) must leave stop() a server to close, not a port nobody owns.
         self._server = await loop.create_server(self._protocol_factory, self.host, self.port, start_serving=False)
         self.port = self._server.sockets[0].getsockname()[1]
+        if self.vip_port is not None:
+            await self._bind_vip(loop, self.vip_port)  # (also kept before it listens)
         await self._server.start_serving()
-        log.info("remoting server listening on %s", self.address)
+        if self._vip_server is not None:
+            await self._vip_server.start_serving()
+        log.info("remoting server listening on %s%s", self.address,
+                 "" if self.vip_address is None else f" (VIP channel {self.vip_address})")
         self._schedule_scan()
+
+    async def _bind_vip(self, loop: asyncio.AbstractEventLoop, port: int) -> None:
+        self.vip_error = None
+        try:
+            self._vip_server = await loop.create_server(
+                lambda: _VipProtocol(self), self.host, port, start_serving=False)
+        except OSError as e:
+            # Apache's broker fails to start instead; here two brokers of one host on ports two apart (10911 and
+            # 10913) both run, the second without a VIP channel.
+            self.vip_error = os.strerror(e.errno) if e.errno else str(e)  # (asyncio's strerror names the address)
+            log.warning("VIP channel port %s:%d not bound (%s): clients with vipChannelEnabled cannot reach this "
+                        "server; serving on %s only", self.host, port, self.vip_error, self.address)
+            return
+        self._vip_bound = self._vip_server.sockets[0].getsockname()[1]
+
+    def _channel_closed(self, channel: Channel) -> None:
+        self._vip_channels.discard(channel)
+        super()._channel_closed(channel)
 
     def _scan_interval(self) -> float | None:
         assert self.limits is not None
@@ -123,14 +180,19 @@ class RemotingServer(Endpoint):
     async def stop(self) -> None:
         """Stop listening, close every connection (their pending invokes fail) and cancel running handlers."""
         server, self._server = self._server, None
+        vip, self._vip_server, self._vip_bound = self._vip_server, None, None
         if server is None:
             return
         if self._scan_handle is not None:
             self._scan_handle.cancel()
             self._scan_handle = None
         server.close()
+        if vip is not None:
+            vip.close()
         await self._close_all()
         await server.wait_closed()
+        if vip is not None:
+            await vip.wait_closed()
 
     async def __aenter__(self) -> RemotingServer:
         await self.start()
@@ -138,3 +200,39 @@ class RemotingServer(Endpoint):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+
+
+class _VipProtocol(_Protocol):
+    """A connection to the VIP port: served by the same server, and known as the VIP's (``_vip_channels``)."""
+
+    __slots__ = ()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        server = self._endpoint
+        assert isinstance(server, RemotingServer) and self.channel is not None
+        server._vip_channels.add(self.channel)
+
+
+def _not_supported(request: RemotingCommand) -> RemotingCommand:
+    # (Apache's AdminBrokerProcessor.getUnknownCmdResponse, the fast remoting server's default processor)
+    return RemotingCommand.response_to(request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                                       remark=f" request type {request.code} not supported")
+
+
+def _refused_on(vip: set[Channel], handler: Handler) -> Handler:
+    async def run(channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+        if channel in vip:
+            return _not_supported(request)
+        return await handler(channel, request)
+
+    return run
+
+
+def _refused_inline_on(vip: set[Channel], inline: InlineHandler) -> InlineHandler:
+    def run(channel: Channel, request: RemotingCommand) -> RemotingCommand | Awaitable[RemotingCommand | None] | None:
+        if channel in vip:
+            return _not_supported(request)
+        return inline(channel, request)
+
+    return run

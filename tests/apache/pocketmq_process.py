@@ -108,7 +108,7 @@ class PocketMQBroker(ServerProcess):
     def start(self) -> PocketMQBroker:
         self.home.mkdir(parents=True, exist_ok=True)
         if self.port == 0:
-            self.port = free_port(0)
+            self.port = free_port(-2, 0)  # (it also listens on port - 2, the VIP channel, as Apache's broker does)
         path = self.home / "broker.conf"
         write_properties(path, self.conf())
         argv = [sys.executable, "-m", "pocketmq", "broker", "-c", str(path)]

@@ -45,6 +45,7 @@ public final class Harness {
         QueryScenarios.register(SCENARIOS);
         PopScenarios.register(SCENARIOS);
         BroadcastScenarios.register(SCENARIOS);
+        VipScenarios.register(SCENARIOS);
     }
 
     static Map<String, String> options;
@@ -68,6 +69,7 @@ public final class Harness {
             if (!options.containsKey("acl-namesrv")) {
                 names.removeIf(n -> n.startsWith("acl"));
             }
+            names.removeIf(n -> n.startsWith("vip"));  // (a broker on a fixed port only)
             if (!PopScenarios.supported()) {
                 names.removeIf(n -> n.startsWith("pop"));
             }

@@ -12,10 +12,13 @@ import pytest
 from broker_harness import MQ
 
 from pocketmq.remoting.acl import AclClientRPCHook, SessionCredentials
+from pocketmq.remoting.body import encode_body
 from pocketmq.remoting.client import RemotingClient
+from pocketmq.remoting.client_body import SubscriptionGroupConfig
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.header import DeleteTopicRequestHeader
+from pocketmq.remoting.topic_config import TopicConfig
 from pocketmq.remoting.wire_protocol import WireProtocol
 
 NO_PERMISSION = ResponseCode.NO_PERMISSION
@@ -148,6 +151,20 @@ async def test_admin_requests_need_an_admin_key(cluster, acl_broker) -> None:
     assert acl_broker.topic_config_manager.select_topic_config("shared") is not None
     admin = signed_mq(cluster, acl_broker.address, ADMIN)
     assert (await admin.create_topic("takeover")).code == ResponseCode.SUCCESS
+
+
+async def test_the_list_creates_of_topics_and_groups_need_an_admin_key_too(cluster, acl_broker) -> None:
+    # RocketMQ 5's updateTopicList and updateSubGroupList (18, 225): any signed key overwrote a topic's perm or
+    # disabled a group with them, while the single creates (17, 200) need an admin.
+    consumer = signed_mq(cluster, acl_broker.address, CONSUMER)
+    topics = encode_body({"topicConfigList": [TopicConfig("shared", 1, 1, perm=0).to_dict()]})
+    assert refused(await consumer.invoke(RequestCode.UPDATE_AND_CREATE_TOPIC_LIST, None, topics),
+                   "Need admin permission for request code=18")
+    assert acl_broker.topic_config_manager.select_topic_config("shared").perm != 0
+    groups = encode_body({"groupConfigList": [SubscriptionGroupConfig("takenGroup", consume_enable=False).to_dict()]})
+    assert refused(await consumer.invoke(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST, None, groups),
+                   "Need admin permission for request code=225")
+    assert "takenGroup" not in acl_broker.subscription_group_manager.subscription_group_table
 
 
 async def test_offsets_of_a_group_need_sub_on_the_group(cluster, acl_broker) -> None:

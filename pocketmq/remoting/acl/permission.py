@@ -60,6 +60,8 @@ ROCKETMQ_ADMIN_CODES = frozenset({
 # ... and pocketmq's additions: every other request that changes a broker's state for everyone (offsets of a whole
 # group, files, permissions, the ACL itself). RocketMQ 4.9.8 lets any signed account send these.
 BROKER_ADMIN_CODES = ROCKETMQ_ADMIN_CODES | frozenset({
+    RequestCode.UPDATE_AND_CREATE_TOPIC_LIST,  # (RocketMQ 5 requires its CREATE action, as for one topic)
+    RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST,
     RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
     RequestCode.RESET_CONSUMER_OFFSET_IN_BROKER,
     RequestCode.CLONE_GROUP_OFFSET,

@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Collection
+from collections.abc import Collection
 
 from .codec import DEFAULT_MAX_FRAME_SIZE
 from .codes import ResponseCode
 from .command import RemotingCommand
 from .errors import RemotingConnectError
 from .local_channel import LocalChannel
-from .transport import DEFAULT_MAX_INFLIGHT, Channel, ConnectionLimits, Endpoint, Handler, InlineHandler, _Protocol
+from .transport import DEFAULT_MAX_INFLIGHT, Channel, ConnectionLimits, Endpoint, _Protocol
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,8 @@ class RemotingServer(Endpoint):
     validator and idle scan, except that requests whose code is in ``vip_refused`` are answered there
     REQUEST_CODE_NOT_SUPPORTED, as Apache's default processor answers what its fast server has no processor for. A
     VIP port that cannot be bound is logged and left out (``vip_error`` says why, ``vip_address`` is None); the main
-    port serves on.
+    port serves on. Only the VIP connections' dispatch checks the refused codes: the main port's requests reach
+    their processors as registered, a pull's path untouched by the second port.
     """
 
     def __init__(
@@ -55,7 +56,6 @@ class RemotingServer(Endpoint):
         self._vip_server: asyncio.Server | None = None
         self._vip_bound: int | None = None
         self._vip_refused = frozenset(int(code) for code in vip_refused)
-        self._vip_channels: set[Channel] = set()
 
     @property
     def address(self) -> str:
@@ -67,15 +67,16 @@ class RemotingServer(Endpoint):
         """``"host:port"`` of the VIP port as bound; None when none was asked for or it could not be bound."""
         return None if self._vip_bound is None else f"{self.host}:{self._vip_bound}"
 
-    def register_processor(self, code: int, handler: Handler) -> None:
-        if self.vip_port is not None and int(code) in self._vip_refused:  # (no cost without a VIP port)
-            handler = _refused_on(self._vip_channels, handler)
-        super().register_processor(code, handler)
-
-    def register_inline_processor(self, code: int, handler: InlineHandler) -> None:
-        if self.vip_port is not None and int(code) in self._vip_refused:
-            handler = _refused_inline_on(self._vip_channels, handler)
-        super().register_inline_processor(code, handler)
+    def _vip_dispatch(self, channel: Channel, request: RemotingCommand) -> None:
+        """A VIP connection's requests: the refused codes answered here (after the validator, as on the main
+        port), the rest dispatched as the main port's. The check is on the VIP connections' path only."""
+        if request.code not in self._vip_refused:
+            self._dispatch(channel, request)
+            return
+        if self.request_validator is not None and self._refused(channel, request):
+            return
+        if not request.is_oneway:
+            channel.send_response(_not_supported(request))
 
     @property
     def started(self) -> bool:
@@ -111,10 +112,6 @@ class RemotingServer(Endpoint):
                         "server; serving on %s only", self.host, port, self.vip_error, self.address)
             return
         self._vip_bound = self._vip_server.sockets[0].getsockname()[1]
-
-    def _channel_closed(self, channel: Channel) -> None:
-        self._vip_channels.discard(channel)
-        super()._channel_closed(channel)
 
     def _scan_interval(self) -> float | None:
         assert self.limits is not None
@@ -203,36 +200,16 @@ class RemotingServer(Endpoint):
 
 
 class _VipProtocol(_Protocol):
-    """A connection to the VIP port: served by the same server, and known as the VIP's (``_vip_channels``)."""
+    """A connection to the VIP port: served by the same server, its requests dispatched through the refusals."""
 
     __slots__ = ()
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)
-        server = self._endpoint
-        assert isinstance(server, RemotingServer) and self.channel is not None
-        server._vip_channels.add(self.channel)
+    def __init__(self, server: RemotingServer) -> None:
+        super().__init__(server)
+        self._dispatch = server._vip_dispatch
 
 
 def _not_supported(request: RemotingCommand) -> RemotingCommand:
     # (Apache's AdminBrokerProcessor.getUnknownCmdResponse, the fast remoting server's default processor)
     return RemotingCommand.response_to(request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
                                        remark=f" request type {request.code} not supported")
-
-
-def _refused_on(vip: set[Channel], handler: Handler) -> Handler:
-    async def run(channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
-        if channel in vip:
-            return _not_supported(request)
-        return await handler(channel, request)
-
-    return run
-
-
-def _refused_inline_on(vip: set[Channel], inline: InlineHandler) -> InlineHandler:
-    def run(channel: Channel, request: RemotingCommand) -> RemotingCommand | Awaitable[RemotingCommand | None] | None:
-        if channel in vip:
-            return _not_supported(request)
-        return inline(channel, request)
-
-    return run

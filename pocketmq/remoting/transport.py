@@ -50,10 +50,12 @@ RequestValidator = Callable[[str, RemotingCommand], "str | None"]
 
 
 class _Protocol(asyncio.Protocol):
-    __slots__ = ("_endpoint", "_decoder", "_sniffer", "channel")
+    __slots__ = ("_endpoint", "_dispatch", "_decoder", "_sniffer", "channel")
 
     def __init__(self, endpoint: Endpoint) -> None:
         self._endpoint = endpoint
+        # What each request read goes to: the endpoint's dispatch, or a subclass's own (a VIP port's refusals).
+        self._dispatch: Callable[[Channel, RemotingCommand], None] = endpoint._dispatch
         self._decoder: FrameDecoder | NativeFrameDecoder | None = None
         self._sniffer: SniffingDecoder | None = None
         if endpoint.detects_protocol:
@@ -87,17 +89,17 @@ class _Protocol(asyncio.Protocol):
         else:
             before = decoder.buffered
             decoder.receive_data(data)
-        endpoint = self._endpoint
+        dispatch = self._dispatch
         try:
             while (cmd := decoder.next_event()) is not None:
                 if cmd.is_response:
                     channel.response_received(cmd)
                 else:
-                    endpoint._dispatch(channel, cmd)
+                    dispatch(channel, cmd)
                 if channel.closed:
                     return
         except MalformedFrame as e:
-            endpoint._on_malformed_frame(channel, e)
+            self._endpoint._on_malformed_frame(channel, e)
         except FrameTooLarge as e:
             log.warning("closing %r: %s", channel, e)
             channel.close()

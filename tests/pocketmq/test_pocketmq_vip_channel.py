@@ -39,6 +39,10 @@ async def test_a_fixed_port_brings_the_vip_channel_two_below_and_port_zero_none(
         assert cluster.broker is not None
         server = cluster.broker.remoting_server
         assert server.vip_address == f"127.0.0.1:{port - 2}" and server.vip_error is None
+        # The main port's pulls and pops reach their processors as registered: the refusals cost them nothing.
+        broker = cluster.broker
+        assert server._inline_processors[RequestCode.PULL_MESSAGE] == broker.pull_message_processor.process_inline
+        assert server._processors[RequestCode.POP_MESSAGE] == broker.pop_message_processor.process_request
         client = RemotingClient()
         try:
             request = RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO, {})

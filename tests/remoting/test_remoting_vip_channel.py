@@ -86,6 +86,12 @@ async def test_the_refused_codes_are_not_supported_on_the_vip_port_only(
     assert (await ask(client, vip, ECHO)).code == ResponseCode.SUCCESS  # (the refusal left the connection open)
 
 
+async def test_the_main_port_runs_the_refused_codes_handlers_as_registered(both: RemotingServer, app: App) -> None:
+    # The refusal is the VIP connections' dispatch: a wrapper around the handler cost every main-port pull a check.
+    assert both._processors[PULL] == app.echo
+    assert both._inline_processors[INLINE_PULL] == app.inline
+
+
 async def test_the_request_validator_checks_the_vip_port_too(both: RemotingServer, client: RemotingClient) -> None:
     both.request_validator = lambda addr, req: "no one passes"
     resp = await ask(client, vip_address_of(both), ECHO)

@@ -23,6 +23,7 @@ from pocketmq.remoting.transport import parse_address
 
 PARKED = 200
 BODY = b"m" * 100_000  # 200 answers of it: 20 MB held before the fix
+BIG = b"b" * 1_000_000  # (a few answers of it fill the socket's buffers: those after wait for the peer)
 
 
 async def connect_without_reading(broker) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
@@ -84,6 +85,45 @@ async def test_parked_pulls_of_a_connection_that_does_not_read_hold_one_answer_p
         assert a.code == ResponseCode.SUCCESS, (a.code, a.remark)
         assert [m.body for m in decode_all(a.body)] == [BODY]
     assert hold.parked_count == 0
+    writer.close()
+
+
+async def test_a_woken_pull_read_while_its_connection_paused_counts_only_when_its_answer_is_sent(
+    cluster, poll, dispatched
+) -> None:
+    # Its answer was made, counted in the get stats and its pull offset moved, then dropped (the connection had
+    # paused during the read on a pull thread): counted twice once read again, the pull offset ahead of what went.
+    broker = await cluster.broker(enable_property_filter=True, server_channel_max_idle_time=0)
+    mq = cluster.mq(broker)
+    assert (await mq.send("TopicCounted", b"first", properties=mq.props(a="1"))).code == ResponseCode.SUCCESS
+    await dispatched(broker)
+    hold = broker.pull_request_hold_service
+    reader, writer = await connect_without_reading(broker)
+    groups = [f"G{i}" for i in range(40)]
+    pulls = [RemotingCommand.request(RequestCode.PULL_MESSAGE, mq.pull_request(
+        g, "TopicCounted", 0, 1, sys_flag=FLAG_SUBSCRIPTION | FLAG_SUSPEND, subscription="a = 1",
+        expression_type="SQL92", suspend_ms=60_000)) for g in groups]
+    writer.write(b"".join(encode(p) for p in pulls))
+    await poll(lambda: hold.parked_count == len(groups))
+    ch = channel_of(broker, writer)
+
+    # All woken at once, each read on a pull thread: the answers that pause the connection leave the rest waiting.
+    assert (await mq.send("TopicCounted", BIG, properties=mq.props(a="1"))).code == ResponseCode.SUCCESS
+    await poll(lambda: ch.write_paused and not hold.pull_request_table and not any(
+        t.get_name() == "pull-wakeup" for t in asyncio.all_tasks()))
+    offsets, stats = broker.consumer_offset_manager, broker.broker_stats_manager.sets["GROUP_GET_NUMS"]
+    waiting = len(hold.deferred[ch])
+    assert 0 < waiting < len(groups)
+    # (1: where each parked, the empty read's next offset; 2: past the message, for each answer sent)
+    pull_offsets = [offsets.query_pull_offset(g, "TopicCounted", 0) for g in groups]
+    assert sorted(pull_offsets) == [1] * waiting + [2] * (len(groups) - waiting)
+    assert sum(stats.total(f"TopicCounted@{g}") for g in groups) == len(groups) - waiting
+
+    bound = broker.broker_config.write_buffer_high_water_mark + 2 * len(BIG)
+    answers = await read_answers(reader, len(groups), ch, bound)
+    assert [a.code for a in answers] == [ResponseCode.SUCCESS] * len(groups)
+    assert [offsets.query_pull_offset(g, "TopicCounted", 0) for g in groups] == [2] * len(groups)
+    assert [stats.total(f"TopicCounted@{g}") for g in groups] == [1] * len(groups)
     writer.close()
 
 

@@ -83,7 +83,9 @@ class PullMessageProcessor(BrokerProcessor):
     ) -> Coroutine[Any, Any, bool] | None:
         """Re-run a parked pull (no further suspension) and write its response to the channel, now: None. Only
         when the store read has to wait (a pull thread) is the answer left to the returned coroutine, which
-        returns False, unanswered, if the channel's writes paused meanwhile (PullRequestHoldService defers it)."""
+        returns False, unanswered, if the channel's writes paused meanwhile (PullRequestHoldService defers it):
+        the read is then dropped before its answer is made, so neither the get stats nor the pull offset count
+        it (the pull reads again once the peer took what it was given)."""
         try:
             resp = self._process(channel, request, broker_allow_suspend=False)
         except Exception as e:
@@ -100,8 +102,8 @@ class PullMessageProcessor(BrokerProcessor):
             resp = await reading
         except Exception as e:
             resp = self._wakeup_failed(request, e)
-        if channel.write_paused:
-            return False  # (the read is dropped: read again once the peer took what it was given)
+        if resp is None:  # (a wake-up never parks: _answer_when_read dropped the read, the writes paused)
+            return False
         self._send_wakeup_answer(channel, request, resp)
         return True
 
@@ -186,7 +188,12 @@ class PullMessageProcessor(BrokerProcessor):
         message_filter: MessageFilter,
         reading: Awaitable[GetMessageResult],
     ) -> RemotingCommand | None:
-        return self._answer(channel, request, header, broker_allow_suspend, message_filter, await reading)
+        result = await reading
+        if not broker_allow_suspend and channel.write_paused:
+            # A wake-up whose connection paused while the pull thread read: no answer is made (None), and so no
+            # bookkeeping of one that is not sent; the hold service runs the pull again once the peer drained.
+            return None
+        return self._answer(channel, request, header, broker_allow_suspend, message_filter, result)
 
     def _answer(
         self,

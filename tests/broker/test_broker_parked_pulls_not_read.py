@@ -2,7 +2,7 @@
 wakes, but what the broker holds for the connection stays about one answer past the write high-water mark (it took
 N answers of the message: 3,000 parked pulls and one 1 MiB message cost 3 GB), and a peer that then reads gets
 every answer, with the message. Parked pops of such a connection are not woken: another consumer of the group
-pops what arrives."""
+pops what arrives, or, when none waits, the parked pop once its connection drains."""
 
 from __future__ import annotations
 
@@ -185,4 +185,38 @@ async def test_parked_pops_of_a_connection_that_does_not_read_leave_arrivals_to_
         assert popped.bodies, "a message was popped into the connection that does not read"
         got += popped.bodies
     assert sorted(got) == sorted(sent) and popping.parked == 5
+    writer.close()
+
+
+async def test_a_message_for_a_pop_parked_on_a_paused_connection_is_popped_once_the_connection_drains(
+    cluster, poll, dispatched
+) -> None:
+    # An arrival skipped the pop (its connection paused a moment) and nothing told it again: the message waited for
+    # the pop's timer, its whole poll time on a quiet queue, however soon the connection drained.
+    broker = await cluster.broker(server_channel_max_idle_time=0)
+    mq = cluster.mq(broker)
+    assert (await mq.send("TopicFiller", BODY, queue_id=0)).code == ResponseCode.SUCCESS
+    await mq.create_topic("TopicWaited", 1)
+    await dispatched(broker)
+    popping = broker.pop_message_processor.long_polling
+    reader, writer = await connect_without_reading(broker)
+    header = PopMessageRequestHeader("G", "TopicWaited", 0, 32, 60_000, 60_000, int(time.time() * 1000), 0)
+    pop = RemotingCommand.request(RequestCode.POP_MESSAGE, header)
+    filling = [RemotingCommand.request(RequestCode.PULL_MESSAGE, mq.pull_request("G", "TopicFiller", 0, 0))
+               for _ in range(100)]
+    writer.write(b"".join(encode(p) for p in [pop, *filling]))
+    ch = channel_of(broker, writer)
+    await poll(lambda: ch.write_paused and popping.parked == 1)
+
+    assert (await mq.send("TopicWaited", b"waited", queue_id=0)).code == ResponseCode.SUCCESS
+    await dispatched(broker)
+    await mq.create_topic("TopicRoundTrip", 1)  # (a round trip: the loop has taken the arrival by its end)
+    assert ch.write_paused and popping.parked == 1  # not woken into output its peer does not take
+
+    answers = {a.opaque: a for a in await read_answers(reader, 1 + len(filling), ch, 1_000_000)}
+    assert [answers[p.opaque].code for p in filling] == [ResponseCode.SUCCESS] * len(filling)
+    popped = answers[pop.opaque]
+    assert popped.code == ResponseCode.SUCCESS, (popped.code, popped.remark)
+    assert [m.body for m in decode_all(popped.body)] == [b"waited"]
+    assert popping.parked == 0
     writer.close()

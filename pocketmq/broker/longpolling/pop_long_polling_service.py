@@ -1,13 +1,15 @@
 """PopLongPollingService: pops (and notifications) that found nothing, held until a message arrives for them or
 their poll time is up (RocketMQ's PopLongPollingService).
 
-Requests are parked per topic, then per (group, queue id); queue id -1 waits for any queue of the topic. An
-arrival on a queue wakes, per group, the first request waiting for that queue and the first waiting for any
-queue; one on a group's pop retry topic, either of them (``%RETRY%group_topic`` or enableRetryTopicV2's
-``%RETRY%group+topic``, whichever the broker is set to now: the setting changes at run time), wakes that group's
-requests of the original topic, as RocketMQ 5's does whatever the setting. A woken request runs
-again and parks again, with what is left of its poll time, when another consumer took the message first; a pop
-that finds more than it can carry wakes the next one itself (``notify_message_arriving``), as RocketMQ's does.
+Requests are parked per topic, then per (group, queue id); queue id -1 waits for any queue of the topic. An arrival
+on a queue wakes, per group, the first request waiting for that queue and the first waiting for any queue; one on a
+group's pop retry topic, either of them (``%RETRY%group_topic`` or enableRetryTopicV2's ``%RETRY%group+topic``,
+whichever the broker is set to now: the setting changes at run time), wakes that group's requests of the original
+topic, as RocketMQ 5's does whatever the setting. Only requests whose connection takes its answers are woken; an
+arrival that finds none but paused ones waits for the first of their connections to drain (_wake_first). A woken
+request runs again and parks again, with what is left of its poll time, when another consumer took the message
+first; a pop that finds more than it can carry wakes the next one itself (``notify_message_arriving``), as
+RocketMQ's does.
 
 As in PullRequestHoldService, the store's arrival listener runs on the dispatcher thread: it only looks the topic
 up and hops to the event loop once per batch of arrivals. Each request has a loop timer for its deadline, or for
@@ -53,6 +55,10 @@ class PopLongPollingService:
         # topic -> (group, queue id) -> parked requests. Membership is read from the dispatcher thread.
         self.table: dict[str, dict[GroupKey, list[PopRequest]]] = {}
         self._retry_topics: dict[str, tuple[str, str]] = {}  # pop retry topic -> (topic, group), while parked
+        # Arrivals that found only requests of paused connections, as (topic, key), and per paused connection
+        # those it holds back: its task notifies them again once it drains (the first to drain takes each).
+        self._undelivered: set[tuple[str, GroupKey]] = set()
+        self._held_back: dict[Channel, set[tuple[str, GroupKey]]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._arrivals: ArrivalInbox[tuple[str, int]] = ArrivalInbox(self._drain_arrivals)
 
@@ -68,6 +74,8 @@ class PopLongPollingService:
         self.table.clear()
         self.parked = 0
         self._retry_topics.clear()
+        self._undelivered.clear()
+        self._held_back.clear()
         self._loop = self._arrivals.loop = None
 
     def waiting(self) -> bool:
@@ -139,18 +147,57 @@ class PopLongPollingService:
     # --- internals ---
 
     def _wake_first(self, topic: str, key: GroupKey) -> None:
-        """Wake the first request whose connection takes its answers. One whose writes are paused stays parked
-        (until its deadline, when the processor answers it without popping): woken, it would pop a batch into
-        output its peer does not read, invisible to the group's other consumers meanwhile, and a peer that parked
-        many pops and stopped reading could take a queue's whole backlog into the broker's memory that way."""
-        requests = self.table.get(topic, {}).get(key)
-        for r in list(requests or ()):
-            if r.channel.closed:
+        """Wake the first request whose connection takes its answers. One whose writes are paused stays parked:
+        woken, it would pop a batch into output its peer does not read, invisible to the group's other consumers
+        meanwhile, and a peer that parked many pops and stopped reading could take a queue's whole backlog into
+        the broker's memory that way. When every request is of a paused connection, the arrival waits for the
+        first of them to drain, which notifies the key again (else a pause of a moment, one answer past the
+        high-water mark, left the message to the pop's timer: its whole poll time on a quiet queue)."""
+        groups = self.table.get(topic)
+        requests = groups.get(key) if groups else None
+        if not requests:
+            return
+        paused: list[Channel] | None = None
+        i = 0
+        while i < len(requests):  # (by index: no copy of the list on every arrival)
+            r = requests[i]
+            channel = r.channel
+            if channel.closed:
                 self._remove(r)
-            elif not r.channel.write_paused:
+            elif channel.write_paused:
+                if paused is None:
+                    paused = [channel]
+                elif channel is not paused[-1]:
+                    paused.append(channel)
+                i += 1
+            else:
                 self._remove(r)
-                self._tasks.spawn(self._wakeup(r.channel, r.request, r.deadline), name="pop-wakeup")
+                if self._undelivered:
+                    self._undelivered.discard((topic, key))
+                self._tasks.spawn(self._wakeup(channel, r.request, r.deadline), name="pop-wakeup")
                 return
+        if paused is not None:
+            self._undelivered.add((topic, key))
+            for channel in paused:
+                self._notify_when_drained(channel, topic, key)
+
+    def _notify_when_drained(self, channel: Channel, topic: str, key: GroupKey) -> None:
+        held = self._held_back.get(channel)
+        if held is None:
+            held = self._held_back[channel] = set()
+            self._tasks.spawn(self._renotify_when_drained(channel, held), name="pop-renotify")
+        held.add((topic, key))
+
+    async def _renotify_when_drained(self, channel: Channel, held: set[tuple[str, GroupKey]]) -> None:
+        try:
+            await channel.drain()  # (returns at once on a closed channel: its requests left, others may wait)
+        finally:
+            if self._held_back.get(channel) is held:  # (else shutdown took it)
+                del self._held_back[channel]
+        for topic, key in held:
+            if (topic, key) in self._undelivered:  # (else another connection drained first, or a pop took it)
+                self._undelivered.discard((topic, key))
+                self._wake_first(topic, key)
 
     def _on_timer(self, r: PopRequest) -> None:
         r.timer = None

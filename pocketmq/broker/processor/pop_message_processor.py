@@ -106,7 +106,8 @@ class PopMessageProcessor(BrokerProcessor):
     async def execute_request_when_wakeup(self, channel: Channel, request: RemotingCommand, deadline: float) -> None:
         """Run a parked pop again (it may park again until ``deadline``) and write its answer to the channel; on a
         connection whose writes are paused, answer that nothing was found instead of popping a batch its peer
-        does not take (PopLongPollingService wakes such a request only at its deadline)."""
+        does not take (an arrival wakes only a request whose connection reads: a paused one is woken by its timer,
+        or by an arrival an instant before its connection paused again)."""
         resp: RemotingCommand | None
         try:
             if channel.write_paused:

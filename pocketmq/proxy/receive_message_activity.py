@@ -84,6 +84,7 @@ class ReceiveMessageActivity:
         self.handles = handles
         self._nacks: set[asyncio.Task[None]] = set()
         self._orphans: set[asyncio.Task[PopResult]] = set()  # pops whose call was cancelled, until they end
+        self._unrenewed: set[str] = set()  # clients told of once: auto-renewed receives without a telemetry stream
 
     async def receive_message(self, ctx: ProxyContext, request: Any) -> AsyncIterator[Any]:
         try:
@@ -140,13 +141,30 @@ class ReceiveMessageActivity:
             max_attempts = (group_config.retry_max_times if group_config is not None
                             else c.consumer_retry_max_times) + 1
         timeout = (remaining if remaining is not None else polling_time + int(c.request_timeout * 1000)) / 1000
+        # A client receiving without a telemetry stream: the Go SDK reopens a broken one (a server restart) only at
+        # its next settings sync, 5 minutes on, and receives meanwhile. Its messages are served without renewal:
+        # refused after the pop (as for a client gone during it), each receive cost them a delivery attempt, and
+        # a minute of them put them in the dead-letter queue unseen.
+        renewable = not auto_renew or self.channels.get_channel(ctx.client_id) is not None
+        if not renewable:
+            self._warn_unrenewed(ctx.client_id)
         result = await self._pop_to_its_end(self.consumer.pop_message(
             addr, broker_name, group, topic, request.batch_size, invisible_time, polling_time, subscription, fifo,
             pop_filter(subscription, max_attempts), request.attempt_id if request.HasField("attempt_id") else None,
             timeout), group, topic)
-        if auto_renew and result.pop_status is PopStatus.FOUND and result.msg_found_list:
+        if auto_renew and renewable and result.pop_status is PopStatus.FOUND and result.msg_found_list:
             self._hold_for_renewal(ctx, result.msg_found_list, group, topic)
         return result
+
+    def _warn_unrenewed(self, client_id: str) -> None:
+        if client_id in self._unrenewed:
+            return
+        if len(self._unrenewed) >= 10_000:  # (client ids come and go: a bound, not a memory)
+            self._unrenewed.clear()
+        self._unrenewed.add(client_id)
+        log.warning("client %s receives with auto-renewal but has no telemetry stream (a server restart: its SDK "
+                    "reopens it at its next settings sync): its messages are served without renewal, each invisible "
+                    "for %d ms", client_id, self.config.default_invisible_time_millis)
 
     async def _pop_to_its_end(self, pop: Coroutine[Any, Any, PopResult], group: str, topic: str) -> PopResult:
         """The broker's pop, which goes on when the call is cancelled (a consumer shutting down mid-poll): what it

@@ -132,14 +132,7 @@ class ReceiveMessageActivity:
             raise GrpcProxyException(pb.Code.FORBIDDEN, "no readable queue")
         # The group's config (fifo, retries) as the broker has it, then the client's Settings merged with it.
         await self.cluster.subscription_group_config(group, topic)
-        settings = self.settings.client_settings(ctx.client_id)
-        group_config = self.cluster.cached_group_config(group)
-        if settings is not None:
-            fifo, max_attempts = settings.subscription.fifo, settings.backoff_policy.max_attempts
-        else:  # (Settings not there yet: the group's own values)
-            fifo = group_config is not None and group_config.consume_message_orderly
-            max_attempts = (group_config.retry_max_times if group_config is not None
-                            else c.consumer_retry_max_times) + 1
+        fifo, max_attempts = self._fifo_and_max_attempts(ctx, group)
         timeout = (remaining if remaining is not None else polling_time + int(c.request_timeout * 1000)) / 1000
         # A client receiving without a telemetry stream: the Go SDK reopens a broken one (a server restart) only at
         # its next settings sync, 5 minutes on, and receives meanwhile. Its messages are served without renewal:
@@ -155,6 +148,16 @@ class ReceiveMessageActivity:
         if auto_renew and renewable and result.pop_status is PopStatus.FOUND and result.msg_found_list:
             self._hold_for_renewal(ctx, result.msg_found_list, group, topic)
         return result
+
+    def _fifo_and_max_attempts(self, ctx: ProxyContext, group: str) -> tuple[bool, int]:
+        """The client's Settings, or while it has sent none, the group's own values."""
+        settings = self.settings.client_settings(ctx.client_id)
+        if settings is not None:
+            return settings.subscription.fifo, settings.backoff_policy.max_attempts
+        group_config = self.cluster.cached_group_config(group)
+        fifo = group_config is not None and group_config.consume_message_orderly
+        retries = group_config.retry_max_times if group_config is not None else self.config.consumer_retry_max_times
+        return fifo, retries + 1
 
     def _warn_unrenewed(self, client_id: str) -> None:
         if client_id in self._unrenewed:

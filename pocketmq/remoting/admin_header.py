@@ -87,7 +87,8 @@ class DeleteSubscriptionGroupRequestHeader(CommandHeader):
     """DELETE_SUBSCRIPTIONGROUP (207)."""
 
     group_name: str
-    remove_offset: bool = False  # 4.9.x; 5.x names it cleanOffset (read too)
+    remove_offset: bool = False  # 4.9.x's name of the flag
+    clean_offset: bool = False  # 5.x's, which reads only this one: a client sends both
 
 
 @dataclass(slots=True)

@@ -283,7 +283,7 @@ class AdminExtProcessor(BrokerProcessor):
         group = header.group_name
         log.info("DELETE_SUBSCRIPTIONGROUP %s from %s", group, channel.remote_address)
         c.subscription_group_manager.delete_subscription_group_config(group)
-        clean = header.remove_offset or str(request.ext_fields.get("cleanOffset", "")).lower() == "true"
+        clean = header.remove_offset or header.clean_offset
         if clean:
             com = c.consumer_offset_manager
             suffix = "@" + group

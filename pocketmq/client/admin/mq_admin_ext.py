@@ -99,9 +99,16 @@ class MQAdminExt(MessageAdmin, OffsetAdmin):
         return addrs
 
     async def examine_topic_config(self, addr: str, topic: str) -> TopicConfig:
-        """One topic's config with its attributes (RocketMQ 5's GET_TOPIC_CONFIG, examineTopicConfig)."""
-        r = self._ok(await self._broker(addr, RequestCode.GET_TOPIC_CONFIG, GetTopicConfigRequestHeader(topic)), addr)
-        return r.decode_body(TopicConfig)
+        """One topic's config with its attributes (RocketMQ 5's GET_TOPIC_CONFIG, examineTopicConfig). A broker
+        without that request (4.9.x) is asked for all its topics' configs, as 4.9.x's examineTopicConfig does.
+        A topic the broker has not raises MQBrokerException TOPIC_NOT_EXIST either way (4.9.x's returns null)."""
+        r = await self._broker(addr, RequestCode.GET_TOPIC_CONFIG, GetTopicConfigRequestHeader(topic))
+        if r.code != ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+            return self._ok(r, addr).decode_body(TopicConfig)
+        config = (await self.get_all_topic_config(addr)).topic_config_table.get(topic)
+        if config is None:
+            raise MQBrokerException(ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {topic}", addr)
+        return config
 
     async def get_all_topic_config(self, addr: str) -> TopicConfigSerializeWrapper:
         r = self._ok(await self._broker(addr, RequestCode.GET_ALL_TOPIC_CONFIG), addr)
@@ -147,7 +154,7 @@ class MQAdminExt(MessageAdmin, OffsetAdmin):
         self, group: str, cluster: str | None = None, broker_addr: str | None = None, remove_offset: bool = False
     ) -> list[str]:
         addrs = await self._targets(cluster, broker_addr)
-        header = DeleteSubscriptionGroupRequestHeader(group, remove_offset)
+        header = DeleteSubscriptionGroupRequestHeader(group, remove_offset, clean_offset=remove_offset)
         for a in addrs:
             self._ok(await self._broker(a, RequestCode.DELETE_SUBSCRIPTIONGROUP, header), a)
         return addrs

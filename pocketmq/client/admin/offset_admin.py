@@ -6,12 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pocketmq.remoting.admin_body import (
+    ConsumerConnection,
     ConsumeStats,
     QueryConsumeTimeSpanBody,
     QueueTimeSpan,
     ResetOffsetBody,
 )
 from pocketmq.remoting.admin_header import (
+    GetConsumerConnectionListRequestHeader,
     GetConsumeStatsRequestHeader,
     QueryConsumeTimeSpanRequestHeader,
     ResetOffsetRequestHeader,
@@ -35,7 +37,8 @@ _GROUP_HAS_NO_OFFSETS = "THe consumer group <"  # (sic) Broker2Client.resetOffse
 @dataclass(slots=True)
 class ResetOffsetResult:
     """What resetOffsetByTime did: the new offset of every queue, and whether running consumers took them
-    (online) or the brokers' stored offsets were set directly (the group had no consumer running)."""
+    (online) or the brokers' stored offsets were set directly (the group had no consumer running; a RocketMQ 5
+    broker sets them itself in both cases)."""
 
     offsets: dict[MessageQueue, int] = field(default_factory=dict)
     online: bool = True
@@ -58,7 +61,11 @@ class OffsetAdmin(AdminClient):
     ) -> ResetOffsetResult:
         """The group's offsets of ``topic`` set to the first message stored at or after ``timestamp`` (ms; -1 =
         the end). Running consumers take them over at once (INVOKE_BROKER_TO_RESET_OFFSET); when the group has
-        none running, the brokers' stored offsets are set directly (as mqadmin falls back to the old way)."""
+        none running, the brokers' stored offsets are set directly (as mqadmin falls back to the old way).
+
+        A RocketMQ 5 broker does the reset itself, running consumers or not: it stores the offsets, its running
+        consumers move to them at their next pull, and ``force=False`` is not honoured (the offsets go back or
+        forward). ``online`` is then whether the group had consumers connected."""
         masters = await self._topic_masters(topic)
         result = ResetOffsetResult()
         offline: list[str] = []
@@ -77,9 +84,23 @@ class OffsetAdmin(AdminClient):
             result.online = len(offline) < len(masters) and bool(result.offsets)
             for addr in offline:
                 result.offsets.update(await self._reset_offline(addr, topic, group, timestamp, force))
+        elif result.offsets:
+            # A 5.x broker (useServerSideResetOffset, its default) sets the group's offsets itself and answers
+            # SUCCESS whether or not any consumer runs: only the group's connections tell.
+            result.online = await self._consumers_online(group, list(masters.values()))
         if not result.offsets:
             raise MQClientException(f"the consumer group {group} has no offsets of {topic} on any broker")
         return result
+
+    async def _consumers_online(self, group: str, addrs: list[str]) -> bool:
+        """Whether any of ``addrs`` has a consumer of ``group`` connected (a consumer heartbeats to every broker
+        of its topics)."""
+        header = GetConsumerConnectionListRequestHeader(group)
+        for addr in addrs:
+            r = await self._broker(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, header)
+            if r.code == ResponseCode.SUCCESS and r.decode_body(ConsumerConnection).connection_set:
+                return True
+        return False
 
     async def _reset_offline(
         self, addr: str, topic: str, group: str, timestamp: int, force: bool

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         MQBrokerException,
         MQClientException,
         NameServerAddressError,
+        NameServerProtocolError,
         RemotingException,
         RequestTimeoutException,
     )
@@ -84,6 +85,7 @@ __all__ = [
     "MessageQueueSelector",
     "MessageUtil",
     "NameServerAddressError",
+    "NameServerProtocolError",
     "PopResult",
     "PopStatus",
     "Producer",
@@ -134,6 +136,7 @@ _MODULES = {
     "MessageQueueSelector": ".producer.selector",
     "MessageUtil": ".message_util",
     "NameServerAddressError": ".exceptions",
+    "NameServerProtocolError": ".exceptions",
     "PopResult": ".consumer.pop_result",
     "PopStatus": ".consumer.pop_result",
     "Producer": ".producer.producer",

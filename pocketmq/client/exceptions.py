@@ -17,6 +17,7 @@ __all__ = [
     "MQBrokerException",
     "MQClientException",
     "NameServerAddressError",
+    "NameServerProtocolError",
     "RemotingConnectError",
     "RemotingException",
     "RemotingSendRequestError",
@@ -63,6 +64,18 @@ class NameServerAddressError(MQClientException, RemotingConnectError):
 
     Also a RemotingConnectError, which is what an unreachable name server raised before this type existed, so
     handlers written for the remoting family keep catching it.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, response_code=ClientErrorCode.NO_NAME_SERVER_EXCEPTION)
+
+
+class NameServerProtocolError(MQClientException, RemotingSendRequestError):
+    """A name server closed the connection without answering the client's first request in pocketmq's msgpack
+    protocol (the default): what Apache RocketMQ's name server does, which speaks only RocketMQ's native protocol
+    (``protocol="rocketmq"``). The message says so; ``__cause__`` is the RemotingSendRequestError.
+
+    Also a RemotingSendRequestError, which is what the same failure raised before this type existed.
     """
 
     def __init__(self, message: str) -> None:

@@ -60,6 +60,11 @@ class RemotingClient(Endpoint):
         self._local_servers[addr] = (server, client_address)
 
     @property
+    def closed(self) -> bool:
+        """Whether close() was called."""
+        return self._closed
+
+    @property
     def body_dialect(self) -> BodyDialect:
         """The dialect of the bodies of the requests this client sends (Java's fastjson on native connections)."""
         return BodyDialect.MSGPACK if self.wire_protocol is WireProtocol.MSGPACK else BodyDialect.FASTJSON

@@ -1,7 +1,9 @@
 """The admin API's calls whose answers differ between brokers, against pocketmq (both protocols), Apache RocketMQ
 4.9.7 and Apache RocketMQ 5.5.0 (the session's real servers, tests/apache/): deleting a group with its offsets
 (4.9.x's removeOffset, 5.x's cleanOffset), one topic's config (5.x's GET_TOPIC_CONFIG, which 4.9.x lacks) and an
-offset reset with and without consumers (5.x resets on the broker and answers SUCCESS either way).
+offset reset with and without consumers (5.x resets on the broker and answers SUCCESS either way). Then the
+client's default msgpack protocol against Apache's name server, which closes the connection: the error must name
+protocol='rocketmq'.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from pocketmq.client import (
     MessageQueue,
     Producer,
     PullConsumer,
+    PushConsumer,
 )
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
-from pocketmq.client.exceptions import MQBrokerException, MQClientException
+from pocketmq.client.exceptions import MQBrokerException, MQClientException, RemotingSendRequestError
 from pocketmq.embedded import EmbeddedCluster
 from pocketmq.remoting.codes import ResponseCode
 from tests.apache.apache_rocketmq import V4, V5, ApacheRocketMQ
@@ -119,3 +122,25 @@ async def test_reset_offset_online_only_with_consumers_running(server: Server) -
             stats = await admin.examine_consume_stats(group, topic)
             assert sorted(w.consumer_offset for w in stats.offset_table.values()) == [0, 0]
 
+
+# --- the msgpack protocol against Apache's name server ---------------------------------------------------------
+
+
+async def test_msgpack_client_against_apache_names_the_protocol(apache_rocketmq: ApacheRocketMQ) -> None:
+    namesrv = apache_rocketmq.namesrv_addr  # (no protocol="rocketmq": the client's default, msgpack)
+    # (NameServerProtocolError: an MQClientException, as a send's "No route info" was, and a
+    # RemotingSendRequestError, as the admin's error was)
+    hint = "closed the connection without answering: if it is Apache RocketMQ, use protocol='rocketmq'"
+    async with Producer(unique("MsgpPG"), namesrv) as producer:
+        with pytest.raises(MQClientException, match=hint):
+            await producer.send(Message(unique("MsgpT"), b"x"))
+    consumer = PushConsumer(unique("MsgpG"), namesrv)
+    consumer.subscribe(unique("MsgpT"), "*")
+    consumer.register_message_listener(lambda msgs, context: ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
+    with pytest.raises(MQClientException, match=hint):
+        await consumer.start()
+    async with MQAdminExt(namesrv) as admin:
+        with pytest.raises(RemotingSendRequestError, match=hint):  # (still the remoting error it was)
+            await admin.examine_broker_cluster_info()
+    async with MQAdminExt(namesrv, protocol="rocketmq") as admin:  # and the protocol named is the one that works
+        assert apache_rocketmq.broker_name in (await admin.examine_broker_cluster_info()).broker_addr_table

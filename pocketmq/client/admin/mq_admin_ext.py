@@ -7,8 +7,10 @@ routes, statistics and lag, connections, message lookups, offset resets and brok
         print(stats.compute_total_diff())
 
 Every call is bounded by ``timeout`` (connecting included). Requests go to the name servers and brokers over
-``protocol`` ("msgpack" or "rocketmq", the native protocol), with the same results either way. Errors: a broker's
-refusal raises MQBrokerException (its code and remark); an unreachable name server NameServerAddressError.
+``protocol`` ("msgpack" or "rocketmq", the native protocol, which Apache RocketMQ needs), with the same results
+either way. Errors: a broker's refusal raises MQBrokerException (its code and remark); an unreachable name server
+NameServerAddressError; a name server that closes the connection on msgpack frames (Apache's)
+NameServerProtocolError.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from pocketmq.common.message import MessageExt
 from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.header import QueryMessageRequestHeader
 
-from ..exceptions import MQClientException, NameServerAddressError
+from ..exceptions import MQClientException, NameServerAddressError, NameServerProtocolError
 from .mq_client_instance import MQClientInstance
 from .producer.topic_publish_info import topic_route_data_to_subscribe_info
 
@@ -97,8 +97,8 @@ async def fetch_subscribe_message_queues(instance: MQClientInstance, topic: str)
     (MQAdminImpl.fetchSubscribeMessageQueues); shared by the pull and lite pull consumers."""
     try:
         route = await instance.fetch_and_apply_route(topic)
-    except NameServerAddressError:
-        raise  # the address is the problem, not the topic
+    except (NameServerAddressError, NameServerProtocolError):
+        raise  # the address or the protocol is the problem, not the topic
     except MQClientException as e:
         raise MQClientException(
             f"Can not find Message Queue for this topic, {topic}: {e}", response_code=e.response_code

@@ -7,17 +7,13 @@ transport failures raise the remoting layer's errors (RemotingException).
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import os
-import random
 from dataclasses import dataclass
 
 from pocketmq.common.codec import CorruptRecordError, decode_all
 from pocketmq.common.constants import PROPERTY_MSG_REGION, PROPERTY_TRACE_SWITCH
 from pocketmq.common.message import MessageExt
 from pocketmq.common.mix_all import DEFAULT_TRACE_REGION_ID, UNIQUE_MSG_QUERY_FLAG
-from pocketmq.common.util_all import seconds_text
 from pocketmq.remoting.assignment_body import (
     MessageQueueAssignment,
     QueryAssignmentRequestBody,
@@ -37,7 +33,6 @@ from pocketmq.remoting.client_body import (
 )
 from pocketmq.remoting.codes import FLAG_ONEWAY, RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand, next_opaque
-from pocketmq.remoting.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 from pocketmq.remoting.header import (
     ConsumerSendMsgBackRequestHeader,
     GetConsumerListByGroupRequestHeader,
@@ -73,9 +68,10 @@ from pocketmq.remoting.recall_header import RecallMessageRequestHeader, RecallMe
 
 from ..client_config import ClientConfig
 from ..consumer.pop_result import PopResult
-from ..exceptions import MQBrokerException, MQClientException, NameServerAddressError
+from ..exceptions import MQBrokerException, MQClientException
 from ..message import PullResult, PullStatus, SendResult, SendStatus
 from .consumer.pop_api import process_pop_response
+from .namesrv_invoker import NameServerInvoker
 
 log = logging.getLogger(__name__)
 
@@ -155,37 +151,7 @@ def process_pull_response(response: RemotingCommand, addr: str | None = None) ->
     )
 
 
-SHOWN_ADDRESSES = 5  # name servers an error names, at most: a list of thousands made a line of tens of KB
-
-
-def name_server_unreachable(causes: dict[str, BaseException]) -> NameServerAddressError:
-    """One line naming each address and why connecting to it failed; the last failure is the cause."""
-
-    def why(e: BaseException) -> str:
-        # The errno's own words: asyncio's loop says "Connect call failed ('127.0.0.1', 1)", uvloop's
-        # "Connection refused"; both mean the same and should read the same.
-        if isinstance(e, OSError) and isinstance(e.errno, int) and e.errno > 0:
-            return os.strerror(e.errno)
-        if isinstance(e, OSError) and e.strerror:
-            return e.strerror  # a resolver error (socket.gaierror) has a negative errno
-        if isinstance(e, TimeoutError):
-            return f"connecting timed out{': ' + str(e) if str(e) else ''}"
-        return str(e) or type(e).__name__
-
-    if len(causes) == 1:
-        [(addr, cause)] = causes.items()
-        error = NameServerAddressError(f"name server {addr} unreachable: {why(cause)}")
-    else:
-        each = "; ".join(f"{addr}: {why(cause)}" for addr, cause in list(causes.items())[:SHOWN_ADDRESSES])
-        if len(causes) > SHOWN_ADDRESSES:
-            each += f"; and {len(causes) - SHOWN_ADDRESSES} more"
-        error = NameServerAddressError(f"no name server reachable ({each})")
-        cause = list(causes.values())[-1]
-    error.__cause__ = cause
-    return error
-
-
-class MQClientAPIImpl:
+class MQClientAPIImpl(NameServerInvoker):
     def __init__(self, config: ClientConfig, remoting_client: RemotingClient | None = None) -> None:
         self.config = config
         self.remoting_client = remoting_client or RemotingClient(
@@ -196,77 +162,12 @@ class MQClientAPIImpl:
             self.remoting_client.rpc_hook = hook
         # Request bodies in the connections' dialect; answers are read in their own (RemotingCommand.decode_body).
         self._body_dialect = self.remoting_client.body_dialect
-        self._namesrv_addrs = config.namesrv_addr_list()
-        self._namesrv_index = random.randrange(len(self._namesrv_addrs))
-        self._namesrv_chosen: str | None = None
+        super().__init__(config.namesrv_addr_list())
 
     async def shutdown(self) -> None:
         await self.remoting_client.close()
 
-    # --- name server ---------------------------------------------------------------------------------------
-
-    @property
-    def namesrv_addr_list(self) -> list[str]:
-        return list(self._namesrv_addrs)
-
-    def _namesrv_candidates(self) -> list[str]:
-        """The name server in use first, then the others round-robin from a moving start."""
-        addrs = self._namesrv_addrs
-        self._namesrv_index = (self._namesrv_index + 1) % len(addrs)
-        order = addrs[self._namesrv_index:] + addrs[: self._namesrv_index]
-        chosen = self._namesrv_chosen
-        if chosen is not None and chosen in order:
-            order.remove(chosen)
-            order.insert(0, chosen)
-        return order
-
-    async def invoke_namesrv(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
-        """Invoke on one name server; fail over to the next when connecting fails or when it does not answer.
-
-        Each name server still to try gets an equal share of the time left, so a hung one (it accepts but never
-        answers) costs its share, not the whole ``timeout`` (RocketMQ's client moves on only when connecting
-        fails). Every request a client sends a name server is a read, so asking another one again is safe. The
-        one that answered is asked first next time; after any other failure the next call starts elsewhere.
-        """
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        last: RemotingError | None = None
-        unreachable: dict[str, BaseException] = {}  # address -> the OSError or TimeoutError of connecting
-        timed_out: list[str] = []
-        candidates = self._namesrv_candidates()
-        for i, addr in enumerate(candidates):
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                break
-            share = remaining / (len(candidates) - i)
-            try:
-                response = await self.remoting_client.invoke(addr, request, share)
-            except RemotingConnectError as e:
-                log.info("name server %s unreachable: %s", addr, e)
-                last = e
-                if e.__cause__ is not None:
-                    unreachable[addr] = e.__cause__
-                if self._namesrv_chosen == addr:
-                    self._namesrv_chosen = None
-                continue
-            except RemotingTimeoutError as e:
-                log.warning("name server %s did not answer within %.3fs; asking the next one", addr, share)
-                last = e
-                timed_out.append(addr)
-                if self._namesrv_chosen == addr:
-                    self._namesrv_chosen = None
-                continue
-            except RemotingError:
-                self._namesrv_chosen = None
-                raise
-            self._namesrv_chosen = addr
-            return response
-        if last is None or timed_out:
-            hung = f" ({', '.join(timed_out)} hung)" if timed_out else ""
-            raise RemotingTimeoutError(f"no name server answered within {seconds_text(timeout)}{hung}")
-        if unreachable and last.__cause__ is not None:  # not when the client was closed meanwhile
-            raise name_server_unreachable(unreachable)
-        raise last
+    # --- name server (the invoking: NameServerInvoker) -------------------------------------------------------
 
     async def get_topic_route_info_from_name_server(self, topic: str, timeout: float) -> TopicRouteData:
         request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic))

@@ -33,7 +33,7 @@ from pocketmq.remoting.tasks import TaskTracker
 from pocketmq.remoting.transport import Channel
 
 from ..client_config import ClientConfig
-from ..exceptions import MQBrokerException, MQClientException, NameServerAddressError
+from ..exceptions import MQBrokerException, MQClientException, NameServerAddressError, NameServerProtocolError
 from ..producer.request_future_holder import RequestFutureHolder
 from .client_remoting_processor import ClientAdminProcessor
 from .consumer.pull_message_service import PullMessageService
@@ -208,12 +208,13 @@ class MQClientInstance:
         With ``default_topic`` (TBW102) the default topic's route stands in for ``topic``, its queue counts
         capped at ``default_topic_queue_nums``: sending there makes the broker create the topic.
         ``unreachable_raises`` is for a user's call: when no name server can be connected to, the
-        NameServerAddressError that names the address(es) is raised instead of logged.
+        NameServerAddressError that names the address(es) is raised instead of logged, and so is the
+        NameServerProtocolError of one that does not speak the client's protocol.
         """
         try:
             await self.fetch_and_apply_route(topic, default_topic, default_topic_queue_nums)
             return True
-        except NameServerAddressError as e:
+        except (NameServerAddressError, NameServerProtocolError) as e:
             if unreachable_raises:
                 raise
             log.warning("route of %s not updated: %s", topic, e)

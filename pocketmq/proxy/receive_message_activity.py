@@ -73,6 +73,9 @@ def _not_enough_time_to_poll(ctx: ProxyContext) -> tuple[int, str]:
     return code, "The deadline time remaining is not enough for polling, please check network condition"
 
 
+_UNRENEWED_WARNING_EVERY = 300.0  # s: a client's warning again, if it is still (or again) not registered
+
+
 class ReceiveMessageActivity:
     def __init__(self, config: ProxyConfig, settings: GrpcClientSettingsManager, channels: GrpcChannelManager,
                  cluster: ClusterService, consumer: ConsumerProcessor, handles: ReceiptHandleManager) -> None:
@@ -84,7 +87,8 @@ class ReceiveMessageActivity:
         self.handles = handles
         self._nacks: set[asyncio.Task[None]] = set()
         self._orphans: set[asyncio.Task[PopResult]] = set()  # pops whose call was cancelled, until they end
-        self._unrenewed: set[str] = set()  # clients told of once: auto-renewed receives without a telemetry stream
+        # When each client was last warned of: its auto-renewed receives served without renewal.
+        self._unrenewed: dict[str, float] = {}
 
     async def receive_message(self, ctx: ProxyContext, request: Any) -> AsyncIterator[Any]:
         try:
@@ -134,19 +138,20 @@ class ReceiveMessageActivity:
         await self.cluster.subscription_group_config(group, topic)
         fifo, max_attempts = self._fifo_and_max_attempts(ctx, group)
         timeout = (remaining if remaining is not None else polling_time + int(c.request_timeout * 1000)) / 1000
-        # A client receiving without a telemetry stream: the Go SDK reopens a broken one (a server restart) only at
-        # its next settings sync, 5 minutes on, and receives meanwhile. Its messages are served without renewal:
-        # refused after the pop (as for a client gone during it), each receive cost them a delivery attempt, and
-        # a minute of them put them in the dead-letter queue unseen.
-        renewable = not auto_renew or self.channels.get_channel(ctx.client_id) is not None
-        if not renewable:
-            self._warn_unrenewed(ctx.client_id)
+        registered = self.channels.get_channel(ctx.client_id) is not None
         result = await self._pop_to_its_end(self.consumer.pop_message(
             addr, broker_name, group, topic, request.batch_size, invisible_time, polling_time, subscription, fifo,
             pop_filter(subscription, max_attempts), request.attempt_id if request.HasField("attempt_id") else None,
             timeout), group, topic)
-        if auto_renew and renewable and result.pop_status is PopStatus.FOUND and result.msg_found_list:
-            self._hold_for_renewal(ctx, result.msg_found_list, group, topic)
+        if auto_renew and result.pop_status is PopStatus.FOUND and result.msg_found_list:
+            if registered or self.channels.get_channel(ctx.client_id) is not None:
+                self._hold_for_renewal(ctx, result.msg_found_list, group, topic)  # (gone meanwhile: given back)
+            else:
+                # Not registered when the receive began, nor since: the Go SDK reopens a Telemetry stream broken
+                # by a server restart only at its next settings sync, 5 minutes on, and receives meanwhile. Its
+                # messages are served without renewal: refused and given back, each receive cost them a delivery
+                # attempt, and a minute of that put them in the dead-letter queue unseen.
+                self._warn_unrenewed(ctx.client_id)
         return result
 
     def _fifo_and_max_attempts(self, ctx: ProxyContext, group: str) -> tuple[bool, int]:
@@ -160,14 +165,16 @@ class ReceiveMessageActivity:
         return fifo, retries + 1
 
     def _warn_unrenewed(self, client_id: str) -> None:
-        if client_id in self._unrenewed:
+        now = time.monotonic()
+        if now - self._unrenewed.get(client_id, -_UNRENEWED_WARNING_EVERY) < _UNRENEWED_WARNING_EVERY:
             return
         if len(self._unrenewed) >= 10_000:  # (client ids come and go: a bound, not a memory)
             self._unrenewed.clear()
-        self._unrenewed.add(client_id)
-        log.warning("client %s receives with auto-renewal but has no telemetry stream (a server restart: its SDK "
-                    "reopens it at its next settings sync): its messages are served without renewal, each invisible "
-                    "for %d ms", client_id, self.config.default_invisible_time_millis)
+        self._unrenewed[client_id] = now
+        log.warning("client %s receives with auto-renewal but is not registered (no Telemetry stream since this "
+                    "server started, e.g. after a restart, until its SDK's next settings sync; or it terminated or "
+                    "expired): its messages are served without renewal, each invisible for %d ms", client_id,
+                    self.config.default_invisible_time_millis)
 
     async def _pop_to_its_end(self, pop: Coroutine[Any, Any, PopResult], group: str, topic: str) -> PopResult:
         """The broker's pop, which goes on when the call is cancelled (a consumer shutting down mid-poll): what it

@@ -249,6 +249,7 @@ class Channel:
         self._flush()
         self._closing = True
         self._transport.close()
+        self._wake_drain_waiters()  # (a drain ends with the channel: its waiters would otherwise wait for the loss)
 
     def abort(self) -> None:
         """Close at once, dropping unwritten output (``close`` waits for a peer to take it, which one that does not
@@ -257,6 +258,7 @@ class Channel:
         self._out = []
         self._out_bytes = 0
         self._transport.abort()
+        self._wake_drain_waiters()
 
     def _write(self, data: bytes) -> None:
         if self._closing:

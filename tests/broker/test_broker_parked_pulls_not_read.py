@@ -220,3 +220,24 @@ async def test_a_message_for_a_pop_parked_on_a_paused_connection_is_popped_once_
     assert [m.body for m in decode_all(popped.body)] == [b"waited"]
     assert popping.parked == 0
     writer.close()
+
+
+async def test_a_drain_ends_when_its_paused_connection_is_closed(cluster, poll, dispatched) -> None:
+    # A graceful close of a connection whose peer does not read never completes; what waited for the connection to
+    # drain (deferred pulls, a pop's re-notification) waited until the idle timeout aborted it.
+    broker = await cluster.broker(server_channel_max_idle_time=0)
+    mq = cluster.mq(broker)
+    assert (await mq.send("TopicClosed", BODY, queue_id=0)).code == ResponseCode.SUCCESS
+    await dispatched(broker)
+    reader, writer = await connect_without_reading(broker)
+    filling = [RemotingCommand.request(RequestCode.PULL_MESSAGE, mq.pull_request("G", "TopicClosed", 0, 0))
+               for _ in range(100)]
+    writer.write(b"".join(encode(p) for p in filling))
+    ch = channel_of(broker, writer)
+    await poll(lambda: ch.write_paused)
+    draining = asyncio.ensure_future(ch.drain())
+    await asyncio.sleep(0.05)
+    assert not draining.done()
+    ch.close()
+    await asyncio.wait_for(draining, 10)
+    writer.close()

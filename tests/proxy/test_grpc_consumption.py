@@ -291,7 +291,7 @@ async def test_an_auto_renew_receive_of_a_client_without_telemetry_gets_its_mess
         [msg] = await received(stub, receive_request("NoSession", group="NsGroup", auto_renew=True), 1,
                                md=metadata("ghost@1"), timeout=8)
     assert (msg.body, msg.system_properties.delivery_attempt) == (b"x", 1)
-    assert "client ghost@1 receives with auto-renewal but has no telemetry stream" in caplog.text
+    assert "client ghost@1 receives with auto-renewal but is not registered" in caplog.text
     r = await stub.AckMessage(S.AckMessageRequest(
         group=D.Resource(name="NsGroup"), topic=D.Resource(name="NoSession"),
         entries=[S.AckMessageEntry(message_id=msg.system_properties.message_id,

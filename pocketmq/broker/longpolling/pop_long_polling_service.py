@@ -216,6 +216,8 @@ class PopLongPollingService:
         self.parked -= 1
         if not requests:
             del groups[(r.group, r.queue_id)]
+            if self._undelivered:  # (an arrival held for a key nobody waits on would wake a later request for nothing)
+                self._undelivered.discard((r.topic, (r.group, r.queue_id)))
             if not any(k[0] == r.group for k in groups):
                 for v2 in (False, True):
                     self._retry_topics.pop(build_pop_retry_topic(r.topic, r.group, v2), None)

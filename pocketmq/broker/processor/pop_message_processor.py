@@ -112,6 +112,9 @@ class PopMessageProcessor(BrokerProcessor):
         try:
             if channel.write_paused:
                 resp = response(request, ResponseCode.POLLING_TIMEOUT, GetMessageStatus.NO_MESSAGE_IN_QUEUE.value)
+                # (woken by a drain that another writer undid: the arrival it carried goes to the next one)
+                header = request.decode_header(PopMessageRequestHeader)
+                self.long_polling.notify_message_arriving(header.topic, header.queue_id, header.consumer_group)
             else:
                 resp = await self._process(channel, request, deadline)
         except HeaderError as e:  # cannot happen for a request that was parked, but never leave it hanging

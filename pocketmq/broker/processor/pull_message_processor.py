@@ -189,7 +189,7 @@ class PullMessageProcessor(BrokerProcessor):
         reading: Awaitable[GetMessageResult],
     ) -> RemotingCommand | None:
         result = await reading
-        if not broker_allow_suspend and channel.write_paused:
+        if not broker_allow_suspend and (channel.write_paused or channel.closed):
             # A wake-up whose connection paused while the pull thread read: no answer is made (None), and so no
             # bookkeeping of one that is not sent; the hold service runs the pull again once the peer drained.
             return None

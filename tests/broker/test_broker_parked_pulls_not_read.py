@@ -41,6 +41,22 @@ def channel_of(broker, writer: asyncio.StreamWriter):
     return ch
 
 
+async def broker_with_filler(cluster, dispatched, topic: str, queues: tuple[int, ...] = (0,)):
+    """A broker that keeps idle connections, and a message of BODY in each of ``queues`` of ``topic``, whose pulls
+    (``filling``) pause the writes of a connection that does not read them."""
+    broker = await cluster.broker(server_channel_max_idle_time=0)
+    mq = cluster.mq(broker)
+    for queue_id in queues:
+        assert (await mq.send(topic, BODY, queue_id=queue_id)).code == ResponseCode.SUCCESS
+    await dispatched(broker)
+    return broker, mq
+
+
+def filling(mq, topic: str, queue_id: int = 0, count: int = 100) -> list[RemotingCommand]:
+    return [RemotingCommand.request(RequestCode.PULL_MESSAGE, mq.pull_request("G", topic, queue_id, 0))
+            for _ in range(count)]
+
+
 async def read_answers(reader: asyncio.StreamReader, count: int, ch, bound: int) -> list[RemotingCommand]:
     """``count`` answers, read slowly; the broker's output for the connection stays under ``bound`` meanwhile."""
     decoder = FrameDecoder()
@@ -130,26 +146,21 @@ async def test_a_woken_pull_read_while_its_connection_paused_counts_only_when_it
 async def test_a_pull_that_times_out_while_its_connection_does_not_read_is_answered_once_it_reads(
     cluster, poll, dispatched
 ) -> None:
-    broker = await cluster.broker(server_channel_max_idle_time=0)
-    mq = cluster.mq(broker)
-    for queue_id in (0, 1):
-        assert (await mq.send("TopicTimedOut", BODY, queue_id=queue_id)).code == ResponseCode.SUCCESS
-    await dispatched(broker)
+    broker, mq = await broker_with_filler(cluster, dispatched, "TopicTimedOut", (0, 1))
     hold = broker.pull_request_hold_service
     reader, writer = await connect_without_reading(broker)
     parking = mq.pull_request("G", "TopicTimedOut", 0, 1, sys_flag=FLAG_SUBSCRIPTION | FLAG_SUSPEND, suspend_ms=200)
     parked = [RemotingCommand.request(RequestCode.PULL_MESSAGE, parking) for _ in range(5)]
     # Then answers enough to pause the connection's writes before the parked pulls' time is up.
-    filling = [RemotingCommand.request(RequestCode.PULL_MESSAGE, mq.pull_request("G", "TopicTimedOut", 1, 0))
-               for _ in range(100)]
-    writer.write(b"".join(encode(p) for p in parked + filling))
+    fill = filling(mq, "TopicTimedOut", 1)
+    writer.write(b"".join(encode(p) for p in parked + fill))
     ch = channel_of(broker, writer)
     await poll(lambda: ch.write_paused and not hold.pull_request_table)  # timed out, the writes paused
     assert hold.parked_count == 5 and ch.unwritten_bytes < 1_000_000  # deferred, not answered
 
     answers = {a.opaque: a for a in await read_answers(reader, 105, ch, 1_000_000)}
     assert [answers[p.opaque].code for p in parked] == [ResponseCode.PULL_NOT_FOUND] * 5
-    assert [answers[p.opaque].code for p in filling] == [ResponseCode.SUCCESS] * 100
+    assert [answers[p.opaque].code for p in fill] == [ResponseCode.SUCCESS] * 100
     assert hold.parked_count == 0
     writer.close()
 
@@ -159,18 +170,15 @@ async def test_parked_pops_of_a_connection_that_does_not_read_leave_arrivals_to_
 ) -> None:
     # Woken, a parked pop of a connection whose writes are paused popped a batch into output nobody took: the
     # messages, invisible meanwhile, were lost to the group's other consumers until their invisible time ran out.
-    broker = await cluster.broker(server_channel_max_idle_time=0)
-    mq = cluster.mq(broker)
-    assert (await mq.send("TopicFiller", BODY, queue_id=0)).code == ResponseCode.SUCCESS
+    broker, mq = await broker_with_filler(cluster, dispatched, "TopicFiller")
     await mq.create_topic("TopicPopped", 1)
     await dispatched(broker)
     popping = broker.pop_message_processor.long_polling
     reader, writer = await connect_without_reading(broker)
     pop = PopMessageRequestHeader("G", "TopicPopped", 0, 32, 60_000, 60_000, int(time.time() * 1000), 0)
     pops = [RemotingCommand.request(RequestCode.POP_MESSAGE, pop) for _ in range(5)]
-    filling = [RemotingCommand.request(RequestCode.PULL_MESSAGE, mq.pull_request("G", "TopicFiller", 0, 0))
-               for _ in range(100)]
-    writer.write(b"".join(encode(p) for p in pops + filling))
+    fill = filling(mq, "TopicFiller")
+    writer.write(b"".join(encode(p) for p in pops + fill))
     ch = channel_of(broker, writer)
     await poll(lambda: ch.write_paused and popping.parked == 5)
 
@@ -193,18 +201,15 @@ async def test_a_message_for_a_pop_parked_on_a_paused_connection_is_popped_once_
 ) -> None:
     # An arrival skipped the pop (its connection paused a moment) and nothing told it again: the message waited for
     # the pop's timer, its whole poll time on a quiet queue, however soon the connection drained.
-    broker = await cluster.broker(server_channel_max_idle_time=0)
-    mq = cluster.mq(broker)
-    assert (await mq.send("TopicFiller", BODY, queue_id=0)).code == ResponseCode.SUCCESS
+    broker, mq = await broker_with_filler(cluster, dispatched, "TopicFiller")
     await mq.create_topic("TopicWaited", 1)
     await dispatched(broker)
     popping = broker.pop_message_processor.long_polling
     reader, writer = await connect_without_reading(broker)
     header = PopMessageRequestHeader("G", "TopicWaited", 0, 32, 60_000, 60_000, int(time.time() * 1000), 0)
     pop = RemotingCommand.request(RequestCode.POP_MESSAGE, header)
-    filling = [RemotingCommand.request(RequestCode.PULL_MESSAGE, mq.pull_request("G", "TopicFiller", 0, 0))
-               for _ in range(100)]
-    writer.write(b"".join(encode(p) for p in [pop, *filling]))
+    fill = filling(mq, "TopicFiller")
+    writer.write(b"".join(encode(p) for p in [pop, *fill]))
     ch = channel_of(broker, writer)
     await poll(lambda: ch.write_paused and popping.parked == 1)
 
@@ -213,8 +218,8 @@ async def test_a_message_for_a_pop_parked_on_a_paused_connection_is_popped_once_
     await mq.create_topic("TopicRoundTrip", 1)  # (a round trip: the loop has taken the arrival by its end)
     assert ch.write_paused and popping.parked == 1  # not woken into output its peer does not take
 
-    answers = {a.opaque: a for a in await read_answers(reader, 1 + len(filling), ch, 1_000_000)}
-    assert [answers[p.opaque].code for p in filling] == [ResponseCode.SUCCESS] * len(filling)
+    answers = {a.opaque: a for a in await read_answers(reader, 1 + len(fill), ch, 1_000_000)}
+    assert [answers[p.opaque].code for p in fill] == [ResponseCode.SUCCESS] * len(fill)
     popped = answers[pop.opaque]
     assert popped.code == ResponseCode.SUCCESS, (popped.code, popped.remark)
     assert [m.body for m in decode_all(popped.body)] == [b"waited"]
@@ -225,14 +230,9 @@ async def test_a_message_for_a_pop_parked_on_a_paused_connection_is_popped_once_
 async def test_a_drain_ends_when_its_paused_connection_is_closed(cluster, poll, dispatched) -> None:
     # A graceful close of a connection whose peer does not read never completes; what waited for the connection to
     # drain (deferred pulls, a pop's re-notification) waited until the idle timeout aborted it.
-    broker = await cluster.broker(server_channel_max_idle_time=0)
-    mq = cluster.mq(broker)
-    assert (await mq.send("TopicClosed", BODY, queue_id=0)).code == ResponseCode.SUCCESS
-    await dispatched(broker)
+    broker, mq = await broker_with_filler(cluster, dispatched, "TopicClosed")
     reader, writer = await connect_without_reading(broker)
-    filling = [RemotingCommand.request(RequestCode.PULL_MESSAGE, mq.pull_request("G", "TopicClosed", 0, 0))
-               for _ in range(100)]
-    writer.write(b"".join(encode(p) for p in filling))
+    writer.write(b"".join(encode(p) for p in filling(mq, "TopicClosed")))
     ch = channel_of(broker, writer)
     await poll(lambda: ch.write_paused)
     draining = asyncio.ensure_future(ch.drain())

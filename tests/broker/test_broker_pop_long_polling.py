@@ -5,6 +5,8 @@ answered otherwise."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 
 from pocketmq.broker.longpolling.pop_long_polling_service import PopLongPollingService
 from pocketmq.remoting.command import RemotingCommand
@@ -33,12 +35,9 @@ class PausableChannel:
         self._waiters = []
 
 
-async def settle() -> None:
-    for _ in range(5):
-        await asyncio.sleep(0)
-
-
-async def test_a_drain_after_the_paused_request_timed_out_wakes_nobody_for_it() -> None:
+@contextlib.asynccontextmanager
+async def long_polling() -> AsyncIterator[tuple[PopLongPollingService, list[RemotingCommand]]]:
+    """A started service whose wake-ups only record their requests."""
     woken: list[RemotingCommand] = []
 
     async def wakeup(channel, request, deadline) -> None:
@@ -47,8 +46,21 @@ async def test_a_drain_after_the_paused_request_timed_out_wakes_nobody_for_it() 
     tasks = TaskTracker()
     service = PopLongPollingService(wakeup, tasks)
     service.start()
-    loop = asyncio.get_running_loop()
     try:
+        yield service, woken
+    finally:
+        service.shutdown()
+        await tasks.close()
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_a_drain_after_the_paused_request_timed_out_wakes_nobody_for_it() -> None:
+    loop = asyncio.get_running_loop()
+    async with long_polling() as (service, woken):
         paused = PausableChannel(paused=True)
         first = RemotingCommand.request(200050)
         service.polling(paused, first, "T", "G", 0, loop.time() + 0.05)  # type: ignore[arg-type]
@@ -63,21 +75,10 @@ async def test_a_drain_after_the_paused_request_timed_out_wakes_nobody_for_it() 
         paused.resume()
         await settle()
         assert woken == [first]  # the arrival went with the first request: nothing new arrived for the later one
-    finally:
-        service.shutdown()
-        await tasks.close()
 
 
 async def test_an_arrival_held_for_a_paused_connection_wakes_its_request_once_it_drains() -> None:
-    woken: list[RemotingCommand] = []
-
-    async def wakeup(channel, request, deadline) -> None:
-        woken.append(request)
-
-    tasks = TaskTracker()
-    service = PopLongPollingService(wakeup, tasks)
-    service.start()
-    try:
+    async with long_polling() as (service, woken):
         paused = PausableChannel(paused=True)
         request = RemotingCommand.request(200050)
         service.polling(paused, request, "T", "G", 0, asyncio.get_running_loop().time() + 60)  # type: ignore[arg-type]
@@ -87,6 +88,3 @@ async def test_an_arrival_held_for_a_paused_connection_wakes_its_request_once_it
         paused.resume()
         await settle()
         assert woken == [request]
-    finally:
-        service.shutdown()
-        await tasks.close()

@@ -57,6 +57,20 @@ def filling(mq, topic: str, queue_id: int = 0, count: int = 100) -> list[Remotin
             for _ in range(count)]
 
 
+async def pops_parked_on_a_paused_connection(broker, mq, poll, topic: str, count: int):
+    """``count`` pops of ``topic`` parked (60 s) on a connection that does not read, behind pulls of TopicFiller
+    that pause its writes: (reader, writer, its channel, the pops, the pulls)."""
+    await mq.create_topic(topic, 1)
+    reader, writer = await connect_without_reading(broker)
+    header = PopMessageRequestHeader("G", topic, 0, 32, 60_000, 60_000, int(time.time() * 1000), 0)
+    pops = [RemotingCommand.request(RequestCode.POP_MESSAGE, header) for _ in range(count)]
+    fill = filling(mq, "TopicFiller")
+    writer.write(b"".join(encode(p) for p in [*pops, *fill]))
+    ch = channel_of(broker, writer)
+    await poll(lambda: ch.write_paused and broker.pop_message_processor.long_polling.parked == count)
+    return reader, writer, ch, pops, fill
+
+
 async def read_answers(reader: asyncio.StreamReader, count: int, ch, bound: int) -> list[RemotingCommand]:
     """``count`` answers, read slowly; the broker's output for the connection stays under ``bound`` meanwhile."""
     decoder = FrameDecoder()
@@ -171,16 +185,8 @@ async def test_parked_pops_of_a_connection_that_does_not_read_leave_arrivals_to_
     # Woken, a parked pop of a connection whose writes are paused popped a batch into output nobody took: the
     # messages, invisible meanwhile, were lost to the group's other consumers until their invisible time ran out.
     broker, mq = await broker_with_filler(cluster, dispatched, "TopicFiller")
-    await mq.create_topic("TopicPopped", 1)
-    await dispatched(broker)
     popping = broker.pop_message_processor.long_polling
-    reader, writer = await connect_without_reading(broker)
-    pop = PopMessageRequestHeader("G", "TopicPopped", 0, 32, 60_000, 60_000, int(time.time() * 1000), 0)
-    pops = [RemotingCommand.request(RequestCode.POP_MESSAGE, pop) for _ in range(5)]
-    fill = filling(mq, "TopicFiller")
-    writer.write(b"".join(encode(p) for p in pops + fill))
-    ch = channel_of(broker, writer)
-    await poll(lambda: ch.write_paused and popping.parked == 5)
+    reader, writer, ch, _, _ = await pops_parked_on_a_paused_connection(broker, mq, poll, "TopicPopped", 5)
 
     sent = [b"p%d" % i for i in range(10)]
     for body in sent:
@@ -202,16 +208,8 @@ async def test_a_message_for_a_pop_parked_on_a_paused_connection_is_popped_once_
     # An arrival skipped the pop (its connection paused a moment) and nothing told it again: the message waited for
     # the pop's timer, its whole poll time on a quiet queue, however soon the connection drained.
     broker, mq = await broker_with_filler(cluster, dispatched, "TopicFiller")
-    await mq.create_topic("TopicWaited", 1)
-    await dispatched(broker)
     popping = broker.pop_message_processor.long_polling
-    reader, writer = await connect_without_reading(broker)
-    header = PopMessageRequestHeader("G", "TopicWaited", 0, 32, 60_000, 60_000, int(time.time() * 1000), 0)
-    pop = RemotingCommand.request(RequestCode.POP_MESSAGE, header)
-    fill = filling(mq, "TopicFiller")
-    writer.write(b"".join(encode(p) for p in [pop, *fill]))
-    ch = channel_of(broker, writer)
-    await poll(lambda: ch.write_paused and popping.parked == 1)
+    reader, writer, ch, [pop], fill = await pops_parked_on_a_paused_connection(broker, mq, poll, "TopicWaited", 1)
 
     assert (await mq.send("TopicWaited", b"waited", queue_id=0)).code == ResponseCode.SUCCESS
     await dispatched(broker)

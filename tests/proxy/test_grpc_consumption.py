@@ -239,6 +239,15 @@ async def test_a_push_consumer_that_terminates_gives_its_held_messages_back(env)
     assert again.system_properties.delivery_attempt == 2
 
 
+async def ack(stub: Any, group: str, topic: str, msg: Any, client_id: str) -> Any:
+    """AckMessage of one received message, by ``client_id``."""
+    return await stub.AckMessage(S.AckMessageRequest(
+        group=D.Resource(name=group), topic=D.Resource(name=topic),
+        entries=[S.AckMessageEntry(message_id=msg.system_properties.message_id,
+                                   receipt_handle=msg.system_properties.receipt_handle)]),
+        metadata=metadata(client_id))
+
+
 async def test_a_push_consumer_whose_telemetry_stream_ends_keeps_its_messages_while_it_heartbeats(expiring_env):
     # The SDKs reopen a stream that ended; until the client terminates or goes silent, what it holds stays its own.
     cluster, proxy, stub = expiring_env
@@ -255,11 +264,7 @@ async def test_a_push_consumer_whose_telemetry_stream_ends_keeps_its_messages_wh
         assert r.status.code == D.Code.OK
         assert messages(await receive(stub, receive_request("Blip", group="BlipGroup"),
                                       md=metadata("other@1"))) == []
-    r = await stub.AckMessage(S.AckMessageRequest(
-        group=D.Resource(name="BlipGroup"), topic=D.Resource(name="Blip"),
-        entries=[S.AckMessageEntry(message_id=msg.system_properties.message_id,
-                                   receipt_handle=msg.system_properties.receipt_handle)]),
-        metadata=metadata("blip@1"))
+    r = await ack(stub, "BlipGroup", "Blip", msg, "blip@1")
     assert r.status.code == D.Code.OK
     assert await proxy.call(_count(proxy)) == 0
 
@@ -292,11 +297,7 @@ async def test_an_auto_renew_receive_of_a_client_without_telemetry_gets_its_mess
                                md=metadata("ghost@1"), timeout=8)
     assert (msg.body, msg.system_properties.delivery_attempt) == (b"x", 1)
     assert "client ghost@1 receives with auto-renewal but is not registered" in caplog.text
-    r = await stub.AckMessage(S.AckMessageRequest(
-        group=D.Resource(name="NsGroup"), topic=D.Resource(name="NoSession"),
-        entries=[S.AckMessageEntry(message_id=msg.system_properties.message_id,
-                                   receipt_handle=msg.system_properties.receipt_handle)]),
-        metadata=metadata("ghost@1"))
+    r = await ack(stub, "NsGroup", "NoSession", msg, "ghost@1")
     assert r.status.code == D.Code.OK
 
 

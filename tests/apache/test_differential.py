@@ -254,6 +254,8 @@ CASES = [
          lambda s: request(R.QUERY_CONSUMER_OFFSET, {"consumerGroup": GROUP, "topic": TOPIC, "queueId": 0})),
     Case("query the offset of a group that has none", "broker",
          lambda s: request(R.QUERY_CONSUMER_OFFSET, {"consumerGroup": f"none{RUN}", "topic": TOPIC, "queueId": 0})),
+    Case("query the offset of a group that has none, of an empty queue", "broker",
+         lambda s: request(R.QUERY_CONSUMER_OFFSET, {"consumerGroup": f"none{RUN}", "topic": TOPIC, "queueId": 1})),
     Case("max offset", "broker", lambda s: request(R.GET_MAX_OFFSET, {"topic": TOPIC, "queueId": 0})),
     Case("min offset", "broker", lambda s: request(R.GET_MIN_OFFSET, {"topic": TOPIC, "queueId": 0})),
     Case("max offset of a queue the topic has not", "broker",

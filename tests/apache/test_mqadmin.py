@@ -54,6 +54,10 @@ class Side:
     setup_output: dict[str, str] = field(default_factory=dict)
     clients: list[SyncProducer | SyncPushConsumer] = field(default_factory=list)
     consumed: list[MessageExt] = field(default_factory=list)
+    # The group's retry queue, empty, listed by consumerProgress at 0 once the consumer has committed that 0: on
+    # 5.x after its first long poll of it; never on 4.9.7 and pocketmq, whose QUERY_CONSUMER_OFFSET answers 0
+    # for it, an offset the consumer never changes, so never commits (docs/compatibility.md).
+    lists_empty_retry_queue: bool = False
 
 
 class Mqadmin:
@@ -173,10 +177,11 @@ def _set_up(side: Side, mq: Mqadmin) -> None:
         side.msg_ids.append(sent.msg_id)
         side.offset_msg_ids.append(sent.offset_msg_id)
     consumed = side.consumed
-    # (a reset's settle time shortened: the consumer takes the new offsets in 0.2 s, not 10)
+    # (a reset's settle time shortened: the consumer takes the new offsets in 0.2 s, not 10; its long polls end
+    # after 1 s, not 15, and with the first, of the empty retry queue, comes its commit of 0)
     consumer = SyncPushConsumer(GROUP, side.namesrv_addr, protocol="rocketmq",
                                 consume_from_where="CONSUME_FROM_FIRST_OFFSET", persist_consumer_offset_interval=0.2,
-                                reset_offset_settle_time=0.2)
+                                reset_offset_settle_time=0.2, broker_suspend_max_time=1.0)
     consumer.subscribe(TOPIC, "*")
     consumer.register_message_listener(
         lambda msgs, _ctx: (consumed.extend(msgs), ConsumeConcurrentlyStatus.CONSUME_SUCCESS)[1])
@@ -186,7 +191,8 @@ def _set_up(side: Side, mq: Mqadmin) -> None:
 
 
 def _wait_no_lag(side: Side, mq: Mqadmin, consumed: Callable[[], bool] = lambda: True) -> None:
-    """Until the group's messages are consumed and its offsets committed: consumerProgress shows no lag."""
+    """Until the group's messages are consumed and its offsets committed: consumerProgress shows no lag (and the
+    retry queue where the side lists it)."""
     deadline = time.monotonic() + 60
     while True:
         progress = ""
@@ -195,7 +201,7 @@ def _wait_no_lag(side: Side, mq: Mqadmin, consumed: Callable[[], bool] = lambda:
                 progress = mq.run(side.namesrv_addr, "consumerProgress", "-g", GROUP)
             except AssertionError as e:  # no offset committed yet: CODE 206 on Apache, an empty table on pocketmq
                 progress = str(e)
-        if "Diff Total: 0" in progress:
+        if "Diff Total: 0" in progress and ("%RETRY%" in progress or not side.lists_empty_retry_queue):
             return
         assert time.monotonic() < deadline, (side.name, progress)
         time.sleep(0.2)
@@ -547,7 +553,8 @@ def test_set_consume_mode_5(sides: tuple[Side, Side], pocket: ThreadedCluster, m
 def sides5(sides: tuple[Side, Side], apache_rocketmq5: ApacheRocketMQ,
            mqadmin5: Mqadmin) -> Iterator[tuple[Side, Side]]:
     """Apache 5.5.0 after the module's setup (by 5.5.0's mqadmin), and the module's pocketmq side."""
-    apache = Side("apache", apache_rocketmq5.namesrv_addr, apache_rocketmq5.broker_addr)
+    apache = Side("apache", apache_rocketmq5.namesrv_addr, apache_rocketmq5.broker_addr,
+                  lists_empty_retry_queue=True)
     try:
         _set_up(apache, mqadmin5)
         yield apache, sides[1]
@@ -581,7 +588,10 @@ def test_consumer_progress_5(sides5: tuple[Side, Side], mqadmin5: Mqadmin) -> No
     """5.x's consumerProgress prints #Inflight, each queue's pullOffset (the group's last pull) less its consumer
     offset; pocketmq sent no pullOffset, read as 0: minus the consumed messages."""
     apache, pocket = mqadmin5.both(sides5, "consumerProgress", "-g", GROUP)
-    assert _rows_measured_masked(pocket) == _rows_measured_masked(apache)
+    # The empty retry queue at 0: listed by 5.5.0 only (Side.lists_empty_retry_queue).
+    theirs = _rows_measured_masked(apache)
+    theirs.remove([f"%RETRY%{GROUP}", "broker-a", "0", "0", "0", "0", "0", "N/A"])
+    assert _rows_measured_masked(pocket) == theirs
     assert ["Consume", "Inflight", "Total:", "0"] in rows(pocket)
 
 

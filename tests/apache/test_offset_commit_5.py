@@ -1,7 +1,8 @@
 """UPDATE_CONSUMER_OFFSET (15) sent to Apache RocketMQ 5.5.0's broker and to pocketmq's: a commit for a group or a
 topic the broker does not have is refused, with the same code and remark (4.9.7 kept any offset for good:
 test_differential.py); a refused commit does not create the group (autoCreateSubscriptionGroup is for heartbeats
-and pulls); a consumer's heartbeat does, after which its commit is kept."""
+and pulls); a consumer's heartbeat does, after which its commit is kept. The offset of a group new to an empty queue
+is not found on 5.5.0, 0 on pocketmq (and 4.9.7)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,8 @@ def answers(broker: str) -> dict[str, Any]:
         "known group and topic": commit(GROUP, offset=7),
         "the offset read back": request(R.QUERY_CONSUMER_OFFSET, {"consumerGroup": GROUP, "topic": TOPIC,
                                                                   "queueId": 0}),
+        "the offset of a queue with no message and no commit": request(
+            R.QUERY_CONSUMER_OFFSET, {"consumerGroup": GROUP, "topic": TOPIC, "queueId": 1}),
         "a group before its consumer's heartbeat": commit(NEW_GROUP),
         "its consumer's heartbeat": heartbeat(NEW_GROUP),
         "the group after the heartbeat": commit(NEW_GROUP, offset=3),
@@ -68,6 +71,9 @@ def test_a_commit_for_a_group_or_topic_the_broker_does_not_have_is_refused_as_by
         # the topic's queues.
         beyond = [call(broker, commit(GROUP, queue_id=99)) for broker in (apache_rocketmq5.broker_addr,
                                                                           pocket.broker_addr)]
+    # A deliberate difference (docs/compatibility.md): pocketmq answers 0, as 4.9.7 (test_differential.py).
+    empty_queue = "the offset of a queue with no message and no commit"
+    assert [apache.pop(empty_queue)[0], pocketmq.pop(empty_queue)] == [22, (0, None, "0")]
     assert pocketmq == apache
     assert [a.code for a in beyond] == [0, 29], beyond
     assert apache["unknown group"] == (26, f"Group none_{RUN} not exist!", None)

@@ -3,6 +3,7 @@ Python SDK's ``rocketmq.grpc_protocol``): what the endpoint answers is read with
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -70,3 +71,22 @@ def fast_check_cluster(tmp_path: Any) -> Iterator[embedded.ThreadedCluster]:
 
     with embedded.ThreadedCluster(tmp_path, grpc=True, **FAST_CHECK) as c:
         yield c
+
+
+@pytest.fixture(scope="module")
+def main_thread_loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """An open event loop as the main thread's current one, for the modules calling Apache's Python SDK here.
+
+    The SDK fetches a route with ``future = query_topic_route_async(...)``, then ``future.add_done_callback(...)``:
+    when the answer is in first (a busy machine holds the caller between the two), the callback runs on the
+    calling thread and opens the route's Telemetry stream there, and gRPC's aio call asks that thread for its loop
+    (``init_grpc_aio``, ``get_working_loop``). A fresh main thread makes one then; after an async test on the same
+    xdist worker it cannot: pytest-asyncio's runner, as ``asyncio.run``, ends with ``set_event_loop(None)``, the
+    stream fails ("There is no current event loop in thread 'MainThread'") and so does the route fetch. The loop
+    never runs: gRPC only registers its completion queue's socket with it; the calls run on the SDK's own loop.
+    Module-scoped, so it outlives the modules' SDK clients (their shutdown runs on the main thread too)."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    yield loop
+    asyncio.set_event_loop(None)
+    loop.close()

@@ -21,6 +21,9 @@ from .acl_accounts import ACL, ADMIN, USER
 from .conftest import D, S, endpoints
 from .sdk_helpers import create_topic, wait_for
 
+# The SDK may open a stream on the main thread, which needs a current event loop (see main_thread_loop).
+pytestmark = pytest.mark.usefixtures("main_thread_loop")
+
 
 @pytest.fixture(scope="module")
 def acl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded.ThreadedCluster]:

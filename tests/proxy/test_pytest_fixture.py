@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from rocketmq import ClientConfiguration, Credentials, Message, Producer
 
 from .sdk_helpers import create_topic, wait_pulled
+
+# The SDK may open a stream on the main thread, which needs a current event loop (see main_thread_loop).
+pytestmark = pytest.mark.usefixtures("main_thread_loop")
 
 
 def test_the_fixture_tells_its_grpc_endpoint_to_a_5x_sdk(pocketmq_cluster):

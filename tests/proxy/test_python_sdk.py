@@ -35,6 +35,9 @@ from pocketmq.remoting.client_body import SubscriptionGroupConfig
 
 from .sdk_helpers import create_topic, pull_all, wait_for, wait_pulled
 
+# The SDK may open a stream on the main thread, which needs a current event loop (see main_thread_loop).
+pytestmark = pytest.mark.usefixtures("main_thread_loop")
+
 
 def sdk_producer(cluster: embedded.ThreadedCluster, topics: tuple[str, ...], checker: Any = None) -> Producer:
     producer = Producer(ClientConfiguration(cluster.grpc_endpoint, Credentials(), request_timeout=5), topics, checker)

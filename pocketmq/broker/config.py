@@ -269,7 +269,8 @@ class BrokerConfig:
     rebalance_lock_max_live_time: float = _f(60.0, "rebalanceLockMaxLiveTime", "ms")
 
     # --- statistics ---
-    # How often BrokerStatsManager snapshots its counters (RocketMQ: every 10 s); rates are over a minute.
+    # How often BrokerStatsManager snapshots its counters (RocketMQ: every 10 s); rates are over a minute. The
+    # hour's snapshots come every 60 intervals and the day's every 360 (RocketMQ's 10 minutes and hour).
     stats_sample_interval: float = _f(10.0, "statsSampleInterval", "ms")
 
     # --- access control (docs/broker.md, "Access control") ---

@@ -184,3 +184,12 @@ class QueryConsumeQueueRequestHeader(CommandHeader):
     index: int
     count: int
     consumer_group: str | None = None
+
+
+@dataclass(slots=True)
+class ViewBrokerStatsDataRequestHeader(CommandHeader):
+    """VIEW_BROKER_STATS_DATA (315): one statistics item of the broker (mqadmin's statsAll asks TOPIC_PUT_NUMS of
+    each topic, GROUP_GET_NUMS of each ``topic@group``)."""
+
+    stats_name: str
+    stats_key: str

@@ -4,12 +4,14 @@ The processors add to them where RocketMQ's do: a stored send adds its messages 
 the broker's total, a pull that found messages adds them to its topic@group and to the broker's total, a
 message sent back adds one to SNDBCK_PUT_NUMS, a store read (a pull's, or a pop's or peek's read of a queue)
 adds one to the reads that found messages or to those that found none. GET_TOPIC_STATS_INFO,
-GET_CONSUME_STATS and GET_BROKER_RUNTIME_INFO read the minute's rates from here.
+GET_CONSUME_STATS and GET_BROKER_RUNTIME_INFO read the minute's rates from here, VIEW_BROKER_STATS_DATA (mqadmin's
+statsAll) an item's minute, hour and day.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from bisect import bisect_left
 from collections.abc import Iterator
 from typing import Protocol
@@ -52,11 +54,36 @@ class _NoStore:
     put_message_size_total = 0
 
 
+class _FixedRate:
+    """When a scheduleAtFixedRate task, first run at the first call, is due again; a late timer runs it once, not
+    once for each turn it missed."""
+
+    __slots__ = ("interval_ms", "next_ms")
+
+    def __init__(self, interval_ms: float) -> None:
+        self.interval_ms = interval_ms
+        self.next_ms: float | None = None
+
+    def due(self, now_ms: float) -> bool:
+        start = self.next_ms
+        if start is None:
+            start = now_ms
+        elif now_ms < start:
+            return False
+        turns = math.floor((now_ms - start) / self.interval_ms) + 1 if self.interval_ms > 0 else 1
+        self.next_ms = start + turns * self.interval_ms
+        return True
+
+
 class BrokerStatsManager:
     def __init__(self, cluster_name: str, sample_interval: float = 10.0, store: StorePutTotals | None = None) -> None:
         self.cluster_name = cluster_name
         self._store: StorePutTotals = store if store is not None else _NoStore()
         self.sample_interval = sample_interval
+        # RocketMQ snapshots for the hour every 10 minutes and for the day every hour: 60 and 360 times its 10 s,
+        # here 60 and 360 times the interval, so that a test's short interval shortens the hour and the day too.
+        self._hour_rate = _FixedRate(sample_interval * 60_000.0)
+        self._day_rate = _FixedRate(sample_interval * 360_000.0)
         # A minute of samples: RocketMQ samples every 10 s and keeps 7 (the newest minus the oldest = 60 s).
         window = max(2, round(60.0 / sample_interval) + 1) if sample_interval > 0 else 7
         self.sets = {
@@ -128,6 +155,9 @@ class BrokerStatsManager:
         made meanwhile may wait for the next round, a removed one is snapshotted once more for nothing)."""
         now_ms = monotonic_ms() if now_ms is None else now_ms
         interval_ms = self.sample_interval * 1000.0
+        # (both due at the first call: RocketMQ's StatsItemSet schedules all three samplings with no delay)
+        hour_ms = self._hour_rate.interval_ms if self._hour_rate.due(now_ms) else None
+        day_ms = self._day_rate.interval_ms if self._day_rate.due(now_ms) else None
         self._get_times_found.sample(now_ms, interval_ms)
         self._get_times_miss.sample(now_ms, interval_ms)
         self._put_times.value = self._store.put_message_times_total
@@ -136,6 +166,10 @@ class BrokerStatsManager:
         for s in self.sets.values():
             for item in list(s.items.values()):
                 item.sample(now_ms, interval_ms)
+                if hour_ms is not None:
+                    item.sample_in_minutes(now_ms, hour_ms)
+                if day_ms is not None:
+                    item.sample_in_hour(now_ms, day_ms)
                 done += 1
                 if done == chunk:
                     done = 0
@@ -170,6 +204,11 @@ class BrokerStatsManager:
     def broker_get_total(self) -> int:
         return self._broker_get_nums.total(self.cluster_name)
 
+    def get_stats_item(self, stats_name: str, stats_key: str) -> StatsItem | None:
+        """RocketMQ's getStatsItem: None for a name pocketmq does not count, or a key not counted yet."""
+        s = self.sets.get(stats_name)
+        return s.get(stats_key) if s is not None else None
+
     def topic_put_in_minute(self, topic: str) -> StatsSnapshot:
         return self._topic_put_nums.stats_in_minute(topic)
 
@@ -178,16 +217,16 @@ class BrokerStatsManager:
 
     def put_in_minute(self) -> StatsSnapshot:
         """The store's puts (putTps)."""
-        return self._put_times.stats_in_window()
+        return self._put_times.stats_in_minute()
 
     def broker_get_in_minute(self) -> StatsSnapshot:
         return self._broker_get_nums.stats_in_minute(self.cluster_name)
 
     def get_found_in_minute(self) -> StatsSnapshot:
-        return self._get_times_found.stats_in_window()
+        return self._get_times_found.stats_in_minute()
 
     def get_miss_in_minute(self) -> StatsSnapshot:
-        return self._get_times_miss.stats_in_window()
+        return self._get_times_miss.stats_in_minute()
 
     def on_topic_deleted(self, topic: str) -> None:
         self._topic_put_nums.remove_where(lambda k: k == topic)

@@ -26,7 +26,14 @@ from pathlib import Path
 import pytest
 
 from pocketmq.cli import main as pocketmq_main
-from pocketmq.client import ConsumeConcurrentlyStatus, Message, MessageExt, SyncProducer, SyncPushConsumer
+from pocketmq.client import (
+    ConsumeConcurrentlyStatus,
+    Message,
+    MessageExt,
+    SyncProducer,
+    SyncPullConsumer,
+    SyncPushConsumer,
+)
 from pocketmq.common.java_hash import hash_map_order
 from pocketmq.embedded import ThreadedCluster
 from tests.apache.apache_rocketmq import V5, ApacheRocketMQ
@@ -401,6 +408,55 @@ def test_broker_consume_stats(sides: tuple[Side, Side], mqadmin: Mqadmin) -> Non
         mine = [[r for r in rows(text) if r[0] == "#Topic" or r[1:2] == [GROUP]] for text in (apache, pocket)]
         assert mine[1] == mine[0]
         assert len(mine[1]) == 1 + queues and rows(pocket)[-1][:2] == ["Diff", "Total:"]
+
+
+def _stats_all_rows(text: str) -> list[list[str]]:
+    """statsAll's rows, the rates (#InTPS, #OutTPS) masked: each broker's figure of the minute as it last sampled
+    it. A topic without consumers has one row with an empty group and #OutTPS."""
+    cells = rows(text)
+    for row in cells[1:]:
+        for i in ((2,) if row[-1] == "NO_CONSUMER" else (3, 4)):
+            row[i] = "N"
+    return cells
+
+
+def test_stats_all(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:
+    """statsAll (VIEW_BROKER_STATS_DATA, 315): a topic's puts, and per group that has offsets of it the group's
+    pulls and lag. #InMsg24Hour and #OutMsg24Hour are an item's day, else its hour, else its minute: the counts
+    sent and pulled once a snapshot took them, for a minute at least, on both (Apache snapshots the minute every
+    10 s; its hour and day, every 10 minutes and every hour, are empty or hold the same counts). One batch sent
+    and one pull, so that no snapshot sees a part of them. mqadmin swallows a failed request and prints zeros."""
+    topic, lone, group = f"MqaStats{SUFFIX}", f"MqaStatsLone{SUFFIX}", f"MqaStatsGroup{SUFFIX}"
+    for name in (topic, lone):
+        mqadmin.both(sides, "updateTopic", "-c", CLUSTER, "-t", name, "-r", "1", "-w", "1")
+    mqadmin.both(sides, "updateSubGroup", "-c", CLUSTER, "-g", group)
+
+    def traffic(side: Side) -> None:
+        producer = side.clients[0]
+        assert isinstance(producer, SyncProducer)
+        producer.send_batch([Message(lone, b"lone %d" % i) for i in range(3)])
+        producer.send_batch([Message(topic, b"stats %d" % i) for i in range(6)])
+        with SyncPullConsumer(group, side.namesrv_addr, protocol="rocketmq") as consumer:
+            [mq] = consumer.fetch_subscribe_message_queues(topic)
+            assert len(consumer.pull(mq, "*", 0, 32).msg_found_list) == 6
+            consumer.update_consume_offset(mq, 4)  # two left: #Accumulation 2
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(traffic, sides))
+    header = ["#Topic", "#Consumer", "Group", "#Accumulation", "#InTPS", "#OutTPS", "#InMsg24Hour", "#OutMsg24Hour"]
+    expected = [header, [topic, group, "2", "N", "N", "6", "6"]]
+    deadline = time.monotonic() + 60
+    while True:  # until Apache's first snapshot of the minute (pocketmq's, every 50 ms, comes first)
+        apache, pocket = mqadmin.both(sides, "statsAll", "-t", topic)
+        if _stats_all_rows(apache) == expected or time.monotonic() > deadline:
+            break
+        time.sleep(1.0)
+    assert _stats_all_rows(pocket) == _stats_all_rows(apache) == expected
+    apache, pocket = mqadmin.both(sides, "statsAll", "-t", lone)
+    assert _stats_all_rows(pocket) == _stats_all_rows(apache) == [header, [lone, "0", "N", "3", "NO_CONSUMER"]]
+    for name in (topic, lone):
+        mqadmin.both(sides, "deleteTopic", "-c", CLUSTER, "-t", name)
+    mqadmin.both(sides, "deleteSubGroup", "-c", CLUSTER, "-g", group)
 
 
 def test_store_clean_ups(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:

@@ -116,21 +116,6 @@ def java_bool(b: bool) -> str:
     return "true" if b else "false"
 
 
-def perm_to_string(perm: int) -> str:
-    """PermName.perm2String: R, W and X (inherit) or a dash each ("RW-")."""
-    return "".join(c if perm & bit else "-" for c, bit in (("R", 4), ("W", 2), ("X", 1)))
-
-
-def topic_config_text(tc: Any) -> str:
-    """TopicConfig.toString, as mqadmin updateTopic prints it (with RocketMQ 5's attributes when there are some)."""
-    attributes = getattr(tc, "attributes", None)
-    shown = (", attributes={" + ", ".join(f"{k}={v}" for k, v in attributes.items()) + "}") if attributes else ""
-    return (f"TopicConfig [topicName={tc.topic_name}, readQueueNums={tc.read_queue_nums}, "
-            f"writeQueueNums={tc.write_queue_nums}, perm={perm_to_string(tc.perm)}, "
-            f"topicFilterType={tc.topic_filter_type}, "
-            f"topicSysFlag={tc.topic_sys_flag}, order={java_bool(tc.order)}{shown}]")
-
-
 def subscription_group_text(c: Any) -> str:
     """SubscriptionGroupConfig.toString, as mqadmin updateSubGroup prints it."""
     return (f"SubscriptionGroupConfig [groupName={c.group_name}, consumeEnable={java_bool(c.consume_enable)}, "

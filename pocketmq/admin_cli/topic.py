@@ -14,7 +14,7 @@ from pocketmq.remoting.body import TopicConfig
 from pocketmq.remoting.errors import RemotingError
 from pocketmq.remoting.route_data import TopicRouteData
 
-from .common import Printable, add_target, bool_arg, command, human_time, table, topic_config_text
+from .common import Printable, add_target, bool_arg, command, human_time, table
 
 
 def add(sub: Any) -> None:
@@ -53,7 +53,7 @@ def _attributes(text: str) -> dict[str, str]:
 async def update_topic(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
     tc = TopicConfig(args.topic, args.read, args.write, args.perm, order=args.order, attributes=args.attributes)
     addrs = await admin.create_topic(tc, cluster=args.cluster_name, broker_addr=args.broker_addr)
-    lines = [f"create topic to {a} success." for a in addrs] + [topic_config_text(tc)]
+    lines = [f"create topic to {a} success." for a in addrs] + [str(tc)]
     return Printable({"brokers": addrs, "topicConfig": tc}, lines)
 
 

@@ -52,6 +52,16 @@ class TopicConfig:
     # 4.9.8's shape.
     attributes: dict[str, str] = field(default_factory=dict)
 
+    def __str__(self) -> str:
+        """TopicConfig.toString, as remarks and mqadmin's updateTopic print it (with RocketMQ 5's attributes when
+        there are some)."""
+        shown = (", attributes={" + ", ".join(f"{k}={v}" for k, v in self.attributes.items()) + "}"
+                 if self.attributes else "")
+        return (f"TopicConfig [topicName={self.topic_name}, readQueueNums={self.read_queue_nums}, "
+                f"writeQueueNums={self.write_queue_nums}, perm={PermName.perm_to_string(self.perm)}, "
+                f"topicFilterType={self.topic_filter_type}, topicSysFlag={self.topic_sys_flag}, "
+                f"order={'true' if self.order else 'false'}{shown}]")
+
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "topicName": self.topic_name,

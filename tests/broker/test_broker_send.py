@@ -213,6 +213,9 @@ async def test_queue_id_checks(broker, mq) -> None:
     await mq.create_topic("TopicQ", queues=4)
     resp = await mq.send("TopicQ", queue_id=4)
     assert resp.code == ResponseCode.SYSTEM_ERROR and "queueId[4] is illegal" in resp.remark
+    # The topic as RocketMQ's TopicConfig.toString shows it.
+    assert ("TopicConfig [topicName=TopicQ, readQueueNums=4, writeQueueNums=4, perm=RW-, topicFilterType=SINGLE_TAG, "
+            "topicSysFlag=0, order=false] Producer: ") in resp.remark
     seen = set()
     for _ in range(20):
         resp = await mq.send("TopicQ", queue_id=-1)

@@ -181,3 +181,29 @@ async def test_reject_transaction_message_and_sends_that_claim_a_decision(cluste
         claimed = await mq.send("TxnT", b"x", sys_flag=flag)
         assert claimed.code == ResponseCode.MESSAGE_ILLEGAL, claimed.remark
     assert (await mq.send("TxnT", b"plain")).code == ResponseCode.SUCCESS
+
+
+async def test_reject_transaction_message_changes_at_run_time(cluster: Cluster) -> None:
+    """An operator stops (and resumes) transactional sends with updateBrokerConfig, without a restart, as on
+    RocketMQ 5; the reply, recall switches alike."""
+    broker = await cluster.broker()
+    mq = cluster.mq(broker)
+
+    async def update(text: str) -> RemotingCommand:
+        return await mq.invoke(RequestCode.UPDATE_BROKER_CONFIG, None, text.encode())
+
+    async def half() -> RemotingCommand:
+        return await mq.send("TxnT", b"x", sys_flag=TRANSACTION_PREPARED_TYPE,
+                             properties=mq.props(TRAN_MSG="true", PGROUP="PG"))
+
+    assert (await half()).code == ResponseCode.SUCCESS
+    assert (await update("rejectTransactionMessage=true\n")).code == ResponseCode.SUCCESS
+    refused = await half()
+    assert refused.code == ResponseCode.NO_PERMISSION and "transaction message is forbidden" in (refused.remark or "")
+    assert (await update("rejectTransactionMessage=false\n")).code == ResponseCode.SUCCESS
+    assert (await half()).code == ResponseCode.SUCCESS
+    switches = "storeReplyMessageEnable=false\nrecallMessageEnable=false\nallowRecallWhenBrokerNotWriteable=true\n"
+    assert (await update(switches)).code == ResponseCode.SUCCESS
+    bc = broker.broker_config
+    assert (bc.store_reply_message_enable, bc.recall_message_enable, bc.allow_recall_when_broker_not_writeable) == (
+        False, False, True)

@@ -36,7 +36,9 @@ if TYPE_CHECKING:
 
 # UPDATE_BROKER_CONFIG changes only the keys whose value the broker reads at each use (as RocketMQ reads them: the
 # clean service's retention keys at each round, the transaction check's keys at each check, maxMessageSize at each
-# put, enableRetryTopicV2 and retrieveMessageFromPopRetryTopicV1 at each pop and revive). The others (ports, paths,
+# put, enableRetryTopicV2 and retrieveMessageFromPopRetryTopicV1 at each pop and revive, the transaction, reply and
+# recall switches at each send, reply and recall: an operator stops transactional sends without a restart, as on
+# RocketMQ 5). The others (ports, paths,
 # store sizes, thread counts) take effect at the next start: change them in the properties file.
 RUNTIME_KEYS = frozenset({
     "autoCreateTopicEnable", "autoCreateSubscriptionGroup", "defaultTopicQueueNums", "brokerPermission",
@@ -44,7 +46,8 @@ RUNTIME_KEYS = frozenset({
     "channelExpiredTimeout", "maxMessageSize", "fileReservedTime", "deleteWhen", "diskMaxUsedSpaceRatio",
     "diskSpaceWarningLevelRatio", "diskSpaceCleanForciblyRatio", "maxTransferCountOnMessageInMemory",
     "maxTransferBytesOnMessageInMemory", "transactionTimeOut", "transactionCheckMax", "transactionCheckInterval",
-    "enableRetryTopicV2", "retrieveMessageFromPopRetryTopicV1",
+    "enableRetryTopicV2", "retrieveMessageFromPopRetryTopicV1", "rejectTransactionMessage", "storeReplyMessageEnable",
+    "recallMessageEnable", "allowRecallWhenBrokerNotWriteable",
 })
 _BY_KEY = {f.metadata["key"]: f for f in dataclasses.fields(BrokerConfig)}
 # Keys RocketMQ 5's AdminBrokerProcessor never lets UPDATE_BROKER_CONFIG change (its initConfigBlackList; the

@@ -113,7 +113,7 @@ def test_unknown_key_is_an_error_naming_key_and_line(tmp_path) -> None:
         ("transactionCheckInterval=0", "bad value for transactionCheckInterval: must be a positive number of milli"),
         ("transactionCheckInterval=-1000", "bad value for transactionCheckInterval: .* got -1000$"),
         ("maxMessageSize=0", "bad value for maxMessageSize: must be at least 1, got 0"),
-        ("deleteWhen=4am", "bad value for deleteWhen: expected hours separated by ';'"),
+        ("deleteWhen=4am", "bad value for deleteWhen: expected hours from 0 to 23 separated by ';'"),
         ("serverMaxInflightRequests=0", "bad value for serverMaxInflightRequests: must be at least 1, got 0"),
         ("timerPollIntervalMs=0", "bad value for timerPollIntervalMs: must be a positive"),
         ("namesrvProtocol=native", "namesrvProtocol 'native': expected one of msgpack, rocketmq"),

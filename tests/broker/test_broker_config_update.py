@@ -132,7 +132,8 @@ async def test_the_file_and_update_broker_config_refuse_the_same_values_alike(cl
     broker = await cluster.broker()
     mq = cluster.mq(broker)
     for line in ("transactionCheckInterval=0", "transactionCheckInterval=-1000", "maxMessageSize=0",
-                 "deleteWhen=4am", "defaultTopicQueueNums=0"):
+                 "deleteWhen=4am", "defaultTopicQueueNums=0", "deleteWhen=24", "diskMaxUsedSpaceRatio=200",
+                 "diskSpaceWarningLevelRatio=-1"):
         answer = await update(mq, line)
         with pytest.raises(BrokerConfigError) as at_start:
             BrokerConfig.from_properties_text(line)

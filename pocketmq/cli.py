@@ -401,22 +401,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # a clear one-line error for people; the traceback with -v
         if args.verbose:
             raise
-        print(f"pocketmq {args.command}: {_one_line(e)}", file=sys.stderr)
+        from .admin_cli.common import one_line
+
+        print(f"pocketmq {args.command}: {one_line(e)}", file=sys.stderr)
         return 1
-
-
-def _one_line(e: Exception) -> str:
-    """The error as one line: a broker's refusal as its code and remark, a timeout as such, anything else with
-    its class name ("NameServerAddressError: name server 127.0.0.1:1 unreachable: Connection refused")."""
-    from pocketmq.client.exceptions import MQBrokerException
-    from pocketmq.remoting.errors import RemotingTimeoutError
-
-    text = " ".join(str(e).split()) or type(e).__name__
-    if isinstance(e, MQBrokerException):
-        return text  # "CODE: 17  DESC: topic[T] not exist BROKER: 127.0.0.1:10911"
-    if isinstance(e, RemotingTimeoutError | TimeoutError):
-        return f"timed out: {text}"
-    return f"{type(e).__name__}: {text}"
 
 
 if __name__ == "__main__":

@@ -4,12 +4,13 @@ getNamesrvConfig, updateNamesrvConfig."""
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Any
 
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 
-from .common import Printable, add_target, command, table
+from .common import Printable, add_target, command, one_line, table
 
 
 def add(sub: Any) -> None:
@@ -55,7 +56,11 @@ async def cluster_list(admin: MQAdminExt, args: argparse.Namespace) -> Printable
             for bid, addr in sorted(bd.broker_addrs.items()):
                 try:
                     rt = await admin.fetch_broker_runtime_stats(addr)
-                except Exception:  # an unreachable broker is listed with blanks, as mqadmin does
+                except Exception as e:
+                    # Listed with blanks, as mqadmin does, which prints the exception's stack trace: a blank row
+                    # alone (an ACL refusal, a broker gone) looked like an idle broker of no version.
+                    print(f"pocketmq clusterList: no runtime stats from {name} ({addr}), its row is left blank: "
+                          f"{one_line(e)}", file=sys.stderr)
                     rt = {}
                 earliest = int(rt.get("earliestMessageTimeStamp", "0") or 0)
                 hours = (now - earliest) / 3_600_000 if earliest > 0 else 0.0

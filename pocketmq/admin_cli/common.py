@@ -13,7 +13,9 @@ from typing import Any
 
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.client.client_config import PROTOCOLS
+from pocketmq.client.exceptions import MQBrokerException
 from pocketmq.common.util_all import time_millis_to_human_string2
+from pocketmq.remoting.errors import RemotingTimeoutError
 
 Command = Callable[[MQAdminExt, argparse.Namespace], Awaitable[Any]]
 
@@ -166,3 +168,14 @@ def bool_arg(text: str) -> bool:
     if low not in ("true", "false"):
         raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
     return low == "true"
+
+
+def one_line(e: Exception) -> str:
+    """The error as one line: a broker's refusal as its code and remark, a timeout as such, anything else with
+    its class name ("NameServerAddressError: name server 127.0.0.1:1 unreachable: Connection refused")."""
+    text = " ".join(str(e).split()) or type(e).__name__
+    if isinstance(e, MQBrokerException):
+        return text  # "CODE: 17  DESC: topic[T] not exist BROKER: 127.0.0.1:10911"
+    if isinstance(e, RemotingTimeoutError | TimeoutError):
+        return f"timed out: {text}"
+    return f"{type(e).__name__}: {text}"

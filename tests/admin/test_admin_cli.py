@@ -374,3 +374,18 @@ def test_commands_sign_with_credentials_on_an_acl_cluster(
     monkeypatch.setenv("POCKETMQ_SECRET_KEY", "cliAdminSecret")
     code, out, err = cli(capsys, acl_cluster, "deleteTopic", "-t", topic, "-c", "DefaultCluster", *p)
     assert code == 0 and "from NameServer success" in out, err
+
+
+def test_cluster_list_names_on_stderr_a_broker_whose_stats_it_could_not_read(
+    acl_cluster: ThreadedCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The name server's cluster table is open; the broker's runtime stats need an account. The row stays, blank, as
+    # mqadmin prints it (its stack trace on stderr becomes one line naming the broker and the refusal).
+    [broker] = brokers(acl_cluster)
+    code, out, err = cli(capsys, acl_cluster, "clusterList")
+    assert code == 0 and [line.split()[:4] for line in out.splitlines()[1:]] == [
+        ["DefaultCluster", "broker-a", "0", broker.address]]
+    assert err.startswith(f"pocketmq clusterList: no runtime stats from broker-a ({broker.address}), its row is left "
+                          "blank: CODE: 16 DESC: No accessKey is configured") and len(err.splitlines()) == 1, err
+    code, out, err = cli(capsys, acl_cluster, "clusterList", *ADMIN_KEYS)
+    assert code == 0 and err == "" and len(out.splitlines()[1].split()) == 10, out  # (a version: no blank column)

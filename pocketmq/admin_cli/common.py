@@ -179,3 +179,9 @@ def one_line(e: Exception) -> str:
     if isinstance(e, RemotingTimeoutError | TimeoutError):
         return f"timed out: {text}"
     return f"{type(e).__name__}: {text}"
+
+
+def java_text(value: object) -> str:
+    """``value`` as Java's string concatenation and printf write it: a missing value is "null", where mqadmin prints
+    a Java null (``"[" + msg.getTags() + "]"``)."""
+    return "null" if value is None else str(value)

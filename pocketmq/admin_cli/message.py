@@ -9,10 +9,11 @@ from typing import Any
 from pocketmq.client import Message, MessageQueue, Producer, PullConsumer, PullStatus
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.client.exceptions import MQClientException
+from pocketmq.common.constants import PROPERTY_KEYS
 from pocketmq.common.message import MessageExt
 from pocketmq.common.mix_all import TOOLS_CONSUMER_GROUP
 
-from .common import Printable, client_options, command, human_time, parse_timestamp, table
+from .common import Printable, client_options, command, human_time, java_text, parse_timestamp, table
 
 
 def add(sub: Any) -> None:
@@ -75,7 +76,8 @@ def message_lines(msg: MessageExt, offset_id: bool = True) -> list[str]:
     prints no OffsetID, as mqadmin's."""
     fields = [
         *((("OffsetID:", msg.offset_msg_id),) if offset_id else ()), ("Topic:", msg.topic),
-        ("Tags:", f"[{msg.tags}]"), ("Keys:", f"[{' '.join(msg.keys) or None}]"), ("Queue ID:", msg.queue_id),
+        ("Tags:", f"[{java_text(msg.tags)}]"), ("Keys:", f"[{java_text(msg.properties.get(PROPERTY_KEYS))}]"),
+        ("Queue ID:", msg.queue_id),
         ("Queue Offset:", msg.queue_offset), ("CommitLog Offset:", msg.commit_log_offset),
         ("Reconsume Times:", msg.reconsume_times), ("Born Timestamp:", human_time(msg.born_timestamp)),
         ("Store Timestamp:", human_time(msg.store_timestamp)), ("Born Host:", msg.born_host),

@@ -389,3 +389,23 @@ def test_cluster_list_names_on_stderr_a_broker_whose_stats_it_could_not_read(
                           "blank: CODE: 16 DESC: No accessKey is configured") and len(err.splitlines()) == 1, err
     code, out, err = cli(capsys, acl_cluster, "clusterList", *ADMIN_KEYS)
     assert code == 0 and err == "" and len(out.splitlines()[1].split()) == 10, out  # (a version: no blank column)
+
+
+def test_a_message_without_tags_or_keys_shows_them_as_java_null(
+    cluster: ThreadedCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pocketmq.client import Message, MessageQueue
+    from pocketmq.client.sync import SyncProducer
+
+    cli(capsys, cluster, "updateTopic", "-c", "DefaultCluster", "-t", "CliNull_T", "-r", "1", "-w", "1")
+    wait_routed(cluster, "CliNull_T", 2)
+    mq = MessageQueue("CliNull_T", "broker-a", 0)
+    with SyncProducer("CliNullPG", cluster.namesrv_addr) as producer:
+        bare = producer.send(Message("CliNull_T", b"bare"), mq)
+        producer.send(Message("CliNull_T", b"tagged", tags="TagA", keys="k1 k2"), mq)
+    assert cluster.wait_dispatched()
+    # mqadmin prints "[" + msg.getTags() + "]": Java's null, not Python's None; the keys as stored.
+    code, out, _ = cli(capsys, cluster, "queryMsgById", "-i", bare.msg_id, "-t", "CliNull_T")
+    assert code == 0 and "Tags:                [null]" in out and "Keys:                [null]" in out, out
+    code, out, _ = cli(capsys, cluster, "queryMsgByOffset", "-t", "CliNull_T", "-b", "broker-a", "-i", "0", "-o", "1")
+    assert code == 0 and "Tags:                [TagA]" in out and "Keys:                [k1 k2]" in out, out

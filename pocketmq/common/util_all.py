@@ -8,6 +8,7 @@ no calendar of this platform can hold (a born timestamp a client made up) is wri
 from __future__ import annotations
 
 import time
+from decimal import Decimal
 
 
 def _local(ms: int, date_format: str, millis_format: str) -> str:
@@ -35,6 +36,9 @@ def format_date_millis(ms: int) -> str:
 
 
 def seconds_text(seconds: float) -> str:
-    """A timeout as an error message gives it: to the hundredth of a second, at least 0.01, never in exponent
-    form ("0.3s", "2s", "10000000s"; a float sum prints 0.2989999999997963)."""
-    return f"{max(seconds, 0.01):.2f}".rstrip("0").rstrip(".") + "s"
+    """A timeout as an error message gives it, never in exponent form: to the hundredth of a second ("0.3s", "2s",
+    "10000000s"; a time left computed as 0.2989999999997963 reads 0.3), and one shorter than that to three
+    significant digits ("0.001s", "0.0004s"), so the figure a user gave (``--timeout 0.001``) is the one shown."""
+    if seconds >= 0.01:
+        return f"{seconds:.2f}".rstrip("0").rstrip(".") + "s"
+    return format(Decimal(f"{seconds:.3g}"), "f") + "s"

@@ -109,7 +109,9 @@ class NameServerInvoker:
                     self._namesrv_chosen = None
                 continue
             except RemotingTimeoutError as e:
-                log.warning("name server %s did not answer within %.3fs; asking the next one", addr, share)
+                if i + 1 < len(candidates):  # (the last one's timeout is the error raised below: said once)
+                    log.warning("name server %s did not answer within %s; asking the next one", addr,
+                                seconds_text(share))
                 last = e
                 timed_out.append(addr)
                 if self._namesrv_chosen == addr:
@@ -130,8 +132,7 @@ class NameServerInvoker:
             self._namesrv_answered.add(addr)
             return response
         if last is None or timed_out:
-            hung = f" ({', '.join(timed_out)} hung)" if timed_out else ""
-            raise RemotingTimeoutError(f"no name server answered within {seconds_text(timeout)}{hung}")
+            raise _no_answer(timeout, timed_out)
         if unreachable and last.__cause__ is not None:  # not when the client was closed meanwhile
             raise name_server_unreachable(unreachable)
         raise last
@@ -142,3 +143,10 @@ class NameServerInvoker:
         error alone (then a "No route info" from a send) had users looking for a missing topic."""
         client = self.remoting_client
         return addr not in self._namesrv_answered and client.wire_protocol is WireProtocol.MSGPACK and not client.closed
+
+
+def _no_answer(timeout: float, timed_out: list[str]) -> RemotingTimeoutError:
+    # (the timeout as given, and which servers it ran out on: "hung" blamed a healthy name server that was given
+    # 1 ms)
+    waiting = f" waiting for {', '.join(timed_out)}" if timed_out else ""
+    return RemotingTimeoutError(f"no name server answered: the timeout of {seconds_text(timeout)} ran out{waiting}")

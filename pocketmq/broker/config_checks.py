@@ -5,8 +5,8 @@ refuses too, with the same one-line reason ("bad value for <key>: ...").
 Only values the broker would fail on, or that cannot mean what their key says, are refused: a period of 0
 (RocketMQ's ``scheduleAtFixedRate`` refuses it, its ``waitForRunning(0)`` spins a core; pocketmq's timers would spin
 too, and a pass that never awaits stops the event loop), TBW102 without a queue, every put refused, a clean round
-that fails at each run, a file size no record fits, an index file that never takes an entry, a percentage above
-100, an hour past 23, an empty name. Small positive periods and sizes stay allowed, unclamped: tests run the timers
+that fails at each run, a file size no record fits, an index file that never takes an entry, a percentage outside
+0-100, an hour past 23, an empty name. Small positive periods and sizes stay allowed, unclamped: tests run the timers
 in milliseconds and the store in small files (docs/compatibility.md, deliberate differences).
 """
 

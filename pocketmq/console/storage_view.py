@@ -9,7 +9,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from pocketmq.common.constants import CQ_STORE_UNIT_SIZE, INDEX_HASH_SLOT_SIZE, INDEX_HEADER_SIZE
+from pocketmq.common.constants import (
+    CQ_STORE_UNIT_SIZE,
+    INDEX_HASH_SLOT_SIZE,
+    INDEX_HEADER_SIZE,
+    TRANSACTION_PREPARED_TYPE,
+)
 from pocketmq.common.message import MessageExt
 from pocketmq.storage.consume_queue import CQ_ENTRY
 from pocketmq.storage.index_file import ENTRY, key_hash
@@ -102,29 +107,66 @@ def record_view(root: str, offset: int, hash_slots: int = 5_000_000, index_num: 
             "keys": msg.keys, "uniq_key": msg.uniq_key, "tags": msg.tags,
             "body_preview": body_text(msg.body, msg.sys_flag, 200),
             "fields": fields,
-            "consume_queue": _cq_entry(root, files, msg),
+            "consume_queue": _cq_entry(root, files, msg, offset),
             "index": _index_entries(root, files, msg, offset, hash_slots, index_num),
         }
 
 
-def _cq_entry(root: str, files: ReadOnlyFiles, msg: MessageExt) -> dict[str, Any] | None:
+def _cq_entry(root: str, files: ReadOnlyFiles, msg: MessageExt, offset: int) -> dict[str, Any]:
+    """The entry at the record's QUEUEOFFSET, and whether it is this record's: "state" is "dispatched" (it points at
+    this offset and size), "pending" (not written yet, and the queue ends before this record), or "none" (no entry
+    points at this record, nor will: the record is a transaction's prepared or rolled-back half, or its
+    QUEUEOFFSET belongs to an older queue of the topic, deleted and re-created since)."""
+    rel = f"consumequeue/{msg.topic}/{msg.queue_id}"
+    out: dict[str, Any] = {"path": rel, "index": msg.queue_offset, "dispatched": False}
+    if msg.sys_flag & TRANSACTION_PREPARED_TYPE:  # (PREPARED and ROLLBACK: the dispatcher writes no entry for them)
+        return {**out, "state": "none", "reason": "transaction"}
     qdir = os.path.join(root, "consumequeue", msg.topic, str(msg.queue_id))
-    at = msg.queue_offset * CQ_STORE_UNIT_SIZE
+    found = _entry_at(files, qdir, msg.queue_offset * CQ_STORE_UNIT_SIZE)
+    if found is None:
+        last = _last_entry(files, qdir)
+        # Dispatch runs in commit-log order: once the queue holds a later record, this one's turn has passed.
+        if last is not None and last[0] > offset:
+            return {**out, "state": "none", "reason": "older queue"}
+        return {**out, "state": "pending"}
+    name, position, raw = found
+    phys, size, code = CQ_ENTRY.unpack(raw)
+    entry = {**out, "path": f"{rel}/{name}", "file": name, "position": position, "hex": raw.hex(),
+             "commitlog_offset": phys, "size": size, "tags_code": code,
+             "fields": [{"pos": 0, "len": 8, "field": "CommitLogOffset", "value": phys},
+                        {"pos": 8, "len": 4, "field": "MsgSize", "value": size},
+                        {"pos": 12, "len": 8, "field": "TagsCode", "value": code}]}
+    if (phys, size) == (offset, msg.store_size):
+        return {**entry, "state": "dispatched", "dispatched": True}
+    return {**entry, "state": "none", "reason": "older queue"}
+
+
+def _entry_at(files: ReadOnlyFiles, qdir: str, at: int) -> tuple[str, int, bytes] | None:
+    """(file, position, bytes) of the written entry at byte ``at`` of the queue, or None (no file holds it, or its
+    slot is not written: size <= 0)."""
     for name in numbered_files(qdir):
         mm = files.map(os.path.join(qdir, name))
         base = int(name)
-        if base <= at < base + len(mm) - CQ_STORE_UNIT_SIZE + 1:
+        if base <= at <= base + len(mm) - CQ_STORE_UNIT_SIZE:
             raw = bytes(mm[at - base:at - base + CQ_STORE_UNIT_SIZE])
-            phys, size, code = CQ_ENTRY.unpack(raw)
-            if size <= 0:
-                return {"path": f"consumequeue/{msg.topic}/{msg.queue_id}/{name}", "position": at - base,
-                        "dispatched": False}
-            return {"path": f"consumequeue/{msg.topic}/{msg.queue_id}/{name}", "file": name,
-                    "position": at - base, "index": msg.queue_offset, "hex": raw.hex(),
-                    "commitlog_offset": phys, "size": size, "tags_code": code, "dispatched": True,
-                    "fields": [{"pos": 0, "len": 8, "field": "CommitLogOffset", "value": phys},
-                               {"pos": 8, "len": 4, "field": "MsgSize", "value": size},
-                               {"pos": 12, "len": 8, "field": "TagsCode", "value": code}]}
+            return (name, at - base, raw) if CQ_ENTRY.unpack(raw)[1] > 0 else None
+    return None
+
+
+def _last_entry(files: ReadOnlyFiles, qdir: str) -> tuple[int, int, int] | None:
+    """The queue's last written entry (commit-log offset, size, tags code), found by bisection: a queue is written
+    front to back, so each file holds written entries, then zeros."""
+    for name in reversed(numbered_files(qdir)):
+        mm = files.map(os.path.join(qdir, name))
+        lo, hi = 0, len(mm) // CQ_STORE_UNIT_SIZE  # entries [0, lo) written, [hi, end) not
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if CQ_ENTRY.unpack_from(mm, mid * CQ_STORE_UNIT_SIZE)[1] > 0:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo:
+            return CQ_ENTRY.unpack_from(mm, (lo - 1) * CQ_STORE_UNIT_SIZE)
     return None
 
 

@@ -223,6 +223,16 @@ function bytesHtml(fields, base) {
     `<span title="${esc(f.field)} @ ${base + f.pos}" style="background:${colour(f.field)}">${f.hex.replace(/(..)/g, "$1 ").trim()}</span>`).join(" ");
 }
 
+function cqMissing(cq, d) {
+  // The entry at the record's QUEUEOFFSET is only its own when it points back at it (storage_view._cq_entry).
+  if (!cq || cq.state === "pending") return "Not dispatched yet: the dispatcher has not written this record's consume-queue entry.";
+  const other = cq.commitlog_offset !== undefined
+    ? ` Entry ${cq.index} of ${esc(cq.path)} points at offset ${cq.commitlog_offset} (${cq.size} bytes), another record.` : "";
+  const why = cq.reason === "transaction" ? "it is a transaction's prepared or rolled-back half, which is never dispatched"
+    : `its QUEUEOFFSET ${d.queue_offset} belongs to an older queue ${esc(d.topic)}/${d.queue_id} (the topic was deleted and re-created since), or it is a transaction's prepared or rolled-back half`;
+  return `No consume-queue entry points at this record:${other} A consumer cannot reach it: ${why}.`;
+}
+
 async function showRecord(offset) {
   document.querySelectorAll(".rec").forEach((r) => r.classList.toggle("selected", +r.dataset.offset === offset));
   const d = await api("/api/storage/record?offset=" + offset);
@@ -238,7 +248,7 @@ async function showRecord(offset) {
     (cq && cq.dispatched ? `<p class="explain" id="cq-entry">Entry ${cq.index} of ${esc(cq.path)}, at byte ${cq.position} (= ${cq.index} × 20 − the file's start):
         CommitLogOffset <b>${cq.commitlog_offset}</b>, MsgSize ${cq.size}, TagsCode ${cq.tags_code}. A consumer reading queue ${d.queue_id} at offset ${cq.index} reads this entry, then the record.</p>
         <div class="bytes">${cq.fields.map((f, i) => `<span style="background:${PALETTE[i * 3]}" title="${f.field}">${cq.hex.slice(f.pos * 2, (f.pos + f.len) * 2).replace(/(..)/g, "$1 ").trim()}</span>`).join(" ")}</div>`
-      : `<p id="cq-entry">Not dispatched yet: the dispatcher has not written this record's consume-queue entry.</p>`) +
+      : `<p id="cq-entry">${cqMissing(cq, d)}</p>`) +
     `<h3>The index slot that finds it by key</h3>` +
     (idx.length ? idx.map((k) => `<p class="explain index-key">Key <b>${esc(k.key)}</b> hashes to ${k.hash}; ${k.hash} mod ${k.hash_slots} = slot <b>${k.slot}</b>
         (byte ${k.slot_position} of index/${esc(k.file)}), which holds entry ${k.head}.
@@ -265,12 +275,13 @@ async function sendAndWatch(ev) {
   let d;
   for (let i = 0; i < 50; i++) { // the dispatcher runs a moment after the append
     d = await showRecord(r.commitlog_offset);
-    if (d.consume_queue && d.consume_queue.dispatched && (!f.keys || d.index.some((k) => k.found))) break;
+    const state = d.consume_queue ? d.consume_queue.state : "pending";
+    if (state === "none" || (state === "dispatched" && (!f.keys || d.index.some((k) => k.found)))) break;
     await new Promise((res) => setTimeout(res, 100));
   }
   const cq = d.consume_queue;
   step(cq && cq.dispatched ? `Dispatched: entry ${cq.index} of ${cq.path} now points at offset ${cq.commitlog_offset} (${cq.size} bytes).`
-    : "Not dispatched yet.", cq && cq.dispatched);
+    : cq && cq.state === "none" ? "No consume-queue entry points at this record." : "Not dispatched yet.", cq && cq.dispatched);
   for (const k of d.index) step(k.found ? `Indexed: key ${k.key} → slot ${k.slot} → entry ${k.found} → offset ${r.commitlog_offset}.` : `Key ${k.key} not indexed yet.`, !!k.found);
 }
 

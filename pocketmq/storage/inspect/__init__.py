@@ -35,7 +35,8 @@ def inspect_store(root: str, opts: Options) -> dict:
         if "commitlog" in opts.sections:
             report["commitlog"] = commitlog_section(log, opts)
         if "consumequeue" in opts.sections:
-            report["consumequeue"] = consumequeue_section(root, files, log, opts)
+            running = report["state"]["lock"]["held"]
+            report["consumequeue"] = consumequeue_section(root, files, log, opts, running)
         if "index" in opts.sections:
             report["index"] = index_section(root, files, log, opts)
         if "checkpoint" in opts.sections:

@@ -11,7 +11,7 @@ from pocketmq.common.message import MessageExt
 from pocketmq.common.record_layout import SIZE_MAGIC
 
 from ..recovery import check_record
-from .files import ReadOnlyFiles, file_sizes, numbered_files
+from .files import ReadOnlyFiles, file_sizes, log_file_problems, numbered_files
 from .options import Options
 from .record import annotate, dispatch_note, summary, walk_file
 
@@ -78,6 +78,10 @@ class CommitLogFiles:
         end = self.walk(name)[1]
         return int(name) + len(self.map(name)) if end["kind"] == "blank" else end["offset"]
 
+    def files_end(self) -> int:
+        """Where the last file ends: the end of the log's bytes, valid or not."""
+        return int(self.names[-1]) + len(self.map(self.names[-1])) if self.names else 0
+
     def record_at(self, offset: int) -> MessageExt | None:
         """The valid record starting at `offset`, or None (deleted, truncated, or not a record start)."""
         if offset not in self._decoded:
@@ -105,7 +109,7 @@ def _matches(msg: MessageExt, opts: Options) -> bool:
     return topic_ok and (opts.queue is None or msg.queue_id == opts.queue)
 
 
-def _file_entry(log: CommitLogFiles, name: str) -> dict:
+def _file_entry(log: CommitLogFiles, name: str, problems: list[str]) -> dict:
     records, end = log.walk(name)
     base = int(name)
     sizes = file_sizes(os.path.join(log.dir, name))
@@ -114,15 +118,16 @@ def _file_entry(log: CommitLogFiles, name: str) -> dict:
     # (Warnings, not errors: a restart keeps these records; dispatch goes past them.)
     notes = [{"offset": base + pos, "note": note} for pos, _ in records if (note := dispatch_note(mm, pos))]
     return {"name": name, "from_offset": base, **sizes, "wrote": wrote, "record_count": len(records),
-            "records_matched": 0, "end": end, "records": [], "notes": notes}
+            "records_matched": 0, "end": end, "records": [], "notes": notes, "problems": problems}
 
 
 def commitlog_section(log: CommitLogFiles, opts: Options) -> dict:
     files = []
     shown = matched = total = 0
     filtered = opts.topic is not None or opts.queue is not None
+    problems = log_file_problems(log.dir, log.names)
     for name in log.names:
-        entry = _file_entry(log, name)
+        entry = _file_entry(log, name, problems.get(name, []))
         mm, base = log.map(name), int(name)
         for pos, _size in log.walk(name)[0]:
             total += 1

@@ -13,7 +13,7 @@ from ..commit_log import SCHEDULE_TOPIC
 from ..config import DEFAULT_DELAY_LEVELS, parse_delay_levels
 from ..consume_queue import CQ_ENTRY  # commit-log offset, size, tags code
 from .commitlog import NOT_UTF8, CommitLogFiles
-from .files import ReadOnlyFiles, file_sizes, fmt_ms, numbered_files
+from .files import ReadOnlyFiles, file_sizes, fmt_ms, log_file_problems, numbered_files
 from .options import Options
 
 PRE_BLANK_SIZE = 0x7FFFFFFF  # fillPreBlank: the slots before a queue's first real entry
@@ -47,11 +47,13 @@ def read_entries(files: ReadOnlyFiles, qdir: str, limit: int | None = None) -> t
     infos: list[dict] = []
     entries: list[Entry] = []
     end: dict = {"kind": "end of files"}
-    for name in numbered_files(qdir):
+    names = numbered_files(qdir)
+    problems = log_file_problems(qdir, names, CQ_STORE_UNIT_SIZE)
+    for name in names:
         mm = files.map(os.path.join(qdir, name))
         base = int(name)
         info = {"name": name, "from_index": base // CQ_STORE_UNIT_SIZE,
-                **file_sizes(os.path.join(qdir, name)), "entries": 0}
+                **file_sizes(os.path.join(qdir, name)), "entries": 0, "problems": problems.get(name, [])}
         infos.append(info)
         if end["kind"] != "end of files":
             continue  # recovery would not read past the first invalid entry
@@ -73,9 +75,10 @@ def read_entries(files: ReadOnlyFiles, qdir: str, limit: int | None = None) -> t
 
 
 def resolve(topic: str, queue_id: int, entry: Entry, log: CommitLogFiles, raw: bytes | None = None,
-            delay_levels: str = DEFAULT_DELAY_LEVELS) -> dict:
+            delay_levels: str = DEFAULT_DELAY_LEVELS, running: bool = True) -> dict:
     """An entry, with the tag it stands for and whether the record it points at agrees with it.
-    `delay_levels`: the store's messageDelayLevel, which SCHEDULE_TOPIC_XXXX entries are checked against."""
+    `delay_levels`: the store's messageDelayLevel, which SCHEDULE_TOPIC_XXXX entries are checked against;
+    `running`: whether a store holds the lock (so that the log may have grown since it was read)."""
     index, phys, size, code, name, pos = entry
     out: dict = {"index": index, "commitlog_offset": phys, "size": size, "tags_code": code, "file": name,
                  "position": pos}
@@ -86,9 +89,7 @@ def resolve(topic: str, queue_id: int, entry: Entry, log: CommitLogFiles, raw: b
         return out
     msg = log.record_at(phys)
     if msg is None:
-        out["check"] = ("past the end of the commit log as read (a running store appended since)"
-                        if phys >= log.end_offset() else
-                        "no record starts at this commit-log offset (deleted, or cut off by recovery)")
+        out["check"] = _missing(phys, size, log, running)
         return out
     problems = _disagreements(topic, queue_id, index, size, msg)
     if phys in log.not_utf8:
@@ -109,6 +110,19 @@ def resolve(topic: str, queue_id: int, entry: Entry, log: CommitLogFiles, raw: b
                         f"({tags_code(msg.tags)})")
     out["check"] = "; ".join(problems) if problems else "ok"
     return out
+
+
+def _missing(phys: int, size: int, log: CommitLogFiles, running: bool) -> str:
+    """Why no record is found where an entry points."""
+    if phys < log.end_offset():
+        return "no record starts at this commit-log offset (deleted, or cut off by recovery)"
+    if running:
+        return "past the end of the commit log as read (a running store appended since)"
+    # No store runs, so nothing was appended since: the log lost what the queue saw written.
+    if phys + size > log.files_end():
+        return (f"past the end of the commit-log files (at {log.files_end():,}): a commit-log file was cut short "
+                "or removed")
+    return "past the end of the commit log's valid data: its tail was lost (recovery drops such entries)"
 
 
 def _disagreements(topic: str, queue_id: int, index: int, size: int, msg: MessageExt) -> list[str]:
@@ -139,7 +153,7 @@ def _delivery_time(msg: MessageExt, delays: list[int]) -> int | None:
 
 
 def queue_entry(root: str, files: ReadOnlyFiles, log: CommitLogFiles, topic: str, queue_id: int,
-                opts: Options) -> dict:
+                opts: Options, running: bool = True) -> dict:
     qdir = os.path.join(root, "consumequeue", topic, str(queue_id))
     infos, entries, end = read_entries(files, qdir)
     real = [e for e in entries if e[2] != PRE_BLANK_SIZE]
@@ -157,7 +171,7 @@ def queue_entry(root: str, files: ReadOnlyFiles, log: CommitLogFiles, topic: str
         "entries_matched": len(selected),
         "end": end,
         "entries": [resolve(topic, queue_id, e, log, _raw(files, qdir, e) if opts.hex else None,
-                            opts.delay_levels) for e in shown],
+                            opts.delay_levels, running) for e in shown],
     }
 
 
@@ -166,14 +180,15 @@ def _raw(files: ReadOnlyFiles, qdir: str, entry: Entry) -> bytes:
     return bytes(files.map(os.path.join(qdir, entry[4]))[pos:pos + CQ_STORE_UNIT_SIZE])
 
 
-def consumequeue_section(root: str, files: ReadOnlyFiles, log: CommitLogFiles, opts: Options) -> dict:
+def consumequeue_section(root: str, files: ReadOnlyFiles, log: CommitLogFiles, opts: Options,
+                         running: bool = True) -> dict:
     queues = []
     for topic, queue_id in queue_dirs(root):
         if opts.topic is not None and topic != opts.topic:
             continue
         if opts.queue is not None and queue_id != opts.queue:
             continue
-        queue = queue_entry(root, files, log, topic, queue_id, opts)
+        queue = queue_entry(root, files, log, topic, queue_id, opts, running)
         if opts.offset is None or queue["entries_matched"]:
             queues.append(queue)
     return {"dir": "consumequeue", "queues": queues}

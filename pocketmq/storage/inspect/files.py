@@ -10,6 +10,7 @@ import codecs
 import mmap
 import os
 import time
+from collections import Counter
 from contextlib import ExitStack
 
 FILE_NAME_DIGITS = 20  # commit-log and consume-queue files: the start offset, zero-padded
@@ -54,6 +55,35 @@ def numbered_files(directory: str, digits: int = FILE_NAME_DIGITS) -> list[str]:
         return []
     return sorted(n for n in os.listdir(directory) if len(n) == digits and n.isdigit()
                   and os.path.isfile(os.path.join(directory, n)))
+
+
+def log_file_problems(directory: str, names: list[str], unit: int = 1) -> dict[str, list[str]]:
+    """What breaks the layout of a log, a run of equal files named by their first offset, per file name: a size
+    other than its siblings', a name no multiple of the file size, a gap to the next file, a size that is no whole
+    number of ``unit``-byte entries. pocketmq (MappedFile) and Apache RocketMQ (MappedFileQueue.doLoad) refuse to
+    load a log holding a file of another size than the configured one. An empty newest file is left out: a crash
+    while creating it leaves one, and pocketmq's load removes it."""
+    bases = [int(name) for name in names]
+    sizes = [os.path.getsize(os.path.join(directory, name)) for name in names]
+    if sizes and sizes[-1] == 0:
+        bases, sizes = bases[:-1], sizes[:-1]
+    counts = Counter(sizes)
+    # The most common size; between as many, the biggest (a file cut short is likelier than one grown).
+    expected = max(counts, key=lambda size: (counts[size], size)) if counts else 0
+    out: dict[str, list[str]] = {}
+    for i, (name, base, size) in enumerate(zip(names, bases, sizes, strict=False)):
+        problems = []
+        if size % unit:
+            problems.append(f"{size:,} bytes is no whole number of {unit}-byte entries")
+        if size != expected:
+            problems.append(f"{size:,} bytes, where its sibling files have {expected:,}")
+        if expected and base % expected:
+            problems.append(f"its name is no multiple of the file size {expected:,}")
+        if i + 1 < len(bases) and bases[i + 1] - base != expected:
+            problems.append(f"the next file starts {bases[i + 1] - base:,} bytes after it, not {expected:,}")
+        if problems:
+            out[name] = problems
+    return out
 
 
 def file_sizes(path: str) -> dict:

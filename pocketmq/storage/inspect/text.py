@@ -7,6 +7,8 @@ from .files import fmt_bytes
 
 HEX_ROW = 8  # bytes per row in the --hex field table
 BODY_HEX_ROWS = 4  # a body can be megabytes: show its first rows only
+WRONG_SIZE = ("pocketmq and Apache RocketMQ (MappedFileQueue.doLoad) refuse to load a log holding a file of "
+              "another size than the configured one")
 _LOCK_KINDS = {"FLOCK": "flock, as pocketmq takes it", "POSIX": "fcntl, as Apache RocketMQ takes it",
                "OFDLCK": "OFD lock"}
 
@@ -14,8 +16,9 @@ _LOCK_KINDS = {"FLOCK": "flock, as pocketmq takes it", "POSIX": "fcntl, as Apach
 def render(report: dict) -> str:
     lines: list[str] = []
     _state(lines, report)
+    running = report["state"]["lock"]["held"]
     if "commitlog" in report:
-        _commitlog(lines, report["commitlog"])
+        _commitlog(lines, report["commitlog"], running)
     if "consumequeue" in report:
         _consumequeue(lines, report["consumequeue"], report.get("offset"))
     if "index" in report:
@@ -61,7 +64,7 @@ def _state(lines: list[str], report: dict) -> None:
 
 # -- commit log -----------------------------------------------------------------------------------
 
-def _commitlog(lines: list[str], section: dict) -> None:
+def _commitlog(lines: list[str], section: dict, running: bool) -> None:
     files = section["files"]
     lines.append("")
     if not files:
@@ -73,12 +76,13 @@ def _commitlog(lines: list[str], section: dict) -> None:
     for f in files:
         lines.append(f"  {f['name']}  {f['size']:,} bytes ({fmt_bytes(f['allocated'])} on disk)  "
                      f"wrote {f['wrote']:,}  {f['record_count']} records")
+        _problems(lines, "    ", f["problems"])
         for record in f["records"]:
             _record(lines, record)
         _more(lines, "    ", f["records_matched"] - len(f["records"]), "record", "records")
         for note in f["notes"]:
             lines.append(f"    offset {note['offset']}  ! {note['note']}")
-        _file_end(lines, f["end"], f["from_offset"] + f["size"])
+        _file_end(lines, f["end"], f["from_offset"] + f["size"], running, bool(f["problems"]))
     if "offset_error" in section:
         lines.append(f"  {section['offset_error']}")
 
@@ -107,7 +111,24 @@ def _files_of(files: list[dict], first_size: int) -> str:
     return f"{len(files)} file(s), ! of different sizes: " + ", ".join(f"{s:,}" for s in sizes) + " bytes"
 
 
-def _file_end(lines: list[str], end: dict, file_end: int) -> None:
+def _problems(lines: list[str], indent: str, problems: list[str]) -> None:
+    if problems:
+        lines.append(f"{indent}! {'; '.join(problems)}: {WRONG_SIZE}")
+
+
+def _invalid_why(reason: str, running: bool, wrong_size: bool) -> str:
+    """What an invalid record at a file's end means, from whether a store is running (the lock is held)."""
+    if running:
+        return "a store is running: it may be a record being written"
+    if wrong_size:
+        return "no store is running; this file is not the store's file size, so the store does not load"
+    if reason.endswith("the end of the file"):
+        return ("no store is running: if the file has the store's file size, a restart truncates the log here; if "
+                "it was cut short, the store does not load")
+    return "no store is running: a restart would truncate the log here"
+
+
+def _file_end(lines: list[str], end: dict, file_end: int, running: bool, wrong_size: bool) -> None:
     kind = end["kind"]
     if kind == "blank":
         rest = file_end - end["offset"]
@@ -121,8 +142,8 @@ def _file_end(lines: list[str], end: dict, file_end: int) -> None:
     elif kind == "empty":
         lines.append("    empty file (0 bytes), as a crash while the file was being created leaves it")
     elif kind == "invalid":
-        lines.append(f"    offset {end['offset']}  INVALID record: {end['reason']} (a restart would "
-                     "truncate the log here; in a running store it may be a record being written)")
+        lines.append(f"    offset {end['offset']}  INVALID record: {end['reason']} "
+                     f"({_invalid_why(end['reason'], running, wrong_size)})")
 
 
 def _fields(lines: list[str], fields: list[dict]) -> None:
@@ -159,6 +180,7 @@ def _consumequeue(lines: list[str], section: dict, offset: int | None) -> None:
             first = f["from_index"]
             span = f"entries {first}..{first + f['entries'] - 1}" if f["entries"] else "no entries"
             lines.append(f"    file {f['name']}  {span}")
+            _problems(lines, "      ", f["problems"])
         if q["end"]["kind"] == "invalid":
             lines.append(f"    ! entry {q['end']['index']} has offset < 0 or size <= 0: "
                          "recovery cuts the queue there")
@@ -279,6 +301,8 @@ def _timer(lines: list[str], section: dict) -> None:
         lines.append(f"Timer wheel (timerwheel, {fmt_bytes(wheel['size'])}, {fmt_bytes(wheel['allocated'])} "
                      f"allocated): {wheel['slot_count']:,} slots of 32 bytes, {wheel['slots_in_use']} in use "
                      f"(times at {wheel['precision_ms']} ms precision, --timer-precision)")
+        if "problem" in wheel:
+            lines.append(f"  ! {wheel['problem']}")
         for s in wheel["slots"]:
             lines.append(f"  slot {s['index']:<8} {s['time']:<24} first {s['first_pos']:<10} last "
                          f"{s['last_pos']:<10} num {s['num']}")
@@ -288,6 +312,7 @@ def _timer(lines: list[str], section: dict) -> None:
         units = _plural(f["unit_count"], "unit", "units")
         lines.append(f"Timer log file timerlog/{f['name']} ({fmt_bytes(f['size'])}): {units} of 52 bytes; ends: "
                      f"{end['kind']} at {end['offset']}")
+        _problems(lines, "  ", f["problems"])
         for u in f["units"]:
             flags = "".join(("R" if u["roll"] else "-", "D" if u["delete"] else "-"))
             lines.append(f"  @{u['offset']:<10} prev {u['prev_pos']:<10} magic {u['magic']} {flags} due "

@@ -8,8 +8,12 @@ import os
 import struct
 
 from ..timer.timer_log import BLANK_MAGIC_CODE, MAGIC_DELETE, MAGIC_ROLL, MIN_BLANK_LEN, UNIT, UNIT_SIZE
+from ..timer.timer_message_store import DAY_SECS, TIMER_WHEEL_TTL_DAY
 from ..timer.timer_wheel import SLOT_SIZE, data_ranges
-from .files import ReadOnlyFiles, file_sizes, fmt_ms, numbered_files
+from .files import ReadOnlyFiles, file_sizes, fmt_ms, log_file_problems, numbered_files
+
+# The wheel's one size (TimerWheel's wheelLength): its slot count does not depend on the precision.
+WHEEL_LENGTH = TIMER_WHEEL_TTL_DAY * DAY_SECS * 2 * SLOT_SIZE
 
 _CHECK = struct.Struct(">qqqqqqq")
 _CHECK_NAMES = ("last_read_time_ms", "last_timer_log_flush_pos", "last_timer_queue_offset",
@@ -48,19 +52,25 @@ def _wheel(root: str, files: ReadOnlyFiles, precision_ms: int, limit: int | None
                               "magic": magic})
     slots.sort(key=lambda s: s["time_ms"])
     shown = slots if limit is None else slots[:limit]
-    return {"present": True, **file_sizes(path), "slot_count": len(mm) // SLOT_SIZE, "precision_ms": precision_ms,
-            "slots_in_use": len(slots), "slots": shown, "hidden": len(slots) - len(shown)}
+    out = {"present": True, **file_sizes(path), "slot_count": len(mm) // SLOT_SIZE, "precision_ms": precision_ms,
+           "slots_in_use": len(slots), "slots": shown, "hidden": len(slots) - len(shown)}
+    if len(mm) not in (0, WHEEL_LENGTH):  # (0: created, not sized yet)
+        out["problem"] = (f"{len(mm):,} bytes, not the wheel's {WHEEL_LENGTH:,}: pocketmq and Apache RocketMQ "
+                          "(TimerWheel) refuse to load it")
+    return out
 
 
 def _log(root: str, files: ReadOnlyFiles, limit: int | None) -> dict:
     directory = os.path.join(root, "timerlog")
     out = []
-    for name in numbered_files(directory):
+    names = numbered_files(directory)
+    problems = log_file_problems(directory, names)
+    for name in names:
         mm = files.map(os.path.join(directory, name))
         units, end = _units(mm, int(name))
         shown = units if limit is None else units[:limit]
         out.append({"name": name, "size": len(mm), "unit_count": len(units), "units": shown,
-                    "hidden": len(units) - len(shown), "end": end})
+                    "hidden": len(units) - len(shown), "end": end, "problems": problems.get(name, [])})
     return {"files": out}
 
 

@@ -99,13 +99,18 @@ async def _console(args) -> int:
     if missing:
         raise RuntimeError(missing)
     from pocketmq.console import ConsoleServer
+    from pocketmq.storage.inspect import NOT_A_STORE, is_store, store_folder
 
     roots: dict[str, str] = {}
     for item in args.store:
         name, sep, path = item.partition("=")
         if not sep:
             name, path = "broker-a" if not roots else f"store-{len(roots)}", item
-        roots[name] = os.path.abspath(path)
+        # A typo would otherwise show an empty store, and `pocketmq dev --store F`'s folder none of F/store.
+        path = store_folder(os.path.abspath(path), "pocketmq console")
+        if not is_store(path):
+            raise ValueError(f"--store {path} {NOT_A_STORE}")
+        roots[name] = path
     stop = _stop_on_signal()
     console = ConsoleServer(args.namesrv_addr, args.host, args.port, admin=args.admin, store_roots=roots,
                             access_key=args.access_key, secret_key=args.secret_key, protocol=args.protocol,

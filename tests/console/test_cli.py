@@ -103,3 +103,27 @@ def test_console_for_a_running_cluster_is_read_only_unless_admin(pocketmq_cluste
         assert status == 200 and json.loads(files)["store"] == store
     finally:
         stop(proc)
+
+
+def test_console_store_is_a_store_or_the_folder_of_pocketmq_dev_s(tmp_path):
+    # A typo was accepted and showed an empty store; `pocketmq dev --store F`'s folder F showed none of F/store.
+    typo = tmp_path / "no-such-store"
+    proc = subprocess.run([*CLI, "console", "-n", "127.0.0.1:1", "--port", "0", "--store", str(typo)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr == (f"pocketmq console: ValueError: --store {typo} is not a RocketMQ store: it holds none of "
+                           "commitlog/, consumequeue/, index/ and checkpoint\n")
+
+    dev = tmp_path / "dev"
+    subprocess.run([sys.executable, "-m", "pocketmq.storage", "demo", str(dev / "store"), "--small", "--messages", "3"],
+                   check=True, capture_output=True, timeout=60)
+    proc = start("console", "-n", "127.0.0.1:1", "--port", "0", "--store", str(dev))  # (no cluster: files only)
+    try:
+        line = proc.stdout.readline()
+        assert line == f"pocketmq console: reading {dev / 'store'}, the store of `pocketmq dev --store {dev}`\n", line
+        url = re.search(r"(http://\S+/) \(read-only", proc.stdout.readline()).group(1)
+        status, files = get(url + "api/storage/files")
+        view = json.loads(files)
+        assert status == 200 and view["store"] == str(dev / "store") and view["files"]
+    finally:
+        stop(proc)

@@ -70,8 +70,7 @@ def test_console_storage_view_has_the_timer_files(tmp_path: Path) -> None:
     assert sum(f["unit_count"] for f in view["timer"]["log"]["files"]) == 5
 
 
-def test_a_store_without_timers_prints_no_timer_section(tmp_path: Path) -> None:
-    (tmp_path / "empty").mkdir()
-    code, text = run_tool(inspect_main, [str(tmp_path / "empty")])
+def test_a_store_without_timers_prints_no_timer_section(store: Path) -> None:
+    code, text = run_tool(inspect_main, [str(store)])  # (the demo's store: timerWheelEnable=false)
     assert code == 0 and "Timer" not in text
-    assert inspect_json(tmp_path / "empty")["timer"]["wheel"] == {"present": False}
+    assert inspect_json(store)["timer"]["wheel"] == {"present": False}

@@ -90,11 +90,21 @@ def options_from(args: argparse.Namespace) -> Options:
                    delay_levels=args.delay_levels)
 
 
-def store_folder(folder: str) -> str:
-    """The store in ``folder``: ``pocketmq dev --store F`` keeps it in F/store, so given F, that one."""
+# What every store holds once started (RocketMQ's and pocketmq's alike); a folder with none of them is no store.
+STORE_ENTRIES = ("commitlog", "consumequeue", "index", "checkpoint")
+NOT_A_STORE = "is not a RocketMQ store: it holds none of commitlog/, consumequeue/, index/ and checkpoint"
+
+
+def is_store(folder: str) -> bool:
+    return any(os.path.exists(os.path.join(folder, name)) for name in STORE_ENTRIES)
+
+
+def store_folder(folder: str, tool: str = "inspect") -> str:
+    """The store in ``folder``: ``pocketmq dev --store F`` keeps it in F/store, so given F, that one (said on stderr,
+    by ``tool``)."""
     inner = os.path.join(folder, "store")
-    if not os.path.isdir(os.path.join(folder, "commitlog")) and os.path.isdir(os.path.join(inner, "commitlog")):
-        print(f"inspect: reading {inner}, the store of `pocketmq dev --store {folder}`", file=sys.stderr)
+    if not is_store(folder) and is_store(inner):
+        print(f"{tool}: reading {inner}, the store of `pocketmq dev --store {folder}`", file=sys.stderr)
         return inner
     return folder
 
@@ -106,6 +116,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"inspect: {root} is not a directory", file=sys.stderr)
         return 2
     root = store_folder(root)
+    if not is_store(root):
+        print(f"inspect: {root} {NOT_A_STORE}", file=sys.stderr)
+        return 2
     if args.limit is not None and args.limit < 0:
         print("inspect: --limit must not be negative", file=sys.stderr)
         return 2
@@ -123,4 +136,4 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["Options", "inspect_store", "main"]
+__all__ = ["Options", "inspect_store", "is_store", "main", "store_folder"]

@@ -74,3 +74,20 @@ def test_a_store_without_timers_prints_no_timer_section(store: Path) -> None:
     code, text = run_tool(inspect_main, [str(store)])  # (the demo's store: timerWheelEnable=false)
     assert code == 0 and "Timer" not in text
     assert inspect_json(store)["timer"]["wheel"] == {"present": False}
+
+
+def test_a_precision_that_cannot_be_or_disagrees_with_the_timer_log_is_said(tmp_path: Path, capsys) -> None:
+    # 0 and negative ones were taken (every slot "never"); a wrong one dated the slots decades off, unremarked.
+    timer_store(tmp_path / "s")
+    for bad in ("0", "-1000"):
+        code, out = run_tool(inspect_main, [str(tmp_path / "s"), "--timer", "--timer-precision", bad])
+        assert (code, out) == (2, "")
+        assert "--timer-precision must be a positive number of milliseconds" in capsys.readouterr().err
+    right = inspect_json(tmp_path / "s", "--timer", "--timer-precision", str(P))["timer"]["wheel"]
+    assert "precision_mismatch" not in right
+    wheel = inspect_json(tmp_path / "s", "--timer", "--timer-precision", "1000")["timer"]["wheel"]
+    assert wheel["precision_mismatch"] == {"slots": 5, "implied_precision_ms": P}
+    assert files_view(str(tmp_path / "s"))["timer"]["wheel"]["precision_mismatch"] == wheel["precision_mismatch"]
+    code, text = run_tool(inspect_main, [str(tmp_path / "s"), "--timer"])
+    assert f"! 5 slots disagree with the due times of the timer-log units they point at, read at 1000 ms precision: " \
+           f"those units imply --timer-precision {P}" in text

@@ -122,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit is not None and args.limit < 0:
         print("inspect: --limit must not be negative", file=sys.stderr)
         return 2
+    if args.timer_precision <= 0:  # (the wheel's slot times are stored divided by it)
+        print("inspect: --timer-precision must be a positive number of milliseconds", file=sys.stderr)
+        return 2
     try:
         parse_delay_levels(args.delay_levels)
     except ValueError as e:

@@ -303,6 +303,11 @@ def _timer(lines: list[str], section: dict) -> None:
                      f"(times at {wheel['precision_ms']} ms precision, --timer-precision)")
         if "problem" in wheel:
             lines.append(f"  ! {wheel['problem']}")
+        if "precision_mismatch" in wheel:
+            m = wheel["precision_mismatch"]
+            lines.append(f"  ! {_plural(m['slots'], 'slot', 'slots')} disagree with the due times of the timer-log "
+                         f"units they point at, read at {wheel['precision_ms']} ms precision: those units imply "
+                         f"--timer-precision {m['implied_precision_ms']}")
         for s in wheel["slots"]:
             lines.append(f"  slot {s['index']:<8} {s['time']:<24} first {s['first_pos']:<10} last "
                          f"{s['last_pos']:<10} num {s['num']}")

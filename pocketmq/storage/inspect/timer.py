@@ -57,7 +57,40 @@ def _wheel(root: str, files: ReadOnlyFiles, precision_ms: int, limit: int | None
     if len(mm) not in (0, WHEEL_LENGTH):  # (0: created, not sized yet)
         out["problem"] = (f"{len(mm):,} bytes, not the wheel's {WHEEL_LENGTH:,}: pocketmq and Apache RocketMQ "
                           "(TimerWheel) refuse to load it")
+    mismatch = _precision_mismatch(root, files, slots, precision_ms)
+    if mismatch is not None:
+        out["precision_mismatch"] = mismatch
     return out
+
+
+def _precision_mismatch(root: str, files: ReadOnlyFiles, slots: list[dict], precision_ms: int) -> dict | None:
+    """The wheel stores a slot's time divided by the precision, which the file does not record; the timer-log unit a
+    slot starts with stores its due time in ms. Under the right precision, due time // precision is the slot's
+    stored time: the slots where it is not, and the precision their units imply (due time // stored time)."""
+    directory = os.path.join(root, "timerlog")
+    names = numbered_files(directory)
+    wrong, implied = 0, None
+    for slot in slots:
+        stored = slot["time_ms"] // precision_ms
+        due = _due_time(files, directory, names, slot["first_pos"])
+        if due is None or stored <= 0 or due // precision_ms == stored:
+            continue
+        wrong += 1
+        implied = implied or due // stored
+    return {"slots": wrong, "implied_precision_ms": implied} if wrong else None
+
+
+def _due_time(files: ReadOnlyFiles, directory: str, names: list[str], pos: int) -> int | None:
+    """The due time (enqueue time + delay) of the timer-log unit at log position ``pos``, or None: no such unit."""
+    name = next((n for n in reversed(names) if int(n) <= pos), None)
+    if name is None:
+        return None
+    mm = files.map(os.path.join(directory, name))
+    at = pos - int(name)
+    if at + UNIT_SIZE > len(mm):
+        return None
+    size, _prev, _magic, enqueue, delay = UNIT.unpack_from(mm, at)[:5]
+    return enqueue + delay if size == UNIT_SIZE else None
 
 
 def _log(root: str, files: ReadOnlyFiles, limit: int | None) -> dict:

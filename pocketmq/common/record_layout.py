@@ -29,7 +29,7 @@ With IPv4 hosts and B, T, P bytes of body, topic and properties::
         76     8  PREPAREDTRANSACTIONOFFSET
         84     4  BODYLENGTH                  B
         88     B  BODY
-      88+B     1  TOPICLENGTH                 T, unsigned
+      88+B     1  TOPICLENGTH                 T, at most 127 (RocketMQ reads a signed byte)
       89+B     T  TOPIC
     89+B+T     2  PROPERTIESLENGTH            P, at most 32767
     91+B+T     P  PROPERTIES                  NAME 0x01 VALUE 0x02 ...

@@ -16,6 +16,7 @@ from pathlib import Path
 from pocketmq.common.java_hash import java_string_hash
 from pocketmq.storage.__main__ import main as storage_main
 from pocketmq.storage.index_file import key_hash
+from pocketmq.storage.recovery import topic_length_error
 
 from .conftest import run_tool
 
@@ -107,6 +108,13 @@ def test_the_arithmetic_in_the_prose() -> None:
     assert 91 + 95 + 11 + 75 == 272 and 1305 + 272 == 1577 and 1305 == 0x519
     assert 40 + 39 * 4 == 196 and 40 + 64 * 4 + 14 * 20 == 576 and 0xCF13 == 53011 and 0x2A9F == 10911
     assert 32014 + 754 == 32768
+
+
+def test_the_record_table_s_topic_length_is_the_signed_byte_recovery_checks() -> None:
+    # The table said "T, unsigned" while section 2.7 (and RocketMQ's checkMessageAndReturnSize) read a signed byte.
+    (row,) = [line for line in DOC.read_text().splitlines() if line.startswith("| 17 | 88+B | 1 | TOPICLENGTH |")]
+    assert "unsigned" not in row and "a **signed** byte" in row and "at most 127" in row
+    assert topic_length_error(127, 1) is None and topic_length_error(128, 1) is not None
 
 
 def test_normalize_masks_only_what_varies() -> None:

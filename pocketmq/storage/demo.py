@@ -1,8 +1,9 @@
 """`python -m pocketmq.storage demo STORE_DIR`: fill a store with sample messages, to look at with `inspect`.
 
 The messages are generated from a fixed seed, so two runs write the same bytes apart from the
-timestamps (born and store times, index file names). A run replaces a store already in STORE_DIR,
-so `make run` works any number of times; a directory holding anything else is left alone.
+timestamps (born and store times, index file names). A run replaces a store an earlier run wrote in
+STORE_DIR (it holds the demo's marker file), so `make demo` works any number of times; a directory
+holding anything else, a broker's store included, is left alone.
 """
 
 from __future__ import annotations
@@ -27,14 +28,17 @@ from .commit_log import SCHEDULE_TOPIC
 from .config import FlushDiskType, MessageStoreConfig
 from .inspect.files import fmt_bytes
 from .inspect.indexfile import file_size_for
+from .inspect.state import DEMO_MARKER
 from .message_store import DefaultMessageStore
 from .store_lock import StoreLockedError
 
 SEED = 20240601
 TOPICS = {"OrderEvents": 4, "Payments": 2}
-# What a store directory may hold; anything else means STORE_DIR is not (only) a store.
-STORE_ENTRIES = frozenset({"commitlog", "consumequeue", "index", "checkpoint", "abort", "lock", "config",
-                           "dispatch_manifest.json", "timerwheel", "timerlog"})
+MARKER = DEMO_MARKER  # written into each store the demo makes: the demo clears only a directory that holds it
+# What a demo store may hold besides the marker; anything else means STORE_DIR is not (only) the demo's store.
+# (Not config/: a broker writes it, with the topics and offsets of its store.)
+STORE_ENTRIES = frozenset({"commitlog", "consumequeue", "index", "checkpoint", "abort", "lock",
+                           "dispatch_manifest.json", "timerwheel", "timerlog", MARKER})
 
 # --small: sizes at which a few hundred messages roll every kind of file.
 SMALL_COMMIT_LOG = 32 * 1024
@@ -179,31 +183,41 @@ class DemoError(Exception):
 
 
 def prepare_directory(path: str) -> bool:
-    """Make `path` an empty directory for the demo. Returns True when an old store was removed.
+    """Make `path` an empty directory for the demo, with its marker. Returns True when an old store was removed.
 
-    Only a directory that holds nothing but store files is cleared, and only when no process
-    holds the store's lock: the demo never deletes what it did not write.
+    Only a store an earlier run wrote (it holds MARKER, and nothing but store files) is cleared, and only when no
+    process holds the store's lock: the demo never deletes what it did not write.
     """
     if not os.path.exists(path):
         os.makedirs(path)
-        return False
-    if not os.path.isdir(path):
+    elif not os.path.isdir(path):
         raise DemoError(f"{path} exists and is not a directory")
     entries = set(os.listdir(path))
-    if not entries:
-        return False
+    if entries:
+        _check_demo_store(path, entries)
+        _check_unlocked(os.path.join(path, "lock"))
+        for name in entries:
+            full = os.path.join(path, name)
+            if os.path.isdir(full) and not os.path.islink(full):
+                shutil.rmtree(full)
+            else:
+                os.unlink(full)
+    with open(os.path.join(path, MARKER), "w") as f:
+        f.write("A store written by `python -m pocketmq.storage demo`, which replaces it when run again here.\n")
+    return bool(entries)
+
+
+def _check_demo_store(path: str, entries: set[str]) -> None:
+    refuse = f"refusing to clear {path}: pass a new or empty directory (or delete it yourself)"
+    if "config" in entries:
+        raise DemoError(f"{path} holds config/, a broker's topics and consumer offsets: it is a broker's store, "
+                        f"not one the demo wrote; {refuse}")
+    if MARKER not in entries:
+        raise DemoError(f"{path} was not written by the demo (it has no {MARKER} file); {refuse}")
     foreign = sorted(entries - STORE_ENTRIES)
     if foreign:
-        raise DemoError(f"{path} holds files that are not part of a message store "
-                        f"({', '.join(foreign[:5])}); refusing to clear it: pass a new or empty directory")
-    _check_unlocked(os.path.join(path, "lock"))
-    for name in entries:
-        full = os.path.join(path, name)
-        if os.path.isdir(full) and not os.path.islink(full):
-            shutil.rmtree(full)
-        else:
-            os.unlink(full)
-    return True
+        raise DemoError(f"{path} holds files that are not part of the demo's store ({', '.join(foreign[:5])}); "
+                        f"{refuse}")
 
 
 def _check_unlocked(lock_path: str) -> None:

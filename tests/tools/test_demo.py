@@ -6,7 +6,11 @@ import fcntl
 import os
 from pathlib import Path
 
+from pocketmq.client import Producer
+from pocketmq.client.message import Message
 from pocketmq.common.codec import decode
+from pocketmq.embedded import EmbeddedCluster
+from pocketmq.storage.demo import MARKER
 from pocketmq.storage.demo import main as demo_main
 from pocketmq.storage.inspect.files import ReadOnlyFiles
 
@@ -26,7 +30,7 @@ def test_running_twice_replaces_the_store(tmp_path: Path) -> None:
     path = tmp_path / "s"
     demo(path, "--small", "--messages", "30")
     out = demo(path, "--small", "--messages", "30")
-    assert "(the previous demo store was removed)" in out
+    assert "(the previous demo store was removed)" in out and (path / MARKER).is_file()
     assert inspect_json(path, "--commitlog")["commitlog"]["records_total"] == 30
 
 
@@ -36,6 +40,32 @@ def test_refuses_a_directory_that_is_not_a_store(tmp_path: Path) -> None:
     assert code == 1
     assert (tmp_path / "notes.txt").read_text() == "mine"
     assert not (tmp_path / "commitlog").exists()
+
+
+async def test_refuses_a_stopped_broker_s_store(tmp_path: Path, capsys) -> None:
+    # It deleted the broker's messages and config/ (topics, consumer offsets): a typo for `inspect` lost them.
+    async with EmbeddedCluster(tmp_path) as cluster:
+        async with Producer("DemoPG", cluster.namesrv_addr) as p:
+            await p.send(Message("Invoices", b"invoice 1", keys="inv-1"))
+        assert await cluster.wait_dispatched()
+    store = tmp_path / "store"
+    code, out = run_tool(demo_main, [str(store), "--small", "--messages", "5"])
+    err = capsys.readouterr().err
+    assert (code, out) == (1, "")
+    assert err.startswith(f"demo: {store} holds config/, a broker's topics and consumer offsets: it is a broker's "
+                          f"store, not one the demo wrote; refusing to clear {store}")
+    assert "Invoices" in (store / "config" / "topics.json").read_text()
+    files = inspect_json(store, "--commitlog", "--topic", "Invoices")["commitlog"]["files"]
+    assert [r["keys"] for f in files for r in f["records"]] == [["inv-1"]]
+
+
+def test_refuses_a_store_it_did_not_write(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "s"
+    demo(path, "--small", "--messages", "5")
+    (path / MARKER).unlink()  # (as a store of the storage engine's own, or one an older demo wrote)
+    code, _ = run_tool(demo_main, [str(path), "--small", "--messages", "7"])
+    assert code == 1 and f"was not written by the demo (it has no {MARKER} file)" in capsys.readouterr().err
+    assert inspect_json(path, "--commitlog")["commitlog"]["records_total"] == 5
 
 
 def test_refuses_a_store_whose_lock_is_held(tmp_path: Path) -> None:

@@ -8,8 +8,10 @@ import struct
 from .files import ReadOnlyFiles, fmt_ms, lock_holder
 
 CHECKPOINT_FIELDS = struct.Struct(">qqq")  # physicMsgTimestamp, logicsMsgTimestamp, indexMsgTimestamp
+# `python -m pocketmq.storage demo` marks each store it writes with this file, and clears only a store holding it.
+DEMO_MARKER = "written-by-demo"
 KNOWN_ENTRIES = ("commitlog", "consumequeue", "index", "checkpoint", "abort", "lock", "config",
-                 "dispatch_manifest.json", "timerwheel", "timerlog")
+                 "dispatch_manifest.json", "timerwheel", "timerlog", DEMO_MARKER)
 
 
 def checkpoint_section(root: str, files: ReadOnlyFiles) -> dict:

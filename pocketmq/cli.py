@@ -85,6 +85,11 @@ def _add_console(sub) -> None:
     p.set_defaults(func=_console)
 
 
+# A console bound to every interface answers only to the names it knows (against DNS rebinding): say how to add one.
+OTHER_HOSTS = ("on every interface; from another machine, open it by a name or address given with {option} NAME "
+               "(other Host names are refused)")
+
+
 def _console_missing() -> str | None:
     try:
         import aiohttp  # noqa: F401
@@ -118,6 +123,8 @@ async def _console(args) -> int:
     await console.start()
     print(f"pocketmq console: {console.url} ({'admin' if args.admin else 'read-only'}; metrics at "
           f"{console.url}metrics)", flush=True)
+    if console.on_every_interface:
+        print(f"pocketmq console: {OTHER_HOSTS.format(option='--allow-host')}", flush=True)
     try:
         await stop.wait()
     finally:
@@ -202,6 +209,8 @@ async def _dev(args) -> int:
             print(f"  no gRPC endpoint: {grpc_note}")
         if console is not None:
             print(f"  console: {console.url}  (metrics: {console.url}metrics)")
+            if console.on_every_interface:
+                print(f"           {OTHER_HOSTS.format(option='--console-allow-host')}")
         elif console_note is not None:
             print(f"  no console: {console_note}")
         print(f"  store: {config.store_root}")

@@ -35,6 +35,7 @@ STATIC = Path(__file__).parent / "static"
 Handler = Callable[[web.Request], Awaitable[Any]]
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 ALL_INTERFACES = frozenset({"", "0.0.0.0", "::"})
+LOOPBACK_FOR = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}  # the loopback address each wildcard serves
 
 
 class ConsoleServer:
@@ -82,8 +83,15 @@ class ConsoleServer:
 
     @property
     def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
+        """The address to open. Bound to every interface, loopback's: the Host check refuses 0.0.0.0 and :: (no
+        browser should name them), and asyncio binds :: to IPv6 alone."""
+        host = LOOPBACK_FOR.get(self.host, self.host)
+        host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{self.port}/"
+
+    @property
+    def on_every_interface(self) -> bool:
+        return self.host in ALL_INTERFACES
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._track, _host_check(self.allowed_hosts), _json_errors])

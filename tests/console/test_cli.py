@@ -127,3 +127,28 @@ def test_console_store_is_a_store_or_the_folder_of_pocketmq_dev_s(tmp_path):
         assert status == 200 and view["store"] == str(dev / "store") and view["files"]
     finally:
         stop(proc)
+
+
+def test_a_console_on_every_interface_prints_a_url_it_answers(tmp_path):
+    # It printed http://0.0.0.0:PORT/, which its own Host check refuses (403).
+    proc = start("console", "-n", "127.0.0.1:1", "--port", "0", "--host", "0.0.0.0")
+    try:
+        first = proc.stdout.readline()
+        match = re.search(r"pocketmq console: (http://127\.0\.0\.1:\d+/) \(read-only", first)
+        assert match, first
+        assert get(match.group(1))[0] == 200
+        second = proc.stdout.readline()
+        assert "from another machine, open it by a name or address given with --allow-host NAME" in second
+    finally:
+        stop(proc)
+    proc = start("dev", "--store", str(tmp_path / "dev"), "--namesrv-port", "0", "--broker-port", "0",
+                 "--console-port", "0", "--console-host", "0.0.0.0", "--no-grpc")
+    try:
+        proc.stdout.readline()
+        line = proc.stdout.readline()
+        match = re.search(r"console: (http://127\.0\.0\.1:\d+/)", line)
+        assert match, line
+        assert get(match.group(1))[0] == 200
+        assert "given with --console-allow-host NAME" in proc.stdout.readline()
+    finally:
+        stop(proc)

@@ -31,7 +31,7 @@ from pocketmq.common.constants import (
     TRANSACTION_ROLLBACK_TYPE,
     TRANSACTION_TYPE_MASK,
 )
-from pocketmq.common.message import MessageExtBatch, MessageExtBrokerInner, delay_time_level, raw_property
+from pocketmq.common.message import MessageExtBatch, MessageExtBrokerInner, delay_time_level
 from pocketmq.common.record_layout import (
     HOST_SHAPES,
     IPV4_HOST_LENGTH,
@@ -48,6 +48,7 @@ from pocketmq.common.record_layout import (
 from pocketmq.common.topic_validator import RMQ_SYS_SCHEDULE_TOPIC as SCHEDULE_TOPIC
 from pocketmq.common.topic_validator import RMQ_SYS_TRANS_HALF_TOPIC, long_topic_error
 
+from .batch_checks import batch_refusal
 from .config import MessageStoreConfig, parse_delay_levels
 from .mapped_file import MappedFile
 from .mapped_file_queue import MappedFileQueue
@@ -295,9 +296,8 @@ class CommitLog:
             raise _illegal("empty batch")
         if b.sys_flag & TRANSACTION_TYPE_MASK:
             raise _illegal("a batch cannot carry transactional messages")
-        # (A DELAY\x01 found across two properties costs a look at each.)
-        if b"DELAY\x01" in b"".join(props) and any(raw_property(p, b"DELAY\x01") for p in props):
-            raise _illegal("a batch cannot carry a delay level")
+        if (refusal := batch_refusal(props)) is not None:
+            raise _illegal(refusal)
         topic_b = self._topic_entries.get(b.topic) or self._topic_entries[b.topic]
         store_host = b.store_host or self._store_host
         born_len, store_len = len(b.born_host), len(store_host)
@@ -332,8 +332,8 @@ class CommitLog:
             raise _illegal("a batch cannot carry transactional messages")
         props = [m.properties_string.encode() if m.properties_string is not None
                  else _encode_properties(m.properties) if m.properties else b"" for m in msgs]
-        if any(b"DELAY\x01" in p and raw_property(p, b"DELAY\x01") for p in props):
-            raise _illegal("a batch cannot carry a delay level")
+        if (refusal := batch_refusal(props)) is not None:
+            raise _illegal(refusal)
         topic_b = self._topic_entries.get(topic) or self._topic_entries[topic]
         store_host = first.store_host or self._store_host
         store_len = len(store_host)

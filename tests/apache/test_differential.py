@@ -217,6 +217,10 @@ CASES = [
          differs=(0, 13, "4.9.7 stores the batch's messages undelayed, their DELAY ignored; pocketmq refuses the "
                   "batch (MESSAGE_ILLEGAL, 'a batch cannot carry a delay level') rather than drop what was asked "
                   "for silently. The Java client refuses such a batch itself")),
+    Case("batch send of messages with DELAY 0 and -1 (no delay)", "broker",
+         lambda s: send_v2(SINK, code=R.SEND_BATCH_MESSAGE, m=True,
+                           body=_batch([b"one"], props={"DELAY": "0"}) + _batch([b"two"], props={"DELAY": "-1"})),
+         ext_values=False),
     # (RocketMQ's put reads DELAY with Integer.parseInt: what it cannot read fails the put, SYSTEM_ERROR)
     Case("send with a DELAY that is no number", "broker", lambda s: send_v2(SINK, props={"DELAY": "abc"})),
     Case("send with DELAY ' 1' (parseInt takes no space)", "broker", lambda s: send_v2(SINK, props={"DELAY": " 1"})),
@@ -325,8 +329,11 @@ CASES = [
 ]
 
 
-def _batch(bodies: list[bytes], delay_level: int = 0) -> bytes:
-    return encode_messages(Message(SINK, b, tags="TagA", delay_time_level=delay_level) for b in bodies)
+def _batch(bodies: list[bytes], delay_level: int = 0, props: dict[str, str] | None = None) -> bytes:
+    msgs = [Message(SINK, b, tags="TagA", delay_time_level=delay_level) for b in bodies]
+    for m in msgs:
+        m.properties.update(props or {})  # (system properties too, which Message's own setters check)
+    return encode_messages(msgs)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

@@ -143,6 +143,19 @@ async def test_bad_batches_are_message_illegal(broker, mq) -> None:
     assert resp.code == ResponseCode.MESSAGE_ILLEGAL and "delay" in resp.remark
 
 
+@pytest.mark.parametrize("level", ["0", "-1"])
+async def test_a_batch_whose_delay_level_asks_for_no_delay_is_stored(broker, mq, dispatched, level) -> None:
+    """Apache 5.5.0 stores such a batch (a level of 0 or less is no delay), and the Java client's batch check only
+    refuses a level above 0: the messages are stored in their own topic, at once."""
+    await mq.create_topic("TopicBatchLevel")
+    items = [BatchItem(0, b"x", properties_to_string({"DELAY": level})), BatchItem(0, b"y", "")]
+    resp = await mq.send_batch("TopicBatchLevel", items)
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    await dispatched(broker)
+    pulled = await mq.pull("G", "TopicBatchLevel", 0, 0)
+    assert [m.body for m in decode_all(pulled.body)] == [b"x", b"y"]
+
+
 @pytest.mark.parametrize(
     ("topic", "remark"),
     [("bad topic!", "illegal characters"), ("t" * 128, "longer than"), ("", "blank")],

@@ -392,6 +392,15 @@ def test_a_batch_of_one_shape_with_a_delay_level_is_refused(store):
     assert res.status == PutMessageStatus.MESSAGE_ILLEGAL and "delay" in res.remark
 
 
+def test_a_batch_whose_delay_level_is_no_delay_is_stored(store):
+    # (Message.getDelayTimeLevel() > 0 is a delay; a level the put cannot read is refused as a single message is)
+    for props in ([b"DELAY\x010\x02", b""], [b"DELAY\x01-1\x02", b"DELAY\x01-1\x02"]):
+        res = store.put_messages(MessageExtBatch("TopicA", 0, [0, 0], [b"a", b"b"], props))
+        assert res.status == PutMessageStatus.PUT_OK, (props, res)
+    res = store.put_messages([msg(body=b"a", DELAY="x"), msg(body=b"b", DELAY="0")])
+    assert res.status == PutMessageStatus.MESSAGE_ILLEGAL and "delay" in res.remark
+
+
 # -- batches the store refuses, and why -------------------------------------------------------------------
 
 def test_refused_batches_say_why_and_write_nothing(store):

@@ -8,9 +8,10 @@ broker re-encodes each into a commit-log record.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from time import time_ns
 
 from pocketmq.common.constants import MAX_PROPERTIES_LENGTH
-from pocketmq.common.message import properties_to_string
+from pocketmq.common.message import asks_for_a_timer, properties_to_string
 from pocketmq.common.message_batch import FIXED as _FIXED
 from pocketmq.common.message_batch import HEAD as _HEAD
 from pocketmq.common.message_batch import PROPERTIES_LENGTH as _SHORT
@@ -99,8 +100,7 @@ def generate_from_list(msgs: Iterable[Message], max_message_size: int) -> Messag
             parts += (pack_head(_FIXED + len(body) + len(encoded), 0, 0, m.flag, len(body)), body,
                       pack_short(len(encoded)), encoded)
             continue
-        if PROPERTY_DELAY_TIME_LEVEL in props and m.delay_time_level > 0:
-            raise MQClientException("TimeDelayLevel is not supported for batching")
+        _check_not_delayed(m)
         if props.get(PROPERTY_TRANSACTION_PREPARED, "").lower() == "true":
             # A batch is sent without the prepared flag: the message would be stored as an ordinary one.
             raise MQClientException("Transactional messages are not supported for batching")
@@ -115,6 +115,15 @@ def generate_from_list(msgs: Iterable[Message], max_message_size: int) -> Messag
             props[PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = next(uniq_ids)
         parts += _message_parts(m)
     return MessageBatch(messages, b"".join(parts))
+
+
+def _check_not_delayed(m: Message) -> None:
+    if PROPERTY_DELAY_TIME_LEVEL in m.properties and m.delay_time_level > 0:
+        raise MQClientException("TimeDelayLevel is not supported for batching")
+    if asks_for_a_timer(m.properties, time_ns() // 1_000_000):
+        # RocketMQ's broker would store it undelayed, its timer ignored; pocketmq's refuses it.
+        raise MQClientException("A timer (TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS) is not supported "
+                                "for batching")
 
 
 def _check_batchable(m: object) -> None:

@@ -14,7 +14,11 @@ from .constants import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_KEYS,
     PROPERTY_SEPARATOR,
+    PROPERTY_START_DELIVER_TIME,
     PROPERTY_TAGS,
+    PROPERTY_TIMER_DELAY_MS,
+    PROPERTY_TIMER_DELAY_SEC,
+    PROPERTY_TIMER_DELIVER_MS,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
 )
 from .java_text import parse_integer
@@ -28,6 +32,34 @@ def delay_time_level(props: Mapping[str, str]) -> int:
     is no int ("", " 1", "1_0", "abc", past the int's range), where RocketMQ's put fails with NumberFormatException."""
     text = props.get(PROPERTY_DELAY_TIME_LEVEL)
     return 0 if text is None else parse_integer(text, INT_MIN, INT_MAX)
+
+
+# What makes a message a timer message (HookUtils.checkIfTimerMessage; __STARTDELIVERTIME is pocketmq's addition).
+TIMER_PROPERTIES = (PROPERTY_TIMER_DELAY_SEC, PROPERTY_TIMER_DELAY_MS, PROPERTY_TIMER_DELIVER_MS,
+                    PROPERTY_START_DELIVER_TIME)
+
+
+def timer_deliver_ms(props: Mapping[str, str], now_ms: int) -> int:
+    """When a timer message is due (HookUtils.transformTimerMessage reads the properties in this order). ValueError
+    for a value Long.parseLong refuses (" 2", "2_000" are no numbers there)."""
+    if PROPERTY_TIMER_DELAY_SEC in props:
+        return now_ms + parse_integer(props[PROPERTY_TIMER_DELAY_SEC]) * 1000
+    if PROPERTY_TIMER_DELAY_MS in props:
+        return now_ms + parse_integer(props[PROPERTY_TIMER_DELAY_MS])
+    if PROPERTY_TIMER_DELIVER_MS in props:
+        return parse_integer(props[PROPERTY_TIMER_DELIVER_MS])
+    return parse_integer(props[PROPERTY_START_DELIVER_TIME])
+
+
+def asks_for_a_timer(props: Mapping[str, str], now_ms: int) -> bool:
+    """Whether a message's timer properties ask for a delivery later than now_ms; also when they cannot be read
+    (a broker refuses such a message)."""
+    if not any(key in props for key in TIMER_PROPERTIES):
+        return False
+    try:
+        return timer_deliver_ms(props, now_ms) > now_ms
+    except ValueError:
+        return True
 
 
 def pack_host(host: str, port: int) -> bytes:

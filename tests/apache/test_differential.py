@@ -221,6 +221,12 @@ CASES = [
          lambda s: send_v2(SINK, code=R.SEND_BATCH_MESSAGE, m=True,
                            body=_batch([b"one"], props={"DELAY": "0"}) + _batch([b"two"], props={"DELAY": "-1"})),
          ext_values=False),
+    Case("batch send of a message with a timer (TIMER_DELAY_SEC)", "broker",
+         lambda s: send_v2(SINK, code=R.SEND_BATCH_MESSAGE, m=True,
+                           body=_batch([b"one"], props={"TIMER_DELAY_SEC": "30"})),
+         differs=(0, 13, "4.9.7 has no timer and stores the batch (5.5.0 too, its batch put reads no timer: both "
+                  "deliver at once); pocketmq refuses the batch (MESSAGE_ILLEGAL, 'a batch cannot carry a timer') "
+                  "as it refuses a delay level")),
     # (RocketMQ's put reads DELAY with Integer.parseInt: what it cannot read fails the put, SYSTEM_ERROR)
     Case("send with a DELAY that is no number", "broker", lambda s: send_v2(SINK, props={"DELAY": "abc"})),
     Case("send with DELAY ' 1' (parseInt takes no space)", "broker", lambda s: send_v2(SINK, props={"DELAY": " 1"})),

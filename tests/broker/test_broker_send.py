@@ -157,6 +157,30 @@ async def test_a_batch_whose_delay_level_asks_for_no_delay_is_stored(broker, mq,
 
 
 @pytest.mark.parametrize(
+    "timer", [{"TIMER_DELAY_SEC": "3"}, {"TIMER_DELAY_MS": "3000"}, {"TIMER_DELIVER_MS": "4102444800000"},
+              {"__STARTDELIVERTIME": "4102444800000"}, {"TIMER_DELAY_SEC": "three"}])
+async def test_a_batch_whose_timer_asks_for_a_delay_is_refused(broker, mq, timer) -> None:
+    """RocketMQ's batch put reads no timer property and delivers such messages at once; pocketmq refuses the batch,
+    as it refuses one with a delay level, rather than drop what was asked for silently."""
+    await mq.create_topic("TopicBatchTimer")
+    items = [BatchItem(0, b"x", ""), BatchItem(0, b"y", properties_to_string(timer))]
+    resp = await mq.send_batch("TopicBatchTimer", items)
+    assert resp.code == ResponseCode.MESSAGE_ILLEGAL, resp
+    assert "(a batch cannot carry a timer (TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS))" in resp.remark
+
+
+async def test_a_batch_whose_timer_is_due_already_is_stored(broker, mq, dispatched) -> None:
+    await mq.create_topic("TopicBatchDue")
+    items = [BatchItem(0, b"x", properties_to_string({"TIMER_DELAY_SEC": "0"})),
+             BatchItem(0, b"y", properties_to_string({"TIMER_DELIVER_MS": "1000"}))]
+    resp = await mq.send_batch("TopicBatchDue", items)
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    await dispatched(broker)
+    pulled = await mq.pull("G", "TopicBatchDue", 0, 0)
+    assert [m.body for m in decode_all(pulled.body)] == [b"x", b"y"]
+
+
+@pytest.mark.parametrize(
     ("topic", "remark"),
     [("bad topic!", "illegal characters"), ("t" * 128, "longer than"), ("", "blank")],
 )

@@ -81,6 +81,27 @@ def test_batch_rules(msgs: list[Message], fragment: str) -> None:
         generate_from_list(msgs, MAX)
 
 
+def _timer(m: Message, name: str, value: int) -> Message:
+    setattr(m, name, value)
+    return m
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("delay_time_sec", 3), ("delay_time_ms", 3000), ("deliver_time_ms", 4102444800000)],
+)
+def test_a_batch_refuses_a_timer_that_asks_for_a_delay(name: str, value: int) -> None:
+    """The broker would deliver it at once (RocketMQ's batch put reads no timer): refused, as a delay level is."""
+    with pytest.raises(MQClientException, match="timer"):
+        generate_from_list([Message("T", b"a"), _timer(Message("T", b"b"), name, value)], MAX)
+
+
+def test_a_batch_takes_a_timer_that_asks_for_no_delay() -> None:
+    msgs = [_timer(Message("T", b"a"), "delay_time_sec", 0), _timer(Message("T", b"b"), "deliver_time_ms", 1000),
+            Message("T", b"c", delay_time_level=0)]
+    assert len(read_batch(generate_from_list(msgs, MAX).body)) == 3
+
+
 def test_batch_of_batches_is_refused() -> None:
     inner = MessageBatch([Message("T", b"a")])
     with pytest.raises(MQClientException, match="is not a Message"):

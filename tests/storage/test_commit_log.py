@@ -401,6 +401,17 @@ def test_a_batch_whose_delay_level_is_no_delay_is_stored(store):
     assert res.status == PutMessageStatus.MESSAGE_ILLEGAL and "delay" in res.remark
 
 
+def test_a_batch_with_a_timer_that_asks_for_a_delay_is_refused(store):
+    before = store.get_max_phy_offset()
+    for timer in ({"TIMER_DELAY_MS": "5000"}, {"TIMER_DELIVER_MS": "4102444800000"}):
+        res = store.put_messages([msg(body=b"a"), msg(body=b"b", **timer)])
+        assert res.status == PutMessageStatus.MESSAGE_ILLEGAL and "cannot carry a timer" in res.remark
+    props = [b"X\x01TIMER_DELAY_MS\x01\x02", b"TIMER_DELAY_MS\x010\x02"]  # (a value named so; no delay)
+    res = store.put_messages(MessageExtBatch("TopicA", 0, [0, 0], [b"a", b"b"], props))
+    assert res.status == PutMessageStatus.PUT_OK
+    assert store.get_max_phy_offset() > before
+
+
 # -- batches the store refuses, and why -------------------------------------------------------------------
 
 def test_refused_batches_say_why_and_write_nothing(store):

@@ -20,8 +20,8 @@ from pocketmq.common.constants import (
     PROPERTY_TIMER_DELIVER_MS,
     PROPERTY_TIMER_OUT_MS,
 )
-from pocketmq.common.java_text import parse_integer
 from pocketmq.common.message import MessageExtBrokerInner, delay_time_level
+from pocketmq.common.message import timer_deliver_ms as deliver_ms
 from pocketmq.common.topic_validator import RMQ_SYS_WHEEL_TIMER
 
 from ..config import MessageStoreConfig
@@ -52,18 +52,6 @@ def is_timer_message(msg: MessageExtBrokerInner) -> bool:
     if msg.topic == TIMER_TOPIC or PROPERTY_TIMER_OUT_MS in props:
         return False  # already routed (a rolled message going round again, or one delivered)
     return any(key in props for key in _TIMER_KEYS) or PROPERTY_START_DELIVER_TIME in props
-
-
-def deliver_ms(props: dict[str, str], now_ms: int) -> int:
-    """When the message is due. Raises ValueError for a value Long.parseLong refuses (HookUtils.transformTimerMessage:
-    " 2", "2_000" are no numbers there)."""
-    if PROPERTY_TIMER_DELAY_SEC in props:
-        return now_ms + parse_integer(props[PROPERTY_TIMER_DELAY_SEC]) * 1000
-    if PROPERTY_TIMER_DELAY_MS in props:
-        return now_ms + parse_integer(props[PROPERTY_TIMER_DELAY_MS])
-    if PROPERTY_TIMER_DELIVER_MS in props:
-        return parse_integer(props[PROPERTY_TIMER_DELIVER_MS])
-    return parse_integer(props[PROPERTY_START_DELIVER_TIME])
 
 
 def slot_time(deliver: int, precision_ms: int) -> int:

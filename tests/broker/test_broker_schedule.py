@@ -116,3 +116,22 @@ async def test_runtime_info_shows_each_levels_progress(cluster, poll, dispatched
     await poll(lambda: broker.schedule_message_service.offset_table.get(3) == 1)
     keys = await schedule_keys()
     assert keys["scheduleMessageOffset_1"] == "2,2" and keys["scheduleMessageOffset_3"] == "1,1"
+
+
+async def test_runtime_info_shows_a_level_whose_messages_all_wait(cluster, poll, dispatched) -> None:
+    """As RocketMQ 5's task, which writes the offset of a message not due yet: the level is listed, "0,<stored>",
+    before anything of it is delivered; a level whose queue never had a message is not."""
+    broker = await cluster.broker(message_delay_level="20ms 1h")
+    mq = cluster.mq(broker)
+    await mq.create_topic("Waiting", queues=1)
+    for _ in range(3):
+        assert (await mq.send("Waiting", b"x", properties=MQ.props(DELAY="2"))).code == ResponseCode.SUCCESS
+    await dispatched(broker)
+
+    async def schedule_keys() -> dict[str, str]:
+        resp = await mq.invoke(RequestCode.GET_BROKER_RUNTIME_INFO)
+        table = resp.decode_body(KVTable).table
+        return {k: v for k, v in table.items() if k.startswith("scheduleMessageOffset_")}
+
+    await poll(lambda: 2 in broker.schedule_message_service.offset_table)
+    assert await schedule_keys() == {"scheduleMessageOffset_2": "0,3"}

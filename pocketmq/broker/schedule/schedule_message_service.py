@@ -132,6 +132,10 @@ class ScheduleMessageService(ConfigManager):
                     await asyncio.sleep(IDLE_RECHECK)
                 self._set_offset(level, result.next_begin_offset)
                 continue
+            if level not in self.offset_table:
+                # RocketMQ 5's task writes the offset of a message not due yet (updateOffset): a level whose
+                # messages all wait is in the runtime info (scheduleMessageOffset_<level>) and delayOffset.json.
+                self._set_offset(level, offset)
             for msg in decode_all(result.body):
                 due = msg.store_timestamp + delay
                 now = now_ms()
@@ -214,7 +218,8 @@ class ScheduleMessageService(ConfigManager):
         )
 
     def build_running_stats(self) -> dict[str, str]:
-        """buildRunningStats: per level in the offset table, ``scheduleMessageOffset_<level>`` = ``delivered,stored``
+        """buildRunningStats: per level in the offset table (each whose queue had a message, delivered or not),
+        ``scheduleMessageOffset_<level>`` = ``delivered,stored``
         (the next offset to deliver and the level queue's max offset), as GET_BROKER_RUNTIME_INFO shows them."""
         store = self.controller.store
         return {

@@ -61,6 +61,10 @@ def test_routing_at_put(stores) -> None:
 @pytest.mark.parametrize(("props", "status"), [
     ({"TIMER_DELAY_SEC": "x"}, PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL),
     ({"TIMER_DELAY_SEC": str(3 * 86400 + 10)}, PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL),
+    # Past Java's long once multiplied or added to now: Apache's arithmetic wraps (due at once), pocketmq's does not.
+    ({"TIMER_DELAY_SEC": "9223372036854776"}, PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL),
+    ({"TIMER_DELAY_SEC": "9223372036854775"}, PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL),
+    ({"TIMER_DELAY_MS": str(2**63 - 1)}, PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL),
 ])
 def test_refused_timers(stores, props, status) -> None:
     store = stores.open(**FAST)

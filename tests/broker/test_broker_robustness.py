@@ -57,6 +57,11 @@ async def test_every_processor_answers_garbage_headers_without_crashing(broker, 
 async def test_unknown_request_code(broker, mq) -> None:
     resp = await mq.invoke(9999)
     assert resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+    # RocketMQ 5's GET_TIMER_CHECK_POINT and GET_TIMER_METRICS (docs/compatibility.md lists them as not implemented)
+    for code in (60, 61):
+        resp = await mq.invoke(code)
+        assert resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+        assert resp.remark == f" request type {code} not supported"
 
 
 @pytest.mark.both_loops

@@ -64,6 +64,11 @@ async def send_many(cluster: Any, topic: str, bodies: list[bytes], queues: int, 
         assert len(mqs) == queues
         for n, i in enumerate(range(0, len(bodies), batch)):
             await producer.send_batch([Message(topic, b) for b in bodies[i : i + batch]], mqs[n % len(mqs)])
+    # A send is answered once stored; its consume-queue entry comes after, on the store's dispatch thread. Callers
+    # read the queues' max offsets next (a seek checks its offset against them): a loaded machine's dispatch had
+    # not yet reached the second batch, and a seek to 15 of 20 messages was refused ("max offset = 10").
+    for broker in cluster.brokers:
+        assert await asyncio.to_thread(broker.store.wait_dispatched, 30.0)
 
 
 def committed(cluster: Any, group: str, topic: str, queues: int) -> list[int]:

@@ -19,14 +19,16 @@ from pocketmq.common.message import MessageExt
 from pocketmq.storage.consume_queue import CQ_ENTRY
 from pocketmq.storage.index_file import ENTRY, key_hash
 from pocketmq.storage.inspect.commitlog import CommitLogFiles
-from pocketmq.storage.inspect.consumequeue import queue_dirs, read_entries
+from pocketmq.storage.inspect.consumequeue import PRE_BLANK_SIZE, queue_dirs, read_entries
 from pocketmq.storage.inspect.files import INDEX_NAME_DIGITS, ReadOnlyFiles, numbered_files
 from pocketmq.storage.inspect.indexfile import entry_position, infer_geometry, read_header, slot_position
 from pocketmq.storage.inspect.record import annotate, body_text
+from pocketmq.storage.inspect.state import CHECKPOINT_FIELDS
 from pocketmq.storage.inspect.timer import timer_section
 
 MAX_RECORDS = 2000  # records read per file: enough to draw, bounded for a big store
 MAX_ENTRIES = 500  # consume-queue entries read per queue
+MAX_QUEUES_CHECKED = 1000  # queues whose last entry may prove a record's dispatch passed (one bisection each)
 
 
 def files_view(root: str, max_records: int = MAX_RECORDS, timer_precision_ms: int = 1000,
@@ -114,9 +116,10 @@ def record_view(root: str, offset: int, hash_slots: int = 5_000_000, index_num: 
 
 def _cq_entry(root: str, files: ReadOnlyFiles, msg: MessageExt, offset: int) -> dict[str, Any]:
     """The entry at the record's QUEUEOFFSET, and whether it is this record's: "state" is "dispatched" (it points at
-    this offset and size), "pending" (not written yet, and the queue ends before this record), or "none" (no entry
-    points at this record, nor will: the record is a transaction's prepared or rolled-back half, or its
-    QUEUEOFFSET belongs to an older queue of the topic, deleted and re-created since)."""
+    this offset and size), "pending" (not written yet, and dispatch may not have reached this record), or "none"
+    (no entry points at this record, nor will: the record is a transaction's prepared or rolled-back half, its
+    topic's queues were deleted since ("topic deleted"), or its QUEUEOFFSET belongs to an older queue of the topic,
+    deleted and re-created since ("older queue"))."""
     rel = f"consumequeue/{msg.topic}/{msg.queue_id}"
     out: dict[str, Any] = {"path": rel, "index": msg.queue_offset, "dispatched": False}
     if msg.sys_flag & TRANSACTION_PREPARED_TYPE:  # (PREPARED and ROLLBACK: the dispatcher writes no entry for them)
@@ -124,11 +127,10 @@ def _cq_entry(root: str, files: ReadOnlyFiles, msg: MessageExt, offset: int) -> 
     qdir = os.path.join(root, "consumequeue", msg.topic, str(msg.queue_id))
     found = _entry_at(files, qdir, msg.queue_offset * CQ_STORE_UNIT_SIZE)
     if found is None:
-        last = _last_entry(files, qdir)
-        # Dispatch runs in commit-log order: once the queue holds a later record, this one's turn has passed.
-        if last is not None and last[0] > offset:
-            return {**out, "state": "none", "reason": "older queue"}
-        return {**out, "state": "pending"}
+        if not _dispatch_passed(root, files, msg, offset):
+            return {**out, "state": "pending"}
+        gone = not os.path.isdir(os.path.join(root, "consumequeue", msg.topic))
+        return {**out, "state": "none", "reason": "topic deleted" if gone else "older queue"}
     name, position, raw = found
     phys, size, code = CQ_ENTRY.unpack(raw)
     entry = {**out, "path": f"{rel}/{name}", "file": name, "position": position, "hex": raw.hex(),
@@ -139,6 +141,23 @@ def _cq_entry(root: str, files: ReadOnlyFiles, msg: MessageExt, offset: int) -> 
     if (phys, size) == (offset, msg.store_size):
         return {**entry, "state": "dispatched", "dispatched": True}
     return {**entry, "state": "none", "reason": "older queue"}
+
+
+def _dispatch_passed(root: str, files: ReadOnlyFiles, msg: MessageExt, offset: int) -> bool:
+    """Whether dispatch has gone past the record, so that a missing entry will never be written. Dispatch runs in
+    commit-log order: the checkpoint's logicsMsgTimestamp (the last record dispatched and flushed) at or after the
+    record's store time proves it, and so does any consume queue whose last entry points at or past the record.
+    At most MAX_QUEUES_CHECKED queues are looked at (a bisection each), so a store with many costs no more."""
+    path = os.path.join(root, "checkpoint")
+    if os.path.isfile(path):
+        mm = files.map(path)
+        if len(mm) >= CHECKPOINT_FIELDS.size and CHECKPOINT_FIELDS.unpack_from(mm, 0)[1] >= msg.store_timestamp > 0:
+            return True
+    for topic, queue_id in queue_dirs(root)[:MAX_QUEUES_CHECKED]:
+        last = _last_entry(files, os.path.join(root, "consumequeue", topic, str(queue_id)))
+        if last is not None and last[1] != PRE_BLANK_SIZE and last[0] >= offset:
+            return True
+    return False
 
 
 def _entry_at(files: ReadOnlyFiles, qdir: str, at: int) -> tuple[str, int, bytes] | None:

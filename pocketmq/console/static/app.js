@@ -228,10 +228,11 @@ function bytesHtml(fields, base) {
 
 function cqMissing(cq, d) {
   // The entry at the record's QUEUEOFFSET is only its own when it points back at it (storage_view._cq_entry).
-  if (!cq || cq.state === "pending") return "Not dispatched yet: the dispatcher has not written this record's consume-queue entry.";
+  if (!cq || cq.state === "pending") return "Not dispatched yet: dispatch has not reached this record, so its consume-queue entry is not written.";
   const other = cq.commitlog_offset !== undefined
     ? ` Entry ${cq.index} of ${esc(cq.path)} points at offset ${cq.commitlog_offset} (${cq.size} bytes), another record.` : "";
   const why = cq.reason === "transaction" ? "it is a transaction's prepared or rolled-back half, which is never dispatched"
+    : cq.reason === "topic deleted" ? `its topic's consume queues (${esc(cq.path)}) were deleted after dispatch had passed it: the topic was deleted`
     : `its QUEUEOFFSET ${d.queue_offset} belongs to an older queue ${esc(d.topic)}/${d.queue_id} (the topic was deleted and re-created since), or it is a transaction's prepared or rolled-back half`;
   return `No consume-queue entry points at this record:${other} A consumer cannot reach it: ${why}.`;
 }

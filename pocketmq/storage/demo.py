@@ -2,8 +2,8 @@
 
 The messages are generated from a fixed seed, so two runs write the same bytes apart from the
 timestamps (born and store times, index file names). A run replaces a store an earlier run wrote in
-STORE_DIR (it holds the demo's marker file), so `make demo` works any number of times; a directory
-holding anything else, a broker's store included, is left alone.
+STORE_DIR (it holds the demo's marker file; a store from before the marker holds only the demo's topics), so
+`make demo` works any number of times; a directory holding anything else, a broker's store included, is left alone.
 """
 
 from __future__ import annotations
@@ -39,6 +39,10 @@ MARKER = DEMO_MARKER  # written into each store the demo makes: the demo clears 
 # (Not config/: a broker writes it, with the topics and offsets of its store.)
 STORE_ENTRIES = frozenset({"commitlog", "consumequeue", "index", "checkpoint", "abort", "lock",
                            "dispatch_manifest.json", "timerwheel", "timerlog", MARKER})
+# A store without the marker is an older demo's (from before the marker) only when its consume queues are the
+# topics the demo writes, and its config/, if any, holds no more than the timer wheel's checkpoint.
+DEMO_TOPICS = frozenset(TOPICS) | {SCHEDULE_TOPIC}
+LEGACY_CONFIG = frozenset({"timercheck"})
 
 # --small: sizes at which a few hundred messages roll every kind of file.
 SMALL_COMMIT_LOG = 32 * 1024
@@ -185,8 +189,9 @@ class DemoError(Exception):
 def prepare_directory(path: str) -> bool:
     """Make `path` an empty directory for the demo, with its marker. Returns True when an old store was removed.
 
-    Only a store an earlier run wrote (it holds MARKER, and nothing but store files) is cleared, and only when no
-    process holds the store's lock: the demo never deletes what it did not write.
+    Only a store an earlier run wrote (it holds MARKER, and nothing but store files; or, written before the
+    marker, no topic but the demo's) is cleared, and only when no process holds the store's lock: the demo never
+    deletes what it did not write.
     """
     if not os.path.exists(path):
         os.makedirs(path)
@@ -209,15 +214,29 @@ def prepare_directory(path: str) -> bool:
 
 def _check_demo_store(path: str, entries: set[str]) -> None:
     refuse = f"refusing to clear {path}: pass a new or empty directory (or delete it yourself)"
-    if "config" in entries:
+    legacy = MARKER not in entries
+    config = os.path.join(path, "config")
+    # Demo stores written before the wheel was turned off hold config/timercheck, the wheel's own checkpoint.
+    if "config" in entries and not (legacy and _only(config, LEGACY_CONFIG)):
         raise DemoError(f"{path} holds config/, a broker's topics and consumer offsets: it is a broker's store, "
                         f"not one the demo wrote; {refuse}")
-    if MARKER not in entries:
-        raise DemoError(f"{path} was not written by the demo (it has no {MARKER} file); {refuse}")
-    foreign = sorted(entries - STORE_ENTRIES)
+    foreign = sorted(entries - STORE_ENTRIES - {"config"})
     if foreign:
         raise DemoError(f"{path} holds files that are not part of the demo's store ({', '.join(foreign[:5])}); "
                         f"{refuse}")
+    if legacy:
+        others = sorted(set(_entries(os.path.join(path, "consumequeue"))) - DEMO_TOPICS)
+        if others:
+            raise DemoError(f"{path} was not written by the demo (it has no {MARKER} file, and holds topics the "
+                            f"demo does not write: {', '.join(others[:5])}); {refuse}")
+
+
+def _entries(directory: str) -> list[str]:
+    return os.listdir(directory) if os.path.isdir(directory) else []
+
+
+def _only(directory: str, allowed: frozenset[str]) -> bool:
+    return os.path.isdir(directory) and not os.path.islink(directory) and set(os.listdir(directory)) <= allowed
 
 
 def _check_unlocked(lock_path: str) -> None:
@@ -349,7 +368,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m pocketmq.storage demo",
                                      description="Write sample messages into a store, for inspect.")
     parser.add_argument("store_dir", metavar="STORE_DIR",
-                        help="directory for the store (a store already there is replaced)")
+                        help="directory for the store (a store an earlier demo run wrote there is replaced; any other "
+                             "non-empty directory is refused)")
     parser.add_argument("--messages", type=int, default=1000, metavar="N",
                         help="how many messages (default 1000)")
     parser.add_argument("--flush", choices=("async", "sync"), default="async",

@@ -8,9 +8,11 @@ from pathlib import Path
 
 from pocketmq.client import Producer
 from pocketmq.client.message import Message
+from pocketmq.common import MessageExtBrokerInner
 from pocketmq.common.codec import decode
 from pocketmq.embedded import EmbeddedCluster
-from pocketmq.storage.demo import MARKER
+from pocketmq.storage import DefaultMessageStore
+from pocketmq.storage.demo import MARKER, run, store_config
 from pocketmq.storage.demo import main as demo_main
 from pocketmq.storage.inspect.files import ReadOnlyFiles
 
@@ -60,12 +62,35 @@ async def test_refuses_a_stopped_broker_s_store(tmp_path: Path, capsys) -> None:
 
 
 def test_refuses_a_store_it_did_not_write(tmp_path: Path, capsys) -> None:
+    # A store of the storage engine's own, without the marker, holding a topic the demo never writes.
     path = tmp_path / "s"
-    demo(path, "--small", "--messages", "5")
-    (path / MARKER).unlink()  # (as a store of the storage engine's own, or one an older demo wrote)
+    store = DefaultMessageStore(store_config(str(path), True, "async"))
+    store.load()
+    store.start()
+    try:
+        assert store.put_message(MessageExtBrokerInner(topic="Invoices", body=b"invoice 1", queue_id=0)).is_ok
+        assert store.wait_dispatched(10.0)
+    finally:
+        store.shutdown()
     code, _ = run_tool(demo_main, [str(path), "--small", "--messages", "7"])
-    assert code == 1 and f"was not written by the demo (it has no {MARKER} file)" in capsys.readouterr().err
-    assert inspect_json(path, "--commitlog")["commitlog"]["records_total"] == 5
+    err = capsys.readouterr().err
+    assert code == 1 and f"was not written by the demo (it has no {MARKER} file, and holds topics the demo does " \
+                         "not write: Invoices)" in err
+    assert inspect_json(path, "--commitlog")["commitlog"]["records_total"] == 1
+
+
+def test_replaces_a_store_an_older_demo_wrote_before_the_marker(tmp_path: Path) -> None:
+    # Demos before the marker wrote no marker; before the wheel was turned off they also wrote config/timercheck.
+    path = tmp_path / "s"
+    config = store_config(str(path), True, "async")
+    config.timer_wheel_enable = True
+    run(config, 30)
+    (path / MARKER).unlink()
+    assert os.listdir(path / "config") == ["timercheck"]
+    out = demo(path, "--small", "--messages", "20")
+    assert "(the previous demo store was removed)" in out and (path / MARKER).is_file()
+    assert not (path / "config").exists()
+    assert inspect_json(path, "--commitlog")["commitlog"]["records_total"] == 20
 
 
 def test_refuses_a_store_whose_lock_is_held(tmp_path: Path) -> None:

@@ -13,7 +13,9 @@ import pytest
 
 from pocketmq.common import MessageExtBrokerInner
 from pocketmq.storage import DefaultMessageStore, MessageStoreConfig
+from pocketmq.storage.inspect import build_parser, inspect_store, options_from
 from pocketmq.storage.inspect import main as inspect_main
+from pocketmq.storage.inspect.text import render
 
 from .conftest import inspect_json, run_tool
 
@@ -65,6 +67,22 @@ def test_a_running_store_may_have_appended_since(one_file_store: Path) -> None:
     assert report["state"]["lock"]["held"] is True
     assert "past the end of the commit log as read (a running store appended since)" in checks(report)
     assert "(a store is running: it may be a record being written)" in out
+
+
+def test_a_lock_whose_state_cannot_be_read_is_not_called_free(one_file_store: Path, tmp_path: Path) -> None:
+    # Without a table of locks (macOS, a restricted /proc) the lock's state is unknown, not "not held": the wording
+    # stays hedged instead of blaming a cut file on a store that may be running.
+    locks = tmp_path / "no-locks"  # (as /proc/locks is on macOS: absent)
+    report = inspect_store(str(one_file_store), options_from(build_parser().parse_args([str(one_file_store)])),
+                           locks_path=str(locks))
+    lock = report["state"]["lock"]
+    assert lock["held"] is None and str(locks) in lock["held_unknown"]
+    lost = [c for c in checks(report) if c != "ok"]
+    assert lost and all("a running store may have appended since, or a commit-log file was cut short" in c
+                        for c in lost), lost
+    out = render(report)
+    assert "lock        present, state unknown" in out and "not held" not in out and "no store is running" not in out
+    assert "whether a store runs is unknown: a running store may be writing this record" in out
 
 
 def test_a_commit_log_file_of_another_size_than_its_siblings_is_flagged(store: Path, tmp_path: Path) -> None:

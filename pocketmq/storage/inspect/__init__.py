@@ -15,7 +15,7 @@ import sys
 from ..config import DEFAULT_DELAY_LEVELS, parse_delay_levels
 from .commitlog import CommitLogFiles, commitlog_section
 from .consumequeue import consumequeue_section
-from .files import ReadOnlyFiles
+from .files import PROC_LOCKS, ReadOnlyFiles
 from .indexfile import index_section
 from .options import SECTIONS, Options
 from .state import checkpoint_section, state_section
@@ -25,9 +25,10 @@ from .timer import timer_section
 FORMAT = "pocketmq-inspect/1"
 
 
-def inspect_store(root: str, opts: Options) -> dict:
-    """The report for one store: a JSON-ready dict with the requested sections."""
-    report: dict = {"format": FORMAT, "store": root, "state": state_section(root)}
+def inspect_store(root: str, opts: Options, locks_path: str = PROC_LOCKS) -> dict:
+    """The report for one store: a JSON-ready dict with the requested sections. `locks_path`: the kernel's table
+    of file locks, which says whether a store holds the lock."""
+    report: dict = {"format": FORMAT, "store": root, "state": state_section(root, locks_path)}
     if opts.offset is not None:
         report["offset"] = opts.offset
     with ReadOnlyFiles() as files:

@@ -75,10 +75,11 @@ def read_entries(files: ReadOnlyFiles, qdir: str, limit: int | None = None) -> t
 
 
 def resolve(topic: str, queue_id: int, entry: Entry, log: CommitLogFiles, raw: bytes | None = None,
-            delay_levels: str = DEFAULT_DELAY_LEVELS, running: bool = True) -> dict:
+            delay_levels: str = DEFAULT_DELAY_LEVELS, running: bool | None = True) -> dict:
     """An entry, with the tag it stands for and whether the record it points at agrees with it.
     `delay_levels`: the store's messageDelayLevel, which SCHEDULE_TOPIC_XXXX entries are checked against;
-    `running`: whether a store holds the lock (so that the log may have grown since it was read)."""
+    `running`: whether a store holds the lock (so that the log may have grown since it was read); None when
+    that is unknown."""
     index, phys, size, code, name, pos = entry
     out: dict = {"index": index, "commitlog_offset": phys, "size": size, "tags_code": code, "file": name,
                  "position": pos}
@@ -112,12 +113,15 @@ def resolve(topic: str, queue_id: int, entry: Entry, log: CommitLogFiles, raw: b
     return out
 
 
-def _missing(phys: int, size: int, log: CommitLogFiles, running: bool) -> str:
+def _missing(phys: int, size: int, log: CommitLogFiles, running: bool | None) -> str:
     """Why no record is found where an entry points."""
     if phys < log.end_offset():
         return "no record starts at this commit-log offset (deleted, or cut off by recovery)"
     if running:
         return "past the end of the commit log as read (a running store appended since)"
+    if running is None:
+        return ("past the end of the commit log as read (whether a store runs is unknown: a running store may have "
+                "appended since, or a commit-log file was cut short or removed)")
     # No store runs, so nothing was appended since: the log lost what the queue saw written.
     if phys + size > log.files_end():
         return (f"past the end of the commit-log files (at {log.files_end():,}): a commit-log file was cut short "
@@ -153,7 +157,7 @@ def _delivery_time(msg: MessageExt, delays: list[int]) -> int | None:
 
 
 def queue_entry(root: str, files: ReadOnlyFiles, log: CommitLogFiles, topic: str, queue_id: int,
-                opts: Options, running: bool = True) -> dict:
+                opts: Options, running: bool | None = True) -> dict:
     qdir = os.path.join(root, "consumequeue", topic, str(queue_id))
     infos, entries, end = read_entries(files, qdir)
     real = [e for e in entries if e[2] != PRE_BLANK_SIZE]
@@ -181,7 +185,7 @@ def _raw(files: ReadOnlyFiles, qdir: str, entry: Entry) -> bytes:
 
 
 def consumequeue_section(root: str, files: ReadOnlyFiles, log: CommitLogFiles, opts: Options,
-                         running: bool = True) -> dict:
+                         running: bool | None = True) -> dict:
     queues = []
     for topic, queue_id in queue_dirs(root):
         if opts.topic is not None and topic != opts.topic:

@@ -139,19 +139,21 @@ def _escape(c: str) -> str:
 LOCK_KINDS = ("FLOCK", "POSIX", "OFDLCK")
 
 
-def lock_holder(lock_path: str) -> tuple[str, int | None] | None:
-    """(kind, pid) of a lock held on `lock_path`, read from /proc/locks (Linux), or None.
+PROC_LOCKS = "/proc/locks"  # the kernel's table of file locks, with the holder of each
+
+
+def lock_holder(lock_path: str, locks_path: str = PROC_LOCKS) -> tuple[str, int | None] | None:
+    """(kind, pid) of a lock held on `lock_path`, read from `locks_path` (Linux's /proc/locks), or None when none
+    is held. OSError when either cannot be read (macOS has no /proc/locks; a restricted /proc hides it): whether
+    the lock is held is then unknown, which is not the same as not held.
 
     The kind is one of LOCK_KINDS. pid is None for an OFDLCK: such a lock belongs to an open file, not a
     process, and /proc/locks shows -1. Asking the kernel this way takes no lock ourselves, so a store starting
     at the same moment never sees inspect as a competitor.
     """
-    try:
-        st = os.stat(lock_path)
-        with open("/proc/locks") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return None
+    st = os.stat(lock_path)
+    with open(locks_path) as f:
+        lines = f.read().splitlines()
     want = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
     found: dict[str, int | None] = {}
     for line in lines:

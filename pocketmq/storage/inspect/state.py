@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import struct
 
-from .files import ReadOnlyFiles, fmt_ms, lock_holder
+from .files import PROC_LOCKS, ReadOnlyFiles, fmt_ms, lock_holder
 
 CHECKPOINT_FIELDS = struct.Struct(">qqq")  # physicMsgTimestamp, logicsMsgTimestamp, indexMsgTimestamp
 # `python -m pocketmq.storage demo` marks each store it writes with this file, and clears only a store holding it.
@@ -35,13 +35,22 @@ def checkpoint_section(root: str, files: ReadOnlyFiles) -> dict:
     return out
 
 
-def state_section(root: str) -> dict:
-    lock = os.path.join(root, "lock")
-    present = os.path.exists(lock)
-    holder = lock_holder(lock) if present else None
-    kind, pid = holder if holder else (None, None)
+def state_section(root: str, locks_path: str = PROC_LOCKS) -> dict:
+    """The abort file, the lock (lock.held is None, with lock.held_unknown saying why, when the table of locks
+    cannot be read), and the entries no store writes."""
+    path = os.path.join(root, "lock")
+    present = os.path.exists(path)
+    lock: dict = {"present": present, "held": False, "held_by_pid": None, "kind": None}
+    if present:
+        try:
+            holder = lock_holder(path, locks_path)
+        except OSError as e:
+            lock.update(held=None, held_unknown=str(e))
+        else:
+            if holder is not None:
+                lock.update(held=True, kind=holder[0], held_by_pid=holder[1])
     return {
         "abort": os.path.exists(os.path.join(root, "abort")),
-        "lock": {"present": present, "held": holder is not None, "held_by_pid": pid, "kind": kind},
+        "lock": lock,
         "other_entries": sorted(set(os.listdir(root)) - set(KNOWN_ENTRIES)),
     }

@@ -52,6 +52,9 @@ def _state(lines: list[str], report: dict) -> None:
     lock = state["lock"]
     if not lock["present"]:
         lines.append("  lock        absent: no store was ever started here")
+    elif lock["held"] is None:
+        lines.append(f"  lock        present, state unknown ({lock['held_unknown']}): a store may be running on this "
+                     "directory")
     elif not lock["held"]:
         lines.append("  lock        present, not held: no store is running on this directory")
     else:
@@ -64,7 +67,7 @@ def _state(lines: list[str], report: dict) -> None:
 
 # -- commit log -----------------------------------------------------------------------------------
 
-def _commitlog(lines: list[str], section: dict, running: bool) -> None:
+def _commitlog(lines: list[str], section: dict, running: bool | None) -> None:
     files = section["files"]
     lines.append("")
     if not files:
@@ -116,10 +119,15 @@ def _problems(lines: list[str], indent: str, problems: list[str]) -> None:
         lines.append(f"{indent}! {'; '.join(problems)}: {WRONG_SIZE}")
 
 
-def _invalid_why(reason: str, running: bool, wrong_size: bool) -> str:
-    """What an invalid record at a file's end means, from whether a store is running (the lock is held)."""
+def _invalid_why(reason: str, running: bool | None, wrong_size: bool) -> str:
+    """What an invalid record at a file's end means, from whether a store is running (the lock is held; None:
+    unknown)."""
     if running:
         return "a store is running: it may be a record being written"
+    if running is None:
+        return ("whether a store runs is unknown: a running store may be writing this record, or, if none runs, the "
+                "file was cut short" + ("; it is not the store's file size, so the store does not load"
+                                        if wrong_size else " or a restart truncates the log here"))
     if wrong_size:
         return "no store is running; this file is not the store's file size, so the store does not load"
     if reason.endswith("the end of the file"):
@@ -128,7 +136,7 @@ def _invalid_why(reason: str, running: bool, wrong_size: bool) -> str:
     return "no store is running: a restart would truncate the log here"
 
 
-def _file_end(lines: list[str], end: dict, file_end: int, running: bool, wrong_size: bool) -> None:
+def _file_end(lines: list[str], end: dict, file_end: int, running: bool | None, wrong_size: bool) -> None:
     kind = end["kind"]
     if kind == "blank":
         rest = file_end - end["offset"]

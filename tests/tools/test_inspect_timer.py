@@ -15,27 +15,29 @@ from pocketmq.storage.timer.timer_log import UNIT_SIZE
 from .conftest import inspect_json, run_tool
 
 P = 100
+PRECISION_CHECKS = 1000  # (inspect.timer.PRECISION_CHECKS: the slots the precision check reads)
 
 
-def timer_store(path: Path) -> tuple[list[int], list[int]]:
-    """A stopped store with 5 timer messages a minute ahead, 100 ms apart, in timer-log files of 3 units."""
-    config = MessageStoreConfig(store_path_root_dir=str(path), mapped_file_size_commit_log=64 * 1024,
+def timer_store(path: Path, count: int = 5, file_units: int = 3) -> tuple[list[int], list[int]]:
+    """A stopped store with ``count`` timer messages a minute ahead, 100 ms apart, in timer-log files of
+    ``file_units`` units."""
+    config = MessageStoreConfig(store_path_root_dir=str(path), mapped_file_size_commit_log=1024 * 1024,
                                 mapped_file_size_consume_queue=1000, max_hash_slot_num=64, max_index_num=256,
-                                timer_precision_ms=P, mapped_file_size_timer_log=3 * UNIT_SIZE + 16)
+                                timer_precision_ms=P, mapped_file_size_timer_log=file_units * UNIT_SIZE + 16)
     store = DefaultMessageStore(config)
     store.load()
     store.start()
     base = (time.time_ns() // 1_000_000 // P + 600) * P + 50
     offsets = []
-    for i in range(5):
+    for i in range(count):
         r = store.put_message(MessageExtBrokerInner("T", b"%d" % i, {"TIMER_DELIVER_MS": str(base + i * P)}))
         offsets.append(r.append_result.wrote_offset)
     deadline = time.monotonic() + 10
-    while store.timer_message_store.enqueued < 5:
+    while store.timer_message_store.enqueued < count:
         assert time.monotonic() < deadline
         time.sleep(0.01)
     store.shutdown()
-    return offsets, [base + i * P - 50 for i in range(5)]
+    return offsets, [base + i * P - 50 for i in range(count)]
 
 
 def test_timer_section(tmp_path: Path) -> None:
@@ -86,8 +88,21 @@ def test_a_precision_that_cannot_be_or_disagrees_with_the_timer_log_is_said(tmp_
     right = inspect_json(tmp_path / "s", "--timer", "--timer-precision", str(P))["timer"]["wheel"]
     assert "precision_mismatch" not in right
     wheel = inspect_json(tmp_path / "s", "--timer", "--timer-precision", "1000")["timer"]["wheel"]
-    assert wheel["precision_mismatch"] == {"slots": 5, "implied_precision_ms": P}
+    assert wheel["precision_mismatch"] == {"slots": 5, "checked": 5, "implied_precision_ms": P}
     assert files_view(str(tmp_path / "s"))["timer"]["wheel"]["precision_mismatch"] == wheel["precision_mismatch"]
     code, text = run_tool(inspect_main, [str(tmp_path / "s"), "--timer"])
-    assert f"! 5 slots disagree with the due times of the timer-log units they point at, read at 1000 ms precision: " \
-           f"those units imply --timer-precision {P}" in text
+    assert f"! 5 of 5 slots in use disagree with the due times of the timer-log units they point at, read at " \
+           f"1000 ms precision: those units imply --timer-precision {P}" in text
+
+
+def test_the_precision_check_reads_a_bounded_sample_of_slots(tmp_path: Path) -> None:
+    # It read every slot in use, each with a linear search of the timer-log files: every console storage page paid
+    # for the whole wheel. Now the earliest PRECISION_CHECKS slots, found by bisection, and the output says so.
+    count = PRECISION_CHECKS + 200
+    timer_store(tmp_path / "s", count, file_units=30)  # (41 timer-log files)
+    wheel = inspect_json(tmp_path / "s", "--timer", "--timer-precision", "1000", "--limit", "0")["timer"]["wheel"]
+    assert wheel["slots_in_use"] == count
+    assert wheel["precision_mismatch"] == {"slots": PRECISION_CHECKS, "checked": PRECISION_CHECKS,
+                                           "implied_precision_ms": P}
+    code, text = run_tool(inspect_main, [str(tmp_path / "s"), "--timer", "--limit", "0"])
+    assert f"! 1,000 of 1,000 slots checked (the earliest of {count:,} in use) disagree" in text

@@ -211,7 +211,7 @@ function timerHtml(t) {
     ${t.wheel.slot_count} slots of 32 bytes (time / precision, first pos, last pos, num, magic), ${t.wheel.slots_in_use} in use:</p>
     <div class="zoom">${t.wheel.slots.map((s) => `<div class="rec-slot" style="flex:0 0 auto" title="slot ${s.index}: first unit ${s.first_pos}, last ${s.last_pos}">${esc(s.time)} × ${s.num}</div>`).join(" ")}</div>` : "";
   const mm = t.wheel.precision_mismatch; // (`pocketmq console --store` reads a wheel at 1,000 ms, whatever its store's)
-  const mismatch = mm ? `<p class="fieldname" id="timer-precision">! ${mm.slots} slot(s) disagree with the due times of the timer-log units they point at,
+  const mismatch = mm ? `<p class="fieldname" id="timer-precision">! ${mm.slots} of ${mm.checked} slot(s) ${mm.checked < t.wheel.slots_in_use ? `checked (the earliest of ${t.wheel.slots_in_use} in use)` : "in use"} disagree with the due times of the timer-log units they point at,
     read at ${t.wheel.precision_ms} ms precision: those units imply ${mm.implied_precision_ms} ms.</p>` : "";
   const logs = t.log.files.map((f) => `<div class="file cq"><div class="fieldname">timerlog/${esc(f.name)} — ${fmtBytes(f.size)}, ${f.unit_count} units of 52 bytes; ends: ${esc(f.end.kind)}</div>
     <div class="zoom">${f.units.map((u) => `<div class="rec tlu" data-offset="${u.commitlog_offset}" style="flex:0 0 52px" title="unit @${u.offset}: due ${esc(u.delayed_time)}${u.roll ? " (roll)" : ""}, previous unit ${u.prev_pos}, message at commit-log offset ${u.commitlog_offset}">${u.offset}</div>`).join("")}</div></div>`).join("");

@@ -288,6 +288,14 @@ def _checkpoint(lines: list[str], cp: dict) -> None:
 
 # -- timer files (RocketMQ 5) ----------------------------------------------------------------------
 
+def _mismatch(wheel: dict) -> str:
+    m = wheel["precision_mismatch"]
+    of = (f"of {m['checked']:,} slots checked (the earliest of {wheel['slots_in_use']:,} in use)"
+          if m["checked"] < wheel["slots_in_use"] else f"of {m['checked']:,} slots in use")
+    return (f"{m['slots']:,} {of} disagree with the due times of the timer-log units they point at, read at "
+            f"{wheel['precision_ms']} ms precision: those units imply --timer-precision {m['implied_precision_ms']}")
+
+
 def _timer(lines: list[str], section: dict) -> None:
     cp, wheel, tlog = section["checkpoint"], section["wheel"], section["log"]
     if not cp["present"] and not wheel["present"] and not tlog["files"]:
@@ -312,10 +320,7 @@ def _timer(lines: list[str], section: dict) -> None:
         if "problem" in wheel:
             lines.append(f"  ! {wheel['problem']}")
         if "precision_mismatch" in wheel:
-            m = wheel["precision_mismatch"]
-            lines.append(f"  ! {_plural(m['slots'], 'slot', 'slots')} disagree with the due times of the timer-log "
-                         f"units they point at, read at {wheel['precision_ms']} ms precision: those units imply "
-                         f"--timer-precision {m['implied_precision_ms']}")
+            lines.append(f"  ! {_mismatch(wheel)}")
         for s in wheel["slots"]:
             lines.append(f"  slot {s['index']:<8} {s['time']:<24} first {s['first_pos']:<10} last "
                          f"{s['last_pos']:<10} num {s['num']}")

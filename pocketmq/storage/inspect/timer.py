@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import bisect
 import mmap
 import os
 import struct
@@ -19,6 +20,9 @@ _CHECK = struct.Struct(">qqqqqqq")
 _CHECK_NAMES = ("last_read_time_ms", "last_timer_log_flush_pos", "last_timer_queue_offset",
                 "master_timer_queue_offset", "state_version", "timestamp", "counter")
 _SLOT = struct.Struct(">qqqii")
+# Slots whose timer-log unit the precision check reads: the earliest in use. A wrong precision shows in every slot,
+# so a sample finds it, and the check costs the same on a wheel of a million slots (every console storage page runs it).
+PRECISION_CHECKS = 1000
 
 
 def timer_section(root: str, files: ReadOnlyFiles, precision_ms: int, limit: int | None) -> dict:
@@ -66,27 +70,31 @@ def _wheel(root: str, files: ReadOnlyFiles, precision_ms: int, limit: int | None
 def _precision_mismatch(root: str, files: ReadOnlyFiles, slots: list[dict], precision_ms: int) -> dict | None:
     """The wheel stores a slot's time divided by the precision, which the file does not record; the timer-log unit a
     slot starts with stores its due time in ms. Under the right precision, due time // precision is the slot's
-    stored time: the slots where it is not, and the precision their units imply (due time // stored time)."""
+    stored time: the slots where it is not, and the precision their units imply (due time // stored time).
+    Only the first PRECISION_CHECKS slots (``slots`` is sorted by time) are checked; "checked" says how many."""
     directory = os.path.join(root, "timerlog")
     names = numbered_files(directory)
+    bases = [int(n) for n in names]
+    checked = slots[:PRECISION_CHECKS]
     wrong, implied = 0, None
-    for slot in slots:
+    for slot in checked:
         stored = slot["time_ms"] // precision_ms
-        due = _due_time(files, directory, names, slot["first_pos"])
+        due = _due_time(files, directory, names, bases, slot["first_pos"])
         if due is None or stored <= 0 or due // precision_ms == stored:
             continue
         wrong += 1
         implied = implied or due // stored
-    return {"slots": wrong, "implied_precision_ms": implied} if wrong else None
+    return {"slots": wrong, "checked": len(checked), "implied_precision_ms": implied} if wrong else None
 
 
-def _due_time(files: ReadOnlyFiles, directory: str, names: list[str], pos: int) -> int | None:
-    """The due time (enqueue time + delay) of the timer-log unit at log position ``pos``, or None: no such unit."""
-    name = next((n for n in reversed(names) if int(n) <= pos), None)
-    if name is None:
+def _due_time(files: ReadOnlyFiles, directory: str, names: list[str], bases: list[int], pos: int) -> int | None:
+    """The due time (enqueue time + delay) of the timer-log unit at log position ``pos``, or None: no such unit.
+    ``bases``: the files' start positions (their names as ints), ascending."""
+    i = bisect.bisect_right(bases, pos) - 1
+    if i < 0:
         return None
-    mm = files.map(os.path.join(directory, name))
-    at = pos - int(name)
+    mm = files.map(os.path.join(directory, names[i]))
+    at = pos - bases[i]
     if at + UNIT_SIZE > len(mm):
         return None
     size, _prev, _magic, enqueue, delay = UNIT.unpack_from(mm, at)[:5]

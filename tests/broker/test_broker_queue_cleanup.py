@@ -77,6 +77,7 @@ async def test_clean_unused_topic_keeps_every_queue_the_broker_has_a_topic_for(
     half = MQ.props(TRAN_MSG="true", PGROUP="TxnPG")
     assert (await mq.send("Kept", b"half", properties=half)).code == ResponseCode.SUCCESS
     pc = PopClient(mq, broker.broker_config.broker_name)
+    await dispatched(broker)  # (a send is answered once stored: the pop would find the queues empty before dispatch)
     popped = await pc.pop("PopG", "Kept", invisible=50, max_nums=8)
     assert popped.messages
     await poll(lambda: broker.pop_revive_service.revived >= len(popped.messages))

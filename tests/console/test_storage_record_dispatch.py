@@ -14,32 +14,18 @@ import pytest
 pytest.importorskip("aiohttp", reason="the console extra")
 pytest.importorskip("prometheus_client", reason="the console extra")
 
-from pocketmq.common import MessageExtBrokerInner  # noqa: E402
 from pocketmq.console.storage_view import record_view  # noqa: E402
-from pocketmq.storage import DefaultMessageStore, MessageStoreConfig  # noqa: E402
-
-
-def put(store: DefaultMessageStore, topic: str, body: str) -> int:
-    result = store.put_message(MessageExtBrokerInner(topic=topic, body=body.encode(), queue_id=0))
-    assert result.is_ok and result.append_result is not None, result
-    assert store.wait_dispatched(10.0)
-    return result.append_result.wrote_offset
+from tests.console.small_store import small_store  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[int]]:
     """Two messages of topic Gone, the topic deleted, then one message of topic Other."""
     root = tmp_path_factory.mktemp("dispatch") / "store"
-    store = DefaultMessageStore(MessageStoreConfig(store_path_root_dir=str(root), mapped_file_size_commit_log=64 * 1024,
-                                                   max_hash_slot_num=64, max_index_num=256))
-    store.load()
-    store.start()
-    try:
-        gone = [put(store, "Gone", f"gone-{i}") for i in range(2)]
+    with small_store(root) as (store, put):
+        gone = [put("Gone", f"gone-{i}") for i in range(2)]
         store.delete_topics({"Gone"})
-        put(store, "Other", "other")
-    finally:
-        store.shutdown()
+        put("Other", "other")
     return root, gone
 
 

@@ -12,36 +12,22 @@ import pytest
 pytest.importorskip("aiohttp", reason="the console extra")
 pytest.importorskip("prometheus_client", reason="the console extra")
 
-from pocketmq.common import MessageExtBrokerInner  # noqa: E402
 from pocketmq.common.constants import TRANSACTION_PREPARED_TYPE  # noqa: E402
 from pocketmq.console.storage_view import record_view  # noqa: E402
-from pocketmq.storage import DefaultMessageStore, MessageStoreConfig  # noqa: E402
+from tests.console.small_store import small_store  # noqa: E402
 
 TOPIC = "EntryT"
-
-
-def put(store: DefaultMessageStore, body: str, sys_flag: int = 0) -> int:
-    result = store.put_message(MessageExtBrokerInner(topic=TOPIC, body=body.encode(), queue_id=0, sys_flag=sys_flag))
-    assert result.is_ok and result.append_result is not None, result
-    assert store.wait_dispatched(10.0)
-    return result.append_result.wrote_offset
 
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
     """Three messages, the topic deleted, one message and a prepared half in the re-created queue."""
     root = tmp_path_factory.mktemp("entries") / "store"
-    store = DefaultMessageStore(MessageStoreConfig(store_path_root_dir=str(root), mapped_file_size_commit_log=64 * 1024,
-                                                   max_hash_slot_num=64, max_index_num=256))
-    store.load()
-    store.start()
-    try:
-        old = [put(store, f"old-{i}") for i in range(3)]
+    with small_store(root) as (store, put):
+        old = [put(TOPIC, f"old-{i}") for i in range(3)]
         store.delete_topics({TOPIC})
-        offsets = {"old0": old[0], "old2": old[2], "new": put(store, "new"),
-                   "prepared": put(store, "half", TRANSACTION_PREPARED_TYPE)}
-    finally:
-        store.shutdown()
+        offsets = {"old0": old[0], "old2": old[2], "new": put(TOPIC, "new"),
+                   "prepared": put(TOPIC, "half", TRANSACTION_PREPARED_TYPE)}
     return root, offsets
 
 

@@ -2,14 +2,18 @@
 topic the broker does not have is refused, with the same code and remark (4.9.7 kept any offset for good:
 test_differential.py); a refused commit does not create the group (autoCreateSubscriptionGroup is for heartbeats
 and pulls); a consumer's heartbeat does, after which its commit is kept. The offset of a group new to an empty queue
-is not found on 5.5.0, 0 on pocketmq (and 4.9.7)."""
+is not found on 5.5.0, 0 on pocketmq (and 4.9.7). A send to a queue id the topic has not is INVALID_PARAMETER on
+5.5.0, SYSTEM_ERROR on pocketmq (and 4.9.7), with the same remark."""
 
 from __future__ import annotations
 
 import json
+import re
+import time
 import uuid
 from typing import Any
 
+from pocketmq.common.message import properties_to_string
 from pocketmq.embedded import ThreadedCluster
 from pocketmq.remoting.codes import RequestCode as R
 from pocketmq.remoting.command import RemotingCommand
@@ -33,11 +37,15 @@ def heartbeat(group: str) -> RemotingCommand:
     return request(R.HEART_BEAT, None, json.dumps(body).encode())
 
 
-def answers(broker: str) -> dict[str, Any]:
+def create_topic(broker: str) -> None:
     create = request(R.UPDATE_AND_CREATE_TOPIC, {"topic": TOPIC, "defaultTopic": "TBW102", "readQueueNums": 4,
                                                  "writeQueueNums": 4, "perm": 6, "topicFilterType": "SINGLE_TAG",
                                                  "topicSysFlag": 0, "order": False})
     assert call(broker, create).code == 0
+
+
+def answers(broker: str) -> dict[str, Any]:
+    create_topic(broker)
     group = request(R.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, json.dumps({"groupName": GROUP}).encode())
     assert call(broker, group).code == 0
     steps = {
@@ -80,3 +88,27 @@ def test_a_commit_for_a_group_or_topic_the_broker_does_not_have_is_refused_as_by
     assert apache["unknown topic"] == (17, f"Topic NoSuch{RUN} not exist!", None)
     assert apache["the offset read back"][::2] == (0, "7")
     assert apache["the group after the heartbeat"][0] == 0
+
+
+def send_to_queue(queue_id: int) -> RemotingCommand:
+    return request(R.SEND_MESSAGE_V2, {"a": f"commit_p_{RUN}", "b": TOPIC, "c": "TBW102", "d": 4, "e": queue_id,
+                                       "f": 0, "g": int(time.time() * 1000), "h": 0,
+                                       "i": properties_to_string({"TAGS": "t"}), "j": 0, "k": False, "m": False},
+                   b"body")
+
+
+def test_a_send_to_a_queue_the_topic_has_not_is_refused_with_4_9_7s_code(
+    apache_rocketmq5: ApacheRocketMQ, tmp_path: Any
+) -> None:
+    with ThreadedCluster(tmp_path) as pocket:
+        sides = {"apache": apache_rocketmq5.broker_addr, "pocketmq": pocket.broker_addr}
+        for broker in sides.values():
+            create_topic(broker)
+        refused = {name: call(broker, send_to_queue(4)) for name, broker in sides.items()}
+        stored = {name: call(broker, send_to_queue(3)).code for name, broker in sides.items()}
+    assert stored == {"apache": 0, "pocketmq": 0}
+    # A deliberate difference (docs/compatibility.md): pocketmq answers SYSTEM_ERROR, as 4.9.7 (test_differential.py).
+    assert {name: answer.code for name, answer in refused.items()} == {"apache": 29, "pocketmq": 1}
+    remarks = {name: re.sub(r" Producer: .*$", "", answer.remark or "") for name, answer in refused.items()}
+    assert remarks["pocketmq"].startswith("request queueId[4] is illegal, TopicConfig [topicName="), remarks
+    assert remarks["apache"].split(", ")[:2] == remarks["pocketmq"].split(", ")[:2], remarks

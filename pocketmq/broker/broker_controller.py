@@ -224,7 +224,7 @@ class BrokerController:
             raise RuntimeError("broker already started")
         self._started = True
         bc = self.broker_config
-        self._pull_executor = ThreadPoolExecutor(max(1, bc.pull_thread_pool_nums), thread_name_prefix="pull")
+        self._pull_executor = ThreadPoolExecutor(bc.pull_thread_pool_nums, thread_name_prefix="pull")
         try:
             # Store recovery may read every file: never on the event loop. Whole: cancelled meanwhile, the
             # thread would go on loading (and start the store's threads) after the store's shutdown below.

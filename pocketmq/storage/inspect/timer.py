@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import bisect
+import heapq
 import mmap
 import os
 import struct
+from collections.abc import Iterator
 
 from ..timer.timer_log import BLANK_MAGIC_CODE, MAGIC_DELETE, MAGIC_ROLL, MIN_BLANK_LEN, UNIT, UNIT_SIZE
 from ..timer.timer_message_store import DAY_SECS, TIMER_WHEEL_TTL_DAY
@@ -47,17 +49,24 @@ def _wheel(root: str, files: ReadOnlyFiles, precision_ms: int, limit: int | None
     if not os.path.isfile(path):
         return {"present": False}
     mm = files.map(path)
-    slots = []
-    for start, stop in data_ranges(path, len(mm) - len(mm) % SLOT_SIZE):
-        for i, (t, first, last, num, magic) in enumerate(_SLOT.iter_unpack(mm[start:stop])):
-            if t or first or last or num:
-                slots.append({"index": start // SLOT_SIZE + i, "time_ms": t * precision_ms,
-                              "time": fmt_ms(t * precision_ms), "first_pos": first, "last_pos": last, "num": num,
-                              "magic": magic})
-    slots.sort(key=lambda s: s["time_ms"])
+    in_use = [0]
+
+    def used() -> Iterator[tuple[int, int, int, int, int, int]]:
+        for start, stop in data_ranges(path, len(mm) - len(mm) % SLOT_SIZE):
+            for i, (t, first, last, num, magic) in enumerate(_SLOT.iter_unpack(mm[start:stop])):
+                if t or first or last or num:
+                    in_use[0] += 1
+                    yield t, start // SLOT_SIZE + i, first, last, num, magic
+
+    # A full wheel has 1,209,600 slots: a page shows the earliest few, so only those become dicts (heapq keeps
+    # the time-then-index order a sort of all of them would give).
+    keep = None if limit is None else max(limit, PRECISION_CHECKS)
+    earliest = sorted(used()) if keep is None else heapq.nsmallest(keep, used())
+    slots = [{"index": index, "time_ms": t * precision_ms, "time": fmt_ms(t * precision_ms), "first_pos": first,
+              "last_pos": last, "num": num, "magic": magic} for t, index, first, last, num, magic in earliest]
     shown = slots if limit is None else slots[:limit]
     out = {"present": True, **file_sizes(path), "slot_count": len(mm) // SLOT_SIZE, "precision_ms": precision_ms,
-           "slots_in_use": len(slots), "slots": shown, "hidden": len(slots) - len(shown)}
+           "slots_in_use": in_use[0], "slots": shown, "hidden": in_use[0] - len(shown)}
     if len(mm) not in (0, WHEEL_LENGTH):  # (0: created, not sized yet)
         out["problem"] = (f"{len(mm):,} bytes, not the wheel's {WHEEL_LENGTH:,}: pocketmq and Apache RocketMQ "
                           "(TimerWheel) refuse to load it")

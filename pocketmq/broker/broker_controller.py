@@ -123,6 +123,7 @@ class BrokerController:
         # Per name server, the topic data version it acknowledged last: the base of the next delta.
         self._acked_versions: dict[str, DataVersion] = {}
         self._register_scheduled = False
+        self.registration_after_change: asyncio.Task[None] | None = None  # (an auto-creating send waits for it)
         self._started = False
         self._stopped = False
 
@@ -426,7 +427,8 @@ class BrokerController:
         if not self.is_running or self._register_scheduled or not self.broker_config.namesrv_addr_list:
             return
         self._register_scheduled = True
-        self.tasks.spawn(self._register_after_change(), name="register-after-topic-change")
+        self.registration_after_change = self.tasks.spawn(self._register_after_change(),
+                                                          name="register-after-topic-change")
 
     async def _register_after_change(self) -> None:
         # The flag stays set until this registration's turn comes: the changes made while it waits for the one

@@ -99,6 +99,10 @@ class AbstractSendMessageProcessor(BrokerProcessor):
     def __init__(self, controller: BrokerController) -> None:
         super().__init__(controller)
         self._random = random.Random()
+        # Set by a send that auto-created its topic: its answer waits for the registration that carries the topic
+        # (RocketMQ's createTopicInSendMessageMethod registers before the send is answered), so a consumer started
+        # on that answer finds the route.
+        self.topic_created = False
 
     def msg_check(
         self, channel: Channel, request: RemotingCommand, header: SendMessageRequestHeader
@@ -129,6 +133,7 @@ class AbstractSendMessageProcessor(BrokerProcessor):
             tc = tcm.create_topic_in_send_message_method(
                 topic, header.default_topic, channel.remote_address, header.default_topic_queue_nums, topic_sys_flag
             )
+            self.topic_created = tc is not None
             if tc is None and topic.startswith(mix_all.RETRY_GROUP_TOPIC_PREFIX):
                 tc = tcm.create_topic_in_send_message_back_method(
                     topic, 1, PermName.PERM_WRITE | PermName.PERM_READ, topic_sys_flag

@@ -3,6 +3,7 @@ CONSUMER_SEND_MSG_BACK (36)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
@@ -97,10 +98,23 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             else:
                 answer = self.send_message(channel, request, header)
         except _PutThrew as e:
-            return response(request, ResponseCode.SYSTEM_ERROR, str(e))
-        if request.serialize_type is _MSGPACK or (type(answer) is RemotingCommand and answer.code == _SUCCESS):
-            return answer  # (a stored message's answer has the region and trace switch already)
-        return self.with_region(answer)
+            answer = response(request, ResponseCode.SYSTEM_ERROR, str(e))  # (no region: Apache's put threw)
+        else:
+            if request.serialize_type is not _MSGPACK and (type(answer) is not RemotingCommand
+                                                          or answer.code != _SUCCESS):
+                answer = self.with_region(answer)  # (a stored message's answer has the region and trace switch)
+        if self.topic_created:
+            self.topic_created = False
+            return self._after_registration(answer)
+        return answer
+
+    async def _after_registration(self, answer: RemotingCommand | Awaitable[RemotingCommand]) -> RemotingCommand:
+        # Bounded as RocketMQ's one-way registration is by its connect timeout: a name server that is down delays
+        # the auto-creating send, it does not fail it.
+        task = self.controller.registration_after_change
+        if task is not None:
+            await asyncio.wait({task}, timeout=min(3.0, self.controller.broker_config.register_broker_timeout))
+        return answer if isinstance(answer, RemotingCommand) else await answer
 
     # --- one message ---
 

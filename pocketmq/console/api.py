@@ -27,7 +27,7 @@ from pocketmq.remoting.body import TopicConfig
 from pocketmq.remoting.codes import ResponseCode
 
 from . import storage_view
-from .fanout import BrokerCalls
+from .fanout import BrokerCalls, consume_stats_by_group
 from .inputs import ApiError, finite, json_body, json_or_none, number, query_arg, text
 from .rebalances import RebalanceLog, parse_history
 from .storage_reads import StorageBusy, StorageReads
@@ -199,19 +199,16 @@ class ConsoleApi:
     # --- consumer groups -----------------------------------------------------------------------------------
 
     async def groups(self, request: web.Request) -> dict[str, Any]:
-        # Each master's groups, then each group's stats on each master holding it, concurrently (as /metrics).
+        # Each master's groups and all their stats on it: two requests a master (as /metrics).
         masters = list((await self.admin.master_addrs()).values())
         calls = BrokerCalls()
         tables = await asyncio.gather(*(calls.ask(a, partial(self.admin.get_all_subscription_group, a))
                                         for a in masters))
-        asks = [(a, g) for a, groups in zip(masters, tables, strict=True) for g in groups or ()]
-        answers = await asyncio.gather(*(calls.ask(a, partial(self.admin.examine_consume_stats, g, None, a))
-                                         for a, g in asks))
+        by_broker = await consume_stats_by_group(self.admin, calls, masters)
         stats: dict[str, list[Any]] = {}
-        for (_, g), one in zip(asks, answers, strict=True):
-            stats.setdefault(g, [])
-            if one is not None:
-                stats[g].append(one)
+        for groups, found in zip(tables, by_broker, strict=True):
+            for g in groups or ():
+                stats.setdefault(g, []).extend((found or {}).get(g, ()))
         rows = [{"group": g, "system": _is_system_group(g),
                  "lag": sum(s.compute_total_diff() for s in found) if found else None,
                  "tps": _tps(sum(s.consume_tps for s in found)) if found else None}

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TypeVar
 
+from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.client.exceptions import MQBrokerException, MQClientException
+from pocketmq.remoting.admin_body import ConsumeStats
 
 T = TypeVar("T")
 
@@ -42,3 +45,22 @@ class BrokerCalls:
                 self.failed.add(addr)
                 self.errors[addr] = str(e) or type(e).__name__
             return None
+
+
+# GET_BROKER_CONSUME_STATS answers for all of a broker's groups at once: it may take longer than one call, but a
+# scrape waits for nothing longer than Prometheus' default scrape timeout.
+CONSUME_STATS_TIMEOUT = 10.0
+
+
+async def consume_stats_by_group(admin: MQAdminExt, calls: BrokerCalls,
+                                 addrs: list[str]) -> list[dict[str, list[ConsumeStats]] | None]:
+    """Each broker's groups' ConsumeStats (a list per topic the group has offsets of, empty without offsets), or
+    None where the broker did not answer: one GET_BROKER_CONSUME_STATS a broker. A GET_CONSUME_STATS a group cost
+    the broker's loop a walk of its offset table each (2,012 groups: 0.8 s a scrape, sends waiting up to 66 ms
+    behind it, against 0.16 s on a pull thread in one request)."""
+    async def one(addr: str) -> dict[str, list[ConsumeStats]] | None:
+        stats = await calls.ask(addr, partial(admin.fetch_consume_stats_in_broker, addr, False,
+                                              CONSUME_STATS_TIMEOUT))
+        return None if stats is None else {g: s for entry in stats.consume_stats_list for g, s in entry.items()}
+
+    return list(await asyncio.gather(*(one(addr) for addr in addrs)))

@@ -40,6 +40,28 @@ def encode_body(obj: object, dialect: BodyDialect = BodyDialect.MSGPACK) -> byte
     return fastjson.dumps(obj, standard=dialect == BodyDialect.STANDARD_JSON).encode("utf-8")
 
 
+def encode_body_with_parts(obj: dict[str, object], parts_key: str, parts: list[bytes],
+                           dialect: BodyDialect = BodyDialect.MSGPACK) -> bytes:
+    """``encode_body(obj)`` where ``obj[parts_key]`` is a list given as its items already encoded, each by
+    ``encode_body`` in ``dialect``: a body too large to encode in one go on an event loop is encoded a slice of
+    items at a time elsewhere (a pull thread, between which the loop runs) and joined here. The same bytes as
+    ``encode_body`` of the whole (``obj`` plain: its keys strings, the body class's to_dict order)."""
+    if dialect == BodyDialect.MSGPACK:
+        packer = msgpack.Packer(use_bin_type=True, default=_msgpack_key)
+        out = [packer.pack_map_header(len(obj))]
+        for key, value in obj.items():
+            out.append(packer.pack(key))
+            out.append(packer.pack_array_header(len(parts)) + b"".join(parts) if key == parts_key
+                       else packer.pack(value))
+        return b"".join(out)
+    standard = dialect == BodyDialect.STANDARD_JSON
+    fields = [fastjson.dumps(key, standard=standard).encode("utf-8") + b":"
+              + (b"[" + b",".join(parts) + b"]" if key == parts_key
+                 else fastjson.dumps(value, standard=standard).encode("utf-8"))
+              for key, value in obj.items()]
+    return b"{" + b",".join(fields) + b"}"
+
+
 def _msgpack_key(obj: object) -> object:
     """An object msgpack has no form for: a body class used as a map key (Java's Map<MessageQueue, ...>) goes
     as its JSON text, the form a JSON reader gives such a key back in (``admin_body.mq_from_key``)."""

@@ -21,7 +21,7 @@ from pocketmq.client.message import Message  # noqa: E402
 from pocketmq.client.producer.producer import Producer  # noqa: E402
 from pocketmq.console.api import _parse_mq_key  # noqa: E402
 from pocketmq.console.rebalances import parse_history  # noqa: E402
-from pocketmq.remoting.admin_body import ConsumeStats, KVTable  # noqa: E402
+from pocketmq.remoting.admin_body import ConsumeStats, ConsumeStatsList, KVTable  # noqa: E402
 from pocketmq.remoting.client_body import SubscriptionGroupConfig  # noqa: E402
 from pocketmq.remoting.codes import RequestCode  # noqa: E402
 
@@ -141,7 +141,16 @@ async def test_a_broker_s_nan_consume_tps_is_shown_as_none(cluster: Any, console
         stats.consume_tps = float("nan")
         answer.body = request.encode_body(stats)
 
+    def nan_tps_of_all(request: Any, answer: Any) -> None:  # (what the groups page asks)
+        stats = answer.decode_body(ConsumeStatsList)
+        for entry in stats.consume_stats_list:
+            for listed in entry.values():
+                for one in listed:
+                    one.consume_tps = float("nan")
+        answer.body = request.encode_body(stats)
+
     answering_instead(cluster.broker, RequestCode.GET_CONSUME_STATS, nan_tps)
+    answering_instead(cluster.broker, RequestCode.GET_BROKER_CONSUME_STATS, nan_tps_of_all)
     status, group = await get(console, "api/group?group=NanGroup")
     assert status == 200 and group["tps"] is None
     status, groups = await get(console, "api/groups")

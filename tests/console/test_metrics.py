@@ -14,6 +14,8 @@ from prometheus_client.parser import text_string_to_metric_families  # noqa: E40
 from pocketmq.client.consumer.pull_consumer import PullConsumer  # noqa: E402
 from pocketmq.client.message import Message  # noqa: E402
 from pocketmq.client.producer.producer import Producer  # noqa: E402
+from pocketmq.remoting.client_body import SubscriptionGroupConfig  # noqa: E402
+from pocketmq.remoting.codes import RequestCode  # noqa: E402
 
 
 async def scrape(console) -> dict[str, list]:
@@ -92,3 +94,36 @@ async def test_a_remote_cluster_has_its_counters_from_offsets(cluster, tmp_path)
         assert value(families["rocketmq_messages_in"], "rocketmq_messages_in_total", topic="RemoteT",
                      node_id="broker-a") == 3
         assert "rocketmq_message_size" in families  # the family is there, without a broker's samples
+
+
+async def test_a_scrape_asks_a_broker_once_for_every_groups_lag(cluster, console):
+    # One GET_CONSUME_STATS a group walked the broker's offset table each time, on its event loop: with 2,012
+    # groups a scrape took 0.8 s and sends waited up to 66 ms behind it. The lag now comes from one
+    # GET_BROKER_CONSUME_STATS a broker (its handler counted here, the real one answering).
+    async with Producer("LagPG", cluster.namesrv_addr) as p:
+        for _ in range(4):
+            await p.send(Message("LagManyT", b"x"))
+    assert await cluster.wait_dispatched()
+    broker = cluster.broker
+    queues = {q: broker.store.get_max_offset_in_queue("LagManyT", q) for q in range(4)}
+    groups = [f"LagGroup{i}" for i in range(30)]
+    for i, group in enumerate(groups):
+        broker.subscription_group_manager.update_subscription_group_config(SubscriptionGroupConfig(group))
+        for q in range(4):
+            broker.consumer_offset_manager.commit_offset("127.0.0.1", group, "LagManyT", q, min(i % 2, queues[q]))
+    asked: dict[int, int] = {}
+    for code in (RequestCode.GET_CONSUME_STATS, RequestCode.GET_BROKER_CONSUME_STATS):
+        processor = broker.remoting_server._processors[int(code)].__self__
+        real = processor.handlers[code]
+
+        async def counted(channel, request, real=real, code=code):
+            asked[code] = asked.get(code, 0) + 1
+            return await real(channel, request)
+
+        processor.handlers[code] = counted
+    families = await scrape(console)
+    lags = {g: value(families["rocketmq_consumer_lag_messages"], "rocketmq_consumer_lag_messages",
+                     consumer_group=g, topic="LagManyT", is_retry="false") for g in groups}
+    sent = sum(queues.values())
+    assert lags == {g: sent - (i % 2) * sum(1 for n in queues.values() if n) for i, g in enumerate(groups)}
+    assert asked == {RequestCode.GET_BROKER_CONSUME_STATS: 1}

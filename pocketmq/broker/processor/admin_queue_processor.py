@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from pocketmq.common.constants import CQ_STORE_UNIT_SIZE
 from pocketmq.remoting.admin_body import (
     ConsumeQueueData,
+    ConsumeStatsList,
     ProducerInfo,
     ProducerTableInfo,
     QueryConsumeQueueResponseBody,
@@ -20,13 +21,14 @@ from pocketmq.remoting.admin_body import (
 )
 from pocketmq.remoting.admin_header import GetConsumeStatsInBrokerHeader, QueryConsumeQueueRequestHeader
 from pocketmq.remoting.body import TopicList
+from pocketmq.remoting.body_codec import encode_body_with_parts
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.transport import Channel
 from pocketmq.storage.queue_cleanup import clean_expired_consume_queues, clean_unused_topics
 
 from .base import BrokerProcessor, response
-from .consume_stats import broker_consume_stats
+from .consume_stats import broker_consume_stats, topics_by_group
 
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController
@@ -37,6 +39,9 @@ log = logging.getLogger(__name__)
 # pocketmq answers at most this many, so that one request cannot hold a pull thread and a large body for long.
 MAX_CQ_ENTRIES = 10_000
 _ENTRY = struct.Struct(">qiq")  # physic offset, size, tags code
+# Groups a pull thread takes at a time for GET_BROKER_CONSUME_STATS, stats and encoding: a few ms of work, under
+# the 5 ms the loop's thread waits for the GIL before asking for it.
+CONSUME_STATS_SLICE = 50
 
 
 class AdminQueueProcessor(BrokerProcessor):
@@ -93,12 +98,30 @@ class AdminQueueProcessor(BrokerProcessor):
     async def get_broker_consume_stats(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         h = request.decode_header(GetConsumeStatsInBrokerHeader)
         c = self.controller
-        # The tables are copied here, on the loop, and walked on a pull thread (see get_consume_stats).
+        # The tables are copied here, on the loop, and walked on a pull thread (see get_consume_stats), a slice of
+        # the groups at a time: a pull thread holding the GIL for all of them (2,012 groups: 0.16 s) kept the
+        # loop's sends waiting up to 56 ms; between slices the loop runs.
         groups = list(c.subscription_group_manager.subscription_group_table)
-        keys = list(c.consumer_offset_manager.offset_table)
-        stats = await c.run_in_pull_executor(broker_consume_stats, c, h.is_order, groups, keys,
-                                             request.version)
-        return response(request, body=request.encode_body(stats))
+        by_group = await c.run_in_pull_executor(topics_by_group, list(c.consumer_offset_manager.offset_table))
+        parts: list[bytes] = []
+        total_diff = 0
+        for start in range(0, len(groups), CONSUME_STATS_SLICE):
+            total_diff += await c.run_in_pull_executor(self._stats_slice, h.is_order,
+                                                       groups[start:start + CONSUME_STATS_SLICE], by_group, request,
+                                                       parts)
+        whole = ConsumeStatsList(c.address, total_diff=total_diff).to_dict()
+        return response(request, body=encode_body_with_parts(whole, "consumeStatsList", parts, request.body_dialect))
+
+    def _stats_slice(self, is_order: bool, groups: list[str], by_group: dict[str, set[str]],
+                     request: RemotingCommand, parts: list[bytes]) -> int:
+        """On a pull thread: ``groups``' entries of GET_BROKER_CONSUME_STATS, encoded (the whole body's encoding
+        held the loop for 38 ms at 2,012 groups) and added to ``parts``; their total diff."""
+        stats = ConsumeStatsList(self.controller.address)
+        broker_consume_stats(self.controller, is_order, groups, by_group, stats, request.version)
+        entries = stats.to_dict()["consumeStatsList"]
+        assert isinstance(entries, list)
+        parts.extend(request.encode_body(entry) for entry in entries)
+        return stats.total_diff
 
     async def clean_expired_consume_queue(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         destroyed = await self.controller.run_in_pull_executor(clean_expired_consume_queues, self.controller.store)

@@ -33,14 +33,12 @@ def consume_stats(c: BrokerController, group: str, topic: str | None, offset_key
     return stats
 
 
-def broker_consume_stats(c: BrokerController, is_order: bool, groups: list[str],
-                         offset_keys: list[str], client_version: int = V5_0_0) -> ConsumeStatsList:
-    """GET_BROKER_CONSUME_STATS (AdminBrokerProcessor.fetchAllConsumeStatsInBroker): a ConsumeStats for each
-    subscription group and topic it has offsets of, over the topic's write queues, only order topics if
-    ``is_order``; every group of ``groups`` (the subscription group table's) is listed, one without offsets with an
-    empty list."""
-    out = ConsumeStatsList(c.address)
-    by_group = topics_by_group(offset_keys)  # (once: a scan of the keys a group would be square in groups)
+def broker_consume_stats(c: BrokerController, is_order: bool, groups: list[str], by_group: dict[str, set[str]],
+                         out: ConsumeStatsList, client_version: int = V5_0_0) -> None:
+    """GET_BROKER_CONSUME_STATS (AdminBrokerProcessor.fetchAllConsumeStatsInBroker) of ``groups``, added to
+    ``out``: a ConsumeStats for each group and topic it has offsets of (``by_group``, from topics_by_group: one
+    scan of the offset table's keys, not one a group), over the topic's write queues, only order topics if
+    ``is_order``; a group without offsets is listed with an empty list."""
     for group in groups:
         listed: list[ConsumeStats] = []
         for t in sorted(by_group.get(group, ())):
@@ -52,7 +50,6 @@ def broker_consume_stats(c: BrokerController, is_order: bool, groups: list[str],
             out.total_diff += stats.compute_total_diff()
             listed.append(stats)
         out.consume_stats_list.append({group: listed})
-    return out
 
 
 def _not_subscribed(c: BrokerController, group: str, topic: str) -> bool:

@@ -15,6 +15,7 @@ NameServerProtocolError.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from pocketmq.common.attribute import parse_to_string, signed_attributes
@@ -25,6 +26,7 @@ from pocketmq.remoting.admin_body import (
     ConsumerConnection,
     ConsumerRunningInfo,
     ConsumeStats,
+    ConsumeStatsList,
     GroupList,
     KVTable,
     ProducerConnection,
@@ -34,6 +36,7 @@ from pocketmq.remoting.admin_header import (
     DeleteSubscriptionGroupRequestHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumerRunningInfoRequestHeader,
+    GetConsumeStatsInBrokerHeader,
     GetConsumeStatsRequestHeader,
     GetProducerConnectionListRequestHeader,
     GetTopicConfigRequestHeader,
@@ -202,6 +205,18 @@ class MQAdminExt(MessageAdmin, OffsetAdmin):
                 f"empty, maybe the consumer not consume any message (group {group})"
             )
         return stats
+
+    async def fetch_consume_stats_in_broker(self, broker_addr: str, is_order: bool = False,
+                                            timeout: float | None = None) -> ConsumeStatsList:
+        """Every subscription group's ConsumeStats on one broker in one request (RocketMQ's
+        fetchConsumeStatsInBroker, mqadmin's brokerConsumeStats): each topic the group has offsets of, over its
+        write queues; a group without offsets with an empty list. ``timeout`` (s), the admin's by default."""
+        request = RemotingCommand.request(RequestCode.GET_BROKER_CONSUME_STATS, GetConsumeStatsInBrokerHeader(is_order))
+        answer = self._ok(await self.api.remoting_client.invoke(broker_addr, request, timeout or self.timeout),
+                          broker_addr)
+        # Decoded on a thread: a megabyte of stats (2,012 groups) took 83 ms, which the loop (in `pocketmq dev`
+        # the broker's own) would otherwise spend in one go.
+        return await asyncio.to_thread(answer.decode_body, ConsumeStatsList)
 
     async def examine_consumer_connection_info(self, group: str) -> ConsumerConnection:
         merged: ConsumerConnection | None = None

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
+import socket
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -162,7 +164,7 @@ class RemotingClient(Endpoint):
                     channel: Channel = await local[0].accept_local(self, local[1])
                     channel.remote_address = addr  # as dialled, as a socket's peer name would be
                 else:
-                    _transport, protocol = await loop.create_connection(self._protocol_factory, host, port)
+                    protocol = await self._open(loop, host, port)
                     assert isinstance(protocol, _Protocol) and protocol.channel is not None
                     channel = protocol.channel
         except (OSError, TimeoutError) as e:
@@ -178,6 +180,28 @@ class RemotingClient(Endpoint):
             except Exception:
                 log.exception("on_connected(%s) failed", addr)
         return channel
+
+    async def _open(self, loop: asyncio.AbstractEventLoop, host: str, port: int) -> asyncio.BaseProtocol:
+        """A connection to ``host``, a host name looked up here first, then each of its addresses tried in turn.
+
+        uvloop's create_connection looks a name up in a future it does not cancel with the connect: a connect
+        cancelled meanwhile (close(), its timeout) had the lookup's failure land after, unread, and asyncio logged
+        "Future exception was never retrieved". loop.getaddrinfo's lookup is cancelled with its caller."""
+        try:
+            ipaddress.ip_address(host)
+            addresses = [(host, 0)]
+        except ValueError:
+            infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            addresses = [(str(sockaddr[0]), family) for family, _type, _proto, _name, sockaddr in infos]
+        error: OSError = OSError(f"getaddrinfo({host!r}) returned no address")
+        for address, family in addresses:
+            try:
+                _transport, protocol = await loop.create_connection(self._protocol_factory, address, port,
+                                                                   family=family)
+                return protocol
+            except OSError as e:
+                error = e
+        raise error
 
     def _connect_done(self, addr: str, task: asyncio.Task[Channel]) -> None:
         if self._connecting.get(addr) is task:

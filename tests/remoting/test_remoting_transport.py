@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
+import socket
 import struct
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -393,6 +395,31 @@ async def test_connect_failures_raise_connect_error() -> None:
             await c.invoke(addr, RemotingCommand.request(ECHO), GUARD)
     with pytest.raises(RemotingConnectError):
         await c.invoke(addr, RemotingCommand.request(ECHO), GUARD)  # closed client
+
+
+async def test_a_connect_closed_while_its_lookup_runs_leaves_no_unread_error() -> None:
+    # close() cancels the connect attempts in flight. uvloop's create_connection looks the host up in a future it
+    # does not cancel with the connect: the lookup's failure landed after, unread, and asyncio logged "Future
+    # exception was never retrieved" from a client that merely shut down (a CLI's one-line error got a traceback).
+    loop = asyncio.get_running_loop()
+    reported: list[str] = []
+    loop.set_exception_handler(lambda _loop, context: reported.append(context["message"]))
+    client = RemotingClient()
+    attempt = asyncio.ensure_future(client.get_channel("no-such-host.invalid:9876"))
+    await asyncio.sleep(0)  # the attempt starts its connect ...
+    await asyncio.sleep(0)  # ... and the connect its lookup, which cannot have answered yet
+    await client.close()
+    with pytest.raises(RemotingConnectError):
+        await attempt
+    del attempt  # (its error's traceback holds what would keep an unread failure from being collected)
+    with pytest.raises(socket.gaierror):  # a lookup of the same name, started after
+        await loop.getaddrinfo("no-such-host.invalid", 9876)
+    for _ in range(50):  # (the first lookup may end a little later; an unread failure shows when it is collected)
+        gc.collect()
+        if reported:
+            break
+        await asyncio.sleep(0.01)
+    assert reported == []
 
 
 @contextlib.asynccontextmanager

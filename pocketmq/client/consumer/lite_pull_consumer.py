@@ -49,6 +49,7 @@ from ..impl.consumer.rebalance_lite_pull_impl import RebalanceLitePullImpl
 from ..impl.consumer.topic_queue_watch import TopicMessageQueueChangeListener, TopicQueueWatch
 from ..impl.mq_client_instance import MQClientInstance
 from ..impl.mq_client_manager import MQClientManager
+from ..impl.teardown import Teardown
 from ..trace.async_trace_dispatcher import AsyncTraceDispatcher
 from ..trace.trace_context import ConsumeReturnType
 from ..trace.trace_hooks import ConsumeMessageTraceHook
@@ -108,6 +109,7 @@ class LitePullConsumer(LitePullTasks, TopicQueueWatch, RebalancedConsumerInner):
         self._offset_store: OffsetStore | None = None
         self._rebalance_impl: RebalanceLitePullImpl | None = None
         self._pull_api: PullAPIWrapper | None = None
+        self._teardown = Teardown(f"lite pull consumer {group}")
 
     # --- state ---------------------------------------------------------------------------------------------
 
@@ -216,6 +218,7 @@ class LitePullConsumer(LitePullTasks, TopicQueueWatch, RebalancedConsumerInner):
     # --- lifecycle -----------------------------------------------------------------------------------------
 
     async def start(self) -> None:
+        await self._teardown.wait()  # (a shutdown whose caller was cancelled may still be under way)
         if self._instance is not None or self.running or self._shut_down:
             raise MQClientException("The PullConsumer service state not OK, maybe started once")
         check_group(self.group)
@@ -223,7 +226,12 @@ class LitePullConsumer(LitePullTasks, TopicQueueWatch, RebalancedConsumerInner):
             raise MQClientException(
                 f"consumerGroup can not equal {DEFAULT_CONSUMER_GROUP}, please specify another one."
             )
-        if self.message_model is MessageModel.CLUSTERING:
+        local: LocalFileOffsetStore | None = None
+        if self.message_model is MessageModel.BROADCASTING:
+            name = f"{self.client_config.client_ip}@{self.client_config.instance_name or 'DEFAULT'}"
+            local = LocalFileOffsetStore(self.config.offset_store_dir, name, self.group)
+            await asyncio.to_thread(local.load)  # (before anything is set: a start cancelled here left it unstartable)
+        else:
             self.client_config.change_instance_name_to_pid()  # (each one a member of its group of its own)
         instance = MQClientManager.get_instance().get_or_create_mq_client_instance(self.client_config)
         instance.register_consumer(self.group, self)
@@ -232,30 +240,26 @@ class LitePullConsumer(LitePullTasks, TopicQueueWatch, RebalancedConsumerInner):
         rebalance.subscription_inner.update(self.subscriptions)
         self._rebalance_impl = rebalance
         self._pull_api = PullAPIWrapper(instance, self.group)
-        if self.message_model is MessageModel.BROADCASTING:
-            instance_name = self.client_config.instance_name or "DEFAULT"
-            local = LocalFileOffsetStore(
-                self.config.offset_store_dir, f"{self.client_config.client_ip}@{instance_name}", self.group
-            )
-            await asyncio.to_thread(local.load)
-            self._offset_store = local
-        else:
-            self._offset_store = RemoteBrokerOffsetStore(instance, self.group)
+        self._offset_store = RemoteBrokerOffsetStore(instance, self.group) if local is None else local
         self._cache_not_empty = asyncio.Event()
         self.running = True
+        try:
+            await self._start_services(instance)
+        except BaseException:  # a failed or cancelled start: nothing of it goes on (and, shut down, no restart)
+            await self.shutdown()
+            raise
+        log.info("lite pull consumer %s started as %s", self.group, instance.client_id)
+
+    async def _start_services(self, instance: MQClientInstance) -> None:  # (start() once registered)
         await instance.start()
         if self.config.enable_msg_trace:
             dispatcher = AsyncTraceDispatcher(self.group, self.client_config, self.config.custom_trace_topic)
             await dispatcher.start()
             self.trace_dispatcher = dispatcher
             self.trace_hook = ConsumeMessageTraceHook(dispatcher, self.group)
-        try:
-            for topic in list(self.subscriptions):
-                await instance.update_topic_route_info_from_name_server(topic, unreachable_raises=True)
-            await instance.check_client_in_broker(self.group, list(self.subscriptions.values()))
-        except MQClientException:
-            await self.shutdown()
-            raise
+        for topic in list(self.subscriptions):
+            await instance.update_topic_route_info_from_name_server(topic, unreachable_raises=True)
+        await instance.check_client_in_broker(self.group, list(self.subscriptions.values()))
         if self.subscription_type == "ASSIGN":
             self._update_assign(self._assigned_before_start)
         for topic in self._topic_listeners:
@@ -263,17 +267,22 @@ class LitePullConsumer(LitePullTasks, TopicQueueWatch, RebalancedConsumerInner):
         self._monitor = asyncio.get_running_loop().create_task(self._monitor_topic_queues())
         await instance.send_heartbeat_to_all_brokers()
         instance.rebalance_immediately()
-        log.info("lite pull consumer %s started as %s", self.group, instance.client_id)
 
     async def shutdown(self) -> None:
-        """Stop pulling, commit (auto commit) and persist the offsets, leave the group."""
-        instance = self._instance
-        if instance is None or not self.running:
-            return
-        if self.config.auto_commit:
-            self.commit_all()
-        self.running = False
-        self._shut_down = True
+        """Stop pulling, commit (auto commit) and persist the offsets, leave the group.
+        In a task of its own (impl/teardown.py): a cancelled caller does not stop it, a second call waits for it."""
+        if not self._teardown.active:
+            instance = self._instance
+            if instance is None or not self.running:
+                return
+            if self.config.auto_commit:
+                self.commit_all()
+            self.running = False
+            self._shut_down = True
+            self._teardown.begin(self._do_shutdown(instance))
+        await self._teardown.wait()
+
+    async def _do_shutdown(self, instance: MQClientInstance) -> None:
         await self.rebalance_impl.stop()
         tasks = list(self._task_table.values())
         if self._monitor is not None:

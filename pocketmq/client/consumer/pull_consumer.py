@@ -30,6 +30,7 @@ from ..impl.consumer.pull_api import PullAPIWrapper, build_sys_flag
 from ..impl.mq_admin import fetch_all_topic_list
 from ..impl.mq_client_instance import MQClientInstance
 from ..impl.mq_client_manager import MQClientManager
+from ..impl.teardown import Teardown
 from ..message import PullResult
 from ..validators import check_group
 from .store.offset_store import ReadOffsetType, RemoteBrokerOffsetStore
@@ -73,6 +74,7 @@ class PullConsumer(SubscribedConsumerInner):
         self._instance: MQClientInstance | None = None
         self._offset_store: RemoteBrokerOffsetStore | None = None
         self._pull_api: PullAPIWrapper | None = None
+        self._teardown = Teardown(f"pull consumer {group}")
 
     # --- lifecycle -----------------------------------------------------------------------------------------
 
@@ -92,6 +94,7 @@ class PullConsumer(SubscribedConsumerInner):
         return self._offset_store
 
     async def start(self) -> None:
+        await self._teardown.wait()  # (a shutdown whose caller was cancelled may still be under way)
         if self._instance is not None:
             raise MQClientException("The consumer service state not OK, maybe started once")
         check_group(self.group)
@@ -105,13 +108,23 @@ class PullConsumer(SubscribedConsumerInner):
         self._instance = instance
         self._offset_store = RemoteBrokerOffsetStore(instance, self.group)
         self._pull_api = PullAPIWrapper(instance, self.group)
-        await instance.start()
+        try:
+            await instance.start()
+        except BaseException:
+            await self.shutdown()
+            raise
 
     async def shutdown(self) -> None:
-        """Persist changed offsets, unregister the group from the brokers, release the instance."""
-        instance = self._instance
-        if instance is None:
-            return
+        """Persist changed offsets, unregister the group from the brokers, release the instance; in a task of its
+        own (impl/teardown.py): a cancelled caller does not stop it half-way, a second call waits for it."""
+        if not self._teardown.active:
+            instance = self._instance
+            if instance is None:
+                return
+            self._teardown.begin(self._do_shutdown(instance))
+        await self._teardown.wait()
+
+    async def _do_shutdown(self, instance: MQClientInstance) -> None:
         await self.persist_consumer_offset()
         self._instance = self._offset_store = self._pull_api = None
         await instance.unregister_consumer(self.group)

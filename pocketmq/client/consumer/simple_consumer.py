@@ -33,6 +33,7 @@ from ..impl.consumer.mq_consumer_inner import SubscribedConsumerInner
 from ..impl.consumer.pop_api_wrapper import MAX_POP_NUMS, PopAPIWrapper
 from ..impl.mq_client_instance import MQClientInstance
 from ..impl.mq_client_manager import MQClientManager
+from ..impl.teardown import Teardown
 from ..validators import check_group
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,7 @@ class SimpleConsumer(SubscribedConsumerInner):
         self._turn = 0
         self._instance: MQClientInstance | None = None
         self._pop_api: PopAPIWrapper | None = None
+        self._teardown = Teardown(f"simple consumer {group}")
         for topic, expression in (subscriptions or {}).items():
             self.subscribe(topic, expression)
 
@@ -82,6 +84,7 @@ class SimpleConsumer(SubscribedConsumerInner):
         return self._pop_api
 
     async def start(self) -> None:
+        await self._teardown.wait()  # (a shutdown whose caller was cancelled may still be under way)
         if self._instance is not None:
             raise MQClientException("The consumer service state not OK, maybe started once")
         check_group(self.group)
@@ -91,15 +94,26 @@ class SimpleConsumer(SubscribedConsumerInner):
         instance.register_consumer(self.group, self)
         self._instance = instance
         self._pop_api = PopAPIWrapper(instance, self.group)
-        await instance.start()
-        for topic in self.subscriptions:
-            await instance.update_topic_route_info_from_name_server(topic)
-        await instance.send_heartbeat_to_all_brokers()
+        try:
+            await instance.start()
+            for topic in self.subscriptions:
+                await instance.update_topic_route_info_from_name_server(topic)
+            await instance.send_heartbeat_to_all_brokers()
+        except BaseException:  # (a failed or cancelled start leaves nothing running; it may be started again)
+            await self.shutdown()
+            raise
 
     async def shutdown(self) -> None:
-        instance = self._instance
-        if instance is None:
-            return
+        """Leave the group and release the instance, in a task of its own (impl/teardown.py): a cancelled caller
+        does not stop it half-way, a second call waits for it."""
+        if not self._teardown.active:
+            instance = self._instance
+            if instance is None:
+                return
+            self._teardown.begin(self._do_shutdown(instance))
+        await self._teardown.wait()
+
+    async def _do_shutdown(self, instance: MQClientInstance) -> None:
         self._instance = self._pop_api = None
         await instance.unregister_consumer(self.group)
         await instance.shutdown()

@@ -34,6 +34,7 @@ from ..impl.mq_client_manager import MQClientManager
 from ..impl.producer.recall_message import recall_message
 from ..impl.producer.send_request import SendRequestOptions, build_send_request
 from ..impl.producer.topic_publish_info import TopicPublishInfo
+from ..impl.teardown import Teardown
 from ..message import Message, MessageExt, SendResult, SendStatus
 from ..message_util import (
     PROPERTY_MESSAGE_TYPE,
@@ -107,6 +108,7 @@ class Producer(ProducerRequestReply):
         self.fault_strategy = MQFaultStrategy(send_latency_fault_enable)
         self.topic_publish_info_table: dict[str, TopicPublishInfo] = {}
         self._instance: MQClientInstance | None = None
+        self._teardown = Teardown(f"producer {group}")
         self._async_sends: set[asyncio.Task[SendResult]] = set()
         self._async_requests: set[asyncio.Task[MessageExt]] = set()
         self._options: SendRequestOptions | None = None
@@ -131,6 +133,7 @@ class Producer(ProducerRequestReply):
         return self._instance
 
     async def start(self) -> None:
+        await self._teardown.wait()  # (a shutdown whose caller was cancelled may still be under way)
         if self._instance is not None:
             raise MQClientException("The producer service state not OK, maybe started once")
         check_group(self.group)
@@ -146,6 +149,13 @@ class Producer(ProducerRequestReply):
         instance = MQClientManager.get_instance().get_or_create_mq_client_instance(self.client_config)
         instance.register_producer(self.group, self)
         self._instance = instance
+        try:
+            await self._start_services(instance)
+        except BaseException:  # (failed or cancelled: nothing of it goes on; it may be started again)
+            await self.shutdown()
+            raise
+
+    async def _start_services(self, instance: MQClientInstance) -> None:  # (start() once registered)
         await instance.start()
         await instance.send_heartbeat_to_all_brokers()
         if self.enable_msg_trace:
@@ -160,10 +170,16 @@ class Producer(ProducerRequestReply):
         self._send_kernel_impl = self._traced_send_kernel_impl  # type: ignore[method-assign]
 
     async def shutdown(self) -> None:
-        """Let async sends in flight finish, unregister the group from the brokers, release the instance."""
-        instance = self._instance
-        if instance is None:
-            return
+        """Let async sends in flight finish, unregister the group from the brokers, release the instance; in a task
+        of its own (impl/teardown.py): a cancelled caller does not stop it half-way, a second call waits for it."""
+        if not self._teardown.active:
+            instance = self._instance
+            if instance is None:
+                return
+            self._teardown.begin(self._do_shutdown(instance))
+        await self._teardown.wait()
+
+    async def _do_shutdown(self, instance: MQClientInstance) -> None:
         if self._async_sends:
             await asyncio.wait(list(self._async_sends))
         for task in list(self._async_requests):

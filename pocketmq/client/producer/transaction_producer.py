@@ -104,22 +104,21 @@ class TransactionProducer(Producer):
         self.check_request_hold_max = check_request_hold_max
         self._checks: set[asyncio.Task[None]] = set()
 
-    async def start(self) -> None:
+    async def _start_services(self, instance: MQClientInstance) -> None:
         """Start, and make the brokers know this producer's group before its first send: a producer started to
         take over for one that died must be asked about that one's half messages (as in RocketMQ, the brokers
         are learned from the route of TBW102, the createTopicKey)."""
-        await super().start()
-        register_check_processor(self.instance)
-        instance = self.instance
+        await super()._start_services(instance)
+        register_check_processor(instance)
         if await instance.update_topic_route_info_from_name_server(self.create_topic_key):
             await instance.send_heartbeat_to_all_brokers()
 
-    async def shutdown(self) -> None:
+    async def _do_shutdown(self, instance: MQClientInstance) -> None:
         for task in list(self._checks):
             task.cancel()
         if self._checks:
             await asyncio.wait(list(self._checks))
-        await super().shutdown()
+        await super()._do_shutdown(instance)
 
     async def __aenter__(self) -> TransactionProducer:
         await self.start()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Collection
 from time import time_ns as _time_ns
 from typing import TYPE_CHECKING, Any
 
@@ -59,8 +60,8 @@ class ConsumeMessageConcurrentlyService:
         timeout = self.consumer.config.consume_timeout
         self.consumer.periodic(timeout, timeout, self.clean_expire_msg)
 
-    async def shutdown(self, await_termination: float) -> None:
-        await self.executor.shutdown(await_termination)
+    async def shutdown(self, await_termination: float, spare: Collection[asyncio.Task[Any]] = ()) -> None:
+        await self.executor.shutdown(await_termination, spare)
 
     def submit_consume_request(
         self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch_to_consume: bool

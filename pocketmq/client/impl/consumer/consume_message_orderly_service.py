@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from pocketmq.common.message import MessageExt
@@ -52,6 +53,7 @@ class ConsumeMessageOrderlyService:
         self._is_async = is_async_listener(listener)
         self.executor = ConsumeExecutor(consumer.config.consume_thread_max, f"ConsumeMessageThread_{consumer.group}")
         self.message_queue_lock: dict[MessageQueue, asyncio.Lock] = {}
+        self._holders: dict[MessageQueue, asyncio.Task[Any] | None] = {}  # the task holding a queue's consume_lock
         self.stopped = False
         self.consumed_ok = 0
         self.consumed_suspended = 0
@@ -70,7 +72,7 @@ class ConsumeMessageOrderlyService:
         if not self.stopped:
             await self.consumer.rebalance_impl.lock_all()
 
-    async def shutdown(self, await_termination: float) -> None:
+    async def shutdown(self, await_termination: float, spare: Collection[asyncio.Task[Any]] = ()) -> None:
         """Stop taking batches, let the ones in flight finish, persist, then give the broker locks back.
 
         RocketMQ unlocks first and persists after; here the next owner, who can lock only after the unlock,
@@ -79,7 +81,8 @@ class ConsumeMessageOrderlyService:
         A batch still in the listener after ``max(await_termination, remove_queue_lock_wait)`` is given up
         on, as RocketMQ's shutdown returns after awaitTerminateMillis whatever its threads do: its answer is
         dropped, so the queue's offset stays at the batch's first message and the next owner consumes the batch
-        again, once the broker lock (not given back) has expired.
+        again, once the broker lock (not given back) has expired. So is at once the batch of a worker in ``spare``
+        (its listener called the consumer's shutdown and waits for this).
         """
         self.stopped = True
         consumer = self.consumer
@@ -89,11 +92,11 @@ class ConsumeMessageOrderlyService:
         wait = max(await_termination, consumer.config.remove_queue_lock_wait)
         busy = []
         for mq, pq in list(table.items()):
-            if not await pq.try_consume_lock(wait):
+            if self._holders.get(mq) in spare or not await pq.try_consume_lock(wait):
                 busy.append(mq)
                 continue
             pq.consume_lock.release()
-        await self.executor.shutdown(0)
+        await self.executor.shutdown(0, spare)
         if not self._clustering:
             return
         # A queue whose batch is still in the listener keeps its broker lock until it expires there:
@@ -157,6 +160,7 @@ class ConsumeMessageOrderlyService:
                 consume_lock = pq.consume_lock
                 await consume_lock.acquire()
                 unfinished: list[asyncio.Future[Any]] = []
+                self._holders[mq] = asyncio.current_task()
                 try:
                     if pq.dropped:
                         return
@@ -170,6 +174,7 @@ class ConsumeMessageOrderlyService:
                                                     self._return_type(answered, ok, now_ms() - begin_ms))
                     go_on = await self.process_consume_result(msgs, status, context, pq, mq)
                 finally:
+                    del self._holders[mq]
                     if unfinished:
                         # The batch is still in the listener on its thread: until that returns the queue is
                         # still being consumed, so nothing that waits on the lock may persist, unlock or

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any, Protocol, TypeVar
 
 from pocketmq.common.message import MessageExt
@@ -38,7 +38,7 @@ def cancelled_here() -> bool:
 class ConsumeMessageService(Protocol):
     def start(self) -> None: ...
 
-    async def shutdown(self, await_termination: float) -> None: ...
+    async def shutdown(self, await_termination: float, spare: Collection[asyncio.Task[Any]] = ()) -> None: ...
 
     def submit_consume_request(
         self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch_to_consume: bool
@@ -55,8 +55,10 @@ class ConsumeExecutor:
         self._workers: list[asyncio.Task[None]] = []
         self._busy = 0
         self._threads: ListenerThreads | None = None
+        self._closed = False
 
     def start(self) -> None:
+        self._closed = False
         loop = asyncio.get_running_loop()
         self._workers = [loop.create_task(self._work(), name=f"{self.name}-{i}") for i in range(self.size)]
 
@@ -106,6 +108,8 @@ class ConsumeExecutor:
         loop = asyncio.get_running_loop()
         while True:
             if not jobs:
+                if self._closed:
+                    return  # a worker shutdown spared (its listener called shutdown) ends with its job
                 waiter = loop.create_future()
                 self._idle.append(waiter)
                 try:
@@ -129,14 +133,25 @@ class ConsumeExecutor:
             finally:
                 self._busy -= 1
 
-    async def shutdown(self, await_termination: float) -> None:
-        """Let queued and running jobs finish for up to ``await_termination`` seconds, then cancel the rest."""
+    async def shutdown(self, await_termination: float, spare: Collection[asyncio.Task[Any]] = ()) -> None:
+        """Let queued and running jobs finish for up to ``await_termination`` seconds, then cancel the rest.
+
+        Workers in ``spare`` are not waited for nor cancelled: a listener that called the consumer's shutdown()
+        runs on one, and waits for this to return. It finishes its job and ends (nothing is queued any more).
+        """
+        workers, self._workers = self._workers, []
+        spared = [w for w in workers if w in spare]
         if await_termination > 0:
             loop = asyncio.get_running_loop()
             deadline = loop.time() + await_termination
-            while (self._busy or self._jobs) and loop.time() < deadline:
+            def unfinished() -> bool:  # (the spared ones' jobs, and what only they could run, never finish)
+                return self._busy > len(spared) or bool(self._jobs and len(spared) < len(workers))
+
+            while unfinished() and loop.time() < deadline:
                 await asyncio.sleep(0.01)
-        workers, self._workers = self._workers, []
+        self._closed = True
+        self._jobs.clear()
+        workers = [w for w in workers if w not in spared]
         for w in workers:
             w.cancel()
         if workers:
@@ -145,7 +160,6 @@ class ConsumeExecutor:
             for w in workers:
                 if not w.cancelled() and w.exception() is not None:
                     log.warning("consume worker %s failed", w.get_name(), exc_info=w.exception())
-        self._jobs.clear()
         self._idle.clear()
         if self._threads is not None:
             # Threads still inside a listener finish on their own; nobody waits for them.

@@ -45,6 +45,7 @@ from ...filter_api import build_subscription_data
 from ...validators import check_group, check_topic
 from ..mq_client_instance import MQClientInstance
 from ..mq_client_manager import MQClientManager
+from ..teardown import Teardown
 from .consume_message_service import ConsumeExecutor, cancelled_here
 from .mq_consumer_inner import SubscribedConsumerInner
 from .pop_api import ack_target
@@ -80,6 +81,7 @@ class PopPushConsumerImpl(SubscribedConsumerInner):
         self._pop_api: PopAPIWrapper | None = None
         self._executor: ConsumeExecutor | None = None
         self._tasks = TaskTracker(log)
+        self._teardown = Teardown(f"push consumer {group}")
 
     # --- state and configuration ---------------------------------------------------------------------------
 
@@ -124,6 +126,7 @@ class PopPushConsumerImpl(SubscribedConsumerInner):
     # --- lifecycle -----------------------------------------------------------------------------------------
 
     async def start(self) -> None:
+        await self._teardown.wait()  # (a shutdown whose caller was cancelled may still be under way)
         if self.running:
             raise MQClientException("The PushConsumer service state not OK, maybe started once")
         check_group(self.group)
@@ -141,21 +144,33 @@ class PopPushConsumerImpl(SubscribedConsumerInner):
         self.running = True
         self.start_timestamp = int(time.time() * 1000)
         self._executor.start()
-        await instance.start()
-        for topic in list(self.subscriptions):
-            await instance.update_topic_route_info_from_name_server(topic, unreachable_raises=True)
-        await instance.send_heartbeat_to_all_brokers()
+        try:
+            await instance.start()
+            for topic in list(self.subscriptions):
+                await instance.update_topic_route_info_from_name_server(topic, unreachable_raises=True)
+            await instance.send_heartbeat_to_all_brokers()
+        except BaseException:
+            # (a failed or cancelled start leaves nothing running, and the consumer may be started again)
+            await self.shutdown()
+            raise
         self._start_loops()
         log.info("push consumer %s (POP) started as %s", self.group, instance.client_id)
 
     async def shutdown(self) -> None:
-        instance = self._instance
-        if instance is None or not self.running:
-            return
-        self.running = False
+        """Stop popping and consuming, leave the group: in a task of its own, as DefaultMQPushConsumerImpl's
+        (a cancelled caller does not stop it, a second call waits for it, a listener may call it)."""
+        if not self._teardown.active:
+            instance = self._instance
+            if instance is None or not self.running:
+                return
+            self.running = False
+            self._teardown.begin(self._do_shutdown(instance))
+        await self._teardown.wait()
+
+    async def _do_shutdown(self, instance: MQClientInstance) -> None:
         await self._tasks.close(timeout=5.0)
         if self._executor is not None:
-            await self._executor.shutdown(self.config.await_termination_when_shutdown)
+            await self._executor.shutdown(self.config.await_termination_when_shutdown, self._teardown.waiters)
         self._loops.clear()
         await instance.unregister_consumer(self.group)
         await instance.shutdown()

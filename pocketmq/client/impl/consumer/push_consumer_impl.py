@@ -38,6 +38,7 @@ from ...trace.trace_hooks import ConsumeMessageTraceHook
 from ...validators import check_group, check_topic
 from ..mq_client_instance import MQClientInstance
 from ..mq_client_manager import MQClientManager
+from ..teardown import Teardown
 from .consume_message_concurrently_service import ConsumeMessageConcurrentlyService
 from .consume_message_orderly_service import ConsumeMessageOrderlyService
 from .consume_message_service import ConsumeMessageService
@@ -88,6 +89,7 @@ class DefaultMQPushConsumerImpl(PushConsumerAdmin, PushConsumerRetry, Rebalanced
         self._pull_api: PullAPIWrapper | None = None
         self.consume_message_service: ConsumeMessageService | None = None
         self._tasks = TaskTracker(log)
+        self._teardown = Teardown(f"push consumer {group}")
         self._learning_routes = False
         self.trace_dispatcher: AsyncTraceDispatcher | None = None
         self.trace_hook: ConsumeMessageTraceHook | None = None  # set while tracing (enable_msg_trace)
@@ -158,11 +160,19 @@ class DefaultMQPushConsumerImpl(PushConsumerAdmin, PushConsumerRetry, Rebalanced
             raise MQClientException("no subscription; subscribe() to a topic first")
 
     async def start(self) -> None:
+        await self._teardown.wait()  # (a shutdown whose caller was cancelled may still be under way)
         if self._instance is not None or self.running:
             raise MQClientException("The PushConsumer service state not OK, maybe started once")
         self._check_config()
         cfg = self.config
-        if cfg.message_model is MessageModel.CLUSTERING:
+        offset_store: OffsetStore | None = None
+        if cfg.message_model is MessageModel.BROADCASTING:
+            instance_name = self.client_config.instance_name or "DEFAULT"
+            local = LocalFileOffsetStore(cfg.offset_store_dir, f"{self.client_config.client_ip}@{instance_name}",
+                                         self.group)
+            await asyncio.to_thread(local.load)  # (before anything is set: a start cancelled here left it unstartable)
+            offset_store = local
+        else:
             self.client_config.change_instance_name_to_pid()  # (each one a member of its group of its own)
         instance = MQClientManager.get_instance().get_or_create_mq_client_instance(self.client_config)
         self._instance = instance
@@ -174,14 +184,7 @@ class DefaultMQPushConsumerImpl(PushConsumerAdmin, PushConsumerRetry, Rebalanced
             rebalance.subscription_inner[rt] = build_subscription_data(rt, "*")
         self._rebalance_impl = rebalance
         self._pull_api = PullAPIWrapper(instance, self.group)
-        if cfg.message_model is MessageModel.BROADCASTING:
-            instance_name = self.client_config.instance_name or "DEFAULT"
-            local = LocalFileOffsetStore(cfg.offset_store_dir, f"{self.client_config.client_ip}@{instance_name}",
-                                         self.group)
-            await asyncio.to_thread(local.load)
-            self._offset_store = local
-        else:
-            self._offset_store = RemoteBrokerOffsetStore(instance, self.group)
+        self._offset_store = RemoteBrokerOffsetStore(instance, self.group) if offset_store is None else offset_store
         if self.consume_orderly:
             self.consume_message_service = ConsumeMessageOrderlyService(self, self.listener)
         else:
@@ -195,32 +198,48 @@ class DefaultMQPushConsumerImpl(PushConsumerAdmin, PushConsumerRetry, Rebalanced
         self.running = True
         self.start_timestamp = int(time.time() * 1000)
         self._tasks = TaskTracker(log)
-        if cfg.enable_msg_trace:
-            dispatcher = AsyncTraceDispatcher(self.group, self.client_config, cfg.custom_trace_topic)
+        try:
+            await self._start_services(instance, rebalance)
+        except BaseException:
+            # Whatever stopped it (a wrong name server address, a cancelled start), nothing of it may go on in the
+            # background: a consumer whose start() was cancelled went on consuming, and could not be started again.
+            await self.shutdown()
+            raise
+        log.info("push consumer %s started as %s", self.group, instance.client_id)
+
+    async def _start_services(self, instance: MQClientInstance, rebalance: RebalancePushImpl) -> None:
+        """start()'s part after the consumer is registered with its instance."""
+        if self.config.enable_msg_trace:
+            dispatcher = AsyncTraceDispatcher(self.group, self.client_config, self.config.custom_trace_topic)
             await dispatcher.start()
             self.trace_dispatcher = dispatcher
             self.trace_hook = ConsumeMessageTraceHook(dispatcher, self.group)
+        assert self.consume_message_service is not None
         self.consume_message_service.start()
         await instance.start()
-        try:
-            # A wrong name server address fails start() at once; a topic without a route yet does not.
-            for topic in list(rebalance.subscription_inner):
-                await instance.update_topic_route_info_from_name_server(topic, unreachable_raises=True)
-            await instance.check_client_in_broker(self.group, list(self.subscriptions.values()))
-        except MQClientException:  # NameServerAddressError among them
-            await self.shutdown()
-            raise
+        # A wrong name server address fails start() at once; a topic without a route yet does not.
+        for topic in list(rebalance.subscription_inner):
+            await instance.update_topic_route_info_from_name_server(topic, unreachable_raises=True)
+        await instance.check_client_in_broker(self.group, list(self.subscriptions.values()))
         await instance.send_heartbeat_to_all_brokers()
         self.learn_missing_routes()
         instance.rebalance_service.wakeup()
-        log.info("push consumer %s started as %s", self.group, instance.client_id)
 
     async def shutdown(self) -> None:
-        """Stop pulling and consuming, persist offsets, leave the group (the others take its queues over)."""
-        instance = self._instance
-        if instance is None or not self.running:
-            return
-        self.running = False
+        """Stop pulling and consuming, persist offsets, leave the group (the others take its queues over).
+
+        The teardown runs in a task of its own (impl/teardown.py): a caller cancelled meanwhile does not stop it,
+        a second call waits for it, and a listener may call this (the consume worker it runs on is left alone;
+        the batch it is consuming is not committed, so it is delivered again)."""
+        if not self._teardown.active:
+            instance = self._instance
+            if instance is None or not self.running:
+                return
+            self.running = False
+            self._teardown.begin(self._do_shutdown(instance))
+        await self._teardown.wait()
+
+    async def _do_shutdown(self, instance: MQClientInstance) -> None:
         # A round already running (a peer's departure wakes it at any moment) would go on taking and dropping
         # queues while the table below is walked: let it finish, and start none after it.
         await self.rebalance_impl.stop()
@@ -228,7 +247,8 @@ class DefaultMQPushConsumerImpl(PushConsumerAdmin, PushConsumerRetry, Rebalanced
         if stuck:
             log.warning("%s: %d background tasks ignored cancellation", self.group, stuck)
         assert self.consume_message_service is not None
-        await self.consume_message_service.shutdown(self.config.await_termination_when_shutdown)
+        await self.consume_message_service.shutdown(self.config.await_termination_when_shutdown,
+                                                    self._teardown.waiters)
         if self.trace_dispatcher is not None:
             dispatcher, self.trace_dispatcher, self.trace_hook = self.trace_dispatcher, None, None
             await dispatcher.shutdown()  # sends the records still queued

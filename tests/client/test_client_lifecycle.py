@@ -1,6 +1,7 @@
 """Client lifecycles against a real name server and broker: a shutdown called from a consumer's own listener, a
-shutdown or a start whose caller is cancelled half-way (as asyncio.wait_for does at its timeout). Each must end
-with the client gone from its group and its instance closed: nothing left heartbeating, holding queues or sockets."""
+shutdown or a start whose caller is cancelled half-way (as asyncio.wait_for does at its timeout), and a producer
+started again after a shutdown. Each must end with the client gone from its group and its instance closed:
+nothing left heartbeating, holding queues or sockets."""
 
 from __future__ import annotations
 
@@ -164,3 +165,18 @@ async def test_a_start_whose_caller_is_cancelled_leaves_nothing_running(
         assert (await client.send(Message(topic, b"again"))).send_status is SendStatus.SEND_OK
     await client.shutdown()
 
+
+# --- a producer started again ----------------------------------------------------------------------------------
+
+
+async def test_a_producer_started_again_sends_at_once(push_cluster: Any) -> None:
+    # The routes learned before the shutdown outlived it: the new instance found the topic's route cached, had no
+    # address for its broker, and failed its first sends ("The broker[broker-a] not exist").
+    topic = unique("AgainT")
+    await create_topic(push_cluster, topic, 2)
+    producer = Producer(unique("AgainPG"), push_cluster.namesrv_addr, instance_name=unique("life"))
+    async with producer:
+        await producer.send(Message(topic, b"before"))
+    async with producer:
+        result = await producer.send(Message(topic, b"after"))
+    assert result.send_status is SendStatus.SEND_OK

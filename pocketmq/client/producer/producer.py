@@ -142,6 +142,9 @@ class Producer(ProducerRequestReply):
                 f"producerGroup can not equal {DEFAULT_PRODUCER_GROUP}, please specify another one."
             )
         self.client_config.change_instance_name_to_pid()  # (DefaultMQProducerImpl.start)
+        # Routes learned before a shutdown name brokers whose addresses went with the old instance: a restarted
+        # producer's new instance found a route here, no address for its broker, and failed its first sends.
+        self.topic_publish_info_table.clear()
         # TBW102's (the createTopicKey's) route, kept by the periodic refresh, names every broker that may create
         # a topic: they all get this producer's heartbeats (a requester's reply may come through any of them, and a
         # transaction's check from any that holds a half message), as DefaultMQProducerImpl.start arranges.

@@ -220,6 +220,31 @@ async def test_async_send_with_callback(namesrv: FakeNamesrv, broker_a: FakeBrok
     assert len(broker_a.sends) == 2  # async sends do not retry broker errors
 
 
+async def test_async_def_callbacks_are_run(
+    namesrv: FakeNamesrv, broker_a: FakeBroker, producer: Producer, poll: Callable
+) -> None:
+    # Called like plain methods, their coroutines were dropped unrun ("coroutine ... was never awaited").
+    namesrv.set_route("T", [broker_a])
+    seen: list[object] = []
+
+    class Callback:
+        async def on_success(self, result: SendResult) -> None:
+            await asyncio.sleep(0)
+            seen.append(result)
+
+        async def on_exception(self, exc: BaseException) -> None:
+            seen.append(exc)
+
+    result = await producer.send_async(Message("T", b"x"), Callback())
+    await poll(lambda: seen)
+    assert seen == [result]
+    broker_a.on_send = error(ResponseCode.SYSTEM_ERROR, "busy")
+    with pytest.raises(MQBrokerException):
+        await producer.send_async(Message("T", b"y"), Callback())
+    await poll(lambda: len(seen) == 2)
+    assert isinstance(seen[1], MQBrokerException)
+
+
 async def test_async_send_retries_network_failures(
     namesrv: FakeNamesrv, broker_a: FakeBroker, broker_b: FakeBroker, producer: Producer
 ) -> None:

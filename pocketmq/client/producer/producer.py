@@ -236,7 +236,7 @@ class Producer(ProducerRequestReply):
         timeout: float | None = None,
     ) -> asyncio.Task[SendResult]:
         """Start a send and return at once. Await the task, or pass a callback with ``on_success(result)`` /
-        ``on_exception(exc)``, called on the event loop. Retries network failures only."""
+        ``on_exception(exc)`` (plain or async), called on the event loop. Retries network failures only."""
         self.make_sure_state_ok()  # fail now, not inside the task
         task: asyncio.Task[SendResult] = asyncio.get_running_loop().create_task(
             self._send(msg, CommunicationMode.ASYNC, queue, selector, arg, timeout)  # type: ignore[arg-type]

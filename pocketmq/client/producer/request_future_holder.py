@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable
 from typing import Protocol
 
 from pocketmq.common.compression import InflateError, inflate
@@ -34,11 +35,12 @@ log = logging.getLogger(__name__)
 
 
 class RequestCallback(Protocol):
-    """What ``Producer.request_async`` calls with the reply, or with the failure (RocketMQ's RequestCallback)."""
+    """What ``Producer.request_async`` calls with the reply, or with the failure (RocketMQ's RequestCallback);
+    either method may be an ``async def``, run as a task of its own (as SendCallback's)."""
 
-    def on_success(self, message: MessageExt) -> None: ...
+    def on_success(self, message: MessageExt) -> None | Awaitable[None]: ...
 
-    def on_exception(self, exc: BaseException) -> None: ...
+    def on_exception(self, exc: BaseException) -> None | Awaitable[None]: ...
 
 
 class RequestFutureHolder:

@@ -106,7 +106,8 @@ class ProducerRequestReply:
         arg: Any = None,
     ) -> asyncio.Task[MessageExt]:
         """``request`` started at once: await the task, or pass a RequestCallback (``on_success(reply)`` /
-        ``on_exception(exc)``, called on the event loop). Requests still waiting at shutdown are cancelled."""
+        ``on_exception(exc)``, called on the event loop; ``async def`` ones run as tasks of their own). Requests
+        still waiting at shutdown are cancelled."""
         self.make_sure_state_ok()
         task = asyncio.get_running_loop().create_task(
             self.request(msg, timeout, queue=queue, selector=selector, arg=arg)

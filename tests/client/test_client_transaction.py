@@ -4,6 +4,7 @@ protocols. The broker's check timers run in milliseconds (transactionTimeOut, tr
 from __future__ import annotations
 
 import itertools
+import logging
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -349,6 +350,32 @@ async def test_a_listener_that_raises_leaves_it_to_the_check(cluster: Any, poll)
         await poll(lambda: cluster.broker.end_transaction_processor.rolled_back == 1)
     assert await pull_all(cluster, topic) == []
 
+
+
+async def test_an_answer_that_is_no_state_is_unknow_and_said_so(
+    cluster: Any, poll, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The enum's name as a string, or a bool, was taken as UNKNOW without a word above INFO: the message held back
+    # and asked about, never committed, and nothing in the log said why.
+    caplog.set_level(logging.WARNING, logger="pocketmq.client.producer.transaction_producer")
+    topic, group = await make_topic(cluster), unique("TxnPG")
+
+    class Confused(Listener):
+        def execute_local_transaction(self, msg: Message, arg: Any) -> Any:
+            return "COMMIT_MESSAGE"
+
+        def check_local_transaction(self, msg: MessageExt) -> Any:  # type: ignore[override]
+            self.checked.append(msg)
+            return True
+
+    listener = Confused(UNKNOW)
+    async with txn_producer(cluster, group, listener) as producer:
+        result = await producer.send_message_in_transaction(Message(topic, b"x"))
+        assert result.local_transaction_state is UNKNOW
+        await poll(lambda: listener.checked)
+        await poll(lambda: "check_local_transaction returned True" in caplog.text)
+    assert "execute_local_transaction returned 'COMMIT_MESSAGE', not a LocalTransactionState" in caplog.text
+    assert await pull_all(cluster, topic) == []
 
 
 async def test_a_check_immunity_time_is_waited_out_then_asked_once(tmp_path: Any, poll) -> None:

@@ -147,7 +147,7 @@ class TransactionProducer(Producer):
         if send_result.send_status is SendStatus.SEND_OK:
             try:
                 answer = await _resolve(listener.execute_local_transaction(msg, arg))
-                state = answer if isinstance(answer, LocalTransactionState) else LocalTransactionState.UNKNOW
+                state = _state_of(answer, "execute_local_transaction", transaction_id)
                 if state is not LocalTransactionState.COMMIT_MESSAGE:
                     log.info("executeLocalTransactionBranch return %s, %s", state.value, transaction_id)
             except Exception as e:
@@ -224,8 +224,7 @@ class TransactionProducer(Producer):
         error: BaseException | None = None
         try:
             answer = await _resolve(listener.check_local_transaction(msg))
-            if isinstance(answer, LocalTransactionState):
-                state = answer
+            state = _state_of(answer, "check_local_transaction", header.transaction_id)
         except Exception as e:
             log.error("Broker call checkTransactionState, but checkLocalTransactionState exception", exc_info=True)
             error = e
@@ -252,6 +251,20 @@ TransactionMQProducer = TransactionProducer  # RocketMQ's name
 
 async def _resolve(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
+
+
+def _state_of(answer: Any, method: str, transaction_id: str | None) -> LocalTransactionState:
+    """A listener's answer as a state: anything but a LocalTransactionState is UNKNOW (the broker asks again).
+
+    The enum's name as a string, or a bool, is not taken for what it seems to say: as the push consumer does with
+    a listener's return value that is not a status, it is refused, and loudly, not silently held back unknown.
+    None (no return statement) stays UNKNOW quietly, as RocketMQ takes a null answer."""
+    if isinstance(answer, LocalTransactionState):
+        return answer
+    if answer is not None:
+        log.warning("%s returned %r, not a LocalTransactionState: transaction %s stays UNKNOW", method, answer,
+                    transaction_id)
+    return LocalTransactionState.UNKNOW
 
 
 async def _end_transaction_oneway(

@@ -23,6 +23,7 @@ from pocketmq.remoting.client_body import MessageQueue
 from .consumer.pull_consumer import PullConsumer
 from .consumer.push_consumer import PushConsumer
 from .consumer.simple_consumer import SimpleConsumer
+from .exceptions import MQClientException
 from .message import Message, MessageExt, PullResult, SendResult
 from .producer.producer import Producer, SendCallback
 from .producer.request_future_holder import RequestCallback
@@ -59,7 +60,13 @@ class _LoopThread:
         if threading.current_thread() is self._thread:
             coro.close()
             raise RuntimeError("a sync client cannot be called from its own event loop")
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return asyncio.run_coroutine_threadsafe(coro, self.loop)
+        except RuntimeError:  # the loop is closed: the client was shut down
+            coro.close()  # (never to run: no "coroutine was never awaited" warning)
+            if not self.loop.is_closed():
+                raise
+        raise MQClientException(f"{self._thread.name} was shut down (close()): it cannot be used any more")
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         future = self.submit(coro)
@@ -269,6 +276,7 @@ class SyncPushConsumer:
             raise
 
     def shutdown(self) -> None:
+        """Shut the consumer down; start() may start it again (on a new loop), as PushConsumer.start() can."""
         runner = self._runner
         if runner is None or runner.loop.is_closed():
             return
@@ -276,6 +284,7 @@ class SyncPushConsumer:
             runner.run(self.consumer.shutdown())
         finally:
             runner.stop()
+            self._runner = None
 
     close = shutdown
 

@@ -402,3 +402,19 @@ async def test_a_consumer_shut_down_is_not_started_again(push_cluster) -> None:
     await consumer.shutdown()
     with pytest.raises(MQClientException, match="maybe started once"):
         await consumer.start()
+
+
+async def test_a_poll_waiting_at_shutdown_returns_at_once(push_cluster) -> None:
+    # Nothing woke it: a poll(timeout=30) waiting when the consumer shut down returned only at its timeout.
+    topic, group = unique("LiteWakeT"), unique("LiteWakeG")
+    await create_topic(push_cluster, topic, 1)
+    consumer = lite(push_cluster, group)
+    consumer.subscribe(topic, "*")
+    await consumer.start()
+    waiting = asyncio.create_task(consumer.poll(timeout=30))
+    await asyncio.sleep(0)  # (the poll is waiting for messages now)
+    await consumer.shutdown()
+    try:
+        assert waiting.done() and waiting.result() == []
+    finally:
+        waiting.cancel()

@@ -33,5 +33,15 @@ def test_sync_push_consumer(tmp_path: Any) -> None:
         consumer.register_message_listener(on_messages)
         with consumer:
             assert all_in.wait(10)
-    assert sorted(got) == sorted(f"m{i}".encode() for i in range(10))
+        assert sorted(got) == sorted(f"m{i}".encode() for i in range(10))
+        # Started again, as a PushConsumer can be (it said "the consumer was started already").
+        all_in.clear()
+        with SyncProducer("SyncPushP", cluster.namesrv_addr, instance_name="sp") as producer:
+            producer.send(Message("SyncPush", b"m10"))
+        consumer.start()
+        try:
+            assert all_in.wait(10)
+        finally:
+            consumer.shutdown()
+    assert sorted(got) == sorted(f"m{i}".encode() for i in range(11))
     assert all(name.startswith("ConsumeMessageThread_SyncPushG") for name in threads)

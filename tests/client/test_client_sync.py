@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
+import warnings
 from typing import Any
 
 import pytest
@@ -52,6 +54,13 @@ def test_sync_wrappers_from_plain_code(tmp_path: Any) -> None:
         # Closed: the private loop is gone, and closing again is harmless.
         consumer.close()
         assert producer._runner.loop.is_closed()
+        # A call after close() raised the loop's bare "Event loop is closed", and left its coroutine unawaited.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(MQClientException, match="shut down"):
+                producer.send(Message("Scripted", b"late"), mq)
+            gc.collect()
+        assert [str(w.message) for w in caught] == []
 
 
 def test_sync_client_refuses_its_own_loop_thread(tmp_path: Any) -> None:

@@ -269,7 +269,7 @@ class LitePullConsumer(LitePullTasks, TopicQueueWatch, RebalancedConsumerInner):
         instance.rebalance_immediately()
 
     async def shutdown(self) -> None:
-        """Stop pulling, commit (auto commit) and persist the offsets, leave the group.
+        """Stop pulling, commit (auto commit) and persist the offsets, leave the group; a poll waiting returns [].
         In a task of its own (impl/teardown.py): a cancelled caller does not stop it, a second call waits for it."""
         if not self._teardown.active:
             instance = self._instance
@@ -279,6 +279,8 @@ class LitePullConsumer(LitePullTasks, TopicQueueWatch, RebalancedConsumerInner):
                 self.commit_all()
             self.running = False
             self._shut_down = True
+            if self._cache_not_empty is not None:
+                self._cache_not_empty.set()
             self._teardown.begin(self._do_shutdown(instance))
         await self._teardown.wait()
 
@@ -354,6 +356,8 @@ class LitePullConsumer(LitePullTasks, TopicQueueWatch, RebalancedConsumerInner):
                     await not_empty.wait()
             except TimeoutError:
                 return []
+            if not self.running:
+                return []  # (shutdown wakes it)
 
     def _submit_consume_request(self, request: ConsumeRequest) -> None:
         self._consume_request_cache.append(request)

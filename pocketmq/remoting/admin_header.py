@@ -50,6 +50,10 @@ class GetConsumeStatsInBrokerHeader(CommandHeader):
     """GET_BROKER_CONSUME_STATS (317): mqadmin's brokerConsumeStats."""
 
     is_order: bool = wire("isOrder", default=False)  # only the topics whose config says order
+    # pocketmq's console: each topic over its read queues, as GET_CONSUME_STATS counts them, so that the queues a
+    # shrink left read-only (drained, no longer written) keep their lag. Apache's broker ignores the field (its
+    # write queues, as by default here).
+    read_queues: bool = wire("readQueues", default=False)
 
 
 @dataclass(slots=True)

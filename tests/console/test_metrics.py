@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families  # noqa: E40
 from pocketmq.client.consumer.pull_consumer import PullConsumer  # noqa: E402
 from pocketmq.client.message import Message  # noqa: E402
 from pocketmq.client.producer.producer import Producer  # noqa: E402
+from pocketmq.remoting.body import TopicConfig  # noqa: E402
 from pocketmq.remoting.client_body import SubscriptionGroupConfig  # noqa: E402
 from pocketmq.remoting.codes import RequestCode  # noqa: E402
 
@@ -127,3 +128,23 @@ async def test_a_scrape_asks_a_broker_once_for_every_groups_lag(cluster, console
     sent = sum(queues.values())
     assert lags == {g: sent - (i % 2) * sum(1 for n in queues.values() if n) for i, g in enumerate(groups)}
     assert asked == {RequestCode.GET_BROKER_CONSUME_STATS: 1}
+
+
+async def test_the_lag_of_queues_a_shrink_left_read_only_is_counted(cluster, console):
+    # Scaling a topic down cuts its write queues first and keeps reading the others until they drain: their
+    # backlog is what an operator watches then. GET_BROKER_CONSUME_STATS walks write queues (as Apache's), so
+    # the console asks a pocketmq broker for read queues.
+    broker = cluster.broker
+    broker.topic_config_manager.update_topic_config(TopicConfig("ShrinkT", 8, 8, 6))
+    await broker.register_broker_all()
+    async with Producer("ShrinkPG", cluster.namesrv_addr) as p:
+        for mq in await p.fetch_publish_message_queues("ShrinkT"):
+            await p.send(Message("ShrinkT", b"x"), mq)
+    assert await cluster.wait_dispatched()
+    broker.subscription_group_manager.update_subscription_group_config(SubscriptionGroupConfig("ShrinkG"))
+    for q in range(8):
+        broker.consumer_offset_manager.commit_offset("127.0.0.1", "ShrinkG", "ShrinkT", q, 0)
+    broker.topic_config_manager.update_topic_config(TopicConfig("ShrinkT", 8, 4, 6))
+    families = await scrape(console)
+    assert value(families["rocketmq_consumer_lag_messages"], "rocketmq_consumer_lag_messages",
+                 consumer_group="ShrinkG", topic="ShrinkT", is_retry="false") == 8

@@ -34,11 +34,12 @@ def consume_stats(c: BrokerController, group: str, topic: str | None, offset_key
 
 
 def broker_consume_stats(c: BrokerController, is_order: bool, groups: list[str], by_group: dict[str, set[str]],
-                         out: ConsumeStatsList, client_version: int = V5_0_0) -> None:
+                         out: ConsumeStatsList, client_version: int = V5_0_0, read_queues: bool = False) -> None:
     """GET_BROKER_CONSUME_STATS (AdminBrokerProcessor.fetchAllConsumeStatsInBroker) of ``groups``, added to
     ``out``: a ConsumeStats for each group and topic it has offsets of (``by_group``, from topics_by_group: one
     scan of the offset table's keys, not one a group), over the topic's write queues, only order topics if
-    ``is_order``; a group without offsets is listed with an empty list."""
+    ``is_order``; a group without offsets is listed with an empty list. ``read_queues``: over the read queues
+    instead (pocketmq's console asks so)."""
     for group in groups:
         listed: list[ConsumeStats] = []
         for t in sorted(by_group.get(group, ())):
@@ -46,7 +47,8 @@ def broker_consume_stats(c: BrokerController, is_order: bool, groups: list[str],
             if tc is None or (is_order and not tc.order) or _not_subscribed(c, group, t):
                 continue
             stats = ConsumeStats()
-            _add_queues(c, stats, group, t, tc.write_queue_nums, False if client_version >= V5_0_0 else None)
+            queues = tc.read_queue_nums if read_queues else tc.write_queue_nums
+            _add_queues(c, stats, group, t, queues, False if client_version >= V5_0_0 else None)
             out.total_diff += stats.compute_total_diff()
             listed.append(stats)
         out.consume_stats_list.append({group: listed})

@@ -238,3 +238,26 @@ async def test_heartbeat_timeout_of_a_registration_replaces_the_name_server_expi
     live = ns.route_info_manager.broker_live_table[broker.address]
     assert live.heartbeat_timeout == 0.3  # the name server's own expiry is 120 s
     await poll(lambda: broker.address not in ns.route_info_manager.broker_live_table, timeout=10)
+
+
+async def test_a_send_that_failed_after_creating_its_topic_leaves_no_wait_to_the_next_send(cluster) -> None:
+    # The flag that makes a creating send wait for its registration stayed set when the put raised something
+    # else than the store's own refusals, and the next send (any topic) waited for that registration too. A store
+    # that raises is a fault pocketmq cannot produce for real: the put is replaced for one call (said here).
+    ns = await cluster.namesrv()
+    broker = await cluster.broker(namesrv_addr=ns.address)
+    mq = cluster.mq(broker)
+    assert (await mq.send("TopicThere")).code == ResponseCode.SUCCESS
+    store = broker.store
+    put = store.put_message_nowait
+
+    def broken(msg):
+        store.put_message_nowait = put
+        raise RuntimeError("a store bug")
+
+    store.put_message_nowait = broken
+    async with broker._register_lock:  # (TopicBrokenPut's registration stays pending meanwhile)
+        assert (await mq.send("TopicBrokenPut", default_topic_queue_nums=2)).code != ResponseCode.SUCCESS
+        assert "TopicBrokenPut" in broker.topic_config_manager.topic_config_table
+        # Answered while that registration still waits (the old wait was bounded at 3 s).
+        assert (await asyncio.wait_for(mq.send("TopicThere"), 2.0)).code == ResponseCode.SUCCESS

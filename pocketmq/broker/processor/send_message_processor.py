@@ -90,6 +90,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
 
     def send(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | Awaitable[RemotingCommand]:
         header = parse_send_message_request_header(request.code, request.ext_fields)
+        self.topic_created = False  # (msg_check sets it for this send alone, whatever ended the last one)
         # RocketMQ picks the batch path by the header's batch flag alone; code 320 without it would store the
         # encoded batch as one message, so the code counts too.
         try:
@@ -104,7 +105,6 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
                                                           or answer.code != _SUCCESS):
                 answer = self.with_region(answer)  # (a stored message's answer has the region and trace switch)
         if self.topic_created:
-            self.topic_created = False
             return self._after_registration(answer)
         return answer
 

@@ -98,8 +98,10 @@ class _StartedClient:
 
     _runner: _LoopThread
     _client: Any
+    _stopping: threading.Lock
 
     def _start(self, name: str, make: Callable[[], _C]) -> _C:
+        self._stopping = threading.Lock()
         self._runner = _LoopThread(name)
         try:
             client = make()
@@ -111,12 +113,13 @@ class _StartedClient:
         return client
 
     def close(self) -> None:
-        if self._runner.loop.is_closed():
-            return
-        try:
-            self._runner.run(self._client.shutdown())
-        finally:
-            self._runner.stop()
+        with self._stopping:  # (a second caller waits for the first one's close: see SyncPushConsumer.shutdown)
+            if self._runner.loop.is_closed():
+                return
+            try:
+                self._runner.run(self._client.shutdown())
+            finally:
+                self._runner.stop()
 
     def shutdown(self) -> None:
         self.close()
@@ -254,6 +257,7 @@ class SyncPushConsumer:
     def __init__(self, group: str, namesrv_addr: str, **kwargs: Any) -> None:
         self.consumer = PushConsumer(group, namesrv_addr, **kwargs)
         self._runner: _LoopThread | None = None
+        self._stopping = threading.Lock()
 
     def subscribe(self, topic: str, expression: str | None = "*", expression_type: str = "TAG") -> None:
         self.consumer.subscribe(topic, expression, expression_type)
@@ -276,15 +280,20 @@ class SyncPushConsumer:
             raise
 
     def shutdown(self) -> None:
-        """Shut the consumer down; start() may start it again (on a new loop), as PushConsumer.start() can."""
-        runner = self._runner
-        if runner is None or runner.loop.is_closed():
-            return
-        try:
-            runner.run(self.consumer.shutdown())
-        finally:
-            runner.stop()
-            self._runner = None
+        """Shut the consumer down; start() may start it again (on a new loop), as PushConsumer.start() can.
+
+        A second caller (a listener stopping its consumer while the main thread leaves its ``with`` block) waits
+        for the first one's shutdown and returns: both ran at once, and the first to stop the loop cancelled the
+        other's wait."""
+        with self._stopping:
+            runner = self._runner
+            if runner is None or runner.loop.is_closed():
+                return
+            try:
+                runner.run(self.consumer.shutdown())
+            finally:
+                runner.stop()
+                self._runner = None
 
     close = shutdown
 

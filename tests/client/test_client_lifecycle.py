@@ -25,6 +25,7 @@ from pocketmq.client import (
     TransactionProducer,
 )
 from pocketmq.client.impl.mq_client_instance import MQClientInstance
+from pocketmq.remoting.codes import RequestCode
 
 POP = {"client_rebalance": False, "broker_suspend_max_time": 0.5}
 
@@ -155,6 +156,8 @@ async def test_a_start_whose_caller_is_cancelled_leaves_nothing_running(
     start.cancel()
     with pytest.raises(asyncio.CancelledError):
         await start
+    # (the teardown ends in its own task: the cancelled start did not wait for it)
+    await poll(lambda: instance.stopped and instance.mq_client_api.remoting_client.closed)
     await assert_gone(push_cluster, group, instance, poll)
     if kind == "lite":  # as after any failed start: a lite pull consumer shut down is not started again
         with pytest.raises(MQClientException, match="maybe started once"):
@@ -164,6 +167,33 @@ async def test_a_start_whose_caller_is_cancelled_leaves_nothing_running(
     if kind == "transaction":
         assert (await client.send(Message(topic, b"again"))).send_status is SendStatus.SEND_OK
     await client.shutdown()
+
+
+async def test_a_cancelled_start_does_not_wait_for_its_teardown(push_cluster: Any, poll: Callable[..., Any]) -> None:
+    # wait_for(start(), 0.5) against a broker that took the connection and did not answer raised only once the
+    # teardown had given up on its UNREGISTER_CLIENT too, seconds past its timeout. A broker that answers the
+    # name server's routes but not HEART_BEAT and UNREGISTER_CLIENT is stood in for by replacing those two
+    # handlers of the real broker with ones that never answer (a half-hung broker is not made for real here).
+    topic, group = unique("StuckT"), unique("StuckG")
+    await create_topic(push_cluster, topic, 2)
+    processor = push_cluster.broker.remoting_server._processors[int(RequestCode.HEART_BEAT)].__self__
+    handlers = dict(processor.handlers)
+    never = asyncio.Event()
+
+    async def silent(channel: Any, request: Any) -> Any:
+        await never.wait()
+
+    processor.handlers[RequestCode.HEART_BEAT] = processor.handlers[RequestCode.UNREGISTER_CLIENT] = silent
+    consumer = make_client(push_cluster, "push", group, topic)
+    try:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(consumer.start(), 0.5)
+        assert consumer.impl._teardown.active  # still waiting for the silent UNREGISTER_CLIENT, in its own task
+    finally:
+        processor.handlers.update(handlers)
+        never.set()
+    await consumer.shutdown()  # waits for that teardown
+    await poll(lambda: not consumer.impl._teardown.active and not client_tasks(group))
 
 
 # --- a producer started again ----------------------------------------------------------------------------------

@@ -45,3 +45,41 @@ def test_sync_push_consumer(tmp_path: Any) -> None:
             consumer.shutdown()
     assert sorted(got) == sorted(f"m{i}".encode() for i in range(11))
     assert all(name.startswith("ConsumeMessageThread_SyncPushG") for name in threads)
+
+
+def test_a_listener_and_the_main_thread_may_both_shut_the_consumer_down(tmp_path: Any) -> None:
+    # "Stop after N messages, then leave the with block": the listener's shutdown() and the main thread's ran at
+    # once, and whichever finished first stopped the loop, cancelling the other one's wait (CancelledError).
+    outcomes: dict[str, str] = {}
+    in_listener = threading.Event()
+
+    def on_messages(msgs: list[Any], context: Any) -> ConsumeConcurrentlyStatus:
+        if not in_listener.is_set():
+            in_listener.set()
+            try:
+                consumer.shutdown()
+                outcomes["listener"] = "ok"
+            except BaseException as e:  # (to be reported, not lost in the consume thread)
+                outcomes["listener"] = repr(e)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    with embedded.ThreadedCluster(tmp_path) as cluster:
+        with SyncProducer("BothStopP", cluster.namesrv_addr, instance_name="bs") as producer:
+            producer.send(Message("BothStop", b"m"))
+        consumer = SyncPushConsumer("BothStopG", cluster.namesrv_addr, consume_thread_max=1,
+                                    consume_from_where="CONSUME_FROM_FIRST_OFFSET", **FAST_CONSUMER)
+        consumer.subscribe("BothStop", "*")
+        consumer.register_message_listener(on_messages)
+        consumer.start()
+        assert in_listener.wait(10)
+        try:
+            consumer.shutdown()
+            outcomes["main"] = "ok"
+        except BaseException as e:
+            outcomes["main"] = repr(e)
+        deadline = threading.Event()
+        for _ in range(100):  # the listener's call returns once the loop is stopped
+            if "listener" in outcomes:
+                break
+            deadline.wait(0.05)
+    assert outcomes == {"listener": "ok", "main": "ok"}

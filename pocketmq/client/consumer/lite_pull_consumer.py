@@ -49,7 +49,7 @@ from ..impl.consumer.rebalance_lite_pull_impl import RebalanceLitePullImpl
 from ..impl.consumer.topic_queue_watch import TopicMessageQueueChangeListener, TopicQueueWatch
 from ..impl.mq_client_instance import MQClientInstance
 from ..impl.mq_client_manager import MQClientManager
-from ..impl.teardown import Teardown
+from ..impl.teardown import Teardown, undo_start
 from ..trace.async_trace_dispatcher import AsyncTraceDispatcher
 from ..trace.trace_context import ConsumeReturnType
 from ..trace.trace_hooks import ConsumeMessageTraceHook
@@ -245,8 +245,8 @@ class LitePullConsumer(LitePullTasks, TopicQueueWatch, RebalancedConsumerInner):
         self.running = True
         try:
             await self._start_services(instance)
-        except BaseException:  # a failed or cancelled start: nothing of it goes on (and, shut down, no restart)
-            await self.shutdown()
+        except BaseException as e:  # a failed or cancelled start: nothing of it goes on (and, shut down, no restart)
+            await undo_start(e, self._begin_shutdown, self._teardown)
             raise
         log.info("lite pull consumer %s started as %s", self.group, instance.client_id)
 
@@ -271,24 +271,24 @@ class LitePullConsumer(LitePullTasks, TopicQueueWatch, RebalancedConsumerInner):
     async def shutdown(self) -> None:
         """Stop pulling, commit (auto commit) and persist the offsets, leave the group; a poll waiting returns [].
         In a task of its own (impl/teardown.py): a cancelled caller does not stop it, a second call waits for it."""
-        if not self._teardown.active:
-            instance = self._instance
-            if instance is None or not self.running:
-                return
-            if self.config.auto_commit:
-                self.commit_all()
-            self.running = False
-            self._shut_down = True
-            if self._cache_not_empty is not None:
-                self._cache_not_empty.set()
-            self._teardown.begin(self._do_shutdown(instance))
+        self._begin_shutdown()
         await self._teardown.wait()
+
+    def _begin_shutdown(self) -> None:
+        instance = self._instance
+        if self._teardown.active or instance is None or not self.running:
+            return
+        if self.config.auto_commit:
+            self.commit_all()
+        self.running = False
+        self._shut_down = True
+        if self._cache_not_empty is not None:
+            self._cache_not_empty.set()  # (a poll waiting returns at once)
+        self._teardown.begin(self._do_shutdown(instance))
 
     async def _do_shutdown(self, instance: MQClientInstance) -> None:
         await self.rebalance_impl.stop()
-        tasks = list(self._task_table.values())
-        if self._monitor is not None:
-            tasks.append(self._monitor)
+        tasks = [*self._task_table.values(), *([self._monitor] if self._monitor is not None else [])]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

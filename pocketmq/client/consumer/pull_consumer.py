@@ -30,7 +30,7 @@ from ..impl.consumer.pull_api import PullAPIWrapper, build_sys_flag
 from ..impl.mq_admin import fetch_all_topic_list
 from ..impl.mq_client_instance import MQClientInstance
 from ..impl.mq_client_manager import MQClientManager
-from ..impl.teardown import Teardown
+from ..impl.teardown import Teardown, undo_start
 from ..message import PullResult
 from ..validators import check_group
 from .store.offset_store import ReadOffsetType, RemoteBrokerOffsetStore
@@ -110,19 +110,23 @@ class PullConsumer(SubscribedConsumerInner):
         self._pull_api = PullAPIWrapper(instance, self.group)
         try:
             await instance.start()
-        except BaseException:
-            await self.shutdown()
+        except BaseException as e:
+            await undo_start(e, self._begin_shutdown, self._teardown)
             raise
 
     async def shutdown(self) -> None:
         """Persist changed offsets, unregister the group from the brokers, release the instance; in a task of its
         own (impl/teardown.py): a cancelled caller does not stop it half-way, a second call waits for it."""
-        if not self._teardown.active:
-            instance = self._instance
-            if instance is None:
-                return
-            self._teardown.begin(self._do_shutdown(instance))
+        self._begin_shutdown()
         await self._teardown.wait()
+
+    def _begin_shutdown(self) -> None:
+        if self._teardown.active:
+            return
+        instance = self._instance
+        if instance is None:
+            return
+        self._teardown.begin(self._do_shutdown(instance))
 
     async def _do_shutdown(self, instance: MQClientInstance) -> None:
         await self.persist_consumer_offset()

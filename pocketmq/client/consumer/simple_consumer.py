@@ -33,7 +33,7 @@ from ..impl.consumer.mq_consumer_inner import SubscribedConsumerInner
 from ..impl.consumer.pop_api_wrapper import MAX_POP_NUMS, PopAPIWrapper
 from ..impl.mq_client_instance import MQClientInstance
 from ..impl.mq_client_manager import MQClientManager
-from ..impl.teardown import Teardown
+from ..impl.teardown import Teardown, undo_start
 from ..validators import check_group
 
 log = logging.getLogger(__name__)
@@ -99,19 +99,23 @@ class SimpleConsumer(SubscribedConsumerInner):
             for topic in self.subscriptions:
                 await instance.update_topic_route_info_from_name_server(topic)
             await instance.send_heartbeat_to_all_brokers()
-        except BaseException:  # (a failed or cancelled start leaves nothing running; it may be started again)
-            await self.shutdown()
+        except BaseException as e:  # (a failed or cancelled start leaves nothing running; it may be started again)
+            await undo_start(e, self._begin_shutdown, self._teardown)
             raise
 
     async def shutdown(self) -> None:
         """Leave the group and release the instance, in a task of its own (impl/teardown.py): a cancelled caller
         does not stop it half-way, a second call waits for it."""
-        if not self._teardown.active:
-            instance = self._instance
-            if instance is None:
-                return
-            self._teardown.begin(self._do_shutdown(instance))
+        self._begin_shutdown()
         await self._teardown.wait()
+
+    def _begin_shutdown(self) -> None:
+        if self._teardown.active:
+            return
+        instance = self._instance
+        if instance is None:
+            return
+        self._teardown.begin(self._do_shutdown(instance))
 
     async def _do_shutdown(self, instance: MQClientInstance) -> None:
         self._instance = self._pop_api = None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -57,3 +57,13 @@ class Teardown:
             await asyncio.shield(task)
         finally:
             self.waiters.discard(caller)
+
+
+async def undo_start(error: BaseException, begin_shutdown: Callable[[], None], teardown: Teardown) -> None:
+    """What a start() that failed after registering does before it raises ``error``: its client's teardown begins;
+    a failure waits for it (nothing runs once start() raises), a cancellation does not (the caller's
+    ``wait_for(start(), t)`` would otherwise return seconds after t, the teardown's UNREGISTER_CLIENT to a broker
+    that does not answer included). The teardown then ends in its own task, and a next start() waits for it."""
+    begin_shutdown()
+    if not isinstance(error, asyncio.CancelledError):
+        await teardown.wait()

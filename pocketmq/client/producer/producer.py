@@ -34,7 +34,7 @@ from ..impl.mq_client_manager import MQClientManager
 from ..impl.producer.recall_message import recall_message
 from ..impl.producer.send_request import SendRequestOptions, build_send_request
 from ..impl.producer.topic_publish_info import TopicPublishInfo
-from ..impl.teardown import Teardown
+from ..impl.teardown import Teardown, undo_start
 from ..message import Message, MessageExt, SendResult, SendStatus
 from ..message_util import (
     PROPERTY_MESSAGE_TYPE,
@@ -154,8 +154,8 @@ class Producer(ProducerRequestReply):
         self._instance = instance
         try:
             await self._start_services(instance)
-        except BaseException:  # (failed or cancelled: nothing of it goes on; it may be started again)
-            await self.shutdown()
+        except BaseException as e:  # (failed or cancelled: nothing of it goes on; it may be started again)
+            await undo_start(e, self._begin_shutdown, self._teardown)
             raise
 
     async def _start_services(self, instance: MQClientInstance) -> None:  # (start() once registered)
@@ -175,12 +175,12 @@ class Producer(ProducerRequestReply):
     async def shutdown(self) -> None:
         """Let async sends in flight finish, unregister the group from the brokers, release the instance; in a task
         of its own (impl/teardown.py): a cancelled caller does not stop it half-way, a second call waits for it."""
-        if not self._teardown.active:
-            instance = self._instance
-            if instance is None:
-                return
-            self._teardown.begin(self._do_shutdown(instance))
+        self._begin_shutdown()
         await self._teardown.wait()
+
+    def _begin_shutdown(self) -> None:
+        if not self._teardown.active and self._instance is not None:
+            self._teardown.begin(self._do_shutdown(self._instance))
 
     async def _do_shutdown(self, instance: MQClientInstance) -> None:
         if self._async_sends:

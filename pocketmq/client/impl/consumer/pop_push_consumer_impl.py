@@ -45,7 +45,7 @@ from ...filter_api import build_subscription_data
 from ...validators import check_group, check_topic
 from ..mq_client_instance import MQClientInstance
 from ..mq_client_manager import MQClientManager
-from ..teardown import Teardown
+from ..teardown import Teardown, undo_start
 from .consume_message_service import ConsumeExecutor, cancelled_here
 from .mq_consumer_inner import SubscribedConsumerInner
 from .pop_api import ack_target
@@ -149,9 +149,9 @@ class PopPushConsumerImpl(SubscribedConsumerInner):
             for topic in list(self.subscriptions):
                 await instance.update_topic_route_info_from_name_server(topic, unreachable_raises=True)
             await instance.send_heartbeat_to_all_brokers()
-        except BaseException:
+        except BaseException as e:
             # (a failed or cancelled start leaves nothing running, and the consumer may be started again)
-            await self.shutdown()
+            await undo_start(e, self._begin_shutdown, self._teardown)
             raise
         self._start_loops()
         log.info("push consumer %s (POP) started as %s", self.group, instance.client_id)
@@ -159,13 +159,17 @@ class PopPushConsumerImpl(SubscribedConsumerInner):
     async def shutdown(self) -> None:
         """Stop popping and consuming, leave the group: in a task of its own, as DefaultMQPushConsumerImpl's
         (a cancelled caller does not stop it, a second call waits for it, a listener may call it)."""
-        if not self._teardown.active:
-            instance = self._instance
-            if instance is None or not self.running:
-                return
-            self.running = False
-            self._teardown.begin(self._do_shutdown(instance))
+        self._begin_shutdown()
         await self._teardown.wait()
+
+    def _begin_shutdown(self) -> None:
+        if self._teardown.active:
+            return
+        instance = self._instance
+        if instance is None or not self.running:
+            return
+        self.running = False
+        self._teardown.begin(self._do_shutdown(instance))
 
     async def _do_shutdown(self, instance: MQClientInstance) -> None:
         await self._tasks.close(timeout=5.0)

@@ -38,7 +38,7 @@ from ...trace.trace_hooks import ConsumeMessageTraceHook
 from ...validators import check_group, check_topic
 from ..mq_client_instance import MQClientInstance
 from ..mq_client_manager import MQClientManager
-from ..teardown import Teardown
+from ..teardown import Teardown, undo_start
 from .consume_message_concurrently_service import ConsumeMessageConcurrentlyService
 from .consume_message_orderly_service import ConsumeMessageOrderlyService
 from .consume_message_service import ConsumeMessageService
@@ -200,10 +200,10 @@ class DefaultMQPushConsumerImpl(PushConsumerAdmin, PushConsumerRetry, Rebalanced
         self._tasks = TaskTracker(log)
         try:
             await self._start_services(instance, rebalance)
-        except BaseException:
+        except BaseException as e:
             # Whatever stopped it (a wrong name server address, a cancelled start), nothing of it may go on in the
             # background: a consumer whose start() was cancelled went on consuming, and could not be started again.
-            await self.shutdown()
+            await undo_start(e, self._begin_shutdown, self._teardown)
             raise
         log.info("push consumer %s started as %s", self.group, instance.client_id)
 
@@ -231,13 +231,17 @@ class DefaultMQPushConsumerImpl(PushConsumerAdmin, PushConsumerRetry, Rebalanced
         The teardown runs in a task of its own (impl/teardown.py): a caller cancelled meanwhile does not stop it,
         a second call waits for it, and a listener may call this (the consume worker it runs on is left alone;
         the batch it is consuming is not committed, so it is delivered again)."""
-        if not self._teardown.active:
-            instance = self._instance
-            if instance is None or not self.running:
-                return
-            self.running = False
-            self._teardown.begin(self._do_shutdown(instance))
+        self._begin_shutdown()
         await self._teardown.wait()
+
+    def _begin_shutdown(self) -> None:
+        if self._teardown.active:
+            return
+        instance = self._instance
+        if instance is None or not self.running:
+            return
+        self.running = False
+        self._teardown.begin(self._do_shutdown(instance))
 
     async def _do_shutdown(self, instance: MQClientInstance) -> None:
         # A round already running (a peer's departure wakes it at any moment) would go on taking and dropping

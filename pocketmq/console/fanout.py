@@ -56,8 +56,8 @@ async def consume_stats_by_group(admin: MQAdminExt, calls: BrokerCalls,
                                  addrs: list[str]) -> list[dict[str, list[ConsumeStats]] | None]:
     """Each broker's groups' ConsumeStats (a list per topic the group has offsets of, empty without offsets), or
     None where the broker did not answer: one GET_BROKER_CONSUME_STATS a broker. A GET_CONSUME_STATS a group cost
-    the broker's loop a walk of its offset table each (2,012 groups: 0.8 s a scrape, sends waiting up to 66 ms
-    behind it, against 0.16 s on a pull thread in one request)."""
+    the broker's loop a walk of its offset table each, square in the groups (bench/README.md, "The console's
+    scrape and thousands of groups")."""
     async def one(addr: str) -> dict[str, list[ConsumeStats]] | None:
         # Read queues: a queue a shrink left read-only still holds what its consumers have to read.
         stats = await calls.ask(addr, partial(admin.fetch_consume_stats_in_broker, addr, False,

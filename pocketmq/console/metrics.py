@@ -99,7 +99,7 @@ class MetricsCollector:
     async def render(self) -> bytes:
         registry = CollectorRegistry(auto_describe=False)
         registry.register(_Static(await self.families()))
-        # On a thread: a thousand groups' lag is a megabyte of text, 49 ms of the loop's time in one go (in
+        # On a thread: thousands of groups' lag are a megabyte of text, which would take the loop's time in one go (in
         # `pocketmq dev` the loop is the broker's).
         return await asyncio.to_thread(generate_latest, registry)
 

@@ -99,8 +99,8 @@ class AdminQueueProcessor(BrokerProcessor):
         h = request.decode_header(GetConsumeStatsInBrokerHeader)
         c = self.controller
         # The tables are copied here, on the loop, and walked on a pull thread (see get_consume_stats), a slice of
-        # the groups at a time: a pull thread holding the GIL for all of them (2,012 groups: 0.16 s) kept the
-        # loop's sends waiting up to 56 ms; between slices the loop runs.
+        # the groups at a time: a pull thread holding the GIL for all of them kept the loop's sends waiting behind
+        # it (bench/README.md, "The console's scrape and thousands of groups"); between slices the loop runs.
         groups = list(c.subscription_group_manager.subscription_group_table)
         by_group = await c.run_in_pull_executor(topics_by_group, list(c.consumer_offset_manager.offset_table))
         parts: list[bytes] = []
@@ -115,7 +115,7 @@ class AdminQueueProcessor(BrokerProcessor):
     def _stats_slice(self, h: GetConsumeStatsInBrokerHeader, groups: list[str], by_group: dict[str, set[str]],
                      request: RemotingCommand, parts: list[bytes]) -> int:
         """On a pull thread: ``groups``' entries of GET_BROKER_CONSUME_STATS, encoded (the whole body's encoding
-        held the loop for 38 ms at 2,012 groups) and added to ``parts``; their total diff."""
+        held the loop in one go) and added to ``parts``; their total diff."""
         stats = ConsumeStatsList(self.controller.address)
         broker_consume_stats(self.controller, h.is_order, groups, by_group, stats, request.version, h.read_queues)
         entries = stats.to_dict()["consumeStatsList"]

@@ -217,8 +217,8 @@ class MQAdminExt(MessageAdmin, OffsetAdmin):
         request = RemotingCommand.request(RequestCode.GET_BROKER_CONSUME_STATS, header)
         answer = self._ok(await self.api.remoting_client.invoke(broker_addr, request, timeout or self.timeout),
                           broker_addr)
-        # Decoded on a thread: a megabyte of stats (2,012 groups) took 83 ms, which the loop (in `pocketmq dev`
-        # the broker's own) would otherwise spend in one go.
+        # Decoded on a thread: thousands of groups' stats are a megabyte, whose decoding the loop (in `pocketmq dev`
+        # the broker's own) would otherwise spend in one go (bench/README.md, "The console's scrape ...").
         return await asyncio.to_thread(answer.decode_body, ConsumeStatsList)
 
     async def examine_consumer_connection_info(self, group: str) -> ConsumerConnection:

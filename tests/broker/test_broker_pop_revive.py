@@ -7,7 +7,9 @@ invisible time finishes the old checkpoint and revives at the new time; across a
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+from pathlib import Path
 from typing import Any
 
 from broker_harness import Cluster
@@ -173,6 +175,18 @@ async def _equals(value: Any, expected: int) -> bool:
     return await value == expected
 
 
+def offset_on_disk(store: Path, key: str, queue_id: int) -> int | None:
+    """The offset of ``key`` (topic@group) and the queue in the store's consumerOffset.json, None while not there."""
+    for path in store.rglob("consumerOffset.json"):
+        try:
+            table = json.loads(path.read_text()).get("offsetTable", {})
+        except (OSError, ValueError):
+            return None  # (written by a rename: a read sees the old file or the new one)
+        offsets = table.get(key, {})
+        return offsets.get(str(queue_id), offsets.get(queue_id))
+    return None
+
+
 async def until(check: Any) -> None:
     """Until ``await check()`` is true (a pop answers with what is dispatched; a guard of 5 s, not an expectation)."""
     for _ in range(500):
@@ -199,7 +213,10 @@ async def test_a_broker_killed_before_the_revive_time_revives_what_was_not_acked
         await until(lambda: _equals(max_offset(dev.mq, TIMER_TOPIC, 0), 2))
         assert await max_offset(dev.mq, TIMER_TOPIC, 0) == 2
         assert await max_offset(dev.mq, "rmq_sys_REVIVE_LOG_DefaultCluster", 0) == 0
-        await asyncio.sleep(0.3)  # the group's offset flushed meanwhile: a pop after the restart reads on past k3
+        # The group's offset flushed (a pop after the restart reads on past k3): a sleep of 0.3 s was not always
+        # enough on a loaded machine, and the restart popped k1, k2 and k3 anew.
+        await until(lambda: _equals(asyncio.sleep(0, offset_on_disk(store, "PopKill@GK", 0)), 3))
+        assert offset_on_disk(store, "PopKill@GK", 0) == 3
         dev.proc.kill()
         await dev.proc.wait()
     async with dev_broker(store, conf) as dev:
@@ -234,7 +251,8 @@ async def test_a_broker_killed_right_after_a_change_of_invisible_time_revives_th
         await until(written)
         resp, _ = await pc.change_invisible("GC", "PopChange", got.handles[0], 3_000)
         assert resp.code == ResponseCode.SUCCESS, resp.remark
-        await asyncio.sleep(0.2)  # the group's offset flushed meanwhile
+        await until(lambda: _equals(asyncio.sleep(0, offset_on_disk(store, "PopChange@GC", 0)), 1))  # flushed
+        assert offset_on_disk(store, "PopChange@GC", 0) == 1
         dev.proc.kill()
         await dev.proc.wait()
     async with dev_broker(store, conf) as dev:

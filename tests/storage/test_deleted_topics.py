@@ -69,10 +69,12 @@ def test_queues_holding_only_deleted_records_are_destroyed_at_start(stores, stor
     # A crash after the deletion was recorded and before the queues were destroyed leaves them behind.
     store = _open(stores, {})
     for i in range(20):
-        put_ok(store, msg("Dead", f"old-{i}".encode(), queue_id=i % 4))
         put_ok(store, msg("Live", f"live-{i}".encode(), queue_id=0))
+        put_ok(store, msg("Dead", f"old-{i}".encode(), queue_id=i % 4))
     assert store.wait_dispatched()
     deleted_at = store.commit_log.get_max_offset()
+    # (the log's last record is Dead's: its queue 3 indexes up to the deletion's offset exactly)
+    assert store.consume_queue_table["Dead", 3].max_physic_offset == deleted_at
     store.shutdown()
 
     store = _open(stores, {"Dead": deleted_at})

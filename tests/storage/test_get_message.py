@@ -142,8 +142,9 @@ def test_offset_too_small_after_cleanup(store):
     store.clean_service.run_once()
     min_off = store.get_min_offset_in_queue("TopicA", 0)
     assert 0 < min_off < n
-    res = store.get_message("g", "TopicA", 0, 0, 32)
-    assert res.status == S.OFFSET_TOO_SMALL and res.next_begin_offset == min_off
+    for below in (0, min_off - 1):
+        res = store.get_message("g", "TopicA", 0, below, 32)
+        assert res.status == S.OFFSET_TOO_SMALL and res.next_begin_offset == min_off, below
     res = store.get_message("g", "TopicA", 0, min_off, 32)
     assert res.status == S.FOUND
     first = decode_all(res.body)[0]
@@ -204,3 +205,13 @@ def test_an_unfiltered_read_slices_adjacent_records_once_and_others_one_by_one(s
     interleaved = store.get_message("g", "TopicA", 1, 0, 32)
     assert interleaved.message_count == 10 and len(interleaved.buffers) == 10
     assert [m.body for m in decode_all(interleaved.body)] == [f"b{i}".encode() for i in range(10)]
+
+
+def test_a_read_takes_messages_up_to_exactly_its_byte_limit(store):
+    # Four records of one size, a limit of three: the three that fill it exactly are read (the fourth would pass it).
+    sizes = {put_ok(store, msg(body=b"m%d" % i, KEYS="k")).wrote_bytes for i in range(4)}
+    assert store.wait_dispatched() and len(sizes) == 1
+    store.config.max_transfer_bytes_on_message_in_memory = 3 * sizes.pop()
+    res = store.get_message("g", "TopicA", 0, 0, 32)
+    assert res.status == S.FOUND and res.next_begin_offset == 3
+    assert [m.body for m in decode_all(res.body)] == [b"m0", b"m1", b"m2"]

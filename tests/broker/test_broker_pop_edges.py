@@ -8,10 +8,12 @@ import asyncio
 import time
 from typing import Any
 
+import pytest
 from broker_harness import MQ, Cluster
-from pop_wire import PopClient
+from pop_wire import FAST_REVIVE, PopClient, settle_revive
 
 from pocketmq.common.extra_info_util import parse_extra_info
+from pocketmq.common.pop_ack_constants import CONSUME_INIT_MODE_MAX
 from pocketmq.remoting.body import encode_body
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.client_body import SubscriptionGroupConfig
@@ -247,3 +249,58 @@ async def test_a_filtered_pop_goes_on_past_a_read_window_of_messages_it_leaves_o
     assert await asyncio.to_thread(broker.store.wait_dispatched, 10.0)
     popped = await asyncio.wait_for(pc.pop("G", "Skipped", 0, poll=120_000, exp="Y"), 60)
     assert popped.bodies == [b"wanted"]
+
+
+async def test_a_pop_from_an_offset_past_the_queues_end_commits_the_end(cluster: Cluster) -> None:
+    """An offset past the queue's end (an admin's reset, a store emptied under its consumerOffset.json): the pop
+    reads from the queue's end, and commits it. Left as it was, each pop would read from past the end again and
+    jump to the end of then, over what was sent meanwhile: the group would never get a message."""
+    broker = await cluster.broker()
+    pc = pop_client(cluster, broker)
+    await pc.mq.create_topic("Ahead", 1)
+    assert (await pc.mq.send("Ahead", b"m0", queue_id=0)).code == ResponseCode.SUCCESS
+    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+    broker.consumer_offset_manager.commit_offset("reset", "G", "Ahead", 0, 100)
+    assert (await pc.pop("G", "Ahead", 0)).bodies == []
+    assert broker.consumer_offset_manager.query_offset("G", "Ahead", 0) == 1
+    assert (await pc.mq.send("Ahead", b"m1", queue_id=0)).code == ResponseCode.SUCCESS
+    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+    assert (await pc.pop("G", "Ahead", 0, poll=2000)).bodies == [b"m1"]
+
+
+@pytest.mark.parametrize("buffer_merge", [True, False])
+async def test_the_acks_of_a_filtered_pop_over_a_gap_match_its_checkpoint(cluster: Cluster, buffer_merge: bool) -> None:
+    """A pop of tag A over a0, x1, a2 hands out offsets 0 and 2: its checkpoint names them by their distance from
+    the first (0 and 2). Counted as positions instead (0 and 1), the ack of a2 matched nothing, and the revive put
+    back x1, which the group does not take, and a2, which it had acked."""
+    broker = await cluster.broker(enable_pop_buffer_merge=buffer_merge, **FAST_REVIVE)
+    pc = pop_client(cluster, broker)
+    await pc.mq.create_topic("Gaps", 1)
+    for body, tag in ((b"a0", "A"), (b"x1", "X"), (b"a2", "A")):
+        assert (await pc.mq.send("Gaps", body, queue_id=0, tags=tag)).code == ResponseCode.SUCCESS
+    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+    got = await pc.pop("G", "Gaps", 0, invisible=300, exp="A")
+    assert got.bodies == [b"a0", b"a2"]
+    await pc.ack_all("G", "Gaps", got)
+    buffered = broker.pop_message_processor.buffer_merge.buffer
+    deadline = time.monotonic() + 30  # (a bound for a loaded machine: a checkpoint not done is written by then)
+    while buffered and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    await settle_revive(broker)
+    assert broker.pop_revive_service.revived == 0
+    assert (await pc.pop("G", "Gaps", -1, exp="A")).bodies == []
+
+
+async def test_a_new_group_popping_from_the_max_starts_at_the_last_message(cluster: Cluster) -> None:
+    """ConsumeInitMode MAX without the in-memory check: the group starts at the queue's last message (RocketMQ's
+    getInitOffset: max offset - 1), so that message is popped and only what is sent after it follows."""
+    broker = await cluster.broker(init_pop_offset_by_check_msg_in_mem=False)
+    pc = pop_client(cluster, broker)
+    await pc.mq.create_topic("FromMax", 1)
+    for body in (b"m0", b"m1", b"m2"):
+        assert (await pc.mq.send("FromMax", body, queue_id=0)).code == ResponseCode.SUCCESS
+    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+    got = await pc.pop("G", "FromMax", 0, init_mode=CONSUME_INIT_MODE_MAX)
+    assert got.bodies == [b"m2"]
+    await pc.ack_all("G", "FromMax", got)
+    assert broker.consumer_offset_manager.query_offset("G", "FromMax", 0) == 3

@@ -440,3 +440,27 @@ def test_a_host_of_another_width_is_refused_not_written(store):
         r = store.put_message(MessageExtBrokerInner(topic="TopicA", body=b"x", born_host=born, store_host=stored))
         assert r.status.name == "MESSAGE_ILLEGAL" and "a host is 8 bytes" in r.remark
     assert store.get_max_phy_offset() == before
+
+
+def test_a_record_that_leaves_no_room_for_the_blank_record_is_refused(stores):
+    # A file ends with the blank record (8 bytes) or with a record that leaves at least those 8 free: a record
+    # bigger than that fits no file, and once written it left the roll no room, so every later put failed.
+    store = stores.open()
+    overhead = put_ok(store, msg(body=b"")).wrote_bytes
+    largest = COMMIT_LOG_FILE_SIZE - 8 - overhead
+    r = store.put_message(msg(body=b"a" * (largest + 1)))
+    assert r.status == PutMessageStatus.MESSAGE_ILLEGAL and r.append_result is None
+    big = put_ok(store, msg(body=b"a" * largest))
+    assert big.wrote_offset == COMMIT_LOG_FILE_SIZE and big.wrote_bytes == COMMIT_LOG_FILE_SIZE - 8
+    after = put_ok(store, msg(body=b"after"))
+    assert after.wrote_offset == 2 * COMMIT_LOG_FILE_SIZE and after.logics_offset == 2
+    # A batch likewise: all of it in one file, the blank record's 8 bytes left.
+    half = largest // 2 - overhead // 2
+    r = store.put_messages([msg(body=b"b" * half), msg(body=b"b" * (largest - overhead - half + 1))])
+    assert r.status == PutMessageStatus.MESSAGE_ILLEGAL and r.append_result is None
+    batch = store.put_messages([msg(body=b"b" * half), msg(body=b"b" * (largest - overhead - half))])
+    assert batch.status == PutMessageStatus.PUT_OK and batch.append_result.wrote_bytes == COMMIT_LOG_FILE_SIZE - 8
+    assert put_ok(store, msg(body=b"last")).wrote_offset == 4 * COMMIT_LOG_FILE_SIZE
+    assert store.wait_dispatched()
+    got = decode_all(store.get_message("g", "TopicA", 0, 0, 32).body)
+    assert [len(m.body) for m in got] == [0, largest, 5, half, largest - overhead - half, 4]

@@ -336,3 +336,16 @@ def test_expired_index_files_are_deleted_but_never_the_newest(tmp_path):
     index.build_index_raw("T", b"T", b"k", None, 500, t0 + 5, 0)
     assert index.query_offset("T", "k", 32, 0, FAR_FUTURE)[0] == [500, 400, 300]
     index.destroy()
+
+
+def test_an_entry_stored_after_the_clock_stepped_back_is_found(tmp_path):
+    # Store times run backwards across a restart whose clock was set back: the entry's time counts as the file's
+    # begin. A negative time diff ends every walk of the chain that reaches it (a torn entry's mark).
+    index = IndexService(str(tmp_path / "index"), HASH_SLOTS, INDEX_NUM)
+    index.load()
+    t0 = 1_700_000_000_000
+    index.build_index_raw("T", b"T", b"k", None, 100, t0, 0)
+    index.build_index_raw("T", b"T", b"k", None, 200, t0 - 5000, 0)
+    assert index.files[-1].entry(2)[2] == 0
+    assert index.query_offset("T", "k", 32, 0, FAR_FUTURE)[0] == [200, 100]
+    index.destroy()

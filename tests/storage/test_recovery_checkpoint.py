@@ -24,7 +24,8 @@ MARGIN = 3000  # (StoreCheckpoint.get_min_timestamp)
 
 def _fill(store) -> list:
     """Topics A and B alternately over three commit-log files, each record in a millisecond of its own (so the
-    files' first records are ordered in time)."""
+    files' first records are ordered in time); first of all, the one message of topic Solo, at offset 0."""
+    assert put_ok(store, msg(topic="Solo", body=b"solo")).wrote_offset == 0
     puts = []
     i = 0
     while not puts or puts[-1][1].wrote_offset < 2 * COMMIT_LOG_FILE_SIZE + 4096:
@@ -107,3 +108,6 @@ def test_a_crash_restart_dispatches_again_from_the_checkpoint(stores, store_root
         got += [m.commit_log_offset for m in decode_all(result.body)]
         offset = result.next_begin_offset
     assert got == [r.wrote_offset for r in a_puts]
+    # (a queue's entry of the log's first record, at offset 0, is a valid entry: its queue is kept as it was)
+    solo = store.get_message("g", "Solo", 0, 0, 32)
+    assert [(m.body, m.commit_log_offset) for m in decode_all(solo.body)] == [(b"solo", 0)]

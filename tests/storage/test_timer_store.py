@@ -207,3 +207,45 @@ def test_a_lost_timercheck_loses_no_message(stores) -> None:
     store = stores.open(config)
     wait_until(lambda: store.get_max_offset_in_queue("T", 0) >= 20, timeout=60)
     assert {int(m.body) for m in all_messages(store, "T")} == set(range(20))
+
+
+def _due_already(topic: str, body: bytes):
+    """A message in the wheel's queue whose slot has passed by the time it is enqueued (one put while the enqueue
+    thread was behind): it is delivered without the wheel and leaves no timer-log unit."""
+    return msg(TIMER_TOPIC, body=body, TIMER_OUT_MS=str(now_ms() - 1_000), REAL_TOPIC=topic, REAL_QID="0")
+
+
+def test_a_clean_restart_enqueues_nothing_again(stores) -> None:
+    """After a clean stop the checkpoint's queue offset is exact: the messages after the timer log's last unit,
+    delivered without the wheel, are not enqueued (and delivered) a second time."""
+    config = stores.config(**FAST)
+    store = stores.open(config)
+    put_ok(store, msg("T", body=b"far", TIMER_DELIVER_MS=str(now_ms() + 60_000)))  # the log's last unit
+    for i in range(3):
+        put_ok(store, _due_already("T", b"%d" % i))
+    wait_until(lambda: store.get_max_offset_in_queue("T", 0) == 3)
+    store.shutdown()
+    store = stores.open(config)
+    assert store.last_exit_ok
+    put_ok(store, _due_already("T", b"after"))  # the queue is enqueued in order: this one comes last
+    wait_until(lambda: b"after" in {m.body for m in all_messages(store, "T")})
+    assert [m.body for m in all_messages(store, "T")] == [b"0", b"1", b"2", b"after"]
+
+
+def test_a_crash_enqueues_the_last_unit_once(stores) -> None:
+    """After a crash the queue offset comes from the timer log's last unit: the message after it, not that one
+    again (which was delivered already)."""
+    config = stores.config(**FAST)
+    store = stores.open(config)
+    deliver = now_ms() + 200
+    for i in range(3):
+        put_ok(store, msg("T", body=b"%d" % i, TIMER_DELIVER_MS=str(deliver)))
+    wait_until(lambda: store.get_max_offset_in_queue("T", 0) == 3)
+    store.shutdown()
+    open(os.path.join(store.root, "abort"), "w").close()  # as a killed process leaves it
+    store = stores.open(config)
+    assert not store.last_exit_ok
+    put_ok(store, _due_already("T", b"after"))
+    wait_until(lambda: b"after" in {m.body for m in all_messages(store, "T")})
+    time.sleep(5 * P / 1000)  # (a duplicate from the wheel would come within a few slots)
+    assert sorted(m.body for m in all_messages(store, "T")) == [b"0", b"1", b"2", b"after"]

@@ -81,7 +81,8 @@ def test_timer_wheel_disabled(stores) -> None:
 
 def test_delivered_not_before_its_time(stores) -> None:
     store = stores.open(**FAST)
-    deliver = now_ms() + 300
+    put_at = now_ms()
+    deliver = put_at + 300
     put_ok(store, msg("T", body=b"later", TIMER_DELIVER_MS=str(deliver), TAGS="a"))
     while now_ms() < deliver - 5:  # before its time it is nowhere to be read
         assert store.get_max_offset_in_queue("T", 0) == 0
@@ -93,6 +94,9 @@ def test_delivered_not_before_its_time(stores) -> None:
     assert (m.properties["REAL_TOPIC"], m.properties["REAL_QID"]) == ("T", "0")  # kept, as RocketMQ 5 keeps them
     assert int(m.properties["TIMER_OUT_MS"]) == slot_time(deliver, P)
     assert m.properties["WAIT"] == "false" and store.timer_message_store.delivered == 1
+    # The slot of the clock when the wheel took it in, as RocketMQ 5 records it.
+    enqueued = int(m.properties["TIMER_ENQUEUE_MS"])
+    assert enqueued % P == 0 and put_at - P < enqueued <= int(m.properties["TIMER_OUT_MS"])
 
 
 def test_far_off_messages_roll(stores) -> None:
@@ -224,6 +228,8 @@ def test_a_clean_restart_enqueues_nothing_again(stores) -> None:
     for i in range(3):
         put_ok(store, _due_already("T", b"%d" % i))
     wait_until(lambda: store.get_max_offset_in_queue("T", 0) == 3)
+    # Never in the wheel: RocketMQ 5 marks such a message with Long.MAX_VALUE.
+    assert {m.properties["TIMER_ENQUEUE_MS"] for m in all_messages(store, "T")} == {str(2**63 - 1)}
     store.shutdown()
     store = stores.open(config)
     assert store.last_exit_ok

@@ -11,7 +11,7 @@ import pytest
 
 from pocketmq.common.codec import decode_all
 from pocketmq.storage.results import PutMessageStatus
-from pocketmq.storage.timer.timer_log import UNIT_SIZE
+from pocketmq.storage.timer.timer_log import UNIT_SIZE, need_roll
 from pocketmq.storage.timer.timer_routing import TIMER_TOPIC, slot_time
 
 from .conftest import msg, put_ok, wait_until
@@ -255,3 +255,40 @@ def test_a_crash_enqueues_the_last_unit_once(stores) -> None:
     wait_until(lambda: b"after" in {m.body for m in all_messages(store, "T")})
     time.sleep(5 * P / 1000)  # (a duplicate from the wheel would come within a few slots)
     assert sorted(m.body for m in all_messages(store, "T")) == [b"0", b"1", b"2", b"after"]
+
+
+def test_the_roll_window_boundary(stores) -> None:
+    """A message due exactly the roll window after the wheel takes it in rolls (the window is the first slot out
+    of reach); one less than a third of the window past it is parked half a window ahead, one further off at the
+    window's end. Each is delivered once, not before its slot."""
+    p, slots = 100, 30
+    window = slots * p
+    store = stores.open(**{**FAST, "timer_precision_ms": p}, timer_roll_window_slot=slots)
+    timer = store.timer_message_store
+    outs: dict[bytes, int] = {}  # every put of every attempt, by body
+    for attempt in range(5):  # the boundary needs the put and its enqueue in the same slot of the clock
+        while now_ms() % p > p // 5:
+            time.sleep(0.002)
+        t0 = now_ms() // p * p
+        first = timer.enqueued
+        batch = {b"edge%d" % attempt: t0 + window, b"near%d" % attempt: t0 + window + 5 * p,
+                 b"far%d" % attempt: t0 + window + 15 * p}
+        outs.update(batch)
+        for body, out in batch.items():
+            put_ok(store, msg(TIMER_TOPIC, body=body, TIMER_OUT_MS=str(out), REAL_TOPIC="T", REAL_QID="0"))
+        wait_until(lambda first=first: timer.enqueued == first + 3)
+        units = [timer.timer_log.read_unit((first + i) * UNIT_SIZE) for i in range(3)]
+        if units[0].enqueue_time == t0:
+            break
+    else:
+        pytest.fail("no put was enqueued in its own slot")
+    edge, near, far = units
+    assert all(need_roll(u.magic) for u in units)
+    assert edge.delayed_time == near.delayed_time == t0 + slots // 2 * p
+    assert far.enqueue_time == t0 and far.delayed_time == t0 + window
+    wait_until(lambda: store.get_max_offset_in_queue("T", 0) >= len(outs), timeout=30)
+    time.sleep(5 * p / 1000)  # (a duplicate would come within a few slots)
+    delivered = all_messages(store, "T")
+    assert sorted(m.body for m in delivered) == sorted(outs)
+    for m in delivered:
+        assert m.store_timestamp >= outs[m.body] and int(m.properties["TIMER_ROLL_TIMES"]) >= 1

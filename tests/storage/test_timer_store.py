@@ -292,3 +292,23 @@ def test_the_roll_window_boundary(stores) -> None:
     assert sorted(m.body for m in delivered) == sorted(outs)
     for m in delivered:
         assert m.store_timestamp >= outs[m.body] and int(m.properties["TIMER_ROLL_TIMES"]) >= 1
+
+
+def test_the_slot_just_passed_is_due_already(stores) -> None:
+    """A message whose slot is the one just before the clock's is delivered at once, without the wheel (the wheel
+    has read that slot already: parked there it would be lost); one of the clock's own slot goes in the wheel."""
+    p = 100
+    store = stores.open(**{**FAST, "timer_precision_ms": p})
+    while now_ms() % p > p // 5:  # (the put and its enqueue in the same slot of the clock)
+        time.sleep(0.002)
+    t0 = now_ms() // p * p
+    put_ok(store, msg(TIMER_TOPIC, body=b"passed", TIMER_OUT_MS=str(t0 - p), REAL_TOPIC="T", REAL_QID="0"))
+    put_ok(store, msg(TIMER_TOPIC, body=b"now", TIMER_OUT_MS=str(t0), REAL_TOPIC="T", REAL_QID="0"))
+    wait_until(lambda: store.get_max_offset_in_queue("T", 0) >= 2, timeout=5)
+    time.sleep(5 * p / 1000)  # (a duplicate would come within a few slots)
+    delivered = {m.body: m for m in all_messages(store, "T")}
+    assert sorted(delivered) == [b"now", b"passed"] and store.get_max_offset_in_queue("T", 0) == 2
+    assert delivered[b"passed"].properties["TIMER_ENQUEUE_MS"] == str(2**63 - 1)
+    now = delivered[b"now"]
+    # (enqueued a slot late, on a machine that stalled, it is due already too)
+    assert now.store_timestamp >= t0 + p and now.properties["TIMER_ENQUEUE_MS"] in (str(t0), str(2**63 - 1))

@@ -106,22 +106,22 @@ class AdminQueueProcessor(BrokerProcessor):
         parts: list[bytes] = []
         total_diff = 0
         for start in range(0, len(groups), CONSUME_STATS_SLICE):
-            total_diff += await c.run_in_pull_executor(self._stats_slice, h,
-                                                       groups[start:start + CONSUME_STATS_SLICE], by_group, request,
-                                                       parts)
+            encoded, diff = await c.run_in_pull_executor(self._stats_slice, h,
+                                                         groups[start:start + CONSUME_STATS_SLICE], by_group, request)
+            parts += encoded
+            total_diff += diff
         whole = ConsumeStatsList(c.address, total_diff=total_diff).to_dict()
         return response(request, body=encode_body_with_parts(whole, "consumeStatsList", parts, request.body_dialect))
 
     def _stats_slice(self, h: GetConsumeStatsInBrokerHeader, groups: list[str], by_group: dict[str, set[str]],
-                     request: RemotingCommand, parts: list[bytes]) -> int:
-        """On a pull thread: ``groups``' entries of GET_BROKER_CONSUME_STATS, encoded (the whole body's encoding
-        held the loop in one go) and added to ``parts``; their total diff."""
+                     request: RemotingCommand) -> tuple[list[bytes], int]:
+        """On a pull thread: ``groups``' entries of GET_BROKER_CONSUME_STATS, each encoded (the whole body's
+        encoding held the loop in one go), and their total diff."""
         stats = ConsumeStatsList(self.controller.address)
         broker_consume_stats(self.controller, h.is_order, groups, by_group, stats, request.version, h.read_queues)
         entries = stats.to_dict()["consumeStatsList"]
         assert isinstance(entries, list)
-        parts.extend(request.encode_body(entry) for entry in entries)
-        return stats.total_diff
+        return [request.encode_body(entry) for entry in entries], stats.total_diff
 
     async def clean_expired_consume_queue(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         destroyed = await self.controller.run_in_pull_executor(clean_expired_consume_queues, self.controller.store)

@@ -241,3 +241,43 @@ def test_disk_usage_is_what_df_and_rocketmq_show(store_root):
             break
     assert round(ratio * 100) == percent, (ratio, df.stdout)
     assert disk_usage_ratio(os.path.join(str(store_root), "not", "yet", "made")) == ratio
+
+
+def test_a_queue_file_whose_last_entry_is_the_logs_first_record_is_kept(stores, store_root):
+    """Only queue files whose entries all point below the commit log's minimum go: one whose last entry is the
+    log's first record after a clean is kept, and that message stays readable."""
+    now = int(time.time() * 1000)
+    store = _open(stores, now)
+    puts = [put_ok(store, msg(topic="TopicB", body=b"b%d" % i)) for i in range(49)]
+    rest = COMMIT_LOG_FILE_SIZE - (puts[-1].wrote_offset + puts[-1].wrote_bytes)
+    edge_body = b"edge".ljust(rest, b".")  # (more than the first file has left: the next one's first record)
+    edge = put_ok(store, msg(topic="TopicB", body=edge_body))
+    assert (edge.wrote_offset, edge.logics_offset) == (COMMIT_LOG_FILE_SIZE, 49)
+    put_ok(store, msg(topic="TopicB", body=b"after"))  # (offset 50: the queue's second file)
+    assert store.wait_dispatched()
+    store.commit_log.mapped_file_queue.flush_all()
+    files = commit_log_files(store_root)
+    _age(files, now, 2)
+    assert store.clean_service.run_once(now) == 1  # (never the last)
+    assert store.get_min_phy_offset() == edge.wrote_offset
+    assert len(os.listdir(cq_dir(store_root, "TopicB", 0))) == 2
+    assert store.get_min_offset_in_queue("TopicB", 0) == 49
+    res = store.get_message("g", "TopicB", 0, 49, 32)
+    assert res.status == GetMessageStatus.FOUND
+    assert decode_all(res.body)[0].body == edge_body
+
+
+def test_a_queue_whose_one_file_points_below_the_logs_minimum_starts_at_its_end(stores, store_root):
+    """The queue's only file is its last, never deleted: its min offset moves past its entries, whose messages
+    are gone, so that a consumer is not sent to read them."""
+    now = int(time.time() * 1000)
+    store = _open(stores, now)
+    for i in range(3):
+        put_ok(store, msg(topic="TopicB", body=b"b%d" % i))
+    _fill(store, store_root, 3)
+    files = commit_log_files(store_root)
+    _age(files[:1], now, 2)
+    assert store.clean_service.run_once(now) == 1
+    assert store.get_min_offset_in_queue("TopicB", 0) == store.get_max_offset_in_queue("TopicB", 0) == 3
+    res = store.get_message("g", "TopicB", 0, 0, 32)
+    assert (res.message_count, res.next_begin_offset) == (0, 3), res.status

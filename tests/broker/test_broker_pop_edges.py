@@ -178,10 +178,11 @@ async def test_a_checkpoint_revived_behind_one_still_held_is_not_revived_again_a
     assert b.bodies[0] not in again
 
 
-async def test_a_change_naming_the_queues_max_offset_is_refused(cluster: Cluster) -> None:
+async def test_a_change_naming_the_queues_max_offset_is_refused_an_ack_of_it_is_not(cluster: Cluster) -> None:
     """A handle whose offset is the queue's max offset names no message yet: the change wrote a checkpoint for it,
     and the next message stored there was revived after it was popped and acked (delivered twice). Apache 5.5.0's
-    ChangeInvisibleTimeProcessor answers NO_MESSAGE for offset >= maxOffset (an ack may name the max offset)."""
+    ChangeInvisibleTimeProcessor answers NO_MESSAGE for offset >= maxOffset; its AckMessageProcessor refuses only
+    offset > maxOffset (the ack matches no checkpoint and does nothing)."""
     broker = await cluster.broker(revive_interval=0.02)
     pc = pop_client(cluster, broker)
     await pc.mq.create_topic("AtMax", 1)
@@ -193,12 +194,31 @@ async def test_a_change_naming_the_queues_max_offset_is_refused(cluster: Cluster
     fields[7] = "1"  # (the same pop, the offset after m0: the queue's max offset)
     answer, _ = await pc.change_invisible("G", "AtMax", " ".join(fields), 100)
     assert answer.code == ResponseCode.NO_MESSAGE, answer
+    assert (await pc.ack("G", "AtMax", " ".join(fields))).code == ResponseCode.SUCCESS
     assert (await pc.mq.send("AtMax", b"m1", queue_id=0)).code == ResponseCode.SUCCESS
     got = await pc.pop("G", "AtMax", 0, invisible=60_000, poll=2000)
     assert got.bodies == [b"m1"]
     await pc.ack_all("G", "AtMax", got)
     again = await pc.pop("G", "AtMax", -1, invisible=60_000, poll=1000)  # (a revive would be due by then)
     assert again.bodies == []
+
+
+async def test_an_ack_or_change_naming_a_queue_past_the_topics_read_queues_is_refused(cluster: Cluster) -> None:
+    """As Apache 5.5.0's AckMessageProcessor: MESSAGE_ILLEGAL for queueId >= readQueueNums (a handle of a queue the
+    topic no longer reads; the queue past the last has no message, offset 0 is its min and max)."""
+    broker = await cluster.broker()
+    pc = pop_client(cluster, broker)
+    await pc.mq.create_topic("Narrow", 1)
+    assert (await pc.mq.send("Narrow", b"n", queue_id=0)).code == ResponseCode.SUCCESS
+    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+    popped = await pc.pop("G", "Narrow", 0, invisible=60_000)
+    fields = popped.handles[0].split(" ")
+    fields[6] = "1"  # (the queue id)
+    past = " ".join(fields)
+    answers = [await pc.ack("G", "Narrow", past), (await pc.change_invisible("G", "Narrow", past, 100))[0]]
+    assert [(a.code, (a.remark or "").split(" topic:")[0]) for a in answers] == [
+        (ResponseCode.MESSAGE_ILLEGAL, "queueId[1] is illegal,")] * 2
+    assert (await pc.ack("G", "Narrow", popped.handles[0])).code == ResponseCode.SUCCESS
 
 
 async def test_a_change_of_invisible_time_outside_0_to_12_hours_is_refused(cluster: Cluster) -> None:

@@ -5,6 +5,8 @@ a consumer that goes away mid-batch and a broker restart."""
 from __future__ import annotations
 
 import asyncio
+import random
+import time
 
 import pytest
 from broker_harness import MQ, Cluster
@@ -108,10 +110,21 @@ async def test_change_invisible_time_on_an_orderly_batch_counts_attempts_in_plac
     bodies = await send_group(pc, "Fifo", "g1", 3)
     await dispatched(broker)
     got = await pc.pop("GF", "Fifo", max_nums=2, order=True, invisible=60_000)
+    # A pop parked on the blocked queue is woken by the change (its wake-up was set for the old visible time).
+    parked = asyncio.ensure_future(client(cluster, broker, protocol).pop("GF", "Fifo", max_nums=2, order=True,
+                                                                        poll=60_000))
+    while not broker.pop_message_processor.long_polling.polling_num("Fifo", "GF", -1):
+        await asyncio.sleep(0.005)
+    while time.time_ns() // 1_000_000 <= got.header.pop_time:
+        await asyncio.sleep(0.001)
     for handle in got.handles:
-        resp, _ = await pc.change_invisible("GF", "Fifo", handle, 50)
+        before = time.time_ns() // 1_000_000
+        resp, new = await pc.change_invisible("GF", "Fifo", handle, 50)
         assert resp.code == ResponseCode.SUCCESS, resp.remark
-    again = await pc.pop("GF", "Fifo", max_nums=2, order=True, poll=5_000)
+        e = parse_extra_info(new)  # (the new handle: visible again 50 ms after the change, not after the pop)
+        assert e.pop_time == got.header.pop_time
+        assert before + 50 <= e.pop_time + e.invisible_time <= time.time_ns() // 1_000_000 + 50
+    again = await asyncio.wait_for(parked, 20)  # (a bound for a loaded machine, well within the poll time)
     assert again.bodies == bodies[:2] and again.header is not None
     counts = parse_order_count_info(again.header.order_count_info)
     assert counts == {"0@qo0%0": 1, "0@qo0%1": 1, "0@0": 1}
@@ -119,7 +132,53 @@ async def test_change_invisible_time_on_an_orderly_batch_counts_attempts_in_plac
     # Nothing went through a retry topic.
     assert broker.topic_config_manager.select_topic_config("%RETRY%GF_Fifo") is None
     await pc.ack_all("GF", "Fifo", again)
+    # Acked already: nothing to change, the answer is the handle's own (not a visible time counted from now).
+    while time.time_ns() // 1_000_000 <= again.header.pop_time:
+        await asyncio.sleep(0.001)
+    resp, handle = await pc.change_invisible("GF", "Fifo", again.handles[0], 10_000)
+    assert resp.code == ResponseCode.SUCCESS and parse_extra_info(handle).invisible_time == 10_000
     assert (await pc.pop("GF", "Fifo", order=True)).bodies == bodies[2:]
+
+
+async def test_a_batch_ack_of_an_orderly_batch_skips_an_offset_past_the_queues_max(cluster: Cluster) -> None:
+    """As Apache 5.5.0's AckMessageProcessor: a batch ack's offsets outside the queue's min..max are left out,
+    not answered MESSAGE_ILLEGAL as an offset of no batch is."""
+    broker = await cluster.broker()
+    pc = client(cluster, broker)
+    await pc.mq.create_topic("Fifo", 1)
+    bodies = await send_group(pc, "Fifo", "g1", 3)
+    await dispatched(broker)
+    got = await pc.pop("GF", "Fifo", max_nums=2, order=True)
+    fields = got.handles[1].split(" ")
+    fields[7] = "4"  # (the queue's max offset is 3)
+    resp = await pc.batch_ack("GF", "Fifo", [*got.handles, " ".join(fields)])
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    assert broker.consumer_offset_manager.query_offset("GF", "Fifo", 0) == 2
+    assert (await pc.pop("GF", "Fifo", order=True)).bodies == bodies[2:]
+
+
+async def test_a_parked_orderly_pop_wakes_when_the_first_of_its_blocked_queues_frees_up(cluster: Cluster) -> None:
+    """A pop of every queue, each blocked by a batch, parks until the earliest of their visible times, not that of
+    the queue it happened to look at first (the others stay blocked: what it then takes tells them apart)."""
+    broker = await cluster.broker()
+    pc = client(cluster, broker)
+    await pc.mq.create_topic("Fifo", 4)
+    for q in range(4):
+        await send_group(pc, "Fifo", f"g{q}", 1, queue_id=q)
+    await dispatched(broker)
+    got = await pc.pop("GF", "Fifo", order=True, invisible=60_000)
+    assert sorted(m.queue_id for m in got.messages) == [0, 1, 2, 3]
+    # The queue the parked pop looks at first: its processor's draws are seeded (a draw of 100 for the retry
+    # topic, then the queue to start from), and the queue that frees up first is another one.
+    broker.pop_message_processor._random = random.Random(7)
+    draws = random.Random(7)
+    draws.randrange(100)
+    early = (draws.randrange(4) + 1) % 4
+    for m, handle in zip(got.messages, got.handles, strict=True):
+        resp, _ = await pc.change_invisible("GF", "Fifo", handle, 1_000 if m.queue_id == early else 10_000)
+        assert resp.code == ResponseCode.SUCCESS, resp.remark
+    parked = await pc.pop("GF", "Fifo", order=True, invisible=60_000, poll=30_000)
+    assert [m.queue_id for m in parked.messages] == [early]
 
 
 async def test_a_message_group_stays_in_order_across_consumers_a_lost_consumer_and_a_restart(

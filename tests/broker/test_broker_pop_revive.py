@@ -19,6 +19,7 @@ from pocketmq.broker import BrokerController
 from pocketmq.common.constants import PROPERTY_TIMER_DELIVER_MS
 from pocketmq.common.extra_info_util import parse_extra_info
 from pocketmq.common.message import MessageExt
+from pocketmq.common.pop_ack_constants import PROPERTY_FIRST_POP_TIME
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.header import GetMaxOffsetRequestHeader, GetMaxOffsetResponseHeader
 from pocketmq.storage.timer.timer_routing import TIMER_TOPIC
@@ -274,3 +275,17 @@ async def test_a_pop_whose_invisible_time_the_timer_would_refuse_is_refused(clus
     assert refused.response.code == ResponseCode.INVALID_PARAMETER and not refused.messages
     assert "timerMaxDelaySec" in (refused.response.remark or "")
     assert (await pc.pop("GF", "PopFar", 0, invisible=60_000)).bodies == [b"far"]
+
+
+async def test_a_message_sent_as_a_retry_gets_its_first_pop_time_when_revived(cluster: Cluster) -> None:
+    """A message that already counts reconsume times (a client's own retry, sent back by a producer) and has no
+    FIRST_POP_TIME gets the pop's, as RocketMQ 5's revive gives it (reconsumeTimes 0 or the property missing)."""
+    broker = await cluster.broker(**NO_BUFFER)
+    pc = await topic_with(cluster, broker, "PopFirst", [])
+    assert (await pc.mq.send("PopFirst", b"again", queue_id=0, reconsume_times=3)).code == ResponseCode.SUCCESS
+    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+    got = await pc.pop("G", "PopFirst", 0, invisible=100)
+    assert [m.reconsume_times for m in got.messages] == [3]
+    await settle_revive(broker)
+    [m] = await retried(broker, "G", "PopFirst")
+    assert (m.reconsume_times, m.properties.get(PROPERTY_FIRST_POP_TIME)) == (4, str(got.header.pop_time))

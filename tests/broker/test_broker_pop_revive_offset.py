@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 from broker_harness import Cluster
@@ -17,6 +18,7 @@ from pocketmq.broker import BrokerController
 from pocketmq.broker.config import BrokerConfig
 from pocketmq.common.pop_ack_constants import CK_TAG, REVIVE_GROUP
 from pocketmq.remoting.codes import ResponseCode
+from pocketmq.storage.pop import AckMsg, PopCheckPoint
 
 ONE_QUEUE: dict[str, Any] = dict(FAST_REVIVE, enable_pop_buffer_merge=False, revive_queue_num=1,
                                  revive_interval=3600.0)  # rounds run by hand
@@ -105,3 +107,48 @@ async def test_a_held_checkpoint_is_read_again_after_a_restart_and_after_an_earl
         data = json.load(f)
     assert "dataVersion" in data
     assert data["offsetTable"][f"{broker.pop_revive_service.revive_topic}@{REVIVE_GROUP}"] == {"0": 1}
+
+
+async def test_a_checkpoint_is_held_until_a_record_due_past_its_safety_margin_was_read(cluster: Cluster) -> None:
+    """The timer hands over the records of one slot in any order: one due just after a checkpoint's revive time
+    may come before the checkpoint's ack, due at it. Revived then, the message came back though it was acked.
+    The records here are due already when written, so they are in the queue at once, in the order written."""
+    broker = await cluster.broker(**ONE_QUEUE)
+    pc = await popping(cluster, broker, "PopSafe", 1)
+    assert (await pc.pop("G", "PopSafe", 0, invisible=60_000)).bodies == [b"m0"]  # (makes the group)
+    revive, log = broker.pop_revive_service, broker.pop_message_processor.revive_log
+    now = time.time_ns() // 1_000_000
+    ck = PopCheckPoint(0, now - 10_000, 5_000, 1, 0, "PopSafe", "G", broker.broker_config.broker_name,
+                       queue_offset_diff=[0])
+    other = AckMsg(0, 0, "G", "PopSafe", 0, now - 9_000, ck.broker_name)  # (of no checkpoint read)
+    assert (await log.append_check_point(ck, 0)).is_ok
+    assert (await log.append_ack(other, 0, ck.revive_time + 10)).is_ok  # within the margin
+    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+    await revive.revive_all()
+    assert (revive.held_count, revive.revived) == (1, 0)
+    ack = AckMsg(0, 0, "G", "PopSafe", 0, ck.pop_time, ck.broker_name)
+    assert (await log.append_ack(ack, 0, ck.revive_time)).is_ok
+    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+    await revive.revive_all()
+    assert (revive.held_count, revive.revived) == (0, 0)
+
+
+async def test_a_checkpoint_revived_behind_a_held_one_is_marked_done_for_a_restart(cluster: Cluster) -> None:
+    """B, after A in the revive queue, falls due and is revived while A is held: the revive offset stays before A,
+    so a restart reads B again. Its done mark (an ack of its own) keeps it from being revived a second time."""
+    broker = await cluster.broker(**ONE_QUEUE)
+    pc = await popping(cluster, broker, "PopBehind", 2)
+    assert len((await pc.pop("G", "PopBehind", 0, invisible=60_000)).messages) == 2  # (makes the group)
+    log = broker.pop_message_processor.revive_log
+    now = time.time_ns() // 1_000_000
+    name = broker.broker_config.broker_name
+    a = PopCheckPoint(0, now - 9_000, 5_000, 1, 0, "PopBehind", "G", name, queue_offset_diff=[0])
+    b = PopCheckPoint(1, now - 10_000, 5_000, 1, 0, "PopBehind", "G", name, queue_offset_diff=[0])
+    for ck in (a, b):  # (due already: in the queue at once, in this order; B is due well before A)
+        assert (await log.append_check_point(ck, 0)).is_ok
+    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+    await broker.pop_revive_service.revive_all()
+    assert (broker.pop_revive_service.held_count, broker.pop_revive_service.revived) == (1, 1)
+    broker = await cluster.restart(broker)
+    await broker.pop_revive_service.revive_all()
+    assert (broker.pop_revive_service.held_count, broker.pop_revive_service.revived) == (1, 0)

@@ -8,7 +8,7 @@ import os
 from pocketmq.broker.config_file import load_json_file, parse_json
 from pocketmq.remoting.body import decode_body
 from pocketmq.remoting.codes import RequestCode, ResponseCode
-from pocketmq.remoting.header import UpdateConsumerOffsetRequestHeader
+from pocketmq.remoting.header import DeleteTopicRequestHeader, UpdateConsumerOffsetRequestHeader
 
 
 def offsets_path(broker) -> str:
@@ -192,3 +192,20 @@ async def test_a_commit_for_a_group_topic_or_queue_the_broker_does_not_have_is_r
     assert (await mq.heartbeat("127.0.0.1@c1", {"GByHeartbeat": {"TopicKnown": "*"}})).code == ResponseCode.SUCCESS
     assert await commit("GByHeartbeat", "TopicKnown", 0) == (ResponseCode.SUCCESS, None)
     assert broker.consumer_offset_manager.query_offset("GByHeartbeat", "TopicKnown", 0) == 5
+
+
+async def test_the_offsets_of_a_deleted_topic_stay_gone_after_a_restart(cluster) -> None:
+    # (As 5.x drops them. No offset is committed after the delete: the file is written for the delete itself.)
+    broker = await cluster.broker()
+    mq = cluster.mq(broker)
+    for topic in ("TopicGone", "TopicKept"):
+        assert (await mq.create_topic(topic, 1)).code == ResponseCode.SUCCESS
+    await mq.create_group("G")
+    await mq.update_offset("G", "TopicGone", 0, 5)
+    await mq.update_offset("G", "TopicKept", 0, 7)
+    await broker.consumer_offset_manager.persist()
+    resp = await mq.invoke(RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader("TopicGone"))
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    broker = await cluster.restart(broker)
+    assert load_json_file(offsets_path(broker))["offsetTable"] == {"TopicKept@G": {"0": 7}}
+    assert broker.consumer_offset_manager.query_offset("G", "TopicGone", 0) == -1

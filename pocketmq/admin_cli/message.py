@@ -67,8 +67,15 @@ def message_data(msg: MessageExt) -> dict[str, Any]:
         "commitLogOffset": msg.commit_log_offset, "reconsumeTimes": msg.reconsume_times,
         "bornTimestamp": msg.born_timestamp, "storeTimestamp": msg.store_timestamp, "bornHost": msg.born_host,
         "storeHost": msg.store_host, "sysFlag": msg.sys_flag, "properties": dict(msg.properties),
-        "body": msg.body.decode("utf-8", "replace"),
+        "body": body_text(msg),
     }
+
+
+def body_text(msg: MessageExt) -> str:
+    if msg.body_inflate_error is not None:
+        # (the stored bytes of a body that did not inflate, LZ4 or ZSTD for one, are not text to print)
+        return f"<{len(msg.body)} bytes as stored, not inflated: {msg.body_inflate_error}>"
+    return msg.body.decode("utf-8", "replace")
 
 
 def message_lines(msg: MessageExt, offset_id: bool = True) -> list[str]:
@@ -83,7 +90,7 @@ def message_lines(msg: MessageExt, offset_id: bool = True) -> list[str]:
         ("Store Timestamp:", human_time(msg.store_timestamp)), ("Born Host:", msg.born_host),
         ("Store Host:", msg.store_host), ("System Flag:", msg.sys_flag),
         ("Properties:", "{" + ", ".join(f"{k}={v}" for k, v in msg.properties.items()) + "}"),
-        ("Message Body:", msg.body.decode("utf-8", "replace")),
+        ("Message Body:", body_text(msg)),
     ]
     return [f"{k:<20} {v}" for k, v in fields]
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from mmap import mmap
 
 from .bounded_cache import BoundedCache
-from .compression import DEFAULT_INFLATE_LIMIT, InflateError, inflate
+from .compression import DEFAULT_INFLATE_LIMIT, InflateError, inflate_body
 from .constants import (
     BLANK_MAGIC_CODE,
     BORNHOST_V6_FLAG,
@@ -162,7 +162,7 @@ def decode(
         raise CorruptRecordError(f"body CRC mismatch at {offset}")
     if decompress and sys_flag & COMPRESSED_FLAG:
         try:
-            body = inflate(body, inflate_limit)
+            body = inflate_body(body, sys_flag, inflate_limit)
         except InflateError as e:
             raise BodyInflateError(f"compressed body at {offset} does not inflate: {e}") from None
     return MessageExt(

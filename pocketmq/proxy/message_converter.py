@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from pocketmq.common.compression import InflateError, inflate
+from pocketmq.common.compression import InflateError, inflate_body
 from pocketmq.common.constants import (
     COMPRESSED_FLAG,
     KEY_SEPARATOR,
@@ -260,7 +260,7 @@ def inflate_to_send(msg: MessageExt, limit: int) -> MessageExt:
     that does not inflate, within the limit, goes as stored (GZIP), as Apache's proxy sends every compressed one."""
     if msg.sys_flag & COMPRESSED_FLAG and msg.body_inflate_error is None:
         try:
-            msg.body = inflate(msg.body, limit)
+            msg.body = inflate_body(msg.body, msg.sys_flag, limit)
         except InflateError as e:
             msg.body_inflate_error = str(e)
     return msg

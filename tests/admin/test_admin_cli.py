@@ -409,3 +409,37 @@ def test_a_message_without_tags_or_keys_shows_them_as_java_null(
     assert code == 0 and "Tags:                [null]" in out and "Keys:                [null]" in out, out
     code, out, _ = cli(capsys, cluster, "queryMsgByOffset", "-t", "CliNull_T", "-b", "broker-a", "-i", "0", "-o", "1")
     assert code == 0 and "Tags:                [TagA]" in out and "Keys:                [k1 k2]" in out, out
+
+
+def test_query_msg_names_a_body_it_cannot_inflate_instead_of_printing_its_bytes(
+    cluster: ThreadedCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A Java 5.x producer's LZ4 body (setCompressType): its frame went to the terminal as the "Message Body".
+    import asyncio
+
+    from pocketmq.client import Message, MessageQueue
+    from pocketmq.client.impl.producer.send_request import SendRequestOptions, build_send_request
+    from pocketmq.remoting.client import RemotingClient
+    from pocketmq.remoting.codes import RequestCode
+    from pocketmq.remoting.command import RemotingCommand
+
+    cli(capsys, cluster, "updateTopic", "-c", "DefaultCluster", "-t", "CliLz4_T", "-r", "1", "-w", "1")
+    wait_routed(cluster, "CliLz4_T", 2)
+    header, _, _ = build_send_request(Message("CliLz4_T", b"x"), MessageQueue("CliLz4_T", "broker-a", 0),
+                                      SendRequestOptions("CliLz4PG"))
+    header.sys_flag = 0x101  # COMPRESSED_FLAG | the LZ4 type bits
+
+    async def send() -> int:
+        client = RemotingClient()
+        try:
+            request = RemotingCommand.request(RequestCode.SEND_MESSAGE, header, b"\x04\x22\x4d\x18 lz4 frame")
+            return (await client.invoke(brokers(cluster)[0].address, request, 5)).code
+        finally:
+            await client.close()
+
+    assert asyncio.run(send()) == 0
+    assert cluster.wait_dispatched()
+    code, out, _ = cli(capsys, cluster, "queryMsgByOffset", "-t", "CliLz4_T", "-b", "broker-a", "-i", "0", "-o", "0")
+    assert code == 0, out
+    assert ("Message Body:        <14 bytes as stored, not inflated: compressed body at 0 does not inflate: "
+            "LZ4-compressed (sysFlag compression type 0x100); pocketmq inflates zlib only>") in out, out

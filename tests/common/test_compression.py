@@ -86,3 +86,14 @@ def test_a_pulled_bomb_is_delivered_as_stored_and_marked_the_others_inflate() ->
     assert msgs[0].body_inflate_error is None and msgs[3].body_inflate_error is None
     # The mark is not a property: a consumer's properties are the producer's (and the pull's marks) only.
     assert all("BODY_INFLATE_ERROR" not in m.properties for m in msgs)
+
+
+@pytest.mark.parametrize(("sys_flag", "name"), [(0x101, "LZ4"), (0x201, "ZSTD"), (0x401, "compression type 0x400")])
+def test_a_body_of_another_codec_is_named_not_tried_as_zlib(sys_flag: int, name: str) -> None:
+    # (zlib bytes under the LZ4 bits: were they tried as zlib, they would inflate into what they are not)
+    stored = zlib.compress(b"not for zlib")
+    [msg] = decode_all(_record(stored, sys_flag), decompress=True)
+    assert (msg.body, msg.sys_flag) == (stored, sys_flag)
+    assert msg.body_inflate_error == (f"compressed body at 0 does not inflate: {name}-compressed (sysFlag "
+                                      f"compression type {sys_flag & 0x700:#x}); pocketmq inflates zlib only")
+    assert decode_all(_record(stored, COMPRESSED_FLAG | 0x300), decompress=True)[0].body == b"not for zlib"

@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable
 from typing import Protocol
 
-from pocketmq.common.compression import InflateError, inflate
+from pocketmq.common.compression import InflateError, inflate_body
 from pocketmq.common.constants import (
     COMPRESSED_FLAG,
     COMPRESSION_TYPE_MASK,
@@ -89,7 +89,7 @@ def decode_reply_message(request: RemotingCommand) -> MessageExt:
     inflate_error = None
     if h.sys_flag & COMPRESSED_FLAG:
         try:
-            body = inflate(body)
+            body = inflate_body(body, h.sys_flag)
         except InflateError as e:
             # (LZ4 or ZSTD, which a 5.x replier may choose, or a damaged stream: the requester gets the bytes as
             # sent and marked, as a pull hands over such a body, rather than a timeout)

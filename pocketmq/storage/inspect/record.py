@@ -15,6 +15,7 @@ from pocketmq.common.constants import (
     BORNHOST_V6_FLAG,
     COMPRESSED_FLAG,
     COMPRESSION_TYPE_MASK,
+    COMPRESSION_TYPE_NAMES,
     MESSAGE_MAGIC_CODE,
     MESSAGE_MAGIC_CODE_V2,
     MULTI_TAGS_FLAG,
@@ -22,6 +23,7 @@ from pocketmq.common.constants import (
     PROPERTY_SEPARATOR,
     STOREHOSTADDRESS_V6_FLAG,
     TRANSACTION_TYPE_MASK,
+    ZLIB_TYPE,
 )
 from pocketmq.common.message import MessageExt, unpack_host
 from pocketmq.common.record_layout import (
@@ -53,10 +55,6 @@ _FLAG_BITS = ((COMPRESSED_FLAG, "COMPRESSED_FLAG"), (MULTI_TAGS_FLAG, "MULTI_TAG
               (0x40, "NEED_UNWRAP_FLAG"), (0x80, "INNER_BATCH_FLAG"))
 
 
-# RocketMQ 5's MessageSysFlag: bits 8-10 say which codec compressed the body (0 in 4.x, which only has zlib).
-ZLIB_TYPE = 0x300
-_COMPRESSION_TYPES = {0x100: "LZ4", 0x200: "ZSTD", ZLIB_TYPE: "ZLIB"}
-
 
 def sys_flag_names(sys_flag: int) -> list[str]:
     names = [name for bit, name in _FLAG_BITS if sys_flag & bit]
@@ -64,7 +62,7 @@ def sys_flag_names(sys_flag: int) -> list[str]:
         names.append(_TRANSACTION_TYPES[sys_flag & TRANSACTION_TYPE_MASK])
     compression = sys_flag & COMPRESSION_TYPE_MASK
     if compression:
-        codec = _COMPRESSION_TYPES.get(compression)
+        codec = COMPRESSION_TYPE_NAMES.get(compression)
         names.append(f"COMPRESSION_{codec}_TYPE" if codec else f"compression type {compression:#x} (unknown)")
     return names
 
@@ -145,7 +143,7 @@ def body_text(body: bytes, sys_flag: int, width: int = 60) -> str:
     compression = sys_flag & COMPRESSION_TYPE_MASK
     if sys_flag & COMPRESSED_FLAG and compression not in (0, ZLIB_TYPE):
         # No LZ4 or ZSTD codec is a dependency of pocketmq; trying zlib on them would only report an error.
-        codec = _COMPRESSION_TYPES.get(compression, f"compression type {compression:#x}")
+        codec = COMPRESSION_TYPE_NAMES.get(compression, f"compression type {compression:#x}")
         return f"<{codec}, {len(body)} bytes: not shown>"
     if sys_flag & COMPRESSED_FLAG:
         try:

@@ -9,7 +9,7 @@ import time
 import zlib
 from dataclasses import dataclass
 
-from pocketmq.common.constants import COMPRESSED_FLAG, TRANSACTION_PREPARED_TYPE
+from pocketmq.common.constants import COMPRESSED_FLAG, TRANSACTION_PREPARED_TYPE, ZLIB_TYPE
 from pocketmq.common.message import properties_to_string
 from pocketmq.common.topic_validator import AUTO_CREATE_TOPIC_KEY_TOPIC
 from pocketmq.remoting.client_body import MessageQueue
@@ -24,8 +24,6 @@ from ...message_const import (
     RETRY_GROUP_TOPIC_PREFIX,
 )
 from ...message_id import set_uniq_id
-
-COMPRESSION_ZLIB_TYPE = 0x300  # MessageSysFlag compression-type bits 8-10, sent with COMPRESSED_FLAG
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +49,7 @@ def build_send_request(
         uniq_id = set_uniq_id(msg)
         if len(body) >= options.compress_over:
             body = zlib.compress(body, options.compress_level)
-            sys_flag |= COMPRESSED_FLAG | COMPRESSION_ZLIB_TYPE
+            sys_flag |= COMPRESSED_FLAG | ZLIB_TYPE  # (5.x's compression type, as its producer sets it)
     props = msg.properties
     if props.get(PROPERTY_TRANSACTION_PREPARED, "").lower() == "true":
         sys_flag |= TRANSACTION_PREPARED_TYPE

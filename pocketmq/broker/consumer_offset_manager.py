@@ -33,6 +33,10 @@ class ConsumerOffsetManager(ConfigManager):
         # RocketMQ 5's pullOffsetTable: the next offset each pull answered, per topic@group and queue (in memory
         # only). GET_CONSUME_STATS reports it as the queue's pullOffset: pulled ahead of the commit is in flight.
         self.pull_offset_table: dict[str, dict[int, int]] = {}
+        # RocketMQ 5's resetOffsetTable: the queues an admin reset one by one (INVOKE_BROKER_TO_RESET_OFFSET with a
+        # queue id), per topic@group, until the group next pulls the queue (in memory only). Meanwhile a commit of
+        # the queue is ignored, so that a consumer still at the old position does not undo the reset.
+        self.reset_offset_table: dict[str, dict[int, int]] = {}
         self.data_version = DataVersion()
 
     @staticmethod
@@ -66,6 +70,36 @@ class ConsumerOffsetManager(ConfigManager):
         for key in [k for k in self.pull_offset_table if k.endswith(suffix)]:
             del self.pull_offset_table[key]
 
+    def assign_reset_offset(self, topic: str, group: str, queue_id: int, offset: int) -> None:
+        """ConsumerOffsetManager.assignResetOffset: the queue's offset set, and held until the group's next pull."""
+        self.reset_offset_table.setdefault(self.key(topic, group), {})[queue_id] = offset
+        self.commit_offset("admin reset", group, topic, queue_id, offset)
+
+    def has_offset_reset(self, topic: str, group: str, queue_id: int) -> bool:
+        return queue_id in self.reset_offset_table.get(self.key(topic, group), {})
+
+    def query_then_erase_reset_offset(self, topic: str, group: str, queue_id: int) -> int | None:
+        table = self.reset_offset_table.get(key := self.key(topic, group))
+        if table is None:
+            return None
+        offset = table.pop(queue_id, None)
+        if not table:
+            del self.reset_offset_table[key]
+        return offset
+
+    def remove_group(self, group: str) -> bool:
+        """Forget the group's offsets of every topic; whether it had any stored."""
+        suffix = TOPIC_GROUP_SEPARATOR + group
+        keys = [k for k in self.offset_table if k.endswith(suffix)]
+        for key in keys:
+            del self.offset_table[key]
+        for key in [k for k in self.reset_offset_table if k.endswith(suffix)]:
+            del self.reset_offset_table[key]
+        self.remove_pull_offsets(group)
+        if keys:
+            self.mark_changed()
+        return bool(keys)
+
     def query_offset(self, group: str, topic: str, queue_id: int) -> int:
         """The stored offset, or -1 when the group never committed one for this queue."""
         table = self.offset_table.get(self.key(topic, group))
@@ -82,8 +116,9 @@ class ConsumerOffsetManager(ConfigManager):
         keys = [k for k in self.offset_table if k.startswith(prefix)]
         for k in keys:
             del self.offset_table[k]
-        for k in [k for k in self.pull_offset_table if k.startswith(prefix)]:
-            del self.pull_offset_table[k]
+        for table in (self.pull_offset_table, self.reset_offset_table):
+            for k in [k for k in table if k.startswith(prefix)]:
+                del table[k]
         if keys:
             self.mark_changed()
         return len(keys)

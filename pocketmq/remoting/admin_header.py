@@ -110,6 +110,9 @@ class ResetOffsetRequestHeader(CommandHeader):
     group: str
     timestamp: int  # ms; -1 = the queues' max offsets
     is_force: bool = wire("isForce", default=False)
+    # RocketMQ 5's: a queue id >= 0 resets that queue only, to ``offset`` (absent or -1: to ``timestamp``'s).
+    queue_id: int = -1
+    offset: int | None = None
 
 
 @dataclass(slots=True)

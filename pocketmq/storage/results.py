@@ -86,6 +86,7 @@ class GetMessageStatus(Enum):
     OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"
     NO_MATCHED_LOGIC_QUEUE = "NO_MATCHED_LOGIC_QUEUE"
     NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
+    OFFSET_RESET = "OFFSET_RESET"  # (never the store's: a pull of a queue an admin reset, RocketMQ 5's)
 
 
 @dataclass(slots=True)

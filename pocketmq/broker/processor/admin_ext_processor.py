@@ -286,10 +286,7 @@ class AdminExtProcessor(BrokerProcessor):
         clean = header.remove_offset or header.clean_offset
         if clean:
             com = c.consumer_offset_manager
-            suffix = "@" + group
-            for key in [k for k in com.offset_table if k.endswith(suffix)]:
-                del com.offset_table[key]
-            com.remove_pull_offsets(group)
+            com.remove_group(group)
             com.mark_changed()
             c.broker_stats_manager.on_group_deleted(group)
         await c.subscription_group_manager.wait_persisted()
@@ -299,8 +296,11 @@ class AdminExtProcessor(BrokerProcessor):
 
     async def reset_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """Broker2Client.resetOffset: the offsets at ``timestamp`` (or the max, for -1) of each queue, never
-        ahead of the group's own unless forced, sent to every consumer of the group, which takes them over."""
+        ahead of the group's own unless forced, sent to every consumer of the group, which takes them over. With a
+        queue id (RocketMQ 5's per-queue reset), that queue only: see _reset_queue_offset."""
         header = request.decode_header(ResetOffsetRequestHeader)
+        if header.queue_id >= 0:
+            return await self._reset_queue_offset(request, header)
         c = self.controller
         topic, group = header.topic, header.group
         tc = c.topic_config_manager.select_topic_config(topic)
@@ -334,8 +334,60 @@ class AdminExtProcessor(BrokerProcessor):
                 f"Timestamp: {header.timestamp}",
             )
         body = ResetOffsetBody(table)
+        refused = await self._push_reset(request, header, body)
+        return refused or response(request, body=request.encode_body(body))
+
+    async def _reset_queue_offset(self, request: RemotingCommand, header: ResetOffsetRequestHeader) -> RemotingCommand:
+        """RocketMQ 5's AdminBrokerProcessor.resetOffsetInner for one queue: the broker sets the group's offset of
+        it (to ``offset``, or else to ``timestamp``'s), whether or not a consumer of the group runs, and holds it
+        until the group's next pull of the queue (ConsumerOffsetManager.assignResetOffset). RocketMQ 5's consumers
+        learn of it at that pull; pocketmq also sends the running ones the one queue, as it does a whole topic."""
+        c = self.controller
+        topic, group, queue_id, offset = header.topic, header.group, header.queue_id, header.offset
+        tc = c.topic_config_manager.select_topic_config(topic)
+        if tc is None:
+            return response(request, ResponseCode.TOPIC_NOT_EXIST, f"Topic {topic} does not exist")
+        if not c.subscription_group_manager.contains_subscription_group(group):
+            return response(request, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {group} does not exist")
+        # RocketMQ 5 takes any queue id (its store makes the queue): an offset kept for a queue the topic does not
+        # have is kept for good, refused as UPDATE_CONSUMER_OFFSET refuses it.
+        if queue_id >= max(tc.read_queue_nums, tc.write_queue_nums):
+            return response(
+                request, ResponseCode.INVALID_PARAMETER,
+                f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{tc.read_queue_nums}] "
+                f"writeQueueNums:[{tc.write_queue_nums}]",
+            )
+        if offset is not None and offset != -1:
+            store = c.store
+            low, high = store.get_min_offset_in_queue(topic, queue_id), store.get_max_offset_in_queue(topic, queue_id)
+            # (RocketMQ's bounds, one past the max included)
+            if low >= 0 and offset < low or offset > high + 1:
+                remark = f"Target offset {offset} not in consume queue range [{low}-{high}]"
+                return response(request, ResponseCode.SYSTEM_ERROR, remark)
+        elif header.timestamp < 0:
+            offset = c.store.get_max_offset_in_queue(topic, queue_id)
+        else:
+            by_time = c.store.get_offset_in_queue_by_time
+            offset = await c.run_in_pull_executor(by_time, topic, queue_id, header.timestamp)
+        c.consumer_offset_manager.assign_reset_offset(topic, group, queue_id, offset)
+        body = ResetOffsetBody({MessageQueue(topic, self._broker_name(), queue_id): offset})
+        # The offset is set already: a consumer too old to take it over learns of it at its next pull.
+        await self._push_reset(request, header, body, old_clients_skipped=True)
+        return response(request, body=request.encode_body(body))
+
+    async def _push_reset(
+        self, request: RemotingCommand, header: ResetOffsetRequestHeader, body: ResetOffsetBody,
+        old_clients_skipped: bool = False,
+    ) -> RemotingCommand | None:
+        """RESET_CONSUMER_CLIENT_OFFSET with ``body`` to each running consumer of the group; the refusal when one
+        is too old to take it (Broker2Client.resetOffset: those before it were sent it)."""
+        info = self.controller.consumer_manager.get_consumer_group_info(header.group)
+        if info is None:
+            return None
         for ch, ci in list(info.channel_info_table.items()):
             if ci.version < _V3_0_7:
+                if old_clients_skipped:
+                    continue
                 return response(
                     request, ResponseCode.SYSTEM_ERROR,
                     f"the client does not support this feature. version={ci.version}",
@@ -347,10 +399,11 @@ class AdminExtProcessor(BrokerProcessor):
             )
             try:
                 await ch.invoke_oneway(push)
-                log.info("[reset-offset] sent to %s: %s@%s at %d", ci.client_id, topic, group, header.timestamp)
+                log.info("[reset-offset] sent to %s: %s@%s at %d", ci.client_id, header.topic, header.group,
+                         header.timestamp)
             except RemotingError as e:
                 log.warning("[reset-offset] cannot reach %s: %s", ci.client_id, e)
-        return response(request, body=request.encode_body(body))
+        return None
 
 
 

@@ -81,7 +81,12 @@ class ConsumerManageProcessor(BrokerProcessor):
         refusal = self._refuse_offset_update(request, header)
         if refusal is not None:
             return refusal
-        self.controller.consumer_offset_manager.commit_offset(
+        com = self.controller.consumer_offset_manager
+        if com.has_offset_reset(header.topic, header.consumer_group, header.queue_id):
+            # RocketMQ 5's: until the group pulls the queue again, a commit comes from a consumer at the position
+            # the reset undid (or from the admin that made it, before it did), and the reset's offset stays.
+            return response(request, remark="Offset has been previously reset")
+        com.commit_offset(
             channel.remote_address, header.consumer_group, header.topic, header.queue_id, header.commit_offset
         )
         return response(request)

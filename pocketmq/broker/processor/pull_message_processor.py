@@ -46,6 +46,7 @@ _STATUS_CODE = {
     GetMessageStatus.OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
     GetMessageStatus.OFFSET_OVERFLOW_ONE: ResponseCode.PULL_NOT_FOUND,
     GetMessageStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
+    GetMessageStatus.OFFSET_RESET: ResponseCode.PULL_OFFSET_MOVED,  # (RocketMQ 5's)
 }
 _EMPTY_QUEUE = (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE)
 
@@ -174,10 +175,26 @@ class PullMessageProcessor(BrokerProcessor):
             message_filter = self._message_filter(request, sub_or_error)
             if isinstance(message_filter, RemotingCommand):
                 return message_filter
-        result = c.get_message(group, topic, queue_id, header.queue_offset, header.max_msg_nums, message_filter)
+        reset = self._pending_reset(header)
+        result = reset if reset is not None else c.get_message(
+            group, topic, queue_id, header.queue_offset, header.max_msg_nums, message_filter
+        )
         if isinstance(result, GetMessageResult):
             return self._answer(channel, request, header, broker_allow_suspend, message_filter, result)
         return self._answer_when_read(channel, request, header, broker_allow_suspend, message_filter, result)
+
+    def _pending_reset(self, header: PullMessageRequestHeader) -> GetMessageResult | None:
+        """The group's first pull of a queue an admin reset by itself (RocketMQ 5's OFFSET_RESET): the consumer is
+        sent to the new offset (PULL_OFFSET_MOVED), unless it pulls from there already (it took the reset pushed to
+        it), and the group's commits of the queue count again."""
+        c = self.controller
+        topic, queue_id = header.topic, header.queue_id
+        offset = c.consumer_offset_manager.query_then_erase_reset_offset(topic, header.consumer_group, queue_id)
+        if offset is None or offset == header.queue_offset:
+            return None
+        store = c.store
+        return GetMessageResult(GetMessageStatus.OFFSET_RESET, offset, store.get_min_offset_in_queue(topic, queue_id),
+                                store.get_max_offset_in_queue(topic, queue_id))
 
     async def _answer_when_read(
         self,

@@ -86,6 +86,9 @@ def add(sub: Any) -> None:
     p.add_argument("-s", "--timestamp", required=True,
                    help="set the timestamp[now|currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]")
     p.add_argument("-f", "--force", type=bool_arg, default=True, help="set the force rollback by timestamp switch")
+    p.add_argument("-b", "--broker", dest="broker_addr", help="broker addr (with -q: reset that queue only)")
+    p.add_argument("-q", "--queue", dest="queue_id", type=int, default=-1, help="queue id (with -b)")
+    p.add_argument("-o", "--offset", type=int, help="Expect queue offset (with -b and -q; else the timestamp's)")
 
 
 async def update_sub_group(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
@@ -202,6 +205,8 @@ async def producer_connection(admin: MQAdminExt, args: argparse.Namespace) -> Pr
 
 async def reset_offset_by_time(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
     ts = parse_timestamp(args.timestamp)
+    if args.broker_addr is not None and args.queue_id >= 0:
+        return await _reset_queue_offset(admin, args, ts)
     result = await admin.reset_offset_by_timestamp(args.topic, args.group, ts, args.force)
     items = sorted(result.offsets.items(), key=lambda kv: (kv[0].broker_name, kv[0].queue_id))
     lines = [f"rollback consumer offset by specified group[{args.group}], topic[{args.topic}], "
@@ -211,4 +216,19 @@ async def reset_offset_by_time(admin: MQAdminExt, args: argparse.Namespace) -> P
     lines += table(("#brokerName", "#queueId", "#offset"), [(mq.broker_name, mq.queue_id, o) for mq, o in items])
     data = {"online": result.online, "timestamp": ts,
             "offsets": [{"brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": o} for mq, o in items]}
+    return Printable(data, lines)
+
+
+async def _reset_queue_offset(admin: MQAdminExt, args: argparse.Namespace, ts: int) -> Printable:
+    """mqadmin's -b/-q: one queue, to -o or to the timestamp's offset (searchOffset). mqadmin leaves an offset of
+    0 or less alone; pocketmq sends every one, and the broker refuses one outside the queue's range."""
+    addr, queue_id = args.broker_addr, args.queue_id
+    lines = [f"start reset consumer offset by specified, group[{args.group}], topic[{args.topic}], "
+             f"queueId[{queue_id}], broker[{addr}], timestamp(string)[{args.timestamp}], timestamp(long)[{ts}]"]
+    offset = args.offset
+    if offset is None:
+        offset = await admin.search_offset_at(addr, args.topic, queue_id, ts)
+    lines.append(f"reset consumer offset to {offset}")
+    await admin.reset_offset_by_queue_id(addr, args.group, args.topic, queue_id, offset)
+    data = {"brokerAddr": addr, "queueId": queue_id, "offset": offset, "timestamp": ts}
     return Printable(data, lines)

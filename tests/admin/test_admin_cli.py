@@ -203,6 +203,43 @@ def test_group_commands_and_reset(cluster: ThreadedCluster, capsys: pytest.Captu
     assert brokers(cluster)[1].subscription_group_manager.subscription_group_table.get("CliG") is None
 
 
+def test_reset_offset_by_time_of_one_queue(cluster: ThreadedCluster, capsys: pytest.CaptureFixture[str]) -> None:
+    # -b, -q and -o were not options: the command reset the whole topic, to the timestamp.
+    from pocketmq.client import Message, MessageQueue
+    from pocketmq.client.sync import SyncProducer
+
+    cli(capsys, cluster, "updateSubGroup", "-c", "DefaultCluster", "-g", "CliQG")
+    cli(capsys, cluster, "updateTopic", "-c", "DefaultCluster", "-t", "CliQ_T", "-r", "2", "-w", "2")
+    wait_routed(cluster, "CliQ_T", 2)
+    with SyncProducer("CliQPG", cluster.namesrv_addr) as producer:
+        for queue_id in (0, 1):
+            for i in range(3):
+                producer.send(Message("CliQ_T", b"%d" % i), MessageQueue("CliQ_T", "broker-a", queue_id))
+    assert cluster.wait_dispatched()
+    broker = brokers(cluster)[0]
+    om = broker.consumer_offset_manager
+    for queue_id in (0, 1):
+        om.commit_offset("test", "CliQG", "CliQ_T", queue_id, 3)
+    code, out, err = cli(capsys, cluster, "resetOffsetByTime", "-g", "CliQG", "-t", "CliQ_T", "-s", "0",
+                         "-b", broker.address, "-q", "1", "-o", "2")
+    assert code == 0, err
+    assert out.splitlines() == [
+        f"start reset consumer offset by specified, group[CliQG], topic[CliQ_T], queueId[1], broker[{broker.address}], "
+        "timestamp(string)[0], timestamp(long)[0]",
+        "reset consumer offset to 2",
+    ]
+    assert (om.query_offset("CliQG", "CliQ_T", 0), om.query_offset("CliQG", "CliQ_T", 1)) == (3, 2)
+    # Without -o: the timestamp's offset of that queue (searchOffset), here its first message's.
+    reset = cli_json(capsys, cluster, "resetOffsetByTime", "-g", "CliQG", "-t", "CliQ_T", "-s", "0",
+                     "-b", broker.address, "-q", "0")
+    assert reset == {"brokerAddr": broker.address, "queueId": 0, "offset": 0, "timestamp": 0}
+    assert (om.query_offset("CliQG", "CliQ_T", 0), om.query_offset("CliQG", "CliQ_T", 1)) == (0, 2)
+    code, _, err = cli(capsys, cluster, "resetOffsetByTime", "-g", "CliQG", "-t", "CliQ_T", "-s", "0",
+                       "-b", broker.address, "-q", "1", "-o", "999")
+    assert code == 1 and "Target offset 999 not in consume queue range [0-3]" in err
+    assert om.query_offset("CliQG", "CliQ_T", 1) == 2
+
+
 def test_consumer_progress_without_a_group_lists_every_group(
     cluster: ThreadedCluster, capsys: pytest.CaptureFixture[str]
 ) -> None:

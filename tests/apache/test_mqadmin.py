@@ -694,6 +694,36 @@ def test_ha_status_5(sides5: tuple[Side, Side], mqadmin5: Mqadmin) -> None:
     assert ["#SlaveNum", "0"] in cells[1]
 
 
+def test_reset_offset_of_one_queue_5(sides5: tuple[Side, Side], mqadmin5: Mqadmin) -> None:
+    """5.x's resetOffsetByTime -b -q -o (resetOffsetByQueueId: UPDATE_CONSUMER_OFFSET, then
+    INVOKE_BROKER_TO_RESET_OFFSET with queueId and offset): the group's running consumer consumes that queue again
+    from the offset, and nothing else; an offset outside the queue is refused. pocketmq reset every queue to its
+    first message (its running consumer consumed everything again), and stored 999."""
+    before = [len(side.consumed) for side in sides5]
+    args = ("resetOffsetByTime", "-g", GROUP, "-t", TOPIC, "-s", "0", "-b", lambda s: s.broker_addr, "-q", "0")
+    apache, pocket = mqadmin5.both(sides5, *args, "-o", "1")
+    assert rows(pocket) == rows(apache)
+    assert rows(pocket)[-1] == ["reset", "consumer", "offset", "to", "1"]
+    again = []
+    for side, n in zip(sides5, before, strict=True):
+        # (Apache's consumer learns of it at its next pull of the queue, and waits its offset_illegal_delay)
+        _wait_no_lag(side, mqadmin5, lambda side=side, n=n: len(side.consumed) > n)
+        again.append(sorted((m.queue_id, m.queue_offset) for m in side.consumed[n:]))
+    assert again[1] == again[0] == [(0, 1)]
+    refusals = []
+    for side in sides5:
+        with pytest.raises(AssertionError) as refused:
+            mqadmin5.run(side.namesrv_addr, *(a(side) if callable(a) else a for a in args), "-o", "999")
+        refusals.append(set(re.findall(r"CODE: 1\s+DESC: (Target offset [^\n]*?\])", str(refused.value))))
+    assert refusals[1] == refusals[0] == {"Target offset 999 not in consume queue range [0-2]"}
+    for side in sides5:
+        _wait_no_lag(side, mqadmin5)
+    apache, pocket = mqadmin5.both(sides5, "consumerProgress", "-g", GROUP)
+    theirs = _rows_measured_masked(apache)
+    theirs.remove([f"%RETRY%{GROUP}", "broker-a", "0", "0", "0", "0", "0", "N/A"])
+    assert _rows_measured_masked(pocket) == theirs
+
+
 def properties_of(text: str) -> dict[str, str]:
     """brokerStatus's ``key : value`` lines."""
     return {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in text.splitlines() if ":" in line)}

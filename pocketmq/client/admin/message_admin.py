@@ -120,7 +120,10 @@ class MessageAdmin(AdminClient):
     async def search_offset(self, topic: str, broker_name: str, queue_id: int, timestamp: int) -> int:
         """The offset of the queue's first message stored at or after ``timestamp`` ms, the max offset when
         there is none (SEARCH_OFFSET_BY_TIMESTAMP: a binary search on the broker, mqadmin's searchOffset)."""
-        addr = await self._master_of(topic, broker_name)
+        return await self.search_offset_at(await self._master_of(topic, broker_name), topic, queue_id, timestamp)
+
+    async def search_offset_at(self, addr: str, topic: str, queue_id: int, timestamp: int) -> int:
+        """search_offset of the broker at ``addr``."""
         header = SearchOffsetRequestHeader(topic, queue_id, timestamp)
         r = self._ok(await self._broker(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header), addr)
         return r.decode_header(SearchOffsetResponseHeader).offset

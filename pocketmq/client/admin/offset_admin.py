@@ -92,6 +92,20 @@ class OffsetAdmin(AdminClient):
             raise MQClientException(f"the consumer group {group} has no offsets of {topic} on any broker")
         return result
 
+    async def reset_offset_by_queue_id(
+        self, broker_addr: str, group: str, topic: str, queue_id: int, offset: int
+    ) -> dict[MessageQueue, int]:
+        """One queue of the group set to ``offset`` at ``broker_addr``, running consumers or not
+        (resetOffsetByQueueId; a RocketMQ 5 or pocketmq broker: a 4.x one takes it for a reset of the whole topic).
+        The broker refuses an offset outside the queue's range. As RocketMQ 5's admin does, the offset is committed
+        first (UPDATE_CONSUMER_OFFSET), a commit the broker ignores while an earlier reset of the queue is pending
+        (no pull of it by the group since)."""
+        update = UpdateConsumerOffsetRequestHeader(group, topic, queue_id, offset)
+        self._ok(await self._broker(broker_addr, RequestCode.UPDATE_CONSUMER_OFFSET, update), broker_addr)
+        header = ResetOffsetRequestHeader(topic, group, 0, False, queue_id, offset)
+        r = self._ok(await self._broker(broker_addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header), broker_addr)
+        return r.decode_body(ResetOffsetBody).offset_table if r.body else {}
+
     async def _consumers_online(self, group: str, addrs: list[str]) -> bool:
         """Whether any of ``addrs`` has a consumer of ``group`` connected (a consumer heartbeats to every broker
         of its topics)."""

@@ -188,8 +188,11 @@ class PullMessageProcessor(BrokerProcessor):
         sent to the new offset (PULL_OFFSET_MOVED), unless it pulls from there already (it took the reset pushed to
         it), and the group's commits of the queue count again."""
         c = self.controller
+        com = c.consumer_offset_manager
+        if not com.reset_offset_table:
+            return None  # (nearly always: no key built on the pull path)
         topic, queue_id = header.topic, header.queue_id
-        offset = c.consumer_offset_manager.query_then_erase_reset_offset(topic, header.consumer_group, queue_id)
+        offset = com.query_then_erase_reset_offset(topic, header.consumer_group, queue_id)
         if offset is None or offset == header.queue_offset:
             return None
         store = c.store

@@ -254,10 +254,14 @@ def test_consumer_progress_without_a_group_lists_every_group(
     def consumer(group: str) -> SyncPushConsumer:
         def listener(msgs: list[Any], _ctx: Any) -> ConsumeConcurrentlyStatus:
             consumed.extend(m.body for m in msgs)
+            # Still in the listener when the main thread leaves the with block: the shutdown waits for the batch
+            # (await_termination_when_shutdown) and commits its offset. With the default 0 the offline group's
+            # offset was never stored and consumerProgress showed no lag for it.
+            threading.Event().wait(0.2)
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
         c = SyncPushConsumer(group, cluster.namesrv_addr, heartbeat_broker_interval=0.05,
-                             consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+                             consume_from_where="CONSUME_FROM_FIRST_OFFSET", await_termination_when_shutdown=5.0)
         c.subscribe("CliP_T", "*")
         c.register_message_listener(listener)
         return c

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -905,11 +907,19 @@ def test_pocketmq_query_msg_trace_by_id_prints_what_mqadmin_prints(
     assert hash_map_order(groups) == groups[::-1]
     for group in groups:
         got: list[MessageExt] = []
+
+        def listener(msgs: list[MessageExt], _ctx: Any, got: list[MessageExt] = got) -> ConsumeConcurrentlyStatus:
+            got.extend(msgs)
+            # Still in the listener when the main thread shuts the consumer down: the SubAfter record is written
+            # once the listener returns, so the shutdown must wait for the batch (await_termination_when_shutdown;
+            # with the default 0 the batch was abandoned and the group's Sub row never came).
+            threading.Event().wait(0.2)
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
         consumer = SyncPushConsumer(group, pocket.namesrv_addr, enable_msg_trace=True,
-                                    consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+                                    consume_from_where="CONSUME_FROM_FIRST_OFFSET", await_termination_when_shutdown=5.0)
         consumer.subscribe(topic, "*")
-        consumer.register_message_listener(
-            lambda msgs, _ctx, got=got: (got.extend(msgs), ConsumeConcurrentlyStatus.CONSUME_SUCCESS)[1])
+        consumer.register_message_listener(listener)
         consumer.start()
         try:
             deadline = time.monotonic() + 30

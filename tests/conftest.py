@@ -29,7 +29,7 @@ settings.load_profile("pocketmq")
 os.environ.pop("NAMESRV_ADDR", None)
 
 
-async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0, interval: float = 0.005) -> None:
+async def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, interval: float = 0.005) -> None:
     """Poll ``predicate`` until true; fail after ``timeout`` seconds (a generous bound, not a sleep)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout

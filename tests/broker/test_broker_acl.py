@@ -218,7 +218,7 @@ async def test_with_acl_off_nothing_is_checked(cluster) -> None:
     signed = signed_mq(cluster, broker.address, SessionCredentials("whoever1", "whatever1"))
     assert (await signed.send("free")).code == ResponseCode.SUCCESS
     # A pull answers FOUND once the dispatcher has indexed the sends; under load that can take a moment.
-    for _ in range(500):
+    for _ in range(3000):
         pulled = await signed.pull("G", "free", 0, 0)
         if pulled.code == ResponseCode.SUCCESS:
             break

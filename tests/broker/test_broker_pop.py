@@ -150,7 +150,7 @@ async def test_after_the_groups_retry_maximum_the_message_goes_to_the_dlq(
         got = await pop_until(pc, "GD", "PopD", 1, invisible=100)
         attempts.append(got.messages[0].reconsume_times)
     assert attempts == [0, 1, 2]
-    for _ in range(100):
+    for _ in range(1500):
         await asyncio.sleep(0.02)
         await dispatched(broker)
         dlq = decode_all(broker.store.get_message("t", "%DLQ%GD", 0, 0, 10).body)
@@ -423,7 +423,7 @@ async def test_parked_pops_in_all_are_bounded_by_max_pop_polling_size(cluster: C
     pop = PopClient(mq, broker.broker_config.broker_name)
     parked = [asyncio.ensure_future(pop.pop(f"G{i}", "PCap", i, poll=30_000, init_mode=1)) for i in range(2)]
     waiting = broker.pop_message_processor.long_polling
-    for _ in range(500):
+    for _ in range(3000):
         if waiting.parked == 2:
             break
         await asyncio.sleep(0.01)

@@ -189,8 +189,8 @@ def offset_on_disk(store: Path, key: str, queue_id: int) -> int | None:
 
 
 async def until(check: Any) -> None:
-    """Until ``await check()`` is true (a pop answers with what is dispatched; a guard of 5 s, not an expectation)."""
-    for _ in range(500):
+    """Until ``await check()`` is true (a pop answers with what is dispatched; a guard of 30 s, not an expectation)."""
+    for _ in range(3000):
         if await check():
             return
         await asyncio.sleep(0.01)

@@ -60,7 +60,7 @@ async def test_a_delayed_message_at_the_properties_limit_does_not_hold_back_its_
     assert sent.code == ResponseCode.SUCCESS, sent.remark
     assert len((await view(mq, sent.ext_fields["msgId"])).properties_string.encode()) == MAX_PROPERTIES_LENGTH
     await mq.send("TopicDelayBig", b"small", properties=mq.props("T", DELAY="1", WAIT="true"))
-    await poll(lambda: broker.store.get_max_offset_in_queue("TopicDelayBig", 0) == 3, timeout=5.0)
+    await poll(lambda: broker.store.get_max_offset_in_queue("TopicDelayBig", 0) == 3)
     got = decode_all((await mq.pull("G", "TopicDelayBig", 0, 0)).body)
     assert [m.body for m in got] == [b"big", b"big", b"small"]
     assert got[2].properties["WAIT"] == "false" and "DELAY" not in got[2].properties

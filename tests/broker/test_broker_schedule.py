@@ -112,7 +112,7 @@ async def test_runtime_info_shows_each_levels_progress(cluster, poll, dispatched
         return {k: v for k, v in table.items() if k.startswith("scheduleMessageOffset_")}
 
     assert (await schedule_keys())["scheduleMessageOffset_1"] == "2,2"
-    await poll(lambda: broker.store.get_max_offset_in_queue("Progress", 0) == 3, timeout=5)
+    await poll(lambda: broker.store.get_max_offset_in_queue("Progress", 0) == 3)
     await poll(lambda: broker.schedule_message_service.offset_table.get(3) == 1)
     keys = await schedule_keys()
     assert keys["scheduleMessageOffset_1"] == "2,2" and keys["scheduleMessageOffset_3"] == "1,1"

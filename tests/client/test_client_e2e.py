@@ -95,7 +95,7 @@ async def test_every_send_mode_round_trips(cluster: Any, producer: Producer, con
 
     sent = [sync_msg, big_msg, async_msg, oneway_msg, *batch]
     got: dict[str, MessageExt] = {}
-    for _ in range(100):  # the one-way send may still be on its way
+    for _ in range(1500):  # the one-way send may still be on its way
         await cluster.wait_dispatched()
         got = {m.uniq_key: m for m in await pull_all(consumer, "RoundTrip")}  # type: ignore[misc]
         if len(got) == len(sent):
@@ -137,7 +137,7 @@ async def test_auto_created_topic(cluster: Any, producer: Producer, consumer: Pu
 
     async def route_registered() -> None:
         nonlocal queues
-        for _ in range(200):
+        for _ in range(1500):
             try:
                 queues = await consumer.fetch_subscribe_message_queues("MadeBySending")
                 return

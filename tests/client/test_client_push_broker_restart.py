@@ -54,7 +54,7 @@ async def test_consumers_pull_again_right_after_a_broker_restart(tmp_path, poll,
                 caplog.clear()
                 with caplog.at_level(logging.WARNING, logger="pocketmq.client"):
                     await producer.send(Message(topic, b"after"), timeout=5)
-                    await poll(lambda: got == [b"before", b"after"], timeout=5)
+                    await poll(lambda: got == [b"before", b"after"], timeout=10)  # (before the periodic heartbeat)
         refused = [r.getMessage() for r in caplog.records if "group info not exist" in r.getMessage()]
         assert refused == []
 

@@ -150,7 +150,7 @@ async def test_send_modes_and_pull_with_stored_offsets(server: Server) -> None:
     bodies = {b"sync", b"async", b"oneway", b"batch-0", b"batch-1", b"batch-2", b"ordered-0", b"ordered-1",
               b"ordered-2"}
     got: list[MessageExt] = []
-    for _ in range(100):  # the oneway send may land a moment later
+    for _ in range(600):  # the oneway send may land a moment later
         got = await pull_all(server, topic)
         if len(got) == len(bodies):
             break

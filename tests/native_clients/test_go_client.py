@@ -176,7 +176,7 @@ async def test_go_transaction_producer_commits_rolls_back_and_answers_the_check(
     assert {2, 5, 8} <= checked
     assert all(e["topic"] == topic for e in driver.of("check"))  # the check carries the real topic back
     # A check's answer is one way: the broker may store the last commit just after the driver exits.
-    for _ in range(100):
+    for _ in range(600):
         stored = await pull_with_pocketmq(cluster, topic)
         if len(stored) >= 6:
             break

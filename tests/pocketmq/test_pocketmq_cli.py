@@ -166,7 +166,7 @@ def test_send_and_consume_with_the_rocketmq_protocol(tmp_path, capsys):
                          "--protocol", "rocketmq"]) == 0
         assert main(["consume", "-n", addr, "-t", "CliNative", "-c", "2", "--protocol", "rocketmq"]) == 0
         # The commands closed their connections (to the name server and the broker) on the way out.
-        for _ in range(500):
+        for _ in range(3000):
             if {name for name, _ in seen} == {"namesrv", "broker"} and len(seen) >= 4:
                 break
             time.sleep(0.01)

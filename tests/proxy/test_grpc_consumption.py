@@ -171,7 +171,7 @@ async def test_forward_to_the_dead_letter_queue(env):
         metadata=metadata())
     assert r.status.code == D.Code.OK
     store = cluster.broker.store
-    for _ in range(200):
+    for _ in range(1500):
         if store.get_max_offset_in_queue("%DLQ%FwdGroup", 0) > 0:
             break
         await asyncio.sleep(0.02)

@@ -141,7 +141,7 @@ async def test_a_flood_of_telemetry_streams_is_capped_and_every_closed_one_is_fo
             async def count() -> tuple[int, int]:
                 return proxy.channels.streams, len(proxy.channels)
 
-            for _ in range(500):
+            for _ in range(3000):
                 if await proxy.call(count()) == (0, 0):
                     break
                 await asyncio.sleep(0.01)

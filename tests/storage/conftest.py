@@ -83,7 +83,7 @@ def store(stores) -> DefaultMessageStore:
     return stores.open()
 
 
-def wait_until(predicate: Callable[[], object], timeout: float = 10.0, interval: float = 0.005) -> None:
+def wait_until(predicate: Callable[[], object], timeout: float = 30.0, interval: float = 0.005) -> None:
     """Poll `predicate` until it is true; fail after `timeout` s (a generous bound, not a sleep)."""
     deadline = time.monotonic() + timeout
     while not predicate():

@@ -304,7 +304,7 @@ def test_the_slot_just_passed_is_due_already(stores) -> None:
     t0 = now_ms() // p * p
     put_ok(store, msg(TIMER_TOPIC, body=b"passed", TIMER_OUT_MS=str(t0 - p), REAL_TOPIC="T", REAL_QID="0"))
     put_ok(store, msg(TIMER_TOPIC, body=b"now", TIMER_OUT_MS=str(t0), REAL_TOPIC="T", REAL_QID="0"))
-    wait_until(lambda: store.get_max_offset_in_queue("T", 0) >= 2, timeout=5)
+    wait_until(lambda: store.get_max_offset_in_queue("T", 0) >= 2)
     time.sleep(5 * p / 1000)  # (a duplicate would come within a few slots)
     delivered = {m.body: m for m in all_messages(store, "T")}
     assert sorted(delivered) == [b"now", b"passed"] and store.get_max_offset_in_queue("T", 0) == 2

@@ -29,8 +29,10 @@ settings.load_profile("pocketmq")
 os.environ.pop("NAMESRV_ADDR", None)
 
 
-async def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, interval: float = 0.005) -> None:
-    """Poll ``predicate`` until true; fail after ``timeout`` seconds (a generous bound, not a sleep)."""
+async def wait_until(predicate: Callable[[], bool], timeout: float = 15.0, interval: float = 0.005) -> None:
+    """Poll ``predicate`` until true; fail after ``timeout`` seconds (a generous bound, not a sleep). The default
+    stays below the clients' periodic rebalance, heartbeat and route polls, so a wait for what must come at once
+    does not pass on one of them instead."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not predicate():

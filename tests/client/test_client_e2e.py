@@ -137,7 +137,7 @@ async def test_auto_created_topic(cluster: Any, producer: Producer, consumer: Pu
 
     async def route_registered() -> None:
         nonlocal queues
-        for _ in range(1500):
+        for _ in range(750):  # (under the broker's periodic registration)
             try:
                 queues = await consumer.fetch_subscribe_message_queues("MadeBySending")
                 return

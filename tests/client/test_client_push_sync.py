@@ -82,7 +82,7 @@ def test_a_listener_and_the_main_thread_may_both_shut_the_consumer_down(tmp_path
         except BaseException as e:
             outcomes["main"] = repr(e)
         deadline = threading.Event()
-        for _ in range(100):  # the listener's call returns once the loop is stopped
+        for _ in range(600):  # the listener's call returns once the loop is stopped
             if "listener" in outcomes:
                 break
             deadline.wait(0.05)

@@ -168,7 +168,12 @@ async def test_a_frame_trickled_in_slower_than_the_timeout_is_closed(server: Rem
         writer.write(whole[sent:sent + 1])
         sent += 1
         await asyncio.wait([closed], timeout=0.01)
-    assert closed.result() == b""
+    try:
+        assert closed.result() == b""
+    except ConnectionResetError:
+        # Closed by the server all the same: a byte still on its way when it closed reached a socket no longer
+        # read, which the kernel answers with a reset instead of the end of the stream.
+        pass
 
 
 async def test_frames_that_complete_keep_a_busy_connection_open(app: App) -> None:

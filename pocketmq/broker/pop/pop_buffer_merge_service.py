@@ -105,6 +105,11 @@ class PopBufferMergeService:
             self._commit_resolved((ck.topic, ck.cid, ck.queue_id))
         return True
 
+    def clear_offset_queue(self, topic: str, group: str, queue_id: int) -> None:
+        """RocketMQ's clearOffsetQueue: the queue's offset was reset, and the pops buffered before it no longer say
+        where the group is (their checkpoints stay, for their acks and their revive)."""
+        self.offset_queues.pop((topic, group, queue_id), None)
+
     def has_pending(self, topic: str, group: str, queue_id: int) -> bool:
         return bool(self.offset_queues.get((topic, group, queue_id)))
 
@@ -158,5 +163,10 @@ class PopBufferMergeService:
         if upto >= 0:
             topic, group, queue_id = key
             com = self.controller.consumer_offset_manager
+            if com.reset_offset_table and com.has_offset_reset(topic, group, queue_id):
+                # Pops from before an admin's reset still held: the group's next pop of the queue drops them, and
+                # until then the offset stays the reset's (RocketMQ, which commits a pop's offset as soon as its
+                # checkpoint is written, has nothing left to commit by then).
+                return
             if upto > com.query_offset(group, topic, queue_id):
                 com.commit_offset("pop", group, topic, queue_id, upto)

@@ -279,7 +279,11 @@ class PopMessageProcessor(BrokerProcessor):
         c = self.controller
         header = ctx.header
         group = header.consumer_group
-        offset = self.pop_offset(group, topic, queue_id, header.init_mode)
+        offset = None
+        if c.consumer_offset_manager.reset_offset_table:  # (nearly always empty: no key built then)
+            offset = self.reset_pop_offset(group, topic, queue_id)
+        if offset is None:
+            offset = self.pop_offset(group, topic, queue_id, header.init_mode)
         if ctx.order and c.consumer_order_info_manager.check_block(header.attempt_id, topic, group, queue_id):
             free = c.consumer_order_info_manager.lock_free_timestamp(topic, group, queue_id)
             if free is not None and (ctx.unblock_at is None or free < ctx.unblock_at):
@@ -402,6 +406,19 @@ class PopMessageProcessor(BrokerProcessor):
     def commit_offset(self, channel: Channel | None, group: str, topic: str, queue_id: int, offset: int) -> None:
         who = channel.remote_address if channel is not None else "pop"
         self.controller.consumer_offset_manager.commit_offset(who, group, topic, queue_id, offset)
+
+    def reset_pop_offset(self, group: str, topic: str, queue_id: int) -> int | None:
+        """RocketMQ 5's resetPopOffset: the offset an admin reset the queue to, taken by the group's first pop of it
+        since (which ends the hold, as a pull does). What the group had of the queue before is let go: an orderly
+        batch still out no longer blocks it, and the buffered pops' offsets are not committed over the reset; the
+        pop reads from the reset offset."""
+        c = self.controller
+        offset = c.consumer_offset_manager.query_then_erase_reset_offset(topic, group, queue_id)
+        if offset is not None:
+            c.consumer_order_info_manager.clear_block(topic, group, queue_id)
+            self.buffer_merge.clear_offset_queue(topic, group, queue_id)
+            c.consumer_offset_manager.commit_offset("ResetPopOffset", group, topic, queue_id, offset)
+        return offset
 
     def pop_offset(self, group: str, topic: str, queue_id: int, init_mode: int, init: bool = True) -> int:
         """The group's offset in the queue; for a group without one, where it starts (committed when ``init``):

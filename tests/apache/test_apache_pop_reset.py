@@ -1,0 +1,121 @@
+"""A per-queue offset reset (INVOKE_BROKER_TO_RESET_OFFSET with a queue id, as 5.5.0's admin sends it) and POP
+consumers: the same raw requests to pocketmq and to Apache RocketMQ 5.5.0's broker (native protocol). The group's
+next pop of the queue takes the reset (ending the hold on its commits), lets go of an orderly batch still out and
+pops from the reset offset; an orderly ack meanwhile does not commit over it."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from pocketmq.common.codec import decode_all
+from pocketmq.common.extra_info_util import parse_extra_info, parse_start_offset_info, receipt_handle
+from pocketmq.common.pop_ack_constants import PROPERTY_POP_CK
+from pocketmq.embedded import ThreadedCluster
+from pocketmq.remoting.codes import RequestCode as R
+from pocketmq.remoting.codes import ResponseCode
+from tests.apache.apache_rocketmq import ApacheRocketMQ
+
+from .differential import call, request
+from .test_differential import create_group, create_topic, send_v2
+
+
+class Side:
+    def __init__(self, broker: str, broker_name: str) -> None:
+        self.broker, self.broker_name = broker, broker_name
+        self.topic = f"PopRst{uuid.uuid4().hex[:8]}"
+
+    def prepare(self, *groups: str) -> None:
+        assert call(self.broker, create_topic(self.topic, 2)).code == 0
+        for group in groups:
+            assert call(self.broker, create_group(group)).code == 0
+        for i in range(6):
+            assert call(self.broker, send_v2(self.topic, b"%d" % i, queue_id=0)).code == 0
+        deadline = time.monotonic() + 30
+        max_offset = request(R.GET_MAX_OFFSET, {"topic": self.topic, "queueId": 0})
+        while call(self.broker, max_offset).ext.get("offset") != "6":
+            assert time.monotonic() < deadline, "the messages never reached the consume queue"
+            time.sleep(0.1)
+
+    def pop(self, group: str, n: int, order: bool = False) -> tuple[int, list[int], list[str]]:
+        a = call(self.broker, request(R.POP_MESSAGE, {
+            "consumerGroup": group, "topic": self.topic, "queueId": 0, "maxMsgNums": n, "invisibleTime": 60_000,
+            "pollTime": 0, "bornTime": int(time.time() * 1000), "initMode": 1, "expType": "TAG", "exp": "*",
+            "order": order}))
+        if a.code != 0:
+            return a.code, [], []
+        starts = parse_start_offset_info(a.ext.get("startOffsetInfo"))
+        messages = decode_all(a.raw_body or b"")
+        handles = [receipt_handle(m.topic, m.queue_id, m.queue_offset, m.properties.get(PROPERTY_POP_CK), starts,
+                                  int(a.ext["popTime"]), int(a.ext["invisibleTime"]), int(a.ext["reviveQid"]),
+                                  self.broker_name) for m in messages]
+        return a.code, [m.queue_offset for m in messages], handles
+
+    def ack(self, group: str, handles: list[str]) -> list[int]:
+        codes = []
+        for h in handles:
+            e = parse_extra_info(h)
+            codes.append(call(self.broker, request(R.ACK_MESSAGE, {
+                "consumerGroup": group, "topic": self.topic, "queueId": e.queue_id, "extraInfo": h,
+                "offset": e.queue_offset})).code)
+        return codes
+
+    def offset(self, group: str, want: int | None = None) -> str | None:
+        """The group's offset of queue 0; with ``want``, once it is that (a pop's commit may come after it)."""
+        deadline = time.monotonic() + 30
+        while True:
+            got = call(self.broker, request(R.QUERY_CONSUMER_OFFSET, {
+                "consumerGroup": group, "topic": self.topic, "queueId": 0})).ext.get("offset")
+            if want is None or got == str(want) or time.monotonic() > deadline:
+                return got
+            time.sleep(0.05)
+
+    def commit(self, group: str, offset: int) -> tuple[int, str | None]:
+        a = call(self.broker, request(R.UPDATE_CONSUMER_OFFSET, {
+            "consumerGroup": group, "topic": self.topic, "queueId": 0, "commitOffset": offset}))
+        return a.code, a.remark
+
+    def reset(self, group: str, offset: int) -> int:
+        self.commit(group, offset)  # as the admin's resetOffsetByQueueId does first
+        return call(self.broker, request(R.INVOKE_BROKER_TO_RESET_OFFSET, {
+            "topic": self.topic, "group": group, "timestamp": 0, "isForce": False, "queueId": 0,
+            "offset": offset})).code
+
+    def pull(self, group: str, offset: int) -> int:
+        return call(self.broker, request(R.PULL_MESSAGE, {
+            "consumerGroup": group, "topic": self.topic, "queueId": 0, "queueOffset": offset, "maxMsgNums": 32,
+            "sysFlag": 4, "commitOffset": 0, "suspendTimeoutMillis": 0, "subVersion": 0, "subscription": "*",
+            "expressionType": "TAG"})).code
+
+
+def _rows(s: Side) -> list[Any]:
+    g, go, gc = "GPopRst", "GOrdRst", "GOrdAckRst"
+    s.prepare(g, go, gc)
+    rows: list[Any] = []
+    code, offsets, _ = s.pop(g, 3)
+    rows += [code, offsets, s.reset(g, 1), s.commit(g, 4), s.offset(g)]
+    code, offsets, handles = s.pop(g, 32)
+    rows += [code, offsets, s.ack(g, handles), s.offset(g, 6), s.commit(g, 3), s.offset(g), s.pull(g, 6)]
+    code, offsets, out = s.pop(go, 2, order=True)
+    rows += [code, offsets, s.pop(go, 2, order=True)[:2], s.reset(go, 4)]
+    code, offsets, after = s.pop(go, 2, order=True)
+    rows += [code, offsets, s.ack(go, out), s.offset(go), s.ack(go, after), s.offset(go, 6)]
+    s.commit(gc, 1)
+    code, offsets, out = s.pop(gc, 3, order=True)
+    rows += [code, offsets, s.reset(gc, 0), s.ack(gc, out), s.offset(gc), s.pop(gc, 2, order=True)[:2],
+             s.commit(gc, 5), s.offset(gc)]
+    return rows
+
+
+def test_pop_after_a_per_queue_reset_as_apache_5(apache_rocketmq5: ApacheRocketMQ, tmp_path: Any) -> None:
+    want = _rows(Side(apache_rocketmq5.broker_addr, apache_rocketmq5.broker_name))
+    held = (0, "Offset has been previously reset")
+    assert want == [
+        0, [0, 1, 2], 0, held, "1", 0, [1, 2, 3, 4, 5], [0] * 5, "6", (0, None), "3", ResponseCode.PULL_NOT_FOUND,
+        0, [0, 1], (ResponseCode.POLLING_TIMEOUT, []), 0, 0, [4, 5], [0, 0], "4", [0, 0], "6",
+        0, [1, 2, 3], 0, [0, 0, 0], "0", (0, [0, 1]), (0, None), "5",
+    ]
+    # (pocketmq's default enablePopBufferMerge=true: a pop's offset is committed once its messages are acked)
+    with ThreadedCluster(tmp_path) as pocket:
+        assert _rows(Side(pocket.broker_addr, "broker-a")) == want

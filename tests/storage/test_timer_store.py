@@ -312,3 +312,16 @@ def test_the_slot_just_passed_is_due_already(stores) -> None:
     now = delivered[b"now"]
     # (enqueued a slot late, on a machine that stalled, it is due already too)
     assert now.store_timestamp >= t0 + p and now.properties["TIMER_ENQUEUE_MS"] in (str(t0), str(2**63 - 1))
+
+
+@pytest.mark.parametrize("slots", [0, 1])
+def test_a_roll_window_under_two_slots_is_the_wheels_turn(stores, slots) -> None:
+    """timerRollWindowSlot below 2 is taken as the wheel's whole turn (less its blank slots), as RocketMQ's
+    constructor does: a message a few slots ahead goes into its own slot, not round the wheel every slot."""
+    store = stores.open(**FAST, timer_roll_window_slot=slots)
+    put_ok(store, msg("T", body=b"soon", TIMER_DELIVER_MS=str(now_ms() + 300)))
+    wait_until(lambda: store.get_max_offset_in_queue("T", 0) == 1)
+    [m] = all_messages(store, "T")
+    assert "TIMER_ROLL_TIMES" not in m.properties and store.timer_message_store.rolled == 0
+    assert store.get_max_offset_in_queue(TIMER_TOPIC, 0) == 1
+

@@ -325,3 +325,22 @@ def test_a_roll_window_under_two_slots_is_the_wheels_turn(stores, slots) -> None
     assert "TIMER_ROLL_TIMES" not in m.properties and store.timer_message_store.rolled == 0
     assert store.get_max_offset_in_queue(TIMER_TOPIC, 0) == 1
 
+
+@pytest.mark.parametrize(("refusals", "until_success", "delivered"), [(2, False, True), (3, False, False),
+                                                                     (5, True, True)])
+def test_a_put_the_store_refuses_is_tried_three_times(stores, refusals, until_success, delivered) -> None:
+    """A due message whose put is refused (SERVICE_NOT_AVAILABLE: the disk is full) is tried again half a slot
+    later, three times in all, then dropped with a log line; with timerEnableRetryUntilSuccess, until it goes in
+    (RocketMQ 5.3's dequeue). The full disk is simulated as in tests/broker/test_broker_send.py (the usage the store
+    reads, and its flag): a real one cannot be made to refuse exactly n puts and then take the next."""
+    store = stores.open(**FAST, disk_recheck_interval=0, timer_enable_retry_until_success=until_success)
+    due = now_ms() + 1_000  # (still ahead once the disk is full, on a machine that stalls the test for a second)
+    put_ok(store, msg("T", body=b"refused", TIMER_DELIVER_MS=str(due)))
+    put_ok(store, msg("T", body=b"next", TIMER_DELIVER_MS=str(due + 5 * P)))
+    answers = [0.95] * refusals  # one per put while the disk is flagged full (looked at again at every put)
+    store.disk_usage = lambda path: answers.pop() if answers else 0.10
+    store.running_flags.make_disk_full()
+    wait_until(lambda: b"next" in {m.body for m in all_messages(store, "T")})
+    time.sleep(5 * P / 1000)  # (a late try of the dropped one would come within a few slots)
+    assert [m.body for m in all_messages(store, "T")] == ([b"refused", b"next"] if delivered else [b"next"])
+    assert not answers

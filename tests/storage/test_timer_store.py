@@ -334,7 +334,7 @@ def test_a_put_the_store_refuses_is_tried_three_times(stores, refusals, until_su
     (RocketMQ 5.3's dequeue). The full disk is simulated as in tests/broker/test_broker_send.py (the usage the store
     reads, and its flag): a real one cannot be made to refuse exactly n puts and then take the next."""
     store = stores.open(**FAST, disk_recheck_interval=0, timer_enable_retry_until_success=until_success)
-    due = now_ms() + 1_000  # (still ahead once the disk is full, on a machine that stalls the test for a second)
+    due = now_ms() + 2_000  # (still ahead once the disk is full, on a machine that stalls the test for a second)
     put_ok(store, msg("T", body=b"refused", TIMER_DELIVER_MS=str(due)))
     put_ok(store, msg("T", body=b"next", TIMER_DELIVER_MS=str(due + 5 * P)))
     answers = [0.95] * refusals  # one per put while the disk is flagged full (looked at again at every put)

@@ -153,9 +153,11 @@ class TimerWheel:
                     yield first, last, num, magic
 
     def check_phy_pos(self, time_start_ms: int, max_offset: int) -> int:
-        """The smallest first position of the live slots whose last position is past ``max_offset`` (units the
-        timer log lost): where recovery must revise from. A large number when there is none."""
-        return min((first for first, last, _, _ in self._live_slots(time_start_ms) if last > max_offset),
+        """The smallest first position of the live slots whose last position is at or past ``max_offset`` (units
+        the timer log lost): where recovery must revise from. A large number when there is none. (RocketMQ's
+        checkPhyPos takes only those past it, so a slot whose last unit was the first one lost keeps pointing at
+        it, and the units before it in the slot are never delivered.)"""
+        return min((first for first, last, _, _ in self._live_slots(time_start_ms) if last >= max_offset),
                    default=1 << 63)
 
     def get_all_num(self, time_start_ms: int) -> int:

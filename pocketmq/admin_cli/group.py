@@ -220,8 +220,8 @@ async def reset_offset_by_time(admin: MQAdminExt, args: argparse.Namespace) -> P
 
 
 async def _reset_queue_offset(admin: MQAdminExt, args: argparse.Namespace, ts: int) -> Printable:
-    """mqadmin's -b/-q: one queue, to -o or to the timestamp's offset (searchOffset). mqadmin leaves an offset of
-    0 or less alone; pocketmq sends every one, and the broker refuses one outside the queue's range."""
+    """mqadmin's -b/-q: one queue, to -o or to the timestamp's offset (searchOffset); an offset of 0 or less is
+    printed and left alone, as mqadmin does."""
     addr, queue_id = args.broker_addr, args.queue_id
     lines = [f"start reset consumer offset by specified, group[{args.group}], topic[{args.topic}], "
              f"queueId[{queue_id}], broker[{addr}], timestamp(string)[{args.timestamp}], timestamp(long)[{ts}]"]
@@ -229,6 +229,7 @@ async def _reset_queue_offset(admin: MQAdminExt, args: argparse.Namespace, ts: i
     if offset is None:
         offset = await admin.search_offset_at(addr, args.topic, queue_id, ts)
     lines.append(f"reset consumer offset to {offset}")
-    await admin.reset_offset_by_queue_id(addr, args.group, args.topic, queue_id, offset)
+    if offset > 0:
+        await admin.reset_offset_by_queue_id(addr, args.group, args.topic, queue_id, offset)
     data = {"brokerAddr": addr, "queueId": queue_id, "offset": offset, "timestamp": ts}
     return Printable(data, lines)

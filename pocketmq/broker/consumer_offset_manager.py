@@ -34,8 +34,8 @@ class ConsumerOffsetManager(ConfigManager):
         # only). GET_CONSUME_STATS reports it as the queue's pullOffset: pulled ahead of the commit is in flight.
         self.pull_offset_table: dict[str, dict[int, int]] = {}
         # RocketMQ 5's resetOffsetTable: the queues an admin reset one by one (INVOKE_BROKER_TO_RESET_OFFSET with a
-        # queue id), per topic@group, until the group next pulls the queue (in memory only). Meanwhile a commit of
-        # the queue is ignored, so that a consumer still at the old position does not undo the reset.
+        # queue id), per topic@group, until the group next pulls or pops the queue (in memory only). Meanwhile a
+        # commit of the queue is ignored, so that a consumer still at the old position does not undo the reset.
         self.reset_offset_table: dict[str, dict[int, int]] = {}
         self.data_version = DataVersion()
 
@@ -74,6 +74,10 @@ class ConsumerOffsetManager(ConfigManager):
         """ConsumerOffsetManager.assignResetOffset: the queue's offset set, and held until the group's next pull."""
         self.reset_offset_table.setdefault(self.key(topic, group), {})[queue_id] = offset
         self.commit_offset("admin reset", group, topic, queue_id, offset)
+
+    def drop_reset_offsets(self, topic: str, group: str) -> None:
+        """The holds of the group's queues of ``topic`` let go (a reset of the whole topic replaces them)."""
+        self.reset_offset_table.pop(self.key(topic, group), None)
 
     def has_offset_reset(self, topic: str, group: str, queue_id: int) -> bool:
         return queue_id in self.reset_offset_table.get(self.key(topic, group), {})

@@ -229,11 +229,19 @@ def test_reset_offset_by_time_of_one_queue(cluster: ThreadedCluster, capsys: pyt
         "reset consumer offset to 2",
     ]
     assert (om.query_offset("CliQG", "CliQ_T", 0), om.query_offset("CliQG", "CliQ_T", 1)) == (3, 2)
-    # Without -o: the timestamp's offset of that queue (searchOffset), here its first message's.
-    reset = cli_json(capsys, cluster, "resetOffsetByTime", "-g", "CliQG", "-t", "CliQ_T", "-s", "0",
+    # Without -o: the timestamp's offset of that queue (searchOffset), here its end.
+    om.commit_offset("test", "CliQG", "CliQ_T", 0, 1)
+    reset = cli_json(capsys, cluster, "resetOffsetByTime", "-g", "CliQG", "-t", "CliQ_T", "-s", "now",
                      "-b", broker.address, "-q", "0")
-    assert reset == {"brokerAddr": broker.address, "queueId": 0, "offset": 0, "timestamp": 0}
-    assert (om.query_offset("CliQG", "CliQ_T", 0), om.query_offset("CliQG", "CliQ_T", 1)) == (0, 2)
+    assert (reset["queueId"], reset["offset"]) == (0, 3)
+    assert (om.query_offset("CliQG", "CliQ_T", 0), om.query_offset("CliQG", "CliQ_T", 1)) == (3, 2)
+    # An offset of 0 or less is printed and left alone, as mqadmin leaves it (a timestamp before the queue's first
+    # message included).
+    for offset_args in (["-o", "0"], ["-o", "-1"], []):
+        code, out, err = cli(capsys, cluster, "resetOffsetByTime", "-g", "CliQG", "-t", "CliQ_T", "-s", "0",
+                             "-b", broker.address, "-q", "0", *offset_args)
+        assert code == 0 and out.splitlines()[-1] == f"reset consumer offset to {(offset_args or ['', '0'])[1]}", err
+    assert om.query_offset("CliQG", "CliQ_T", 0) == 3
     code, _, err = cli(capsys, cluster, "resetOffsetByTime", "-g", "CliQG", "-t", "CliQ_T", "-s", "0",
                        "-b", broker.address, "-q", "1", "-o", "999")
     assert code == 1 and "Target offset 999 not in consume queue range [0-3]" in err

@@ -116,3 +116,29 @@ async def test_an_offset_outside_the_queue_and_unknown_names_are_refused_as_rock
     beyond = await _reset(mq, "GRqBad", 4, 0)
     assert beyond.code == ResponseCode.INVALID_PARAMETER and "queueId[4] is illegal" in beyond.remark
     assert broker.consumer_offset_manager.query_offset("GRqBad", TOPIC, 4) == -1
+
+
+async def test_a_queue_never_written_takes_no_negative_offset(broker, mq) -> None:
+    # Its min offset is -1 to the store, and the range check let -5 through: stored, held and sent to the pulls.
+    await mq.create_topic(TOPIC, queues=4)
+    await mq.create_group("GRqNeg")
+    answer = await _reset(mq, "GRqNeg", 3, -5)
+    assert (answer.code, answer.remark) == (
+        ResponseCode.SYSTEM_ERROR, "Target offset -5 not in consume queue range [0-0]"
+    )
+    assert broker.consumer_offset_manager.query_offset("GRqNeg", TOPIC, 3) == -1
+    assert not broker.consumer_offset_manager.reset_offset_table
+
+
+async def test_a_reset_of_the_whole_topic_lets_go_of_a_queues_reset_still_held(broker, mq, dispatched) -> None:
+    # The queue's hold outlived the later reset: the admin's commits of the new offset were ignored, so the group's
+    # offsets ended {0: 1, 1: 3, ...} while the admin reported queue 0 at 3.
+    await _four_queues_of_three_consumed(broker, mq, dispatched, "GRqWhole")
+    assert (await _reset(mq, "GRqWhole", 0, 1)).code == ResponseCode.SUCCESS
+    whole = await mq.invoke(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, {
+        "topic": TOPIC, "group": "GRqWhole", "timestamp": "-1", "isForce": "true"})
+    assert whole.code == ResponseCode.CONSUMER_NOT_ONLINE  # (offline: the admin then commits queue by queue)
+    assert not broker.consumer_offset_manager.reset_offset_table
+    for queue_id in range(4):
+        await mq.update_offset("GRqWhole", TOPIC, queue_id, 3)
+    assert _offsets(broker, "GRqWhole") == {0: 3, 1: 3, 2: 3, 3: 3}

@@ -303,6 +303,10 @@ class AdminExtProcessor(BrokerProcessor):
             return await self._reset_queue_offset(request, header)
         c = self.controller
         topic, group = header.topic, header.group
+        # A per-queue reset still held would undo this one for its queue: the group's commit of the new offset
+        # ignored, its next pull sent back to the older reset (RocketMQ 5 resets a whole topic queue by queue, each
+        # replacing what was held).
+        c.consumer_offset_manager.drop_reset_offsets(topic, group)
         tc = c.topic_config_manager.select_topic_config(topic)
         if tc is None:
             return response(
@@ -359,9 +363,11 @@ class AdminExtProcessor(BrokerProcessor):
             )
         if offset is not None and offset != -1:
             store = c.store
-            low, high = store.get_min_offset_in_queue(topic, queue_id), store.get_max_offset_in_queue(topic, queue_id)
-            # (RocketMQ's bounds, one past the max included)
-            if low >= 0 and offset < low or offset > high + 1:
+            # (RocketMQ's bounds, one past the max included; a queue never written is 0 to 0, as RocketMQ's store
+            # makes the queue to answer)
+            low = max(store.get_min_offset_in_queue(topic, queue_id), 0)
+            high = store.get_max_offset_in_queue(topic, queue_id)
+            if offset < low or offset > high + 1:
                 remark = f"Target offset {offset} not in consume queue range [{low}-{high}]"
                 return response(request, ResponseCode.SYSTEM_ERROR, remark)
         elif header.timestamp < 0:

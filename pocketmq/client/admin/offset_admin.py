@@ -97,9 +97,13 @@ class OffsetAdmin(AdminClient):
     ) -> dict[MessageQueue, int]:
         """One queue of the group set to ``offset`` at ``broker_addr``, running consumers or not
         (resetOffsetByQueueId; a RocketMQ 5 or pocketmq broker: a 4.x one takes it for a reset of the whole topic).
-        The broker refuses an offset outside the queue's range. As RocketMQ 5's admin does, the offset is committed
-        first (UPDATE_CONSUMER_OFFSET), a commit the broker ignores while an earlier reset of the queue is pending
-        (no pull of it by the group since)."""
+        As RocketMQ 5's admin does, the offset is committed first (UPDATE_CONSUMER_OFFSET, which the broker ignores
+        while an earlier reset of the queue is held), then the reset is asked for, which the broker refuses for an
+        offset outside the queue's range: such an offset past the queue's end is then the group's all the same, as
+        with RocketMQ's admin. A negative one is refused here, before anything is sent (RocketMQ's admin commits
+        it, and the group then starts the queue over)."""
+        if offset < 0:
+            raise MQClientException(f"reset offset {offset} of {topic} queue {queue_id}: an offset is 0 or more")
         update = UpdateConsumerOffsetRequestHeader(group, topic, queue_id, offset)
         self._ok(await self._broker(broker_addr, RequestCode.UPDATE_CONSUMER_OFFSET, update), broker_addr)
         header = ResetOffsetRequestHeader(topic, group, 0, False, queue_id, offset)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pocketmq.common.clock import now_ms
+from pocketmq.common.pop_ack_constants import parse_normal_topic
 from pocketmq.remoting.admin_body import ConsumeStats, ConsumeStatsList, OffsetWrapper, QueueTimeSpan
 from pocketmq.remoting.client_body import MessageQueue
 
@@ -55,9 +56,15 @@ def broker_consume_stats(c: BrokerController, is_order: bool, groups: list[str],
 
 
 def _not_subscribed(c: BrokerController, group: str, topic: str) -> bool:
-    """RocketMQ leaves out a topic that an online group does not subscribe to."""
+    """RocketMQ leaves out a topic that an online group does not subscribe to. A POP retry topic of the group
+    (``%RETRY%group_topic``, ``%RETRY%group+topic``) counts as subscribed with the topic it retries: no client
+    subscribes to it, and RocketMQ 5's pop adds a subscription of it (ConsumerManager.compensateSubscribeData),
+    so that the revived messages still waiting show in the group's backlog while it runs."""
     online = c.consumer_manager.get_consumer_group_info(group)
-    return online is not None and bool(online.subscription_table) and topic not in online.subscription_table
+    if online is None or not online.subscription_table or topic in online.subscription_table:
+        return False
+    retried = parse_normal_topic(topic, group)
+    return retried == topic or retried not in online.subscription_table
 
 
 def _add_queues(c: BrokerController, stats: ConsumeStats, group: str, topic: str, queues: int,

@@ -206,15 +206,20 @@ async def test_a_change_naming_the_queues_max_offset_is_refused_an_ack_of_it_is_
     assert again.bodies == []
 
 
+async def one_popped(cluster: Cluster, topic: str) -> tuple[PopClient, Any]:
+    """A one-queue topic with one message, popped by group G for a minute."""
+    broker = await cluster.broker()
+    pc = pop_client(cluster, broker)
+    await pc.mq.create_topic(topic, 1)
+    assert (await pc.mq.send(topic, b"m", queue_id=0)).code == ResponseCode.SUCCESS
+    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+    return pc, await pc.pop("G", topic, 0, invisible=60_000)
+
+
 async def test_an_ack_or_change_naming_a_queue_past_the_topics_read_queues_is_refused(cluster: Cluster) -> None:
     """As Apache 5.5.0's AckMessageProcessor: MESSAGE_ILLEGAL for queueId >= readQueueNums (a handle of a queue the
     topic no longer reads; the queue past the last has no message, offset 0 is its min and max)."""
-    broker = await cluster.broker()
-    pc = pop_client(cluster, broker)
-    await pc.mq.create_topic("Narrow", 1)
-    assert (await pc.mq.send("Narrow", b"n", queue_id=0)).code == ResponseCode.SUCCESS
-    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
-    popped = await pc.pop("G", "Narrow", 0, invisible=60_000)
+    pc, popped = await one_popped(cluster, "Narrow")
     fields = popped.handles[0].split(" ")
     fields[6] = "1"  # (the queue id)
     past = " ".join(fields)
@@ -227,12 +232,7 @@ async def test_an_ack_or_change_naming_a_queue_past_the_topics_read_queues_is_re
 async def test_a_change_of_invisible_time_outside_0_to_12_hours_is_refused(cluster: Cluster) -> None:
     """As RocketMQ's proxy bounds it (Apache 5.5.0's broker answers SUCCESS to -5 ms and to 13 h:
     docs/compatibility.md)."""
-    broker = await cluster.broker()
-    pc = pop_client(cluster, broker)
-    await pc.mq.create_topic("Bounds", 1)
-    assert (await pc.mq.send("Bounds", b"b", queue_id=0)).code == ResponseCode.SUCCESS
-    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
-    popped = await pc.pop("G", "Bounds", 0, invisible=60_000)
+    pc, popped = await one_popped(cluster, "Bounds")
     for invisible in (-5, 13 * 3600 * 1000):
         answer, _ = await pc.change_invisible("G", "Bounds", popped.handles[0], invisible)
         assert answer.code == ResponseCode.INVALID_PARAMETER, (invisible, answer)

@@ -142,12 +142,17 @@ def numbers_masked(cells: list[list[str]], columns: set[int]) -> list[list[str]]
 BROKER_ADDED = ("CLUSTER", "WAIT", "MSG_REGION", "TRACE_ON")
 
 
+def raw_properties(text: str) -> dict[str, str]:
+    """The Properties: line of a message printout, as the broker stored them."""
+    line = next(line for line in text.splitlines() if line.startswith("Properties:"))
+    body = line.split(":", 1)[1].strip().strip("{}")
+    return dict(item.split("=", 1) for item in body.split(", "))
+
+
 def properties(text: str) -> dict[str, str]:
     """The Properties: line of a message printout, without what only one of the brokers adds or drops
     (BROKER_ADDED)."""
-    line = next(line for line in text.splitlines() if line.startswith("Properties:"))
-    body = line.split(":", 1)[1].strip().strip("{}")
-    props = dict(item.split("=", 1) for item in body.split(", "))
+    props = raw_properties(text)
     return {k: ("ID" if k == "UNIQ_KEY" else v) for k, v in props.items() if k not in BROKER_ADDED}
 
 
@@ -404,12 +409,40 @@ def test_producer(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:
 
 def test_broker_consume_stats(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:
     """brokerConsumeStats: the setup's group, queue by queue (each broker has groups of its own besides, so the
-    other rows and the total differ); its topic is not an order topic, so ``-o true`` leaves it out on both."""
+    other rows and the total differ); its topic is not an order topic, so ``-o true`` leaves it out on both, and
+    keeps a group's order topic (updateTopic -o true) on both: its queue 0, the one the group consumed a message
+    of (mqadmin prints a queue only when its last consumed message has a store time)."""
+    order_topic, order_group = f"MqaOrder{SUFFIX}", f"MqaOrderGroup{SUFFIX}"
+    mqadmin.both(sides, "updateTopic", "-c", CLUSTER, "-t", order_topic, "-r", "2", "-w", "2", "-o", "true")
+    mqadmin.both(sides, "updateSubGroup", "-c", CLUSTER, "-g", order_group)
+
+    def commit_an_offset(side: Side) -> None:
+        producer = side.clients[0]
+        assert isinstance(producer, SyncProducer)
+        producer.send(Message(order_topic, b"ordered"), selector=lambda mqs, _m, _a: mqs[0], arg=None)
+        with SyncPullConsumer(order_group, side.namesrv_addr, protocol="rocketmq") as consumer:
+            mq = next(q for q in consumer.fetch_subscribe_message_queues(order_topic) if q.queue_id == 0)
+            consumer.update_consume_offset(mq, 1)
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(commit_an_offset, sides))
     for order, queues in (("false", QUEUES), ("true", 0)):
-        apache, pocket = mqadmin.both(sides, "brokerConsumeStats", "-b", lambda side: side.broker_addr, "-o", order)
-        mine = [[r for r in rows(text) if r[0] == "#Topic" or r[1:2] == [GROUP]] for text in (apache, pocket)]
+        deadline = time.monotonic() + 30
+        # Apache's broker puts a message in its consume queue a moment after answering the send, and until then
+        # the consumed message has no store time for mqadmin to print the queue with.
+        while True:
+            apache, pocket = mqadmin.both(sides, "brokerConsumeStats", "-b", lambda side: side.broker_addr,
+                                          "-o", order)
+            if all(order_group in text for text in (apache, pocket)) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        # (sorted: each broker lists its groups in its own table's order)
+        mine = [sorted(r for r in rows(text) if r[0] == "#Topic" or r[1:2] in ([GROUP], [order_group]))
+                for text in (apache, pocket)]
         assert mine[1] == mine[0]
-        assert len(mine[1]) == 1 + queues and rows(pocket)[-1][:2] == ["Diff", "Total:"]
+        listed = [r[:2] for r in mine[1] if r[0] != "#Topic"]
+        assert listed.count([TOPIC, GROUP]) == queues and listed.count([order_topic, order_group]) == 1
+        assert rows(pocket)[-1][:2] == ["Diff", "Total:"]
 
 
 def _stats_all_rows(text: str) -> list[list[str]]:
@@ -474,10 +507,19 @@ def test_store_clean_ups(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:
 
 def test_delete_sub_group_and_delete_topic(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:
     topic, group = f"MqaGone{SUFFIX}", f"MqaGoneGroup{SUFFIX}"
+    # The group's retry and DLQ topics, which deleteSubGroup -c deletes with it (the broker's group table alone
+    # by -b), as a consumer's send-back and its last retry would have made them.
+    group_topics = {f"%RETRY%{group}", f"%DLQ%{group}"}
     mqadmin.both(sides, "updateTopic", "-c", CLUSTER, "-t", topic)
+    for name in group_topics:
+        mqadmin.both(sides, "updateTopic", "-c", CLUSTER, "-t", name, "-r", "1", "-w", "1")
     mqadmin.both(sides, "updateSubGroup", "-c", CLUSTER, "-g", group)
+    apache, pocket = mqadmin.both(sides, "topicList")
+    assert group_topics <= set(pocket.split()) and group_topics <= set(apache.split())
     apache, pocket = mqadmin.both(sides, "deleteSubGroup", "-c", CLUSTER, "-g", group)
     assert rows(pocket) == rows(apache)
+    apache, pocket = mqadmin.both(sides, "topicList")
+    assert not group_topics & set(pocket.split()) and not group_topics & set(apache.split())
     apache, pocket = mqadmin.both(sides, "deleteTopic", "-c", CLUSTER, "-t", topic)
     assert rows(pocket) == rows(apache)
     apache, pocket = mqadmin.both(sides, "topicList")
@@ -499,6 +541,12 @@ def test_query_msg_by_id(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:
     apache, pocket = mqadmin.both(sides, "queryMsgById", "-i", lambda s: s.offset_msg_ids[3])
     assert _message_rows(pocket) == _message_rows(apache)
     assert properties(pocket) == properties(apache) == {"KEYS": "key3", "UNIQ_KEY": "ID", "TAGS": "TagA"}
+    # What properties() leaves out, as each broker stored it: 4.9.7 adds CLUSTER and drops the producer's WAIT
+    # (its MSG_REGION and TRACE_ON go in the send's answer, not the message); pocketmq keeps WAIT as sent and
+    # stamps the two as 5.x does.
+    theirs, mine = (set(raw_properties(text)) & set(BROKER_ADDED) for text in (apache, pocket))
+    assert theirs == {"CLUSTER"} and raw_properties(apache)["CLUSTER"] == CLUSTER
+    assert mine == {"WAIT", "MSG_REGION", "TRACE_ON"} and raw_properties(pocket)["WAIT"] == "true"
     assert ["Queue", "ID:", "3"] in rows(pocket)
     track = rows(pocket)[-1]
     assert track[:2] == ["MessageTrack", "[consumerGroup=" + GROUP + ","]
@@ -805,6 +853,10 @@ def _same_message(mine: str, theirs: str) -> None:
 
     assert fields(mine) == fields(theirs)
     assert properties(mine) == properties(theirs)
+    assert ["Message", "Body:", "body", "5"] in rows(mine)  # (the setup's message 5)
+    assert not [r for r in rows(mine) if r[0] == "MessageTrack"]
+    assert [r for r in rows(theirs) if r[0] == "MessageTrack"]
+    assert [r for r in rows(theirs) if r[:3] == ["Message", "Body", "Path:"]]
 
 
 _OWN = {

@@ -10,7 +10,9 @@ client sent is what the SDK must receive: ids, keys, tags, properties and bodies
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -32,7 +34,7 @@ from .sdk_driver import (
     send_with_pocketmq,
     set_group,
 )
-from .sdk_helpers import create_topic, pull_all, wait_pulled
+from .sdk_helpers import create_topic, pull_all, wait_for, wait_pulled
 
 GO5_DIR = NATIVE_CLIENTS / "go5"
 
@@ -156,11 +158,29 @@ def test_go_sdk_push_consumers_retry_then_the_dead_letter_queue(cluster, go5):
 
 def test_go_sdk_push_group_of_two_shares_a_topic(cluster, go5):
     create_topic(cluster, "GoShare5")
+    # A --fail key no message has: the consumers run until told to stop, so the test can send more until both
+    # members took part. Each member receives once it has its assignment (the SDK asks for it on a timer, so the
+    # second may start seconds after the first), and POP hands a message to whichever member's receive is waiting.
     run = go5.start(cluster, "push", "--topic", "GoShare5", "--group", "GoShareGroup5", "--expect", "30",
-                 "--consumers", "2")
+                    "--consumers", "2", "--fail", "no-such-key")
     run.started()
-    sent = send_with_pocketmq(cluster, "GoShare5", "sh", 30)
+    sent: dict[str, Any] = {}
+    rounds = 0
+    deadline = time.monotonic() + 45
+    try:
+        while rounds == 0 or {e["consumer"] for e in of(list(run.events), "consumed")} != {0, 1}:
+            assert time.monotonic() < deadline, rounds
+            if rounds:
+                time.sleep(1.0)  # (the next scan of the assignments)
+            sent |= send_with_pocketmq(cluster, "GoShare5", "sh", 30)
+            rounds += 1
+            wanted = len(sent)
+            wait_for(lambda wanted=wanted: len({e["message_id"] for e in of(list(run.events), "consumed")}) >= wanted,
+                     30)
+    finally:
+        run.stop()
     consumed = of(run.done(), "consumed")
+    assert {e["consumer"] for e in consumed} == {0, 1}, rounds
     # Each message once, to one member of the group, acked (the group's POP found nothing left).
     assert sorted(e["message_id"] for e in consumed) == sorted(sent)
     for e in consumed:
@@ -169,7 +189,7 @@ def test_go_sdk_push_group_of_two_shares_a_topic(cluster, go5):
     # The 5 KiB bodies were stored compressed by pocketmq's 4.x producer, and reached the SDK whole (a push consumer
     # discards a message whose body does not match its encoding and digest).
     big = [m for m in pull_all(cluster, "GoShare5") if int(m.properties["idx"]) % 10 == 3]
-    assert len(big) == 3 and all(m.sys_flag & 1 for m in big)
+    assert len(big) == 3 * rounds and all(m.sys_flag & 1 for m in big)
     with SyncSimpleConsumer("GoShareGroup5", cluster.namesrv_addr, subscriptions={"GoShare5": "*"},
                             await_duration=0.3) as consumer:
         assert consumer.receive(32, 10) == []

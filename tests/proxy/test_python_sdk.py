@@ -434,15 +434,27 @@ def test_a_push_group_of_two_shares_a_topic(consumer_cluster, producer5):
     create_topic(cluster, "PushShare5")
     listeners = [Listener(), Listener()]
     consumers = [push_consumer(cluster, "ShareGroup5", "PushShare5", listener) for listener in listeners]
+    ids: list[str] = []
     try:
-        ids = [send5(producer5, "PushShare5", f"share {i}".encode()).message_id for i in range(20)]
-        wait_for(lambda: sum(len(listener.got) for listener in listeners) >= 20, 30)
+        # Each member receives once it has its assignment (the SDK asks for it on a timer), and POP hands a
+        # message to whichever member's receive is waiting: one member may take a whole round, so more are sent
+        # until both took part.
+        deadline = time.monotonic() + 45
+        while len(ids) < 20 or not all(listener.got for listener in listeners):
+            assert time.monotonic() < deadline, [len(listener.got) for listener in listeners]
+            if ids:
+                time.sleep(1.0)
+            ids += [send5(producer5, "PushShare5", f"share {i}".encode()).message_id
+                    for i in range(len(ids), len(ids) + 20)]
+            wanted = len(ids)
+            wait_for(lambda wanted=wanted: sum(len(listener.got) for listener in listeners) >= wanted, 30)
         time.sleep(0.5)  # (room for a duplicate to show)
     finally:
         for consumer in consumers:
             consumer.shutdown()
     got = [i for listener in listeners for i, _, _ in listener.got]
     assert sorted(got) == sorted(ids)  # each message once, to one member of the group
+    assert all(listener.got for listener in listeners)
 
 
 def test_a_message_sent_by_pocketmq_s_client_reaches_the_sdk_with_its_id_tag_keys_and_properties(

@@ -119,3 +119,36 @@ def test_pop_after_a_per_queue_reset_as_apache_5(apache_rocketmq5: ApacheRocketM
     # (pocketmq's default enablePopBufferMerge=true: a pop's offset is committed once its messages are acked)
     with ThreadedCluster(tmp_path) as pocket:
         assert _rows(Side(pocket.broker_addr, "broker-a")) == want
+
+
+
+def _offline_pull_rows(s: Side) -> list[Any]:
+    """A pulling group with no consumer online: queue 0 (6 messages) committed at 6, reset to 2 by queue id; a commit
+    while the reset is held; a pull at 6 without the subscription flag (refused before the reset is looked at, the
+    hold stays), then one with it (sysFlag 4, as a pull consumer with no heartbeat sends it: it takes the reset);
+    a commit after it."""
+    g = "GPullRstOff"
+    s.prepare(g)
+    rows: list[Any] = [s.commit(g, 6)[0], s.offset(g)]
+    rows.append(call(s.broker, request(R.INVOKE_BROKER_TO_RESET_OFFSET, {
+        "topic": s.topic, "group": g, "timestamp": "0", "isForce": "false", "queueId": "0", "offset": "2"})).code)
+    rows += [s.offset(g), s.commit(g, 5)[0], s.offset(g)]
+    for sys_flag in (0, 4):
+        a = call(s.broker, request(R.PULL_MESSAGE, {
+            "consumerGroup": g, "topic": s.topic, "queueId": 0, "queueOffset": 6, "maxMsgNums": 32,
+            "sysFlag": sys_flag, "commitOffset": 0, "suspendTimeoutMillis": 0, "subscription": "*", "subVersion": 0,
+            "expressionType": "TAG"}))
+        rows += [a.code, a.ext.get("nextBeginOffset"), s.commit(g, 4)[0], s.offset(g)]
+    return rows
+
+
+def test_a_per_queue_reset_of_an_offline_pulling_group_as_apache(apache_rocketmq5: ApacheRocketMQ,
+                                                                tmp_path: Any) -> None:
+    want = _offline_pull_rows(Side(apache_rocketmq5.broker_addr, apache_rocketmq5.broker_name))
+    assert want == [
+        0, "6", ResponseCode.SUCCESS, "2", 0, "2",
+        ResponseCode.SUBSCRIPTION_NOT_EXIST, None, 0, "2",  # no consumer online and no subscription flag: held still
+        ResponseCode.PULL_OFFSET_MOVED, "2", 0, "4",
+    ]
+    with ThreadedCluster(tmp_path) as pocket:
+        assert _offline_pull_rows(Side(pocket.broker_addr, "broker-a")) == want

@@ -7,6 +7,8 @@ import shutil
 import struct
 import time
 
+import pytest
+
 from pocketmq.common import MessageExtBrokerInner, decode, decode_all
 from pocketmq.storage.index_file import IndexFile, key_hash
 from pocketmq.storage.index_service import IndexService
@@ -49,6 +51,15 @@ def index_files(root) -> list[str]:
 
 def bodies(result) -> list[bytes]:
     return [decode(b).body for b in result.buffers]
+
+
+@pytest.fixture
+def index_service(tmp_path):
+    """An IndexService of its own folder, loaded, destroyed after the test."""
+    index = IndexService(str(tmp_path / "index"), HASH_SLOTS, INDEX_NUM)
+    index.load()
+    yield index
+    index.destroy()
 
 
 def test_header_layout_slots_and_entries(store, store_root):
@@ -279,29 +290,25 @@ def test_a_query_follows_slots_the_dispatcher_has_not_counted_yet(tmp_path):
     index.destroy()
 
 
-def test_a_key_whose_hash_is_integer_min_value_is_indexed_under_hash_0(tmp_path):
+def test_a_key_whose_hash_is_integer_min_value_is_indexed_under_hash_0(index_service):
     # "T#1LG3HE3".hashCode() is Integer.MIN_VALUE, which Math.abs leaves negative: RocketMQ's indexKeyHashMethod
     # makes it 0. Kept as 2**31 it does not fit the entry's int, and dispatch would fail on the record for ever.
-    index = IndexService(str(tmp_path / "index"), HASH_SLOTS, INDEX_NUM)
-    index.load()
+    index = index_service
     assert key_hash("T#1LG3HE3") == 0
     index.build_index_raw("T", b"T", b"1LG3HE3", None, 100, 1_700_000_000_000, 0)
     assert index.files[-1].entry(1)[:2] == (0, 100)
     assert index.query_offset("T", "1LG3HE3", 32, 0, FAR_FUTURE)[0] == [100]
-    index.destroy()
 
 
-def test_a_query_from_within_a_second_finds_every_entry_of_that_second(tmp_path):
+def test_a_query_from_within_a_second_finds_every_entry_of_that_second(index_service):
     # Two entries of a key read as the same second (1 s after the file began): a query that begins between them
     # walks on past the newer one, since the older one may be stored after the query's begin too.
-    index = IndexService(str(tmp_path / "index"), HASH_SLOTS, INDEX_NUM)
-    index.load()
+    index = index_service
     t0 = 1_700_000_000_000
     index.build_index_raw("T", b"T", b"other", None, 0, t0, 0)
     index.build_index_raw("T", b"T", b"k", None, 100, t0 + 1200, 0)
     index.build_index_raw("T", b"T", b"k", None, 200, t0 + 1700, 0)
     assert index.query_offset("T", "k", 32, t0 + 1200, FAR_FUTURE)[0] == [200, 100]
-    index.destroy()
 
 
 def test_a_crash_after_the_first_entry_of_a_file_keeps_it(tmp_path):
@@ -338,14 +345,12 @@ def test_expired_index_files_are_deleted_but_never_the_newest(tmp_path):
     index.destroy()
 
 
-def test_an_entry_stored_after_the_clock_stepped_back_is_found(tmp_path):
+def test_an_entry_stored_after_the_clock_stepped_back_is_found(index_service):
     # Store times run backwards across a restart whose clock was set back: the entry's time counts as the file's
     # begin. A negative time diff ends every walk of the chain that reaches it (a torn entry's mark).
-    index = IndexService(str(tmp_path / "index"), HASH_SLOTS, INDEX_NUM)
-    index.load()
+    index = index_service
     t0 = 1_700_000_000_000
     index.build_index_raw("T", b"T", b"k", None, 100, t0, 0)
     index.build_index_raw("T", b"T", b"k", None, 200, t0 - 5000, 0)
     assert index.files[-1].entry(2)[2] == 0
     assert index.query_offset("T", "k", 32, 0, FAR_FUTURE)[0] == [200, 100]
-    index.destroy()

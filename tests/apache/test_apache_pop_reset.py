@@ -121,6 +121,26 @@ def test_pop_after_a_per_queue_reset_as_apache_5(apache_rocketmq5: ApacheRocketM
         assert _rows(Side(pocket.broker_addr, "broker-a")) == want
 
 
+def _orderly_ack_rows(s: Side) -> list[Any]:
+    """An orderly batch out while the group's offset is committed past part of it (a pull-mode member's commit): an
+    ack commits the batch's first offset not yet acked, backwards too, so what the batch has not acked comes
+    again."""
+    g = "GOrdBack"
+    s.prepare(g)
+    code, offsets, out = s.pop(g, 3, order=True)
+    rows: list[Any] = [code, offsets, s.commit(g, 2)[0], s.offset(g)]
+    for i in (2, 0, 1):
+        rows += [s.ack(g, [out[i]]), s.offset(g)]
+    return [*rows, s.pop(g, 2, order=True)[:2]]
+
+
+def test_an_orderly_ack_commits_the_batchs_next_offset_even_backwards_as_apache(apache_rocketmq5: ApacheRocketMQ,
+                                                                                tmp_path: Any) -> None:
+    want = _orderly_ack_rows(Side(apache_rocketmq5.broker_addr, apache_rocketmq5.broker_name))
+    assert want == [0, [0, 1, 2], 0, "2", [0], "0", [0], "1", [0], "3", (0, [3, 4])]
+    with ThreadedCluster(tmp_path) as pocket:
+        assert _orderly_ack_rows(Side(pocket.broker_addr, "broker-a")) == want
+
 
 def _offline_pull_rows(s: Side) -> list[Any]:
     """A pulling group with no consumer online: queue 0 (6 messages) committed at 6, reset to 2 by queue id; a commit

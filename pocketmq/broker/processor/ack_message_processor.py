@@ -129,8 +129,9 @@ class AckMessageProcessor(BrokerProcessor):
         next_offset = c.consumer_order_info_manager.commit_and_next(topic, group, queue_id, offset, pop_time)
         if next_offset > -1:
             com = c.consumer_offset_manager
-            # (RocketMQ 5's: an admin's reset of the queue held until the group's next pop stays)
-            if next_offset > old and not (com.reset_offset_table and com.has_offset_reset(topic, group, queue_id)):
+            # Backwards too, as RocketMQ 5: what the batch has not acked comes again even when another commit moved
+            # past it; an admin's reset of the queue held until the group's next pop stays.
+            if not (com.reset_offset_table and com.has_offset_reset(topic, group, queue_id)):
                 com.commit_offset(channel.remote_address, group, topic, queue_id, next_offset)
             if not c.consumer_order_info_manager.check_block(None, topic, group, queue_id):
                 c.pop_message_processor.notify_queue_free(topic, queue_id, group)

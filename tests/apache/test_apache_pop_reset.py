@@ -142,6 +142,42 @@ def test_an_orderly_ack_commits_the_batchs_next_offset_even_backwards_as_apache(
         assert _orderly_ack_rows(Side(pocket.broker_addr, "broker-a")) == want
 
 
+def _full_pop_rows(s: Side) -> list[Any]:
+    """Both queues of the topic reset while the group is away; one pop of a single message from any queue: it fills
+    from the first queue it reads, and still takes the other queue's reset (its commits count again after it)."""
+    g = "GPopFull"
+    s.prepare(g)
+    for i in range(3):
+        assert call(s.broker, send_v2(s.topic, b"q1-%d" % i, queue_id=1)).code == 0
+    deadline = time.monotonic() + 30
+    while call(s.broker, request(R.GET_MAX_OFFSET, {"topic": s.topic, "queueId": 1})).ext.get("offset") != "3":
+        assert time.monotonic() < deadline, "queue 1's messages never reached its consume queue"
+        time.sleep(0.1)
+    rows: list[Any] = []
+    for q in (0, 1):
+        rows += [call(s.broker, request(R.UPDATE_CONSUMER_OFFSET, {
+            "consumerGroup": g, "topic": s.topic, "queueId": q, "commitOffset": 2})).code,
+            call(s.broker, request(R.INVOKE_BROKER_TO_RESET_OFFSET, {
+                "topic": s.topic, "group": g, "timestamp": 0, "isForce": False, "queueId": q, "offset": 1})).code]
+    a = call(s.broker, request(R.POP_MESSAGE, {
+        "consumerGroup": g, "topic": s.topic, "queueId": -1, "maxMsgNums": 1, "invisibleTime": 60_000,
+        "pollTime": 0, "bornTime": int(time.time() * 1000), "initMode": 1, "expType": "TAG", "exp": "*"}))
+    rows += [a.code, [m.queue_offset for m in decode_all(a.raw_body or b"")]]
+    for q in (0, 1):
+        commit = call(s.broker, request(R.UPDATE_CONSUMER_OFFSET, {
+            "consumerGroup": g, "topic": s.topic, "queueId": q, "commitOffset": 3}))
+        rows.append((commit.code, commit.remark))
+    return rows
+
+
+def test_a_full_pop_still_takes_the_reset_of_the_queues_it_did_not_read_as_apache(
+        apache_rocketmq5: ApacheRocketMQ, tmp_path: Any) -> None:
+    want = _full_pop_rows(Side(apache_rocketmq5.broker_addr, apache_rocketmq5.broker_name))
+    assert want == [0, 0, 0, 0, 0, [1], (0, None), (0, None)]
+    with ThreadedCluster(tmp_path) as pocket:
+        assert _full_pop_rows(Side(pocket.broker_addr, "broker-a")) == want
+
+
 def _offline_pull_rows(s: Side) -> list[Any]:
     """A pulling group with no consumer online: queue 0 (6 messages) committed at 6, reset to 2 by queue id; a commit
     while the reset is held; a pull at 6 without the subscription flag (refused before the reset is looked at, the

@@ -257,12 +257,8 @@ class PopMessageProcessor(BrokerProcessor):
 
     async def _pop_from_queue(self, ctx: PopContext, topic: str, queue_id: int, is_retry: bool) -> None:
         group = ctx.header.consumer_group
-        if ctx.count >= ctx.header.max_msg_nums:
-            # Full: what is left here only counts towards restNum (no lock, no offset initialised).
-            if not ctx.order:
-                ctx.rest_num += max(0, self.controller.store.get_max_offset_in_queue(topic, queue_id)
-                                    - self.pop_offset(group, topic, queue_id, ctx.header.init_mode, init=False))
-            return
+        # A full batch still locks the queue, takes an admin's reset of it and initialises its offset (counting
+        # what is left towards restNum in _pop_locked), as RocketMQ 5's popMsgFromQueue.
         key = self.queue_lock_manager.build_lock_key(topic, group, queue_id)
         if not self.queue_lock_manager.try_lock(key):
             # Another pop of this group reads the queue right now.

@@ -24,31 +24,36 @@ def crashed(store) -> None:
     open(os.path.join(store.root, "abort"), "w").close()
 
 
-@pytest.mark.parametrize("lost_first", ["u1", "s2"])
-def test_a_timer_log_that_lost_its_tail_loses_no_message(stores, lost_first) -> None:
+@pytest.mark.parametrize("lost_first, at_file_start", [("u1", False), ("s2", False), ("u1", True)])
+def test_a_timer_log_that_lost_its_tail_loses_no_message(stores, lost_first, at_file_start) -> None:
     """The last units of the log were lost (zeros where they were), the wheel kept its slots. Slot S had one unit
     before the loss and one after: recovery re-links S from its first unit (checkPhyPos: S's last unit is at or
     past the log's end), or S1 would be cut off its slot. Slot U lost both units: they are enqueued again at the
     same positions, so the first one links forward to where the second comes: the slot is read once, not round
     that loop for good (RocketMQ's dequeue follows the links without a check). With S2 the first unit lost, S's
-    last position is the log's end itself: RocketMQ's checkPhyPos, which revises only past it, loses S1 there."""
+    last position is the log's end itself: RocketMQ's checkPhyPos, which revises only past it, loses S1 there.
+    At a file's start, the unit before the log's end is the previous file's last, not the blank that fills that
+    file (RocketMQ's reviseQueueOffset reads the blank, finds no unit and takes the checkpoint's queue offset,
+    which is past the lost units: they were never enqueued again)."""
     config = stores.config(**FAST)
     store = stores.open(config)
     due, far = now_ms() + 1_500, now_ms() + 60_000  # (S and U still ahead when the store stops)
     put_ok(store, msg("T", body=b"s1", TIMER_DELIVER_MS=str(due)))
-    for i in range(2 * FILE_UNITS + 1):  # on to the third file, whose units are the ones lost
+    filler = 2 * FILE_UNITS - 1 if at_file_start else 2 * FILE_UNITS + 1  # on to the third file
+    for i in range(filler):
         put_ok(store, msg("T", body=b"f%d" % i, TIMER_DELIVER_MS=str(far)))
     tail = [(b"u1", due + 5 * P), (b"s2", due), (b"u2", due + 5 * P)]
     if lost_first == "s2":
         tail[:2] = tail[1::-1]
     for body, at in tail:
         put_ok(store, msg("T", body=body, TIMER_DELIVER_MS=str(at)))
-    wait_until(lambda: store.timer_message_store.enqueued == 2 * FILE_UNITS + 5)
+    wait_until(lambda: store.timer_message_store.enqueued == filler + 4)
     store.shutdown()
     third = sorted(os.listdir(os.path.join(store.root, "timerlog")))[2]
+    kept = 0 if at_file_start else 2
     with open(os.path.join(store.root, "timerlog", third), "r+b") as f:
-        f.seek(2 * UNIT_SIZE)  # from the first of the three on
-        f.write(bytes(os.path.getsize(f.name) - 2 * UNIT_SIZE))
+        f.seek(kept * UNIT_SIZE)  # from the first of the three on
+        f.write(bytes(os.path.getsize(f.name) - kept * UNIT_SIZE))
     crashed(store)
     store = stores.open(config)
     wait_until(lambda: store.get_max_offset_in_queue("T", 0) >= 4)

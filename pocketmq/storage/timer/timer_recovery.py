@@ -15,7 +15,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from .timer_log import BLANK_MAGIC_CODE, UNIT, UNIT_SIZE, is_magic_ok
+from .timer_log import BLANK_MAGIC_CODE, UNIT, UNIT_SIZE, TimerLogUnit, is_magic_ok
 from .timer_routing import TIMER_TOPIC
 from .timer_wheel import IGNORE
 
@@ -100,9 +100,22 @@ def recover_and_revise(timer: TimerMessageStore, begin_offset: int, check: bool)
     return check_offset
 
 
+def _last_unit_before(timer: TimerMessageStore, process_offset: int) -> TimerLogUnit | None:
+    """The log's last unit before ``process_offset``. At a file's start it is the previous file's last unit: the
+    bytes just before are that file's blank (RocketMQ reads them, finds no unit and falls back to the checkpoint's
+    queue offset, which may be past units the crash cut off, so they were never enqueued again)."""
+    tlog = timer.timer_log
+    if process_offset < UNIT_SIZE:
+        return None
+    if process_offset % tlog.file_size == 0:
+        previous = tlog.mapped_file_queue.find_mapped_file_by_offset(process_offset - tlog.file_size)
+        return tlog.last_unit_of(previous) if previous is not None else None
+    return tlog.read_unit(process_offset - UNIT_SIZE)
+
+
 def revise_queue_offset(timer: TimerMessageStore, process_offset: int) -> int:
     """The wheel queue's offset of the message of the log's last unit, or -1 when there is none to read."""
-    unit = timer.timer_log.read_unit(process_offset - UNIT_SIZE) if process_offset >= UNIT_SIZE else None
+    unit = _last_unit_before(timer, process_offset)
     if unit is None:
         return -1
     msg = timer.store.look_message_by_offset(unit.offset_py, unit.size_py)

@@ -126,6 +126,11 @@ async def test_a_receive_takes_at_most_32_and_every_delivery_has_a_new_handle(en
     await create_topic(cluster, "Many", queues=1)
     for i in range(40):
         await send(stub, "Many", f"m{i}".encode(), n=i)
+    store = cluster.broker.store
+    for _ in range(1500):  # (a receive before dispatch caught up would take fewer than 32)
+        if store.get_max_offset_in_queue("Many", 0) == 40:
+            break
+        await asyncio.sleep(0.02)
     first = await received(stub, receive_request("Many", batch=100, invisible_ms=1000), 1)
     assert len(first) == 32
     rest = await received(stub, receive_request("Many", batch=100, invisible_ms=10_000), 8)

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from pocketmq.common.compression import DEFAULT_INFLATE_LIMIT
+from pocketmq.common.faq_url import suggest_todo
 from pocketmq.common.mix_all import NAMESPACE_ORDER_TOPIC_CONFIG
 from pocketmq.common.properties_text import format_properties, parse_properties
 from pocketmq.remoting.admin_body import KVTable
@@ -207,7 +208,7 @@ class DefaultRequestProcessor:
             return RemotingCommand.response_to(
                 request,
                 ResponseCode.TOPIC_NOT_EXIST,
-                remark=f"No topic route info in name server for the topic: {header.topic}",
+                remark=f"No topic route info in name server for the topic: {header.topic}{suggest_todo()}",
             )
         if self.config.order_message_enable:
             route.order_topic_conf = self.kv_config_manager.get_kv_config(NAMESPACE_ORDER_TOPIC_CONFIG, header.topic)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pocketmq.client.client_config import ClientConfig
+from pocketmq.client.exceptions import MQClientException
 from pocketmq.client.impl.mq_client_api import MQClientAPIImpl
 from pocketmq.client.message import SendResult
 from pocketmq.common.codec import CorruptRecordError, decode
@@ -89,7 +90,14 @@ class ClusterService:
         cached = self._routes.get(topic)
         if cached is not None and cached.expires > now:
             return cached.value
-        route = await self.api.get_topic_route_info_from_name_server(topic, self.config.request_timeout)
+        try:
+            route = await self.api.get_topic_route_info_from_name_server(topic, self.config.request_timeout)
+        except MQClientException as e:
+            if e.response_code != ResponseCode.TOPIC_NOT_EXIST:
+                raise
+            # RocketMQ's proxy words this itself (TopicRouteService), without the name server's FAQ pointer.
+            raise MQClientException(f"No topic route info in name server for the topic: {topic}",
+                                    response_code=ResponseCode.TOPIC_NOT_EXIST) from None
         if len(self._routes) > 10_000:
             self._routes.clear()
         self._routes[topic] = _Cached(route, now + self.config.route_cache_seconds)

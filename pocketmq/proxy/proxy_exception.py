@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pocketmq.client.exceptions import MQBrokerException, MQClientException
+from pocketmq.common.faq_url import attach_default_url
 from pocketmq.remoting.codes import ResponseCode
 from pocketmq.remoting.errors import RemotingTimeoutError
 
@@ -24,13 +25,9 @@ _RESPONSE_CODE_MAPPING: dict[int, Any] = {
 # How a ProxyException of RocketMQ's proxy reads in a status (its toString: the class name, then the message).
 PROXY_EXCEPTION = "org.apache.rocketmq.proxy.common.ProxyException: "
 
-# What RocketMQ's MQClientException appends to its message (FAQUrl.attachDefaultURL).
-FAQ_SUFFIX = "\nFor more information, please visit the url, https://rocketmq.apache.org/docs/bestPractice/06FAQ"
-
-
 def topic_not_exist_message(code: int, remark: str | None) -> str:
     """The message of the MQClientException RocketMQ's proxy turns into TOPIC_NOT_FOUND (its getMessage())."""
-    return f"CODE: {code}  DESC: {remark}{FAQ_SUFFIX}"
+    return attach_default_url(f"CODE: {code}  DESC: {remark}")
 
 
 class GrpcProxyException(Exception):

@@ -18,6 +18,7 @@ from pocketmq.remoting.errors import RemotingTimeoutError
 from pocketmq.remoting.wire_protocol import WireProtocol
 
 ADDRESS = re.compile(r"^\d+\.\d+\.\d+\.\d+:\d+$")
+ADDRESS_IN_TEXT = re.compile(r"\d+\.\d+\.\d+\.\d+:\d+")
 HUMAN_TIME = re.compile(r"^\d{4}-\d\d-\d\d#\d\d:\d\d:\d\d:\d{3}$")  # UtilAll.timeMillisToHumanString3
 # Ext fields whose values name a place, a time or an id: their presence is compared, not their value.
 VOLATILE_EXT = frozenset({"msgId", "offsetMsgId", "transactionId", "MSG_REGION", "TRACE_ON", "timestamp",
@@ -42,7 +43,7 @@ class Answer:
         if body:
             out["body"] = mask(self.body)
         if remark:
-            out["remark"] = self.remark
+            out["remark"] = ADDRESS_IN_TEXT.sub("<addr>", self.remark) if self.remark else self.remark
         return out
 
 

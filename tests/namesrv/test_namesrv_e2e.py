@@ -145,7 +145,8 @@ async def test_slave_registration_returns_the_master(namesrv: NamesrvController,
 async def test_unknown_topic_is_topic_not_exist(namesrv: NamesrvController, client: RemotingClient) -> None:
     resp = await get_route(client, namesrv.address, "NoSuchTopic")
     assert resp.code == ResponseCode.TOPIC_NOT_EXIST == 17
-    assert resp.remark == "No topic route info in name server for the topic: NoSuchTopic"
+    assert resp.remark == ("No topic route info in name server for the topic: NoSuchTopic\n"
+                           "See http://rocketmq.apache.org/docs/faq/ for further details.")
 
 
 async def test_closing_the_broker_connection_drops_its_route_at_once(

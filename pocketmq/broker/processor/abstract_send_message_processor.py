@@ -20,6 +20,7 @@ from pocketmq.common.constants import (
     PROPERTY_TRANSFER_FLAG,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
 )
+from pocketmq.common.faq_url import suggest_todo
 from pocketmq.common.message import (
     LOOPBACK_HOST,
     MessageExtBatch,
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # FAQUrl.suggestTodo's tail, in the remarks of refused sends and pulls
-FAQ = " See http://rocketmq.apache.org/docs/faq/ for further details."
+FAQ = suggest_todo()
 
 _PUT_OK, _SUCCESS = PutMessageStatus.PUT_OK, ResponseCode.SUCCESS
 _MSGPACK = SerializeType.MSGPACK

@@ -95,7 +95,7 @@ class AckMessageProcessor(BrokerProcessor):
         if queue_id < 0 or queue_id >= tc.read_queue_nums:
             return response(request, ResponseCode.MESSAGE_ILLEGAL,
                             f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
-                            f"[{tc.read_queue_nums}] consumer:[{channel.remote_address}]")
+                            f"[{tc.read_queue_nums}] consumer:[/{channel.remote_address}]")
         low, high = c.store.get_min_offset_in_queue(topic, queue_id), c.store.get_max_offset_in_queue(topic, queue_id)
         if offset < low or offset > high or (below_max and offset == high):
             return response(request, ResponseCode.NO_MESSAGE,

@@ -205,7 +205,7 @@ class PopMessageProcessor(BrokerProcessor):
         if queue_id < -1 or queue_id >= tc.read_queue_nums:
             return response(request, ResponseCode.INVALID_PARAMETER,
                             f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
-                            f"[{tc.read_queue_nums}] consumer:[{channel.remote_address}]")
+                            f"[{tc.read_queue_nums}] consumer:[/{channel.remote_address}]")
         sgc = c.subscription_group_manager.find_subscription_group_config(group)
         if sgc is None:
             return response(request, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,

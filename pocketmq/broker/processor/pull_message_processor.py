@@ -140,7 +140,7 @@ class PullMessageProcessor(BrokerProcessor):
             return response(
                 request,
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                f"subscription group [{group}] does not exist,{_FAQ}",
+                f"subscription group [{group}] does not exist, {_FAQ}",
             )
         if not sgc.consume_enable:
             return response(request, ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
@@ -148,7 +148,7 @@ class PullMessageProcessor(BrokerProcessor):
         tc = c.topic_config_manager.select_topic_config(topic)
         if tc is None:
             return response(
-                request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!{_FAQ}"
+                request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please! {_FAQ}"
             )
         if not PermName.is_readable(tc.perm):
             return response(request, ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
@@ -161,7 +161,7 @@ class PullMessageProcessor(BrokerProcessor):
                 request,
                 ResponseCode.SYSTEM_ERROR,
                 f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{tc.read_queue_nums}] "
-                f"consumer:[{channel.remote_address}]",
+                f"consumer:[/{channel.remote_address}]",
             )
         message_filter: MessageFilter | RemotingCommand
         if has_subscription and (header.expression_type or EXPRESSION_TYPE_TAG) == EXPRESSION_TYPE_TAG:
@@ -299,7 +299,7 @@ class PullMessageProcessor(BrokerProcessor):
             return build_subscription_data(header.topic, header.subscription, EXPRESSION_TYPE_TAG, header.sub_version)
         group_info = self.controller.consumer_manager.get_consumer_group_info(header.consumer_group)
         if group_info is None:
-            return response(request, ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's group info not exist")
+            return response(request, ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's group info not exist" + _FAQ)
         if not consume_broadcast_enable and group_info.message_model == "BROADCASTING":
             return response(
                 request,
@@ -308,7 +308,8 @@ class PullMessageProcessor(BrokerProcessor):
             )
         sub = group_info.find_subscription_data(header.topic)
         if sub is None:
-            return response(request, ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's subscription not exist")
+            return response(request, ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                            "the consumer's subscription not exist" + _FAQ)
         if sub.sub_version < header.sub_version:
             return response(request, ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
         return sub

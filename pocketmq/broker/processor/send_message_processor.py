@@ -41,7 +41,7 @@ from pocketmq.remoting.header import (
 from pocketmq.remoting.transport import Channel
 from pocketmq.storage.results import PutMessageStatus
 
-from .abstract_send_message_processor import _MSGPACK, AbstractSendMessageProcessor
+from .abstract_send_message_processor import _MSGPACK, FAQ, AbstractSendMessageProcessor
 from .base import response
 
 if TYPE_CHECKING:
@@ -175,7 +175,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             msg = self.controller.transactional_message_service.prepare_message(msg)
         return self.put_and_answer(msg, request, queue_id)
 
-    def _check_body(self, request: RemotingCommand, body: bytes | None, what: str = "message body",
+    def _check_body(self, request: RemotingCommand, body: bytes | None,
                     empty: str = "the message body length is zero") -> RemotingCommand | None:
         """The refusal of a body (a message's, or a whole batch's) the store would not take, or None."""
         if not body:
@@ -184,10 +184,12 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             return response(request, ResponseCode.MESSAGE_ILLEGAL, empty)
         max_size = self.controller.broker_config.max_message_size
         if len(body) > max_size:
+            # RocketMQ's wording (handlePutMessageResult), which names the limit but not the size
             return response(
                 request,
                 ResponseCode.MESSAGE_ILLEGAL,
-                f"the {what} size {len(body)} exceeds the maximum allowed {max_size} bytes (maxMessageSize)",
+                "the message is illegal, maybe msg body or properties length not matched. "
+                f"msg body length limit {max_size}B, msg properties length limit 32KB.",
             )
         return None
 
@@ -227,7 +229,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         sgc = self.controller.subscription_group_manager.find_subscription_group_config(group)
         if sgc is None:
             return response(
-                request, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}"
+                request, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group} {FAQ}"
             )
         max_reconsume = sgc.retry_max_times
         if request.version >= _V3_4_9 and header.max_reconsume_times is not None:
@@ -258,7 +260,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         if header.sys_flag & TRANSACTION_TYPE_MASK:
             return response(request, ResponseCode.MESSAGE_ILLEGAL, "a batch cannot carry transaction messages")
         body = request.body
-        refusal = self._check_body(request, body, "batch body", "the batch has no messages")
+        refusal = self._check_body(request, body, "the batch has no messages")
         if refusal is not None:
             return refusal
         assert body is not None
@@ -308,7 +310,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         sgc = c.subscription_group_manager.find_subscription_group_config(group)
         if sgc is None:
             return response(
-                request, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}"
+                request, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group} {FAQ}"
             )
         if not PermName.is_writeable(c.broker_config.broker_permission):
             return response(

@@ -159,8 +159,9 @@ class DefaultRequestProcessor:
             # Closed while its registration was decoded or applied: the close's clean-up ran before the broker was
             # there, and nothing else would drop it before it expires (never, with a huge heartbeat timeout).
             self.route_info_manager.on_channel_destroy(channel)
-        # RocketMQ also returns the ORDER_TOPIC_CONFIG namespace of its KV config as the body; pocketmq's brokers
-        # do not read it, so none.
+        # The ORDER_TOPIC_CONFIG namespace of the KV config, from which RocketMQ's brokers set their topics' order
+        # flags (TopicConfigManager.updateOrderTopicConfig); none while the namespace does not exist.
+        order_topics = self.kv_config_manager.get_kv_list_by_namespace(NAMESPACE_ORDER_TOPIC_CONFIG)
         return RemotingCommand.response_to(
             request,
             ResponseCode.SUCCESS,
@@ -169,6 +170,7 @@ class DefaultRequestProcessor:
                 result.master_addr,
                 result.delta_accepted if delta_base is not None else None,
             ),
+            body=request.encode_body(KVTable(order_topics)) if order_topics is not None else None,
         )
 
     def unregister_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:

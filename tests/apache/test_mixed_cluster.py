@@ -27,8 +27,13 @@ import pytest
 from pocketmq.client import Message, Producer, PullConsumer, PullStatus
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.client.exceptions import MQBrokerException
+from pocketmq.common.mix_all import NAMESPACE_ORDER_TOPIC_CONFIG
+from pocketmq.remoting.codes import RequestCode as R
 from tests.apache.apache_rocketmq import V4, V5, ApacheNamesrv, ApacheRocketMQ, JavaProcess
 from tests.apache.pocketmq_process import PocketMQBroker, PocketMQNamesrv, pocketmq_admin
+
+from .differential import call, request
+from .test_differential import create_topic
 
 
 @dataclass
@@ -220,3 +225,29 @@ async def test_pocketmq_name_server_keeps_a_broker_for_its_heartbeat_timeout(tmp
         await wait_brokers(ns.addr, {pocket.broker_name})
         pocket.process.pause()
         await wait_brokers(ns.addr, set(), timeout=60)
+
+
+def _order_flags_after_update_order_conf(namesrv_addr: str, broker_addr: str, broker_name: str) -> list[object]:
+    """updateOrderConf's KV entry on the name server, then two topics created on the Apache broker: its incremental
+    registration reads the name server's ORDER_TOPIC_CONFIG table from the answer and sets each topic's order flag
+    (TopicConfigManager.updateOrderTopicConfig)."""
+    ordered, plain = f"OrdConf{uuid.uuid4().hex[:6]}", f"Plain{uuid.uuid4().hex[:6]}"
+    put = call(namesrv_addr, request(R.PUT_KV_CONFIG, {
+        "namespace": NAMESPACE_ORDER_TOPIC_CONFIG, "key": ordered, "value": f"{broker_name}:4"}))
+    rows: list[object] = [put.code]
+    for topic in (ordered, plain):
+        rows.append(call(broker_addr, create_topic(topic)).code)
+    table = call(broker_addr, request(R.GET_ALL_TOPIC_CONFIG)).body["topicConfigTable"]
+    return [*rows, table[ordered]["order"], table[plain]["order"]]
+
+
+def test_an_apache_broker_takes_the_order_topic_config_from_pocketmqs_name_server(tmp_path: Path) -> None:
+    with ApacheRocketMQ(tmp_path / "ref", version=V4) as ref:
+        want = _order_flags_after_update_order_conf(ref.namesrv_addr, ref.broker_addr, ref.broker_name)
+    assert want == [0, 0, 0, True, False]
+    with (
+        PocketMQNamesrv(tmp_path / "namesrv") as ns,
+        ApacheRocketMQ(tmp_path / "apache", version=V4, namesrv_addr=ns.addr) as apache,
+    ):
+        asyncio.run(wait_brokers(ns.addr, {apache.broker_name}))
+        assert _order_flags_after_update_order_conf(ns.addr, apache.broker_addr, apache.broker_name) == want

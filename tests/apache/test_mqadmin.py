@@ -701,6 +701,37 @@ def test_consumer_progress_5(sides5: tuple[Side, Side], mqadmin5: Mqadmin) -> No
     assert ["Consume", "Inflight", "Total:", "0"] in rows(pocket)
 
 
+def test_consumer_progress_with_messages_in_flight_5(sides5: tuple[Side, Side], mqadmin5: Mqadmin) -> None:
+    """#Inflight where the group pulled past its commit: queue 0's five messages pulled and two committed (3 in
+    flight), two of queue 1's three pulled and one committed (1 in flight); the broker keeps each queue's last pull
+    (the pull offset, never behind the commit), the Diff counts from the commit."""
+    topic, group = f"MqaInflight{SUFFIX}", f"MqaInflightGroup{SUFFIX}"
+    mqadmin5.both(sides5, "updateTopic", "-c", CLUSTER, "-t", topic, "-r", "2", "-w", "2")
+    mqadmin5.both(sides5, "updateSubGroup", "-c", CLUSTER, "-g", group)
+
+    def pull_past_the_commit(side: Side) -> None:
+        with SyncProducer(f"{group}P", side.namesrv_addr, protocol="rocketmq") as producer:
+            for queue_id, count in ((0, 5), (1, 3)):
+                for i in range(count):
+                    producer.send(Message(topic, b"inflight %d" % i), selector=lambda mqs, _m, q: mqs[q],
+                                  arg=queue_id)
+        with SyncPullConsumer(group, side.namesrv_addr, protocol="rocketmq") as consumer:
+            queues = sorted(consumer.fetch_subscribe_message_queues(topic), key=lambda q: q.queue_id)
+            for mq, pulled, committed in ((queues[0], 5, 2), (queues[1], 2, 1)):
+                assert len(consumer.pull(mq, "*", 0, pulled).msg_found_list) == pulled
+                consumer.update_consume_offset(mq, committed)
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(pull_past_the_commit, sides5))
+    apache, pocket = mqadmin5.both(sides5, "consumerProgress", "-g", group)
+    assert _rows_measured_masked(pocket) == _rows_measured_masked(apache)
+    # (#QID, #Broker Offset, #Consumer Offset, #Diff, #Inflight)
+    assert [r[2:7] for r in rows(pocket) if r[0] == topic] == [["0", "5", "2", "3", "3"], ["1", "3", "1", "2", "1"]]
+    assert ["Consume", "Inflight", "Total:", "4"] in rows(pocket)
+    mqadmin5.both(sides5, "deleteTopic", "-c", CLUSTER, "-t", topic)
+    mqadmin5.both(sides5, "deleteSubGroup", "-c", CLUSTER, "-g", group)
+
+
 def test_update_topic_list_and_update_sub_group_list_5(sides5: tuple[Side, Side], mqadmin5: Mqadmin,
                                                         tmp_path: Path) -> None:
     """5.x's batch creations (UPDATE_AND_CREATE_TOPIC_LIST, 18; UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST, 225), as

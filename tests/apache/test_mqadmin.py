@@ -400,6 +400,31 @@ def test_query_cq(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:
         assert pocket.count("idx: ") == MESSAGES // QUEUES and "max: 2, min: 0" in pocket
 
 
+def test_query_cq_past_pocketmqs_cap(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:
+    """A queue of 10,050 entries (one-byte messages sent as batches): asked for all of them, Apache answers all
+    (its bound is the end of the consume-queue file, 300,000 entries) and pocketmq its first 10,000
+    (MAX_CQ_ENTRIES); the 50 past the cap, asked for from index 10,000, are the same on both."""
+    topic, total, cap = f"MqaCqCap{SUFFIX}", 10_050, 10_000
+    mqadmin.both(sides, "updateTopic", "-c", CLUSTER, "-t", topic, "-r", "1", "-w", "1")
+
+    def fill(side: Side) -> None:
+        producer = side.clients[0]
+        assert isinstance(producer, SyncProducer)
+        for start in range(0, total, 1_000):
+            producer.send_batch([Message(topic, b"c") for _ in range(start, min(start + 1_000, total))])
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(fill, sides))
+    apache, pocket = mqadmin.both(sides, "queryCq", "-t", topic, "-q", "0", "-i", "0", "-c", str(total))
+    assert f"max: {total}, min: 0" in apache and f"max: {total}, min: 0" in pocket
+    assert (apache.count("idx: "), pocket.count("idx: ")) == (total, cap)
+    apache, pocket = mqadmin.both(sides, "queryCq", "-t", topic, "-q", "0", "-i", str(cap), "-c", str(total))
+    assert rows(_CQ_VARIES.sub(r"\1=N", pocket.replace("=", ":"))) == \
+        rows(_CQ_VARIES.sub(r"\1=N", apache.replace("=", ":")))
+    assert pocket.count("idx: ") == total - cap
+    mqadmin.both(sides, "deleteTopic", "-c", CLUSTER, "-t", topic)
+
+
 def test_producer(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:
     apache, pocket = mqadmin.both(sides, "producer", "-b", lambda side: side.broker_addr)
     cells = [sorted(rows(_CQ_VARIES.sub(r"\1=N", out.replace("=", ":")))) for out in (apache, pocket)]

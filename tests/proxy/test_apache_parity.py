@@ -40,12 +40,24 @@ TXN_TOPIC = "ParityTxnTopic"  # message.type=TRANSACTION at Apache's (pocketmq's
 RECV_TOPIC = "ParityRecvTopic"  # consumed by the receive cases only
 DELAY_TOPIC = "ParityDelayTopic"  # message.type=DELAY on both
 CONV_TOPIC = "ParityConvTopic"  # a 4.x producer's messages, received over gRPC
+RENEW_TOPIC = "ParityRenewTopic"  # auto-renewed receives of push consumers, one queue
+GHOST_TOPIC = "ParityGhostTopic"  # an auto-renewed receive of a client without Telemetry, one queue
 # Groups made by updateSubGroup (5.5.0's mqadmin at Apache's, pocketmq's own CLI) with -p, and one without.
 RETRY_GROUPS = {
     "ParityCustomizedG": '{"type":"CUSTOMIZED","customizedRetryPolicy":{"next":[15000,15000]}}',
     "ParityExponentialG": '{"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":12000}}',
     "ParityDefaultG": None,
+    # (a push consumer's auto renewal runs out: nacked with the first delay, index 0 of a one-entry `next`)
+    "ParityRenewShortG": '{"type":"CUSTOMIZED","customizedRetryPolicy":{"next":[1000]}}',
+    "ParityRenewLongG": '{"type":"CUSTOMIZED","customizedRetryPolicy":{"next":[3600000]}}',
 }
+# Auto renewal on both proxies: an auto-renewed receive hides its messages for 3 s; each scan (every 300 ms) renews
+# every handle, all of them within the 2 h ahead of their end (a renewal hides a message up to an hour), until 1.5 s
+# after the receive, then nacks it with its group's retry delay.
+RENEW_APACHE = {"defaultInvisibleTimeMills": 3000, "renewAheadTimeMillis": 7_200_000,
+                "renewSchedulePeriodMillis": 300, "renewMaxTimeMillis": 1500}
+RENEW_POCKETMQ = {"default_invisible_time_millis": 3000, "renew_ahead_time_millis": 7_200_000,
+                  "renew_schedule_period_millis": 300, "renew_max_time_millis": 1500}
 
 
 def update_sub_group_args(group: str, policy: str | None, cluster: str) -> list[str]:
@@ -57,7 +69,7 @@ def apache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
     """(the proxy's endpoint, the name server's address)."""
     # recallMessageEnable: RocketMQ's default is off; pocketmq's on (docs/compatibility.md).
     with ApacheRocketMQ(tmp_path_factory.mktemp("apache5"), V5, recallMessageEnable="true") as rmq:
-        proxy = ApacheProxy(rmq).start()
+        proxy = ApacheProxy(rmq, **RENEW_APACHE).start()
         try:
             made = rmq.mqadmin("updateTopic", "-t", TOPIC, "-c", rmq.cluster_name, "-r", "4", "-w", "4")
             assert made.returncode == 0, made.stdout + made.stderr
@@ -68,8 +80,9 @@ def apache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
             assert made.returncode == 0, made.stdout + made.stderr
             made = rmq.mqadmin("updateTopic", "-t", DELAY_TOPIC, "-c", rmq.cluster_name, "-a", "+message.type=DELAY")
             assert made.returncode == 0, made.stdout + made.stderr
-            made = rmq.mqadmin("updateTopic", "-t", CONV_TOPIC, "-c", rmq.cluster_name, "-r", "1", "-w", "1")
-            assert made.returncode == 0, made.stdout + made.stderr
+            for one_queue in (CONV_TOPIC, RENEW_TOPIC, GHOST_TOPIC):
+                made = rmq.mqadmin("updateTopic", "-t", one_queue, "-c", rmq.cluster_name, "-r", "1", "-w", "1")
+                assert made.returncode == 0, made.stdout + made.stderr
             for group, policy in RETRY_GROUPS.items():
                 made = rmq.mqadmin(*update_sub_group_args(group, policy, rmq.cluster_name))
                 assert made.returncode == 0 and "Exception" not in made.stderr, made.stdout + made.stderr
@@ -81,11 +94,13 @@ def apache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
 
 @pytest.fixture(scope="module")
 def pocketmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    with embedded.ThreadedCluster(tmp_path_factory.mktemp("pocketmq5"), grpc=True) as cluster:
+    with embedded.ThreadedCluster(tmp_path_factory.mktemp("pocketmq5"), grpc=True,
+                                  proxy_overrides=RENEW_POCKETMQ) as cluster:
         create_topic(cluster, TOPIC)
         create_topic(cluster, TXN_TOPIC)
         create_topic(cluster, RECV_TOPIC)
-        create_topic(cluster, CONV_TOPIC, queues=1)
+        for one_queue in (CONV_TOPIC, RENEW_TOPIC, GHOST_TOPIC):
+            create_topic(cluster, one_queue, queues=1)
 
         async def typed() -> None:
             broker = cluster.cluster.broker
@@ -581,3 +596,125 @@ async def _produce_4x(namesrv: str, run: str) -> None:
         delayed = Message(CONV_TOPIC, b"delayed", tags="S" + run)
         delayed.delay_time_sec = 1
         await producer.send(delayed)
+
+
+# --- auto renewal -----------------------------------------------------------------------------------------------
+
+
+def push_session(stub: Any, client_id: str, group: str, stop: threading.Event) -> Any:
+    """A push consumer's Telemetry stream (its Settings register it with the proxy), open until ``stop``."""
+    def commands() -> Iterator[Any]:
+        yield S.TelemetryCommand(settings=D.Settings(
+            client_type=D.ClientType.PUSH_CONSUMER, request_timeout=Duration(seconds=3),
+            subscription=D.Subscription(group=D.Resource(name=group), subscriptions=[D.SubscriptionEntry(
+                topic=D.Resource(name=RENEW_TOPIC),
+                expression=D.FilterExpression(type=D.FilterType.TAG, expression="*"))])))
+        stop.wait(120)
+
+    call = stub.Telemetry(commands(), metadata=metadata(client_id), timeout=120)
+    assert next(call).status.code == D.Code.OK
+    return call
+
+
+def auto_renewed_receive(stub: Any, broker: str, topic: str, group: str, client_id: str) -> list[Any]:
+    request = receive_request(broker, topic=topic, group=group)
+    request.auto_renew = True
+    request.ClearField("invisible_duration")  # (a push consumer names none: the proxy picks it)
+    return list(stub.ReceiveMessage(request, metadata=metadata(client_id), timeout=30))
+
+
+def messages_of(responses: list[Any]) -> list[Any]:
+    return [r.message for r in responses if r.WhichOneof("content") == "message"]
+
+
+def handle_invisible_time(handle: str) -> int:
+    """The invisible time a receipt handle was made with (the third field of the broker's POP_CK extra info)."""
+    return int(handle.split(" ")[2])
+
+
+def send_one(stub: Any, topic: str, message_id: str) -> None:
+    sent = stub.SendMessage(S.SendMessageRequest(messages=[D.Message(
+        topic=D.Resource(name=topic), body=b"renew me", system_properties=D.SystemProperties(
+            message_id=message_id, message_type=D.MessageType.NORMAL, body_encoding=D.Encoding.IDENTITY))]),
+        metadata=metadata(), timeout=30)
+    assert sent.status.code == D.Code.OK, sent.status
+
+
+def _renewal_runs_out(name: str, stub: Any) -> tuple[list[Any], Any, list[Any]]:
+    """Both groups receive the topic's message with auto renewal and never ack it; the one of the short retry
+    delay is received again until it comes back (acked then), the long one's is asked for once after that."""
+    broker = stub.QueryRoute(S.QueryRouteRequest(topic=D.Resource(name=RENEW_TOPIC)), metadata=metadata(),
+                             timeout=30).message_queues[0].broker.name
+    stop = threading.Event()
+    calls = [push_session(stub, f"renew-{g}@1", g, stop) for g in ("ParityRenewShortG", "ParityRenewLongG")]
+    try:
+        send_one(stub, RENEW_TOPIC, "0102FC0000000171190B1C3CCC0000AA01")
+        first = [messages_of(auto_renewed_receive(stub, broker, RENEW_TOPIC, g, f"renew-{g}@1"))
+                 for g in ("ParityRenewShortG", "ParityRenewLongG")]
+        again: list[Any] = []
+        deadline = time.monotonic() + 60
+        answers: list[Any] = []
+        while not again:
+            assert time.monotonic() < deadline, (name, "the short group's message never came back", first, answers)
+            answers.append(auto_renewed_receive(stub, broker, RENEW_TOPIC, "ParityRenewShortG",
+                                                "renew-ParityRenewShortG@1"))
+            again = messages_of(answers[-1])
+        acked = stub.AckMessage(S.AckMessageRequest(
+            group=D.Resource(name="ParityRenewShortG"), topic=D.Resource(name=RENEW_TOPIC), entries=[
+                S.AckMessageEntry(message_id=m.system_properties.message_id,
+                                  receipt_handle=m.system_properties.receipt_handle) for m in again]),
+            metadata=metadata("renew-ParityRenewShortG@1"), timeout=30)
+        assert acked.status.code == D.Code.OK, acked.status
+        long_again = auto_renewed_receive(stub, broker, RENEW_TOPIC, "ParityRenewLongG", "renew-ParityRenewLongG@1")
+        return first, again, long_again
+    finally:
+        stop.set()
+        for call in calls:
+            call.cancel()
+
+
+def test_a_message_whose_auto_renewal_ran_out_comes_back_after_its_groups_retry_delay(both_servers):
+    """Two push consumers of groups whose retry policies' first delays are 1 s and 1 hour: each receives the
+    message with auto renewal (hidden for the proxy's default invisible time) and never acks it. Renewed until
+    renewMaxTimeMillis, it is then nacked with its group's delay: the 1 s group's comes back (its second delivery
+    attempt), the 1 hour group's not, though its renewal ran out at the same time and its default invisible time
+    is long over by then."""
+    with ThreadPoolExecutor(2) as pool:
+        futures = {name: pool.submit(_renewal_runs_out, name, stub) for name, stub in both_servers.items()}
+        got = {name: future.result() for name, future in futures.items()}
+    views = {name: ([[(m.system_properties.message_id, m.system_properties.delivery_attempt,
+                       handle_invisible_time(m.system_properties.receipt_handle)) for m in msgs] for msgs in first],
+                    [(m.system_properties.message_id, m.system_properties.delivery_attempt) for m in again],
+                    shape(long_again))
+             for name, (first, again, long_again) in got.items()}
+    assert views["pocketmq"] == views["apache"], views
+    once = [("0102FC0000000171190B1C3CCC0000AA01", 1, 3000)]
+    assert views["apache"][:2] == ([once, once], [("0102FC0000000171190B1C3CCC0000AA01", 2)])
+    assert views["apache"][2][0][0] == D.Code.MESSAGE_NOT_FOUND
+
+
+def test_an_auto_renewed_receive_of_a_client_without_telemetry(both_servers):
+    """A client that never opened a Telemetry stream receives with auto renewal: Apache 5.5.0 refuses it (its
+    Settings are missing: a NullPointerException, an internal error); pocketmq serves the message unrenewed, hidden
+    for the proxy's default invisible time, after which it comes back (its second delivery attempt) unacked."""
+    brokers = {name: stub.QueryRoute(S.QueryRouteRequest(topic=D.Resource(name=GHOST_TOPIC)), metadata=metadata(),
+                                     timeout=30).message_queues[0].broker.name for name, stub in both_servers.items()}
+    message_id = "0102FC0000000171190B1C3CCC0000AA02"
+    for stub in both_servers.values():
+        send_one(stub, GHOST_TOPIC, message_id)
+    answers = {name: auto_renewed_receive(stub, brokers[name], GHOST_TOPIC, "ParityGhostG", "ghost@1")
+               for name, stub in both_servers.items()}
+    refused = without_frame(answers["apache"][0].status)
+    assert refused[0] == D.Code.INTERNAL_SERVER_ERROR and '"settings" is null' in refused[1], refused
+    assert not messages_of(answers["apache"])
+    [msg] = messages_of(answers["pocketmq"])
+    assert (msg.system_properties.message_id, msg.system_properties.delivery_attempt) == (message_id, 1)
+    assert handle_invisible_time(msg.system_properties.receipt_handle) == 3000
+    stub = both_servers["pocketmq"]
+    again: list[Any] = []
+    deadline = time.monotonic() + 60
+    while not again:
+        assert time.monotonic() < deadline, "the message never came back"
+        again = messages_of(auto_renewed_receive(stub, brokers["pocketmq"], GHOST_TOPIC, "ParityGhostG", "ghost@1"))
+    assert [(m.system_properties.message_id, m.system_properties.delivery_attempt) for m in again] == \
+        [(message_id, 2)]

@@ -530,6 +530,34 @@ def test_store_clean_ups(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:
     assert "max: 2, min: 0" in pocket and "max: 2, min: 0" in apache
 
 
+def test_a_deleted_topics_queues_start_again_at_offset_0(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:
+    """deleteTopic destroys the topic's consume queues and forgets their offsets (4.9.7's deleteTopic runs
+    cleanUnusedTopic over the topics left; cleanUnusedTopic alone keeps a queue whose topic is in the table): the
+    topic made again under the same name takes its next message at queue offset 0, its old messages are gone."""
+    topic = f"MqaAgain{SUFFIX}"
+
+    def send(side: Side, count: int) -> list[int]:
+        producer = side.clients[0]
+        assert isinstance(producer, SyncProducer)
+        return [producer.send(Message(topic, b"again %d" % i)).queue_offset for i in range(count)]
+
+    mqadmin.both(sides, "updateTopic", "-c", CLUSTER, "-t", topic, "-r", "1", "-w", "1")
+    with ThreadPoolExecutor(2) as pool:
+        assert list(pool.map(lambda side: send(side, 3), sides)) == [[0, 1, 2]] * 2
+    apache, pocket = mqadmin.both(sides, "cleanUnusedTopic", "-c", CLUSTER)
+    apache, pocket = mqadmin.both(sides, "queryCq", "-t", topic, "-q", "0", "-i", "0", "-c", "5")
+    assert "max: 3, min: 0" in apache and "max: 3, min: 0" in pocket
+    mqadmin.both(sides, "deleteTopic", "-c", CLUSTER, "-t", topic)
+    mqadmin.both(sides, "updateTopic", "-c", CLUSTER, "-t", topic, "-r", "1", "-w", "1")
+    with ThreadPoolExecutor(2) as pool:
+        assert list(pool.map(lambda side: send(side, 1), sides)) == [[0]] * 2
+    apache, pocket = mqadmin.both(sides, "queryCq", "-t", topic, "-q", "0", "-i", "0", "-c", "5")
+    assert rows(_CQ_VARIES.sub(r"\1=N", pocket.replace("=", ":"))) == \
+        rows(_CQ_VARIES.sub(r"\1=N", apache.replace("=", ":")))
+    assert "max: 1, min: 0" in pocket and pocket.count("idx: ") == 1
+    mqadmin.both(sides, "deleteTopic", "-c", CLUSTER, "-t", topic)
+
+
 def test_delete_sub_group_and_delete_topic(sides: tuple[Side, Side], mqadmin: Mqadmin) -> None:
     topic, group = f"MqaGone{SUFFIX}", f"MqaGoneGroup{SUFFIX}"
     # The group's retry and DLQ topics, which deleteSubGroup -c deletes with it (the broker's group table alone

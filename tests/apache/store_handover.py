@@ -302,6 +302,9 @@ async def check_served_alike(namesrv_addr: str, before: Snapshot, work: Workload
     seen = [(row[14], row[1], row[2], row[10]) for row in fired]  # body, queue, offset, store time
     assert len(fired) == 6 and set(before.topics[DELAY]) <= set(fired), seen
     assert set(work.pending_delayed) <= {row[14] for row in fired}, seen
+    # ...and no more after: once every level has handed on all its queue holds, the six are all there is.
+    levels = await wait_levels_delivered(namesrv_addr)
+    assert await read_topic(namesrv_addr, DELAY) == fired, (levels, seen)
     assert await read_topic(namesrv_addr, RETRY_TOPIC) == before.topics[RETRY_TOPIC]
     # Appends go on where the writer stopped: the next queue offset and a commit-log offset past every record.
     last = max(before.topics[NORMAL], key=lambda row: row[3])
@@ -314,6 +317,23 @@ async def check_served_alike(namesrv_addr: str, before: Snapshot, work: Workload
     assert new[3] > last[3]
     # What the reader now holds, for a handover back.
     return Snapshot({**before.topics, NORMAL: rows, DELAY: fired}, after.offsets, after.by_key, after.configs)
+
+
+async def wait_levels_delivered(namesrv_addr: str, timeout: float = 90.0) -> dict[str, str]:
+    """Until the broker's delay levels have delivered every message their queues hold: each
+    ``scheduleMessageOffset_<level>`` of its runtime info (``delivered,stored``) at its queue's end, the pending
+    level among them."""
+    deadline = time.monotonic() + timeout
+    async with MQAdminExt(namesrv_addr, protocol="rocketmq") as admin:
+        [addr] = (await admin.master_addrs()).values()
+        while True:
+            stats = await admin.fetch_broker_runtime_stats(addr)
+            levels = {k: v for k, v in stats.items() if k.startswith("scheduleMessageOffset_")}
+            done = {k: v for k, v in levels.items() if len(set(v.split(","))) == 1}
+            if f"scheduleMessageOffset_{PENDING_DELAY_LEVEL}" in levels and done == levels:
+                return levels
+            assert time.monotonic() < deadline, levels
+            await asyncio.sleep(0.2)
 
 
 async def wait_persisted(namesrv_addr: str, store: Path, timeout: float = 60.0) -> None:

@@ -3,6 +3,7 @@ protocols. The broker's check timers run in milliseconds (transactionTimeOut, tr
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import time
@@ -33,6 +34,7 @@ from pocketmq.common.constants import (
     TRANSACTION_TYPE_MASK,
 )
 from pocketmq.common.topic_validator import (
+    RMQ_SYS_SCHEDULE_TOPIC,
     RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
     RMQ_SYS_TRANS_HALF_TOPIC,
     RMQ_SYS_TRANS_OP_HALF_TOPIC,
@@ -175,6 +177,21 @@ async def test_a_committed_timer_message_is_delivered_after_its_delay(late_check
     assert real.body == b"later" and real.store_timestamp >= sent_at + 1000  # (due a second after its commit)
     assert listener.checked == []
 
+
+
+async def test_a_delay_level_is_dropped_from_a_transactional_message(late_check_cluster: Any, poll) -> None:
+    # sendMessageInTransaction clears DELAY before the send (RocketMQ: "ignore DelayTimeLevel parameter"): the
+    # committed message goes to its topic at once, not to the schedule topic to wait out the level.
+    cluster = late_check_cluster
+    topic, group = await make_topic(cluster, queues=1), unique("TxnPG")
+    async with txn_producer(cluster, group, Listener(COMMIT)) as producer:
+        result = await producer.send_message_in_transaction(Message(topic, b"not delayed", delay_time_level=3))
+        assert result.local_transaction_state is COMMIT
+        await poll(lambda: cluster.broker.end_transaction_processor.committed == 1)
+    await cluster.wait_dispatched()
+    [real] = stored(cluster, topic)
+    assert real.body == b"not delayed" and "DELAY" not in real.properties
+    assert stored(cluster, RMQ_SYS_SCHEDULE_TOPIC, 2) == []  # (level 3's queue)
 
 async def test_the_half_and_op_records(late_check_cluster: Any, poll) -> None:
     cluster = late_check_cluster
@@ -334,6 +351,27 @@ async def test_the_check_happens_after_a_broker_restart(tmp_path: Any, poll) -> 
             assert [m.body for m in listener.checked] == [b"survives"]
         assert [m.body for m in await pull_all(cluster, topic)] == [b"survives"]
 
+
+
+async def test_a_producer_shuts_down_while_its_listener_is_still_checking(cluster: Any, poll) -> None:
+    # A check whose listener never answers (a local transaction stuck on its database) is cancelled by the
+    # shutdown, which waited for it for ever.
+    topic, group = await make_topic(cluster), unique("TxnPG")
+    stuck = asyncio.Event()
+
+    class Stuck(Listener):
+        async def check_local_transaction(self, msg: MessageExt) -> LocalTransactionState:
+            self.checked.append(msg)
+            await stuck.wait()
+            return COMMIT
+
+    listener = Stuck(UNKNOW)
+    producer = txn_producer(cluster, group, listener)
+    await producer.start()
+    await producer.send_message_in_transaction(Message(topic, b"stuck"))
+    await poll(lambda: listener.checked)
+    await asyncio.wait_for(producer.shutdown(), 10.0)  # (a guard, not a measure: it hung)
+    assert cluster.broker.end_transaction_processor.committed == 0
 
 async def test_a_listener_that_raises_leaves_it_to_the_check(cluster: Any, poll) -> None:
     topic, group = await make_topic(cluster), unique("TxnPG")

@@ -6,6 +6,7 @@ from __future__ import annotations
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 CID_RMQ_SYS_PREFIX = "CID_RMQ_SYS_"
+SCHEDULE_CONSUMER_GROUP = "SCHEDULE_CONSUMER"  # MixAll.SCHEDULE_CONSUMER_GROUP
 DEFAULT_CLUSTER = "DefaultCluster"  # BrokerConfig's brokerClusterName when none is given
 DEFAULT_TRACE_REGION_ID = "DefaultRegion"  # the region a broker stamps (MSG_REGION) and a trace record names
 # QueryMessageRequestHeader's extFields flag: look the key up as a message's unique key, not as a user key.

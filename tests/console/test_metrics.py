@@ -66,9 +66,10 @@ async def test_metrics_parse_and_counters_move(cluster, console, poll):
         got = 0
         for mq in sorted(await c.fetch_subscribe_message_queues("MetricsT"), key=lambda q: q.queue_id):
             result = await c.pull(mq, "*", 0, 32)
-            for m in result.msg_found_list[: max(0, 4 - got)]:
-                got += 1
-                await c.update_consume_offset(mq, m.queue_offset + 1)
+            taken = result.msg_found_list[: max(0, 4 - got)]
+            got += len(taken)
+            # (a queue the group never committed lags nothing, as in RocketMQ 5's ConsumerLagCalculator)
+            await c.update_consume_offset(mq, taken[-1].queue_offset + 1 if taken else 0)
         assert got == 4
     later = await scrape(console)
     out = value(later["rocketmq_messages_out"], "rocketmq_messages_out_total", consumer_group="MetricsGroup",
@@ -148,3 +149,26 @@ async def test_the_lag_of_queues_a_shrink_left_read_only_is_counted(cluster, con
     families = await scrape(console)
     assert value(families["rocketmq_consumer_lag_messages"], "rocketmq_consumer_lag_messages",
                  consumer_group="ShrinkG", topic="ShrinkT", is_retry="false") == 8
+
+
+async def test_a_pops_messages_out_carry_is_retry(cluster, console):
+    # RocketMQ 5's PopMessageProcessor labels a pop's rows with is_retry (under the topic the client asked for);
+    # a pull's rows have no such label.
+    from pocketmq.client.consumer.simple_consumer import SimpleConsumer
+
+    async with Producer("PopPG", cluster.namesrv_addr) as p:
+        await p.send(Message("PopT", b"p"))
+    assert await cluster.wait_dispatched()
+    async with SimpleConsumer("PopMG", cluster.namesrv_addr, subscriptions={"PopT": "*"}, await_duration=1.0,
+                              init_mode=0) as sc:
+        got = []
+        for _ in range(10):
+            got += await sc.receive(16, 60.0)
+            if got:
+                break
+        assert len(got) == 1
+        await sc.ack(got[0])
+    families = await scrape(console)
+    rows = [s.labels for s in families["rocketmq_messages_out"]
+            if s.name == "rocketmq_messages_out_total" and s.labels.get("consumer_group") == "PopMG"]
+    assert [(r["topic"], r.get("is_retry"), r["is_system"]) for r in rows] == [("PopT", "false", "false")]

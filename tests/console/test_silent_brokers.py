@@ -112,6 +112,7 @@ async def test_a_scrape_asks_a_silent_broker_once_and_keeps_the_live_ones_figure
     text = await answer_when_all_asked(slow_admin, "metrics", silent, poll)
     assert [b.requests for b in silent] == [1] * FAKES  # its runtime info; nothing more once that failed
     samples = [(s.name, s.labels) for f in text_string_to_metric_families(text) for s in f.samples]
-    assert ("rocketmq_messages_in_total", {**LIVE, "topic": "LiveT", "message_type": "Normal"}) in samples
+    live_in = {**LIVE, "topic": "LiveT", "message_type": "normal", "is_system": "false"}
+    assert ("rocketmq_messages_in_total", live_in) in samples
     assert ("pocketmq_commitlog_bytes", LIVE) in samples
     assert not [labels for _, labels in samples if labels.get("node_id", "").startswith("silent")]

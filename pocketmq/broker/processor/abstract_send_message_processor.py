@@ -42,6 +42,7 @@ from pocketmq.remoting.header import SendMessageRequestHeader, SendMessageRespon
 from pocketmq.remoting.transport import Channel, parse_address
 from pocketmq.storage.results import PutMessageResult, PutMessageStatus
 
+from ..stats.broker_metrics import NORMAL, message_type
 from .base import BrokerProcessor, response
 
 if TYPE_CHECKING:
@@ -302,7 +303,11 @@ class AbstractSendMessageProcessor(BrokerProcessor):
             ar = result.append_result
             assert ar is not None
             if topic is not None:
-                self.controller.broker_stats_manager.inc_put(topic, ar.msg_num, ar.wrote_bytes)
+                stats = self.controller.broker_stats_manager
+                stats.inc_put(topic, ar.msg_num, ar.wrote_bytes)
+                # (a batch is a normal one: RocketMQ reads the type from the batch request's own properties)
+                stats.metrics.sent(topic, NORMAL if msg is None else message_type(msg.properties), ar.msg_num,
+                                   ar.wrote_bytes)
             header = SendMessageResponseHeader(msg_id=ar.msg_id, queue_id=queue_id, queue_offset=ar.logics_offset)
             if msg is not None and PROPERTY_TIMER_OUT_MS in msg.properties:
                 header.recall_handle = self.recall_handle(msg)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from pocketmq.common.constants import (
     PROPERTY_PRODUCER_GROUP,
+    PROPERTY_REAL_TOPIC,
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
@@ -80,6 +81,7 @@ class EndTransactionProcessor(BrokerProcessor):
             return await run_whole(self._commit(request, half, header))
         await service.delete_prepare_message(half)
         self.rolled_back += 1
+        self.controller.broker_stats_manager.metrics.rolled_back(half.properties.get(PROPERTY_REAL_TOPIC, ""))
         return response(request)
 
     async def _commit(self, request: RemotingCommand, half: MessageExt, header: EndTransactionRequestHeader
@@ -90,6 +92,7 @@ class EndTransactionProcessor(BrokerProcessor):
         if answer.code == ResponseCode.SUCCESS:
             await self.controller.transactional_message_service.delete_prepare_message(half)
             self.committed += 1
+            self.controller.broker_stats_manager.metrics.committed(half.properties.get(PROPERTY_REAL_TOPIC, ""))
         return answer
 
     @staticmethod

@@ -46,6 +46,7 @@ from ..filter import (
 )
 from ..longpolling.pop_long_polling_service import PollingResult, PopLongPollingService
 from ..pop import PopBufferMergeService, QueueLockManager, ReviveLog
+from ..stats.broker_metrics import POP, POP_RETRY
 from .abstract_send_message_processor import AbstractSendMessageProcessor
 from .base import BrokerProcessor, log, response
 
@@ -331,6 +332,8 @@ class PopMessageProcessor(BrokerProcessor):
             ctx.buffers.extend(result.buffers)
         ctx.count += result.message_count
         c.broker_stats_manager.inc_get(group, header.topic, result.message_count, result.buffer_total_size)
+        c.broker_stats_manager.metrics.get(group, header.topic, result.message_count, result.buffer_total_size,
+                                           POP_RETRY if is_retry else POP)
         return True
 
     async def _write_check_point(self, ctx: PopContext, ck: PopCheckPoint, next_begin_offset: int) -> bool:

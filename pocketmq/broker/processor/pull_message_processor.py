@@ -240,6 +240,7 @@ class PullMessageProcessor(BrokerProcessor):
         if code == ResponseCode.SUCCESS:
             resp = response(request, code, ext_fields=resp_header, body=result.body)
             c.broker_stats_manager.inc_get(group, topic, result.message_count, result.buffer_total_size)
+            c.broker_stats_manager.metrics.pulled(group, topic, result.message_count, result.buffer_total_size)
         elif (code == ResponseCode.PULL_NOT_FOUND and broker_allow_suspend and header.sys_flag & FLAG_SUSPEND
               and self._suspend(channel, request, header, message_filter)):
             resp = None

@@ -32,6 +32,7 @@ from pocketmq.remoting.reply_header import ReplyMessageRequestHeader
 from pocketmq.remoting.transport import Channel
 from pocketmq.storage.results import PutMessageStatus
 
+from ..stats.broker_metrics import message_type
 from .abstract_send_message_processor import AbstractSendMessageProcessor
 from .admin_ext_processor import CALL_CLIENT_TIMEOUT
 from .base import response
@@ -78,7 +79,9 @@ class ReplyMessageProcessor(AbstractSendMessageProcessor):
             result = await self.put_message(msg)
             ar = result.append_result
             if result.status in _STORED_OK and ar is not None:
-                self.controller.broker_stats_manager.inc_put(header.topic, ar.msg_num, ar.wrote_bytes)
+                stats = self.controller.broker_stats_manager
+                stats.inc_put(header.topic, ar.msg_num, ar.wrote_bytes)
+                stats.metrics.sent(header.topic, message_type(msg.properties), ar.msg_num, ar.wrote_bytes)
                 msg_id, queue_offset = ar.msg_id, ar.logics_offset
             else:
                 log.warning("reply to %s not stored: %s %s", header.topic, result.status.value, result.remark)

@@ -238,6 +238,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         if (header.reconsume_times or 0) <= max_reconsume and not orderly:
             return None
         dlq = mix_all.get_dlq_topic(group)
+        self.controller.broker_stats_manager.metrics.to_dlq(header.producer_group, header.topic)
         tcm = self.controller.topic_config_manager
         tcm.create_topic_in_send_message_back_method(
             dlq, tv.DLQ_NUMS_PER_GROUP, PermName.PERM_WRITE | PermName.PERM_READ, 0
@@ -333,6 +334,8 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         )
         if isinstance(msg, str):
             return response(request, ResponseCode.NO_PERMISSION, msg)
+        if msg.topic.startswith(mix_all.DLQ_GROUP_TOPIC_PREFIX):  # (counted before the put, as RocketMQ 5)
+            c.broker_stats_manager.metrics.to_dlq(group, header.origin_topic or "")
         result = await self.put_message(msg)
         if result.status is PutMessageStatus.PUT_OK:
             c.broker_stats_manager.inc_send_back(group, msg.properties.get(PROPERTY_RETRY_TOPIC, original.topic))

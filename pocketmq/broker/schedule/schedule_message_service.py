@@ -27,6 +27,7 @@ from pocketmq.common.constants import (
     PROPERTY_WAIT_STORE_MSG_OK,
 )
 from pocketmq.common.message import LOOPBACK_HOST, MessageExt, MessageExtBrokerInner, pack_host
+from pocketmq.common.mix_all import SCHEDULE_CONSUMER_GROUP
 from pocketmq.common.topic_validator import RMQ_SYS_SCHEDULE_TOPIC
 from pocketmq.remoting.transport import parse_address
 from pocketmq.storage.config import parse_delay_levels
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SCHEDULE_GROUP = "SCHEDULE_CONSUMER"
+SCHEDULE_GROUP = SCHEDULE_CONSUMER_GROUP
 DELAY_FOR_A_PERIOD = 10.0  # seconds to wait after a failed re-put (RocketMQ's DELAY_FOR_A_PERIOD)
 IDLE_RECHECK = 1.0  # an idle level re-reads its queue at least this often
 BATCH = 32
@@ -183,6 +184,9 @@ class ScheduleMessageService(ConfigManager):
             )
             return False
         self.delivered += 1
+        ar = result.append_result
+        if ar is not None:
+            self.controller.broker_stats_manager.metrics.delivered_delayed(inner.topic, ar.msg_num, ar.wrote_bytes)
         return True
 
     def message_timeup(self, msg: MessageExt) -> MessageExtBrokerInner | None:

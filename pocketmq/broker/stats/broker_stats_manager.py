@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from bisect import bisect_left
 from collections.abc import Iterator
 from typing import Protocol
 
+from .broker_metrics import BrokerMetrics
 from .stats_item import StatsItem, StatsItemSet, StatsSnapshot, monotonic_ms
 
 TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
@@ -30,10 +30,6 @@ BROKER_GET_NUMS = "BROKER_GET_NUMS"
 # Items snapshotted between two turns of the event loop (a few ms of work): clients can make hundreds of thousands
 # of topic@group keys, and snapshotting 200,000 of them at once held the loop for half a second.
 SAMPLE_CHUNK = 2000
-
-# RocketMQ 5.1's rocketmq_message_size buckets (le_1_kb ... le_4_mb, then overflow), in bytes.
-MESSAGE_SIZE_BOUNDS = (1024, 4096, 512 * 1024, 1024 * 1024, 2 * 1024 * 1024, 4 * 1024 * 1024)
-
 
 def group_key(topic: str, group: str) -> str:
     """RocketMQ's buildStatsKey(topic, group)."""
@@ -112,8 +108,8 @@ class BrokerStatsManager:
         self.msg_put_total_today_morning = 0
         self.msg_get_total_yesterday_morning = 0
         self.msg_get_total_today_morning = 0
-        # topic -> [messages per MESSAGE_SIZE_BOUNDS bucket ..., overflow, total bytes]: rocketmq_message_size.
-        self.message_sizes: dict[str, list[int]] = {}
+        # /metrics' counters: RocketMQ 5 counts its metrics elsewhere than these statistics.
+        self.metrics = BrokerMetrics()
 
     # --- the hot path: one dict lookup and two additions per call ---
 
@@ -121,14 +117,6 @@ class BrokerStatsManager:
         self._topic_put_nums.add(topic, msgs)
         self._topic_put_size.add(topic, size)
         self._broker_put_nums.add(self.cluster_name, msgs)
-        counts = self.message_sizes.get(topic)
-        if counts is None:
-            counts = self.message_sizes[topic] = [0] * (len(MESSAGE_SIZE_BOUNDS) + 2)
-        counts[-1] += size
-        if size <= 1024 * msgs:  # the common case, at the cost of one comparison
-            counts[0] += msgs
-        else:  # a batch's messages counted at their mean size: the put result gives only the batch's bytes
-            counts[bisect_left(MESSAGE_SIZE_BOUNDS, size // msgs if msgs else size)] += msgs
 
     def inc_get(self, group: str, topic: str, msgs: int, size: int) -> None:
         key = group_key(topic, group)
@@ -231,7 +219,6 @@ class BrokerStatsManager:
     def on_topic_deleted(self, topic: str) -> None:
         self._topic_put_nums.remove_where(lambda k: k == topic)
         self._topic_put_size.remove_where(lambda k: k == topic)
-        self.message_sizes.pop(topic, None)
         self._group_get_nums.remove_where(lambda k: k.startswith(topic + "@"))
         self._group_get_size.remove_where(lambda k: k.startswith(topic + "@"))
 

@@ -44,14 +44,21 @@ IN_ROW = 3 + len(MESSAGE_SIZE_BOUNDS) + 1
 PULL, POP, POP_RETRY = 0, 2, 4
 
 
+# The properties that make a message other than a normal one.
+_TYPED = frozenset({PROPERTY_TRANSACTION_PREPARED, PROPERTY_SHARDING_KEY, PROPERTY_DELAY_TIME_LEVEL,
+                    PROPERTY_TIMER_DELIVER_MS, PROPERTY_START_DELIVER_TIME, PROPERTY_TIMER_DELAY_SEC,
+                    PROPERTY_TIMER_DELAY_MS})
+
+
 def message_type(props: dict[str, str]) -> str:
     """BrokerMetricsManager.getMessageType, of a message's properties."""
+    if props.keys().isdisjoint(_TYPED):  # a normal message: one call on the send path
+        return NORMAL
     if PROPERTY_TRANSACTION_PREPARED in props and props[PROPERTY_TRANSACTION_PREPARED].lower() == "true":
         return TRANSACTION
     if PROPERTY_SHARDING_KEY in props:
         return FIFO
-    if (PROPERTY_DELAY_TIME_LEVEL in props or PROPERTY_TIMER_DELIVER_MS in props or PROPERTY_START_DELIVER_TIME in props
-            or PROPERTY_TIMER_DELAY_SEC in props or PROPERTY_TIMER_DELAY_MS in props):
+    if props.keys() & (_TYPED - {PROPERTY_TRANSACTION_PREPARED, PROPERTY_SHARDING_KEY}):
         return DELAY
     return NORMAL
 
@@ -96,8 +103,19 @@ class BrokerMetrics:
 
     def sent(self, topic: str, mtype: str, msgs: int, size: int) -> None:
         """A client's send, stored."""
-        if not topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
-            self.put(topic, mtype, msgs, size)
+        rows = self.messages_in[mtype]
+        row = rows.get(topic)
+        if row is None:
+            if topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
+                return
+            row = rows[topic] = [0] * IN_ROW
+        elif topic[0] == "%" and topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
+            return  # (a retry topic's row is the scheduler's deliveries)
+        row[0] += msgs
+        row[1] += size
+        mean = size // msgs if msgs > 1 else size
+        row[2] += mean
+        row[3 if mean <= 1024 else 3 + bisect_left(MESSAGE_SIZE_BOUNDS, mean)] += 1
 
     def delivered_delayed(self, topic: str, msgs: int, size: int) -> None:
         """The scheduler stored a delayed message under its real topic."""

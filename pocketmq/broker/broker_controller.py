@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 
 from pocketmq.common.constants import CQ_STORE_UNIT_SIZE
 from pocketmq.common.message import pack_host
-from pocketmq.remoting.acl import AclClientRPCHook, SessionCredentials
 from pocketmq.remoting.acl.validator import PlainAccessValidator
 from pocketmq.remoting.body import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from pocketmq.remoting.codes import PermName
@@ -110,7 +109,7 @@ class BrokerController:
         self.pull_message_processor = PullMessageProcessor(self)
         self._create_waiting_parts(config)
         # (before the processors: the server-side rebalance reads routes through its name-server client)
-        self.broker_outer_api = self._create_broker_outer_api(config)
+        self.broker_outer_api = BrokerOuterAPI.for_broker(config)
         self._register_processors()
         self.remoting_server.on_channel_close(self._on_channel_close)
         self._initial_acl(config)
@@ -162,16 +161,6 @@ class BrokerController:
             # broker does with aclEnable=true.
             self.remoting_server.request_validator = PlainAccessValidator.for_broker(acl_file)
             log.info("access control on: accounts from %s", acl_file)
-
-    @staticmethod
-    def _create_broker_outer_api(config: BrokerConfig) -> BrokerOuterAPI:
-        """The name-server client, signing its requests when the broker has an account (the name servers' ACL)."""
-        api = BrokerOuterAPI(
-            config.register_broker_timeout, config.compressed_register, config.namesrv_wire_protocol,
-            config.broker_not_active_timeout)
-        if config.access_key is not None and config.secret_key is not None:
-            api.client.rpc_hook = AclClientRPCHook(SessionCredentials(config.access_key, config.secret_key))
-        return api
 
     def _create_waiting_parts(self, config: BrokerConfig) -> None:
         """What parks requests until messages arrive (pulls, pops, notifications) and what wakes them."""

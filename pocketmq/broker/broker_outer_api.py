@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from pocketmq.remoting.acl import AclClientRPCHook, SessionCredentials
 from pocketmq.remoting.body import (
     DataVersion,
     RegisterBrokerBody,
@@ -28,6 +30,9 @@ from pocketmq.remoting.header import (
     UnRegisterBrokerRequestHeader,
 )
 from pocketmq.remoting.wire_protocol import WireProtocol
+
+if TYPE_CHECKING:
+    from .config import BrokerConfig
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +75,16 @@ class BrokerOuterAPI:
         self.compressed = compressed
         self.heartbeat_timeout = heartbeat_timeout
         self.client = RemotingClient(connect_timeout=min(3.0, timeout), wire_protocol=wire_protocol)
+
+    @classmethod
+    def for_broker(cls, config: BrokerConfig) -> BrokerOuterAPI:
+        """The broker's name-server client, signing its requests when the broker has an account (the name servers'
+        ACL)."""
+        api = cls(config.register_broker_timeout, config.compressed_register, config.namesrv_wire_protocol,
+                  config.broker_not_active_timeout)
+        if config.access_key is not None and config.secret_key is not None:
+            api.client.rpc_hook = AclClientRPCHook(SessionCredentials(config.access_key, config.secret_key))
+        return api
 
     @property
     def speaks_deltas(self) -> bool:

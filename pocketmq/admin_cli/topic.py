@@ -1,4 +1,4 @@
-"""Topic commands: updateTopic, deleteTopic, topicList, topicRoute, topicStatus."""
+"""Topic commands: updateTopic, deleteTopic, topicList, topicRoute, topicStatus, updateOrderConf."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import sys
 from typing import Any
 
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
+from pocketmq.client.exceptions import MQClientException
 from pocketmq.common.attribute import AttributeError_, parse_to_map
-from pocketmq.common.mix_all import is_retry_or_dlq_topic
+from pocketmq.common.java_hash import hash_map_order
+from pocketmq.common.mix_all import NAMESPACE_ORDER_TOPIC_CONFIG, is_retry_or_dlq_topic
 from pocketmq.remoting import fastjson
 from pocketmq.remoting.body import TopicConfig
 from pocketmq.remoting.errors import RemotingError
@@ -42,6 +44,12 @@ def add(sub: Any) -> None:
     p = command(sub, "topicStatus", "Examine topic Status info", topic_status)
     p.add_argument("-t", "--topic", required=True)
 
+    p = command(sub, "updateOrderConf", "Create or update or delete order conf", update_order_conf)
+    p.add_argument("-t", "--topic", required=True, help="topic name")
+    p.add_argument("-m", "--method", required=True, choices=("put", "get", "delete"), help="option type")
+    p.add_argument("-v", "--orderConf", dest="order_conf", default="",
+                   help="set order conf [eg. brokerName1:num;brokerName2:num]")
+
 
 def _attributes(text: str) -> dict[str, str]:
     try:
@@ -54,7 +62,48 @@ async def update_topic(admin: MQAdminExt, args: argparse.Namespace) -> Printable
     tc = TopicConfig(args.topic, args.read, args.write, args.perm, order=args.order, attributes=args.attributes)
     addrs = await admin.create_topic(tc, cluster=args.cluster_name, broker_addr=args.broker_addr)
     lines = [f"create topic to {a} success." for a in addrs] + [str(tc)]
-    return Printable({"brokers": addrs, "topicConfig": tc}, lines)
+    data: dict[str, object] = {"brokers": addrs, "topicConfig": tc}
+    if args.order:
+        data["orderConf"] = await _set_order_conf(admin, tc, args, lines)
+    return Printable(data, lines)
+
+
+async def _set_order_conf(admin: MQAdminExt, tc: TopicConfig, args: argparse.Namespace, lines: list[str]) -> str:
+    """mqadmin's order conf of ``updateTopic -o true``: the topic's queues on the broker, or on every broker of the
+    cluster, in the name servers' ORDER_TOPIC_CONFIG, which the brokers take their order flags from at their next
+    registration. Its line has no line break of its own: mqadmin prints the next one straight after it."""
+    info = await admin.examine_broker_cluster_info()
+    if args.broker_addr:
+        name = next((n for n, bd in info.broker_addr_table.items() if args.broker_addr in bd.broker_addrs.values()),
+                    None)
+        if name is None:
+            raise MQClientException(f"no broker at {args.broker_addr} in the name servers' cluster info")
+        conf = f"{name}:{tc.write_queue_nums}"
+        lines[0] = f"set broker orderConf. isOrder=true, orderConf=[{conf}]{lines[0]}"
+        return await admin.create_or_update_order_conf(tc.topic_name, conf, False)
+    names = hash_map_order(sorted(info.cluster_addr_table.get(args.cluster_name, ())))
+    conf = ";".join(f"{n}:{tc.write_queue_nums}" for n in names)
+    lines[-1] = f"set cluster orderConf. isOrder=true, orderConf=[{conf}]{lines[-1]}"
+    return await admin.create_or_update_order_conf(tc.topic_name, conf, True)
+
+
+async def update_order_conf(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
+    """mqadmin's updateOrderConf: the topic's entry in the name servers' ORDER_TOPIC_CONFIG namespace."""
+    topic, conf = args.topic.strip(), args.order_conf.strip()
+    data = {"topic": topic, "orderConf": conf or None}
+    if args.method == "get":
+        value = await admin.get_kv_config(NAMESPACE_ORDER_TOPIC_CONFIG, topic)
+        if value is None:  # (mqadmin fails with the name server's QUERY_NOT_FOUND)
+            raise MQClientException(f"No config item, Namespace: {NAMESPACE_ORDER_TOPIC_CONFIG} Key: {topic}")
+        data["orderConf"] = value
+        return Printable(data, [f"get orderConf success. topic=[{topic}], orderConf=[{value}] "])
+    if args.method == "put":
+        if not conf:
+            raise MQClientException("please set orderConf with option -v.")
+        await admin.create_or_update_order_conf(topic, conf, True)
+        return Printable(data, [f"update orderConf success. topic=[{topic}], orderConf=[{conf}]"])
+    await admin.delete_kv_config(NAMESPACE_ORDER_TOPIC_CONFIG, topic)
+    return Printable(data, [f"delete orderConf success. topic=[{topic}]"])
 
 
 async def delete_topic(admin: MQAdminExt, args: argparse.Namespace) -> Printable:

@@ -24,6 +24,7 @@ COMMANDS = [
     "topicList",
     "topicRoute",
     "topicStatus",
+    "updateOrderConf",
     "clusterList",
     "brokerStatus",
     "updateSubGroup",

@@ -1003,6 +1003,39 @@ def test_pocketmq_delete_commands_print_what_mqadmin_prints(
         assert rows(mine.replace(value.format("B"), value.format("A"))) == rows(theirs)
 
 
+
+def test_order_conf_commands(sides: tuple[Side, Side], mqadmin: Mqadmin, capsys: pytest.CaptureFixture[str]) -> None:
+    """updateOrderConf (put, get, delete) and `updateTopic -o true` (-b: the broker's part merged into the entry;
+    -c: the cluster's brokers): mqadmin prints the same against Apache and pocketmq, and pocketmq's own commands
+    (on topics B, mqadmin's on topics A) print what mqadmin prints against pocketmq. (A -b entry is merged into one
+    already there: mqadmin prints the stack trace of the QUERY_NOT_FOUND its read of a missing entry meets, and
+    carries on.)"""
+    _, pocket = sides
+    steps = (
+        ("updateOrderConf", "-t", "MqaOrd{}" + SUFFIX, "-m", "put", "-v", "broker-x:1"),
+        ("updateTopic", "-b", "{broker}", "-t", "MqaOrd{}" + SUFFIX, "-r", "2", "-w", "2", "-o", "true"),
+        ("updateOrderConf", "-t", "MqaOrd{}" + SUFFIX, "-m", "get"),
+        ("updateTopic", "-c", CLUSTER, "-t", "MqaOrdC{}" + SUFFIX, "-r", "3", "-w", "3", "-o", "true"),
+        ("updateOrderConf", "-t", "MqaOrdC{}" + SUFFIX, "-m", "get"),
+        ("updateOrderConf", "-t", "MqaOrd{}" + SUFFIX, "-m", "delete"),
+        ("updateOrderConf", "-t", "MqaOrdC{}" + SUFFIX, "-m", "delete"),
+    )
+    outputs: list[str] = []
+    for step in steps:
+        apache, theirs = mqadmin.both(sides, *(lambda s, a=a: a.format("A", broker=s.broker_addr) for a in step))
+        assert rows(theirs) == rows(apache), step
+        capsys.readouterr()
+        argv = [step[0], "-n", pocket.namesrv_addr, *SLOW_OK,
+                *(a.format("B", broker=pocket.broker_addr) for a in step[1:])]
+        assert pocketmq_main(argv) == 0
+        mine = capsys.readouterr().out
+        assert rows(mine.replace("MqaOrdB", "MqaOrdA").replace("MqaOrdCB", "MqaOrdCA")) == rows(theirs), step
+        outputs.append(theirs)
+    merged = ";".join({"broker-a": "broker-a:2", "broker-x": "broker-x:1"}[n]
+                      for n in hash_map_order(["broker-x", "broker-a"]))
+    assert f"orderConf=[{merged}]" in outputs[2]
+    assert "set cluster orderConf. isOrder=true, orderConf=[broker-a:3]TopicConfig" in outputs[3]
+
 def test_pocketmq_consume_message_prints_what_mqadmin_prints(
     sides: tuple[Side, Side], mqadmin: Mqadmin, capsys: pytest.CaptureFixture[str]
 ) -> None:

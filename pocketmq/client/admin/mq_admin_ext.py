@@ -19,7 +19,8 @@ import asyncio
 from typing import Any
 
 from pocketmq.common.attribute import parse_to_string, signed_attributes
-from pocketmq.common.mix_all import get_retry_topic
+from pocketmq.common.java_hash import hash_map_order
+from pocketmq.common.mix_all import NAMESPACE_ORDER_TOPIC_CONFIG, get_retry_topic
 from pocketmq.common.properties_text import format_properties, parse_properties
 from pocketmq.common.topic_validator import AUTO_CREATE_TOPIC_KEY_TOPIC
 from pocketmq.remoting.admin_body import (
@@ -261,6 +262,23 @@ class MQAdminExt(MessageAdmin, OffsetAdmin):
                 return r.decode_body(ConsumerRunningInfo)
             last = MQBrokerException(r.code, r.remark, addr)
         raise last or MQClientException(f"no broker knows the group {group}")
+
+    # --- order topics: the name servers' ORDER_TOPIC_CONFIG namespace ---------------------------------------
+
+    async def create_or_update_order_conf(self, topic: str, order_conf: str, is_cluster: bool) -> str:
+        """DefaultMQAdminExtImpl.createOrUpdateOrderConf: ``order_conf`` ("brokerName:queueNums;...") becomes the
+        topic's entry on every name server (``is_cluster``), or, one broker's part ("brokerName:queueNums"), replaces
+        that broker's part of the entry, the other brokers' parts kept (in a Java HashMap's order, as mqadmin joins
+        them). Returns the entry written. Where RocketMQ merges with nothing when reading the entry fails for any
+        reason, only a missing entry counts as empty here: another failure would drop the other brokers' parts."""
+        value = order_conf
+        if not is_cluster:
+            old = await self.get_kv_config(NAMESPACE_ORDER_TOPIC_CONFIG, topic)
+            parts = {} if old is None or not old.strip() else {p.split(":")[0]: p for p in old.split(";")}
+            parts[order_conf.split(":")[0]] = order_conf
+            value = ";".join(parts[name] for name in hash_map_order(parts))
+        await self.put_kv_config(NAMESPACE_ORDER_TOPIC_CONFIG, topic, value)
+        return value
 
     # --- brokers -------------------------------------------------------------------------------------------
 

@@ -385,6 +385,10 @@ class BrokerController:
             return []
         results = list(await asyncio.gather(*(self._register_with(addr, force_full) for addr in addrs)))
         self.last_register_results = results
+        # RocketMQ's doRegisterBrokerAll: the order flags follow the first name server that took the registration
+        # (its answer's ORDER_TOPIC_CONFIG table; none there, they stay).
+        if (first := next((r for r in results if r.ok), None)) is not None:
+            self.topic_config_manager.update_order_topic_config(first.order_topic_config)
         return results
 
     async def _register_with(self, addr: str, force_full: bool) -> RegisterResult:

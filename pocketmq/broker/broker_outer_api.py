@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pocketmq.remoting.acl import AclClientRPCHook, SessionCredentials
+from pocketmq.remoting.admin_body import KVTable
 from pocketmq.remoting.body import (
     DataVersion,
     RegisterBrokerBody,
@@ -45,6 +46,9 @@ class RegisterResult:
     ok: bool
     error: str | None = None
     delta_accepted: bool = False  # a delta registration was applied (False for a full one)
+    # The name server's ORDER_TOPIC_CONFIG KV namespace, topic -> "brokerName:queueNums;...", which RocketMQ's name
+    # servers answer a registration with (None when the namespace does not exist).
+    order_topic_config: dict[str, str] | None = None
 
 
 @dataclass(slots=True)
@@ -140,7 +144,7 @@ class BrokerOuterAPI:
             except ValueError:
                 accepted = False  # a name server that does not speak deltas: it gets the whole table
         log.debug("registered to name server %s%s", addr, " (delta)" if accepted else "")
-        return RegisterResult(addr, True, delta_accepted=accepted)
+        return RegisterResult(addr, True, delta_accepted=accepted, order_topic_config=_order_topic_config(addr, resp))
 
     async def unregister_broker_all(self, namesrv_addrs: list[str], identity: BrokerIdentity) -> None:
         header = UnRegisterBrokerRequestHeader(
@@ -174,3 +178,15 @@ class BrokerOuterAPI:
 
     async def close(self) -> None:
         await self.client.close()
+
+
+def _order_topic_config(addr: str, resp: RemotingCommand) -> dict[str, str] | None:
+    if not resp.body:
+        return None
+    try:
+        table: dict[str, str] = resp.decode_body(KVTable).table
+    except ValueError as e:
+        # The registration itself was taken: the topics' order flags stay as they are until a readable table.
+        log.warning("name server %s answered an unreadable ORDER_TOPIC_CONFIG table: %s", addr, e)
+        return None
+    return table

@@ -204,6 +204,21 @@ class TopicConfigManager(ConfigManager):
         log.info("%s topic config %s", "updated" if old is not None else "created", tc)
         self._config_changed(tc.topic_name)
 
+    def update_order_topic_config(self, order_topics: Collection[str] | None) -> bool:
+        """RocketMQ's updateOrderTopicConfig, with the ORDER_TOPIC_CONFIG table a name server answered a registration
+        with (None: it has no such namespace, and nothing changes): a topic it names is ordered, any other is not.
+        Returns whether a topic changed (each one moves the data version and is journaled)."""
+        if order_topics is None:
+            return False
+        flipped = [name for name, tc in self.topic_config_table.items() if tc.order != (name in order_topics)]
+        for name in flipped:
+            tc = _copy(self.topic_config_table[name])
+            tc.order = not tc.order
+            log.info("update order topic config, topic=%s, order=%s", name, tc.order)
+            self.topic_config_table[name] = tc
+            self._config_changed(name)
+        return bool(flipped)
+
     def delete_topic_config(self, topic: str) -> bool:
         if self.topic_config_table.pop(topic, None) is None:
             return False

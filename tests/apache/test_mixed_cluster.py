@@ -251,3 +251,42 @@ def test_an_apache_broker_takes_the_order_topic_config_from_pocketmqs_name_serve
     ):
         asyncio.run(wait_brokers(ns.addr, {apache.broker_name}))
         assert _order_flags_after_update_order_conf(ns.addr, apache.broker_addr, apache.broker_name) == want
+
+
+def _wait_order_flags(broker_addr: str, want: dict[str, bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        table = call(broker_addr, request(R.GET_ALL_TOPIC_CONFIG)).body["topicConfigTable"]
+        got = {topic: table[topic]["order"] for topic in want}
+        if got == want:
+            return
+        assert time.monotonic() < deadline, (got, want)
+        time.sleep(0.02)
+
+
+def test_a_pocketmq_broker_takes_the_order_topic_config_from_apaches_name_server(tmp_path: Path) -> None:
+    """The other way round: pocketmq's updateOrderConf and `updateTopic -o true` on Apache 4.9.7's name server, and a
+    pocketmq broker registering there (every 50 ms) sets its topics' order flags from the table in the answer."""
+    ordered, plain = f"OrdConf{uuid.uuid4().hex[:6]}", f"Plain{uuid.uuid4().hex[:6]}"
+    with (
+        ApacheNamesrv(tmp_path / "apache", version=V4) as ns,
+        PocketMQBroker(tmp_path / "pocketmq", ns.namesrv_addr, namesrvProtocol="rocketmq",
+                       registerNameServerPeriod="50") as pocket,
+    ):
+        def admin(*args: str) -> str:
+            done = pocketmq_admin(args[0], "-n", ns.namesrv_addr, "--protocol", "rocketmq", *args[1:])
+            assert done.returncode == 0, done.stderr
+            return done.stdout
+
+        for topic in (ordered, plain):
+            admin("updateTopic", "-b", pocket.addr, "-t", topic, "-r", "2", "-w", "2")
+        assert admin("updateOrderConf", "-t", ordered, "-m", "put", "-v", f"{pocket.broker_name}:2") == (
+            f"update orderConf success. topic=[{ordered}], orderConf=[{pocket.broker_name}:2]\n")
+        _wait_order_flags(pocket.addr, {ordered: True, plain: False})
+        out = admin("updateTopic", "-b", pocket.addr, "-t", plain, "-r", "2", "-w", "2", "-o", "true")
+        assert out.startswith(f"set broker orderConf. isOrder=true, orderConf=[{pocket.broker_name}:2]create topic")
+        assert admin("updateOrderConf", "-t", plain, "-m", "get") == (
+            f"get orderConf success. topic=[{plain}], orderConf=[{pocket.broker_name}:2] \n")
+        assert admin("updateOrderConf", "-t", ordered, "-m", "delete") == (
+            f"delete orderConf success. topic=[{ordered}]\n")
+        _wait_order_flags(pocket.addr, {ordered: False, plain: True})

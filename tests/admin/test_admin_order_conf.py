@@ -93,6 +93,13 @@ def test_update_topic_with_order_writes_the_order_conf_the_brokers_follow(
     wait_order_flags(cluster, "OrdCluster", {"broker-a": False, "broker-b": False})
     assert order_flags(cluster, "OrdMerged") == {"broker-a": True, "broker-b": True}
 
+    # An entry ending in ";" merges without an empty part (Java's split drops it; a client's route parse of
+    # "brokerName:queueNums" parts would fail on one).
+    cli(capsys, cluster, "updateOrderConf", "-t", "OrdTrail", "-m", "put", "-v", "broker-a:2;")
+    cli(capsys, cluster, "updateTopic", "-b", b, "-t", "OrdTrail", "-w", "4", "-o", "true")
+    assert cli(capsys, cluster, "updateOrderConf", "-t", "OrdTrail", "-m", "get") == (
+        "get orderConf success. topic=[OrdTrail], orderConf=[broker-b:4;broker-a:2] \n")
+
 
 def test_update_order_conf_refuses_a_put_without_a_conf_and_a_get_of_no_entry(
     cluster: ThreadedCluster, capsys: pytest.CaptureFixture[str]

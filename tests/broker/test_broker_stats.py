@@ -10,6 +10,7 @@ from broker_harness import MQ
 from pop_wire import PopClient
 
 from pocketmq.broker.stats import BrokerStatsManager, StatsItemSet, StatsSnapshot
+from pocketmq.broker.stats.broker_metrics import MAX_DLQ_ROWS, BrokerMetrics
 from pocketmq.common import MessageExtBrokerInner
 from pocketmq.common.codec import decode_all
 from pocketmq.remoting.admin_body import KVTable
@@ -95,9 +96,25 @@ async def test_a_deleted_topic_leaves_no_statistics(cluster, dispatched) -> None
     await mq.pull("GGone", "Gone", 0, 0)
     stats = broker.broker_stats_manager
     assert stats.sets["TOPIC_PUT_NUMS"].get("Gone") is not None
+    metrics = stats.metrics
+    assert "Gone" in metrics.messages_in["normal"] and "Gone" in metrics.messages_out["GGone"]
     assert (await mq.invoke(RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader("Gone"))).code == 0
     assert stats.sets["TOPIC_PUT_NUMS"].get("Gone") is None and stats.sets["TOPIC_PUT_SIZE"].get("Gone") is None
     assert stats.sets["GROUP_GET_NUMS"].get("Gone@GGone") is None
+    # /metrics' rows too (RocketMQ's exporter keeps a deleted topic's series; a broker that churns topics would not)
+    assert "Gone" not in metrics.messages_in["normal"] and "Gone" not in metrics.messages_out["GGone"]
+    metrics.to_dlq("GGone", "Other")
+    stats.on_group_deleted("GGone")
+    assert "GGone" not in metrics.messages_out and metrics.send_to_dlq == {}
+
+
+def test_dead_letter_rows_stop_growing_at_their_cap() -> None:
+    # (the original topic of a send-back is the client's word: one made up per request must not add rows for good)
+    metrics = BrokerMetrics()
+    for i in range(MAX_DLQ_ROWS + 5):
+        metrics.to_dlq("G", f"T{i}")
+    metrics.to_dlq("G", "T0")
+    assert len(metrics.send_to_dlq) == MAX_DLQ_ROWS and metrics.send_to_dlq[("G", "T0")] == 2
 
 
 async def runtime_info(mq: MQ) -> dict[str, str]:

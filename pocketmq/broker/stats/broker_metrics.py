@@ -34,6 +34,9 @@ from pocketmq.common.topic_validator import RMQ_SYS_SCHEDULE_TOPIC, SYSTEM_TOPIC
 # RocketMQ 5's rocketmq_message_size buckets (le_1_kb ... le_4_mb, then overflow), in bytes.
 MESSAGE_SIZE_BOUNDS = (1024, 4096, 512 * 1024, 1024 * 1024, 2 * 1024 * 1024, 4 * 1024 * 1024)
 
+# Rows of rocketmq_send_to_dlq_messages_total kept at most.
+MAX_DLQ_ROWS = 10_000
+
 # TopicMessageType.getMetricsValue()
 NORMAL, FIFO, DELAY, TRANSACTION = "normal", "fifo", "delay", "transaction"
 MESSAGE_TYPES = (NORMAL, FIFO, DELAY, TRANSACTION)
@@ -138,7 +141,25 @@ class BrokerMetrics:
 
     def to_dlq(self, group: str, topic: str) -> None:
         key = (group, topic)
-        self.send_to_dlq[key] = self.send_to_dlq.get(key, 0) + 1
+        count = self.send_to_dlq.get(key)
+        if count is None and len(self.send_to_dlq) >= MAX_DLQ_ROWS:
+            return  # (the original topic is the client's word: a row per name it makes up would grow for good)
+        self.send_to_dlq[key] = (count or 0) + 1
+
+    def on_topic_deleted(self, topic: str) -> None:
+        for rows in self.messages_in.values():
+            rows.pop(topic, None)
+        for topics in self.messages_out.values():
+            topics.pop(topic, None)
+        for key in [k for k in self.send_to_dlq if k[1] == topic]:
+            del self.send_to_dlq[key]
+        self.commits.pop(topic, None)
+        self.rollbacks.pop(topic, None)
+
+    def on_group_deleted(self, group: str) -> None:
+        self.messages_out.pop(group, None)
+        for key in [k for k in self.send_to_dlq if k[0] == group]:
+            del self.send_to_dlq[key]
 
     def committed(self, topic: str) -> None:
         self.commits[topic] = self.commits.get(topic, 0) + 1

@@ -221,7 +221,9 @@ class BrokerStatsManager:
         self._topic_put_size.remove_where(lambda k: k == topic)
         self._group_get_nums.remove_where(lambda k: k.startswith(topic + "@"))
         self._group_get_size.remove_where(lambda k: k.startswith(topic + "@"))
+        self.metrics.on_topic_deleted(topic)
 
     def on_group_deleted(self, group: str) -> None:
         for s in (self._group_get_nums, self._group_get_size, self.sets[SNDBCK_PUT_NUMS]):
             s.remove_where(lambda k: k.endswith("@" + group))
+        self.metrics.on_group_deleted(group)

@@ -274,7 +274,7 @@ class MQAdminExt(MessageAdmin, OffsetAdmin):
         value = order_conf
         if not is_cluster:
             old = await self.get_kv_config(NAMESPACE_ORDER_TOPIC_CONFIG, topic)
-            parts = {} if old is None or not old.strip() else {p.split(":")[0]: p for p in old.split(";")}
+            parts = {} if old is None or not old.strip() else {p.split(":")[0]: p for p in old.split(";") if p}
             parts[order_conf.split(":")[0]] = order_conf
             value = ";".join(parts[name] for name in hash_map_order(parts))
         await self.put_kv_config(NAMESPACE_ORDER_TOPIC_CONFIG, topic, value)

@@ -21,12 +21,13 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 
-from pocketmq.broker.stats.broker_metrics import NORMAL, is_system
+from pocketmq.broker.stats.broker_metrics import is_system
 from pocketmq.broker.stats.broker_metrics import is_system_topic as _apache_system_topic
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.common.mix_all import DLQ_GROUP_TOPIC_PREFIX as DLQ_PREFIX
 from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX as RETRY_PREFIX
 from pocketmq.common.pop_ack_constants import parse_normal_topic
+from pocketmq.common.topic_attributes import METRICS_NORMAL
 from pocketmq.common.topic_validator import is_system_topic as _is_system_topic
 from pocketmq.storage.flush_stats import FLUSH_LATENCY_BOUNDS
 
@@ -121,7 +122,7 @@ class MetricsCollector:
         # Each topic's offsets from this broker alone: no route lookup, no other broker asked.
         tables = await asyncio.gather(*(calls.ask(addr, partial(self.admin.examine_topic_stats, t, addr))
                                         for t in topics))
-        return [([*node, topic, NORMAL, flag(_apache_system_topic(topic))],
+        return [([*node, topic, METRICS_NORMAL, flag(_apache_system_topic(topic))],
                  sum(o.max_offset for mq, o in stats.offset_table.items() if mq.broker_name == node[2]))
                 for topic, stats in zip(topics, tables, strict=True) if stats is not None]
 

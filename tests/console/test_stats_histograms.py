@@ -8,7 +8,9 @@ import pytest
 pytest.importorskip("aiohttp", reason="the console extra")
 pytest.importorskip("prometheus_client", reason="the console extra")
 
-from pocketmq.broker.stats.broker_metrics import DELAY, MESSAGE_SIZE_BOUNDS, NORMAL, BrokerMetrics  # noqa: E402
+from pocketmq.broker.stats.broker_metrics import MESSAGE_SIZE_BOUNDS, BrokerMetrics  # noqa: E402
+from pocketmq.common.topic_attributes import METRICS_DELAY as DELAY  # noqa: E402
+from pocketmq.common.topic_attributes import METRICS_NORMAL as NORMAL  # noqa: E402
 from pocketmq.console.metrics_local import buckets as _buckets  # noqa: E402
 from pocketmq.storage.flush_stats import FLUSH_LATENCY_BOUNDS, FlushStats  # noqa: E402
 

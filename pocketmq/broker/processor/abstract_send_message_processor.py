@@ -30,8 +30,10 @@ from pocketmq.common.message import (
 )
 from pocketmq.common.recall_message_handle import HandleV1
 from pocketmq.common.topic_attributes import (
+    METRICS_NORMAL,
     TOPIC_MESSAGE_TYPE_ATTRIBUTE,
     message_type_of,
+    metrics_message_type,
     topic_message_type,
     type_conflict,
 )
@@ -42,7 +44,6 @@ from pocketmq.remoting.header import SendMessageRequestHeader, SendMessageRespon
 from pocketmq.remoting.transport import Channel, parse_address
 from pocketmq.storage.results import PutMessageResult, PutMessageStatus
 
-from ..stats.broker_metrics import NORMAL, message_type
 from .base import BrokerProcessor, response
 
 if TYPE_CHECKING:
@@ -306,8 +307,8 @@ class AbstractSendMessageProcessor(BrokerProcessor):
                 stats = self.controller.broker_stats_manager
                 stats.inc_put(topic, ar.msg_num, ar.wrote_bytes)
                 # (a batch is a normal one: RocketMQ reads the type from the batch request's own properties)
-                stats.metrics.sent(topic, NORMAL if msg is None else message_type(msg.properties), ar.msg_num,
-                                   ar.wrote_bytes)
+                mtype = METRICS_NORMAL if msg is None else metrics_message_type(msg.properties)
+                stats.metrics.sent(topic, mtype, ar.msg_num, ar.wrote_bytes)
             header = SendMessageResponseHeader(msg_id=ar.msg_id, queue_id=queue_id, queue_offset=ar.logics_offset)
             if msg is not None and PROPERTY_TIMER_OUT_MS in msg.properties:
                 header.recall_handle = self.recall_handle(msg)

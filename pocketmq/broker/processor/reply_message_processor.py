@@ -20,6 +20,7 @@ from pocketmq.common.constants import (
     PROPERTY_TRACE_SWITCH,
 )
 from pocketmq.common.message import MessageExtBrokerInner, properties_to_string, string_to_properties, unpack_host
+from pocketmq.common.topic_attributes import metrics_message_type
 from pocketmq.remoting.codes import RequestCode, ResponseCode, SerializeType
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import RemotingError
@@ -32,7 +33,6 @@ from pocketmq.remoting.reply_header import ReplyMessageRequestHeader
 from pocketmq.remoting.transport import Channel
 from pocketmq.storage.results import PutMessageStatus
 
-from ..stats.broker_metrics import message_type
 from .abstract_send_message_processor import AbstractSendMessageProcessor
 from .admin_ext_processor import CALL_CLIENT_TIMEOUT
 from .base import response
@@ -81,7 +81,7 @@ class ReplyMessageProcessor(AbstractSendMessageProcessor):
             if result.status in _STORED_OK and ar is not None:
                 stats = self.controller.broker_stats_manager
                 stats.inc_put(header.topic, ar.msg_num, ar.wrote_bytes)
-                stats.metrics.sent(header.topic, message_type(msg.properties), ar.msg_num, ar.wrote_bytes)
+                stats.metrics.sent(header.topic, metrics_message_type(msg.properties), ar.msg_num, ar.wrote_bytes)
                 msg_id, queue_offset = ar.msg_id, ar.logics_offset
             else:
                 log.warning("reply to %s not stored: %s %s", header.topic, result.status.value, result.remark)

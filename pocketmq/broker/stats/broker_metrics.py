@@ -14,21 +14,13 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
-from pocketmq.common.constants import (
-    PROPERTY_DELAY_TIME_LEVEL,
-    PROPERTY_SHARDING_KEY,
-    PROPERTY_START_DELIVER_TIME,
-    PROPERTY_TIMER_DELAY_MS,
-    PROPERTY_TIMER_DELAY_SEC,
-    PROPERTY_TIMER_DELIVER_MS,
-    PROPERTY_TRANSACTION_PREPARED,
-)
 from pocketmq.common.mix_all import (
     CID_RMQ_SYS_PREFIX,
-    DLQ_GROUP_TOPIC_PREFIX,
-    RETRY_GROUP_TOPIC_PREFIX,
     SCHEDULE_CONSUMER_GROUP,
+    is_retry_or_dlq_topic,
 )
+from pocketmq.common.topic_attributes import METRICS_DELAY as DELAY
+from pocketmq.common.topic_attributes import METRICS_MESSAGE_TYPES as MESSAGE_TYPES
 from pocketmq.common.topic_validator import RMQ_SYS_SCHEDULE_TOPIC, SYSTEM_TOPIC_PREFIX, SYSTEM_TOPICS
 
 # RocketMQ 5's rocketmq_message_size buckets (le_1_kb ... le_4_mb, then overflow), in bytes.
@@ -37,37 +29,11 @@ MESSAGE_SIZE_BOUNDS = (1024, 4096, 512 * 1024, 1024 * 1024, 2 * 1024 * 1024, 4 *
 # Rows of rocketmq_send_to_dlq_messages_total kept at most.
 MAX_DLQ_ROWS = 10_000
 
-# TopicMessageType.getMetricsValue()
-NORMAL, FIFO, DELAY, TRANSACTION = "normal", "fifo", "delay", "transaction"
-MESSAGE_TYPES = (NORMAL, FIFO, DELAY, TRANSACTION)
-
 # An in row: [messages, bytes, sum of the samples, count per MESSAGE_SIZE_BOUNDS bucket ..., overflow].
 IN_ROW = 3 + len(MESSAGE_SIZE_BOUNDS) + 1
 # An out row: [messages, bytes] of pulls (no is_retry label), of pops from the topic, of pops from its retry topic.
 PULL, POP, POP_RETRY = 0, 2, 4
 
-
-# The properties that make a message other than a normal one.
-_TYPED = frozenset({PROPERTY_TRANSACTION_PREPARED, PROPERTY_SHARDING_KEY, PROPERTY_DELAY_TIME_LEVEL,
-                    PROPERTY_TIMER_DELIVER_MS, PROPERTY_START_DELIVER_TIME, PROPERTY_TIMER_DELAY_SEC,
-                    PROPERTY_TIMER_DELAY_MS})
-
-
-def message_type(props: dict[str, str]) -> str:
-    """BrokerMetricsManager.getMessageType, of a message's properties."""
-    if props.keys().isdisjoint(_TYPED):  # a normal message: one call on the send path
-        return NORMAL
-    if PROPERTY_TRANSACTION_PREPARED in props and props[PROPERTY_TRANSACTION_PREPARED].lower() == "true":
-        return TRANSACTION
-    if PROPERTY_SHARDING_KEY in props:
-        return FIFO
-    if props.keys() & (_TYPED - {PROPERTY_TRANSACTION_PREPARED, PROPERTY_SHARDING_KEY}):
-        return DELAY
-    return NORMAL
-
-
-def is_retry_or_dlq(topic: str) -> bool:
-    return topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX))
 
 
 def is_system_topic(topic: str) -> bool:
@@ -105,20 +71,9 @@ class BrokerMetrics:
         row[3 if mean <= 1024 else 3 + bisect_left(MESSAGE_SIZE_BOUNDS, mean)] += 1
 
     def sent(self, topic: str, mtype: str, msgs: int, size: int) -> None:
-        """A client's send, stored."""
-        rows = self.messages_in[mtype]
-        row = rows.get(topic)
-        if row is None:
-            if topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
-                return
-            row = rows[topic] = [0] * IN_ROW
-        elif topic[0] == "%" and topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
-            return  # (a retry topic's row is the scheduler's deliveries)
-        row[0] += msgs
-        row[1] += size
-        mean = size // msgs if msgs > 1 else size
-        row[2] += mean
-        row[3 if mean <= 1024 else 3 + bisect_left(MESSAGE_SIZE_BOUNDS, mean)] += 1
+        """A client's send, stored (a retry topic's row is the scheduler's deliveries)."""
+        if not is_retry_or_dlq_topic(topic):
+            self.put(topic, mtype, msgs, size)
 
     def delivered_delayed(self, topic: str, msgs: int, size: int) -> None:
         """The scheduler stored a delayed message under its real topic."""
@@ -136,7 +91,7 @@ class BrokerMetrics:
         row[kind + 1] += size
 
     def pulled(self, group: str, topic: str, msgs: int, size: int) -> None:
-        if not topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
+        if not is_retry_or_dlq_topic(topic):
             self.get(group, topic, msgs, size, PULL)
 
     def to_dlq(self, group: str, topic: str) -> None:

@@ -334,24 +334,29 @@ CONSUMER_ID = "parity-consumer@1"
 RECV_GROUP = "ParityRecvGroup"
 
 
+def telemetry_session(stub: Any, client_id: str, group: str, topic: str, client_type: Any, stop: threading.Event,
+                      timeout: float) -> Any:
+    """A consumer's Telemetry stream: its Settings (group, one topic, every tag) register it with the proxy, and the
+    stream stays open until ``stop``."""
+    def commands() -> Iterator[Any]:
+        yield S.TelemetryCommand(settings=D.Settings(
+            client_type=client_type, request_timeout=Duration(seconds=3),
+            subscription=D.Subscription(group=D.Resource(name=group), subscriptions=[D.SubscriptionEntry(
+                topic=D.Resource(name=topic), expression=D.FilterExpression(type=D.FilterType.TAG, expression="*"))])))
+        stop.wait(timeout)
+
+    call = stub.Telemetry(commands(), metadata=metadata(client_id), timeout=timeout)
+    assert next(call).status.code == D.Code.OK
+    return call
+
+
 @pytest.fixture(scope="module")
 def consumer_sessions(both_servers: dict[str, Any]) -> Iterator[dict[str, str]]:
     """A simple consumer's Telemetry stream on each server (its Settings are what ReceiveMessage reads), open for
     the module; each server's broker name for the receive topic."""
     stop = threading.Event()
-    calls = []
-    for stub in both_servers.values():
-        def commands() -> Iterator[Any]:
-            yield S.TelemetryCommand(settings=D.Settings(
-                client_type=D.ClientType.SIMPLE_CONSUMER, request_timeout=Duration(seconds=3),
-                subscription=D.Subscription(group=D.Resource(name=RECV_GROUP), subscriptions=[D.SubscriptionEntry(
-                    topic=D.Resource(name=RECV_TOPIC),
-                    expression=D.FilterExpression(type=D.FilterType.TAG, expression="*"))])))
-            stop.wait(300)
-
-        call = stub.Telemetry(commands(), metadata=metadata(CONSUMER_ID), timeout=300)
-        assert next(call).status.code == D.Code.OK
-        calls.append(call)
+    calls = [telemetry_session(stub, CONSUMER_ID, RECV_GROUP, RECV_TOPIC, D.ClientType.SIMPLE_CONSUMER, stop, 300)
+             for stub in both_servers.values()]
     brokers = {}
     for name, stub in both_servers.items():
         route = stub.QueryRoute(S.QueryRouteRequest(topic=D.Resource(name=RECV_TOPIC)), metadata=metadata(),
@@ -603,17 +608,7 @@ async def _produce_4x(namesrv: str, run: str) -> None:
 
 def push_session(stub: Any, client_id: str, group: str, stop: threading.Event) -> Any:
     """A push consumer's Telemetry stream (its Settings register it with the proxy), open until ``stop``."""
-    def commands() -> Iterator[Any]:
-        yield S.TelemetryCommand(settings=D.Settings(
-            client_type=D.ClientType.PUSH_CONSUMER, request_timeout=Duration(seconds=3),
-            subscription=D.Subscription(group=D.Resource(name=group), subscriptions=[D.SubscriptionEntry(
-                topic=D.Resource(name=RENEW_TOPIC),
-                expression=D.FilterExpression(type=D.FilterType.TAG, expression="*"))])))
-        stop.wait(120)
-
-    call = stub.Telemetry(commands(), metadata=metadata(client_id), timeout=120)
-    assert next(call).status.code == D.Code.OK
-    return call
+    return telemetry_session(stub, client_id, group, RENEW_TOPIC, D.ClientType.PUSH_CONSUMER, stop, 120)
 
 
 def auto_renewed_receive(stub: Any, broker: str, topic: str, group: str, client_id: str) -> list[Any]:

@@ -55,7 +55,8 @@ def sdk_bench(endpoint: str, namesrv: str, broker: str, count: int, threads: int
     asyncio.run(js.prepare(namesrv, broker, run_id, {"bench": js.Needs("NORMAL", (js.Group("g"),))}))
     topic = js.topic(run_id, "bench")
     with tempfile.TemporaryDirectory(prefix="java-sdk-bench-") as home:
-        argv = ["java", *CLIENT_JVM, f"-Duser.home={home}", "-cp", js.classpath(), "io.pocketmq.javasdk.Bench",
+        argv = ["java", *CLIENT_JVM, f"-Duser.home={home}", f"-Djava.io.tmpdir={home}", "-cp", js.classpath(),
+                "io.pocketmq.javasdk.Bench",
                 "--endpoint", endpoint, "--run", topic, "--count", str(count), "--threads", str(threads)]
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=1800, check=False)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]

@@ -256,7 +256,8 @@ class ApacheRocketMQ(ServerProcess):
         return env
 
     def java(self, main: str, *args: str, jvm: tuple[str, ...] | None = None, classpath: str = "") -> list[str]:
-        props = (f"-Drocketmq.home.dir={self.home}", f"-Duser.home={self.home}", "-Drocketmq.client.logUseSlf4j=true")
+        props = (f"-Drocketmq.home.dir={self.home}", f"-Duser.home={self.home}", "-Drocketmq.client.logUseSlf4j=true",
+                 f"-Djava.io.tmpdir={self.home / 'tmp'}")
         return [
             "java",
             *(self.jvm if jvm is None else jvm),
@@ -271,6 +272,9 @@ class ApacheRocketMQ(ServerProcess):
     def _prepare_home(self) -> None:
         (self.home / "conf").mkdir(parents=True, exist_ok=True)
         (self.home / "logs").mkdir(exist_ok=True)
+        # RocksDB's JNI library (12 MB a start) and netty's self-signed certificates are written to java.io.tmpdir
+        # and never removed: in the fixture's folder they go with it.
+        (self.home / "tmp").mkdir(exist_ok=True)
         for name in ("namesrv", "broker", "tools"):
             shutil.copyfile(LOGBACK, self.home / "conf" / f"logback_{name}.xml")
 

@@ -92,3 +92,9 @@ async def test_kill_9_and_restart_keep_acknowledged_messages(tmp_path) -> None:
         assert broker.process.proc.returncode == -signal.SIGKILL
         broker.start()  # (same port and store)
         assert sorted(await send_and_pull(namesrv.addr, topic, [])) == sorted(bodies)
+
+
+def test_the_jvms_temporary_files_stay_in_the_fixtures_folder(apache_rocketmq5: ApacheRocketMQ) -> None:
+    # 5.5.0's broker unpacks RocksDB's JNI library (12 MB) into java.io.tmpdir at every start and never removes it;
+    # under /tmp a few hundred starts of the suite filled it.
+    assert list((apache_rocketmq5.home / "tmp").glob("librocksdbjni*.so"))

@@ -84,7 +84,8 @@ def run(
     name server (``namesrv``) and its ``admin`` and ``user`` accounts as ``key:secret``."""
     classpath = harness_classpath(version)
     home.mkdir(parents=True, exist_ok=True)
-    argv = ["java", *CLIENT_JVM, f"-Duser.home={home}", "-cp", classpath, "io.pocketmq.javaclient.Harness"]
+    argv = ["java", *CLIENT_JVM, f"-Duser.home={home}", f"-Djava.io.tmpdir={home}", "-cp", classpath,
+            "io.pocketmq.javaclient.Harness"]
     argv += ["--namesrv", namesrv_addr, "--run", run_id, "--threads", str(threads)]
     if scenarios:
         argv += ["--scenarios", ",".join(scenarios)]

@@ -125,7 +125,8 @@ def run(endpoint: str, run_id: str, server: str, home: Path, scenarios: list[str
     """One JVM: every scenario of ``SCENARIOS`` (or ``scenarios``) against ``endpoint``, TLS on unless ``ssl`` is
     false, every client signing with ``keys`` (access key, secret key) when given."""
     home.mkdir(parents=True, exist_ok=True)
-    argv = ["java", *JVM, f"-Duser.home={home}", "-cp", classpath(), "io.pocketmq.javasdk.Harness",
+    argv = ["java", *JVM, f"-Duser.home={home}", f"-Djava.io.tmpdir={home}", "-cp", classpath(),
+            "io.pocketmq.javasdk.Harness",
             "--endpoint", endpoint, "--run", run_id, "--ssl", str(ssl).lower(),
             "--scenarios", ",".join(scenarios or SCENARIOS)]
     if keys is not None:

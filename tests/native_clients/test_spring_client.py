@@ -89,7 +89,7 @@ async def run_app(cluster: Any, tmp_path: Path, **demo: Any) -> Driver:
 async def _start_app(cluster: Any, tmp_path: Path, attempt: int, demo: dict[str, Any]) -> Driver:
     home = tmp_path / "spring-home"  # the RocketMQ client writes its log under user.home
     home.mkdir(exist_ok=True)
-    argv = [str(JAVA), *JVM_OPTIONS, f"-Duser.home={home}", "-jar", str(SPRING_JAR),
+    argv = [str(JAVA), *JVM_OPTIONS, f"-Duser.home={home}", f"-Djava.io.tmpdir={home}", "-jar", str(SPRING_JAR),
             f"--rocketmq.name-server={cluster.namesrv_addr}", f"--demo.timeout={APP_TIMEOUT}"]
     argv += [f"--demo.{name.replace('_', '-')}={value}" for name, value in demo.items()]
     stderr_path = tmp_path / f"spring-{attempt}.stderr"

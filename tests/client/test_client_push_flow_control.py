@@ -130,3 +130,19 @@ async def test_a_queue_held_back_longer_than_the_pull_idle_time_is_not_taken_fro
         gate.set()
         await poll(lambda: committed(push_cluster, group, topic, 1) == [20], timeout=15)
     assert deliveries[0] == 1 and sorted(deliveries) == list(range(20))
+
+
+async def test_topic_limits_are_split_over_every_queue_the_client_holds(push_cluster, poll) -> None:
+    # RebalancePushImpl.messageQueueChanged divides by processQueueTable's size: the queues of all the topics
+    # the consumer holds, not of the topic that changed.
+    first, second, group = unique("FlowTopicA"), unique("FlowTopicB"), unique("FlowTopicG")
+    await create_topic(push_cluster, first, 4)
+    await create_topic(push_cluster, second, 4)
+    consumer = make_consumer(push_cluster, group, pull_threshold_for_topic=100, pull_threshold_size_for_topic=64)
+    consumer.subscribe(first, "*")
+    consumer.subscribe(second, "*")
+    consumer.register_message_listener(gated_listener(asyncio.Event(), []))
+    async with consumer:
+        impl = consumer.impl
+        await poll(lambda: len(impl.rebalance_impl.process_queue_table) == 8, timeout=10)
+        await poll(lambda: (impl.pull_threshold_for_queue, impl.pull_threshold_size_for_queue) == (12, 8), timeout=10)

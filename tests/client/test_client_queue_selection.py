@@ -116,6 +116,18 @@ def test_all_brokers_faulty_still_picks_one() -> None:
     assert mq is not None and mq.broker_name in {"broker-a", "broker-b"} and 0 <= mq.queue_id < 2
 
 
+def test_all_brokers_faulty_moves_the_index_as_javas_strategy_does() -> None:
+    # 4.9.7's MQFaultStrategy: one turn for the scan, then selectOneMessageQueue() and the queue id's own turn
+    # when it falls back to the least bad broker: three turns per send, the queue id from the third.
+    strategy = MQFaultStrategy(send_latency_fault_enable=True, clock=lambda: 0.0)
+    info = four_queues()  # the next index is 0
+    strategy.update_fault_item("broker-a", 0.01, isolation=True)
+    strategy.update_fault_item("broker-b", 0.01, isolation=True)
+    picked = [strategy.select_one_message_queue(info, None) for _ in range(2)]
+    assert names(picked) == [("broker-a", 0), ("broker-a", 1)]  # type: ignore[arg-type]  # indexes 2 and 5
+    assert info.send_which_queue == 5
+
+
 @pytest.mark.parametrize(
     ("latency", "duration"), [(0.0, 0.0), (0.09, 0.0), (0.55, 30.0), (1.5, 60.0), (2.5, 120.0), (30.0, 600.0)]
 )

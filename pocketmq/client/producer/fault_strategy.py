@@ -88,6 +88,9 @@ class MQFaultStrategy:
         if not_best is not None:
             write_queue_nums = tp.get_queue_id_by_broker(not_best)
             if write_queue_nums > 0:
+                # Java takes a queue from the round-robin first and then rewrites it with a second turn of the
+                # index, so this path moves the index on by two; the next send's queue depends on it.
+                tp.next_index()
                 return MessageQueue(queues[0].topic, not_best, tp.next_index() % write_queue_nums)
             self.latency_fault_tolerance.remove(not_best)
         return tp.select_one_message_queue()

@@ -28,9 +28,12 @@ class RebalancePushImpl(RebalanceImpl):
         self.consumer = consumer
 
     def message_queue_changed(self, topic: str, mq_all: list[MessageQueue], mq_divided: set[MessageQueue]) -> None:
-        """Split the per-topic cache limits (when set) over this client's queues of the topic."""
+        """Split the per-topic cache limits (when set) over every queue this client holds, of all its topics,
+        as RebalancePushImpl divides by processQueueTable's size; holding none changes nothing."""
         cfg = self.consumer.config
-        n = max(1, len(mq_divided))
+        n = len(self.process_queue_table)
+        if n == 0:
+            return
         if cfg.pull_threshold_for_topic != -1:
             self.consumer.pull_threshold_for_queue = max(1, cfg.pull_threshold_for_topic // n)
         if cfg.pull_threshold_size_for_topic != -1:

@@ -1,11 +1,15 @@
-"""RocketMQ's FAQUrl: the pointer its servers append to the remarks of refused requests (suggestTodo, 4.9's
-address; 5.x's servers point at the 06FAQ page below) and the one its clients add to an error that has none
-(attachDefaultURL)."""
+"""RocketMQ's FAQUrl: the pointer its servers append to the remarks of refused requests (suggestTodo) and the one
+its clients add to an error that has none (attachDefaultURL).
+
+4.9's servers point at the faq page; 5.x's at the 06FAQ page. pocketmq answers most requests as 4.9.7 does, and
+the requests 4.9.7 does not have (POP and its siblings) as 5.5.0 does, so both addresses are here."""
 
 from __future__ import annotations
 
 APPLY_TOPIC_URL = "http://rocketmq.apache.org/docs/faq/"
-UNEXPECTED_EXCEPTION_URL = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
+DEFAULT_FAQ_URL_5 = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
+APPLY_TOPIC_URL_5 = DEFAULT_FAQ_URL_5
+UNEXPECTED_EXCEPTION_URL = DEFAULT_FAQ_URL_5
 _TIP_BEGIN = "\nSee "
 
 

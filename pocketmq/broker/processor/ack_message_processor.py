@@ -21,6 +21,7 @@ from pocketmq.remoting.transport import Channel
 from pocketmq.storage.pop import AckMsg, BatchAckMsg
 
 from .base import BrokerProcessor, response
+from .pop_answers import topic_not_exist
 
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController
@@ -42,7 +43,15 @@ class AckMessageProcessor(BrokerProcessor):
         topic = header.topic
         if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):  # (clients may name the retry topic themselves)
             topic = extra.real_topic(topic, group)
-        error = self.check_ack(request, channel, topic, header.queue_id, header.offset, extra.revive_qid)
+        error = self.check_queue(request, channel, topic, header.queue_id)
+        if error is not None:
+            return error
+        low, high = self.offset_range(topic, header.queue_id)
+        if not low <= header.offset <= high:  # (the max offset too, as RocketMQ's: the ack then matches nothing)
+            return response(request, ResponseCode.NO_MESSAGE,
+                            f"offset is illegal, key:{topic}@{header.queue_id}, commit:{header.offset}, "
+                            f"store:{low}~{high}")
+        error = self.check_revive_qid(request, extra.revive_qid)
         if error is not None:
             return error
         resp = response(request)
@@ -54,9 +63,10 @@ class AckMessageProcessor(BrokerProcessor):
         return await self.append_ack(request, resp, ack, extra.revive_qid, extra.pop_time + extra.invisible_time)
 
     async def batch_ack_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        body = request.decode_body(BatchAckMessageRequestBody)
-        if not body.acks:
-            return response(request, ResponseCode.NO_MESSAGE, "no acks")
+        # No body (an empty one is none on the wire) and no acks are one answer, without a remark, as 5.5.0's.
+        body = request.decode_body(BatchAckMessageRequestBody) if request.body else None
+        if body is None or not body.acks:
+            return response(request, ResponseCode.NO_MESSAGE)
         resp = response(request)
         for b in body.acks:
             error = await self._batch_ack(channel, request, resp, b, body.broker_name)
@@ -84,23 +94,22 @@ class AckMessageProcessor(BrokerProcessor):
         answer = await self.append_ack(request, resp, ack, b.revive_queue_id, b.pop_time + b.invisible_time)
         return None if answer.code == ResponseCode.SUCCESS else answer
 
-    def check_ack(self, request: RemotingCommand, channel: Channel, topic: str, queue_id: int, offset: int,
-                  revive_qid: int, *, below_max: bool = False) -> RemotingCommand | None:
-        """The checks an ack and a change of invisible time share (RocketMQ's AckMessageProcessor). ``below_max``:
-        the offset must name a stored message (a change's; an ack may name the max offset, as RocketMQ's may)."""
-        c = self.controller
-        tc = c.topic_config_manager.select_topic_config(topic)
+    def check_queue(self, request: RemotingCommand, channel: Channel, topic: str, queue_id: int
+                    ) -> RemotingCommand | None:
+        """The checks an ack and a change of invisible time share (RocketMQ's AckMessageProcessor): the topic and
+        the queue id."""
+        tc = self.controller.topic_config_manager.select_topic_config(topic)
         if tc is None:
-            return response(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
+            return topic_not_exist(request, topic)
         if queue_id < 0 or queue_id >= tc.read_queue_nums:
             return response(request, ResponseCode.MESSAGE_ILLEGAL,
                             f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
                             f"[{tc.read_queue_nums}] consumer:[/{channel.remote_address}]")
-        low, high = c.store.get_min_offset_in_queue(topic, queue_id), c.store.get_max_offset_in_queue(topic, queue_id)
-        if offset < low or offset > high or (below_max and offset == high):
-            return response(request, ResponseCode.NO_MESSAGE,
-                            f"offset is illegal, key:{topic}@{queue_id}, commit:{offset}, store:{low}~{high}")
-        return self.check_revive_qid(request, revive_qid)
+        return None
+
+    def offset_range(self, topic: str, queue_id: int) -> tuple[int, int]:
+        store = self.controller.store
+        return store.get_min_offset_in_queue(topic, queue_id), store.get_max_offset_in_queue(topic, queue_id)
 
     def check_revive_qid(self, request: RemotingCommand, revive_qid: int) -> RemotingCommand | None:
         n = self.controller.pop_message_processor.revive_log.queue_num

@@ -20,12 +20,14 @@ from pocketmq.remoting.transport import Channel
 from pocketmq.storage.pop import AckMsg, PopCheckPoint
 
 from .base import BrokerProcessor, response
+from .pop_answers import UNSET_REMARK, with_blank_header
 from .pop_message_processor import now_ms
 
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController
 
 MAX_INVISIBLE_TIME = 12 * 3600 * 1000  # what RocketMQ's proxy accepts at most
+_BLANK = ChangeInvisibleTimeResponseHeader(0, 0, 0)
 
 
 class ChangeInvisibleTimeProcessor(BrokerProcessor):
@@ -34,6 +36,9 @@ class ChangeInvisibleTimeProcessor(BrokerProcessor):
         self.handlers[RequestCode.CHANGE_MESSAGE_INVISIBLETIME] = self.change_invisible_time
 
     async def change_invisible_time(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        return with_blank_header(await self._change(channel, request), _BLANK)
+
+    async def _change(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         c = self.controller
         header = request.decode_header(ChangeInvisibleTimeRequestHeader)
         try:
@@ -46,9 +51,16 @@ class ChangeInvisibleTimeProcessor(BrokerProcessor):
         group = header.consumer_group
         topic = header.topic if header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else extra.real_topic(
             header.topic, group)
-        # (a checkpoint at the max offset would revive the next message stored there, popped and acked or not)
-        error = c.ack_message_processor.check_ack(request, channel, topic, header.queue_id, header.offset,
-                                                  extra.revive_qid, below_max=True)
+        acks = c.ack_message_processor
+        error = acks.check_queue(request, channel, topic, header.queue_id)
+        if error is not None:
+            return error
+        low, high = acks.offset_range(topic, header.queue_id)
+        # (below the max offset, where an ack may name it: a checkpoint there would revive the next message stored
+        # there, popped and acked or not)
+        if not low <= header.offset < high:
+            return response(request, ResponseCode.NO_MESSAGE, UNSET_REMARK)
+        error = acks.check_revive_qid(request, extra.revive_qid)
         if error is not None:
             return error
         if extra.is_order:

@@ -22,6 +22,8 @@ from pocketmq.remoting.transport import Channel
 
 from ..longpolling.pop_long_polling_service import PollingResult, PopLongPollingService
 from .base import BrokerProcessor, log, response
+from .pop_answers import UNSET_REMARK, with_blank_header
+from .pop_message_processor import all_queues_below_zero
 
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController
@@ -51,13 +53,14 @@ class NotificationProcessor(BrokerProcessor):
 
     def _process(self, channel: Channel, request: RemotingCommand, deadline: float | None) -> RemotingCommand | None:
         header = request.decode_header(NotificationRequestHeader)
+        header.queue_id = all_queues_below_zero(header.queue_id)
         pop = self.controller.pop_message_processor
         tc = pop.check_topic_and_group(channel, request, header.topic, header.queue_id, header.consumer_group)
         if isinstance(tc, RemotingCommand):
-            return tc
+            return with_blank_header(tc, NotificationResponseHeader(False))
         has, unblock_at = self.has_msg(header, tc.read_queue_nums)
         if has:
-            return response(request, ext_fields=NotificationResponseHeader(True))
+            return response(request, remark=UNSET_REMARK, ext_fields=NotificationResponseHeader(True))
         loop = asyncio.get_running_loop()
         if deadline is None:
             deadline = loop.time() + max(0, header.poll_time) / 1000
@@ -67,7 +70,7 @@ class NotificationProcessor(BrokerProcessor):
                                            deadline, wake_at)
         if polled is PollingResult.POLLING_SUC:
             return None
-        return response(request, ext_fields=NotificationResponseHeader(
+        return response(request, remark=UNSET_REMARK, ext_fields=NotificationResponseHeader(
             False, polled is PollingResult.POLLING_FULL))
 
     def has_msg(self, header: NotificationRequestHeader, read_queue_nums: int) -> tuple[bool, int | None]:

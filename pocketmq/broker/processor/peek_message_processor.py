@@ -13,12 +13,14 @@ from pocketmq.storage.message_filter import TagsFilter
 from pocketmq.storage.results import GetMessageStatus
 
 from .base import BrokerProcessor, response
+from .pop_answers import with_blank_header
 from .pop_message_processor import MAX_POP_NUMS, now_ms
 
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController
 
 _ALL = TagsFilter(None)
+_BLANK = PopMessageResponseHeader(0, 0, 0, 0)
 
 
 class PeekMessageProcessor(BrokerProcessor):
@@ -30,10 +32,11 @@ class PeekMessageProcessor(BrokerProcessor):
         header = request.decode_header(PeekMessageRequestHeader)
         pop = self.controller.pop_message_processor
         if not 0 < header.max_msg_nums <= MAX_POP_NUMS:
-            return response(request, ResponseCode.INVALID_PARAMETER, f"maxMsgNums {header.max_msg_nums} is not 1..32")
+            return with_blank_header(response(request, ResponseCode.INVALID_PARAMETER,
+                                              f"maxMsgNums {header.max_msg_nums} is not 1..32"), _BLANK)
         tc = pop.check_topic_and_group(channel, request, header.topic, header.queue_id, header.consumer_group)
         if isinstance(tc, RemotingCommand):
-            return tc
+            return with_blank_header(tc, _BLANK)
         group = header.consumer_group
         targets = [(header.topic, q) for q in (range(tc.read_queue_nums) if header.queue_id < 0 else [header.queue_id])]
         retry = self.controller.topic_config_manager.select_topic_config(pop.retry_topic(header.topic, group))

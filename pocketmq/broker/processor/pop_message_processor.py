@@ -49,11 +49,13 @@ from ..pop import PopBufferMergeService, QueueLockManager, ReviveLog
 from ..stats.broker_metrics import POP, POP_RETRY
 from .abstract_send_message_processor import AbstractSendMessageProcessor
 from .base import BrokerProcessor, log, response
+from .pop_answers import topic_not_exist, with_blank_header
 
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController
 
 MAX_POP_NUMS = 32  # RocketMQ refuses more per pop
+_BLANK = PopMessageResponseHeader(0, 0, 0, 0)
 _MATCH_ALL = TagsFilter(None)  # a pop retry topic holds only what the group's filter once matched
 _RE_READ = (GetMessageStatus.OFFSET_TOO_SMALL, GetMessageStatus.OFFSET_OVERFLOW_BADLY,
             GetMessageStatus.OFFSET_FOUND_NULL)
@@ -130,9 +132,10 @@ class PopMessageProcessor(BrokerProcessor):
     async def _process(self, channel: Channel, request: RemotingCommand, deadline: float | None
                        ) -> RemotingCommand | None:
         header = request.decode_header(PopMessageRequestHeader)
+        header.queue_id = all_queues_below_zero(header.queue_id)
         checked = self._check(channel, request, header, first_run=deadline is None)
         if isinstance(checked, RemotingCommand):
-            return checked
+            return with_blank_header(checked, _BLANK)
         tc, message_filter = checked
         loop = asyncio.get_running_loop()
         if deadline is None:
@@ -168,7 +171,10 @@ class PopMessageProcessor(BrokerProcessor):
         if not PermName.is_readable(bc.broker_permission):
             return response(request, ResponseCode.NO_PERMISSION,
                             f"the broker[{bc.broker_ip1}] pop message is forbidden")
-        if not 0 < header.max_msg_nums <= MAX_POP_NUMS:
+        if header.max_msg_nums > MAX_POP_NUMS:
+            return response(request, ResponseCode.INVALID_PARAMETER,
+                            f"the broker[{bc.broker_ip1}] pop message's num is greater than {MAX_POP_NUMS}")
+        if header.max_msg_nums <= 0:
             return response(request, ResponseCode.INVALID_PARAMETER,
                             f"the broker[{bc.broker_ip1}] pop message's num {header.max_msg_nums} is not 1..32")
         if header.invisible_time < 0 or header.poll_time < 0:
@@ -196,14 +202,14 @@ class PopMessageProcessor(BrokerProcessor):
 
     def check_topic_and_group(self, channel: Channel, request: RemotingCommand, topic: str, queue_id: int,
                               group: str) -> RemotingCommand | TopicConfig:
-        """The checks pop, peek and notification share: the topic, the queue id (-1: all) and the group."""
+        """The checks pop, peek and notification share: the topic, the queue id (below 0: all) and the group."""
         c = self.controller
         tc = c.topic_config_manager.select_topic_config(topic)
         if tc is None:
-            return response(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
+            return topic_not_exist(request, topic)
         if not PermName.is_readable(tc.perm):
             return response(request, ResponseCode.NO_PERMISSION, f"the topic[{topic}] peeking message is forbidden")
-        if queue_id < -1 or queue_id >= tc.read_queue_nums:
+        if queue_id >= tc.read_queue_nums:
             return response(request, ResponseCode.INVALID_PARAMETER,
                             f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
                             f"[{tc.read_queue_nums}] consumer:[/{channel.remote_address}]")
@@ -224,8 +230,9 @@ class PopMessageProcessor(BrokerProcessor):
         try:
             return message_filter_for(build_subscription_data(topic, exp, exp_type))
         except SubscriptionParseError as e:
-            return response(request, ResponseCode.SUBSCRIPTION_PARSE_FAILED,
-                            f"parse the consumer's subscription failed: {e}")
+            # (5.5.0's remark names no cause: the cause goes to the log)
+            log.info("pop of %s: subscription %r (%s) does not parse: %s", topic, exp, exp_type, e)
+            return response(request, ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed")
 
     # --- reading ---
 
@@ -439,3 +446,10 @@ class PopMessageProcessor(BrokerProcessor):
         if init:
             c.consumer_offset_manager.commit_offset("getPopOffset", group, topic, queue_id, offset)
         return offset
+
+
+def all_queues_below_zero(queue_id: int) -> int:
+    """RocketMQ 5 reads every queue of the topic for any queue id below 0. One value for all of them, -1, so that a
+    parked request of -2 is woken by an arrival as one of -1 is (5.5.0 parks it under -2, which no arrival names:
+    it waits out its poll time)."""
+    return -1 if queue_id < 0 else queue_id

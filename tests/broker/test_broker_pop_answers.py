@@ -1,0 +1,159 @@
+"""The POP family's answers to edge-case requests, as Apache RocketMQ 5.5.0 gives them (the same requests sent to
+both: tests/apache/test_differential_pop_5.py): a queue id below -1 is every queue; a batch ack without acks; the
+TOPIC_NOT_EXIST remark with 5.x's FAQ address; a pop of more than 32 messages or with an expression that does not
+parse; a change of invisible time at or past the queue's end; the header fields a refusal still carries."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from broker_harness import MQ, Cluster
+from pop_wire import PopClient
+
+from pocketmq.broker import BrokerController
+from pocketmq.common.extra_info_util import build_extra_info
+from pocketmq.remoting.client import RemotingClient
+from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.pop_header import (
+    AckMessageRequestHeader,
+    ChangeInvisibleTimeRequestHeader,
+    NotificationRequestHeader,
+    NotificationResponseHeader,
+    PeekMessageRequestHeader,
+)
+from pocketmq.remoting.wire_protocol import WireProtocol
+
+FAQ_5 = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
+UNSET = "not set any response code"
+BLANK_POP = {"popTime": 0, "invisibleTime": 0, "reviveQid": 0, "restNum": 0}
+BLANK_CHANGE = {"popTime": 0, "invisibleTime": 0, "reviveQid": 0}
+
+
+def client(cluster: Cluster, broker: BrokerController, protocol: WireProtocol = WireProtocol.MSGPACK) -> PopClient:
+    rc = RemotingClient(wire_protocol=protocol)
+    cluster.clients.append(rc)
+    return PopClient(MQ(rc, broker.address), broker.broker_config.broker_name, protocol == WireProtocol.NATIVE)
+
+
+async def send(pc: PopClient, topic: str, bodies: list[bytes], queue_id: int = 0) -> None:
+    for body in bodies:
+        assert (await pc.mq.send(topic, body, queue_id=queue_id)).code == ResponseCode.SUCCESS
+
+
+async def dispatched(broker: BrokerController) -> None:
+    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+
+
+def _now() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _handle(topic: str, offset: int) -> str:
+    return build_extra_info(offset, _now(), 60_000, 0, topic, "broker", 0, offset)
+
+
+async def test_a_queue_id_below_minus_one_is_every_queue_for_pop_notification_and_peek(cluster: Cluster) -> None:
+    broker = await cluster.broker()
+    pc = client(cluster, broker)
+    await pc.mq.create_topic("Below", 4)
+    await send(pc, "Below", [b"q0"], queue_id=0)
+    await send(pc, "Below", [b"q2"], queue_id=2)
+    await dispatched(broker)
+    note = await pc.mq.invoke(RequestCode.NOTIFICATION, NotificationRequestHeader("GN", "Below", -2, 0, _now()))
+    assert (note.code, note.remark) == (ResponseCode.SUCCESS, UNSET)
+    assert note.decode_header(NotificationResponseHeader).has_msg is True
+    peek = await pc.mq.invoke(RequestCode.PEEK_MESSAGE, PeekMessageRequestHeader("Below", -5, 32, "GN"))
+    assert peek.code == ResponseCode.SUCCESS
+    popped = await pc.pop("G", "Below", -2)
+    assert sorted(popped.bodies) == [b"q0", b"q2"]
+    await pc.ack_all("G", "Below", popped)
+
+
+async def test_a_parked_pop_of_a_queue_id_below_minus_one_is_woken_by_an_arrival(cluster: Cluster) -> None:
+    # (5.5.0 parks it under its own queue id, which no arrival names: it waits out its poll time)
+    broker = await cluster.broker()
+    pc = client(cluster, broker)
+    producer = client(cluster, broker)
+    await pc.mq.create_topic("Parked", 4)
+    started = time.monotonic()
+    parked = asyncio.ensure_future(pc.pop("G", "Parked", -3, poll=20_000))
+    await asyncio.sleep(0.3)
+    await send(producer, "Parked", [b"late"], queue_id=1)
+    popped = await parked
+    assert popped.bodies == [b"late"] and time.monotonic() - started < 10
+
+
+async def test_a_batch_ack_without_acks_is_no_message_without_a_remark(cluster: Cluster) -> None:
+    broker = await cluster.broker()
+    for protocol, bodies in ((WireProtocol.NATIVE, (None, b"", b"{}", b'{"brokerName":"broker","acks":[]}')),
+                             (WireProtocol.MSGPACK, (None, b"", b"\x80"))):
+        pc = client(cluster, broker, protocol)
+        for body in bodies:
+            answer = await pc.mq.invoke(RequestCode.BATCH_ACK_MESSAGE, None, body)
+            assert (answer.code, answer.remark) == (ResponseCode.NO_MESSAGE, None), (protocol, body, answer)
+
+
+async def test_the_pop_familys_topic_not_exist_remark_points_at_5x_faq(cluster: Cluster) -> None:
+    broker = await cluster.broker()
+    pc = client(cluster, broker, WireProtocol.NATIVE)
+    missing = "NoSuchTopic"
+    answers = {
+        "pop": (await pc.pop("G", missing)).response,
+        "peek": await pc.mq.invoke(RequestCode.PEEK_MESSAGE, PeekMessageRequestHeader(missing, -1, 32, "G")),
+        "notification": await pc.mq.invoke(RequestCode.NOTIFICATION,
+                                           NotificationRequestHeader("G", missing, -1, 0, _now())),
+        "ack": await pc.mq.invoke(RequestCode.ACK_MESSAGE,
+                                  AckMessageRequestHeader("G", missing, 0, _handle(missing, 0), 0)),
+        "change": await pc.mq.invoke(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, ChangeInvisibleTimeRequestHeader(
+            "G", missing, 0, _handle(missing, 0), 0, 1000)),
+    }
+    for name, answer in answers.items():
+        assert (answer.code, answer.remark) == (
+            ResponseCode.TOPIC_NOT_EXIST, f"topic[{missing}] not exist, apply first please! {FAQ_5}"), name
+    # (5.5.0 builds these answers from their header class first: a refusal carries its fields at 0 and false)
+    assert _ints(answers["pop"]) == _ints(answers["peek"]) == BLANK_POP
+    assert _ints(answers["change"]) == BLANK_CHANGE
+    assert answers["notification"].ext_fields == {"hasMsg": "false", "pollingFull": "false"}
+    assert answers["ack"].ext_fields == {}
+
+
+async def test_a_pop_of_more_than_32_or_with_an_expression_that_does_not_parse_is_refused_as_5x(
+    cluster: Cluster
+) -> None:
+    broker = await cluster.broker()
+    pc = client(cluster, broker)
+    await pc.mq.create_topic("Refused", 1)
+    too_many = (await pc.pop("G", "Refused", max_nums=33)).response
+    assert (too_many.code, too_many.remark) == (
+        ResponseCode.INVALID_PARAMETER, "the broker[127.0.0.1] pop message's num is greater than 32")
+    assert _ints(too_many) == BLANK_POP
+    for exp, exp_type in (("a >>> 1", "SQL92"), ("||", "TAG")):
+        bad = (await pc.pop("G", "Refused", exp=exp, exp_type=exp_type)).response
+        assert (bad.code, bad.remark) == (
+            ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed"), exp
+
+
+async def test_a_change_of_invisible_time_at_or_past_the_queues_end_is_no_message_with_no_remark_set(
+    cluster: Cluster
+) -> None:
+    """5.5.0's ChangeInvisibleTimeProcessor sets NO_MESSAGE and no remark for offset >= maxOffset; an ack of the
+    max offset is taken (it matches nothing), one past it refused with the offsets named."""
+    broker = await cluster.broker()
+    pc: PopClient = client(cluster, broker)
+    await pc.mq.create_topic("End", 1)
+    await send(pc, "End", [b"m0", b"m1"])
+    await dispatched(broker)
+    for offset in (2, 9, -1):
+        answer = await pc.mq.invoke(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, ChangeInvisibleTimeRequestHeader(
+            "G", "End", 0, _handle("End", offset), offset, 1000))
+        assert (answer.code, answer.remark, _ints(answer)) == (ResponseCode.NO_MESSAGE, UNSET, BLANK_CHANGE), offset
+    acks = [await pc.mq.invoke(RequestCode.ACK_MESSAGE, AckMessageRequestHeader("G", "End", 0, _handle("End", o), o))
+            for o in (2, 3)]
+    assert [(a.code, a.remark) for a in acks] == [
+        (ResponseCode.SUCCESS, None), (ResponseCode.NO_MESSAGE, "offset is illegal, key:End@0, commit:3, store:0~2")]
+
+
+def _ints(answer: RemotingCommand) -> dict[str, int]:
+    return {k: int(str(v)) for k, v in answer.ext_fields.items()}

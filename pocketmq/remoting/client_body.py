@@ -208,7 +208,7 @@ class HeartbeatData:
     def from_dict(cls, obj: object, path: str = "") -> HeartbeatData:
         r = Reader(obj, path)
         return cls(
-            client_id=r.str("clientID"),
+            client_id=r.str("clientID", ""),  # (none: RocketMQ's broker takes the heartbeat, its client id null)
             producer_data_set=r.objects("producerDataSet", ProducerData, []),
             consumer_data_set=r.objects("consumerDataSet", ConsumerData, []),
         )

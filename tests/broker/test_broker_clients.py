@@ -117,6 +117,15 @@ async def test_consumer_list_of_unknown_group_and_bad_heartbeat(broker, mq) -> N
     assert (await mq.heartbeat("c", {"GroupOk": {"T": "*"}})).code == ResponseCode.SUCCESS
 
 
+async def test_a_heartbeat_of_an_empty_object_is_taken_and_registers_no_one(broker, mq) -> None:
+    # (as RocketMQ 5.5.0's broker: the body's fields all missing, its client id null and its sets empty)
+    heartbeat = HeartbeatData.from_dict({})
+    assert heartbeat == HeartbeatData("")
+    resp = await mq.invoke(RequestCode.HEART_BEAT, body=encode_body(heartbeat))
+    assert (resp.code, resp.remark) == (ResponseCode.SUCCESS, None)
+    assert broker.consumer_manager.consumer_table == {} and broker.producer_manager.group_channel_table == {}
+
+
 async def test_notifications_can_be_disabled(cluster, poll) -> None:
     broker = await cluster.broker(notify_consumer_ids_changed_enable=False)
     first, second = cluster.mq(broker), cluster.mq(broker)

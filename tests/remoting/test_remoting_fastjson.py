@@ -462,7 +462,7 @@ def test_bad_json_bodies() -> None:
     with pytest.raises(BodyError, match="missing"):
         decode_body(None, HeartbeatData, FASTJSON)
     with pytest.raises(BodyError, match="clientID"):
-        decode_body(b"{}", HeartbeatData, FASTJSON)
+        decode_body(b'{"clientID": []}', HeartbeatData, FASTJSON)
 
 
 @pytest.mark.parametrize(

@@ -99,14 +99,18 @@ class MessageStoreLookup:
     def query_message(self, topic: str, key: str, max_num: int, begin: int, end: int) -> QueryMessageResult:
         """Records whose KEYS (or UNIQ_KEY) contain `key`, stored between begin and end (ms): the newest
         ``max_num`` the index finds, in commit-log order (RocketMQ sorts them: mqadmin prints what it gets, so a
-        message's trace spans come oldest first)."""
+        message's trace spans come oldest first). The index's last update (time, commit-log offset) comes with
+        what is found; a result of nothing has 0 and 0, as RocketMQ's queryMessage leaves them when its index
+        finds nothing."""
         offsets, last_ts, last_phy = self.index_service.query_offset(topic, key, max_num, begin, end)
-        result = QueryMessageResult(index_last_update_timestamp=last_ts, index_last_update_phyoffset=last_phy)
+        result = QueryMessageResult()
         for phy in sorted(set(offsets)):
             raw = self.select_one_message_by_offset(phy)
             if raw is None or not self._record_matches(raw, topic, key, begin, end):
                 continue  # a hash collision, a neighbour within the index's second, or data deleted since
             result.buffers.append(raw)
+        if result.buffers:
+            result.index_last_update_timestamp, result.index_last_update_phyoffset = last_ts, last_phy
         return result
 
     @staticmethod

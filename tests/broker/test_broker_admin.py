@@ -177,6 +177,8 @@ async def test_query_message_by_key_and_view_by_id(broker, mq, dispatched) -> No
     assert resp.ext_fields["indexLastUpdateTimestamp"] > 0
     missing = await mq.invoke(RequestCode.QUERY_MESSAGE, QueryMessageRequestHeader("TopicKeys", "nope", 32, 0, 2**62))
     assert missing.code == ResponseCode.QUERY_NOT_FOUND
+    # (as RocketMQ's: the index's last update comes only with what it found)
+    assert (missing.ext_fields["indexLastUpdateTimestamp"], missing.ext_fields["indexLastUpdatePhyoffset"]) == (0, 0)
 
     _, offset = decode_message_id(sent.ext_fields["msgId"])
     resp = await mq.invoke(RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(offset))

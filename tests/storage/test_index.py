@@ -149,6 +149,11 @@ def test_query_finds_keys_and_uniq_key_and_filters_hash_collisions(store):
     assert bodies(q("TopicA", "", 32, 0, FAR_FUTURE)) == []
     res = q("TopicA", "order-1", 32, 0, FAR_FUTURE)
     assert res.index_last_update_timestamp > 0 and res.index_last_update_phyoffset > 0
+    # Nothing found, by the index or only by a hash collision ("C#" as "Aa" and "BB"): 0 and 0, as RocketMQ's.
+    assert key_hash("TopicA#C#") == key_hash("TopicA#Aa")
+    for nothing in (q("TopicA", "nope", 32, 0, FAR_FUTURE), q("TopicA", "C#", 32, 0, FAR_FUTURE)):
+        assert nothing.buffers == []
+        assert (nothing.index_last_update_timestamp, nothing.index_last_update_phyoffset) == (0, 0)
 
 
 def test_rollback_records_are_not_indexed(store):

@@ -48,6 +48,7 @@ from .processor import (
     SendMessageProcessor,
 )
 from .processor.ack_message_processor import AckMessageProcessor
+from .processor.admin_consumer_status_processor import AdminConsumerStatusProcessor
 from .processor.admin_ext_processor import AdminExtProcessor
 from .processor.admin_queue_processor import AdminQueueProcessor
 from .processor.broker_config_processor import BrokerConfigProcessor
@@ -139,6 +140,7 @@ class BrokerController:
             BrokerConfigProcessor(self),
             BrokerStatusProcessor(self),
             AdminQueueProcessor(self),
+            AdminConsumerStatusProcessor(self),
             ReplyMessageProcessor(self),
             self.end_transaction_processor,
             RecallMessageProcessor(self),

@@ -247,15 +247,46 @@ class ResetOffsetBody:
     @classmethod
     def from_dict(cls, obj: object, path: str = "") -> ResetOffsetBody:
         r = Reader(obj, path)
-        out: dict[MessageQueue, int] = {}
-        for mq, v in _mq_map(r, "offsetTable").items():
-            if type(v) is not int:
-                cast = int(v) if isinstance(v, str) and v.lstrip("-").isdigit() else None
-                if cast is None:
-                    raise BodyError(r.at("offsetTable"), f"expected an offset, got {type(v).__name__}")
-                v = cast
-            out[mq] = v
-        return cls(out)
+        return cls(_mq_offsets(r.map("offsetTable", {}), r.at("offsetTable")))
+
+
+def _mq_offsets(table: object, path: str) -> dict[MessageQueue, int]:
+    """A Java ``Map<MessageQueue, Long>``: its keys as ``mq_from_key`` reads them, its offsets ints (a JSON
+    reader may give them as text)."""
+    if not isinstance(table, dict):
+        raise BodyError(path, f"expected a map, got {type(table).__name__}")
+    out: dict[MessageQueue, int] = {}
+    for key, v in table.items():
+        if type(v) is not int:
+            cast = int(v) if isinstance(v, str) and v.lstrip("-").isdigit() else None
+            if cast is None:
+                raise BodyError(path, f"expected an offset, got {type(v).__name__}")
+            v = cast
+        out[mq_from_key(key, path)] = v
+    return out
+
+
+@dataclass(slots=True)
+class GetConsumerStatusBody:
+    """GET_CONSUMER_STATUS_FROM_CLIENT (221) answer of a client, its offsets of the topic in
+    ``message_queue_table``; INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223) answer of a broker, each client's
+    offsets by client id in ``consumer_table``."""
+
+    message_queue_table: dict[MessageQueue, int] = field(default_factory=dict)
+    consumer_table: dict[str, dict[MessageQueue, int]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "consumerTable": {cid: dict(_sorted_mq_items(t)) for cid, t in sorted(self.consumer_table.items())},
+            "messageQueueTable": dict(_sorted_mq_items(self.message_queue_table)),
+        }
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> GetConsumerStatusBody:
+        r = Reader(obj, path)
+        where = r.at("consumerTable")
+        consumers = {str(cid): _mq_offsets(t, f"{where}.{cid}") for cid, t in r.map("consumerTable", {}).items()}
+        return cls(_mq_offsets(r.map("messageQueueTable", {}), r.at("messageQueueTable")), consumers)
 
 
 @dataclass(slots=True)

@@ -80,6 +80,16 @@ class GetConsumerRunningInfoRequestHeader(CommandHeader):
 
 
 @dataclass(slots=True)
+class GetConsumerStatusRequestHeader(CommandHeader):
+    """INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223), to the broker, and GET_CONSUMER_STATUS_FROM_CLIENT (221), which
+    the broker sends each client of the group with the topic and group alone."""
+
+    topic: str
+    group: str
+    client_addr: str | None = None  # a client id: that client alone (blank: every client of the group)
+
+
+@dataclass(slots=True)
 class QueryTopicConsumeByWhoRequestHeader(CommandHeader):
     """QUERY_TOPIC_CONSUME_BY_WHO (300)."""
 

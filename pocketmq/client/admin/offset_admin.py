@@ -1,5 +1,5 @@
 """MQAdminExt's offset reset (resetOffsetByTime): through the group's running consumers, or, with none running,
-straight into the brokers' stored offsets."""
+straight into the brokers' stored offsets; and the running consumers' own offsets (getConsumeStatus)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,14 @@ from dataclasses import dataclass, field
 from pocketmq.remoting.admin_body import (
     ConsumerConnection,
     ConsumeStats,
+    GetConsumerStatusBody,
     QueryConsumeTimeSpanBody,
     QueueTimeSpan,
     ResetOffsetBody,
 )
 from pocketmq.remoting.admin_header import (
     GetConsumerConnectionListRequestHeader,
+    GetConsumerStatusRequestHeader,
     GetConsumeStatsRequestHeader,
     QueryConsumeTimeSpanRequestHeader,
     ResetOffsetRequestHeader,
@@ -55,6 +57,21 @@ class OffsetAdmin(AdminClient):
             r = self._ok(await self._broker(addr, RequestCode.QUERY_CONSUME_TIME_SPAN, header), addr)
             spans += r.decode_body(QueryConsumeTimeSpanBody).consume_time_span_set
         return spans
+
+    async def get_consume_status(
+        self, topic: str, group: str, client_id: str | None = None
+    ) -> dict[str, dict[MessageQueue, int]]:
+        """Each running consumer's offsets of ``topic`` as it holds them, by client id; only the one whose id is
+        ``client_id`` when given (getConsumeStatus: the first broker of the topic's route asks the group's
+        consumers, INVOKE_BROKER_TO_GET_CONSUMER_STATUS). A push or pull consumer has the offsets of the queues
+        it consumed; a lite pull or POP consumer none. MQBrokerException when no consumer of the group runs."""
+        masters = await self._topic_masters(topic)
+        if not masters:
+            return {}
+        addr = next(iter(masters.values()))
+        header = GetConsumerStatusRequestHeader(topic, group, client_id)
+        r = self._ok(await self._broker(addr, RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, header), addr)
+        return r.decode_body(GetConsumerStatusBody).consumer_table
 
     async def reset_offset_by_timestamp(
         self, topic: str, group: str, timestamp: int, force: bool = True

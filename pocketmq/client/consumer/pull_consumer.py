@@ -33,7 +33,7 @@ from ..impl.mq_client_manager import MQClientManager
 from ..impl.teardown import Teardown, undo_start
 from ..message import PullResult
 from ..validators import check_group
-from .store.offset_store import ReadOffsetType, RemoteBrokerOffsetStore
+from .store.offset_store import ReadOffsetType, RemoteBrokerOffsetStore, clone_offset_table
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +92,11 @@ class PullConsumer(SubscribedConsumerInner):
         if self._offset_store is None:
             raise MQClientException("The consumer service state not OK, maybe started once or not started yet")
         return self._offset_store
+
+    def consumer_status(self, topic: str) -> dict[MessageQueue, int]:
+        """MQClientInstance.getConsumerStatus of a pull consumer: its offset store's offsets of ``topic``."""
+        store = self._offset_store
+        return clone_offset_table(store, topic) if store is not None else {}
 
     async def start(self) -> None:
         await self._teardown.wait()  # (a shutdown whose caller was cancelled may still be under way)

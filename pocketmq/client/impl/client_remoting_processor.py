@@ -1,13 +1,19 @@
 """ClientRemotingProcessor's admin requests: what a broker asks of a running consumer for an operator, a
-consumer's running info (GET_CONSUMER_RUNNING_INFO) and an offset reset (RESET_CONSUMER_CLIENT_OFFSET)."""
+consumer's running info (GET_CONSUMER_RUNNING_INFO), its offsets (GET_CONSUMER_STATUS_FROM_CLIENT) and an offset
+reset (RESET_CONSUMER_CLIENT_OFFSET)."""
 
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING, Any
 
-from pocketmq.remoting.admin_body import ResetOffsetBody
-from pocketmq.remoting.admin_header import GetConsumerRunningInfoRequestHeader, ResetOffsetRequestHeader
+from pocketmq.remoting.admin_body import GetConsumerStatusBody, ResetOffsetBody
+from pocketmq.remoting.admin_header import (
+    GetConsumerRunningInfoRequestHeader,
+    GetConsumerStatusRequestHeader,
+    ResetOffsetRequestHeader,
+)
+from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import BodyError, HeaderError
@@ -27,6 +33,7 @@ class ClientAdminProcessor:
         client = self.instance.mq_client_api.remoting_client
         client.register_processor(RequestCode.GET_CONSUMER_RUNNING_INFO, self.get_consumer_running_info)
         client.register_processor(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self.reset_offset)
+        client.register_processor(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, self.get_consume_status)
 
     async def get_consumer_running_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         try:
@@ -43,6 +50,22 @@ class ClientAdminProcessor:
             )
         info = running_info()
         return RemotingCommand.response_to(request, body=request.encode_body(info))
+
+    async def get_consume_status(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        try:
+            header = request.decode_header(GetConsumerStatusRequestHeader)
+        except HeaderError as e:
+            return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, f"bad request: {e}")
+        offsets = self.consumer_status(header.topic, header.group)
+        return RemotingCommand.response_to(request, body=request.encode_body(GetConsumerStatusBody(offsets)))
+
+    def consumer_status(self, topic: str, group: str) -> dict[MessageQueue, int]:
+        """MQClientInstance.getConsumerStatus: the offsets of ``topic`` the group's consumer here holds, for the
+        push and pull consumers; nothing for the others (the lite pull, simple and popping push consumers), nor
+        for a group this client does not run, as RocketMQ's client answers."""
+        consumer: Any = self.instance.consumer_table.get(group)
+        status = getattr(consumer, "consumer_status", None)
+        return status(topic) if status is not None else {}
 
     async def reset_offset(self, channel: Channel, request: RemotingCommand) -> None:
         try:

@@ -10,6 +10,7 @@ import enum
 import logging
 from typing import Protocol
 
+from pocketmq.common.java_text import is_blank
 from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.codes import ResponseCode
 from pocketmq.remoting.errors import RemotingError
@@ -41,6 +42,13 @@ class OffsetStore(Protocol):
     async def persist(self, mq: MessageQueue) -> None: ...
 
     async def persist_all(self) -> None: ...
+
+
+def clone_offset_table(store: OffsetStore, topic: str) -> dict[MessageQueue, int]:
+    """OffsetStore.cloneOffsetTable: a copy of the offsets ``store`` holds of ``topic``'s queues, of every topic's
+    when ``topic`` is blank (what a broker's GET_CONSUMER_STATUS_FROM_CLIENT gets)."""
+    every = is_blank(topic)
+    return {mq: offset for mq, offset in list(store.offset_table.items()) if every or mq.topic == topic}
 
 
 class RemoteBrokerOffsetStore:

@@ -13,7 +13,7 @@ from pocketmq.remoting.admin_body import ConsumerRunningInfo
 from pocketmq.remoting.client_body import MessageQueue
 
 from ...consumer.consumer_enums import ConsumeType
-from ...consumer.store.offset_store import OffsetStore
+from ...consumer.store.offset_store import OffsetStore, clone_offset_table
 from .push_consumer_state import PushConsumerState
 from .rebalance_history import REBALANCE_HISTORY_PROPERTY
 
@@ -96,6 +96,11 @@ class PushConsumerAdmin(PushConsumerState):
                 "lastPullTimestamp": now_ms - int((time.monotonic() - pq.last_pull_timestamp) * 1000),
             }
         return ConsumerRunningInfo(props, list(r.subscription_inner.values()), mq_table).to_dict()
+
+    def consumer_status(self, topic: str) -> dict[MessageQueue, int]:
+        """MQClientInstance.getConsumerStatus of a push consumer: its offset store's offsets of ``topic``."""
+        store = self._offset_store
+        return clone_offset_table(store, topic) if store is not None else {}
 
     def offset_store_offset(self, mq: MessageQueue) -> int:
         store = self._offset_store

@@ -51,6 +51,7 @@ from .processor.ack_message_processor import AckMessageProcessor
 from .processor.admin_consumer_status_processor import AdminConsumerStatusProcessor
 from .processor.admin_ext_processor import AdminExtProcessor
 from .processor.admin_queue_processor import AdminQueueProcessor
+from .processor.admin_transaction_processor import AdminTransactionProcessor
 from .processor.broker_config_processor import BrokerConfigProcessor
 from .processor.broker_status_processor import BrokerStatusProcessor
 from .processor.change_invisible_time_processor import ChangeInvisibleTimeProcessor
@@ -141,6 +142,7 @@ class BrokerController:
             BrokerStatusProcessor(self),
             AdminQueueProcessor(self),
             AdminConsumerStatusProcessor(self),
+            AdminTransactionProcessor(self),
             ReplyMessageProcessor(self),
             self.end_transaction_processor,
             RecallMessageProcessor(self),

@@ -34,3 +34,11 @@ class CheckTransactionStateRequestHeader(CommandHeader):
     msg_id: str | None = None
     transaction_id: str | None = None
     offset_msg_id: str | None = None
+
+
+@dataclass(slots=True)
+class ResumeCheckHalfMessageRequestHeader(CommandHeader):
+    """RESUME_CHECK_HALF_MESSAGE (323), an operator -> broker: the half message at this offsetMsgId is to be
+    checked again (its check count back to 0)."""
+
+    msg_id: str | None = None

@@ -21,6 +21,7 @@ from pocketmq.common.constants import (
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
     PROPERTY_TAGS,
+    PROPERTY_TRANSACTION_CHECK_TIMES,
     PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET,
     PROPERTY_WAIT_STORE_MSG_OK,
     TRANSACTION_COMMIT_TYPE,
@@ -101,6 +102,15 @@ def renewed_half_message(half: MessageExt) -> MessageExtBrokerInner:
     props = dict(half.properties)
     props.setdefault(PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET, str(half.queue_offset))
     return _stored_again(half, half.topic, half.queue_id, props, half.sys_flag)
+
+
+def resumed_half_message(msg: MessageExt) -> MessageExtBrokerInner:
+    """AdminBrokerProcessor.resumeCheckHalfMessage's copy: ``msg`` (a half message the check gave up on, or any
+    message: nothing is checked) written to the half queue with TRANSACTION_CHECK_TIMES 0, so the check asks its
+    producer again, up to transactionCheckMax times. Its body stays as stored (compressed or not)."""
+    props = dict(msg.properties)
+    props[PROPERTY_TRANSACTION_CHECK_TIMES] = "0"
+    return _stored_again(msg, RMQ_SYS_TRANS_HALF_TOPIC, 0, props, msg.sys_flag)
 
 
 def op_message(half_queue_id: int, half_queue_offset: int, store_host: bytes) -> MessageExtBrokerInner:

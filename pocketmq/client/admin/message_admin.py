@@ -1,8 +1,11 @@
 """MQAdminExt's message lookups (queryMsgById, queryMsgByKey, queryMsgByUniqueKey, queryMsgByOffset, searchOffset):
 by offset message id from the broker it names, by key or unique key through the brokers' indexes, by queue offset
-as a pull, a queue's offset at a time by the broker's binary search."""
+as a pull, a queue's offset at a time by the broker's binary search; and a half message's transaction check
+resumed (resumeCheckHalfMessage)."""
 
 from __future__ import annotations
+
+import logging
 
 from pocketmq.common.attribute import JAVA_LONG_MAX
 from pocketmq.common.codec import CorruptRecordError, decode_all
@@ -19,11 +22,14 @@ from pocketmq.remoting.header import (
     SearchOffsetResponseHeader,
     ViewMessageRequestHeader,
 )
+from pocketmq.remoting.transaction_header import ResumeCheckHalfMessageRequestHeader
 
 from ..exceptions import MQClientException
 from ..impl.mq_admin import broker_of_offset_msg_id, key_matches
 from ..impl.mq_client_api import UNIQUE_MSG_QUERY_FLAG
 from .admin_client import AdminClient
+
+log = logging.getLogger(__name__)
 
 
 class MessageAdmin(AdminClient):
@@ -95,6 +101,23 @@ class MessageAdmin(AdminClient):
             if msg is not None:
                 return msg
         return None
+
+    async def resume_check_half_message(self, msg_id: str, topic: str | None = None) -> bool:
+        """Have the broker that stored a half message ask its producer about it again, up to transactionCheckMax
+        times more (RESUME_CHECK_HALF_MESSAGE): the message the check gave up on (its copy in
+        TRANS_CHECK_MAX_TIME_TOPIC) or its last copy in the half topic, by offsetMsgId, or with ``topic`` by
+        either id, as view_message finds it. False when the broker refuses, as resumeCheckHalfMessage answers."""
+        msg = await (self.view_message(msg_id, topic) if topic else self.view_message_by_offset_id(msg_id))
+        if msg is None:
+            raise MQClientException(f"no message {msg_id}" + (f" in {topic}" if topic else ""))
+        addr = msg.store_host
+        if addr not in await self._broker_addrs():  # (an address read from a record: not dialled unless known)
+            raise MQClientException(f"message {msg_id} was stored by {addr}, not a broker of this cluster")
+        header = ResumeCheckHalfMessageRequestHeader(msg.offset_msg_id)
+        r = await self._broker(addr, RequestCode.RESUME_CHECK_HALF_MESSAGE, header)
+        if r.code != ResponseCode.SUCCESS:
+            log.error("resuming the check of half message %s failed: %s", msg_id, r.remark)
+        return r.code == ResponseCode.SUCCESS
 
     async def query_message_by_offset(
         self, topic: str, broker_name: str, queue_id: int, offset: int

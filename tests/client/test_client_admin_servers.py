@@ -1,7 +1,8 @@
 """The admin API's calls whose answers differ between brokers, against pocketmq (both protocols), Apache RocketMQ
 4.9.7 and Apache RocketMQ 5.5.0 (the session's real servers, tests/apache/): deleting a group with its offsets
-(4.9.x's removeOffset, 5.x's cleanOffset), one topic's config (5.x's GET_TOPIC_CONFIG, which 4.9.x lacks) and an
-offset reset with and without consumers (5.x resets on the broker and answers SUCCESS either way). Then the
+(4.9.x's removeOffset, 5.x's cleanOffset), one topic's config (5.x's GET_TOPIC_CONFIG, which 4.9.x lacks), an
+offset reset with and without consumers (5.x resets on the broker and answers SUCCESS either way) and a running
+consumer's offsets, which the broker asks of the consumer (pocketmq's client answering Apache's brokers). Then the
 client's default msgpack protocol against Apache's name server, which closes the connection: the error must name
 protocol='rocketmq'.
 """
@@ -121,6 +122,37 @@ async def test_reset_offset_online_only_with_consumers_running(server: Server) -
             assert not stopped.online and sorted(stopped.offsets.values()) == [0, 0]
             stats = await admin.examine_consume_stats(group, topic)
             assert sorted(w.consumer_offset for w in stats.offset_table.values()) == [0, 0]
+
+
+async def test_consumer_status_of_a_running_push_consumer(server: Server) -> None:
+    # The broker asks the consumer itself (GET_CONSUMER_STATUS_FROM_CLIENT): Apache's brokers ask pocketmq's client.
+    topic, group = unique("AdmSts"), unique("AdmStsG")
+    await server.create_topic(topic, 2)
+    async with Producer(unique("AdmStsPG"), server.namesrv_addr, **server.options()) as producer:
+        for i in range(4):
+            await producer.send(Message(topic, b"s%d" % i), MessageQueue(topic, server.broker_name, i % 2))
+    consumed: list[bytes] = []
+
+    async def listener(msgs: list[MessageExt], context: Any) -> ConsumeConcurrentlyStatus:
+        consumed.extend(m.body for m in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = push_consumer(server, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    consumer.subscribe(topic, "*")
+    consumer.register_message_listener(listener)
+    await consumer.start()
+    async with MQAdminExt(server.namesrv_addr, protocol=server.protocol) as admin:
+        try:
+            await until(lambda: len(consumed) == 4)
+            want = {consumer.client_id: {MessageQueue(topic, server.broker_name, q): 2 for q in (0, 1)}}
+            await until_async(lambda: admin.get_consume_status(topic, group), lambda s: s == want)
+            assert await admin.get_consume_status(topic, group, consumer.client_id) == want
+            assert await admin.get_consume_status(topic, group, "10.0.0.9@nobody") == {}
+        finally:
+            await consumer.shutdown()
+        with pytest.raises(MQBrokerException) as refused:  # (no consumer of the group online)
+            await admin.get_consume_status(topic, group)
+        assert refused.value.code == ResponseCode.SYSTEM_ERROR
 
 
 # --- the msgpack protocol against Apache's name server ---------------------------------------------------------

@@ -196,7 +196,8 @@ async def test_a_client_older_than_3_0_7_is_refused_unless_the_one_asked_comes_b
         answer = await ask(cluster, group)
         assert (answer.code, answer.remark) == (ResponseCode.SYSTEM_ERROR,
                                                 "the client does not support this feature. version=V3_0_6")
-        # The client asked for is met (and asked) before the old one: RocketMQ stops there.
+        # The client asked for is met (and asked) before the old one, and the walk stops there. (pocketmq walks the
+        # group in the order its clients joined; RocketMQ in its channel table's, a hash map's.)
         assert consumer_table(await ask(cluster, group, client_addr=good.client_id)) == {
             good.client_id: {MessageQueue(TOPIC, "broker-a", 0): 5}}
         # Named itself, the old client is refused too, and never asked.

@@ -22,6 +22,7 @@ from pocketmq.client import (
 )
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.common.codec import decode_all, decode_message_id
+from pocketmq.common.constants import COMPRESSED_FLAG
 from pocketmq.common.message import MessageExt as StoredMessage
 from pocketmq.common.topic_validator import RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC
 from pocketmq.embedded import EmbeddedCluster
@@ -141,6 +142,28 @@ async def test_the_copy_is_the_message_with_its_check_count_at_zero(tmp_path: An
             result = await plain.send(Message(TOPIC, b"plain"))
         assert (await resume(cluster, result.offset_msg_id)).code == ResponseCode.SUCCESS
         assert [m.body for m in await stored(cluster, RMQ_SYS_TRANS_HALF_TOPIC)] == [b"half", b"half", b"plain"]
+
+
+async def test_a_compressed_half_message_is_delivered_whole_after_its_resume(cluster: EmbeddedCluster) -> None:
+    # The producer compresses a body past 4 KiB: the copy keeps the body as stored, compressed, with its flag.
+    # (4.9.7's copy has the body inflated and the flag kept: its consumers cannot read the committed message.)
+    broker = cluster.broker
+    assert broker is not None
+    body = b"a compressible body " * 1000
+    listener = Listener()
+    async with TransactionProducer(PRODUCER_GROUP, cluster.namesrv_addr, listener, instance_name="resume-zip",
+                                   heartbeat_broker_interval=0.1) as producer:
+        await producer.send_message_in_transaction(Message(TOPIC, body))
+        await until(lambda: broker.transactional_message_service.discarded == 1)
+        [kept] = await stored(cluster, RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC)
+        assert kept.sys_flag & COMPRESSED_FLAG and kept.body != body
+        listener.check = COMMIT
+        assert (await resume(cluster, kept.offset_msg_id)).code == ResponseCode.SUCCESS
+        for _ in range(500):
+            if await delivered(cluster):
+                break
+            await asyncio.sleep(0.02)
+        assert await delivered(cluster) == [body]
 
 
 def offset_msg_id(offset: int, port: int = 10911, ip: str = "7F000001") -> str:

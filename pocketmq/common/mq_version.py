@@ -1,24 +1,25 @@
 """MQVersion: the ordinals of RocketMQ's ``Version`` enum that a broker compares a client's version with (a client
-sends its ordinal in every request's ``version``), and getVersionDesc for the versions older than all of them,
-which a refusal names."""
+sends its ordinal in every request's ``version``), and getVersionDesc for the versions older than the newest of
+them, which a refusal names."""
 
 from __future__ import annotations
 
 V3_0_7_SNAPSHOT = 28  # from here on a client answers GET_CONSUMER_STATUS_FROM_CLIENT and takes offset resets
 V3_1_8_SNAPSHOT = 62  # from here on a client answers GET_CONSUMER_RUNNING_INFO
 
-# Ordinals 0 to 27: the 3.0.0 pre-releases, then a snapshot and a release of each 3.0.x up to 3.0.6.
-_BEFORE_V3_0_7 = (
+# Ordinals 0 to 61: the 3.0.0 pre-releases, then a snapshot and a release of each 3.0.x and 3.1.x up to 3.1.7.
+_BEFORE_V3_1_8 = (
     *(f"V3_0_0_{stage}" for stage in (
         "SNAPSHOT", "ALPHA1", "BETA1", "BETA2", "BETA3", "BETA4", "BETA5", "BETA6_SNAPSHOT", "BETA6",
         "BETA7_SNAPSHOT", "BETA7", "BETA8_SNAPSHOT", "BETA8", "BETA9_SNAPSHOT", "BETA9", "FINAL")),
-    *(name for minor in range(1, 7) for name in (f"V3_0_{minor}_SNAPSHOT", f"V3_0_{minor}")),
+    *(name for minor, patches in ((0, range(1, 16)), (1, range(8))) for patch in patches
+      for name in (f"V3_{minor}_{patch}_SNAPSHOT", f"V3_{minor}_{patch}")),
 )
 
 
 def version_desc(version: int) -> str:
-    """MQVersion.getVersionDesc of a version older than V3_0_7_SNAPSHOT; any other version as its number (the
+    """MQVersion.getVersionDesc of a version older than V3_1_8_SNAPSHOT; any other version as its number (the
     remarks that name a version name only the old ones)."""
-    if 0 <= version < len(_BEFORE_V3_0_7):
-        return _BEFORE_V3_0_7[version]
+    if 0 <= version < len(_BEFORE_V3_1_8):
+        return _BEFORE_V3_1_8[version]
     return str(version)

@@ -20,7 +20,7 @@ from pocketmq.client.message import Message
 from pocketmq.common.constants import TRANSACTION_PREPARED_TYPE
 from pocketmq.common.message import properties_to_string
 from pocketmq.embedded import ThreadedCluster
-from pocketmq.remoting.admin_body import GetConsumerStatusBody
+from pocketmq.remoting.admin_body import GetConsumerStatusBody, ResetOffsetBody
 from pocketmq.remoting.body import decode_body
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.client_body import MessageQueue
@@ -483,7 +483,69 @@ async def _ask_once(addr: str, ask: RemotingCommand) -> Answer:
     return Answer(resp.code, resp.remark, {}, None, resp.body)
 
 
+def _reset_body(answer: Answer) -> ResetOffsetBody | None:
+    if answer.raw_body is None:
+        return None
+    return decode_body(answer.raw_body, ResetOffsetBody, BodyDialect.FASTJSON)
+
+
 def _status_body(answer: Answer) -> GetConsumerStatusBody | None:
     if answer.raw_body is None:
         return None
     return decode_body(answer.raw_body, GetConsumerStatusBody, BodyDialect.FASTJSON)
+
+
+def test_version_rules_of_requests_forwarded_to_clients_as_apache(sides: tuple[Side, Side]) -> None:
+    """GET_CONSUMER_RUNNING_INFO and INVOKE_BROKER_TO_RESET_OFFSET for a client of a given version, each alone in a
+    group with offsets of TOPIC: V3_0_6 (27) is too old for either, V3_1_2_SNAPSHOT (50) takes a reset but is
+    too old for the running info, 100 takes both (MQVersion's ordinals: V3_0_7_SNAPSHOT is 28, V3_1_8_SNAPSHOT
+    62). The refusals name the version as getVersionDesc does; what is forwarded reaches the client."""
+    answers = [asyncio.run(_forwarded_answers(side)) for side in sides]
+    # (a reset's offsets are a HashMap on Apache's side: compared decoded; the running info is the client's bytes)
+    apache, pocket = ([(a.code, a.remark if a.code else None,
+                        _reset_body(a) if n % 2 else a.raw_body) for n, a in enumerate(side_answers)]
+                      for side_answers in answers)
+    assert pocket == apache
+    assert [code for code, _, _ in apache] == [1, 1, 1, 0, 0, 0]
+
+
+async def _forwarded_answers(side: Side) -> list[Answer]:
+    reached: list[tuple[str, int]] = []
+
+    def answering(client_id: str) -> Any:
+        async def answer(channel: Any, ask: RemotingCommand) -> RemotingCommand | None:
+            reached.append((client_id, ask.code))
+            body = json.dumps({"properties": {"consumerGroup": client_id}}).encode()
+            return None if ask.code == R.RESET_CONSUMER_CLIENT_OFFSET else RemotingCommand.response_to(ask, body=body)
+        return answer
+
+    clients = {f"10.0.0.{version}@v{version}{RUN}": version for version in (27, 50, 100)}
+    connections = []
+    out = []
+    try:
+        for client_id, version in clients.items():
+            group = f"forward_{version}_{RUN}"
+            client = RemotingClient(wire_protocol=WireProtocol.NATIVE)
+            connections.append(client)
+            for code in (R.GET_CONSUMER_RUNNING_INFO, R.RESET_CONSUMER_CLIENT_OFFSET):
+                client.register_processor(code, answering(client_id))
+            joined = request(R.HEART_BEAT, body=heartbeat(client_id, group=group))
+            joined.version = version
+            assert (await client.invoke(side.broker, joined, 15.0)).code == 0, side.name
+            for queue_id in range(4):  # (4.9.7 resets only a group with an offset of every queue)
+                commit_offset = commit(group, queue_id=queue_id, offset=0)
+                assert (await client.invoke(side.broker, commit_offset, 15.0)).code == 0, side.name
+            out.append(await _ask_once(side.broker, request(
+                R.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": group, "clientId": client_id, "jstackEnable": False})))
+            out.append(await _ask_once(side.broker, request(
+                R.INVOKE_BROKER_TO_RESET_OFFSET, {"topic": TOPIC, "group": group, "timestamp": -1, "isForce": True})))
+        deadline = time.monotonic() + 15
+        while len(reached) < 3 and time.monotonic() < deadline:  # (the resets are one-way)
+            await asyncio.sleep(0.05)
+    finally:
+        for client in connections:
+            await client.close()
+    assert sorted(reached) == sorted([(f"10.0.0.50@v50{RUN}", R.RESET_CONSUMER_CLIENT_OFFSET),
+                                      (f"10.0.0.100@v100{RUN}", R.GET_CONSUMER_RUNNING_INFO),
+                                      (f"10.0.0.100@v100{RUN}", R.RESET_CONSUMER_CLIENT_OFFSET)]), side.name
+    return out

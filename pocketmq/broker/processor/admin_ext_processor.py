@@ -14,6 +14,7 @@ import shutil
 import time
 from typing import TYPE_CHECKING
 
+from pocketmq.common.mq_version import V3_0_7_SNAPSHOT, V3_1_8_SNAPSHOT, version_desc
 from pocketmq.remoting.admin_body import (
     Connection,
     ConsumerConnection,
@@ -58,8 +59,6 @@ if TYPE_CHECKING:
     from ..stats.broker_stats_manager import BrokerStatsManager
 
 BROKER_VERSION_DESC = "V4_9_8"  # MQVersion.getVersionDesc of the version pocketmq implements
-_V3_0_7 = 82  # MQVersion.Version.V3_0_7_SNAPSHOT.ordinal(): clients from here on take offset resets
-_V3_1_8 = 108  # V3_1_8_SNAPSHOT: clients from here on answer GET_CONSUMER_RUNNING_INFO
 CALL_CLIENT_TIMEOUT = 5.0  # Broker2Client.callClient / invokeOneway: 5 s
 
 def _connection(info: ClientChannelInfo) -> Connection:
@@ -241,11 +240,11 @@ class AdminExtProcessor(BrokerProcessor):
                 ResponseCode.SYSTEM_ERROR,
                 f"The Consumer <{header.consumer_group}> <{header.client_id}> not online",
             )
-        if info.version < _V3_1_8:
+        if info.version < V3_1_8_SNAPSHOT:
             return response(
                 request,
                 ResponseCode.SYSTEM_ERROR,
-                f"The Consumer <{header.consumer_group}> Version <{info.version}> too low to finish, please "
+                f"The Consumer <{header.client_id}> Version <{version_desc(info.version)}> too low to finish, please "
                 "upgrade it to V3_1_8_SNAPSHOT",
             )
         ask = RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, header)
@@ -391,12 +390,12 @@ class AdminExtProcessor(BrokerProcessor):
         if info is None:
             return None
         for ch, ci in list(info.channel_info_table.items()):
-            if ci.version < _V3_0_7:
+            if ci.version < V3_0_7_SNAPSHOT:
                 if old_clients_skipped:
                     continue
                 return response(
                     request, ResponseCode.SYSTEM_ERROR,
-                    f"the client does not support this feature. version={ci.version}",
+                    f"the client does not support this feature. version={version_desc(ci.version)}",
                 )
             # The body goes in the dialect of the consumer's connection, not the asker's.
             dialect = BodyDialect.MSGPACK if ch.protocol == WireProtocol.MSGPACK else BodyDialect.FASTJSON

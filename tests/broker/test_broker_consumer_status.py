@@ -104,7 +104,8 @@ async def consuming(cluster: EmbeddedCluster, group: str, instances: int) -> lis
 
 
 def topic_offsets(consumer: PushConsumer) -> dict[MessageQueue, int]:
-    return {mq: o for mq, o in consumer.impl.offset_store.offset_table.items() if mq.topic == TOPIC}
+    impl: Any = consumer.impl  # (a push consumer that rebalances: it has an offset store)
+    return {mq: o for mq, o in impl.offset_store.offset_table.items() if mq.topic == TOPIC}
 
 
 async def test_each_running_consumer_answers_its_own_offsets_of_the_topic(cluster: EmbeddedCluster) -> None:

@@ -1,5 +1,5 @@
 """Consumer and producer group commands: updateSubGroup, deleteSubGroup, consumerProgress, consumerConnection,
-producerConnection, resetOffsetByTime."""
+producerConnection, resetOffsetByTime, cloneGroupOffset."""
 
 from __future__ import annotations
 
@@ -89,6 +89,14 @@ def add(sub: Any) -> None:
     p.add_argument("-b", "--broker", dest="broker_addr", help="broker addr (with -q: reset that queue only)")
     p.add_argument("-q", "--queue", dest="queue_id", type=int, default=-1, help="queue id (with -b)")
     p.add_argument("-o", "--offset", type=int, help="Expect queue offset (with -b and -q; else the timestamp's)")
+
+    p = command(sub, "cloneGroupOffset", "clone offset from other group.", clone_group_offset)
+    p.add_argument("-s", "--srcGroup", dest="src_group", required=True, help="set source consumer group")
+    p.add_argument("-d", "--destGroup", dest="dest_group", required=True, help="set destination consumer group")
+    p.add_argument("-t", "--topic", required=True, help="set the topic")
+    p.add_argument("-o", "--offline", type=bool_arg, default=False,
+                   help="the group or the topic is offline: clone even if the group's online consumers do not "
+                        "subscribe to the topic")
 
 
 async def update_sub_group(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
@@ -233,3 +241,14 @@ async def _reset_queue_offset(admin: MQAdminExt, args: argparse.Namespace, ts: i
         await admin.reset_offset_by_queue_id(addr, args.group, args.topic, queue_id, offset)
     data = {"brokerAddr": addr, "queueId": queue_id, "offset": offset, "timestamp": ts}
     return Printable(data, lines)
+
+
+async def clone_group_offset(admin: MQAdminExt, args: argparse.Namespace) -> Printable:
+    """mqadmin's cloneGroupOffset. mqadmin copies every queue of the source group's consume stats (each of its
+    topics, whatever -t says) with UPDATE_CONSUMER_OFFSET and ignores -o; pocketmq asks the topic's brokers to
+    clone the topic's offsets (CLONE_GROUP_OFFSET), which honours -o."""
+    src, dest, topic = args.src_group.strip(), args.dest_group.strip(), args.topic.strip()  # (as mqadmin trims)
+    brokers = await admin.clone_group_offset(src, dest, topic, args.offline)
+    line = f"clone group offset success. srcGroup[{src}], destGroup=[{dest}], topic[{topic}]"
+    return Printable({"srcGroup": src, "destGroup": dest, "topic": topic, "offline": args.offline,
+                      "brokers": brokers}, [line])

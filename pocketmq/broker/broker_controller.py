@@ -50,6 +50,7 @@ from .processor import (
 from .processor.ack_message_processor import AckMessageProcessor
 from .processor.admin_consumer_status_processor import AdminConsumerStatusProcessor
 from .processor.admin_ext_processor import AdminExtProcessor
+from .processor.admin_offset_processor import AdminOffsetProcessor
 from .processor.admin_queue_processor import AdminQueueProcessor
 from .processor.admin_transaction_processor import AdminTransactionProcessor
 from .processor.broker_config_processor import BrokerConfigProcessor
@@ -143,6 +144,7 @@ class BrokerController:
             AdminQueueProcessor(self),
             AdminConsumerStatusProcessor(self),
             AdminTransactionProcessor(self),
+            AdminOffsetProcessor(self),
             ReplyMessageProcessor(self),
             self.end_transaction_processor,
             RecallMessageProcessor(self),

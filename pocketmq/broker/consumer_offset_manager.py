@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from typing import Any
 
 from pocketmq.common.pop_ack_constants import REVIVE_GROUP
@@ -114,6 +115,44 @@ class ConsumerOffsetManager(ConfigManager):
     def query_offset_table(self, group: str, topic: str) -> dict[int, int]:
         return dict(self.offset_table.get(self.key(topic, group), {}))
 
+    def which_topic_by_consumer(self, group: str) -> set[str]:
+        """ConsumerOffsetManager.whichTopicByConsumer: the topics ``group`` has offsets of."""
+        out = set()
+        for key in list(self.offset_table):
+            parts = key.split(TOPIC_GROUP_SEPARATOR)
+            if len(parts) == 2 and parts[1] == group:
+                out.add(parts[0])
+        return out
+
+    def clone_offset(self, src_group: str, dest_group: str, topic: str) -> bool:
+        """ConsumerOffsetManager.cloneOffset: ``dest_group``'s offsets of ``topic`` replaced by a copy of
+        ``src_group``'s; whether the source had any."""
+        offsets = self.offset_table.get(self.key(topic, src_group))
+        if offsets is None:
+            return False
+        self.offset_table[self.key(topic, dest_group)] = dict(offsets)
+        self.mark_changed()
+        return True
+
+    def query_min_offset_in_all_group(
+        self, topic: str, filter_groups: frozenset[str], min_offset_in_queue: Callable[[int], int]
+    ) -> dict[int, int]:
+        """ConsumerOffsetManager.queryMinOffsetInAllGroup: per queue of ``topic``, the lowest offset of the groups
+        not in ``filter_groups`` (filter_groups_of), counting only offsets at or past the queue's first one.
+
+        RocketMQ removes the filtered groups' offsets of every topic from the table as it leaves them out (it
+        iterates the table's keySet and removes from it); pocketmq only leaves them out: a query does not
+        lose a group's progress."""
+        out: dict[int, int] = {}
+        for key, queues in list(self.offset_table.items()):
+            if key.split(TOPIC_GROUP_SEPARATOR)[0] != topic or is_filtered(key, filter_groups):
+                continue
+            for queue_id, offset in list(queues.items()):
+                if offset >= min_offset_in_queue(queue_id):
+                    lowest = out.get(queue_id)
+                    out[queue_id] = offset if lowest is None else min(lowest, offset)
+        return out
+
     def remove_topic(self, topic: str) -> int:
         """Forget every group's offsets of ``topic`` (used when the topic is deleted)."""
         prefix = topic + TOPIC_GROUP_SEPARATOR
@@ -148,6 +187,20 @@ class ConsumerOffsetManager(ConfigManager):
             _revive_offsets_to_last_processed(out)
             self.mark_changed()  # (the next write gives the file its dataVersion: it is not moved back twice)
         self.offset_table = out
+
+
+def filter_groups_of(text: str | None) -> frozenset[str]:
+    """QueryCorrectionOffsetHeader.filterGroups as RocketMQ splits it: ","-separated groups; blank for none."""
+    if text is None or not text.strip():
+        return frozenset()
+    return frozenset(text.split(","))
+
+
+def is_filtered(key: str, filter_groups: frozenset[str]) -> bool:
+    """Whether the ``topic@group`` key is one RocketMQ leaves out for ``filter_groups``: its second part (the
+    group, split at every separator as Java's String.split) is one of them."""
+    parts = key.split(TOPIC_GROUP_SEPARATOR)
+    return len(parts) > 1 and parts[1] in filter_groups
 
 
 def _in_range(value: int, bits: int, key: str) -> int:

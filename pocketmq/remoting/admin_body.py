@@ -361,6 +361,27 @@ class QueryConsumeTimeSpanBody:
 
 
 @dataclass(slots=True)
+class QueryCorrectionOffsetBody:
+    """QUERY_CORRECTION_OFFSET (308) answer: queue id -> offset (Java's Map<Integer, Long>, its keys unquoted)."""
+
+    correction_offsets: dict[int, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"correctionOffsets": dict(self.correction_offsets)}
+
+    @classmethod
+    def from_dict(cls, obj: object, path: str = "") -> QueryCorrectionOffsetBody:
+        r = Reader(obj, path)
+        out: dict[int, int] = {}
+        for k, v in r.map("correctionOffsets", {}).items():
+            try:
+                out[int(k)] = int(v)
+            except (TypeError, ValueError):
+                raise BodyError(r.at("correctionOffsets"), f"expected queue id: offset, got {k!r}: {v!r}") from None
+        return cls(out)
+
+
+@dataclass(slots=True)
 class ConsumeQueueData:
     """RocketMQ's ConsumeQueueData: one consume-queue entry as QUERY_CONSUME_QUEUE shows it (the extension's
     fields stay None: pocketmq's consume queues have no ConsumeQueueExt)."""

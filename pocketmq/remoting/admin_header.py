@@ -210,3 +210,22 @@ class ViewBrokerStatsDataRequestHeader(CommandHeader):
 
     stats_name: str
     stats_key: str
+
+
+@dataclass(slots=True)
+class CloneGroupOffsetRequestHeader(CommandHeader):
+    """CLONE_GROUP_OFFSET (314): ``dest_group`` given the offsets ``src_group`` has of ``topic``."""
+
+    src_group: str
+    dest_group: str
+    topic: str | None = None  # blank: each topic the source group has offsets of
+    offline: bool = False  # false: a topic the group's online consumers do not subscribe to is left out
+
+
+@dataclass(slots=True)
+class QueryCorrectionOffsetHeader(CommandHeader):
+    """QUERY_CORRECTION_OFFSET (308): per queue of ``topic``, the lowest offset of the groups not filtered out."""
+
+    compare_group: str
+    topic: str
+    filter_groups: str | None = None  # ","-separated groups left out of the minimum

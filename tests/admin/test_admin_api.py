@@ -358,6 +358,29 @@ async def test_consume_time_span(cluster2: Any, admin: MQAdminExt) -> None:
         await admin.query_consume_time_span("NoSuchTopic", group)
 
 
+async def test_clone_group_offset_and_correction_offsets(cluster2: Any, admin: MQAdminExt) -> None:
+    topic = "TopicClone"
+    await admin.create_topic(TopicConfig(topic, 2, 2), cluster="DefaultCluster")
+    await routed(cluster2, topic, 2)
+    a, b = cluster2.brokers
+    for broker, offset in ((a, 4), (b, 6)):
+        broker.consumer_offset_manager.commit_offset("test", "GSrc", topic, 0, offset)
+        broker.consumer_offset_manager.commit_offset("test", "GLow", topic, 0, 1)
+    assert sorted(await admin.clone_group_offset("GSrc", "GDest", topic)) == sorted([a.address, b.address])
+    assert [x.consumer_offset_manager.query_offset_table("GDest", topic) for x in (a, b)] == [{0: 4}, {0: 6}]
+    assert await admin.query_correction_offset(b.address, topic, "GSrc") == {0: 1}
+    assert await admin.query_correction_offset(b.address, topic, "GSrc", ["GLow", "GDest"]) == {0: 6}
+    assert await admin.query_correction_offset(b.address, topic, "GSrc", []) == {0: 1}
+    # Without a topic: each topic of the group, at the brokers of its retry topic (which a group that never
+    # consumed lacks).
+    with pytest.raises(MQClientException):
+        await admin.clone_group_offset("GSrc", "GAll", None)
+    await admin.create_topic(TopicConfig("%RETRY%GSrc", 1, 1), broker_addr=a.address)
+    await routed(cluster2, "%RETRY%GSrc", 1)
+    assert await admin.clone_group_offset("GSrc", "GAll", None) == [a.address]
+    assert [x.consumer_offset_manager.query_offset_table("GAll", topic) for x in (a, b)] == [{0: 4}, {}]
+
+
 async def test_get_topic_config_answers_what_rocketmq_5_asks(cluster2: Any, protocol: str) -> None:
     """GET_TOPIC_CONFIG (351), which mqadmin 5.x's topicStatus sends each broker of the route first: the
     topic's config with its attributes, or TOPIC_NOT_EXIST."""

@@ -37,6 +37,7 @@ COMMANDS = [
     "queryMsgByUniqueKey",
     "queryMsgByOffset",
     "resetOffsetByTime",
+    "cloneGroupOffset",
     "getBrokerConfig",
     "updateBrokerConfig",
     "sendMessage",
@@ -247,6 +248,41 @@ def test_reset_offset_by_time_of_one_queue(cluster: ThreadedCluster, capsys: pyt
                        "-b", broker.address, "-q", "1", "-o", "999")
     assert code == 1 and "Target offset 999 not in consume queue range [0-3]" in err
     assert om.query_offset("CliQG", "CliQ_T", 1) == 2
+
+
+def test_clone_group_offset(cluster: ThreadedCluster, capsys: pytest.CaptureFixture[str]) -> None:
+    from pocketmq.client.sync import SyncPushConsumer
+
+    cli(capsys, cluster, "updateTopic", "-c", "DefaultCluster", "-t", "CliC_T", "-r", "2", "-w", "2")
+    cli(capsys, cluster, "updateTopic", "-c", "DefaultCluster", "-t", "CliC_Other", "-r", "1", "-w", "1")
+    wait_routed(cluster, "CliC_T", 2)
+    wait_routed(cluster, "CliC_Other", 2)
+    for i, broker in enumerate(brokers(cluster)):
+        broker.consumer_offset_manager.commit_offset("test", "CliCSrc", "CliC_T", 1, 10 + i)
+    code, out, err = cli(capsys, cluster, "cloneGroupOffset", "-s", " CliCSrc", "-d", "CliCDest ", "-t", "CliC_T")
+    assert code == 0, err
+    # (mqadmin prints the line without its line end)
+    assert out == "clone group offset success. srcGroup[CliCSrc], destGroup=[CliCDest], topic[CliC_T]\n"
+    assert [b.consumer_offset_manager.query_offset_table("CliCDest", "CliC_T") for b in brokers(cluster)] == [
+        {1: 10}, {1: 11}]
+    # The source group online, subscribed to another topic: the topic is cloned with -o true only.
+    consumer = SyncPushConsumer("CliCSrc", cluster.namesrv_addr, heartbeat_broker_interval=0.05)
+    consumer.subscribe("CliC_Other", "*")
+    consumer.register_message_listener(lambda _msgs, _ctx: None)
+    with consumer:
+        deadline = time.monotonic() + 10
+        while not all(b.consumer_manager.find_subscription_data_count("CliCSrc") for b in brokers(cluster)):
+            assert time.monotonic() < deadline, "the consumer's heartbeat did not reach both brokers"
+            time.sleep(0.01)
+        assert cli_json(capsys, cluster, "cloneGroupOffset", "-s", "CliCSrc", "-d", "CliCOn", "-t", "CliC_T")[
+            "offline"] is False
+        assert [b.consumer_offset_manager.query_offset_table("CliCOn", "CliC_T") for b in brokers(cluster)] == [
+            {}, {}]
+        cloned = cli_json(capsys, cluster, "cloneGroupOffset", "-s", "CliCSrc", "-d", "CliCOn", "-t", "CliC_T",
+                          "-o", "true")
+        assert sorted(cloned["brokers"]) == sorted(b.address for b in brokers(cluster))
+        assert [b.consumer_offset_manager.query_offset_table("CliCOn", "CliC_T") for b in brokers(cluster)] == [
+            {1: 10}, {1: 11}]
 
 
 def test_consumer_progress_without_a_group_lists_every_group(

@@ -123,6 +123,11 @@ class ConsumerManager:
         info = self.consumer_table.get(group)
         return info.find_subscription_data(topic) if info is not None else None
 
+    def find_subscription_data_count(self, group: str) -> int:
+        """How many topics the group's online consumers subscribe to (0 when none is online)."""
+        info = self.consumer_table.get(group)
+        return len(info.subscription_table) if info is not None else 0
+
     def register_consumer(
         self,
         group: str,

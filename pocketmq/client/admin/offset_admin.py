@@ -1,23 +1,30 @@
-"""MQAdminExt's offset reset (resetOffsetByTime): through the group's running consumers, or, with none running,
-straight into the brokers' stored offsets; and the running consumers' own offsets (getConsumeStatus)."""
+"""MQAdminExt's offset operations: the reset (resetOffsetByTime), through the group's running consumers, or, with
+none running, straight into the brokers' stored offsets; the running consumers' own offsets (getConsumeStatus); a
+group's offsets cloned into another (cloneGroupOffset); the time spans of a group's queues and a topic's correction
+offsets."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from pocketmq.common.mix_all import get_retry_topic
 from pocketmq.remoting.admin_body import (
     ConsumerConnection,
     ConsumeStats,
     GetConsumerStatusBody,
     QueryConsumeTimeSpanBody,
+    QueryCorrectionOffsetBody,
     QueueTimeSpan,
     ResetOffsetBody,
 )
 from pocketmq.remoting.admin_header import (
+    CloneGroupOffsetRequestHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumerStatusRequestHeader,
     GetConsumeStatsRequestHeader,
     QueryConsumeTimeSpanRequestHeader,
+    QueryCorrectionOffsetHeader,
     ResetOffsetRequestHeader,
 )
 from pocketmq.remoting.client_body import MessageQueue
@@ -72,6 +79,30 @@ class OffsetAdmin(AdminClient):
         header = GetConsumerStatusRequestHeader(topic, group, client_id)
         r = self._ok(await self._broker(addr, RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, header), addr)
         return r.decode_body(GetConsumerStatusBody).consumer_table
+
+    async def clone_group_offset(
+        self, src_group: str, dest_group: str, topic: str | None, offline: bool = False
+    ) -> list[str]:
+        """``dest_group`` given ``src_group``'s offsets of ``topic`` (None: of each topic the source group has
+        offsets of) on every master broker of the topic (of the source group's retry topic when None), which
+        copy them (CLONE_GROUP_OFFSET); the addresses asked. Unless ``offline``, a broker leaves out a topic the
+        group's online consumers do not subscribe to. RocketMQ's DefaultMQAdminExt asks the brokers of the
+        retry topic in both cases; a topic's offsets are on the topic's brokers, whether or not the group ever
+        had a retry topic there."""
+        masters = await self._topic_masters(topic or get_retry_topic(src_group))
+        header = CloneGroupOffsetRequestHeader(src_group, dest_group, topic, offline)
+        for addr in masters.values():
+            self._ok(await self._broker(addr, RequestCode.CLONE_GROUP_OFFSET, header), addr)
+        return list(masters.values())
+
+    async def query_correction_offset(
+        self, addr: str, topic: str, group: str, filter_groups: Iterable[str] | None = None
+    ) -> dict[int, int]:
+        """MQClientAPIImpl.queryCorrectionOffset at one broker: per queue of ``topic``, the lowest offset of the
+        groups other than ``filter_groups`` (QUERY_CORRECTION_OFFSET; ``group`` is its compareGroup)."""
+        header = QueryCorrectionOffsetHeader(group, topic, None if filter_groups is None else ",".join(filter_groups))
+        r = self._ok(await self._broker(addr, RequestCode.QUERY_CORRECTION_OFFSET, header), addr)
+        return r.decode_body(QueryCorrectionOffsetBody).correction_offsets
 
     async def reset_offset_by_timestamp(
         self, topic: str, group: str, timestamp: int, force: bool = True

@@ -81,16 +81,23 @@ def parse_body(body: bytes | None) -> Any:
         return {"bytes": len(body), "head": base64.b64encode(body[:8]).decode()}
 
 
-async def _call(addr: str, request: RemotingCommand, timeout: float) -> Answer:
-    client = RemotingClient(wire_protocol=WireProtocol.NATIVE)
+async def invoke(client: RemotingClient, addr: str, request: RemotingCommand, timeout: float = 15.0) -> Answer:
+    """One request on ``client``'s connection (a native one: ``RemotingClient(wire_protocol=WireProtocol.NATIVE)``),
+    which outlives it: what a heartbeat registered stays while the client is open."""
     try:
         resp = await client.invoke(addr, request, timeout)
     except RemotingTimeoutError:
         return Answer(NO_ANSWER, f"no answer within {timeout} s", {}, None)
-    finally:
-        await client.close()
     ext = {k: str(v) for k, v in (resp.ext_fields or {}).items()}
     return Answer(resp.code, resp.remark, ext, parse_body(resp.body), resp.body)
+
+
+async def _call(addr: str, request: RemotingCommand, timeout: float) -> Answer:
+    client = RemotingClient(wire_protocol=WireProtocol.NATIVE)
+    try:
+        return await invoke(client, addr, request, timeout)
+    finally:
+        await client.close()
 
 
 def call(addr: str, request: RemotingCommand, timeout: float = 15.0) -> Answer:

@@ -38,7 +38,9 @@ from pocketmq.client import (
 )
 from pocketmq.common.java_hash import hash_map_order
 from pocketmq.embedded import ThreadedCluster
+from pocketmq.remoting.codes import RequestCode as R
 from tests.apache.apache_rocketmq import V5, ApacheRocketMQ
+from tests.apache.differential import call, request
 
 SUFFIX = uuid.uuid4().hex[:6]
 TOPIC = f"MqaTopic{SUFFIX}"
@@ -672,6 +674,36 @@ def test_reset_offset_by_time(sides: tuple[Side, Side], mqadmin: Mqadmin) -> Non
     # group shows no lag with the old offsets, and the module's later tests would read either.
     for side in sides:
         _wait_no_lag(side, mqadmin, lambda side=side: len(side.consumed) >= 2 * MESSAGES)
+
+
+def _offsets(side: Side, group: str) -> list[str]:
+    """The group's offset of each queue of the topic (QUERY_CONSUMER_OFFSET at the side's broker)."""
+    return [call(side.broker_addr, request(R.QUERY_CONSUMER_OFFSET, {"consumerGroup": group, "topic": TOPIC,
+                                                                     "queueId": q})).ext.get("offset", "none")
+            for q in range(QUEUES)]
+
+
+def test_clone_group_offset(sides: tuple[Side, Side], mqadmin: Mqadmin, capsys: pytest.CaptureFixture[str]) -> None:
+    """mqadmin's cloneGroupOffset (each queue of the source group's consume stats committed for the destination,
+    UPDATE_CONSUMER_OFFSET): the same line and the same offsets on both servers. Then pocketmq's own command,
+    which asks the topic's brokers to clone the topic (CLONE_GROUP_OFFSET), prints mqadmin's line and leaves the
+    same offsets."""
+    dest, own = f"MqaClone{SUFFIX}", f"MqaCloneOwn{SUFFIX}"
+    for side in sides:
+        _wait_no_lag(side, mqadmin)  # (the source's offsets settled)
+        # (pocketmq refuses a commit for a group it does not have, as 5.x: docs/compatibility.md)
+        mqadmin.run(side.namesrv_addr, "updateSubGroup", "-c", CLUSTER, "-g", dest)
+    apache, pocket = mqadmin.both(sides, "cloneGroupOffset", "-s", GROUP, "-d", dest, "-t", TOPIC)
+    line = f"clone group offset success. srcGroup[{GROUP}], destGroup=[{dest}], topic[{TOPIC}]"
+    assert pocket == apache == line  # (mqadmin ends it without a line break)
+    cloned = [_offsets(side, dest) for side in sides]
+    assert cloned[0] == cloned[1] and all(int(o) > 0 for o in cloned[0]), cloned  # (0: the answer for none)
+    assert [_offsets(side, GROUP) for side in sides] == cloned
+    capsys.readouterr()
+    argv = ["cloneGroupOffset", "-n", sides[1].namesrv_addr, *SLOW_OK, "-s", GROUP, "-d", own, "-t", TOPIC]
+    assert pocketmq_main(argv) == 0
+    assert capsys.readouterr().out.replace(own, dest) == line + "\n"
+    assert _offsets(sides[1], own) == cloned[1]
 
 
 # --- 5.5.0's mqadmin ------------------------------------------------------------------------------------------

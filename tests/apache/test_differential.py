@@ -621,7 +621,7 @@ CORRECTION_STEPS: list[Step] = [
     (None, commit(CORR, CMP, 1, 0)),
     ("the lowest offsets, the compare group's key past the lowest on queue 1", correction(CMP)),
     ("the lowest offsets, a compare group without that key", correction(f"G1{RUN}")),
-    ("the lowest offsets of a topic without offsets", correction(f"G1{RUN}", f"NoSuch{RUN}")),
+    ("the lowest offsets of a topic without offsets", correction(f"G1{RUN}", f"NoOffsets{RUN}")),
     ("blank filter groups", correction(f"G1{RUN}", filter_groups=" ")),
     ("the lowest offsets of the groups not filtered out", correction(f"G1{RUN}", filter_groups=f"G3{RUN}")),
     ("G3's offset of queue 1, after it was filtered out", query_offset(f"G3{RUN}", CORR, 1)),

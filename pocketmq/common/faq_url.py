@@ -9,6 +9,7 @@ from __future__ import annotations
 APPLY_TOPIC_URL = "http://rocketmq.apache.org/docs/faq/"
 DEFAULT_FAQ_URL_5 = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
 APPLY_TOPIC_URL_5 = DEFAULT_FAQ_URL_5
+SUBSCRIPTION_GROUP_NOT_EXIST_URL_5 = DEFAULT_FAQ_URL_5
 UNEXPECTED_EXCEPTION_URL = DEFAULT_FAQ_URL_5
 _TIP_BEGIN = "\nSee "
 

@@ -1,7 +1,8 @@
 """The POP family's answers to edge-case requests, as Apache RocketMQ 5.5.0 gives them (the same requests sent to
 both: tests/apache/test_differential_pop_5.py): a queue id below -1 is every queue; a batch ack without acks; the
-TOPIC_NOT_EXIST remark with 5.x's FAQ address; a pop of more than 32 messages or with an expression that does not
-parse; a change of invisible time at or past the queue's end; the header fields a refusal still carries."""
+TOPIC_NOT_EXIST and SUBSCRIPTION_GROUP_NOT_EXIST remarks with 5.x's FAQ address; a pop of more than 32 messages or
+with an expression that does not parse; a change of invisible time at or past the queue's end, and one taken; a
+peek's pop time and rest count; the header fields a refusal still carries."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from broker_harness import MQ, Cluster
 from pop_wire import PopClient
 
 from pocketmq.broker import BrokerController
+from pocketmq.common.codec import decode_all
 from pocketmq.common.extra_info_util import build_extra_info
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.codes import RequestCode, ResponseCode
@@ -19,9 +21,12 @@ from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.pop_header import (
     AckMessageRequestHeader,
     ChangeInvisibleTimeRequestHeader,
+    ChangeInvisibleTimeResponseHeader,
     NotificationRequestHeader,
     NotificationResponseHeader,
     PeekMessageRequestHeader,
+    PollingInfoRequestHeader,
+    PopMessageResponseHeader,
 )
 from pocketmq.remoting.wire_protocol import WireProtocol
 
@@ -153,6 +158,85 @@ async def test_a_change_of_invisible_time_at_or_past_the_queues_end_is_no_messag
             for o in (2, 3)]
     assert [(a.code, a.remark) for a in acks] == [
         (ResponseCode.SUCCESS, None), (ResponseCode.NO_MESSAGE, "offset is illegal, key:End@0, commit:3, store:0~2")]
+
+
+async def test_a_peek_answers_pop_time_0_and_what_the_queues_held_before_it(cluster: Cluster) -> None:
+    """Nothing is popped by a peek: 5.5.0 sets no pop time, and counts the messages from the group's offsets on
+    before it reads, those it returns included."""
+    broker = await cluster.broker()
+    pc = client(cluster, broker)
+    await pc.mq.create_topic("Peeked", 2)
+    await send(pc, "Peeked", [b"a0", b"a1", b"a2"], queue_id=0)
+    await send(pc, "Peeked", [b"b0"], queue_id=1)
+    await dispatched(broker)
+
+    async def peek(queue_id: int, max_nums: int) -> tuple[RemotingCommand, list[bytes]]:
+        answer = await pc.mq.invoke(RequestCode.PEEK_MESSAGE, PeekMessageRequestHeader("Peeked", queue_id, max_nums,
+                                                                                      "G"))
+        return answer, [m.body for m in decode_all(answer.body)] if answer.body else []
+
+    one, bodies = await peek(0, 1)
+    assert (one.code, bodies, one.decode_header(PopMessageResponseHeader)) == (
+        ResponseCode.SUCCESS, [b"a0"], PopMessageResponseHeader(0, 0, 0, 3))
+    every, bodies = await peek(-1, 32)
+    assert sorted(bodies) == [b"a0", b"a1", b"a2", b"b0"]
+    assert every.decode_header(PopMessageResponseHeader) == PopMessageResponseHeader(0, 0, 0, 4)
+    popped = await pc.pop("G", "Peeked", 0, max_nums=2)
+    assert popped.bodies == [b"a0", b"a1"]
+    after, bodies = await peek(-1, 32)
+    assert sorted(bodies) == [b"a2", b"b0"]
+    assert after.decode_header(PopMessageResponseHeader) == PopMessageResponseHeader(0, 0, 0, 2)
+    await pc.ack_all("G", "Peeked", popped)
+    await pc.ack_all("G", "Peeked", await pc.pop("G", "Peeked"))
+    empty, bodies = await peek(-1, 32)
+    assert (empty.code, bodies, empty.decode_header(PopMessageResponseHeader)) == (
+        ResponseCode.PULL_NOT_FOUND, [], PopMessageResponseHeader(0, 0, 0, 0))
+
+
+async def test_the_pop_familys_group_not_exist_remark_points_at_5x_faq(cluster: Cluster) -> None:
+    broker = await cluster.broker()
+    pc = client(cluster, broker, WireProtocol.NATIVE)
+    await pc.mq.create_topic("Grouped", 1)
+    bad = "Bad!Group"  # (no group character: not created, though unknown groups are)
+    answers = {
+        "pop": (await pc.pop(bad, "Grouped")).response,
+        "peek": await pc.mq.invoke(RequestCode.PEEK_MESSAGE, PeekMessageRequestHeader("Grouped", -1, 32, bad)),
+        "notification": await pc.mq.invoke(RequestCode.NOTIFICATION,
+                                           NotificationRequestHeader(bad, "Grouped", -1, 0, _now())),
+        "polling info": await pc.mq.invoke(RequestCode.POLLING_INFO, PollingInfoRequestHeader(bad, "Grouped", 0)),
+    }
+    for name, answer in answers.items():
+        assert (answer.code, answer.remark) == (
+            ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{bad}] does not exist, {FAQ_5}"), name
+
+
+async def test_a_change_of_invisible_time_taken_keeps_5x_unset_remark(cluster: Cluster) -> None:
+    broker = await cluster.broker()
+    pc = client(cluster, broker)
+    await pc.mq.create_topic("Taken", 1)
+    await send(pc, "Taken", [b"n0", b"n1"])
+    await dispatched(broker)
+    normal = await pc.pop("G", "Taken", max_nums=1)
+    answer, _ = await pc.change_invisible("G", "Taken", normal.handles[0], 30_000)
+    assert (answer.code, answer.remark) == (ResponseCode.SUCCESS, UNSET)
+    assert answer.decode_header(ChangeInvisibleTimeResponseHeader).invisible_time == 30_000
+    orderly = await pc.pop("GO", "Taken", max_nums=1, order=True)
+    assert orderly.bodies == [b"n0"]
+    answer, _ = await pc.change_invisible("GO", "Taken", orderly.handles[0], 30_000)
+    assert (answer.code, answer.remark) == (ResponseCode.SUCCESS, UNSET)
+
+
+async def test_a_polling_info_refusal_carries_polling_num_0(cluster: Cluster) -> None:
+    broker = await cluster.broker()
+    pc = client(cluster, broker, WireProtocol.NATIVE)
+    await pc.mq.create_topic("Polled", 1)
+    await pc.mq.create_topic("PolledWriteOnly", 1, perm=2)
+    refused = [await pc.mq.invoke(RequestCode.POLLING_INFO, PollingInfoRequestHeader(group, topic, queue_id))
+               for group, topic, queue_id in (("G", "NoSuchTopic", 0), ("G", "Polled", 1), ("Bad!Group", "Polled", 0),
+                                              ("G", "PolledWriteOnly", 0))]
+    assert [a.code for a in refused] == [ResponseCode.TOPIC_NOT_EXIST, ResponseCode.INVALID_PARAMETER,
+                                         ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, ResponseCode.NO_PERMISSION]
+    assert [a.ext_fields for a in refused] == [{"pollingNum": "0"}] * 4
 
 
 def _ints(answer: RemotingCommand) -> dict[str, int]:

@@ -80,8 +80,7 @@ class ChangeInvisibleTimeProcessor(BrokerProcessor):
                                              extra.pop_time + extra.invisible_time))
         if answer.code != ResponseCode.SUCCESS:
             return answer
-        return response(request, ext_fields=ChangeInvisibleTimeResponseHeader(pop_time, header.invisible_time,
-                                                                              revive_qid))
+        return taken(request, ChangeInvisibleTimeResponseHeader(pop_time, header.invisible_time, revive_qid))
 
     async def _renew(self, request: RemotingCommand, ck: PopCheckPoint, revive_qid: int, ack: AckMsg,
                      ack_revive_qid: int, ack_revive_time: int) -> RemotingCommand:
@@ -104,11 +103,17 @@ class ChangeInvisibleTimeProcessor(BrokerProcessor):
         group = header.consumer_group
         answer = ChangeInvisibleTimeResponseHeader(pop_time, header.invisible_time, revive_qid)
         if header.offset < c.consumer_offset_manager.query_offset(group, topic, header.queue_id):
-            return response(request, ext_fields=answer)  # acked already
+            return taken(request, answer)  # acked already
         next_visible = now_ms() + header.invisible_time
         c.consumer_order_info_manager.update_next_visible_time(topic, group, header.queue_id, header.offset,
                                                                pop_time, next_visible)
         answer.invisible_time = next_visible - pop_time
         # A parked pop or notification of the queue re-checks when the batch frees up now (it parks again if not).
         c.pop_message_processor.notify_queue_free(topic, header.queue_id, group)
-        return response(request, ext_fields=answer)
+        return taken(request, answer)
+
+
+def taken(request: RemotingCommand, answer: ChangeInvisibleTimeResponseHeader) -> RemotingCommand:
+    """SUCCESS with 5.5.0's remark: its processor sets the code alone, so the remark the response was created
+    with stays (clients read the header, never this remark)."""
+    return response(request, remark=UNSET_REMARK, ext_fields=answer)

@@ -28,6 +28,8 @@ from .pop_message_processor import all_queues_below_zero
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController
 
+_NO_POLLING = PollingInfoResponseHeader(0)
+
 
 class NotificationProcessor(BrokerProcessor):
     def __init__(self, controller: BrokerController) -> None:
@@ -103,12 +105,12 @@ class NotificationProcessor(BrokerProcessor):
         header = request.decode_header(PollingInfoRequestHeader)
         bc = self.controller.broker_config
         if not PermName.is_readable(bc.broker_permission):
-            return response(request, ResponseCode.NO_PERMISSION,
-                            f"the broker[{bc.broker_ip1}] peeking message is forbidden")
+            return with_blank_header(response(request, ResponseCode.NO_PERMISSION,
+                                              f"the broker[{bc.broker_ip1}] peeking message is forbidden"), _NO_POLLING)
         # (RocketMQ's checks: the topic readable, the queue id, the group there and allowed to consume.)
         pop = self.controller.pop_message_processor
         tc = pop.check_topic_and_group(channel, request, header.topic, header.queue_id, header.consumer_group)
         if isinstance(tc, RemotingCommand):
-            return tc
+            return with_blank_header(tc, _NO_POLLING)
         n = pop.long_polling.polling_num(header.topic, header.consumer_group, header.queue_id)
         return response(request, ext_fields=PollingInfoResponseHeader(n))

@@ -1,5 +1,6 @@
 """PeekMessageProcessor: PEEK_MESSAGE (200052): what a pop would return, without taking it (no offset moves, no
-checkpoint, no long polling); PULL_NOT_FOUND when there is nothing."""
+checkpoint, no long polling); PULL_NOT_FOUND when there is nothing. The answer's restNum counts the messages the
+queues held for the group before the peek; its pop time, invisible time and revive queue are 0."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pocketmq.storage.results import GetMessageStatus
 
 from .base import BrokerProcessor, response
 from .pop_answers import with_blank_header
-from .pop_message_processor import MAX_POP_NUMS, now_ms
+from .pop_message_processor import MAX_POP_NUMS
 
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController
@@ -46,14 +47,16 @@ class PeekMessageProcessor(BrokerProcessor):
         count = rest = 0
         for topic, queue_id in targets:
             offset = pop.pop_offset(group, topic, queue_id, 1, init=False)
+            # (what the queues held before the peek, as 5.5.0 counts it: a peek takes nothing, so nothing is left
+            # fewer by it)
+            rest += max(0, self.controller.store.get_max_offset_in_queue(topic, queue_id) - offset)
             need = header.max_msg_nums - count
             if need > 0:
                 result = await pop.read(group, topic, queue_id, offset, need, _ALL)
                 buffers += result.buffers
                 count += result.message_count
-                offset = result.next_begin_offset
-            rest += max(0, self.controller.store.get_max_offset_in_queue(topic, queue_id) - offset)
-        answer = PopMessageResponseHeader(now_ms(), 0, 0, rest)
+        # No pop time: nothing was popped, no invisible time started (5.5.0 leaves the header's fields at 0 too).
+        answer = PopMessageResponseHeader(0, 0, 0, rest)
         if not count:
             return response(request, ResponseCode.PULL_NOT_FOUND, GetMessageStatus.NO_MESSAGE_IN_QUEUE.value,
                             ext_fields=answer)

@@ -1,10 +1,10 @@
 """What the answers of RocketMQ 5's POP family (pop, peek, notification, polling info, ack, change invisible time)
-share with Apache RocketMQ 5.5.0's: the TOPIC_NOT_EXIST remark with 5.x's FAQ address, the remark an answer has
-when 5.5.0's processor never sets one, and the fields a refusal still carries."""
+share with Apache RocketMQ 5.5.0's: the TOPIC_NOT_EXIST and SUBSCRIPTION_GROUP_NOT_EXIST remarks with 5.x's FAQ
+address, the remark an answer has when 5.5.0's processor never sets one, and the fields a refusal still carries."""
 
 from __future__ import annotations
 
-from pocketmq.common.faq_url import APPLY_TOPIC_URL_5, suggest_todo
+from pocketmq.common.faq_url import APPLY_TOPIC_URL_5, SUBSCRIPTION_GROUP_NOT_EXIST_URL_5, suggest_todo
 from pocketmq.remoting.codes import ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.header import CommandHeader
@@ -12,13 +12,18 @@ from pocketmq.remoting.header import CommandHeader
 from .base import response
 
 # RemotingCommand.createResponseCommand(Class)'s remark: 5.5.0 leaves it on the answers whose processor sets a code
-# but no remark (a change of invisible time past the queue's end, every notification answered).
+# but no remark (every change of invisible time taken or past the queue's end, every notification answered).
 UNSET_REMARK = "not set any response code"
 
 
 def topic_not_exist(request: RemotingCommand, topic: str) -> RemotingCommand:
     return response(request, ResponseCode.TOPIC_NOT_EXIST,
                     f"topic[{topic}] not exist, apply first please! {suggest_todo(APPLY_TOPIC_URL_5)}")
+
+
+def group_not_exist(request: RemotingCommand, group: str) -> RemotingCommand:
+    return response(request, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                    f"subscription group [{group}] does not exist, {suggest_todo(SUBSCRIPTION_GROUP_NOT_EXIST_URL_5)}")
 
 
 def with_blank_header(answer: RemotingCommand, blank: CommandHeader) -> RemotingCommand:

@@ -49,7 +49,7 @@ from ..pop import PopBufferMergeService, QueueLockManager, ReviveLog
 from ..stats.broker_metrics import POP, POP_RETRY
 from .abstract_send_message_processor import AbstractSendMessageProcessor
 from .base import BrokerProcessor, log, response
-from .pop_answers import topic_not_exist, with_blank_header
+from .pop_answers import group_not_exist, topic_not_exist, with_blank_header
 
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController
@@ -215,8 +215,7 @@ class PopMessageProcessor(BrokerProcessor):
                             f"[{tc.read_queue_nums}] consumer:[/{channel.remote_address}]")
         sgc = c.subscription_group_manager.find_subscription_group_config(group)
         if sgc is None:
-            return response(request, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                            f"subscription group [{group}] does not exist")
+            return group_not_exist(request, group)
         if not sgc.consume_enable:
             return response(request, ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
         return tc

@@ -28,6 +28,9 @@ from .test_differential import create_group, create_topic, send_v2
 
 RUN = uuid.uuid4().hex[:6]
 MISSING = f"NoSuchPop{RUN}"
+# A group name neither broker will create ('!' is no group character): SUBSCRIPTION_GROUP_NOT_EXIST on both, though
+# both create unknown groups of legal names (autoCreateSubscriptionGroup).
+BAD_GROUP = f"Bad!Group{RUN}"
 FAR = 2**63 - 1
 # Ext fields whose values depend on the broker's history (a revive queue picked by a counter) or on the order the
 # queues were read in (chosen at random by both brokers): compared by name only.
@@ -67,8 +70,13 @@ def notification(topic: str, group: str, queue_id: int = -1) -> RemotingCommand:
                                     "bornTime": _now(), "order": False})
 
 
-def peek(topic: str, group: str, queue_id: int = -1) -> RemotingCommand:
-    return request(R.PEEK_MESSAGE, {"topic": topic, "queueId": queue_id, "maxMsgNums": 32, "consumerGroup": group})
+def peek(topic: str, group: str, queue_id: int = -1, max_nums: int = 32) -> RemotingCommand:
+    return request(R.PEEK_MESSAGE, {"topic": topic, "queueId": queue_id, "maxMsgNums": max_nums,
+                                    "consumerGroup": group})
+
+
+def polling_info(topic: str, group: str, queue_id: int = 0) -> RemotingCommand:
+    return request(R.POLLING_INFO, {"consumerGroup": group, "topic": topic, "queueId": queue_id})
 
 
 def extra_info(topic: str, queue_id: int = 0, offset: int = 0) -> str:
@@ -105,14 +113,32 @@ def with_group(side: Side, name: str) -> None:
     assert call(side.broker, create_group(name)).code == 0
 
 
+# The pop each side answered in with_one_popped, by (side, case name): a change of invisible time names what it took.
+POPPED: dict[tuple[str, str], Answer] = {}
+
+
+def with_one_popped(side: Side, name: str) -> None:
+    """with_messages, then queue 0's first message popped by the case's group."""
+    with_messages(side, name)
+    answer = call(side.broker, pop(name, name, queue_id=0, max_nums=1))
+    assert answer.code == 0, (side.name, answer)
+    POPPED[side.name, name] = answer
+
+
+def change_popped(side: Side, name: str) -> RemotingCommand:
+    """A change of invisible time of what with_one_popped took, with the receipt handle its pop answer makes."""
+    ext = POPPED[side.name, name].ext
+    handle = build_extra_info(0, int(ext["popTime"]), int(ext["invisibleTime"]), int(ext["reviveQid"]), name,
+                              "broker-a", 0, 0)
+    return request(R.CHANGE_MESSAGE_INVISIBLETIME, {"consumerGroup": name, "topic": name, "queueId": 0,
+                                                    "extraInfo": handle, "offset": 0, "invisibleTime": 30_000})
+
+
 CASES = [
     # 1. a negative queue id below -1 is every queue, as -1
     Case("pop of queueId -2 (every queue)", lambda s, n: pop(n, n, queue_id=-2), with_messages, messages=True),
     Case("notification of queueId -2 (every queue)", lambda s, n: notification(n, n, queue_id=-2), with_messages),
-    # (peek's popTime and restNum are pocketmq's own, now and what is left after the peek, where 5.5.0 answers 0
-    # and what was there before it: not what this case is about)
-    Case("peek of queueId -2 (every queue)", lambda s, n: peek(n, n, queue_id=-2), with_messages, messages=True,
-         ext_values=False),
+    Case("peek of queueId -2 (every queue)", lambda s, n: peek(n, n, queue_id=-2), with_messages, messages=True),
     # 2. a batch ack without acks
     Case("batch ack without a body", lambda s, n: request(R.BATCH_ACK_MESSAGE)),
     Case("batch ack with an empty body", lambda s, n: request(R.BATCH_ACK_MESSAGE, body=b"")),
@@ -141,6 +167,21 @@ CASES = [
     # 8. a query by key that finds nothing
     Case("query a key nothing has", lambda s, n: request(R.QUERY_MESSAGE, {
         "topic": n, "key": f"nope{RUN}", "maxNum": 32, "beginTimestamp": 0, "endTimestamp": FAR}), with_messages),
+    # 9. a peek's answer: popTime 0, restNum what the queues held before it
+    Case("peek of one message of three", lambda s, n: peek(n, n, queue_id=0, max_nums=1), with_messages,
+         messages=True),
+    Case("peek after a pop took one", lambda s, n: peek(n, n), with_one_popped, messages=True),
+    Case("peek of an empty topic", lambda s, n: peek(n, n), with_group),
+    # 10. a group the broker does not have (nor creates)
+    Case("pop of a group that does not exist", lambda s, n: pop(n, BAD_GROUP), with_group),
+    Case("peek of a group that does not exist", lambda s, n: peek(n, BAD_GROUP), with_group),
+    Case("notification of a group that does not exist", lambda s, n: notification(n, BAD_GROUP), with_group),
+    Case("polling info of a group that does not exist", lambda s, n: polling_info(n, BAD_GROUP), with_group),
+    # 11. a change of invisible time taken
+    Case("change invisible time of a popped message", change_popped, with_one_popped),
+    # 12. polling info refused
+    Case("polling info of a topic that does not exist", lambda s, n: polling_info(MISSING, n), with_group),
+    Case("polling info of a queue past the topic's", lambda s, n: polling_info(n, n, queue_id=4), with_group),
 ]
 
 

@@ -10,7 +10,7 @@ from pocketmq.broker import BrokerConfig
 from pocketmq.broker.topic_config_manager import TopicConfigManager
 from pocketmq.common.codec import decode_all, decode_message_id
 from pocketmq.common.java_hash import java_string_hash
-from pocketmq.remoting.admin_body import ConsumeStats, ProducerTableInfo, QueryConsumeQueueResponseBody, ResetOffsetBody
+from pocketmq.remoting.admin_body import ConsumeStats, ProducerTableInfo, ResetOffsetBody
 from pocketmq.remoting.admin_header import (
     GetConsumeStatsRequestHeader,
     GetSubscriptionGroupConfigRequestHeader,
@@ -20,6 +20,7 @@ from pocketmq.remoting.admin_header import (
 from pocketmq.remoting.body import TopicConfigSerializeWrapper, TopicList, decode_body, encode_body
 from pocketmq.remoting.client_body import SubscriptionGroupConfig
 from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.consume_queue_body import QueryConsumeQueueResponseBody
 from pocketmq.remoting.header import (
     DeleteTopicRequestHeader,
     GetEarliestMsgStoretimeRequestHeader,

@@ -11,19 +11,13 @@ import time
 from typing import TYPE_CHECKING
 
 from pocketmq.common.constants import CQ_STORE_UNIT_SIZE
-from pocketmq.remoting.admin_body import (
-    ConsumeQueueData,
-    ConsumeStatsList,
-    ProducerInfo,
-    ProducerTableInfo,
-    QueryConsumeQueueResponseBody,
-    language_name,
-)
+from pocketmq.remoting.admin_body import ConsumeStatsList, ProducerInfo, ProducerTableInfo, language_name
 from pocketmq.remoting.admin_header import GetConsumeStatsInBrokerHeader, QueryConsumeQueueRequestHeader
 from pocketmq.remoting.body import TopicList
 from pocketmq.remoting.body_codec import encode_body_with_parts
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.consume_queue_body import ConsumeQueueData, QueryConsumeQueueResponseBody
 from pocketmq.remoting.transport import Channel
 from pocketmq.storage.queue_cleanup import clean_expired_consume_queues, clean_unused_topics
 

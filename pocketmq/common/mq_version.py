@@ -6,6 +6,11 @@ from __future__ import annotations
 
 V3_0_7_SNAPSHOT = 28  # from here on a client answers GET_CONSUMER_STATUS_FROM_CLIENT and takes offset resets
 V3_1_8_SNAPSHOT = 62  # from here on a client answers GET_CONSUMER_RUNNING_INFO
+V3_4_9 = 121  # from here on a send header's maxReconsumeTimes counts
+V4_9_3 = 399  # up to here the ACL signs a query by key without UNIQUE_MSG_QUERY_FLAG (Apache 5.x's rule)
+V4_9_4 = 401  # from here on a client reads standard JSON routes
+V4_9_8 = 409  # the version pocketmq speaks as, and sends
+V5_0_0 = 413  # from here on a client reads a queue's pullOffset in consume stats
 
 # Ordinals 0 to 61: the 3.0.0 pre-releases, then a snapshot and a release of each 3.0.x and 3.1.x up to 3.1.7.
 _BEFORE_V3_1_8 = (

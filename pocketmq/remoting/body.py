@@ -18,7 +18,6 @@ ClusterInfo, TopicList).
 from __future__ import annotations
 
 from .body_codec import (
-    V4_9_4,
     B,
     Reader,
     decode_body,
@@ -31,7 +30,7 @@ from .route_data import BrokerData, ClusterInfo, QueueData, TopicList, TopicRout
 from .topic_config import TOPIC_FILTER_TYPES, DataVersion, TopicConfig, TopicConfigSerializeWrapper
 
 __all__ = [
-    "B", "V4_9_4", "BrokerData", "ClusterInfo", "DataVersion", "QueueData", "Reader", "RegisterBrokerBody",
+    "B", "BrokerData", "ClusterInfo", "DataVersion", "QueueData", "Reader", "RegisterBrokerBody",
     "TOPIC_FILTER_TYPES", "TopicConfig", "TopicConfigSerializeWrapper", "TopicList", "TopicRouteData", "body_crc32",
     "decode_body", "encode_body", "now_millis", "topic_route_body_dialect",
 ]

@@ -14,6 +14,8 @@ from typing import Any, Protocol, TypeVar
 
 import msgpack
 
+from pocketmq.common.mq_version import V4_9_4
+
 from . import fastjson
 from .codes import BodyDialect
 from .errors import BodyError
@@ -91,9 +93,6 @@ def decode_body(
         return obj
     return cls.from_dict(obj)  # type: ignore[union-attr]
 
-
-# MQVersion.Version.V4_9_4.ordinal(): from this version on a client reads standard JSON routes.
-V4_9_4 = 401
 
 
 def topic_route_body_dialect(dialect: BodyDialect, version: int, accept_standard_json_only: bool) -> BodyDialect:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from pocketmq.common.mq_version import V4_9_8
+
 # MQVersion.Version.V4_9_8.ordinal(): the behaviour we implement. Brokers choose behaviour by the peer's
 # version (e.g. maxReconsumeTimes is honoured from V3_4_9 on), so claiming 4.9.8 keeps those paths on.
-VERSION = 409
+VERSION = V4_9_8
 
 # RemotingCommand flag bits.
 RPC_TYPE = 0  # bit 0: 0 = request, 1 = response

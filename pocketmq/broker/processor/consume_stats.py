@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pocketmq.common.clock import now_ms
+from pocketmq.common.mq_version import V5_0_0
 from pocketmq.common.pop_ack_constants import parse_normal_topic
 from pocketmq.remoting.admin_body import ConsumeStats, ConsumeStatsList, OffsetWrapper, QueueTimeSpan
 from pocketmq.remoting.client_body import MessageQueue
@@ -14,9 +15,8 @@ from pocketmq.remoting.client_body import MessageQueue
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController
 
-# MQVersion.Version.V5_0_0.ordinal(): a client from here on reads a queue's pullOffset (4.x's OffsetWrapper has none,
-# and its broker sends none: each client gets the body its own version's broker would send).
-V5_0_0 = 413
+# From V5_0_0 on a client reads a queue's pullOffset (4.x's OffsetWrapper has none, and its broker sends none: each
+# client gets the body its own version's broker would send).
 
 
 def consume_stats(c: BrokerController, group: str, topic: str | None, offset_keys: list[str],

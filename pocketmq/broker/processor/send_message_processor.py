@@ -31,6 +31,7 @@ from pocketmq.common.message import (
     string_to_properties,
 )
 from pocketmq.common.message_batch import MessageBatchError, split_message_batch
+from pocketmq.common.mq_version import V3_4_9
 from pocketmq.remoting.codes import PermName, RequestCode, ResponseCode, TopicSysFlag
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.header import (
@@ -50,8 +51,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 _SUCCESS = ResponseCode.SUCCESS
 
-# MQVersion.Version.V3_4_9.ordinal(): from this client version on, the header's maxReconsumeTimes counts.
-_V3_4_9 = 121
 _SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)  # (a plain int: Enum members are slow to read)
 
 
@@ -232,7 +231,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
                 request, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group} {FAQ}"
             )
         max_reconsume = sgc.retry_max_times
-        if request.version >= _V3_4_9 and header.max_reconsume_times is not None:
+        if request.version >= V3_4_9 and header.max_reconsume_times is not None:
             max_reconsume = header.max_reconsume_times
         orderly = not self.controller.rebalance_lock_manager.is_lock_all_expired(group)
         if (header.reconsume_times or 0) <= max_reconsume and not orderly:
@@ -325,7 +324,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         if original is None:
             return response(request, ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {header.offset}")
         max_reconsume = sgc.retry_max_times
-        if request.version >= _V3_4_9 and header.max_reconsume_times is not None:
+        if request.version >= V3_4_9 and header.max_reconsume_times is not None:
             max_reconsume = header.max_reconsume_times
         topic_sys_flag = TopicSysFlag.FLAG_UNIT_SUB if header.unit_mode else 0
         msg = self.build_send_back_message(

@@ -23,6 +23,7 @@ from collections.abc import Collection
 
 from pocketmq.common.mix_all import UNIQUE_MSG_QUERY_FLAG, is_retry_topic
 from pocketmq.common.mix_all import get_retry_topic as retry_topic
+from pocketmq.common.mq_version import V4_9_3
 from pocketmq.common.topic_validator import RMQ_SYS_TRACE_TOPIC
 
 from ..codes import RequestCode
@@ -43,7 +44,6 @@ from .signer import ACCESS_KEY, SECURITY_TOKEN, SIGNATURE, cal_signature, combin
 
 # MixAll.UNIQUE_MSG_QUERY_FLAG is left out of what is checked for clients up to 4.9.3, as Apache 5.x's
 # PlainAccessResource.parse does (4.9.7 leaves it out for every client, so it refuses every signed query by key).
-V4_9_3 = 399  # MQVersion.Version.V4_9_3.ordinal() (V4_9_8 is 409)
 
 
 class AclError(Exception):

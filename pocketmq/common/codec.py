@@ -58,6 +58,10 @@ def body_crc(body: bytes) -> int:
     return zlib.crc32(body) & 0x7FFFFFFF
 
 
+_HEX = "0123456789ABCDEF"
+_MAX_PORT = 0xFFFF
+
+
 def decode_message_id(msg_id: str) -> tuple[str, int]:
     """(store host "ip:port", physical offset) from an offsetMsgId; 32 chars is IPv4, else IPv6."""
     raw = bytes.fromhex(msg_id)
@@ -65,6 +69,32 @@ def decode_message_id(msg_id: str) -> tuple[str, int]:
     if len(raw) != host_len + 8:
         raise ValueError(f"not an offsetMsgId: {msg_id!r}")
     return unpack_host(raw[:host_len]), int.from_bytes(raw[host_len:], "big", signed=True)
+
+
+def commit_log_offset_of(msg_id: str | None) -> int | None:
+    """The commit-log offset an offsetMsgId names, read as leniently as MessageDecoder.decodeMessageId reads one,
+    for RESUME_CHECK_HALF_MESSAGE's answers (``decode_message_id`` refuses what is not exactly an id). The broker
+    it names is not looked at; 32 characters hold an IPv4 address, any other length an IPv6 one; the text after
+    the offset is ignored; a character that is no hex digit reads as UtilAll.string2bytes reads it. None where
+    RocketMQ's reading throws: no id, too short, or a port out of range."""
+    if not msg_id:
+        return None
+    raw = _java_hex_bytes(msg_id)
+    ip_len = 4 if len(msg_id) == 32 else 16
+    if len(raw) < ip_len + 12:
+        return None
+    port = int.from_bytes(raw[ip_len:ip_len + 4], "big", signed=True)
+    if not 0 <= port <= _MAX_PORT:
+        return None
+    return int.from_bytes(raw[ip_len + 4:ip_len + 12], "big", signed=True)
+
+
+def _java_hex_bytes(text: str) -> bytes:
+    """UtilAll.string2bytes: two characters a byte (an odd last one dropped), upper-cased first; a character that
+    is no hex digit counts as -1, which its shift and or spread into the byte."""
+    upper = text.upper()
+    digits = [_HEX.find(ch) for ch in upper[:len(upper) // 2 * 2]]
+    return bytes(((hi << 4) | lo) & 0xFF for hi, lo in zip(digits[::2], digits[1::2], strict=True))
 
 
 def encode(

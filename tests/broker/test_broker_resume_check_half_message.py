@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pocketmq.broker.processor.admin_transaction_processor import NOT_FOUND, PUT_FAILED, commit_log_offset_of
+from pocketmq.broker.processor.admin_transaction_processor import NOT_FOUND, PUT_FAILED
 from pocketmq.client import (
     LocalTransactionState,
     Message,
@@ -21,7 +21,7 @@ from pocketmq.client import (
     TransactionProducer,
 )
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
-from pocketmq.common.codec import decode_all, decode_message_id
+from pocketmq.common.codec import commit_log_offset_of, decode_all, decode_message_id
 from pocketmq.common.constants import COMPRESSED_FLAG
 from pocketmq.common.message import MessageExt as StoredMessage
 from pocketmq.common.topic_validator import RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pocketmq.common.codec import commit_log_offset_of
 from pocketmq.common.constants import PROPERTY_REAL_TOPIC
 from pocketmq.common.topic_validator import RMQ_SYS_TRANS_HALF_TOPIC
 from pocketmq.remoting.codes import RequestCode, ResponseCode
@@ -25,8 +26,6 @@ if TYPE_CHECKING:
 # put of the copy that did not answer PUT_OK.
 NOT_FOUND = f"Exception was thrown when putting message back to {RMQ_SYS_TRANS_HALF_TOPIC}."
 PUT_FAILED = f"Put message back to {RMQ_SYS_TRANS_HALF_TOPIC} failed."
-_HEX = "0123456789ABCDEF"
-_MAX_PORT = 0xFFFF
 
 
 class AdminTransactionProcessor(BrokerProcessor):
@@ -53,28 +52,3 @@ class AdminTransactionProcessor(BrokerProcessor):
         log.info("half message %s of topic %s put back to %s for checks", header.msg_id,
                  msg.properties.get(PROPERTY_REAL_TOPIC), RMQ_SYS_TRANS_HALF_TOPIC)
         return response(request)
-
-
-def commit_log_offset_of(msg_id: str | None) -> int | None:
-    """The commit-log offset an offsetMsgId names, read as MessageDecoder.decodeMessageId reads one (the broker
-    it names is not looked at): 32 characters hold an IPv4 address, any other length an IPv6 one, the text after
-    the offset is ignored, and a character that is no hex digit reads as UtilAll.string2bytes reads it. None
-    where RocketMQ's reading throws: no id, too short, or a port out of range."""
-    if not msg_id:
-        return None
-    raw = _java_hex_bytes(msg_id)
-    ip_len = 4 if len(msg_id) == 32 else 16
-    if len(raw) < ip_len + 12:
-        return None
-    port = int.from_bytes(raw[ip_len:ip_len + 4], "big", signed=True)
-    if not 0 <= port <= _MAX_PORT:
-        return None
-    return int.from_bytes(raw[ip_len + 4:ip_len + 12], "big", signed=True)
-
-
-def _java_hex_bytes(text: str) -> bytes:
-    """UtilAll.string2bytes: two characters a byte (an odd last one dropped), upper-cased first; a character that
-    is no hex digit counts as -1, which its shift and or spread into the byte."""
-    upper = text.upper()
-    digits = [_HEX.find(ch) for ch in upper[:len(upper) // 2 * 2]]
-    return bytes(((hi << 4) | lo) & 0xFF for hi, lo in zip(digits[::2], digits[1::2], strict=True))

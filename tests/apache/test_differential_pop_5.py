@@ -59,10 +59,10 @@ def _now() -> int:
 
 
 def pop(topic: str, group: str, queue_id: int = -1, max_nums: int = 32, exp: str | None = "*",
-        exp_type: str | None = "TAG") -> RemotingCommand:
+        exp_type: str | None = "TAG", order: bool = False) -> RemotingCommand:
     return request(R.POP_MESSAGE, {"consumerGroup": group, "topic": topic, "queueId": queue_id, "maxMsgNums": max_nums,
                                    "invisibleTime": 60_000, "pollTime": 0, "bornTime": _now(), "initMode": 0,
-                                   "expType": exp_type, "exp": exp, "order": False})
+                                   "expType": exp_type, "exp": exp, "order": order})
 
 
 def notification(topic: str, group: str, queue_id: int = -1) -> RemotingCommand:
@@ -117,21 +117,34 @@ def with_group(side: Side, name: str) -> None:
 POPPED: dict[tuple[str, str], Answer] = {}
 
 
-def with_one_popped(side: Side, name: str) -> None:
+def with_one_popped(side: Side, name: str, order: bool = False) -> None:
     """with_messages, then queue 0's first message popped by the case's group."""
     with_messages(side, name)
-    answer = call(side.broker, pop(name, name, queue_id=0, max_nums=1))
+    answer = call(side.broker, pop(name, name, queue_id=0, max_nums=1, order=order))
     assert answer.code == 0, (side.name, answer)
     POPPED[side.name, name] = answer
 
 
+def _popped_handle(side: Side, name: str) -> str:
+    ext = POPPED[side.name, name].ext
+    return build_extra_info(0, int(ext["popTime"]), int(ext["invisibleTime"]), int(ext["reviveQid"]), name,
+                            "broker-a", 0, 0)
+
+
+def with_one_popped_orderly_and_acked(side: Side, name: str) -> None:
+    """with_messages, then queue 0's first message popped in order by the case's group and acked (the group's
+    offset moves past it)."""
+    with_one_popped(side, name, order=True)
+    answer = call(side.broker, request(R.ACK_MESSAGE, {"consumerGroup": name, "topic": name, "queueId": 0,
+                                                       "extraInfo": _popped_handle(side, name), "offset": 0}))
+    assert answer.code == 0, (side.name, answer)
+
+
 def change_popped(side: Side, name: str) -> RemotingCommand:
     """A change of invisible time of what with_one_popped took, with the receipt handle its pop answer makes."""
-    ext = POPPED[side.name, name].ext
-    handle = build_extra_info(0, int(ext["popTime"]), int(ext["invisibleTime"]), int(ext["reviveQid"]), name,
-                              "broker-a", 0, 0)
     return request(R.CHANGE_MESSAGE_INVISIBLETIME, {"consumerGroup": name, "topic": name, "queueId": 0,
-                                                    "extraInfo": handle, "offset": 0, "invisibleTime": 30_000})
+                                                    "extraInfo": _popped_handle(side, name), "offset": 0,
+                                                    "invisibleTime": 30_000})
 
 
 CASES = [
@@ -182,6 +195,10 @@ CASES = [
     # 12. polling info refused
     Case("polling info of a topic that does not exist", lambda s, n: polling_info(MISSING, n), with_group),
     Case("polling info of a queue past the topic's", lambda s, n: polling_info(n, n, queue_id=4), with_group),
+    # 13. polling info answered
+    Case("polling info of a queue nothing waits on", lambda s, n: polling_info(n, n), with_group),
+    # 14. an orderly change of invisible time of what the group acked already
+    Case("change invisible time of an orderly message acked", change_popped, with_one_popped_orderly_and_acked),
 ]
 
 

@@ -241,3 +241,25 @@ async def test_a_polling_info_refusal_carries_polling_num_0(cluster: Cluster) ->
 
 def _ints(answer: RemotingCommand) -> dict[str, int]:
     return {k: int(str(v)) for k, v in answer.ext_fields.items()}
+
+
+async def test_a_polling_info_answered_keeps_5x_unset_remark(cluster: Cluster) -> None:
+    broker = await cluster.broker()
+    pc = client(cluster, broker, WireProtocol.NATIVE)
+    await pc.mq.create_topic("PolledOk", 1)
+    answer = await pc.mq.invoke(RequestCode.POLLING_INFO, PollingInfoRequestHeader("G", "PolledOk", 0))
+    assert (answer.code, answer.remark, answer.ext_fields) == (ResponseCode.SUCCESS, UNSET, {"pollingNum": "0"})
+
+
+async def test_an_orderly_change_of_invisible_time_of_an_acked_offset_answers_every_field_0(cluster: Cluster) -> None:
+    """5.5.0 changes nothing for an offset below the group's and answers its response header as built."""
+    broker = await cluster.broker()
+    pc = client(cluster, broker)
+    await pc.mq.create_topic("OrderAcked", 1)
+    await send(pc, "OrderAcked", [b"o0", b"o1"])
+    await dispatched(broker)
+    popped = await pc.pop("GO", "OrderAcked", max_nums=1, order=True)
+    assert popped.bodies == [b"o0"]
+    await pc.ack_all("GO", "OrderAcked", popped)
+    answer, _ = await pc.change_invisible("GO", "OrderAcked", popped.handles[0], 30_000)
+    assert (answer.code, answer.remark, _ints(answer)) == (ResponseCode.SUCCESS, UNSET, BLANK_CHANGE)

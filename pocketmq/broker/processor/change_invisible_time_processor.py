@@ -101,9 +101,10 @@ class ChangeInvisibleTimeProcessor(BrokerProcessor):
                         pop_time: int, revive_qid: int) -> RemotingCommand:
         c = self.controller
         group = header.consumer_group
-        answer = ChangeInvisibleTimeResponseHeader(pop_time, header.invisible_time, revive_qid)
         if header.offset < c.consumer_offset_manager.query_offset(group, topic, header.queue_id):
-            return taken(request, answer)  # acked already
+            # Acked already: nothing changes, and 5.5.0 answers the header as built, every field 0.
+            return taken(request, ChangeInvisibleTimeResponseHeader(0, 0, 0))
+        answer = ChangeInvisibleTimeResponseHeader(pop_time, header.invisible_time, revive_qid)
         next_visible = now_ms() + header.invisible_time
         c.consumer_order_info_manager.update_next_visible_time(topic, group, header.queue_id, header.offset,
                                                                pop_time, next_visible)

@@ -113,4 +113,4 @@ class NotificationProcessor(BrokerProcessor):
         if isinstance(tc, RemotingCommand):
             return with_blank_header(tc, _NO_POLLING)
         n = pop.long_polling.polling_num(header.topic, header.consumer_group, header.queue_id)
-        return response(request, ext_fields=PollingInfoResponseHeader(n))
+        return response(request, remark=UNSET_REMARK, ext_fields=PollingInfoResponseHeader(n))

@@ -12,7 +12,8 @@ from pocketmq.remoting.header import CommandHeader
 from .base import response
 
 # RemotingCommand.createResponseCommand(Class)'s remark: 5.5.0 leaves it on the answers whose processor sets a code
-# but no remark (every change of invisible time taken or past the queue's end, every notification answered).
+# but no remark (every change of invisible time taken or past the queue's end, every notification answered, every
+# polling info answered).
 UNSET_REMARK = "not set any response code"
 
 

@@ -265,6 +265,9 @@ class BrokerConfig:
     channel_expired_timeout: float = _f(120.0, "channelExpiredTimeout", "ms")  # 5.x key; 4.9.8 constant
     client_housekeeping_interval: float = _f(10.0, "clientHousekeepingInterval", "ms")
     notify_consumer_ids_changed_enable: bool = _f(True, "notifyConsumerIdsChangedEnable")
+    # pocketmq's own key for RocketMQ's constant (Broker2Client.callClient, 10 s), so that tests can run it short:
+    # how long a running-info request or a reply forwarded to a client waits for its answer.
+    call_client_timeout: float = _f(10.0, "callClientTimeoutMillis", "ms")
     # RebalanceLockManager: a queue lock not renewed for this long is free (RocketMQ: 60 s system property).
     rebalance_lock_max_live_time: float = _f(60.0, "rebalanceLockMaxLiveTime", "ms")
 

@@ -551,6 +551,43 @@ async def _forwarded_answers(side: Side) -> list[Answer]:
     return out
 
 
+def test_running_info_of_a_client_that_does_not_answer_as_apache(sides: tuple[Side, Side]) -> None:
+    """GET_CONSUMER_RUNNING_INFO for a group's client that takes the request and never answers: CONSUME_MSG_TIMEOUT
+    once the broker's wait (10 s on both) runs out, the remark naming group and client before the timeout's own
+    text (Java's exception and stack frame on Apache's side). Both sides asked at once: the test takes one wait."""
+    async def both() -> list[Answer]:
+        return list(await asyncio.gather(*(_silent_client_answer(side) for side in sides)))
+
+    apache, pocket = asyncio.run(both())
+    client_id = f"10.0.0.7@silent{RUN}"
+    prefix = f"consumer <silent_{RUN}> <{client_id}> Timeout: "
+    assert (apache.code, apache.remark[:len(prefix)]) == (207, prefix), apache
+    assert (pocket.code, pocket.remark[:len(prefix)], pocket.raw_body) == (apache.code, prefix, apache.raw_body)
+
+
+async def _silent_client_answer(side: Side) -> Answer:
+    client_id, group = f"10.0.0.7@silent{RUN}", f"silent_{RUN}"
+    asked = asyncio.Event()
+
+    async def never(channel: Any, ask: RemotingCommand) -> RemotingCommand | None:
+        asked.set()
+        await asyncio.sleep(60)
+        return None
+
+    client = RemotingClient(wire_protocol=WireProtocol.NATIVE)
+    try:
+        client.register_processor(R.GET_CONSUMER_RUNNING_INFO, never)
+        joined = request(R.HEART_BEAT, body=heartbeat(client_id, group=group))
+        joined.version = 100
+        assert (await client.invoke(side.broker, joined, 15.0)).code == 0, side.name
+        answer = await _ask_once(side.broker, request(
+            R.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": group, "clientId": client_id, "jstackEnable": False}))
+        assert asked.is_set(), side.name
+        return answer
+    finally:
+        await client.close()
+
+
 # --- CLONE_GROUP_OFFSET (314) and QUERY_CORRECTION_OFFSET (308): a scenario on one connection per side ---------
 
 CLONE_SRC, CLONE_A, CLONE_B = f"cloneSrc{RUN}", f"CloneA{RUN}", f"CloneB{RUN}"

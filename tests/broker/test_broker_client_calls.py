@@ -96,3 +96,16 @@ async def test_the_broker_has_at_most_sixteen_calls_out_to_clients_at_once(clust
     answers = await asyncio.gather(*calls)
     assert [a.code for a in answers] == [ResponseCode.SUCCESS] * len(askers)
     assert consumer.asked == len(askers)
+
+
+async def test_a_client_that_does_not_answer_in_time_is_consume_msg_timeout(cluster) -> None:
+    # RocketMQ tells a slow client from a failed one by the code (AdminBrokerProcessor.callConsumer).
+    broker = await cluster.broker(call_client_timeout=0.3)
+    consumer = FakeConsumer(cluster, broker, b"{}")
+    consumer.answering.clear()
+    await consumer.start()
+    answer = await cluster.mq(broker).client.invoke(broker.address, running_info_request(), 5.0)
+    consumer.answering.set()
+    assert consumer.asked == 1
+    assert answer.code == ResponseCode.CONSUME_MSG_TIMEOUT
+    assert (answer.remark or "").startswith(f"consumer <{GROUP}> <{CLIENT_ID}> Timeout: "), answer.remark

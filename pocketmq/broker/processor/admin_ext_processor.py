@@ -42,7 +42,7 @@ from pocketmq.remoting.body import TopicList, encode_body
 from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.codes import BodyDialect, RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
-from pocketmq.remoting.errors import RemotingError
+from pocketmq.remoting.errors import RemotingError, RemotingTimeoutError
 from pocketmq.remoting.transport import Channel
 from pocketmq.remoting.wire_protocol import WireProtocol
 from pocketmq.storage.clean_service import disk_usage_ratio
@@ -59,7 +59,6 @@ if TYPE_CHECKING:
     from ..stats.broker_stats_manager import BrokerStatsManager
 
 BROKER_VERSION_DESC = "V4_9_8"  # MQVersion.getVersionDesc of the version pocketmq implements
-CALL_CLIENT_TIMEOUT = 5.0  # Broker2Client.callClient / invokeOneway: 5 s
 
 def _connection(info: ClientChannelInfo) -> Connection:
     return Connection(info.client_id, info.channel.remote_address, language_name(info.language), info.version)
@@ -249,7 +248,12 @@ class AdminExtProcessor(BrokerProcessor):
             )
         ask = RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, header)
         try:
-            answer = await self._client_calls.call(channel, info.channel, ask, CALL_CLIENT_TIMEOUT)
+            answer = await self._client_calls.call(channel, info.channel, ask,
+                                                   self.controller.broker_config.call_client_timeout)
+        except RemotingTimeoutError as e:
+            # (an admin tool tells a client that is slow from one that failed by this code)
+            return response(request, ResponseCode.CONSUME_MSG_TIMEOUT,
+                            f"consumer <{header.consumer_group}> <{header.client_id}> Timeout: {e}")
         except RemotingError as e:
             return response(
                 request, ResponseCode.SYSTEM_ERROR, f"invoke consumer <{header.consumer_group}> <{header.client_id}>"

@@ -34,7 +34,6 @@ from pocketmq.remoting.transport import Channel
 from pocketmq.storage.results import PutMessageStatus
 
 from .abstract_send_message_processor import AbstractSendMessageProcessor
-from .admin_ext_processor import CALL_CLIENT_TIMEOUT
 from .base import response
 
 if TYPE_CHECKING:
@@ -123,7 +122,7 @@ class ReplyMessageProcessor(AbstractSendMessageProcessor):
         )
         push = RemotingCommand.request(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, push_header, body=body)
         try:
-            answer = await target.invoke(push, CALL_CLIENT_TIMEOUT)
+            answer = await target.invoke(push, self.controller.broker_config.call_client_timeout)
         except RemotingError as e:
             log.warning("push reply message to <%s> fail: %s", sender_id, e)
             return False, f"push reply message to {sender_id} fail."

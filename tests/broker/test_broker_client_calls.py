@@ -109,3 +109,17 @@ async def test_a_client_that_does_not_answer_in_time_is_consume_msg_timeout(clus
     assert consumer.asked == 1
     assert answer.code == ResponseCode.CONSUME_MSG_TIMEOUT
     assert (answer.remark or "").startswith(f"consumer <{GROUP}> <{CLIENT_ID}> Timeout: "), answer.remark
+
+
+async def test_a_client_that_goes_away_while_asked_is_system_error(cluster, poll) -> None:
+    # The connection to the client closes under the call: not a timeout, so RocketMQ's other branch and its remark.
+    broker = await cluster.broker()
+    consumer = FakeConsumer(cluster, broker, b"{}")
+    consumer.answering.clear()
+    await consumer.start()
+    call = asyncio.ensure_future(cluster.mq(broker).client.invoke(broker.address, running_info_request(), 5.0))
+    await poll(lambda: consumer.asked == 1)
+    consumer.mq.client.close_channel(broker.address)
+    answer = await call
+    assert answer.code == ResponseCode.SYSTEM_ERROR
+    assert (answer.remark or "").startswith(f"invoke consumer <{GROUP}> <{CLIENT_ID}> Exception: "), answer.remark

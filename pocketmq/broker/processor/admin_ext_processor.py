@@ -257,7 +257,7 @@ class AdminExtProcessor(BrokerProcessor):
         except RemotingError as e:
             return response(
                 request, ResponseCode.SYSTEM_ERROR, f"invoke consumer <{header.consumer_group}> <{header.client_id}>"
-                f" exception: {e}"
+                f" Exception: {e}"
             )
         body = answer.body
         if body is not None and answer.body_dialect != request.body_dialect:

@@ -6,8 +6,8 @@ field types are str, int, bool and float, each optionally ``| None``. A field wi
 
 ``from_ext`` accepts the native msgpack types and also the strings that RocketMQ's own codecs send (every ext
 value of a native frame is one), read the way Java's ``decodeCommandCustomHeader`` reads them: decimal integers,
-and booleans "true"/"false" in any case, plus the "0" and "1" that the C++ client sends, which Java's
-``Boolean.parseBoolean`` takes as false both.
+and booleans as Java's ``Boolean.parseBoolean`` does: "true" in any case is true, any other text false (the "0"
+and "1" the C++ client sends, for one, are false both).
 """
 
 from __future__ import annotations
@@ -77,14 +77,13 @@ def _parse_str(wire_name: str, v: object) -> str:
     raise HeaderError(wire_name, f"expected a str, got {type(v).__name__} {_show(v)}")
 
 
-_BOOL_TEXTS = frozenset({"true", "false", "0", "1"})
-
-
 def _parse_bool(wire_name: str, v: object) -> bool:
     if type(v) is bool:
         return v
-    if type(v) is str and v.lower() in _BOOL_TEXTS:
-        return v.lower() == "true"  # (Java's parseBoolean: only "true" is true, so "1" is false)
+    if type(v) is str:
+        # Java's Boolean.parseBoolean, which never refuses a text: "true" in any case is true, any other text
+        # ("1", "", "yes") false, so a broker answers such a request rather than refusing it, as Apache's does
+        return v.lower() == "true"
     raise HeaderError(wire_name, f"expected a bool, got {type(v).__name__} {_show(v)}")
 
 

@@ -15,6 +15,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from pocketmq.common.java_text import is_blank
 from pocketmq.common.pop_ack_constants import REVIVE_GROUP
 from pocketmq.remoting.topic_config import DataVersion
 
@@ -191,7 +192,7 @@ class ConsumerOffsetManager(ConfigManager):
 
 def filter_groups_of(text: str | None) -> frozenset[str]:
     """QueryCorrectionOffsetHeader.filterGroups as RocketMQ splits it: ","-separated groups; blank for none."""
-    if text is None or not text.strip():
+    if text is None or is_blank(text):
         return frozenset()
     return frozenset(text.split(","))
 

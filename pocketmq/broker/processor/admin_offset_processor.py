@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from pocketmq.common.java_text import LONG_MAX
+from pocketmq.common.java_text import LONG_MAX, is_blank
 from pocketmq.remoting.admin_body import QueryCorrectionOffsetBody
 from pocketmq.remoting.admin_header import CloneGroupOffsetRequestHeader, QueryCorrectionOffsetHeader
 from pocketmq.remoting.codes import RequestCode, ResponseCode
@@ -32,7 +32,7 @@ class AdminOffsetProcessor(BrokerProcessor):
         h = request.decode_header(CloneGroupOffsetRequestHeader)
         c = self.controller
         com = c.consumer_offset_manager
-        blank = h.topic is None or not h.topic.strip()
+        blank = h.topic is None or is_blank(h.topic)  # (Java's blank: a no-break space is a topic's name)
         # RocketMQ (4.9.7 and 5.x) walks the source group's topics for a blank topic but then clones the header's
         # topic, null: it answers SUCCESS having copied nothing. pocketmq copies each topic it walks.
         topics = sorted(com.which_topic_by_consumer(h.src_group)) if blank else [h.topic or ""]

@@ -74,6 +74,27 @@ async def test_blank_is_javas_a_no_break_space_names_a_topic_and_a_group(broker,
     assert await correction(mq, "CloneA", "Cmp", "\xa0") == {0: 5}
 
 
+async def test_a_topic_without_config_does_not_stop_the_clone_of_the_groups_other_topics(broker, mq) -> None:
+    # RocketMQ skips such a topic and goes on with the rest, in whatever order it walks them: one that comes
+    # first (in pocketmq's order, sorted) leaves the later ones cloned.
+    offsets = broker.consumer_offset_manager
+    offsets.offset_table["AGone@Src"] = {0: 4}  # (of a topic deleted without its offsets)
+    await mq.update_offset("Src", "CloneB", 1, 3)
+    await clone(mq, "Src", "Dest", None)
+    assert {k: v for k, v in offsets.offset_table.items() if k.endswith("@Dest")} == {"CloneB@Dest": {1: 3}}
+
+
+async def test_a_source_without_offsets_of_the_topic_leaves_the_destinations_alone(broker, mq) -> None:
+    # RocketMQ copies only a table the source has: the destination keeps its own offsets of the topic.
+    offsets = broker.consumer_offset_manager
+    await mq.create_topic("CloneN", queues=4)
+    await mq.update_offset("Dest", "CloneN", 2, 9)
+    await clone(mq, "Src", "Dest", "CloneN")
+    await clone(mq, "Src", "Fresh", "CloneN")
+    assert offsets.query_offset_table("Dest", "CloneN") == {2: 9}
+    assert "CloneN@Fresh" not in offsets.offset_table
+
+
 async def test_a_topic_the_online_consumers_do_not_subscribe_to_is_cloned_offline_only(broker, mq) -> None:
     offsets = broker.consumer_offset_manager
     await mq.update_offset("Src", "CloneA", 0, 5)
@@ -94,6 +115,8 @@ async def test_a_clone_is_written_to_the_offsets_file(cluster) -> None:
     broker = await cluster.broker()
     mq = cluster.mq(broker)
     await mq.update_offset("Src", "CloneA", 0, 5)
+    # The source's commit written by a flush first: the clone alone is what the next write has to carry.
+    await broker.consumer_offset_manager.persist()
     await clone(mq, "Src", "Dest", "CloneA")
     broker = await cluster.restart(broker)
     assert broker.consumer_offset_manager.query_offset_table("Dest", "CloneA") == {0: 5}
@@ -133,6 +156,26 @@ async def test_correction_offset_compares_the_key_rocketmq_4_looks_up(broker, mq
     await mq.update_offset("CorrT", "Cmp", 3, 1)
     answer = await mq.invoke(RequestCode.QUERY_CORRECTION_OFFSET, QueryCorrectionOffsetHeader("Cmp", "CorrT"))
     assert answer.code == ResponseCode.SYSTEM_ERROR and "queue 3" in (answer.remark or "")
+
+
+async def test_correction_offset_counts_every_group_whatever_other_keys_come_first(broker, mq) -> None:
+    # Offsets of other topics, and of filtered groups, met before the topic's own are passed over, not an end.
+    await mq.create_topic("CorrO", queues=4)
+    await mq.update_offset("G1", "Elsewhere", 0, 0)
+    await mq.update_offset("Skip", "CorrO", 0, 0)
+    await mq.update_offset("G1", "CorrO", 0, 3)
+    await mq.update_offset("G2", "CorrO", 1, 2)
+    assert await correction(mq, "CorrO", "NoSuchGroup", "Skip") == {0: 3, 1: 2}
+
+
+async def test_a_compare_offset_equal_to_the_lowest_keeps_the_lowest(broker, mq) -> None:
+    # Only a lowest offset past the compare group's becomes Long.MAX_VALUE; one equal to it is answered as is.
+    await mq.create_topic("CorrE", queues=4)
+    for queue_id, offset in ((0, 2), (1, 2), (2, 2)):
+        await mq.update_offset("Low", "CorrE", queue_id, offset)
+    for queue_id, offset in ((0, 1), (1, 2), (2, 3)):
+        await mq.update_offset("CorrE", "Cmp", queue_id, offset)  # under Cmp@CorrE, the key 4.9.7 compares
+    assert await correction(mq, "CorrE", "Cmp") == {0: LONG_MAX, 1: 2, 2: 2}
 
 
 async def test_requests_without_their_required_fields_are_refused(mq) -> None:

@@ -214,6 +214,8 @@ async def test_clients_that_answer_badly_are_left_out(cluster: EmbeddedCluster) 
     clients = [
         WireConsumer("10.0.0.3@first", V3_0_7_SNAPSHOT, body=offsets_body(3, 9)),
         WireConsumer("10.0.0.4@refuses", 300, code=ResponseCode.SYSTEM_ERROR),
+        # (offsets that come with a code other than SUCCESS are not taken either: RocketMQ reads a SUCCESS only)
+        WireConsumer("10.0.0.8@refuses-with-offsets", 300, code=ResponseCode.SYSTEM_ERROR, body=offsets_body(1, 7)),
         WireConsumer("10.0.0.5@bodyless", 300),
         WireConsumer("10.0.0.6@garbled", 300, body=encode_body({"messageQueueTable": {"not a queue": 1}})),
         WireConsumer("10.0.0.7@last", 300, body=offsets_body(2, 4)),

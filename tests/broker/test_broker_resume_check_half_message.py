@@ -22,7 +22,12 @@ from pocketmq.client import (
 )
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.common.codec import commit_log_offset_of, decode_all, decode_message_id
-from pocketmq.common.constants import COMPRESSED_FLAG
+from pocketmq.common.constants import (
+    COMPRESSED_FLAG,
+    PROPERTY_PRODUCER_GROUP,
+    PROPERTY_REAL_QUEUE_ID,
+    PROPERTY_REAL_TOPIC,
+)
 from pocketmq.common.message import MessageExt as StoredMessage
 from pocketmq.common.topic_validator import RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC
 from pocketmq.embedded import EmbeddedCluster
@@ -168,6 +173,32 @@ async def test_a_compressed_half_message_is_delivered_whole_after_its_resume(clu
             await asyncio.sleep(0.02)
         bodies = await delivered(cluster)  # (twice when a second pass asks before the commit's op, as in RocketMQ)
         assert bodies and set(bodies) == {body} and len(bodies) <= len(listener.checked) - CHECK_MAX
+
+
+async def test_a_message_resumed_on_a_broker_without_a_half_queue_is_checked(cluster: EmbeddedCluster) -> None:
+    # No half message was ever sent here, so the broker has no half topic yet: RocketMQ's check makes it at its
+    # next pass and finds the copy there. A plain message naming a producer group is asked about as a half one.
+    broker = cluster.broker
+    assert broker is not None
+    assert broker.topic_config_manager.select_topic_config(RMQ_SYS_TRANS_HALF_TOPIC) is None
+    listener = Listener()
+    listener.check = COMMIT
+    async with TransactionProducer(PRODUCER_GROUP, cluster.namesrv_addr, listener, instance_name="resume-nohalf",
+                                   heartbeat_broker_interval=0.1):
+        async with Producer("ResumeOrphanPG", cluster.namesrv_addr, instance_name="resume-orphan") as plain:
+            msg = Message(TOPIC, b"orphan")
+            msg.properties.update({PROPERTY_PRODUCER_GROUP: PRODUCER_GROUP, PROPERTY_REAL_TOPIC: TOPIC,
+                                   PROPERTY_REAL_QUEUE_ID: "0"})
+            result = await plain.send(msg)
+        assert (await resume(cluster, result.offset_msg_id)).code == ResponseCode.SUCCESS
+        await until(lambda: b"orphan" in listener.checked)
+        # Committed: published to its real topic again, after the plain message itself.
+        for _ in range(200):
+            if len(await delivered(cluster)) >= 2:
+                break
+            await asyncio.sleep(0.02)
+        bodies = await delivered(cluster)
+        assert len(bodies) >= 2 and set(bodies) == {b"orphan"}
 
 
 def offset_msg_id(offset: int, port: int = 10911, ip: str = "7F000001") -> str:

@@ -310,3 +310,15 @@ async def test_consume_stats_of_a_running_pop_group_list_its_pop_retry_topics(br
     assert answer.code == ResponseCode.SUCCESS, answer.remark
     table = decode_body(answer.body, ConsumeStats).offset_table
     assert sorted(q.topic for q in table) == ["%RETRY%GPs_TopicPs", "TopicPs"]
+
+
+async def test_consume_stats_of_a_blank_topic_is_every_topic_as_java_sees_blank(broker, mq) -> None:
+    # UtilAll.isBlank: whitespace is blank, a no-break space names a topic (one without config: nothing listed).
+    await mq.create_topic("TopicBlankStats", queues=1)
+    await mq.update_offset("GBlank", "TopicBlankStats", 0, 0)
+    listed = {}
+    for topic in (None, "", " \t", "\xa0"):
+        answer = await mq.invoke(RequestCode.GET_CONSUME_STATS, GetConsumeStatsRequestHeader("GBlank", topic))
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+        listed[topic] = sorted(q.topic for q in decode_body(answer.body, ConsumeStats).offset_table)
+    assert listed == {None: ["TopicBlankStats"], "": ["TopicBlankStats"], " \t": ["TopicBlankStats"], "\xa0": []}

@@ -338,7 +338,10 @@ def test_offsets_kept_across_a_consumer_restart(pair: Pair) -> None:
     p, a = pair.results("offsets_restart")
     assert p["first"] == [f"before {i}" for i in range(5)]
     assert p["second"] == [f"after {i}" for i in range(5)]
-    same(pair, p, a)
+    # Consumption is at least once: in one suite run Apache 5.5.0 gave the restarted group a message the first
+    # consumer had consumed (one queue's offset, persisted at shutdown, had not reached it). Such a second delivery
+    # is taken out of Apache's side; pocketmq's side must have none (asserted above).
+    same(pair, p, {**a, "second": [body for body in a["second"] if body not in a["first"]]})
 
 
 def test_broadcast_offsets_file_is_shared_with_pocketmqs_client(pair: Pair, tmp_path: Path) -> None:

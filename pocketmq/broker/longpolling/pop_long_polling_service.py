@@ -36,6 +36,42 @@ Wakeup = Callable[[Channel, RemotingCommand, float], Coroutine[Any, Any, None]]
 GroupKey = tuple[str, int]  # (group, queue id)
 
 
+# A parked request's wait when its expiry can never come (below): as long as the loop's timers can count.
+FOREVER_MS = 2**63 - 1
+# RocketMQ's PopRequest counts a request expired 50 ms before its expiry.
+EXPIRY_MARGIN_MS = 50
+
+
+def _java_long(n: int) -> int:
+    """``n`` wrapped to 64 bits, as Java's long arithmetic leaves it."""
+    return (n + 2**63) % 2**64 - 2**63
+
+
+def born_time_of(born_time: int, now: int) -> int:
+    """RocketMQ 5's pop and notification processors take a bornTime of 0 for the time the request arrived (the
+    proxy sends 0)."""
+    return now if born_time == 0 else born_time
+
+
+def timeout_too_much(born_time: int, poll_time: int, now: int) -> bool:
+    """PopMessageRequestHeader.isTimeoutTooMuch: sent more than 500 ms before its poll time ran out, in Java's long
+    arithmetic (a bornTime or pollTime near a long's ends wraps, as the clients that send them get it on RocketMQ)."""
+    return _java_long(_java_long(now - born_time) - poll_time) > 500
+
+
+def poll_wait_ms(born_time: int, poll_time: int, now: int) -> int | None:
+    """How long a pop or notification that found nothing may be parked, or None when it is answered at once.
+    RocketMQ parks it until bornTime + pollTime, not pollTime from its arrival: a request that waited in the
+    client or on the wire does not wait its whole poll time again. The sum and the margin are Java longs: an
+    expiry that wraps below zero is long past, one whose margin wraps never comes (parked until an arrival)."""
+    if poll_time <= 0:
+        return None
+    expired = _java_long(born_time + poll_time)
+    if now > _java_long(expired - EXPIRY_MARGIN_MS):
+        return None
+    return expired - now if expired > now else FOREVER_MS
+
+
 class PollingResult(enum.Enum):
     POLLING_SUC = "POLLING_SUC"
     POLLING_FULL = "POLLING_FULL"

@@ -23,7 +23,7 @@ from pocketmq.remoting.transport import Channel
 from ..longpolling.pop_long_polling_service import PollingResult, PopLongPollingService
 from .base import BrokerProcessor, log, response
 from .pop_answers import UNSET_REMARK, with_blank_header
-from .pop_message_processor import all_queues_below_zero
+from .pop_message_processor import all_queues_below_zero, poll_deadline
 
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController
@@ -65,7 +65,7 @@ class NotificationProcessor(BrokerProcessor):
             return response(request, remark=UNSET_REMARK, ext_fields=NotificationResponseHeader(True))
         loop = asyncio.get_running_loop()
         if deadline is None:
-            deadline = loop.time() + max(0, header.poll_time) / 1000
+            deadline = poll_deadline(loop, header.born_time, header.poll_time)
         # An orderly queue blocked by a popped batch may answer once the batch's invisible time runs out.
         wake_at = None if unblock_at is None else loop.time() + max(0, unblock_at - now_ms()) / 1000
         polled = self.long_polling.polling(channel, request, header.topic, header.consumer_group, header.queue_id,

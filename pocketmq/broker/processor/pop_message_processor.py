@@ -44,7 +44,13 @@ from ..filter import (
     build_subscription_data,
     message_filter_for,
 )
-from ..longpolling.pop_long_polling_service import PollingResult, PopLongPollingService
+from ..longpolling.pop_long_polling_service import (
+    PollingResult,
+    PopLongPollingService,
+    born_time_of,
+    poll_wait_ms,
+    timeout_too_much,
+)
 from ..pop import PopBufferMergeService, QueueLockManager, ReviveLog
 from ..stats.broker_metrics import POP, POP_RETRY
 from .abstract_send_message_processor import AbstractSendMessageProcessor
@@ -139,7 +145,7 @@ class PopMessageProcessor(BrokerProcessor):
         tc, message_filter = checked
         loop = asyncio.get_running_loop()
         if deadline is None:
-            deadline = loop.time() + max(0, header.poll_time) / 1000
+            deadline = poll_deadline(loop, header.born_time, header.poll_time)
         revive_qid = POP_ORDER_REVIVE_QUEUE if header.order else self.revive_log.next_revive_qid()
         ctx = PopContext(header, channel, now_ms(), revive_qid, message_filter)
         await self._pop(ctx, tc)
@@ -165,7 +171,8 @@ class PopMessageProcessor(BrokerProcessor):
                ) -> RemotingCommand | tuple[TopicConfig, MessageFilter]:
         c = self.controller
         bc = c.broker_config
-        if first_run and header.born_time > 0 and now_ms() - header.born_time - header.poll_time > 500:
+        now = now_ms()
+        if first_run and timeout_too_much(born_time_of(header.born_time, now), header.poll_time, now):
             return response(request, ResponseCode.POLLING_TIMEOUT,
                             f"the broker[{bc.broker_ip1}] pop message is timeout too much")
         if not PermName.is_readable(bc.broker_permission):
@@ -445,6 +452,13 @@ class PopMessageProcessor(BrokerProcessor):
         if init:
             c.consumer_offset_manager.commit_offset("getPopOffset", group, topic, queue_id, offset)
         return offset
+
+
+def poll_deadline(loop: asyncio.AbstractEventLoop, born_time: int, poll_time: int) -> float:
+    """The loop time until which a pop or notification that found nothing may be parked (now: not parked)."""
+    now = now_ms()
+    wait = poll_wait_ms(born_time_of(born_time, now), poll_time, now)
+    return loop.time() + (wait or 0) / 1000
 
 
 def all_queues_below_zero(queue_id: int) -> int:

@@ -193,6 +193,29 @@ async def test_a_peek_answers_pop_time_0_and_what_the_queues_held_before_it(clus
         ResponseCode.PULL_NOT_FOUND, [], PopMessageResponseHeader(0, 0, 0, 0))
 
 
+async def test_a_peek_of_0_or_more_than_32_messages_is_served_and_a_negative_count_refused(cluster: Cluster) -> None:
+    """5.5.0's peek has no bound of 32 (a pop's): 33 or 2^31 - 1 are served, each queue read as far as the store
+    reads at once; 0 reads nothing and still counts what is there (PULL_NOT_FOUND). Found by
+    tests/apache/test_differential_fuzz_pop_5.py; pocketmq refused each with INVALID_PARAMETER."""
+    broker = await cluster.broker()
+    pc = client(cluster, broker)
+    await pc.mq.create_topic("PeekMany", 2)
+    await send(pc, "PeekMany", [b"a%d" % i for i in range(40)], queue_id=0)
+    await send(pc, "PeekMany", [b"b0"], queue_id=1)
+    await dispatched(broker)
+    in_memory = broker.store.config.max_transfer_count_on_message_in_memory
+    for max_nums in (33, 2**31 - 1):
+        answer = await pc.mq.invoke(RequestCode.PEEK_MESSAGE, PeekMessageRequestHeader("PeekMany", -1, max_nums, "G"))
+        assert answer.code == ResponseCode.SUCCESS
+        assert len(decode_all(answer.body)) == min(max_nums, in_memory + 1)  # (queue 0's first read, queue 1's one)
+        assert answer.decode_header(PopMessageResponseHeader) == PopMessageResponseHeader(0, 0, 0, 41)
+    none = await pc.mq.invoke(RequestCode.PEEK_MESSAGE, PeekMessageRequestHeader("PeekMany", -1, 0, "G"))
+    assert (none.code, none.body, none.decode_header(PopMessageResponseHeader)) == (
+        ResponseCode.PULL_NOT_FOUND, None, PopMessageResponseHeader(0, 0, 0, 41))
+    negative = await pc.mq.invoke(RequestCode.PEEK_MESSAGE, PeekMessageRequestHeader("PeekMany", -1, -1, "G"))
+    assert negative.code == ResponseCode.INVALID_PARAMETER
+
+
 async def test_the_pop_familys_group_not_exist_remark_points_at_5x_faq(cluster: Cluster) -> None:
     broker = await cluster.broker()
     pc = client(cluster, broker, WireProtocol.NATIVE)

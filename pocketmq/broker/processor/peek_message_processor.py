@@ -15,7 +15,6 @@ from pocketmq.storage.results import GetMessageStatus
 
 from .base import BrokerProcessor, response
 from .pop_answers import with_blank_header
-from .pop_message_processor import MAX_POP_NUMS
 
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController
@@ -32,9 +31,12 @@ class PeekMessageProcessor(BrokerProcessor):
     async def peek_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = request.decode_header(PeekMessageRequestHeader)
         pop = self.controller.pop_message_processor
-        if not 0 < header.max_msg_nums <= MAX_POP_NUMS:
+        # As 5.5.0's PeekMessageProcessor: no bound of 32 (that is a pop's); 0 reads nothing (PULL_NOT_FOUND, the
+        # rest counted). A negative count is refused (5.5.0: SYSTEM_ERROR, an ArrayList of negative capacity). The
+        # store's read takes at most maxTransferCountOnMessageInMemory a queue whatever is asked.
+        if header.max_msg_nums < 0:
             return with_blank_header(response(request, ResponseCode.INVALID_PARAMETER,
-                                              f"maxMsgNums {header.max_msg_nums} is not 1..32"), _BLANK)
+                                              f"maxMsgNums {header.max_msg_nums} is below 0"), _BLANK)
         tc = pop.check_topic_and_group(channel, request, header.topic, header.queue_id, header.consumer_group)
         if isinstance(tc, RemotingCommand):
             return with_blank_header(tc, _BLANK)

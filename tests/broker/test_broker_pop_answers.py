@@ -26,6 +26,7 @@ from pocketmq.remoting.pop_header import (
     NotificationResponseHeader,
     PeekMessageRequestHeader,
     PollingInfoRequestHeader,
+    PopMessageRequestHeader,
     PopMessageResponseHeader,
 )
 from pocketmq.remoting.wire_protocol import WireProtocol
@@ -214,6 +215,29 @@ async def test_a_peek_of_0_or_more_than_32_messages_is_served_and_a_negative_cou
         ResponseCode.PULL_NOT_FOUND, None, PopMessageResponseHeader(0, 0, 0, 41))
     negative = await pc.mq.invoke(RequestCode.PEEK_MESSAGE, PeekMessageRequestHeader("PeekMany", -1, -1, "G"))
     assert negative.code == ResponseCode.INVALID_PARAMETER
+
+
+async def test_a_bad_count_or_time_is_refused_after_the_topic_queue_group_and_filter_checks(cluster: Cluster) -> None:
+    """pocketmq's own refusals of a pop's count and times, and of a peek's negative count, come where 5.5.0 fails
+    or parks on them: after its checks, so a missing topic, a queue past the topic's or a filter that does not
+    parse answers as on 5.5.0. Found by tests/apache/test_differential_fuzz_pop_5.py."""
+    broker = await cluster.broker()
+    pc = client(cluster, broker)
+    await pc.mq.create_topic("Counted", 1)
+    now = _now()
+    bad_pops = [PopMessageRequestHeader("G", "Counted", 0, 0, 60_000, 0, now, 0),
+                PopMessageRequestHeader("G", "Counted", 0, 1, -1, 0, now, 0),
+                PopMessageRequestHeader("G", "Counted", 0, -1, 60_000, -1, now, 0)]
+    for header in bad_pops:
+        assert (await pc.mq.invoke(RequestCode.POP_MESSAGE, header)).code == ResponseCode.INVALID_PARAMETER
+        header.topic = "NoSuchCounted"
+        assert (await pc.mq.invoke(RequestCode.POP_MESSAGE, header)).code == ResponseCode.TOPIC_NOT_EXIST
+        header.topic, header.queue_id = "Counted", 1
+        assert (await pc.mq.invoke(RequestCode.POP_MESSAGE, header)).code == ResponseCode.INVALID_PARAMETER
+        header.queue_id, header.exp, header.exp_type = 0, "a >>> 1", "SQL92"
+        assert (await pc.mq.invoke(RequestCode.POP_MESSAGE, header)).code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
+    peek = await pc.mq.invoke(RequestCode.PEEK_MESSAGE, PeekMessageRequestHeader("NoSuchCounted", 0, -1, "G"))
+    assert peek.code == ResponseCode.TOPIC_NOT_EXIST
 
 
 async def test_the_pop_familys_group_not_exist_remark_points_at_5x_faq(cluster: Cluster) -> None:

@@ -31,15 +31,16 @@ class PeekMessageProcessor(BrokerProcessor):
     async def peek_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = request.decode_header(PeekMessageRequestHeader)
         pop = self.controller.pop_message_processor
-        # As 5.5.0's PeekMessageProcessor: no bound of 32 (that is a pop's); 0 reads nothing (PULL_NOT_FOUND, the
-        # rest counted). A negative count is refused (5.5.0: SYSTEM_ERROR, an ArrayList of negative capacity). The
-        # store's read takes at most maxTransferCountOnMessageInMemory a queue whatever is asked.
-        if header.max_msg_nums < 0:
-            return with_blank_header(response(request, ResponseCode.INVALID_PARAMETER,
-                                              f"maxMsgNums {header.max_msg_nums} is below 0"), _BLANK)
         tc = pop.check_topic_and_group(channel, request, header.topic, header.queue_id, header.consumer_group)
         if isinstance(tc, RemotingCommand):
             return with_blank_header(tc, _BLANK)
+        # As 5.5.0's PeekMessageProcessor: no bound of 32 (that is a pop's); 0 reads nothing (PULL_NOT_FOUND, the
+        # rest counted). A negative count is refused, after the checks above (5.5.0: SYSTEM_ERROR there, an
+        # ArrayList of negative capacity). The store's read takes at most maxTransferCountOnMessageInMemory a queue
+        # whatever is asked.
+        if header.max_msg_nums < 0:
+            return with_blank_header(response(request, ResponseCode.INVALID_PARAMETER,
+                                              f"maxMsgNums {header.max_msg_nums} is below 0"), _BLANK)
         group = header.consumer_group
         targets = [(header.topic, q) for q in (range(tc.read_queue_nums) if header.queue_id < 0 else [header.queue_id])]
         retry = self.controller.topic_config_manager.select_topic_config(pop.retry_topic(header.topic, group))

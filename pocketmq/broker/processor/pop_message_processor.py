@@ -181,6 +181,18 @@ class PopMessageProcessor(BrokerProcessor):
         if header.max_msg_nums > MAX_POP_NUMS:
             return response(request, ResponseCode.INVALID_PARAMETER,
                             f"the broker[{bc.broker_ip1}] pop message's num is greater than {MAX_POP_NUMS}")
+        if not bc.timer_wheel_enable:  # (checkpoints and acks are timer messages: revive_log.py)
+            return response(request, ResponseCode.SYSTEM_ERROR,
+                            f"the broker[{bc.broker_ip1}] pop message is forbidden because timerWheelEnable is false")
+        error = self.check_topic_and_group(channel, request, header.topic, header.queue_id, header.consumer_group)
+        if isinstance(error, RemotingCommand):
+            return error
+        flt = self.message_filter(request, header.topic, header.exp, header.exp_type)
+        if isinstance(flt, RemotingCommand):
+            return flt
+        # pocketmq's own refusals (docs/compatibility.md, "a bad pop request") come where 5.5.0 fails or parks on
+        # these values, after its checks of the topic, the queue, the group and the filter: a pop of a topic that
+        # does not exist is TOPIC_NOT_EXIST whatever its counts and times, on both.
         if header.max_msg_nums <= 0:
             return response(request, ResponseCode.INVALID_PARAMETER,
                             f"the broker[{bc.broker_ip1}] pop message's num {header.max_msg_nums} is not 1..32")
@@ -192,14 +204,7 @@ class PopMessageProcessor(BrokerProcessor):
             return response(request, ResponseCode.INVALID_PARAMETER,
                             f"invisibleTime {header.invisible_time} is past timerMaxDelaySec "
                             f"({bc.timer_max_delay_sec} s)")
-        if not bc.timer_wheel_enable:  # (checkpoints and acks are timer messages: revive_log.py)
-            return response(request, ResponseCode.SYSTEM_ERROR,
-                            f"the broker[{bc.broker_ip1}] pop message is forbidden because timerWheelEnable is false")
-        error = self.check_topic_and_group(channel, request, header.topic, header.queue_id, header.consumer_group)
-        if isinstance(error, RemotingCommand):
-            return error
-        flt = self.message_filter(request, header.topic, header.exp, header.exp_type)
-        return flt if isinstance(flt, RemotingCommand) else (error, flt)
+        return error, flt
 
     def notify_queue_free(self, topic: str, queue_id: int, group: str) -> None:
         """An orderly batch acked, or its invisible time changed: the group's parked pops and notifications of

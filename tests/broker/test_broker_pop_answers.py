@@ -240,6 +240,29 @@ async def test_a_bad_count_or_time_is_refused_after_the_topic_queue_group_and_fi
     assert peek.code == ResponseCode.TOPIC_NOT_EXIST
 
 
+async def test_a_handle_that_does_not_parse_is_refused_after_the_topic_queue_and_offset_checks(cluster: Cluster
+                                                                                              ) -> None:
+    """5.5.0 reads an ack's or a change's receipt handle only after checking the topic, the queue id and the offset
+    (and fails on one that does not parse: SYSTEM_ERROR; pocketmq's INVALID_PARAMETER). Found by
+    tests/apache/test_differential_fuzz_pop_5.py: pocketmq refused the handle first."""
+    broker = await cluster.broker()
+    pc = client(cluster, broker)
+    await pc.mq.create_topic("Handled", 1)
+    await send(pc, "Handled", [b"m"])
+    await dispatched(broker)
+    for bad in ("", "1 2 3", "a b c d e f g h"):
+        expected = {("NoSuchHandled", 0, 0): ResponseCode.TOPIC_NOT_EXIST,
+                    ("Handled", 1, 0): ResponseCode.MESSAGE_ILLEGAL,
+                    ("Handled", 0, 5): ResponseCode.NO_MESSAGE,
+                    ("Handled", 0, 0): ResponseCode.INVALID_PARAMETER}
+        for (topic, queue_id, offset), code in expected.items():
+            ack = await pc.mq.invoke(RequestCode.ACK_MESSAGE, AckMessageRequestHeader("G", topic, queue_id, bad,
+                                                                                       offset))
+            change = await pc.mq.invoke(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, ChangeInvisibleTimeRequestHeader(
+                "G", topic, queue_id, bad, offset, 1_000))
+            assert (ack.code, change.code) == (code, code), (bad, topic, queue_id, offset)
+
+
 async def test_the_pop_familys_group_not_exist_remark_points_at_5x_faq(cluster: Cluster) -> None:
     broker = await cluster.broker()
     pc = client(cluster, broker, WireProtocol.NATIVE)

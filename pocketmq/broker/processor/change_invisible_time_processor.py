@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pocketmq.common.extra_info_util import ExtraInfoError, parse_extra_info
+from pocketmq.common.extra_info_util import ExtraInfoError
 from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
@@ -19,6 +19,7 @@ from pocketmq.remoting.tasks import run_whole
 from pocketmq.remoting.transport import Channel
 from pocketmq.storage.pop import AckMsg, PopCheckPoint
 
+from .ack_message_processor import parse_handle
 from .base import BrokerProcessor, response
 from .pop_answers import UNSET_REMARK, with_blank_header
 from .pop_message_processor import now_ms
@@ -41,16 +42,14 @@ class ChangeInvisibleTimeProcessor(BrokerProcessor):
     async def _change(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         c = self.controller
         header = request.decode_header(ChangeInvisibleTimeRequestHeader)
-        try:
-            extra = parse_extra_info(header.extra_info)
-        except ExtraInfoError as e:
-            return response(request, ResponseCode.INVALID_PARAMETER, str(e))
+        extra = parse_handle(header.extra_info)
         if not 0 <= header.invisible_time <= MAX_INVISIBLE_TIME:
             return response(request, ResponseCode.INVALID_PARAMETER,
                             f"invisibleTime {header.invisible_time} is not 0..{MAX_INVISIBLE_TIME}")
         group = header.consumer_group
-        topic = header.topic if header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else extra.real_topic(
-            header.topic, group)
+        topic = header.topic
+        if not isinstance(extra, ExtraInfoError) and not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            topic = extra.real_topic(topic, group)
         acks = c.ack_message_processor
         error = acks.check_queue(request, channel, topic, header.queue_id)
         if error is not None:
@@ -60,6 +59,8 @@ class ChangeInvisibleTimeProcessor(BrokerProcessor):
         # there, popped and acked or not)
         if not low <= header.offset < high:
             return response(request, ResponseCode.NO_MESSAGE, UNSET_REMARK)
+        if isinstance(extra, ExtraInfoError):  # (after the checks above, as an ack's: parse_handle)
+            return response(request, ResponseCode.INVALID_PARAMETER, str(extra))
         error = acks.check_revive_qid(request, extra.revive_qid)
         if error is not None:
             return error

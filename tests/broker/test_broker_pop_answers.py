@@ -250,10 +250,12 @@ async def test_a_handle_that_does_not_parse_is_refused_after_the_topic_queue_and
     await pc.mq.create_topic("Handled", 1)
     await send(pc, "Handled", [b"m"])
     await dispatched(broker)
+    await pc.mq.create_topic("Unwritten", 1)
     for bad in ("", "1 2 3", "a b c d e f g h"):
         expected = {("NoSuchHandled", 0, 0): ResponseCode.TOPIC_NOT_EXIST,
                     ("Handled", 1, 0): ResponseCode.MESSAGE_ILLEGAL,
                     ("Handled", 0, 5): ResponseCode.NO_MESSAGE,
+                    ("Unwritten", 0, -1): ResponseCode.NO_MESSAGE,  # (a queue never written to holds 0 to 0)
                     ("Handled", 0, 0): ResponseCode.INVALID_PARAMETER}
         for (topic, queue_id, offset), code in expected.items():
             ack = await pc.mq.invoke(RequestCode.ACK_MESSAGE, AckMessageRequestHeader("G", topic, queue_id, bad,

@@ -117,8 +117,10 @@ class AckMessageProcessor(BrokerProcessor):
         return None
 
     def offset_range(self, topic: str, queue_id: int) -> tuple[int, int]:
+        """The queue's offsets, 0 to 0 for a queue nothing was written to (the store's -1 is "no queue"): 5.5.0's
+        store makes the queue as it is asked, so an ack or a change of offset -1 there is NO_MESSAGE on both."""
         store = self.controller.store
-        return store.get_min_offset_in_queue(topic, queue_id), store.get_max_offset_in_queue(topic, queue_id)
+        return max(0, store.get_min_offset_in_queue(topic, queue_id)), store.get_max_offset_in_queue(topic, queue_id)
 
     def check_revive_qid(self, request: RemotingCommand, revive_qid: int) -> RemotingCommand | None:
         n = self.controller.pop_message_processor.revive_log.queue_num

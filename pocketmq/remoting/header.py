@@ -50,6 +50,7 @@ _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 _JAVA_INT_FIELDS = frozenset({
     "queue_id", "max_msg_nums", "sys_flag", "flag", "default_topic_queue_nums", "reconsume_times",
     "max_reconsume_times", "read_queue_nums", "write_queue_nums", "perm", "topic_sys_flag", "delay_level",
+    "max_num", "count",  # QUERY_MESSAGE's maxNum, QUERY_CONSUME_QUEUE's count
     "d", "e", "f", "h", "j", "l",  # SendMessageRequestHeaderV2's names of the Integer ones above
 })
 

@@ -17,7 +17,7 @@ from pocketmq.remoting.admin_header import (
     QueryConsumeQueueRequestHeader,
     ResetOffsetRequestHeader,
 )
-from pocketmq.remoting.body import TopicConfigSerializeWrapper, TopicList, decode_body, encode_body
+from pocketmq.remoting.body import TopicConfig, TopicConfigSerializeWrapper, TopicList, decode_body, encode_body
 from pocketmq.remoting.client_body import SubscriptionGroupConfig
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.consume_queue_body import QueryConsumeQueueResponseBody
@@ -82,6 +82,37 @@ async def test_create_topic_refusals(broker, mq) -> None:
     assert resp.code == ResponseCode.SYSTEM_ERROR
 
 
+async def test_a_topic_filter_type_java_has_no_enum_constant_of_is_refused(broker, mq) -> None:
+    # 4.9.7's TopicFilterType.valueOf takes the two names alone, in capitals (found by the differential fuzz)
+    for bad in ("single_tag", "", "FOO"):
+        resp = await mq.create_topic("TopicFilter", topic_filter_type=bad)
+        assert resp.code == ResponseCode.SYSTEM_ERROR and "topicFilterType" in resp.remark, bad
+    assert broker.topic_config_manager.select_topic_config("TopicFilter") is None
+    assert (await mq.create_topic("TopicFilter", topic_filter_type="MULTI_TAG")).code == ResponseCode.SUCCESS
+    tc = broker.topic_config_manager.select_topic_config("TopicFilter")
+    assert tc is not None and tc.topic_filter_type == "MULTI_TAG"
+
+
+async def test_a_max_num_or_count_past_a_java_int_or_a_negative_max_num_is_refused(broker, mq, dispatched) -> None:
+    # QUERY_MESSAGE's maxNum and QUERY_CONSUME_QUEUE's count are Integers in 4.9.7's header classes: a text past
+    # the int's range is its NumberFormatException, SYSTEM_ERROR (found by the differential fuzz)
+    await mq.create_topic("TopicInts", queues=1)
+    await mq.send("TopicInts", b"x", queue_id=0)
+    await dispatched(broker)
+    query = {"topic": "TopicInts", "key": "k", "beginTimestamp": "0", "endTimestamp": str(2**62)}
+    cq = {"topic": "TopicInts", "queueId": "0", "index": "0"}
+    for big, answered in ((str(2**31), False), (str(-(2**31) - 1), False), (str(2**31 - 1), True)):
+        resp = await mq.invoke(RequestCode.QUERY_MESSAGE, {**query, "maxNum": big})
+        assert resp.code == (ResponseCode.QUERY_NOT_FOUND if answered else ResponseCode.SYSTEM_ERROR), big
+        resp = await mq.invoke(RequestCode.QUERY_CONSUME_QUEUE, {**cq, "count": big})
+        assert resp.code == (ResponseCode.SUCCESS if answered else ResponseCode.SYSTEM_ERROR), big
+        assert answered or "count" in resp.remark
+    # a negative maxNum is 4.9.7's IllegalArgumentException (the capacity of its list), 0 finds nothing
+    for max_num, code in (("-1", ResponseCode.SYSTEM_ERROR), (str(-(2**31)), ResponseCode.SYSTEM_ERROR),
+                          ("0", ResponseCode.QUERY_NOT_FOUND)):
+        assert (await mq.invoke(RequestCode.QUERY_MESSAGE, {**query, "maxNum": max_num})).code == code, max_num
+
+
 async def test_delete_topic_removes_config_queues_and_offsets(broker, mq, dispatched) -> None:
     await mq.create_topic("TopicDel", queues=2)
     await mq.send("TopicDel", b"x", queue_id=1)
@@ -95,6 +126,18 @@ async def test_delete_topic_removes_config_queues_and_offsets(broker, mq, dispat
     assert broker.consumer_offset_manager.query_offset("G", "TopicDel", 1) == -1
     resp = await mq.invoke(RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader(""))
     assert resp.code == ResponseCode.SYSTEM_ERROR
+
+
+async def test_deleting_a_name_no_topic_can_have_is_refused_as_by_4_9_7(broker, mq) -> None:
+    # 4.9.7 validates the name to delete as one to create (found by the differential fuzz): SYSTEM_ERROR
+    for topic in ("bad/topic", "é", "a" * 128):
+        resp = await mq.invoke(RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader(topic))
+        assert resp.code == ResponseCode.SYSTEM_ERROR and "The specified topic" in resp.remark, topic
+    # a topic the broker holds under such a name (a POP retry topic of enableRetryTopicV2) is deleted, as by 5.x
+    broker.topic_config_manager.update_topic_config(TopicConfig("%RETRY%g+T", read_queue_nums=1, write_queue_nums=1))
+    resp = await mq.invoke(RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader("%RETRY%g+T"))
+    assert resp.code == ResponseCode.SUCCESS
+    assert broker.topic_config_manager.select_topic_config("%RETRY%g+T") is None
 
 
 async def test_get_all_topic_config(broker, mq) -> None:

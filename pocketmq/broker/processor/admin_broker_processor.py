@@ -12,7 +12,7 @@ from pocketmq.common.topic_attributes import (
     TopicMessageType,
 )
 from pocketmq.remoting.admin_header import GetSubscriptionGroupConfigRequestHeader, GetTopicConfigRequestHeader
-from pocketmq.remoting.body import TopicConfig
+from pocketmq.remoting.body import TOPIC_FILTER_TYPES, TopicConfig
 from pocketmq.remoting.body_codec import Reader
 from pocketmq.remoting.client_body import (
     LockBatchRequestBody,
@@ -149,6 +149,11 @@ class AdminBrokerProcessor(BrokerProcessor):
                 return response(request, ResponseCode.SYSTEM_ERROR, f"{name} {value} is out of [0, {_MAX_QUEUE_NUMS}]")
         if not 0 <= tc.perm <= 0xF:
             return response(request, ResponseCode.SYSTEM_ERROR, f"perm {tc.perm} is not a PermName bit set")
+        if tc.topic_filter_type not in TOPIC_FILTER_TYPES:
+            # 4.9.7 reads the header's text with TopicFilterType.valueOf, which refuses any other (SYSTEM_ERROR); a
+            # config kept with another would also stop topics.json loading at the next start
+            return response(request, ResponseCode.SYSTEM_ERROR,
+                            f"topicFilterType {tc.topic_filter_type!r} is neither SINGLE_TAG nor MULTI_TAG")
         return None
 
     def _apply_attributes(self, request: RemotingCommand, tc: TopicConfig,
@@ -186,6 +191,12 @@ class AdminBrokerProcessor(BrokerProcessor):
         topic = header.topic
         if not topic or not topic.strip():
             return response(request, ResponseCode.SYSTEM_ERROR, "The specified topic is blank.")
+        reason = tv.validate_topic(topic)
+        if reason is not None and c.topic_config_manager.select_topic_config(topic) is None:
+            # 4.9.7 validates the name as a creation does (characters, length). A topic the broker holds under
+            # such a name (a POP retry topic of enableRetryTopicV2, "%RETRY%group+topic") is deleted, as 5.x
+            # deletes any name
+            return response(request, ResponseCode.SYSTEM_ERROR, reason)
         if c.topic_config_manager.is_system_topic(topic):
             # (The schedule, transaction and timer queues live on: deleting one loses what waits in it.)
             return response(request, ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic.")

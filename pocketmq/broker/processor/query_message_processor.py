@@ -29,6 +29,10 @@ class QueryMessageProcessor(BrokerProcessor):
         max_num = header.max_num
         if str(request.ext_fields.get(UNIQUE_MSG_QUERY_FLAG, "")).lower() == "true":
             max_num = DEFAULT_QUERY_MAX_NUM
+        if max_num < 0:
+            # 4.9.7 sizes its list of offsets by maxNum before anything else: a negative one is its
+            # IllegalArgumentException, SYSTEM_ERROR (0 finds nothing, QUERY_NOT_FOUND)
+            return response(request, ResponseCode.SYSTEM_ERROR, f"maxNum {max_num} is negative")
         c = self.controller
         result = await c.run_in_pull_executor(
             c.store.query_message, header.topic, header.key, max_num, header.begin_timestamp, header.end_timestamp

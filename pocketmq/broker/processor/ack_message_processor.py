@@ -27,14 +27,16 @@ if TYPE_CHECKING:
     from ..broker_controller import BrokerController
 
 
-def parse_handle(text: str) -> ExtraInfo | ExtraInfoError:
-    """A receipt handle, or why it does not parse. An ack or a change of invisible time refuses one that does not
-    parse only after the topic, queue and offset checks, where 5.5.0 first reads it (and fails: SYSTEM_ERROR), so
-    that those checks answer as 5.5.0's do."""
+def parse_handle(text: str, topic: str, group: str) -> tuple[ExtraInfo | ExtraInfoError, str]:
+    """A receipt handle, or why it does not parse, and the topic it acks: the header's when that names a retry
+    topic (clients may name it themselves) or the handle does not parse, else the one the handle came from. An ack
+    or a change of invisible time refuses a handle that does not parse only after the topic, queue and offset
+    checks, where 5.5.0 first reads it (and fails: SYSTEM_ERROR), so that those checks answer as 5.5.0's do."""
     try:
-        return parse_extra_info(text)
+        extra = parse_extra_info(text)
     except ExtraInfoError as e:
-        return e
+        return e, topic
+    return extra, topic if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else extra.real_topic(topic, group)
 
 
 class AckMessageProcessor(BrokerProcessor):
@@ -45,11 +47,8 @@ class AckMessageProcessor(BrokerProcessor):
 
     async def ack_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = request.decode_header(AckMessageRequestHeader)
-        extra = parse_handle(header.extra_info)
         group = header.consumer_group
-        topic = header.topic
-        if not isinstance(extra, ExtraInfoError) and not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            topic = extra.real_topic(topic, group)  # (clients may name the retry topic themselves)
+        extra, topic = parse_handle(header.extra_info, header.topic, group)
         error = self.check_queue(request, channel, topic, header.queue_id)
         if error is not None:
             return error

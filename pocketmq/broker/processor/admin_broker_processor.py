@@ -207,7 +207,7 @@ class AdminBrokerProcessor(BrokerProcessor):
         c.consumer_order_info_manager.remove_topic(topic)
         c.broker_stats_manager.on_topic_deleted(topic)  # (as 5.x's autoDeleteUnusedStats, its default)
         failed = None
-        if tv.validate_topic(topic) is None:
+        if reason is None:
             had_queues = any(t == topic for t, _ in list(c.store.consume_queue_table))
             # The log's end where the store reset the topic's queue offsets (under its put lock): a send meanwhile
             # is either below it, numbered in the old queues and deleted with them, or above, in the new ones.

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pocketmq.common.extra_info_util import ExtraInfoError
-from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.pop_header import ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader
@@ -42,14 +41,11 @@ class ChangeInvisibleTimeProcessor(BrokerProcessor):
     async def _change(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         c = self.controller
         header = request.decode_header(ChangeInvisibleTimeRequestHeader)
-        extra = parse_handle(header.extra_info)
         if not 0 <= header.invisible_time <= MAX_INVISIBLE_TIME:
             return response(request, ResponseCode.INVALID_PARAMETER,
                             f"invisibleTime {header.invisible_time} is not 0..{MAX_INVISIBLE_TIME}")
         group = header.consumer_group
-        topic = header.topic
-        if not isinstance(extra, ExtraInfoError) and not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            topic = extra.real_topic(topic, group)
+        extra, topic = parse_handle(header.extra_info, header.topic, group)
         acks = c.ack_message_processor
         error = acks.check_queue(request, channel, topic, header.queue_id)
         if error is not None:

@@ -7,9 +7,11 @@ from __future__ import annotations
 import base64
 import binascii
 import builtins
+import math
 import re
 import time
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any, Protocol, TypeVar
 
 import msgpack
@@ -109,13 +111,49 @@ def now_millis() -> int:
 
 
 _INT_TEXT = re.compile(r"[+-]?[0-9]+")
-_TRUE_TEXTS = frozenset({"true", "1", "y", "t"})
-_FALSE_TEXTS = frozenset({"false", "0", "f", "n"})
+_TRAILING_ZEROS = re.compile(r"\.0*$")
+# Texts fastjson's casts read as null: the Java field keeps its default, as when the key is absent
+_NULL_TEXTS = frozenset({"", "null", "NULL"})
+_NULL = object()  # a cast's answer for those
 
 
-def _java_int(v: object) -> int | None:
-    """What fastjson casts to an int/long: a decimal string (a C++ client's ``"subVersion":"1700..."``) or an
-    integral float; None when it would refuse."""
+def _narrow(v: float, bits: int) -> int | None:
+    """fastjson's TypeUtils.intValue / longValue of the BigDecimal it reads a JSON number with a fraction or an
+    exponent as (its text, which a float's repr gives back): truncated and narrowed as Java narrows (2^31 as an int
+    is -2^31) when its scale is within 100 either way, else only an integral value in range (intValueExact);
+    None when it would refuse."""
+    if not math.isfinite(v):
+        return None
+    d = Decimal(repr(v))
+    n = int(d)
+    if -100 <= d.as_tuple().exponent <= 100:  # type: ignore[operator]  # (finite: an int exponent)
+        return (n + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
+    return n if d == n and -(1 << (bits - 1)) <= n < 1 << (bits - 1) else None
+
+
+def _java_int(v: object, bits: int = 64) -> object:
+    """What fastjson 1.2.69 casts a JSON value that is no integer to, for an int (``bits`` 32, castToInt) or a long
+    (64, castToLong): a decimal string, its commas dropped (for an int also a trailing ``.0``: "1.0" is 1); a float
+    as :func:`_narrow` makes it an integer; for an int a boolean, as 1 or 0; ``NULL`` for "", "null" and "NULL";
+    None when it would refuse. A string's value is range-checked by the caller."""
+    if isinstance(v, bool):
+        return int(v) if bits == 32 else None
+    if isinstance(v, float):
+        return _narrow(v, bits)
+    if isinstance(v, str):
+        if v in _NULL_TEXTS:
+            return _NULL
+        text = v.replace(",", "")
+        if bits == 32:
+            text = _TRAILING_ZEROS.sub("", text)
+        if _INT_TEXT.fullmatch(text):
+            return int(text)
+    return None
+
+
+def _integral(v: object) -> int | None:
+    """An element of a long[] in Java's JSON: a decimal string or an integral float (a C++ client's text), else
+    None; its range is the caller's to check."""
     if isinstance(v, str) and _INT_TEXT.fullmatch(v):
         return int(v)
     if isinstance(v, float) and v.is_integer():
@@ -123,16 +161,21 @@ def _java_int(v: object) -> int | None:
     return None
 
 
-def _java_bool(v: object) -> bool | None:
-    """fastjson's TypeUtils.castToBoolean: a number is true when it is 1; "true"/"1"/"Y"/"T" and
-    "false"/"0"/"F"/"N" (any case); None when it would refuse."""
-    if isinstance(v, int | float):
-        return v == 1
+def _java_bool(v: object) -> object:
+    """fastjson 1.2.69's BooleanCodec: a number is true when, as an int, it is 1 (one past an int's range is
+    refused, a float made an int by :func:`_narrow`); "true" and "false" in any case, "1", "0", "Y", "y", "T", "F",
+    "f", "N" (not "t" nor "n"); ``NULL`` for "", "null" and "NULL"; None when it would refuse."""
+    if isinstance(v, int):
+        return v == 1 if -(1 << 31) <= v < 1 << 31 else None
+    if isinstance(v, float):
+        n = _narrow(v, 32)
+        return None if n is None else n == 1
     if isinstance(v, str):
-        t = v.lower()
-        if t in _TRUE_TEXTS:
+        if v in _NULL_TEXTS:
+            return _NULL
+        if v.lower() == "true" or v in ("1", "Y", "y", "T"):
             return True
-        if t in _FALSE_TEXTS:
+        if v.lower() == "false" or v in ("0", "F", "f", "N"):
             return False
     return None
 
@@ -159,11 +202,13 @@ class Reader:
 
     def _get(self, key: str, default: Any) -> Any:
         v = self._d.get(key)
-        if v is None:
-            if default is _MISSING:
-                raise BodyError(self.at(key), "is missing")
-            return default
-        return v
+        return self._absent(key, default) if v is None else v
+
+    def _absent(self, key: str, default: Any) -> Any:
+        """An absent key's value, or one fastjson reads as null: the field's default."""
+        if default is _MISSING:
+            raise BodyError(self.at(key), "is missing")
+        return default
 
     def str(self, key: str, default: Any = _MISSING) -> Any:
         v = self._get(key, default)
@@ -178,9 +223,11 @@ class Reader:
         it, so that it never reaches another peer that could not read it."""
         v = self._get(key, default)
         if v is not default and (type(v) is bool or not isinstance(v, int)):
-            cast = _java_int(v) if self._java else None
+            cast = _java_int(v, bits) if self._java else None
             if cast is None:
                 raise BodyError(self.at(key), f"expected an int, got {type(v).__name__}")
+            if cast is _NULL:
+                return self._absent(key, default)
             v = cast
         if v is not default and not -(1 << (bits - 1)) <= v < 1 << (bits - 1):
             raise BodyError(self.at(key), f"{v} is out of the range of a {bits}-bit integer")
@@ -195,6 +242,8 @@ class Reader:
             cast = _java_bool(v) if self._java else None
             if cast is None:
                 raise BodyError(self.at(key), f"expected a bool, got {type(v).__name__}")
+            if cast is _NULL:
+                return self._absent(key, default)
             return cast
         return v
 
@@ -250,7 +299,7 @@ class Reader:
         out = []
         for i, v in enumerate(items):
             if type(v) is not int:
-                cast = _java_int(v) if self._java else None
+                cast = _integral(v) if self._java else None
                 if cast is None:
                     raise BodyError(f"{self.at(key)}[{i}]", f"expected an int, got {type(v).__name__}")
                 v = cast

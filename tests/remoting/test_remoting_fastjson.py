@@ -391,7 +391,7 @@ def test_java_casts_apply_to_json_only() -> None:
 @pytest.mark.parametrize(
     ("value", "expected"),
     [("1", True), ("T", True), ("y", True), ("TRUE", True), (1, True), (0, False), (2, False), ("0", False),
-     ("n", False), ("F", False), (False, False)],
+     ("N", False), ("F", False), ("f", False), (False, False), (1.5, True), (2.0, False), (4294967297.0, True)],
 )  # fmt: skip
 def test_json_booleans_cast_as_fastjson_casts_them(value: object, expected: bool) -> None:
     assert Reader(JsonObject(x=value)).bool("x") is expected

@@ -236,7 +236,12 @@ class AdminBrokerProcessor(BrokerProcessor):
     # --- subscription groups ---
 
     async def update_and_create_subscription_group(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        cfg = request.decode_body(SubscriptionGroupConfig)
+        body = request.body
+        config = None if body is not None and not body.strip() else request.decode_body()
+        if body is not None and config in (None, []):
+            # fastjson reads blank text, "null" and "[]" as no config: 4.9.7 answers SUCCESS and changes nothing
+            return response(request)
+        cfg = SubscriptionGroupConfig.from_dict(config)
         if tv.is_group_illegal(cfg.group_name):
             return response(request, ResponseCode.SYSTEM_ERROR, f"the group name {cfg.group_name!r} is illegal")
         log.info("UPDATE_AND_CREATE_SUBSCRIPTIONGROUP %s from %s", cfg, channel.remote_address)

@@ -180,12 +180,25 @@ def _java_bool(v: object) -> object:
     return None
 
 
+def _java_text(v: object) -> str:
+    """What fastjson puts in a String field for a JSON value that is not null: the value's toString() (castToString,
+    StringCodec), an object's or an array's JSON text."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return str(v)
+    return fastjson.dumps(v)
+
+
 class Reader:
     """Typed access to one decoded map, for ``from_dict`` implementations (errors carry the path).
 
     A map read from Java's JSON (a ``fastjson.JsonObject``) also gives what fastjson would cast to the asked type:
-    numbers written as strings, booleans as 0/1 or "true", strings as numbers, enums as ordinals, byte arrays as
-    base64. A msgpack map must hold the exact types.
+    numbers written as strings, booleans as 0/1 or "true", strings as numbers, booleans as an int's 1/0, "" or
+    "null" as a number's null, enums as ordinals, byte arrays as base64, an object or array where a string goes as
+    its JSON text, "" or [] where an object goes as null. A msgpack map must hold the exact types.
     """
 
     __slots__ = ("_d", "_path", "_java")
@@ -213,8 +226,8 @@ class Reader:
     def str(self, key: str, default: Any = _MISSING) -> Any:
         v = self._get(key, default)
         if v is not default and not isinstance(v, str):
-            if self._java and isinstance(v, int | float):  # fastjson's castToString: the value's toString()
-                return ("true" if v else "false") if isinstance(v, bool) else builtins.str(v)
+            if self._java:
+                return _java_text(v)
             raise BodyError(self.at(key), f"expected a str, got {type(v).__name__}")
         return v
 
@@ -278,24 +291,34 @@ class Reader:
 
     def map(self, key: builtins.str, default: Any = _MISSING) -> Any:
         v = self._get(key, default)
+        if self._java and (v == "" or v == []):  # (fastjson reads "" and [] as a null object)
+            return self._absent(key, default)
         if v is not default and not isinstance(v, dict):
             raise BodyError(self.at(key), f"expected a map, got {type(v).__name__}")
         return v
 
     def str_list(self, key: builtins.str, default: Any = _MISSING) -> Any:
+        """A Java collection of String: from Java's JSON, a null in it is left out and any other value is its text
+        (fastjson's castToString)."""
         items = self.list(key, default)
         if items is default:
             return items
+        if self._java:
+            return [_java_text(v) for v in items if v is not None]
         for i, v in enumerate(items):
             if not isinstance(v, str):
                 raise BodyError(f"{self.at(key)}[{i}]", f"expected a str, got {type(v).__name__}")
         return items
 
-    def int_list(self, key: builtins.str, default: Any = _MISSING) -> Any:
-        """A Java long[]: each value in a long's range, as :meth:`int` checks one."""
+    def int_list(self, key: builtins.str, default: Any = _MISSING, boxed: builtins.bool = False) -> Any:
+        """A Java long[]: each value in a long's range, as :meth:`int` checks one. ``boxed``: a collection of
+        Integer, which from Java's JSON may hold nulls (left out here) and true or false (castToInt's 1 or 0)."""
         items = self.list(key, default)
         if items is default:
             return items
+        if boxed and self._java:
+            items = [builtins.int(v) if type(v) is builtins.bool else v for v in items
+                     if v is not None and not (isinstance(v, str) and v in _NULL_TEXTS)]
         out = []
         for i, v in enumerate(items):
             if type(v) is not int:
@@ -313,6 +336,13 @@ class Reader:
         if items is default:
             return items
         return [cls.from_dict(v, f"{self.at(key)}[{i}]") for i, v in enumerate(items)]
+
+    def collection(self, key: builtins.str, cls: type[_BodyClass]) -> Any:
+        """A Java collection field its class starts empty: missing, it is empty; an explicit null is refused
+        (fastjson sets the field to null, on which RocketMQ's broker fails)."""
+        if key in self._d and self._d[key] is None:
+            raise BodyError(self.at(key), "is null")
+        return self.objects(key, cls, [])
 
     def object_map(self, key: builtins.str, cls: type[_BodyClass], default: Any = _MISSING) -> Any:
         m = self.map(key, default)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .body import Reader, now_millis
+from .errors import BodyError
 from .group_retry_policy import GroupRetryPolicy
 
 CONSUME_TYPES = ("CONSUME_ACTIVELY", "CONSUME_PASSIVELY")
@@ -61,6 +62,11 @@ def _mq_set(r: Reader, key: str) -> set[MessageQueue]:
     return set(r.objects(key, MessageQueue, []))
 
 
+def _lenient_mq(obj: object, path: str) -> MessageQueue:
+    r = Reader(obj, path)
+    return MessageQueue(r.str("topic", ""), r.str("brokerName", ""), r.int32("queueId", 0))
+
+
 def _sorted_mqs(mqs: set[MessageQueue]) -> list[dict[str, Any]]:
     # Sorted so that equal sets encode to equal bytes.
     return [mq.to_dict() for mq in sorted(mqs, key=lambda q: (q.topic, q.broker_name, q.queue_id))]
@@ -70,8 +76,8 @@ def _sorted_mqs(mqs: set[MessageQueue]) -> list[dict[str, Any]]:
 class LockBatchRequestBody:
     """LOCK_BATCH_MQ request body; UNLOCK_BATCH_MQ uses the same shape (UnlockBatchRequestBody)."""
 
-    consumer_group: str
-    client_id: str
+    consumer_group: str | None  # (None: missing, which RocketMQ's broker reads as null; the broker decides)
+    client_id: str | None
     mq_set: set[MessageQueue] = field(default_factory=set)
 
     def to_dict(self) -> dict[str, Any]:
@@ -84,7 +90,12 @@ class LockBatchRequestBody:
     @classmethod
     def from_dict(cls, obj: object, path: str = "") -> LockBatchRequestBody:
         r = Reader(obj, path)
-        return cls(r.str("consumerGroup"), r.str("clientId"), _mq_set(r, "mqSet"))
+        if isinstance(obj, dict) and "mqSet" in obj and obj["mqSet"] is None:
+            raise BodyError(r.at("mqSet"), "is null")  # (RocketMQ's broker: its NullPointerException)
+        queues = r.list("mqSet", [])
+        # A queue's missing fields are Java's defaults (RocketMQ's broker locks whatever MessageQueue it reads)
+        return cls(r.str("consumerGroup", None), r.str("clientId", None),
+                   {_lenient_mq(q, f"{r.at('mqSet')}[{i}]") for i, q in enumerate(queues)})
 
 
 UnlockBatchRequestBody = LockBatchRequestBody
@@ -128,13 +139,13 @@ class SubscriptionData:
         }
 
     @classmethod
-    def from_dict(cls, obj: object, path: str = "") -> SubscriptionData:
+    def from_dict(cls, obj: object, path: str = "", topic_required: bool = True) -> SubscriptionData:
         r = Reader(obj, path)
         return cls(
-            topic=r.str("topic"),
+            topic=r.str("topic") if topic_required else r.str("topic", ""),
             sub_string=r.str("subString", "*"),
             tags_set=r.str_list("tagsSet", []),
-            code_set=r.int_list("codeSet", []),
+            code_set=r.int_list("codeSet", [], boxed=True),
             sub_version=r.int("subVersion", 0),
             expression_type=r.str("expressionType", "TAG"),
             class_filter_mode=r.bool("classFilterMode", False),
@@ -184,7 +195,7 @@ class ConsumerData:
             consume_type=r.enum("consumeType", CONSUME_TYPES, "CONSUME_PASSIVELY"),
             message_model=r.enum("messageModel", MESSAGE_MODELS, "CLUSTERING"),
             consume_from_where=r.enum("consumeFromWhere", CONSUME_FROM_WHERE, "CONSUME_FROM_LAST_OFFSET"),
-            subscription_data_set=r.objects("subscriptionDataSet", SubscriptionData, []),
+            subscription_data_set=r.collection("subscriptionDataSet", SubscriptionData),
             unit_mode=r.bool("unitMode", False),
         )
 
@@ -207,10 +218,15 @@ class HeartbeatData:
     @classmethod
     def from_dict(cls, obj: object, path: str = "") -> HeartbeatData:
         r = Reader(obj, path)
+        producers = r.collection("producerDataSet", ProducerData)
+        client_id = r.str("clientID", None)
+        if client_id is None and producers:
+            # (RocketMQ's broker keys its producers' connections by client id: it fails on a null one)
+            raise BodyError(r.at("clientID"), "is missing, and a producer needs one")
         return cls(
-            client_id=r.str("clientID", ""),  # (none: RocketMQ's broker takes the heartbeat, its client id null)
-            producer_data_set=r.objects("producerDataSet", ProducerData, []),
-            consumer_data_set=r.objects("consumerDataSet", ConsumerData, []),
+            client_id=client_id or "",  # (none: RocketMQ's broker takes the heartbeat, its client id null)
+            producer_data_set=producers,
+            consumer_data_set=r.collection("consumerDataSet", ConsumerData),
         )
 
 
@@ -232,7 +248,8 @@ class CheckClientRequestBody:
     def from_dict(cls, obj: object, path: str = "") -> CheckClientRequestBody:
         r = Reader(obj, path)
         sub = r.map("subscriptionData", None)
-        data = SubscriptionData.from_dict(sub, r.at("subscriptionData")) if sub is not None else None
+        # (the topic may be missing: RocketMQ's check reads the expression alone)
+        data = SubscriptionData.from_dict(sub, r.at("subscriptionData"), False) if sub is not None else None
         return cls(r.str("clientId", ""), r.str("group", ""), data)
 
 

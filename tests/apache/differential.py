@@ -1,7 +1,7 @@
 """Sending one remoting request to Apache RocketMQ and to pocketmq and comparing the answers: what may differ for
 reasons that are no part of the behaviour (addresses, times, ids, versions) is masked; the rest must be equal.
 
-Used by test_differential.py (a table of requests) and test_differential_fuzz.py (hypothesis)."""
+Used by test_differential.py (a table of requests) and the test_differential_fuzz*.py modules (hypothesis)."""
 
 from __future__ import annotations
 
@@ -103,6 +103,15 @@ async def _call(addr: str, request: RemotingCommand, timeout: float) -> Answer:
 def call(addr: str, request: RemotingCommand, timeout: float = 15.0) -> Answer:
     """One request on a connection of its own (RocketMQ's native protocol), from synchronous test code."""
     return asyncio.run(_call(addr, request, timeout))
+
+
+def call_each(requests: dict[str, tuple[str, RemotingCommand]], timeout: float = 15.0) -> dict[str, Answer]:
+    """Each name's request to its address, all at once (each on a connection of its own): a request neither
+    server answers costs one timeout, not one per server."""
+    async def each() -> list[Answer]:
+        return await asyncio.gather(*(_call(addr, req, timeout) for addr, req in requests.values()))
+
+    return dict(zip(requests, asyncio.run(each()), strict=True))
 
 
 def request(code: int, ext: dict[str, Any] | None = None, body: bytes | None = None) -> RemotingCommand:

@@ -25,6 +25,7 @@ from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.client_body import HeartbeatData, ProducerData
 from pocketmq.remoting.codes import RequestCode, ResponseCode, SerializeType
 from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.errors import RemotingTimeoutError
 from pocketmq.remoting.header import SendMessageResponseHeader
 from pocketmq.remoting.transaction_header import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
 from pocketmq.remoting.transport import Channel
@@ -108,9 +109,9 @@ async def test_end_transaction_refuses_what_does_not_match_the_half_message(
         assert answer.code == ResponseCode.SYSTEM_ERROR and remark in (answer.remark or ""), (header, answer)
     assert [m.body for m in await records(broker, "TxnT", 0)] == [b"plain"]
     assert broker.end_transaction_processor.committed == broker.end_transaction_processor.rolled_back == 0
-    # Rollback: no real message, an op record.
+    # Rollback: no real message, an op record; the remark 4.9.7 leaves unset on its answer
     answer = await mq.invoke(RequestCode.END_TRANSACTION, end(sent, TRANSACTION_ROLLBACK_TYPE))
-    assert answer.code == ResponseCode.SUCCESS
+    assert (answer.code, answer.remark) == (ResponseCode.SUCCESS, "not set any response code")
     assert [m.body for m in await records(broker, "TxnT", 0)] == [b"plain"]
     [op] = await records(broker, "RMQ_SYS_TRANS_OP_HALF_TOPIC", 0)
     assert (op.tags, op.body) == ("d", str(sent.queue_offset).encode())
@@ -207,3 +208,16 @@ async def test_reject_transaction_message_changes_at_run_time(cluster: Cluster) 
     bc = broker.broker_config
     assert (bc.store_reply_message_enable, bc.recall_message_enable, bc.allow_recall_when_broker_not_writeable) == (
         False, False, True)
+
+
+async def test_an_unknown_state_is_not_answered_whatever_the_rest_of_the_header(cluster: Cluster) -> None:
+    # (4.9.7 decodes what it can of the header, answers the unknown state with nothing and uses no other field; a
+    # commit whose offset does not parse is refused)
+    broker = await cluster.broker(transaction_check_interval=600)
+    mq = cluster.mq(broker)
+    ext = {"producerGroup": "PG", "tranStateTableOffset": "0", "commitLogOffset": "0x10", "msgId": "m"}
+    for state in ("0", "+00"):
+        with pytest.raises(RemotingTimeoutError):
+            await mq.invoke(RequestCode.END_TRANSACTION, {**ext, "commitOrRollback": state}, timeout=0.3)
+    refused = await mq.invoke(RequestCode.END_TRANSACTION, {**ext, "commitOrRollback": "8"})
+    assert refused.code == ResponseCode.SYSTEM_ERROR and "commitLogOffset" in (refused.remark or "")

@@ -293,10 +293,19 @@ class AdminBrokerProcessor(BrokerProcessor):
 
     async def lock_batch_mq(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         body = request.decode_body(LockBatchRequestBody)
+        if body.consumer_group is None or body.client_id is None:
+            # 4.9.7 locks nothing of an empty set, and fails on a queue to lock for no group or client (a
+            # NullPointerException, after it kept a lock of no client that fails each later lock of the queue)
+            if body.mq_set:
+                return response(request, ResponseCode.SYSTEM_ERROR, "consumerGroup and clientId are required")
+            return response(request, body=request.encode_body(LockBatchResponseBody(set())))
         locked = self.controller.rebalance_lock_manager.try_lock_batch(body.consumer_group, body.mq_set, body.client_id)
         return response(request, body=request.encode_body(LockBatchResponseBody(locked)))
 
     async def unlock_batch_mq(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         body = request.decode_body(UnlockBatchRequestBody)
-        self.controller.rebalance_lock_manager.unlock_batch(body.consumer_group, body.mq_set, body.client_id)
+        if body.consumer_group is None:  # (4.9.7: its NullPointerException, whatever the queues)
+            return response(request, ResponseCode.SYSTEM_ERROR, "consumerGroup is required")
+        if body.client_id is not None:  # (no client holds no lock: nothing to unlock)
+            self.controller.rebalance_lock_manager.unlock_batch(body.consumer_group, body.mq_set, body.client_id)
         return response(request)

@@ -23,6 +23,11 @@ InlineHandler = Callable[[Channel, RemotingCommand], RemotingCommand | Awaitable
 
 response = RemotingCommand.response_to  # response(request, code, remark, ext_fields=..., body=...)
 
+# RemotingCommand.createResponseCommand's remark: RocketMQ leaves it on the answers whose processor sets a code but
+# no remark (5.5.0's every change of invisible time taken or past the queue's end, every notification and polling
+# info answered; 4.9.7's every rollback of a transaction taken).
+UNSET_REMARK = "not set any response code"
+
 
 class BrokerProcessor:
     """Subclasses fill, in their constructor, ``handlers`` (request code -> coroutine function; each request

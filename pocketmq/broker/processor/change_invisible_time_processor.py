@@ -19,8 +19,8 @@ from pocketmq.remoting.transport import Channel
 from pocketmq.storage.pop import AckMsg, PopCheckPoint
 
 from .ack_message_processor import parse_handle
-from .base import BrokerProcessor, response
-from .pop_answers import UNSET_REMARK, with_blank_header
+from .base import UNSET_REMARK, BrokerProcessor, response
+from .pop_answers import with_blank_header
 from .pop_message_processor import now_ms
 
 if TYPE_CHECKING:

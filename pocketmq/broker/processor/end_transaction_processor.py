@@ -8,6 +8,7 @@ only. An "unknown" answer (TRANSACTION_NOT_TYPE) changes nothing: the check asks
 from __future__ import annotations
 
 import logging
+import re
 from typing import TYPE_CHECKING
 
 from pocketmq.common.constants import (
@@ -21,18 +22,20 @@ from pocketmq.common.message import MessageExt
 from pocketmq.common.topic_validator import RMQ_SYS_TRANS_HALF_TOPIC
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.errors import HeaderError
 from pocketmq.remoting.tasks import run_whole
 from pocketmq.remoting.transaction_header import EndTransactionRequestHeader
 from pocketmq.remoting.transport import Channel
 from pocketmq.storage.results import PutMessageStatus
 
 from ..transaction.transactional_message_util import real_message
-from .base import BrokerProcessor, response
+from .base import UNSET_REMARK, BrokerProcessor, response
 
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController
 
 log = logging.getLogger(__name__)
+_JAVA_ZERO = re.compile(r"[+-]?0+")
 
 # sendFinalMessage's answers to a refused put (the stored ones all answer SUCCESS).
 _REFUSED = {
@@ -48,6 +51,11 @@ _REFUSED = {
 _REFUSED[PutMessageStatus.PROPERTIES_SIZE_EXCEEDED] = _REFUSED[PutMessageStatus.MESSAGE_ILLEGAL]
 
 
+def _is_unknown_state(text: object) -> bool:
+    """Whether ``text`` is TRANSACTION_NOT_TYPE (0) as Java's Integer.parseInt reads it ("0", "+0", "-00"...)."""
+    return isinstance(text, str) and _JAVA_ZERO.fullmatch(text) is not None
+
+
 class EndTransactionProcessor(BrokerProcessor):
     def __init__(self, controller: BrokerController) -> None:
         super().__init__(controller)
@@ -56,7 +64,14 @@ class EndTransactionProcessor(BrokerProcessor):
         self.rolled_back = 0
 
     async def end_transaction(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
-        header = request.decode_header(EndTransactionRequestHeader)
+        try:
+            header = request.decode_header(EndTransactionRequestHeader)
+        except HeaderError:
+            # 4.9.7 reads each field it can (its header decoding logs the others and goes on) and answers an unknown
+            # state with nothing before it uses any other field: so does pocketmq, whatever the rest of the header
+            if _is_unknown_state((request.ext_fields or {}).get("commitOrRollback")):
+                return None
+            raise
         state = header.commit_or_rollback
         origin = "the check of" if header.from_transaction_check else "the send of"
         if state == TRANSACTION_NOT_TYPE:
@@ -82,7 +97,8 @@ class EndTransactionProcessor(BrokerProcessor):
         await service.delete_prepare_message(half)
         self.rolled_back += 1
         self.controller.broker_stats_manager.metrics.rolled_back(half.properties.get(PROPERTY_REAL_TOPIC, ""))
-        return response(request)
+        # 4.9.7 answers a rollback with checkPrepareMessage's answer, whose remark it never sets
+        return response(request, remark=UNSET_REMARK)
 
     async def _commit(self, request: RemotingCommand, half: MessageExt, header: EndTransactionRequestHeader
                       ) -> RemotingCommand:

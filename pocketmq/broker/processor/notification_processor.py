@@ -21,8 +21,8 @@ from pocketmq.remoting.pop_header import (
 from pocketmq.remoting.transport import Channel
 
 from ..longpolling.pop_long_polling_service import PollingResult, PopLongPollingService
-from .base import BrokerProcessor, log, response
-from .pop_answers import UNSET_REMARK, with_blank_header
+from .base import UNSET_REMARK, BrokerProcessor, log, response
+from .pop_answers import with_blank_header
 from .pop_message_processor import all_queues_below_zero, poll_deadline
 
 if TYPE_CHECKING:

@@ -11,11 +11,6 @@ from pocketmq.remoting.header import CommandHeader
 
 from .base import response
 
-# RemotingCommand.createResponseCommand(Class)'s remark: 5.5.0 leaves it on the answers whose processor sets a code
-# but no remark (every change of invisible time taken or past the queue's end, every notification answered, every
-# polling info answered).
-UNSET_REMARK = "not set any response code"
-
 
 def topic_not_exist(request: RemotingCommand, topic: str) -> RemotingCommand:
     return response(request, ResponseCode.TOPIC_NOT_EXIST,

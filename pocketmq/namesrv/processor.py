@@ -8,6 +8,8 @@ from collections.abc import Awaitable, Callable
 
 from pocketmq.common.compression import DEFAULT_INFLATE_LIMIT
 from pocketmq.common.faq_url import suggest_todo
+from pocketmq.common.java_text import parse_integer
+from pocketmq.common.message import INT_MAX, INT_MIN
 from pocketmq.common.mix_all import NAMESPACE_ORDER_TOPIC_CONFIG
 from pocketmq.common.properties_text import format_properties, parse_properties
 from pocketmq.remoting.admin_body import KVTable
@@ -55,6 +57,15 @@ DECODE_OFF_LOOP_BYTES = 64 * 1024
 
 def _error(request: RemotingCommand, remark: str) -> RemotingCommand:
     return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, remark=remark)
+
+
+def _header_body_crc32(request: RemotingCommand) -> int:
+    """REGISTER_BROKER's bodyCrc32 as 4.9.7 reads it: an Integer, 0 (not checked) when absent or not a number."""
+    text = (request.ext_fields or {}).get("bodyCrc32")
+    try:
+        return parse_integer(str(text), INT_MIN, INT_MAX) if text is not None else 0
+    except ValueError:
+        return 0
 
 
 class DefaultRequestProcessor:
@@ -121,11 +132,14 @@ class DefaultRequestProcessor:
     # --- handlers (synchronous: the tables live in memory) ---
 
     async def register_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        # The CRC first, before the other fields are checked: 4.9.7 decodes a header field that does not parse
+        # as unset, and so checks the body of a request whose brokerId is none or no number (and then fails it)
+        crc = _header_body_crc32(request)
+        if crc != 0 and body_crc32(request.body) != crc:
+            log.warning("receive registerBroker request, crc32 not match: header %s, body %s, from %s",
+                        crc, body_crc32(request.body), channel.remote_address)
+            return _error(request, "crc32 not match")  # (4.9.7's remark, word for word)
         header = request.decode_header(RegisterBrokerRequestHeader)
-        if header.body_crc32 != 0 and body_crc32(request.body) != header.body_crc32:
-            return _error(
-                request, f"crc32 not match: header {header.body_crc32}, body {body_crc32(request.body)}"
-            )
         if request.body is not None and len(request.body) > DECODE_OFF_LOOP_BYTES:
             body = await asyncio.to_thread(RegisterBrokerBody.decode, request.body, header.compressed,
                                         self.inflate_limit, request.body_dialect)
@@ -276,8 +290,9 @@ class DefaultRequestProcessor:
             return RemotingCommand.response_to(request, ResponseCode.SUCCESS)  # RocketMQ: nothing to change
         try:
             props = parse_properties(request.body.decode("utf-8", "replace"))
-        except ValueError as e:  # (a malformed \uXXXX: RocketMQ's string2Properties fails alike)
-            return _error(request, f"string2Properties error: {e}")
+        except ValueError as e:  # (a malformed \uXXXX: RocketMQ's string2Properties fails alike, with this remark)
+            log.warning("UPDATE_NAMESRV_CONFIG from %s: %s", channel.remote_address, e)
+            return _error(request, "string2Properties error")
         if PATH_KEYS & props.keys():
             return RemotingCommand.response_to(request, ResponseCode.NO_PERMISSION, remark="Can not update config path")
         known = {key for key, _ in PROPERTY_KEYS.values()}

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Collection, Generator, Hashable, Sequence
 from dataclasses import dataclass, replace
 
+from pocketmq.common.java_hash import hash_map_order
 from pocketmq.remoting.body import (
     BrokerData,
     ClusterInfo,
@@ -143,8 +144,7 @@ class RouteInfoManager:
             table = topic_config_wrapper.topic_config_table
             yield from self._update_queue_data(broker_name, table)
             if delta_base is None and self.delete_topic_with_broker_registration:
-                # The broker sent its whole table: a topic it no longer lists was deleted there.
-                deleted_topics = [t for t, by in self.topic_queue_table.items() if broker_name in by and t not in table]
+                deleted_topics = self._topics_no_longer_listed(broker_name, table)
             for topic in deleted_topics:
                 self._remove_queue_data(topic, broker_name)
         previous = self.broker_live_table.get(broker_addr)
@@ -159,6 +159,11 @@ class RouteInfoManager:
         if broker_id != MASTER_ID:
             self._tell_slave_its_master(result, addrs)
         return result
+
+    def _topics_no_longer_listed(self, broker_name: str, table: dict[str, TopicConfig]) -> list[str]:
+        """The broker sent its whole table: a topic of it that the table no longer names was deleted there."""
+        listed = {config.topic_name for config in table.values()}
+        return [t for t, by in self.topic_queue_table.items() if broker_name in by and t not in listed]
 
     def _delta_applies(self, broker_addr: str, broker_name: str, broker_id: int, delta_base: DataVersion) -> bool:
         """A delta is only good on top of the very version it was made from, for the broker at this address."""
@@ -218,9 +223,12 @@ class RouteInfoManager:
             live.last_update_timestamp = self.clock()
 
     def _update_queue_data(self, broker_name: str, table: dict[str, TopicConfig]) -> Generator[None, None, None]:
-        for n, (topic, config) in enumerate(table.items(), 1):
+        # A topic is the one its config names, not its key in the table (4.9.7's createAndUpdateQueueData): a
+        # broker's own tables key each topic by its name, a body built otherwise registers the names it holds.
+        for n, config in enumerate(table.values(), 1):
             if n % TOPICS_PER_STEP == 0:
                 yield
+            topic = config.topic_name
             queue_data = QueueData(
                 broker_name=broker_name,
                 read_queue_nums=config.read_queue_nums,
@@ -383,12 +391,13 @@ class RouteInfoManager:
     def get_unit_topics(self, unit: bool | None, unit_sub: bool) -> TopicList:
         """GET_UNIT_TOPIC_LIST (``unit``), GET_HAS_UNIT_SUB_TOPIC_LIST (``unit_sub``) and
         GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST (both, ``unit`` False): by the topic sys flag of a topic's first
-        queue data, as RocketMQ reads it (``None``: that flag not looked at)."""
+        queue data, as RocketMQ reads it (``None``: that flag not looked at). First as 4.9.7's HashMap of the
+        topic's broker names iterates them: of a topic on two brokers whose flags differ, the same one."""
         out = []
         for topic, by_broker in self.topic_queue_table.items():
-            first = next(iter(by_broker.values()), None)
-            if first is None:
+            if not by_broker:
                 continue
+            first = by_broker[hash_map_order(by_broker)[0] if len(by_broker) > 1 else next(iter(by_broker))]
             flag = first.topic_sys_flag
             if unit is not None and bool(flag & TopicSysFlag.FLAG_UNIT) != unit:
                 continue

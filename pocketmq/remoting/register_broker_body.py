@@ -23,14 +23,16 @@ class RegisterBrokerBody:
     topic_config_serialize_wrapper: TopicConfigSerializeWrapper = field(
         default_factory=TopicConfigSerializeWrapper
     )
-    filter_server_list: list[str] = field(default_factory=list)
+    # None: the filter servers held stay as they are (a compressed body's filter-server JSON of null, which 4.9.7
+    # reads as no list)
+    filter_server_list: list[str] | None = field(default_factory=list)
     # pocketmq's delta registration (see RegisterBrokerRequestHeader): topics deleted since the base version.
     deleted_topics: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "topicConfigSerializeWrapper": self.topic_config_serialize_wrapper.to_dict(),
-            "filterServerList": list(self.filter_server_list),
+            "filterServerList": list(self.filter_server_list or ()),
         }
         if self.deleted_topics:
             d["deletedTopics"] = list(self.deleted_topics)
@@ -63,7 +65,7 @@ class RegisterBrokerBody:
             (t.topic_name, t.read_queue_nums, t.write_queue_nums, t.perm, t.topic_filter_type)
             for t in w.topic_config_table.values()
         ]
-        return encode_compressed(w.data_version.to_dict(), topics, self.filter_server_list)
+        return encode_compressed(w.data_version.to_dict(), topics, self.filter_server_list or [])
 
     @classmethod
     def decode(
@@ -81,7 +83,11 @@ class RegisterBrokerBody:
             return cls(TopicConfigSerializeWrapper(data_version=DataVersion(0, 0)))
         if dialect != BodyDialect.MSGPACK:
             if compressed:
-                return cls.from_dict(decode_compressed(data, inflate_limit))
+                fields = decode_compressed(data, inflate_limit)
+                unpacked = cls.from_dict(fields)
+                if fields["filterServerList"] is None:
+                    unpacked.filter_server_list = None
+                return unpacked
             native: RegisterBrokerBody = decode_body(data, cls, dialect)
             return native
         if compressed:

@@ -21,6 +21,8 @@ import struct
 import zlib
 
 from pocketmq.common.compression import DEFAULT_INFLATE_LIMIT, InflateError, inflate
+from pocketmq.common.java_text import parse_integer
+from pocketmq.common.message import INT_MAX, INT_MIN
 
 from . import fastjson
 from .errors import BodyError
@@ -92,17 +94,30 @@ def decode_compressed(data: bytes, inflate_limit: int = DEFAULT_INFLATE_LIMIT) -
         fields = cur.blob(at).decode("utf-8", "replace").split(" ")
         if len(fields) < 5 or fields[4] not in TOPIC_FILTER_TYPES:
             raise BodyError(at, f"expected 'name read write perm filterType', got {' '.join(fields)[:200]!r}")
-        try:
-            read_nums, write_nums, perm = int(fields[1]), int(fields[2]), int(fields[3])
+        try:  # (Integer.parseInt: "1_0" or a number past the int's range is none)
+            read_nums, write_nums, perm = (parse_integer(f, INT_MIN, INT_MAX) for f in fields[1:4])
         except ValueError:
             raise BodyError(at, f"queue numbers and perm must be integers: {fields[1:4]}") from None
         table[fields[0]] = fastjson.JsonObject(
             topicName=fields[0], readQueueNums=read_nums, writeQueueNums=write_nums, perm=perm,
             topicFilterType=fields[4],
         )
-    try:
-        servers = fastjson.loads(cur.blob("filterServerList"))
-    except fastjson.JsonSyntaxError as e:
-        raise BodyError("filterServerList", f"undecodable JSON ({e})") from None
+    servers = _filter_servers(cur.blob("filterServerList"))
     wrapper = fastjson.JsonObject(topicConfigTable=fastjson.JsonObject(table), dataVersion=version)
     return fastjson.JsonObject(topicConfigSerializeWrapper=wrapper, filterServerList=servers)
+
+
+def _filter_servers(blob: bytes) -> list[str] | None:
+    """The filter servers' JSON as 4.9.7 reads it (JSON.parseArray): a list; None (nothing to change) for
+    ``null`` or no text; and text that is no array of strings read as none, an empty list, as 4.9.7 logs its
+    exception and goes on with the registration."""
+    text = blob.decode("utf-8", "replace")
+    if not text.strip() or text.strip() == "null":
+        return None
+    try:
+        servers = fastjson.loads(blob)
+    except fastjson.JsonSyntaxError:
+        return []
+    if not isinstance(servers, list) or not all(isinstance(s, str) for s in servers):
+        return []
+    return servers

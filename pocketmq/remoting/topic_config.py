@@ -31,7 +31,9 @@ class DataVersion:
     @classmethod
     def from_dict(cls, obj: object, path: str = "") -> DataVersion:
         r = Reader(obj, path)
-        return cls(r.int("timestamp", 0), r.int("counter", 0))
+        # (Java's field defaults: a version without its timestamp is one of now, which no version held equals)
+        timestamp = r.int("timestamp", None)
+        return cls(now_millis() if timestamp is None else timestamp, r.int("counter", 0))
 
 
 TOPIC_FILTER_TYPES = ("SINGLE_TAG", "MULTI_TAG")  # TopicFilterType, by ordinal

@@ -218,8 +218,7 @@ async def test_name_server_config_get_update_and_order_topic_conf(cluster2: Any,
     # (a body Java's Properties.load throws on: RocketMQ answers SYSTEM_ERROR "string2Properties error")
     malformed = RemotingCommand.request(RequestCode.UPDATE_NAMESRV_CONFIG, body=b"orderMessageEnable=\\u12\n")
     answer = await admin.api.remoting_client.invoke(ns, malformed, 3.0)
-    assert (answer.code, answer.remark) == (
-        ResponseCode.SYSTEM_ERROR, "string2Properties error: line 1: malformed \\uxxxx escape '\\\\u12'")
+    assert (answer.code, answer.remark) == (ResponseCode.SYSTEM_ERROR, "string2Properties error")
     assert cluster2.namesrv.config.order_message_enable is True  # (a refused update changes nothing)
 
 

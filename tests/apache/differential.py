@@ -1,7 +1,8 @@
 """Sending one remoting request to Apache RocketMQ and to pocketmq and comparing the answers: what may differ for
 reasons that are no part of the behaviour (addresses, times, ids, versions) is masked; the rest must be equal.
 
-Used by test_differential.py (a table of requests) and the test_differential_fuzz*.py modules (hypothesis)."""
+Used by test_differential.py (a table of requests) and the test_differential_fuzz*.py modules (hypothesis: the
+strategies of header values they share are here)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from hypothesis import strategies as st
 
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.command import RemotingCommand
@@ -117,3 +120,20 @@ def call_each(requests: dict[str, tuple[str, RemotingCommand]], timeout: float =
 def request(code: int, ext: dict[str, Any] | None = None, body: bytes | None = None) -> RemotingCommand:
     fields = {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (ext or {}).items() if v is not None}
     return RemotingCommand.request(code, fields, body)
+
+
+odd_numbers = st.sampled_from(["", "x", "1.5", "0x10", " 1", "99999999999999999999999"])  # no Java int or long
+java_ints = st.one_of(st.integers(-3, 40), st.integers(-(2**31), 2**31 - 1))
+java_longs = st.one_of(st.integers(-3, 40), st.integers(-(2**63), 2**63 - 1))
+
+
+def mostly(valid: st.SearchStrategy[Any], odd: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """``valid`` three times in four, else ``odd``."""
+    return st.integers(0, 3).flatmap(lambda i: odd if i == 0 else valid)
+
+
+def optional(draw: Any, ext: dict[str, Any], key: str, values: st.SearchStrategy[Any]) -> dict[str, Any]:
+    """A field RocketMQ's header class does not require: sent or left out."""
+    if draw(st.booleans()):
+        ext[key] = draw(values)
+    return ext

@@ -27,7 +27,7 @@ from pocketmq.remoting.codes import RequestCode as R
 from pocketmq.remoting.codes import ResponseCode as C
 from tests.apache.apache_rocketmq import ApacheRocketMQ
 
-from .differential import NO_ANSWER, call, request
+from .differential import NO_ANSWER, call, java_ints, java_longs, mostly, odd_numbers, optional, request
 
 RUN = uuid.uuid4().hex[:6]
 TOPIC = f"Fuzz{RUN}"
@@ -44,9 +44,6 @@ def code_class(code: int) -> str:
     return "not there" if code in NOT_THERE else "refused"
 
 
-odd_numbers = st.sampled_from(["", "x", "1.5", "0x10", " 1", "99999999999999999999999"])  # no Java int or long
-java_ints = st.one_of(st.integers(-3, 40), st.integers(-(2**31), 2**31 - 1))
-java_longs = st.one_of(st.integers(-3, 40), st.integers(-(2**63), 2**63 - 1))
 numbers = st.one_of(java_longs, odd_numbers)
 names = st.one_of(st.just(TOPIC), st.just("TBW102"), st.just(""), st.just("%RETRY%g"),
                   st.text(st.characters(min_codepoint=32, max_codepoint=0x2FF), max_size=20),
@@ -82,18 +79,6 @@ def names_no_stored_message(msg_id: str) -> bool:
     what ran before; and one put back to the half queue would be checked with another test's producers."""
     offset = commit_log_offset_of(msg_id)
     return offset is None or not 0 <= offset < STORED
-
-
-def mostly(valid: st.SearchStrategy[Any], odd: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    """``valid`` three times in four, else ``odd``."""
-    return st.integers(0, 3).flatmap(lambda i: odd if i == 0 else valid)
-
-
-def optional(draw: Any, ext: dict[str, Any], key: str, values: st.SearchStrategy[Any]) -> dict[str, Any]:
-    """A field RocketMQ's header class does not require: sent or left out."""
-    if draw(st.booleans()):
-        ext[key] = draw(values)
-    return ext
 
 
 def admin(draw: Any) -> tuple[str, int, dict[str, Any], bytes | None]:

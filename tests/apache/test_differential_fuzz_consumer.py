@@ -27,22 +27,9 @@ from pocketmq.remoting.codes import RequestCode as R
 from pocketmq.remoting.codes import ResponseCode as C
 from tests.apache.apache_rocketmq import ApacheRocketMQ
 
-from .differential import call, call_each, request
+from .differential import call, call_each, java_ints, java_longs, mostly, odd_numbers, optional, request
 from .test_differential import create_group, create_topic, send_v2
-from .test_differential_fuzz import (
-    EXAMPLES,
-    STORED,
-    code_class,
-    flags,
-    hex_ids,
-    java_ints,
-    java_longs,
-    mostly,
-    names,
-    numbers,
-    odd_numbers,
-    optional,
-)
+from .test_differential_fuzz import EXAMPLES, STORED, code_class, flags, hex_ids, names, numbers
 
 RUN = uuid.uuid4().hex[:6]
 TOPIC = f"FuzzCons{RUN}"  # 4 queues, one message in queue 0, a half message for it

@@ -99,6 +99,28 @@ async def test_the_region_stamp_follows_the_brokers_config(cluster, dispatched) 
     assert msgs[2].properties_string == "MSG_REGION\x01Old\x02MSG_REGION\x01EastRegion\x02TRACE_ON\x01false\x02"
 
 
+async def test_properties_with_no_room_for_the_region_stamp_are_stored_without_it(broker, mq, dispatched) -> None:
+    # 4.9.7 stores a message whose own properties fit the 32,767 bytes a record's take: pocketmq's stamp, which
+    # would take them past, is left off rather than the message refused; one stamp short of the limit is stamped,
+    # and so is a batch record
+    full = MQ.props("T", V="v" * (32767 - len(MQ.props("T", V=""))))
+    roomy = MQ.props("T", V="v" * (32767 - len(STAMP) - len(MQ.props("T", V=""))))
+    for props in (full, roomy):
+        assert (await mq.send("TopicFull", b"one", queue_id=0, properties=props)).code == ResponseCode.SUCCESS
+    assert (await mq.send("TopicFull", b"over", queue_id=0, properties=full + "X\x01Y\x02")).code == (
+        ResponseCode.MESSAGE_ILLEGAL)
+    # Past the limit as sent, within it as 4.9.7 stores it (decoded and encoded again: the item without a
+    # name-value separator, and the first of a key given twice, dropped)
+    junk = "TAGS" + "v" * 40_000 + "\x02K\x01old\x02K\x01new"
+    assert (await mq.send("TopicFull", b"junk", queue_id=0, properties=junk)).code == ResponseCode.SUCCESS
+    items = [BatchItem(0, b"b1", full), BatchItem(0, b"b2", "K\x01V")]
+    assert (await mq.send_batch("TopicFull", items, queue_id=0)).code == ResponseCode.SUCCESS
+    await dispatched(broker)
+    msgs = decode_all((await mq.pull("G", "TopicFull", 0, 0)).body)
+    assert [m.properties_string for m in msgs] == [full, roomy + STAMP, "K\x01new\x02" + STAMP, full,
+                                                   "K\x01V\x02" + STAMP]
+
+
 def test_batch_codec_checks_total_size_and_lengths() -> None:
     data = encode_message_batch([BatchItem(0, b"ab", "K\x01V\x02"), BatchItem(5, b"", "")])
     assert [(i.flag, i.body, i.properties) for i in decode_message_batch(data)] == [

@@ -85,6 +85,21 @@ async def test_a_prepared_send_is_a_half_message_and_commit_writes_the_real_one(
     assert real.born_timestamp == half.born_timestamp
 
 
+async def test_tran_msg_true_in_any_case_makes_a_half_message(cluster: Cluster) -> None:
+    # Apache 4.9.7 reads TRAN_MSG with Boolean.parseBoolean: "TRUE" or "True" is a transactional send (a half
+    # message), whatever the sysFlag says; any other text is none
+    broker = await cluster.broker(transaction_check_interval=600)
+    mq = wire(cluster, broker, WireProtocol.NATIVE)
+    assert (await mq.create_topic("TxnCase", 4)).code == ResponseCode.SUCCESS
+    for i, value in enumerate(["TRUE", "True", "yes", "1"]):
+        props = mq.props("T", UNIQ_KEY=f"U-{i}", TRAN_MSG=value, PGROUP="TxnPG")
+        answer = await mq.send("TxnCase", value.encode(), queue_id=1, properties=props)
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+    assert [m.body for m in await records(broker, "TxnCase", 1)] == [b"yes", b"1"]
+    halves = await records(broker, RMQ_SYS_TRANS_HALF_TOPIC, 0)
+    assert [(m.body, m.properties["REAL_TOPIC"]) for m in halves] == [(b"TRUE", "TxnCase"), (b"True", "TxnCase")]
+
+
 @PROTOCOLS
 async def test_end_transaction_refuses_what_does_not_match_the_half_message(
     cluster: Cluster, protocol: WireProtocol

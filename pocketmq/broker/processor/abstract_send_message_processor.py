@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from pocketmq.common import mix_all
 from pocketmq.common import topic_validator as tv
 from pocketmq.common.constants import (
+    MAX_PROPERTIES_LENGTH,
     PROPERTY_MSG_REGION,
     PROPERTY_REAL_TOPIC,
     PROPERTY_SEPARATOR,
@@ -263,10 +264,22 @@ class AbstractSendMessageProcessor(BrokerProcessor):
         the producer's encoded properties (no re-encoding) unless the message carries either already."""
         region, trace_on = self.region_stamp()
         if PROPERTY_MSG_REGION not in props and PROPERTY_TRACE_SWITCH not in props:
+            sep = "" if not props_string or props_string[-1] == PROPERTY_SEPARATOR else PROPERTY_SEPARATOR
+            stamped = (f"{props_string}{sep}{PROPERTY_MSG_REGION}\x01{region}\x02"
+                       f"{PROPERTY_TRACE_SWITCH}\x01{trace_on}\x02")
+            # Properties that leave the stamp no room under the 32,767 bytes a record's take are stored as 4.9.7
+            # stores every message's: decoded and encoded again (the items string2messageProperties drops, such
+            # as one without a name-value separator, dropped), then stamped if that makes room; the stamp is
+            # pocketmq's addition and never gets a message refused. (A character is at most 4 bytes: most texts
+            # need no encoding to know.)
+            if len(stamped) * 4 > MAX_PROPERTIES_LENGTH and len(stamped.encode()) > MAX_PROPERTIES_LENGTH:
+                compact = properties_to_string(props)
+                if len(compact) < len(props_string):
+                    return self.stamp_region(props, compact)
+                return props_string
             props[PROPERTY_MSG_REGION] = region
             props[PROPERTY_TRACE_SWITCH] = trace_on
-            sep = "" if not props_string or props_string[-1] == PROPERTY_SEPARATOR else PROPERTY_SEPARATOR
-            return f"{props_string}{sep}{PROPERTY_MSG_REGION}\x01{region}\x02{PROPERTY_TRACE_SWITCH}\x01{trace_on}\x02"
+            return stamped
         if props.get(PROPERTY_MSG_REGION) == region and props.get(PROPERTY_TRACE_SWITCH) == trace_on:
             return props_string
         props[PROPERTY_MSG_REGION] = region

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from pocketmq.common import mix_all
 from pocketmq.common import topic_validator as tv
 from pocketmq.common.constants import (
+    MAX_PROPERTIES_LENGTH,
     MULTI_TAGS_FLAG,
     PROPERTY_CLUSTER,
     PROPERTY_DELAY_TIME_LEVEL,
@@ -55,12 +56,22 @@ _SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)  # (a plain int: Enum 
 
 
 def _is_transactional(header: SendMessageRequestHeader, props: dict[str, str]) -> bool:
-    """TRAN_MSG=true (RocketMQ's test; a retry that copied the property from a committed message, reconsumed and
-    delayed, is none), or the prepared flag alone."""
+    """TRAN_MSG true as Boolean.parseBoolean reads it, "TRUE" too (RocketMQ's test; a retry that copied the property
+    from a committed message, reconsumed and delayed, is none), or the prepared flag alone."""
     return header.sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_PREPARED_TYPE or (
-        props.get(PROPERTY_TRANSACTION_PREPARED) == "true"
+        props.get(PROPERTY_TRANSACTION_PREPARED, "").lower() == "true"
         and not (header.reconsume_times and PROPERTY_DELAY_TIME_LEVEL in props)
     )
+
+
+def _stamped(properties: list[bytes], stamp: bytes) -> list[bytes]:
+    """Each record's properties with the region stamp, but for those it would take past the 32,767 bytes a record's
+    properties may have: the stamp is pocketmq's, and does not get a message refused (stamp_region)."""
+    out = []
+    for p in properties:
+        sep = b"" if not p or p[-1] == 2 else b"\x02"
+        out.append(p + sep + stamp if len(p) + len(sep) + len(stamp) <= MAX_PROPERTIES_LENGTH else p)
+    return out
 
 
 class _PutThrew(Exception):
@@ -283,15 +294,17 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         sys_flag = header.sys_flag & ~TRANSACTION_PREPARED_TYPE
         if tc.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
-        # Each record keeps its own properties, with the region stamp appended. RocketMQ appends the batch
-        # header's properties to every record: CLUSTER and WAIT too, which pocketmq does not store.
+        # Each record keeps its own properties, with the region stamp appended. 4.9.7 appends the batch header's
+        # properties to every record (CLUSTER and WAIT among them); pocketmq none: the clients' batch header holds
+        # WAIT alone, and pocketmq's proxy sends the first message's properties there for the type check above.
         stamp = self.batch_region_stamp()
         batch = MessageExtBatch(
             header.topic,
             queue_id,
             flags,
             bodies,
-            [p + stamp if not p or p[-1] == 2 else p + b"\x02" + stamp for p in properties],
+            [p + stamp if not p or p[-1] == 2 else p + b"\x02" + stamp for p in properties]
+            if max(map(len, properties)) + len(stamp) < MAX_PROPERTIES_LENGTH else _stamped(properties, stamp),
             sys_flag,
             header.born_timestamp,
             self.born_host(channel),

@@ -165,9 +165,10 @@ class CommitLog:
             return  # (the broker refuses such a message; a direct put stores it undelayed)
         if level <= 0 or msg.sys_flag & TRANSACTION_TYPE_MASK in _NOT_COUNTED or msg.topic == SCHEDULE_TOPIC:
             return  # (already rerouted: a caller retrying the same Message must not nest it twice)
-        level = min(level, len(self.delay_levels))
         props = dict(msg.properties)
-        props[PROPERTY_DELAY_TIME_LEVEL] = str(level)
+        if level > len(self.delay_levels):  # (rewritten only when capped, as 4.9.7: "+1" stays as sent)
+            level = len(self.delay_levels)
+            props[PROPERTY_DELAY_TIME_LEVEL] = str(level)
         props[PROPERTY_REAL_TOPIC] = msg.topic
         props[PROPERTY_REAL_QUEUE_ID] = str(msg.queue_id)
         msg.properties = props

@@ -308,7 +308,10 @@ def test_delay_level_above_max_is_capped_and_zero_is_not_delayed(store, store_ro
     levels = parse_delay_levels(store.config.message_delay_level)
     r = put_ok(store, msg(body=b"capped", DELAY="99"))
     z = put_ok(store, msg(body=b"now", DELAY="0"))
+    signed = put_ok(store, msg(body=b"signed", DELAY="+1"))  # (a level Integer.parseInt reads, kept as sent)
     assert store.wait_dispatched()
+    m = store.look_message_by_offset(signed.wrote_offset)
+    assert (m.topic, m.queue_id, m.properties["DELAY"]) == ("SCHEDULE_TOPIC_XXXX", 0, "+1")
     m = store.look_message_by_offset(r.wrote_offset)
     assert m.topic == "SCHEDULE_TOPIC_XXXX" and m.queue_id == len(levels) - 1 == 17
     assert m.properties["DELAY"] == "18"

@@ -175,7 +175,9 @@ def known_difference(code: int, fields: dict[str, Any], batch: bool, answers: di
         return True  # "__STARTDELIVERTIME delays delivery": 4.9.7 has no timers, pocketmq has 5.x's
     sizes = (len(props.encode()), len(properties_to_string(string_to_properties(props)).encode()))
     if not batch and any(NEAR_LIMIT[0] < n <= NEAR_LIMIT[1] for n in sizes):
-        return True  # "stored message properties": whether the CLUSTER 4.9.7 adds fits is 4.9.7's own count
+        return True  # "properties a broker adds": whether the CLUSTER 4.9.7 adds fits is its own count
+    if batch and sizes[1] > NEAR_LIMIT[0]:
+        return True  # "a batch header's properties": 4.9.7 refuses a header too long to append to each record
     if not batch or apache.code != C.SUCCESS or pocket.code != C.MESSAGE_ILLEGAL:
         return False
     remark = pocket.remark or ""

@@ -256,6 +256,9 @@ async def test_retry_send_past_max_reconsume_goes_to_dlq(broker, mq, poll) -> No
     await poll(lambda: broker.store.get_max_offset_in_queue("%DLQ%GroupD", 0) == 1)
     assert broker.topic_config_manager.select_topic_config("%DLQ%GroupD").perm == 6
     assert broker.store.get_max_offset_in_queue("%RETRY%GroupD", 0) == 0
+    # A DELAY that is no int is refused there too: 4.9.7 keeps it on the rerouted message and its put throws
+    bad = await mq.send("%RETRY%GroupD", reconsume_times=4, max_reconsume_times=3, properties=MQ.props(DELAY=" "))
+    assert bad.code == ResponseCode.SYSTEM_ERROR and "DELAY" in (bad.remark or "")
 
 
 async def test_oversized_body_is_message_illegal(cluster) -> None:

@@ -149,6 +149,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             return conflict
         props_string = self.stamp_region(props, props_string)
         topic = header.topic
+        delay_text = props.get(PROPERTY_DELAY_TIME_LEVEL)  # (4.9.7's put reads it even on a send rerouted to the DLQ)
         if topic.startswith(mix_all.RETRY_GROUP_TOPIC_PREFIX):
             rerouted = self._handle_retry_and_dlq(request, header, props)
             if isinstance(rerouted, RemotingCommand):
@@ -162,8 +163,8 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         error = self._check_transaction(request, transactional, sys_flag)
         if error is not None:
             return error
-        if PROPERTY_DELAY_TIME_LEVEL in props:
-            _check_delay_level(props)
+        if delay_text is not None:
+            _check_delay_level({PROPERTY_DELAY_TIME_LEVEL: delay_text})
         if tc.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
         # The producer's encoded properties go to the store as they came, with the region stamp appended.

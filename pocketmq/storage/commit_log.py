@@ -167,8 +167,7 @@ class CommitLog:
             return  # (already rerouted: a caller retrying the same Message must not nest it twice)
         props = dict(msg.properties)
         if level > len(self.delay_levels):  # (rewritten only when capped, as 4.9.7: "+1" stays as sent)
-            level = len(self.delay_levels)
-            props[PROPERTY_DELAY_TIME_LEVEL] = str(level)
+            props[PROPERTY_DELAY_TIME_LEVEL] = str(level := len(self.delay_levels))
         props[PROPERTY_REAL_TOPIC] = msg.topic
         props[PROPERTY_REAL_QUEUE_ID] = str(msg.queue_id)
         msg.properties = props

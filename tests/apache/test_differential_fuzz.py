@@ -48,6 +48,9 @@ numbers = st.one_of(java_longs, odd_numbers)
 names = st.one_of(st.just(TOPIC), st.just("TBW102"), st.just(""), st.just("%RETRY%g"),
                   st.text(st.characters(min_codepoint=32, max_codepoint=0x2FF), max_size=20),
                   st.text("abcXYZ09_-%|", min_size=120, max_size=260))
+# Names for the other fuzz modules: never this module's TOPIC, which is on the session's Apache once this module ran
+# (the order of modules is random) but never on another module's own pocketmq
+foreign_names = names.filter(lambda n: n != TOPIC)
 bodies = st.one_of(st.none(), st.binary(max_size=64), st.just(b"body"))
 GROUP = "cg_" + RUN  # has an offset of TOPIC's queue 0 on both (the fixture commits it)
 # The groups that may hold offsets: GROUP and the one CLONE_GROUP_OFFSET copies to. A clone never goes to another

@@ -32,7 +32,8 @@ from pocketmq.remoting.codes import ResponseCode as C
 from tests.apache.apache_rocketmq import ApacheRocketMQ
 
 from .differential import Answer, call, java_longs, mask, mostly, optional, request
-from .test_differential_fuzz import EXAMPLES, bodies, flags, names
+from .test_differential_fuzz import EXAMPLES, bodies, flags
+from .test_differential_fuzz import foreign_names as names
 
 RUN = uuid.uuid4().hex[:6]
 TOPIC = f"FuzzCfg{RUN}"  # 4 queues; queue 0 holds one message, pulled once by GROUP

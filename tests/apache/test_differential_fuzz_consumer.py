@@ -29,7 +29,8 @@ from tests.apache.apache_rocketmq import ApacheRocketMQ
 
 from .differential import call, call_each, java_ints, java_longs, mostly, odd_numbers, optional, request
 from .test_differential import create_group, create_topic, send_v2
-from .test_differential_fuzz import EXAMPLES, STORED, code_class, flags, hex_ids, names, numbers
+from .test_differential_fuzz import EXAMPLES, STORED, code_class, flags, hex_ids, numbers
+from .test_differential_fuzz import foreign_names as names
 
 RUN = uuid.uuid4().hex[:6]
 TOPIC = f"FuzzCons{RUN}"  # 4 queues, one message in queue 0, a half message for it

@@ -55,6 +55,7 @@ CONF = {
     "reviveQueueNum": "1",
     "enablePopBufferMerge": "false",  # (Apache's default: each pop writes its checkpoint)
     "flushConsumerOffsetInterval": "500",
+    "timerFlushIntervalMs": "1000",  # (5.5.0's default: the handed-over wheel as a store's own would be)
 }
 # "late" and the timer message fall due after the writer stopped: it stops once "early" is revived, ~5 s after the
 # pops; pocketmq in well under a second, 5.5.0 in up to 10 s (its shutdown waits for its threads).

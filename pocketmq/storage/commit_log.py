@@ -21,17 +21,13 @@ from pocketmq.common.constants import (
     BORNHOST_V6_FLAG,
     END_FILE_MIN_BLANK_LENGTH,
     MAX_PROPERTIES_LENGTH,
-    PROPERTY_DELAY_TIME_LEVEL,
-    PROPERTY_REAL_QUEUE_ID,
-    PROPERTY_REAL_TOPIC,
     RETRY_OR_DLQ_TOPIC_MAX_LENGTH,
     STOREHOSTADDRESS_V6_FLAG,
     TOPIC_MAX_LENGTH,
     TRANSACTION_PREPARED_TYPE,
-    TRANSACTION_ROLLBACK_TYPE,
     TRANSACTION_TYPE_MASK,
 )
-from pocketmq.common.message import MessageExtBatch, MessageExtBrokerInner, delay_time_level
+from pocketmq.common.message import MessageExtBatch, MessageExtBrokerInner
 from pocketmq.common.record_layout import (
     HOST_SHAPES,
     IPV4_HOST_LENGTH,
@@ -45,16 +41,15 @@ from pocketmq.common.record_layout import (
     record_magic,
     record_struct,
 )
-from pocketmq.common.topic_validator import RMQ_SYS_SCHEDULE_TOPIC as SCHEDULE_TOPIC
-from pocketmq.common.topic_validator import RMQ_SYS_TRANS_HALF_TOPIC, long_topic_error
+from pocketmq.common.topic_validator import long_topic_error
 
 from .batch_checks import batch_refusal
 from .config import MessageStoreConfig, parse_delay_levels
 from .mapped_file import MappedFile
 from .mapped_file_queue import MappedFileQueue
 from .results import AppendMessageResult, AppendMessageStatus, PutMessageResult, PutMessageStatus
+from .schedule_routing import handle_schedule_message
 from .timer.timer_routing import ROUTED_KEYS as _ROUTED_KEYS
-from .timer.timer_routing import TIMER_TOPIC, route_timer_message
 
 _BLANK = SIZE_MAGIC  # the blank record that fills a file's end: TOTALSIZE and MAGICCODE only
 _SYSFLAG = field_struct("SYSFLAG")
@@ -65,7 +60,6 @@ _CRC_MASK = 0x7FFFFFFF
 _MAX_INT = 0x7FFFFFFF
 _V6_BITS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
 _V4 = IPV4_HOST_LENGTH
-_NOT_COUNTED = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
 # Reading an Enum member off its class runs Python code in 3.11 (a descriptor call): the put path reads these.
 _PUT_OK = PutMessageStatus.PUT_OK
 _APPEND_OK = AppendMessageStatus.PUT_OK
@@ -157,24 +151,6 @@ class CommitLog:
         """The store host (pack_host form) of puts that name none (DefaultMessageStore.set_store_address)."""
         self._store_host = store_host
 
-    def _reroute_delay(self, msg: MessageExtBrokerInner) -> None:
-        """A message with DELAY > 0 goes to SCHEDULE_TOPIC_XXXX, queue level - 1; its real address is kept."""
-        try:
-            level = delay_time_level(msg.properties)
-        except ValueError:
-            return  # (the broker refuses such a message; a direct put stores it undelayed)
-        if level <= 0 or msg.sys_flag & TRANSACTION_TYPE_MASK in _NOT_COUNTED or msg.topic == SCHEDULE_TOPIC:
-            return  # (already rerouted: a caller retrying the same Message must not nest it twice)
-        props = dict(msg.properties)
-        if level > len(self.delay_levels):  # (rewritten only when capped, as 4.9.7: "+1" stays as sent)
-            props[PROPERTY_DELAY_TIME_LEVEL] = str(level := len(self.delay_levels))
-        props[PROPERTY_REAL_TOPIC] = msg.topic
-        props[PROPERTY_REAL_QUEUE_ID] = str(msg.queue_id)
-        msg.properties = props
-        msg.properties_string = None
-        msg.topic = SCHEDULE_TOPIC
-        msg.queue_id = level - 1
-
     def _record_struct(self, shape: tuple[int, int, int, int, int]) -> struct.Struct:
         """The struct of a record of this shape, or _Refused: why this log cannot take it."""
         blen, tlen, plen, born, store = shape
@@ -222,27 +198,10 @@ class CommitLog:
         self._write_limit = min(self.file_size - END_FILE_MIN_BLANK_LENGTH, mf.wrote_position + self.space_check_bytes)
         return mf
 
-    def _reroute(self, msg: MessageExtBrokerInner) -> PutMessageResult | None:
-        """HookUtils.handleScheduleMessage: a timer message to the wheel's topic, a delay level to
-        SCHEDULE_TOPIC_XXXX (prepared and rolled-back transaction records stay where they are); or a refusal.
-
-        A half message (and the check's renewed copy of it) stays in the half topic too, its delay or timer kept
-        for the committed message, which is delayed then. RocketMQ reroutes it: 4.9.7's schedule service then
-        drops it and 5.x's check asks about it for ever, so a committed delayed message is never delivered."""
-        if msg.sys_flag & TRANSACTION_TYPE_MASK in _NOT_COUNTED or msg.topic == RMQ_SYS_TRANS_HALF_TOPIC:
-            return None
-        if msg.topic != TIMER_TOPIC:
-            refused = route_timer_message(msg, self.config, time_ns() // 1_000_000)
-            if refused is not None:
-                return refused
-        if PROPERTY_DELAY_TIME_LEVEL in msg.properties:
-            self._reroute_delay(msg)
-        return None
-
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         props = msg.properties
         if props and not _ROUTED_KEYS.isdisjoint(props):
-            refused = self._reroute(msg)
+            refused = handle_schedule_message(msg, self.config, self.delay_levels)
             if refused is not None:
                 return refused
             props = msg.properties

@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from pocketmq.common.constants import COMPRESSED_FLAG, CQ_STORE_UNIT_SIZE
 from pocketmq.common.message import MessageExtBrokerInner, pack_host
 
-from .commit_log import SCHEDULE_TOPIC
 from .config import FlushDiskType, MessageStoreConfig
 from .inspect.files import fmt_bytes
 from .inspect.indexfile import file_size_for
 from .inspect.state import DEMO_MARKER
 from .message_store import DefaultMessageStore
+from .schedule_routing import SCHEDULE_TOPIC
 from .store_lock import StoreLockedError
 
 SEED = 20240601

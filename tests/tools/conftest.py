@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from pocketmq.storage.commit_log import SCHEDULE_TOPIC
 from pocketmq.storage.demo import main as demo_main
 from pocketmq.storage.demo import plan
 from pocketmq.storage.inspect import main as inspect_main
+from pocketmq.storage.schedule_routing import SCHEDULE_TOPIC
 
 DEMO_MESSAGES = 200
 

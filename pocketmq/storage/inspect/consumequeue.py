@@ -9,9 +9,9 @@ from pocketmq.common.constants import CQ_STORE_UNIT_SIZE, PROPERTY_DELAY_TIME_LE
 from pocketmq.common.java_hash import tags_code
 from pocketmq.common.message import MessageExt, delay_time_level
 
-from ..commit_log import SCHEDULE_TOPIC
 from ..config import DEFAULT_DELAY_LEVELS, parse_delay_levels
 from ..consume_queue import CQ_ENTRY  # commit-log offset, size, tags code
+from ..schedule_routing import SCHEDULE_TOPIC
 from .commitlog import NOT_UTF8, CommitLogFiles
 from .files import ReadOnlyFiles, file_sizes, fmt_ms, log_file_problems, numbered_files
 from .options import Options

@@ -371,7 +371,8 @@ class ApacheRocketMQ(ServerProcess):
                         info = await admin.examine_broker_cluster_info()
                         data = info.broker_addr_table.get(self.broker_name)
                         if data is not None and self.broker_addr in data.broker_addrs.values():
-                            await admin.fetch_broker_runtime_stats(self.broker_addr)
+                            if self.broker_props.get("aclEnable") != "true":  # (under ACL it asks for keys)
+                                await admin.fetch_broker_runtime_stats(self.broker_addr)
                             return
                 except Exception:  # not answering (or not yet as it will): asked again until the deadline
                     pass

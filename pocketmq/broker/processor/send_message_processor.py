@@ -304,8 +304,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             queue_id,
             flags,
             bodies,
-            [p + stamp if not p or p[-1] == 2 else p + b"\x02" + stamp for p in properties]
-            if max(map(len, properties)) + len(stamp) < MAX_PROPERTIES_LENGTH else _stamped(properties, stamp),
+            _stamped(properties, stamp),
             sys_flag,
             header.born_timestamp,
             self.born_host(channel),

@@ -14,15 +14,14 @@ from typing import Any, TypeVar
 from pocketmq.common.constants import CQ_STORE_UNIT_SIZE
 from pocketmq.common.message import pack_host
 from pocketmq.remoting.acl.validator import PlainAccessValidator
-from pocketmq.remoting.body import DataVersion, TopicConfig, TopicConfigSerializeWrapper
-from pocketmq.remoting.codes import PermName
 from pocketmq.remoting.tasks import TaskTracker, run_whole
 from pocketmq.remoting.transport import Channel
 from pocketmq.storage.message_filter import MessageFilter
 from pocketmq.storage.message_store import DefaultMessageStore
 from pocketmq.storage.results import GetMessageResult
 
-from .broker_outer_api import BrokerIdentity, BrokerOuterAPI, RegisterResult
+from .broker_outer_api import BrokerOuterAPI, RegisterResult
+from .broker_registration import BrokerRegistration
 from .client import (
     ClientHousekeepingService,
     ConsumerManager,
@@ -86,7 +85,8 @@ class BrokerController:
         self.store_config = config.to_store_config()
         self.store = DefaultMessageStore(self.store_config)
         self.tasks = TaskTracker(log)
-        self.topic_config_manager = TopicConfigManager(config, on_change=self._on_topic_config_changed)
+        self.registration = BrokerRegistration(self)
+        self.topic_config_manager = TopicConfigManager(config, on_change=self.registration.on_topic_config_changed)
         self.deleted_topic_manager = DeletedTopicManager(config)
         self.subscription_group_manager = SubscriptionGroupManager(config)
         self.consumer_offset_manager = ConsumerOffsetManager(config)
@@ -116,16 +116,10 @@ class BrokerController:
         self._register_processors()
         self.remoting_server.on_channel_close(self._on_channel_close)
         self._initial_acl(config)
-        self.last_register_results: list[RegisterResult] = []
         # storeHost of written messages: brokerIP1 and the port actually bound (known after start()).
         self.store_host = pack_host(config.store_host_ip, config.listen_port)
         self._pull_executor: ThreadPoolExecutor | None = None
         self._memory_bytes = int(total_physical_memory() * config.access_message_in_memory_max_ratio / 100)
-        self._register_lock = asyncio.Lock()
-        # Per name server, the topic data version it acknowledged last: the base of the next delta.
-        self._acked_versions: dict[str, DataVersion] = {}
-        self._register_scheduled = False
-        self.registration_after_change: asyncio.Task[None] | None = None  # (an auto-creating send waits for it)
         self._started = False
         self._stopped = False
 
@@ -248,7 +242,7 @@ class BrokerController:
             # registerBrokerTimeoutMills), or a service failed: shut down whatever started, as shutdown() does.
             # Unregistering only from the name servers that took a registration: the others would only add a
             # timeout each.
-            await run_whole(self._shutdown(unregister=bool(self._acked_versions)))
+            await run_whole(self._shutdown(unregister=bool(self.registration.acked_versions)))
             raise
         log.info(
             "The broker[%s, %s] boot success. serializeType=msgpack and name server is %s",
@@ -322,7 +316,7 @@ class BrokerController:
         if unregister and bc.namesrv_addr_list:
             try:
                 await asyncio.wait_for(
-                    self.broker_outer_api.unregister_broker_all(bc.namesrv_addr_list, self._identity()),
+                    self.broker_outer_api.unregister_broker_all(bc.namesrv_addr_list, self.registration.identity()),
                     bc.register_broker_timeout + 1,
                 )
             except TimeoutError:
@@ -357,86 +351,9 @@ class BrokerController:
 
     # --- name server registration ---
 
-    def _identity(self) -> BrokerIdentity:
-        bc = self.broker_config
-        return BrokerIdentity(bc.broker_cluster_name, bc.broker_name, bc.broker_id, self.address)
-
-    def _advertised(self, table: dict[str, TopicConfig]) -> dict[str, TopicConfig]:
-        perm = self.broker_config.broker_permission
-        if PermName.is_readable(perm) and PermName.is_writeable(perm):
-            return table
-        # A read-only (or write-only) broker advertises every topic with its own permission applied.
-        return {name: _with_perm(tc, tc.perm & perm) for name, tc in table.items()}
-
-    def _registration_wrapper(self) -> TopicConfigSerializeWrapper:
-        wrapper = self.topic_config_manager.build_topic_config_serialize_wrapper()
-        wrapper.topic_config_table = self._advertised(wrapper.topic_config_table)
-        return wrapper
-
     async def register_broker_all(self, force_full: bool = False) -> list[RegisterResult]:
-        """REGISTER_BROKER with every name server; returns once each one answered or failed.
-
-        A name server that acknowledged a data version of this process gets only the topics changed since
-        (often none: then the registration is a heartbeat); a new or restarted one, one that missed a
-        registration or does not speak deltas, gets the whole table, as RocketMQ sends it every time.
-        """
-        # One registration at a time, each with a snapshot taken when its turn comes, so a name server never
-        # sees an older topic table after a newer one.
-        async with self._register_lock:
-            return await self._register_all_locked(force_full)
-
-    async def _register_all_locked(self, force_full: bool) -> list[RegisterResult]:
-        addrs = self.broker_config.namesrv_addr_list
-        if not addrs:
-            return []
-        results = list(await asyncio.gather(*(self._register_with(addr, force_full) for addr in addrs)))
-        self.last_register_results = results
-        # RocketMQ's doRegisterBrokerAll: the order flags follow the first name server that took the registration
-        # (its answer's ORDER_TOPIC_CONFIG table; none there, they stay).
-        if (first := next((r for r in results if r.ok), None)) is not None:
-            self.topic_config_manager.update_order_topic_config(first.order_topic_config)
-        return results
-
-    async def _register_with(self, addr: str, force_full: bool) -> RegisterResult:
-        api = self.broker_outer_api
-        acked = self._acked_versions
-        base = None if force_full or not api.speaks_deltas else acked.get(addr)
-        changes = self.topic_config_manager.changes_since(base.counter) if base is not None else None
-        if base is not None and changes is not None:
-            changed, deleted = changes
-            version = self.topic_config_manager.data_version.copy()
-            delta = TopicConfigSerializeWrapper(self._advertised(changed), version)
-            result = await api.register(addr, self._identity(), await api.encode_body(delta, deleted), base)
-            if result.ok and result.delta_accepted:
-                acked[addr] = version
-                return result
-            if not result.ok:
-                acked.pop(addr, None)
-                return result
-        wrapper = self._registration_wrapper()
-        result = await api.register(addr, self._identity(), await api.encode_body(wrapper))
-        if result.ok:
-            acked[addr] = wrapper.data_version
-        else:
-            acked.pop(addr, None)
-        return result
-
-    def _on_topic_config_changed(self) -> None:
-        # Topic changes reach the name servers right away, not at the next period.
-        if not self.is_running or self._register_scheduled or not self.broker_config.namesrv_addr_list:
-            return
-        self._register_scheduled = True
-        self.registration_after_change = self.tasks.spawn(self._register_after_change(),
-                                                          name="register-after-topic-change")
-
-    async def _register_after_change(self) -> None:
-        # The flag stays set until this registration's turn comes: the changes made while it waits for the one
-        # in flight ride along in its snapshot. Creating topics in a burst then costs a registration per name
-        # server round trip, not one per topic (it was ~0.4 per topic: each one a request the broker encodes
-        # and every name server decodes and applies).
-        async with self._register_lock:
-            self._register_scheduled = False
-            await self._register_all_locked(False)
+        """REGISTER_BROKER with every name server (see BrokerRegistration.register_all)."""
+        return await self.registration.register_all(force_full)
 
     async def _sample_stats(self) -> None:
         for _ in self.broker_stats_manager.sample_in_steps():
@@ -490,8 +407,3 @@ class BrokerController:
         self.client_housekeeping_service.on_channel_close(channel)
         self.message_arriving_listener.on_channel_close(channel)
 
-
-def _with_perm(tc: TopicConfig, perm: int) -> TopicConfig:
-    return TopicConfig(
-        tc.topic_name, tc.read_queue_nums, tc.write_queue_nums, perm, tc.topic_filter_type, tc.topic_sys_flag, tc.order
-    )

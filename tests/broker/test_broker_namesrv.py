@@ -28,7 +28,7 @@ async def test_registration_makes_topics_routable_and_shutdown_removes_them(clus
     ns = await cluster.namesrv()
     broker = await cluster.broker(namesrv_addr=ns.address)
     mq = cluster.mq(broker)
-    assert [r.ok for r in broker.last_register_results] == [True]
+    assert [r.ok for r in broker.registration.last_results] == [True]
 
     route = await mq.route_data(ns.address, "TBW102")
     assert route is not None
@@ -66,7 +66,7 @@ async def test_an_auto_creating_send_is_answered_once_the_name_server_has_the_to
     ns = await cluster.namesrv()
     broker = await cluster.broker(namesrv_addr=ns.address)
     mq = cluster.mq(broker)
-    async with broker._register_lock:
+    async with broker.registration.lock:
         send = asyncio.ensure_future(mq.send("TopicAutoWaits", default_topic_queue_nums=2))
         await poll(lambda: "TopicAutoWaits" in broker.topic_config_manager.topic_config_table)
         await asyncio.sleep(0.05)  # (the old answer went out in the turn that created the topic)
@@ -94,7 +94,7 @@ async def test_unreachable_name_server_is_retried_each_period(cluster, poll) -> 
     late_addr = f"127.0.0.1:{port}"
     broker = await cluster.broker(namesrv_addr=late_addr, register_name_server_period=0.05)
     # Start-up does not fail: the registration result records the error.
-    assert [r.ok for r in broker.last_register_results] == [False]
+    assert [r.ok for r in broker.registration.last_results] == [False]
     held.close()
     ns = NamesrvController(NamesrvConfig(listen_port=port))
     await ns.start()
@@ -130,13 +130,13 @@ async def test_topic_changes_reach_the_name_server_as_deltas(cluster, poll) -> N
     ns = await cluster.namesrv()
     broker = await cluster.broker(namesrv_addr=ns.address)
     mq = cluster.mq(broker)
-    assert [r.delta_accepted for r in broker.last_register_results] == [False]  # the first one is whole
+    assert [r.delta_accepted for r in broker.registration.last_results] == [False]  # the first one is whole
     for i in range(5):
         assert (await mq.send(f"TopicDelta{i}", default_topic_queue_nums=2)).code == ResponseCode.SUCCESS
     await mq.create_topic("TopicDelta0", queues=3)
-    assert [r.delta_accepted for r in broker.last_register_results] == [True]
+    assert [r.delta_accepted for r in broker.registration.last_results] == [True]
     await mq.invoke(RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader("TopicDelta1"))
-    assert [r.delta_accepted for r in broker.last_register_results] == [True]
+    assert [r.delta_accepted for r in broker.registration.last_results] == [True]
     rim = ns.route_info_manager
     await poll(lambda: "TopicDelta4" in rim.topic_queue_table)
     assert rim.topic_queue_table["TopicDelta0"]["broker-a"].write_queue_nums == 3
@@ -155,7 +155,7 @@ async def test_a_restarted_name_server_gets_the_whole_table(cluster, poll) -> No
     await ns.shutdown()
     held = hold_port(port)
     await mq.create_topic("TopicWhileDown")  # this registration fails: the broker forgets the version acked
-    assert [r.ok for r in broker.last_register_results] == [False]
+    assert [r.ok for r in broker.registration.last_results] == [False]
     held.close()
     ns = NamesrvController(NamesrvConfig(listen_port=port))
     await ns.start()
@@ -192,7 +192,7 @@ async def test_topics_created_while_a_registration_is_in_flight_share_the_next_o
     # Hold the registration lock as a registration in flight does (a periodic one, or the first topic's)
     # while 20 topics are created by sending: they all ride along in one registration once it is released.
     # (Each send's answer waits for the registration that carries its topic, so they are sent together.)
-    async with broker._register_lock:
+    async with broker.registration.lock:
         sends = [asyncio.ensure_future(mq.send(f"TopicBurst{i}", default_topic_queue_nums=2)) for i in range(20)]
         table = broker.topic_config_manager.topic_config_table
         await poll(lambda: all(f"TopicBurst{i}" in table for i in range(20)))
@@ -210,11 +210,11 @@ async def test_native_registration_routes_topics_in_rocketmq_encoding(cluster, p
     broker = await cluster.broker(namesrv_addr=ns.address, namesrv_protocol="rocketmq",
                                   compressed_register=compressed)
     mq = cluster.mq(broker)
-    assert [r.ok for r in broker.last_register_results] == [True]
+    assert [r.ok for r in broker.registration.last_results] == [True]
     await mq.create_topic("TopicNative", queues=3)
     route = await mq.route_data(ns.address, "TopicNative")
     assert route is not None and (route.queue_datas[0].write_queue_nums, route.queue_datas[0].perm) == (3, 6)
-    assert [(r.ok, r.delta_accepted) for r in broker.last_register_results] == [(True, False)]
+    assert [(r.ok, r.delta_accepted) for r in broker.registration.last_results] == [(True, False)]
     await mq.invoke(RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader("TopicNative"))
     rim = ns.route_info_manager
     await poll(lambda: rim.query_broker_topic_config(broker.address) == broker.topic_config_manager.data_version)
@@ -256,7 +256,7 @@ async def test_a_send_that_failed_after_creating_its_topic_leaves_no_wait_to_the
         raise RuntimeError("a store bug")
 
     store.put_message_nowait = broken
-    async with broker._register_lock:  # (TopicBrokenPut's registration stays pending meanwhile)
+    async with broker.registration.lock:  # (TopicBrokenPut's registration stays pending meanwhile)
         assert (await mq.send("TopicBrokenPut", default_topic_queue_nums=2)).code != ResponseCode.SUCCESS
         assert "TopicBrokenPut" in broker.topic_config_manager.topic_config_table
         # Answered while that registration still waits (the old wait was bounded at 3 s).

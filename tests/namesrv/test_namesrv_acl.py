@@ -130,9 +130,9 @@ async def test_a_broker_signs_its_registration_with_its_account(namesrv, tmp_pat
                             max_hash_slot_num=64, max_index_num=256, broker_name=name, **acl)
 
     async with BrokerController(config("broker-a", access_key="brokerAdmin", secret_key="brokerSecret")) as good:
-        assert [r.ok for r in good.last_register_results] == [True]
+        assert [r.ok for r in good.registration.last_results] == [True]
         assert good.broker_config.broker_name in namesrv.route_info_manager.broker_addr_table
         async with BrokerController(config("broker-b")) as unsigned:
-            [result] = unsigned.last_register_results
+            [result] = unsigned.registration.last_results
             assert not result.ok and "code 16" in (result.error or "") and "No accessKey" in (result.error or "")
             assert "broker-b" not in namesrv.route_info_manager.broker_addr_table

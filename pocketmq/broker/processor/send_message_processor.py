@@ -121,7 +121,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
     async def _after_registration(self, answer: RemotingCommand | Awaitable[RemotingCommand]) -> RemotingCommand:
         # Bounded as RocketMQ's one-way registration is by its connect timeout: a name server that is down delays
         # the auto-creating send, it does not fail it.
-        task = self.controller.registration_after_change
+        task = self.controller.registration.after_change
         if task is not None:
             await asyncio.wait({task}, timeout=min(3.0, self.controller.broker_config.register_broker_timeout))
         return answer if isinstance(answer, RemotingCommand) else await answer

@@ -23,6 +23,7 @@ import enum
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from pocketmq.common.clock import now_ms
 from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
 from pocketmq.common.pop_ack_constants import build_pop_retry_topic
 from pocketmq.remoting.command import RemotingCommand
@@ -70,6 +71,20 @@ def poll_wait_ms(born_time: int, poll_time: int, now: int) -> int | None:
     if now > _java_long(expired - EXPIRY_MARGIN_MS):
         return None
     return expired - now if expired > now else FOREVER_MS
+
+
+def poll_deadline(loop: asyncio.AbstractEventLoop, born_time: int, poll_time: int) -> float:
+    """The loop time until which a pop or notification that found nothing may be parked (now: not parked)."""
+    now = now_ms()
+    wait = poll_wait_ms(born_time_of(born_time, now), poll_time, now)
+    return loop.time() + (wait or 0) / 1000
+
+
+def all_queues_below_zero(queue_id: int) -> int:
+    """RocketMQ 5 reads every queue of the topic for any queue id below 0. One value for all of them, -1, so that a
+    parked request of -2 is woken by an arrival as one of -1 is (5.5.0 parks it under -2, which no arrival names:
+    it waits out its poll time)."""
+    return -1 if queue_id < 0 else queue_id
 
 
 class PollingResult(enum.Enum):

@@ -1,4 +1,5 @@
-"""RocketMQ 5's POP inside the broker: the revive log (checkpoints and acks), queue locks and the revive service.
+"""RocketMQ 5's POP inside the broker: the revive log (checkpoints and acks), queue locks, the revive service and
+the groups' pop offsets (pop_offsets.py).
 The request processors are in ``processor/`` (pop, ack, change invisible time, peek, notification, polling info)."""
 
 from .pop_buffer_merge_service import PopBufferMergeService

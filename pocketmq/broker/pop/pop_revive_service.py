@@ -311,5 +311,5 @@ class PopReviveService:
     async def _read(self, topic: str, queue_id: int, offset: int, n: int) -> GetMessageResult:
         # Not in getMissTps: reading every revive queue every second would make an idle broker's ~8 a second,
         # where RocketMQ 4.9's runtime info (no POP there) shows clients' reads alone.
-        return await self.controller.pop_message_processor.read(REVIVE_GROUP, topic, queue_id, offset, n, _ALL,
-                                                                counted=False)
+        offsets = self.controller.pop_message_processor.offsets
+        return await offsets.read(REVIVE_GROUP, topic, queue_id, offset, n, _ALL, counted=False)

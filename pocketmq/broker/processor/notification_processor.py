@@ -20,10 +20,14 @@ from pocketmq.remoting.pop_header import (
 )
 from pocketmq.remoting.transport import Channel
 
-from ..longpolling.pop_long_polling_service import PollingResult, PopLongPollingService
+from ..longpolling.pop_long_polling_service import (
+    PollingResult,
+    PopLongPollingService,
+    all_queues_below_zero,
+    poll_deadline,
+)
 from .base import UNSET_REMARK, BrokerProcessor, log, response
 from .pop_answers import with_blank_header
-from .pop_message_processor import all_queues_below_zero, poll_deadline
 
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController
@@ -97,7 +101,8 @@ class NotificationProcessor(BrokerProcessor):
                 if free is not None and (unblock_at is None or free < unblock_at):
                     unblock_at = free
                 continue
-            if c.store.get_max_offset_in_queue(topic, queue_id) > pop.pop_offset(group, topic, queue_id, 1, init=False):
+            newest = c.store.get_max_offset_in_queue(topic, queue_id)
+            if newest > pop.offsets.pop_offset(group, topic, queue_id, 1, init=False):
                 return True, None
         return False, unblock_at
 

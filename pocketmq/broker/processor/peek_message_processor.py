@@ -49,13 +49,13 @@ class PeekMessageProcessor(BrokerProcessor):
         buffers: list[bytes] = []
         count = rest = 0
         for topic, queue_id in targets:
-            offset = pop.pop_offset(group, topic, queue_id, 1, init=False)
+            offset = pop.offsets.pop_offset(group, topic, queue_id, 1, init=False)
             # (what the queues held before the peek, as 5.5.0 counts it: a peek takes nothing, so nothing is left
             # fewer by it)
             rest += max(0, self.controller.store.get_max_offset_in_queue(topic, queue_id) - offset)
             need = header.max_msg_nums - count
             if need > 0:
-                result = await pop.read(group, topic, queue_id, offset, need, _ALL)
+                result = await pop.offsets.read(group, topic, queue_id, offset, need, _ALL)
                 buffers += result.buffers
                 count += result.message_count
         # No pop time: nothing was popped, no invisible time started (5.5.0 leaves the header's fields at 0 too).

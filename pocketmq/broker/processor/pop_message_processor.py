@@ -19,9 +19,7 @@ from typing import TYPE_CHECKING
 from pocketmq.common.clock import now_ms as now_ms
 from pocketmq.common.codec import decode_all, encode
 from pocketmq.common.extra_info_util import build_extra_info, build_msg_offset_info, build_start_offset_info
-from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
 from pocketmq.common.pop_ack_constants import (
-    CONSUME_INIT_MODE_MIN,
     POP_ORDER_REVIVE_QUEUE,
     PROPERTY_POP_CK,
     build_pop_retry_topic,
@@ -47,11 +45,13 @@ from ..filter import (
 from ..longpolling.pop_long_polling_service import (
     PollingResult,
     PopLongPollingService,
+    all_queues_below_zero,
     born_time_of,
-    poll_wait_ms,
+    poll_deadline,
     timeout_too_much,
 )
 from ..pop import PopBufferMergeService, QueueLockManager, ReviveLog
+from ..pop.pop_offsets import PopOffsets
 from ..stats.broker_metrics import POP, POP_RETRY
 from .abstract_send_message_processor import AbstractSendMessageProcessor
 from .base import BrokerProcessor, log, response
@@ -100,6 +100,7 @@ class PopMessageProcessor(BrokerProcessor):
         self.queue_lock_manager = QueueLockManager()
         self.revive_log = ReviveLog(controller)
         self.buffer_merge = PopBufferMergeService(controller, self.revive_log)
+        self.offsets = PopOffsets(controller, self.buffer_merge)
         self.long_polling = PopLongPollingService(
             self.execute_request_when_wakeup, controller.tasks, bc.pop_polling_size,
             on_park=controller.store.reput_service.hurry, max_polling_size=bc.max_pop_polling_size,
@@ -283,7 +284,7 @@ class PopMessageProcessor(BrokerProcessor):
             # Another pop of this group reads the queue right now.
             if not ctx.order:
                 ctx.rest_num += max(0, self.controller.store.get_max_offset_in_queue(topic, queue_id)
-                                    - self.pop_offset(group, topic, queue_id, ctx.header.init_mode, init=False))
+                                    - self.offsets.pop_offset(group, topic, queue_id, ctx.header.init_mode, init=False))
             return
         try:
             await self._pop_locked(ctx, topic, queue_id, is_retry)
@@ -296,9 +297,9 @@ class PopMessageProcessor(BrokerProcessor):
         group = header.consumer_group
         offset = None
         if c.consumer_offset_manager.reset_offset_table:  # (nearly always empty: no key built then)
-            offset = self.reset_pop_offset(group, topic, queue_id)
+            offset = self.offsets.reset_pop_offset(group, topic, queue_id)
         if offset is None:
-            offset = self.pop_offset(group, topic, queue_id, header.init_mode)
+            offset = self.offsets.pop_offset(group, topic, queue_id, header.init_mode)
         if ctx.order and c.consumer_order_info_manager.check_block(header.attempt_id, topic, group, queue_id):
             free = c.consumer_order_info_manager.lock_free_timestamp(topic, group, queue_id)
             if free is not None and (ctx.unblock_at is None or free < ctx.unblock_at):
@@ -309,12 +310,12 @@ class PopMessageProcessor(BrokerProcessor):
             ctx.rest_num += max(0, c.store.get_max_offset_in_queue(topic, queue_id) - offset)
             return
         flt = _MATCH_ALL if is_retry else ctx.message_filter
-        result = await self.read(group, topic, queue_id, offset, need, flt)
+        result = await self.offsets.read(group, topic, queue_id, offset, need, flt)
         if result.status in _RE_READ:
             # The stored offset is outside the queue (expired files, a reset): go on from where the queue is.
-            self.commit_offset(ctx.channel, group, topic, queue_id, result.next_begin_offset)
+            self.offsets.commit_offset(ctx.channel, group, topic, queue_id, result.next_begin_offset)
             offset = result.next_begin_offset
-            result = await self.read(group, topic, queue_id, offset, need, flt)
+            result = await self.offsets.read(group, topic, queue_id, offset, need, flt)
         if result.message_count:
             if not await self._take(ctx, topic, queue_id, offset, result, is_retry):
                 ctx.rest_num += result.max_offset - offset
@@ -333,7 +334,7 @@ class PopMessageProcessor(BrokerProcessor):
         if ctx.order:
             c.consumer_order_info_manager.update(header.attempt_id, topic, group, queue_id, ctx.pop_time,
                                                  header.invisible_time, result.queue_offsets, ctx.order_count_info)
-            self.commit_offset(ctx.channel, group, topic, queue_id, offset)
+            self.offsets.commit_offset(ctx.channel, group, topic, queue_id, offset)
         else:
             ck = PopCheckPoint(offset, ctx.pop_time, header.invisible_time, result.message_count, queue_id, topic,
                                group, c.broker_config.broker_name,
@@ -362,7 +363,7 @@ class PopMessageProcessor(BrokerProcessor):
             log.warning("pop of %s@%s queue %d: checkpoint not written (%s)", ck.topic, ck.cid, ck.queue_id,
                         put.status)
             return False
-        self.commit_offset(ctx.channel, ck.cid, ck.topic, ck.queue_id, next_begin_offset)
+        self.offsets.commit_offset(ctx.channel, ck.cid, ck.topic, ck.queue_id, next_begin_offset)
         return True
 
     def _skip(self, ctx: PopContext, topic: str, queue_id: int, offset: int, next_begin: int) -> None:
@@ -370,7 +371,7 @@ class PopMessageProcessor(BrokerProcessor):
         group = ctx.header.consumer_group
         ctx.skipped = True
         if ctx.order or not self.buffer_merge.has_pending(topic, group, queue_id):
-            self.commit_offset(ctx.channel, group, topic, queue_id, next_begin)
+            self.offsets.commit_offset(ctx.channel, group, topic, queue_id, next_begin)
             return
         mock = PopCheckPoint(offset, ctx.pop_time, ctx.header.invisible_time, 0, queue_id, topic, group)
         self.buffer_merge.add_ck(mock, ctx.revive_qid, next_begin)
@@ -406,68 +407,3 @@ class PopMessageProcessor(BrokerProcessor):
             ";".join(ctx.start_offset_info), ";".join(ctx.msg_offset_info),
             ";".join(ctx.order_count_info) if ctx.order else None,
         )
-
-    # --- offsets (shared with peek, notification and ack) ---
-
-    async def read(self, group: str, topic: str, queue_id: int, offset: int, n: int, flt: MessageFilter,
-                   counted: bool = True) -> GetMessageResult:
-        """A store read of a queue; ``counted`` in getFoundTps / getMissTps (the revive service's own are not)."""
-        c = self.controller
-        got = c.get_message(group, topic, queue_id, offset, n, flt)
-        if not isinstance(got, GetMessageResult):
-            got = await got
-        if counted:
-            c.broker_stats_manager.inc_get_times(got.message_count > 0)
-        return got
-
-    def commit_offset(self, channel: Channel | None, group: str, topic: str, queue_id: int, offset: int) -> None:
-        who = channel.remote_address if channel is not None else "pop"
-        self.controller.consumer_offset_manager.commit_offset(who, group, topic, queue_id, offset)
-
-    def reset_pop_offset(self, group: str, topic: str, queue_id: int) -> int | None:
-        """RocketMQ 5's resetPopOffset: the offset an admin reset the queue to, taken by the group's first pop of it
-        since (which ends the hold, as a pull does). What the group had of the queue before is let go: an orderly
-        batch still out no longer blocks it, and the buffered pops' offsets are not committed over the reset; the
-        pop reads from the reset offset."""
-        c = self.controller
-        offset = c.consumer_offset_manager.query_then_erase_reset_offset(topic, group, queue_id)
-        if offset is not None:
-            c.consumer_order_info_manager.clear_block(topic, group, queue_id)
-            self.buffer_merge.clear_offset_queue(topic, group, queue_id)
-            c.consumer_offset_manager.commit_offset("ResetPopOffset", group, topic, queue_id, offset)
-        return offset
-
-    def pop_offset(self, group: str, topic: str, queue_id: int, init_mode: int, init: bool = True) -> int:
-        """The group's offset in the queue; for a group without one, where it starts (committed when ``init``):
-        the queue's first message (ConsumeInitMode MIN, and in retry topics), else its first one when that is still
-        in memory, else its last one (RocketMQ's getInitOffset)."""
-        c = self.controller
-        offset = c.consumer_offset_manager.query_offset(group, topic, queue_id)
-        if offset >= 0:
-            # Pops buffered for their acks have not moved the committed offset yet.
-            return max(offset, self.buffer_merge.latest_offset(topic, group, queue_id))
-        store = c.store
-        if init_mode == CONSUME_INIT_MODE_MIN or topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            offset = store.get_min_offset_in_queue(topic, queue_id)
-        elif (c.broker_config.init_pop_offset_by_check_msg_in_mem and store.get_min_offset_in_queue(topic, queue_id)
-              <= 0 and c.is_in_memory(topic, queue_id, 0)):
-            offset = 0
-        else:
-            offset = max(0, store.get_max_offset_in_queue(topic, queue_id) - 1)
-        if init:
-            c.consumer_offset_manager.commit_offset("getPopOffset", group, topic, queue_id, offset)
-        return offset
-
-
-def poll_deadline(loop: asyncio.AbstractEventLoop, born_time: int, poll_time: int) -> float:
-    """The loop time until which a pop or notification that found nothing may be parked (now: not parked)."""
-    now = now_ms()
-    wait = poll_wait_ms(born_time_of(born_time, now), poll_time, now)
-    return loop.time() + (wait or 0) / 1000
-
-
-def all_queues_below_zero(queue_id: int) -> int:
-    """RocketMQ 5 reads every queue of the topic for any queue id below 0. One value for all of them, -1, so that a
-    parked request of -2 is woken by an arrival as one of -1 is (5.5.0 parks it under -2, which no arrival names:
-    it waits out its poll time)."""
-    return -1 if queue_id < 0 else queue_id

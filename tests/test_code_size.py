@@ -30,7 +30,7 @@ ALLOWED_FILES = {
 
 # (file, qualified name) -> why it may be past the limits. An entry whose function got within them must go.
 ALLOWED = {
-    ("pocketmq/storage/reput_service.py", "ReputMessageService._dispatch_file"):
+    ("pocketmq/storage/reput_fast_twin.py", "ReputFastTwin._dispatch_file"):
         "dispatch's fast twin: one loop with its state in locals; a call per record cost it 3-8 % (bench/README.md)",
     ("pocketmq/storage/get_message.py", "_read_queue"):
         "a filtered pull's per-entry loop, its checks inline; not split here, the split's cost was not measured",

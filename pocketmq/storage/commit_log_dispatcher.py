@@ -3,7 +3,7 @@ DefaultMessageStore's CommitLogDispatcherBuildConsumeQueue / CommitLogDispatcher
 
 RocketMQ builds the consume queue first and the index second. Here the index comes first: after a crash,
 dispatch resumes after the last consume-queue entry, so every record up to it must already be indexed (the
-fast twin in reput_service.py keeps the same order). RocketMQ's ReputMessageService calls the message arriving
+fast twin in reput_fast_twin.py keeps the same order). RocketMQ's ReputMessageService calls the message arriving
 listener right after doDispatch; here that call is the last dispatcher, so a store with more dispatchers
 (timer, POP) runs them before a parked pull is woken.
 """

@@ -116,7 +116,7 @@ def check_message_and_return_size(mm, pos: int, file_from: int,
 
 def decode_other_record(mm, pos: int) -> tuple:
     """One record with an IPv6 host or of message version 2, in the layout of the fast twin's run tuples
-    (reput_service.py): the head fields, then TOPICLENGTH, TOPIC, PROPERTIESLENGTH and PROPERTIES."""
+    (reput_fast_twin.py): the head fields, then TOPICLENGTH, TOPIC, PROPERTIESLENGTH and PROPERTIES."""
     hosts = host_lengths(_SYSFLAG.unpack_from(mm, pos + SYSFLAG_POS)[0])
     size, magic, qid, qoff, phys, sys_flag, store_ts, blen = HEADS[hosts].unpack_from(mm, pos)
     tail = mm[pos + field_positions(*hosts)["BODY"] + blen:pos + size]

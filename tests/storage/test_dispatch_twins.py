@@ -1,4 +1,4 @@
-"""Dispatch's reference and its fast twin (reput_service.py) do the same (hypothesis).
+"""Dispatch's reference and its fast twin (reput_fast_twin.py) do the same (hypothesis).
 
 Random traffic (topics, queues, tags, keys and message ids anywhere among the properties, delayed messages,
 prepared, committed and rolled-back transactional records, batches that make runs of one queue and one shape,

@@ -42,6 +42,7 @@ from ..exceptions import MQBrokerException, MQClientException
 from ..filter_api import EXPRESSION_TYPE_TAG, build_subscription_data
 from ..impl import mq_admin
 from ..impl.consumer.assigned_message_queue import AssignedMessageQueue
+from ..impl.consumer.lite_pull_offsets import LitePullOffsets
 from ..impl.consumer.lite_pull_task import ConsumeRequest, LitePullTasks
 from ..impl.consumer.mq_consumer_inner import RebalancedConsumerInner
 from ..impl.consumer.pull_api import PullAPIWrapper
@@ -58,7 +59,7 @@ from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrateg
 from .consumer_enums import ConsumeFromWhere, ConsumeType, MessageModel
 from .lite_pull_consumer_config import LitePullConsumerConfig
 from .store.local_file_offset_store import LocalFileOffsetStore
-from .store.offset_store import OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
+from .store.offset_store import OffsetStore, RemoteBrokerOffsetStore
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ _CONFIG_FIELDS = {f.name for f in fields(LitePullConsumerConfig)}
 NOT_RUNNING = "The consumer not running, please start it first."
 SUBSCRIPTION_CONFLICT = "Subscribe and assign are mutually exclusive."
 
-class LitePullConsumer(LitePullTasks, TopicQueueWatch, RebalancedConsumerInner):
+class LitePullConsumer(LitePullOffsets, LitePullTasks, TopicQueueWatch, RebalancedConsumerInner):
     def __init__(
         self,
         group: str,
@@ -376,7 +377,7 @@ class LitePullConsumer(LitePullTasks, TopicQueueWatch, RebalancedConsumerInner):
             if not cache and self._cache_not_empty is not None:
                 self._cache_not_empty.clear()
 
-    # --- pause, resume, seek -------------------------------------------------------------------------------
+    # --- pause, resume (seek and the commits: lite_pull_offsets.py) ----------------------------------------
 
     def pause(self, mqs: Iterable[MessageQueue]) -> None:
         """Stop pulling these queues; what was pulled still comes out of ``poll``."""
@@ -389,86 +390,12 @@ class LitePullConsumer(LitePullTasks, TopicQueueWatch, RebalancedConsumerInner):
             if mq in self._task_table:
                 self._restart_pull_task(mq)  # at once, not after the rest of the pause's delay
 
-    async def seek(self, mq: MessageQueue, offset: int) -> None:
-        """Poll ``mq`` from ``offset`` next (between its min and max offset): what was pulled beyond is
-        dropped, and the consume offset (what the next commit stores; a seek stores nothing) moves there too."""
-        self._check_running()
-        if mq not in self.assigned_message_queue:
-            rebalancing = ", may be rebalancing" if self.subscription_type == "SUBSCRIBE" else ""
-            raise MQClientException(f"The message queue is not in assigned list{rebalancing}, message queue: {mq}")
-        min_offset, max_offset = await self.min_offset(mq), await self.max_offset(mq)
-        if not min_offset <= offset <= max_offset:
-            raise MQClientException(
-                f"Seek offset illegal, seek offset = {offset}, min offset = {min_offset}, max offset = {max_offset}"
-            )
-        state = self.assigned_message_queue.get(mq)
-        if state is None or state.process_queue.dropped:
-            return  # taken away by a rebalance meanwhile
-        state.seek_offset = offset
-        state.consume_offset = offset  # (stored by the next commit, never by the seek: setSeekOffset alone)
-        self._clear_message_queue_in_cache(mq)
-        self._restart_pull_task(mq)
-
-    async def seek_to_begin(self, mq: MessageQueue) -> None:
-        await self.seek(mq, await self.min_offset(mq))
-
-    async def seek_to_end(self, mq: MessageQueue) -> None:
-        await self.seek(mq, await self.max_offset(mq))
-
-    # --- commits -------------------------------------------------------------------------------------------
-
-    def _maybe_auto_commit(self) -> None:
-        now = asyncio.get_running_loop().time()
-        if now >= self._next_auto_commit_deadline:
-            self.commit_all()
-            self._next_auto_commit_deadline = now + self.config.auto_commit_interval
-
-    def commit_queue(self, mq: MessageQueue) -> None:
-        """Record ``mq``'s consume offset in the offset store (in memory; persisted periodically). A queue
-        already dropped is skipped."""
-        state = self.assigned_message_queue.get(mq)
-        if state is None or state.consume_offset < 0 or state.process_queue.dropped:
-            return
-        self.offset_store.update_offset(mq, state.consume_offset, increase_only=False)
-
-    def commit_all(self) -> None:
-        """commitAll: every queue's consume offset into the offset store; the instance persists them every
-        ``persist_consumer_offset_interval`` and at shutdown."""
-        for mq in self.assigned_message_queue.message_queues():
-            self.commit_queue(mq)
-
-    async def commit_sync(self) -> None:
-        """Commit what ``poll`` has returned so far and store it (at the brokers, or the local file when
-        broadcasting) before returning."""
-        self._check_running()
-        self.commit_all()
-        for mq in self.assigned_message_queue.message_queues():
-            await self.offset_store.persist(mq)
-
-    async def committed(self, mq: MessageQueue) -> int:
-        """The group's committed offset of ``mq`` (this client's first, else the broker's); -1 if none."""
-        self._check_running()
-        return await self.offset_store.read_offset(mq, ReadOffsetType.MEMORY_FIRST_THEN_STORE)
-
     # --- lookups -------------------------------------------------------------------------------------------
 
     async def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
         """The topic's readable queues, from a name server (sorted)."""
         self._check_running()
         return await mq_admin.fetch_subscribe_message_queues(self.instance, topic)
-
-    async def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
-        """The offset of the first message of ``mq`` stored at or after ``timestamp_ms`` (searchOffset)."""
-        self._check_running()
-        return await mq_admin.search_offset(self.instance, mq, timestamp_ms, self.client_config.mq_client_api_timeout)
-
-    async def min_offset(self, mq: MessageQueue) -> int:
-        self._check_running()
-        return await mq_admin.min_offset(self.instance, mq, self.client_config.mq_client_api_timeout)
-
-    async def max_offset(self, mq: MessageQueue) -> int:
-        self._check_running()
-        return await mq_admin.max_offset(self.instance, mq, self.client_config.mq_client_api_timeout)
 
     # --- ConsumerInner (called by MQClientInstance) --------------------------------------------------------
 

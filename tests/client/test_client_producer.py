@@ -29,7 +29,7 @@ from pocketmq.client import (
     select_message_queue_by_hash,
 )
 from pocketmq.client.exceptions import ClientErrorCode
-from pocketmq.client.impl import mq_client_instance
+from pocketmq.client.impl import mq_client_routes
 from pocketmq.client.impl.mq_client_manager import MQClientManager
 from pocketmq.common.message import string_to_properties
 from pocketmq.remoting.body import decode_body
@@ -291,7 +291,7 @@ async def test_many_new_topics_share_one_tbw102_route_request(
     namesrv: FakeNamesrv, broker_a: FakeBroker, producer: Producer, monkeypatch: pytest.MonkeyPatch, poll: Any
 ) -> None:
     # (a long reuse period, so that a slow machine cannot turn this into a test of timing)
-    monkeypatch.setattr(mq_client_instance, "DEFAULT_TOPIC_ROUTE_REUSE_S", 60.0)
+    monkeypatch.setattr(mq_client_routes, "DEFAULT_TOPIC_ROUTE_REUSE_S", 60.0)
     # The instance's first route refresh (10 ms after its start) asks for TBW102 too, which every producer keeps
     # in its table (as RocketMQ's does): it is counted out, and the next one is 30 s away.
     await poll(lambda: "TBW102" in namesrv.requested)
@@ -304,7 +304,7 @@ async def test_many_new_topics_share_one_tbw102_route_request(
     # Each gets the default route capped at its own defaultTopicQueueNums, the cached one left alone.
     assert all(header_of(r).queue_id < 4 for r in broker_a.sends)
     namesrv.routes["TBW102"] = route_for([broker_a], queues=2)
-    monkeypatch.setattr(mq_client_instance, "DEFAULT_TOPIC_ROUTE_REUSE_S", 0.0)
+    monkeypatch.setattr(mq_client_routes, "DEFAULT_TOPIC_ROUTE_REUSE_S", 0.0)
     await producer.send(Message("BrandNewAfter", b"x"))
     assert namesrv.requested.count("TBW102") - before == 2
     assert len(await producer.fetch_publish_message_queues("BrandNewAfter")) == 2

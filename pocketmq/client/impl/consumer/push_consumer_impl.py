@@ -4,10 +4,10 @@
                                               ▲                      │
                                               └── next PullRequest ◄─┴─► ConsumeMessage*Service ─► listener
 
-``pull_message`` is DefaultMQPushConsumerImpl.pullMessage: flow control first (cached count, size, span;
-orderly: the queue must be locked), then one long-polling PULL_MESSAGE whose answer feeds the ProcessQueue
-and the consume service and queues the next PullRequest. The consumer registers with its MQClientInstance,
-which heartbeats its subscriptions, persists its offsets and wakes its rebalance.
+``pull_message`` (push_consumer_pull.py) is DefaultMQPushConsumerImpl.pullMessage: flow control first (cached
+count, size, span; orderly: the queue must be locked), then one long-polling PULL_MESSAGE whose answer feeds the
+ProcessQueue and the consume service and queues the next PullRequest. The consumer registers with its
+MQClientInstance, which heartbeats its subscriptions, persists its offsets and wakes its rebalance.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from typing import Any
 
 from pocketmq.common.mix_all import DEFAULT_CONSUMER_GROUP
 from pocketmq.remoting.client_body import ConsumerData, MessageQueue, SubscriptionData
-from pocketmq.remoting.codes import ResponseCode
 from pocketmq.remoting.errors import RemotingError
 from pocketmq.remoting.tasks import TaskTracker
 
@@ -29,10 +28,9 @@ from ...consumer.allocate import AllocateMessageQueueStrategy
 from ...consumer.consumer_enums import ConsumeType, MessageModel
 from ...consumer.push_consumer_config import PushConsumerConfig
 from ...consumer.store.local_file_offset_store import LocalFileOffsetStore
-from ...consumer.store.offset_store import OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
+from ...consumer.store.offset_store import OffsetStore, RemoteBrokerOffsetStore
 from ...exceptions import MQBrokerException, MQClientException
 from ...filter_api import build_subscription_data
-from ...message import PullResult, PullStatus
 from ...trace.async_trace_dispatcher import AsyncTraceDispatcher
 from ...trace.trace_hooks import ConsumeMessageTraceHook
 from ...validators import check_group, check_topic
@@ -43,9 +41,9 @@ from .consume_message_concurrently_service import ConsumeMessageConcurrentlyServ
 from .consume_message_orderly_service import ConsumeMessageOrderlyService
 from .consume_message_service import ConsumeMessageService
 from .mq_consumer_inner import RebalancedConsumerInner
-from .pull_api import PullAPIWrapper, build_sys_flag
-from .pull_request import PullRequest
+from .pull_api import PullAPIWrapper
 from .push_consumer_admin import PushConsumerAdmin
+from .push_consumer_pull import PushConsumerPull
 from .push_consumer_retry import PushConsumerRetry, retry_topic
 from .rebalance_push_impl import RebalancePushImpl
 
@@ -53,7 +51,6 @@ log = logging.getLogger(__name__)
 
 MAX_RECONSUME_TIMES_CONCURRENTLY = 16
 MAX_RECONSUME_TIMES_ORDERLY = 2**31 - 1  # Integer.MAX_VALUE
-MIB = 1024 * 1024
 
 
 
@@ -61,7 +58,7 @@ def _closed(coro: Coroutine[Any, Any, Any]) -> None:
     coro.close()  # never started: no "coroutine was never awaited" warning
 
 
-class DefaultMQPushConsumerImpl(PushConsumerAdmin, PushConsumerRetry, RebalancedConsumerInner):
+class DefaultMQPushConsumerImpl(PushConsumerAdmin, PushConsumerRetry, PushConsumerPull, RebalancedConsumerInner):
     def __init__(
         self,
         group: str,
@@ -341,132 +338,3 @@ class DefaultMQPushConsumerImpl(PushConsumerAdmin, PushConsumerRetry, Rebalanced
     async def do_rebalance(self) -> None:
         if self.running and not self.pause:
             await self.rebalance_impl.do_rebalance(self.consume_orderly)
-
-    # --- pulling -------------------------------------------------------------------------------------------
-
-    def execute_pull_request_immediately(self, request: PullRequest) -> None:
-        if self.running:
-            self.instance.pull_message_service.execute_pull_request_immediately(request)
-
-    def execute_pull_request_later(self, request: PullRequest, delay: float) -> None:
-        if self.running:
-            self.instance.pull_message_service.execute_pull_request_later(request, delay)
-
-    def pull_message(self, request: PullRequest) -> None:
-        """Start one pull for ``request`` (PullMessageService calls this; it returns at once)."""
-        pq = request.process_queue
-        if pq.dropped or not self.running:
-            return
-        # Stamped here, before flow control sends the request back (as the Java client does): a queue held back
-        # for longer than pull_max_idle_time while its listener is slow is not "not pulled" (the rebalance
-        # dropped it, threw the slow batch's result away and took the queue again at the same offset, for good).
-        pq.last_pull_timestamp = time.monotonic()
-        cfg = self.config
-        if self.pause:
-            self.execute_pull_request_later(request, cfg.pull_time_delay_when_suspend)
-            return
-        if pq.msg_count > self.pull_threshold_for_queue or pq.msg_size > self.pull_threshold_size_for_queue * MIB:
-            self.queue_flow_control_times += 1
-            self.execute_pull_request_later(request, cfg.pull_time_delay_when_flow_control)
-            return
-        if not self.consume_orderly and pq.get_max_span() > cfg.consume_concurrently_max_span:
-            self.queue_max_span_flow_control_times += 1
-            self.execute_pull_request_later(request, cfg.pull_time_delay_when_flow_control)
-            return
-        if self.consume_orderly and cfg.message_model is MessageModel.CLUSTERING and not pq.locked:
-            self.execute_pull_request_later(request, cfg.pull_time_delay_when_exception)
-            return
-        subscription = self.rebalance_impl.subscription_inner.get(request.message_queue.topic)
-        if subscription is None:
-            self.execute_pull_request_later(request, cfg.pull_time_delay_when_exception)
-            return
-        self.spawn(self._pull(request, subscription))
-
-    async def _pull(self, request: PullRequest, subscription: SubscriptionData) -> None:
-        cfg = self.config
-        mq, pq = request.message_queue, request.process_queue
-        try:
-            if self.consume_orderly and cfg.message_model is MessageModel.CLUSTERING and not request.previously_locked:
-                # First pull since the lock was taken: start from what the previous owner committed.
-                offset = await self.rebalance_impl.compute_pull_from_where(mq)
-                if offset < 0:
-                    self.execute_pull_request_later(request, cfg.pull_time_delay_when_exception)
-                    return
-                request.previously_locked = True
-                request.next_offset = offset
-            commit_offset = 0
-            if cfg.message_model is MessageModel.CLUSTERING and not self.consume_orderly:
-                # The offset rides along on the pull (FLAG_COMMIT_OFFSET). Not for orderly consumers: a pull
-                # the broker finishes after a handoff's persist would move the offset back, and the queue's
-                # next owner would consume messages again, out of order.
-                commit_offset = await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_MEMORY)
-            post = cfg.post_subscription_when_pull and not subscription.class_filter_mode
-            sys_flag = build_sys_flag(
-                commit_offset=commit_offset > 0, suspend=True, subscription=post,
-                class_filter=subscription.class_filter_mode,
-            )
-            assert self._pull_api is not None
-            raw = await self._pull_api.pull_kernel_impl(
-                mq, subscription, request.next_offset, cfg.pull_batch_size, sys_flag, max(commit_offset, 0),
-                cfg.broker_suspend_max_time, cfg.consumer_timeout_when_suspend, subscription.sub_version,
-            )
-            result = self._pull_api.process_pull_result(mq, raw, subscription)
-        except (RemotingError, MQClientException, MQBrokerException) as e:
-            self._on_pull_exception(request, e)
-            return
-        if not pq.dropped:
-            self._on_pull_success(request, subscription, result)
-
-    def _on_pull_exception(self, request: PullRequest, e: Exception) -> None:
-        """RocketMQ's PullCallback.onException: pull again later, later still when the broker is busy."""
-        cfg = self.config
-        if isinstance(e, MQBrokerException) and e.code == ResponseCode.FLOW_CONTROL:
-            delay = cfg.pull_time_delay_when_broker_flow_control
-        else:
-            delay = cfg.pull_time_delay_when_exception
-            # (a subscription the broker has not heard of yet is the heartbeat's lag, not worth a warning)
-            if not (isinstance(e, MQBrokerException) and e.code == ResponseCode.SUBSCRIPTION_NOT_LATEST):
-                log.warning("%s: pull of %s failed: %s", self.group, request.message_queue, e)
-        self.execute_pull_request_later(request, delay)
-
-    def _on_pull_success(self, request: PullRequest, subscription: SubscriptionData, result: PullResult) -> None:
-        """RocketMQ's PullCallback.onSuccess: hand what was found to the consume service, and pull again."""
-        cfg = self.config
-        mq, pq = request.message_queue, request.process_queue
-        status = result.pull_status
-        if status is PullStatus.FOUND:
-            request.next_offset = result.next_begin_offset
-            # Tags were re-checked by process_pull_result; a SQL92 expression is the broker's alone (as in
-            # RocketMQ's client): here the properties also carry MIN_OFFSET/MAX_OFFSET, which the broker's did not.
-            msgs = result.msg_found_list
-            if not msgs:
-                self.execute_pull_request_immediately(request)
-                return
-            dispatch = pq.put_message(msgs)
-            assert self.consume_message_service is not None
-            self.consume_message_service.submit_consume_request(msgs, pq, mq, dispatch)
-            if cfg.pull_interval > 0:
-                self.execute_pull_request_later(request, cfg.pull_interval)
-            else:
-                self.execute_pull_request_immediately(request)
-        elif status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
-            request.next_offset = result.next_begin_offset
-            self._correct_tags_offset(request)
-            self.execute_pull_request_immediately(request)
-        else:  # OFFSET_ILLEGAL
-            log.warning("%s: offset of %s illegal, moving to %d", self.group, mq, result.next_begin_offset)
-            request.next_offset = result.next_begin_offset
-            pq.dropped = True
-            self.schedule(cfg.offset_illegal_delay, lambda: self.spawn(self._fix_illegal_offset(request)))
-
-    def _correct_tags_offset(self, request: PullRequest) -> None:
-        """Nothing cached: everything up to the next offset was filtered out or consumed, so commit it."""
-        if request.process_queue.msg_count == 0:
-            self.offset_store.update_offset(request.message_queue, request.next_offset, increase_only=True)
-
-    async def _fix_illegal_offset(self, request: PullRequest) -> None:
-        mq = request.message_queue
-        self.offset_store.update_offset(mq, request.next_offset, increase_only=False)
-        await self.offset_store.persist(mq)
-        await self.rebalance_impl.remove_process_queue(mq)
-        self.instance.rebalance_service.wakeup()  # take it again at the corrected offset

@@ -1,5 +1,5 @@
-"""What the push consumer's mixins (push_consumer_admin.py, push_consumer_retry.py) read of
-DefaultMQPushConsumerImpl: declarations only, for the type checker; the consumer itself holds the state."""
+"""What the push consumer's mixins (push_consumer_admin.py, push_consumer_retry.py, push_consumer_pull.py) read
+of DefaultMQPushConsumerImpl: declarations only, for the type checker; the consumer itself holds the state."""
 
 from __future__ import annotations
 

@@ -22,19 +22,17 @@ import json.encoder
 import math
 import re
 from collections.abc import Callable, Mapping
-from decimal import Decimal
 
 from . import fastjson
-from .codes import LanguageCode, SerializeType
 from .command import RemotingCommand
-from .errors import MalformedFrame
-from .speedups import speedups
+from .remoting_serializable_reader import _INT32_MAX, _INT32_MIN, _LANGUAGE_NAMES
 
-_INT_TEXT = re.compile(r"[+-]?[0-9]+")
-_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
-_LANGUAGE_NAMES = {int(lc): lc.name for lc in LanguageCode}
-_LANGUAGE_CODES = {lc.name: int(lc) for lc in LanguageCode}
-_JSON = SerializeType.JSON
+# The reading side, importable from here as before it had a module of its own (the codec and tests use this path).
+from .remoting_serializable_reader import _LANGUAGE_CODES as _LANGUAGE_CODES
+from .remoting_serializable_reader import decode_json_header as decode_json_header
+from .remoting_serializable_reader import decode_json_header_fast as decode_json_header_fast
+from .remoting_serializable_reader import decode_json_header_fast_py as decode_json_header_fast_py
+from .speedups import speedups
 
 
 def java_text(name: str, v: object) -> str:
@@ -303,192 +301,3 @@ def _encode_json_header_any(cmd: RemotingCommand) -> bytes:
     if not checked and not _like_fastjson(text):
         return encode_json_header(cmd)
     return text.encode("utf-8")
-
-
-def decode_json_header(data: bytes | bytearray | memoryview) -> RemotingCommand:
-    """The command a JSON header describes (no body yet); MalformedFrame when it is not one."""
-    try:
-        # Decimal keeps a fraction's digits as written, which is the text fastjson gives an ext value.
-        obj = fastjson.loads(data, object_type=dict, parse_float=Decimal)
-    except fastjson.JsonSyntaxError as e:
-        raise MalformedFrame(f"undecodable JSON header ({e})") from None
-    except ArithmeticError:  # (1e9999999999999999999: decimal.InvalidOperation)
-        raise MalformedFrame("undecodable JSON header (a number no Java number holds)") from None
-    try:
-        return _command_of(obj)
-    except (ValueError, ArithmeticError, RecursionError) as e:
-        # Numbers past what int() or Decimal take (4,300 digits and more), values nested past what the text form
-        # of an ext value takes: not a header, and not a bug to log with a traceback.
-        raise MalformedFrame(f"undecodable JSON header ({type(e).__name__}: {str(e)[:200]})") from None
-
-
-def _command_of(obj: object) -> RemotingCommand:
-    if not isinstance(obj, dict):
-        raise MalformedFrame(f"JSON header is a {type(obj).__name__}, not an object")
-    raw_opaque, raw_flag = obj.get("opaque"), obj.get("flag")
-    opaque = _int_or_none(raw_opaque)
-    flag = 0 if raw_flag is None else _int_or_none(raw_flag)  # (fastjson leaves a null int field at 0)
-    where = (opaque, flag)
-    if opaque is None:
-        raise MalformedFrame(f"'opaque' must be an int, got {_show(raw_opaque)}", None, flag)
-    if flag is None:
-        raise MalformedFrame(f"'flag' must be an int, got {_show(raw_flag)}", *where)
-    raw_code = obj.get("code")
-    code = _int_or_none(raw_code)
-    if code is None:
-        raise MalformedFrame(f"'code' must be an int, got {_show(raw_code)}", *where)
-    raw_version = obj.get("version", 0)
-    version = 0 if raw_version is None else _int_or_none(raw_version)
-    if version is None:
-        raise MalformedFrame(f"'version' must be an int, got {_show(raw_version)}", *where)
-    language = _language(obj.get("language"))
-    if language is None:
-        raise MalformedFrame(f"'language' must be a LanguageCode name or number, got {_show(obj.get('language'))}",
-                             *where)
-    remark = obj.get("remark")
-    if remark is not None and not isinstance(remark, str):
-        if isinstance(remark, dict | list):
-            raise MalformedFrame(f"'remark' must be a string, got {_show(remark)}", *where)
-        remark = _text(remark)
-    ext_obj = obj.get("extFields")
-    ext: dict[str, object] = {}
-    if isinstance(ext_obj, dict):
-        for k, v in ext_obj.items():
-            if v is not None:
-                ext[k] = v if type(v) is str else _text(v)
-    elif ext_obj is not None:
-        raise MalformedFrame(f"'extFields' must be an object, got {_show(ext_obj)}", *where)
-    # Positional: code, language, version, opaque, flag, remark, ext_fields, body, serialize_type.
-    return RemotingCommand(code, language, version, opaque, flag, remark, ext, None, SerializeType.JSON)
-
-
-_scan_header = fastjson.c_scanner(dict, Decimal)
-
-
-# The header as fastjson writes a RemotingCommand (bean fields sorted by name, nulls left out), around its ext map:
-# what Java's clients and pocketmq's send on nearly every frame. The ints are at most 9 digits (a Java int always)
-# and without leading zeros (as JSON has them), a remark (a pop's FOUND) without escapes; anything else is read by
-# the general path.
-_JAVA_INT = "(0|-?[1-9][0-9]{0,8})"
-_JAVA_HEAD = re.compile(f'{{"code":{_JAVA_INT},"extFields":')
-_JAVA_TAIL = re.compile(f',"flag":{_JAVA_INT},"language":"([A-Z]{{1,8}})","opaque":{_JAVA_INT},'
-                        f'(?:"remark":"([^"\\\\]*)",)?"serializeTypeCurrentRPC":"JSON","version":{_JAVA_INT}}}')
-
-
-def decode_json_header_fast_py(data: bytes | bytearray | memoryview) -> RemotingCommand:
-    """``decode_json_header(data)``, the same command or error (a hypothesis test checks the two agree). A header
-    of Java's shape (``_JAVA_HEAD``, an ext map of string values, ``_JAVA_TAIL``) has its fixed fields read by two
-    regex matches and only its ext map by the C JSON scanner (which costs more per entry than the matches); any
-    other goes to ``_decode_json_header_any``."""
-    text = str(data, "utf-8", "replace")
-    head = _JAVA_HEAD.match(text)
-    if head is None:
-        return _decode_json_header_any(text, data)
-    try:
-        ext, end = _scan_header(text, head.end())
-    except (StopIteration, ValueError, ArithmeticError, RecursionError):
-        return decode_json_header(data)
-    tail = _JAVA_TAIL.fullmatch(text, end)
-    if tail is None or type(ext) is not dict:
-        return _decode_json_header_any(text, data)
-    flag, language, opaque, remark, version = tail.groups()
-    language = _LANGUAGE_CODES.get(language)
-    try:
-        "".join(ext.values())  # every value a str (see _decode_json_header_any)
-    except TypeError:
-        return decode_json_header(data)
-    if language is None:
-        return decode_json_header(data)
-    # Positional: code, language, version, opaque, flag, remark, ext_fields, body, serialize_type.
-    return RemotingCommand(int(head[1]), language, int(version), int(opaque), int(flag), remark, ext, None, _JSON)
-
-
-decode_json_header_fast = decode_json_header_fast_py
-if speedups is not None:
-    speedups.configure(RemotingCommand, _LANGUAGE_CODES, _LANGUAGE_NAMES, _JSON)
-    _decode_json_header_c = speedups.decode_json_header
-
-    def decode_json_header_fast(data: bytes | bytearray | memoryview) -> RemotingCommand:  # noqa: F811
-        """``decode_json_header_fast_py(data)``: the C reads a header of Java's shape (``_speedups.c``), the Python
-        anything else (tests/remoting/test_remoting_speedups.py holds the two together)."""
-        cmd = _decode_json_header_c(data)
-        return cmd if cmd is not None else decode_json_header_fast_py(data)
-
-
-def _decode_json_header_any(text: str, data: bytes | bytearray | memoryview) -> RemotingCommand:
-    """``decode_json_header(data)`` (``text`` is ``data`` decoded), faster for the headers clients write: one call
-    of the C scanner (no whitespace regexes around it), and when every field has the type Java writes (ints in
-    range, the language a known name, a string remark, string ext values) the command built without checking each
-    field through the helpers. Anything else (whitespace around the object, a syntax error, a number as text) goes
-    to the reference."""
-    try:
-        obj, end = _scan_header(text, 0)
-    except (StopIteration, ValueError, ArithmeticError, RecursionError):
-        return decode_json_header(data)
-    if end != len(text) or type(obj) is not dict:
-        return decode_json_header(data)
-    get = obj.get
-    code, opaque, flag, version = get("code"), get("opaque"), get("flag", 0), get("version", 0)
-    raw_language = get("language")
-    language = _LANGUAGE_CODES.get(raw_language) if type(raw_language) is str else None
-    remark = get("remark")
-    ext = get("extFields")
-    if not (
-        type(code) is int and type(opaque) is int and type(flag) is int and type(version) is int
-        and _INT32_MIN <= code <= _INT32_MAX and _INT32_MIN <= opaque <= _INT32_MAX
-        and _INT32_MIN <= flag <= _INT32_MAX and _INT32_MIN <= version <= _INT32_MAX
-        and language is not None and (remark is None or type(remark) is str)
-    ):
-        return decode_json_header(data)
-    if ext is None:
-        ext = {}
-    elif type(ext) is not dict:
-        return decode_json_header(data)
-    else:
-        try:
-            # Every value a str: the scanner makes no str subclass, so join refuses exactly the others (in C,
-            # where a loop over the values would be Python's).
-            "".join(ext.values())
-        except TypeError:
-            return decode_json_header(data)
-    # Positional: code, language, version, opaque, flag, remark, ext_fields, body, serialize_type.
-    return RemotingCommand(code, language, version, opaque, flag, remark, ext, None, _JSON)
-
-
-def _int_or_none(v: object) -> int | None:
-    """A Java int field's value as fastjson casts it: a JSON integer, a decimal string, an integral number."""
-    if type(v) is int:
-        n = v
-    elif (isinstance(v, str) and _INT_TEXT.fullmatch(v)) or (
-        isinstance(v, Decimal | float) and math.isfinite(v) and v == int(v)
-    ):
-        n = int(v)
-    else:
-        return None
-    return n if _INT32_MIN <= n <= _INT32_MAX else None
-
-
-def _language(v: object) -> int | None:
-    if v is None:
-        return int(LanguageCode.JAVA)
-    if isinstance(v, str):
-        code = _LANGUAGE_CODES.get(v)
-        if code is not None:
-            return code
-        return int(v) if _INT_TEXT.fullmatch(v) else int(LanguageCode.OTHER)
-    return _int_or_none(v)
-
-
-def _text(v: object) -> str:
-    """A JSON value as the text fastjson stores in a String field: numbers as written, booleans ``true``/``false``,
-    objects and arrays as JSON."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int | Decimal):
-        return str(v)
-    return fastjson.dumps(v)
-
-
-def _show(v: object) -> str:
-    r = repr(v)
-    return r if len(r) <= 60 else r[:57] + "..."

@@ -168,7 +168,8 @@ def test_the_other_protocol_later_on_the_connection_is_malformed() -> None:
 
 # The new remoting modules belong to the sans-IO core (tests/test_architecture.py's REMOTING_CORE names the
 # older ones): they import no event loop and no sockets, nor the asyncio shell of remoting.
-SANS_IO_MODULES = ("fastjson", "native_codec", "remoting_serializable", "rocketmq_serializable", "wire_protocol")
+SANS_IO_MODULES = ("fastjson", "native_codec", "remoting_serializable", "remoting_serializable_reader",
+                   "rocketmq_serializable", "wire_protocol")
 FORBIDDEN = {"asyncio", "socket", "selectors", "ssl", "uvloop", "transport", "channel", "server", "client",
              "busy_poll", "tasks", "event_loop"}  # fmt: skip
 

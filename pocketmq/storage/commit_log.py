@@ -4,6 +4,8 @@ Every put, of one message or of a batch, goes through one write path (``_append`
 straight into the mapped file with one ``pack_into`` of a struct made for the record's shape (record_layout's
 ``record_struct``). The queue offset, physical offset and store timestamp are assigned inside the put lock, so
 the log is ordered by all three.
+
+Reads of the log (a record, a run of records, a record's size or store timestamp) are in commit_log_reads.py.
 """
 
 from __future__ import annotations
@@ -32,18 +34,16 @@ from pocketmq.common.record_layout import (
     HOST_SHAPES,
     IPV4_HOST_LENGTH,
     SIZE_MAGIC,
-    SYSFLAG_POS,
-    TOPIC_LENGTH_SIZES,
     field_positions,
     field_struct,
     host_flags,
-    host_lengths,
     record_magic,
     record_struct,
 )
 from pocketmq.common.topic_validator import long_topic_error
 
 from .batch_checks import batch_refusal
+from .commit_log_reads import CommitLogReads
 from .config import MessageStoreConfig, parse_delay_levels
 from .mapped_file import MappedFile
 from .mapped_file_queue import MappedFileQueue
@@ -52,10 +52,8 @@ from .schedule_routing import handle_schedule_message
 from .timer.timer_routing import ROUTED_KEYS as _ROUTED_KEYS
 
 _BLANK = SIZE_MAGIC  # the blank record that fills a file's end: TOTALSIZE and MAGICCODE only
-_SYSFLAG = field_struct("SYSFLAG")
 _MAGIC = field_struct("MAGICCODE")
 _MAGIC_POS = field_positions()["MAGICCODE"]
-_STORE_TIMESTAMP = field_struct("STORETIMESTAMP")
 _CRC_MASK = 0x7FFFFFFF
 _MAX_INT = 0x7FFFFFFF
 _V6_BITS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
@@ -106,7 +104,7 @@ def _illegal(why: str) -> _Refused:
     return _Refused(PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=why))
 
 
-class CommitLog:
+class CommitLog(CommitLogReads):
     def __init__(self, config: MessageStoreConfig) -> None:
         self.config = config
         self.mapped_file_queue = MappedFileQueue(config.store_path_commit_log, config.mapped_file_size_commit_log)
@@ -377,75 +375,6 @@ class CommitLog:
         _BLANK.pack_into(mf.mm, pos, self.file_size - pos, BLANK_MAGIC_CODE)
         mf.wrote_position = self.file_size
         return self.mapped_file_queue.get_last_mapped_file()
-
-    # -- read -------------------------------------------------------------------------------------
-    def get_min_offset(self) -> int:
-        return self.mapped_file_queue.get_min_offset()
-
-    def get_max_offset(self) -> int:
-        return self.mapped_file_queue.get_max_offset()
-
-    def roll_next_file(self, offset: int) -> int:
-        return offset + self.file_size - offset % self.file_size
-
-    def get_message(self, offset: int, size: int) -> bytes | None:
-        """The raw record at `offset` (a copy sliced from the mapped file), or None when it is gone."""
-        mf = self.mapped_file_queue.find_mapped_file_by_offset(offset)
-        if mf is None:
-            return None
-        pos = offset - mf.file_from_offset
-        if pos + size > mf.wrote_position:
-            return None
-        try:
-            return mf.mm[pos:pos + size]
-        except ValueError:  # the file was deleted (mmap closed) under us
-            return None
-
-    def get_messages(self, offsets: tuple[int, ...], sizes: tuple[int, ...], total: int) -> list[bytes] | None:
-        """The raw records at ``offsets`` (ascending, ``total`` bytes in all), one slice if they are adjacent;
-        None unless all are written and in one file."""
-        first = offsets[0]
-        mf = self.mapped_file_queue.find_mapped_file_by_offset(first)
-        if mf is None:
-            return None
-        base = mf.file_from_offset
-        end = offsets[-1] + sizes[-1] - base
-        if end > mf.wrote_position:
-            return None
-        try:
-            mm = mf.mm
-            if end - (first - base) == total:
-                return [mm[first - base:end]]
-            return [mm[p - base:p - base + s] for p, s in zip(offsets, sizes, strict=True)]
-        except ValueError:  # the file was deleted (mmap closed) under us
-            return None
-
-    def read_size_at(self, offset: int) -> int:
-        """TOTALSIZE of the record at `offset`, or -1."""
-        mf = self.mapped_file_queue.find_mapped_file_by_offset(offset)
-        if mf is None:
-            return -1
-        pos = offset - mf.file_from_offset
-        if pos + 8 > mf.wrote_position:
-            return -1
-        try:
-            size, magic = _BLANK.unpack_from(mf.mm, pos)
-        except ValueError:
-            return -1
-        return size if magic in TOPIC_LENGTH_SIZES else -1
-
-    def pickup_store_timestamp(self, offset: int, size: int) -> int:
-        """STORETIMESTAMP of the record at `offset` (its position moves with an IPv6 born host)."""
-        mf = self.mapped_file_queue.find_mapped_file_by_offset(offset)
-        if mf is None:
-            return -1
-        pos = offset - mf.file_from_offset
-        try:
-            sys_flag = _SYSFLAG.unpack_from(mf.mm, pos + SYSFLAG_POS)[0]
-            ts_pos = pos + field_positions(*host_lengths(sys_flag))["STORETIMESTAMP"]
-            return _STORE_TIMESTAMP.unpack_from(mf.mm, ts_pos)[0]
-        except (ValueError, struct.error):
-            return -1
 
     # -- lifecycle --------------------------------------------------------------------------------
     def load(self) -> None:

@@ -8,12 +8,8 @@ time keys that RocketMQ reads in milliseconds (``registerNameServerPeriod=30000`
 from __future__ import annotations
 
 import dataclasses
-import functools
-import ipaddress
 import logging
 import os
-import re
-import socket
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,10 +18,10 @@ from pocketmq.common.properties_text import property_line
 from pocketmq.common.topic_validator import RMQ_SYS_TRACE_TOPIC
 from pocketmq.remoting.channel import DEFAULT_MAX_INFLIGHT
 from pocketmq.remoting.connection_limits import ConnectionLimits
-from pocketmq.remoting.remoting_helper import parse_address
 from pocketmq.remoting.wire_protocol import WireProtocol
 from pocketmq.storage.config import DEFAULT_DELAY_LEVELS, FlushDiskType, MessageStoreConfig, parse_delay_levels
 
+from .config_addresses import host_ip, namesrv_addr_error
 from .config_checks import check_value
 from .config_properties import BrokerConfigError, decode_properties_file, format_value, read_properties
 
@@ -40,7 +36,6 @@ DEFAULT_CK_REWRITE_INTERVALS = "10s 20s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 3
 NAMESRV_PROTOCOLS = {"msgpack": WireProtocol.MSGPACK, "rocketmq": WireProtocol.NATIVE}
 _SECRET_FIELDS = frozenset({"access_key", "secret_key"})  # left out of what GET_BROKER_CONFIG answers
 _MASTER_ROLES = ("ASYNC_MASTER", "SYNC_MASTER")  # brokerRole's values pocketmq takes (RocketMQ's BrokerRole, no SLAVE)
-_HOST_NAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,251}[A-Za-z0-9_.])?")
 
 
 def _key(name: str, unit: str | None = None) -> Any:
@@ -343,7 +338,7 @@ class BrokerConfig:
     @property
     def store_host_ip(self) -> str:
         """brokerIP1 as an IP address, what every message's storeHost packs."""
-        return _host_ip(self.broker_ip1)
+        return host_ip(self.broker_ip1)
 
     @property
     def connection_limits(self) -> ConnectionLimits:
@@ -418,37 +413,3 @@ class BrokerConfig:
                 continue
             lines.append(property_line(f.metadata["key"], format_value(f, v)))  # (escaped: it reads back the same)
         return "\n".join(lines) + "\n"
-
-
-def namesrv_addr_error(namesrv_addr: str | None) -> str | None:
-    """Why a namesrvAddr ("host:port;host:port") is not one, or None."""
-    for addr in (a.strip() for a in (namesrv_addr or "").split(";")):
-        if not addr:
-            continue
-        try:
-            host, port = parse_address(addr)
-            if host and 0 < port < 65536:
-                continue
-        except ValueError:
-            pass
-        return f"name server {addr!r} is not an address: expected host:port"
-    return None
-
-
-@functools.lru_cache(maxsize=16)
-def _host_ip(host: str) -> str:
-    """An IP address as it is; a host name resolved once, as Java's InetSocketAddress resolves RocketMQ's brokerIP1
-    (the first IPv4 address, else the first one)."""
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-        return host
-    except ValueError:
-        pass
-    if not _HOST_NAME.fullmatch(host):
-        raise BrokerConfigError(f"brokerIP1 {host!r} is neither an IP address nor a host name")
-    try:
-        found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError) as e:
-        raise BrokerConfigError(f"brokerIP1 {host!r} does not resolve to an address: {e}") from None
-    ipv4 = [str(sockaddr[0]) for family, _, _, _, sockaddr in found if family == socket.AF_INET]
-    return ipv4[0] if ipv4 else str(found[0][4][0])

@@ -1,10 +1,10 @@
 """mqadmin's commands as `pocketmq <command>`, run in-process through cli.main() against a real cluster of two
-brokers (one cluster per module, each test on topics and groups of its own), plus the CLI's error lines."""
+brokers (one cluster per module, each test on topics and groups of its own). The CLI's error lines are in
+test_admin_cli_errors.py, the commands on a cluster with ACL on in test_admin_cli_acl.py."""
 
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import threading
@@ -17,6 +17,8 @@ import pytest
 from pocketmq.cli import main
 from pocketmq.embedded import ThreadedCluster
 from pocketmq.remoting.group_retry_policy import ExponentialRetryPolicy, GroupRetryPolicy
+
+from .cli_helpers import brokers, cli, cli_json, wait_routed
 
 COMMANDS = [
     "updateTopic",
@@ -49,30 +51,6 @@ COMMANDS = [
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedCluster]:
     with ThreadedCluster(tmp_path_factory.mktemp("admin-cli"), brokers=2, stats_sample_interval=0.02) as c:
         yield c
-
-
-def cli(capsys: pytest.CaptureFixture[str], cluster: ThreadedCluster, *args: str) -> tuple[int, str, str]:
-    code = main([args[0], "-n", cluster.namesrv_addr, *args[1:]])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def cli_json(capsys: pytest.CaptureFixture[str], cluster: ThreadedCluster, *args: str) -> Any:
-    code, out, err = cli(capsys, cluster, *args, "--json")
-    assert code == 0, err
-    return json.loads(out)
-
-
-def brokers(cluster: ThreadedCluster) -> list[Any]:
-    return cluster.cluster.brokers
-
-
-def wait_routed(cluster: ThreadedCluster, topic: str, n: int) -> None:
-    table = cluster.cluster.namesrv.route_info_manager.topic_queue_table  # type: ignore[union-attr]
-    deadline = time.monotonic() + 10
-    while len(table.get(topic, {})) < n:
-        assert time.monotonic() < deadline, f"{topic} not on {n} brokers"
-        time.sleep(0.01)
 
 
 @pytest.mark.parametrize("name", COMMANDS)
@@ -361,120 +339,11 @@ def test_connection_commands(cluster: ThreadedCluster, capsys: pytest.CaptureFix
     assert code == 1 and "not online" in err
 
 
-def test_unreachable_name_server_is_named_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # closed again: nothing listens there
-    code = main(["clusterList", "-n", f"127.0.0.1:{port}"])
-    err = capsys.readouterr().err
-    assert code == 1 and err == (
-        f"pocketmq clusterList: NameServerAddressError: name server 127.0.0.1:{port} unreachable: Connection refused\n"
-    )
-
-
-def test_a_silent_name_server_times_out_once(capsys: pytest.CaptureFixture[str]) -> None:
-    # A server that accepts and never answers: the command fails after its --timeout, not twice that.
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-    accepted: list[socket.socket] = []
-    threading.Thread(target=lambda: accepted.append(server.accept()[0]), daemon=True).start()
-    try:
-        started = time.monotonic()
-        code = main(["topicList", "-n", f"127.0.0.1:{server.getsockname()[1]}", "--timeout", "0.3"])
-        elapsed = time.monotonic() - started
-    finally:
-        for c in accepted:
-            c.close()
-        server.close()
-    err = capsys.readouterr().err
-    assert code == 1 and err.startswith("pocketmq topicList: timed out:") and len(err.splitlines()) == 1
-    assert elapsed < 0.6 * 2  # (a bound against a doubled timeout, not a timing measurement)
-
-
 def test_the_installed_command_runs_an_admin_command(cluster: ThreadedCluster) -> None:
     proc = subprocess.run([sys.executable, "-m", "pocketmq", "clusterList", "-n", cluster.namesrv_addr, "--json"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert {r["brokerName"] for r in json.loads(proc.stdout)} == {"broker-a", "broker-b"}
-
-
-ACL_YAML = """\
-accounts:
-  - accessKey: cliAdmin01
-    secretKey: cliAdminSecret
-    admin: true
-  - accessKey: cliUser01
-    secretKey: cliUserSecret
-    defaultTopicPerm: PUB|SUB
-    defaultGroupPerm: SUB
-"""
-ADMIN_KEYS = ["--access-key", "cliAdmin01", "--secret-key", "cliAdminSecret"]
-USER_KEYS = ["--access-key", "cliUser01", "--secret-key", "cliUserSecret"]
-
-
-@pytest.fixture(scope="module")
-def acl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedCluster]:
-    root = tmp_path_factory.mktemp("admin-cli-acl")
-    (root / "plain_acl.yml").write_text(ACL_YAML)
-    with ThreadedCluster(root / "cluster", acl_enable=True, acl_file=str(root / "plain_acl.yml"),
-                         access_key="cliAdmin01", secret_key="cliAdminSecret") as c:
-        yield c
-
-
-@pytest.mark.parametrize("protocol", ["msgpack", "rocketmq"])
-def test_commands_sign_with_credentials_on_an_acl_cluster(
-    acl_cluster: ThreadedCluster, capsys: pytest.CaptureFixture[str], protocol: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    topic = f"CliAcl_{protocol}"
-    p = ["--protocol", protocol]
-    # Without credentials, a broker refuses: one line with NO_PERMISSION (16) and the broker's remark.
-    code, out, err = cli(capsys, acl_cluster, "updateTopic", "-c", "DefaultCluster", "-t", topic, *p)
-    assert code == 1 and out == "" and len(err.splitlines()) == 1, err
-    assert err.startswith("pocketmq updateTopic: CODE: 16") and "No accessKey is configured" in err
-    # A signed account without admin rights is refused too, and told why.
-    code, _, err = cli(capsys, acl_cluster, "updateTopic", "-c", "DefaultCluster", "-t", topic, *p, *USER_KEYS)
-    assert code == 1 and len(err.splitlines()) == 1 and "CODE: 16" in err and "Need admin permission" in err, err
-    # A wrong secret: the signature does not match.
-    code, _, err = cli(capsys, acl_cluster, "updateTopic", "-c", "DefaultCluster", "-t", topic, *p,
-                       "--access-key", "cliAdmin01", "--secret-key", "notTheSecret")
-    assert code == 1 and len(err.splitlines()) == 1 and "CODE: 16" in err and "Check signature failed" in err, err
-    # One half of an account is a usage error, before any request.
-    code, _, err = cli(capsys, acl_cluster, "topicList", "--access-key", "cliAdmin01")
-    assert code == 1 and "--access-key and --secret-key go together" in err
-
-    code, out, err = cli(capsys, acl_cluster, "updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "2", "-w",
-                         "2", *p, *ADMIN_KEYS)
-    assert code == 0 and "create topic to " in out, err
-    wait_routed(acl_cluster, topic, 1)
-    # sendMessage and consumeMessage open a producer and a consumer of their own: they sign too.
-    code, out, err = cli(capsys, acl_cluster, "sendMessage", "-t", topic, "-p", "signed", *p, *USER_KEYS)
-    assert code == 0 and "SEND_OK" in out, err
-    assert acl_cluster.wait_dispatched()
-    code, out, err = cli(capsys, acl_cluster, "consumeMessage", "-t", topic, "-g", "CliAclG", *p, *USER_KEYS)
-    assert code == 0 and "BODY: signed" in out, err
-    status = cli_json(capsys, acl_cluster, "topicStatus", "-t", topic, *p, *USER_KEYS)
-    assert sum(s["maxOffset"] for s in status) == 1
-    # The account may come from the environment instead (kept out of `ps`).
-    monkeypatch.setenv("POCKETMQ_ACCESS_KEY", "cliAdmin01")
-    monkeypatch.setenv("POCKETMQ_SECRET_KEY", "cliAdminSecret")
-    code, out, err = cli(capsys, acl_cluster, "deleteTopic", "-t", topic, "-c", "DefaultCluster", *p)
-    assert code == 0 and "from NameServer success" in out, err
-
-
-def test_cluster_list_names_on_stderr_a_broker_whose_stats_it_could_not_read(
-    acl_cluster: ThreadedCluster, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # The name server's cluster table is open; the broker's runtime stats need an account. The row stays, blank, as
-    # mqadmin prints it (its stack trace on stderr becomes one line naming the broker and the refusal).
-    [broker] = brokers(acl_cluster)
-    code, out, err = cli(capsys, acl_cluster, "clusterList")
-    assert code == 0 and [line.split()[:4] for line in out.splitlines()[1:]] == [
-        ["DefaultCluster", "broker-a", "0", broker.address]]
-    assert err.startswith(f"pocketmq clusterList: no runtime stats from broker-a ({broker.address}), its row is left "
-                          "blank: CODE: 16 DESC: No accessKey is configured") and len(err.splitlines()) == 1, err
-    code, out, err = cli(capsys, acl_cluster, "clusterList", *ADMIN_KEYS)
-    assert code == 0 and err == "" and len(out.splitlines()[1].split()) == 10, out  # (a version: no blank column)
 
 
 def test_a_message_without_tags_or_keys_shows_them_as_java_null(

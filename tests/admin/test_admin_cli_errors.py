@@ -1,6 +1,7 @@
-"""The CLI against brokers that do not answer, and its refusal of option values it cannot use: each command fails
-within its --timeout with one line naming what did not answer. A frozen broker is a socket registered at the name
-server as a broker that accepts connections and never answers (as a SIGSTOPped broker process does)."""
+"""The CLI against brokers and name servers that cannot be reached or do not answer, and its refusal of option
+values it cannot use: each command fails within its --timeout with one line naming what did not answer. A frozen
+broker is a socket registered at the name server as a broker that accepts connections and never answers (as a
+SIGSTOPped broker process does)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -162,3 +164,34 @@ def test_a_name_server_that_does_not_answer_in_time_is_reported_with_the_timeout
     assert done.returncode == 1 and done.stderr == (
         f"pocketmq clusterList: timed out: no name server answered: the timeout of 0.3s ran out waiting for "
         f"{namesrv.addr}\n"), done.stderr
+
+
+def test_unreachable_name_server_is_named_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    code = main(["clusterList", "-n", f"127.0.0.1:{port}"])
+    err = capsys.readouterr().err
+    assert code == 1 and err == (
+        f"pocketmq clusterList: NameServerAddressError: name server 127.0.0.1:{port} unreachable: Connection refused\n"
+    )
+
+
+def test_a_silent_name_server_times_out_once(capsys: pytest.CaptureFixture[str]) -> None:
+    # A server that accepts and never answers: the command fails after its --timeout, not twice that.
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    accepted: list[socket.socket] = []
+    threading.Thread(target=lambda: accepted.append(server.accept()[0]), daemon=True).start()
+    try:
+        started = time.monotonic()
+        code = main(["topicList", "-n", f"127.0.0.1:{server.getsockname()[1]}", "--timeout", "0.3"])
+        elapsed = time.monotonic() - started
+    finally:
+        for c in accepted:
+            c.close()
+        server.close()
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("pocketmq topicList: timed out:") and len(err.splitlines()) == 1
+    assert elapsed < 0.6 * 2  # (a bound against a doubled timeout, not a timing measurement)

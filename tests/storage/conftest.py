@@ -131,6 +131,23 @@ def read_cq_entries(root, topic: str, queue_id: int) -> list[tuple[int, int, int
     return out
 
 
+def walk_file(path: str):
+    """[(pos, size, magic)] of the entries of one commit-log file up to the first zero TOTALSIZE."""
+    with open(path, "rb") as f:
+        data = f.read()
+    out = []
+    pos = 0
+    while pos + 8 <= len(data):
+        size, magic = struct.unpack_from(">iI", data, pos)
+        if size == 0:
+            break
+        out.append((pos, size, magic))
+        if magic == BLANK_MAGIC:
+            break
+        pos += size
+    return data, out
+
+
 def scan_commit_log(root) -> list[tuple[int, object]]:
     """(physical offset, MessageExt) of every record, walking the files as recovery does."""
     out = []

@@ -16,7 +16,6 @@ from pocketmq.common.record_layout import (
 
 from .mapped_file_queue import MappedFileQueue
 
-_SIZE_MAGIC = SIZE_MAGIC  # (TOTALSIZE and MAGICCODE: what a record's size is read with)
 _SYSFLAG = field_struct("SYSFLAG")
 _STORE_TIMESTAMP = field_struct("STORETIMESTAMP")
 
@@ -77,7 +76,7 @@ class CommitLogReads:
         if pos + 8 > mf.wrote_position:
             return -1
         try:
-            size, magic = _SIZE_MAGIC.unpack_from(mf.mm, pos)
+            size, magic = SIZE_MAGIC.unpack_from(mf.mm, pos)
         except ValueError:
             return -1
         return size if magic in TOPIC_LENGTH_SIZES else -1

@@ -54,6 +54,10 @@ RETRY_GROUP, RESUME_GROUP, CUSTOM_GROUP = "cg-hand-retry", "cg-hand-resume", "cg
 CUSTOM_TOPIC = TopicConfig("HandCustom", 3, 2, 4, "MULTI_TAG")
 RETRY_TOPIC = f"%RETRY%{RETRY_GROUP}"
 PENDING_DELAY_LEVEL = 3
+# The reader's level 3 is short, so the test does not wait out the writer's 25 s: what the writer stored under it
+# is due at once there (Apache's correctDeliverTimestamp takes a due time past now + the level's delay as now;
+# pocketmq counts the reader's delay from the store time). The writer's 25 s keep them pending until it stops.
+READER_DELAYS = {"messageDelayLevel": "1s 2s 3s"}
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 # Properties a pull adds on the way out (the client's, or the broker's answer): not part of the store.
 READ_TIME_PROPERTIES = {"MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME"}
@@ -374,13 +378,13 @@ async def store_from_pocketmq_to_apache_rocketmq(root: Path, messages: int, conf
         check_workload(before, work)
         if check_files is not None:
             check_files(store)
-        with apache_on(root / "apache", ns.addr, store, conf):
+        with apache_on(root / "apache", ns.addr, store, conf | READER_DELAYS):
             await wait_for_count(ns.addr, NORMAL, 1)
             phases.mark("start reader")
             held = await check_served_alike(ns.addr, before, work)
             phases.mark("read on reader")
         if and_back:
-            with pocketmq_on(root / "pocketmq-again", ns.addr, store, conf):
+            with pocketmq_on(root / "pocketmq-again", ns.addr, store, conf | READER_DELAYS):
                 await wait_for_count(ns.addr, NORMAL, 1)
                 again = await snapshot(ns.addr, work)
                 again.topics[DELAY] = await read_topic(ns.addr, DELAY)
@@ -417,7 +421,7 @@ async def store_from_apache_rocketmq_to_pocketmq(root: Path, messages: int, conf
         assert (store / "abort").exists() == (stop == signal.SIGKILL)
         if check_files is not None:
             check_files(store)
-        with pocketmq_on(root / "pocketmq", ns.addr, store, conf):
+        with pocketmq_on(root / "pocketmq", ns.addr, store, conf | READER_DELAYS):
             await wait_for_count(ns.addr, NORMAL, 1)
             phases.mark("start reader")
             await check_served_alike(ns.addr, before, work)

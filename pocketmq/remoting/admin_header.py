@@ -4,7 +4,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .header import CommandHeader, wire
+from .header_codec import CommandHeader, wire
+
+
+@dataclass(slots=True)
+class CreateTopicRequestHeader(CommandHeader):
+    """UPDATE_AND_CREATE_TOPIC (17): create a topic on a broker, or change it."""
+
+    topic: str
+    default_topic: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+    topic_filter_type: str = "SINGLE_TAG"
+    topic_sys_flag: int | None = None
+    order: bool = False
+    # RocketMQ 5: the attribute modifications, "+message.type=FIFO,-reserve.time" (AttributeParser's form)
+    attributes: str | None = None
+
+
+@dataclass(slots=True)
+class DeleteTopicRequestHeader(CommandHeader):
+    """DELETE_TOPIC_IN_BROKER (215)."""
+
+    topic: str
 
 
 @dataclass(slots=True)

@@ -11,7 +11,7 @@ from .body import decode_body, encode_body
 from .codes import FLAG_ONEWAY, FLAG_RESPONSE, VERSION, BodyDialect, LanguageCode, ResponseCode, SerializeType
 
 if TYPE_CHECKING:
-    from .header import CommandHeader
+    from .header_codec import CommandHeader
 
 H = TypeVar("H", bound="CommandHeader")
 B = TypeVar("B")
@@ -50,7 +50,7 @@ class RemotingCommand:
     flag: int = 0
     remark: str | None = None
     # Header map (RocketMQ's extFields). Values are msgpack scalars: str, int, bool, float; a native frame's are
-    # all str (Java's HashMap<String,String>), which header.py parses the way Java does.
+    # all str (Java's HashMap<String,String>), which header_codec.py parses the way Java does.
     ext_fields: ExtFields = field(default_factory=dict)
     body: bytes | None = None
     # RocketMQ's serializeTypeCurrentRPC: the form the command came in, set by the decoder; a response built with

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .header import CommandHeader, wire
+from .header_codec import CommandHeader, wire
 
 
 @dataclass(slots=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .header import CommandHeader
+from .header_codec import CommandHeader
 
 
 @dataclass(slots=True)

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pocketmq.remoting import header as h
+from pocketmq.remoting import header_codec as hc
 from pocketmq.remoting import remoting_serializable, rocketmq_serializable
 from pocketmq.remoting.codes import LanguageCode, RequestCode, SerializeType
 from pocketmq.remoting.command import RemotingCommand
@@ -219,10 +220,10 @@ field_values = field_texts | st.integers(-(2**64), 2**64) | st.booleans() | st.f
 @given(data=st.data())
 def test_the_compiled_header_parsers_agree_with_the_reference(data: st.DataObject) -> None:
     cls = data.draw(st.sampled_from(_header_classes()))
-    wires = [s.wire for s in h._specs(cls)]
+    wires = [s.wire for s in hc._specs(cls)]
     ext = data.draw(st.fixed_dictionaries({}, optional={w: field_values for w in wires}), label=cls.__name__)
     assert _parsed(h.from_ext, cls, ext) == _parsed(h.from_ext_reference, cls, ext)
-    python = _PYTHON_PARSERS.get(cls) or _PYTHON_PARSERS.setdefault(cls, h._compile(cls, ext_values=None)[1])
+    python = _PYTHON_PARSERS.get(cls) or _PYTHON_PARSERS.setdefault(cls, hc._compile(cls, ext_values=None)[1])
     assert _parsed(lambda cls, ext: python(ext), cls, ext) == _parsed(h.from_ext_reference, cls, ext)
 
 
@@ -233,7 +234,7 @@ _PYTHON_PARSERS: dict[type, object] = {}
 @settings(max_examples=100, deadline=None)
 @given(data=st.data())
 def test_the_compiled_v2_send_header_parser_agrees_with_the_reference(data: st.DataObject) -> None:
-    wires = [s.wire for s in h._specs(h.SendMessageRequestHeaderV2)]
+    wires = [s.wire for s in hc._specs(h.SendMessageRequestHeaderV2)]
     ext = data.draw(st.fixed_dictionaries({}, optional={w: field_values for w in wires}))
 
     def v2(cls: type[h.CommandHeader], ext: dict[str, object]) -> h.CommandHeader:

@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 
 from pocketmq.remoting import header as h
+from pocketmq.remoting import header_codec as hc
 from pocketmq.remoting.codes import PermName, RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import HeaderError
@@ -199,7 +200,7 @@ def _header_classes() -> list[type[h.CommandHeader]]:
 
 @pytest.mark.parametrize("cls", _header_classes(), ids=lambda c: c.__name__)
 def test_every_header_round_trips_through_ext_and_strings(cls: type[h.CommandHeader]) -> None:
-    specs = h._specs(cls)
+    specs = hc._specs(cls)
     header = cls(**{s.attr: _sample_value(s.kind) for s in specs})
     ext = header.to_ext()
     assert set(ext) == {s.wire for s in specs}

@@ -34,6 +34,7 @@ from pocketmq.remoting import (
     transaction_header,  # noqa: F401
 )
 from pocketmq.remoting import header as h
+from pocketmq.remoting import header_codec as hc
 from pocketmq.remoting import remoting_serializable as rs
 from pocketmq.remoting import rocketmq_serializable as rms
 from pocketmq.remoting.codes import LanguageCode, SerializeType
@@ -75,22 +76,23 @@ def test_the_c_module_is_chosen_unless_switched_off() -> None:
         assert rs.encode_json_header_fast is rs.encode_json_header_fast_py
         assert rms.decode_rocketmq_header_fast is rms.decode_rocketmq_header_fast_py
         assert rms.encode_rocketmq_header_fast is rms.encode_rocketmq_header_fast_py
-        assert h._EXT_VALUES is None
+        assert hc._EXT_VALUES is None
     else:
         assert speedups.speedups is _speedups
         assert rs.decode_json_header_fast is not rs.decode_json_header_fast_py
         assert rs.encode_json_header_fast is not rs.encode_json_header_fast_py
         assert rms.decode_rocketmq_header_fast is not rms.decode_rocketmq_header_fast_py
         assert rms.encode_rocketmq_header_fast is not rms.encode_rocketmq_header_fast_py
-        assert h._EXT_VALUES is _speedups.ext_values
+        assert hc._EXT_VALUES is _speedups.ext_values
 
 
 _CHOICE = (
-    "from pocketmq.remoting import speedups, remoting_serializable as rs, rocketmq_serializable as rms, header as h;"
+    "from pocketmq.remoting import speedups, remoting_serializable as rs, rocketmq_serializable as rms,"
+    " header_codec as hc;"
     "print(speedups.speedups is not None, rs.decode_json_header_fast is not rs.decode_json_header_fast_py,"
     " rs.encode_json_header_fast is not rs.encode_json_header_fast_py,"
     " rms.decode_rocketmq_header_fast is not rms.decode_rocketmq_header_fast_py,"
-    " rms.encode_rocketmq_header_fast is not rms.encode_rocketmq_header_fast_py, h._EXT_VALUES is not None)"
+    " rms.encode_rocketmq_header_fast is not rms.encode_rocketmq_header_fast_py, hc._EXT_VALUES is not None)"
 )
 
 
@@ -403,12 +405,12 @@ _COMPILED: dict[type, tuple[object, object]] = {}
 @given(data=st.data())
 def test_the_c_reads_header_fields_as_the_python_does(data: st.DataObject) -> None:
     cls = data.draw(st.sampled_from(_header_classes()))
-    wires = [s.wire for s in h._specs(cls)]
+    wires = [s.wire for s in hc._specs(cls)]
     ext = data.draw(st.fixed_dictionaries({}, optional={w: field_values for w in wires}), label=cls.__name__)
     if data.draw(st.booleans()):
         ext[data.draw(st.text(max_size=4))] = data.draw(field_values)  # (an unknown entry, ignored by both)
     if cls not in _COMPILED:
-        _COMPILED[cls] = (h._compile(cls, ext_values=_speedups.ext_values)[1], h._compile(cls, ext_values=None)[1])
+        _COMPILED[cls] = (hc._compile(cls, ext_values=_speedups.ext_values)[1], hc._compile(cls, ext_values=None)[1])
     with_c, python = _COMPILED[cls]
     expected = _parsed(python, cls, ext)
     assert _parsed(with_c, cls, ext) == expected
@@ -417,8 +419,8 @@ def test_the_c_reads_header_fields_as_the_python_does(data: st.DataObject) -> No
 
 
 def test_the_c_reads_a_native_send_header_itself() -> None:
-    specs = h._c_specs(h._specs(h.SendMessageRequestHeader), {f.name: f for f in
-                                                              dataclasses.fields(h.SendMessageRequestHeader)})
+    specs = hc._c_specs(hc._specs(h.SendMessageRequestHeader), {f.name: f for f in
+                                                               dataclasses.fields(h.SendMessageRequestHeader)})
     ext = {"producerGroup": "G", "topic": "T", "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
            "queueId": "-1", "sysFlag": "0", "bornTimestamp": "1717000000123", "flag": "0", "unitMode": "false",
            "batch": "true", "reconsumeTimes": "+3"}  # fmt: skip

@@ -321,6 +321,12 @@ async def test_query_consume_queue(broker, mq, dispatched) -> None:
     await mq.heartbeat("cq-client", {"GCq": {"TopicCq": "TagA"}})
     body = decode_body((await mq.invoke(RequestCode.QUERY_CONSUME_QUEUE, offline)).body, QueryConsumeQueueResponseBody)
     assert body.subscription_data.sub_string == "TagA" and body.filter_data == "null"
+    # An index in the queue answers a body, its list as long as 4.9.7's loop bound count * 20 (an int) allows:
+    # none for a count of 0 or one whose bound wraps negative, one for a bound that wraps to 4 bytes
+    for count, entries in ((0, 0), (-1, 0), (107_374_183, 0), (214_748_365, 1)):
+        resp = await mq.invoke(RequestCode.QUERY_CONSUME_QUEUE, QueryConsumeQueueRequestHeader("TopicCq", 1, 1, count))
+        assert (resp.code, resp.remark) == (ResponseCode.SUCCESS, "not set any response code"), count
+        assert len(decode_body(resp.body, QueryConsumeQueueResponseBody).queue_data) == entries, count
     past = await mq.invoke(RequestCode.QUERY_CONSUME_QUEUE, QueryConsumeQueueRequestHeader("TopicCq", 1, 4, 1))
     assert (past.code, past.remark, past.body) == (ResponseCode.SUCCESS, "Index 4 of 1@TopicCq is not exist!", None)
     missing = await mq.invoke(RequestCode.QUERY_CONSUME_QUEUE, QueryConsumeQueueRequestHeader("TopicCq", 7, 0, 1))
@@ -338,6 +344,7 @@ async def test_all_producer_info_and_system_topics(broker, mq) -> None:
     assert resp.code == ResponseCode.SUCCESS
     topics = decode_body(resp.body, TopicList).topic_list
     assert {"TBW102", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC", "DefaultCluster", "broker-a"} <= set(topics)
+    assert "rmq_sys_REVIVE_LOG_DefaultCluster" in topics  # (POP's, as 5.x lists it; 4.9.7 has none: compatibility.md)
 
 
 async def test_consume_stats_of_a_running_pop_group_list_its_pop_retry_topics(broker, mq) -> None:

@@ -21,7 +21,7 @@ from pocketmq.remoting.consume_queue_body import ConsumeQueueData, QueryConsumeQ
 from pocketmq.remoting.transport import Channel
 from pocketmq.storage.queue_cleanup import clean_expired_consume_queues, clean_unused_topics
 
-from .base import BrokerProcessor, response
+from .base import UNSET_REMARK, BrokerProcessor, response
 from .consume_stats import broker_consume_stats, topics_by_group
 
 if TYPE_CHECKING:
@@ -62,15 +62,19 @@ class AdminQueueProcessor(BrokerProcessor):
             # RocketMQ writes the group's ConsumerFilterData as JSON: null for a TAG subscription. pocketmq keeps
             # none (it evaluates SQL92 expressions without one), so it answers "null" for every subscription.
             body.filter_data = (f"{h.consumer_group}@{h.topic} is not online!" if sub is None else "null")
-        count = min(max(h.count, 0), MAX_CQ_ENTRIES)
-        raw = b""
-        if h.index >= cq.get_min_offset_in_queue():
-            raw = await c.run_in_pull_executor(cq.get_entries, h.index, count)
-        if not raw:  # (ConsumeQueue.getIndexBuffer found nothing: RocketMQ answers without a body)
+        if not cq.get_min_offset_in_queue() <= h.index < cq.get_max_offset_in_queue():
+            # (ConsumeQueue.getIndexBuffer found nothing: RocketMQ answers without a body)
             return response(request, remark=f"Index {h.index} of {h.queue_id}@{h.topic} is not exist!")
+        # 4.9.7 reads entries while their bytes are under count * 20, an int product: a count whose product
+        # wraps reads as many as the wrapped bound allows (none when it is negative), a count of 0 or less none;
+        # an index in the queue answers a body either way, its list empty
+        bound = (h.count * CQ_STORE_UNIT_SIZE + 2**31) % 2**32 - 2**31
+        count = min(max(-(-bound // CQ_STORE_UNIT_SIZE), 0), MAX_CQ_ENTRIES)
+        raw = await c.run_in_pull_executor(cq.get_entries, h.index, count) if count else b""
         body.queue_data = [ConsumeQueueData(*e) for e in _ENTRY.iter_unpack(raw[: len(raw) // CQ_STORE_UNIT_SIZE
                                                                                     * CQ_STORE_UNIT_SIZE])]
-        return response(request, body=request.encode_body(body))
+        # (4.9.7 sets the code and never the remark: createResponseCommand's stays)
+        return response(request, remark=UNSET_REMARK, body=request.encode_body(body))
 
     async def get_all_producer_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """ProducerManager.getProducerTable: every group's producers (the last heartbeat in wall-clock ms)."""

@@ -4,6 +4,9 @@ names both sides of the wire build from (the one place they are spelled)."""
 from __future__ import annotations
 
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+# RocketMQ 5's light message queues (MixAll.isLmq): a topic of this prefix is one queue, id LMQ_QUEUE_ID
+LMQ_PREFIX = "%LMQ%"
+LMQ_QUEUE_ID = 0
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 CID_RMQ_SYS_PREFIX = "CID_RMQ_SYS_"
 SCHEDULE_CONSUMER_GROUP = "SCHEDULE_CONSUMER"  # MixAll.SCHEDULE_CONSUMER_GROUP

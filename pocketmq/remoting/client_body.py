@@ -287,6 +287,9 @@ class SubscriptionGroupConfig:
     consume_message_orderly: bool = False
     # RocketMQ 5: the backoff of the group's retries (the 5.x SDKs read it from the proxy's Settings).
     group_retry_policy: GroupRetryPolicy = field(default_factory=GroupRetryPolicy)
+    # RocketMQ 5's, kept and written when set (4.9.8 has neither)
+    group_sys_flag: int = 0
+    consume_timeout_minute: int = 15
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -303,7 +306,17 @@ class SubscriptionGroupConfig:
         }
         if self.consume_message_orderly:
             out["consumeMessageOrderly"] = True
+        if self.group_sys_flag:
+            out["groupSysFlag"] = self.group_sys_flag
+        if self.consume_timeout_minute != 15:
+            out["consumeTimeoutMinute"] = self.consume_timeout_minute
         return out
+
+    def to_dict_5(self) -> dict[str, Any]:
+        """As RocketMQ 5 writes it (GET_SUBSCRIPTIONGROUP_CONFIG): every field, and no attributes."""
+        return {**self.to_dict(), "consumeMessageOrderly": self.consume_message_orderly,
+                "groupSysFlag": self.group_sys_flag, "consumeTimeoutMinute": self.consume_timeout_minute,
+                "attributes": {}}
 
     @classmethod
     def from_dict(cls, obj: object, path: str = "") -> SubscriptionGroupConfig:
@@ -322,4 +335,16 @@ class SubscriptionGroupConfig:
             consume_message_orderly=r.bool("consumeMessageOrderly", False),
             group_retry_policy=(GroupRetryPolicy() if policy is None
                                 else GroupRetryPolicy.from_dict(policy, r.at("groupRetryPolicy"))),
+            group_sys_flag=_lenient_int32(r, "groupSysFlag", 0),
+            consume_timeout_minute=_lenient_int32(r, "consumeTimeoutMinute", 15),
         )
+
+
+def _lenient_int32(r: Reader, key: str, default: int) -> int:
+    """A 5.x field 4.9.8 does not have: its value when it reads as an int, else the default (4.9.8's fastjson
+    skips the field, whatever it holds)."""
+    try:
+        value = r.int32(key, default)
+    except BodyError:
+        return default
+    return value if isinstance(value, int) else default

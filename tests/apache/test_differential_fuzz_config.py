@@ -58,7 +58,7 @@ ODD_JSON = ["5", "abc", "", "true", "TRUE", "Y", "y", "T", "t", "N", "n", "F", "
 odd_json: st.SearchStrategy[Any] = st.one_of(st.sampled_from(ODD_JSON), st.booleans(), st.integers(),
                                              st.floats(allow_nan=False, allow_infinity=False))
 # 5.x's fields pocketmq keeps and writes, 4.9.7 does not know
-FIVE_ONLY = frozenset({"groupRetryPolicy", "consumeMessageOrderly"})
+FIVE_ONLY = frozenset({"groupRetryPolicy", "consumeMessageOrderly", "groupSysFlag", "consumeTimeoutMinute"})
 # Group names with characters topic names may not have are left out: 4.9.7 stores any name, pocketmq refuses one
 # that could not name the group's retry topic (docs/compatibility.md, "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP").
 group_suffixes = st.one_of(st.just(""), st.text("abcXYZ09_-%|", max_size=12))

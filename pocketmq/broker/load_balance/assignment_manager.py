@@ -64,6 +64,10 @@ class AssignmentManager:
         queues = await self._from_name_servers(topic)
         if queues is None:
             queues = self._from_local(topic)
+        if not queues:
+            # (asked again next time, as RocketMQ 5's TopicRouteInfoManager asks for a topic it holds no queues
+            # of: a topic created since is found at once)
+            return queues
         if len(self._cache) > 10_000:  # topics come from clients: keep the table bounded
             self._cache.clear()
         self._cache[topic] = _Cached(queues, now + self.interval)

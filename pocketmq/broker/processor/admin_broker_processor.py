@@ -117,8 +117,15 @@ class AdminBrokerProcessor(BrokerProcessor):
         """UPDATE_AND_CREATE_TOPIC_LIST (RocketMQ 5's updateTopicList): each topic checked as
         UPDATE_AND_CREATE_TOPIC checks one, none created when one is refused; a topic's attributes are the
         modifications (``+key``, ``-key``) 5.x's updateTopicConfigList applies."""
-        items = Reader(request.decode_body()).list("topicConfigList", [])
+        items = Reader(request.decode_body()).list("topicConfigList", None)
+        if items is None:  # (5.5.0 iterates it: a NullPointerException)
+            return response(request, ResponseCode.SYSTEM_ERROR, "topicConfigList is null")
         tcs = [TopicConfig.from_dict(item, f"topicConfigList[{i}]") for i, item in enumerate(items)]
+        names = [tc.topic_name for tc in tcs]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            # (5.5.0 fails on it too, a "Duplicate key" of its registration, once it has stored the list)
+            return response(request, ResponseCode.SYSTEM_ERROR, f"Duplicate key {twice[0]}")
         for tc in tcs:
             modifications, tc.attributes = tc.attributes, {}
             refusal = self._topic_refusal(request, tc) or self._apply_attributes(request, tc, modifications)
@@ -253,7 +260,9 @@ class AdminBrokerProcessor(BrokerProcessor):
                                                         request: RemotingCommand) -> RemotingCommand:
         """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST (RocketMQ 5's updateSubGroupList): each group checked as
         UPDATE_AND_CREATE_SUBSCRIPTIONGROUP checks one, none created when one is refused, then one write."""
-        items = Reader(request.decode_body()).list("groupConfigList", [])
+        items = Reader(request.decode_body()).list("groupConfigList", None)
+        if items is None:  # (5.5.0 iterates it: a NullPointerException)
+            return response(request, ResponseCode.SYSTEM_ERROR, "groupConfigList is null")
         cfgs = [SubscriptionGroupConfig.from_dict(item, f"groupConfigList[{i}]") for i, item in enumerate(items)]
         for cfg in cfgs:
             if tv.is_group_illegal(cfg.group_name):
@@ -276,7 +285,7 @@ class AdminBrokerProcessor(BrokerProcessor):
         cfg = self.controller.subscription_group_manager.find_subscription_group_config(header.group)
         if cfg is None:
             return response(request, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "No group in this broker")
-        return response(request, body=request.encode_body(cfg.to_dict()))
+        return response(request, body=request.encode_body(cfg.to_dict_5()))
 
     async def get_all_consumer_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         table = self.controller.consumer_offset_manager.offset_table

@@ -38,7 +38,6 @@ from pocketmq.remoting.admin_header import (
     QueryConsumeTimeSpanRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
 )
-from pocketmq.remoting.body import TopicList
 from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
@@ -83,7 +82,6 @@ class AdminExtProcessor(BrokerProcessor):
         h[RequestCode.GET_CONSUMER_RUNNING_INFO] = self.get_consumer_running_info
         h[RequestCode.QUERY_TOPIC_CONSUME_BY_WHO] = self.query_topic_consume_by_who
         h[RequestCode.DELETE_SUBSCRIPTIONGROUP] = self.delete_subscription_group
-        h[RequestCode.GET_TOPIC_NAME_LIST] = self.get_topic_name_list
         self.boot_timestamp = int(time.time() * 1000)
 
     def _broker_name(self) -> str:
@@ -270,11 +268,6 @@ class AdminExtProcessor(BrokerProcessor):
         }
         groups |= self._groups_of_topic(topic)
         return response(request, body=request.encode_body(GroupList(sorted(groups))))
-
-    async def get_topic_name_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        # A broker's own topics (TopicList with its address).
-        names = sorted(self.controller.topic_config_manager.topic_config_table)
-        return response(request, body=request.encode_body(TopicList(names, self.controller.address)))
 
     # --- subscription groups ---
 

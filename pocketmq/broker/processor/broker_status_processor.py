@@ -48,8 +48,9 @@ class BrokerStatusProcessor(BrokerProcessor):
         """DefaultHAService.getRuntimeInfo of a master (pocketmq has no slaves): the commit log's max offset, no
         connection, the client part at its defaults."""
         body: dict[str, Any] = {
-            "haClientRuntimeInfo": {"activated": False, "lastReadTimestamp": 0, "lastWriteTimestamp": 0,
-                                    "masterFlushOffset": 0, "maxOffset": 0, "transferredByteInSecond": 0},
+            # (5.5.0's fastjson2 writes no "activated" of HAClientRuntimeInfo.isActivated, and no null masterAddr)
+            "haClientRuntimeInfo": {"lastReadTimestamp": 0, "lastWriteTimestamp": 0, "masterFlushOffset": 0,
+                                    "maxOffset": 0, "transferredByteInSecond": 0},
             "haConnectionInfo": [],
             "inSyncSlaveNums": 0,
             "master": True,

@@ -12,17 +12,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
+from pocketmq.common.mix_all import LMQ_PREFIX, LMQ_QUEUE_ID, RETRY_GROUP_TOPIC_PREFIX
 from pocketmq.common.queue_allocation import allocate_averagely, allocate_averagely_by_circle
 from pocketmq.remoting.assignment_body import (
+    MESSAGE_REQUEST_MODES,
     MessageQueueAssignment,
     QueryAssignmentRequestBody,
     QueryAssignmentResponseBody,
     SetMessageRequestModeRequestBody,
 )
-from pocketmq.remoting.client_body import MessageQueue
+from pocketmq.remoting.body import Reader
+from pocketmq.remoting.client_body import MESSAGE_MODELS, MessageQueue
 from pocketmq.remoting.codes import RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
+from pocketmq.remoting.errors import BodyError
 from pocketmq.remoting.transport import Channel
 
 from ..load_balance.assignment_manager import AssignmentManager
@@ -66,8 +69,16 @@ class QueryAssignmentProcessor(BrokerProcessor):
         return SetMessageRequestModeRequestBody(topic, group, default, share)
 
     async def query_assignment(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        body = request.decode_body(QueryAssignmentRequestBody)
-        mode = self.mode_of(body.topic, body.consumer_group)
+        r = Reader(request.decode_body())
+        body = QueryAssignmentRequestBody(r.str("topic", None), r.str("consumerGroup", None), r.str("clientId", ""),
+                                          r.str("strategyName", ""), r.enum("messageModel", MESSAGE_MODELS, None))
+        # What 5.5.0 fails on (a NullPointerException): no topic; no message model, or one it does not know
+        # (fastjson2 reads an unknown name as null); no group where it looks the group's consumers up
+        if body.topic is None or body.message_model not in MESSAGE_MODELS:
+            return response(request, ResponseCode.SYSTEM_ERROR, "topic and messageModel are required")
+        if body.consumer_group is None and body.topic in self.message_request_mode_manager.message_request_mode_map:
+            return response(request, ResponseCode.SYSTEM_ERROR, "consumerGroup is required")
+        mode = self.mode_of(body.topic, body.consumer_group or "")
         queues = await self._load_balance(body, mode)
         assignments = None if queues is None else [MessageQueueAssignment(mq, mode.mode) for mq in queues]
         return response(request, body=request.encode_body(QueryAssignmentResponseBody(assignments)))
@@ -76,7 +87,12 @@ class QueryAssignmentProcessor(BrokerProcessor):
         self, body: QueryAssignmentRequestBody, mode: SetMessageRequestModeRequestBody
     ) -> list[MessageQueue] | None:
         """None: no answer this time (the client keeps what it has); [] : drop every queue."""
-        mq_set = await self.assignment_manager.get_topic_subscribe_info(body.topic)
+        if body.topic.startswith(LMQ_PREFIX) and body.message_model == "CLUSTERING":
+            # (a light message queue: one queue of this broker, as RocketMQ 5 answers, no route asked)
+            mq_set: set[MessageQueue] | None = {MessageQueue(body.topic, self.controller.broker_config.broker_name,
+                                                             LMQ_QUEUE_ID)}
+        else:
+            mq_set = await self.assignment_manager.get_topic_subscribe_info(body.topic)
         if mq_set is None:
             if not body.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 log.warning(
@@ -87,6 +103,8 @@ class QueryAssignmentProcessor(BrokerProcessor):
             return None
         if body.message_model == "BROADCASTING" or not self.controller.broker_config.server_load_balancer_enable:
             return sorted(mq_set, key=_sort_key)
+        if body.consumer_group is None:
+            raise BodyError("consumerGroup", "is missing")
         group_info = self.controller.consumer_manager.get_consumer_group_info(body.consumer_group)
         if group_info is None:
             log.warning(
@@ -128,9 +146,22 @@ class QueryAssignmentProcessor(BrokerProcessor):
         return sorted(set(result), key=_sort_key)
 
     async def set_message_request_mode(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        body = request.decode_body(SetMessageRequestModeRequestBody)
+        r = Reader(request.decode_body())
+        body = SetMessageRequestModeRequestBody(r.str("topic", None), r.str("consumerGroup", None),
+                                                r.enum("mode", MESSAGE_REQUEST_MODES, "PULL"),
+                                                r.int32("popShareQueueNum", 0))
+        if body.topic is None:  # (5.5.0: a NullPointerException)
+            return response(request, ResponseCode.SYSTEM_ERROR, "topic is required")
         if body.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             return response(request, ResponseCode.NO_PERMISSION, "retry topic is not allowed to set mode")
+        c = self.controller
+        if c.topic_config_manager.select_topic_config(body.topic) is None:
+            return response(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{body.topic}] not exist")
+        if body.consumer_group is None:  # (5.5.0: a NullPointerException)
+            return response(request, ResponseCode.SYSTEM_ERROR, "consumerGroup is required")
+        # (a group not there yet is created first when autoCreateSubscriptionGroup, as 5.5.0's lookup does)
+        if c.subscription_group_manager.find_subscription_group_config(body.consumer_group) is None:
+            return response(request, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "subscription group does not exist")
         self.message_request_mode_manager.set_message_request_mode(body)
         await self.message_request_mode_manager.persist()
         log.info(

@@ -126,6 +126,16 @@ def properties_to_string(props: dict[str, str]) -> str:
     return "".join([f"{k}{NAME_VALUE_SEPARATOR}{v}{PROPERTY_SEPARATOR}" for k, v in props.items() if v is not None])
 
 
+def java_utf8(text: str) -> bytes:
+    """``text`` as Java's ``String.getBytes(UTF_8)`` writes it: a lone surrogate as ``?``, where ``encode()`` raises.
+    A JSON header's ``\\ud800`` gives one (fastjson and pocketmq's reader keep it in the text, as Java's String
+    does); 4.9.7 stores a message whose properties hold one, the surrogate written as ``?``."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace")
+
+
 def string_to_properties(s: str) -> dict[str, str]:
     """MessageDecoder.string2messageProperties: keeps pairs whose name and value are both non-empty."""
     out: dict[str, str] = {}

@@ -8,7 +8,8 @@ JSON library makes of Java's output:
   it), an object or array used as a key as its JSON text;
 - strings in single quotes, the escapes ``\\xHH``, ``\\v``, ``\\0``-``\\7`` and ``\\'``, raw control characters;
 - extra commas (``[1,,2]``, ``{"a":1,}``), ``/* */`` and ``//`` comments, ``Set[...]``/``TreeSet[...]`` for arrays,
-  the number suffixes ``L S B F D``, ``undefined`` for null, and whitespace (a C++ client's ``\\n``) at the end;
+  the number suffixes ``L S B F D``, ``undefined`` for null, and whitespace (a C++ client's ``\\n``) and control
+  characters at the end;
 - integers of any size exactly (never through a float: Java writes longs above 2^53 as plain numbers).
 
 Objects come back as ``JsonObject``, a dict that says it came from Java's JSON, so a body reader can take the
@@ -155,6 +156,10 @@ class _Parser:
 
     def document(self) -> Any:
         value = self.value(0)
+        # After the value fastjson's lexer steps over control characters as it does over whitespace (a C string's
+        # NUL after a header, say): nextToken's default case
+        while (c := self.peek()) and (c <= "\x1f" or c == "\x7f"):
+            self.pos += 1
         if self.peek():
             raise self.fail("unexpected text after the value")
         return value

@@ -11,8 +11,9 @@ unknown keys ignored (``serializeTypeCurrentRPC`` included: the frame's type byt
 or ordinal, numbers also as decimal strings, ext values that are JSON numbers or booleans (the C++ client's
 ``"queueId":0``, ali-ons' ``"k":false``) turned into their text as fastjson does for a ``HashMap<String,String>``,
 ``extFields`` missing, null or empty, trailing whitespace (the C++ client ends its header with ``\\n``).
-``code`` and ``opaque`` are required (without them no answer could be made or matched); a missing ``language``
-is Java's default, JAVA, an unknown name OTHER.
+Whatever else fastjson reads into RocketMQ's ``RemotingCommand`` is read as it reads it, and what it cannot read
+is a MalformedFrame (``json_header_fields``); a missing ``language`` is Java's default, JAVA, an unknown name
+OTHER.
 """
 
 from __future__ import annotations

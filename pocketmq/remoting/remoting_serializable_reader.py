@@ -4,7 +4,6 @@ says what is taken); a header of Java's own shape on a fast path, in C where ``_
 
 from __future__ import annotations
 
-import math
 import re
 from decimal import Decimal
 
@@ -12,9 +11,9 @@ from . import fastjson
 from .codes import LanguageCode, SerializeType
 from .command import RemotingCommand
 from .errors import MalformedFrame
+from .json_header_fields import Occurrences, command_of
 from .speedups import speedups
 
-_INT_TEXT = re.compile(r"[+-]?[0-9]+")
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _LANGUAGE_NAMES = {int(lc): lc.name for lc in LanguageCode}
 _LANGUAGE_CODES = {lc.name: int(lc) for lc in LanguageCode}
@@ -22,60 +21,21 @@ _JSON = SerializeType.JSON
 
 
 def decode_json_header(data: bytes | bytearray | memoryview) -> RemotingCommand:
-    """The command a JSON header describes (no body yet); MalformedFrame when it is not one."""
+    """The command a JSON header describes (no body yet); MalformedFrame when it is not one (the fields are read as
+    fastjson reads them: ``json_header_fields``)."""
     try:
         # Decimal keeps a fraction's digits as written, which is the text fastjson gives an ext value.
-        obj = fastjson.loads(data, object_type=dict, parse_float=Decimal)
+        obj = fastjson.loads(data, object_type=Occurrences, parse_float=Decimal)
     except fastjson.JsonSyntaxError as e:
         raise MalformedFrame(f"undecodable JSON header ({e})") from None
     except ArithmeticError:  # (1e9999999999999999999: decimal.InvalidOperation)
         raise MalformedFrame("undecodable JSON header (a number no Java number holds)") from None
     try:
-        return _command_of(obj)
+        return command_of(obj)
     except (ValueError, ArithmeticError, RecursionError) as e:
         # Numbers past what int() or Decimal take (4,300 digits and more), values nested past what the text form
         # of an ext value takes: not a header, and not a bug to log with a traceback.
         raise MalformedFrame(f"undecodable JSON header ({type(e).__name__}: {str(e)[:200]})") from None
-
-
-def _command_of(obj: object) -> RemotingCommand:
-    if not isinstance(obj, dict):
-        raise MalformedFrame(f"JSON header is a {type(obj).__name__}, not an object")
-    raw_opaque, raw_flag = obj.get("opaque"), obj.get("flag")
-    opaque = _int_or_none(raw_opaque)
-    flag = 0 if raw_flag is None else _int_or_none(raw_flag)  # (fastjson leaves a null int field at 0)
-    where = (opaque, flag)
-    if opaque is None:
-        raise MalformedFrame(f"'opaque' must be an int, got {_show(raw_opaque)}", None, flag)
-    if flag is None:
-        raise MalformedFrame(f"'flag' must be an int, got {_show(raw_flag)}", *where)
-    raw_code = obj.get("code")
-    code = _int_or_none(raw_code)
-    if code is None:
-        raise MalformedFrame(f"'code' must be an int, got {_show(raw_code)}", *where)
-    raw_version = obj.get("version", 0)
-    version = 0 if raw_version is None else _int_or_none(raw_version)
-    if version is None:
-        raise MalformedFrame(f"'version' must be an int, got {_show(raw_version)}", *where)
-    language = _language(obj.get("language"))
-    if language is None:
-        raise MalformedFrame(f"'language' must be a LanguageCode name or number, got {_show(obj.get('language'))}",
-                             *where)
-    remark = obj.get("remark")
-    if remark is not None and not isinstance(remark, str):
-        if isinstance(remark, dict | list):
-            raise MalformedFrame(f"'remark' must be a string, got {_show(remark)}", *where)
-        remark = _text(remark)
-    ext_obj = obj.get("extFields")
-    ext: dict[str, object] = {}
-    if isinstance(ext_obj, dict):
-        for k, v in ext_obj.items():
-            if v is not None:
-                ext[k] = v if type(v) is str else _text(v)
-    elif ext_obj is not None:
-        raise MalformedFrame(f"'extFields' must be an object, got {_show(ext_obj)}", *where)
-    # Positional: code, language, version, opaque, flag, remark, ext_fields, body, serialize_type.
-    return RemotingCommand(code, language, version, opaque, flag, remark, ext, None, SerializeType.JSON)
 
 
 _scan_header = fastjson.c_scanner(dict, Decimal)
@@ -131,6 +91,23 @@ if speedups is not None:
         return cmd if cmd is not None else decode_json_header_fast_py(data)
 
 
+def _plain_ext(ext: object, keys: int, text: str) -> bool:
+    """Whether ``ext`` is a map of str values and the header's text holds no key twice (``keys`` at its top)."""
+    if type(ext) is not dict:
+        return False
+    if text.count('":') != keys + len(ext):
+        # A key given twice (fastjson reads each occurrence; the scanner keeps the last), or a '":' inside a
+        # string, or spaces before a colon: the reference reads it
+        return False
+    try:
+        # Every value a str: the scanner makes no str subclass, so join refuses exactly the others (in C, where a
+        # loop over the values would be Python's).
+        "".join(ext.values())
+    except TypeError:
+        return False
+    return True
+
+
 def _decode_json_header_any(text: str, data: bytes | bytearray | memoryview) -> RemotingCommand:
     """``decode_json_header(data)`` (``text`` is ``data`` decoded), faster for the headers clients write: one call
     of the C scanner (no whitespace regexes around it), and when every field has the type Java writes (ints in
@@ -154,57 +131,12 @@ def _decode_json_header_any(text: str, data: bytes | bytearray | memoryview) -> 
         and _INT32_MIN <= code <= _INT32_MAX and _INT32_MIN <= opaque <= _INT32_MAX
         and _INT32_MIN <= flag <= _INT32_MAX and _INT32_MIN <= version <= _INT32_MAX
         and language is not None and (remark is None or type(remark) is str)
+        and type(get("serializeTypeCurrentRPC", "")) is str and "body" not in obj
     ):
         return decode_json_header(data)
     if ext is None:
         ext = {}
-    elif type(ext) is not dict:
+    if not _plain_ext(ext, len(obj), text):
         return decode_json_header(data)
-    else:
-        try:
-            # Every value a str: the scanner makes no str subclass, so join refuses exactly the others (in C,
-            # where a loop over the values would be Python's).
-            "".join(ext.values())
-        except TypeError:
-            return decode_json_header(data)
     # Positional: code, language, version, opaque, flag, remark, ext_fields, body, serialize_type.
     return RemotingCommand(code, language, version, opaque, flag, remark, ext, None, _JSON)
-
-
-def _int_or_none(v: object) -> int | None:
-    """A Java int field's value as fastjson casts it: a JSON integer, a decimal string, an integral number."""
-    if type(v) is int:
-        n = v
-    elif (isinstance(v, str) and _INT_TEXT.fullmatch(v)) or (
-        isinstance(v, Decimal | float) and math.isfinite(v) and v == int(v)
-    ):
-        n = int(v)
-    else:
-        return None
-    return n if _INT32_MIN <= n <= _INT32_MAX else None
-
-
-def _language(v: object) -> int | None:
-    if v is None:
-        return int(LanguageCode.JAVA)
-    if isinstance(v, str):
-        code = _LANGUAGE_CODES.get(v)
-        if code is not None:
-            return code
-        return int(v) if _INT_TEXT.fullmatch(v) else int(LanguageCode.OTHER)
-    return _int_or_none(v)
-
-
-def _text(v: object) -> str:
-    """A JSON value as the text fastjson stores in a String field: numbers as written, booleans ``true``/``false``,
-    objects and arrays as JSON."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int | Decimal):
-        return str(v)
-    return fastjson.dumps(v)
-
-
-def _show(v: object) -> str:
-    r = repr(v)
-    return r if len(r) <= 60 else r[:57] + "..."

@@ -5,10 +5,12 @@
     code i16 | language u8 | version i16 | opaque i32 | flag i32 | remarkLen i32 + remark UTF-8 |
     extLen i32 + extLen bytes of (keyLen i16 + key UTF-8, valLen i32 + value UTF-8)...
 
-All big-endian. As in RocketMQ 4.9.8 (``readStr``), a length of 0 reads as null: an empty remark comes back as
+All big-endian. As in RocketMQ 4.9.7 (``readStr``), a length of 0 reads as null: an empty remark comes back as
 None, and an ext entry with an empty key or value is left out (Java would map it to null, which a header reads as
-missing). A length that is negative or runs past its block is malformed; bytes after the ext block are ignored,
-as Java ignores them.
+missing). An ext block length of 0 or less reads no ext fields; entries are read until the block's end is
+reached, the last one may run past it (no key or value longer than the block). A remark, key or value length that
+is negative, or a read that runs past the header, is malformed (4.9.7 reads on into the frame's body, and then
+fails reading the body); bytes after the last entry are ignored.
 """
 
 from __future__ import annotations
@@ -71,22 +73,24 @@ def decode_rocketmq_header(data: bytes | bytearray | memoryview) -> RemotingComm
     pos += remark_len
     (ext_len,) = _I32.unpack_from(data, pos)
     pos += 4
-    if not 0 <= ext_len <= n - pos:
-        raise MalformedFrame(f"ext fields length {ext_len} runs past the {n}-byte ROCKETMQ header", opaque, flag)
     ext: dict[str, object] = {}
+    if ext_len > n:
+        raise MalformedFrame(f"ext fields length {ext_len} runs past the {n}-byte ROCKETMQ header", opaque, flag)
+    # 4.9.7 reads entries while it has not reached the block's end: the last may run past it (not past the
+    # header), though no key or value may be longer than the block; a length of 0 or less reads no ext fields
     end = pos + ext_len
     while pos < end:
-        if end - pos < 2:
+        if n - pos < 2:
             raise MalformedFrame("ext fields end inside a key length", opaque, flag)
         (key_len,) = _I16.unpack_from(data, pos)
         pos += 2
-        if not 0 <= key_len <= end - pos - 4:
+        if not 0 <= key_len <= min(n - pos - 4, ext_len):
             raise MalformedFrame(f"ext key length {key_len} runs past the ext fields", opaque, flag)
         key = bytes(data[pos : pos + key_len]).decode("utf-8", "replace")
         pos += key_len
         (value_len,) = _I32.unpack_from(data, pos)
         pos += 4
-        if not 0 <= value_len <= end - pos:
+        if not 0 <= value_len <= min(n - pos, ext_len):
             raise MalformedFrame(f"ext value length {value_len} of {key!r} runs past the ext fields", opaque, flag)
         if key and value_len:
             ext[key] = bytes(data[pos : pos + value_len]).decode("utf-8", "replace")

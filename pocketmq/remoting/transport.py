@@ -330,7 +330,10 @@ class Endpoint:
     def _on_malformed_frame(self, channel: Channel, error: MalformedFrame) -> None:
         log.warning("closing %r: %s", channel, error)
         flag = error.flag
-        if error.opaque is not None and flag is not None and not flag & (FLAG_RESPONSE | FLAG_ONEWAY):
+        # A native frame gets no answer, as RocketMQ's NettyDecoder closes the channel on any decode error; a
+        # msgpack one (pocketmq's own protocol) is told why when it can be.
+        if (error.opaque is not None and flag is not None and not flag & (FLAG_RESPONSE | FLAG_ONEWAY)
+                and channel.protocol is WireProtocol.MSGPACK):
             channel.send_response(
                 RemotingCommand.response(ResponseCode.SYSTEM_ERROR, remark=str(error), opaque=error.opaque)
             )

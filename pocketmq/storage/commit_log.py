@@ -29,7 +29,7 @@ from pocketmq.common.constants import (
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_TYPE_MASK,
 )
-from pocketmq.common.message import MessageExtBatch, MessageExtBrokerInner
+from pocketmq.common.message import MessageExtBatch, MessageExtBrokerInner, java_utf8, properties_to_string
 from pocketmq.common.record_layout import (
     HOST_SHAPES,
     IPV4_HOST_LENGTH,
@@ -204,7 +204,10 @@ class CommitLog(CommitLogReads):
                 return refused
             props = msg.properties
         body, born_host, ps = msg.body, msg.born_host, msg.properties_string
-        props_b = ps.encode() if ps is not None else _encode_properties(props) if props else b""
+        try:
+            props_b = ps.encode() if ps is not None else _encode_properties(props) if props else b""
+        except UnicodeEncodeError:  # a lone surrogate, from a JSON header's \ud800: Java writes it as '?'
+            props_b = java_utf8(ps if ps is not None else properties_to_string(props))
         topic_b = self._topic_entries.get(msg.topic) or self._topic_entries[msg.topic]
         store_host = msg.store_host or self._store_host
         shape = (len(body), len(topic_b), len(props_b), len(born_host), len(store_host))
@@ -287,7 +290,7 @@ class CommitLog(CommitLogReads):
             raise _illegal("all messages of a batch must share topic and queue")
         if any(m.sys_flag & TRANSACTION_TYPE_MASK for m in msgs):
             raise _illegal("a batch cannot carry transactional messages")
-        props = [m.properties_string.encode() if m.properties_string is not None
+        props = [java_utf8(m.properties_string) if m.properties_string is not None
                  else _encode_properties(m.properties) if m.properties else b"" for m in msgs]
         if (refusal := batch_refusal(props)) is not None:
             raise _illegal(refusal)

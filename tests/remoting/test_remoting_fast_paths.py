@@ -6,6 +6,7 @@ types, texts a parser must refuse), since a fast path hands anything unusual to 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import struct
 
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from pocketmq.remoting import header as h
 from pocketmq.remoting import header_codec as hc
-from pocketmq.remoting import remoting_serializable, rocketmq_serializable
+from pocketmq.remoting import json_header_fields, remoting_serializable, rocketmq_serializable
 from pocketmq.remoting.codes import LanguageCode, RequestCode, SerializeType
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import HeaderError, MalformedFrame
@@ -67,6 +68,7 @@ def _written(write, cmd: RemotingCommand) -> object:
 
 
 def _read(read, data: bytes) -> object:
+    json_header_fields._request_ids = itertools.count()  # (a header without an opaque draws the next one)
     try:
         cmd = read(data)
     except MalformedFrame as e:

@@ -195,13 +195,17 @@ ext_maps = st.dictionaries(st.text(max_size=12), ext_values, max_size=6)
 remarks = st.none() | st.text(max_size=40)
 bodies = st.none() | st.binary(max_size=64)
 languages = st.sampled_from(list(LanguageCode)) | st.integers(0, 255)
+# In a JSON header a language is its name, or its ordinal where it has none: one past 4.9.7's enum fastjson cannot
+# read (json_header_fields), so a round trip takes the known ones only
+json_languages = st.sampled_from(list(LanguageCode))
 
 
 @st.composite
 def commands(draw: st.DrawFn, serialize_type: SerializeType) -> RemotingCommand:
     small = serialize_type is ROCKETMQ  # code and version are shorts in the binary header
     return RemotingCommand(
-        code=draw(INT16 if small else INT32), language=draw(languages), version=draw(INT16 if small else INT32),
+        code=draw(INT16 if small else INT32), language=draw(languages if small else json_languages),
+        version=draw(INT16 if small else INT32),
         opaque=draw(INT32), flag=draw(INT32), remark=draw(remarks), ext_fields=draw(ext_maps), body=draw(bodies),
         serialize_type=serialize_type,
     )  # fmt: skip

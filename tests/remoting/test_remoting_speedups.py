@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib
+import itertools
 import json
 import os
 import shutil
@@ -27,6 +28,7 @@ from hypothesis import strategies as st
 import pocketmq.remoting
 from pocketmq.remoting import (
     admin_header,  # noqa: F401  (the header classes of these modules join CommandHeader's subclasses)
+    json_header_fields,
     pop_header,  # noqa: F401
     recall_header,  # noqa: F401
     reply_header,  # noqa: F401
@@ -56,6 +58,7 @@ def decode_with_c(data: bytes | memoryview) -> RemotingCommand:
 
 
 def _read(read, data: bytes | memoryview) -> object:
+    json_header_fields._request_ids = itertools.count()  # (a header without an opaque draws the next one)
     try:
         cmd = read(data)
     except MalformedFrame as e:

@@ -26,6 +26,7 @@ from pocketmq.common.message import (
     LOOPBACK_HOST,
     MessageExtBatch,
     MessageExtBrokerInner,
+    java_utf8,
     pack_host,
     properties_to_string,
 )
@@ -272,7 +273,7 @@ class AbstractSendMessageProcessor(BrokerProcessor):
             # as one without a name-value separator, dropped), then stamped if that makes room; the stamp is
             # pocketmq's addition and never gets a message refused. (A character is at most 4 bytes: most texts
             # need no encoding to know.)
-            if len(stamped) * 4 > MAX_PROPERTIES_LENGTH and len(stamped.encode()) > MAX_PROPERTIES_LENGTH:
+            if len(stamped) * 4 > MAX_PROPERTIES_LENGTH and len(java_utf8(stamped)) > MAX_PROPERTIES_LENGTH:
                 compact = properties_to_string(props)
                 if len(compact) < len(props_string):
                     return self.stamp_region(props, compact)

@@ -90,6 +90,7 @@ LONG_MODULES_FIRST = (
     "tests/apache/test_store_both_ways.py",
     "tests/apache/test_mixed_cluster.py",
     "tests/apache/test_differential",
+    "tests/proxy/test_grpc_differential_fuzz.py",
     "tests/spark/",
 )
 

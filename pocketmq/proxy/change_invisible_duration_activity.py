@@ -10,12 +10,13 @@ from .config import ProxyConfig
 from .consumer_processor import ConsumerProcessor
 from .grpc_channel_manager import GrpcChannelManager
 from .grpc_validator import validate_consumer_group, validate_topic
+from .proto_time import duration_millis
 from .protocol import load
 from .proxy_context import ProxyContext
 from .proxy_exception import ok
 from .receipt_handle import decode
 from .receipt_handle_manager import ReceiptHandleManager
-from .receive_message_activity import millis, validate_invisible_time
+from .receive_message_activity import validate_invisible_time
 
 pb = load()
 
@@ -32,7 +33,7 @@ class ChangeInvisibleDurationActivity:
         group, topic = request.group.name, request.topic.name
         validate_topic(topic)
         validate_consumer_group(group)
-        invisible_time = millis(request.invisible_duration)
+        invisible_time = duration_millis(request.invisible_duration)
         validate_invisible_time(self.config, invisible_time)
         decode(request.receipt_handle)  # (a malformed handle is refused before anything else)
         handle = await current_handle(ctx, self.channels, self.handles, group, request.message_id,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from pocketmq.remoting.codes import LanguageCode
+
 from .cluster_service import ClusterService
 from .grpc_channel_manager import GrpcChannelManager, GrpcClientChannel
 from .grpc_client_settings_manager import GrpcClientSettingsManager
@@ -18,6 +20,16 @@ log = logging.getLogger(__name__)
 
 _CONSUMERS = (pb.ClientType.PUSH_CONSUMER, pb.ClientType.SIMPLE_CONSUMER)
 NO_SETTINGS = "cannot find client settings for this client"
+# The names of RocketMQ 5.5.0's LanguageCode (NODE_JS among them, which the remoting protocol's codes do not need):
+# its proxy reads `x-mq-language` with LanguageCode.valueOf wherever it registers or unregisters a client, and
+# fails on any other (no header too), an internal error. The SDKs send one of these (the Go SDK GO, Node's HTTP).
+LANGUAGES = frozenset(code.name for code in LanguageCode) | {"NODE_JS"}
+
+
+def check_language(ctx: ProxyContext) -> None:
+    if ctx.language not in LANGUAGES:
+        raise GrpcProxyException(pb.Code.INTERNAL_SERVER_ERROR, "No enum constant org.apache.rocketmq.remoting."
+                                 f"protocol.LanguageCode.{ctx.language}. IllegalArgumentException")
 
 
 class ClientActivity:
@@ -32,6 +44,8 @@ class ClientActivity:
         if settings is None:
             return pb.HeartbeatResponse(status=status(pb.Code.UNRECOGNIZED_CLIENT_TYPE, NO_SETTINGS))
         if settings.client_type == pb.ClientType.PRODUCER:
+            if settings.publishing.topics:  # (RocketMQ registers the client per topic)
+                check_language(ctx)
             channel = self._touch(ctx)
             new = {t.name for t in settings.publishing.topics} - channel.producer_topics
             if new:
@@ -39,6 +53,7 @@ class ClientActivity:
                 self.cluster.heartbeat_soon()
         elif settings.client_type in _CONSUMERS:
             validate_consumer_group(request.group.name)
+            check_language(ctx)
             self._touch(ctx)
         else:
             return pb.HeartbeatResponse(status=status(pb.Code.UNRECOGNIZED_CLIENT_TYPE,
@@ -49,6 +64,7 @@ class ClientActivity:
         return self.channels.touch(ctx.client_id, ctx.language, ctx.client_version, ctx.remote_address)
 
     async def notify_client_termination(self, ctx: ProxyContext, request: Any) -> Any:
+        check_language(ctx)  # (before anything is removed, as RocketMQ)
         settings = self.settings.remove_client_settings(ctx.client_id)
         if settings is None:
             return pb.NotifyClientTerminationResponse(status=status(pb.Code.UNRECOGNIZED_CLIENT_TYPE, NO_SETTINGS))
@@ -87,12 +103,14 @@ class ClientActivity:
                                          f"{len(settings.publishing.topics)}")
             for topic in settings.publishing.topics:
                 validate_topic(topic.name)
+                check_language(ctx)
             topics = {t.name for t in settings.publishing.topics}
             if topics - channel.producer_topics:
                 self.cluster.heartbeat_soon()
             channel.producer_topics = topics
         elif which == "subscription":
             validate_consumer_group(settings.subscription.group.name)
+            check_language(ctx)
         else:
             return None
         self.settings.update_client_settings(ctx.client_id, settings)

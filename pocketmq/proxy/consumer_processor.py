@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable
 
 from pocketmq.client.consumer.pop_result import PopResult, PopStatus
+from pocketmq.client.exceptions import MQBrokerException
 from pocketmq.client.filter_api import EXPRESSION_TYPE_SQL92
 from pocketmq.common.extra_info_util import build_extra_info
 from pocketmq.common.message import MessageExt
@@ -69,12 +70,16 @@ class ConsumerProcessor:
     def __init__(self, cluster: ClusterService) -> None:
         self.cluster = cluster
 
-    async def broker_addr(self, topic: str, broker_name: str) -> str:
-        route = await self.cluster.route(topic)
-        addr = self.cluster.master_addr(route, broker_name)
+    async def broker_addr(self, broker_name: str) -> str:
+        """The master of the broker a receipt handle names, by the route of the topic each broker names after
+        itself, whatever topic the request names (resolveBrokerAddrInReceiptHandle)."""
+        try:
+            addr = self.cluster.master_addr(await self.cluster.route(broker_name), broker_name)
+        except Exception:
+            addr = None
         if addr is None:
-            # (ProxyExceptionCode.INVALID_BROKER_NAME, which the proxy answers as BAD_REQUEST)
-            raise GrpcProxyException(pb.Code.BAD_REQUEST, f"cannot find broker {broker_name}")
+            raise GrpcProxyException(pb.Code.INVALID_RECEIPT_HANDLE,
+                                     f"{PROXY_EXCEPTION}cannot find broker {broker_name}")
         return addr
 
     async def pop_message(self, addr: str, broker_name: str, group: str, topic: str, max_msg_nums: int,
@@ -117,20 +122,26 @@ class ConsumerProcessor:
     async def ack_message(self, handle: ReceiptHandle, group: str, topic: str) -> None:
         if handle.is_expired():
             raise GrpcProxyException(pb.Code.INVALID_RECEIPT_HANDLE, EXPIRED)
-        addr = await self.broker_addr(topic, handle.broker_name)
+        addr = await self.broker_addr(handle.broker_name)
         header = AckMessageRequestHeader(group, handle.real_topic(topic, group), handle.queue_id, handle.extra_info,
                                          handle.offset)
-        await self.cluster.api.ack_message(addr, header, self.cluster.config.request_timeout)
+        try:
+            await self.cluster.api.ack_message(addr, header, self.cluster.config.request_timeout)
+        except MQBrokerException as e:
+            raise _abnormal("ack", e) from None
 
     async def change_invisible_time(self, handle: ReceiptHandle, group: str, topic: str, invisible_time: int) -> str:
         """The message invisible for ``invisible_time`` ms from now; returns its new receipt handle."""
         if handle.is_expired():
             raise GrpcProxyException(pb.Code.INVALID_RECEIPT_HANDLE, EXPIRED)
-        addr = await self.broker_addr(topic, handle.broker_name)
+        addr = await self.broker_addr(handle.broker_name)
         real_topic = handle.real_topic(topic, group)
         header = ChangeInvisibleTimeRequestHeader(group, real_topic, handle.queue_id, handle.extra_info,
                                                   handle.offset, invisible_time)
-        h = await self.cluster.api.change_invisible_time(addr, header, self.cluster.config.request_timeout)
+        try:
+            h = await self.cluster.api.change_invisible_time(addr, header, self.cluster.config.request_timeout)
+        except MQBrokerException as e:
+            raise _abnormal("changeInvisibleDuration", e) from None
         pop_ck = build_extra_info(handle.offset, h.pop_time, h.invisible_time, h.revive_qid, real_topic,
                                   handle.broker_name, handle.queue_id, handle.offset)
         return create_handle(pop_ck, handle.commit_log_offset)
@@ -141,7 +152,7 @@ class ConsumerProcessor:
         ack of the original; the broker's (code, remark)."""
         if handle.commit_log_offset < 0:
             raise GrpcProxyException(pb.Code.INVALID_RECEIPT_HANDLE, PROXY_EXCEPTION + "commit log offset is empty")
-        addr = await self.broker_addr(topic, handle.broker_name)
+        addr = await self.broker_addr(handle.broker_name)
         header = ConsumerSendMsgBackRequestHeader(
             offset=handle.commit_log_offset, group=group, delay_level=-1, origin_msg_id=msg_id,
             origin_topic=handle.real_topic(topic, group), max_reconsume_times=0)
@@ -153,6 +164,13 @@ class ConsumerProcessor:
             except Exception as e:
                 log.warning("ack after forwarding %s to the DLQ of %s failed: %s", msg_id, group, e)
         return response.code, response.remark
+
+
+def _abnormal(what: str, error: MQBrokerException) -> GrpcProxyException:
+    """RocketMQ's client reads any answer but SUCCESS to an ack or a change of invisible time as the status
+    NO_EXIST (the broker's code and remark dropped), which its proxy answers as an internal error."""
+    log.debug("%s refused by the broker: %s %s", what, error.code, error.remark)
+    return GrpcProxyException(pb.Code.INTERNAL_SERVER_ERROR, f"{what} failed: status is abnormal")
 
 
 def message_id(msg: MessageExt) -> str:

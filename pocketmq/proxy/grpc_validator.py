@@ -7,35 +7,13 @@ import unicodedata
 from pocketmq.client.exceptions import MQClientException
 from pocketmq.client.validators import check_group, check_topic
 from pocketmq.common.java_text import is_blank
-from pocketmq.common.mix_all import (
-    CID_ONSAPI_OWNER_GROUP,
-    CID_ONSAPI_PERMISSION_GROUP,
-    CID_ONSAPI_PULL_GROUP,
-    CID_RMQ_SYS_PREFIX,
-    CID_SYS_RMQ_TRANS,
-    CLIENT_INNER_PRODUCER_GROUP,
-    FILTERSRV_CONSUMER_GROUP,
-    MONITOR_CONSUMER_GROUP,
-    ONS_HTTP_PROXY_GROUP,
-    SELF_TEST_CONSUMER_GROUP,
-    SELF_TEST_PRODUCER_GROUP,
-    TOOLS_CONSUMER_GROUP,
-)
-from pocketmq.common.pop_ack_constants import REVIVE_GROUP
+from pocketmq.common.mix_all import CID_RMQ_SYS_PREFIX
 from pocketmq.common.topic_validator import SYSTEM_TOPIC_PREFIX, SYSTEM_TOPICS
 
 from .protocol import load
 from .proxy_exception import GrpcProxyException
 
 pb = load()
-
-# TopicValidator.SYSTEM_TOPIC_SET (plus the rmq_sys_ prefix) and MixAll's system consumer groups (the revive
-# group among them; the default groups are not).
-SYSTEM_GROUPS = frozenset({
-    REVIVE_GROUP, TOOLS_CONSUMER_GROUP, FILTERSRV_CONSUMER_GROUP, MONITOR_CONSUMER_GROUP, CLIENT_INNER_PRODUCER_GROUP,
-    SELF_TEST_PRODUCER_GROUP, SELF_TEST_CONSUMER_GROUP, ONS_HTTP_PROXY_GROUP, CID_ONSAPI_PERMISSION_GROUP,
-    CID_ONSAPI_OWNER_GROUP, CID_ONSAPI_PULL_GROUP, CID_SYS_RMQ_TRANS,
-})
 
 
 def contains_control_character(data: str) -> bool:
@@ -57,7 +35,9 @@ def validate_consumer_group(name: str) -> None:
         check_group(name)
     except MQClientException as e:
         raise GrpcProxyException(pb.Code.ILLEGAL_CONSUMER_GROUP, str(e))
-    if name in SYSTEM_GROUPS or name.startswith(CID_RMQ_SYS_PREFIX):
+    # MixAll.isSysConsumerGroup: the CID_RMQ_SYS_ prefix only (the revive group has it); RocketMQ's proxy takes its
+    # predefined groups (TOOLS_CONSUMER...) as any other.
+    if name.startswith(CID_RMQ_SYS_PREFIX):
         raise GrpcProxyException(pb.Code.ILLEGAL_CONSUMER_GROUP, "cannot use system consumer group")
 
 

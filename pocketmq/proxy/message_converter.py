@@ -42,6 +42,7 @@ from pocketmq.common.message import MessageExt
 
 from .config import ProxyConfig
 from .grpc_validator import contains_control_character, validate_tag
+from .proto_time import duration_seconds, timestamp_millis, timestamp_valid
 from .protocol import load
 from .proxy_exception import GrpcProxyException
 
@@ -123,7 +124,7 @@ def build_message_property(config: ProxyConfig, message: Any, producer_group: st
     if sp.message_type == pb.MessageType.TRANSACTION:
         _put_transaction_properties(config, sp, props)
     if sp.HasField("delivery_timestamp"):
-        deliver_ms = sp.delivery_timestamp.ToMilliseconds()
+        deliver_ms = timestamp_millis(sp.delivery_timestamp)
         if 0 < config.max_delay_time_millis < deliver_ms - now_ms:
             raise GrpcProxyException(pb.Code.ILLEGAL_DELIVERY_TIME, "the max delay time of message is too large, "
                                      f"max is {config.max_delay_time_millis}")
@@ -138,8 +139,8 @@ def build_message_property(config: ProxyConfig, message: Any, producer_group: st
     born_host = remote_address if is_blank(sp.born_host) else sp.born_host
     if not is_blank(born_host):
         props[PROPERTY_BORN_HOST] = born_host
-    if sp.HasField("born_timestamp"):
-        props[PROPERTY_BORN_TIMESTAMP] = str(sp.born_timestamp.ToMilliseconds())
+    if sp.HasField("born_timestamp") and timestamp_valid(sp.born_timestamp):
+        props[PROPERTY_BORN_TIMESTAMP] = str(timestamp_millis(sp.born_timestamp))
     return props
 
 
@@ -168,7 +169,7 @@ def _put_transaction_properties(config: ProxyConfig, sp: Any, props: dict[str, s
     """A half message, with the time before its first check when the producer names one."""
     props[PROPERTY_TRANSACTION_PREPARED] = "true"
     if sp.HasField("orphaned_transaction_recovery_duration"):
-        seconds = sp.orphaned_transaction_recovery_duration.seconds
+        seconds = duration_seconds(sp.orphaned_transaction_recovery_duration)
         if 0 < config.max_transaction_recovery_second < seconds:
             raise GrpcProxyException(pb.Code.BAD_REQUEST, "the max transaction recovery time of message is too "
                                      f"large, max is {config.max_transaction_recovery_second}")

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pocketmq.client.exceptions import MQClientException
 from pocketmq.common.recall_message_handle import RecallHandleError, decode_handle
 from pocketmq.common.topic_attributes import TopicMessageType
+from pocketmq.remoting.codes import ResponseCode
 from pocketmq.remoting.recall_header import RecallMessageRequestHeader
 
 from .cluster_service import ClusterService
@@ -31,8 +33,7 @@ class RecallMessageActivity:
         topic = request.topic.name
         validate_topic(topic)
         if self.config.enable_topic_message_type_check:
-            route = await self.cluster.route(topic)
-            check_message_type(topic, await self.cluster.topic_message_type(topic, route), TopicMessageType.DELAY)
+            check_message_type(topic, await self.topic_type(topic), TopicMessageType.DELAY)
         try:
             handle = decode_handle(request.recall_handle)
         except RecallHandleError as e:
@@ -42,6 +43,17 @@ class RecallMessageActivity:
                                             broker_name=handle.broker_name)
         message_id = await self.cluster.recall_message(addr, header)
         return pb.RecallMessageResponse(status=ok(), message_id=message_id)
+
+    async def topic_type(self, topic: str) -> str | None:
+        """The topic's message type; a topic the name server does not know is UNSPECIFIED, as RocketMQ's metadata
+        service has it, so its recall is a type conflict, not TOPIC_NOT_FOUND."""
+        try:
+            route = await self.cluster.route(topic)
+        except MQClientException as e:
+            if e.response_code != ResponseCode.TOPIC_NOT_EXIST:
+                raise
+            return "UNSPECIFIED"
+        return await self.cluster.topic_message_type(topic, route)
 
     async def broker_addr(self, broker_name: str) -> str:
         """The master of ``broker_name``, found by the route of the topic every broker names after itself

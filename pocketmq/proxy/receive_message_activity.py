@@ -32,6 +32,7 @@ from .grpc_channel_manager import GrpcChannelManager
 from .grpc_client_settings_manager import GrpcClientSettingsManager
 from .grpc_validator import validate_consumer_group, validate_topic
 from .message_converter import inflate_to_send, to_grpc_message
+from .proto_time import duration_millis
 from .protocol import load
 from .proxy_context import ProxyContext
 from .proxy_exception import GrpcProxyException, status, status_of
@@ -53,10 +54,6 @@ def validate_invisible_time(config: ProxyConfig, invisible_time: int, min_invisi
     if 0 < config.max_invisible_time_millis < invisible_time:
         raise GrpcProxyException(pb.Code.ILLEGAL_INVISIBLE_TIME,
                                  f"the invisibleTime is too large. max is {config.max_invisible_time_millis}")
-
-
-def millis(duration: Any) -> int:
-    return int(duration.seconds * 1000 + duration.nanos // 1_000_000)
 
 
 def _delivery_timestamp() -> Any:
@@ -201,10 +198,10 @@ class ReceiveMessageActivity:
         c = self.config
         remaining = ctx.remaining_ms
         if request.HasField("long_polling_timeout"):
-            polling_time = millis(request.long_polling_timeout)
+            polling_time = duration_millis(request.long_polling_timeout)
         elif remaining is not None:
             settings = self.settings.client_settings(ctx.client_id)
-            request_timeout = millis(settings.request_timeout) if settings is not None else \
+            request_timeout = duration_millis(settings.request_timeout) if settings is not None else \
                 int(c.request_timeout * 1000)
             polling_time = remaining - request_timeout // 2
         else:
@@ -216,9 +213,9 @@ class ReceiveMessageActivity:
         """An auto-renewed receive gets the proxy's invisible time (renewed until acked); any other names its own,
         within the proxy's bounds."""
         c = self.config
+        invisible_time = duration_millis(request.invisible_duration)  # (read, so checked, either way)
         if auto_renew:
             return c.default_invisible_time_millis
-        invisible_time = millis(request.invisible_duration)
         validate_invisible_time(c, invisible_time, c.min_invisible_time_millis_for_recv)
         return invisible_time
 

@@ -11,6 +11,12 @@ from client_fakes import FakeBroker, FakeNamesrv
 from tests.loops import pytest_asyncio_loop_factories, pytest_configure  # noqa: F401 (the both_loops hooks)
 
 
+@pytest.fixture(params=["msgpack", "rocketmq"])
+def protocol(request: pytest.FixtureRequest) -> str:
+    """Both wire protocols, for a test that takes ``protocol`` and is not parametrized otherwise."""
+    return str(request.param)
+
+
 @pytest.fixture
 async def namesrv() -> AsyncIterator[FakeNamesrv]:
     ns = FakeNamesrv()

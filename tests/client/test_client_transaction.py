@@ -41,17 +41,6 @@ from pocketmq.common.topic_validator import (
 )
 
 
-@pytest.fixture(params=["msgpack", "rocketmq"])
-def protocol(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-async def cluster(tmp_path: Any) -> AsyncIterator[Any]:
-    async with embedded.EmbeddedCluster(tmp_path, **FAST_CHECK) as c:
-        yield c
-
-
 @pytest.fixture
 async def late_check_cluster(tmp_path: Any) -> AsyncIterator[Any]:
     async with embedded.EmbeddedCluster(tmp_path, **LATE_CHECK) as c:

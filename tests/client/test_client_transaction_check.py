@@ -37,11 +37,6 @@ from pocketmq.client import (
 from pocketmq.common.topic_validator import RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC
 
 
-@pytest.fixture(params=["msgpack", "rocketmq"])
-def protocol(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 @pytest.fixture
 async def cluster(tmp_path: Any) -> AsyncIterator[Any]:
     async with embedded.EmbeddedCluster(tmp_path, **FAST_CHECK) as c:

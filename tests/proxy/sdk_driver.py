@@ -15,7 +15,6 @@ from pocketmq import embedded
 from pocketmq.client.message import Message as PocketMessage
 from pocketmq.client.sync import SyncProducer, SyncSimpleConsumer
 from pocketmq.common.message import MessageExt
-from pocketmq.remoting.client_body import SubscriptionGroupConfig
 
 from .sdk_helpers import FAST_CHECK, create_topic, pull_all, wait_for, wait_pulled
 
@@ -145,15 +144,6 @@ def assert_stored_as_sent(sent: dict[str, Any], m: MessageExt, prefix: str) -> N
         assert m.queue_offset == sent["offset"]
     # The SDKs compress nothing; pocketmq stores the body as it came.
     assert m.sys_flag & 1 == 0
-
-
-def set_group(cluster: embedded.ThreadedCluster, group: str, **config: Any) -> None:
-    async def update() -> None:
-        broker = cluster.cluster.broker
-        assert broker is not None
-        broker.subscription_group_manager.update_subscription_group_config(SubscriptionGroupConfig(group, **config))
-
-    cluster._call(update())
 
 
 def send_with_pocketmq(cluster: embedded.ThreadedCluster, topic: str, prefix: str, count: int) -> dict[str, Any]:

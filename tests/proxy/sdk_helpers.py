@@ -1,5 +1,5 @@
-"""What the SDK tests share: a cluster in a thread of its own (the SDKs block, or run elsewhere), topics made on
-it, and pocketmq's 4.x pull consumer reading back what they sent."""
+"""What the SDK tests share: a cluster in a thread of its own (the SDKs block, or run elsewhere), topics made and
+groups configured on it, and pocketmq's 4.x pull consumer reading back what they sent."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pocketmq.client.message import PullStatus
 from pocketmq.client.sync import SyncPullConsumer
 from pocketmq.common.message import MessageExt
 from pocketmq.remoting.body import TopicConfig
+from pocketmq.remoting.client_body import SubscriptionGroupConfig
 
 # The broker's transaction checks in milliseconds, so a check-back happens within the test.
 FAST_CHECK: dict[str, Any] = {"transaction_timeout": 0.3, "transaction_check_interval": 0.05}
@@ -60,3 +61,12 @@ def wait_pulled(cluster: embedded.ThreadedCluster, topic: str, count: int) -> li
 
     wait_for(enough)
     return found
+
+
+def set_group(cluster: embedded.ThreadedCluster, group: str, **config: Any) -> None:
+    async def update() -> None:
+        broker = cluster.cluster.broker
+        assert broker is not None
+        broker.subscription_group_manager.update_subscription_group_config(SubscriptionGroupConfig(group, **config))
+
+    cluster._call(update())

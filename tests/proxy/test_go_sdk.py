@@ -32,9 +32,8 @@ from .sdk_driver import (
     dead_letters,
     of,
     send_with_pocketmq,
-    set_group,
 )
-from .sdk_helpers import create_topic, pull_all, wait_for, wait_pulled
+from .sdk_helpers import create_topic, pull_all, set_group, wait_for, wait_pulled
 
 GO5_DIR = NATIVE_CLIENTS / "go5"
 

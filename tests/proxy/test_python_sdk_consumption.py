@@ -8,6 +8,7 @@ The SDK is synchronous (its own threads and event loop), so the cluster runs in 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -30,9 +31,8 @@ from pocketmq import embedded
 from pocketmq.client.message import Message as PocketMessage
 from pocketmq.client.sync import SyncProducer, SyncSimpleConsumer
 from pocketmq.common.message import MessageExt
-from pocketmq.remoting.client_body import SubscriptionGroupConfig
 
-from .sdk_helpers import create_topic, pull_all, wait_for
+from .sdk_helpers import create_topic, pull_all, set_group, wait_for
 
 # The SDK may open a stream on the main thread, which needs a current event loop (see main_thread_loop).
 pytestmark = pytest.mark.usefixtures("main_thread_loop")
@@ -63,12 +63,16 @@ def producer5(consumer_cluster: embedded.ThreadedCluster) -> Iterator[Producer]:
     producer.shutdown()
 
 
+@contextlib.contextmanager
 def simple_consumer(cluster: embedded.ThreadedCluster, group: str, topic: str, expression: str = "*",
-                    await_duration: int = 1) -> SimpleConsumer:
+                    await_duration: int = 1) -> Iterator[SimpleConsumer]:
     consumer = SimpleConsumer(ClientConfiguration(cluster.grpc_endpoint, Credentials(), request_timeout=5), group,
                               {topic: FilterExpression(expression)}, await_duration=await_duration)
     consumer.startup()
-    return consumer
+    try:
+        yield consumer
+    finally:
+        consumer.shutdown()
 
 
 def send5(producer: Producer, topic: str, body: bytes, tag: str | None = None, group: str | None = None,
@@ -98,21 +102,11 @@ def receive_until(consumer: SimpleConsumer, count: int, invisible: int = 10, tim
     return got
 
 
-def set_group(cluster: embedded.ThreadedCluster, group: str, **config: Any) -> None:
-    async def update() -> None:
-        broker = cluster.cluster.broker
-        assert broker is not None
-        broker.subscription_group_manager.update_subscription_group_config(SubscriptionGroupConfig(group, **config))
-
-    cluster._call(update())
-
-
 def test_a_simple_consumer_receives_what_the_sdk_sent_and_acks_it(consumer_cluster, producer5):
     cluster = consumer_cluster
     create_topic(cluster, "Recv5")
     receipt = send5(producer5, "Recv5", b"hello 5", tag="TagA", keys=("k1", "k2"), properties={"color": "red"})
-    consumer = simple_consumer(cluster, "RecvGroup5", "Recv5")
-    try:
+    with simple_consumer(cluster, "RecvGroup5", "Recv5") as consumer:
         [msg] = receive_until(consumer, 1)
         assert (msg.message_id, msg.body, msg.tag, sorted(msg.keys)) == (receipt.message_id, b"hello 5", "TagA",
                                                                         ["k1", "k2"])
@@ -120,16 +114,13 @@ def test_a_simple_consumer_receives_what_the_sdk_sent_and_acks_it(consumer_clust
         assert msg.topic == "Recv5" and msg.receipt_handle
         consumer.ack(msg)
         assert consumer.receive(32, 10) == []
-    finally:
-        consumer.shutdown()
 
 
 def test_a_message_not_acked_comes_back_with_its_next_attempt(consumer_cluster, producer5):
     cluster = consumer_cluster
     create_topic(cluster, "Redeliver5")
     receipt = send5(producer5, "Redeliver5", b"again")
-    consumer = simple_consumer(cluster, "RedeliverGroup5", "Redeliver5")
-    try:
+    with simple_consumer(cluster, "RedeliverGroup5", "Redeliver5") as consumer:
         [first] = receive_until(consumer, 1, invisible=1)
         [second] = receive_until(consumer, 1, invisible=10)
         assert first.message_id == second.message_id == receipt.message_id
@@ -137,16 +128,13 @@ def test_a_message_not_acked_comes_back_with_its_next_attempt(consumer_cluster, 
         assert first.receipt_handle != second.receipt_handle
         consumer.ack(second)
         assert consumer.receive(32, 10) == []
-    finally:
-        consumer.shutdown()
 
 
 def test_change_invisible_duration_gives_a_new_handle_that_acks(consumer_cluster, producer5):
     cluster = consumer_cluster
     create_topic(cluster, "Change5")
     send5(producer5, "Change5", b"nack me")
-    consumer = simple_consumer(cluster, "ChangeGroup5", "Change5")
-    try:
+    with simple_consumer(cluster, "ChangeGroup5", "Change5") as consumer:
         [msg] = receive_until(consumer, 1, invisible=30)
         old = msg.receipt_handle
         consumer.change_invisible_duration(msg, 1)  # back in a second, not in thirty
@@ -156,8 +144,6 @@ def test_change_invisible_duration_gives_a_new_handle_that_acks(consumer_cluster
         consumer.change_invisible_duration(again, 30)
         consumer.ack(again)  # with the handle the change gave
         assert consumer.receive(32, 10) == []
-    finally:
-        consumer.shutdown()
 
 
 def test_a_tag_filter_delivers_only_its_tags(consumer_cluster, producer5):
@@ -165,15 +151,12 @@ def test_a_tag_filter_delivers_only_its_tags(consumer_cluster, producer5):
     create_topic(cluster, "Tags5")
     for tag in ("A", "B", "C", "A"):
         send5(producer5, "Tags5", f"tag {tag}".encode(), tag=tag)
-    consumer = simple_consumer(cluster, "TagGroup5", "Tags5", expression="A || C")
-    try:
+    with simple_consumer(cluster, "TagGroup5", "Tags5", expression="A || C") as consumer:
         got = receive_until(consumer, 3)
         for msg in got:
             consumer.ack(msg)
         assert sorted(m.tag for m in got) == ["A", "A", "C"]
         assert consumer.receive(32, 10) == []
-    finally:
-        consumer.shutdown()
 
 
 def test_a_fifo_group_gets_a_message_group_in_order_one_batch_at_a_time(consumer_cluster, producer5):
@@ -182,8 +165,7 @@ def test_a_fifo_group_gets_a_message_group_in_order_one_batch_at_a_time(consumer
     set_group(cluster, "FifoGroup5", consume_message_orderly=True)
     for i in range(4):
         send5(producer5, "Fifo5C", f"step {i}".encode(), group="order-7")
-    consumer = simple_consumer(cluster, "FifoGroup5", "Fifo5C")
-    try:
+    with simple_consumer(cluster, "FifoGroup5", "Fifo5C") as consumer:
         seen = []
         for _ in range(2):
             [msg] = receive_until(consumer, 1, batch=1)
@@ -194,8 +176,6 @@ def test_a_fifo_group_gets_a_message_group_in_order_one_batch_at_a_time(consumer
         rest = receive_until(consumer, 2)  # a batch: in order
         for msg in rest:
             consumer.ack(msg)
-    finally:
-        consumer.shutdown()
     assert seen + [m.body for m in rest] == [f"step {i}".encode() for i in range(4)]
 
 
@@ -204,13 +184,10 @@ def test_a_delay_message_is_not_received_before_its_time(consumer_cluster, produ
     create_topic(cluster, "Delay5C")
     deliver_at = int(time.time()) + 2  # (the Python SDK sends whole seconds)
     receipt = send5(producer5, "Delay5C", b"later", at=deliver_at)
-    consumer = simple_consumer(cluster, "DelayGroup5", "Delay5C")
-    try:
+    with simple_consumer(cluster, "DelayGroup5", "Delay5C") as consumer:
         [msg] = receive_until(consumer, 1)
         received_at = time.time()
         consumer.ack(msg)
-    finally:
-        consumer.shutdown()
     assert msg.message_id == receipt.message_id
     assert msg.delivery_timestamp == deliver_at * 1000 or msg.delivery_timestamp == deliver_at
     assert received_at >= deliver_at
@@ -224,14 +201,11 @@ def test_a_recalled_delay_message_is_never_received(consumer_cluster, producer5)
     recalled, kept = (send5(producer5, "Recall5", body, at=deliver_at) for body in (b"recalled", b"kept"))
     assert recalled.recall_handle and kept.recall_handle
     assert producer5.recall_message("Recall5", recalled.recall_handle) == recalled.message_id
-    consumer = simple_consumer(consumer_cluster, "RecallGroup5", "Recall5")
-    try:
+    with simple_consumer(consumer_cluster, "RecallGroup5", "Recall5") as consumer:
         got = receive_until(consumer, 1)
         got += consumer.receive(32, 10)  # (one more long poll: the recalled one was due in the same slot)
         for msg in got:
             consumer.ack(msg)
-    finally:
-        consumer.shutdown()
     assert [m.body for m in got] == [b"kept"]
     with pytest.raises(Exception, match="recall failed, timestamp invalid"):
         producer5.recall_message("Recall5", kept.recall_handle)
@@ -262,13 +236,10 @@ def test_a_message_retried_past_its_group_s_attempts_goes_to_the_dead_letter_que
     create_topic(cluster, "Dlq5")
     set_group(cluster, "DlqGroup5", retry_max_times=1)
     receipt = send5(producer5, "Dlq5", b"poison")
-    consumer = simple_consumer(cluster, "DlqGroup5", "Dlq5")
-    try:
+    with simple_consumer(cluster, "DlqGroup5", "Dlq5") as consumer:
         attempts = [receive_until(consumer, 1, invisible=1)[0].delivery_attempt for _ in range(2)]
         [dead] = dead_letters(cluster, "DlqGroup5", 1)
         assert consumer.receive(32, 10) == []
-    finally:
-        consumer.shutdown()
     assert attempts == [1, 2]
     assert dead.uniq_key == receipt.message_id and dead.body == b"poison"
 
@@ -341,12 +312,9 @@ def test_a_message_sent_by_pocketmq_s_client_reaches_the_sdk_with_its_id_tag_key
     with SyncProducer("MeetProducer", cluster.namesrv_addr) as producer:
         result = producer.send(PocketMessage("Meet5", b"from 4.x", tags="Tag4", keys=["a", "b"],
                                              properties={"origin": "pocketmq"}))
-    consumer = simple_consumer(cluster, "MeetGroup5", "Meet5")
-    try:
+    with simple_consumer(cluster, "MeetGroup5", "Meet5") as consumer:
         [msg] = receive_until(consumer, 1)
         consumer.ack(msg)
-    finally:
-        consumer.shutdown()
     assert (msg.message_id, msg.body, msg.tag, sorted(msg.keys)) == (result.msg_id, b"from 4.x", "Tag4", ["a", "b"])
     assert msg.properties == {"origin": "pocketmq"} and not msg.corrupted
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 from transport_app import (
@@ -18,9 +17,11 @@ from transport_app import (
     RECORD,
     WRONG,
     App,
+    app_fixture,  # noqa: F401 (the fixture app)
     assert_serving,
     raw_connect,
     read_command,
+    small_frames_fixture,  # noqa: F401 (the fixture server_options)
 )
 
 from pocketmq.remoting.client import RemotingClient
@@ -33,16 +34,6 @@ from pocketmq.remoting.errors import (
 )
 from pocketmq.remoting.server import RemotingServer
 from pocketmq.remoting.transport import Channel
-
-
-@pytest.fixture
-def app() -> App:
-    return App()
-
-
-@pytest.fixture
-def server_options() -> dict[str, Any]:
-    return {"max_frame_size": 8192}  # small, so the size limits are cheap to hit
 
 
 async def test_port_zero_binds_a_real_port(server: RemotingServer) -> None:

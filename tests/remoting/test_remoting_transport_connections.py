@@ -10,7 +10,6 @@ import gc
 import socket
 import struct
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 import msgpack
 import pytest
@@ -20,11 +19,13 @@ from transport_app import (
     PARK,
     RECORD,
     App,
+    app_fixture,  # noqa: F401 (the fixture app)
     assert_serving,
     frame,
     raw_connect,
     read_command,
     read_eof,
+    small_frames_fixture,  # noqa: F401 (the fixture server_options)
 )
 
 from pocketmq.remoting.client import RemotingClient
@@ -37,16 +38,6 @@ from pocketmq.remoting.errors import (
 )
 from pocketmq.remoting.server import RemotingServer
 from pocketmq.remoting.transport import Channel
-
-
-@pytest.fixture
-def app() -> App:
-    return App()
-
-
-@pytest.fixture
-def server_options() -> dict[str, Any]:
-    return {"max_frame_size": 8192}  # small, so the size limits are cheap to hit
 
 
 async def test_malformed_frame_with_opaque_is_answered_then_closed(

@@ -1,10 +1,14 @@
 """The processors and raw-socket helpers test_remoting_transport.py and test_remoting_transport_connections.py
-serve and speak with."""
+serve and speak with, and their ``app`` and ``server_options`` fixtures (named fixtures those two import: other
+modules here have an ``app`` of their own, so not in conftest.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import struct
+from typing import Any
+
+import pytest
 
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.codec import decode_frames
@@ -15,6 +19,16 @@ from pocketmq.remoting.transport import Channel, parse_address
 
 ECHO, BOOM, PARK, RECORD, GATE, BIG, WRONG = 1001, 1002, 1003, 1004, 1005, 1006, 1007
 GUARD = 5.0  # upper bound for things that should happen promptly; a hang fails instead of blocking CI
+
+
+@pytest.fixture(name="app")
+def app_fixture() -> App:
+    return App()
+
+
+@pytest.fixture(name="server_options")
+def small_frames_fixture() -> dict[str, Any]:
+    return {"max_frame_size": 8192}  # small, so the size limits are cheap to hit
 
 
 class App:

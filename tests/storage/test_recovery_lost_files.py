@@ -68,6 +68,19 @@ def test_deleted_tail_commit_log_files_truncate_the_queues(stores, store_root, e
 
 # -- (c) lost consume queues -------------------------------------------------------------------------
 
+def queue_counts(store) -> dict:
+    return {k: cq.get_max_offset_in_queue() for k, cq in store.consume_queue_table.items()}
+
+
+def assert_queues_rebuilt(stores, store_root, exit_kind, before, counts) -> None:
+    """Reopened, the queues are as they were (``before``, ``counts``) and TopicA's queue 1 goes on from its count."""
+    store = reopen(stores, exit_kind)
+    assert snapshot_queues(store_root) == before
+    assert queue_counts(store) == counts
+    assert put_ok(store, msg(queue_id=1, body=b"next")).logics_offset == counts[("TopicA", 1)]
+    assert_consistent(store, store_root)
+
+
 @pytest.mark.parametrize("exit_kind", EXITS)
 def test_deleted_consumequeue_dir_is_rebuilt_identically(stores, store_root, exit_kind):
     store = stores.open()
@@ -76,15 +89,11 @@ def test_deleted_consumequeue_dir_is_rebuilt_identically(stores, store_root, exi
     put_ok(store, msg(topic="%RETRY%group", body=b"retry"))
     assert store.wait_dispatched()
     before = snapshot_queues(store_root)
-    counts = {k: cq.get_max_offset_in_queue() for k, cq in store.consume_queue_table.items()}
+    counts = queue_counts(store)
     store.shutdown()
     shutil.rmtree(os.path.join(str(store_root), "consumequeue"))
 
-    store = reopen(stores, exit_kind)
-    assert snapshot_queues(store_root) == before
-    assert {k: cq.get_max_offset_in_queue() for k, cq in store.consume_queue_table.items()} == counts
-    assert put_ok(store, msg(queue_id=1, body=b"next")).logics_offset == counts[("TopicA", 1)]
-    assert_consistent(store, store_root)
+    assert_queues_rebuilt(stores, store_root, exit_kind, before, counts)
 
 
 @pytest.mark.parametrize("exit_kind", EXITS)
@@ -244,17 +253,13 @@ def test_deleted_consume_queue_file_is_rebuilt(stores, store_root, exit_kind, lo
     populate(store, 400, queues=4)  # 100 entries per queue: two 50-entry files each
     assert store.wait_dispatched()
     before = snapshot_queues(store_root)
-    counts = {k: cq.get_max_offset_in_queue() for k, cq in store.consume_queue_table.items()}
+    counts = queue_counts(store)
     store.shutdown()
     files = sorted(os.listdir(cq_dir(store_root, "TopicA", 1)))
     assert len(files) == 2
     os.unlink(os.path.join(cq_dir(store_root, "TopicA", 1), files[0 if lost == "first" else -1]))
 
-    store = reopen(stores, exit_kind)
-    assert snapshot_queues(store_root) == before
-    assert {k: cq.get_max_offset_in_queue() for k, cq in store.consume_queue_table.items()} == counts
-    assert put_ok(store, msg(queue_id=1, body=b"next")).logics_offset == counts[("TopicA", 1)]
-    assert_consistent(store, store_root)
+    assert_queues_rebuilt(stores, store_root, exit_kind, before, counts)
 
 
 @pytest.mark.parametrize("exit_kind", EXITS)

@@ -19,7 +19,7 @@
  * decode_rocketmq_header(data), encode_rocketmq_header(cmd)
  *                           rocketmq_serializable's reader and writer of the binary header for a well-formed
  *                           header, and a command whose fields fit and whose ext values are str, int, bool or None.
- * ext_values(ext, specs)    the field values header._compile's from_ext reads from an ext map, in field order,
+ * ext_values(ext, specs)    the field values header_codec._compile's from_ext reads from an ext map, in field order,
  *                           when every field is present with its type or the common text of it (decimal ints of
  *                           up to 18 digits, 9 for Java ints, "true"/"false"), or absent and optional.
  */
@@ -994,7 +994,7 @@ configure_rocketmq(PyObject *self, PyObject *serialize_type)
 
 /* ---- a typed header's fields from its ext map ------------------------------------------------------------- */
 
-/* The kinds of header._compile's field specs. */
+/* The kinds of header_codec._compile's field specs. */
 enum { KIND_STR = 0, KIND_LONG = 1, KIND_INT = 2, KIND_BOOL = 3, KIND_FLOAT = 4 };
 
 /* A decimal text [+-]?[0-9]{1,max_digits} as an int; NULL (no exception) when the text is not one. */

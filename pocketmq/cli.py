@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import shutil
@@ -85,6 +86,21 @@ def _add_console(sub) -> None:
     p.set_defaults(func=_console)
 
 
+class PortInUseError(OSError):
+    """A server's port is taken. The OS's error names only the address; this one names the option that moves it."""
+
+
+@contextlib.contextmanager
+def _port_option(server: str, port: int, option: str):
+    try:
+        yield
+    except OSError as e:
+        if e.errno != errno.EADDRINUSE:
+            raise
+        raise PortInUseError(f"{server} port {port} is already in use (another pocketmq, or RocketMQ, running?): "
+                             f"stop it, or choose another port with {option} (0 picks a free one)") from e
+
+
 # A console bound to every interface answers only to the names it knows (against DNS rebinding): say how to add one.
 OTHER_HOSTS = ("on every interface; from another machine, open it by a name or address given with {option} NAME "
                "(other Host names are refused)")
@@ -120,7 +136,8 @@ async def _console(args) -> int:
     console = ConsoleServer(args.namesrv_addr, args.host, args.port, admin=args.admin, store_roots=roots,
                             access_key=args.access_key, secret_key=args.secret_key, protocol=args.protocol,
                             allowed_hosts=args.allow_host)
-    await console.start()
+    with _port_option("the console's", args.port, "--port"):
+        await console.start()
     print(f"pocketmq console: {console.url} ({'admin' if args.admin else 'read-only'}; metrics at "
           f"{console.url}metrics)", flush=True)
     if console.on_every_interface:
@@ -184,11 +201,13 @@ async def _dev(args) -> int:
     args.host = args.host or "127.0.0.1"  # (the name server's and the gRPC endpoint's address)
     namesrv = NamesrvController(NamesrvConfig(listen_host=args.host, listen_port=args.namesrv_port,
                                               acl_file=config.resolved_acl_file if config.acl_enable else None))
-    await namesrv.start()
+    with _port_option("the name server's", args.namesrv_port, "--namesrv-port"):
+        await namesrv.start()
     config.namesrv_addr = namesrv.address
     try:
         broker = BrokerController(config, config_file=args.config)
-        await broker.start()
+        with _port_option("the broker's", config.listen_port, "--broker-port"):
+            await broker.start()
     except BaseException:
         await namesrv.shutdown()
         raise
@@ -286,7 +305,7 @@ async def _start_console(args, namesrv_addr: str, broker: Any) -> tuple[Any, str
         await console.start()
     except OSError as e:  # e.g. the port is taken: the cluster is still worth running
         await console.stop()
-        return None, f"could not serve the console on port {args.console_port}: {e}"
+        return None, f"could not serve the console on port {args.console_port} (--console-port): {e}"
     return console, None
 
 
@@ -308,7 +327,7 @@ async def _start_grpc(args, namesrv_addr: str, broker: Any) -> tuple[Any, str | 
     try:
         return await GrpcProxy(config, {broker.address: broker.remoting_server}).start(), None
     except (OSError, RuntimeError) as e:
-        return None, f"could not serve gRPC on port {args.grpc_port}: {e}"
+        return None, f"could not serve gRPC on port {args.grpc_port} (--grpc-port): {e}"
 
 
 def namesrv_config(args):
@@ -324,7 +343,8 @@ async def _namesrv(args) -> int:
 
     stop = _stop_on_signal()
     namesrv = NamesrvController(namesrv_config(args))
-    await namesrv.start()
+    with _port_option("the name server's", args.port, "--port"):
+        await namesrv.start()
     freeze_start_up_objects()
     print(f"pocketmq name server listening on {namesrv.address}", flush=True)
     try:
@@ -363,7 +383,8 @@ async def _broker(args) -> int:
               file=sys.stderr, flush=True)
     stop = _stop_on_signal()
     broker = BrokerController(config, config_file=args.config)
-    await broker.start()
+    with _port_option("the broker's", config.listen_port, f"listenPort in {args.config}"):
+        await broker.start()
     freeze_start_up_objects()
     bound = broker.remoting_server.address  # (bindAddress; brokerIP1 is what the name server tells clients)
     told = "" if bound == broker.address else f" (clients are told {broker.address})"

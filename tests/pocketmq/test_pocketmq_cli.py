@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -319,6 +320,52 @@ def test_a_config_file_port_out_of_range_is_refused(tmp_path):
     conf.write_text("listenPort=99999\n")
     out = run("broker", "-c", str(conf), "-p")
     assert out.returncode != 0 and "listenPort 99999 is out of range 0-65535" in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("command, option", [
+    (["dev", "--namesrv-port", "{port}"], "--namesrv-port"),
+    (["dev", "--namesrv-port", "0", "--broker-port", "{port}"], "--broker-port"),
+    (["namesrv", "--port", "{port}"], "--port"),
+    (["broker", "-c", "{conf}"], "listenPort in "),
+    (["console", "-n", "127.0.0.1:1", "--port", "{port}"], "--port"),
+])
+def test_a_port_in_use_names_the_option_that_moves_it(tmp_path, command, option):
+    # A second `make run`, or a RocketMQ on 9876, was "OSError: [Errno 98] error while attempting to bind on
+    # address ('127.0.0.1', 9876): address already in use", which says neither what holds it nor what to change.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        conf = tmp_path / "broker.conf"
+        conf.write_text(f"listenPort={port}\nstorePathRootDir={tmp_path / 'b'}\nnamesrvAddr=127.0.0.1:1\n")
+        args = [a.format(port=port, conf=conf) for a in command]
+        out = run(*args, "--no-console", "--no-grpc", "--store", str(tmp_path / "dev")) if args[0] == "dev" \
+            else run(*args)
+    assert out.returncode == 1, out.stderr
+    assert f"pocketmq {args[0]}: PortInUseError: " in out.stderr and f"port {port} is already in use" in out.stderr
+    assert f"choose another port with {option}" in out.stderr, out.stderr
+
+
+def test_dev_without_its_console_or_grpc_port_names_the_option_and_runs(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        proc = subprocess.Popen([*CLI, "dev", "--store", str(tmp_path / "dev"), "--namesrv-port", "0", "--broker-port",
+                                 "0", "--console-port", port, "--grpc-port", port], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        try:
+            lines = []
+            for line in proc.stdout:
+                lines.append(line)
+                if "Ctrl-C" in line:
+                    break
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=60)
+    out = "".join(lines)
+    assert f"no console: could not serve the console on port {port} (--console-port): " in out, out
+    assert f"no gRPC endpoint: could not serve gRPC on port {port} (--grpc-port): " in out, out
 
 
 def test_dev_that_fails_after_its_broker_started_stops_it_cleanly(tmp_path):

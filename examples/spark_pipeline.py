@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if cluster is not None:
             cluster.stop()
-            shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)  # the checkpoint, with --namesrv too
     return 0
 
 

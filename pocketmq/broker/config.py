@@ -200,6 +200,11 @@ class BrokerConfig:
     skip_when_ck_re_put_reach_max_times: bool = _f(False, "skipWhenCKRePutReachMaxTimes")
     # Percent of pops that read the group's pop retry topic first (RocketMQ: popFromRetryProbability, 20).
     pop_from_retry_probability: int = _f(20, "popFromRetryProbability")
+    # A PRIORITY topic's pops (5.5.0): the retry topic first this percent of the time (none: the topic's
+    # priorities come first), and its queues read from the highest (priorityOrderAsc: the larger the priority the
+    # sooner; off, from queue 0). Other topics' pops read their queues the same way round, from a random one.
+    pop_from_retry_probability_for_priority: int = _f(0, "popFromRetryProbabilityForPriority")
+    priority_order_asc: bool = _f(True, "priorityOrderAsc")
     # Parked pops per topic@group@queue before POLLING_FULL (RocketMQ: popPollingSize).
     pop_polling_size: int = _f(1024, "popPollingSize")
     # Parked pops in all (of POP_MESSAGE, and of NOTIFICATION apart) before POLLING_FULL (RocketMQ:

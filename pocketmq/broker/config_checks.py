@@ -107,6 +107,7 @@ _CHECKS: dict[str, Check] = {
     **{name: _percent for name in (
         "disk_max_used_space_ratio", "disk_space_warning_level_ratio", "disk_space_clean_forcibly_ratio",
         "access_message_in_memory_max_ratio", "pop_from_retry_probability",
+        "pop_from_retry_probability_for_priority",
     )},
     **{name: _period for name in (
         "flush_interval_commit_log", "flush_interval_consume_queue", "clean_resource_interval",

@@ -85,9 +85,14 @@ PROPERTY_START_DELIVER_TIME = "__STARTDELIVERTIME"
 PROPERTY_TRACE_CONTEXT = "TRACE_CONTEXT"
 PROPERTY_BORN_TIMESTAMP = "BORN_TIMESTAMP"
 KEY_SEPARATOR = " "
+# RocketMQ 5.5's priority messages (a PRIORITY topic's, an int >= 0: the queue, and so the pop order) and lite
+# topics (pocketmq serves no lite topic: the property only types a send, which is then refused)
+PROPERTY_PRIORITY = "_SYS_MSG_PRIORITY_"
+PROPERTY_LITE_TOPIC = "__LITE_TOPIC"
 
-# MessageConst.STRING_HASH_SET (4.9.8, with 5.x's timer names and TRAN_PREPARED_QUEUE_OFFSET): Message.putUserProperty
-# refuses these names. Not CHECK_IMMUNITY_TIME_IN_SECONDS, which RocketMQ tells transaction users to set as theirs.
+# MessageConst.STRING_HASH_SET (4.9.8, with 5.x's timer names, TRAN_PREPARED_QUEUE_OFFSET and 5.5's priority and
+# lite topic): Message.putUserProperty refuses these names. Not CHECK_IMMUNITY_TIME_IN_SECONDS, which RocketMQ tells
+# transaction users to set as theirs.
 SYSTEM_PROPERTY_NAMES = frozenset(
     {
         PROPERTY_TRACE_SWITCH, PROPERTY_MSG_REGION, PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_WAIT_STORE_MSG_OK,
@@ -100,7 +105,7 @@ SYSTEM_PROPERTY_NAMES = frozenset(
         PROPERTY_PUSH_REPLY_TIME, PROPERTY_CLUSTER, PROPERTY_MESSAGE_TYPE, "INNER_MULTI_QUEUE_OFFSET",
         PROPERTY_TIMER_DELAY_SEC, PROPERTY_TIMER_DELIVER_MS, PROPERTY_TIMER_ENQUEUE_MS, PROPERTY_TIMER_DEQUEUE_MS,
         PROPERTY_TIMER_ROLL_TIMES, PROPERTY_TIMER_OUT_MS, PROPERTY_TIMER_DEL_UNIQKEY, "TIMER_DELAY_LEVEL",
-        PROPERTY_TIMER_DELAY_MS,
+        PROPERTY_TIMER_DELAY_MS, PROPERTY_PRIORITY, PROPERTY_LITE_TOPIC,
     }
 )
 

@@ -12,6 +12,8 @@ from enum import StrEnum
 from .attribute import JAVA_LONG_MAX, Attribute, EnumAttribute, LongRangeAttribute
 from .constants import (
     PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_LITE_TOPIC,
+    PROPERTY_PRIORITY,
     PROPERTY_SHARDING_KEY,
     PROPERTY_START_DELIVER_TIME,
     PROPERTY_TIMER_DELAY_MS,
@@ -19,6 +21,9 @@ from .constants import (
     PROPERTY_TIMER_DELIVER_MS,
     PROPERTY_TRANSACTION_PREPARED,
 )
+from .java_text import parse_integer
+
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 
 
 class TopicMessageType(StrEnum):
@@ -27,6 +32,8 @@ class TopicMessageType(StrEnum):
     FIFO = "FIFO"
     DELAY = "DELAY"
     TRANSACTION = "TRANSACTION"
+    PRIORITY = "PRIORITY"
+    LITE = "LITE"
     MIXED = "MIXED"
 
 
@@ -91,7 +98,22 @@ def message_type_of(properties: Mapping[str, str]) -> TopicMessageType:
         return TopicMessageType.DELAY
     if properties.get(PROPERTY_SHARDING_KEY) is not None:
         return TopicMessageType.FIFO
+    if properties.get(PROPERTY_PRIORITY) is not None:
+        return TopicMessageType.PRIORITY
+    if properties.get(PROPERTY_LITE_TOPIC) is not None:
+        return TopicMessageType.LITE
     return TopicMessageType.NORMAL
+
+
+def message_priority(properties: Mapping[str, str]) -> int:
+    """Message.getPriority: the priority property as NumberUtils.toInt reads it, -1 when absent or not an int."""
+    value = properties.get(PROPERTY_PRIORITY)
+    if value is None:
+        return -1
+    try:
+        return parse_integer(value, _INT_MIN, _INT_MAX)
+    except ValueError:
+        return -1
 
 
 def type_conflict(expected: TopicMessageType, actual: TopicMessageType) -> str | None:

@@ -111,11 +111,24 @@ class ClientActivity:
         elif which == "subscription":
             validate_consumer_group(settings.subscription.group.name)
             check_language(ctx)
+            check_not_lite(settings)
         else:
             return None
         self.settings.update_client_settings(ctx.client_id, settings)
         merged = self.settings.client_settings(ctx.client_id)
         return pb.TelemetryCommand(status=ok(), settings=merged)
+
+
+def check_not_lite(settings: Any) -> None:
+    """5.5.0's refusals of its lite consumers (ClientProcessor.validateLiteMode, buildConsumeType): a lite push
+    consumer needs a lite group (``lite.bind.topic``), which pocketmq, having no lite topics, never has; 5.5.0
+    registers no lite simple consumer at all."""
+    if settings.client_type == pb.ClientType.LITE_PUSH_CONSUMER:
+        raise GrpcProxyException(pb.Code.ILLEGAL_CONSUMER_GROUP,
+                                 f"regular group cannot use LITE mode: {settings.subscription.group.name}")
+    if settings.client_type == pb.ClientType.LITE_SIMPLE_CONSUMER:
+        raise GrpcProxyException(pb.Code.INTERNAL_SERVER_ERROR,
+                                 "Client type is not consumer, type: LITE_SIMPLE_CONSUMER")
 
 
 def telemetry_error(error: GrpcProxyException) -> bool:

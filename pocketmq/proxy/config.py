@@ -41,6 +41,7 @@ class ProxyConfig:
     max_user_property_size: int = 16 * 1024
     user_property_max_num: int = 128
     max_message_group_size: int = 64
+    max_lite_topic_size: int = 64
     max_delay_time_millis: int = 24 * 3600 * 1000
     max_transaction_recovery_second: int = 3600
     enable_message_body_empty_check: bool = True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 from pocketmq.client.exceptions import MQClientException
@@ -50,3 +51,17 @@ def validate_tag(tag: str) -> None:
         raise GrpcProxyException(pb.Code.ILLEGAL_MESSAGE_TAG, "tag cannot contain '|'")
     if contains_control_character(tag):
         raise GrpcProxyException(pb.Code.ILLEGAL_MESSAGE_TAG, "tag cannot contain control character")
+
+
+def validate_lite_topic(lite_topic: str, max_size: int) -> None:
+    """A send's lite topic (5.5.0's GrpcValidator.validateLiteTopic): ASCII letters, digits, '-' and '_' only."""
+    if is_blank(lite_topic):
+        raise GrpcProxyException(pb.Code.ILLEGAL_LITE_TOPIC, "lite topic cannot be the char sequence of whitespace")
+    if len(lite_topic.encode()) > max_size:
+        raise GrpcProxyException(pb.Code.ILLEGAL_LITE_TOPIC, f"lite topic exceed the max size {max_size}")
+    if _LITE_TOPIC.fullmatch(lite_topic) is None:
+        raise GrpcProxyException(pb.Code.ILLEGAL_LITE_TOPIC, "lite topic can only contain alphanumeric "
+                                 "characters, hyphens(-), and underscores(_)")
+
+
+_LITE_TOPIC = re.compile(r"[A-Za-z0-9_-]+")

@@ -25,7 +25,9 @@ from pocketmq.common.constants import (
     PROPERTY_DLQ_ORIGIN_MESSAGE_ID,
     PROPERTY_DLQ_ORIGIN_TOPIC,
     PROPERTY_KEYS,
+    PROPERTY_LITE_TOPIC,
     PROPERTY_POP_CK,
+    PROPERTY_PRIORITY,
     PROPERTY_PRODUCER_GROUP,
     PROPERTY_RECONSUME_TIME,
     PROPERTY_SHARDING_KEY,
@@ -39,9 +41,10 @@ from pocketmq.common.constants import (
 )
 from pocketmq.common.java_text import is_blank, java_split, parse_integer
 from pocketmq.common.message import MessageExt
+from pocketmq.common.topic_attributes import message_priority
 
 from .config import ProxyConfig
-from .grpc_validator import contains_control_character, validate_tag
+from .grpc_validator import contains_control_character, validate_lite_topic, validate_tag
 from .proto_time import duration_seconds, timestamp_millis, timestamp_valid
 from .protocol import load
 from .proxy_exception import GrpcProxyException
@@ -60,6 +63,7 @@ SYSTEM_PROPERTY_NAMES = frozenset({
     "TIMER_DELAY_LEVEL", "TIMER_DELAY_MS", "TIMER_DELAY_SEC", "TIMER_DELIVER_MS", "TIMER_DEL_UNIQKEY",
     "TIMER_DEQUEUE_MS", "TIMER_ENQUEUE_MS", "TIMER_OUT_MS", "TIMER_ROLL_TIMES", "TRACE_ON", "TRANSFER_FLAG",
     "TRAN_MSG", "TRAN_PREPARED_QUEUE_OFFSET", "TTL", "UNIQ_KEY", "WAIT", "__BORNHOST", "__CRC32#",
+    PROPERTY_PRIORITY, PROPERTY_LITE_TOPIC,
 })
 
 
@@ -129,11 +133,21 @@ def build_message_property(config: ProxyConfig, message: Any, producer_group: st
             raise GrpcProxyException(pb.Code.ILLEGAL_DELIVERY_TIME, "the max delay time of message is too large, "
                                      f"max is {config.max_delay_time_millis}")
         props[PROPERTY_TIMER_DELIVER_MS] = str(deliver_ms)
+    if sp.HasField("priority"):
+        if sp.priority < 0:
+            # (5.5.0's Message.setPriority throws IllegalArgumentException: an internal error, its text)
+            raise GrpcProxyException(pb.Code.INTERNAL_SERVER_ERROR, "The priority must be greater than or equal to 0. "
+                                     "IllegalArgumentException")
+        props[PROPERTY_PRIORITY] = str(sp.priority)
     props[PROPERTY_RECONSUME_TIME] = str(sp.delivery_attempt)
     props[PROPERTY_PRODUCER_GROUP] = producer_group
     if sp.message_group:
         _validate_message_group(config, sp.message_group)
         props[PROPERTY_SHARDING_KEY] = sp.message_group
+    if sp.lite_topic:
+        # (only to type the send: a lite message is then a type conflict, as pocketmq has no LITE topic)
+        validate_lite_topic(sp.lite_topic, config.max_lite_topic_size)
+        props[PROPERTY_LITE_TOPIC] = sp.lite_topic
     if sp.trace_context:
         props[PROPERTY_TRACE_CONTEXT] = sp.trace_context
     born_host = remote_address if is_blank(sp.born_host) else sp.born_host
@@ -196,6 +210,7 @@ def _validate_message_group(config: ProxyConfig, group: str) -> None:
 
 _TRANSACTION, _DELAY, _FIFO, _NORMAL = (int(pb.MessageType.TRANSACTION), int(pb.MessageType.DELAY),
                                         int(pb.MessageType.FIFO), int(pb.MessageType.NORMAL))
+_PRIORITY, _LITE = int(pb.MessageType.PRIORITY), int(pb.MessageType.LITE)
 
 
 def build_message_type(props: dict[str, str]) -> int:
@@ -208,6 +223,10 @@ def build_message_type(props: dict[str, str]) -> int:
         return _DELAY
     if PROPERTY_SHARDING_KEY in props:
         return _FIFO
+    if PROPERTY_PRIORITY in props:
+        return _PRIORITY
+    if PROPERTY_LITE_TOPIC in props:
+        return _LITE
     return _NORMAL
 
 
@@ -299,8 +318,13 @@ def to_grpc_message(msg: MessageExt) -> Any:
     _set_timestamp(sp.store_timestamp, msg.store_timestamp)
     sp.store_host = msg.store_host
     _set_delivery_timestamp(sp, props)
+    priority = message_priority(props)
+    if priority >= 0:
+        sp.priority = priority
     if PROPERTY_SHARDING_KEY in props:
         sp.message_group = props[PROPERTY_SHARDING_KEY]
+    if PROPERTY_LITE_TOPIC in props:
+        sp.lite_topic = props[PROPERTY_LITE_TOPIC]
     if PROPERTY_POP_CK in props:
         sp.receipt_handle = props[PROPERTY_POP_CK]
     sp.queue_id = msg.queue_id

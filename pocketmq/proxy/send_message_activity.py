@@ -49,6 +49,10 @@ def check_message_type(topic: str, topic_type: str | None, message_type: TopicMe
     """DefaultTopicMessageTypeValidator, for typed topics only (an untyped topic takes any type here). The
     message's type is the broker's rule (``__STARTDELIVERTIME`` a delay too), so what the broker would refuse as
     MESSAGE_ILLEGAL is refused here with the SDK's code for it."""
+    if topic_type is None and message_type is TopicMessageType.LITE:
+        # (no topic here is a lite topic: an untyped one taking a lite message would hand it to its consumers as
+        # any other, its lite topic ignored; Apache's reads an untyped topic as NORMAL and refuses it alike)
+        topic_type = TopicMessageType.NORMAL.value
     if topic_type is None or topic_type == "MIXED":
         return
     actual = message_type.value

@@ -37,7 +37,7 @@ SYSTEM_TOPICS = ["TBW102", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC", "r
 suffixes = st.one_of(st.just(""), st.text("abcXYZ09_-%|", max_size=12),
                      st.text(st.characters(min_codepoint=32, max_codepoint=0x2FF), max_size=6),
                      st.integers(100, 140).map(lambda n: "x" * n))  # past the 127 characters of a topic name
-ATTRIBUTES = {"+message.type": ["NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED"],
+ATTRIBUTES = {"+message.type": ["NORMAL", "FIFO", "DELAY", "TRANSACTION", "PRIORITY", "MIXED"],
               "+queue.type": ["SimpleCQ", "BatchCQ"], "+cleanup.policy": ["DELETE", "COMPACTION"]}
 # Modifications the creation of a topic fails on. Only a list's first topic has them: 5.5.0 creates the topics
 # before the one it fails on, pocketmq none of the list (docs/compatibility.md)

@@ -14,6 +14,7 @@ from pocketmq.common import topic_validator as tv
 from pocketmq.common.constants import (
     MAX_PROPERTIES_LENGTH,
     PROPERTY_MSG_REGION,
+    PROPERTY_PRIORITY,
     PROPERTY_REAL_TOPIC,
     PROPERTY_SEPARATOR,
     PROPERTY_TIMER_OUT_MS,
@@ -34,6 +35,8 @@ from pocketmq.common.recall_message_handle import HandleV1
 from pocketmq.common.topic_attributes import (
     METRICS_NORMAL,
     TOPIC_MESSAGE_TYPE_ATTRIBUTE,
+    TopicMessageType,
+    message_priority,
     message_type_of,
     metrics_message_type,
     topic_message_type,
@@ -171,6 +174,20 @@ class AbstractSendMessageProcessor(BrokerProcessor):
             return None
         why = type_conflict(topic_message_type(tc.attributes), message_type_of(props))
         return None if why is None else response(request, ResponseCode.MESSAGE_ILLEGAL, why)
+
+    @staticmethod
+    def priority_queue(tc: TopicConfig, props: dict[str, str], props_string: str, queue_id: int) -> tuple[int, str]:
+        """5.5.0's priority messages: one whose properties make it PRIORITY goes to the queue of its priority (the
+        last past it), whatever queue the producer chose and whatever the topic's type, so that a pop, which reads
+        from the last queue down, finds the highest first; any other message loses the property. Returns the queue
+        and the properties' text."""
+        priority = message_priority(props)
+        if priority < 0:
+            return queue_id, props_string
+        if message_type_of(props) is TopicMessageType.PRIORITY:
+            return min(priority, tc.write_queue_nums - 1), props_string
+        del props[PROPERTY_PRIORITY]
+        return queue_id, properties_to_string(props)
 
     def check_and_choose_queue(
         self, channel: Channel, request: RemotingCommand, header: SendMessageRequestHeader

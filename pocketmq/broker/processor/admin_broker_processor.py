@@ -166,15 +166,20 @@ class AdminBrokerProcessor(BrokerProcessor):
     def _apply_attributes(self, request: RemotingCommand, tc: TopicConfig,
                           modification: str | dict[str, str] | None) -> RemotingCommand | None:
         """RocketMQ 5's attribute modifications (a header's text, or a map) applied to ``tc``
-        (updateSingleTopicConfigWithoutPersist), or the refusal: INVALID_PARAMETER for MIXED when it is off,
-        SYSTEM_ERROR with RocketMQ's text otherwise."""
+        (updateSingleTopicConfigWithoutPersist), or the refusal: INVALID_PARAMETER for MIXED when it is off and
+        for LITE, SYSTEM_ERROR with RocketMQ's text otherwise."""
         try:
             modifications = modification if isinstance(modification, dict) else parse_to_map(modification)
         except AttributeError_ as e:
             return response(request, ResponseCode.SYSTEM_ERROR, str(e))
-        mixed = modifications.get(ATTR_ADD_PLUS_SIGN + TOPIC_MESSAGE_TYPE_ATTRIBUTE.name) == TopicMessageType.MIXED
-        if mixed and not self.controller.broker_config.enable_mixed_message_type:
+        message_type = modifications.get(ATTR_ADD_PLUS_SIGN + TOPIC_MESSAGE_TYPE_ATTRIBUTE.name)
+        if message_type == TopicMessageType.MIXED and not self.controller.broker_config.enable_mixed_message_type:
             return response(request, ResponseCode.INVALID_PARAMETER, "MIXED message type is not supported.")
+        if message_type == TopicMessageType.LITE:
+            # 5.5.0 takes it; a lite topic's messages go to a queue per lite topic, which only lite consumers (their
+            # own subscription RPC and pop) read: pocketmq has neither, so it refuses the topic rather than keep
+            # messages no consumer of it could get
+            return response(request, ResponseCode.INVALID_PARAMETER, "LITE message type is not supported.")
         current = self.controller.topic_config_manager.select_topic_config(tc.topic_name)
         try:
             tc.attributes = alter_current_attributes(

@@ -1,11 +1,12 @@
 """PopMessageProcessor: POP_MESSAGE (200050), RocketMQ 5's consumption without client-side rebalance.
 
-A pop reads from the group's offset in each queue it visits (queue id -1: every queue of the topic, from a random
-one on; with ``popFromRetryProbability`` percent the group's pop retry topic first, else after the topic when the
-batch is not full), commits the offset past what it read at once and writes a checkpoint of it to the revive log.
-What is not acked before the checkpoint's invisible time runs out the revive service gives back through the retry
-topic (PopReviveService). An orderly pop (``order=true``) writes no checkpoint: the queue stays blocked for the
-group until the batch is acked (ConsumerOrderInfoManager). A pop that finds nothing is parked for its poll time
+A pop reads from the group's offset in each queue it visits (queue id -1: every queue of the topic, downwards from a
+random one, a PRIORITY topic's from its highest queue, its highest priority; with ``popFromRetryProbability`` percent
+the group's pop retry topic first, else after the topic when the batch is not full), commits the offset past what it
+read at once and writes a checkpoint of it to the revive log. What is not acked before the checkpoint's invisible
+time runs out the revive service gives back through the retry topic (PopReviveService). An orderly pop
+(``order=true``) writes no checkpoint: the queue stays blocked for the group until the batch is acked
+(ConsumerOrderInfoManager). A pop that finds nothing is parked for its poll time
 (PopLongPollingService).
 """
 
@@ -24,6 +25,7 @@ from pocketmq.common.pop_ack_constants import (
     PROPERTY_POP_CK,
     build_pop_retry_topic,
 )
+from pocketmq.common.topic_attributes import TopicMessageType, topic_message_type
 from pocketmq.remoting.body import TopicConfig
 from pocketmq.remoting.codes import PermName, RequestCode, ResponseCode
 from pocketmq.remoting.command import RemotingCommand
@@ -252,28 +254,35 @@ class PopMessageProcessor(BrokerProcessor):
         header = ctx.header
         bc = self.controller.broker_config
         draw = self._random.randrange(100)
-        need_retry = not ctx.order and draw < bc.pop_from_retry_probability
+        # (a group's priority.factor, 5.5.0's percent of priority-ordered pops, is always its default 100 here:
+        # pocketmq keeps no group attributes)
+        priority_mode = not ctx.order and topic_message_type(tc.attributes) is TopicMessageType.PRIORITY
+        probability = bc.pop_from_retry_probability_for_priority if priority_mode else bc.pop_from_retry_probability
+        need_retry = not ctx.order and draw < probability
         # After a switch to retry topic v2, every other pop reads the v1 topic instead, as RocketMQ does, so that
         # what was revived there before the switch is not left behind.
         v1 = bc.enable_retry_topic_v2 and bc.retrieve_message_from_pop_retry_topic_v1 and draw % 2 == 0
         retry_topic = build_pop_retry_topic(header.topic, header.consumer_group, bc.enable_retry_topic_v2 and not v1)
+        start = 0 if priority_mode else draw
         if need_retry:
-            await self._pop_from_topic(ctx, retry_topic, True)
+            await self._pop_from_topic(ctx, retry_topic, True, start)
         if header.queue_id < 0:
-            await self._pop_from_topic(ctx, tc.topic_name, False)
+            await self._pop_from_topic(ctx, tc.topic_name, False, start)
         else:
             await self._pop_from_queue(ctx, tc.topic_name, header.queue_id, False)
         if not need_retry and not ctx.order and ctx.count < header.max_msg_nums:
-            await self._pop_from_topic(ctx, retry_topic, True)
+            await self._pop_from_topic(ctx, retry_topic, True, start)
 
-    async def _pop_from_topic(self, ctx: PopContext, topic: str, is_retry: bool) -> None:
+    async def _pop_from_topic(self, ctx: PopContext, topic: str, is_retry: bool, start: int) -> None:
+        """Every queue of ``topic`` once, as 5.5.0 walks them: with priorityOrderAsc from the highest down, shifted
+        by ``start`` (a random one; 0 for a priority pop, which so reads the highest priority first)."""
         tc = self.controller.topic_config_manager.select_topic_config(topic)
         if tc is None or tc.read_queue_nums <= 0:
             return
         n = tc.read_queue_nums
-        start = self._random.randrange(n)
+        descending = self.controller.broker_config.priority_order_asc
         for i in range(n):
-            await self._pop_from_queue(ctx, topic, (start + i) % n, is_retry)
+            await self._pop_from_queue(ctx, topic, ((n - 1 - i if descending else i) + start) % n, is_retry)
 
     async def _pop_from_queue(self, ctx: PopContext, topic: str, queue_id: int, is_retry: bool) -> None:
         group = ctx.header.consumer_group

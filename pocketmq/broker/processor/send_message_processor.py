@@ -147,6 +147,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         conflict = self.check_message_type(request, tc, props)
         if conflict is not None:
             return conflict
+        queue_id, props_string = self.priority_queue(tc, props, props_string, queue_id)
         props_string = self.stamp_region(props, props_string)
         topic = header.topic
         delay_text = props.get(PROPERTY_DELAY_TIME_LEVEL)  # (4.9.7's put reads it even on a send rerouted to the DLQ)

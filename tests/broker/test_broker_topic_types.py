@@ -10,6 +10,7 @@ from broker_harness import MQ
 from pocketmq.remoting.admin_header import GetTopicConfigRequestHeader
 from pocketmq.remoting.body import TopicConfig, decode_body
 from pocketmq.remoting.codes import RequestCode, ResponseCode
+from pocketmq.remoting.header import SendMessageResponseHeader
 
 
 async def topic_config(mq: MQ, topic: str) -> TopicConfig:
@@ -82,3 +83,18 @@ async def test_type_check_can_be_turned_off(cluster) -> None:
     mq = cluster.mq(await cluster.broker(enable_topic_message_type_check=False))
     assert (await mq.create_topic("TFifo", attributes="+message.type=FIFO")).code == ResponseCode.SUCCESS
     assert (await mq.send("TFifo")).code == ResponseCode.SUCCESS
+
+
+async def test_priority_queue_and_lite_refusal(cluster) -> None:
+    """A priority message goes to the queue of its priority, whatever queue it names (the last past it); one of
+    another type stays in its queue; a LITE topic is refused (tests/proxy/test_apache_priority.py: as 5.5.0)."""
+    mq = cluster.mq(await cluster.broker())
+    assert (await mq.create_topic("TPrio", attributes="+message.type=PRIORITY")).code == ResponseCode.SUCCESS
+    for priority, queue in (("0", 0), ("2", 2), ("9", 3), ("+1", 1)):
+        sent = await mq.send("TPrio", queue_id=3 - queue, properties=MQ.props(_SYS_MSG_PRIORITY_=priority))
+        assert sent.decode_header(SendMessageResponseHeader).queue_id == queue, priority
+    assert (await mq.send("TPrio")).code == ResponseCode.MESSAGE_ILLEGAL  # (NORMAL on a PRIORITY topic)
+    sent = await mq.send("Untyped", queue_id=1, properties=MQ.props(_SYS_MSG_PRIORITY_="3", __SHARDINGKEY="g"))
+    assert sent.decode_header(SendMessageResponseHeader).queue_id == 1
+    resp = await mq.create_topic("TLite", attributes="+message.type=LITE")
+    assert (resp.code, resp.remark) == (ResponseCode.INVALID_PARAMETER, "LITE message type is not supported.")

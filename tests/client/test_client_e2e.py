@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+from pull_helpers import pull_queues
 
 from pocketmq import embedded
 from pocketmq.client import (
@@ -50,19 +51,6 @@ async def consumer(cluster: Any, protocol: str) -> AsyncIterator[PullConsumer]:
         yield c
 
 
-async def pull_all(consumer: PullConsumer, topic: str, expression: str = "*") -> list[MessageExt]:
-    out: list[MessageExt] = []
-    for mq in await consumer.fetch_subscribe_message_queues(topic):
-        offset = 0
-        while True:
-            result = await consumer.pull(mq, expression, offset, 32)
-            out.extend(result.msg_found_list)
-            if result.pull_status not in (PullStatus.FOUND, PullStatus.NO_MATCHED_MSG):
-                break
-            offset = result.next_begin_offset
-    return out
-
-
 USER_PROPS = {"color": "rød", "n": "42"}
 
 
@@ -97,7 +85,7 @@ async def test_every_send_mode_round_trips(cluster: Any, producer: Producer, con
     got: dict[str, MessageExt] = {}
     for _ in range(1500):  # the one-way send may still be on its way
         await cluster.wait_dispatched()
-        got = {m.uniq_key: m for m in await pull_all(consumer, "RoundTrip")}  # type: ignore[misc]
+        got = {m.uniq_key: m for m in await pull_queues(consumer, "RoundTrip")}  # type: ignore[misc]
         if len(got) == len(sent):
             break
         await asyncio.sleep(0.02)

@@ -12,12 +12,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from pull_helpers import pull_queues
 
 from pocketmq.client import Message, MQBrokerException, MQClientException, Producer, PullConsumer, SendStatus
 from pocketmq.common.recall_message_handle import decode_handle
 from pocketmq.embedded import EmbeddedCluster
 from pocketmq.remoting.codes import ResponseCode
-from tests.client.test_client_timer import now_ms, pull_all
+from tests.client.test_client_timer import now_ms
 
 _names = itertools.count()
 PRECISION = 50
@@ -54,11 +55,11 @@ async def test_a_recalled_timer_message_is_never_delivered(cluster: EmbeddedClus
             "Recall", "broker-a", str(slot + 1), recalled.msg_id)
         assert await producer.recall_message("Recall", recalled.recall_handle) == recalled.msg_id
         deadline = time.monotonic() + 30
-        while b"kept" not in [m.body for m in await pull_all(consumer, "Recall")]:
+        while b"kept" not in [m.body for m in await pull_queues(consumer, "Recall")]:
             assert time.monotonic() < deadline
             await asyncio.sleep(0.05)
         await asyncio.sleep(3 * PRECISION / 1000)  # (the recalled one would come in the same slot)
-        assert sorted(m.body for m in await pull_all(consumer, "Recall")) == [b"kept", b"plain"]
+        assert sorted(m.body for m in await pull_queues(consumer, "Recall")) == [b"kept", b"plain"]
         # Due already: the broker cannot take it back.
         with pytest.raises(MQBrokerException) as due:
             await producer.recall_message("Recall", kept.recall_handle)

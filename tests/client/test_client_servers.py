@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from pull_helpers import pull_queues
 
 from pocketmq.client import (
     ConsumeConcurrentlyStatus,
@@ -28,7 +29,6 @@ from pocketmq.client import (
     MessageUtil,
     Producer,
     PullConsumer,
-    PullStatus,
     PushConsumer,
     SendStatus,
     TransactionProducer,
@@ -113,17 +113,8 @@ async def until(predicate: Callable[[], bool], timeout: float = 120.0) -> None:
 
 
 async def pull_all(server: Server, topic: str, group: str | None = None) -> list[MessageExt]:
-    out: list[MessageExt] = []
     async with PullConsumer(group or unique("PullG"), server.namesrv_addr, **server.options()) as consumer:
-        for mq in await consumer.fetch_subscribe_message_queues(topic):
-            offset = 0
-            while True:
-                result = await consumer.pull(mq, "*", offset, 32)
-                out += result.msg_found_list
-                if result.pull_status is not PullStatus.FOUND:
-                    break
-                offset = result.next_begin_offset
-    return out
+        return await pull_queues(consumer, topic)
 
 
 def push_consumer(server: Server, group: str, **options: Any) -> PushConsumer:

@@ -11,8 +11,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from pull_helpers import pull_queues
 
-from pocketmq.client import Message, MQBrokerException, Producer, PullConsumer, PullStatus, SendStatus
+from pocketmq.client import Message, MQBrokerException, Producer, PullConsumer, SendStatus
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.embedded import EmbeddedCluster
 from pocketmq.remoting.body import TopicConfig
@@ -29,19 +30,6 @@ def protocol(request: pytest.FixtureRequest) -> str:
 async def cluster(tmp_path: Any) -> AsyncIterator[EmbeddedCluster]:
     async with EmbeddedCluster(tmp_path, timer_precision_ms=50) as c:
         yield c
-
-
-async def pull_all(consumer: PullConsumer, topic: str) -> list[Any]:
-    out = []
-    for mq in await consumer.fetch_subscribe_message_queues(topic):
-        offset = 0
-        while True:
-            result = await consumer.pull(mq, "*", offset, 32)
-            out.extend(result.msg_found_list)
-            if result.pull_status is not PullStatus.FOUND:
-                break
-            offset = result.next_begin_offset
-    return out
 
 
 def now_ms() -> int:
@@ -64,7 +52,7 @@ async def test_timer_messages_round_trip(cluster: EmbeddedCluster, protocol: str
         deadline = time.monotonic() + 30
         while len(got) < 3:
             assert time.monotonic() < deadline
-            got = {m.body: m for m in await pull_all(consumer, "Timed")}
+            got = {m.body: m for m in await pull_queues(consumer, "Timed")}
             await asyncio.sleep(0.05)
         assert got[b"ms"].store_timestamp >= sent_at + 400 and got[b"at"].store_timestamp >= sent_at + 700
         assert got[b"sec"].store_timestamp >= sent_at + 1000

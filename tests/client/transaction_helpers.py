@@ -7,12 +7,13 @@ import itertools
 import time
 from typing import Any
 
+from pull_helpers import pull_queues
+
 from pocketmq.client import (
     LocalTransactionState,
     Message,
     MessageExt,
     PullConsumer,
-    PullStatus,
     TransactionProducer,
 )
 from pocketmq.common.codec import decode_all
@@ -67,17 +68,8 @@ def txn_producer(cluster: Any, group: str, listener: Listener, protocol: str = "
 
 async def pull_all(cluster: Any, topic: str, protocol: str = "msgpack") -> list[MessageExt]:
     await cluster.wait_dispatched()
-    out: list[MessageExt] = []
     async with PullConsumer(unique("CG"), cluster.namesrv_addr, instance_name=unique("c"), protocol=protocol) as c:
-        for mq in await c.fetch_subscribe_message_queues(topic):
-            offset = 0
-            while True:
-                result = await c.pull(mq, "*", offset, 32)
-                out.extend(result.msg_found_list)
-                if result.pull_status is not PullStatus.FOUND:
-                    break
-                offset = result.next_begin_offset
-    return out
+        return await pull_queues(c, topic)
 
 
 def stored(cluster: Any, topic: str, queue_id: int = 0) -> list[Any]:

@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -84,8 +85,8 @@ def apache_rocketmq5(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Apach
 LONG_MODULES_FIRST = (
     "tests/java_client/",
     "tests/java_sdk/",
-    "tests/apache/test_mqadmin.py",
-    "tests/proxy/test_apache_parity.py",
+    "tests/apache/mqadmin/",
+    "tests/proxy/apache_parity/",
     "tests/native_clients/test_spring_client.py",
     "tests/apache/test_store_both_ways.py",
     "tests/apache/test_mixed_cluster.py",
@@ -104,3 +105,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return len(LONG_MODULES_FIRST)
 
     items.sort(key=rank)  # (stable: a module's tests stay together and in their order)
+
+
+# Test packages whose modules share servers through package-scoped fixtures (each was one module, split to keep
+# files short): `--dist loadfile` would hand their modules to both workers, and each worker would start the servers
+# (JVMs); a package here is one unit of work, given to one worker whole, its modules in their order.
+ONE_WORKER_PACKAGES = ("tests/apache/mqadmin/", "tests/proxy/apache_parity/")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class PackageOrFileScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return next((p for p in ONE_WORKER_PACKAGES if nodeid.startswith(p)), super()._split_scope(nodeid))
+
+    return PackageOrFileScheduling(config, log)

@@ -1,5 +1,5 @@
 """No function of the package, of pyspark_pocketmq or of bench/ is longer than a screen or branchier than a reader
-can follow, and no file of them is longer than one job needs (issue 31).
+can follow, and no file of them or of tests/ is longer than one job needs (issue 31).
 
 Read with ``ast`` from the source, as tests/test_architecture.py reads imports: a function's lines run from its
 ``def`` to its last line (docstring and comments included), and its complexity is counted as radon's cyclomatic
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("pocketmq", "pyspark_pocketmq", "bench")
 MAX_LINES = 60
 MAX_COMPLEXITY = 20
-FILE_PACKAGES = ("pocketmq", "pyspark_pocketmq", "bench")
+FILE_PACKAGES = ("pocketmq", "pyspark_pocketmq", "bench", "tests")
 MAX_FILE_LINES = 500
 
 # file -> why it may be longer. An entry whose file got within the limit must go.
@@ -126,7 +126,7 @@ def long_files() -> dict[str, int]:
     return found
 
 
-def test_no_file_of_the_package_or_the_benchmarks_is_past_the_limit_unless_listed():
+def test_no_file_of_the_package_the_benchmarks_or_the_tests_is_past_the_limit_unless_listed():
     found = long_files()
     unlisted = {path: lines for path, lines in found.items() if path not in ALLOWED_FILES}
     assert unlisted == {}, f"lines past {MAX_FILE_LINES}: split the file along a seam (one job a file), or list it"

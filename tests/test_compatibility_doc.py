@@ -6,7 +6,8 @@ A row is ``| feature | status | proof |``. The proofs are test ids (``path::func
 - a status is not one of STATUSES, or a row that claims behaviour names no proof;
 - a named test does not exist (renamed or deleted: the row no longer has a proof);
 - a row claims "same as Apache" and its test never starts Apache RocketMQ (it must run the same scenario against
-  both servers; the test's signature or body names one of the Apache fixtures, ApacheRocketMQ or ApacheNamesrv);
+  both servers; the test's signature or body names one of the Apache fixtures, ApacheRocketMQ or ApacheNamesrv, or a
+  fixture of its module or of its folder's conftest.py that starts one);
 - a test module of the parity folders is named by no row (a proof that the table does not show).
 
 The named tests run in the same `make test`: a row whose proof fails fails the run.
@@ -90,6 +91,10 @@ def test_same_as_apache_rows_run_against_apache_rocketmq() -> None:
         path = test_id.partition("::")[0]
         text = ast.unparse(node) if node is not None else ""
         module = (ROOT / path).read_text(encoding="utf-8")
+        # A package whose modules share their servers has the fixtures in its conftest.py.
+        conftest = ROOT / path.rpartition("/")[0] / "conftest.py"
+        if conftest.is_file():
+            module += conftest.read_text(encoding="utf-8")
         # A fixture of the module that parametrizes over both servers counts: the test names it.
         return any(m in text for m in APACHE_MARKERS) or (
             "apache" in module and any(f"def {m}" in module and m in text for m in _fixture_names(module))

@@ -2,7 +2,7 @@
 `updateTopic -o true` write the topic's entry in the name server's ORDER_TOPIC_CONFIG namespace, and the brokers take
 their order flags from it at their next registration, as RocketMQ's brokers do (TopicConfigManager
 .updateOrderTopicConfig): a topic the table names is ordered, any other is not. (Against Apache's name server:
-tests/apache/test_mixed_cluster.py; the lines against mqadmin's: tests/apache/test_mqadmin.py.)"""
+tests/apache/test_mixed_cluster.py; the lines against mqadmin's: tests/apache/mqadmin/test_own_commands.py.)"""
 
 from __future__ import annotations
 

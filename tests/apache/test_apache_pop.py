@@ -24,8 +24,8 @@ from pocketmq.remoting.codes import RequestCode as R
 from tests.apache.apache_rocketmq import ApacheRocketMQ
 
 from .differential import Answer, call, request
+from .differential_requests import create_topic, send_v2
 from .test_apache_typed_topics_and_timers import Server
-from .test_differential import create_topic, send_v2
 
 RETRY_TOPIC_V2_ON = b"enableRetryTopicV2=true\n"
 

@@ -18,7 +18,7 @@ from pocketmq.remoting.codes import ResponseCode
 from tests.apache.apache_rocketmq import ApacheRocketMQ
 
 from .differential import call, request
-from .test_differential import create_group, create_topic, send_v2
+from .differential_requests import create_group, create_topic, send_v2
 
 
 class Side:

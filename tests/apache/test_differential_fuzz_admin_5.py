@@ -34,7 +34,7 @@ from tests.apache.apache_rocketmq import ApacheRocketMQ
 
 from . import admin_fuzz_bodies as b
 from .differential import NO_ANSWER, Answer, invoke, java_ints, java_longs, mask, mostly, optional, request
-from .test_differential import create_group, create_topic, send_v2
+from .differential_requests import create_group, create_topic, send_v2
 from .test_differential_fuzz import EXAMPLES, bodies, flags, foreign_names
 
 RUN = uuid.uuid4().hex[:6]

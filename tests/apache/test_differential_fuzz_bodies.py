@@ -42,7 +42,7 @@ from pocketmq.remoting.wire_protocol import WireProtocol
 from tests.apache.apache_rocketmq import ApacheRocketMQ
 
 from .differential import Answer, call, invoke, java_ints, java_longs, mask, request
-from .test_differential import create_group, create_topic, send_v2
+from .differential_requests import create_group, create_topic, send_v2
 from .test_differential_fuzz import EXAMPLES, bodies, odd_numbers
 from .test_differential_fuzz_config import entry_of, queue_table
 

@@ -258,7 +258,7 @@ Servers = tuple[dict[str, str], dict[str, str], dict[str, str]]  # addresses, sa
 
 @pytest.fixture(scope="module")
 def servers(apache_rocketmq: ApacheRocketMQ, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
-    from .test_differential import commit, create_group, create_topic, pull, send_v2
+    from .differential_requests import commit, create_group, create_topic, pull, send_v2
     with ThreadedCluster(tmp_path_factory.mktemp("fuzzcfg")) as pocket:
         sides = {"apache": apache_rocketmq.broker_addr, "pocketmq": pocket.broker_addr}
         # 4.9.7 fails GET_BROKER_RUNTIME_INFO until its store's first sampling, a second after its start

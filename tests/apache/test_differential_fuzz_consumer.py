@@ -28,7 +28,7 @@ from pocketmq.remoting.codes import ResponseCode as C
 from tests.apache.apache_rocketmq import ApacheRocketMQ
 
 from .differential import call, call_each, java_ints, java_longs, mostly, odd_numbers, optional, request
-from .test_differential import create_group, create_topic, send_v2
+from .differential_requests import create_group, create_topic, send_v2
 from .test_differential_fuzz import EXAMPLES, STORED, code_class, flags, hex_ids, numbers
 from .test_differential_fuzz import foreign_names as names
 

@@ -187,7 +187,7 @@ def masked_answer(code: int, answer: Answer) -> dict[str, Any]:
         out["body"] = route(answer.body)
     elif code not in (R.REGISTER_BROKER, R.GET_NAMESRV_CONFIG):
         # (a registration's answer carries the ORDER_TOPIC_CONFIG table, which other tests write on the session's
-        # Apache; the config's keys and paths are each server's own: tests/apache/test_mqadmin.py compares them)
+        # Apache; the config's keys and paths are each server's own: tests/apache/mqadmin/ compares them)
         out["body"] = answer.body
     return out
 

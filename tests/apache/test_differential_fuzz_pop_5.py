@@ -28,7 +28,7 @@ from pocketmq.remoting.codes import ResponseCode as C
 from tests.apache.apache_rocketmq import ApacheRocketMQ
 
 from .differential import NO_ANSWER, call, request
-from .test_differential import create_group, create_topic, send_v2
+from .differential_requests import create_group, create_topic, send_v2
 
 RUN = uuid.uuid4().hex[:6]
 TOPIC = f"PopFuzz{RUN}"  # 4 queues, two messages each at the start

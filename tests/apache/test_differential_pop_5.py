@@ -24,7 +24,7 @@ from pocketmq.remoting.command import RemotingCommand
 from tests.apache.apache_rocketmq import ApacheRocketMQ
 
 from .differential import Answer, call, request
-from .test_differential import create_group, create_topic, send_v2
+from .differential_requests import create_group, create_topic, send_v2
 
 RUN = uuid.uuid4().hex[:6]
 MISSING = f"NoSuchPop{RUN}"

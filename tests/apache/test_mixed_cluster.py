@@ -33,7 +33,7 @@ from tests.apache.apache_rocketmq import V4, V5, ApacheNamesrv, ApacheRocketMQ, 
 from tests.apache.pocketmq_process import PocketMQBroker, PocketMQNamesrv, pocketmq_admin
 
 from .differential import call, request
-from .test_differential import create_topic
+from .differential_requests import create_topic
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The store clean-ups an administrator asks for (mqadmin deleteExpiredCommitLog, cleanExpiredCQ,
 cleanUnusedTopic) and brokerConsumeStats, over the wire; mqadmin itself runs them against Apache RocketMQ in
-tests/apache/test_mqadmin.py."""
+tests/apache/mqadmin/test_brokers_topics_and_groups.py."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 go/main.go drives the published module (go.mod pins it, go.sum is committed) and prints JSON lines of what it
 sent and received; `make go-client` builds it into go/bin/goclient, and `make test` does so first. The tests
-start a cluster on free ports (the harness of test_real_clients.py) and check the Go client's reports against
+start a cluster on free ports (the harness of real_clients.py) and check the Go client's reports against
 what pocketmq stored, sent or received. A missing build fails the tests with the command that makes it.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_real_clients import (
+from real_clients import (
     FAST_RETRY_BROKER,
     GO_CLIENT,
     TAGS,

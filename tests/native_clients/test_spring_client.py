@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_real_clients import (
+from real_clients import (
     FAST_RETRY_BROKER,
     TAGS,
     Driver,

@@ -14,9 +14,7 @@ Skipped per client while its runtime is missing (`make native-clients`, which `m
 
 from __future__ import annotations
 
-import asyncio
 import signal
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -123,16 +121,10 @@ async def test_push_consumer_gets_what_pocketmq_sent_filtered_by_tag(
     assert {k: reported(e) for k, e in got.items()} == {expected(m)["keys"]: expected(m) for m in wanted}
     assert all(e["topic"] == topic and e["reconsume_times"] == 0 for e in driver.consumed)
     # The consumer committed what it consumed: each queue's offset is past its last wanted message. (Filtered-out
-    # messages at a queue's end may or may not be passed yet when the consumer shuts down.) Its last commits are
-    # sent as it shuts down, and a broker may apply one after the driver has exited and this test asked (Apache
-    # RocketMQ 4.9.7 with the C++ client, once on CI: a queue still at 0): read until they hold, for 10 s at most.
+    # messages at a queue's end may or may not be passed yet when the consumer shuts down.)
     lasts = [max(e["queue_offset"] for e in driver.consumed if e["queue_id"] == q) for q in range(4)]
-    deadline = time.monotonic() + 10.0
-    while True:
-        committed, ends = await server.committed_offsets(group, topic), await server.max_offsets(topic)
-        if all(lasts[q] < committed[q] <= ends[q] for q in range(4)) or time.monotonic() > deadline:
-            break
-        await asyncio.sleep(0.2)
+    committed, ends = await server.settled_offsets(
+        group, topic, lambda committed, ends: all(lasts[q] < committed[q] <= ends[q] for q in range(4)))
     for q in range(4):
         assert lasts[q] < committed[q] <= ends[q]
 
@@ -203,8 +195,8 @@ async def test_a_restarted_consumer_resumes_from_its_committed_offsets(
     await server.send(before)
     driver = await clients.run(client, "push", "--topic", topic, "--group", group, "--expect", "20", "--linger", "1")
     assert set(by_keys(driver.consumed)) == {expected(m)["keys"] for m in before}
-    ends = await server.max_offsets(topic)
-    assert await server.committed_offsets(group, topic) == ends
+    committed, ends = await server.settled_offsets(group, topic, lambda committed, ends: committed == ends)
+    assert committed == ends
 
     after = pocketmq_messages(topic, unique("after"), 10)
     await server.send(after)

@@ -128,6 +128,26 @@ def subscription_group_text(c: Any) -> str:
             f"notifyConsumerIdsChangedEnable={java_bool(c.notify_consumer_ids_changed_enable)}]")
 
 
+def subscription_group_text_5(c: Any) -> str:
+    """RocketMQ 5's SubscriptionGroupConfig.toString, as 5.x mqadmin updateSubGroup prints it (consumeMessageOrderly
+    and groupRetryPolicy among the fields: what -o and -p set)."""
+    p = c.group_retry_policy
+    exp, cus = p.exponential_retry_policy, p.customized_retry_policy
+    exp_text = "null" if exp is None else (
+        f"ExponentialRetryPolicy{{initial={exp.initial}, max={exp.max}, multiplier={exp.multiplier}}}")
+    cus_text = "null" if cus is None else f"CustomizedRetryPolicy{{next=[{', '.join(map(str, cus.next))}]}}"
+    return (f"SubscriptionGroupConfig{{groupName={c.group_name}, consumeEnable={java_bool(c.consume_enable)}, "
+            f"consumeFromMinEnable={java_bool(c.consume_from_min_enable)}, "
+            f"consumeBroadcastEnable={java_bool(c.consume_broadcast_enable)}, "
+            f"consumeMessageOrderly={java_bool(c.consume_message_orderly)}, retryQueueNums={c.retry_queue_nums}, "
+            f"retryMaxTimes={c.retry_max_times}, groupRetryPolicy=GroupRetryPolicy{{type={p.type}, "
+            f"exponentialRetryPolicy={exp_text}, customizedRetryPolicy={cus_text}}}, brokerId={c.broker_id}, "
+            f"whichBrokerWhenConsumeSlowly={c.which_broker_when_consume_slowly}, "
+            f"notifyConsumerIdsChangedEnable={java_bool(c.notify_consumer_ids_changed_enable)}, "
+            f"groupSysFlag={c.group_sys_flag}, consumeTimeoutMinute={c.consume_timeout_minute}, "
+            f"subscriptionDataSet=null, attributes={{}}}}")
+
+
 def human_time(ms: int) -> str:
     """UtilAll.timeMillisToHumanString2: yyyy-MM-dd HH:mm:ss,SSS in local time."""
     return "N/A" if ms <= 0 else time_millis_to_human_string2(ms)

@@ -22,6 +22,7 @@ from .common import (
     human_time,
     parse_timestamp,
     subscription_group_text,
+    subscription_group_text_5,
     table,
 )
 
@@ -47,11 +48,11 @@ def add(sub: Any) -> None:
     p.add_argument("-s", "--consumeEnable", type=bool_arg, default=True, help="consume enable")
     p.add_argument("-m", "--consumeFromMinEnable", type=bool_arg, default=False, help="from min offset")
     p.add_argument("-d", "--consumeBroadcastEnable", type=bool_arg, default=False, help="broadcast")
-    p.add_argument("-o", "--consumeMessageOrderly", type=bool_arg, default=False,
+    p.add_argument("-o", "--consumeMessageOrderly", type=bool_arg,
                    help="consume message orderly (RocketMQ 5: the group's 5.x SDK consumers are FIFO)")
     p.add_argument("-q", "--retryQueueNums", type=int, default=1, help="retry queue nums")
     p.add_argument("-r", "--retryMaxTimes", type=int, default=16, help="retry max times")
-    p.add_argument("-p", "--groupRetryPolicy", type=group_retry_policy_arg, default=GroupRetryPolicy(),
+    p.add_argument("-p", "--groupRetryPolicy", type=group_retry_policy_arg,
                    help="the json string of retry policy (RocketMQ 5, exp: "
                         '{"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":5000,"max":7200000,"multiplier":2}} '
                         '{"type":"CUSTOMIZED","customizedRetryPolicy":{"next":[1000,5000,10000]}} )')
@@ -103,11 +104,15 @@ async def update_sub_group(admin: MQAdminExt, args: argparse.Namespace) -> Print
     cfg = SubscriptionGroupConfig(
         args.group, args.consumeEnable, args.consumeFromMinEnable, args.consumeBroadcastEnable, args.retryQueueNums,
         args.retryMaxTimes, args.brokerId, args.whichBrokerWhenConsumeSlowly, args.notifyConsumerIdsChanged,
-        consume_message_orderly=args.consumeMessageOrderly, group_retry_policy=args.groupRetryPolicy,
+        consume_message_orderly=bool(args.consumeMessageOrderly),
+        group_retry_policy=args.groupRetryPolicy or GroupRetryPolicy(),
     )
+    # -o and -p are 5.x mqadmin's options: its line shows what they set (4.9.x's has neither field)
+    five = args.consumeMessageOrderly is not None or args.groupRetryPolicy is not None
+    text = subscription_group_text_5(cfg) if five else subscription_group_text(cfg)
     addrs = await admin.create_subscription_group(cfg, cluster=args.cluster_name, broker_addr=args.broker_addr)
     return Printable({"brokers": addrs, "subscriptionGroupConfig": cfg},
-                     [f"create subscription group to {a} success." for a in addrs] + [subscription_group_text(cfg)])
+                     [f"create subscription group to {a} success." for a in addrs] + [text])
 
 
 async def delete_sub_group(admin: MQAdminExt, args: argparse.Namespace) -> Printable:

@@ -18,7 +18,7 @@ from pocketmq.remoting.acl.remote_address import RemoteAddressStrategy
 from pocketmq.remoting.acl.signer import combine_request_content
 from pocketmq.remoting.acl.validator import PlainAccessValidator, parse_request
 from pocketmq.remoting.codec import decode_frames, encode
-from pocketmq.remoting.codes import RequestCode
+from pocketmq.remoting.codes import RequestCode, SerializeType
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.native_codec import decode_native_frames, encode_native
 from pocketmq.remoting.recall_header import RecallMessageRequestHeader
@@ -264,3 +264,40 @@ def test_signed_content_is_java_s_for_lone_surrogates_and_names_beyond_u_ffff() 
                                                                  "AccessKey": "RocketMQ"})
     request.ext_fields["Signature"] = cal_signature(b"RocketMQx?ytopicB", "12345678")
     assert PlainAccessValidator(parse_plain_acl(ACL))("127.0.0.1:1", request) is None
+
+
+def _heartbeat(body: bytes | None, ext: dict[str, object] | None = None) -> RemotingCommand:
+    request = RemotingCommand.request(RequestCode.HEART_BEAT, ext if ext is not None else {"AccessKey": "RocketMQ"},
+                                      body)
+    request.serialize_type = SerializeType.JSON  # (a native frame's body: Java's JSON)
+    return request
+
+
+@pytest.mark.parametrize(("body", "needed"), [
+    (b'{"consumerDataSet":[{"groupName":"g","subscriptionDataSet":[{"topic":"t"},{}]}]}',
+     {"%RETRY%g": SUB, "t": SUB}),
+    (b'{"clientID":"c","producerDataSet":null,"consumerDataSet":[{}]}', {}),  # the heartbeat's own to refuse
+    (b'{"consumerDataSet":{"groupName":"g","subscriptionDataSet":{"topic":"t"}}}', {"%RETRY%g": SUB, "t": SUB}),
+    (b"{consumerDataSet:[{groupName:5}]}", {"%RETRY%5": SUB}),
+    (b"{}", {}),
+])
+def test_a_heartbeat_s_groups_and_topics_are_read_as_4_9_7_reads_them(body: bytes, needed: dict[str, int]) -> None:
+    """Found by tests/apache/test_differential_fuzz_acl.py: 4.9.7 reads only the consumers' groups and topics,
+    skips a missing one, and takes an object where a set goes (fastjson) as a set of that one object."""
+    assert parse_request("127.0.0.1:1", _heartbeat(body)).resource_perms == needed
+
+
+@pytest.mark.parametrize("body", [None, b"{", b"[]", b"null", b'{"consumerDataSet":null}',
+                                  b'{"consumerDataSet":[null]}', b'{"consumerDataSet":"g"}',
+                                  b'{"consumerDataSet":[{"groupName":"g","subscriptionDataSet":[null]}]}'])
+def test_a_heartbeat_body_java_cannot_walk_is_refused(body: bytes | None) -> None:
+    remark = PlainAccessValidator(parse_plain_acl(ACL))("10.10.103.9:1", _heartbeat(body))
+    assert remark is not None and remark.startswith("cannot read the heartbeat body"), remark
+
+
+def test_a_request_without_header_fields_is_not_read_further() -> None:
+    """4.9.7's parse stops at a null extFields: from a global white-listed address a heartbeat passes whatever
+    its body (the heartbeat refuses what it cannot read); from anywhere else it is refused for its missing key."""
+    validator = PlainAccessValidator(parse_plain_acl(ACL))
+    assert validator("10.10.103.9:1", _heartbeat(b"{", {})) is None
+    assert (validator("127.0.0.1:1", _heartbeat(b"{", {})) or "").startswith("No accessKey is configured")

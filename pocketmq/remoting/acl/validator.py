@@ -19,16 +19,18 @@ from __future__ import annotations
 
 import hmac
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
+from typing import Any
 
 from pocketmq.common.mix_all import UNIQUE_MSG_QUERY_FLAG, is_retry_topic
 from pocketmq.common.mix_all import get_retry_topic as retry_topic
 from pocketmq.common.mq_version import V4_9_3
 from pocketmq.common.topic_validator import RMQ_SYS_TRACE_TOPIC
 
+from .. import fastjson
 from ..codes import RequestCode
 from ..command import RemotingCommand
-from ..errors import BodyError, HeaderError
+from ..errors import BodyError
 from ..remoting_serializable import java_ext_fields
 from .config import PlainAccount, PlainAclConfig, load_plain_acl
 from .permission import (
@@ -97,6 +99,10 @@ def parse_request(remote_address: str, request: RemotingCommand) -> AccessResour
     """The resources ``request`` touches and the permission each needs (PlainAccessValidator.parse)."""
     ext = java_ext_fields(request.ext_fields)
     resource = AccessResource(remote_ip(remote_address), request, ext)
+    if not ext:
+        # A frame without header fields is Java's null extFields, on which 4.9.7 reads nothing more (a
+        # heartbeat's body neither): only a global white-listed address gets it through
+        return resource
     code = request.code
     get = ext.get
     # (A reply is stored in the topic its header names: 4.9.8 checks nothing for the reply codes, so any account
@@ -145,16 +151,37 @@ def _add_send(resource: AccessResource, topic: str | None, group: str | None) ->
 
 
 def _add_heartbeat(resource: AccessResource, request: RemotingCommand) -> None:
-    from ..client_body import HeartbeatData  # (the body classes are only needed here)
-
+    """Each consumer's group and subscribed topics, read as 4.9.7's PlainAccessValidator.parse reads them: only
+    what it reads counts, so a body the heartbeat itself then refuses (a null producer set, a consumer without a
+    group) is the heartbeat's to refuse, as there; a missing group or topic is skipped; what Java could not walk
+    (no JSON, no JSON object, a null set, consumer or subscription, a text or number for one) is refused."""
     try:
-        heartbeat = request.decode_body(HeartbeatData)
-    except (BodyError, HeaderError, ValueError, TypeError) as e:
+        heartbeat = request.decode_body()
+    except BodyError as e:
         raise AclError(f"cannot read the heartbeat body to check its groups: {e}") from None
-    for consumer in heartbeat.consumer_data_set:
-        resource.add(retry_topic(consumer.group_name), SUB)
-        for subscription in consumer.subscription_data_set:
-            resource.add(subscription.topic, SUB)
+    if not isinstance(heartbeat, Mapping):
+        raise AclError("cannot read the heartbeat body to check its groups: it is no JSON object")
+    for consumer in _maps(heartbeat.get("consumerDataSet", []), "consumerDataSet"):
+        group = consumer.get("groupName")
+        if group is not None:
+            resource.add(retry_topic(_java_text(group)), SUB)
+        for subscription in _maps(consumer.get("subscriptionDataSet", []), "subscriptionDataSet"):
+            topic = subscription.get("topic")
+            if topic is not None:
+                resource.add(_java_text(topic), SUB)
+
+
+def _maps(value: object, key: str) -> list[Mapping[str, Any]]:
+    if isinstance(value, Mapping):
+        return [value]  # (fastjson reads an object where a collection goes as a collection of that one object)
+    if not isinstance(value, list) or not all(isinstance(item, Mapping) for item in value):
+        raise AclError(f"cannot read the heartbeat body to check its groups: {key} is no list of objects")
+    return value
+
+
+def _java_text(value: object) -> str:
+    """What fastjson puts in a String field: a string as it is, another JSON value as its JSON text."""
+    return value if isinstance(value, str) else fastjson.dumps(value)
 
 
 class PlainAccessValidator:

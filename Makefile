@@ -304,7 +304,8 @@ fuzz-apache: $(STAMP) java apache-rocketmq
 		tests/apache/test_differential_fuzz_config.py tests/apache/test_differential_fuzz_namesrv.py \
 		tests/apache/test_differential_fuzz_send.py tests/apache/test_differential_fuzz_bodies.py \
 		tests/apache/test_differential_fuzz_admin_5.py tests/apache/test_differential_fuzz_frames.py \
-		tests/apache/test_differential_fuzz_acl.py tests/proxy/test_grpc_differential_fuzz.py
+		tests/apache/test_differential_fuzz_acl.py tests/apache/test_differential_fuzz_timer_5.py \
+		tests/proxy/test_grpc_differential_fuzz.py
 
 clean:
 	rm -rf $(VENV) $(SPEEDUPS_SO) $(CPP_VENV) $(NODE_DIR)/node_modules $(GO_DIR)/bin $(GO5_DIR)/bin $(RUST5_DIR)/bin $(RUST5_DIR)/target $(SPRING_DIR)/target .pocketmq .pocketmq-demo $(APACHE_DIR) $(JAVA_CLIENT_DIR) $(JAVA_SDK_DIR) $(NODE5_DIR)/node_modules

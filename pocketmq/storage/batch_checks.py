@@ -18,6 +18,7 @@ from pocketmq.common.message import (
 )
 
 _DELAY = b"DELAY\x01"
+TIMER_REFUSAL = "a batch cannot carry a timer (TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS)"
 _TIMERS = tuple(key.encode() + b"\x01" for key in TIMER_PROPERTIES)
 
 
@@ -34,7 +35,7 @@ def batch_refusal(props: list[bytes]) -> str | None:
         now_ms = time_ns() // 1_000_000
         for p in props:
             if any(key in p for key in _TIMERS) and asks_for_a_timer(_decoded(p), now_ms):
-                return "a batch cannot carry a timer (TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS)"
+                return TIMER_REFUSAL
     return None
 
 

@@ -6,6 +6,7 @@ may be beyond its slot, which is what the store decides (the slot before the del
 from __future__ import annotations
 
 import asyncio
+import base64
 import time
 from collections import Counter
 
@@ -139,6 +140,19 @@ async def test_timer_refusals(cluster) -> None:
     resp = await off.send("TimerX", properties=MQ.props(TIMER_DELAY_SEC="1"))
     assert resp.code == ResponseCode.SYSTEM_ERROR
     assert resp.remark.startswith("accurate timer message is not enabled, timerWheelEnable is false")
+
+
+async def test_a_recall_handle_reads_a_producers_timer_out_ms_as_java_does(cluster) -> None:
+    """A message the producer gave TIMER_OUT_MS and REAL_TOPIC is stored as it is (no timer is read) and answered
+    with a handle of that slot + 1 in Java's long arithmetic; none when Long.parseLong refuses the slot (5.5.0 then
+    never answers the send)."""
+    mq = cluster.mq(await cluster.broker())
+    for out, stamp in (("5", "6"), ("+5", "6"), (str(2**63 - 1), str(-(2**63))), (" 5", None), ("1_0", None)):
+        resp = await mq.send("TimerH", properties=MQ.props(TIMER_OUT_MS=out, REAL_TOPIC="TimerH", UNIQ_KEY="U"))
+        assert resp.code == ResponseCode.SUCCESS, resp.remark
+        handle = resp.ext_fields.get("recallHandle")
+        parts = base64.urlsafe_b64decode(handle).decode().split(" ") if handle else []
+        assert parts == ([] if stamp is None else ["v1", "TimerH", parts[2], stamp, "U"]), (out, parts)
 
 
 async def test_delay_levels_beside_timers(cluster) -> None:

@@ -23,6 +23,7 @@ from pocketmq.common.constants import (
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
 )
 from pocketmq.common.faq_url import suggest_todo
+from pocketmq.common.java_text import LONG_MAX, LONG_MIN, parse_integer
 from pocketmq.common.message import (
     LOOPBACK_HOST,
     MessageExtBatch,
@@ -318,9 +319,12 @@ class AbstractSendMessageProcessor(BrokerProcessor):
         if real_topic is None or real_topic.startswith(mix_all.RETRY_GROUP_TOPIC_PREFIX):
             return None
         try:
-            timestamp = int(props[PROPERTY_TIMER_OUT_MS]) + 1
+            out = parse_integer(props[PROPERTY_TIMER_OUT_MS])
         except ValueError:
+            # 5.5.0's Long.parseLong throws there, after the put: the message is stored and the send never
+            # answered (docs/compatibility.md, "a TIMER_OUT_MS set by the producer"); pocketmq answers, without one.
             return None
+        timestamp = out + 1 if out < LONG_MAX else LONG_MIN  # (Java's long wraps)
         return HandleV1.build_handle(real_topic, self.controller.broker_config.broker_name, str(timestamp),
                                      props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX))
 

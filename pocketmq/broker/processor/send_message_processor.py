@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable
+from time import time_ns
 from typing import TYPE_CHECKING
 
 from pocketmq.common import mix_all
@@ -41,7 +42,9 @@ from pocketmq.remoting.header import (
     parse_send_message_request_header,
 )
 from pocketmq.remoting.transport import Channel
-from pocketmq.storage.results import PutMessageStatus
+from pocketmq.storage.batch_checks import TIMER_REFUSAL
+from pocketmq.storage.results import PutMessageResult, PutMessageStatus
+from pocketmq.storage.timer.timer_routing import asks_for_the_wheel, timer_slot
 
 from .abstract_send_message_processor import _MSGPACK, FAQ, AbstractSendMessageProcessor
 from .base import response
@@ -290,6 +293,9 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         _check_delay_level(batch_props)
         if delay_time_level(batch_props) > 0:  # (CommitLog.putMessages: messageExtBatch.getDelayTimeLevel() > 0)
             return response(request, ResponseCode.MESSAGE_ILLEGAL, "a batch cannot carry a delay level")
+        refusal = self._check_batch_timer(request, batch_props, queue_id)
+        if refusal is not None:
+            return refusal
         conflict = self.check_message_type(request, tc, batch_props)
         if conflict is not None:
             return conflict
@@ -313,6 +319,21 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             header.reconsume_times or 0,
         )
         return self.put_and_answer(batch, request, queue_id)
+
+    def _check_batch_timer(self, request: RemotingCommand, batch_props: dict[str, str], queue_id: int
+                           ) -> RemotingCommand | None:
+        """A timer in the batch header's properties, which RocketMQ 5's put reads as a single message's: a value
+        it refuses is refused with its answer. One due later is refused too, where 5.5.0 parks the records in the
+        wheel's topic without the TIMER_OUT_MS its enqueue reads, so that they are never delivered
+        (docs/compatibility.md, "a batch whose header asks for a timer")."""
+        if not asks_for_the_wheel(batch_props):
+            return None
+        slot = timer_slot(batch_props, self.controller.store_config, time_ns() // 1_000_000)
+        if isinstance(slot, PutMessageResult):
+            return self.handle_put_message_result(slot, request, queue_id)
+        if slot is not None:
+            return response(request, ResponseCode.MESSAGE_ILLEGAL, TIMER_REFUSAL)
+        return None
 
     # --- consumer send-back (retry) ---
 

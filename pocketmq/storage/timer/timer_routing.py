@@ -49,9 +49,33 @@ def is_timer_message(msg: MessageExtBrokerInner) -> bool:
             msg.properties = {k: v for k, v in props.items() if k not in _TIMER_KEYS}
             msg.properties_string = None
         return False
-    if msg.topic == TIMER_TOPIC or PROPERTY_TIMER_OUT_MS in props:
-        return False  # already routed (a rolled message going round again, or one delivered)
+    return msg.topic != TIMER_TOPIC and asks_for_the_wheel(props)
+
+
+def asks_for_the_wheel(props: dict[str, str]) -> bool:
+    """Timer properties that a put reads: none once routed (a rolled message going round again, or one
+    delivered, has TIMER_OUT_MS), none under a delay level."""
+    if PROPERTY_TIMER_OUT_MS in props or delay_level(props) > 0:
+        return False
     return any(key in props for key in _TIMER_KEYS) or PROPERTY_START_DELIVER_TIME in props
+
+
+def timer_slot(props: dict[str, str], config: MessageStoreConfig, now_ms: int) -> PutMessageResult | int | None:
+    """For properties that ask for the wheel: why the put is refused, the slot the message is parked in, or None
+    when it is due already (an ordinary message)."""
+    if not config.timer_wheel_enable:
+        return PutMessageResult(PutMessageStatus.WHEEL_TIMER_NOT_ENABLE)
+    try:
+        deliver = deliver_ms(props, now_ms)
+    except ValueError:
+        return PutMessageResult(PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL)  # (not a number)
+    if deliver <= now_ms:
+        if PROPERTY_TIMER_DEL_UNIQKEY in props:
+            return PutMessageResult(PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL)  # (a deletion in the past)
+        return None
+    if deliver - now_ms > config.timer_max_delay_sec * 1000:
+        return PutMessageResult(PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL)  # (too far ahead)
+    return slot_time(deliver, config.timer_precision_ms)
 
 
 def slot_time(deliver: int, precision_ms: int) -> int:
@@ -66,21 +90,11 @@ def route_timer_message(msg: MessageExtBrokerInner, config: MessageStoreConfig, 
     the broker answers with RocketMQ's own text for each status."""
     if not is_timer_message(msg):
         return None
-    if not config.timer_wheel_enable:
-        return PutMessageResult(PutMessageStatus.WHEEL_TIMER_NOT_ENABLE)
-    props = msg.properties
-    try:
-        deliver = deliver_ms(props, now_ms)
-    except ValueError:
-        return PutMessageResult(PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL)  # (not a number)
-    if deliver <= now_ms:
-        if PROPERTY_TIMER_DEL_UNIQKEY in props:
-            return PutMessageResult(PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL)  # (a deletion in the past)
-        return None  # due already: an ordinary message
-    if deliver - now_ms > config.timer_max_delay_sec * 1000:
-        return PutMessageResult(PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL)  # (too far ahead)
-    props = dict(props)
-    props[PROPERTY_TIMER_OUT_MS] = str(slot_time(deliver, config.timer_precision_ms))
+    slot = timer_slot(msg.properties, config, now_ms)
+    if slot is None or isinstance(slot, PutMessageResult):
+        return slot
+    props = dict(msg.properties)
+    props[PROPERTY_TIMER_OUT_MS] = str(slot)
     props[PROPERTY_REAL_TOPIC] = msg.topic
     props[PROPERTY_REAL_QUEUE_ID] = str(msg.queue_id)
     msg.properties = props

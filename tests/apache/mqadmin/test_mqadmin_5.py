@@ -214,13 +214,3 @@ def test_export_metrics_5(sides5: tuple[Side, Side], mqadmin5: Mqadmin, tmp_path
         exported.append(key_paths(json.loads((where / "metrics.json").read_text())))
     assert outputs[1] == outputs[0] == [["export", "DIR/metrics.json", "success"]]
     assert exported[1] == exported[0]
-
-
-def test_no_command_waited_out_the_event_poll_5(mqadmin5: Mqadmin) -> None:
-    """5.x's client shutdown joins its NettyEventExecutor, which sees its stop flag only between 3 s polls of its
-    event queue: the runner ends the thread once joined (MqadminRunner.java). No shutdown of the module's 5.5.0
-    commands waited out a poll (the client's log gives each join's time)."""
-    joined = re.compile(r"join thread\[NettyEventExecutor\], elapsed time: (\d+)ms")
-    waits = [int(ms) for log in (mqadmin5.tools.home / "logs").rglob("*.log")
-             for ms in joined.findall(log.read_text(encoding="utf-8", errors="replace"))]
-    assert waits and max(waits) < 1500, waits

@@ -16,7 +16,7 @@ class RocketMQDataSource(DataSource):
     """Topics of a pocketmq (RocketMQ-protocol) cluster as DataFrames, in batch and in Structured Streaming.
 
     Read: ``spark.read.format("rocketmq").option("endpoints", "127.0.0.1:9876").option("subscribe", "T").load()``.
-    Write: a DataFrame with a ``body`` column, ``.write.format("rocketmq").option("topic", "T")...save()``.
+    Write: a DataFrame with a ``body`` column, ``df.write.format("rocketmq")...mode("append").save()``.
     The options are in docs/spark.md.
     """
 

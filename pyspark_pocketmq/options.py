@@ -67,7 +67,7 @@ def client_credentials(credentials: Credentials | None) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class SourceOptions:
-    """The source's options (``spark.read.format("pocketmq").option(...)``), parsed and checked."""
+    """The source's options (``spark.read.format("rocketmq").option(...)``), parsed and checked."""
 
     endpoints: str  # the client's form, "host:port;host:port"
     subscription: Subscription
@@ -89,7 +89,7 @@ class SourceOptions:
 
 @dataclass(frozen=True, slots=True)
 class SinkOptions:
-    """The sink's options (``df.write.format("pocketmq").option(...)``), parsed and checked."""
+    """The sink's options (``df.write.format("rocketmq").option(...)``), parsed and checked."""
 
     endpoints: str
     topic: str | None = None
@@ -231,12 +231,13 @@ def _parse_assign(value: str) -> tuple[tuple[str, str | None, int], ...]:
 
 def _parse_offset_spec(
     opts: Mapping[str, str], key: str, name: str, default: str, allowed_words: tuple[str, ...],
-    forbidden_sentinel: int | None, subscription: Subscription,
+    forbidden_sentinel: int | None, subscription: Subscription, kind: str,
 ) -> OffsetSpec:
     value = opts.get(key, default).strip()
     if value.lower() in ("earliest", "latest"):
         if value.lower() not in allowed_words:
-            raise InvalidOptionError(f"option '{name}' cannot be {value.lower()!r} here")
+            raise InvalidOptionError(f"option '{name}' cannot be {value.lower()!r} in a {kind} query; use "
+                                     f"{' or '.join(allowed_words)} or JSON offsets")
         return value.lower()  # type: ignore[return-value]
     try:
         offsets = from_json_dict(json.loads(value), name)
@@ -250,7 +251,8 @@ def _parse_offset_spec(
             raise InvalidOptionError(f"option '{name}' names topic {ref.topic!r}, which is not subscribed")
         if offset == forbidden_sentinel:
             word = "earliest (-2)" if offset == EARLIEST else "latest (-1)"
-            raise InvalidOptionError(f"option '{name}' cannot use {word} here ({ref.topic}/{ref.broker_name})")
+            raise InvalidOptionError(f"option '{name}' cannot use {word} in a {kind} query "
+                                     f"({ref.topic}/{ref.broker_name})")
     return offsets
 
 
@@ -261,11 +263,13 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         if key in opts:
             raise InvalidOptionError(f"option '{name}' is only for {'batch' if streaming else 'streaming'} queries")
     subscription = parse_subscription(opts)
+    kind = "streaming" if streaming else "batch"
     starting = _parse_offset_spec(
         opts, "startingoffsets", "startingOffsets", "latest" if streaming else "earliest",
-        ("earliest", "latest") if streaming else ("earliest",), None if streaming else LATEST, subscription,
+        ("earliest", "latest") if streaming else ("earliest",), None if streaming else LATEST, subscription, kind,
     )
-    ending = _parse_offset_spec(opts, "endingoffsets", "endingOffsets", "latest", ("latest",), EARLIEST, subscription)
+    ending = _parse_offset_spec(opts, "endingoffsets", "endingOffsets", "latest", ("latest",), EARLIEST, subscription,
+                                "batch")
     sub_expression = opts.get("subexpression", "*").strip() or "*"
     try:
         parse_tags(sub_expression)  # what each task's pull does with it: refused here, before any task runs

@@ -56,9 +56,11 @@ def test_offset_specs_words_json_and_where_they_are_allowed():
               endingOffsets='{"T": {"broker-a": {"0": -1}}}')
     assert o.starting_offsets == {QueueRef("T", "broker-a", 0): 5, QueueRef("T", "broker-a", 1): EARLIEST}
     assert o.ending_offsets == {QueueRef("T", "broker-a", 0): LATEST}
-    with pytest.raises(InvalidOptionError, match="cannot be 'latest'"):
+    with pytest.raises(InvalidOptionError, match="cannot be 'latest' in a batch query; use earliest or JSON"):
         batch(subscribe="T", startingOffsets="latest")
-    with pytest.raises(InvalidOptionError, match="latest \\(-1\\)"):
+    with pytest.raises(InvalidOptionError, match="cannot be 'earliest' in a batch query; use latest or JSON"):
+        batch(subscribe="T", endingOffsets="earliest")
+    with pytest.raises(InvalidOptionError, match="latest \\(-1\\) in a batch query"):
         batch(subscribe="T", startingOffsets='{"T": {"b": {"0": -1}}}')
     with pytest.raises(InvalidOptionError, match="earliest \\(-2\\)"):
         batch(subscribe="T", endingOffsets='{"T": {"b": {"0": -2}}}')

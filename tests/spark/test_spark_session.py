@@ -243,7 +243,7 @@ def test_example_pipeline_aggregates_orders_per_minute_into_a_topic(spark, spark
 
 def test_the_quick_start_in_docs_runs_as_written(spark, spark_cluster, tmp_path, capsys):
     doc = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "spark.md").read_text()
-    produce, pipeline = re.findall(r"```python\n(.*?)```", doc, flags=re.S)[:2]
+    produce, pipeline, write = re.findall(r"```python\n(.*?)```", doc, flags=re.S)[:3]
 
     def run(code: str) -> None:
         code = code.replace("127.0.0.1:9876", spark_cluster.namesrv_addr).replace("/tmp/orders-upper",
@@ -256,6 +256,12 @@ def test_the_quick_start_in_docs_runs_as_written(spark, spark_cluster, tmp_path,
     assert "|order 1|created|[o-1]|" in capsys.readouterr().out
     upper = sorted(m.body for m in stored_messages(spark_cluster, "DocOrdersUpper"))
     assert upper == [b"ORDER 0", b"ORDER 1", b"ORDER 2"]
+    write = write.replace('"Orders"', '"DocOrders"')  # the Sink section's: without its mode("append") it fails
+    with pytest.raises(Exception, match='cannot be written in the "ErrorIfExists" mode'):
+        run(write.replace('.mode("append")', ""))
+    run(write)
+    [written] = [m for m in stored_messages(spark_cluster, "DocOrders") if m.body == b"order 3"]
+    assert (written.tags, written.keys, written.properties["channel"]) == ("created", ["o-3"], "web")
 
 
 def test_the_readme_example_runs_as_written(spark, spark_cluster, capsys):

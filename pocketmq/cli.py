@@ -351,6 +351,7 @@ async def _namesrv(args) -> int:
         await stop.wait()
     finally:
         await namesrv.shutdown()
+        print("pocketmq name server shut down cleanly", flush=True)
     return 0
 
 

@@ -186,6 +186,21 @@ def test_an_unknown_protocol_is_a_usage_error():
     assert "invalid choice: 'native' (choose from 'msgpack', 'rocketmq')" in out.stderr
 
 
+def test_namesrv_says_it_shut_down_on_sigterm_as_the_broker_does():
+    proc = subprocess.Popen([*CLI, "namesrv", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert re.match(r"pocketmq name server listening on 127\.0\.0\.1:\d+$", proc.stdout.readline())
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert out == "pocketmq name server shut down cleanly\n"
+
+
 def test_namesrv_command_line_options():
     from pocketmq.cli import build_parser, namesrv_config
     from pocketmq.namesrv.config import NamesrvConfig

@@ -193,7 +193,11 @@ async def test_a_restarted_consumer_resumes_from_its_committed_offsets(
     await server.create_topic(topic)
     before = pocketmq_messages(topic, unique("before"), 20)
     await server.send(before)
-    driver = await clients.run(client, "push", "--topic", topic, "--group", group, "--expect", "20", "--linger", "1")
+    # The C++ client's commits at shutdown are one-way and go out as the process ends: against Apache 4.9.7 one
+    # queue's was lost in 2 of some 10 runs (its offset still 0 after 10 s). Its periodic commit (10 s after the
+    # start, then every 5 s) is what a restart can count on, so the C++ consumer stays up past it.
+    linger = "10" if client == "cpp" else "1"
+    driver = await clients.run(client, "push", "--topic", topic, "--group", group, "--expect", "20", "--linger", linger)
     assert set(by_keys(driver.consumed)) == {expected(m)["keys"] for m in before}
     committed, ends = await server.settled_offsets(group, topic, lambda committed, ends: committed == ends)
     assert committed == ends

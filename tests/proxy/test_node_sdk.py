@@ -5,12 +5,8 @@ and PushConsumer (node5/consumer.js) read what pocketmq's 4.x producer sent."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,22 +15,11 @@ from pocketmq import embedded
 from pocketmq.client.message import Message as PocketMessage
 from pocketmq.client.sync import SyncProducer
 
-from .sdk_helpers import create_topic, wait_pulled
-
-NODE_DIR = Path(__file__).resolve().parents[1] / "native_clients" / "node5"
+from .sdk_helpers import create_topic, run_node5, wait_pulled
 
 
 def run_node(cluster: Any, topic: str, scenario: str, *extra: str) -> list[dict[str, Any]]:
-    node = shutil.which("node")
-    assert node is not None, "node is not installed: `make native-clients`"
-    assert (NODE_DIR / "node_modules" / "rocketmq-client-nodejs").is_dir(), \
-        "rocketmq-client-nodejs is not installed in tests/native_clients/node5: `make native-clients`"
-    proc = subprocess.run([node, str(NODE_DIR / "producer.js"), "--endpoint", cluster.grpc_endpoint, "--topic", topic,
-                           "--timeout", "60", scenario, *extra], capture_output=True, text=True, timeout=90,
-                          cwd=NODE_DIR)
-    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    assert proc.returncode == 0 and events[-1] == {"event": "done"}, (proc.stdout, proc.stderr[-3000:])
-    return events
+    return run_node5("producer.js", cluster.grpc_endpoint, "--topic", topic, scenario, *extra)
 
 
 def sent(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -108,14 +93,8 @@ def node_consumer_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 
 def run_consumer(cluster: Any, topic: str, group: str, scenario: str, count: int = 1) -> list[dict[str, Any]]:
-    node = shutil.which("node")
-    assert node is not None, "node is not installed: `make native-clients`"
-    proc = subprocess.run([node, str(NODE_DIR / "consumer.js"), "--endpoint", cluster.grpc_endpoint, "--topic", topic,
-                           "--group", group, "--count", str(count), "--timeout", "60", scenario],
-                          capture_output=True, text=True, timeout=90, cwd=NODE_DIR)
-    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    assert proc.returncode == 0 and events[-1] == {"event": "done"}, (proc.stdout, proc.stderr[-3000:])
-    return events
+    return run_node5("consumer.js", cluster.grpc_endpoint, "--topic", topic, "--group", group, "--count", str(count),
+                     scenario)
 
 
 def send4(cluster: Any, topic: str, n: int) -> list[str]:

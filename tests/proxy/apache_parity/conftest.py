@@ -34,6 +34,7 @@ from .calls import (
     CONV_TOPIC,
     DELAY_TOPIC,
     GHOST_TOPIC,
+    NODE_TOPICS,
     RECV_GROUP,
     RECV_TOPIC,
     RENEW_APACHE,
@@ -59,8 +60,9 @@ def apache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
             made = rmq.mqadmin("updateTopic", "-t", TXN_TOPIC, "-c", rmq.cluster_name,
                                "-a", "+message.type=TRANSACTION")
             assert made.returncode == 0, made.stdout + made.stderr
-            made = rmq.mqadmin("updateTopic", "-t", RECV_TOPIC, "-c", rmq.cluster_name, "-r", "4", "-w", "4")
-            assert made.returncode == 0, made.stdout + made.stderr
+            for four_queues in (RECV_TOPIC, *NODE_TOPICS):
+                made = rmq.mqadmin("updateTopic", "-t", four_queues, "-c", rmq.cluster_name, "-r", "4", "-w", "4")
+                assert made.returncode == 0, made.stdout + made.stderr
             made = rmq.mqadmin("updateTopic", "-t", DELAY_TOPIC, "-c", rmq.cluster_name, "-a", "+message.type=DELAY")
             assert made.returncode == 0, made.stdout + made.stderr
             for one_queue in (CONV_TOPIC, RENEW_TOPIC, GHOST_TOPIC):
@@ -81,7 +83,8 @@ def pocketmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, st
                                   proxy_overrides=RENEW_POCKETMQ) as cluster:
         create_topic(cluster, TOPIC)
         create_topic(cluster, TXN_TOPIC)
-        create_topic(cluster, RECV_TOPIC)
+        for four_queues in (RECV_TOPIC, *NODE_TOPICS):
+            create_topic(cluster, four_queues)
         for one_queue in (CONV_TOPIC, RENEW_TOPIC, GHOST_TOPIC):
             create_topic(cluster, one_queue, queues=1)
 

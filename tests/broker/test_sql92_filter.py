@@ -149,6 +149,20 @@ async def test_malformed_expression_is_refused_with_subscription_parse_failed(cl
     assert resp.code == ResponseCode.PULL_NOT_FOUND
 
 
+@pytest.mark.parametrize("enable_property_filter", [True, False])
+async def test_an_empty_sql92_expression_of_a_pull_is_refused_as_4_9_7_refuses_it(cluster, enable_property_filter
+                                                                                   ) -> None:
+    """4.9.7's FilterAPI.build throws "Expression can't be null!" for it, answered SUBSCRIPTION_PARSE_FAILED "parse
+    the consumer's subscription failed" before the enablePropertyFilter check (found by
+    tests/apache/test_differential_fuzz_filters.py)."""
+    broker = await cluster.broker(enable_property_filter=enable_property_filter)
+    mq = cluster.mq(broker)
+    await mq.create_topic("TopicSqlEmpty", queues=1)
+    resp = await mq.pull("G", "TopicSqlEmpty", 0, 0, subscription="", **SQL)
+    assert resp.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
+    assert resp.remark.startswith("parse the consumer's subscription failed"), resp.remark
+
+
 async def test_malformed_registered_subscription_is_refused_at_heartbeat_and_pull(cluster, broker) -> None:
     mq = cluster.mq(broker)
     await mq.create_topic("TopicSqlBadHb", queues=1)

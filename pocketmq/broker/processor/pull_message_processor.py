@@ -293,6 +293,11 @@ class PullMessageProcessor(BrokerProcessor):
                     f"expression type {header.expression_type!r}",
                 )
             if header.expression_type == EXPRESSION_TYPE_SQL92:
+                if not header.subscription:
+                    # FilterAPI.build's "Expression can't be null!", which 4.9.7 answers with its parse failure's
+                    # remark, before it looks at enablePropertyFilter
+                    return response(request, ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+                                    "parse the consumer's subscription failed: Expression can't be null! SQL92")
                 # Compiled by _message_filter, after the enablePropertyFilter check.
                 return SubscriptionData(
                     header.topic, header.subscription or "", [], [], header.sub_version, EXPRESSION_TYPE_SQL92

@@ -180,18 +180,6 @@ def _java_bool(v: object) -> object:
     return None
 
 
-def _java_text(v: object) -> str:
-    """What fastjson puts in a String field for a JSON value that is not null: the value's toString() (castToString,
-    StringCodec), an object's or an array's JSON text."""
-    if isinstance(v, str):
-        return v
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int | float):
-        return str(v)
-    return fastjson.dumps(v)
-
-
 class Reader:
     """Typed access to one decoded map, for ``from_dict`` implementations (errors carry the path).
 
@@ -227,7 +215,7 @@ class Reader:
         v = self._get(key, default)
         if v is not default and not isinstance(v, str):
             if self._java:
-                return _java_text(v)
+                return fastjson.java_string(v)
             raise BodyError(self.at(key), f"expected a str, got {type(v).__name__}")
         return v
 
@@ -304,7 +292,7 @@ class Reader:
         if items is default:
             return items
         if self._java:
-            return [_java_text(v) for v in items if v is not None]
+            return [fastjson.java_string(v) for v in items if v is not None]
         for i, v in enumerate(items):
             if not isinstance(v, str):
                 raise BodyError(f"{self.at(key)}[{i}]", f"expected a str, got {type(v).__name__}")

@@ -100,18 +100,6 @@ def _enum(v: object, names: dict[str, int] | None, size: int) -> int | None:
     raise _Unreadable
 
 
-def java_text(v: object) -> str:
-    """A JSON value in a String field: numbers as written, booleans ``true``/``false``, objects and arrays as
-    JSON."""
-    if isinstance(v, str):
-        return v
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int | Decimal):
-        return str(v)
-    return fastjson.dumps(v)
-
-
 def _read(name: str, v: Any, fields: dict[str, Any]) -> None:
     """One occurrence of a key, read into ``fields`` (a field left at its default is not set)."""
     if name in ("code", "version", "opaque", "flag"):
@@ -123,11 +111,11 @@ def _read(name: str, v: Any, fields: dict[str, Any]) -> None:
     elif name == "serializeTypeCurrentRPC":
         _enum(v, None, _SERIALIZE_TYPES)
     elif name == "remark":
-        fields[name] = None if v is None else java_text(v)
+        fields[name] = None if v is None else fastjson.java_string(v)
     elif name == "extFields":
         if v is not None and not isinstance(v, dict):
             raise _Unreadable
-        fields[name] = {} if v is None else {k: java_text(x) for k, x in v.items() if x is not None}
+        fields[name] = {} if v is None else {k: fastjson.java_string(x) for k, x in v.items() if x is not None}
     elif name == "body" and not (
         v is None or (isinstance(v, str) and _BASE64_CHARS.fullmatch(v))
         or (isinstance(v, list) and all(type(x) is int for x in v))

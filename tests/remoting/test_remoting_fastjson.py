@@ -7,6 +7,7 @@ import enum
 import json
 import math
 import re
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -14,7 +15,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pocketmq.remoting.body import BrokerData, QueueData
-from pocketmq.remoting.fastjson import JsonObject, JsonSyntaxError, dumps, dumps_reference, loads, parse
+from pocketmq.remoting.fastjson import (
+    JsonObject,
+    JsonSyntaxError,
+    dumps,
+    dumps_reference,
+    java_string,
+    loads,
+    parse,
+)
 from pocketmq.remoting.pop_body import BatchAck, BatchAckMessageRequestBody
 
 # --- reading -----------------------------------------------------------------------------------------------------
@@ -117,6 +126,24 @@ def test_the_reference_parser_agrees_with_the_c_parser_on_standard_json(
 ) -> None:
     text = json.dumps(value, indent=indent, ensure_ascii=ascii_only)
     assert parse(text) == json.loads(text) == loads(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "parse_float", "expected"),
+    [
+        ('"T"', float, "T"),
+        ("true", float, "true"),
+        ("-3", float, "-3"),
+        ("18446744073709551616", float, "18446744073709551616"),
+        ("1.50", Decimal, "1.50"),  # a header's number: fastjson's BigDecimal, its text as written
+        ("1e3", Decimal, "1E+3"),
+        ("1.50", float, "1.5"),  # a body's: the float's repr
+        ('{"b":[1,null,"x"],"a":{}}', float, '{"a":{},"b":[1,null,"x"]}'),
+        ("[]", float, "[]"),
+    ],
+)
+def test_a_json_value_in_a_java_string_field(text: str, parse_float: Any, expected: str) -> None:
+    assert java_string(loads(text, parse_float=parse_float)) == expected
 
 
 # --- writing -----------------------------------------------------------------------------------------------------

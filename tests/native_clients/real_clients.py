@@ -27,6 +27,9 @@ from pocketmq.client import (
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.remoting.body import TopicConfig
 
+# The 5.x SDK drivers' bodies are the 4.x clients' too (cpp_client.py keeps a copy: it runs in the C++ client's venv)
+from tests.proxy.sdk_driver import body_for
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 CPP_PYTHON = Path(os.environ.get("POCKETMQ_CPP_CLIENT_PYTHON", ROOT / ".venv-rocketmq-cpp" / "bin" / "python"))
@@ -325,15 +328,6 @@ async def until(predicate: Callable[[], Awaitable[bool]], timeout: float = WAIT)
 
 
 TAGS = ("TagA", "TagB", "TagC")
-
-
-def body_for(prefix: str, i: int) -> str:
-    """The drivers' bodies (cpp_client.body_for): 5 KiB ones are sent compressed, some are not ASCII."""
-    if i % 10 == 3:
-        return f"{prefix}-{i} big " + "0123456789abcdef" * 320
-    if i % 10 == 7:
-        return f"{prefix}-{i} grüße, 你好, привет, 🚀"
-    return f"{prefix}-{i}"
 
 
 def pocketmq_messages(topic: str, prefix: str, count: int) -> list[Message]:

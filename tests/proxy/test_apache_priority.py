@@ -29,6 +29,7 @@ from pocketmq.remoting.codes import ResponseCode
 from tests.apache.apache_proxy import ApacheProxy
 from tests.apache.apache_rocketmq import V5, ApacheRocketMQ
 
+from .apache_parity.calls import telemetry_session
 from .conftest import D, S, metadata
 
 PRIORITY_TOPIC = "PrioTopic"  # the gRPC sends' (refused or not)
@@ -176,17 +177,7 @@ def test_lite_consumers_are_refused(stubs):
 def receive_all(stub: Any, count: int) -> list[Any]:
     """``count`` messages of RECEIVE_TOPIC received one at a time by a simple consumer."""
     stop = threading.Event()
-
-    def commands() -> Iterator[Any]:
-        yield S.TelemetryCommand(settings=D.Settings(
-            client_type=D.ClientType.SIMPLE_CONSUMER, request_timeout=Duration(seconds=3),
-            subscription=D.Subscription(group=D.Resource(name=GROUP), subscriptions=[D.SubscriptionEntry(
-                topic=D.Resource(name=RECEIVE_TOPIC),
-                expression=D.FilterExpression(type=D.FilterType.TAG, expression="*"))])))
-        stop.wait(60)
-
-    session = stub.Telemetry(commands(), metadata=metadata("prio-consumer@1"), timeout=60)
-    assert next(session).status.code == D.Code.OK
+    session = telemetry_session(stub, "prio-consumer@1", GROUP, RECEIVE_TOPIC, D.ClientType.SIMPLE_CONSUMER, stop, 60)
     route = stub.QueryRoute(S.QueryRouteRequest(topic=D.Resource(name=RECEIVE_TOPIC)), metadata=metadata(),
                             timeout=30)
     got: list[Any] = []

@@ -5,11 +5,9 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from google.protobuf.duration_pb2 import Duration
 
 from pocketmq.common.recall_message_handle import HandleV1
 
@@ -25,6 +23,7 @@ from .calls import (
     produce_4x,
     recall,
     receive_both,
+    telemetry_session,
 )
 
 
@@ -81,17 +80,8 @@ def test_a_4x_producer_s_message_as_a_5x_consumer_reads_it(apache, pocketmq, bot
     calls = []
     try:
         for stub in both_servers.values():
-            def commands() -> Iterator[Any]:
-                yield S.TelemetryCommand(settings=D.Settings(
-                    client_type=D.ClientType.SIMPLE_CONSUMER, request_timeout=Duration(seconds=3),
-                    subscription=D.Subscription(group=D.Resource(name=group), subscriptions=[D.SubscriptionEntry(
-                        topic=D.Resource(name=CONV_TOPIC),
-                        expression=D.FilterExpression(type=D.FilterType.TAG, expression="*"))])))
-                stop.wait(120)
-
-            call = stub.Telemetry(commands(), metadata=metadata(CONSUMER_ID), timeout=120)
-            assert next(call).status.code == D.Code.OK
-            calls.append(call)
+            calls.append(telemetry_session(stub, CONSUMER_ID, group, CONV_TOPIC, D.ClientType.SIMPLE_CONSUMER, stop,
+                                           120))
         brokers = {name: stub.QueryRoute(S.QueryRouteRequest(topic=D.Resource(name=CONV_TOPIC)), metadata=metadata(),
                                          timeout=30).message_queues[0].broker.name
                    for name, stub in both_servers.items()}

@@ -43,6 +43,7 @@ from pocketmq.common.validators import stored_topic_error
 
 from ..recovery import check_record, topic_length_error
 from .files import fmt_ms, preview
+from .pop import pop_record
 
 _SIZE_MAGIC = SIZE_MAGIC
 _INT = field_struct("TOTALSIZE")  # (and SYSFLAG)
@@ -158,7 +159,9 @@ def summary(msg: MessageExt, file_name: str, pos: int, not_utf8: bool = False,
             magic: int = MESSAGE_MAGIC_CODE) -> dict:
     """The fields of a record that the listing shows, as a JSON-ready dict. `offset` is where the
     record is; `physical_offset` is what its PHYSICALOFFSET field says (recovery checks they agree).
-    `not_utf8`: `msg` was decoded with its topic or properties' bad bytes replaced. `magic`: its MAGICCODE."""
+    `not_utf8`: `msg` was decoded with its topic or properties' bad bytes replaced. `magic`: its MAGICCODE.
+    `pop`: a POP checkpoint's or ack's body decoded (inspect.pop), whose body is then shown whole."""
+    pop = pop_record(msg)
     return {
         "offset": int(file_name) + pos,
         "file": file_name,
@@ -186,9 +189,10 @@ def summary(msg: MessageExt, file_name: str, pos: int, not_utf8: bool = False,
         "uniq_key": msg.uniq_key,
         "properties": msg.properties,
         "body_length": len(msg.body),
-        "body_preview": body_text(msg.body, msg.sys_flag),
+        "body_preview": body_text(msg.body, msg.sys_flag, len(msg.body) if pop else 60),
         "msg_id": msg.offset_msg_id,
         "not_utf8": not_utf8,
+        "pop": pop,
     }
 
 

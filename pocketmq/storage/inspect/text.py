@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .commitlog import NOT_UTF8
 from .files import fmt_bytes
+from .pop import describe
 
 HEX_ROW = 8  # bytes per row in the --hex field table
 BODY_HEX_ROWS = 4  # a body can be megabytes: show its first rows only
@@ -98,6 +99,8 @@ def _record(lines: list[str], r: dict) -> None:
     lines.append(f"      stored {r['store_time']}  tags {r['tags'] or '-'}  keys {keys}")
     lines.append(f"      msgId {r['msg_id']}  UNIQ_KEY {r['uniq_key'] or '-'}")
     lines.append(f"      body {r['body_preview']}")
+    if r.get("pop"):
+        lines += [f"      {line}" for line in describe(r["pop"])]
     if r["physical_offset"] != r["offset"]:
         lines.append(f"      ! PHYSICALOFFSET says {r['physical_offset']}")
     if r["not_utf8"]:

@@ -9,6 +9,7 @@ import tracemalloc
 from pathlib import Path
 
 from pocketmq.common import MessageExtBrokerInner
+from pocketmq.common.java_hash import java_string_hash
 from pocketmq.console.storage_view import files_view
 from pocketmq.storage import DefaultMessageStore, MessageStoreConfig
 from pocketmq.storage.inspect import main as inspect_main
@@ -67,6 +68,10 @@ def test_timer_section(tmp_path: Path) -> None:
     code, text = run_tool(inspect_main, [str(tmp_path / "s"), "--timer", "--timer-precision", str(P)])
     assert code == 0 and "Timer wheel (timerwheel" in text and "5 in use" in text
     assert "Timer log file timerlog/00000000000000000172" in text and "lastTimerQueueOffset    5" in text
+    # Every field of a unit (docs/storage.md §13.2), as the JSON has them.
+    u = units[0]
+    assert (f"commitlog {u['commitlog_offset']} ({u['size']} bytes)  enqueued {u['enqueue_time_ms']} + delay "
+            f"{u['delayed_time_ms'] - u['enqueue_time_ms']}  topic hash {java_string_hash('T')}\n") in text
 
 
 def test_console_storage_view_has_the_timer_files(tmp_path: Path) -> None:

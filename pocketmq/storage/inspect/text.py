@@ -336,6 +336,9 @@ def _timer(lines: list[str], section: dict) -> None:
         _problems(lines, "  ", f["problems"])
         for u in f["units"]:
             flags = "".join(("R" if u["roll"] else "-", "D" if u["delete"] else "-"))
+            # Every field of the unit in its order (docs/storage.md §13.2), the due time being enqueue + delay.
             lines.append(f"  @{u['offset']:<10} prev {u['prev_pos']:<10} magic {u['magic']} {flags} due "
-                         f"{u['delayed_time']:<24} commitlog {u['commitlog_offset']} ({u['size']} bytes)")
+                         f"{u['delayed_time']:<24} commitlog {u['commitlog_offset']} ({u['size']} bytes)  enqueued "
+                         f"{u['enqueue_time_ms']} + delay {u['delayed_time_ms'] - u['enqueue_time_ms']}  topic hash "
+                         f"{u['topic_hash']}")
         _more(lines, "  ", f["hidden"], "unit", "units")

@@ -207,15 +207,16 @@ async def push_consume(namesrv: str, topic: str, expected: int, consumers: int, 
             "duplicates": deliveries - len(seen)}
 
 
-async def pop_consume(namesrv: str, topic: str, expected: int, protocol: str = "msgpack") -> dict[str, Any]:
-    """(f): one SimpleConsumer of a fresh group pops ``topic`` from its first offset, 32 per pop, each pop's
-    messages acked with one batch ack that goes out while the next pop is on its way. msgs/s counts distinct
-    messages from the first pop to the last ack's answer."""
+async def pop_consume(namesrv: str, topic: str, expected: int, protocol: str = "msgpack",
+                      group: str | None = None) -> dict[str, Any]:
+    """(f): one SimpleConsumer of a fresh group (``group``, by default one named after the topic) pops ``topic``
+    from its first offset, 32 per pop, each pop's messages acked with one batch ack that goes out while the next
+    pop is on its way. msgs/s counts distinct messages from the first pop to the last ack's answer."""
     from pocketmq.client import SimpleConsumer
 
     seen: set[tuple[int, int]] = set()
-    deliveries = 0
-    consumer = SimpleConsumer(f"bench-pop-{topic}", namesrv, subscriptions={topic: "*"}, init_mode=0,
+    deliveries = pops = 0
+    consumer = SimpleConsumer(group or f"bench-pop-{topic}", namesrv, subscriptions={topic: "*"}, init_mode=0,
                               await_duration=1.0, protocol=protocol)
     await consumer.start()
     try:
@@ -224,6 +225,7 @@ async def pop_consume(namesrv: str, topic: str, expected: int, protocol: str = "
         deadline = time.monotonic() + max(60, expected / 500)
         while len(seen) < expected and time.monotonic() < deadline:
             msgs = await consumer.receive(BATCH, invisible_duration=60)
+            pops += 1
             if acking is not None:
                 await acking
                 acking = None
@@ -237,4 +239,4 @@ async def pop_consume(namesrv: str, topic: str, expected: int, protocol: str = "
     finally:
         await consumer.shutdown()
     return {"msgs_per_s": round(len(seen) / seconds), "received": len(seen), "expected": expected,
-            "duplicates": deliveries - len(seen)}
+            "duplicates": deliveries - len(seen), "pops": pops}

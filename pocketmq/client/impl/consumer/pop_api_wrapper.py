@@ -59,33 +59,10 @@ class PopAPIWrapper:
 
     async def ack_batch(self, msgs: list[MessageExt], timeout: float) -> None:
         """One BATCH_ACK_MESSAGE per broker: an entry per pop checkpoint (queue, start offset, pop time)."""
-        per_broker: dict[str, dict[tuple[str, str], BatchAck]] = {}
-        topics: dict[str, str] = {}
-        for msg in msgs:
-            handle = receipt_handle_of(msg)
-            # Handles of one pop checkpoint differ only in their last field (the queue offset): parsed once.
-            prefix, _, offset = handle.rpartition(" ")
-            key = (msg.topic, prefix)
-            entry = None
-            for acks in per_broker.values():
-                entry = acks.get(key)
-                if entry is not None:
-                    break
-            if entry is None or not offset.isdigit():
-                e = ack_target(msg, self.consumer_group).extra
-                acks = per_broker.setdefault(e.broker_name, {})
-                topics[e.broker_name] = msg.topic
-                entry = acks.get(key)
-                if entry is None:
-                    entry = acks[key] = BatchAck(self.consumer_group, msg.topic, e.retry, e.ck_queue_offset,
-                                                 e.queue_id, e.revive_qid, e.pop_time, e.invisible_time)
-                entry.offsets.append(e.queue_offset - e.ck_queue_offset)
-                continue
-            entry.offsets.append(int(offset) - entry.start_offset)
         api = self._instance.mq_client_api
-        for broker_name, acks in per_broker.items():
-            addr = await self.broker_address(broker_name, topics[broker_name])
-            await api.batch_ack_message(addr, BatchAckMessageRequestBody(broker_name, list(acks.values())), timeout)
+        for broker_name, (topic, body) in batch_ack_bodies(msgs, self.consumer_group).items():
+            addr = await self.broker_address(broker_name, topic)
+            await api.batch_ack_message(addr, body, timeout)
 
     async def change_invisible_time(self, msg: MessageExt, invisible_ms: int, timeout: float) -> str:
         """Make ``msg`` invisible for ``invisible_ms`` from now; its receipt handle (POP_CK) becomes the new one,
@@ -100,3 +77,32 @@ class PopAPIWrapper:
                                   t.queue_id, t.offset)
         msg.put_property(PROPERTY_POP_CK, handle)
         return handle
+
+
+def batch_ack_bodies(msgs: list[MessageExt], group: str) -> dict[str, tuple[str, BatchAckMessageRequestBody]]:
+    """The BATCH_ACK_MESSAGE bodies that ack ``msgs``, by broker name, each with a topic to find the broker by."""
+    per_broker: dict[str, dict[tuple[str, str], BatchAck]] = {}
+    topics: dict[str, str] = {}
+    for msg in msgs:
+        handle = receipt_handle_of(msg)
+        # Handles of one pop checkpoint differ only in their last field (the queue offset): parsed once.
+        prefix, _, offset = handle.rpartition(" ")
+        key = (msg.topic, prefix)
+        entry = None
+        for acks in per_broker.values():
+            entry = acks.get(key)
+            if entry is not None:
+                break
+        if entry is None or not offset.isdigit():
+            e = ack_target(msg, group).extra
+            acks = per_broker.setdefault(e.broker_name, {})
+            topics[e.broker_name] = msg.topic
+            entry = acks.get(key)
+            if entry is None:
+                entry = acks[key] = BatchAck(group, msg.topic, e.retry, e.ck_queue_offset, e.queue_id, e.revive_qid,
+                                             e.pop_time, e.invisible_time)
+            entry.offsets.append(e.queue_offset - e.ck_queue_offset)
+            continue
+        entry.offsets.append(int(offset) - entry.start_offset)
+    return {name: (topics[name], BatchAckMessageRequestBody(name, list(acks.values())))
+            for name, acks in per_broker.items()}

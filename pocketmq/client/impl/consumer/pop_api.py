@@ -130,7 +130,8 @@ def ack_target(msg: MessageExt, group: str) -> AckTarget:
 
 
 def receipt_handle_of(msg: MessageExt) -> str:
-    handle = msg.properties.get(PROPERTY_POP_CK)
+    # (off the stored properties while their dict is not built: a popped message acked unread never builds it)
+    handle = msg.get_property(PROPERTY_POP_CK)
     if not handle:
         raise MQClientException(f"message {msg.msg_id} was not popped: it has no receipt handle (POP_CK)")
     return handle

@@ -36,15 +36,15 @@ async def test_an_empty_body_is_message_illegal_and_stores_nothing(broker, mq, d
     assert [m.body for m in decode_all(resp.body)] == [b"not empty"]
 
 
-async def test_a_pull_of_zero_or_fewer_messages_reads_one(broker, mq, dispatched) -> None:
+async def test_a_pull_of_zero_messages_reads_one(broker, mq, dispatched) -> None:
     """As Apache RocketMQ's store, whose batch is never full before its first message: the Go client's pull
-    consumer sends maxMsgNums 0 unless given a batch size."""
+    consumer sends maxMsgNums 0 unless given a batch size. (A negative count: test_broker_pull.py.)"""
     for i in range(3):
         assert (await mq.send("TopicMaxNums", b"m%d" % i)).code == ResponseCode.SUCCESS
     await dispatched(broker)
-    for offset, max_nums in ((0, 0), (1, -1), (2, -(2**31))):
-        resp = await mq.pull("G", "TopicMaxNums", 0, offset, max_nums=max_nums)
-        assert resp.code == ResponseCode.SUCCESS, max_nums
+    for offset in range(3):
+        resp = await mq.pull("G", "TopicMaxNums", 0, offset, max_nums=0)
+        assert resp.code == ResponseCode.SUCCESS
         assert [m.body for m in decode_all(resp.body)] == [b"m%d" % offset]
 
 

@@ -201,6 +201,27 @@ async def test_max_msg_nums_limits_the_batch(broker, mq, dispatched) -> None:
     assert resp.ext_fields["nextBeginOffset"] == 3
 
 
+async def test_a_negative_max_msg_nums_is_refused_where_apache_4_9_7_would_read(broker, mq, dispatched) -> None:
+    """4.9.7's store makes its result list with maxMsgNums as the capacity once the offset is inside a queue that
+    has messages: a negative one fails there (IllegalArgumentException, SYSTEM_ERROR) and the pull's commit is not
+    made; outside (an empty queue, below the min, at or past the max) it answers as for any count. 0 reads one."""
+    await fill(mq, "TopicNegMax", [None] * 3)
+    await dispatched(broker)
+    flags = FLAG_SUBSCRIPTION | FLAG_COMMIT_OFFSET
+    for max_nums in (-1, -(2**31)):
+        resp = await mq.pull("GNeg", "TopicNegMax", 0, 1, max_nums=max_nums, sys_flag=flags, commit_offset=2)
+        assert resp.code == ResponseCode.SYSTEM_ERROR and "Illegal Capacity" in resp.remark
+        assert (await mq.query_offset("GNeg", "TopicNegMax", 0)).ext_fields["offset"] == 0  # (nothing committed)
+    at_max = await mq.pull("GNeg", "TopicNegMax", 0, 3, max_nums=-1)
+    assert at_max.code == ResponseCode.PULL_NOT_FOUND and at_max.ext_fields["nextBeginOffset"] == 3
+    below = await mq.pull("GNeg", "TopicNegMax", 0, -1, max_nums=-1)
+    assert below.code == ResponseCode.PULL_OFFSET_MOVED and below.ext_fields["nextBeginOffset"] == 0
+    empty = await mq.pull("GNeg", "TopicNegMax", 1, 0, max_nums=-1)
+    assert empty.code == ResponseCode.PULL_NOT_FOUND
+    one = await mq.pull("GNeg", "TopicNegMax", 0, 1, max_nums=0)
+    assert [m.queue_offset for m in decode_all(one.body)] == [1]
+
+
 async def test_pull_pre_checks(cluster) -> None:
     broker = await cluster.broker(enable_property_filter=True)  # SQL92 is off by default, as in RocketMQ
     mq = cluster.mq(broker)

@@ -152,10 +152,6 @@ class PullMessageProcessor(BrokerProcessor):
             )
         if not PermName.is_readable(tc.perm):
             return response(request, ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
-        if header.max_msg_nums <= 0:
-            # RocketMQ's broker reads one message then (its batch is never full before the first): the Go
-            # client's pull consumer sends 0 unless given a batch size, and gets its messages one by one.
-            header.max_msg_nums = 1
         if queue_id < 0 or queue_id >= tc.read_queue_nums:
             return response(
                 request,
@@ -176,12 +172,33 @@ class PullMessageProcessor(BrokerProcessor):
             if isinstance(message_filter, RemotingCommand):
                 return message_filter
         reset = self._pending_reset(header)
+        if header.max_msg_nums <= 0 and (refusal := self._few_messages(request, header, reset is None)):
+            return refusal
         result = reset if reset is not None else c.get_message(
             group, topic, queue_id, header.queue_offset, header.max_msg_nums, message_filter
         )
         if isinstance(result, GetMessageResult):
             return self._answer(channel, request, header, broker_allow_suspend, message_filter, result)
         return self._answer_when_read(channel, request, header, broker_allow_suspend, message_filter, result)
+
+    def _few_messages(self, request: RemotingCommand, header: PullMessageRequestHeader,
+                      reads: bool) -> RemotingCommand | None:
+        if reads and header.max_msg_nums < 0 and self._offset_inside(header):
+            # 4.9.7's store sizes its result list by maxMsgNums once the offset is inside the queue, before it
+            # reads: ArrayList's IllegalArgumentException, answered SYSTEM_ERROR, and no commit made
+            return response(request, ResponseCode.SYSTEM_ERROR,
+                            f"Illegal Capacity: {header.max_msg_nums}, maxMsgNums must not be negative")
+        # RocketMQ's broker reads one message then (its batch is never full before the first): the Go client's
+        # pull consumer sends 0 unless given a batch size, and gets its messages one by one.
+        header.max_msg_nums = 1
+        return None
+
+    def _offset_inside(self, header: PullMessageRequestHeader) -> bool:
+        """Whether 4.9.7's store would read the queue at the pull's offset (an empty queue it never reads)."""
+        store = self.controller.store
+        topic, queue_id = header.topic, header.queue_id
+        max_offset = store.get_max_offset_in_queue(topic, queue_id)
+        return max_offset != 0 and store.get_min_offset_in_queue(topic, queue_id) <= header.queue_offset < max_offset
 
     def _pending_reset(self, header: PullMessageRequestHeader) -> GetMessageResult | None:
         """The group's first pull of a queue an admin reset by itself (RocketMQ 5's OFFSET_RESET): the consumer is

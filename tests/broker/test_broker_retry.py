@@ -147,6 +147,42 @@ async def test_send_back_to_the_dlq(cluster, poll, dispatched) -> None:
     assert resp.code == ResponseCode.SYSTEM_ERROR and "look message by offset failed" in resp.remark
 
 
+async def test_the_retry_topic_is_made_and_checked_before_the_message_is_looked_up(cluster) -> None:
+    """As 4.9.7's send-back: an offset naming no message still leaves the group's retry topic (its unit flag
+    from the header); a retry topic that is not writable refuses the send-back before the offset is read."""
+    broker = await cluster.broker(message_delay_level=LEVELS)
+    mq = cluster.mq(broker)
+    header = ConsumerSendMsgBackRequestHeader(offset=2**62, group="GNone", delay_level=0, unit_mode=True)
+    resp = await mq.invoke(RequestCode.CONSUMER_SEND_MSG_BACK, header)
+    assert (resp.code, resp.remark) == (ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {2**62}")
+    retry = broker.topic_config_manager.select_topic_config("%RETRY%GNone")
+    assert retry is not None and (retry.perm, retry.write_queue_nums, retry.topic_sys_flag) == (6, 1, 2)
+    await mq.create_topic("%RETRY%GReadOnly", queues=1, perm=4)
+    header = ConsumerSendMsgBackRequestHeader(offset=2**62, group="GReadOnly", delay_level=0)
+    resp = await mq.invoke(RequestCode.CONSUMER_SEND_MSG_BACK, header)
+    assert (resp.code, resp.remark) == (ResponseCode.NO_PERMISSION,
+                                        "the topic[%RETRY%GReadOnly] sending message is forbidden")
+
+
+async def test_reconsume_times_add_up_as_java_ints(cluster, dispatched) -> None:
+    """reconsumeTimes + 1 and the level 3 + reconsumeTimes wrap past Java's int: a copy of a message of the int's
+    largest count goes to the DLQ counting the int's smallest; one below that, sent back with delay level 0 and
+    that many reconsumes allowed, gets a negative level and no delay (as by 4.9.7)."""
+    broker = await cluster.broker(message_delay_level=LEVELS)
+    mq = cluster.mq(broker)
+    int_max = 2**31 - 1
+    for times in (int_max, int_max - 1):
+        sent = await mq.send("TopicWrap", b"many", reconsume_times=times)
+        assert sent.code == ResponseCode.SUCCESS, sent.remark
+        assert await send_back(mq, sent.ext_fields["msgId"], delay_level=0, max_reconsume=int_max) == 0
+    await dispatched(broker)
+    [dead] = decode_all((await mq.pull("GR", "%DLQ%GR", 0, 0)).body)
+    assert dead.body == b"many" and dead.reconsume_times == -(2**31)
+    [retry] = decode_all((await mq.pull("GR", "%RETRY%GR", 0, 0)).body)
+    assert retry.reconsume_times == int_max and retry.properties["DELAY"] == str(-(2**31) + 1)
+    assert broker.store.get_max_offset_in_queue("SCHEDULE_TOPIC_XXXX", 2) == 0
+
+
 async def test_queue_locks(broker, mq) -> None:
     q0, q1 = MessageQueue("T", "broker-a", 0), MessageQueue("T", "broker-a", 1)
 

@@ -58,6 +58,11 @@ _SUCCESS = ResponseCode.SUCCESS
 _SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)  # (a plain int: Enum members are slow to read)
 
 
+def _int32(n: int) -> int:
+    """``n`` as Java's int arithmetic leaves it: its low 32 bits, signed."""
+    return (n + 2**31) % 2**32 - 2**31
+
+
 def _is_transactional(header: SendMessageRequestHeader, props: dict[str, str]) -> bool:
     """TRAN_MSG true as Boolean.parseBoolean reads it, "TRUE" too (RocketMQ's test; a retry that copied the property
     from a committed message, reconsumed and delayed, is none), or the prepared flag alone."""
@@ -355,16 +360,24 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             )
         if sgc.retry_queue_nums <= 0:
             return response(request)  # the group wants no retries
+        # The retry topic is created, and refused when not writable, before the message is looked up (as by 4.9.7:
+        # a send-back of an offset naming no message leaves the group's retry topic behind)
+        retry_topic = mix_all.get_retry_topic(group)
+        topic_sys_flag = TopicSysFlag.FLAG_UNIT_SUB if header.unit_mode else 0
+        tc = c.topic_config_manager.create_topic_in_send_message_back_method(
+            retry_topic, sgc.retry_queue_nums, PermName.PERM_WRITE | PermName.PERM_READ, topic_sys_flag)
+        if not PermName.is_writeable(tc.perm):
+            return response(
+                request, ResponseCode.NO_PERMISSION, f"the topic[{retry_topic}] sending message is forbidden"
+            )
         original = await c.run_in_pull_executor(c.store.look_message_by_offset, header.offset)
         if original is None:
             return response(request, ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {header.offset}")
         max_reconsume = sgc.retry_max_times
         if request.version >= V3_4_9 and header.max_reconsume_times is not None:
             max_reconsume = header.max_reconsume_times
-        topic_sys_flag = TopicSysFlag.FLAG_UNIT_SUB if header.unit_mode else 0
         msg = self.build_send_back_message(
-            original, group, mix_all.get_retry_topic(group), sgc.retry_queue_nums, max_reconsume, header.delay_level,
-            topic_sys_flag,
+            original, group, retry_topic, sgc.retry_queue_nums, max_reconsume, header.delay_level, topic_sys_flag,
         )
         if isinstance(msg, str):
             return response(request, ResponseCode.NO_PERMISSION, msg)
@@ -409,7 +422,9 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             tcm.create_topic_in_send_message_back_method(new_topic, tv.DLQ_NUMS_PER_GROUP, rw, 0)
             props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
         elif delay_level is not None:
-            props[PROPERTY_DELAY_TIME_LEVEL] = str(delay_level if delay_level > 0 else 3 + original.reconsume_times)
+            # (Java's int sums: 3 + reconsume times past the int's largest is a negative level, no delay)
+            level = delay_level if delay_level > 0 else _int32(3 + original.reconsume_times)
+            props[PROPERTY_DELAY_TIME_LEVEL] = str(level)
         if is_blank(props.get(PROPERTY_ORIGIN_MESSAGE_ID, "")):  # (UtilAll.isBlank: " " is none either)
             props[PROPERTY_ORIGIN_MESSAGE_ID] = original.offset_msg_id
         return MessageExtBrokerInner(
@@ -422,5 +437,5 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             born_timestamp=original.born_timestamp,
             born_host=self.host_bytes(original.born_host),
             store_host=c.store_host,
-            reconsume_times=original.reconsume_times + 1,
+            reconsume_times=_int32(original.reconsume_times + 1),  # (the int's largest + 1 is its smallest)
         )

@@ -1,6 +1,7 @@
 """CHANGE_MESSAGE_INVISIBLETIME in quick succession, with the pop buffer merge on (pocketmq's default): a new
 checkpoint never shares its merge key with the one it replaces; POLLING_INFO's refusals; the v1 retry topic after a
-switch to v2; a checkpoint revived out of log order across a restart."""
+switch to v2; a checkpoint revived out of log order across a restart; the offset a first pop of an empty queue
+commits."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from broker_harness import MQ, Cluster
 from pop_wire import FAST_REVIVE, PopClient, settle_revive
 
 from pocketmq.common.extra_info_util import parse_extra_info
-from pocketmq.common.pop_ack_constants import CONSUME_INIT_MODE_MAX
+from pocketmq.common.pop_ack_constants import CONSUME_INIT_MODE_MAX, CONSUME_INIT_MODE_MIN
 from pocketmq.remoting.body import encode_body
 from pocketmq.remoting.client import RemotingClient
 from pocketmq.remoting.client_body import SubscriptionGroupConfig
@@ -327,3 +328,37 @@ async def test_a_new_group_popping_from_the_max_starts_at_the_last_message(clust
     assert got.bodies == [b"m2"]
     await pc.ack_all("G", "FromMax", got)
     assert broker.consumer_offset_manager.query_offset("G", "FromMax", 0) == 3
+
+
+@pytest.mark.parametrize("order", [False, True])
+async def test_a_first_pop_of_an_empty_queue_commits_0_and_a_later_pop_from_the_max_loses_nothing(
+        cluster: Cluster, order: bool) -> None:
+    """A MIN pop of a queue that never held a message (the store has no file of it: its min offset is -1) commits 0,
+    as 5.5.0 does (tests/apache/test_apache_pop_init_offset.py). It committed -1, which is no offset: a later pop
+    with initMode MAX then started the group anew at the queue's last message, past those sent meanwhile."""
+    broker = await cluster.broker(init_pop_offset_by_check_msg_in_mem=False)
+    pc = pop_client(cluster, broker)
+    await pc.mq.create_topic("EmptyMin", 1)
+    assert (await pc.pop("G", "EmptyMin", 0, order=order, init_mode=CONSUME_INIT_MODE_MIN)).bodies == []
+    assert broker.consumer_offset_manager.query_offset("G", "EmptyMin", 0) == 0
+    for body in (b"m0", b"m1", b"m2"):
+        assert (await pc.mq.send("EmptyMin", body, queue_id=0)).code == ResponseCode.SUCCESS
+    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+    got = await pc.pop("G", "EmptyMin", 0, order=order, init_mode=CONSUME_INIT_MODE_MAX)
+    assert got.bodies == [b"m0", b"m1", b"m2"]
+
+
+async def test_a_group_whose_offset_is_gone_pops_past_what_its_buffered_pops_hold(cluster: Cluster) -> None:
+    """The group's committed offset taken away (a commit of -1) while its pops wait in the buffer for their acks:
+    the next pop starts past them, as RocketMQ 5's getPopOffset takes the buffer's offset over the initial one,
+    and does not hand out the messages still invisible again."""
+    broker = await cluster.broker()
+    pc = pop_client(cluster, broker)
+    await pc.mq.create_topic("Gone", 1)
+    for body in (b"m0", b"m1"):
+        assert (await pc.mq.send("Gone", body, queue_id=0)).code == ResponseCode.SUCCESS
+    assert await asyncio.to_thread(broker.store.wait_dispatched, 5.0)
+    assert (await pc.pop("G", "Gone", 0, max_nums=1, init_mode=CONSUME_INIT_MODE_MIN)).bodies == [b"m0"]
+    await pc.mq.update_offset("G", "Gone", 0, -1)
+    assert broker.consumer_offset_manager.query_offset("G", "Gone", 0) == -1
+    assert (await pc.pop("G", "Gone", 0, init_mode=CONSUME_INIT_MODE_MIN)).bodies == [b"m1"]

@@ -53,17 +53,22 @@ class PopOffsets:
         return offset
 
     def pop_offset(self, group: str, topic: str, queue_id: int, init_mode: int, init: bool = True) -> int:
-        """The group's offset in the queue; for a group without one, where it starts (committed when ``init``):
-        the queue's first message (ConsumeInitMode MIN, and in retry topics), else its first one when that is still
-        in memory, else its last one (RocketMQ's getInitOffset)."""
+        """The group's offset in the queue, past the pops buffered for their acks (which have not moved the committed
+        offset yet); for a group without one, where it starts (init_offset, committed when ``init``)."""
+        offset = self.controller.consumer_offset_manager.query_offset(group, topic, queue_id)
+        if offset < 0:
+            offset = self.init_offset(group, topic, queue_id, init_mode, init)
+        return max(offset, self.buffer_merge.latest_offset(topic, group, queue_id))
+
+    def init_offset(self, group: str, topic: str, queue_id: int, init_mode: int, init: bool) -> int:
+        """RocketMQ's getInitOffset: the queue's first message (ConsumeInitMode MIN, and in retry topics), else its
+        first one when that is still in memory, else its last one; 0 in an empty queue whatever the mode (5.5.0
+        commits 0 there, where a queue the store has no file of yet would give -1: the group would then have no
+        offset, and its next pop would start over with that pop's initMode, past what was sent meanwhile)."""
         c = self.controller
-        offset = c.consumer_offset_manager.query_offset(group, topic, queue_id)
-        if offset >= 0:
-            # Pops buffered for their acks have not moved the committed offset yet.
-            return max(offset, self.buffer_merge.latest_offset(topic, group, queue_id))
         store = c.store
         if init_mode == CONSUME_INIT_MODE_MIN or topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            offset = store.get_min_offset_in_queue(topic, queue_id)
+            offset = max(0, store.get_min_offset_in_queue(topic, queue_id))
         elif (c.broker_config.init_pop_offset_by_check_msg_in_mem and store.get_min_offset_in_queue(topic, queue_id)
               <= 0 and c.is_in_memory(topic, queue_id, 0)):
             offset = 0

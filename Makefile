@@ -307,6 +307,7 @@ fuzz-apache: $(STAMP) java apache-rocketmq
 		tests/apache/test_differential_fuzz_acl.py tests/apache/test_differential_fuzz_timer_5.py \
 		tests/apache/test_differential_fuzz_filters.py tests/apache/test_differential_fuzz_pull.py \
 		tests/apache/test_differential_fuzz_send_back.py \
+		tests/apache/test_differential_fuzz_query.py \
 		tests/proxy/test_grpc_differential_fuzz.py
 
 clean:

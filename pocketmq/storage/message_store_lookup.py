@@ -104,7 +104,9 @@ class MessageStoreLookup:
         finds nothing."""
         offsets, last_ts, last_phy = self.index_service.query_offset(topic, key, max_num, begin, end)
         result = QueryMessageResult()
-        for phy in sorted(set(offsets)):
+        # Each entry found is one message of the answer: a record indexed under the key twice (KEYS "k k", a
+        # UNIQ_KEY that is one of its KEYS) comes twice and counts twice toward maxNum, as on 4.9.7
+        for phy in sorted(offsets):
             raw = self.select_one_message_by_offset(phy)
             if raw is None or not self._record_matches(raw, topic, key, begin, end):
                 continue  # a hash collision, a neighbour within the index's second, or data deleted since

@@ -156,6 +156,18 @@ def test_query_finds_keys_and_uniq_key_and_filters_hash_collisions(store):
         assert (nothing.index_last_update_timestamp, nothing.index_last_update_phyoffset) == (0, 0)
 
 
+def test_a_record_indexed_twice_under_a_key_is_found_twice(store):
+    # As on 4.9.7 (tests/apache/test_differential_fuzz_query.py): each index entry is one message of the answer
+    put_ok(store, msg(body=b"twice", KEYS="rep rep"))
+    put_ok(store, msg(body=b"uniq too", UNIQ_KEY="x", KEYS="x y"))
+    put_ok(store, msg(body=b"once", KEYS="rep"))
+    assert store.wait_dispatched()
+    q = store.query_message
+    assert bodies(q("TopicA", "rep", 32, 0, FAR_FUTURE)) == [b"twice", b"twice", b"once"]
+    assert bodies(q("TopicA", "rep", 2, 0, FAR_FUTURE)) == [b"twice", b"once"]  # (the newest two entries)
+    assert bodies(q("TopicA", "x", 32, 0, FAR_FUTURE)) == [b"uniq too", b"uniq too"]
+
+
 def test_rollback_records_are_not_indexed(store):
     put_ok(store, MessageExtBrokerInner(topic="TopicA", body=b"rolled back", sys_flag=0xC, properties={"KEYS": "tx"}))
     put_ok(store, MessageExtBrokerInner(topic="TopicA", body=b"prepared", sys_flag=0x4, properties={"KEYS": "tx"}))

@@ -27,7 +27,7 @@ class QueryMessageProcessor(BrokerProcessor):
     async def query_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = request.decode_header(QueryMessageRequestHeader)
         max_num = header.max_num
-        if str(request.ext_fields.get(UNIQUE_MSG_QUERY_FLAG, "")).lower() == "true":
+        if request.ext_fields.get(UNIQUE_MSG_QUERY_FLAG) == "true":  # (4.9.7's equals: "TRUE" is not the flag)
             max_num = DEFAULT_QUERY_MAX_NUM
         if max_num < 0:
             # 4.9.7 sizes its list of offsets by maxNum before anything else: a negative one is its

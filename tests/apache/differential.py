@@ -16,6 +16,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from pocketmq.remoting.client import RemotingClient
+from pocketmq.remoting.codes import RequestCode as R
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import RemotingTimeoutError
 from pocketmq.remoting.wire_protocol import WireProtocol
@@ -120,6 +121,21 @@ def call_each(requests: dict[str, tuple[str, RemotingCommand]], timeout: float =
 def request(code: int, ext: dict[str, Any] | None = None, body: bytes | None = None) -> RemotingCommand:
     fields = {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (ext or {}).items() if v is not None}
     return RemotingCommand.request(code, fields, body)
+
+
+def delete_owned(broker: str, namesrv: str, topic: str, group: str) -> None:
+    """What a module's requests created on the session's Apache, deleted so that the tests after it see none of it:
+    the groups named from `group` (auto-created ones too), the topics named from `topic` and those groups' retry
+    and dead-letter topics."""
+    groups = call(broker, request(R.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)).body or {}
+    for name in groups.get("subscriptionGroupTable", {}):
+        if name.startswith(group):
+            call(broker, request(R.DELETE_SUBSCRIPTIONGROUP, {"groupName": name, "removeOffset": True}))
+    topics = call(broker, request(R.GET_ALL_TOPIC_CONFIG)).body or {}
+    for name in topics.get("topicConfigTable", {}):
+        if name.startswith((topic, "%RETRY%" + group, "%DLQ%" + group)):
+            call(broker, request(R.DELETE_TOPIC_IN_BROKER, {"topic": name}))
+            call(namesrv, request(R.DELETE_TOPIC_IN_NAMESRV, {"topic": name}))
 
 
 odd_numbers = st.sampled_from(["", "x", "1.5", "0x10", " 1", "99999999999999999999999"])  # no Java int or long

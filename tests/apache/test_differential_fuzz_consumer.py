@@ -27,7 +27,7 @@ from pocketmq.remoting.codes import RequestCode as R
 from pocketmq.remoting.codes import ResponseCode as C
 from tests.apache.apache_rocketmq import ApacheRocketMQ
 
-from .differential import call, call_each, java_ints, java_longs, mostly, odd_numbers, optional, request
+from .differential import call, call_each, delete_owned, java_ints, java_longs, mostly, odd_numbers, optional, request
 from .differential_requests import create_group, create_topic, send_v2
 from .test_differential_fuzz import EXAMPLES, STORED, code_class, flags, hex_ids, numbers
 from .test_differential_fuzz import foreign_names as names
@@ -181,20 +181,6 @@ def own_numbers(broker: str) -> dict[str, int]:
     return {MESSAGE_OFFSET: message_offset, HALF_OFFSET: half_offset, HALF_QUEUE_OFFSET: int(half.ext["queueOffset"])}
 
 
-def delete_owned(broker: str, namesrv: str) -> None:
-    """The groups and topics the requests created, deleted from the session's Apache, so that the tests after it
-    see none of them (auto-created groups, their retry and DLQ topics)."""
-    groups = call(broker, request(R.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)).body or {}
-    for group in groups.get("subscriptionGroupTable", {}):
-        if group.startswith(GROUP):
-            call(broker, request(R.DELETE_SUBSCRIPTIONGROUP, {"groupName": group, "removeOffset": True}))
-    topics = call(broker, request(R.GET_ALL_TOPIC_CONFIG)).body or {}
-    for topic in topics.get("topicConfigTable", {}):
-        if topic.startswith((TOPIC, "%RETRY%" + GROUP, "%DLQ%" + GROUP)):
-            call(broker, request(R.DELETE_TOPIC_IN_BROKER, {"topic": topic}))
-            call(namesrv, request(R.DELETE_TOPIC_IN_NAMESRV, {"topic": topic}))
-
-
 @pytest.fixture(scope="module")
 def servers(apache_rocketmq: ApacheRocketMQ, tmp_path_factory: pytest.TempPathFactory
             ) -> Iterator[dict[str, dict[str, Any]]]:
@@ -204,7 +190,7 @@ def servers(apache_rocketmq: ApacheRocketMQ, tmp_path_factory: pytest.TempPathFa
         try:
             yield {name: {"broker": broker, **own_numbers(broker)} for name, broker in sides.items()}
         finally:
-            delete_owned(apache_rocketmq.broker_addr, apache_rocketmq.namesrv_addr)
+            delete_owned(apache_rocketmq.broker_addr, apache_rocketmq.namesrv_addr, TOPIC, GROUP)
 
 
 def for_side(side: dict[str, Any], ext: dict[str, Any]) -> dict[str, Any]:

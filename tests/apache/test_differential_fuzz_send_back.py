@@ -54,7 +54,7 @@ from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.wire_protocol import WireProtocol
 from tests.apache.apache_rocketmq import ApacheRocketMQ
 
-from .differential import Answer, call, invoke, request
+from .differential import Answer, call, delete_owned, invoke, request
 
 RUN = uuid.uuid4().hex[:6]
 TOPIC = f"FuzzBack{RUN}"  # the messages sent back, 4 queues
@@ -296,19 +296,6 @@ async def run(side: Side, drawn: dict[str, Any], case: int, group: str) -> dict[
     return {"code": answer.code, "remark": remark, "stored": records, "topics": await topic_configs(side, group)}
 
 
-def delete_owned(broker: str, namesrv: str) -> None:
-    """What the examples created on the session's Apache, deleted: the groups, their retry and DLQ topics."""
-    groups = call(broker, request(R.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)).body or {}
-    for group in groups.get("subscriptionGroupTable", {}):
-        if group.startswith(GROUP):
-            call(broker, request(R.DELETE_SUBSCRIPTIONGROUP, {"groupName": group, "removeOffset": True}))
-    topics = call(broker, request(R.GET_ALL_TOPIC_CONFIG)).body or {}
-    for topic in topics.get("topicConfigTable", {}):
-        if topic.startswith((TOPIC, "%RETRY%" + GROUP, "%DLQ%" + GROUP)):
-            call(broker, request(R.DELETE_TOPIC_IN_BROKER, {"topic": topic}))
-            call(namesrv, request(R.DELETE_TOPIC_IN_NAMESRV, {"topic": topic}))
-
-
 @pytest.fixture(scope="module")
 def servers(apache_rocketmq: ApacheRocketMQ, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Side]]:
     loop = asyncio.new_event_loop()
@@ -324,7 +311,7 @@ def servers(apache_rocketmq: ApacheRocketMQ, tmp_path_factory: pytest.TempPathFa
             for side in sides.values():
                 loop.run_until_complete(side.client.close())
             loop.close()
-            delete_owned(apache_rocketmq.broker_addr, apache_rocketmq.namesrv_addr)
+            delete_owned(apache_rocketmq.broker_addr, apache_rocketmq.namesrv_addr, TOPIC, GROUP)
 
 
 CASES = itertools.count()

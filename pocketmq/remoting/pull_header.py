@@ -42,6 +42,8 @@ class QueryConsumerOffsetRequestHeader(CommandHeader):
     consumer_group: str
     topic: str
     queue_id: int
+    # RocketMQ 5's: false (any text but "true") asks for QUERY_NOT_FOUND rather than 0 when the group has no offset.
+    set_zero_if_not_found: bool | None = None
 
 
 @dataclass(slots=True)

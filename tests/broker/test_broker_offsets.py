@@ -209,3 +209,33 @@ async def test_the_offsets_of_a_deleted_topic_stay_gone_after_a_restart(cluster)
     broker = await cluster.restart(broker)
     assert load_json_file(offsets_path(broker))["offsetTable"] == {"TopicKept@G": {"0": 7}}
     assert broker.consumer_offset_manager.query_offset("G", "TopicGone", 0) == -1
+
+
+async def test_set_zero_if_not_found_false_asks_for_not_found_where_the_broker_would_answer_0(
+    cluster, dispatched
+) -> None:
+    broker = await cluster.broker()
+    mq = cluster.mq(broker)
+    await mq.send("TopicZ", b"x", queue_id=1)
+    await dispatched(broker)
+    await mq.update_offset("G", "TopicZ", 2, 5)
+
+    async def query(queue_id: int, set_zero: str | None) -> tuple[int, str | None, object]:
+        ext = {"consumerGroup": "G", "topic": "TopicZ", "queueId": str(queue_id)}
+        if set_zero is not None:
+            ext["setZeroIfNotFound"] = set_zero
+        resp = await mq.invoke(RequestCode.QUERY_CONSUMER_OFFSET, ext)
+        return resp.code, resp.remark, (resp.ext_fields or {}).get("offset")
+
+    not_found = (ResponseCode.QUERY_NOT_FOUND, "Not found, do not set to zero, maybe this group boot first", None)
+    # Absent, or "true" in any case: an empty queue and one whose first message is in memory start at 0.
+    for set_zero in (None, "true", "True"):
+        for queue_id in (0, 1):
+            assert await query(queue_id, set_zero) == (ResponseCode.SUCCESS, None, 0), (queue_id, set_zero)
+    # Any other text (Java's Boolean.parseBoolean): no offset is no offset.
+    for set_zero in ("false", "no", ""):
+        for queue_id in (0, 1):
+            assert await query(queue_id, set_zero) == not_found, (queue_id, set_zero)
+    # A stored offset is answered whatever the flag says.
+    for set_zero in (None, "true", "false", "no"):
+        assert await query(2, set_zero) == (ResponseCode.SUCCESS, None, 5), set_zero

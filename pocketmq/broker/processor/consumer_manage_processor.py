@@ -49,6 +49,11 @@ class ConsumerManageProcessor(BrokerProcessor):
         )
         if offset >= 0:
             return response(request, ext_fields=QueryConsumerOffsetResponseHeader(offset))
+        if header.set_zero_if_not_found is False:
+            # RocketMQ 5's: the asker wants to know there is no offset, whatever the queue's data.
+            return response(
+                request, ResponseCode.QUERY_NOT_FOUND, "Not found, do not set to zero, maybe this group boot first"
+            )
         return self._query_new_group_offset(request, header)
 
     async def _query_new_group_offset(

@@ -124,6 +124,14 @@ class IndexFile:
             self._write_header()
         return True
 
+    def tail_entries_at(self, phy_offset: int) -> int:
+        """How many of the last entries point at the record at ``phy_offset`` (a record's keys are written one after
+        another at the tail)."""
+        n = self.index_count - 1
+        while n >= 1 and ENTRY.unpack_from(self.mm, self.entries_base + n * INDEX_ENTRY_SIZE)[1] == phy_offset:
+            n -= 1
+        return self.index_count - 1 - n
+
     def sync_header(self) -> None:
         """Write the in-memory header fields to the mapped file."""
         self._write_header()

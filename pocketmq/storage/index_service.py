@@ -82,14 +82,25 @@ class IndexService:
         if sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_ROLLBACK_TYPE:
             return
         f = self.files[-1] if self.files else None
+        all_keys = (uniq_key, *keys.split(b" ")) if keys else (uniq_key,)
+        written = 0
+        if f is not None and phy_offset <= f.end_phy_offset:
+            if phy_offset < f.end_phy_offset:
+                return  # already indexed (re-dispatch after recovery; a new file is seeded with the last one's end)
+            # The last record indexed, dispatched again after a crash, may have had some or all of its keys written:
+            # those are not written twice (a key the record names twice, as KEYS "k k", still has its two entries)
+            written = self._indexed_tail(phy_offset)
+            if written >= sum(1 for key in all_keys if key):
+                return
         if f is None or f.index_count >= f.index_num:
             f = self._writable_file()
-        if phy_offset < f.end_phy_offset:
-            return  # already indexed (re-dispatch after recovery; a new file is seeded with the last one's end)
         hashes = self._hashes
         prefix = hashes.topic_hash(topic, topic_b)
-        for key in (uniq_key, *keys.split(b" ")) if keys else (uniq_key,):
+        for key in all_keys:
             if not key:
+                continue
+            if written:
+                written -= 1
                 continue
             h = hashes.key_hash(prefix, key)
             if h is None:
@@ -109,8 +120,8 @@ class IndexService:
         f = self.files[-1] if self.files else None
         index_record = self.index_record
         if (index_record is None or f is None or sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_ROLLBACK_TYPE
-                or phy_offset < f.end_phy_offset):
-            return None
+                or phy_offset <= f.end_phy_offset):
+            return None  # (the last record indexed, dispatched again, is build_index_raw's case)
         n = f.index_count
         done = index_record(f.mm, props, self._hashes.topic_hash(topic, topic_b), f.hash_slot_num, f.index_num,
                              f.entries_base, n, f.begin_timestamp, phy_offset, store_timestamp)
@@ -124,10 +135,16 @@ class IndexService:
             f.end_timestamp = store_timestamp
         return code
 
-    def _put(self, f: IndexFile, key: str, phy_offset: int, store_timestamp: int) -> IndexFile:
-        while not f.put_key(key, phy_offset, store_timestamp):
-            f = self._writable_file()
-        return f
+    def _indexed_tail(self, phy_offset: int) -> int:
+        """The entries the index ends with that point at the record at ``phy_offset``, across a roll to a new
+        file mid-record (the new file is seeded with the full one's end)."""
+        count = 0
+        for f in reversed(self.files):
+            tail = f.tail_entries_at(phy_offset)
+            count += tail
+            if tail < f.entry_count() or f.end_phy_offset != phy_offset:
+                break
+        return count
 
     def query_offset(self, topic: str, key: str, max_num: int, begin: int, end: int) -> tuple[list[int], int, int]:
         """Commit-log offsets for `key` stored within [begin, end] ms, newest files first.

@@ -14,6 +14,7 @@ from typing import Any
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.client.client_config import PROTOCOLS
 from pocketmq.client.exceptions import MQBrokerException
+from pocketmq.common.java_numbers import LONG_MAX, LONG_MIN
 from pocketmq.common.util_all import time_millis_to_human_string2
 from pocketmq.remoting.errors import RemotingTimeoutError
 
@@ -153,17 +154,14 @@ def human_time(ms: int) -> str:
     return "N/A" if ms <= 0 else time_millis_to_human_string2(ms)
 
 
-JAVA_LONG_MAX = 2**63 - 1
-
-
 def parse_timestamp(text: str, option: str = "-s") -> int:
     """mqadmin's -s forms: epoch ms (a Java long, as its Long.parseLong), "now", or yyyy-MM-dd#HH:mm:ss:SSS
     (local time). ``option`` names the value in the error."""
     if text == "now":
         return int(dt.datetime.now().timestamp() * 1000)
     if text.lstrip("-").isdigit():
-        if not -JAVA_LONG_MAX - 1 <= int(text) <= JAVA_LONG_MAX:
-            raise ValueError(f"{option} {text}: out of range (epoch ms up to {JAVA_LONG_MAX})")
+        if not LONG_MIN <= int(text) <= LONG_MAX:
+            raise ValueError(f"{option} {text}: out of range (epoch ms up to {LONG_MAX})")
         return int(text)
     try:
         t = dt.datetime.strptime(text, "%Y-%m-%d#%H:%M:%S:%f")

@@ -16,7 +16,6 @@ ATTR_ARRAY_SEPARATOR_COMMA = ","
 ATTR_KEY_VALUE_EQUAL_SIGN = "="
 ATTR_ADD_PLUS_SIGN = "+"
 ATTR_DELETE_MINUS_SIGN = "-"
-JAVA_LONG_MAX = (1 << 63) - 1
 
 
 class AttributeError_(ValueError):  # noqa: N801 (the built-in AttributeError means something else)

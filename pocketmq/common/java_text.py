@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from .java_numbers import LONG_MAX, LONG_MIN
+
 # Character.isWhitespace: the Unicode space, line and paragraph separators (Zs, Zl, Zp) but the no-break spaces,
 # and the ASCII controls U+0009-U+000D, U+001C-U+001F. Every such character is in the BMP, so Java's per-UTF-16-unit
 # test and a per-code-point one agree (tests/common/test_java_text.py checks the set against unicodedata).
@@ -43,7 +45,6 @@ def java_split(text: str, sep: str) -> list[str]:
 
 
 _INTEGER = re.compile(r"[+-]?\d+")  # \d: Unicode decimal digits, which Character.digit takes too
-LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 
 
 def parse_integer(text: str, lo: int = LONG_MIN, hi: int = LONG_MAX) -> int:

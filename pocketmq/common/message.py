@@ -21,10 +21,10 @@ from .constants import (
     PROPERTY_TIMER_DELIVER_MS,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
 )
+from .java_numbers import INT_MAX, INT_MIN
 from .java_text import parse_integer
 
 _PORT = struct.Struct(">i")
-INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 
 
 def delay_time_level(props: Mapping[str, str]) -> int:

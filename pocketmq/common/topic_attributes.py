@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from enum import StrEnum
 
-from .attribute import JAVA_LONG_MAX, Attribute, EnumAttribute, LongRangeAttribute
+from .attribute import Attribute, EnumAttribute, LongRangeAttribute
 from .constants import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_LITE_TOPIC,
@@ -21,9 +21,8 @@ from .constants import (
     PROPERTY_TIMER_DELIVER_MS,
     PROPERTY_TRANSACTION_PREPARED,
 )
+from .java_numbers import INT_MAX, INT_MIN, LONG_MAX
 from .java_text import parse_integer
-
-_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 
 
 class TopicMessageType(StrEnum):
@@ -42,7 +41,7 @@ CLEANUP_POLICY_ATTRIBUTE = EnumAttribute("cleanup.policy", False, frozenset({"DE
 TOPIC_MESSAGE_TYPE_ATTRIBUTE = EnumAttribute(
     "message.type", True, frozenset(t.value for t in TopicMessageType), TopicMessageType.NORMAL.value
 )
-TOPIC_RESERVE_TIME_ATTRIBUTE = LongRangeAttribute("reserve.time", True, -1, JAVA_LONG_MAX, -1)
+TOPIC_RESERVE_TIME_ATTRIBUTE = LongRangeAttribute("reserve.time", True, -1, LONG_MAX, -1)
 
 ALL: dict[str, Attribute] = {
     a.name: a
@@ -111,7 +110,7 @@ def message_priority(properties: Mapping[str, str]) -> int:
     if value is None:
         return -1
     try:
-        return parse_integer(value, _INT_MIN, _INT_MAX)
+        return parse_integer(value, INT_MIN, INT_MAX)
     except ValueError:
         return -1
 

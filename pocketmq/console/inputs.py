@@ -11,9 +11,8 @@ from typing import Any
 
 from aiohttp import web
 
-from pocketmq.common.attribute import JAVA_LONG_MAX
+from pocketmq.common.java_numbers import LONG_MAX, LONG_MIN
 
-JAVA_LONG_MIN = -JAVA_LONG_MAX - 1
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
@@ -47,7 +46,7 @@ async def json_body(request: web.Request) -> dict[str, Any]:
     return data
 
 
-def number(value: Any, name: str, low: int = JAVA_LONG_MIN, high: int = JAVA_LONG_MAX) -> int:
+def number(value: Any, name: str, low: int = LONG_MIN, high: int = LONG_MAX) -> int:
     """An integer field, a JSON integer or a query parameter's digits, between ``low`` and ``high``: by default
     Java's long, as the brokers read these fields. A fraction is refused rather than truncated."""
     if isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
@@ -74,7 +73,7 @@ def _int_literal(digits: str) -> int:
     same sign: Python refuses to convert more than 4,300 digits (a ValueError), and no field takes one that big."""
     if len(digits.lstrip("+-").lstrip("0")) <= 19:
         return int(digits)
-    return JAVA_LONG_MIN - 1 if digits.startswith("-") else JAVA_LONG_MAX + 1
+    return LONG_MIN - 1 if digits.startswith("-") else LONG_MAX + 1
 
 
 _loads = functools.partial(json.loads, parse_int=_int_literal)

@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable
 
 from pocketmq.common.compression import DEFAULT_INFLATE_LIMIT
 from pocketmq.common.faq_url import suggest_todo
+from pocketmq.common.java_numbers import INT_MAX, INT_MIN
 from pocketmq.common.java_text import parse_integer
-from pocketmq.common.message import INT_MAX, INT_MIN
 from pocketmq.common.mix_all import NAMESPACE_ORDER_TOPIC_CONFIG
 from pocketmq.common.properties_text import format_properties, parse_properties
 from pocketmq.remoting.admin_body import KVTable

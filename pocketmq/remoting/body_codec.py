@@ -16,6 +16,7 @@ from typing import Any, Protocol, TypeVar
 
 import msgpack
 
+from pocketmq.common.java_numbers import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN
 from pocketmq.common.mq_version import V4_9_4
 
 from . import fastjson
@@ -172,7 +173,7 @@ def _java_bool(v: object) -> object:
     refused, a float made an int by :func:`_narrow`); "true" and "false" in any case, "1", "0", "Y", "y", "T", "F",
     "f", "N" (not "t" nor "n"); ``NULL`` for "", "null" and "NULL"; None when it would refuse."""
     if isinstance(v, int):
-        return v == 1 if -(1 << 31) <= v < 1 << 31 else None
+        return v == 1 if INT_MIN <= v <= INT_MAX else None
     if isinstance(v, float):
         n = _narrow(v, 32)
         return None if n is None else n == 1
@@ -320,7 +321,7 @@ class Reader:
                 if cast is None:
                     raise BodyError(f"{self.at(key)}[{i}]", f"expected an int, got {type(v).__name__}")
                 v = cast
-            if not -(1 << 63) <= v < 1 << 63:
+            if not LONG_MIN <= v <= LONG_MAX:
                 raise BodyError(f"{self.at(key)}[{i}]", f"{v} is out of the range of a 64-bit integer")
             out.append(v)
         return out

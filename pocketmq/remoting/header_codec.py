@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Self, TypeVar
 
+from pocketmq.common.java_numbers import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN
+
 from .errors import HeaderError
 from .speedups import speedups
 
@@ -45,8 +47,6 @@ def _show(v: object) -> str:
     return r if len(r) <= 60 else r[:57] + "..."
 
 
-_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
-_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 # Header fields that are a Java Integer in RocketMQ's header classes (the others are Long): a text beyond its
 # range is a NumberFormatException there, a bad request here.
 _JAVA_INT_FIELDS = frozenset({
@@ -62,14 +62,14 @@ def _parse_int(wire_name: str, v: object) -> int:
         return v
     if type(v) is str and _INT_RE.fullmatch(v):
         n = int(v)
-        if _LONG_MIN <= n <= _LONG_MAX:
+        if LONG_MIN <= n <= LONG_MAX:
             return n
     raise HeaderError(wire_name, f"expected an int, got {type(v).__name__} {_show(v)}")
 
 
 def _parse_java_int(wire_name: str, v: object) -> int:
     n = _parse_int(wire_name, v)
-    if type(v) is str and not _INT_MIN <= n <= _INT_MAX:
+    if type(v) is str and not INT_MIN <= n <= INT_MAX:
         raise HeaderError(wire_name, f"expected an int, got {type(v).__name__} {_show(v)}")
     return n
 

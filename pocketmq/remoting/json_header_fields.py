@@ -26,12 +26,13 @@ import re
 from decimal import Decimal
 from typing import Any
 
+from pocketmq.common.java_numbers import INT_MAX, INT_MIN, wrap_int
+
 from . import fastjson
 from .codes import LanguageCode, SerializeType
 from .command import RemotingCommand
 from .errors import MalformedFrame
 
-_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _LANGUAGE_CODES = {lc.name: int(lc) for lc in LanguageCode}
 _LANGUAGES = len(LanguageCode)
 _SERIALIZE_TYPES = 2  # 4.9.7's SerializeType: JSON, ROCKETMQ
@@ -70,7 +71,7 @@ def java_int(v: object) -> int | None:
             raise _Unreadable
         scale = -int(v.as_tuple().exponent)
         if -100 <= scale <= 100:
-            n = (int(v) + 2**31) % 2**32 - 2**31  # BigDecimal.intValue: truncated, the low 32 bits
+            n = wrap_int(int(v))  # BigDecimal.intValue: truncated, the low 32 bits
         elif v != int(v):
             raise _Unreadable  # intValueExact
         else:
@@ -84,7 +85,7 @@ def java_int(v: object) -> int | None:
         n = int(text)
     else:
         raise _Unreadable
-    if not _INT32_MIN <= n <= _INT32_MAX:
+    if not INT_MIN <= n <= INT_MAX:
         raise _Unreadable
     return n
 

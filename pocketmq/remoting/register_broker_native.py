@@ -21,8 +21,8 @@ import struct
 import zlib
 
 from pocketmq.common.compression import DEFAULT_INFLATE_LIMIT, InflateError, inflate
+from pocketmq.common.java_numbers import INT_MAX, INT_MIN
 from pocketmq.common.java_text import parse_integer
-from pocketmq.common.message import INT_MAX, INT_MIN
 
 from . import fastjson
 from .errors import BodyError

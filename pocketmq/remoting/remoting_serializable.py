@@ -24,12 +24,14 @@ import math
 import re
 from collections.abc import Callable, Mapping
 
+from pocketmq.common.java_numbers import INT_MAX, INT_MIN
+
 from . import fastjson
 from .command import RemotingCommand
-from .remoting_serializable_reader import _INT32_MAX, _INT32_MIN, _LANGUAGE_NAMES
 
 # The reading side, importable from here as before it had a module of its own (the codec and tests use this path).
 from .remoting_serializable_reader import _LANGUAGE_CODES as _LANGUAGE_CODES
+from .remoting_serializable_reader import _LANGUAGE_NAMES
 from .remoting_serializable_reader import decode_json_header as decode_json_header
 from .remoting_serializable_reader import decode_json_header_fast as decode_json_header_fast
 from .remoting_serializable_reader import decode_json_header_fast_py as decode_json_header_fast_py
@@ -71,7 +73,7 @@ def java_ext_fields(ext: Mapping[str, object]) -> dict[str, str]:
 def check_int32(name: str, v: int) -> int:
     """``v`` as the Java int a header field is; ValueError when it does not fit."""
     v = int(v)
-    if not _INT32_MIN <= v <= _INT32_MAX:
+    if not INT_MIN <= v <= INT_MAX:
         raise ValueError(f"{name} {v} does not fit a Java int")
     return v
 
@@ -271,8 +273,8 @@ def _encode_json_header_any(cmd: RemotingCommand) -> bytes:
     code, flag, opaque, version = int(cmd.code), int(cmd.flag), int(cmd.opaque), int(cmd.version)
     remark = cmd.remark
     if not (
-        _INT32_MIN <= code <= _INT32_MAX and _INT32_MIN <= flag <= _INT32_MAX
-        and _INT32_MIN <= opaque <= _INT32_MAX and _INT32_MIN <= version <= _INT32_MAX
+        INT_MIN <= code <= INT_MAX and INT_MIN <= flag <= INT_MAX
+        and INT_MIN <= opaque <= INT_MAX and INT_MIN <= version <= INT_MAX
         and (remark is None or isinstance(remark, str))
     ):
         return encode_json_header(cmd)  # a value out of range, a remark that is no str: the reference's error

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
+from pocketmq.common.java_numbers import INT_MAX, INT_MIN
+
 from . import fastjson
 from .codes import LanguageCode, SerializeType
 from .command import RemotingCommand
@@ -14,7 +16,6 @@ from .errors import MalformedFrame
 from .json_header_fields import Occurrences, command_of
 from .speedups import speedups
 
-_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _LANGUAGE_NAMES = {int(lc): lc.name for lc in LanguageCode}
 _LANGUAGE_CODES = {lc.name: int(lc) for lc in LanguageCode}
 _JSON = SerializeType.JSON
@@ -128,8 +129,8 @@ def _decode_json_header_any(text: str, data: bytes | bytearray | memoryview) -> 
     ext = get("extFields")
     if not (
         type(code) is int and type(opaque) is int and type(flag) is int and type(version) is int
-        and _INT32_MIN <= code <= _INT32_MAX and _INT32_MIN <= opaque <= _INT32_MAX
-        and _INT32_MIN <= flag <= _INT32_MAX and _INT32_MIN <= version <= _INT32_MAX
+        and INT_MIN <= code <= INT_MAX and INT_MIN <= opaque <= INT_MAX
+        and INT_MIN <= flag <= INT_MAX and INT_MIN <= version <= INT_MAX
         and language is not None and (remark is None or type(remark) is str)
         and type(get("serializeTypeCurrentRPC", "")) is str and "body" not in obj
     ):

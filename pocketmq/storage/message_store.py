@@ -19,8 +19,9 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 
 from pocketmq.common.constants import PROPERTY_WAIT_STORE_MSG_OK
+from pocketmq.common.java_numbers import INT_MAX, INT_MIN
 from pocketmq.common.java_text import parse_integer
-from pocketmq.common.message import INT_MAX, INT_MIN, MessageExtBatch, MessageExtBrokerInner, raw_property
+from pocketmq.common.message import MessageExtBatch, MessageExtBrokerInner, raw_property
 from pocketmq.common.validators import VALID_TOPICS, store_topic_error
 
 from .checkpoint import StoreCheckpoint

@@ -3,7 +3,7 @@ lowest offset per queue of a topic's groups (tests/apache/test_differential.py c
 
 from __future__ import annotations
 
-from pocketmq.common.java_text import LONG_MAX
+from pocketmq.common.java_numbers import LONG_MAX
 from pocketmq.remoting.admin_body import QueryCorrectionOffsetBody
 from pocketmq.remoting.admin_header import CloneGroupOffsetRequestHeader, QueryCorrectionOffsetHeader
 from pocketmq.remoting.body import decode_body

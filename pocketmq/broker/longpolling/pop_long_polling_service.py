@@ -24,6 +24,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from pocketmq.common.clock import now_ms
+from pocketmq.common.java_numbers import LONG_MAX, wrap_long
 from pocketmq.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
 from pocketmq.common.pop_ack_constants import build_pop_retry_topic
 from pocketmq.remoting.command import RemotingCommand
@@ -38,14 +39,9 @@ GroupKey = tuple[str, int]  # (group, queue id)
 
 
 # A parked request's wait when its expiry can never come (below): as long as the loop's timers can count.
-FOREVER_MS = 2**63 - 1
+FOREVER_MS = LONG_MAX
 # RocketMQ's PopRequest counts a request expired 50 ms before its expiry.
 EXPIRY_MARGIN_MS = 50
-
-
-def _java_long(n: int) -> int:
-    """``n`` wrapped to 64 bits, as Java's long arithmetic leaves it."""
-    return (n + 2**63) % 2**64 - 2**63
 
 
 def born_time_of(born_time: int, now: int) -> int:
@@ -57,7 +53,7 @@ def born_time_of(born_time: int, now: int) -> int:
 def timeout_too_much(born_time: int, poll_time: int, now: int) -> bool:
     """PopMessageRequestHeader.isTimeoutTooMuch: sent more than 500 ms before its poll time ran out, in Java's long
     arithmetic (a bornTime or pollTime near a long's ends wraps, as the clients that send them get it on RocketMQ)."""
-    return _java_long(_java_long(now - born_time) - poll_time) > 500
+    return wrap_long(wrap_long(now - born_time) - poll_time) > 500
 
 
 def poll_wait_ms(born_time: int, poll_time: int, now: int) -> int | None:
@@ -67,8 +63,8 @@ def poll_wait_ms(born_time: int, poll_time: int, now: int) -> int | None:
     expiry that wraps below zero is long past, one whose margin wraps never comes (parked until an arrival)."""
     if poll_time <= 0:
         return None
-    expired = _java_long(born_time + poll_time)
-    if now > _java_long(expired - EXPIRY_MARGIN_MS):
+    expired = wrap_long(born_time + poll_time)
+    if now > wrap_long(expired - EXPIRY_MARGIN_MS):
         return None
     return expired - now if expired > now else FOREVER_MS
 

@@ -23,7 +23,8 @@ from pocketmq.common.constants import (
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
 )
 from pocketmq.common.faq_url import suggest_todo
-from pocketmq.common.java_text import LONG_MAX, LONG_MIN, parse_integer
+from pocketmq.common.java_numbers import LONG_MAX, LONG_MIN
+from pocketmq.common.java_text import parse_integer
 from pocketmq.common.message import (
     LOOPBACK_HOST,
     MessageExtBatch,

@@ -7,7 +7,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from pocketmq.common.java_text import LONG_MAX, is_blank
+from pocketmq.common.java_numbers import LONG_MAX
+from pocketmq.common.java_text import is_blank
 from pocketmq.common.mq_version import V3_0_7_SNAPSHOT, version_desc
 from pocketmq.remoting.admin_body import QueryCorrectionOffsetBody, ResetOffsetBody
 from pocketmq.remoting.admin_header import (

@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING
 
 from pocketmq.common.constants import CQ_STORE_UNIT_SIZE
+from pocketmq.common.java_numbers import wrap_int
 from pocketmq.remoting.admin_body import ConsumeStatsList, ProducerInfo, ProducerTableInfo, language_name
 from pocketmq.remoting.admin_header import GetConsumeStatsInBrokerHeader, QueryConsumeQueueRequestHeader
 from pocketmq.remoting.body import TopicList
@@ -68,7 +69,7 @@ class AdminQueueProcessor(BrokerProcessor):
         # 4.9.7 reads entries while their bytes are under count * 20, an int product: a count whose product
         # wraps reads as many as the wrapped bound allows (none when it is negative), a count of 0 or less none;
         # an index in the queue answers a body either way, its list empty
-        bound = (h.count * CQ_STORE_UNIT_SIZE + 2**31) % 2**32 - 2**31
+        bound = wrap_int(h.count * CQ_STORE_UNIT_SIZE)
         count = min(max(-(-bound // CQ_STORE_UNIT_SIZE), 0), MAX_CQ_ENTRIES)
         raw = await c.run_in_pull_executor(cq.get_entries, h.index, count) if count else b""
         body.queue_data = [ConsumeQueueData(*e) for e in _ENTRY.iter_unpack(raw[: len(raw) // CQ_STORE_UNIT_SIZE

@@ -25,6 +25,7 @@ from pocketmq.common.constants import (
     PROPERTY_TRACE_CONTEXT,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
 )
+from pocketmq.common.java_numbers import LONG_MAX, LONG_MIN
 from pocketmq.common.message import MessageExtBrokerInner
 from pocketmq.common.recall_message_handle import HandleV1, RecallHandleError, decode_handle
 from pocketmq.remoting.codes import PermName, RequestCode, ResponseCode
@@ -52,7 +53,7 @@ def to_long(text: str, default: int = -1) -> int:
     if not _JAVA_LONG.fullmatch(text):
         return default
     n = int(text)
-    return n if -(1 << 63) <= n < (1 << 63) else default
+    return n if LONG_MIN <= n <= LONG_MAX else default
 
 
 class RecallMessageProcessor(BrokerProcessor):

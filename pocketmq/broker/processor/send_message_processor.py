@@ -23,6 +23,7 @@ from pocketmq.common.constants import (
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_TYPE_MASK,
 )
+from pocketmq.common.java_numbers import wrap_int
 from pocketmq.common.java_text import is_blank
 from pocketmq.common.message import (
     MessageExt,
@@ -56,11 +57,6 @@ log = logging.getLogger(__name__)
 _SUCCESS = ResponseCode.SUCCESS
 
 _SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)  # (a plain int: Enum members are slow to read)
-
-
-def _int32(n: int) -> int:
-    """``n`` as Java's int arithmetic leaves it: its low 32 bits, signed."""
-    return (n + 2**31) % 2**32 - 2**31
 
 
 def _is_transactional(header: SendMessageRequestHeader, props: dict[str, str]) -> bool:
@@ -423,7 +419,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
         elif delay_level is not None:
             # (Java's int sums: 3 + reconsume times past the int's largest is a negative level, no delay)
-            level = delay_level if delay_level > 0 else _int32(3 + original.reconsume_times)
+            level = delay_level if delay_level > 0 else wrap_int(3 + original.reconsume_times)
             props[PROPERTY_DELAY_TIME_LEVEL] = str(level)
         if is_blank(props.get(PROPERTY_ORIGIN_MESSAGE_ID, "")):  # (UtilAll.isBlank: " " is none either)
             props[PROPERTY_ORIGIN_MESSAGE_ID] = original.offset_msg_id
@@ -437,5 +433,5 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             born_timestamp=original.born_timestamp,
             born_host=self.host_bytes(original.born_host),
             store_host=c.store_host,
-            reconsume_times=_int32(original.reconsume_times + 1),  # (the int's largest + 1 is its smallest)
+            reconsume_times=wrap_int(original.reconsume_times + 1),  # (the int's largest + 1 is its smallest)
         )

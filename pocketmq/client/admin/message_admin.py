@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import logging
 
-from pocketmq.common.attribute import JAVA_LONG_MAX
 from pocketmq.common.codec import CorruptRecordError, decode_all
+from pocketmq.common.java_numbers import LONG_MAX
 from pocketmq.common.message import MessageExt
 from pocketmq.common.mix_all import TOOLS_CONSUMER_GROUP
 from pocketmq.common.pull_sys_flag import FLAG_SUBSCRIPTION
@@ -66,7 +66,7 @@ class MessageAdmin(AdminClient):
     async def query_message(
         self, topic: str, key: str, max_num: int = 64, begin: int = 0, end: int | None = None, unique_key: bool = False
     ) -> list[MessageExt]:
-        end = JAVA_LONG_MAX if end is None else end  # (RocketMQ's queryMessageByUniqKey asks to Long.MAX_VALUE)
+        end = LONG_MAX if end is None else end  # (RocketMQ's queryMessageByUniqKey asks to Long.MAX_VALUE)
         header = QueryMessageRequestHeader(topic, key, max_num, begin, end)
         out: list[MessageExt] = []
         for addr in (await self._topic_masters(topic)).values():

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from pocketmq.common.attribute import JAVA_LONG_MAX
 from pocketmq.common.codec import decode_message_id
+from pocketmq.common.java_numbers import LONG_MAX
 from pocketmq.common.message import MessageExt
 from pocketmq.remoting.client_body import MessageQueue
 from pocketmq.remoting.header import QueryMessageRequestHeader
@@ -31,7 +31,7 @@ async def query_message(
     The index is built a few milliseconds after a message is stored, so a message just sent may be missing.
     """
     if end is None:
-        end = JAVA_LONG_MAX  # (RocketMQ's queryMessageByUniqKey asks to Long.MAX_VALUE)
+        end = LONG_MAX  # (RocketMQ's queryMessageByUniqKey asks to Long.MAX_VALUE)
     route = await instance.fetch_and_apply_route(topic)
     addrs = [a for a in (bd.select_broker_addr() for bd in route.broker_datas) if a is not None]
     if not addrs:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pocketmq.common.java_hash import java_string_hash
+from pocketmq.common.java_numbers import INT_MAX, INT_MIN, wrap_int
 from pocketmq.remoting.client_body import MessageQueue
 
 from ..message import Message
@@ -25,11 +26,10 @@ def _java_hash_code(arg: Any) -> int:
         return 1231 if arg else 1237
     if isinstance(arg, int):
         # Integer.hashCode for ints in range, Long.hashCode (high ^ low word) otherwise.
-        if -(2**31) <= arg < 2**31:
+        if INT_MIN <= arg <= INT_MAX:
             return arg
         v = arg & 0xFFFFFFFFFFFFFFFF
-        h = (v ^ (v >> 32)) & 0xFFFFFFFF
-        return h - 2**32 if h & 0x80000000 else h
+        return wrap_int(v ^ (v >> 32))
     return hash(arg)
 
 

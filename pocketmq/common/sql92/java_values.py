@@ -10,11 +10,9 @@ from __future__ import annotations
 import math
 import re
 
+from ..java_numbers import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN
 from ..java_text import parse_integer
 from .errors import EvaluationError
-
-INT_MIN, INT_MAX = -(2**31), 2**31 - 1
-LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 
 
 class JavaLong(int):

@@ -11,8 +11,9 @@ a complete expression (``a = 1 b = 2`` filters by ``a = 1``). Here trailing toke
 
 from __future__ import annotations
 
+from ..java_numbers import INT_MAX, INT_MIN, LONG_MAX
 from .errors import SqlParseError
-from .java_values import INT_MAX, INT_MIN, LONG_MAX, JavaLong, compare, type_name
+from .java_values import JavaLong, compare, type_name
 from .lexer import Token, tokenize
 from .nodes import (
     And,

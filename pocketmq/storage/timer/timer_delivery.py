@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-JAVA_LONG_MAX = (1 << 63) - 1  # TIMER_ENQUEUE_MS of a message delivered without going through the wheel
 PUT_OK, PUT_NEED_RETRY, PUT_NO_RETRY = 0, 1, 2
 _NO_RETRY = (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED,
              PutMessageStatus.WHEEL_TIMER_NOT_ENABLE, PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL)

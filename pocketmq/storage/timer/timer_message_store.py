@@ -33,10 +33,11 @@ from pocketmq.common.constants import (
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
 )
 from pocketmq.common.java_hash import java_string_hash
+from pocketmq.common.java_numbers import LONG_MAX
 
 from ..results import GetMessageStatus
 from .timer_checkpoint import TimerCheckpoint
-from .timer_delivery import JAVA_LONG_MAX, TimerDelivery
+from .timer_delivery import TimerDelivery
 from .timer_log import (
     MAGIC_DEFAULT,
     MAGIC_DELETE,
@@ -169,8 +170,9 @@ class TimerMessageStore:
         except (KeyError, ValueError):
             log.error("dropping %s from %s: no TIMER_OUT_MS", msg.msg_id, TIMER_TOPIC)
             return True
-        if delayed_time < self.curr_write_time_ms:  # due already: deliver without the wheel
-            return self.delivery.deliver(msg, JAVA_LONG_MAX, roll=False)
+        # Due already: delivered without the wheel, its TIMER_ENQUEUE_MS Long.MAX_VALUE
+        if delayed_time < self.curr_write_time_ms:
+            return self.delivery.deliver(msg, LONG_MAX, roll=False)
         props = msg.properties
         while not self.do_enqueue(msg.commit_log_offset, msg.store_size, delayed_time,
                                   props.get(PROPERTY_REAL_TOPIC), PROPERTY_TIMER_DEL_UNIQKEY in props):

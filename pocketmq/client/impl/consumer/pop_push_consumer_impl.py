@@ -19,6 +19,7 @@ import time
 from collections.abc import Coroutine
 from typing import Any
 
+from pocketmq.common.java_numbers import INT_MAX
 from pocketmq.common.message import MessageExt
 from pocketmq.common.mix_all import DEFAULT_CONSUMER_GROUP
 from pocketmq.common.pop_ack_constants import CONSUME_INIT_MODE_MAX, CONSUME_INIT_MODE_MIN
@@ -54,7 +55,7 @@ from .pop_api_wrapper import PopAPIWrapper
 log = logging.getLogger(__name__)
 
 MAX_RECONSUME_TIMES_CONCURRENTLY = 16
-MAX_RECONSUME_TIMES_ORDERLY = 2**31 - 1
+MAX_RECONSUME_TIMES_ORDERLY = INT_MAX
 _ERRORS = (RemotingError, MQClientException, MQBrokerException)
 _ACKED = (ConsumeOrderlyStatus.SUCCESS, ConsumeOrderlyStatus.COMMIT)
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
+from pocketmq.common.java_numbers import INT_MAX
 from pocketmq.common.mix_all import DEFAULT_CONSUMER_GROUP
 from pocketmq.remoting.client_body import ConsumerData, MessageQueue, SubscriptionData
 from pocketmq.remoting.errors import RemotingError
@@ -50,7 +51,7 @@ from .rebalance_push_impl import RebalancePushImpl
 log = logging.getLogger(__name__)
 
 MAX_RECONSUME_TIMES_CONCURRENTLY = 16
-MAX_RECONSUME_TIMES_ORDERLY = 2**31 - 1  # Integer.MAX_VALUE
+MAX_RECONSUME_TIMES_ORDERLY = INT_MAX
 
 
 

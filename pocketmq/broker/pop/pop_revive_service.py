@@ -117,9 +117,10 @@ class PopReviveService:
         c = self.controller
         if q.offset < 0:
             committed = c.consumer_offset_manager.query_offset(REVIVE_GROUP, self.revive_topic, q.queue_id)
-            # (RocketMQ 5's: the last record processed; none, the queue's first)
-            q.offset = committed + 1 if committed >= 0 else c.store.get_min_offset_in_queue(self.revive_topic,
-                                                                                             q.queue_id)
+            # (RocketMQ 5's: the last record processed; none, the queue's first, 0 while the store has no file of
+            # it, as RocketMQ's store answers where ours says -1)
+            q.offset = committed + 1 if committed >= 0 else max(
+                0, c.store.get_min_offset_in_queue(self.revive_topic, q.queue_id))
         while True:
             result = await self._read(self.revive_topic, q.queue_id, q.offset, _BATCH)
             if result.status in _MOVED:

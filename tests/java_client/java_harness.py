@@ -94,6 +94,7 @@ def run(
     proc = subprocess.run(argv, capture_output=True, timeout=RUN_TIMEOUT, check=False, cwd=home)
     stdout = proc.stdout.decode("utf-8", errors="replace")
     stderr = proc.stderr.decode("utf-8", errors="replace")
+    (home / "harness.stdout").write_text(stdout, encoding="utf-8")  # (each scenario's line and its "ms")
     (home / "harness.stderr").write_text(stderr, encoding="utf-8")
     lines: dict[str, dict[str, Any]] = {}
     done = False

@@ -116,7 +116,7 @@ def pair(request: pytest.FixtureRequest, servers: Servers) -> Pair:
             kind,
             servers.root / f"home-{version}-{kind}",
             acl={**acl, "namesrv": secured.namesrv_addr},
-            threads=3,
+            threads=4,
         )
 
     # One after the other: two client JVMs beside three brokers starve a two-core machine, and the clients'

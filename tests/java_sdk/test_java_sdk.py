@@ -3,11 +3,11 @@ Apache RocketMQ 5.5.0's own proxy, the same scenarios, in one test per scenario.
 
 One JVM per server runs every scenario of the harness (tests/java_sdk/src) at once, with the SDK's default settings
 (TLS on: pocketmq's endpoint serves TLS and plaintext on one port, as the proxy's permissive mode does). Both
-servers are configured alike: transaction checks every second for half messages older than three seconds, the
-same typed topics and subscription groups, made through the broker by the same remoting requests. Each test takes
-one scenario's results from both, asserts what the scenario must show on each (so both servers wrong the same way
-still fails) and that both showed the same, ids and times aside. A missing harness build or Java fails with the
-one-line reason (`make java-sdk`), never a skip.
+servers are configured alike: transaction checks every second for half messages older than three seconds, long polls
+of at most five seconds (what a push consumer's close waits for), the same typed topics and subscription groups,
+made through the broker by the same remoting requests. Each test takes one scenario's results from both, asserts
+what the scenario must show on each (so both servers wrong the same way still fails) and that both showed the same,
+ids and times aside. A missing harness build or Java fails with the one-line reason (`make java-sdk`), never a skip.
 """
 
 from __future__ import annotations
@@ -35,7 +35,12 @@ from tests.java_sdk.java_sdk import HarnessRun
 
 SERVERS = ("pocketmq", "apache")
 
-POCKETMQ_CONFIG: dict[str, Any] = {"transaction_check_interval": 1.0, "transaction_timeout": 3.0}
+# A push consumer's close waits for its receive in flight, which long-polls for as long as the server's Settings say
+# (20 s by default on both): 5 s on both, the shortest long poll either takes. The invisible scenario receives with
+# an invisible time of 5 s (ReceiveScenarios.INVISIBLE), which both refuse below 10 s by default.
+POCKETMQ_CONFIG: dict[str, Any] = {"transaction_check_interval": 1.0, "transaction_timeout": 3.0,
+                                   "proxy_overrides": {"consumer_max_long_polling_timeout_millis": 5000,
+                                                       "min_invisible_time_millis_for_recv": 5000}}
 APACHE_CONFIG: dict[str, Any] = {  # broker.conf keys
     "transactionCheckInterval": "1000",
     "transactionTimeOut": "3000",
@@ -43,6 +48,12 @@ APACHE_CONFIG: dict[str, Any] = {  # broker.conf keys
     "waitTimeMillsInSendQueue": "30000",
     "recallMessageEnable": "true",  # (RocketMQ's default is off, pocketmq's on)
 }
+# Apache's proxy tells its broker of a transactional producer's group every transactionHeartbeatPeriodSecond (20 s
+# by default); until then the broker's checks find no producer ("channel is null") and the check_back scenario
+# waited for the second period. pocketmq's endpoint knows the producer from its Telemetry stream.
+APACHE_PROXY_CONFIG: dict[str, Any] = {"transactionHeartbeatPeriodSecond": 1,
+                                       "grpcClientConsumerMaxLongPollingTimeoutMillis": 5000,
+                                       "minInvisibleTimeMillsForRecv": 5000}
 # Values that are counts of the run, compared as present or absent.
 VOLATILE_PROPERTIES = {"TRANSACTION_CHECK_TIMES"}
 # Apache's 5.x broker stamps __transactionId__ on a transactional message; pocketmq stores the producer's
@@ -79,7 +90,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
     servers: dict[str, tuple[str, str, str]] = {}
     futures = {}
     rmq = ApacheRocketMQ(root / "apache", V5, **APACHE_CONFIG)
-    proxy = ApacheProxy(rmq)
+    proxy = ApacheProxy(rmq, **APACHE_PROXY_CONFIG)
     with (ThreadedCluster(root / "pocketmq", grpc=True, **POCKETMQ_CONFIG) as pocket,
           ThreadPoolExecutor(len(SERVERS)) as pool):
         try:

@@ -126,12 +126,14 @@ final class Ctx implements AutoCloseable {
     }
 
     /** Receives (acking each) until {@code count} messages came or the wait ran out, then keeps receiving for
-     * {@code quietMs} more to show that nothing else comes; returns every message seen, in order. */
+     * {@code quietMs} more to show that nothing else comes; returns every message seen, in order. With a count of
+     * 0 the quiet time starts at once (each receive long-polls for the consumer's await duration, 5 s, at least
+     * once). */
     static List<Map<String, Object>> drain(SimpleConsumer consumer, int count, long quietMs) throws Exception {
         List<Map<String, Object>> seen = new ArrayList<>();
         long deadline = System.currentTimeMillis() + WAIT_MS;
-        long quietUntil = Long.MAX_VALUE;
-        while (System.currentTimeMillis() < Math.min(deadline, quietUntil)) {
+        long quietUntil = count <= 0 ? System.currentTimeMillis() + quietMs : Long.MAX_VALUE;
+        do {
             for (MessageView view : consumer.receive(16, Duration.ofSeconds(30))) {
                 seen.add(describe(view));
                 consumer.ack(view);
@@ -139,7 +141,7 @@ final class Ctx implements AutoCloseable {
             if (seen.size() >= count && quietUntil == Long.MAX_VALUE) {
                 quietUntil = System.currentTimeMillis() + quietMs;
             }
-        }
+        } while (System.currentTimeMillis() < Math.min(deadline, quietUntil));
         return seen;
     }
 

@@ -79,7 +79,7 @@ def test_missing_jars_fail_with_a_reason(tmp_path) -> None:
 async def test_kill_9_and_restart_keep_acknowledged_messages(tmp_path) -> None:
     topic = f"Crash{uuid.uuid4().hex[:8]}"
     bodies = [f"durable {i}".encode() for i in range(20)]
-    with ApacheRocketMQ(tmp_path / "apache", version=V4, flushDiskType="SYNC_FLUSH") as server:
+    with ApacheRocketMQ(tmp_path / "apache", version=V4, flushDiskType="SYNC_FLUSH").killed_at_exit() as server:
         assert sorted(await send_and_pull(server.namesrv_addr, topic, bodies)) == sorted(bodies)
         server.restart_broker(signal.SIGKILL)
         assert sorted(await send_and_pull(server.namesrv_addr, topic, [])) == sorted(bodies)

@@ -134,8 +134,10 @@ async def scrape_when_settled(url: str) -> dict[tuple[str, tuple[tuple[str, str]
 @pytest.fixture(scope="module")
 def apache_prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ApacheRocketMQ, str]]:
     port = free_port(0)
+    # (its store is thrown away: killed at the end, not shut down)
     with ApacheRocketMQ(tmp_path_factory.mktemp("apache-prom"), version=V5, metricsExporterType="PROM",
-                        metricsPromExporterHost="127.0.0.1", metricsPromExporterPort=str(port)) as server:
+                        metricsPromExporterHost="127.0.0.1",
+                        metricsPromExporterPort=str(port)).killed_at_exit() as server:
         yield server, f"http://127.0.0.1:{port}/metrics"
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from pocketmq.cli import main as pocketmq_main
 from pocketmq.client import Message, Producer, PullConsumer, PullStatus
 from pocketmq.client.admin.mq_admin_ext import MQAdminExt
 from pocketmq.client.exceptions import MQBrokerException
@@ -66,9 +67,9 @@ def mixed_cluster(root: Path, layout: str, **namesrv: float) -> Iterator[MixedCl
         if kind == "pocketmq":
             ns = stack.enter_context(PocketMQNamesrv(root / "namesrv", **namesrv))
             apache = stack.enter_context(ApacheRocketMQ(
-                root / "apache", version=version, namesrv_addr=ns.addr, compressedRegister=compressed))
+                root / "apache", version=version, namesrv_addr=ns.addr, compressedRegister=compressed).killed_at_exit())
         else:
-            apache = stack.enter_context(ApacheRocketMQ(root / "apache", version=version))
+            apache = stack.enter_context(ApacheRocketMQ(root / "apache", version=version).killed_at_exit())
         pocket = stack.enter_context(PocketMQBroker(root / "pocketmq", apache.namesrv_addr, **pocket_props))
         yield MixedCluster(apache.namesrv_addr, apache, pocket)
 
@@ -188,7 +189,7 @@ async def test_pocketmq_name_server_scan_drops_a_hung_apache_broker(tmp_path: Pa
     with (
         PocketMQNamesrv(tmp_path / "namesrv", scan_interval=0.2, broker_expire=15.0) as ns,
         ApacheRocketMQ(tmp_path / "apache", version=V4, namesrv_addr=ns.addr,
-                       registerNameServerPeriod="10000") as apache,
+                       registerNameServerPeriod="10000").killed_at_exit() as apache,
     ):
         assert apache.broker is not None and apache.broker.proc is not None
         await wait_brokers(ns.addr, {apache.broker_name})
@@ -203,7 +204,8 @@ async def test_apache_5_name_server_scan_drops_a_hung_pocketmq_broker(tmp_path: 
     # 5.x's name server scans every scanNotActiveBrokerInterval and keeps a broker for the heartbeatTimeoutMillis
     # it registered with; pocketmq's broker sends brokerNotActiveTimeoutMillis as that.
     with (
-        ApacheNamesrv(tmp_path / "apache", version=V5, namesrv_props={"scanNotActiveBrokerInterval": "200"}) as ns,
+        ApacheNamesrv(tmp_path / "apache", version=V5,
+                      namesrv_props={"scanNotActiveBrokerInterval": "200"}).killed_at_exit() as ns,
         PocketMQBroker(tmp_path / "pocketmq", ns.namesrv_addr, namesrvProtocol="rocketmq",
                        registerNameServerPeriod="500", brokerNotActiveTimeoutMillis="3000") as pocket,
     ):
@@ -253,7 +255,7 @@ def test_an_apache_broker_takes_the_order_topic_config_from_pocketmqs_name_serve
     assert want == [0, 0, 0, True, False]
     with (
         PocketMQNamesrv(tmp_path / "namesrv") as ns,
-        ApacheRocketMQ(tmp_path / "apache", version=V4, namesrv_addr=ns.addr) as apache,
+        ApacheRocketMQ(tmp_path / "apache", version=V4, namesrv_addr=ns.addr).killed_at_exit() as apache,
     ):
         asyncio.run(wait_brokers(ns.addr, {apache.broker_name}))
         assert _order_flags_after_update_order_conf(ns.addr, apache.broker_addr, apache.broker_name) == want
@@ -270,19 +272,23 @@ def _wait_order_flags(broker_addr: str, want: dict[str, bool], timeout: float = 
         time.sleep(0.02)
 
 
-def test_a_pocketmq_broker_takes_the_order_topic_config_from_apaches_name_server(tmp_path: Path) -> None:
+def test_a_pocketmq_broker_takes_the_order_topic_config_from_apaches_name_server(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The other way round: pocketmq's updateOrderConf and `updateTopic -o true` on Apache 4.9.7's name server, and a
-    pocketmq broker registering there (every 50 ms) sets its topics' order flags from the table in the answer."""
+    pocketmq broker registering there (every 50 ms) sets its topics' order flags from the table in the answer. (The
+    commands run in this process, as `pocketmq <command>` runs them: an interpreter's start for each is seconds.)"""
     ordered, plain = f"OrdConf{uuid.uuid4().hex[:6]}", f"Plain{uuid.uuid4().hex[:6]}"
     with (
-        ApacheNamesrv(tmp_path / "apache", version=V4) as ns,
+        ApacheNamesrv(tmp_path / "apache", version=V4).killed_at_exit() as ns,
         PocketMQBroker(tmp_path / "pocketmq", ns.namesrv_addr, namesrvProtocol="rocketmq",
                        registerNameServerPeriod="50") as pocket,
     ):
         def admin(*args: str) -> str:
-            done = pocketmq_admin(args[0], "-n", ns.namesrv_addr, "--protocol", "rocketmq", *args[1:])
-            assert done.returncode == 0, done.stderr
-            return done.stdout
+            capsys.readouterr()
+            code = pocketmq_main([args[0], "-n", ns.namesrv_addr, "--protocol", "rocketmq", *args[1:]])
+            out, err = capsys.readouterr()
+            assert code == 0, err
+            return out
 
         for topic in (ordered, plain):
             admin("updateTopic", "-b", pocket.addr, "-t", topic, "-r", "2", "-w", "2")

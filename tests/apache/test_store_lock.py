@@ -30,7 +30,7 @@ def test_pocketmq_does_not_open_a_store_an_apache_broker_serves(tmp_path: Path) 
     with ThreadedCluster(tmp_path / "pocketmq") as cluster:  # (its name server, for Apache's broker)
         store = tmp_path / "apache-store"
         apache: ApacheRocketMQ = apache_on(tmp_path / "apache", cluster.namesrv_addr, store, {})
-        with (apache,
+        with (apache.killed_at_exit(),  # (the lock goes with the process, an orderly shutdown or not)
               pytest.raises(StoreLockedError, match="an Apache RocketMQ one holds its lock")):
             StoreLock.acquire(str(store))
         StoreLock.acquire(str(store)).release()  # (free again once it stopped)

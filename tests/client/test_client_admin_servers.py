@@ -99,9 +99,11 @@ async def test_reset_offset_online_only_with_consumers_running(server: Server) -
             consumed.extend(m.body for m in msgs)
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
-        # (a small offset_illegal_delay: a 5.x broker answers the next pull OFFSET_MOVED to the reset offset)
+        # (a small offset_illegal_delay: a 5.x broker answers the next pull OFFSET_MOVED to the reset offset; a
+        # small reset_offset_settle_time: a 4.x or pocketmq broker pushes the reset to the consumer, which lets
+        # its dropped queues settle for that long, RocketMQ's 10 s by default, before it takes the offsets)
         consumer = push_consumer(server, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET",
-                                 offset_illegal_delay=0.05)
+                                 offset_illegal_delay=0.05, reset_offset_settle_time=0.05)
         consumer.subscribe(topic, "*")
         consumer.register_message_listener(listener)
         await consumer.start()

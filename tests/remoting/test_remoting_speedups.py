@@ -344,8 +344,23 @@ def test_the_c_reads_rocketmq_headers_as_the_python_does(data: st.DataObject) ->
     assert _read(decode_rocketmq_with_c, header) == expected
     assert _read(decode_rocketmq_with_c, memoryview(header)) == expected
     assert _read(rms.decode_rocketmq_header, header) == expected
-    if expected[0] != "malformed":
+    if expected[0] != "malformed" and _ext_block_well_formed(header):
         assert _speedups.decode_rocketmq_header(header) is not None
+
+
+def _ext_block_well_formed(header: bytes) -> bool:
+    """Whether the ext block of a header that the Python reads has a length of 0 or more and entries that end
+    where it ends: what the C reads itself. (The Python also reads, as 4.9.7 does, a negative length as no ext
+    fields and a last entry that runs past the block: those the C leaves to it.)"""
+    pos = 17 + int.from_bytes(header[13:17], "big", signed=True)
+    ext_len = int.from_bytes(header[pos : pos + 4], "big", signed=True)
+    pos += 4
+    end = pos + ext_len
+    while pos < end:
+        key_len = int.from_bytes(header[pos : pos + 2], "big", signed=True)
+        pos += 2 + key_len
+        pos += 4 + int.from_bytes(header[pos : pos + 4], "big", signed=True)
+    return ext_len >= 0 and pos == end
 
 
 def test_the_c_reads_and_writes_a_rocketmq_header_itself() -> None:

@@ -36,27 +36,38 @@ def test_the_c_module_is_chosen_unless_switched_off() -> None:
         assert speedups.speedups is _speedups and codec._decode_records is _speedups.decode_records
 
 
+# (The strategies are made once, here, not at each draw: making and validating them was most of the test's time.)
+_PROPS = st.one_of(st.just("UNIQ_KEY\x01" + "A" * 32 + "\x02WAIT\x01true\x02"),
+                   st.builds(lambda pairs: properties_to_string(dict(pairs)), st.lists(st.tuples(TEXT, TEXT),
+                                                                                      max_size=3)), TEXT)
+_INT32 = st.integers(-(2**31), 2**31 - 1)
+_INT64 = st.integers(-(2**63), 2**63 - 1)
+_UINT63 = st.integers(0, 2**63 - 1)
+_TOPICS = st.sampled_from(["TopicA", "TopicA", "主题", "%RETRY%g"])
+_BODIES = st.sampled_from([b"x" * 16, b"x" * 16, b"", b"\x00\xff" * 9])
+_SYS_FLAGS = st.sampled_from([0, 0, COMPRESSED_FLAG, 0x8])
+_HOSTS = st.sampled_from(HOSTS)
+
+
 @st.composite
 def records(draw: st.DrawFn) -> bytes:
     """One record: mostly alike (runs of one shape), some of another shape, host or flag."""
-    props = draw(st.one_of(st.just("UNIQ_KEY\x01" + "A" * 32 + "\x02WAIT\x01true\x02"),
-                           st.builds(lambda pairs: properties_to_string(dict(pairs)), st.lists(st.tuples(TEXT, TEXT),
-                                                                                              max_size=3)), TEXT))
+    props = draw(_PROPS)
     return codec.encode(
-        topic=draw(st.sampled_from(["TopicA", "TopicA", "主题", "%RETRY%g"])),
-        body=draw(st.sampled_from([b"x" * 16, b"x" * 16, b"", b"\x00\xff" * 9])),
+        topic=draw(_TOPICS),
+        body=draw(_BODIES),
         properties=props,
-        queue_id=draw(st.integers(-(2**31), 2**31 - 1)),
-        flag=draw(st.integers(-(2**31), 2**31 - 1)),
-        queue_offset=draw(st.integers(-(2**63), 2**63 - 1)),
-        physical_offset=draw(st.integers(0, 2**63 - 1)),
-        sys_flag=draw(st.sampled_from([0, 0, COMPRESSED_FLAG, 0x8])),
-        born_timestamp=draw(st.integers(-(2**63), 2**63 - 1)),
-        born_host=draw(st.sampled_from(HOSTS)),
-        store_timestamp=draw(st.integers(0, 2**63 - 1)),
-        store_host=draw(st.sampled_from(HOSTS)),
-        reconsume_times=draw(st.integers(-(2**31), 2**31 - 1)),
-        prepared_transaction_offset=draw(st.integers(-(2**63), 2**63 - 1)),
+        queue_id=draw(_INT32),
+        flag=draw(_INT32),
+        queue_offset=draw(_INT64),
+        physical_offset=draw(_UINT63),
+        sys_flag=draw(_SYS_FLAGS),
+        born_timestamp=draw(_INT64),
+        born_host=draw(_HOSTS),
+        store_timestamp=draw(_UINT63),
+        store_host=draw(_HOSTS),
+        reconsume_times=draw(_INT32),
+        prepared_transaction_offset=draw(_INT64),
     )
 
 

@@ -183,22 +183,29 @@ def test_string_escapes_are_fastjsons() -> None:
     assert loads(dumps("\ud800")) == "\ud800"
 
 
-@st.composite
-def java_values(draw: st.DrawFn, depth: int = 0) -> Any:
-    scalars = (
-        st.none() | st.booleans() | st.integers() | st.text() | st.binary(max_size=16)
-        | st.floats(allow_nan=False, allow_infinity=False)
-    )  # fmt: skip
-    if depth >= 3:
-        return draw(scalars)
-    child = java_values(depth + 1)
-    return draw(
-        scalars
+_JAVA_SCALARS = (
+    st.none() | st.booleans() | st.integers() | st.text() | st.binary(max_size=16)
+    | st.floats(allow_nan=False, allow_infinity=False)
+)  # fmt: skip
+
+
+def _java_level(child: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return (
+        _JAVA_SCALARS
         | st.lists(child, max_size=4)
         | st.dictionaries(st.text(max_size=8), child, max_size=4)
         | st.dictionaries(st.integers(), child, max_size=4)  # Java's Map<Long,...>
         | st.frozensets(st.integers(), max_size=4)
     )
+
+
+# Scalars, and containers of them nested 3 deep. (The strategy of each depth is made once, here: made at each
+# draw, as a recursive composite did, making and validating them was most of the tests' time.)
+_JAVA_VALUES = _java_level(_java_level(_java_level(_JAVA_SCALARS)))
+
+
+def java_values() -> st.SearchStrategy[Any]:
+    return _JAVA_VALUES
 
 
 def as_read_back(v: Any, standard: bool) -> Any:
@@ -246,28 +253,33 @@ ODD_VALUES = [Color.RED, Level.HIGH, Flavor.PLAIN, QueueData("b", 4, 4, 6), 'q"\
               BatchAck("g", "t", "0", 5, 1, 0, 1700000000000, 60000, [0, 3]), bytearray(b"\x01"), MapWithToDict(a=1)]
 
 
-@st.composite
-def any_values(draw: st.DrawFn, depth: int = 0) -> Any:
-    """java_values and what else reaches dumps: enums (whose names fastjson writes), body objects, dict subclasses,
-    maps of mixed or None keys, tuples, NaN, strings to escape. (Int and str enums are drawn as their index into
-    ODD_VALUES: hypothesis cannot record a value of an int or str subclass it drew itself.)"""
-    scalars = (
-        st.none() | st.booleans() | st.integers() | st.text() | st.binary(max_size=8) | st.floats()
-        | st.integers(0, len(ODD_VALUES) - 1).map(ODD_VALUES.__getitem__)
-    )  # fmt: skip
-    if depth >= 3:
-        return draw(scalars)
-    child = any_values(depth + 1)
-    odd_keys = st.integers(0, 1).map([Color.RED, Flavor.PLAIN].__getitem__)
-    keys = st.text(max_size=6) | st.integers() | st.none() | odd_keys
-    return draw(
-        scalars
+_ANY_SCALARS = (
+    st.none() | st.booleans() | st.integers() | st.text() | st.binary(max_size=8) | st.floats()
+    | st.integers(0, len(ODD_VALUES) - 1).map(ODD_VALUES.__getitem__)
+)  # fmt: skip
+_ODD_KEYS = st.integers(0, 1).map([Color.RED, Flavor.PLAIN].__getitem__)
+_ANY_KEYS = st.text(max_size=6) | st.integers() | st.none() | _ODD_KEYS
+
+
+def _any_level(child: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return (
+        _ANY_SCALARS
         | st.lists(child, max_size=4) | st.lists(child, max_size=3).map(tuple)
         | st.dictionaries(st.text(max_size=6), child, max_size=5)
-        | st.dictionaries(keys, child, max_size=4)
+        | st.dictionaries(_ANY_KEYS, child, max_size=4)
         | st.dictionaries(st.text(max_size=4), child, max_size=3).map(JsonObject)
         | st.frozensets(st.integers(), max_size=3)
     )  # fmt: skip
+
+
+_ANY_VALUES = _any_level(_any_level(_any_level(_ANY_SCALARS)))
+
+
+def any_values() -> st.SearchStrategy[Any]:
+    """java_values and what else reaches dumps: enums (whose names fastjson writes), body objects, dict subclasses,
+    maps of mixed or None keys, tuples, NaN, strings to escape, nested 3 deep. (Int and str enums are drawn as
+    their index into ODD_VALUES: hypothesis cannot record a value of an int or str subclass it drew itself.)"""
+    return _ANY_VALUES
 
 
 @settings(max_examples=300, deadline=None)

@@ -131,21 +131,30 @@ INT32 = st.integers(-(2**31), 2**31 - 1)
 texts = st.text(st.characters(blacklist_categories=()) | st.sampled_from('\\u"/\x00\x1f\x7f\x9f\ud800\udc00é€🚀'),
                 max_size=12)  # fmt: skip
 languages = st.sampled_from([int(lc) for lc in LanguageCode])
+# (The strategies are made once, at module level, not at each draw: making and validating them at each draw was
+# most of these tests' time.)
+_CODES = st.integers(-0x8000, 0x7FFF) | INT32
+_JAVA_REMARKS = st.none() | texts | st.sampled_from(["FOUND", ""])
+_JAVA_EXT = st.dictionaries(texts, texts, max_size=8)
 
 
 @st.composite
 def java_headers(draw: st.DrawFn) -> bytes:
     """Headers as pocketmq's writer (fastjson's output) makes them: what the C must read itself."""
     cmd = RemotingCommand(
-        code=draw(st.integers(-0x8000, 0x7FFF) | INT32), language=draw(languages), version=draw(INT32),
-        opaque=draw(INT32), flag=draw(INT32), remark=draw(st.none() | texts | st.sampled_from(["FOUND", ""])),
-        ext_fields=draw(st.dictionaries(texts, texts, max_size=8)),
+        code=draw(_CODES), language=draw(languages), version=draw(INT32),
+        opaque=draw(INT32), flag=draw(INT32), remark=draw(_JAVA_REMARKS),
+        ext_fields=draw(_JAVA_EXT),
     )  # fmt: skip
     return rs.encode_json_header(cmd)
 
 
+_JAVA_HEADERS = java_headers()
+_TIMES = st.integers(1, 3)
+
+
 @settings(max_examples=400, deadline=None)
-@given(data=java_headers())
+@given(data=_JAVA_HEADERS)
 def test_the_c_reads_java_headers_as_the_python_does(data: bytes) -> None:
     assert _read(decode_with_c, data) == _read(rs.decode_json_header_fast_py, data)
     assert _read(decode_with_c, memoryview(data)) == _read(rs.decode_json_header, data)
@@ -153,13 +162,18 @@ def test_the_c_reads_java_headers_as_the_python_does(data: bytes) -> None:
         assert _speedups.decode_json_header(data) is not None, data
 
 
+_HOW = st.sampled_from(["cut", "overwrite", "insert", "remove", "append"])
+_PATCHES = st.binary(min_size=1, max_size=4) | st.sampled_from(
+    [b'"', b"\\", b"\\u", b"\\ud800", b"\\uDC00", b"\\x", b",", b"}", b"{", b":", b" ", b"\xff", b"\xc3",
+     b"\xed\xa0\x80", b"0", b"-", b"9" * 10, b"null", b'"a":"b",'])  # fmt: skip
+_REMOVED = st.integers(1, 4)
+
+
 def _damaged(draw: st.DrawFn, data: bytes) -> bytes:
     """``data`` cut, overwritten, with bytes inserted or removed, or appended to."""
-    how = draw(st.sampled_from(["cut", "overwrite", "insert", "remove", "append"]))
+    how = draw(_HOW)
     at = draw(st.integers(0, len(data)))
-    patch = draw(st.binary(min_size=1, max_size=4) | st.sampled_from(
-        [b'"', b"\\", b"\\u", b"\\ud800", b"\\uDC00", b"\\x", b",", b"}", b"{", b":", b" ", b"\xff", b"\xc3",
-         b"\xed\xa0\x80", b"0", b"-", b"9" * 10, b"null", b'"a":"b",']))  # fmt: skip
+    patch = draw(_PATCHES)
     if how == "cut":
         return data[:at]
     if how == "overwrite":
@@ -167,15 +181,15 @@ def _damaged(draw: st.DrawFn, data: bytes) -> bytes:
     if how == "insert":
         return data[:at] + patch + data[at:]
     if how == "remove":
-        return data[:at] + data[at + draw(st.integers(1, 4)) :]
+        return data[:at] + data[at + draw(_REMOVED) :]
     return data + patch
 
 
 @settings(max_examples=600, deadline=None)
 @given(data=st.data())
 def test_the_c_agrees_with_the_python_on_damaged_headers(data: st.DataObject) -> None:
-    header = data.draw(java_headers())
-    for _ in range(data.draw(st.integers(1, 3))):
+    header = data.draw(_JAVA_HEADERS)
+    for _ in range(data.draw(_TIMES)):
         header = _damaged(data.draw, header)
     assert _read(decode_with_c, header) == _read(rs.decode_json_header_fast_py, header)
 
@@ -266,17 +280,19 @@ ext_values = st.one_of(
     st.sampled_from([LanguageCode.JAVA, b"x", [1], _Text("v"), _Int(5), 2**63, -(2**63), 2**63 - 1, -(2**63) - 1]),
 )  # fmt: skip
 odd_ints = st.integers(-(2**40), 2**40) | st.sampled_from([True, LanguageCode.GO, _Int(7), 1.0, "3", None])
+_COMMAND_INTS = _CODES | odd_ints
+_COMMAND_LANGUAGES = languages | st.integers(-300, 300) | odd_ints
+_COMMAND_REMARKS = st.none() | st.none() | texts | st.sampled_from([5, b"r"])
+_COMMAND_EXT = st.dictionaries(ext_keys, ext_values, max_size=8)
 
 
 @st.composite
 def commands(draw: st.DrawFn) -> RemotingCommand:
     """Commands as the broker and client make them, and ones the writers must refuse or write the long way."""
-    common = st.integers(-0x8000, 0x7FFF) | INT32
     return RemotingCommand(
-        code=draw(common | odd_ints), language=draw(languages | st.integers(-300, 300) | odd_ints),
-        version=draw(common | odd_ints), opaque=draw(common | odd_ints), flag=draw(common | odd_ints),
-        remark=draw(st.none() | st.none() | texts | st.sampled_from([5, b"r"])),
-        ext_fields=draw(st.dictionaries(ext_keys, ext_values, max_size=8)),
+        code=draw(_COMMAND_INTS), language=draw(_COMMAND_LANGUAGES),
+        version=draw(_COMMAND_INTS), opaque=draw(_COMMAND_INTS), flag=draw(_COMMAND_INTS),
+        remark=draw(_COMMAND_REMARKS), ext_fields=draw(_COMMAND_EXT),
     )  # fmt: skip
 
 
@@ -329,16 +345,20 @@ def test_the_c_writes_rocketmq_headers_as_the_python_does(cmd: RemotingCommand) 
         assert rms.encode_rocketmq_header(cmd) == expected
 
 
+_COMMANDS = commands()
+_SHORT_BINARY = st.binary(max_size=60)
+
+
 @settings(max_examples=800, deadline=None)
 @given(data=st.data())
 def test_the_c_reads_rocketmq_headers_as_the_python_does(data: st.DataObject) -> None:
-    cmd = data.draw(commands())
+    cmd = data.draw(_COMMANDS)
     try:
         header = rms.encode_rocketmq_header(cmd)
     except (TypeError, ValueError):
-        header = data.draw(st.binary(max_size=60))
+        header = data.draw(_SHORT_BINARY)
     if data.draw(st.booleans()):
-        for _ in range(data.draw(st.integers(1, 3))):
+        for _ in range(data.draw(_TIMES)):
             header = _damaged(data.draw, header)
     expected = _read(rms.decode_rocketmq_header_fast_py, header)
     assert _read(decode_rocketmq_with_c, header) == expected
@@ -417,16 +437,20 @@ def _parsed(parse, cls: type[h.CommandHeader], ext: object) -> object:
 
 
 _COMPILED: dict[type, tuple[object, object]] = {}
+_HEADER_CLASSES = st.sampled_from(_header_classes())
+_EXTS: dict[type, st.SearchStrategy[dict[str, object]]] = {}  # (each class's, made at its first draw)
+_UNKNOWN_KEYS = st.text(max_size=4)
 
 
 @settings(max_examples=500, deadline=None)
 @given(data=st.data())
 def test_the_c_reads_header_fields_as_the_python_does(data: st.DataObject) -> None:
-    cls = data.draw(st.sampled_from(_header_classes()))
-    wires = [s.wire for s in hc._specs(cls)]
-    ext = data.draw(st.fixed_dictionaries({}, optional={w: field_values for w in wires}), label=cls.__name__)
+    cls = data.draw(_HEADER_CLASSES)
+    if cls not in _EXTS:
+        _EXTS[cls] = st.fixed_dictionaries({}, optional={s.wire: field_values for s in hc._specs(cls)})
+    ext = data.draw(_EXTS[cls], label=cls.__name__)
     if data.draw(st.booleans()):
-        ext[data.draw(st.text(max_size=4))] = data.draw(field_values)  # (an unknown entry, ignored by both)
+        ext[data.draw(_UNKNOWN_KEYS)] = data.draw(field_values)  # (an unknown entry, ignored by both)
     if cls not in _COMPILED:
         _COMPILED[cls] = (hc._compile(cls, ext_values=_speedups.ext_values)[1], hc._compile(cls, ext_values=None)[1])
     with_c, python = _COMPILED[cls]

@@ -8,8 +8,9 @@ Run by the client's own interpreter (.venv-rocketmq-cpp/bin/python, `make native
     cpp_client.py --namesrv ... --access-key K --secret-key S send ...   (signed, for a cluster with ACL on)
 
 Output: one JSON object per line on stdout ({"event": ...}); the last one is {"event": "done", ...}. A line
-"stop" on stdin ends a push consumer early. Every scenario has a deadline (--timeout) after which the script
-prints {"event": "done", "timed_out": true} and exits by itself, even when the library hangs in shutdown.
+"stop" on stdin ends a push consumer early, or its --linger. Every scenario has a deadline (--timeout) after
+which the script prints {"event": "done", "timed_out": true} and exits by itself, even when the library hangs in
+shutdown.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import json
 import os
 import sys
 import threading
-import time
 
 from rocketmq.client import Message, Producer, PullConsumer, PushConsumer, RecvMessage, SendStatus
 from rocketmq.exceptions import ffi_check
@@ -134,6 +134,7 @@ def scenario_push(args: argparse.Namespace) -> None:
     set_credentials(consumer, args)
     consumer.set_thread_count(args.threads)
     done = threading.Event()
+    stopped = threading.Event()
     consumed: set[str] = set()
     retried: set[str] = set()
     lock = threading.Lock()
@@ -162,6 +163,7 @@ def scenario_push(args: argparse.Namespace) -> None:
     def read_stdin() -> None:
         for line in sys.stdin:
             if line.strip() == "stop":
+                stopped.set()
                 done.set()
 
     threading.Thread(target=read_stdin, daemon=True).start()
@@ -169,7 +171,7 @@ def scenario_push(args: argparse.Namespace) -> None:
     emit("started", client="cpp", role="push", group=args.group, pid=os.getpid())
     done.wait()
     # Late duplicates and the retry of a message would show here; offsets get persisted meanwhile.
-    time.sleep(args.linger)
+    stopped.wait(args.linger)
     consumer.shutdown()
     with lock:
         emit("done", timed_out=False, consumed=len(consumed))
@@ -237,7 +239,7 @@ def main() -> None:
     push.add_argument("--group", required=True)
     push.add_argument("--expression", default="*")
     push.add_argument("--expect", type=int, default=0, help="distinct messages to consume, 0 = until 'stop'")
-    push.add_argument("--linger", type=float, default=1.0, help="seconds to stay up after --expect")
+    push.add_argument("--linger", type=float, default=1.0, help="seconds to stay up after --expect (or to 'stop')")
     push.add_argument("--retry-key", help="answer RECONSUME_LATER the first time this key arrives")
     push.add_argument("--orderly", action="store_true")
     push.add_argument("--threads", type=int, default=2)

@@ -6,13 +6,16 @@ import asyncio
 import os
 import signal
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import settings
 
 from pocketmq.remoting.client import RemotingClient
+from tests import early_teardown
 from tests.apache.apache_rocketmq import V4, V5, ApacheRocketMQ
+from tests.early_teardown import fixtures_used, note_order
 from tests.skip_guard import (  # noqa: F401  # (hooks: under CI=true, a skip not listed there fails the run)
     pytest_collectreport,
     pytest_runtest_logreport,
@@ -54,6 +57,12 @@ async def client() -> AsyncIterator[RemotingClient]:
     c = RemotingClient()
     yield c
     await c.close()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A plugin of its own, not hooks of this conftest: pytest asks a conftest's hooks only about nodes in its folder,
+    # and a session fixture's setup is reported on the session, which lies above it.
+    config.pluginmanager.register(early_teardown, "pocketmq-early-teardown")
 
 
 # Apache RocketMQ, the reference (tests/apache/): one name server and broker per version and test process, shared
@@ -98,13 +107,19 @@ LONG_MODULES_FIRST = (
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    module_text: dict[Path, str] = {}
+    shares_a_jvm = {item.nodeid.split("::")[0] for item in items if fixtures_used(item, module_text)}
+
     def rank(item: pytest.Item) -> int:
         for i, prefix in enumerate(LONG_MODULES_FIRST):
             if item.nodeid.startswith(prefix):
                 return i
-        return len(LONG_MODULES_FIRST)
+        # Then the modules that use a session-scoped JVM (tests/early_teardown.py): the sooner the last of them
+        # has run, the sooner a worker stops those JVMs.
+        return len(LONG_MODULES_FIRST) + (item.nodeid.split("::")[0] not in shares_a_jvm)
 
     items.sort(key=rank)  # (stable: a module's tests stay together and in their order)
+    note_order(items, module_text)
 
 
 # Test packages whose modules share servers through package-scoped fixtures (each was one module, split to keep

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -115,8 +114,3 @@ class PocketMQBroker(ServerProcess):
         self.launch(PocketMQProcess("pocketmq-broker", argv, self.home), _env(), "listening on")
         return self
 
-
-def pocketmq_admin(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
-    """pocketmq's own mqadmin commands (`python -m pocketmq clusterList -n ...`)."""
-    return subprocess.run([sys.executable, "-m", "pocketmq", *args], capture_output=True, text=True, env=_env(),
-                          timeout=timeout, check=False)

@@ -6,15 +6,18 @@ RocketMQ's name server the same way. A topic created over the whole cluster by A
 of each kind, and pocketmq's client sends to and pulls from both through whichever name server; both mqadmins list
 both brokers. A broker killed is dropped at once by either name server (its connection closes), and a broker that
 hangs (SIGSTOP: its connection stays open) is dropped by the expiry scan, where the scan can be made short: pocketmq's
-(--scan-interval, --broker-expire, and a broker's heartbeatTimeoutMillis) and 5.x's (scanNotActiveBrokerInterval
+(--scan-interval, and a broker's heartbeatTimeoutMillis, else --broker-expire) and 5.x's (scanNotActiveBrokerInterval
 and heartbeatTimeoutMillis); 4.9.7's scan runs every 10 s with a fixed 120 s expiry, too long for the suite.
-"""
 
+Apache's name servers and mqadmins are the module's, one per version (ApacheSide): each test registers brokers of its
+own there, and they are gone from it when the test ends (killed, or stopped).
+"""
 from __future__ import annotations
 
 import asyncio
 import json
 import signal
+import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -31,7 +34,7 @@ from pocketmq.client.exceptions import MQBrokerException
 from pocketmq.common.mix_all import NAMESPACE_ORDER_TOPIC_CONFIG
 from pocketmq.remoting.codes import RequestCode as R
 from tests.apache.apache_rocketmq import V4, V5, ApacheNamesrv, ApacheRocketMQ, JavaProcess
-from tests.apache.pocketmq_process import PocketMQBroker, PocketMQNamesrv, pocketmq_admin
+from tests.apache.pocketmq_process import PocketMQBroker, PocketMQNamesrv
 
 from .differential import call, request
 from .differential_requests import create_topic
@@ -40,7 +43,7 @@ from .differential_requests import create_topic
 @dataclass
 class MixedCluster:
     namesrv_addr: str
-    apache: ApacheRocketMQ  # its broker, and (when the name server is Apache's) its name server
+    apache: ApacheRocketMQ  # its broker
     pocket: PocketMQBroker
 
     def processes(self) -> dict[str, JavaProcess]:
@@ -60,18 +63,62 @@ LAYOUTS = {
 }
 
 
+class ApacheSide:
+    """Apache RocketMQ's name server and mqadmin of each version, started at first use and ended with the module.
+    Apache's mqadmin of a version answers for either kind of name server (``-n``) from one runner JVM. 5.x's name
+    server scans every 200 ms, for the hung broker below; a broker that registers without heartbeatTimeoutMillis
+    keeps its 120 s expiry."""
+
+    NAMESRV_PROPS = {V4: {}, V5: {"scanNotActiveBrokerInterval": "200"}}
+
+    def __init__(self, root: Path, stack: ExitStack) -> None:
+        self.root = root
+        self.stack = stack
+        self.namesrvs: dict[str, ApacheNamesrv] = {}
+        self.tools: dict[str, ApacheRocketMQ] = {}
+
+    def namesrv(self, version: str) -> ApacheNamesrv:
+        if version not in self.namesrvs:
+            self.namesrvs[version] = self.stack.enter_context(ApacheNamesrv(
+                self.root / f"namesrv-{version}", version=version,
+                namesrv_props=self.NAMESRV_PROPS[version]).killed_at_exit())
+        return self.namesrvs[version]
+
+    def mqadmin(self, version: str, namesrv_addr: str, *args: str) -> subprocess.CompletedProcess[str]:
+        if version not in self.tools:
+            tools = ApacheRocketMQ(self.root / f"tools-{version}", version=version).prepare_tools()
+            self.stack.callback(tools.close_tools)
+            self.tools[version] = tools
+        return self.tools[version].mqadmin(*args, "-n", namesrv_addr)
+
+
+@pytest.fixture(scope="module")
+def apache_side(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheSide]:
+    with ExitStack() as stack:
+        yield ApacheSide(tmp_path_factory.mktemp("mixed-apache"), stack)
+
+
 @contextmanager
-def mixed_cluster(root: Path, layout: str, **namesrv: float) -> Iterator[MixedCluster]:
+def mixed_cluster(root: Path, layout: str, side: ApacheSide) -> Iterator[MixedCluster]:
     kind, version, compressed, pocket_props = LAYOUTS[layout]
     with ExitStack() as stack:
         if kind == "pocketmq":
-            ns = stack.enter_context(PocketMQNamesrv(root / "namesrv", **namesrv))
-            apache = stack.enter_context(ApacheRocketMQ(
-                root / "apache", version=version, namesrv_addr=ns.addr, compressedRegister=compressed).killed_at_exit())
+            namesrv_addr = stack.enter_context(PocketMQNamesrv(root / "namesrv")).addr
         else:
-            apache = stack.enter_context(ApacheRocketMQ(root / "apache", version=version).killed_at_exit())
-        pocket = stack.enter_context(PocketMQBroker(root / "pocketmq", apache.namesrv_addr, **pocket_props))
-        yield MixedCluster(apache.namesrv_addr, apache, pocket)
+            namesrv_addr = side.namesrv(version).namesrv_addr
+        apache = stack.enter_context(ApacheRocketMQ(root / "apache", version=version, namesrv_addr=namesrv_addr,
+                                                    compressedRegister=compressed).killed_at_exit())
+        pocket = stack.enter_context(PocketMQBroker(root / "pocketmq", namesrv_addr, **pocket_props))
+        yield MixedCluster(namesrv_addr, apache, pocket)
+
+
+def pocketmq_command(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``pocketmq <args>`` as its entry point runs it, in this process (an interpreter's start is seconds): its exit
+    code, stdout and stderr."""
+    capsys.readouterr()
+    code = pocketmq_main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 async def cluster_brokers(namesrv_addr: str) -> dict[str, dict[int, str]]:
@@ -142,8 +189,9 @@ async def send_everywhere_and_pull(namesrv_addr: str, topic: str) -> tuple[dict[
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
-async def test_a_topic_over_both_kinds_of_broker_through_either_name_server(tmp_path: Path, layout: str) -> None:
-    with mixed_cluster(tmp_path, layout) as cluster:
+async def test_a_topic_over_both_kinds_of_broker_through_either_name_server(
+        tmp_path: Path, layout: str, apache_side: ApacheSide, capsys: pytest.CaptureFixture[str]) -> None:
+    with mixed_cluster(tmp_path, layout, apache_side) as cluster:
         apache: ApacheRocketMQ = cluster.apache
         both = {apache.broker_name, cluster.pocket.broker_name}
         # 5.x's broker may log "boot success" before its first registration is answered.
@@ -153,8 +201,8 @@ async def test_a_topic_over_both_kinds_of_broker_through_either_name_server(tmp_
         }
         # Apache's mqadmin creates the topic on every broker of the cluster (UPDATE_AND_CREATE_TOPIC to each).
         topic = f"Mixed{uuid.uuid4().hex[:8]}"
-        created = await asyncio.to_thread(
-            apache.mqadmin, "updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "3", "-w", "3")
+        created = await asyncio.to_thread(apache_side.mqadmin, apache.version, cluster.namesrv_addr,
+                                          "updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "3", "-w", "3")
         assert created.returncode == 0, created.stdout + created.stderr
         await wait_route(cluster.namesrv_addr, topic, both)
 
@@ -163,14 +211,14 @@ async def test_a_topic_over_both_kinds_of_broker_through_either_name_server(tmp_
         assert sorted(got) == sorted([f"q{i}".encode() for i in range(6)] + [f"r{i}".encode() for i in range(6)])
 
         # Both mqadmins list both brokers, with their versions (pocketmq's broker says V4_9_8).
-        apache_list = await asyncio.to_thread(apache.mqadmin, "clusterList")
+        apache_list = await asyncio.to_thread(apache_side.mqadmin, apache.version, cluster.namesrv_addr, "clusterList")
         assert apache_list.returncode == 0, apache_list.stderr
         for name, addr in cluster.addrs().items():
             assert any(name in line and addr in line for line in apache_list.stdout.splitlines()), apache_list.stdout
-        ours = await asyncio.to_thread(
-            pocketmq_admin, "clusterList", "-n", cluster.namesrv_addr, "--protocol", "rocketmq", "--json")
-        assert ours.returncode == 0, ours.stderr
-        listed = {row["brokerName"]: row for row in json.loads(ours.stdout)}
+        code, out, err = await asyncio.to_thread(
+            pocketmq_command, capsys, "clusterList", "-n", cluster.namesrv_addr, "--protocol", "rocketmq", "--json")
+        assert code == 0, err
+        listed = {row["brokerName"]: row for row in json.loads(out)}
         assert set(listed) == both
         assert listed[apache.broker_name]["version"] == "V" + apache.version.replace(".", "_")
         assert listed[cluster.pocket.broker_name]["version"] == "V4_9_8"
@@ -185,11 +233,14 @@ async def test_a_topic_over_both_kinds_of_broker_through_either_name_server(tmp_
 
 # A hung broker (SIGSTOP) keeps its connection open: only the expiry scan drops it.
 async def test_pocketmq_name_server_scan_drops_a_hung_apache_broker(tmp_path: Path) -> None:
-    # Apache's broker registers every 10 s at the most often (registerNameServerPeriod is clamped to 10-60 s).
+    # Apache's broker registers every 10 s at the most often (registerNameServerPeriod is clamped to 10-60 s), so an
+    # expiry of the name server's own must be longer than that. A 5.x broker with enableSlaveActingMaster registers
+    # with its brokerNotActiveTimeoutMillis as heartbeatTimeoutMillis, and between registrations sends
+    # BROKER_HEARTBEAT every brokerHeartbeatInterval: the name server keeps it for that timeout, not for its own.
     with (
-        PocketMQNamesrv(tmp_path / "namesrv", scan_interval=0.2, broker_expire=15.0) as ns,
-        ApacheRocketMQ(tmp_path / "apache", version=V4, namesrv_addr=ns.addr,
-                       registerNameServerPeriod="10000").killed_at_exit() as apache,
+        PocketMQNamesrv(tmp_path / "namesrv", scan_interval=0.2, broker_expire=120.0) as ns,
+        ApacheRocketMQ(tmp_path / "apache", version=V5, namesrv_addr=ns.addr, enableSlaveActingMaster="true",
+                       brokerHeartbeatInterval="500", brokerNotActiveTimeoutMillis="2000").killed_at_exit() as apache,
     ):
         assert apache.broker is not None and apache.broker.proc is not None
         await wait_brokers(ns.addr, {apache.broker_name})
@@ -200,15 +251,12 @@ async def test_pocketmq_name_server_scan_drops_a_hung_apache_broker(tmp_path: Pa
             apache.broker.proc.send_signal(signal.SIGCONT)
 
 
-async def test_apache_5_name_server_scan_drops_a_hung_pocketmq_broker(tmp_path: Path) -> None:
-    # 5.x's name server scans every scanNotActiveBrokerInterval and keeps a broker for the heartbeatTimeoutMillis
-    # it registered with; pocketmq's broker sends brokerNotActiveTimeoutMillis as that.
-    with (
-        ApacheNamesrv(tmp_path / "apache", version=V5,
-                      namesrv_props={"scanNotActiveBrokerInterval": "200"}).killed_at_exit() as ns,
-        PocketMQBroker(tmp_path / "pocketmq", ns.namesrv_addr, namesrvProtocol="rocketmq",
-                       registerNameServerPeriod="500", brokerNotActiveTimeoutMillis="3000") as pocket,
-    ):
+async def test_apache_5_name_server_scan_drops_a_hung_pocketmq_broker(tmp_path: Path, apache_side: ApacheSide) -> None:
+    # 5.x's name server scans every scanNotActiveBrokerInterval (ApacheSide: 200 ms) and keeps a broker for the
+    # heartbeatTimeoutMillis it registered with; pocketmq's broker sends brokerNotActiveTimeoutMillis as that.
+    ns = apache_side.namesrv(V5)
+    with PocketMQBroker(tmp_path / "pocketmq", ns.namesrv_addr, namesrvProtocol="rocketmq",
+                        registerNameServerPeriod="500", brokerNotActiveTimeoutMillis="1500") as pocket:
         assert pocket.process is not None
         await wait_brokers(ns.namesrv_addr, {pocket.broker_name})
         pocket.process.pause()
@@ -216,12 +264,12 @@ async def test_apache_5_name_server_scan_drops_a_hung_pocketmq_broker(tmp_path: 
 
 
 async def test_pocketmq_name_server_keeps_a_broker_for_its_heartbeat_timeout(tmp_path: Path) -> None:
-    # The name server's own expiry is 120 s; the broker's heartbeatTimeoutMillis (3 s) is what its scan uses, as
+    # The name server's own expiry is 120 s; the broker's heartbeatTimeoutMillis (1.5 s) is what its scan uses, as
     # 5.x's name server does (the same broker setting as above, against pocketmq's name server).
     with (
         PocketMQNamesrv(tmp_path / "namesrv", scan_interval=0.2, broker_expire=120.0) as ns,
         PocketMQBroker(tmp_path / "pocketmq", ns.addr, registerNameServerPeriod="500",
-                       brokerNotActiveTimeoutMillis="3000") as pocket,
+                       brokerNotActiveTimeoutMillis="1500") as pocket,
     ):
         assert pocket.process is not None
         await wait_brokers(ns.addr, {pocket.broker_name})
@@ -273,20 +321,17 @@ def _wait_order_flags(broker_addr: str, want: dict[str, bool], timeout: float = 
 
 
 def test_a_pocketmq_broker_takes_the_order_topic_config_from_apaches_name_server(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, apache_side: ApacheSide, capsys: pytest.CaptureFixture[str]) -> None:
     """The other way round: pocketmq's updateOrderConf and `updateTopic -o true` on Apache 4.9.7's name server, and a
     pocketmq broker registering there (every 50 ms) sets its topics' order flags from the table in the answer. (The
     commands run in this process, as `pocketmq <command>` runs them: an interpreter's start for each is seconds.)"""
     ordered, plain = f"OrdConf{uuid.uuid4().hex[:6]}", f"Plain{uuid.uuid4().hex[:6]}"
-    with (
-        ApacheNamesrv(tmp_path / "apache", version=V4).killed_at_exit() as ns,
-        PocketMQBroker(tmp_path / "pocketmq", ns.namesrv_addr, namesrvProtocol="rocketmq",
-                       registerNameServerPeriod="50") as pocket,
-    ):
+    ns = apache_side.namesrv(V4)
+    with PocketMQBroker(tmp_path / "pocketmq", ns.namesrv_addr, namesrvProtocol="rocketmq",
+                        registerNameServerPeriod="50") as pocket:
         def admin(*args: str) -> str:
-            capsys.readouterr()
-            code = pocketmq_main([args[0], "-n", ns.namesrv_addr, "--protocol", "rocketmq", *args[1:]])
-            out, err = capsys.readouterr()
+            code, out, err = pocketmq_command(capsys, args[0], "-n", ns.namesrv_addr, "--protocol", "rocketmq",
+                                              *args[1:])
             assert code == 0, err
             return out
 

@@ -9,8 +9,8 @@ hangs (SIGSTOP: its connection stays open) is dropped by the expiry scan, where 
 (--scan-interval, and a broker's heartbeatTimeoutMillis, else --broker-expire) and 5.x's (scanNotActiveBrokerInterval
 and heartbeatTimeoutMillis); 4.9.7's scan runs every 10 s with a fixed 120 s expiry, too long for the suite.
 
-Apache's name servers and mqadmins are the module's, one per version (ApacheSide): each test registers brokers of its
-own there, and they are gone from it when the test ends (killed, or stopped).
+The name servers are the module's, one of each kind and version (Servers), as are Apache's mqadmins: each test
+registers brokers of its own there, and they are gone from it when the test ends (killed, or stopped).
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,26 +64,34 @@ LAYOUTS = {
 }
 
 
-class ApacheSide:
-    """Apache RocketMQ's name server and mqadmin of each version, started at first use and ended with the module.
-    Apache's mqadmin of a version answers for either kind of name server (``-n``) from one runner JVM. 5.x's name
-    server scans every 200 ms, for the hung broker below; a broker that registers without heartbeatTimeoutMillis
-    keeps its 120 s expiry."""
+class Servers:
+    """The module's name servers, one of each kind and version, and Apache's mqadmin of each version, started at
+    first use and ended with the module. pocketmq's name server scans every 200 ms with its own expiry of 120 s,
+    5.x's every 200 ms (for the hung brokers below); a broker that registers without heartbeatTimeoutMillis keeps
+    that 120 s expiry. Apache's mqadmin of a version answers for either kind of name server (``-n``) from one runner
+    JVM."""
 
-    NAMESRV_PROPS = {V4: {}, V5: {"scanNotActiveBrokerInterval": "200"}}
+    APACHE_NAMESRV_PROPS = {V4: {}, V5: {"scanNotActiveBrokerInterval": "200"}}
 
     def __init__(self, root: Path, stack: ExitStack) -> None:
         self.root = root
         self.stack = stack
-        self.namesrvs: dict[str, ApacheNamesrv] = {}
+        self.pocketmq_namesrv: PocketMQNamesrv | None = None
+        self.apache_namesrvs: dict[str, ApacheNamesrv] = {}
         self.tools: dict[str, ApacheRocketMQ] = {}
 
-    def namesrv(self, version: str) -> ApacheNamesrv:
-        if version not in self.namesrvs:
-            self.namesrvs[version] = self.stack.enter_context(ApacheNamesrv(
+    def pocketmq(self) -> str:
+        if self.pocketmq_namesrv is None:
+            self.pocketmq_namesrv = self.stack.enter_context(
+                PocketMQNamesrv(self.root / "pocketmq-namesrv", scan_interval=0.2, broker_expire=120.0))
+        return self.pocketmq_namesrv.addr
+
+    def apache(self, version: str) -> str:
+        if version not in self.apache_namesrvs:
+            self.apache_namesrvs[version] = self.stack.enter_context(ApacheNamesrv(
                 self.root / f"namesrv-{version}", version=version,
-                namesrv_props=self.NAMESRV_PROPS[version]).killed_at_exit())
-        return self.namesrvs[version]
+                namesrv_props=self.APACHE_NAMESRV_PROPS[version]).killed_at_exit())
+        return self.apache_namesrvs[version].namesrv_addr
 
     def mqadmin(self, version: str, namesrv_addr: str, *args: str) -> subprocess.CompletedProcess[str]:
         if version not in self.tools:
@@ -93,22 +102,25 @@ class ApacheSide:
 
 
 @pytest.fixture(scope="module")
-def apache_side(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheSide]:
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
     with ExitStack() as stack:
-        yield ApacheSide(tmp_path_factory.mktemp("mixed-apache"), stack)
+        yield Servers(tmp_path_factory.mktemp("mixed-servers"), stack)
 
 
 @contextmanager
-def mixed_cluster(root: Path, layout: str, side: ApacheSide) -> Iterator[MixedCluster]:
+def mixed_cluster(root: Path, layout: str, servers: Servers) -> Iterator[MixedCluster]:
+    """The layout's two brokers on the module's name server of its kind, the pocketmq broker started while the
+    Apache one starts."""
     kind, version, compressed, pocket_props = LAYOUTS[layout]
+    namesrv_addr = servers.pocketmq() if kind == "pocketmq" else servers.apache(version)
+    pocket = PocketMQBroker(root / "pocketmq", namesrv_addr, **pocket_props)
     with ExitStack() as stack:
-        if kind == "pocketmq":
-            namesrv_addr = stack.enter_context(PocketMQNamesrv(root / "namesrv")).addr
-        else:
-            namesrv_addr = side.namesrv(version).namesrv_addr
-        apache = stack.enter_context(ApacheRocketMQ(root / "apache", version=version, namesrv_addr=namesrv_addr,
-                                                    compressedRegister=compressed).killed_at_exit())
-        pocket = stack.enter_context(PocketMQBroker(root / "pocketmq", namesrv_addr, **pocket_props))
+        stack.callback(pocket.stop)
+        with ThreadPoolExecutor(1) as pool:
+            pocket_ready = pool.submit(pocket.start)
+            apache = stack.enter_context(ApacheRocketMQ(root / "apache", version=version, namesrv_addr=namesrv_addr,
+                                                        compressedRegister=compressed).killed_at_exit())
+            pocket_ready.result()
         yield MixedCluster(namesrv_addr, apache, pocket)
 
 
@@ -190,8 +202,8 @@ async def send_everywhere_and_pull(namesrv_addr: str, topic: str) -> tuple[dict[
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 async def test_a_topic_over_both_kinds_of_broker_through_either_name_server(
-        tmp_path: Path, layout: str, apache_side: ApacheSide, capsys: pytest.CaptureFixture[str]) -> None:
-    with mixed_cluster(tmp_path, layout, apache_side) as cluster:
+        tmp_path: Path, layout: str, servers: Servers, capsys: pytest.CaptureFixture[str]) -> None:
+    with mixed_cluster(tmp_path, layout, servers) as cluster:
         apache: ApacheRocketMQ = cluster.apache
         both = {apache.broker_name, cluster.pocket.broker_name}
         # 5.x's broker may log "boot success" before its first registration is answered.
@@ -201,7 +213,7 @@ async def test_a_topic_over_both_kinds_of_broker_through_either_name_server(
         }
         # Apache's mqadmin creates the topic on every broker of the cluster (UPDATE_AND_CREATE_TOPIC to each).
         topic = f"Mixed{uuid.uuid4().hex[:8]}"
-        created = await asyncio.to_thread(apache_side.mqadmin, apache.version, cluster.namesrv_addr,
+        created = await asyncio.to_thread(servers.mqadmin, apache.version, cluster.namesrv_addr,
                                           "updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "3", "-w", "3")
         assert created.returncode == 0, created.stdout + created.stderr
         await wait_route(cluster.namesrv_addr, topic, both)
@@ -211,7 +223,7 @@ async def test_a_topic_over_both_kinds_of_broker_through_either_name_server(
         assert sorted(got) == sorted([f"q{i}".encode() for i in range(6)] + [f"r{i}".encode() for i in range(6)])
 
         # Both mqadmins list both brokers, with their versions (pocketmq's broker says V4_9_8).
-        apache_list = await asyncio.to_thread(apache_side.mqadmin, apache.version, cluster.namesrv_addr, "clusterList")
+        apache_list = await asyncio.to_thread(servers.mqadmin, apache.version, cluster.namesrv_addr, "clusterList")
         assert apache_list.returncode == 0, apache_list.stderr
         for name, addr in cluster.addrs().items():
             assert any(name in line and addr in line for line in apache_list.stdout.splitlines()), apache_list.stdout
@@ -232,49 +244,45 @@ async def test_a_topic_over_both_kinds_of_broker_through_either_name_server(
 
 
 # A hung broker (SIGSTOP) keeps its connection open: only the expiry scan drops it.
-async def test_pocketmq_name_server_scan_drops_a_hung_apache_broker(tmp_path: Path) -> None:
+async def test_pocketmq_name_server_scan_drops_a_hung_apache_broker(tmp_path: Path, servers: Servers) -> None:
     # Apache's broker registers every 10 s at the most often (registerNameServerPeriod is clamped to 10-60 s), so an
     # expiry of the name server's own must be longer than that. A 5.x broker with enableSlaveActingMaster registers
     # with its brokerNotActiveTimeoutMillis as heartbeatTimeoutMillis, and between registrations sends
     # BROKER_HEARTBEAT every brokerHeartbeatInterval: the name server keeps it for that timeout, not for its own.
-    with (
-        PocketMQNamesrv(tmp_path / "namesrv", scan_interval=0.2, broker_expire=120.0) as ns,
-        ApacheRocketMQ(tmp_path / "apache", version=V5, namesrv_addr=ns.addr, enableSlaveActingMaster="true",
-                       brokerHeartbeatInterval="500", brokerNotActiveTimeoutMillis="2000").killed_at_exit() as apache,
-    ):
+    ns = servers.pocketmq()
+    with ApacheRocketMQ(tmp_path / "apache", version=V5, namesrv_addr=ns, enableSlaveActingMaster="true",
+                        brokerHeartbeatInterval="500", brokerNotActiveTimeoutMillis="2000").killed_at_exit() as apache:
         assert apache.broker is not None and apache.broker.proc is not None
-        await wait_brokers(ns.addr, {apache.broker_name})
+        await wait_brokers(ns, {apache.broker_name})
         apache.broker.proc.send_signal(signal.SIGSTOP)
         try:
-            await wait_brokers(ns.addr, set(), timeout=60)
+            await wait_brokers(ns, set(), timeout=60)
         finally:
             apache.broker.proc.send_signal(signal.SIGCONT)
 
 
-async def test_apache_5_name_server_scan_drops_a_hung_pocketmq_broker(tmp_path: Path, apache_side: ApacheSide) -> None:
-    # 5.x's name server scans every scanNotActiveBrokerInterval (ApacheSide: 200 ms) and keeps a broker for the
+async def test_apache_5_name_server_scan_drops_a_hung_pocketmq_broker(tmp_path: Path, servers: Servers) -> None:
+    # 5.x's name server scans every scanNotActiveBrokerInterval (Servers: 200 ms) and keeps a broker for the
     # heartbeatTimeoutMillis it registered with; pocketmq's broker sends brokerNotActiveTimeoutMillis as that.
-    ns = apache_side.namesrv(V5)
-    with PocketMQBroker(tmp_path / "pocketmq", ns.namesrv_addr, namesrvProtocol="rocketmq",
+    ns = servers.apache(V5)
+    with PocketMQBroker(tmp_path / "pocketmq", ns, namesrvProtocol="rocketmq",
                         registerNameServerPeriod="500", brokerNotActiveTimeoutMillis="1500") as pocket:
         assert pocket.process is not None
-        await wait_brokers(ns.namesrv_addr, {pocket.broker_name})
+        await wait_brokers(ns, {pocket.broker_name})
         pocket.process.pause()
-        await wait_brokers(ns.namesrv_addr, set(), timeout=60)
+        await wait_brokers(ns, set(), timeout=60)
 
 
-async def test_pocketmq_name_server_keeps_a_broker_for_its_heartbeat_timeout(tmp_path: Path) -> None:
-    # The name server's own expiry is 120 s; the broker's heartbeatTimeoutMillis (1.5 s) is what its scan uses, as
-    # 5.x's name server does (the same broker setting as above, against pocketmq's name server).
-    with (
-        PocketMQNamesrv(tmp_path / "namesrv", scan_interval=0.2, broker_expire=120.0) as ns,
-        PocketMQBroker(tmp_path / "pocketmq", ns.addr, registerNameServerPeriod="500",
-                       brokerNotActiveTimeoutMillis="1500") as pocket,
-    ):
+async def test_pocketmq_name_server_keeps_a_broker_for_its_heartbeat_timeout(tmp_path: Path, servers: Servers) -> None:
+    # The name server's own expiry is 120 s (Servers); the broker's heartbeatTimeoutMillis (1.5 s) is what its scan
+    # uses, as 5.x's name server does (the same broker setting as above, against pocketmq's name server).
+    ns = servers.pocketmq()
+    with PocketMQBroker(tmp_path / "pocketmq", ns, registerNameServerPeriod="500",
+                        brokerNotActiveTimeoutMillis="1500") as pocket:
         assert pocket.process is not None
-        await wait_brokers(ns.addr, {pocket.broker_name})
+        await wait_brokers(ns, {pocket.broker_name})
         pocket.process.pause()
-        await wait_brokers(ns.addr, set(), timeout=60)
+        await wait_brokers(ns, set(), timeout=60)
 
 
 def _order_flags_after_update_order_conf(namesrv_addr: str, broker_addr: str, broker_name: str) -> list[object]:
@@ -295,18 +303,16 @@ def _order_flags_after_update_order_conf(namesrv_addr: str, broker_addr: str, br
 
 
 def test_an_apache_broker_takes_the_order_topic_config_from_pocketmqs_name_server(
-        tmp_path: Path, apache_rocketmq: ApacheRocketMQ) -> None:
+        tmp_path: Path, apache_rocketmq: ApacheRocketMQ, servers: Servers) -> None:
     # What 4.9.7 does under its own name server: the session's (topics and an order entry of this test's own,
     # the entry deleted after).
     ref = apache_rocketmq
     want = _order_flags_after_update_order_conf(ref.namesrv_addr, ref.broker_addr, ref.broker_name)
     assert want == [0, 0, 0, True, False]
-    with (
-        PocketMQNamesrv(tmp_path / "namesrv") as ns,
-        ApacheRocketMQ(tmp_path / "apache", version=V4, namesrv_addr=ns.addr).killed_at_exit() as apache,
-    ):
-        asyncio.run(wait_brokers(ns.addr, {apache.broker_name}))
-        assert _order_flags_after_update_order_conf(ns.addr, apache.broker_addr, apache.broker_name) == want
+    ns = servers.pocketmq()
+    with ApacheRocketMQ(tmp_path / "apache", version=V4, namesrv_addr=ns).killed_at_exit() as apache:
+        asyncio.run(wait_brokers(ns, {apache.broker_name}))
+        assert _order_flags_after_update_order_conf(ns, apache.broker_addr, apache.broker_name) == want
 
 
 def _wait_order_flags(broker_addr: str, want: dict[str, bool], timeout: float = 30.0) -> None:
@@ -321,17 +327,15 @@ def _wait_order_flags(broker_addr: str, want: dict[str, bool], timeout: float = 
 
 
 def test_a_pocketmq_broker_takes_the_order_topic_config_from_apaches_name_server(
-        tmp_path: Path, apache_side: ApacheSide, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, servers: Servers, capsys: pytest.CaptureFixture[str]) -> None:
     """The other way round: pocketmq's updateOrderConf and `updateTopic -o true` on Apache 4.9.7's name server, and a
     pocketmq broker registering there (every 50 ms) sets its topics' order flags from the table in the answer. (The
     commands run in this process, as `pocketmq <command>` runs them: an interpreter's start for each is seconds.)"""
     ordered, plain = f"OrdConf{uuid.uuid4().hex[:6]}", f"Plain{uuid.uuid4().hex[:6]}"
-    ns = apache_side.namesrv(V4)
-    with PocketMQBroker(tmp_path / "pocketmq", ns.namesrv_addr, namesrvProtocol="rocketmq",
-                        registerNameServerPeriod="50") as pocket:
+    ns = servers.apache(V4)
+    with PocketMQBroker(tmp_path / "pocketmq", ns, namesrvProtocol="rocketmq", registerNameServerPeriod="50") as pocket:
         def admin(*args: str) -> str:
-            code, out, err = pocketmq_command(capsys, args[0], "-n", ns.namesrv_addr, "--protocol", "rocketmq",
-                                              *args[1:])
+            code, out, err = pocketmq_command(capsys, args[0], "-n", ns, "--protocol", "rocketmq", *args[1:])
             assert code == 0, err
             return out
 

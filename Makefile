@@ -1,5 +1,9 @@
 # pocketmq: `make run` starts it, `make test` proves it, `make bench` measures it.
 PYTHON ?= python3
+# Byte-code caches are written here even where the environment turns them off (PYTHONDONTWRITEBYTECODE): the suite
+# starts many interpreters (servers, CLIs, Spark's Python workers), and each compiled pocketmq and its test helpers
+# anew, as each xdist worker re-ran pytest's assertion rewriting of every test module.
+unexport PYTHONDONTWRITEBYTECODE
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed

@@ -25,6 +25,8 @@ all: $(STAMP) $(SPEEDUPS_SO)
 # never run apt-get (dpkg's lock) or Maven (one local repository, ~/.m2, that Maven 3.8 does not lock) at once.
 apt_install = flock /tmp/pocketmq-apt.lock sh -c 'apt-get update -qq && apt-get install -y -qq $(1) >/dev/null'
 MVN := flock /tmp/pocketmq-maven.lock mvn
+# A Maven build's folder comes from ~/.cache/pocketmq/builds when one was made from the same inputs (tests/build_cache.sh).
+BUILD_CACHE_SH := sh tests/build_cache.sh
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -180,10 +182,12 @@ APACHE_DIR := .apache-rocketmq
 APACHE_STAMPS := $(foreach v,$(APACHE_ROCKETMQ_VERSIONS),$(APACHE_DIR)/$(v)/.resolved)
 
 $(APACHE_DIR)/%/.resolved: tests/apache/pom.xml | java
-	rm -rf $(APACHE_DIR)/$*/lib && mkdir -p $(APACHE_DIR)
-	$(MVN) -B -q -f tests/apache/pom.xml -Drocketmq.version=$* $(if $(filter 5.%,$*),-Pproxy) \
-	  dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/$(APACHE_DIR)/$*/lib >$(APACHE_DIR)/$*.log 2>&1 || \
-	  { echo "make apache-rocketmq: Apache RocketMQ $* could not be fetched from Maven Central (see $(APACHE_DIR)/$*.log)"; exit 1; }
+	$(BUILD_CACHE_SH) restore $(APACHE_DIR)/$*/lib apache-$* Makefile $< || { \
+	  rm -rf $(APACHE_DIR)/$*/lib && mkdir -p $(APACHE_DIR) && \
+	  { $(MVN) -B -q -f tests/apache/pom.xml -Drocketmq.version=$* $(if $(filter 5.%,$*),-Pproxy) \
+	    dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/$(APACHE_DIR)/$*/lib >$(APACHE_DIR)/$*.log 2>&1 || \
+	    { echo "make apache-rocketmq: Apache RocketMQ $* could not be fetched from Maven Central (see $(APACHE_DIR)/$*.log)"; exit 1; }; } && \
+	  $(BUILD_CACHE_SH) keep $(APACHE_DIR)/$*/lib apache-$* Makefile $<; }
 	touch $@
 
 # mqadmin's commands in one JVM per tools version and concurrent caller (tests/apache/mqadmin_runner.py), instead of
@@ -205,11 +209,13 @@ JAVA_CLIENT_SOURCES := tests/java_client/pom.xml $(shell find tests/java_client/
 JAVA_CLIENT_STAMPS := $(foreach v,$(JAVA_CLIENT_VERSIONS),$(JAVA_CLIENT_DIR)/$(v)/.built)
 
 $(JAVA_CLIENT_DIR)/%/.built: $(JAVA_CLIENT_SOURCES) | java
-	rm -rf $(JAVA_CLIENT_DIR)/$* && mkdir -p $(JAVA_CLIENT_DIR)
-	$(MVN) -B -q -f tests/java_client/pom.xml -Drocketmq.client.version=$* $(if $(filter 4.%,$*),-Pclient4) \
-	  -Dharness.out=$(CURDIR)/$(JAVA_CLIENT_DIR)/$* -DskipTests package dependency:copy-dependencies \
-	  >$(JAVA_CLIENT_DIR)/$*.log 2>&1 || \
-	  { echo "make java-clients: rocketmq-client $* could not be fetched from Maven Central or built (see $(JAVA_CLIENT_DIR)/$*.log)"; exit 1; }
+	$(BUILD_CACHE_SH) restore $(JAVA_CLIENT_DIR)/$* java-client-$* Makefile $(JAVA_CLIENT_SOURCES) || { \
+	  rm -rf $(JAVA_CLIENT_DIR)/$* && mkdir -p $(JAVA_CLIENT_DIR) && \
+	  { $(MVN) -B -q -f tests/java_client/pom.xml -Drocketmq.client.version=$* $(if $(filter 4.%,$*),-Pclient4) \
+	    -Dharness.out=$(CURDIR)/$(JAVA_CLIENT_DIR)/$* -DskipTests package dependency:copy-dependencies \
+	    >$(JAVA_CLIENT_DIR)/$*.log 2>&1 || \
+	    { echo "make java-clients: rocketmq-client $* could not be fetched from Maven Central or built (see $(JAVA_CLIENT_DIR)/$*.log)"; exit 1; }; } && \
+	  $(BUILD_CACHE_SH) keep $(JAVA_CLIENT_DIR)/$* java-client-$* Makefile $(JAVA_CLIENT_SOURCES); }
 	touch $@
 
 java-clients: $(JAVA_CLIENT_STAMPS)
@@ -222,11 +228,12 @@ JAVA_SDK_SOURCES := tests/java_sdk/pom.xml $(shell find tests/java_sdk/src -name
 JAVA_SDK_STAMP := $(JAVA_SDK_DIR)/.built
 
 $(JAVA_SDK_STAMP): $(JAVA_SDK_SOURCES) | java
-	rm -rf $(JAVA_SDK_DIR)
-	$(MVN) -B -q -f tests/java_sdk/pom.xml -Dharness.out=$(CURDIR)/$(JAVA_SDK_DIR) -DskipTests package \
-	  dependency:copy-dependencies >$(JAVA_SDK_DIR).log 2>&1 || \
-	  { echo "make java-sdk: rocketmq-client-java could not be fetched from Maven Central or built (see $(JAVA_SDK_DIR).log)"; exit 1; }
-	@rm -f $(JAVA_SDK_DIR).log
+	$(BUILD_CACHE_SH) restore $(JAVA_SDK_DIR) java-sdk Makefile $(JAVA_SDK_SOURCES) || { \
+	  rm -rf $(JAVA_SDK_DIR) && \
+	  { $(MVN) -B -q -f tests/java_sdk/pom.xml -Dharness.out=$(CURDIR)/$(JAVA_SDK_DIR) -DskipTests package \
+	    dependency:copy-dependencies >$(JAVA_SDK_DIR).log 2>&1 || \
+	    { echo "make java-sdk: rocketmq-client-java could not be fetched from Maven Central or built (see $(JAVA_SDK_DIR).log)"; exit 1; }; } && \
+	  rm -f $(JAVA_SDK_DIR).log && $(BUILD_CACHE_SH) keep $(JAVA_SDK_DIR) java-sdk Makefile $(JAVA_SDK_SOURCES); }
 	touch $@
 
 java-sdk: $(JAVA_SDK_STAMP)

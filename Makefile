@@ -147,9 +147,11 @@ $(SPRING_JAR): $(SPRING_DIR)/pom.xml $(SPRING_SRC)
 	@command -v mvn >/dev/null && command -v javac >/dev/null || \
 	  $(call apt_install,--no-install-recommends openjdk-17-jdk-headless maven) || \
 	  { echo "make spring-client: a JDK and Maven are not installed and apt-get could not install them"; exit 1; }
-	@cd $(SPRING_DIR) && { $(MVN) -B -q -o -Dstyle.color=never package -DskipTests >build.log 2>&1 || $(MVN) -B -q -Dstyle.color=never package -DskipTests >build.log 2>&1; } || \
-	  { echo "make spring-client: could not build the Spring application: $$(grep -m1 ERROR build.log) (see $(SPRING_DIR)/build.log)"; exit 1; }
-	@rm -f $(SPRING_DIR)/build.log
+	@$(BUILD_CACHE_SH) restore $(SPRING_DIR)/target spring-client Makefile $(SPRING_DIR)/pom.xml $(SPRING_SRC) || { \
+	  (cd $(SPRING_DIR) && { $(MVN) -B -q -o -Dstyle.color=never package -DskipTests >build.log 2>&1 || $(MVN) -B -q -Dstyle.color=never package -DskipTests >build.log 2>&1; } || \
+	    { echo "make spring-client: could not build the Spring application: $$(grep -m1 ERROR build.log) (see $(SPRING_DIR)/build.log)"; exit 1; }) && \
+	  rm -f $(SPRING_DIR)/build.log && \
+	  $(BUILD_CACHE_SH) keep $(SPRING_DIR)/target spring-client Makefile $(SPRING_DIR)/pom.xml $(SPRING_SRC); }
 	@touch $(SPRING_JAR)
 
 spring-client: $(SPRING_JAR)

@@ -45,7 +45,11 @@ STORE = {
     "messageDelayLevel": "1s 2s 25s",
     "flushConsumerOffsetInterval": "500",
     "flushDelayOffsetInterval": "500",
+    # A pull answers up to READ_BATCH messages (both brokers' default is 32): a snapshot of 100,000 messages is
+    # ~100 pulls instead of ~3,100, each one work for the broker and the client on top of the messages it carries.
+    "maxTransferCountOnMessageInMemory": "1024",
 }
+READ_BATCH = 1024
 
 NORMAL, BATCH, TX, DELAY = "HandNormal", "HandBatch", "HandTx", "HandDelay"
 RETRY_GROUP, RESUME_GROUP, CUSTOM_GROUP = "cg-hand-retry", "cg-hand-resume", "cg-hand-custom"
@@ -171,7 +175,7 @@ async def read_topic(namesrv_addr: str, topic: str) -> list[tuple[Any, ...]]:
             # machine) may answer a pull in the middle with a retry status before it serves the rest.
             offset, end, retries = 0, await consumer.max_offset(mq), 0
             while offset < end:
-                result = await consumer.pull(mq, "*", offset, 32)
+                result = await consumer.pull(mq, "*", offset, READ_BATCH)
                 if result.pull_status == PullStatus.FOUND:
                     rows += [_row(m) for m in result.msg_found_list]
                     offset = result.next_begin_offset
@@ -375,6 +379,7 @@ async def store_from_pocketmq_to_apache_rocketmq(root: Path, messages: int, conf
             before = await snapshot(ns.addr, work)
             before.topics[DELAY] = await write_delays(ns.addr, work)
             phases.mark("read on writer")
+        phases.mark("stop writer")
         check_workload(before, work)
         if check_files is not None:
             check_files(store)
@@ -383,6 +388,7 @@ async def store_from_pocketmq_to_apache_rocketmq(root: Path, messages: int, conf
             phases.mark("start reader")
             held = await check_served_alike(ns.addr, before, work)
             phases.mark("read on reader")
+        phases.mark("stop reader")
         if and_back:
             with pocketmq_on(root / "pocketmq-again", ns.addr, store, conf | READER_DELAYS):
                 await wait_for_count(ns.addr, NORMAL, 1)
@@ -415,8 +421,10 @@ async def store_from_apache_rocketmq_to_pocketmq(root: Path, messages: int, conf
             phases.mark("read on writer")
             if stop == signal.SIGKILL:
                 await wait_persisted(ns.addr, store)
+                phases.mark("wait persisted")
             assert apache.broker is not None
             apache.broker.stop(stop)
+            phases.mark("stop writer")
         check_workload(before, work)
         assert (store / "abort").exists() == (stop == signal.SIGKILL)
         if check_files is not None:
@@ -426,4 +434,5 @@ async def store_from_apache_rocketmq_to_pocketmq(root: Path, messages: int, conf
             phases.mark("start reader")
             await check_served_alike(ns.addr, before, work)
             phases.mark("read on reader")
+        phases.mark("stop reader")
     return phases

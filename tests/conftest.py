@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -74,17 +73,14 @@ def apache_rocketmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Apache
     # client's transaction tests see the check without waiting a minute.
     server = ApacheRocketMQ(tmp_path_factory.mktemp("apache-rocketmq-4"), version=V4, transactionCheckInterval="1000",
                             transactionTimeOut="1000")
-    with server:
+    with server.killed_at_exit():  # its store is thrown away: killed, not shut down (seconds at the end)
         yield server
-        server.stop(signal.SIGKILL)  # its store is thrown away: killed, not shut down (seconds at the session's end)
 
 
 @pytest.fixture(scope="session")
 def apache_rocketmq5(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheRocketMQ]:
-    server = ApacheRocketMQ(tmp_path_factory.mktemp("apache-rocketmq-5"), version=V5)
-    with server:
+    with ApacheRocketMQ(tmp_path_factory.mktemp("apache-rocketmq-5"), version=V5).killed_at_exit() as server:
         yield server
-        server.stop(signal.SIGKILL)
 
 
 # The modules that take minutes (JVMs of Apache RocketMQ and its clients, Spark) go to the two xdist workers

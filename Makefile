@@ -25,7 +25,8 @@ all: $(STAMP) $(SPEEDUPS_SO)
 # never run apt-get (dpkg's lock) or Maven (one local repository, ~/.m2, that Maven 3.8 does not lock) at once.
 apt_install = flock /tmp/pocketmq-apt.lock sh -c 'apt-get update -qq && apt-get install -y -qq $(1) >/dev/null'
 MVN := flock /tmp/pocketmq-maven.lock mvn
-# A Maven build's folder comes from ~/.cache/pocketmq/builds when one was made from the same inputs (tests/build_cache.sh).
+# A Maven build's folder comes from ~/.cache/pocketmq/builds when one was made from the same inputs (tests/build_cache.sh);
+# each build's *_CACHE variable names its folder, label and inputs for both the restore and the keep.
 BUILD_CACHE_SH := sh tests/build_cache.sh
 
 $(STAMP): pyproject.toml setup.py
@@ -142,16 +143,17 @@ test-rust5: $(STAMP) rust5-client
 SPRING_DIR := tests/native_clients/spring
 SPRING_JAR := $(SPRING_DIR)/target/spring-client.jar
 SPRING_SRC := $(shell find $(SPRING_DIR)/src -type f 2>/dev/null)
+SPRING_CACHE := $(SPRING_DIR)/target spring-client Makefile $(SPRING_DIR)/pom.xml $(SPRING_SRC)
 
 $(SPRING_JAR): $(SPRING_DIR)/pom.xml $(SPRING_SRC)
 	@command -v mvn >/dev/null && command -v javac >/dev/null || \
 	  $(call apt_install,--no-install-recommends openjdk-17-jdk-headless maven) || \
 	  { echo "make spring-client: a JDK and Maven are not installed and apt-get could not install them"; exit 1; }
-	@$(BUILD_CACHE_SH) restore $(SPRING_DIR)/target spring-client Makefile $(SPRING_DIR)/pom.xml $(SPRING_SRC) || { \
+	@$(BUILD_CACHE_SH) restore $(SPRING_CACHE) || { \
 	  (cd $(SPRING_DIR) && { $(MVN) -B -q -o -Dstyle.color=never package -DskipTests >build.log 2>&1 || $(MVN) -B -q -Dstyle.color=never package -DskipTests >build.log 2>&1; } || \
 	    { echo "make spring-client: could not build the Spring application: $$(grep -m1 ERROR build.log) (see $(SPRING_DIR)/build.log)"; exit 1; }) && \
 	  rm -f $(SPRING_DIR)/build.log && \
-	  $(BUILD_CACHE_SH) keep $(SPRING_DIR)/target spring-client Makefile $(SPRING_DIR)/pom.xml $(SPRING_SRC); }
+	  $(BUILD_CACHE_SH) keep $(SPRING_CACHE); }
 	@touch $(SPRING_JAR)
 
 spring-client: $(SPRING_JAR)
@@ -182,14 +184,15 @@ java:
 APACHE_ROCKETMQ_VERSIONS := 4.9.7 5.5.0
 APACHE_DIR := .apache-rocketmq
 APACHE_STAMPS := $(foreach v,$(APACHE_ROCKETMQ_VERSIONS),$(APACHE_DIR)/$(v)/.resolved)
+APACHE_CACHE = $(APACHE_DIR)/$*/lib apache-$* Makefile tests/apache/pom.xml
 
 $(APACHE_DIR)/%/.resolved: tests/apache/pom.xml | java
-	$(BUILD_CACHE_SH) restore $(APACHE_DIR)/$*/lib apache-$* Makefile $< || { \
+	$(BUILD_CACHE_SH) restore $(APACHE_CACHE) || { \
 	  rm -rf $(APACHE_DIR)/$*/lib && mkdir -p $(APACHE_DIR) && \
 	  { $(MVN) -B -q -f tests/apache/pom.xml -Drocketmq.version=$* $(if $(filter 5.%,$*),-Pproxy) \
 	    dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/$(APACHE_DIR)/$*/lib >$(APACHE_DIR)/$*.log 2>&1 || \
 	    { echo "make apache-rocketmq: Apache RocketMQ $* could not be fetched from Maven Central (see $(APACHE_DIR)/$*.log)"; exit 1; }; } && \
-	  $(BUILD_CACHE_SH) keep $(APACHE_DIR)/$*/lib apache-$* Makefile $<; }
+	  $(BUILD_CACHE_SH) keep $(APACHE_CACHE); }
 	touch $@
 
 # mqadmin's commands in one JVM per tools version and concurrent caller (tests/apache/mqadmin_runner.py), instead of
@@ -209,15 +212,16 @@ JAVA_CLIENT_VERSIONS := 4.9.8 5.5.0
 JAVA_CLIENT_DIR := .java-clients
 JAVA_CLIENT_SOURCES := tests/java_client/pom.xml $(shell find tests/java_client/src -name '*.java' 2>/dev/null)
 JAVA_CLIENT_STAMPS := $(foreach v,$(JAVA_CLIENT_VERSIONS),$(JAVA_CLIENT_DIR)/$(v)/.built)
+JAVA_CLIENT_CACHE = $(JAVA_CLIENT_DIR)/$* java-client-$* Makefile $(JAVA_CLIENT_SOURCES)
 
 $(JAVA_CLIENT_DIR)/%/.built: $(JAVA_CLIENT_SOURCES) | java
-	$(BUILD_CACHE_SH) restore $(JAVA_CLIENT_DIR)/$* java-client-$* Makefile $(JAVA_CLIENT_SOURCES) || { \
+	$(BUILD_CACHE_SH) restore $(JAVA_CLIENT_CACHE) || { \
 	  rm -rf $(JAVA_CLIENT_DIR)/$* && mkdir -p $(JAVA_CLIENT_DIR) && \
 	  { $(MVN) -B -q -f tests/java_client/pom.xml -Drocketmq.client.version=$* $(if $(filter 4.%,$*),-Pclient4) \
 	    -Dharness.out=$(CURDIR)/$(JAVA_CLIENT_DIR)/$* -DskipTests package dependency:copy-dependencies \
 	    >$(JAVA_CLIENT_DIR)/$*.log 2>&1 || \
 	    { echo "make java-clients: rocketmq-client $* could not be fetched from Maven Central or built (see $(JAVA_CLIENT_DIR)/$*.log)"; exit 1; }; } && \
-	  $(BUILD_CACHE_SH) keep $(JAVA_CLIENT_DIR)/$* java-client-$* Makefile $(JAVA_CLIENT_SOURCES); }
+	  $(BUILD_CACHE_SH) keep $(JAVA_CLIENT_CACHE); }
 	touch $@
 
 java-clients: $(JAVA_CLIENT_STAMPS)
@@ -228,14 +232,15 @@ java-clients: $(JAVA_CLIENT_STAMPS)
 JAVA_SDK_DIR := .java-sdk
 JAVA_SDK_SOURCES := tests/java_sdk/pom.xml $(shell find tests/java_sdk/src -name '*.java' 2>/dev/null)
 JAVA_SDK_STAMP := $(JAVA_SDK_DIR)/.built
+JAVA_SDK_CACHE := $(JAVA_SDK_DIR) java-sdk Makefile $(JAVA_SDK_SOURCES)
 
 $(JAVA_SDK_STAMP): $(JAVA_SDK_SOURCES) | java
-	$(BUILD_CACHE_SH) restore $(JAVA_SDK_DIR) java-sdk Makefile $(JAVA_SDK_SOURCES) || { \
+	$(BUILD_CACHE_SH) restore $(JAVA_SDK_CACHE) || { \
 	  rm -rf $(JAVA_SDK_DIR) && \
 	  { $(MVN) -B -q -f tests/java_sdk/pom.xml -Dharness.out=$(CURDIR)/$(JAVA_SDK_DIR) -DskipTests package \
 	    dependency:copy-dependencies >$(JAVA_SDK_DIR).log 2>&1 || \
 	    { echo "make java-sdk: rocketmq-client-java could not be fetched from Maven Central or built (see $(JAVA_SDK_DIR).log)"; exit 1; }; } && \
-	  rm -f $(JAVA_SDK_DIR).log && $(BUILD_CACHE_SH) keep $(JAVA_SDK_DIR) java-sdk Makefile $(JAVA_SDK_SOURCES); }
+	  rm -f $(JAVA_SDK_DIR).log && $(BUILD_CACHE_SH) keep $(JAVA_SDK_CACHE); }
 	touch $@
 
 java-sdk: $(JAVA_SDK_STAMP)

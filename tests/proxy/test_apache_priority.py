@@ -10,7 +10,6 @@ lite topics: it refuses a LITE topic and lite consumers, and a lite send is refu
 from __future__ import annotations
 
 import asyncio
-import signal
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -62,16 +61,12 @@ async def create_topics(namesrv: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[str, str, dict[str, Any]]]]:
     """Per server: its gRPC endpoint, its name server, what the topics' creation answered."""
-    with ApacheRocketMQ(tmp_path_factory.mktemp("apache5"), V5) as rmq:
-        proxy = ApacheProxy(rmq).start()
-        try:
-            with embedded.ThreadedCluster(tmp_path_factory.mktemp("pocketmq5"), grpc=True) as cluster:
-                yield {"apache": (proxy.endpoint, rmq.namesrv_addr, asyncio.run(create_topics(rmq.namesrv_addr))),
-                       "pocketmq": (cluster.grpc_endpoint, cluster.namesrv_addr,
-                                    asyncio.run(create_topics(cluster.namesrv_addr)))}
-        finally:
-            proxy.stop(signal.SIGKILL)
-            rmq.stop(signal.SIGKILL)
+    with (ApacheRocketMQ(tmp_path_factory.mktemp("apache5"), V5).killed_at_exit() as rmq,
+          ApacheProxy(rmq).killed_at_exit() as proxy,
+          embedded.ThreadedCluster(tmp_path_factory.mktemp("pocketmq5"), grpc=True) as cluster):
+        yield {"apache": (proxy.endpoint, rmq.namesrv_addr, asyncio.run(create_topics(rmq.namesrv_addr))),
+               "pocketmq": (cluster.grpc_endpoint, cluster.namesrv_addr,
+                            asyncio.run(create_topics(cluster.namesrv_addr)))}
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ are set up with, and the requests the cases send."""
 
 from __future__ import annotations
 
-import signal
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -52,29 +51,26 @@ from .calls import (
 def apache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     """(the proxy's endpoint, the name server's address)."""
     # recallMessageEnable: RocketMQ's default is off; pocketmq's on (docs/compatibility.md).
-    with ApacheRocketMQ(tmp_path_factory.mktemp("apache5"), V5, recallMessageEnable="true") as rmq:
-        proxy = ApacheProxy(rmq, **RENEW_APACHE).start()
-        try:
-            made = rmq.mqadmin("updateTopic", "-t", TOPIC, "-c", rmq.cluster_name, "-r", "4", "-w", "4")
+    # The package's servers are thrown away: killed at the end, not shut down.
+    with (ApacheRocketMQ(tmp_path_factory.mktemp("apache5"), V5, recallMessageEnable="true").killed_at_exit() as rmq,
+          ApacheProxy(rmq, **RENEW_APACHE).killed_at_exit() as proxy):
+        made = rmq.mqadmin("updateTopic", "-t", TOPIC, "-c", rmq.cluster_name, "-r", "4", "-w", "4")
+        assert made.returncode == 0, made.stdout + made.stderr
+        made = rmq.mqadmin("updateTopic", "-t", TXN_TOPIC, "-c", rmq.cluster_name,
+                           "-a", "+message.type=TRANSACTION")
+        assert made.returncode == 0, made.stdout + made.stderr
+        for four_queues in (RECV_TOPIC, *NODE_TOPICS):
+            made = rmq.mqadmin("updateTopic", "-t", four_queues, "-c", rmq.cluster_name, "-r", "4", "-w", "4")
             assert made.returncode == 0, made.stdout + made.stderr
-            made = rmq.mqadmin("updateTopic", "-t", TXN_TOPIC, "-c", rmq.cluster_name,
-                               "-a", "+message.type=TRANSACTION")
+        made = rmq.mqadmin("updateTopic", "-t", DELAY_TOPIC, "-c", rmq.cluster_name, "-a", "+message.type=DELAY")
+        assert made.returncode == 0, made.stdout + made.stderr
+        for one_queue in (CONV_TOPIC, RENEW_TOPIC, GHOST_TOPIC):
+            made = rmq.mqadmin("updateTopic", "-t", one_queue, "-c", rmq.cluster_name, "-r", "1", "-w", "1")
             assert made.returncode == 0, made.stdout + made.stderr
-            for four_queues in (RECV_TOPIC, *NODE_TOPICS):
-                made = rmq.mqadmin("updateTopic", "-t", four_queues, "-c", rmq.cluster_name, "-r", "4", "-w", "4")
-                assert made.returncode == 0, made.stdout + made.stderr
-            made = rmq.mqadmin("updateTopic", "-t", DELAY_TOPIC, "-c", rmq.cluster_name, "-a", "+message.type=DELAY")
-            assert made.returncode == 0, made.stdout + made.stderr
-            for one_queue in (CONV_TOPIC, RENEW_TOPIC, GHOST_TOPIC):
-                made = rmq.mqadmin("updateTopic", "-t", one_queue, "-c", rmq.cluster_name, "-r", "1", "-w", "1")
-                assert made.returncode == 0, made.stdout + made.stderr
-            for group, policy in RETRY_GROUPS.items():
-                made = rmq.mqadmin(*update_sub_group_args(group, policy, rmq.cluster_name))
-                assert made.returncode == 0 and "Exception" not in made.stderr, made.stdout + made.stderr
-            yield proxy.endpoint, rmq.namesrv_addr
-        finally:
-            proxy.stop(signal.SIGKILL)  # the package's servers are thrown away: killed, not shut down
-            rmq.stop(signal.SIGKILL)
+        for group, policy in RETRY_GROUPS.items():
+            made = rmq.mqadmin(*update_sub_group_args(group, policy, rmq.cluster_name))
+            assert made.returncode == 0 and "Exception" not in made.stderr, made.stdout + made.stderr
+        yield proxy.endpoint, rmq.namesrv_addr
 
 
 @pytest.fixture(scope="package")

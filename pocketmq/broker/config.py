@@ -10,20 +10,22 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from pocketmq.common.mix_all import DEFAULT_CLUSTER, DEFAULT_TRACE_REGION_ID
+from pocketmq.common.mix_all import DEFAULT_TRACE_REGION_ID
 from pocketmq.common.properties_text import property_line
 from pocketmq.common.topic_validator import RMQ_SYS_TRACE_TOPIC
-from pocketmq.remoting.channel import DEFAULT_MAX_INFLIGHT
-from pocketmq.remoting.connection_limits import ConnectionLimits
 from pocketmq.remoting.wire_protocol import WireProtocol
-from pocketmq.storage.config import DEFAULT_DELAY_LEVELS, FlushDiskType, MessageStoreConfig, parse_delay_levels
+from pocketmq.storage.config import FlushDiskType, MessageStoreConfig, parse_delay_levels
 
+from .broker_identity import BrokerIdentity
 from .config_addresses import host_ip, namesrv_addr_error
 from .config_checks import check_value
+from .config_fields import _f
 from .config_properties import BrokerConfigError, decode_properties_file, format_value, read_properties
+from .message_store_config_keys import MessageStoreConfigKeys
+from .netty_server_config import NettyServerConfig
 
 __all__ = ["BrokerConfig", "BrokerConfigError", "NAMESRV_PROTOCOLS"]
 
@@ -38,98 +40,19 @@ _SECRET_FIELDS = frozenset({"access_key", "secret_key"})  # left out of what GET
 _MASTER_ROLES = ("ASYNC_MASTER", "SYNC_MASTER")  # brokerRole's values pocketmq takes (RocketMQ's BrokerRole, no SLAVE)
 
 
-def _key(name: str, unit: str | None = None) -> Any:
-    """Declare the properties-file key of a field (and ``unit="ms"`` when the file value is milliseconds)."""
-    return {"key": name, "unit": unit}
-
-
-def _f(default: Any, key: str, unit: str | None = None, store: str | None = None) -> Any:
-    meta = _key(key, unit)
-    if store is not None:
-        meta["store"] = store  # the MessageStoreConfig attribute this value feeds
-    if isinstance(default, list | dict):
-        return field(default_factory=lambda: type(default)(default), metadata=meta)
-    return field(default=default, metadata=meta)
-
-
+# The bases are listed last-first because a dataclass puts the fields of the base listed last first: the keys
+# print (to_properties, GET_BROKER_CONFIG) identity first, then Netty's, the store's and the broker's own.
 @dataclass
-class BrokerConfig:
-    """A broker's settings, each with its ``broker.conf`` key (RocketMQ's BrokerConfig, with the Netty and
-    store keys it also takes)."""
+class BrokerConfig(MessageStoreConfigKeys, NettyServerConfig, BrokerIdentity):
+    """A broker's settings, each with its ``broker.conf`` key: RocketMQ's BrokerConfig (with its BrokerIdentity),
+    and the NettyServerConfig and MessageStoreConfig keys its broker.conf also takes, as one object."""
 
-    # --- identity and addresses ---
-    broker_cluster_name: str = _f(DEFAULT_CLUSTER, "brokerClusterName")
-    broker_name: str = _f("broker-a", "brokerName")
-    broker_id: int = _f(0, "brokerId")  # 0 = master; pocketmq runs masters only (no replication): others become 0
+    # --- addresses ---
     # Advertised to name servers as it is written; a host name is resolved for the storeHost of every message
     # (store_host_ip). Empty: the default (RocketMQ's: the machine's first non-loopback address).
     broker_ip1: str = _f("127.0.0.1", "brokerIP1")
-    listen_port: int = _f(10911, "listenPort")  # 0 = any free port (read BrokerController.address)
-    # pocketmq's own: how long the event loop keeps polling after a request, instead of sleeping until the
-    # next one wakes it (remoting/busy_poll.py). The file value is in microseconds; 0 turns it off.
-    busy_poll: float = _f(0.0002, "busyPollMicros", "us")
-    # Where the server binds; None = brokerIP1. RocketMQ binds 0.0.0.0; binding the advertised address is
-    # the safer default for a development broker.
-    bind_address: str | None = _f(None, "bindAddress")
     namesrv_addr: str | None = _f(None, "namesrvAddr")  # "host:port;host:port"
-    # Accepted so RocketMQ broker.conf files load; only the master roles are supported.
-    broker_role: str = _f("ASYNC_MASTER", "brokerRole")
     broker_permission: int = _f(6, "brokerPermission")  # PermName bits; 6 = READ|WRITE
-
-    # --- connections (remoting.channel.ConnectionLimits) ---
-    # Netty's write water marks, RocketMQ's keys: above the high mark a connection's requests are not read.
-    write_buffer_high_water_mark: int = _f(64 * 1024, "writeBufferHighWaterMark")
-    write_buffer_low_water_mark: int = _f(32 * 1024, "writeBufferLowWaterMark")
-    server_channel_max_idle_time: float = _f(120.0, "serverChannelMaxIdleTimeSeconds")  # seconds, as RocketMQ's
-    # pocketmq's own: a frame still incomplete this long after it began closes its connection (0: never).
-    server_frame_read_timeout: float = _f(60.0, "serverFrameReadTimeoutMillis", "ms")
-    # pocketmq's own: requests of one connection whose processor runs at once; reading pauses at this number.
-    server_max_inflight_requests: int = _f(DEFAULT_MAX_INFLIGHT, "serverMaxInflightRequests")
-
-    # --- store ---
-    store_path_root_dir: str = _f(os.path.join("~", "store"), "storePathRootDir", store="store_path_root_dir")
-    flush_disk_type: FlushDiskType = _f(FlushDiskType.ASYNC_FLUSH, "flushDiskType", store="flush_disk_type")
-    mapped_file_size_commit_log: int = _f(
-        1024 * 1024 * 1024, "mappedFileSizeCommitLog", store="mapped_file_size_commit_log"
-    )
-    mapped_file_size_consume_queue: int = _f(
-        300_000 * 20, "mappedFileSizeConsumeQueue", store="mapped_file_size_consume_queue"
-    )
-    max_message_size: int = _f(4 * 1024 * 1024, "maxMessageSize", store="max_message_size")
-    flush_interval_commit_log: float = _f(0.5, "flushIntervalCommitLog", "ms", store="flush_interval_commit_log")
-    sync_flush_timeout: float = _f(5.0, "syncFlushTimeout", "ms", store="sync_flush_timeout")
-    flush_interval_consume_queue: float = _f(
-        1.0, "flushIntervalConsumeQueue", "ms", store="flush_interval_consume_queue"
-    )
-    # pocketmq's own: a put waits for the dispatcher when it is this far behind (docs/storage.md 9.2).
-    max_dispatch_lag_bytes: int = _f(1024 * 1024, "maxDispatchLagBytes", store="max_dispatch_lag_bytes")
-    file_reserved_time: float = _f(72.0, "fileReservedTime", store="file_reserved_time")  # hours
-    delete_when: str = _f("04", "deleteWhen", store="delete_when")
-    disk_max_used_space_ratio: int = _f(75, "diskMaxUsedSpaceRatio", store="disk_max_used_space_ratio")
-    # Percent (or fraction) of the disk above which writes are refused / young files are deleted.
-    disk_space_warning_level_ratio: float = _f(
-        0.90, "diskSpaceWarningLevelRatio", store="disk_space_warning_level_ratio")
-    disk_space_clean_forcibly_ratio: float = _f(
-        0.85, "diskSpaceCleanForciblyRatio", store="disk_space_clean_forcibly_ratio")
-    # pocketmq's own: the put path checks the disk every this many bytes (docs/broker.md, "What survives what").
-    disk_space_check_bytes: int = _f(4 * 1024 * 1024, "diskSpaceCheckBytes", store="disk_space_check_bytes")
-    # pocketmq's own: consume-queue files kept mapped (0: half the open-files limit), see docs/broker.md.
-    max_mapped_consume_queue_files: int = _f(0, "maxMappedConsumeQueueFiles", store="max_mapped_consume_queue_files")
-    clean_resource_interval: float = _f(10.0, "cleanResourceInterval", "ms", store="clean_resource_interval")
-    message_index_enable: bool = _f(True, "messageIndexEnable", store="message_index_enable")
-    auto_message_version_on_topic_len: bool = _f(
-        True, "autoMessageVersionOnTopicLen", store="auto_message_version_on_topic_len")
-    max_hash_slot_num: int = _f(5_000_000, "maxHashSlotNum", store="max_hash_slot_num")
-    max_index_num: int = _f(5_000_000 * 4, "maxIndexNum", store="max_index_num")
-    message_delay_level: str = _f(DEFAULT_DELAY_LEVELS, "messageDelayLevel", store="message_delay_level")
-    max_transfer_count_on_message_in_memory: int = _f(
-        32, "maxTransferCountOnMessageInMemory", store="max_transfer_count_on_message_in_memory"
-    )
-    max_transfer_bytes_on_message_in_memory: int = _f(
-        256 * 1024, "maxTransferBytesOnMessageInMemory", store="max_transfer_bytes_on_message_in_memory"
-    )
-    # Share of RAM within which a message counts as "in memory" (QUERY_CONSUMER_OFFSET's new-group rule).
-    access_message_in_memory_max_ratio: int = _f(40, "accessMessageInMemoryMaxRatio")
 
     # --- topics and groups ---
     auto_create_topic_enable: bool = _f(True, "autoCreateTopicEnable")
@@ -232,20 +155,7 @@ class BrokerConfig:
     # How long a topic's queues read from the name server serve assignments before they are read again.
     load_balance_poll_name_server_interval: float = _f(30.0, "loadBalancePollNameServerInterval", "ms")
 
-    # --- delayed messages ---
-    flush_delay_offset_interval: float = _f(10.0, "flushDelayOffsetInterval", "ms")
-    # RocketMQ 5's timer messages (docs/broker.md §4.6, docs/storage.md "Timer files")
-    timer_wheel_enable: bool = _f(True, "timerWheelEnable", store="timer_wheel_enable")
-    timer_precision_ms: int = _f(1000, "timerPrecisionMs", store="timer_precision_ms")
-    timer_max_delay_sec: int = _f(3600 * 24 * 3, "timerMaxDelaySec", store="timer_max_delay_sec")
-    timer_roll_window_slot: int = _f(3600 * 24 * 2, "timerRollWindowSlot", store="timer_roll_window_slot")
-    mapped_file_size_timer_log: int = _f(
-        100 * 1024 * 1024, "mappedFileSizeTimerLog", store="mapped_file_size_timer_log")
-    timer_flush_interval: float = _f(1.0, "timerFlushIntervalMs", "ms", store="timer_flush_interval")
-    # pocketmq's own: how often the timer threads look for work when idle (None: a tenth of the precision).
-    timer_poll_interval: float | None = _f(None, "timerPollIntervalMs", "ms", store="timer_poll_interval")
-    timer_enable_retry_until_success: bool = _f(
-        False, "timerEnableRetryUntilSuccess", store="timer_enable_retry_until_success")
+    # --- recalls ---
     # RocketMQ 5's RecallMessage (RECALL_MESSAGE, docs/broker.md §4.6). RocketMQ's default is off (a recall is
     # answered NO_PERMISSION "recall failed, operation is forbidden"); pocketmq's is on, so the 5.x SDKs'
     # recallMessage works against a development broker as it is.
@@ -346,16 +256,8 @@ class BrokerConfig:
         return host_ip(self.broker_ip1)
 
     @property
-    def connection_limits(self) -> ConnectionLimits:
-        return ConnectionLimits.of(self)
-
-    @property
     def namesrv_wire_protocol(self) -> WireProtocol:
         return NAMESRV_PROTOCOLS[self.namesrv_protocol]
-
-    @property
-    def store_root(self) -> str:
-        return os.path.abspath(os.path.expanduser(self.store_path_root_dir))
 
     @property
     def config_dir(self) -> str:

@@ -62,7 +62,7 @@ def records(i: int) -> bytes:
 
 
 def pop_answer(request: RemotingCommand, i: int, body: bytes) -> RemotingCommand:
-    """The broker's answer to a pop that read ``QUEUES`` queues (PopMessageProcessor._take and _found)."""
+    """The broker's answer to a pop that read ``QUEUES`` queues (PopQueueReader._take and pop_answers.pop_found)."""
     starts: list[str] = []
     offsets: list[str] = []
     for q in range(QUEUES):

@@ -1,15 +1,23 @@
 """What the answers of RocketMQ 5's POP family (pop, peek, notification, polling info, ack, change invisible time)
 share with Apache RocketMQ 5.5.0's: the TOPIC_NOT_EXIST and SUBSCRIPTION_GROUP_NOT_EXIST remarks with 5.x's FAQ
-address, the remark an answer has when 5.5.0's processor never sets one, and the fields a refusal still carries."""
+address, the remark an answer has when 5.5.0's processor never sets one, and the fields a refusal still carries;
+and a pop's own answer, from what its reads gathered (pop_queue_reader.PopContext)."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from pocketmq.common.faq_url import APPLY_TOPIC_URL_5, SUBSCRIPTION_GROUP_NOT_EXIST_URL_5, suggest_todo
 from pocketmq.remoting.codes import ResponseCode
 from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.header import CommandHeader
+from pocketmq.remoting.pop_header import PopMessageResponseHeader
+from pocketmq.storage.results import GetMessageStatus
 
 from .base import response
+
+if TYPE_CHECKING:
+    from .pop_queue_reader import PopContext
 
 
 def topic_not_exist(request: RemotingCommand, topic: str) -> RemotingCommand:
@@ -28,3 +36,16 @@ def with_blank_header(answer: RemotingCommand, blank: CommandHeader) -> Remoting
     if not answer.ext_fields:
         answer.ext_fields = blank.to_ext()
     return answer
+
+
+def pop_found(request: RemotingCommand, ctx: PopContext) -> RemotingCommand:
+    return response(request, ResponseCode.SUCCESS, GetMessageStatus.FOUND.value, ext_fields=pop_response_header(ctx),
+                    body=b"".join(ctx.buffers))
+
+
+def pop_response_header(ctx: PopContext) -> PopMessageResponseHeader:
+    return PopMessageResponseHeader(
+        ctx.pop_time, ctx.header.invisible_time, ctx.revive_qid, ctx.rest_num,
+        ";".join(ctx.start_offset_info), ";".join(ctx.msg_offset_info),
+        ";".join(ctx.order_count_info) if ctx.order else None,
+    )

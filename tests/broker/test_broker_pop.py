@@ -314,7 +314,9 @@ async def test_pops_and_pulls_share_the_groups_offsets(cluster: Cluster) -> None
 
 
 async def test_a_buffered_checkpoint_not_acked_in_time_is_written_and_the_offset_moves(cluster: Cluster) -> None:
-    broker = await cluster.broker(pop_ck_stay_buffer_time=0.05, pop_buffer_scan_interval=0.01, **FAST)
+    # The checkpoint stays buffered 1 s: the offset read and the first ack below must come within that time, which
+    # 50 ms did not always leave a loaded machine (the checkpoint written first, the first ack a record of its own).
+    broker = await cluster.broker(pop_ck_stay_buffer_time=1.0, pop_buffer_scan_interval=0.01, **FAST)
     pc = client(cluster, broker)
     await pc.mq.create_topic("PopK", 1)
     await send(pc, "PopK", [b"k1", b"k2"])

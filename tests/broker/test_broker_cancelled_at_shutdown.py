@@ -27,7 +27,6 @@ from pocketmq.remoting.header import SendMessageResponseHeader
 from pocketmq.remoting.transaction_header import EndTransactionRequestHeader
 from pocketmq.storage.timer.timer_routing import TIMER_TOPIC
 
-UNDER_LOAD = {"max_dispatch_lag_bytes": 1}
 # POP's timers in milliseconds, the revive run by hand.
 POP_FAST = {**FAST_REVIVE, "revive_interval": 3600.0}
 
@@ -37,10 +36,18 @@ async def messages(broker: BrokerController, topic: str) -> list[Any]:
     return decode_all(broker.store.get_message("t", topic, 0, 0, 100).body)
 
 
+async def broker_under_load(cluster: Cluster, **settings: Any) -> BrokerController:
+    """A broker whose every put waits until the dispatcher has dispatched it, however long that takes: the store
+    gives up waiting after 50 ms, and on a loaded machine the job then ran past its write before the test saw it."""
+    broker = await cluster.broker(max_dispatch_lag_bytes=1, **settings)
+    broker.store.dispatch_hold_timeout = 30.0  # (a stop of the dispatcher ends the wait too)
+    return broker
+
+
 async def unbuffered_pops(cluster: Cluster, messages_in_pt: int) -> tuple[BrokerController, Any]:
     """A broker whose pops write their checkpoints at once (no buffer merge, the revive run by hand), with
     ``messages_in_pt`` messages m0, m1, ... in queue 0 of topic PT."""
-    broker = await cluster.broker(revive_queue_num=1, enable_pop_buffer_merge=False, **POP_FAST, **UNDER_LOAD)
+    broker = await broker_under_load(cluster, revive_queue_num=1, enable_pop_buffer_merge=False, **POP_FAST)
     mq = cluster.mq(broker)
     for i in range(messages_in_pt):
         await mq.send("PT", f"m{i}".encode(), queue_id=0)
@@ -59,7 +66,7 @@ async def cancel_when(job: asyncio.Future[Any], under_way: Callable[[], bool]) -
 
 async def test_a_transaction_check_cancelled_after_asking_is_not_asked_twice_by_the_next_broker(
         cluster: Cluster) -> None:
-    broker = await cluster.broker(transaction_timeout=0.0, transaction_check_interval=3600.0, **UNDER_LOAD)
+    broker = await broker_under_load(cluster, transaction_timeout=0.0, transaction_check_interval=3600.0)
     mq = cluster.mq(broker)
     for name in ("a", "b", "c"):
         sent = await mq.send("TxnT", name.encode(), queue_id=0, sys_flag=TRANSACTION_PREPARED_TYPE,
@@ -99,8 +106,8 @@ async def test_a_revive_round_cancelled_mid_checkpoint_revives_each_message_once
 
 
 async def test_a_checkpoint_written_while_the_scan_is_cancelled_counts_as_written(cluster: Cluster) -> None:
-    broker = await cluster.broker(revive_queue_num=1, pop_ck_stay_buffer_time=0.0, pop_buffer_scan_interval=3600.0,
-                                  **POP_FAST, **UNDER_LOAD)
+    broker = await broker_under_load(cluster, revive_queue_num=1, pop_ck_stay_buffer_time=0.0,
+                                     pop_buffer_scan_interval=3600.0, **POP_FAST)
     mq = cluster.mq(broker)
     pop = PopClient(mq, broker.broker_config.broker_name)
     for i in range(3):
@@ -141,7 +148,7 @@ def dispatched(broker: BrokerController, topic: str, count: int) -> Callable[[],
 
 
 async def test_a_commit_cut_by_the_servers_stop_ends_its_half_message(cluster: Cluster) -> None:
-    broker = await cluster.broker(transaction_timeout=0.0, transaction_check_interval=3600.0, **UNDER_LOAD)
+    broker = await broker_under_load(cluster, transaction_timeout=0.0, transaction_check_interval=3600.0)
     mq = cluster.mq(broker)
     sent = await mq.send("TxnT", b"a", queue_id=0, sys_flag=TRANSACTION_PREPARED_TYPE,
                          properties=mq.props("T", UNIQ_KEY="U-a", TRAN_MSG="true", PGROUP="TxnPG"))

@@ -182,7 +182,7 @@ def _stop_on_signal() -> asyncio.Event:
 
 # `pocketmq dev`'s store sizes, where the file given with -c sets none: every commit-log and index file reserves
 # its whole size on disk when created (so that a full disk refuses puts instead of killing the process), and
-# RocketMQ's 1 GiB commit-log files plus a 420 MB index file would take 1.4 GB of a laptop's disk at the first
+# RocketMQ's 1 GiB commit-log files plus a 420 MB index file would take 1.4 GiB of a laptop's disk at the first
 # message. 128 MiB and a 42 MB index (500,000 slots, 2,000,000 entries) take 170 MB.
 DEV_STORE_DEFAULTS: dict[str, Any] = {
     "mapped_file_size_commit_log": 128 * 1024 * 1024,

@@ -28,7 +28,7 @@ from pocketmq.remoting.tasks import run_whole
 
 # Small files: a test cluster starts in milliseconds, and a suite of many tests does not fill the disk (pytest
 # keeps the last three runs' temp folders). The commit log and index files reserve their whole size on disk when
-# made (a full disk is then a refused put, not a SIGBUS): about 6.5 MB a store with these, 21 MB with a 16 MiB log
+# made (a full disk is then a refused put, not a SIGBUS): about 6.5 MiB a store with these, 21 MB with a 16 MiB log
 # and the broker's index sizes. A commit-log file still takes the largest message (4 MiB of body, 32 KiB of
 # properties); more keys than an index file holds go on into the next one.
 TEST_STORE_DEFAULTS: dict[str, Any] = {

@@ -24,6 +24,7 @@ DELAY_TOPIC = "ParityDelayTopic"  # message.type=DELAY on both
 CONV_TOPIC = "ParityConvTopic"  # a 4.x producer's messages, received over gRPC
 RENEW_TOPIC = "ParityRenewTopic"  # auto-renewed receives of push consumers, one queue
 GHOST_TOPIC = "ParityGhostTopic"  # an auto-renewed receive of a client without Telemetry, one queue
+PROGRESS_TOPIC = "ParityProgressTopic"  # one message received and acked, then read by mqadmin, one queue
 NODE_TOPICS = ("ParityNodeA", "ParityNodeB", "ParityNodeC")  # a Node SDK producer's sends to three topics
 # Groups made by updateSubGroup (5.5.0's mqadmin at Apache's, pocketmq's own CLI) with -p, and one without.
 RETRY_GROUPS = {

@@ -34,6 +34,7 @@ from .calls import (
     DELAY_TOPIC,
     GHOST_TOPIC,
     NODE_TOPICS,
+    PROGRESS_TOPIC,
     RECV_GROUP,
     RECV_TOPIC,
     RENEW_APACHE,
@@ -64,7 +65,7 @@ def apache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
             assert made.returncode == 0, made.stdout + made.stderr
         made = rmq.mqadmin("updateTopic", "-t", DELAY_TOPIC, "-c", rmq.cluster_name, "-a", "+message.type=DELAY")
         assert made.returncode == 0, made.stdout + made.stderr
-        for one_queue in (CONV_TOPIC, RENEW_TOPIC, GHOST_TOPIC):
+        for one_queue in (CONV_TOPIC, RENEW_TOPIC, GHOST_TOPIC, PROGRESS_TOPIC):
             made = rmq.mqadmin("updateTopic", "-t", one_queue, "-c", rmq.cluster_name, "-r", "1", "-w", "1")
             assert made.returncode == 0, made.stdout + made.stderr
         for group, policy in RETRY_GROUPS.items():
@@ -81,7 +82,7 @@ def pocketmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, st
         create_topic(cluster, TXN_TOPIC)
         for four_queues in (RECV_TOPIC, *NODE_TOPICS):
             create_topic(cluster, four_queues)
-        for one_queue in (CONV_TOPIC, RENEW_TOPIC, GHOST_TOPIC):
+        for one_queue in (CONV_TOPIC, RENEW_TOPIC, GHOST_TOPIC, PROGRESS_TOPIC):
             create_topic(cluster, one_queue, queues=1)
 
         async def typed() -> None:

@@ -236,6 +236,9 @@ async def _dev(args) -> int:
         me = _command_name()
         print(f"  try:   {me} sendMessage -n {namesrv.address} -t TopicTest -p hello")
         print(f"         {me} consumeMessage -n {namesrv.address} -t TopicTest -c 1")
+        if config.acl_enable:  # (unsigned, both would be refused: say how to sign them, not the secret itself)
+            print(f"         signed by an account of {config.resolved_acl_file}: add --access-key and --secret-key,")
+            print("         or set POCKETMQ_ACCESS_KEY and POCKETMQ_SECRET_KEY")
         print("  Ctrl-C stops it cleanly.", flush=True)
         await stop.wait()
     finally:

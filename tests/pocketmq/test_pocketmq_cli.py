@@ -255,6 +255,17 @@ def test_dev_with_access_control_and_signed_commands(tmp_path):
         assert got.returncode == 0 and "BODY: signed hello" in got.stdout, got.stdout + got.stderr
         # The gRPC endpoint checks its callers against the same accounts: an unsigned call is refused by it.
         assert grpc_unsigned_send(endpoint.group(1), "AclCli") == "UNAUTHORIZED"
+        # The commands dev suggests, signed the way its note says, run as printed.
+        ready: list[str] = []
+        while not ready or "stops it cleanly" not in ready[-1]:  # (printed before the first send above ran)
+            ready.append(proc.stdout.readline())
+            assert ready[-1], ready  # (not the end of its output)
+        tried = [line.split(":", 1)[1].split() for line in ready if line.strip().startswith("try:")]
+        assert tried and any(f"signed by an account of {acl}" in line for line in ready), ready
+        signed = subprocess.run(tried[0], capture_output=True, text=True, timeout=60,
+                                env={**os.environ, "POCKETMQ_ACCESS_KEY": "cliUser01",
+                                     "POCKETMQ_SECRET_KEY": "cliSecret1"})
+        assert signed.returncode == 0 and "SEND_OK" in signed.stdout, signed.stdout + signed.stderr
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(30)

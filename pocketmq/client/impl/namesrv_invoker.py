@@ -122,7 +122,8 @@ class NameServerInvoker:
                 if self._may_speak_another_protocol(addr):
                     raise NameServerProtocolError(
                         f"the name server {addr} closed the connection without answering: if it is Apache "
-                        f"RocketMQ, use protocol='rocketmq' (this client speaks pocketmq's msgpack protocol)"
+                        f"RocketMQ, use protocol='rocketmq' (--protocol rocketmq on pocketmq's command line; "
+                        f"this client speaks pocketmq's msgpack protocol)"
                     ) from e
                 raise
             except RemotingError:

@@ -54,12 +54,18 @@ def make_consumer(cluster: Any, group: str, **options: Any) -> PushConsumer:
     return PushConsumer(group, cluster.namesrv_addr, **settings)
 
 
+def make_producer(cluster: Any, **options: Any) -> Producer:
+    """A producer whose heartbeats come within FAST_BROKER's 1 s channel expiry: one living longer than that on a
+    loaded machine (sends slowed down) had the broker expire it and close its connection under its sends."""
+    group = unique("PG")
+    settings: dict[str, Any] = {"instance_name": unique("p"), "heartbeat_broker_interval": 0.2}
+    settings.update(options)
+    return Producer(group, cluster.namesrv_addr, **settings)
+
+
 async def send_many(cluster: Any, topic: str, bodies: list[bytes], queues: int, batch: int = 50) -> None:
     """Spread ``bodies`` over the topic's queues in batches (fast), in order within each queue."""
-    # (Heartbeats within FAST_BROKER's 1 s channel expiry: a run slower than that on a loaded machine had the
-    # broker expire the producer and close its connection under its sends.)
-    async with Producer(unique("PG"), cluster.namesrv_addr, instance_name=unique("p"),
-                        heartbeat_broker_interval=0.2) as producer:
+    async with make_producer(cluster) as producer:
         mqs = await producer.fetch_publish_message_queues(topic)
         assert len(mqs) == queues
         for n, i in enumerate(range(0, len(bodies), batch)):

@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from push_helpers import committed, create_topic, max_offsets, send_many, unique
+from push_helpers import committed, create_topic, make_producer, max_offsets, send_many, unique
 
 from pocketmq.client import LitePullConsumer, Message, MessageQueue, MQClientException, Producer
 
@@ -69,7 +69,7 @@ async def test_subscribe_polls_everything_once_and_auto_commits(push_cluster, pr
 async def test_tag_subscription_filters(push_cluster) -> None:
     topic, group = unique("LiteTagT"), unique("LiteTagG")
     await create_topic(push_cluster, topic, 1)
-    async with Producer(unique("PG"), push_cluster.namesrv_addr, instance_name=unique("p")) as producer:
+    async with make_producer(push_cluster) as producer:
         for i in range(10):
             await producer.send(Message(topic, b"%d" % i, tags="even" if i % 2 == 0 else "odd"))
     consumer = lite(push_cluster, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
@@ -108,7 +108,7 @@ async def test_assign_seek_seek_to_begin_and_end(push_cluster) -> None:
     topic, group = unique("LiteSeekT"), unique("LiteSeekG")
     await create_topic(push_cluster, topic, 2)
     mq = MessageQueue(topic, "broker-a", 0)
-    async with Producer(unique("PG"), push_cluster.namesrv_addr, instance_name=unique("p")) as producer:
+    async with make_producer(push_cluster) as producer:
         for i in range(10):
             await producer.send(Message(topic, b"%d" % i), mq)
     consumer = lite(push_cluster, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
@@ -127,7 +127,7 @@ async def test_assign_seek_seek_to_begin_and_end(push_cluster) -> None:
         assert [m.queue_offset for m in await poll_until(consumer, 10)] == list(range(10))
         await consumer.seek_to_end(mq)
         assert await consumer.poll(timeout=0.05) == []
-        async with Producer(unique("PG"), push_cluster.namesrv_addr, instance_name=unique("p")) as producer:
+        async with make_producer(push_cluster) as producer:
             await producer.send(Message(topic, b"new"), mq)
         [new] = await poll_until(consumer, 1)
         assert (new.body, new.queue_offset) == (b"new", 10)
@@ -141,7 +141,7 @@ async def test_offset_for_timestamp_finds_the_first_message_stored_at_or_after_i
     topic = unique("LiteTimeT")
     await create_topic(push_cluster, topic, 1)
     mq = MessageQueue(topic, "broker-a", 0)
-    async with Producer(unique("PG"), push_cluster.namesrv_addr, instance_name=unique("p")) as producer:
+    async with make_producer(push_cluster) as producer:
         for i in range(6):
             await producer.send(Message(topic, b"%d" % i), mq)
             await asyncio.sleep(0.003)  # (distinct store times, a millisecond apart at least)
@@ -278,7 +278,7 @@ async def test_pause_stops_a_queues_pulls_until_resume(push_cluster) -> None:
     consumer.assign([q0, q1])
     async with consumer:
         consumer.pause([q0])
-        async with Producer(unique("PG"), push_cluster.namesrv_addr, instance_name=unique("p")) as producer:
+        async with make_producer(push_cluster) as producer:
             for i in range(5):
                 await producer.send(Message(topic, b"zero%d" % i), q0)
                 await producer.send(Message(topic, b"one%d" % i), q1)

@@ -10,12 +10,12 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from push_helpers import FAST_BROKER, create_topic, make_consumer, unique
+from push_helpers import FAST_BROKER, create_topic, make_consumer, make_producer, unique
 
 from pocketmq import embedded
 from pocketmq.broker.broker_controller import BrokerController
 from pocketmq.broker.config import BrokerConfig
-from pocketmq.client import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, Message, Producer
+from pocketmq.client import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, Message
 
 
 async def restart_broker(cluster: Any, while_down: Callable[[BrokerConfig], None] | None = None) -> None:
@@ -47,7 +47,7 @@ async def test_consumers_pull_again_right_after_a_broker_restart(tmp_path, poll,
         consumer.register_message_listener(on_messages)
         async with consumer:
             await poll(lambda: sum(q.topic == topic for q in consumer.assigned_queues()) == 2, timeout=10)
-            async with Producer(unique("PG"), cluster.namesrv_addr, instance_name=unique("p")) as producer:
+            async with make_producer(cluster) as producer:
                 await producer.send(Message(topic, b"before"))
                 await poll(lambda: got == [b"before"], timeout=10)
                 await restart_broker(cluster)
@@ -77,7 +77,7 @@ async def test_offsets_a_restarted_broker_lost_are_sent_again(tmp_path, poll) ->
         consumer.subscribe(topic, "*")
         consumer.register_message_listener_orderly(on_messages)
         async with consumer:
-            async with Producer(unique("PG"), cluster.namesrv_addr, instance_name=unique("p")) as producer:
+            async with make_producer(cluster) as producer:
                 for i in range(3):
                     await producer.send(Message(topic, b"m%d" % i))
             await poll(lambda: len(got) == 3, timeout=10)

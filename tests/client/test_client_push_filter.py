@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from push_helpers import FAST_BROKER, create_topic, make_consumer, unique
+from push_helpers import FAST_BROKER, create_topic, make_consumer, make_producer, unique
 
 from pocketmq import embedded
 from pocketmq.client import (
@@ -14,7 +14,6 @@ from pocketmq.client import (
     LitePullConsumer,
     Message,
     MQClientException,
-    Producer,
     PushConsumer,
 )
 from pocketmq.common.java_hash import java_string_hash
@@ -38,7 +37,7 @@ async def test_tag_and_sql92_subscriptions(tmp_path, poll) -> None:
             c.register_message_listener(on_messages)
             return c
 
-        async with Producer(unique("PG"), cluster.namesrv_addr, instance_name=unique("p")) as producer:
+        async with make_producer(cluster) as producer:
             for i in range(20):
                 tag = ["Aa", "BB", "TagC", None][i % 4]
                 props = {"n": str(i), "color": "red" if i % 3 == 0 else "blue"}
@@ -57,7 +56,7 @@ async def test_sql92_is_the_brokers_decision_alone(tmp_path, poll) -> None:
     async with embedded.EmbeddedCluster(tmp_path, **FAST_BROKER, enable_property_filter=True) as cluster:
         topic = unique("FilterRecheck")
         await create_topic(cluster, topic, 1)
-        async with Producer(unique("PG"), cluster.namesrv_addr, instance_name=unique("p")) as producer:
+        async with make_producer(cluster) as producer:
             for i in range(3):
                 await producer.send(Message(topic, f"{i}".encode(), properties={"n": str(i)}))
         pushed: list[bytes] = []

@@ -7,13 +7,12 @@ import threading
 from collections import defaultdict
 from typing import Any
 
-from push_helpers import committed, create_topic, make_consumer, max_offsets, send_many, unique
+from push_helpers import committed, create_topic, make_consumer, make_producer, max_offsets, send_many, unique
 
 from pocketmq.client import (
     ConsumeOrderlyStatus,
     Message,
     MessageQueue,
-    Producer,
     PullConsumer,
     select_message_queue_by_hash,
 )
@@ -53,7 +52,7 @@ class Recorder:
 
 
 async def send_orders(cluster: Any, topic: str, steps: range) -> None:
-    async with Producer(unique("PG"), cluster.namesrv_addr, instance_name=unique("p")) as producer:
+    async with make_producer(cluster) as producer:
         for step in steps:
             for order in range(ORDERS):
                 msg = Message(topic, f"o{order}:{step}".encode(), keys=f"o{order}")
@@ -118,7 +117,7 @@ async def test_orderly_suspends_in_place_then_dead_letters(push_cluster, poll) -
     consumer.register_message_listener_orderly(listener)
     async with consumer:
         await poll(lambda: MessageQueue(topic, "broker-a", 0) in consumer.assigned_queues(), timeout=10)
-        async with Producer(unique("PG"), push_cluster.namesrv_addr, instance_name=unique("p")) as producer:
+        async with make_producer(push_cluster) as producer:
             for body in (b"before", b"stuck", b"after"):
                 await producer.send(Message(topic, body), MessageQueue(topic, "broker-a", 0))
         dlq = f"%DLQ%{group}"
@@ -162,7 +161,7 @@ async def test_orderly_without_auto_commit_commits_on_commit_and_goes_back_on_ro
     consumer = make_consumer(push_cluster, group, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
     consumer.subscribe(topic, "*")
     consumer.register_message_listener_orderly(listener)
-    async with Producer(unique("PG"), push_cluster.namesrv_addr, instance_name=unique("p")) as producer:
+    async with make_producer(push_cluster) as producer:
         for i in range(6):
             await producer.send(Message(topic, f"m{i}".encode()), mq)
     async with consumer:

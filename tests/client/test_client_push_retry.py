@@ -10,14 +10,13 @@ import asyncio
 import time
 from typing import Any
 
-from push_helpers import committed, create_topic, make_consumer, send_many, unique
+from push_helpers import committed, create_topic, make_consumer, make_producer, send_many, unique
 
 from pocketmq.client import (
     ConsumeConcurrentlyStatus,
     ConsumeFromWhere,
     Message,
     MessageQueue,
-    Producer,
     PullConsumer,
     PullStatus,
 )
@@ -47,7 +46,7 @@ async def test_reconsume_later_comes_back_on_the_levels_then_goes_to_the_dlq(pus
     consumer.register_message_listener(fail_always)
     async with consumer:
         await poll(lambda: any(q.topic == topic for q in consumer.assigned_queues()), timeout=10)
-        async with Producer(unique("PG"), push_cluster.namesrv_addr, instance_name=unique("p")) as producer:
+        async with make_producer(push_cluster) as producer:
             sent = await producer.send(Message(topic, b"poison", tags="T1", keys="k-1"))
         dlq = f"%DLQ%{group}"
         await poll(lambda: push_cluster.store.get_max_offset_in_queue(dlq, 0) == 1, timeout=10)
@@ -96,7 +95,7 @@ async def test_context_picks_the_level_or_the_dlq(push_cluster, poll) -> None:
     consumer.register_message_listener(listener)
     async with consumer:
         await poll(lambda: any(q.topic == topic for q in consumer.assigned_queues()), timeout=10)
-        async with Producer(unique("PG"), push_cluster.namesrv_addr, instance_name=unique("p")) as producer:
+        async with make_producer(push_cluster) as producer:
             await producer.send(Message(topic, b"level7"))
             await producer.send(Message(topic, b"straight-to-dlq"))
         await poll(lambda: sorted(seen) == [(b"level7", 0), (b"level7", 1), (b"straight-to-dlq", 0)], timeout=10)
@@ -124,7 +123,7 @@ async def test_send_back_failure_falls_back_to_a_send_then_to_a_local_retry(push
     consumer = make_consumer(push_cluster, group, local_retry_delay=0.05)
     consumer.subscribe(topic, "*")
     consumer.register_message_listener(listener)
-    async with consumer, Producer(unique("PG"), push_cluster.namesrv_addr, instance_name=unique("p")) as producer:
+    async with consumer, make_producer(push_cluster) as producer:
         await poll(lambda: any(q.topic == retry for q in consumer.assigned_queues()), timeout=10)
         await producer.send(Message(topic, b"first"))
         await poll(lambda: [(b, rt) for b, rt, _ in seen] == [(b"first", 0), (b"first", 1)], timeout=10)
@@ -167,7 +166,7 @@ async def test_the_consumers_own_retry_copies_reach_the_dlq_after_as_many_delive
     consumer.subscribe(topic, "*")
     consumer.register_message_listener(listener)
     dlq = f"%DLQ%{group}"
-    async with consumer, Producer(unique("PG"), push_cluster.namesrv_addr, instance_name=unique("p")) as producer:
+    async with consumer, make_producer(push_cluster) as producer:
         await poll(lambda: any(q.topic == f"%RETRY%{group}" for q in consumer.assigned_queues()), timeout=10)
         await producer.send(Message(topic, b"doomed"))
         await poll(lambda: push_cluster.store.get_max_offset_in_queue(dlq, 0) == 1, timeout=10)
@@ -195,7 +194,7 @@ async def test_a_message_stuck_in_the_listener_is_sent_back_after_the_consume_ti
     consumer.register_message_listener(listener)
     async with consumer:
         await poll(lambda: any(q.topic == topic for q in consumer.assigned_queues()), timeout=10)
-        async with Producer(unique("PG"), push_cluster.namesrv_addr, instance_name=unique("p")) as producer:
+        async with make_producer(push_cluster) as producer:
             await producer.send(Message(topic, b"slow"))
             await producer.send(Message(topic, b"fast"))
         # The copy sent back comes through the retry topic while the first call is still stuck...
@@ -237,7 +236,7 @@ async def test_a_new_groups_first_retry_comes_after_the_delay_not_the_next_rebal
     consumer.register_message_listener(fail_once)
     async with consumer:
         await poll(lambda: any(q.topic == topic for q in consumer.assigned_queues()), timeout=10)
-        async with Producer(unique("PG"), push_cluster.namesrv_addr, instance_name=unique("p")) as producer:
+        async with make_producer(push_cluster) as producer:
             await producer.send(Message(topic, b"again"))
         await poll(lambda: seen == [0, 1], timeout=10)  # (well before the next rebalance's)
         assert MessageQueue(f"%RETRY%{group}", "broker-a", 0) in consumer.assigned_queues()

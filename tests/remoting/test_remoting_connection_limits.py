@@ -24,6 +24,7 @@ ANSWER, ECHO = 3001, 3002
 GUARD = 5.0
 ANSWER_SIZE = 32 * 1024
 HIGH, LOW = 64 * 1024, 16 * 1024
+PATIENT_FRAME_TIMEOUT = 0.25
 
 
 class App:
@@ -95,8 +96,10 @@ async def assert_serving(addr: str) -> None:
 @pytest.fixture
 async def patient_server(app: App) -> AsyncIterator[RemotingServer]:
     # No idle timeout (the peer below stops reading for a while); a frame left half-read while the server itself
-    # does not read must not count against the frame timeout.
-    srv = await started(app, frame_read_timeout=0.05, max_idle_time=0)
+    # does not read must not count against the frame timeout. The frame timeout is a quarter second, not 50 ms:
+    # once the peer reads, each time the server reads again the rest of its half-read frame comes only after the
+    # peer's end (on this test's loop) writes more, and a loaded machine held that loop 76 ms.
+    srv = await started(app, frame_read_timeout=PATIENT_FRAME_TIMEOUT, max_idle_time=0)
     yield srv
     await srv.stop()
 
@@ -117,9 +120,9 @@ async def test_a_peer_that_does_not_read_stops_being_read_and_costs_a_bounded_bu
     # and not started.
     assert made < len(requests) // 4, made
     assert held < HIGH + 256 * 1024 + 2 * ANSWER_SIZE, held
-    # Other connections are served meanwhile, and nothing more is made for this one, for several frame timeouts.
+    # Other connections are served meanwhile, and nothing more is made for this one, for two frame timeouts.
     loop = asyncio.get_running_loop()
-    end = loop.time() + 0.2
+    end = loop.time() + 2 * PATIENT_FRAME_TIMEOUT
     while loop.time() < end:
         await assert_serving(server.address)
     assert app.answered == made and ch._reading_paused and not ch.closed

@@ -118,8 +118,11 @@ def settings(topic: str) -> S.TelemetryCommand:
 
 
 async def test_a_flood_of_telemetry_streams_is_capped_and_every_closed_one_is_forgotten_once_expired(cluster):
-    # A client whose stream ends stays registered until it has been silent for the channel expiry time.
-    proxy = await start_proxy(cluster, max_telemetry_streams=5, channel_expired_timeout_millis=300,
+    # A client whose stream ends stays registered until it has been silent for the channel expiry time. The five
+    # clients send no Heartbeat: the first must not expire (its stream ended by the proxy, a place freed for the
+    # extra one, whose read then waited for ever) before the extra stream is refused, which 300 ms did not always
+    # leave a loaded machine.
+    proxy = await start_proxy(cluster, max_telemetry_streams=5, channel_expired_timeout_millis=1000,
                               channel_scan_interval=0.05)
     try:
         await create_topic(cluster, "Flood")
@@ -131,7 +134,7 @@ async def test_a_flood_of_telemetry_streams_is_capped_and_every_closed_one_is_fo
                 await call.write(settings("Flood"))
                 assert (await call.read()).status.code == D.Code.OK
                 calls.append(call)
-            extra = stub.Telemetry(metadata=metadata("flood@extra"))
+            extra = stub.Telemetry(metadata=metadata("flood@extra"), timeout=10)  # (a stream let in: no answer)
             with pytest.raises(grpc.aio.AioRpcError) as e:
                 await extra.read()
             assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED

@@ -28,6 +28,7 @@ from ..longpolling.pop_long_polling_service import (
 )
 from .base import UNSET_REMARK, BrokerProcessor, log, response
 from .pop_answers import with_blank_header
+from .pop_request_checks import check_topic_and_group
 
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController
@@ -60,8 +61,8 @@ class NotificationProcessor(BrokerProcessor):
     def _process(self, channel: Channel, request: RemotingCommand, deadline: float | None) -> RemotingCommand | None:
         header = request.decode_header(NotificationRequestHeader)
         header.queue_id = all_queues_below_zero(header.queue_id)
-        pop = self.controller.pop_message_processor
-        tc = pop.check_topic_and_group(channel, request, header.topic, header.queue_id, header.consumer_group)
+        tc = check_topic_and_group(self.controller, channel, request, header.topic, header.queue_id,
+                                   header.consumer_group)
         if isinstance(tc, RemotingCommand):
             return with_blank_header(tc, NotificationResponseHeader(False))
         has, unblock_at = self.has_msg(header, tc.read_queue_nums)
@@ -114,7 +115,8 @@ class NotificationProcessor(BrokerProcessor):
                                               f"the broker[{bc.broker_ip1}] peeking message is forbidden"), _NO_POLLING)
         # (RocketMQ's checks: the topic readable, the queue id, the group there and allowed to consume.)
         pop = self.controller.pop_message_processor
-        tc = pop.check_topic_and_group(channel, request, header.topic, header.queue_id, header.consumer_group)
+        tc = check_topic_and_group(self.controller, channel, request, header.topic, header.queue_id,
+                                   header.consumer_group)
         if isinstance(tc, RemotingCommand):
             return with_blank_header(tc, _NO_POLLING)
         n = pop.long_polling.polling_num(header.topic, header.consumer_group, header.queue_id)

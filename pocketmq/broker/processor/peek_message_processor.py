@@ -15,6 +15,7 @@ from pocketmq.storage.results import GetMessageStatus
 
 from .base import BrokerProcessor, response
 from .pop_answers import with_blank_header
+from .pop_request_checks import check_topic_and_group
 
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController
@@ -31,7 +32,8 @@ class PeekMessageProcessor(BrokerProcessor):
     async def peek_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = request.decode_header(PeekMessageRequestHeader)
         pop = self.controller.pop_message_processor
-        tc = pop.check_topic_and_group(channel, request, header.topic, header.queue_id, header.consumer_group)
+        tc = check_topic_and_group(self.controller, channel, request, header.topic, header.queue_id,
+                                   header.consumer_group)
         if isinstance(tc, RemotingCommand):
             return with_blank_header(tc, _BLANK)
         # As 5.5.0's PeekMessageProcessor: no bound of 32 (that is a pop's); 0 reads nothing (PULL_NOT_FOUND, the

@@ -29,7 +29,6 @@ from pocketmq.remoting.command import RemotingCommand
 from pocketmq.remoting.errors import HeaderError
 from pocketmq.remoting.pop_header import PopMessageRequestHeader, PopMessageResponseHeader
 from pocketmq.remoting.transport import Channel
-from pocketmq.storage.message_filter import MessageFilter
 from pocketmq.storage.results import GetMessageStatus
 
 from ..longpolling.pop_long_polling_service import (
@@ -43,7 +42,7 @@ from ..pop.pop_offsets import PopOffsets
 from .base import BrokerProcessor, log, response
 from .pop_answers import pop_found, pop_response_header, with_blank_header
 from .pop_queue_reader import PopContext, PopQueueReader
-from .pop_request_checks import check_pop_request, check_topic_and_group, pop_message_filter
+from .pop_request_checks import check_pop_request
 
 if TYPE_CHECKING:
     from ..broker_controller import BrokerController
@@ -135,15 +134,6 @@ class PopMessageProcessor(BrokerProcessor):
         the queue check again (Apache's ConsumerOrderInfoLockManager notifies both)."""
         self.long_polling.notify_message_arriving(topic, queue_id, group)
         self.controller.notification_processor.long_polling.notify_message_arriving(topic, queue_id, group)
-
-    def check_topic_and_group(self, channel: Channel, request: RemotingCommand, topic: str, queue_id: int,
-                              group: str) -> RemotingCommand | TopicConfig:
-        """The checks pop, peek and notification share: the topic, the queue id (below 0: all) and the group."""
-        return check_topic_and_group(self.controller, channel, request, topic, queue_id, group)
-
-    def message_filter(self, request: RemotingCommand, topic: str, exp: str | None, exp_type: str | None
-                       ) -> MessageFilter | RemotingCommand:
-        return pop_message_filter(request, topic, exp, exp_type)
 
     async def _pop(self, ctx: PopContext, tc: TopicConfig) -> None:
         """Which topics and queues the pop reads, in which order; one draw of the processor's random decides."""

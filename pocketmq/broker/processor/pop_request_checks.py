@@ -1,7 +1,7 @@
 """The checks of a pop request before anything is read, in RocketMQ 5's PopMessageProcessor.processRequest order: the
 broker, the counts, the topic and queue, the group, the filter; then pocketmq's own refusals of values 5.5.0
-fails or parks on. Peek and notification share the topic-and-group checks and pop's filter
-(PopMessageProcessor.check_topic_and_group, message_filter)."""
+fails or parks on. Peek, notification and polling info call the topic-and-group checks (check_topic_and_group)
+themselves."""
 
 from __future__ import annotations
 
@@ -49,9 +49,9 @@ def check_pop_request(c: BrokerController, channel: Channel, request: RemotingCo
     if not bc.timer_wheel_enable:  # (checkpoints and acks are timer messages: revive_log.py)
         return response(request, ResponseCode.SYSTEM_ERROR,
                         f"the broker[{bc.broker_ip1}] pop message is forbidden because timerWheelEnable is false")
-    error = check_topic_and_group(c, channel, request, header.topic, header.queue_id, header.consumer_group)
-    if isinstance(error, RemotingCommand):
-        return error
+    tc = check_topic_and_group(c, channel, request, header.topic, header.queue_id, header.consumer_group)
+    if isinstance(tc, RemotingCommand):
+        return tc
     flt = pop_message_filter(request, header.topic, header.exp, header.exp_type)
     if isinstance(flt, RemotingCommand):
         return flt
@@ -69,11 +69,12 @@ def check_pop_request(c: BrokerController, channel: Channel, request: RemotingCo
         return response(request, ResponseCode.INVALID_PARAMETER,
                         f"invisibleTime {header.invisible_time} is past timerMaxDelaySec "
                         f"({bc.timer_max_delay_sec} s)")
-    return error, flt
+    return tc, flt
 
 
 def check_topic_and_group(c: BrokerController, channel: Channel, request: RemotingCommand, topic: str,
                           queue_id: int, group: str) -> RemotingCommand | TopicConfig:
+    """The checks pop, peek and notification share: the topic, the queue id (below 0: all) and the group."""
     tc = c.topic_config_manager.select_topic_config(topic)
     if tc is None:
         return topic_not_exist(request, topic)
